@@ -1,0 +1,370 @@
+"""Paimon's BinaryRow: the row encoding of partitions, keys and stats, and its hash.
+
+The bytes must equal what Java 1.4's ``BinaryRowWriter`` produces, because partitions are
+compared by bytes and fixed buckets are derived from the hash of the bucket-key row
+(FORMAT.md §5.1, §7.1). Encoding and hashing are vectorized over rows; the single-row
+helpers (`serialize_row`, `hash_row`) go through the same code.
+
+Layout of one row (little-endian numbers): an 8-aligned header with the RowKind byte and
+the null bits (field i is bit i + 8), one 8-byte slot per field, then the variable part
+(8-aligned pieces whose slot holds ``offset << 32 | length``).
+"""
+from __future__ import annotations
+
+import datetime
+import struct
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import SchemaMismatchError, UnsupportedTypeError
+from .types import DataType, to_arrow
+
+_HEADER_BITS = 8                 # the RowKind byte precedes the null bits
+_MAX_INLINE = 7                  # strings/bytes up to 7 bytes live in the slot itself
+_INLINE_MARK = np.uint64(0x80 << 56)
+_MAX_BINARY = 2**31 - 1          # beyond this a pa.binary() array cannot hold the rows
+_ZERO_PADS = [b"\0" * i for i in range(8)]
+
+_MURMUR_SEED = 42
+_C1, _C2, _C3 = 0xCC9E2D51, 0x1B873593, 0xE6546B64
+_F1, _F2 = 0x85EBCA6B, 0xC2B2AE35
+
+# Atomic types stored entirely in the slot, with the Arrow type whose bits are stored.
+_SLOT_TYPES = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(),
+               "INT": pa.int32(), "BIGINT": pa.int64(), "FLOAT": pa.float32(),
+               "DOUBLE": pa.float64()}
+_NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
+
+def null_bits_size(arity: int) -> int:
+    """Bytes of header + null bitset, rounded to whole 8-byte words (Java calculateBitSetWidthInBytes)."""
+    return (arity + 63 + _HEADER_BITS) // 64 * 8
+
+
+# ---- encoding ------------------------------------------------------------------------
+
+@dataclass
+class _Field:
+    """One column's contribution to every row.
+
+    `slot` is the 8-byte slot value; for values in the variable part only its low 32 bits
+    (length or nano-of-milli) are set, the row offset is added during assembly. `var_len`
+    is the padded size each row takes in the variable part and `var` the Arrow pieces
+    (large_binary) whose concatenation is that padded content.
+    """
+    null: np.ndarray
+    slot: np.ndarray
+    var_len: np.ndarray | None = None
+    var: tuple[pa.Array, ...] = ()
+
+
+def encode_rows(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType],
+                num_rows: int | None = None) -> pa.Array:
+    """Encode each input row as BinaryRow bytes (no arity prefix), RowKind +I.
+
+    `num_rows` is needed only when there are no columns (the empty row). The result is
+    pa.binary(), or pa.large_binary() when the rows exceed 2 GiB in total.
+    """
+    if len(columns) != len(types):
+        raise ValueError(f"{len(columns)} columns but {len(types)} types")
+    arrays = [_as_array(c) for c in columns]
+    n = len(arrays[0]) if arrays else num_rows
+    if n is None:
+        raise ValueError("num_rows is required to encode rows without columns")
+    if any(len(a) != n for a in arrays) or (num_rows is not None and num_rows != n):
+        raise ValueError("all columns must have the same number of rows")
+
+    header = null_bits_size(len(arrays))
+    words = np.zeros((n, header // 8 + len(arrays)), dtype=np.uint64)
+    cursor = np.full(n, header + 8 * len(arrays), dtype=np.int64)
+    pieces: list[pa.Array] = []
+    for i, (column, t) in enumerate(zip(arrays, types)):
+        f = _encode_column(column, t)
+        bit = i + _HEADER_BITS
+        words[:, bit // 64] |= f.null.astype(np.uint64) << np.uint64(bit % 64)
+        slot = np.where(f.null, np.uint64(0), f.slot)
+        if f.var_len is not None:
+            slot |= np.where(f.var_len > 0, cursor, 0).astype(np.uint64) << np.uint64(32)
+            cursor += f.var_len
+            pieces.extend(f.var)
+        words[:, header // 8 + i] = slot
+
+    large = int(cursor.sum()) > _MAX_BINARY
+    fixed = _binary_from_matrix(words.view(np.uint8), large)
+    if not pieces:
+        return fixed
+    target = pa.large_binary() if large else pa.binary()
+    return pc.binary_join_element_wise(fixed, *(p.cast(target) for p in pieces), b"")
+
+
+def _as_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column
+
+
+def _cast(column: pa.Array, target: pa.DataType, t: DataType) -> pa.Array:
+    """Cast with Arrow's safe rules; a failure means the data does not fit the Paimon type."""
+    if column.type == target:
+        return column
+    try:
+        return column.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise SchemaMismatchError(f"cannot encode Arrow {column.type} as Paimon {t}: {e}") from e
+
+
+def _encode_column(column: pa.Array, t: DataType) -> _Field:
+    null = column.is_null().to_numpy(zero_copy_only=False)
+    r = t.root
+    if r in _SLOT_TYPES:
+        return _Field(null, _bits(_cast(column, _SLOT_TYPES[r], t).fill_null(False if r == "BOOLEAN" else 0)))
+    if r == "DATE":
+        return _Field(null, _bits(_cast(column, pa.date32(), t).view(pa.int32()).fill_null(0)))
+    if r == "TIME":
+        return _Field(null, _bits(pa.array(_time_millis(column, t), pa.int32())))
+    if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return _encode_timestamp(column, t, null)
+    if r == "DECIMAL":
+        return _encode_decimal(column, t, null)
+    if t.is_string or t.is_binary:
+        target = pa.large_string() if t.is_string else pa.large_binary()
+        return _encode_bytes(_cast(column, target, t).cast(pa.large_binary()), null)
+    raise UnsupportedTypeError(f"BinaryRow encoding of {t} is not supported (only atomic types)")
+
+
+def _bits(values: pa.Array) -> np.ndarray:
+    """The value's raw little-endian bits, zero-extended to a 64-bit slot."""
+    v = np.ascontiguousarray(values.to_numpy(zero_copy_only=False))
+    return v.view(f"u{v.itemsize}").astype(np.uint64)
+
+
+def _time_millis(column: pa.Array, t: DataType) -> np.ndarray:
+    """TIME is stored as int32 milliseconds of the day, whatever the Arrow unit."""
+    if not pa.types.is_time(column.type):
+        column = _cast(column, pa.time32("ms"), t)
+    storage = pa.int32() if pa.types.is_time32(column.type) else pa.int64()
+    values = column.view(storage).fill_null(0).to_numpy().astype(np.int64)
+    return values * _NANOS_PER_UNIT[column.type.unit] // 10**6
+
+
+def _epoch_millis_nanos(column: pa.Array, t: DataType) -> tuple[np.ndarray, np.ndarray]:
+    """Epoch millis (floored) and nano-of-milli, truncated to the column's precision.
+
+    Truncating makes the key bytes those of the value as the column stores it, so a row
+    lands in the same bucket whether or not its timestamp had finer digits on input.
+    """
+    if not pa.types.is_timestamp(column.type):
+        column = _cast(column, to_arrow(t), t)
+    v = column.view(pa.int64()).fill_null(0).to_numpy()
+    per_unit = _NANOS_PER_UNIT[column.type.unit]
+    if per_unit >= 10**6:
+        millis, nanos = v * (per_unit // 10**6), np.zeros_like(v)
+    else:
+        per_milli = 10**6 // per_unit
+        millis, nanos = v // per_milli, v % per_milli * per_unit
+    if t.precision >= 3:
+        nanos -= nanos % 10 ** (9 - t.precision)
+    else:
+        millis -= millis % 10 ** (3 - t.precision)
+    return millis, nanos
+
+
+def _encode_timestamp(column: pa.Array, t: DataType, null: np.ndarray) -> _Field:
+    """Compact (p <= 3): millis in the slot. Else 8 var bytes of millis, nanos in the slot.
+
+    Non-compact nulls keep their 8 (zero) var bytes and offset, as Java's writeTimestamp(null).
+    """
+    millis, nanos = _epoch_millis_nanos(column, t)
+    if t.is_compact_timestamp:
+        return _Field(null, millis.view(np.uint64))
+    millis = np.where(null, 0, millis).astype("<i8")
+    var = _binary_from_matrix(millis.view(np.uint8).reshape(-1, 8), large=True)
+    return _Field(null, nanos.astype(np.uint64), np.full(len(millis), 8, np.int64), (var,))
+
+
+def _encode_decimal(column: pa.Array, t: DataType, null: np.ndarray) -> _Field:
+    """Compact (p <= 18): unscaled int64 in the slot. Else 16 var bytes holding
+    BigInteger.toByteArray() (minimal big-endian two's complement), zero padded.
+
+    Non-compact nulls keep their 16 zero var bytes and offset, as Java's writeDecimal(null).
+    """
+    column = _cast(column, pa.decimal128(t.precision, t.scale), t)
+    le = np.frombuffer(column.buffers()[1], np.uint8, count=16 * len(column),
+                       offset=16 * column.offset).reshape(-1, 16).copy()
+    le[null] = 0
+    if t.is_compact_decimal:
+        return _Field(null, le.view(np.uint64)[:, 0].copy())
+    nbytes = _min_twos_complement_bytes(le)
+    be = le[:, ::-1]
+    index = (16 - nbytes)[:, None] + np.arange(16)
+    packed = np.take_along_axis(be, np.minimum(index, 15), axis=1) * (index < 16)
+    var = _binary_from_matrix(np.ascontiguousarray(packed), large=True)
+    return _Field(null, np.where(null, 0, nbytes).astype(np.uint64),
+                  np.full(len(le), 16, np.int64), (var,))
+
+
+def _min_twos_complement_bytes(le: np.ndarray) -> np.ndarray:
+    """Length of BigInteger.toByteArray() for 128-bit little-endian values: bitLength // 8 + 1."""
+    magnitude = np.where(le[:, 15:16] >= 0x80, ~le, le)         # ~x for negatives, as bitLength
+    nonzero = magnitude != 0
+    top = np.where(nonzero.any(axis=1), 15 - np.argmax(nonzero[:, ::-1], axis=1), -1)
+    top_byte = np.take_along_axis(magnitude, np.maximum(top, 0)[:, None], axis=1)[:, 0]
+    return np.maximum(top + 1 + (top_byte >= 0x80), 1).astype(np.int64)
+
+
+def _encode_bytes(column: pa.Array, null: np.ndarray) -> _Field:
+    """UTF-8 strings and binaries: inline up to 7 bytes (last slot byte 0x80 | len),
+    else in the variable part, zero padded to 8 bytes."""
+    offsets, data = _binary_buffers(column)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    inline = lengths <= _MAX_INLINE
+    padded = np.zeros(len(data) + 8, np.uint8)
+    padded[:len(data)] = data
+    window = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    lengths_u = lengths.astype(np.uint64)
+    first = window[np.where(inline, starts, 0)]
+    first &= (np.uint64(1) << (np.minimum(lengths_u, _MAX_INLINE) * np.uint64(8))) - np.uint64(1)
+    slot = np.where(inline, first | _INLINE_MARK | (lengths_u << np.uint64(56)), lengths_u)
+    outside = ~inline & ~null
+    var_len = np.where(outside, (lengths + 7) // 8 * 8, 0)
+    content = pc.if_else(pa.array(outside), column, pa.scalar(b"", pa.large_binary()))
+    pads = pa.array(_ZERO_PADS, pa.large_binary()).take(pa.array(var_len - np.where(outside, lengths, 0)))
+    return _Field(null, slot, var_len, (content, pads))
+
+
+def _binary_from_matrix(matrix: np.ndarray, large: bool) -> pa.Array:
+    """A binary array whose i-th value is row i of a C-contiguous uint8 matrix (zero-copy)."""
+    n, width = matrix.shape
+    offsets = np.arange(n + 1, dtype=np.int64 if large else np.int32) * width
+    arrow_type = pa.large_binary() if large else pa.binary()
+    return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(matrix)])
+
+
+def _binary_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (int64, n + 1) and the data bytes of a binary or large_binary array."""
+    if not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+        raise TypeError(f"expected a binary array, got {column.type}")
+    _, offsets_buf, data_buf = column.buffers()
+    dtype = np.int64 if pa.types.is_large_binary(column.type) else np.int32
+    offsets = np.frombuffer(offsets_buf, dtype, count=len(column) + 1, offset=column.offset * dtype().itemsize)
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return offsets.astype(np.int64), data
+
+
+# ---- single rows as stored in manifests ----------------------------------------------------
+
+def serialize_row(values: Sequence[Any], types: Sequence[DataType]) -> bytes:
+    """One row with the 4-byte big-endian arity prefix (Java SerializationUtils.serializeBinaryRow)."""
+    columns = [pa.array([v], type=to_arrow(t)) for v, t in zip(values, types, strict=True)]
+    row = encode_rows(columns, types, num_rows=1)[0].as_py()
+    return struct.pack(">i", len(types)) + row
+
+
+def deserialize_row(data: bytes, types: Sequence[DataType]) -> list[Any]:
+    """Decode a serialized row into Python values, one per type, as Arrow's to_pylist gives them.
+
+    Fields beyond the stored arity are None (the row predates added columns); b"" is the
+    empty row. Offsets are read from the slots, so rows that do not reserve space for null
+    non-compact values (pypaimon's) decode as well.
+    """
+    if not data:
+        return [None] * len(types)
+    arity = struct.unpack_from(">i", data)[0]
+    row = memoryview(data)[4:]
+    header = null_bits_size(arity)
+    out: list[Any] = []
+    for i, t in enumerate(types):
+        bit = i + _HEADER_BITS
+        if i >= arity or row[bit >> 3] & (1 << (bit & 7)):
+            out.append(None)
+        else:
+            out.append(_decode_field(row, header + 8 * i, t))
+    return out
+
+
+def _decode_field(row: memoryview, at: int, t: DataType) -> Any:
+    r = t.root
+    if r in _SLOT_TYPES:
+        fmt = {"BOOLEAN": "<?", "TINYINT": "<b", "SMALLINT": "<h", "INT": "<i",
+               "BIGINT": "<q", "FLOAT": "<f", "DOUBLE": "<d"}[r]
+        return struct.unpack_from(fmt, row, at)[0]
+    slot = struct.unpack_from("<Q", row, at)[0]
+    signed = struct.unpack_from("<q", row, at)[0]
+    if r == "DATE":
+        return datetime.date(1970, 1, 1) + datetime.timedelta(days=struct.unpack_from("<i", row, at)[0])
+    if r == "TIME":
+        return _arrow_value(struct.unpack_from("<i", row, at)[0], pa.time32("ms"))
+    if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        tz = "UTC" if r == "TIMESTAMP_LTZ" else None
+        if t.is_compact_timestamp:
+            return _arrow_value(signed, pa.timestamp("ms", tz))
+        millis = struct.unpack_from("<q", row, slot >> 32)[0]
+        return _arrow_value(millis * 1000 + (slot & 0xFFFFFFFF) // 1000, pa.timestamp("us", tz))
+    if r == "DECIMAL":
+        unscaled = signed if t.is_compact_decimal else int.from_bytes(_var_bytes(row, slot), "big", signed=True)
+        return Decimal(f"{unscaled}E-{t.scale}")
+    if t.is_string or t.is_binary:
+        raw = bytes(row[at:at + ((slot >> 56) & 0x7F)]) if slot >> 63 else bytes(_var_bytes(row, slot))
+        return raw.decode("utf-8") if t.is_string else raw
+    raise UnsupportedTypeError(f"BinaryRow decoding of {t} is not supported (only atomic types)")
+
+
+def _var_bytes(row: memoryview, slot: int) -> memoryview:
+    offset, length = slot >> 32, slot & 0xFFFFFFFF
+    return row[offset:offset + length]
+
+
+def _arrow_value(value: int, arrow_type: pa.DataType) -> Any:
+    """Convert a stored integer the way Arrow's to_pylist would (datetime, time, tz)."""
+    return pa.array([value], arrow_type).to_pylist()[0]
+
+
+# ---- hashing ---------------------------------------------------------------------------------
+
+def hash_rows(rows: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """BinaryRow.hashCode() of every row: Murmur3_x86_32 by 4-byte LE words, seed 42 (int32).
+
+    Rows are processed word index by word index across all rows at once; rows sorted by
+    length make the rows still active a prefix, so memory stays O(rows) for any row length.
+    """
+    if isinstance(rows, pa.ChunkedArray):
+        rows = rows.combine_chunks()
+    offsets, data = _binary_buffers(rows)
+    lengths = np.diff(offsets)
+    if (lengths % 4).any():
+        raise ValueError("BinaryRow lengths must be multiples of 4 bytes")
+    words = data[offsets[0]:offsets[-1]].view(np.uint32) if len(rows) else np.zeros(0, np.uint32)
+    order = np.argsort(-lengths, kind="stable")
+    starts = (offsets[:-1][order] - offsets[0]) // 4
+    word_counts = lengths[order] // 4
+    active = np.searchsorted(-word_counts, -np.arange(word_counts[0] if len(rows) else 0), side="left")
+    h = np.full(len(rows), _MURMUR_SEED, np.uint32)
+    for w, count in enumerate(active):
+        k = words[starts[:count] + w]
+        k *= np.uint32(_C1)
+        k = (k << np.uint32(15)) | (k >> np.uint32(17))
+        k *= np.uint32(_C2)
+        hw = h[:count] ^ k
+        hw = (hw << np.uint32(13)) | (hw >> np.uint32(19))
+        h[:count] = hw * np.uint32(5) + np.uint32(_C3)
+    h ^= lengths[order].astype(np.uint32)
+    h ^= h >> np.uint32(16)
+    h *= np.uint32(_F1)
+    h ^= h >> np.uint32(13)
+    h *= np.uint32(_F2)
+    h ^= h >> np.uint32(16)
+    out = np.empty(len(rows), np.int32)
+    out[order] = h.view(np.int32)
+    return out
+
+
+def hash_row(data: bytes) -> int:
+    """BinaryRow.hashCode() of one row's bytes (without the arity prefix)."""
+    return int(hash_rows(pa.array([data], pa.binary()))[0])

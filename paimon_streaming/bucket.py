@@ -1,0 +1,45 @@
+"""Fixed-bucket assignment (`bucket` = N > 0), identical to Java's DefaultBucketFunction.
+
+A row's bucket is derived from the hash of the BinaryRow of its bucket-key columns, built
+with the table types (FORMAT.md §7.1); any byte difference moves rows to other buckets and
+breaks key uniqueness across writers, so everything goes through `binary_row`.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .binary_row import encode_rows, hash_rows
+from .errors import InvalidOptionError, NullKeyError, SchemaMismatchError
+from .types import DataType
+
+
+def bucket_key_hashes(table: pa.Table, key_names: Sequence[str], key_types: Sequence[DataType]) -> np.ndarray:
+    """BinaryRow.hashCode() (int32) of each row's bucket key; keys must not be null."""
+    columns = []
+    for name in key_names:
+        if name not in table.column_names:
+            raise SchemaMismatchError(f"bucket key column {name!r} is missing from the data "
+                                      f"(columns: {table.column_names})")
+        column = table.column(name)
+        if column.null_count:
+            raise NullKeyError(f"bucket key column {name!r} holds {column.null_count} null value(s); "
+                               f"Paimon key columns are NOT NULL, filter or fill them before writing")
+        columns.append(column)
+    return hash_rows(encode_rows(columns, key_types, num_rows=table.num_rows))
+
+
+def hash_to_bucket(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
+    """Java's ``Math.abs(hash % N)``: the remainder takes the dividend's sign, so this is
+    abs(hash) mod N (computed in int64, where abs(INT_MIN) does not overflow)."""
+    if num_buckets <= 0:
+        raise InvalidOptionError(f"fixed bucket mode needs 'bucket' > 0, got {num_buckets}")
+    return (np.abs(hashes.astype(np.int64)) % num_buckets).astype(np.int32)
+
+
+def fixed_buckets(table: pa.Table, key_names: Sequence[str], key_types: Sequence[DataType],
+                  num_buckets: int) -> np.ndarray:
+    """The bucket (int32, 0..N-1) of every row of `table` for a table with `bucket` = N."""
+    return hash_to_bucket(bucket_key_hashes(table, key_names, key_types), num_buckets)

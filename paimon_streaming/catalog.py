@@ -1,0 +1,112 @@
+"""Filesystem catalog: a warehouse directory of `<db>.db/<table>/` Paimon tables."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from .errors import TableAlreadyExistsError, TableNotFoundError
+from .fileio import FileIO
+from .schema import SchemaManager, TableSchema
+from .table import Table
+
+DB_SUFFIX = ".db"
+_NAME = re.compile(r"^[^./\\\x00-\x1f\x7f]+$")
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not name or not _NAME.match(name) or name.strip() != name or name.startswith("."):
+        raise ValueError(f"invalid {kind} name {name!r}: use a non-empty name without '.', '/', '\\', "
+                         "control characters or surrounding spaces")
+    return name
+
+
+def split_identifier(identifier: str) -> tuple[str, str]:
+    """'db.table' -> ('db', 'table'); a bare name means database 'default'."""
+    db, sep, table = identifier.partition(".")
+    if not sep:
+        db, table = "default", identifier
+    return _check_name("database", db), _check_name("table", table)
+
+
+class Catalog:
+    """Databases and tables in a warehouse: a local path or a pyarrow filesystem URI
+    (file://, s3://, hdfs://, gs://...), or any `pyarrow.fs.FileSystem` via `filesystem=`."""
+
+    def __init__(self, warehouse: str, filesystem: pafs.FileSystem | None = None):
+        self.file_io, self.warehouse = FileIO.for_path(warehouse, filesystem)
+
+    # ---- databases ------------------------------------------------------------------------
+    def database_path(self, name: str) -> str:
+        return f"{self.warehouse}/{_check_name('database', name)}{DB_SUFFIX}"
+
+    def list_databases(self) -> list[str]:
+        return sorted(s.path.rsplit("/", 1)[-1][: -len(DB_SUFFIX)] for s in self.file_io.list_status(self.warehouse)
+                      if s.is_dir and s.path.endswith(DB_SUFFIX))
+
+    def database_exists(self, name: str) -> bool:
+        return self.file_io.is_dir(self.database_path(name))
+
+    def create_database(self, name: str, ignore_if_exists: bool = False) -> None:
+        if self.database_exists(name):
+            if ignore_if_exists:
+                return
+            raise TableAlreadyExistsError(f"database {name} already exists in {self.warehouse}")
+        self.file_io.mkdirs(self.database_path(name))
+
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        if not self.database_exists(name):
+            if ignore_if_not_exists:
+                return
+            raise TableNotFoundError(f"database {name} does not exist in {self.warehouse}")
+        tables = self.list_tables(name)
+        if tables and not cascade:
+            raise ValueError(f"database {name} is not empty (tables: {tables}); use cascade=True")
+        self.file_io.delete_dir(self.database_path(name))
+
+    # ---- tables ---------------------------------------------------------------------------
+    def table_path(self, identifier: str) -> str:
+        db, table = split_identifier(identifier)
+        return f"{self.database_path(db)}/{table}"
+
+    def list_tables(self, database: str) -> list[str]:
+        if not self.database_exists(database):
+            raise TableNotFoundError(f"database {database} does not exist in {self.warehouse}")
+        out = []
+        for s in self.file_io.list_status(self.database_path(database)):
+            if s.is_dir and SchemaManager(self.file_io, s.path).schema_ids():
+                out.append(s.path.rsplit("/", 1)[-1])
+        return sorted(out)
+
+    def table_exists(self, identifier: str) -> bool:
+        return bool(SchemaManager(self.file_io, self.table_path(identifier)).schema_ids())
+
+    def create_table(self, identifier: str, schema: pa.Schema, primary_keys: list[str] | None = None,
+                     partition_keys: list[str] | None = None, options: dict[str, Any] | None = None,
+                     ignore_if_exists: bool = False, comment: str | None = None) -> Table:
+        """Create a table from an Arrow schema. The database is created when missing."""
+        db, _ = split_identifier(identifier)
+        if self.table_exists(identifier):
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(f"table {identifier} already exists at {self.table_path(identifier)}")
+        table_schema = TableSchema.create(schema, primary_keys, partition_keys, options, comment)
+        self.create_database(db, ignore_if_exists=True)
+        path = self.table_path(identifier)
+        SchemaManager(self.file_io, path).create(table_schema)
+        return Table(self.file_io, path, identifier)
+
+    def get_table(self, identifier: str) -> Table:
+        path = self.table_path(identifier)
+        if not SchemaManager(self.file_io, path).schema_ids():
+            raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse} (looked in {path})")
+        return Table(self.file_io, path, identifier)
+
+    def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
+        if not self.table_exists(identifier):
+            if ignore_if_not_exists:
+                return
+            raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
+        self.file_io.delete_dir(self.table_path(identifier))

@@ -1,0 +1,329 @@
+"""The commit protocol (FORMAT.md §10, seeds/commit-process.txt).
+
+A commit turns commit messages (files written per partition and bucket) into at most two
+snapshots with the same commitIdentifier: APPEND (or OVERWRITE) for new data, then COMPACT
+for compaction results. One attempt (`_try_commit_once`) reads the latest snapshot, checks
+conflicts, merges manifests, writes the base list, the delta manifests and list, the index
+manifest, and publishes the snapshot with an atomic create-if-absent. If another writer took
+the id, the attempt's files are deleted and it retries from the new latest snapshot. Any
+failure before the snapshot exists deletes the attempt's files, so the table is unchanged.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .binary_row import deserialize_row
+from .errors import CommitConflictError, PaimonError
+from .fileio import FileIO
+from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
+                       ManifestEntry, ManifestFile, ManifestList, combine_index_entries,
+                       merge_entries, merge_manifests)
+from .options import CoreOptions
+from .paths import PathFactory
+from .schema import TableSchema
+from .snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Increment:
+    """File changes of one kind of commit for one (partition, bucket)."""
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    deleted_files: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
+    new_index_files: list[IndexFileMeta] = field(default_factory=list)
+    deleted_index_files: list[IndexFileMeta] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.new_files or self.deleted_files or self.changelog_files
+                    or self.new_index_files or self.deleted_index_files)
+
+
+@dataclass
+class CommitMessage:
+    """What one writer task produced for one (partition, bucket): the unit sent to the committer.
+
+    `data` goes into the APPEND snapshot (new level-0 / append files, HASH index files,
+    input changelog); `compact` into the COMPACT snapshot (compaction before/after, DV
+    index files, lookup changelog).
+    """
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    data: Increment = field(default_factory=Increment)
+    compact: Increment = field(default_factory=Increment)
+
+
+@dataclass
+class _Changes:
+    entries: list[ManifestEntry] = field(default_factory=list)
+    changelog: list[ManifestEntry] = field(default_factory=list)
+    index: list[IndexManifestEntry] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.entries or self.changelog or self.index)
+
+
+def _collect(messages: Sequence[CommitMessage], pick: Callable[[CommitMessage], Increment]) -> _Changes:
+    out = _Changes()
+    for m in messages:
+        inc = pick(m)
+        for f in inc.deleted_files:
+            out.entries.append(ManifestEntry(DELETE, m.partition, m.bucket, m.total_buckets, f))
+        for f in inc.new_files:
+            out.entries.append(ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f))
+        for f in inc.changelog_files:
+            out.changelog.append(ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f))
+        for f in inc.deleted_index_files:
+            out.index.append(IndexManifestEntry(DELETE, m.partition, m.bucket, f))
+        for f in inc.new_index_files:
+            out.index.append(IndexManifestEntry(ADD, m.partition, m.bucket, f))
+    return out
+
+
+class FileStoreCommit:
+    """Commits messages of one table as snapshots; safe against concurrent committers."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
+                 path_factory: PathFactory | None = None):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.options = CoreOptions(schema.options)
+        self.snapshots = SnapshotManager(file_io, table_path)
+        self.paths = path_factory or PathFactory(table_path, self.options.file_format)
+        compression = self.options.get("manifest.compression")
+        self.partition_fields = schema.fields_of(schema.partition_keys)
+        self.manifest_file = ManifestFile(file_io, self.paths, self.partition_fields, compression,
+                                          self.options.get("manifest.target-file-size"))
+        self.manifest_list = ManifestList(file_io, self.paths, compression)
+        self.index_manifest = IndexManifestFile(file_io, self.paths, compression)
+
+    # ---- public -----------------------------------------------------------------------
+    def committed_identifiers(self, commit_user: str, identifiers: Sequence[int]) -> set[int]:
+        """The identifiers of `commit_user` already committed: the exactly-once filter.
+
+        Identifiers of one user strictly increase, so everything up to the identifier of the
+        user's newest snapshot is committed (Java's filterCommitted).
+        """
+        latest = self.snapshots.latest_of_user(commit_user)
+        if latest is None:
+            return set()
+        return {i for i in identifiers if i <= latest.commit_identifier}
+
+    def commit(self, messages: Sequence[CommitMessage], commit_user: str, identifier: int,
+               overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,
+               ignore_empty: bool = True, watermark: int | None = None,
+               properties: dict[str, str] | None = None) -> list[int]:
+        """Commit one committable; returns the ids of the snapshots created (0, 1 or 2).
+
+        `overwrite=True` replaces the whole table, or only `overwrite_partitions` when given.
+        """
+        snapshot_ids = []
+        data = _collect(messages, lambda m: m.data)
+        if overwrite:
+            sid = self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
+                                          replace=True, overwrite_partitions=overwrite_partitions,
+                                          check_conflicts=True)
+            snapshot_ids.append(sid)
+        elif not data.is_empty() or not ignore_empty:
+            deletes = any(e.kind == DELETE for e in data.entries) or any(
+                e.index_file.index_type == "DELETION_VECTORS" for e in data.index)
+            kind = OVERWRITE if deletes else APPEND
+            snapshot_ids.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
+                                                        properties, check_conflicts=deletes))
+        compact = _collect(messages, lambda m: m.compact)
+        if not compact.is_empty():
+            snapshot_ids.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
+                                                        properties, check_conflicts=True))
+        return snapshot_ids
+
+    # ---- one commit kind, with retries ------------------------------------------------
+    def _commit_with_retry(self, kind: str, changes: _Changes, commit_user: str, identifier: int,
+                           watermark: int | None, properties: dict[str, str] | None,
+                           replace: bool = False, overwrite_partitions: list[bytes] | None = None,
+                           check_conflicts: bool = False) -> int:
+        max_retries = self.options.get("commit.max-retries")
+        seen_latest: int | None = None
+        outcome_unknown = False
+        for attempt in range(max_retries + 1):
+            latest = self.snapshots.latest()
+            if outcome_unknown:
+                done = self._find_own_commit(seen_latest, latest, commit_user, identifier, kind)
+                if done is not None:
+                    return done
+            seen_latest = latest.id if latest else None
+            try:
+                sid = self._try_commit_once(kind, changes, latest, commit_user, identifier, watermark,
+                                            properties, replace, overwrite_partitions, check_conflicts)
+                outcome_unknown = False
+            except _PublishUnknown:
+                outcome_unknown = True
+                sid = None
+            if sid is not None:
+                return sid
+            time.sleep(min(1.0, 0.01 * (2 ** attempt)) * random.random())
+        raise CommitConflictError(
+            f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: "
+            "other writers keep taking the next snapshot id")
+
+    def _find_own_commit(self, seen_latest: int | None, latest: Snapshot | None, commit_user: str,
+                         identifier: int, kind: str) -> int | None:
+        if latest is None:
+            return None
+        start = (seen_latest or 0) + 1
+        for sid in range(start, latest.id + 1):
+            snap = self.snapshots.snapshot(sid)
+            if snap.commit_user == commit_user and snap.commit_identifier == identifier \
+                    and snap.commit_kind == kind:
+                return sid
+        return None
+
+    def _try_commit_once(self, kind: str, changes: _Changes, latest: Snapshot | None, commit_user: str,
+                         identifier: int, watermark: int | None, properties: dict[str, str] | None,
+                         replace: bool, overwrite_partitions: list[bytes] | None,
+                         check_conflicts: bool) -> int | None:
+        entries = list(changes.entries)
+        index_changes = list(changes.index)
+        base_metas = self._data_manifests(latest)
+        if replace:
+            entries = self._overwrite_deletes(base_metas, overwrite_partitions) + entries
+            targets = None if overwrite_partitions is None else set(overwrite_partitions)
+            index_changes = [IndexManifestEntry(DELETE, e.partition, e.bucket, e.index_file)
+                             for e in self.index_manifest.read(latest.index_manifest if latest else None)
+                             if targets is None or e.partition in targets] + index_changes
+        if check_conflicts:
+            self._check_conflicts(base_metas, entries, kind)
+
+        written: list[str] = []
+        try:
+            merged = merge_manifests(
+                base_metas, self.manifest_file, self.schema.id,
+                self.options.get("manifest.target-file-size"),
+                self.options.get("manifest.full-compaction-threshold-size"),
+                self.options.get("manifest.merge-min-count"), written)
+            base_name, base_size = self.manifest_list.write(merged)
+            written.append(base_name)
+            delta_metas = self.manifest_file.write(entries, self.schema.id)
+            written.extend(m.file_name for m in delta_metas)
+            delta_name, delta_size = self.manifest_list.write(delta_metas)
+            written.append(delta_name)
+            changelog_name = changelog_size = None
+            if changes.changelog:
+                changelog_metas = self.manifest_file.write(changes.changelog, self.schema.id)
+                written.extend(m.file_name for m in changelog_metas)
+                changelog_name, changelog_size = self.manifest_list.write(changelog_metas)
+                written.append(changelog_name)
+            index_name = latest.index_manifest if latest else None
+            if index_changes:
+                previous = self.index_manifest.read(index_name)
+                index_name = self.index_manifest.write(combine_index_entries(previous, index_changes))
+                written.append(index_name)
+
+            delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
+            new_id = latest.id + 1 if latest else 1
+            snapshot = Snapshot(
+                id=new_id, schema_id=self.schema.id,
+                base_manifest_list=base_name, base_manifest_list_size=base_size,
+                delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
+                changelog_manifest_list=changelog_name, changelog_manifest_list_size=changelog_size,
+                index_manifest=index_name, commit_user=commit_user, commit_identifier=identifier,
+                commit_kind=kind, time_millis=int(time.time() * 1000),
+                total_record_count=(latest.total_record_count if latest else 0) + delta_count,
+                delta_record_count=delta_count,
+                changelog_record_count=sum(e.file.row_count for e in changes.changelog) if changes.changelog
+                else None,
+                watermark=_max_watermark(watermark, latest.watermark if latest else None),
+                statistics=latest.statistics if latest and latest.schema_id == self.schema.id else None,
+                properties=properties or None)
+            try:
+                published = self.snapshots.try_publish(snapshot)
+            except OSError as exc:
+                log.warning("publishing snapshot %s of %s failed with an unknown outcome: %s",
+                            new_id, self.table_path, exc)
+                raise _PublishUnknown() from exc
+        except _PublishUnknown:
+            raise
+        except BaseException:
+            self._delete_files(written)
+            raise
+        if not published:
+            self._delete_files(written)
+            return None
+        self.snapshots.commit_latest_hint(new_id)
+        return new_id
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _data_manifests(self, latest: Snapshot | None):
+        if latest is None:
+            return []
+        return self.manifest_list.read(latest.base_manifest_list) + \
+            self.manifest_list.read(latest.delta_manifest_list)
+
+    def _live(self, base_metas, partitions: set[bytes] | None) -> list[ManifestEntry]:
+        entries = (e for m in base_metas for e in self.manifest_file.read(m.file_name)
+                   if partitions is None or e.partition in partitions)
+        return [e for e in merge_entries(entries).values() if e.kind == ADD]
+
+    def _overwrite_deletes(self, base_metas, partitions: list[bytes] | None) -> list[ManifestEntry]:
+        targets = None if partitions is None else set(partitions)
+        return [ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                for e in self._live(base_metas, targets)]
+
+    def _check_conflicts(self, base_metas, delta: list[ManifestEntry], kind: str) -> None:
+        partitions = {e.partition for e in delta}
+        base = self._live(base_metas, partitions)
+        if kind != OVERWRITE:
+            totals: dict[bytes, set[int]] = {}
+            for e in base + [d for d in delta if d.kind == ADD]:
+                totals.setdefault(e.partition, set()).add(e.total_buckets)
+            for part, values in totals.items():
+                if len(values) > 1:
+                    raise CommitConflictError(
+                        f"total buckets of a partition of {self.table_path} changed to {sorted(values)}; "
+                        "another writer rescaled the table")
+        merge_entries(delta)
+        merged = merge_entries(base + delta)
+        missing = [e for e in merged.values() if e.kind == DELETE]
+        if missing:
+            names = ", ".join(e.file.file_name for e in missing[:5])
+            raise CommitConflictError(
+                f"{kind} commit to {self.table_path} deletes files that are no longer live ({names}): "
+                "a concurrent commit (compaction or overwrite) removed them; the commit was not applied")
+        if self.schema.primary_keys:
+            self._check_lsm_overlaps(list(merged.values()))
+
+    def _check_lsm_overlaps(self, live: list[ManifestEntry]) -> None:
+        key_types = [f.type for f in self.schema.fields_of(self.schema.trimmed_primary_keys)]
+        runs: dict[tuple, list[tuple]] = {}
+        for e in live:
+            if e.file.level > 0:
+                lo = tuple(deserialize_row(e.file.min_key, key_types))
+                hi = tuple(deserialize_row(e.file.max_key, key_types))
+                runs.setdefault((e.partition, e.bucket, e.file.level), []).append((lo, hi, e.file.file_name))
+        for (_, bucket, level), ranges in runs.items():
+            ranges.sort()
+            for (lo1, hi1, n1), (lo2, hi2, n2) in zip(ranges, ranges[1:]):
+                if lo2 <= hi1:
+                    raise CommitConflictError(
+                        f"LSM conflicts detected in {self.table_path} bucket {bucket} level {level}: "
+                        f"files {n1} and {n2} overlap in key range")
+
+    def _delete_files(self, names: list[str]) -> None:
+        for name in names:
+            self.file_io.delete_quietly(f"{self.paths.manifest_dir}/{name}")
+
+
+class _PublishUnknown(PaimonError):
+    """The snapshot write failed in a way that may or may not have created the file."""
+
+
+def _max_watermark(new: int | None, old: int | None) -> int | None:
+    if new is None:
+        return old
+    return new if old is None else max(new, old)

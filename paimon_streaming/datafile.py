@@ -1,0 +1,282 @@
+"""Data files: Parquet (default) and ORC, laid out the way Paimon Java writes and reads them.
+
+Java reads columns by *name* (Parquet `clipParquetSchema`, ORC schema evolution), but it
+decodes values by the declared Paimon type, not by the file's annotations. So the physical
+layout matters (FORMAT §6, Java `ParquetSchemaConverter`):
+
+* every Parquet field carries its Paimon field id; nested ids follow `SpecialFields`
+  (array element / map value = 536870911 + id*1024 + depth, map key = 536870911 - id*1024 -
+  depth, int32 arithmetic, depth counted from 1 below the top-level column);
+* TIMESTAMP/LTZ p<=3 as INT64 millis, p<=6 as INT64 micros, p>6 as INT96 (Java reads an
+  INT64 as millis or micros by the declared precision, so nanos there would be misread).
+  pyarrow can switch INT96 on only for a whole file: a file holding any p>6 timestamp
+  stores *all* its timestamps as INT96, which Java reads for every precision;
+* DECIMAL p<=9 INT32, p<=18 INT64, else FIXED_LEN_BYTE_ARRAY of minimal width;
+* nullability from the Paimon types (required/optional), 3-level lists, `key_value` maps.
+
+Reading accepts files of any Paimon writer (Java, pypaimon, ours) and returns the canonical
+Arrow types of `types.to_arrow`.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+
+from .errors import InvalidOptionError, SchemaMismatchError
+from .fileio import FileIO
+from .types import DataField, DataType, arrow_schema, to_arrow
+
+PARQUET = "parquet"
+ORC = "orc"
+FORMATS = (PARQUET, ORC)
+
+_FIELD_ID = b"PARQUET:field_id"
+_STRUCTURED_ID_BASE = (2**31 - 1) // 4       # SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE
+_DEPTH_LIMIT = 1 << 10                       # SpecialFields.STRUCTURED_TYPE_FIELD_DEPTH_LIMIT
+
+# `file.compression` value -> pyarrow codec name, per format.
+_PARQUET_CODECS = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "gzip": "gzip",
+                   "brotli": "brotli", "none": "none", "uncompressed": "none"}
+_ORC_CODECS = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "zlib": "zlib", "gzip": "zlib",
+               "none": "uncompressed", "uncompressed": "uncompressed"}
+# Hadoop compression names -> file extensions (Java `HadoopCompressionType`); "none" has none.
+_COMPRESSION_EXT = {"none": None, "gzip": "gz", "bzip2": "bz2", "deflate": "deflate",
+                    "snappy": "snappy", "lz4": "lz4", "zstd": "zst"}
+_COMPRESSION_EXTS = {e for e in _COMPRESSION_EXT.values() if e}
+
+_UNIT_RANK = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+
+
+# ---- file names ---------------------------------------------------------------------------
+def data_file_name(prefix: str, uuid: str, counter: int, file_format: str,
+                   compression: str | None = None, include_compression: bool = False) -> str:
+    """`<prefix><uuid>-<n>.<fmt>`, or `.<ext>.<fmt>` with `file.suffix.include.compression`.
+
+    The compression part is the Hadoop extension Java uses (zstd -> `zst`, gzip -> `gz`).
+    """
+    ext = "." + file_format.lower()
+    if include_compression and compression:
+        comp = compression.lower()
+        comp_ext = _COMPRESSION_EXT.get(comp, comp)
+        if comp_ext:
+            ext = f".{comp_ext}{ext}"
+    return f"{prefix}{uuid}-{counter}{ext}"
+
+
+def format_from_file_name(name: str) -> str:
+    """The format of a data file from its name: the last extension, skipping a compression one."""
+    parts = name.rsplit("/", 1)[-1].split(".")
+    if len(parts) < 2 or (parts[-1].lower() in _COMPRESSION_EXTS and len(parts) < 3):
+        raise InvalidOptionError(f"cannot tell the file format of {name!r}: no extension")
+    ext = parts[-2] if parts[-1].lower() in _COMPRESSION_EXTS else parts[-1]
+    return ext.lower()
+
+
+# ---- physical schema ----------------------------------------------------------------------
+def _int32(value: int) -> int:
+    """Wrap like Java int arithmetic, so ids of huge field ids match Java's."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def _array_element_id(field_id: int, depth: int) -> int:
+    return _int32(_STRUCTURED_ID_BASE + field_id * _DEPTH_LIMIT + depth)
+
+
+def _map_key_id(field_id: int, depth: int) -> int:
+    return _int32(_STRUCTURED_ID_BASE - field_id * _DEPTH_LIMIT - depth)
+
+
+def _field(name: str, arrow_type: pa.DataType, nullable: bool, field_id: int | None) -> pa.Field:
+    meta = None if field_id is None else {_FIELD_ID: str(field_id).encode()}
+    return pa.field(name, arrow_type, nullable, metadata=meta)
+
+
+def _file_type(t: DataType, field_id: int, depth: int, for_orc: bool) -> pa.DataType:
+    """Arrow type whose Parquet/ORC rendering is what Java writes for `t`.
+
+    Nested children get the ids Java derives from the enclosing column's id (`field_id`);
+    ORC carries no ids from pyarrow and stores TIME as plain int (Java `OrcTypeUtil`).
+    """
+    def child(name: str, ct: DataType, cid: int) -> pa.Field:
+        return _field(name, _file_type(ct, field_id, depth + 1, for_orc), ct.nullable,
+                      None if for_orc else cid)
+
+    r = t.root
+    if r == "ARRAY":
+        return pa.list_(child("element", t.element, _array_element_id(field_id, depth + 1)))
+    if r in ("MAP", "MULTISET"):
+        key_type = (t.key if r == "MAP" else t.element).copy(False)  # Parquet keys are required
+        value_type = t.value if r == "MAP" else DataType("INT", False)
+        return pa.map_(child("key", key_type, _map_key_id(field_id, depth + 1)),
+                       child("value", value_type, _array_element_id(field_id, depth + 1)))
+    if r == "ROW":
+        return pa.struct([_file_field(f, for_orc) for f in t.fields])
+    if r == "TIME" and for_orc:
+        return pa.int32()
+    return to_arrow(t)
+
+
+def _file_field(f: DataField, for_orc: bool) -> pa.Field:
+    return _field(f.name, _file_type(f.type, f.id, 0, for_orc), f.type.nullable,
+                  None if for_orc else f.id)
+
+
+def _max_timestamp_precision(t: DataType) -> int:
+    """Highest TIMESTAMP/LTZ precision in a type, nested ones included (-1 when none)."""
+    own = t.precision if t.root in ("TIMESTAMP", "TIMESTAMP_LTZ") else -1
+    children = [c for c in (t.element, t.key, t.value) if c is not None] + [f.type for f in t.fields]
+    return max([own] + [_max_timestamp_precision(c) for c in children])
+
+
+# ---- conforming arrays to a target type ---------------------------------------------------
+def conform(column: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    """Cast a column to `target`, the way Paimon reads differing physical types.
+
+    Struct children are matched by name (missing ones become nulls), dictionary columns are
+    decoded, and timestamps/times are truncated to a coarser unit (Java truncates to the
+    declared precision) while widening stays a checked cast.
+    """
+    if isinstance(column, pa.ChunkedArray):
+        if column.type.equals(target):
+            return column
+        return pa.chunked_array([_conform_array(c, target) for c in column.chunks], type=target)
+    return _conform_array(column, target)
+
+
+def _conform_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    src = arr.type
+    if src.equals(target):
+        return arr
+    if pa.types.is_dictionary(src):
+        return _conform_array(arr.dictionary_decode(), target)
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(target) and pa.types.is_struct(src):
+        names = {src.field(i).name: i for i in range(src.num_fields)}
+        children = [_conform_array(arr.field(names[f.name]), f.type) if f.name in names
+                    else pa.nulls(len(arr), f.type) for f in target]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if pa.types.is_map(target) and pa.types.is_map(src):
+        return pa.MapArray.from_arrays(arr.offsets, _conform_array(arr.keys, target.key_type),
+                                       _conform_array(arr.items, target.item_type),
+                                       type=target, mask=mask)
+    if pa.types.is_list(target) and (pa.types.is_list(src) or pa.types.is_large_list(src)):
+        offsets = arr.offsets.cast(pa.int32())
+        values = _conform_array(arr.values, target.value_type)
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
+    if _is_temporal(src) and _is_temporal(target) and \
+            _UNIT_RANK[src.unit] > _UNIT_RANK[target.unit]:
+        return pc.cast(arr, target, safe=False)  # finer -> coarser: truncate, cannot overflow
+    return pc.cast(arr, target)
+
+
+def _is_temporal(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_time(t)
+
+
+def _file_table(data: pa.Table, fields: list[DataField], for_orc: bool) -> pa.Table:
+    """The data as the file stores it: columns by field name, file types, field-id schema."""
+    schema = pa.schema([_file_field(f, for_orc) for f in fields])
+    missing = [f.name for f in fields if f.name not in data.column_names]
+    if missing:
+        raise SchemaMismatchError(f"data has no column(s) {missing} for the data file "
+                                  f"(columns: {data.column_names})")
+    columns = [conform(data.column(f.name), schema.field(i).type) for i, f in enumerate(fields)]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+# ---- writing ------------------------------------------------------------------------------
+def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[DataField],
+                    file_format: str = PARQUET, compression: str = "zstd",
+                    zstd_level: int = 1) -> int:
+    """Write one data file of `data` laid out by `fields`; returns the file size in bytes.
+
+    A partially written file is removed when writing fails.
+    """
+    fmt = file_format.lower()
+    if fmt not in FORMATS:
+        raise InvalidOptionError(f"file.format {file_format!r} is not supported; use one of {FORMATS}")
+    codec = _codec(fmt, compression)
+    table = _file_table(data, fields, for_orc=fmt == ORC)
+    try:
+        with file_io.open_output_stream(path) as out:
+            if fmt == PARQUET:
+                _write_parquet(out, table, fields, codec, zstd_level)
+            else:
+                orc.write_table(table, out, compression=codec)
+            return out.tell()
+    except BaseException:
+        file_io.delete_quietly(path)
+        raise
+
+
+def _codec(fmt: str, compression: str) -> str:
+    codecs = _PARQUET_CODECS if fmt == PARQUET else _ORC_CODECS
+    codec = codecs.get((compression or "none").lower())
+    if codec is None:
+        raise InvalidOptionError(f"file.compression {compression!r} is not supported for {fmt}; "
+                                 f"use one of {sorted(codecs)}")
+    return codec
+
+
+def _needs_int96(fields: list[DataField]) -> bool:
+    """Java wants INT96 for p>6; pyarrow's switch is per file, so one such column decides."""
+    return max((_max_timestamp_precision(f.type) for f in fields), default=-1) > 6
+
+
+def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str, zstd_level: int) -> None:
+    pq.write_table(
+        table, out,
+        compression=codec,
+        compression_level=zstd_level if codec == "zstd" else None,
+        use_deprecated_int96_timestamps=_needs_int96(fields),
+        store_decimal_as_integer=True,   # p<=9 INT32, p<=18 INT64 as Java; larger stay FLBA
+        store_schema=False,              # Java writes no ARROW:schema; readers use the Paimon schema
+        use_compliant_nested_type=True,
+        write_statistics=True,
+    )
+
+
+# ---- reading ------------------------------------------------------------------------------
+def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
+                   columns: list[str] | None = None) -> pa.Table:
+    """Read a data file as the canonical Arrow types of `fields` (projected to `columns`).
+
+    Columns are found by name, as Java does; a requested column absent from the file (added
+    by a later schema) comes back as nulls.
+    """
+    by_name = {f.name: f for f in fields}
+    unknown = [c for c in columns or () if c not in by_name]
+    if unknown:
+        raise SchemaMismatchError(f"columns {unknown} are not among the fields {list(by_name)}")
+    wanted = [by_name[c] for c in columns] if columns is not None else list(fields)
+    fmt = format_from_file_name(path)
+    with file_io.open_input_file(path) as source:
+        if fmt == PARQUET:
+            raw, num_rows = _read_parquet(source, wanted)
+        elif fmt == ORC:
+            raw, num_rows = _read_orc(source, wanted)
+        else:
+            raise InvalidOptionError(f"cannot read {path}: file format {fmt!r} is not supported")
+    present = set(raw.column_names)
+    arrays = [conform(raw.column(f.name), to_arrow(f.type)) if f.name in present
+              else pa.nulls(num_rows, to_arrow(f.type)) for f in wanted]
+    if not arrays:  # keep the row count of a zero-column projection (count queries)
+        return pa.table({"_": pa.nulls(num_rows)}).select([])
+    return pa.Table.from_arrays(arrays, schema=arrow_schema(wanted))
+
+
+def _read_parquet(source, wanted: list[DataField]) -> tuple[pa.Table, int]:
+    precision = max([_max_timestamp_precision(f.type) for f in wanted], default=-1)
+    int96_unit = "ns" if precision > 6 else "us" if precision > 3 else "ms"
+    pf = pq.ParquetFile(source, pre_buffer=True, coerce_int96_timestamp_unit=int96_unit)
+    names = set(pf.schema_arrow.names)
+    table = pf.read(columns=[f.name for f in wanted if f.name in names], use_threads=True)
+    return table, pf.metadata.num_rows
+
+
+def _read_orc(source, wanted: list[DataField]) -> tuple[pa.Table, int]:
+    of = orc.ORCFile(source)
+    names = set(of.schema.names)
+    return of.read(columns=[f.name for f in wanted if f.name in names]), of.nrows

@@ -1,0 +1,110 @@
+"""Deletion vectors: per-data-file bitmaps of deleted row positions, and their index-file codec.
+
+Index file (FORMAT.md §8): a version byte (1), then per data file a record
+`size (int32 BE) | magic | bitmap | CRC32 (int32 BE)`. The 32-bit variant uses magic
+1581511376 (BE) and a portable 32-bit RoaringBitmap; the 64-bit variant uses magic
+1681511377 (LE) and a count-prefixed list of 32-bit bitmaps keyed by the high 32 bits.
+`DeletionVectorMeta.length` covers magic+bitmap (32-bit) but the whole record (64-bit).
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterable
+
+import numpy as np
+from pyroaring import BitMap, BitMap64
+
+from .errors import CorruptFileError
+from .manifest import DeletionVectorMeta
+
+VERSION = 1
+MAGIC32 = 1581511376
+MAGIC64 = 1681511377
+
+
+def positions_of(bitmap: BitMap | BitMap64) -> np.ndarray:
+    """Deleted positions as a sorted int64 numpy array."""
+    return np.asarray(bitmap.to_array(), dtype=np.int64) if len(bitmap) else np.empty(0, np.int64)
+
+
+def bitmap_from_positions(positions: Iterable[int] | np.ndarray, bitmap64: bool = False) -> BitMap | BitMap64:
+    arr = np.asarray(positions, dtype=np.int64)
+    if bitmap64:
+        return BitMap64(arr.tolist())
+    if arr.size and (arr.max() >= 1 << 31 or arr.min() < 0):
+        raise ValueError("32-bit deletion vectors hold positions in [0, 2^31); use deletion-vectors.bitmap64")
+    return BitMap(arr.astype(np.uint32))
+
+
+def _encode_bitmap64(bitmap: BitMap64) -> bytes:
+    positions = positions_of(bitmap)
+    highs = (positions >> 32).astype(np.int64)
+    count = int(highs.max()) + 1 if positions.size else 0
+    out = [struct.pack("<q", count)]
+    for key in range(count):
+        low = BitMap((positions[highs == key] & 0xFFFFFFFF).astype(np.uint32))
+        low.run_optimize()
+        out.append(struct.pack("<i", key))
+        out.append(low.serialize())
+    return b"".join(out)
+
+
+def _decode_bitmap64(data: bytes) -> BitMap64:
+    (count,) = struct.unpack_from("<q", data, 0)
+    pos = 8
+    result: list[np.ndarray] = []
+    for _ in range(count):
+        (key,) = struct.unpack_from("<i", data, pos)
+        pos += 4
+        low = BitMap.deserialize(data[pos:])
+        pos += len(low.serialize())
+        result.append((np.int64(key) << 32) | np.asarray(low.to_array(), dtype=np.int64))
+    return BitMap64(np.concatenate(result).tolist() if result else [])
+
+
+def encode_record(bitmap: BitMap | BitMap64) -> tuple[bytes, int]:
+    """One data file's record (size, magic, bitmap, CRC) and its `length` as the meta records it."""
+    if isinstance(bitmap, BitMap64):
+        body = struct.pack("<i", MAGIC64) + _encode_bitmap64(bitmap)
+        record = struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+        return record, len(record)
+    bitmap = BitMap(bitmap)
+    bitmap.run_optimize()
+    body = struct.pack(">i", MAGIC32) + bitmap.serialize()
+    return struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body)), len(body)
+
+
+def encode_index_file(vectors: dict[str, BitMap | BitMap64]) -> tuple[bytes, list[DeletionVectorMeta]]:
+    """A whole DV index file for one bucket, with the per-file metas for the index manifest."""
+    parts = [bytes([VERSION])]
+    metas = []
+    offset = 1
+    for name, bitmap in vectors.items():
+        record, length = encode_record(bitmap)
+        metas.append(DeletionVectorMeta(name, offset, length, len(bitmap)))
+        parts.append(record)
+        offset += len(record)
+    return b"".join(parts), metas
+
+
+def decode_vector(data: bytes, meta: DeletionVectorMeta, path: str) -> BitMap | BitMap64:
+    """Read the deletion vector of `meta.data_file_name` from the index file bytes; CRC-checked."""
+    if not data or data[0] != VERSION:
+        raise CorruptFileError(f"deletion vector file {path} has unsupported version byte "
+                               f"{data[:1].hex() or 'none'}")
+    try:
+        (size,) = struct.unpack_from(">i", data, meta.offset)
+        body = data[meta.offset + 4: meta.offset + 4 + size]
+        (crc,) = struct.unpack_from(">I", data, meta.offset + 4 + size)
+    except struct.error:
+        raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} is truncated") from None
+    if len(body) != size or zlib.crc32(body) != crc:
+        raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} fails its CRC32 check")
+    (magic_be,) = struct.unpack_from(">i", body, 0)
+    (magic_le,) = struct.unpack_from("<i", body, 0)
+    if magic_be == MAGIC32:
+        return BitMap.deserialize(body[4:])
+    if magic_le == MAGIC64:
+        return _decode_bitmap64(body[4:])
+    raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} has an unknown magic number")

@@ -1,0 +1,41 @@
+"""Exception classes. Every error names what went wrong and where, so a user can act on it."""
+
+
+class PaimonError(Exception):
+    """Base class of every error raised by paimon_streaming."""
+
+
+class SchemaMismatchError(PaimonError, ValueError):
+    """Input data does not fit the table schema (missing, unknown or incompatible column)."""
+
+
+class NullKeyError(PaimonError, ValueError):
+    """A primary-key (or bucket-key) column holds a null."""
+
+
+class InvalidOptionError(PaimonError, ValueError):
+    """A table option has an invalid value or an unknown combination."""
+
+
+class UnsupportedTypeError(PaimonError, TypeError):
+    """A data type cannot be mapped between Paimon and Arrow."""
+
+
+class TableNotFoundError(PaimonError, LookupError):
+    """The table (or database) does not exist."""
+
+
+class TableAlreadyExistsError(PaimonError):
+    """create_table/create_database was asked for an existing object."""
+
+
+class SnapshotNotFoundError(PaimonError, LookupError):
+    """A snapshot (or tag) asked for does not exist (expired, never written)."""
+
+
+class CommitConflictError(PaimonError):
+    """A concurrent commit changed files this commit depends on; the commit was not applied."""
+
+
+class CorruptFileError(PaimonError):
+    """A metadata or index file cannot be decoded or fails its checksum."""

@@ -1,0 +1,37 @@
+"""The key-value layout of primary-key data files (FORMAT.md §6).
+
+Columns: `_KEY_<k>` for each trimmed primary key (ids shifted by 1073741823), then
+`_SEQUENCE_NUMBER`, `_VALUE_KIND` (+I 0, -U 1, +U 2, -D 3), then every table column.
+"""
+from __future__ import annotations
+
+from .schema import TableSchema
+from .types import DataField, DataType
+
+KEY_PREFIX = "_KEY_"
+KEY_FIELD_ID_START = 1073741823
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+SEQUENCE_NUMBER_ID = 2147483646
+VALUE_KIND_ID = 2147483645
+
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+
+
+def key_fields(schema: TableSchema) -> list[DataField]:
+    return [DataField(f.id + KEY_FIELD_ID_START, KEY_PREFIX + f.name, f.type.copy(nullable=False))
+            for f in schema.fields_of(schema.trimmed_primary_keys)]
+
+
+def kv_fields(schema: TableSchema) -> list[DataField]:
+    """Every column of a primary-key data file written with this schema, in file order."""
+    return key_fields(schema) + [
+        DataField(SEQUENCE_NUMBER_ID, SEQUENCE_NUMBER, DataType("BIGINT", False)),
+        DataField(VALUE_KIND_ID, VALUE_KIND, DataType("TINYINT", False)),
+    ] + list(schema.fields)
+
+
+def file_fields(schema: TableSchema) -> list[DataField]:
+    """Columns of a data file of this table: key-value layout for PK tables, else the table's."""
+    return kv_fields(schema) if schema.primary_keys else list(schema.fields)

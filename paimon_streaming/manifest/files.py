@@ -1,0 +1,215 @@
+"""Reading and writing the three Avro metadata files: manifests, manifest lists, index manifests."""
+from __future__ import annotations
+
+import io
+from collections import OrderedDict
+from threading import Lock
+from typing import Iterable, Sequence
+
+import fastavro
+
+from ..binary_row import deserialize_row, serialize_row
+from ..errors import CorruptFileError
+from ..fileio import FileIO
+from ..paths import PathFactory
+from ..types import DataField
+from .avro_schemas import INDEX_MANIFEST_ENTRY, MANIFEST_ENTRY, MANIFEST_FILE_META
+from .entries import (ADD, DELETE, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+                      SimpleStats)
+
+_CODECS = {"zstd": "zstandard", "null": "null", "none": "null", "deflate": "deflate", "snappy": "snappy"}
+
+
+class _ImmutableFileCache:
+    """Bounded LRU of decoded metadata files; safe because those files never change."""
+
+    def __init__(self, capacity: int = 512):
+        self.capacity = capacity
+        self._items: OrderedDict[str, list] = OrderedDict()
+        self._lock = Lock()
+
+    def get(self, key: str):
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: list) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+
+_CACHE = _ImmutableFileCache()
+
+
+def _write_avro(file_io: FileIO, path: str, schema, records: Sequence[dict], codec: str) -> int:
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, records, codec=_CODECS.get(codec, codec))
+    data = buf.getvalue()
+    file_io.write_bytes(path, data)
+    return len(data)
+
+
+def _read_avro(file_io: FileIO, path: str) -> list[dict]:
+    try:
+        data = file_io.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptFileError(f"metadata file {path} is referenced but does not exist") from None
+    try:
+        return list(fastavro.reader(io.BytesIO(data)))
+    except Exception as exc:  # fastavro raises many types for truncated/garbled input
+        raise CorruptFileError(f"cannot decode Avro metadata file {path}: {exc}") from exc
+
+
+def partition_stats(partitions: Iterable[bytes], fields: list[DataField]) -> SimpleStats:
+    """Min/max/null count of each partition column over the given partition rows."""
+    types = [f.type.copy(nullable=True) for f in fields]
+    mins: list = [None] * len(fields)
+    maxs: list = [None] * len(fields)
+    nulls = [0] * len(fields)
+    for part in set(partitions):
+        for i, v in enumerate(deserialize_row(part, types)):
+            if v is None:
+                nulls[i] += 1
+                continue
+            mins[i] = v if mins[i] is None or v < mins[i] else mins[i]
+            maxs[i] = v if maxs[i] is None or v > maxs[i] else maxs[i]
+    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+
+
+class ManifestFile:
+    """Manifest files (ManifestEntry records) of one table, rolled at the target size."""
+
+    def __init__(self, file_io: FileIO, path_factory: PathFactory, partition_fields: list[DataField],
+                 compression: str = "zstd", target_size: int = 8 << 20):
+        self.file_io = file_io
+        self.paths = path_factory
+        self.partition_fields = partition_fields
+        self.compression = compression
+        self.target_size = target_size
+
+    def path(self, name: str) -> str:
+        return f"{self.paths.manifest_dir}/{name}"
+
+    def read(self, name: str) -> list[ManifestEntry]:
+        path = self.path(name)
+        cached = _CACHE.get(path)
+        if cached is None:
+            cached = [ManifestEntry.from_avro(r) for r in _read_avro(self.file_io, path)]
+            _CACHE.put(path, cached)
+        return cached
+
+    def write(self, entries: Sequence[ManifestEntry], schema_id: int) -> list[ManifestFileMeta]:
+        """Write entries into one or more manifest files of about `target_size` bytes each."""
+        if not entries:
+            return []
+        records = [e.to_avro() for e in entries]
+        buf = io.BytesIO()
+        fastavro.writer(buf, MANIFEST_ENTRY, records, codec=_CODECS[self.compression])
+        chunks = max(1, -(-buf.tell() // self.target_size))
+        per_chunk = -(-len(entries) // chunks)
+        metas = []
+        for start in range(0, len(entries), per_chunk):
+            part = entries[start:start + per_chunk]
+            name = self.paths.new_manifest()
+            size = _write_avro(self.file_io, self.path(name), MANIFEST_ENTRY, records[start:start + per_chunk],
+                               self.compression)
+            _CACHE.put(self.path(name), list(part))
+            metas.append(self._meta(name, size, part, schema_id))
+        return metas
+
+    def _meta(self, name: str, size: int, entries: Sequence[ManifestEntry], schema_id: int) -> ManifestFileMeta:
+        buckets = [e.bucket for e in entries]
+        levels = [e.file.level for e in entries]
+        row_ids = [e.file.first_row_id for e in entries]
+        has_row_ids = all(r is not None for r in row_ids)
+        return ManifestFileMeta(
+            name, size, sum(1 for e in entries if e.kind == ADD), sum(1 for e in entries if e.kind == DELETE),
+            partition_stats((e.partition for e in entries), self.partition_fields),
+            max([e.file.schema_id for e in entries] + [schema_id if not entries else 0]),
+            min(buckets), max(buckets), min(levels), max(levels),
+            min(row_ids) if has_row_ids else None,
+            max(r + e.file.row_count - 1 for r, e in zip(row_ids, entries)) if has_row_ids else None)
+
+
+class ManifestList:
+    """Manifest list files: one Avro file of ManifestFileMeta records (never rolled)."""
+
+    def __init__(self, file_io: FileIO, path_factory: PathFactory, compression: str = "zstd"):
+        self.file_io = file_io
+        self.paths = path_factory
+        self.compression = compression
+
+    def path(self, name: str) -> str:
+        return f"{self.paths.manifest_dir}/{name}"
+
+    def read(self, name: str) -> list[ManifestFileMeta]:
+        path = self.path(name)
+        cached = _CACHE.get(path)
+        if cached is None:
+            cached = [ManifestFileMeta.from_avro(r) for r in _read_avro(self.file_io, path)]
+            _CACHE.put(path, cached)
+        return cached
+
+    def write(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
+        name = self.paths.new_manifest_list()
+        size = _write_avro(self.file_io, self.path(name), MANIFEST_FILE_META, [m.to_avro() for m in metas],
+                           self.compression)
+        _CACHE.put(self.path(name), list(metas))
+        return name, size
+
+
+class IndexManifestFile:
+    """The index manifest: a full list of the live index files (HASH, DELETION_VECTORS)."""
+
+    def __init__(self, file_io: FileIO, path_factory: PathFactory, compression: str = "zstd"):
+        self.file_io = file_io
+        self.paths = path_factory
+        self.compression = compression
+
+    def path(self, name: str) -> str:
+        return f"{self.paths.manifest_dir}/{name}"
+
+    def read(self, name: str | None) -> list[IndexManifestEntry]:
+        if name is None:
+            return []
+        path = self.path(name)
+        cached = _CACHE.get(path)
+        if cached is None:
+            cached = [IndexManifestEntry.from_avro(r) for r in _read_avro(self.file_io, path)]
+            _CACHE.put(path, cached)
+        return cached
+
+    def write(self, entries: Sequence[IndexManifestEntry]) -> str:
+        name = self.paths.new_index_manifest()
+        _write_avro(self.file_io, self.path(name), INDEX_MANIFEST_ENTRY, [e.to_avro() for e in entries],
+                    self.compression)
+        _CACHE.put(self.path(name), list(entries))
+        return name
+
+
+def combine_index_entries(previous: Sequence[IndexManifestEntry],
+                          changes: Sequence[IndexManifestEntry]) -> list[IndexManifestEntry]:
+    """Apply index changes to the previous full list (FORMAT §4.3).
+
+    Bucketed HASH and DV files are keyed by (partition, bucket, type): an ADD replaces, a
+    DELETE removes. Global entries (bucket-unaware DVs, global indexes) are keyed by file name.
+    """
+    state: dict[tuple, IndexManifestEntry] = {_index_key(e): e for e in previous}
+    for e in changes:
+        key = _index_key(e)
+        if e.kind == ADD:
+            state[key] = e
+        elif key in state and state[key].index_file.file_name == e.index_file.file_name:
+            del state[key]
+    return list(state.values())
+
+
+def _index_key(e: IndexManifestEntry) -> tuple:
+    if e.index_file.global_index is not None:
+        return ("file", e.index_file.file_name)
+    return e.bucket_key

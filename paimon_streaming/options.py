@@ -1,0 +1,174 @@
+"""Table options with Paimon's keys and defaults, parsed and validated in one place.
+
+Options live in the schema file as strings (Paimon stores every value as a string). Keys
+we do not know are kept untouched (Paimon and its engines have hundreds); keys we do know
+are validated when a table is created so a bad value fails early and clearly.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import InvalidOptionError
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+_DURATION_UNITS = {"": 1, "ms": 1, "s": 1000, "sec": 1000, "min": 60_000, "m": 60_000,
+                   "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return low == "true"
+
+
+def parse_memory_size(text: str) -> int:
+    """Paimon MemorySize: '128 mb', '8MB', '1024' (bytes)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError("expected a size such as 128 mb")
+    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+
+
+def parse_duration_ms(text: str) -> int:
+    """Paimon Duration: '1 h', '30 min', '10 s', '500 ms', '1d'; plain numbers are millis."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _DURATION_UNITS:
+        raise ValueError("expected a duration such as 1 h or 30 s")
+    return int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        low = text.strip().lower()
+        if low not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return low
+    return parse
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text.strip())
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return value
+    return parse
+
+
+def _bucket(text: str) -> int:
+    value = int(text.strip())
+    if value == 0 or value < -2:
+        raise ValueError("must be a positive bucket count, -1 (dynamic/unaware) or -2 (postpone)")
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    default: str | None
+    parse: Callable[[str], Any]
+
+
+_OPTIONS = [
+    Option("bucket", "-1", _bucket),
+    Option("bucket-key", None, str),
+    Option("file.format", "parquet", _choice("parquet", "orc")),
+    Option("file.compression", "zstd", _choice("zstd", "snappy", "lz4", "gzip", "none", "uncompressed")),
+    Option("file.compression.zstd-level", "1", _int_at_least(1)),
+    Option("manifest.format", "avro", _choice("avro")),
+    Option("manifest.compression", "zstd", _choice("zstd", "null", "none", "deflate", "snappy")),
+    Option("manifest.target-file-size", "8 mb", parse_memory_size),
+    Option("manifest.full-compaction-threshold-size", "16 mb", parse_memory_size),
+    Option("manifest.merge-min-count", "30", _int_at_least(1)),
+    Option("target-file-size", None, parse_memory_size),
+    Option("merge-engine", "deduplicate",
+           _choice("deduplicate", "partial-update", "aggregation", "first-row")),
+    Option("sequence.field", None, str),
+    Option("partition.default-name", "__DEFAULT_PARTITION__", str),
+    Option("partition.legacy-name", "true", parse_bool),
+    Option("deletion-vectors.enabled", "false", parse_bool),
+    Option("deletion-vectors.bitmap64", "false", parse_bool),
+    Option("changelog-producer", "none", _choice("none", "input", "lookup", "full-compaction")),
+    Option("metadata.stats-mode", "truncate(16)", str),
+    Option("data-file.prefix", "data-", str),
+    Option("changelog-file.prefix", "changelog-", str),
+    Option("file.suffix.include.compression", "false", parse_bool),
+    Option("commit.max-retries", "10", _int_at_least(0)),
+    Option("snapshot.num-retained.min", "10", _int_at_least(1)),
+    Option("snapshot.num-retained.max", "2147483647", _int_at_least(1)),
+    Option("snapshot.time-retained", "1 h", parse_duration_ms),
+    Option("num-sorted-run.compaction-trigger", "5", _int_at_least(1)),
+    Option("num-levels", None, _int_at_least(2)),
+    Option("compaction.max-size-amplification-percent", "200", _int_at_least(0)),
+    Option("compaction.size-ratio", "1", _int_at_least(0)),
+    Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1)),
+    Option("write-only", "false", parse_bool),
+]
+OPTIONS: dict[str, Option] = {o.key: o for o in _OPTIONS}
+
+
+def validate(options: dict[str, str]) -> None:
+    """Reject invalid values of known options, naming the key and what is expected."""
+    for key, raw in options.items():
+        opt = OPTIONS.get(key)
+        if opt is None:
+            continue
+        try:
+            opt.parse(str(raw))
+        except ValueError as exc:
+            raise InvalidOptionError(f"invalid value {raw!r} for table option '{key}': {exc}") from None
+
+
+class CoreOptions:
+    """Typed read access to a table's options (defaults from Paimon)."""
+
+    def __init__(self, options: dict[str, str]):
+        self.raw = dict(options)
+
+    def get(self, key: str) -> Any:
+        opt = OPTIONS[key]
+        raw = self.raw.get(key, opt.default)
+        return None if raw is None else opt.parse(str(raw))
+
+    def get_str(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key, default)
+
+    @property
+    def bucket(self) -> int:
+        return self.get("bucket")
+
+    @property
+    def file_format(self) -> str:
+        return self.get("file.format")
+
+    @property
+    def file_compression(self) -> str:
+        return self.get("file.compression")
+
+    @property
+    def deletion_vectors(self) -> bool:
+        return self.get("deletion-vectors.enabled")
+
+    @property
+    def merge_engine(self) -> str:
+        return self.get("merge-engine")
+
+    @property
+    def sequence_field(self) -> list[str]:
+        raw = self.get("sequence.field")
+        return [s.strip() for s in raw.split(",") if s.strip()] if raw else []
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.get("partition.default-name")
+
+    @property
+    def num_levels(self) -> int:
+        return self.get("num-levels") or self.get("num-sorted-run.compaction-trigger") + 1
+
+    def target_file_size(self, primary_key: bool) -> int:
+        return self.get("target-file-size") or (128 << 20 if primary_key else 256 << 20)

@@ -1,0 +1,172 @@
+"""Where every file of a table lives, and how partition directories are named.
+
+Java recomputes a data file's directory from the manifest's partition row, so the partition
+directory must match Java byte for byte (FORMAT.md §1.1): Java's `toString` of the internal
+value (DATE as a day number, TIMESTAMP as LocalDateTime text), Paimon's escaping, and the
+default partition name for null or blank values.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import itertools
+import math
+import uuid
+from typing import Any
+
+from .types import DataField, DataType
+
+_ESCAPED = set('"#%\'*/:=?\\{}[]^')
+_EPOCH_DATE = dt.date(1970, 1, 1)
+
+
+def escape_path_name(text: str) -> str:
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or code == 0x7F or ch in _ESCAPED:
+            out.append(f"%{code:02X}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unescape_path_name(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "%" and _is_hex(text[i + 1:i + 3]):
+            out.append(chr(int(text[i + 1:i + 3], 16)))
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _is_hex(s: str) -> bool:
+    return len(s) == 2 and all(c in "0123456789abcdefABCDEF" for c in s)
+
+
+def java_float_str(value: float, single: bool) -> str:
+    """Java's Float/Double.toString for the partition names of floating columns."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
+    text = repr(float(f"{value:.8g}")) if single else repr(value)
+    mag = abs(value)
+    if 1e-3 <= mag < 1e7:
+        d = decimal.Decimal(text)
+        plain = format(d, "f")
+        return plain if "." in plain else plain + ".0"
+    digits, _, exp = f"{decimal.Decimal(text):e}".partition("e")
+    if "." not in digits:
+        digits += ".0"
+    digits = digits.rstrip("0") if digits.endswith("0") and not digits.endswith(".0") else digits
+    return f"{digits}E{int(exp)}"
+
+
+def _local_datetime_str(value: dt.datetime) -> str:
+    """java.time.LocalDateTime.toString of the UTC wall clock."""
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    text = value.strftime("%Y-%m-%dT%H:%M")
+    if value.second or value.microsecond:
+        text += f":{value.second:02d}"
+        if value.microsecond:
+            frac = f"{value.microsecond:06d}"
+            text += "." + (frac[:3] if frac.endswith("000") else frac)
+    return text
+
+
+def partition_value_str(value: Any, t: DataType, legacy: bool = True) -> str | None:
+    """The text of one partition value as Java prints it; None for null or blank."""
+    if value is None:
+        return None
+    r = t.root
+    if r in ("CHAR", "VARCHAR"):
+        return None if value.strip() == "" else value
+    if r == "BOOLEAN":
+        return "true" if value else "false"
+    if r == "DATE":
+        return str((value - _EPOCH_DATE).days) if legacy else value.isoformat()
+    if r == "TIME":
+        return str((value.hour * 3600 + value.minute * 60 + value.second) * 1000 + value.microsecond // 1000)
+    if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return _local_datetime_str(value)
+    if r == "DECIMAL":
+        return format(decimal.Decimal(value), "f")
+    if r in ("FLOAT", "DOUBLE"):
+        return java_float_str(value, r == "FLOAT")
+    if r in ("BINARY", "VARBINARY"):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def partition_path(values: list[Any], fields: list[DataField], default_name: str,
+                   legacy: bool = True) -> str:
+    """`k1=v1/k2=v2` for one partition (empty string for an unpartitioned table)."""
+    parts = []
+    for v, f in zip(values, fields):
+        text = partition_value_str(v, f.type, legacy)
+        parts.append(f"{escape_path_name(f.name)}={escape_path_name(default_name if text is None else text)}")
+    return "/".join(parts)
+
+
+def bucket_dir(bucket: int) -> str:
+    return "bucket-postpone" if bucket == -2 else f"bucket-{max(bucket, 0)}"
+
+
+class PathFactory:
+    """Names new files of one writer: one UUID per instance plus a counter per file kind."""
+
+    def __init__(self, table_path: str, file_format: str, data_prefix: str = "data-",
+                 changelog_prefix: str = "changelog-", compression: str | None = None,
+                 include_compression: bool = False):
+        self.table_path = table_path
+        self.file_format = file_format
+        self.data_prefix = data_prefix
+        self.changelog_prefix = changelog_prefix
+        self.compression = compression if include_compression else None
+        self.uuid = str(uuid.uuid4())
+        self._counters: dict[str, itertools.count] = {}
+
+    def _next(self, kind: str) -> int:
+        return next(self._counters.setdefault(kind, itertools.count()))
+
+    @property
+    def manifest_dir(self) -> str:
+        return f"{self.table_path}/manifest"
+
+    @property
+    def index_dir(self) -> str:
+        return f"{self.table_path}/index"
+
+    def new_manifest(self) -> str:
+        return f"manifest-{self.uuid}-{self._next('manifest')}"
+
+    def new_manifest_list(self) -> str:
+        return f"manifest-list-{self.uuid}-{self._next('manifest-list')}"
+
+    def new_index_manifest(self) -> str:
+        return f"index-manifest-{self.uuid}-{self._next('index-manifest')}"
+
+    def new_index_file(self) -> str:
+        return f"index-{self.uuid}-{self._next('index')}"
+
+    def _file_name(self, prefix: str) -> str:
+        ext = f".{self.compression}.{self.file_format}" if self.compression else f".{self.file_format}"
+        return f"{prefix}{self.uuid}-{self._next('data')}{ext}"
+
+    def new_data_file(self) -> str:
+        return self._file_name(self.data_prefix)
+
+    def new_changelog_file(self) -> str:
+        return self._file_name(self.changelog_prefix)
+
+
+def bucket_path(table_path: str, partition_dir: str, bucket: int) -> str:
+    base = f"{table_path}/{partition_dir}" if partition_dir else table_path
+    return f"{base}/{bucket_dir(bucket)}"

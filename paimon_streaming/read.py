@@ -1,0 +1,160 @@
+"""Reading splits into Arrow: per-file projection with schema evolution by field id,
+deletion-vector filtering, and merge-on-read for primary-key tables without deletion vectors.
+
+Everything here is columnar: deletion vectors become boolean masks, the merge is one sort by
+(key, sequence) plus a vectorized "last row of each key" mask.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .datafile import read_data_file
+from .deletionvectors import decode_vector, positions_of
+from .errors import PaimonError
+from .fileio import FileIO
+from .keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, file_fields
+from .manifest import DataFileMeta
+from .options import CoreOptions
+from .predicate import Filter
+from .scan import DataSplit, DeletionFile, TableScan
+from .schema import TableSchema
+from .types import to_arrow
+
+
+class SplitReader:
+    """Reads splits of one table for a projection of its current schema."""
+
+    def __init__(self, file_io: FileIO, scan: TableScan, schema: TableSchema):
+        self.file_io = file_io
+        self.scan = scan
+        self.schema = schema
+        self.options = CoreOptions(schema.options)
+        self._dv_cache: dict[str, bytes] = {}
+
+    def read(self, splits: Sequence[DataSplit], columns: Sequence[str] | None = None,
+             flt: Filter | None = None, with_row_kind: bool = False) -> pa.Table:
+        names = list(columns) if columns is not None else self.schema.field_names
+        for n in names:
+            self.schema.field(n)  # raises a clear error for unknown columns
+        out_schema = pa.schema([pa.field(n, to_arrow(self.schema.field(n).type), self.schema.field(n).type.nullable)
+                                for n in names])
+        if with_row_kind:
+            out_schema = out_schema.append(pa.field(VALUE_KIND, pa.int8(), False))
+        if not splits:
+            return out_schema.empty_table()
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            tables = list(pool.map(lambda s: self.read_split(s, names, flt, with_row_kind), splits))
+        return pa.concat_tables([t.select(out_schema.names).cast(out_schema) for t in tables])
+
+    def read_split(self, split: DataSplit, names: list[str], flt: Filter | None,
+                   with_row_kind: bool = False) -> pa.Table:
+        filter_cols = [c for c in (flt.columns if flt else []) if c not in names]
+        if flt is not None and flt.disjuncts is None:
+            filter_cols = [n for n in self.schema.field_names if n not in names]  # opaque expression
+        wanted = names + filter_cols
+        if split.needs_merge:
+            table = self._merge(split, wanted)
+        else:
+            system = [VALUE_KIND] if with_row_kind and self.schema.primary_keys else []
+            parts = [self._read_file(split, f, wanted, system) for f in split.files]
+            table = pa.concat_tables(parts) if parts else None
+        if table is None:
+            return self._empty(wanted)
+        if flt is not None:
+            table = table.filter(flt.expression)
+        if with_row_kind and VALUE_KIND not in table.column_names:
+            table = table.append_column(VALUE_KIND, pa.array(np.zeros(table.num_rows, np.int8)))
+        return table.select(names + ([VALUE_KIND] if with_row_kind else []))
+
+    def _empty(self, names: list[str]) -> pa.Table:
+        return pa.schema([pa.field(n, to_arrow(self.schema.field(n).type)) for n in names]).empty_table()
+
+    # ---- one file --------------------------------------------------------------------------
+    def _read_file(self, split: DataSplit, meta: DataFileMeta, names: list[str],
+                   system: list[str]) -> pa.Table:
+        """Read one file for current column `names` (+ system columns), mapping by field id."""
+        file_schema = self.scan.schema_of(meta.schema_id)
+        fields_in_file = file_fields(file_schema)
+        by_id = {f.id: f for f in file_schema.fields}
+        read_names, renames, missing = [], {}, []
+        for n in names:
+            current = self.schema.field(n)
+            old = by_id.get(current.id)
+            if old is None:
+                missing.append(current)
+            else:
+                read_names.append(old.name)
+                renames[old.name] = n
+        path = meta.external_path or f"{split.bucket_path}/{meta.file_name}"
+        table = read_data_file(self.file_io, path, fields_in_file, read_names + system)
+        table = table.rename_columns([renames.get(c, c) for c in table.column_names])
+        for f in missing:
+            table = table.append_column(pa.field(f.name, to_arrow(f.type)),
+                                        pa.nulls(table.num_rows, to_arrow(f.type)))
+        deletion = split.deletion_files.get(meta.file_name)
+        if deletion is not None:
+            table = table.filter(pa.array(self._keep_mask(deletion, table.num_rows)))
+        return table.select(names + system).cast(self._target_schema(names, table, system))
+
+    def _target_schema(self, names: list[str], table: pa.Table, system: list[str]) -> pa.Schema:
+        fields = [pa.field(n, to_arrow(self.schema.field(n).type)) for n in names]
+        return pa.schema(fields + [table.schema.field(s) for s in system])
+
+    def _keep_mask(self, deletion: DeletionFile, num_rows: int) -> np.ndarray:
+        data = self._dv_cache.get(deletion.path)
+        if data is None:
+            data = self.file_io.read_bytes(deletion.path)
+            self._dv_cache[deletion.path] = data
+        positions = positions_of(decode_vector(data, deletion.meta, deletion.path))
+        mask = np.ones(num_rows, dtype=bool)
+        mask[positions[positions < num_rows]] = False
+        return mask
+
+    # ---- merge on read -------------------------------------------------------------------
+    def _merge(self, split: DataSplit, names: list[str]) -> pa.Table | None:
+        engine = self.options.merge_engine
+        if engine not in ("deduplicate", "first-row"):
+            raise PaimonError(
+                f"merge-on-read for merge-engine '{engine}' is not supported yet; "
+                "enable deletion vectors or use the deduplicate / first-row engines")
+        keys = list(self.schema.trimmed_primary_keys)
+        seq_fields = self.options.sequence_field
+        cols = list(dict.fromkeys(names + keys + seq_fields))
+        parts = [self._read_file(split, f, cols, [SEQUENCE_NUMBER, VALUE_KIND]) for f in split.files]
+        if not parts:
+            return None
+        table = pa.concat_tables(parts)
+        if table.num_rows == 0:
+            return table
+        order = [(k, "ascending") for k in keys] + [(s, "ascending") for s in seq_fields] + \
+            [(SEQUENCE_NUMBER, "ascending")]
+        table = table.take(pc.sort_indices(table, sort_keys=order))
+        pick = last_of_each_key(table, keys) if engine == "deduplicate" else first_of_each_key(table, keys)
+        table = table.filter(pa.array(pick))
+        kinds = table.column(VALUE_KIND).to_numpy()
+        return table.filter(pa.array((kinds != UPDATE_BEFORE) & (kinds != DELETE)))
+
+
+def _key_change(table: pa.Table, keys: list[str]) -> np.ndarray:
+    """changed[i] is True when row i+1 has a different key than row i (rows sorted by key)."""
+    n = table.num_rows
+    changed = np.zeros(max(n - 1, 0), dtype=bool)
+    for k in keys:
+        col = table.column(k).combine_chunks()
+        ne = pc.not_equal(col.slice(1), col.slice(0, n - 1))
+        changed |= ne.to_numpy(zero_copy_only=False).astype(bool)
+    return changed
+
+
+def last_of_each_key(table: pa.Table, keys: list[str]) -> np.ndarray:
+    return np.append(_key_change(table, keys), True)
+
+
+def first_of_each_key(table: pa.Table, keys: list[str]) -> np.ndarray:
+    return np.insert(_key_change(table, keys), 0, True)
+

@@ -1,0 +1,171 @@
+"""Planning a read: snapshot -> live data files and deletion vectors, grouped into splits.
+
+A split is one (partition, bucket) with the files to read. Files are pruned by partition
+values and by min/max statistics. On primary-key tables without deletion vectors a split
+must be merged by key, so only key statistics may prune files there (pruning on a value
+column could hide the newest version of a row and resurrect an older one).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .binary_row import deserialize_row
+from .fileio import FileIO
+from .manifest import (DataFileMeta, IndexManifestFile, ManifestEntry, ManifestFile, ManifestList,
+                       DeletionVectorMeta, live_entries)
+from .manifest.entries import DELETION_VECTORS_INDEX
+from .options import CoreOptions
+from .paths import PathFactory, bucket_path, partition_path
+from .predicate import Filter, may_match
+from .schema import SchemaManager, TableSchema
+from .snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class DeletionFile:
+    """Where the deletion vector of one data file lives."""
+    path: str
+    meta: DeletionVectorMeta
+
+
+@dataclass
+class DataSplit:
+    partition: bytes
+    partition_values: list[Any]
+    bucket: int
+    total_buckets: int
+    bucket_path: str
+    files: list[DataFileMeta]
+    deletion_files: dict[str, DeletionFile] = field(default_factory=dict)
+    needs_merge: bool = False
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+class TableScan:
+    """Plans splits of one table at one snapshot."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.options = CoreOptions(schema.options)
+        self.schemas = SchemaManager(file_io, table_path)
+        paths = PathFactory(table_path, self.options.file_format)
+        self.partition_fields = schema.fields_of(schema.partition_keys)
+        self.manifest_file = ManifestFile(file_io, paths, self.partition_fields)
+        self.manifest_list = ManifestList(file_io, paths)
+        self.index_manifest = IndexManifestFile(file_io, paths)
+        self._partition_cache: dict[bytes, list[Any]] = {}
+        self._schema_cache: dict[int, TableSchema] = {schema.id: schema}
+
+    # ---- entries ------------------------------------------------------------------------
+    def live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        metas = self.manifest_list.read(snapshot.base_manifest_list) + \
+            self.manifest_list.read(snapshot.delta_manifest_list)
+        return live_entries(e for m in metas for e in self.manifest_file.read(m.file_name))
+
+    def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        return [e for m in self.manifest_list.read(snapshot.delta_manifest_list)
+                for e in self.manifest_file.read(m.file_name)]
+
+    def partition_values(self, partition: bytes) -> list[Any]:
+        values = self._partition_cache.get(partition)
+        if values is None:
+            values = deserialize_row(partition, [f.type for f in self.partition_fields])
+            self._partition_cache[partition] = values
+        return values
+
+    def partition_dir(self, partition: bytes) -> str:
+        return partition_path(self.partition_values(partition), self.partition_fields,
+                              self.options.partition_default_name, self.options.get("partition.legacy-name"))
+
+    def schema_of(self, schema_id: int) -> TableSchema:
+        if schema_id not in self._schema_cache:
+            self._schema_cache[schema_id] = self.schemas.schema(schema_id)
+        return self._schema_cache[schema_id]
+
+    # ---- planning -------------------------------------------------------------------------
+    def plan(self, snapshot: Snapshot | None, flt: Filter | None = None) -> list[DataSplit]:
+        if snapshot is None:
+            return []
+        pk = bool(self.schema.primary_keys)
+        dv = self.options.deletion_vectors
+        skip_level0 = pk and (dv or self.options.merge_engine == "first-row")
+        groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+        for e in self.live_entries(snapshot):
+            if skip_level0 and e.file.level == 0:
+                continue
+            groups.setdefault((e.partition, e.bucket), []).append(e)
+        deletion_files = self._deletion_files(snapshot) if dv else {}
+        splits = []
+        for (partition, bucket), entries in groups.items():
+            if not self._partition_may_match(partition, flt):
+                continue
+            files = [e.file for e in entries if self._file_may_match(e.file, flt, pk and not dv)]
+            if not files:
+                continue
+            dfs = deletion_files.get((partition, bucket), {})
+            splits.append(DataSplit(
+                partition, self.partition_values(partition), bucket, entries[0].total_buckets,
+                bucket_path(self.table_path, self.partition_dir(partition), bucket), files,
+                {f.file_name: dfs[f.file_name] for f in files if f.file_name in dfs},
+                needs_merge=pk and not dv and not skip_level0))
+        return splits
+
+    def _deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+        out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
+        for e in self.index_manifest.read(snapshot.index_manifest):
+            f = e.index_file
+            if f.index_type != DELETION_VECTORS_INDEX or not f.dv_ranges:
+                continue
+            path = f.external_path or f"{self.table_path}/index/{f.file_name}"
+            target = out.setdefault((e.partition, e.bucket), {})
+            for meta in f.dv_ranges:
+                target[meta.data_file_name] = DeletionFile(path, meta)
+        return out
+
+    def _partition_may_match(self, partition: bytes, flt: Filter | None) -> bool:
+        if flt is None or not (flt.columns & set(self.schema.partition_keys)):
+            return True
+        values = self.partition_values(partition)
+        stats = {f.name: (v, v, 1 if v is None else 0) for f, v in zip(self.partition_fields, values)}
+        return may_match(flt, stats, 1)
+
+    def _file_may_match(self, f: DataFileMeta, flt: Filter | None, keys_only: bool) -> bool:
+        if flt is None or flt.disjuncts is None:
+            return True
+        wanted = flt.columns - set(self.schema.partition_keys)
+        if keys_only:
+            wanted &= set(self.schema.trimmed_primary_keys)
+        if not wanted:
+            return True
+        stats = self._file_stats(f, wanted, keys_only)
+        return may_match(flt, stats, f.row_count)
+
+    def _file_stats(self, f: DataFileMeta, wanted: set[str], keys_only: bool) -> dict[str, tuple]:
+        file_schema = self.schema_of(f.schema_id)
+        if keys_only:
+            names = list(file_schema.trimmed_primary_keys)
+            stats = f.key_stats
+        else:
+            names = list(f.value_stats_cols) if f.value_stats_cols is not None else file_schema.field_names
+            stats = f.value_stats
+        if not names or not (set(names) & wanted):
+            return {}
+        # Stats are stored under the file's schema names; map them to current names by field id.
+        by_name = {fld.name: fld for fld in file_schema.fields}
+        current = {fld.id: fld.name for fld in self.schema.fields}
+        types = [by_name[n].type.copy(nullable=True) for n in names]
+        mins = deserialize_row(stats.min_values, types)
+        maxs = deserialize_row(stats.max_values, types)
+        nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(names)
+        out = {}
+        for i, name in enumerate(names):
+            cur = current.get(by_name[name].id)
+            if cur in wanted and i < len(nulls):
+                out[cur] = (mins[i], maxs[i], nulls[i])
+        return out

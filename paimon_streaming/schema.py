@@ -1,0 +1,226 @@
+"""Table schema: fields with global ids, keys, options; the `schema/schema-<id>` JSON files."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from . import options as opts
+from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .fileio import FileIO
+from .types import DataField, DataType, arrow_schema, assign_field_ids, from_arrow, max_field_id
+
+SCHEMA_VERSION = 3
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    id: int
+    fields: tuple[DataField, ...]
+    highest_field_id: int
+    partition_keys: tuple[str, ...] = ()
+    primary_keys: tuple[str, ...] = ()
+    options: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    time_millis: int = 0
+    version: int = SCHEMA_VERSION
+
+    # ---- derived views ----------------------------------------------------------------
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def field(self, name: str) -> DataField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise SchemaMismatchError(f"column '{name}' is not in the table schema {self.field_names}")
+
+    def fields_of(self, names: list[str] | tuple[str, ...]) -> list[DataField]:
+        return [self.field(n) for n in names]
+
+    @property
+    def trimmed_primary_keys(self) -> list[str]:
+        return [k for k in self.primary_keys if k not in self.partition_keys]
+
+    @property
+    def bucket_keys(self) -> list[str]:
+        raw = self.options.get("bucket-key")
+        if raw:
+            return [k.strip() for k in raw.split(",") if k.strip()]
+        return self.trimmed_primary_keys
+
+    @property
+    def core_options(self) -> opts.CoreOptions:
+        return opts.CoreOptions(self.options)
+
+    def arrow_schema(self) -> pa.Schema:
+        return arrow_schema(self.fields)
+
+    # ---- JSON -------------------------------------------------------------------------
+    def to_json(self) -> str:
+        obj: dict[str, Any] = {
+            "version": self.version, "id": self.id,
+            "fields": [f.to_json() for f in self.fields],
+            "highestFieldId": self.highest_field_id,
+            "partitionKeys": list(self.partition_keys), "primaryKeys": list(self.primary_keys),
+            "options": dict(self.options),
+        }
+        if self.comment is not None:  # Java reads a JSON null comment as the string "null"
+            obj["comment"] = self.comment
+        obj["timeMillis"] = self.time_millis
+        return json.dumps(obj, indent=2)
+
+    @staticmethod
+    def from_json(text: str) -> "TableSchema":
+        obj = json.loads(text)
+        version = obj.get("version", 1)
+        options = {k: str(v) for k, v in (obj.get("options") or {}).items()}
+        if version <= 1 and "bucket" not in options:
+            options["bucket"] = "1"
+        if version <= 2 and "file.format" not in options:
+            options["file.format"] = "orc"
+        fields = tuple(DataField.from_json(f) for f in obj["fields"])
+        return TableSchema(
+            id=obj["id"], fields=fields,
+            highest_field_id=obj.get("highestFieldId", max_field_id(fields)),
+            partition_keys=tuple(obj.get("partitionKeys") or ()),
+            primary_keys=tuple(obj.get("primaryKeys") or ()),
+            options=options, comment=obj.get("comment"),
+            time_millis=obj.get("timeMillis", 0), version=version)
+
+    # ---- creation ---------------------------------------------------------------------
+    @staticmethod
+    def create(schema: pa.Schema, primary_keys: list[str] | None = None,
+               partition_keys: list[str] | None = None, options: dict[str, Any] | None = None,
+               comment: str | None = None) -> "TableSchema":
+        """Build schema 0 from an Arrow schema, applying Paimon's normalization and checks."""
+        options = {str(k): _option_str(v) for k, v in (options or {}).items()}
+        primary_keys = list(primary_keys or _split(options.pop("primary-key", "")))
+        partition_keys = list(partition_keys or _split(options.pop("partition", "")))
+        names = list(schema.names)
+        if len(set(names)) != len(names):
+            raise SchemaMismatchError(f"duplicate column names in schema: {names}")
+        for kind, keys in (("primary key", primary_keys), ("partition key", partition_keys)):
+            missing = [k for k in keys if k not in names]
+            if missing:
+                raise SchemaMismatchError(f"{kind} column(s) {missing} are not in the schema {names}")
+        next_id = [-1]
+        fields = []
+        for f in schema:
+            next_id[0] += 1
+            fid = next_id[0]
+            t = assign_field_ids(from_arrow(f.type, f.nullable), next_id)
+            if f.name in primary_keys:
+                t = t.copy(nullable=False)
+            fields.append(DataField(fid, f.name, t))
+        table_schema = TableSchema(0, tuple(fields), max_field_id(fields), tuple(partition_keys),
+                                   tuple(primary_keys), options, comment, int(time.time() * 1000))
+        table_schema.validate()
+        return table_schema
+
+    def validate(self) -> None:
+        opts.validate(self.options)
+        core = self.core_options
+        pk, part = list(self.primary_keys), list(self.partition_keys)
+        if pk and not self.trimmed_primary_keys:
+            raise InvalidOptionError(
+                f"primary key {pk} must contain at least one column that is not a partition key {part}")
+        for f in self.fields:
+            if f.name in pk and f.type.is_nested:
+                raise InvalidOptionError(f"primary key column '{f.name}' has nested type {f.type}")
+        bucket = core.bucket
+        bucket_keys = self.bucket_keys
+        unknown = [k for k in bucket_keys if k not in self.field_names]
+        if unknown:
+            raise InvalidOptionError(f"bucket-key column(s) {unknown} are not in the schema")
+        if set(bucket_keys) & set(part):
+            raise InvalidOptionError(f"bucket-key {bucket_keys} must not contain partition keys {part}")
+        if pk and self.options.get("bucket-key") and not set(bucket_keys) <= set(pk):
+            raise InvalidOptionError(f"bucket-key {bucket_keys} must be a subset of the primary key {pk}")
+        if not pk and bucket > 0 and not self.options.get("bucket-key"):
+            raise InvalidOptionError("an append table with a fixed 'bucket' needs the 'bucket-key' option")
+        if pk and bucket == -1 and not set(part) <= set(pk):
+            raise InvalidOptionError(
+                f"dynamic bucket mode (bucket = -1) needs the primary key {pk} to contain every "
+                f"partition key {part} (cross-partition upsert is not supported); set a fixed 'bucket'")
+        if bucket == -2:
+            raise InvalidOptionError("postpone bucket mode (bucket = -2) is not supported")
+        for name in core.sequence_field:
+            if name not in self.field_names:
+                raise InvalidOptionError(f"sequence.field column '{name}' is not in the schema")
+
+
+def _split(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def _option_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class SchemaManager:
+    """Reads and creates the schema files of one table."""
+
+    def __init__(self, file_io: FileIO, table_path: str):
+        self.file_io = file_io
+        self.dir = f"{table_path}/schema"
+
+    def schema_ids(self) -> list[int]:
+        ids = []
+        for name in self.file_io.list_names(self.dir):
+            if name.startswith("schema-") and name[7:].isdigit():
+                ids.append(int(name[7:]))
+        return sorted(ids)
+
+    def latest(self) -> TableSchema | None:
+        ids = self.schema_ids()
+        return self.schema(ids[-1]) if ids else None
+
+    def schema(self, schema_id: int) -> TableSchema:
+        path = f"{self.dir}/schema-{schema_id}"
+        try:
+            return TableSchema.from_json(self.file_io.read_text(path))
+        except FileNotFoundError:
+            raise PaimonError(f"schema file {path} does not exist") from None
+
+    def create(self, schema: TableSchema) -> TableSchema:
+        """Write schema 0 (or the next id); fails if that id was taken concurrently."""
+        ids = self.schema_ids()
+        schema = replace(schema, id=(ids[-1] + 1) if ids else 0)
+        if not self.file_io.try_create_atomic(f"{self.dir}/schema-{schema.id}", schema.to_json().encode()):
+            raise PaimonError(f"schema {schema.id} of {self.dir} was created concurrently")
+        return schema
+
+
+def cast_type_check(column: str, have: DataType, want: DataType) -> None:
+    """Raise a SchemaMismatchError naming the column when `have` cannot be written as `want`."""
+    if have.root == want.root and not have.is_nested:
+        return
+    numeric = ["TINYINT", "SMALLINT", "INT", "BIGINT"]
+    if have.root in numeric and want.root in numeric and numeric.index(have.root) <= numeric.index(want.root):
+        return
+    if have.root in numeric + ["FLOAT"] and want.root in ("FLOAT", "DOUBLE", "DECIMAL") \
+            and not (have.root == "BIGINT" and want.root == "FLOAT"):
+        return
+    if have.root == want.root == "ROW" and len(have.fields) == len(want.fields):
+        for h, w in zip(have.fields, want.fields):
+            cast_type_check(f"{column}.{w.name}", h.type, w.type)
+        return
+    if have.root == want.root and have.root in ("ARRAY", "MULTISET"):
+        cast_type_check(f"{column}[]", have.element, want.element)
+        return
+    if have.root == want.root == "MAP":
+        cast_type_check(f"{column}.key", have.key, want.key)
+        cast_type_check(f"{column}.value", have.value, want.value)
+        return
+    if {have.root, want.root} <= {"TIMESTAMP", "TIMESTAMP_LTZ"} or \
+            {have.root, want.root} <= {"CHAR", "VARCHAR"} or {have.root, want.root} <= {"BINARY", "VARBINARY"}:
+        return
+    raise SchemaMismatchError(
+        f"column '{column}' has type {have.sql()} which cannot be written to table type {want.sql()}")

@@ -1,0 +1,141 @@
+"""`Table`: the public facade over one Paimon table directory."""
+from __future__ import annotations
+
+import uuid
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from .commit import CommitMessage, FileStoreCommit
+from .errors import PaimonError, TableNotFoundError
+from .fileio import FileIO
+from .options import CoreOptions
+from .predicate import parse_filter
+from .read import SplitReader
+from .scan import DataSplit, TableScan
+from .schema import SchemaManager, TableSchema
+from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+from .tags import TagManager
+from .write import TableWrite, conform
+
+
+class Table:
+    """A Paimon table: batch writes with `write_arrow`, reads with `to_arrow`, snapshot history.
+
+    Open one with `Catalog.get_table("db.t")` or directly with `Table.open(path)`.
+    """
+
+    def __init__(self, file_io: FileIO, path: str, name: str | None = None):
+        self.file_io = file_io
+        self.path = path
+        self.name = name or path.rstrip("/").rsplit("/", 1)[-1]
+        self.schema_manager = SchemaManager(file_io, path)
+        self.snapshot_manager = SnapshotManager(file_io, path)
+        self.tag_manager = TagManager(file_io, path)
+        schema = self.schema_manager.latest()
+        if schema is None:
+            raise TableNotFoundError(f"no Paimon table at {path} (no schema/schema-* file)")
+        self.schema: TableSchema = schema
+
+    @staticmethod
+    def open(location: str, filesystem=None) -> "Table":
+        file_io, path = FileIO.for_path(location, filesystem)
+        return Table(file_io, path)
+
+    # ---- metadata -------------------------------------------------------------------------
+    @property
+    def options(self) -> CoreOptions:
+        return self.schema.core_options
+
+    @property
+    def primary_keys(self) -> list[str]:
+        return list(self.schema.primary_keys)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self.schema.partition_keys)
+
+    def arrow_schema(self) -> pa.Schema:
+        return self.schema.arrow_schema()
+
+    def refresh(self) -> None:
+        """Reload the latest schema (another writer may have changed it)."""
+        self.schema = self.schema_manager.latest()
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_manager.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self.snapshot_manager.snapshot(snapshot_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        return self.snapshot_manager.snapshots()
+
+    def tags(self) -> list[str]:
+        return self.tag_manager.tag_names()
+
+    # ---- writing --------------------------------------------------------------------------
+    def new_write(self) -> TableWrite:
+        return TableWrite(self.file_io, self.path, self.schema, self.name)
+
+    def new_commit(self) -> FileStoreCommit:
+        return FileStoreCommit(self.file_io, self.path, self.schema)
+
+    def write_messages(self, data: pa.Table | pa.RecordBatch) -> list[CommitMessage]:
+        """Write files for a batch without committing them (the distributed sink's task step)."""
+        conformed = conform(data, self.schema, self.name)
+        latest = self.latest_snapshot()
+        live = TableScan(self.file_io, self.path, self.schema).live_entries(latest) if latest else []
+        return self.new_write().write(conformed, live)
+
+    def write_arrow(self, data: pa.Table | pa.RecordBatch, overwrite: bool = False,
+                    commit_user: str | None = None, commit_identifier: int | None = None) -> int | None:
+        """Write one batch and commit it; returns the new snapshot id (None if nothing changed).
+
+        `overwrite=True` replaces the table's whole content with `data`. A failed write commits
+        nothing; files it wrote are unreferenced and removed by orphan cleanup.
+        """
+        if self.options.bucket == -1 and self.primary_keys:
+            raise PaimonError(
+                f"table {self.name} is a primary-key table in dynamic bucket mode (bucket = -1), "
+                "which this version does not write yet; create it with a fixed 'bucket' option")
+        messages = self.write_messages(data)
+        ids = self.new_commit().commit(
+            messages, commit_user or str(uuid.uuid4()),
+            BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
+            overwrite=overwrite)
+        return ids[-1] if ids else None
+
+    def committed_identifiers(self, commit_user: str, identifiers: Sequence[int]) -> set[int]:
+        """Which of `identifiers` `commit_user` has already committed (exactly-once filter)."""
+        return self.new_commit().committed_identifiers(commit_user, identifiers)
+
+    # ---- reading --------------------------------------------------------------------------
+    def resolve_snapshot(self, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot | None:
+        if snapshot_id is not None and tag is not None:
+            raise ValueError("give snapshot_id or tag, not both")
+        if tag is not None:
+            return self.tag_manager.snapshot(tag)
+        if snapshot_id is not None:
+            return self.snapshot_manager.snapshot(snapshot_id)
+        return self.snapshot_manager.latest()
+
+    def plan(self, snapshot: Snapshot | None, filter: Any = None) -> list[DataSplit]:
+        flt = parse_filter(filter, self.arrow_schema())
+        return TableScan(self.file_io, self.path, self.schema).plan(snapshot, flt)
+
+    def to_arrow(self, columns: Sequence[str] | None = None, filter: Any = None,
+                 snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
+        """Read the table (latest, or a snapshot id, or a tag) as one Arrow table.
+
+        `filter` is a list of (column, op, value) tuples (AND), a list of such lists (OR), or
+        a pyarrow.compute.Expression. Tuple filters also prune partitions and files.
+        """
+        snapshot = self.resolve_snapshot(snapshot_id, tag)
+        flt = parse_filter(filter, self.arrow_schema())
+        scan = TableScan(self.file_io, self.path, self.schema)
+        splits = scan.plan(snapshot, flt)
+        return SplitReader(self.file_io, scan, self.schema).read(splits, columns, flt)
+
+    def __repr__(self) -> str:
+        return f"Table({self.path!r})"
