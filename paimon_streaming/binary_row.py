@@ -136,7 +136,9 @@ def _encode_column(column: pa.Array, t: DataType) -> _Field:
     if t.is_string or t.is_binary:
         target = pa.large_string() if t.is_string else pa.large_binary()
         return _encode_bytes(_cast(column, target, t).cast(pa.large_binary()), null)
-    raise UnsupportedTypeError(f"BinaryRow encoding of {t} is not supported (only atomic types)")
+    if t.is_nested and null.all():
+        return _Field(null, np.zeros(len(column), dtype=np.uint64))  # stats rows: min/max of nested are null
+    raise UnsupportedTypeError(f"BinaryRow encoding of non-null {t} values is not supported (only atomic types)")
 
 
 def _bits(values: pa.Array) -> np.ndarray:

@@ -158,17 +158,30 @@ def _conform_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
                     else pa.nulls(len(arr), f.type) for f in target]
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     if pa.types.is_map(target) and pa.types.is_map(src):
-        return pa.MapArray.from_arrays(arr.offsets, _conform_array(arr.keys, target.key_type),
-                                       _conform_array(arr.items, target.item_type),
+        offsets, start = _offsets(arr)
+        return pa.MapArray.from_arrays(offsets, _conform_array(arr.keys.slice(start), target.key_type),
+                                       _conform_array(arr.items.slice(start), target.item_type),
                                        type=target, mask=mask)
     if pa.types.is_list(target) and (pa.types.is_list(src) or pa.types.is_large_list(src)):
-        offsets = arr.offsets.cast(pa.int32())
-        values = _conform_array(arr.values, target.value_type)
+        offsets, start = _offsets(arr)
+        values = _conform_array(arr.values.slice(start), target.value_type)
         return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
     if _is_temporal(src) and _is_temporal(target) and \
             _UNIT_RANK[src.unit] > _UNIT_RANK[target.unit]:
         return pc.cast(arr, target, safe=False)  # finer -> coarser: truncate, cannot overflow
     return pc.cast(arr, target)
+
+
+def _offsets(arr: pa.Array) -> tuple[pa.Array, int]:
+    """int32 offsets in a fresh buffer starting at 0, and where they start in the child.
+
+    pyarrow refuses a null mask together with sliced offsets, so slices are rebased.
+    """
+    offsets, start = arr.offsets, 0
+    if arr.offset:
+        start = offsets[0].as_py()
+        offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
+    return offsets.cast(pa.int32()), start
 
 
 def _is_temporal(t: pa.DataType) -> bool:
@@ -259,24 +272,42 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
             raw, num_rows = _read_orc(source, wanted)
         else:
             raise InvalidOptionError(f"cannot read {path}: file format {fmt!r} is not supported")
-    present = set(raw.column_names)
-    arrays = [conform(raw.column(f.name), to_arrow(f.type)) if f.name in present
+    arrays = [conform(raw[f.name], to_arrow(f.type)) if f.name in raw
               else pa.nulls(num_rows, to_arrow(f.type)) for f in wanted]
     if not arrays:  # keep the row count of a zero-column projection (count queries)
         return pa.table({"_": pa.nulls(num_rows)}).select([])
     return pa.Table.from_arrays(arrays, schema=arrow_schema(wanted))
 
 
-def _read_parquet(source, wanted: list[DataField]) -> tuple[pa.Table, int]:
-    precision = max([_max_timestamp_precision(f.type) for f in wanted], default=-1)
-    int96_unit = "ns" if precision > 6 else "us" if precision > 3 else "ms"
-    pf = pq.ParquetFile(source, pre_buffer=True, coerce_int96_timestamp_unit=int96_unit)
+def _read_parquet(source, wanted: list[DataField]) -> tuple[dict[str, pa.ChunkedArray], int]:
+    """Columns by name. INT96 columns are read in the unit of their declared precision.
+
+    pyarrow's INT96 unit is per read; reading everything as ns would overflow p<=6 values
+    outside 1677-2262, so a file holding INT96 is read once per needed unit.
+    """
+    pf = pq.ParquetFile(source, pre_buffer=True)
     names = set(pf.schema_arrow.names)
-    table = pf.read(columns=[f.name for f in wanted if f.name in names], use_threads=True)
-    return table, pf.metadata.num_rows
+    present = [f for f in wanted if f.name in names]
+    has_int96 = any(pf.schema.column(i).physical_type == "INT96" for i in range(len(pf.schema)))
+    by_unit: dict[str, list[str]] = {}
+    for f in present:
+        by_unit.setdefault(_int96_unit(f.type) if has_int96 else "ns", []).append(f.name)
+    columns: dict[str, pa.ChunkedArray] = {}
+    for unit, names_in_unit in by_unit.items():
+        part = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=True,
+                              coerce_int96_timestamp_unit=unit)
+        table = part.read(columns=names_in_unit, use_threads=True)
+        columns.update(zip(table.column_names, table.columns))
+    return columns, pf.metadata.num_rows
 
 
-def _read_orc(source, wanted: list[DataField]) -> tuple[pa.Table, int]:
+def _int96_unit(t: DataType) -> str:
+    precision = _max_timestamp_precision(t)
+    return "ns" if precision > 6 else "us" if precision > 3 else "ms"
+
+
+def _read_orc(source, wanted: list[DataField]) -> tuple[dict[str, pa.ChunkedArray], int]:
     of = orc.ORCFile(source)
     names = set(of.schema.names)
-    return of.read(columns=[f.name for f in wanted if f.name in names]), of.nrows
+    table = of.read(columns=[f.name for f in wanted if f.name in names])
+    return dict(zip(table.column_names, table.columns)), of.nrows

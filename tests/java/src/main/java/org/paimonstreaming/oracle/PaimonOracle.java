@@ -1,0 +1,441 @@
+package org.paimonstreaming.oracle;
+
+import org.apache.paimon.Snapshot;
+import org.apache.paimon.append.AppendCompactCoordinator;
+import org.apache.paimon.append.AppendCompactTask;
+import org.apache.paimon.data.BinaryRow;
+import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.fs.Path;
+import org.apache.paimon.fs.local.LocalFileIO;
+import org.apache.paimon.operation.BaseAppendFileStoreWrite;
+import org.apache.paimon.reader.RecordReader;
+import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaManager;
+import org.apache.paimon.table.FileStoreTable;
+import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.RowKeyExtractor;
+import org.apache.paimon.table.sink.StreamTableCommit;
+import org.apache.paimon.table.sink.StreamTableWrite;
+import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.table.sink.TableCommitImpl;
+import org.apache.paimon.table.source.DataSplit;
+import org.apache.paimon.table.source.EndOfScanException;
+import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.Split;
+import org.apache.paimon.types.DataType;
+import org.apache.paimon.types.DataTypeJsonParser;
+import org.apache.paimon.types.RowKind;
+import org.apache.paimon.types.RowType;
+import org.apache.paimon.utils.JsonSerdeUtil;
+
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+
+/**
+ * Test oracle around Apache Paimon's Java library.
+ *
+ * <p>Protocol: one JSON request on stdin, either a single command object or {"ops": [cmd, ...]}.
+ * Every command has "op" and "path" (the table directory). The reply, written to stdout as one
+ * JSON document, is {"ok": true, "results": [r, ...]} (one result per command, in order) or
+ * {"ok": false, "index": i, "error": "...", "trace": "..."} for the first failing command. All
+ * other output of the JVM (logging etc.) goes to stderr.
+ *
+ * <p>Commands:
+ *
+ * <ul>
+ *   <li>create: {"fields": [{"name", "type"}], "primaryKeys", "partitionKeys", "options"} -> {}
+ *   <li>write: {"rows": [row...], "commitUser"?, "commitIdentifier"?, "overwrite"?} -> {}
+ *   <li>read: {"snapshotId"?, "tag"?, "columns"?, "withRowKind"?} -> {"fields": [field...],
+ *       "rows": [row...]} where fields is the row type read, as in schema files
+ *   <li>snapshots: {} -> {"snapshots": [...]}
+ *   <li>compact: {} -> {"compacted": n}
+ *   <li>buckets: {"rows": [...]} -> {"buckets": [int...]}
+ *   <li>create-tag: {"tag", "snapshotId"?} -> {}
+ * </ul>
+ *
+ * <p>Rows are JSON objects by field name; values use the encoding of {@link ValueCodec}. An
+ * optional "_ROW_KIND" member ("+I", "-U", "+U", "-D") sets the row kind when writing.
+ */
+public final class PaimonOracle {
+
+    static final ObjectMapper MAPPER = JsonSerdeUtil.OBJECT_MAPPER_INSTANCE;
+    static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+    static final String ROW_KIND = "_ROW_KIND";
+
+    public static void main(String[] args) throws Exception {
+        // Keep stdout for the reply only; anything the library prints goes to stderr.
+        PrintStream realOut = System.out;
+        System.setOut(System.err);
+
+        JsonNode request;
+        try (InputStream in = args.length > 0 ? Files.newInputStream(java.nio.file.Path.of(args[0])) : System.in) {
+            request = MAPPER.readTree(in);
+        }
+        List<JsonNode> ops = new ArrayList<>();
+        if (request.has("ops")) {
+            request.get("ops").forEach(ops::add);
+        } else {
+            ops.add(request);
+        }
+
+        ObjectNode reply = NODES.objectNode();
+        ArrayNode results = NODES.arrayNode();
+        int exit = 0;
+        for (int i = 0; i < ops.size(); i++) {
+            try {
+                results.add(run(ops.get(i)));
+            } catch (Throwable t) {
+                StringWriter sw = new StringWriter();
+                t.printStackTrace(new PrintWriter(sw));
+                reply.put("ok", false);
+                reply.put("index", i);
+                reply.put("error", String.valueOf(t));
+                reply.put("trace", sw.toString());
+                exit = 1;
+                break;
+            }
+        }
+        if (exit == 0) {
+            reply.put("ok", true);
+        }
+        reply.set("results", results);
+        byte[] bytes = MAPPER.writeValueAsBytes(reply);
+        OutputStream out = realOut;
+        out.write(bytes);
+        out.write('\n');
+        out.flush();
+        System.exit(exit);
+    }
+
+    static JsonNode run(JsonNode cmd) throws Exception {
+        String op = text(cmd, "op");
+        Path path = new Path(text(cmd, "path"));
+        switch (op) {
+            case "create":
+                return create(path, cmd);
+            case "write":
+                return write(path, cmd);
+            case "read":
+                return read(path, cmd);
+            case "snapshots":
+                return snapshots(path);
+            case "compact":
+                return compact(path);
+            case "buckets":
+                return buckets(path, cmd);
+            case "create-tag":
+                return createTag(path, cmd);
+            default:
+                throw new IllegalArgumentException("unknown op: " + op);
+        }
+    }
+
+    // ------------------------------------------------------------------ commands
+
+    static JsonNode create(Path path, JsonNode cmd) throws Exception {
+        Schema.Builder builder = Schema.newBuilder();
+        for (JsonNode field : cmd.get("fields")) {
+            DataType type = DataTypeJsonParser.parseDataType(field.get("type"));
+            String description = field.hasNonNull("description") ? field.get("description").asText() : null;
+            builder.column(text(field, "name"), type, description);
+        }
+        builder.primaryKey(strings(cmd.get("primaryKeys")));
+        builder.partitionKeys(strings(cmd.get("partitionKeys")));
+        JsonNode options = cmd.get("options");
+        if (options != null && !options.isNull()) {
+            Iterator<Map.Entry<String, JsonNode>> it = options.fields();
+            while (it.hasNext()) {
+                Map.Entry<String, JsonNode> e = it.next();
+                builder.option(e.getKey(), e.getValue().isTextual() ? e.getValue().asText() : e.getValue().toString());
+            }
+        }
+        new SchemaManager(LocalFileIO.create(), path).createTable(builder.build());
+        return NODES.objectNode();
+    }
+
+    static JsonNode write(Path path, JsonNode cmd) throws Exception {
+        FileStoreTable table = table(path);
+        RowType rowType = table.rowType();
+        List<InternalRow> rows = new ArrayList<>();
+        for (JsonNode row : cmd.get("rows")) {
+            InternalRow r = ValueCodec.rowFromJson(row, rowType);
+            JsonNode kind = row.get(ROW_KIND);
+            if (kind != null && !kind.isNull()) {
+                r.setRowKind(RowKind.fromShortString(kind.asText()));
+            }
+            rows.add(r);
+        }
+        boolean stream = cmd.hasNonNull("commitUser") || cmd.hasNonNull("commitIdentifier");
+        IOManager ioManager = ioManager();
+        try {
+            if (stream) {
+                String user = cmd.hasNonNull("commitUser") ? cmd.get("commitUser").asText() : UUID.randomUUID().toString();
+                long identifier;
+                if (cmd.hasNonNull("commitIdentifier")) {
+                    identifier = cmd.get("commitIdentifier").asLong();
+                } else {
+                    Optional<Snapshot> last = table.snapshotManager().latestSnapshotOfUser(user);
+                    identifier = last.map(s -> s.commitIdentifier() + 1).orElse(1L);
+                }
+                StreamWriteBuilder builder = table.newStreamWriteBuilder().withCommitUser(user);
+                List<CommitMessage> messages;
+                try (StreamTableWrite w = builder.newWrite()) {
+                    w.withIOManager(ioManager);
+                    for (InternalRow r : rows) {
+                        w.write(r);
+                    }
+                    messages = w.prepareCommit(false, identifier);
+                }
+                try (StreamTableCommit c = builder.newCommit()) {
+                    c.commit(identifier, messages);
+                }
+            } else {
+                BatchWriteBuilder builder = table.newBatchWriteBuilder();
+                if (cmd.path("overwrite").asBoolean(false)) {
+                    builder = builder.withOverwrite(stringMap(cmd.get("staticPartition")));
+                }
+                List<CommitMessage> messages;
+                try (BatchTableWrite w = builder.newWrite()) {
+                    w.withIOManager(ioManager);
+                    for (InternalRow r : rows) {
+                        w.write(r);
+                    }
+                    messages = w.prepareCommit();
+                }
+                try (BatchTableCommit c = builder.newCommit()) {
+                    c.commit(messages);
+                }
+            }
+        } finally {
+            ioManager.close();
+        }
+        return NODES.objectNode();
+    }
+
+    static JsonNode read(Path path, JsonNode cmd) throws Exception {
+        FileStoreTable table = table(path);
+        Map<String, String> dynamic = new HashMap<>();
+        if (cmd.hasNonNull("snapshotId")) {
+            dynamic.put("scan.snapshot-id", cmd.get("snapshotId").asText());
+        }
+        if (cmd.hasNonNull("tag")) {
+            dynamic.put("scan.tag-name", cmd.get("tag").asText());
+        }
+        if (!dynamic.isEmpty()) {
+            table = table.copy(dynamic);
+        }
+        ReadBuilder rb = table.newReadBuilder();
+        RowType readType = table.rowType();
+        if (cmd.hasNonNull("columns")) {
+            List<String> names = strings(cmd.get("columns"));
+            int[] projection = new int[names.size()];
+            for (int i = 0; i < projection.length; i++) {
+                projection[i] = table.rowType().getFieldIndex(names.get(i));
+                if (projection[i] < 0) {
+                    throw new IllegalArgumentException("no such column: " + names.get(i));
+                }
+            }
+            rb = rb.withProjection(projection);
+            readType = table.rowType().project(projection);
+        }
+        boolean withKind = cmd.path("withRowKind").asBoolean(false);
+        List<Split> splits = rb.newScan().plan().splits();
+        ArrayNode out = NODES.arrayNode();
+        final RowType type = readType;
+        try (RecordReader<InternalRow> reader = rb.newRead().createReader(splits)) {
+            reader.forEachRemaining(
+                    row -> {
+                        ObjectNode o = ValueCodec.rowToJson(row, type);
+                        if (withKind) {
+                            o.put(ROW_KIND, row.getRowKind().shortString());
+                        }
+                        out.add(o);
+                    });
+        }
+        ObjectNode result = NODES.objectNode();
+        // the row type actually read (after time travel / projection), in schema-file form
+        result.set("fields", MAPPER.valueToTree(readType.getFields()));
+        result.set("rows", out);
+        return result;
+    }
+
+    static JsonNode snapshots(Path path) throws Exception {
+        FileStoreTable table = table(path);
+        List<Snapshot> list = new ArrayList<>(table.snapshotManager().safelyGetAllSnapshots());
+        list.sort((a, b) -> Long.compare(a.id(), b.id()));
+        ArrayNode arr = NODES.arrayNode();
+        for (Snapshot s : list) {
+            ObjectNode o = NODES.objectNode();
+            o.put("id", s.id());
+            o.put("schemaId", s.schemaId());
+            o.put("commitUser", s.commitUser());
+            o.put("commitIdentifier", s.commitIdentifier());
+            o.put("commitKind", s.commitKind().name());
+            o.put("timeMillis", s.timeMillis());
+            o.put("totalRecordCount", s.totalRecordCount());
+            o.put("deltaRecordCount", s.deltaRecordCount());
+            if (s.changelogRecordCount() != null) {
+                o.put("changelogRecordCount", s.changelogRecordCount());
+            }
+            if (s.watermark() != null) {
+                o.put("watermark", s.watermark());
+            }
+            arr.add(o);
+        }
+        ObjectNode result = NODES.objectNode();
+        result.set("snapshots", arr);
+        return result;
+    }
+
+    static JsonNode compact(Path path) throws Exception {
+        FileStoreTable table = table(path);
+        int compacted = 0;
+        if (table.coreOptions().bucket() == -1 && table.primaryKeys().isEmpty()) {
+            // Bucket-unaware append table: plan compaction tasks and run them. Such tables have
+            // no "full" compaction; merging any partition with at least two small files is the
+            // closest thing.
+            if (!table.options().containsKey("compaction.min.file-num")) {
+                table = table.copy(Map.of("compaction.min.file-num", "2"));
+            }
+            List<AppendCompactTask> tasks;
+            try {
+                tasks = new AppendCompactCoordinator(table, false).run();
+            } catch (EndOfScanException e) {
+                tasks = Collections.emptyList();
+            }
+            if (!tasks.isEmpty()) {
+                String user = UUID.randomUUID().toString();
+                List<CommitMessage> messages = new ArrayList<>();
+                BaseAppendFileStoreWrite write = (BaseAppendFileStoreWrite) table.store().newWrite(user);
+                try {
+                    for (AppendCompactTask task : tasks) {
+                        messages.add(task.doCompact(table, write));
+                    }
+                } finally {
+                    write.close();
+                }
+                try (TableCommitImpl commit = table.newCommit(user)) {
+                    commit.commit(messages);
+                }
+                compacted = tasks.size();
+            }
+        } else {
+            Set<List<Object>> seen = new LinkedHashSet<>();
+            List<BinaryRow> partitions = new ArrayList<>();
+            List<Integer> bucketList = new ArrayList<>();
+            for (Split split : table.newReadBuilder().newScan().plan().splits()) {
+                DataSplit ds = (DataSplit) split;
+                if (seen.add(List.of(ds.partition(), ds.bucket()))) {
+                    partitions.add(ds.partition());
+                    bucketList.add(ds.bucket());
+                }
+            }
+            if (!partitions.isEmpty()) {
+                BatchWriteBuilder builder = table.newBatchWriteBuilder();
+                IOManager ioManager = ioManager();
+                List<CommitMessage> messages;
+                try (BatchTableWrite w = builder.newWrite()) {
+                    w.withIOManager(ioManager);
+                    for (int i = 0; i < partitions.size(); i++) {
+                        w.compact(partitions.get(i), bucketList.get(i), true);
+                    }
+                    messages = w.prepareCommit();
+                } finally {
+                    ioManager.close();
+                }
+                try (BatchTableCommit c = builder.newCommit()) {
+                    c.commit(messages);
+                }
+                compacted = partitions.size();
+            }
+        }
+        ObjectNode result = NODES.objectNode();
+        result.put("compacted", compacted);
+        return result;
+    }
+
+    static JsonNode buckets(Path path, JsonNode cmd) throws Exception {
+        FileStoreTable table = table(path);
+        RowKeyExtractor extractor = table.createRowKeyExtractor();
+        ArrayNode arr = NODES.arrayNode();
+        for (JsonNode row : cmd.get("rows")) {
+            extractor.setRecord(ValueCodec.rowFromJson(row, table.rowType()));
+            arr.add(extractor.bucket());
+        }
+        ObjectNode result = NODES.objectNode();
+        result.set("buckets", arr);
+        return result;
+    }
+
+    static JsonNode createTag(Path path, JsonNode cmd) throws Exception {
+        FileStoreTable table = table(path);
+        String tag = text(cmd, "tag");
+        if (cmd.hasNonNull("snapshotId")) {
+            table.createTag(tag, cmd.get("snapshotId").asLong());
+        } else {
+            table.createTag(tag);
+        }
+        return NODES.objectNode();
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    static FileStoreTable table(Path path) {
+        return FileStoreTableFactory.create(LocalFileIO.create(), path);
+    }
+
+    static IOManager ioManager() {
+        return IOManager.create(System.getProperty("java.io.tmpdir"));
+    }
+
+    static String text(JsonNode node, String name) {
+        JsonNode v = node.get(name);
+        if (v == null || v.isNull()) {
+            throw new IllegalArgumentException("missing '" + name + "' in " + node);
+        }
+        return v.asText();
+    }
+
+    static List<String> strings(JsonNode node) {
+        List<String> out = new ArrayList<>();
+        if (node != null && !node.isNull()) {
+            node.forEach(n -> out.add(n.asText()));
+        }
+        return out;
+    }
+
+    static Map<String, String> stringMap(JsonNode node) {
+        if (node == null || node.isNull()) {
+            return null;
+        }
+        Map<String, String> out = new HashMap<>();
+        node.fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().asText()));
+        return out;
+    }
+}

@@ -1,0 +1,200 @@
+"""The commit protocol: snapshots, hints, manifest merging, conflicts, retries, failure cleanup,
+and the exactly-once filter."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.commit import FileStoreCommit
+from paimon_streaming.errors import CommitConflictError
+from paimon_streaming.snapshot import SnapshotManager
+from conftest import pypaimon_read, rows_by
+
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("p", pa.string(), False)])
+
+
+def batch(ids, v="x", p="a"):
+    return pa.table({"id": list(ids), "v": [f"{v}{i}" for i in ids], "p": [p] * len(ids)}, schema=SCHEMA)
+
+
+@pytest.fixture
+def pk_table(catalog):
+    return catalog.create_table("db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                                options={"bucket": "2"})
+
+
+def test_snapshot_json_has_java_fields_in_order(pk_table):
+    sid = pk_table.write_arrow(batch(range(5)))
+    obj = json.loads(open(f"{pk_table.path}/snapshot/snapshot-{sid}").read())
+    assert list(obj)[:13] == ["version", "id", "schemaId", "baseManifestList", "baseManifestListSize",
+                              "deltaManifestList", "deltaManifestListSize", "commitUser", "commitIdentifier",
+                              "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount"]
+    assert obj["version"] == 3 and obj["commitKind"] == "APPEND"
+    assert obj["commitIdentifier"] == 9223372036854775807
+    assert open(f"{pk_table.path}/snapshot/LATEST").read() == str(sid)
+
+
+def test_record_counts(pk_table):
+    pk_table.write_arrow(batch(range(10)))
+    pk_table.write_arrow(batch(range(5, 8)))
+    snaps = pk_table.snapshots()
+    assert [s.total_record_count for s in snaps] == [10, 13]
+    assert [s.delta_record_count for s in snaps] == [10, 3]
+
+
+@pytest.mark.parametrize("hint", ["missing", "stale", "garbage", "ahead"])
+def test_bad_latest_hint_still_reads_latest(pk_table, warehouse, hint):
+    for i in range(3):
+        pk_table.write_arrow(batch([i], v=f"s{i}"))
+    latest_path = f"{pk_table.path}/snapshot/LATEST"
+    if hint == "missing":
+        os.remove(latest_path)
+    else:
+        open(latest_path, "w").write({"stale": "1", "garbage": "x!", "ahead": "99"}[hint])
+    t = ps.Catalog(warehouse).get_table("db.t")
+    assert t.latest_snapshot().id == 3
+    assert len(t.to_arrow()) == 3
+    assert t.write_arrow(batch([7])) == 4
+    assert len(pypaimon_read(warehouse, "db.t")) == 4
+
+
+def test_earliest_hint_fallback(pk_table):
+    for i in range(3):
+        pk_table.write_arrow(batch([i]))
+    sm = SnapshotManager(pk_table.file_io, pk_table.path)
+    open(f"{pk_table.path}/snapshot/EARLIEST", "w").write("2")  # wrong: snapshot 1 exists
+    assert sm.earliest_id() == 1
+
+
+def test_overwrite_replaces_table(pk_table, warehouse):
+    pk_table.write_arrow(batch(range(10)))
+    pk_table.write_arrow(batch(range(100, 103), p="b"))
+    sid = pk_table.write_arrow(batch([1, 2], v="new"), overwrite=True)
+    snap = pk_table.snapshot(sid)
+    assert snap.commit_kind == "OVERWRITE" and snap.total_record_count == 2
+    assert rows_by(pk_table.to_arrow(), "id") == rows_by(batch([1, 2], v="new"), "id")
+    assert rows_by(pypaimon_read(warehouse, "db.t"), "id") == rows_by(batch([1, 2], v="new"), "id")
+
+
+def test_manifest_minor_merge_keeps_manifest_count_bounded(catalog, warehouse):
+    t = catalog.create_table("db.m", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "1", "manifest.merge-min-count": "5"})
+    for i in range(23):
+        t.write_arrow(batch([i]))
+    latest = t.latest_snapshot()
+    commit = t.new_commit()
+    base = commit.manifest_list.read(latest.base_manifest_list)
+    assert len(base) < 6
+    assert len(t.to_arrow()) == 23
+    assert len(pypaimon_read(warehouse, "db.m")) == 23
+
+
+def test_manifest_full_compaction_drops_deleted_entries(catalog, warehouse):
+    # Tiny thresholds force a full compaction; overwrites leave DELETE entries to cancel.
+    t = catalog.create_table("db.f", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "1", "manifest.full-compaction-threshold-size": "1",
+                                      "manifest.target-file-size": "1"})
+    for i in range(4):
+        t.write_arrow(batch(range(i * 3, i * 3 + 3), p=f"p{i % 2}"))
+    t.write_arrow(batch([50], p="p0"), overwrite=True)
+    t.write_arrow(batch([51], p="p1"))
+    latest = t.latest_snapshot()
+    commit = t.new_commit()
+    base = commit.manifest_list.read(latest.base_manifest_list)
+    entries = [e for m in base for e in commit.manifest_file.read(m.file_name)]
+    assert all(e.kind == 0 for e in entries), "full compaction leaves only ADD entries"
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [50, 51]
+    assert sorted(r["id"] for r in pypaimon_read(warehouse, "db.f").to_pylist()) == [50, 51]
+
+
+def test_committed_identifiers_exactly_once_filter(pk_table):
+    assert pk_table.committed_identifiers("job-1", [1, 2]) == set()
+    pk_table.write_arrow(batch([1]), commit_user="job-1", commit_identifier=1)
+    pk_table.write_arrow(batch([2]), commit_user="job-2", commit_identifier=7)
+    pk_table.write_arrow(batch([3]), commit_user="job-1", commit_identifier=2)
+    assert pk_table.committed_identifiers("job-1", [1, 2, 3]) == {1, 2}
+    assert pk_table.committed_identifiers("job-2", [6, 7, 8]) == {6, 7}
+    assert pk_table.committed_identifiers("job-3", [1]) == set()
+
+
+def test_concurrent_committers_never_lose_a_snapshot(pk_table):
+    """Threads race for snapshot ids; every commit lands exactly once, ids contiguous."""
+    errors = []
+
+    def writer(w):
+        try:
+            t = ps.Table.open(pk_table.path)
+            for i in range(5):
+                t.write_arrow(batch([w * 100 + i], v=f"w{w}"))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    snaps = pk_table.snapshots()
+    assert [s.id for s in snaps] == list(range(1, 21))
+    assert len(pk_table.to_arrow()) == 20
+
+
+def test_failed_commit_leaves_table_unchanged_and_removes_its_files(pk_table, monkeypatch):
+    pk_table.write_arrow(batch(range(3)))
+    manifests_before = set(os.listdir(f"{pk_table.path}/manifest"))
+    commit = pk_table.new_commit()
+    messages = pk_table.write_messages(batch([10, 11]))
+
+    def boom(snapshot):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(commit.snapshots, "try_publish", boom)
+    with pytest.raises(RuntimeError):
+        commit.commit(messages, "u", 1)
+    assert set(os.listdir(f"{pk_table.path}/manifest")) == manifests_before
+    assert pk_table.latest_snapshot().id == 1
+    assert len(pk_table.to_arrow()) == 3
+
+
+def test_lost_race_retries_on_new_latest(pk_table, monkeypatch):
+    """A commit that loses the snapshot id to another writer retries on top of it."""
+    pk_table.write_arrow(batch([1]))
+    commit = pk_table.new_commit()
+    messages = pk_table.write_messages(batch([2]))
+    original = commit.snapshots.try_publish
+    raced = []
+
+    def racing_publish(snapshot):
+        if not raced:
+            raced.append(True)
+            ps.Table.open(pk_table.path).write_arrow(batch([3]))  # takes snapshot 2 first
+        return original(snapshot)
+
+    monkeypatch.setattr(commit.snapshots, "try_publish", racing_publish)
+    assert commit.commit(messages, "u", 1) == [3]
+    assert sorted(r["id"] for r in pk_table.to_arrow().to_pylist()) == [1, 2, 3]
+
+
+def test_compact_commit_conflict_detected(pk_table):
+    """Deleting a file that a concurrent commit already removed is a conflict, not a silent loss."""
+    from paimon_streaming.commit import CommitMessage, Increment
+    pk_table.write_arrow(batch([1]))
+    live = pk_table.new_commit()._live(pk_table.new_commit()._data_manifests(pk_table.latest_snapshot()), None)
+    e = live[0]
+    pk_table.write_arrow(batch([5]), overwrite=True)  # removes e's file
+    msg = CommitMessage(e.partition, e.bucket, e.total_buckets, compact=Increment(deleted_files=[e.file]))
+    with pytest.raises(CommitConflictError):
+        pk_table.new_commit().commit([msg], "u", 1)
+
+
+def test_snapshot_id_never_overwritten(pk_table):
+    pk_table.write_arrow(batch([1]))
+    sm = SnapshotManager(pk_table.file_io, pk_table.path)
+    snap = sm.snapshot(1)
+    assert sm.try_publish(snap) is False

@@ -1,0 +1,395 @@
+"""Data files: round trips, the physical layout Java needs, and reading other writers' files."""
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import os
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+import pytest
+
+from paimon_streaming.datafile import (conform, data_file_name, format_from_file_name,
+                                       read_data_file, write_data_file)
+from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
+from paimon_streaming.fileio import FileIO
+from paimon_streaming.types import DataField, DataType, arrow_schema, parse_atomic
+
+T = parse_atomic
+
+
+def _row(*fields: DataField, nullable: bool = True) -> DataType:
+    return DataType("ROW", nullable, fields=tuple(fields))
+
+
+def _array(element: DataType) -> DataType:
+    return DataType("ARRAY", element=element)
+
+
+def _map(key: DataType, value: DataType) -> DataType:
+    return DataType("MAP", key=key, value=value)
+
+
+def _fields(*specs: tuple[str, DataType]) -> list[DataField]:
+    return [DataField(i, name, t) for i, (name, t) in enumerate(specs)]
+
+
+# Nested ROW fields need globally unique ids; they start at 100 here.
+ATOMIC = [
+    ("bool", T("BOOLEAN")), ("i8", T("TINYINT")), ("i16", T("SMALLINT")), ("i32", T("INT")),
+    ("i64", T("BIGINT NOT NULL")), ("f32", T("FLOAT")), ("f64", T("DOUBLE")),
+    ("dec5", T("DECIMAL(5, 2)")), ("dec10", T("DECIMAL(10, 2)")), ("dec38", T("DECIMAL(38, 6)")),
+    ("chr", T("CHAR(3)")), ("vc", T("VARCHAR(10)")), ("s", T("STRING")),
+    ("bin", T("BINARY(4)")), ("bytes", T("BYTES")), ("date", T("DATE")), ("time", T("TIME(0)")),
+    ("ts0", T("TIMESTAMP(0)")), ("ts3", T("TIMESTAMP(3)")), ("ts6", T("TIMESTAMP(6)")),
+    ("ltz3", T("TIMESTAMP(3) WITH LOCAL TIME ZONE")), ("ltz6", T("TIMESTAMP(6) WITH LOCAL TIME ZONE")),
+]
+NESTED = [
+    ("arr", _array(T("INT"))), ("map", _map(T("STRING NOT NULL"), T("INT"))),
+    ("row", _row(DataField(100, "x", T("INT")), DataField(101, "y", T("STRING")))),
+    ("rows", _array(_row(DataField(102, "a", T("INT")),
+                         DataField(103, "b", _array(T("TIMESTAMP(6)")))))),
+]
+TS = dt.datetime(2024, 1, 2, 3, 4, 5, 678901)
+UTC = dt.timezone.utc
+
+ROWS = [
+    {"bool": True, "i8": -128, "i16": 32767, "i32": -7, "i64": 2**62, "f32": 1.5, "f64": -2.25,
+     "dec5": Decimal("-123.45"), "dec10": Decimal("12345678.90"),
+     "dec38": Decimal("-12345678901234567890123456789012.123456"), "chr": "abc", "vc": "varchar",
+     "s": "héllo ✓ 𝄞", "bin": b"\x00\x01\x02\x03", "bytes": b"\xff" * 10, "date": dt.date(1969, 12, 31),
+     "time": dt.time(23, 59, 59), "ts0": TS.replace(microsecond=0),
+     "ts3": TS.replace(microsecond=678000), "ts6": TS, "ltz3": TS.replace(microsecond=678000, tzinfo=UTC),
+     "ltz6": TS.replace(tzinfo=UTC), "ts9": 1_704_164_645_678_901_234,
+     "arr": [1, None, 3], "map": [("k", 1), ("z", None)], "row": {"x": 1, "y": "why"},
+     "rows": [{"a": 1, "b": [TS, None]}, None, {"a": None, "b": None}]},
+    {"i64": -1},  # everything else null
+    {"bool": False, "i64": 0, "s": "", "bytes": b"", "arr": [], "map": [], "row": {"x": None, "y": None},
+     "rows": [], "ts9": -1, "date": dt.date(1, 1, 1), "ts6": dt.datetime(1, 1, 1)},
+]
+
+
+@pytest.fixture
+def fio(tmp_path):
+    file_io, root = FileIO.for_path(str(tmp_path))
+    return file_io, root
+
+
+def _table(fields: list[DataField], rows=ROWS) -> pa.Table:
+    names = [f.name for f in fields]
+    return pa.Table.from_pylist([{k: v for k, v in r.items() if k in names} for r in rows],
+                                schema=arrow_schema(fields))
+
+
+def _all_fields(with_nanos: bool) -> list[DataField]:
+    extra = [("ts9", T("TIMESTAMP(9)"))] if with_nanos else []
+    return _fields(*ATOMIC, *extra, *NESTED)
+
+
+# ---- round trips ------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+@pytest.mark.parametrize("with_nanos", [False, True])
+def test_round_trip_every_type(fio, fmt, with_nanos):
+    file_io, root = fio
+    fields = _all_fields(with_nanos)
+    # pyarrow's ORC reader yields ns timestamps: years outside 1677-2262 cannot round-trip there
+    rows = ROWS if fmt == "parquet" else ROWS[:2] + [{**ROWS[2], "ts6": dt.datetime(1900, 1, 1)}]
+    data = _table(fields, rows)
+    path = f"{root}/bucket-0/" + data_file_name("data-", "u", 0, fmt)
+    size = write_data_file(file_io, path, data, fields, fmt)
+    assert size == file_io.file_size(path) > 0
+    back = read_data_file(file_io, path, fields)
+    assert back.schema == data.schema
+    assert back.to_pylist() == data.to_pylist()
+
+
+@pytest.mark.parametrize("compression", ["zstd", "snappy", "lz4", "gzip", "none", "uncompressed", "ZSTD"])
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_compressions(fio, fmt, compression):
+    file_io, root = fio
+    fields = _fields(("id", T("BIGINT")), ("s", T("STRING")))
+    data = pa.table({"id": list(range(1000)), "s": ["x" * 50] * 1000}, schema=arrow_schema(fields))
+    path = f"{root}/f.{fmt}"
+    write_data_file(file_io, path, data, fields, fmt, compression, zstd_level=3)
+    assert read_data_file(file_io, path, fields).equals(data)
+    if fmt == "parquet":
+        codec = pq.ParquetFile(path).metadata.row_group(0).column(0).compression
+        assert codec == {"none": "UNCOMPRESSED", "uncompressed": "UNCOMPRESSED"}.get(
+            compression, compression.upper())
+
+
+def test_bad_compression_and_format(fio):
+    file_io, root = fio
+    fields = _fields(("id", T("INT")))
+    data = pa.table({"id": pa.array([1], pa.int32())})
+    with pytest.raises(InvalidOptionError, match="file.compression"):
+        write_data_file(file_io, f"{root}/a.parquet", data, fields, compression="lzo")
+    with pytest.raises(InvalidOptionError, match="file.format"):
+        write_data_file(file_io, f"{root}/a.avro", data, fields, "avro")
+    assert not file_io.exists(f"{root}/a.parquet")
+
+
+def test_missing_input_column_is_an_error(fio):
+    file_io, root = fio
+    fields = _fields(("id", T("INT")), ("v", T("INT")))
+    with pytest.raises(SchemaMismatchError, match="'v'"):
+        write_data_file(file_io, f"{root}/a.parquet", pa.table({"id": [1]}), fields)
+
+
+def test_write_conforms_input_types(fio):
+    """Non-canonical input (int64 for INT, large_string, dictionary, finer timestamps) is cast."""
+    file_io, root = fio
+    fields = _fields(("i", T("INT")), ("s", T("STRING")), ("d", T("STRING")), ("t", T("TIMESTAMP(3)")))
+    data = pa.table({"i": pa.array([1, None], pa.int64()), "s": pa.array(["a", "b"], pa.large_string()),
+                     "d": pa.array(["x", "x"]).dictionary_encode(),
+                     "t": pa.array([1_000_999, None], pa.timestamp("us"))})
+    path = f"{root}/a.parquet"
+    write_data_file(file_io, path, data, fields)
+    back = read_data_file(file_io, path, fields)
+    assert back.schema == arrow_schema(fields)
+    assert back.column("t").to_pylist() == [dt.datetime(1970, 1, 1, 0, 0, 1), None]  # truncated
+    assert back.column("d").to_pylist() == ["x", "x"]
+
+
+# ---- physical layout (what Java reads) --------------------------------------------------------
+def _physical(path: str) -> dict[str, tuple[str, str]]:
+    schema = pq.ParquetFile(path).schema
+    return {schema.column(i).path: (schema.column(i).physical_type, str(schema.column(i).logical_type))
+            for i in range(len(schema))}
+
+
+def _field_id(field: pa.Field) -> int:
+    return int(field.metadata[b"PARQUET:field_id"])
+
+
+def test_parquet_layout_without_nanos(fio):
+    file_io, root = fio
+    fields = _all_fields(with_nanos=False)
+    path = f"{root}/a.parquet"
+    write_data_file(file_io, path, _table(fields), fields)
+    phys = _physical(path)
+    assert phys["ts0"][0] == phys["ts3"][0] == "INT64" and "milliseconds" in phys["ts0"][1]
+    assert "milliseconds" in phys["ts3"][1] and "isAdjustedToUTC=false" in phys["ts3"][1]
+    assert phys["ts6"][0] == "INT64" and "microseconds" in phys["ts6"][1]
+    assert "isAdjustedToUTC=true" in phys["ltz3"][1] and "milliseconds" in phys["ltz3"][1]
+    assert "isAdjustedToUTC=true" in phys["ltz6"][1] and "microseconds" in phys["ltz6"][1]
+    assert phys["dec5"][0] == "INT32" and phys["dec10"][0] == "INT64"
+    assert phys["dec38"][0] == "FIXED_LEN_BYTE_ARRAY"
+    assert pq.ParquetFile(path).schema.column(list(phys).index("dec38")).length == 16
+    assert phys["i8"] == ("INT32", "Int(bitWidth=8, isSigned=true)")
+    assert phys["i16"] == ("INT32", "Int(bitWidth=16, isSigned=true)")
+    assert phys["time"] == ("INT32", "Time(isAdjustedToUTC=true, timeUnit=milliseconds)")
+    assert phys["date"] == ("INT32", "Date") and phys["s"] == ("BYTE_ARRAY", "String")
+    assert phys["bin"] == ("BYTE_ARRAY", "None")
+    assert "arr.list.element" in phys and "map.key_value.key" in phys and "map.key_value.value" in phys
+    assert phys["rows.list.element.b.list.element"][0] == "INT64"
+
+    arrow = pq.ParquetFile(path).schema_arrow
+    assert [_field_id(f) for f in arrow] == [f.id for f in fields]
+    assert not arrow.field("i64").nullable and arrow.field("i32").nullable
+    assert not arrow.field("map").type.key_field.nullable
+
+
+def test_decimal_flba_width_matches_java(fio):
+    """Java: minimal bytes for the precision (p=19 -> 9, p=38 -> 16)."""
+    file_io, root = fio
+    fields = _fields(("a", T("DECIMAL(19, 0)")), ("b", T("DECIMAL(28, 3)")))
+    data = pa.table({"a": pa.array([Decimal(10**18)], pa.decimal128(19, 0)),
+                     "b": pa.array([Decimal("1.5")], pa.decimal128(28, 3))})
+    path = f"{root}/a.parquet"
+    write_data_file(file_io, path, data, fields)
+    schema = pq.ParquetFile(path).schema
+    assert [schema.column(i).length for i in range(2)] == [9, 12]
+    assert read_data_file(file_io, path, fields).equals(data)
+
+
+def test_parquet_int96_when_nanos_present(fio):
+    """pyarrow's INT96 switch is per file: every timestamp becomes INT96, Java reads all of them."""
+    file_io, root = fio
+    fields = _all_fields(with_nanos=True)
+    path = f"{root}/a.parquet"
+    write_data_file(file_io, path, _table(fields), fields)
+    phys = _physical(path)
+    for name in ("ts0", "ts3", "ts6", "ts9", "ltz3", "ltz6", "rows.list.element.b.list.element"):
+        assert phys[name][0] == "INT96", name
+    # Java's TimestampUpdater decodes INT96 as Julian day (LE int32 after 8 LE bytes nanos of day)
+    back = read_data_file(file_io, path, fields, ["ts9", "ts6"])
+    assert back.column("ts9").to_pylist()[2] == pa.scalar(-1, pa.timestamp("ns")).as_py()
+    assert back.column("ts6").to_pylist()[0] == TS
+
+
+def test_nested_field_ids_follow_java(fio):
+    """SpecialFields javadoc: ARRAY(MAP(INT, ARRAY(INT))) with id 10."""
+    file_io, root = fio
+    base = 536870911
+    t = _array(_map(T("INT NOT NULL"), _array(T("INT"))))
+    fields = [DataField(10, "a", t), DataField(11, "r", _row(DataField(12, "m", _map(T("STRING"), T("INT")))))]
+    data = pa.Table.from_pylist([{"a": [[(1, [2])]], "r": {"m": [("x", 1)]}}], schema=arrow_schema(fields))
+    path = f"{root}/a.parquet"
+    write_data_file(file_io, path, data, fields)
+    a = pq.ParquetFile(path).schema_arrow.field("a")
+    outer_element = a.type.value_field
+    assert _field_id(a) == 10 and _field_id(outer_element) == base + 10240 + 1
+    assert _field_id(outer_element.type.key_field) == base - 10240 - 2
+    assert _field_id(outer_element.type.item_field) == base + 10240 + 2
+    assert _field_id(outer_element.type.item_field.type.value_field) == base + 10240 + 3
+    m = pq.ParquetFile(path).schema_arrow.field("r").type.field("m")
+    assert _field_id(m) == 12
+    assert _field_id(m.type.key_field) == base - 12 * 1024 - 1  # row fields restart at depth 0
+    assert not m.type.key_field.nullable  # nullable map keys become required, as Java
+    assert read_data_file(file_io, path, fields).to_pylist() == data.to_pylist()
+
+
+def test_key_value_layout_ids(fio):
+    file_io, root = fio
+    fields = [DataField(1073741823 + 0, "_KEY_id", T("BIGINT NOT NULL")),
+              DataField(2147483646, "_SEQUENCE_NUMBER", T("BIGINT NOT NULL")),
+              DataField(2147483645, "_VALUE_KIND", T("TINYINT NOT NULL")),
+              DataField(0, "id", T("BIGINT NOT NULL")), DataField(1, "v", T("STRING"))]
+    data = pa.table({"_KEY_id": [1, 2], "_SEQUENCE_NUMBER": [0, 1], "_VALUE_KIND": pa.array([0, 3], pa.int8()),
+                     "id": [1, 2], "v": ["a", None]}, schema=arrow_schema(fields))
+    path = f"{root}/a.parquet"
+    write_data_file(file_io, path, data, fields)
+    arrow = pq.ParquetFile(path).schema_arrow
+    assert [_field_id(f) for f in arrow] == [f.id for f in fields]
+    assert [f.nullable for f in arrow] == [False, False, False, False, True]
+    assert read_data_file(file_io, path, fields).equals(data)
+
+
+def test_orc_types(fio):
+    """Java's OrcTypeUtil: TIME as int, LTZ as timestamp with local time zone."""
+    file_io, root = fio
+    fields = _all_fields(with_nanos=True)
+    path = f"{root}/a.orc"
+    write_data_file(file_io, path, _table(fields), fields, "orc")
+    schema = orc.ORCFile(path).schema
+    assert schema.field("time").type == pa.int32()
+    assert schema.field("ltz3").type.tz is not None and schema.field("ts3").type.tz is None
+    assert schema.field("dec38").type == pa.decimal128(38, 6)
+
+
+# ---- reading: projection, evolution, other writers ---------------------------------------------
+def test_projection_and_added_columns(fio):
+    file_io, root = fio
+    old = _fields(("id", T("INT")), ("r", _row(DataField(100, "x", T("INT")))))
+    data = pa.Table.from_pylist([{"id": 1, "r": {"x": 5}}, {"id": 2, "r": None}], schema=arrow_schema(old))
+    for fmt in ("parquet", "orc"):
+        path = f"{root}/a.{fmt}"
+        write_data_file(file_io, path, data, old, fmt)
+        new = old[:1] + [DataField(1, "r", _row(DataField(100, "x", T("INT")), DataField(101, "y", T("STRING")))),
+                         DataField(2, "added", T("DECIMAL(20, 2)"))]
+        back = read_data_file(file_io, path, new, ["added", "r", "id"])
+        assert back.column_names == ["added", "r", "id"]
+        assert back.schema == arrow_schema([new[2], new[1], new[0]])
+        assert back.to_pylist() == [{"added": None, "r": {"x": 5, "y": None}, "id": 1},
+                                    {"added": None, "r": None, "id": 2}]
+        assert read_data_file(file_io, path, new, []).num_rows == 2
+        with pytest.raises(SchemaMismatchError):
+            read_data_file(file_io, path, new, ["nope"])
+
+
+def test_read_foreign_physical_layouts(fio):
+    """Layouts other writers use: ns INT64 timestamps, FLBA/large decimals, large strings, dictionaries."""
+    file_io, root = fio
+    fields = _fields(("ts6", T("TIMESTAMP(6)")), ("ts3", T("TIMESTAMP(3)")), ("ltz", T("TIMESTAMP(6) WITH LOCAL TIME ZONE")),
+                     ("dec", T("DECIMAL(10, 2)")), ("s", T("STRING")), ("d", T("STRING")),
+                     ("arr", _array(T("STRING"))), ("time", T("TIME(0)")), ("bin", T("BINARY(2)")))
+    raw = pa.table({
+        "ts6": pa.array([1_000_001_000], pa.timestamp("ns")),
+        "ts3": pa.array([1_999], pa.timestamp("us")),          # truncated to the declared precision
+        "ltz": pa.array([5], pa.timestamp("us")),               # written without isAdjustedToUTC
+        "dec": pa.array([Decimal("1.25")], pa.decimal128(10, 2)),
+        "s": pa.array(["x"], pa.large_string()),
+        "d": pa.array(["y"]).dictionary_encode(),
+        "arr": pa.array([["a", None]], pa.large_list(pa.large_string())),
+        "time": pa.array([3_600_000_000], pa.time64("us")),
+        "bin": pa.array([b"ab"], pa.binary(2)),
+    })
+    path = f"{root}/foreign.parquet"
+    pq.write_table(raw, path)  # pyarrow defaults: ARROW:schema stored, FLBA decimals
+    back = read_data_file(file_io, path, fields)
+    assert back.schema == arrow_schema(fields)
+    assert back.to_pylist() == [{
+        "ts6": dt.datetime(1970, 1, 1, 0, 0, 1, 1), "ts3": dt.datetime(1970, 1, 1, 0, 0, 0, 1000),
+        "ltz": dt.datetime(1970, 1, 1, 0, 0, 0, 5, tzinfo=UTC), "dec": Decimal("1.25"), "s": "x", "d": "y",
+        "arr": ["a", None], "time": dt.time(1), "bin": b"ab"}]
+
+
+def test_conform_sliced_nested_arrays():
+    t = pa.map_(pa.field("key", pa.string(), False), pa.field("value", pa.int64()))
+    src = pa.array([[("a", 1)], None, [("b", 2)]], pa.map_(pa.string(), pa.int32())).slice(1)
+    assert conform(src, t).to_pylist() == [None, [("b", 2)]]
+    lst = pa.array([[1], None, [2, 3]], pa.large_list(pa.int32())).slice(1)
+    assert conform(lst, pa.list_(pa.field("element", pa.int64()))).to_pylist() == [None, [2, 3]]
+    after_null = pa.array([None, [], None, [4]], pa.list_(pa.int32())).slice(1)
+    assert conform(after_null, pa.list_(pa.int64())).to_pylist() == [[], None, [4]]
+    rows = pa.array([None, {"x": 1}, None, {"x": 2}], pa.struct([("x", pa.int32())])).slice(1)
+    target = pa.struct([("y", pa.string()), ("x", pa.int64())])
+    assert conform(rows, target).to_pylist() == [{"y": None, "x": 1}, None, {"y": None, "x": 2}]
+
+
+def _pypaimon_table(tmp_path, fmt: str, schema: pa.Schema, data: pa.Table) -> str:
+    pypaimon = pytest.importorskip("pypaimon")
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path / "wh")})
+    catalog.create_database("db", True)
+    catalog.create_table(f"db.t_{fmt}", pypaimon.Schema.from_pyarrow_schema(schema, options={"file.format": fmt}), False)
+    table = catalog.get_table(f"db.t_{fmt}")
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(data)
+    builder.new_commit().commit(write.prepare_commit())
+    write.close()
+    return str(tmp_path / "wh" / "db.db" / f"t_{fmt}")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_read_pypaimon_files(tmp_path, fmt):
+    schema = pa.schema([
+        ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()), ("i64", pa.int64()),
+        ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()), ("bin", pa.binary()), ("dt", pa.date32()),
+        ("tm", pa.time32("ms")), ("ts0", pa.timestamp("s")), ("ts3", pa.timestamp("ms")),
+        ("ts6", pa.timestamp("us")), ("ts9", pa.timestamp("ns")), ("ltz3", pa.timestamp("ms", tz="UTC")),
+        ("ltz6", pa.timestamp("us", tz="UTC")), ("dec", pa.decimal128(10, 2)), ("dec38", pa.decimal128(38, 6)),
+        ("arr", pa.list_(pa.int32())), ("m", pa.map_(pa.string(), pa.int32())),
+        ("r", pa.struct([("x", pa.int32()), ("y", pa.string())]))])
+    rows = [{"b": True, "i8": 1, "i16": 2, "i32": 3, "i64": 4, "f": 1.5, "d": 2.5, "s": "x", "bin": b"ab",
+             "dt": dt.date(2024, 1, 2), "tm": dt.time(1, 2, 3, 4000), "ts0": TS.replace(microsecond=0),
+             "ts3": TS.replace(microsecond=678000), "ts6": TS, "ts9": TS, "ltz3": TS.replace(microsecond=678000),
+             "ltz6": TS, "dec": Decimal("1.23"), "dec38": Decimal("-1.230000"), "arr": [1, None],
+             "m": [("a", 1)], "r": {"x": 1, "y": "q"}}, {}]
+    data = pa.Table.from_pylist(rows, schema=schema)
+    table_dir = _pypaimon_table(tmp_path, fmt, schema, data)
+    with open(f"{table_dir}/schema/schema-0") as f:
+        fields = [DataField.from_json(x) for x in json.load(f)["fields"]]
+    files = glob.glob(f"{table_dir}/bucket-*/data-*")
+    assert len(files) == 1 and format_from_file_name(os.path.basename(files[0])) == fmt
+    file_io, _ = FileIO.for_path(table_dir)
+    back = read_data_file(file_io, files[0], fields)
+    assert back.schema == arrow_schema(fields)
+    assert back.to_pylist() == conform_table(data, fields).to_pylist()
+
+
+def conform_table(data: pa.Table, fields: list[DataField]) -> pa.Table:
+    return pa.Table.from_arrays([conform(data.column(f.name), arrow_schema([f]).field(0).type) for f in fields],
+                                schema=arrow_schema(fields))
+
+
+# ---- names ------------------------------------------------------------------------------------
+def test_file_names():
+    assert data_file_name("data-", "abc", 3, "parquet") == "data-abc-3.parquet"
+    assert data_file_name("changelog-", "abc", 0, "orc", "zstd") == "changelog-abc-0.orc"
+    assert data_file_name("data-", "abc", 0, "parquet", "zstd", True) == "data-abc-0.zst.parquet"
+    assert data_file_name("data-", "abc", 0, "orc", "gzip", True) == "data-abc-0.gz.orc"
+    assert data_file_name("data-", "abc", 0, "parquet", "none", True) == "data-abc-0.parquet"
+    assert data_file_name("data-", "abc", 0, "parquet", "brotli", True) == "data-abc-0.brotli.parquet"
+    assert format_from_file_name("data-abc-0.parquet") == "parquet"
+    assert format_from_file_name("/x/bucket-0/data-abc-0.zst.parquet") == "parquet"
+    assert format_from_file_name("data-abc-0.json.gz") == "json"
+    assert format_from_file_name("data-abc-0.ORC") == "orc"
+    with pytest.raises(InvalidOptionError):
+        format_from_file_name("data-abc-0")
+    with pytest.raises(InvalidOptionError):
+        format_from_file_name("data.gz")
