@@ -198,16 +198,23 @@ class SchemaManager:
         return schema
 
 
+_INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+_WRITABLE_FROM = {  # target root -> input roots Arrow can cast safely (overflow is still checked)
+    **{r: _INTEGERS for r in _INTEGERS},
+    "FLOAT": _INTEGERS + ("FLOAT", "DOUBLE"), "DOUBLE": _INTEGERS + ("FLOAT", "DOUBLE"),
+    "DECIMAL": _INTEGERS + ("DECIMAL",),
+    "CHAR": ("CHAR", "VARCHAR"), "VARCHAR": ("CHAR", "VARCHAR"),
+    "BINARY": ("BINARY", "VARBINARY"), "VARBINARY": ("BINARY", "VARBINARY"),
+    "TIMESTAMP": ("TIMESTAMP", "TIMESTAMP_LTZ"), "TIMESTAMP_LTZ": ("TIMESTAMP", "TIMESTAMP_LTZ"),
+}
+
+
 def cast_type_check(column: str, have: DataType, want: DataType) -> None:
-    """Raise a SchemaMismatchError naming the column when `have` cannot be written as `want`."""
-    if have.root == want.root and not have.is_nested:
-        return
-    numeric = ["TINYINT", "SMALLINT", "INT", "BIGINT"]
-    if have.root in numeric and want.root in numeric and numeric.index(have.root) <= numeric.index(want.root):
-        return
-    if have.root in numeric + ["FLOAT"] and want.root in ("FLOAT", "DOUBLE", "DECIMAL") \
-            and not (have.root == "BIGINT" and want.root == "FLOAT"):
-        return
+    """Raise a SchemaMismatchError naming the column when `have` cannot be written as `want`.
+
+    Widening and same-family casts are allowed; values that do not fit (integer overflow,
+    lost decimal digits) are caught by Arrow's safe cast when the column is converted.
+    """
     if have.root == want.root == "ROW" and len(have.fields) == len(want.fields):
         for h, w in zip(have.fields, want.fields):
             cast_type_check(f"{column}.{w.name}", h.type, w.type)
@@ -219,8 +226,7 @@ def cast_type_check(column: str, have: DataType, want: DataType) -> None:
         cast_type_check(f"{column}.key", have.key, want.key)
         cast_type_check(f"{column}.value", have.value, want.value)
         return
-    if {have.root, want.root} <= {"TIMESTAMP", "TIMESTAMP_LTZ"} or \
-            {have.root, want.root} <= {"CHAR", "VARCHAR"} or {have.root, want.root} <= {"BINARY", "VARBINARY"}:
+    if not have.is_nested and (have.root == want.root or have.root in _WRITABLE_FROM.get(want.root, ())):
         return
     raise SchemaMismatchError(
         f"column '{column}' has type {have.sql()} which cannot be written to table type {want.sql()}")

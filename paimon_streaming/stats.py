@@ -176,7 +176,7 @@ def _column_stats(column: pa.ChunkedArray | pa.Array, t: DataType, mode: str) ->
 
 
 def truncate_max(value: str, length: int) -> str | None:
-    """Smallest-effort upper bound of `value` with at most `length` code points, or None.
+    """An upper bound of `value` with at most `length` code points, or None if there is none.
 
     Java's TruncateSimpleColStatsCollector: keep the first `length` code points and bump the
     last one that can be bumped, dropping what follows it. Surrogates are skipped (they

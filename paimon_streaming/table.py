@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from .commit import CommitMessage, FileStoreCommit
-from .errors import PaimonError, TableNotFoundError
+from .errors import TableNotFoundError
 from .fileio import FileIO
 from .options import CoreOptions
 from .predicate import parse_filter
@@ -85,8 +85,11 @@ class Table:
         """Write files for a batch without committing them (the distributed sink's task step)."""
         conformed = conform(data, self.schema, self.name)
         latest = self.latest_snapshot()
-        live = TableScan(self.file_io, self.path, self.schema).live_entries(latest) if latest else []
-        return self.new_write().write(conformed, live)
+        if latest is None:
+            return self.new_write().write(conformed, [])
+        scan = TableScan(self.file_io, self.path, self.schema)
+        return self.new_write().write(conformed, scan.live_entries(latest),
+                                      scan.index_manifest.read(latest.index_manifest))
 
     def write_arrow(self, data: pa.Table | pa.RecordBatch, overwrite: bool = False,
                     commit_user: str | None = None, commit_identifier: int | None = None) -> int | None:
@@ -95,10 +98,6 @@ class Table:
         `overwrite=True` replaces the table's whole content with `data`. A failed write commits
         nothing; files it wrote are unreferenced and removed by orphan cleanup.
         """
-        if self.options.bucket == -1 and self.primary_keys:
-            raise PaimonError(
-                f"table {self.name} is a primary-key table in dynamic bucket mode (bucket = -1), "
-                "which this version does not write yet; create it with a fixed 'bucket' option")
         messages = self.write_messages(data)
         ids = self.new_commit().commit(
             messages, commit_user or str(uuid.uuid4()),

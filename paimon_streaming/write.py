@@ -17,13 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .binary_row import encode_rows, serialize_row
-from .bucket import fixed_buckets
+from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import write_data_file
+from .dynamic_bucket import DynamicBucketAssigner
 from .errors import NullKeyError, SchemaMismatchError
 from .fileio import FileIO
 from .keyvalue import (KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, file_fields, key_fields)
-from .manifest import DataFileMeta, ManifestEntry, SimpleStats
+from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND
 from .options import CoreOptions
 from .paths import PathFactory, bucket_path, partition_path
@@ -93,46 +94,56 @@ class TableWrite:
         self.fields = file_fields(schema)
         self.modes = stats_modes(schema.options, schema.field_names)
         self.value_stats_cols = stats_columns(list(schema.fields), self.modes)
+        self.dynamic = DynamicBucketAssigner(file_io, table_path, self.paths,
+                                             self.options.get("dynamic-bucket.target-row-num"))
 
     # ---- grouping ------------------------------------------------------------------------
-    def group(self, data: pa.Table) -> list[_Group]:
-        n = data.num_rows
-        if self.partition_fields:
-            parts = encode_rows([data.column(f.name) for f in self.partition_fields],
-                                [f.type for f in self.partition_fields])
-            encoded = pc.dictionary_encode(parts).combine_chunks() if isinstance(parts, pa.ChunkedArray) \
-                else pc.dictionary_encode(parts)
-            part_ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            part_rows = [_with_arity(b, len(self.partition_fields)) for b in encoded.dictionary.to_pylist()]
-        else:
-            part_ids = np.zeros(n, np.int64)
-            part_rows = [serialize_row([], [])]
-        buckets = self._buckets(data)
+    def group(self, data: pa.Table, index_entries: Sequence[IndexManifestEntry] = ()) -> list[_Group]:
+        """Split a batch into (partition, bucket) groups, keeping input order within a group."""
+        part_ids, part_rows = self._partitions(data)
+        buckets = self._buckets(data, part_ids, part_rows, index_entries)
         combined = part_ids * (1 << 20) + buckets
         order = np.argsort(combined, kind="stable")
-        sorted_keys = combined[order]
-        bounds = np.flatnonzero(np.diff(sorted_keys)) + 1
+        bounds = np.flatnonzero(np.diff(combined[order])) + 1
+        part_names = [f.name for f in self.partition_fields]
         groups = []
         for chunk in np.split(order, bounds):
             if not len(chunk):
                 continue
             key = int(combined[chunk[0]])
             pid, bucket = key >> 20, key & ((1 << 20) - 1)
-            part = part_rows[pid]
-            values = data.select([f.name for f in self.partition_fields]).slice(int(chunk[0]), 1).to_pylist()[0]
-            groups.append(_Group(part, [values[f.name] for f in self.partition_fields], bucket,
+            values = data.select(part_names).slice(int(chunk[0]), 1).to_pylist()[0]
+            groups.append(_Group(part_rows[pid], [values[n] for n in part_names], bucket,
                                  data.take(pa.array(chunk))))
         return groups
 
-    def _buckets(self, data: pa.Table) -> np.ndarray:
+    def _partitions(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
+        """Per row the index of its partition, and each partition's serialized BinaryRow."""
+        if not self.partition_fields:
+            return np.zeros(data.num_rows, np.int64), [serialize_row([], [])]
+        rows = encode_rows([data.column(f.name) for f in self.partition_fields],
+                           [f.type for f in self.partition_fields])
+        encoded = pc.dictionary_encode(rows)
+        arity = len(self.partition_fields).to_bytes(4, "big")
+        return (encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                [arity + b for b in encoded.dictionary.to_pylist()])
+
+    def _buckets(self, data: pa.Table, part_ids: np.ndarray, part_rows: list[bytes],
+                 index_entries: Sequence[IndexManifestEntry]) -> np.ndarray:
         num = self.options.bucket
         if num > 0:
             keys = self.schema.bucket_keys
             return fixed_buckets(data, keys, [self.schema.field(k).type for k in keys], num).astype(np.int64)
-        if self.pk:
-            raise SchemaMismatchError(  # guarded earlier by Table; kept for direct users
-                f"table {self.table_name} uses dynamic bucket mode, which write() cannot assign")
-        return np.zeros(data.num_rows, np.int64)
+        if not self.pk:
+            return np.zeros(data.num_rows, np.int64)  # bucket-unaware append table
+        keys = self.schema.trimmed_primary_keys
+        hashes = bucket_key_hashes(data, keys, [self.schema.field(k).type for k in keys])
+        buckets = np.empty(data.num_rows, np.int64)
+        for pid, partition in enumerate(part_rows):
+            mask = part_ids == pid
+            if mask.any():
+                buckets[mask] = self.dynamic.assign(partition, hashes[mask], list(index_entries))
+        return buckets
 
     # ---- files ---------------------------------------------------------------------------
     def write_group(self, g: _Group, next_sequence: int, level: int = 0) -> list[DataFileMeta]:
@@ -207,20 +218,25 @@ class TableWrite:
                            tuple(stats.null_counts))
 
     # ---- one batch -----------------------------------------------------------------------
-    def write(self, data: pa.Table, live: Sequence[ManifestEntry]) -> list[CommitMessage]:
-        """Write a conformed batch; `live` are the table's live entries (for sequence numbers)."""
+    def write(self, data: pa.Table, live: Sequence[ManifestEntry],
+              index_entries: Sequence[IndexManifestEntry] = ()) -> list[CommitMessage]:
+        """Write a conformed batch. `live` are the table's live entries (for sequence numbers),
+        `index_entries` its index manifest (for dynamic bucket assignment)."""
         max_seq: dict[tuple[bytes, int], int] = {}
         for e in live:
             k = (e.partition, e.bucket)
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
         total = self.options.bucket
-        messages = []
-        for g in self.group(data):
+        messages = {}
+        for g in self.group(data, index_entries):
             start = max_seq.get((g.partition, g.bucket), -1) + 1
             files = self.write_group(g, start)
-            messages.append(CommitMessage(g.partition, g.bucket, total, Increment(new_files=files)))
-        return messages
+            messages[(g.partition, g.bucket)] = CommitMessage(g.partition, g.bucket, total,
+                                                              Increment(new_files=files))
+        for change in self.dynamic.changes:
+            inc = messages[(change.partition, change.bucket)].data
+            inc.new_index_files.append(change.new)
+            if change.old is not None:
+                inc.deleted_index_files.append(change.old)
+        return list(messages.values())
 
-
-def _with_arity(row: bytes, arity: int) -> bytes:
-    return arity.to_bytes(4, "big") + row

@@ -1,0 +1,146 @@
+"""Schema files, options validation, catalog operations and bad input handling."""
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.errors import (InvalidOptionError, NullKeyError, SchemaMismatchError,
+                                     TableAlreadyExistsError, TableNotFoundError)
+from paimon_streaming.schema import TableSchema
+from paimon_streaming.types import DataType, from_arrow, to_arrow
+
+
+def test_schema_file_matches_java_serializer(catalog):
+    schema = pa.schema([("id", pa.int64()), ("d", pa.decimal128(10, 2)),
+                        ("arr", pa.list_(pa.field("element", pa.int32(), False))),
+                        ("r", pa.struct([("x", pa.int32()), pa.field("y", pa.string(), False)])),
+                        ("ltz", pa.timestamp("us", tz="UTC")), ("p", pa.string())])
+    t = catalog.create_table("db.s", schema, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": 2})
+    obj = json.loads(open(f"{t.path}/schema/schema-0").read())
+    assert list(obj) == ["version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys",
+                         "options", "timeMillis"]  # no "comment": Java would read null as "null"
+    assert obj["version"] == 3
+    assert obj["fields"][0] == {"id": 0, "name": "id", "type": "BIGINT NOT NULL"}
+    assert obj["fields"][1]["type"] == "DECIMAL(10, 2)"
+    assert obj["fields"][2]["type"] == {"type": "ARRAY", "element": "INT NOT NULL"}
+    assert obj["fields"][3] == {"id": 3, "name": "r", "type": {"type": "ROW", "fields": [
+        {"id": 4, "name": "x", "type": "INT"}, {"id": 5, "name": "y", "type": "STRING NOT NULL"}]}}
+    assert obj["fields"][4] == {"id": 6, "name": "ltz", "type": "TIMESTAMP(6) WITH LOCAL TIME ZONE"}
+    assert obj["fields"][5]["type"] == "STRING NOT NULL"  # PK columns become NOT NULL
+    assert obj["highestFieldId"] == 7
+    assert obj["options"] == {"bucket": "2"}
+
+
+@pytest.mark.parametrize("text", ["INT", "BIGINT NOT NULL", "STRING", "BYTES", "DECIMAL(38, 10)", "CHAR(3)",
+                                  "VARCHAR(20) NOT NULL", "BINARY(4)", "VARBINARY(9)", "DATE", "TIME(0)",
+                                  "TIMESTAMP(3)", "TIMESTAMP(9) WITH LOCAL TIME ZONE", "BOOLEAN", "TINYINT",
+                                  "SMALLINT", "FLOAT", "DOUBLE"])
+def test_atomic_type_round_trip(text):
+    assert DataType.from_json(text).to_json() == text
+
+
+def test_type_aliases_parse():
+    assert DataType.from_json("TIMESTAMP_LTZ(6)").to_json() == "TIMESTAMP(6) WITH LOCAL TIME ZONE"
+    assert DataType.from_json("INTEGER NOT NULL").to_json() == "INT NOT NULL"
+    assert DataType.from_json("VARCHAR(2147483647)").to_json() == "STRING"
+
+
+def test_arrow_mapping_round_trip():
+    for at in [pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64(),
+               pa.decimal128(20, 4), pa.string(), pa.binary(), pa.date32(), pa.time32("ms"),
+               pa.timestamp("ms"), pa.timestamp("us"), pa.timestamp("ns"), pa.timestamp("us", tz="UTC"),
+               pa.list_(pa.field("element", pa.int64())), pa.map_(pa.string(), pa.int32()),
+               pa.struct([("a", pa.int32())])]:
+        got = to_arrow(from_arrow(at))
+        assert got.equals(at) or (pa.types.is_map(at) and pa.types.is_map(got)), at
+    assert from_arrow(pa.binary(4)).to_json() == "BINARY(4)"
+    assert from_arrow(pa.large_string()).to_json() == "STRING"
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"bucket": "0"}, "bucket"), ({"bucket": "x"}, "bucket"), ({"file.format": "csv"}, "file.format"),
+    ({"merge-engine": "newest"}, "merge-engine"), ({"deletion-vectors.enabled": "yes"}, "deletion-vectors"),
+    ({"manifest.target-file-size": "big"}, "manifest.target-file-size"),
+])
+def test_invalid_options_rejected(catalog, options, match):
+    with pytest.raises(InvalidOptionError, match=match):
+        catalog.create_table("db.bad", pa.schema([("id", pa.int64())]), primary_keys=["id"], options=options)
+    assert not catalog.table_exists("db.bad")
+
+
+def test_invalid_key_definitions(catalog):
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    with pytest.raises(SchemaMismatchError, match="nope"):
+        catalog.create_table("db.k1", schema, primary_keys=["nope"])
+    with pytest.raises(InvalidOptionError, match="partition"):
+        catalog.create_table("db.k2", schema, primary_keys=["p"], partition_keys=["p"], options={"bucket": 2})
+    with pytest.raises(InvalidOptionError, match="bucket-key"):
+        catalog.create_table("db.k3", schema, options={"bucket": 2})
+
+
+def test_catalog_operations(catalog, warehouse):
+    schema = pa.schema([("id", pa.int64())])
+    catalog.create_database("a")
+    catalog.create_table("a.t1", schema)
+    catalog.create_table("b.t2", schema)  # creates database b
+    assert catalog.list_databases() == ["a", "b"]
+    assert catalog.list_tables("a") == ["t1"]
+    with pytest.raises(TableAlreadyExistsError):
+        catalog.create_table("a.t1", schema)
+    assert catalog.create_table("a.t1", schema, ignore_if_exists=True).path.endswith("a.db/t1")
+    with pytest.raises(ValueError, match="not empty"):
+        catalog.drop_database("a")
+    catalog.drop_table("a.t1")
+    with pytest.raises(TableNotFoundError):
+        catalog.get_table("a.t1")
+    catalog.drop_database("b", cascade=True)
+    assert catalog.list_databases() == ["a"]
+    for bad in ["a/b.t", "db.t/x", "db.", ".t", "db.t\n"]:
+        with pytest.raises(ValueError):
+            catalog.create_table(bad, schema)
+    assert ps.Catalog("file://" + warehouse).list_tables("a") == []
+
+
+def test_bad_input_fails_clearly_and_commits_nothing(catalog):
+    t = catalog.create_table("db.in", pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int32())]),
+                             primary_keys=["id"], options={"bucket": "2"})
+    t.write_arrow(pa.table({"id": [1], "v": ["a"], "n": [1]}))
+    files_before = sorted(os.listdir(t.path))
+    with pytest.raises(SchemaMismatchError, match="'extra'"):
+        t.write_arrow(pa.table({"id": [2], "v": ["b"], "extra": [1]}))
+    with pytest.raises(SchemaMismatchError, match="'v'"):
+        t.write_arrow(pa.table({"id": [2], "v": [1.5]}))
+    with pytest.raises(NullKeyError, match="'id'"):
+        t.write_arrow(pa.table({"id": pa.array([2, None], pa.int64()), "v": ["b", "c"]}))
+    with pytest.raises(SchemaMismatchError, match="'id'"):
+        t.write_arrow(pa.table({"v": ["b"]}))
+    assert t.latest_snapshot().id == 1
+    assert sorted(os.listdir(t.path)) == files_before
+    # missing nullable columns become nulls; narrower ints widen
+    t.write_arrow(pa.table({"id": pa.array([3], pa.int32()), "v": ["c"]}))
+    assert t.to_arrow(filter=[("id", "=", 3)]).to_pylist() == [{"id": 3, "v": "c", "n": None}]
+
+
+def test_table_schema_round_trip_json():
+    s = TableSchema.create(pa.schema([("a", pa.int32()), ("b", pa.string())]), ["a"], None, {"bucket": "3"})
+    assert TableSchema.from_json(s.to_json()) == s
+
+
+def test_legacy_schema_defaults():
+    legacy = json.dumps({"id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], "highestFieldId": 0,
+                         "partitionKeys": [], "primaryKeys": [], "options": {}})
+    s = TableSchema.from_json(legacy)
+    assert s.options["bucket"] == "1" and s.options["file.format"] == "orc"
+
+
+def test_integer_overflow_names_column(catalog):
+    t = catalog.create_table("db.o", pa.schema([("id", pa.int64()), ("small", pa.int8())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    with pytest.raises(SchemaMismatchError, match="'small'"):
+        t.write_arrow(pa.table({"id": [1], "small": [1000]}))
+    assert t.latest_snapshot() is None
