@@ -12,22 +12,22 @@ import numpy as np
 import pyarrow as pa
 
 from .binary_row import encode_rows, hash_rows
-from .errors import InvalidOptionError, NullKeyError, SchemaMismatchError
+from .errors import InvalidOptionError, SchemaMismatchError
 from .types import DataType
 
 
 def bucket_key_hashes(table: pa.Table, key_names: Sequence[str], key_types: Sequence[DataType]) -> np.ndarray:
-    """BinaryRow.hashCode() (int32) of each row's bucket key; keys must not be null."""
+    """BinaryRow.hashCode() (int32) of each row's bucket key.
+
+    Nulls are hashed as Java hashes them (a bucket-key of an append table may be null);
+    primary-key columns are checked for nulls before they get here.
+    """
     columns = []
     for name in key_names:
         if name not in table.column_names:
             raise SchemaMismatchError(f"bucket key column {name!r} is missing from the data "
                                       f"(columns: {table.column_names})")
-        column = table.column(name)
-        if column.null_count:
-            raise NullKeyError(f"bucket key column {name!r} holds {column.null_count} null value(s); "
-                               f"Paimon key columns are NOT NULL, filter or fill them before writing")
-        columns.append(column)
+        columns.append(table.column(name))
     return hash_rows(encode_rows(columns, key_types, num_rows=table.num_rows))
 
 

@@ -307,7 +307,10 @@ def _int96_unit(t: DataType) -> str:
 
 
 def _read_orc(source, wanted: list[DataField]) -> tuple[dict[str, pa.ChunkedArray], int]:
+    """Columns by name. ORC pads CHAR(n) and Java's ORC reader right-trims it: so do we."""
     of = orc.ORCFile(source)
     names = set(of.schema.names)
     table = of.read(columns=[f.name for f in wanted if f.name in names])
-    return dict(zip(table.column_names, table.columns)), of.nrows
+    chars = {f.name for f in wanted if f.type.root == "CHAR"}
+    return {name: pc.utf8_rtrim(col.cast(pa.string()), characters=" ") if name in chars else col
+            for name, col in zip(table.column_names, table.columns)}, of.nrows

@@ -143,10 +143,10 @@ class TableSchema:
             raise InvalidOptionError(f"bucket-key {bucket_keys} must be a subset of the primary key {pk}")
         if not pk and bucket > 0 and not self.options.get("bucket-key"):
             raise InvalidOptionError("an append table with a fixed 'bucket' needs the 'bucket-key' option")
-        if pk and bucket == -1 and not set(part) <= set(pk):
+        if pk and not set(part) <= set(pk):
             raise InvalidOptionError(
-                f"dynamic bucket mode (bucket = -1) needs the primary key {pk} to contain every "
-                f"partition key {part} (cross-partition upsert is not supported); set a fixed 'bucket'")
+                f"the primary key {pk} must contain every partition key {part} "
+                "(cross-partition upsert tables are not supported)")
         if bucket == -2:
             raise InvalidOptionError("postpone bucket mode (bucket = -2) is not supported")
         for name in core.sequence_field:

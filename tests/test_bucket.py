@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from paimon_streaming.binary_row import encode_rows, hash_rows
 from paimon_streaming.bucket import bucket_key_hashes, fixed_buckets, hash_to_bucket
-from paimon_streaming.errors import InvalidOptionError, NullKeyError, SchemaMismatchError
+from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.types import DataType, parse_atomic, to_arrow
 
 # pypaimon is a test-only oracle.
@@ -92,10 +92,10 @@ def test_java_remainder_semantics_including_int_min():
         hash_to_bucket(hashes, 0)
 
 
-def test_null_key_raises_naming_the_column():
-    table = pa.table({"id": [1, None, 3], "name": ["a", "b", "c"]})
-    with pytest.raises(NullKeyError, match="'id'"):
-        fixed_buckets(table, ["name", "id"], [T("STRING"), T("BIGINT")], 4)
+def test_null_bucket_key_hashes_like_a_null_field():
+    """Append tables may bucket by nullable columns; a null hashes as Java's null slot."""
+    table = pa.table({"id": pa.array([None], pa.int64()), "name": ["x"]})
+    assert bucket_key_hashes(table, ["id", "name"], [T("BIGINT"), T("STRING")]).tolist() == [398608515]
 
 
 def test_missing_key_column_raises():

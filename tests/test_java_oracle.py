@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 try:
-    from tests.java_oracle import JavaOracleError, get_oracle, parse_type
+    from tests.java_oracle import JavaOracleError, epoch_nanos, get_oracle, parse_type
 except ImportError:  # tests/ is not a package: pytest puts tests/ itself on sys.path
-    from java_oracle import JavaOracleError, get_oracle, parse_type
+    from java_oracle import JavaOracleError, epoch_nanos, get_oracle, parse_type
 
 UTC = dt.timezone.utc
 
@@ -40,6 +40,7 @@ ALL_TYPES = [
     {"name": "f_ts3", "type": "TIMESTAMP(3)"},
     {"name": "f_ts6", "type": "TIMESTAMP(6)"},
     {"name": "f_ltz6", "type": "TIMESTAMP(6) WITH LOCAL TIME ZONE"},
+    {"name": "f_ts9", "type": "TIMESTAMP(9)"},  # as int epoch nanos
     {"name": "f_array", "type": {"type": "ARRAY", "element": "INT"}},
     {"name": "f_map", "type": {"type": "MAP", "key": "STRING NOT NULL", "value": "INT"}},
     {"name": "f_row", "type": {"type": "ROW", "fields": [
@@ -54,7 +55,7 @@ ALL_TYPES_ROWS = [
         "f_char": "abcde", "f_varchar": "héllo wörld", "f_string": "日本語 ✓", "f_binary": b"\x00\x01\xfe\xff",
         "f_bytes": b"", "f_date": dt.date(2024, 2, 29), "f_time": dt.time(23, 59, 59),
         "f_ts3": dt.datetime(2024, 1, 2, 3, 4, 5, 678000), "f_ts6": dt.datetime(2024, 1, 2, 3, 4, 5, 678901),
-        "f_ltz6": dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+        "f_ltz6": dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC), "f_ts9": 1_704_164_645_678_901_234,
         "f_array": [1, None, 3], "f_map": [("a", 1), ("b", None)], "f_row": {"x": 7, "y": "seven"},
     },
     {
@@ -64,7 +65,7 @@ ALL_TYPES_ROWS = [
         "f_char": "xy   ", "f_varchar": "", "f_string": "", "f_binary": b"abcd",
         "f_bytes": bytes(range(256)), "f_date": dt.date(1969, 12, 31), "f_time": dt.time(0, 0, 0),
         "f_ts3": dt.datetime(1969, 12, 31, 23, 59, 59, 999000), "f_ts6": dt.datetime(1900, 1, 1, 0, 0, 0, 1),
-        "f_ltz6": dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        "f_ltz6": dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), "f_ts9": -1,
         "f_array": [], "f_map": [], "f_row": {"x": None, "y": None},
     },
     {"id": 3, **{f["name"]: None for f in ALL_TYPES[1:]}},
@@ -72,9 +73,11 @@ ALL_TYPES_ROWS = [
 
 
 def _norm(v):
-    """Comparable form: NaN equal to NaN, MAP pairs as tuples."""
+    """Comparable form: NaN equal to NaN; pandas.Timestamp (pypaimon's TIMESTAMP(9)) as epoch nanos."""
     if isinstance(v, float) and math.isnan(v):
         return "NaN"
+    if type(v).__name__ == "Timestamp":
+        return epoch_nanos(v)
     if isinstance(v, dict):
         return {k: _norm(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -263,9 +266,15 @@ def test_bucket_assignment_known_values(oracle, tmp_path):
 
 
 def test_java_errors_are_raised(oracle, tmp_path):
-    with pytest.raises(JavaOracleError, match="create"):
+    with pytest.raises(JavaOracleError, match="'create'") as err:
         with oracle.batch() as b:
-            b.create_table(tmp_path / "db.db" / "x", [{"name": "a", "type": "NO_SUCH_TYPE"}])
+            ok = b.create_table(tmp_path / "db.db" / "x", [{"name": "a", "type": "INT"}])
+            b.create_table(tmp_path / "db.db" / "y", [{"name": "a", "type": "NO_SUCH_TYPE"}])
+            never = b.snapshots(tmp_path / "db.db" / "x")
+    assert err.value.index == 1 and "NO_SUCH_TYPE" in err.value.java_error
+    assert ok.result == {}
+    with pytest.raises(RuntimeError, match="not run"):
+        never.result
 
 
 def test_parse_type_strings():
