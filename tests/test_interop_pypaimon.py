@@ -152,3 +152,13 @@ def test_time_travel_and_snapshot_reads_match_pypaimon(catalog, warehouse):
     assert rows_by(t.to_arrow(snapshot_id=s1), "id") == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
     assert rows_by(pypaimon_read(warehouse, "db.tt", s1), "id") == rows_by(t.to_arrow(snapshot_id=s1), "id")
     assert rows_by(t.to_arrow(snapshot_id=s2), "id") == rows_by(pypaimon_read(warehouse, "db.tt"), "id")
+
+
+def test_pypaimon_primary_key_table_every_type_read_by_us(warehouse):
+    pypaimon_create(warehouse, "db.theirs_pk", ALL_TYPES, primary_keys=["id"], options={"bucket": "2"})
+    pypaimon_write(warehouse, "db.theirs_pk", all_types_data(0, 12))
+    pypaimon_write(warehouse, "db.theirs_pk", all_types_data(6, 10))
+    expected = {r["id"]: r for r in all_types_data(0, 12).to_pylist()}
+    expected.update({r["id"]: r for r in all_types_data(6, 10).to_pylist()})
+    t = ps.Catalog(warehouse).get_table("db.theirs_pk")
+    assert normalize(rows_by(t.to_arrow(), "id")) == normalize(sorted(expected.values(), key=lambda r: r["id"]))
