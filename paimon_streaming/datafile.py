@@ -14,6 +14,12 @@ layout matters (FORMAT §6, Java `ParquetSchemaConverter`):
 * DECIMAL p<=9 INT32, p<=18 INT64, else FIXED_LEN_BYTE_ARRAY of minimal width;
 * nullability from the Paimon types (required/optional), 3-level lists, `key_value` maps.
 
+ORC follows Java's `OrcTypeUtil` where pyarrow allows (TIME as int, LTZ as timestamp with
+local time zone); pyarrow cannot write the `paimon.id` attributes (Java ignores them when
+reading), the zstd level, or CHAR/VARCHAR(n) types (plain string; Java converts on read).
+Limits of pyarrow's ORC: timestamps are read as ns (years 1677-2262 only), and pre-1970
+timestamps with a sub-second part are written with negative nanos that Java rejects.
+
 Reading accepts files of any Paimon writer (Java, pypaimon, ours) and returns the canonical
 Arrow types of `types.to_arrow`.
 """

@@ -14,6 +14,7 @@ import math
 import uuid
 from typing import Any
 
+from .datafile import data_file_name
 from .types import DataField, DataType
 
 _ESCAPED = set('"#%\'*/:=?\\{}[]^')
@@ -129,7 +130,8 @@ class PathFactory:
         self.file_format = file_format
         self.data_prefix = data_prefix
         self.changelog_prefix = changelog_prefix
-        self.compression = compression if include_compression else None
+        self.compression = compression
+        self.include_compression = include_compression
         self.uuid = str(uuid.uuid4())
         self._counters: dict[str, itertools.count] = {}
 
@@ -157,8 +159,8 @@ class PathFactory:
         return f"index-{self.uuid}-{self._next('index')}"
 
     def _file_name(self, prefix: str) -> str:
-        ext = f".{self.compression}.{self.file_format}" if self.compression else f".{self.file_format}"
-        return f"{prefix}{self.uuid}-{self._next('data')}{ext}"
+        return data_file_name(prefix, self.uuid, self._next("data"), self.file_format, self.compression,
+                              self.include_compression)
 
     def new_data_file(self) -> str:
         return self._file_name(self.data_prefix)

@@ -38,3 +38,13 @@ def test_compression_options(catalog, warehouse, compression, manifest_compressi
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", None]}))
     assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "a"}, {"id": 2, "v": None}]
     assert rows_by(pypaimon_read(warehouse, "db.c"), "id") == rows_by(t.to_arrow(), "id")
+
+
+def test_file_suffix_include_compression(catalog, warehouse):
+    t = catalog.create_table("db.sfx", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "file.suffix.include.compression": "true"})
+    t.write_arrow(pa.table({"id": [1], "v": ["a"]}))
+    names = os.listdir(f"{t.path}/bucket-0")
+    assert len(names) == 1 and names[0].endswith(".zst.parquet")
+    assert t.to_arrow().to_pylist() == [{"id": 1, "v": "a"}]
+    assert pypaimon_read(warehouse, "db.sfx").to_pylist() == [{"id": 1, "v": "a"}]

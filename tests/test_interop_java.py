@@ -39,7 +39,8 @@ def test_java_reads_what_we_write(java, catalog):
     a = catalog.create_table("db.types", ALL_TYPES)
     a.write_arrow(all_types_data(0, 12))
     a.write_arrow(all_types_data(12, 4))
-    orc = catalog.create_table("db.types_orc", ALL_TYPES, options={"file.format": "orc"})
+    orc = catalog.create_table("db.types_orc", ALL_TYPES, options={"file.format": "orc",
+                                                                  "file.suffix.include.compression": "true"})
     orc.write_arrow(all_types_data(0, 8))
     pk = catalog.create_table("db.pk", ALL_TYPES, primary_keys=["id"], options={"bucket": "3"})
     pk.write_arrow(all_types_data(0, 20))
