@@ -203,19 +203,18 @@ class FileStoreCommit:
         written: list[str] = []
         try:
             merged = merge_manifests(
-                base_metas, self.manifest_file, self.schema.id,
-                self.options.get("manifest.target-file-size"),
+                base_metas, self.manifest_file, self.options.get("manifest.target-file-size"),
                 self.options.get("manifest.full-compaction-threshold-size"),
                 self.options.get("manifest.merge-min-count"), written)
             base_name, base_size = self.manifest_list.write(merged)
             written.append(base_name)
-            delta_metas = self.manifest_file.write(entries, self.schema.id)
+            delta_metas = self.manifest_file.write(entries)
             written.extend(m.file_name for m in delta_metas)
             delta_name, delta_size = self.manifest_list.write(delta_metas)
             written.append(delta_name)
             changelog_name = changelog_size = None
             if changes.changelog:
-                changelog_metas = self.manifest_file.write(changes.changelog, self.schema.id)
+                changelog_metas = self.manifest_file.write(changes.changelog)
                 written.extend(m.file_name for m in changelog_metas)
                 changelog_name, changelog_size = self.manifest_list.write(changelog_metas)
                 written.append(changelog_name)

@@ -103,7 +103,7 @@ class ManifestFile:
             _CACHE.put(path, cached)
         return cached
 
-    def write(self, entries: Sequence[ManifestEntry], schema_id: int) -> list[ManifestFileMeta]:
+    def write(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries into one or more manifest files of about `target_size` bytes each."""
         if not entries:
             return []
@@ -119,10 +119,10 @@ class ManifestFile:
             size = _write_avro(self.file_io, self.path(name), MANIFEST_ENTRY, records[start:start + per_chunk],
                                self.compression)
             _CACHE.put(self.path(name), list(part))
-            metas.append(self._meta(name, size, part, schema_id))
+            metas.append(self._meta(name, size, part))
         return metas
 
-    def _meta(self, name: str, size: int, entries: Sequence[ManifestEntry], schema_id: int) -> ManifestFileMeta:
+    def _meta(self, name: str, size: int, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
         row_ids = [e.file.first_row_id for e in entries]
@@ -130,7 +130,7 @@ class ManifestFile:
         return ManifestFileMeta(
             name, size, sum(1 for e in entries if e.kind == ADD), sum(1 for e in entries if e.kind == DELETE),
             partition_stats((e.partition for e in entries), self.partition_fields),
-            max([e.file.schema_id for e in entries] + [schema_id if not entries else 0]),
+            max(e.file.schema_id for e in entries),
             min(buckets), max(buckets), min(levels), max(levels),
             min(row_ids) if has_row_ids else None,
             max(r + e.file.row_count - 1 for r, e in zip(row_ids, entries)) if has_row_ids else None)

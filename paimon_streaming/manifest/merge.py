@@ -37,11 +37,10 @@ def live_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:
     return [e for e in merge_entries(entries).values() if e.kind == ADD]
 
 
-def merge_manifests(metas: list[ManifestFileMeta], manifest_file: ManifestFile, schema_id: int,
-                    target_size: int, full_threshold: int, min_count: int,
+def merge_manifests(metas: list[ManifestFileMeta], manifest_file: ManifestFile, target_size: int, full_threshold: int, min_count: int,
                     written: list[str]) -> list[ManifestFileMeta]:
     """Return the base manifest list for a new snapshot. Names of new files go to `written`."""
-    full = _try_full_compaction(metas, manifest_file, schema_id, target_size, full_threshold, written)
+    full = _try_full_compaction(metas, manifest_file, target_size, full_threshold, written)
     if full is not None:
         return full
     result: list[ManifestFileMeta] = []
@@ -51,27 +50,26 @@ def merge_manifests(metas: list[ManifestFileMeta], manifest_file: ManifestFile, 
         total += meta.file_size
         candidates.append(meta)
         if total >= target_size:
-            result.extend(_merge_candidates(candidates, manifest_file, schema_id, written))
+            result.extend(_merge_candidates(candidates, manifest_file, written))
             candidates, total = [], 0
     if len(candidates) >= min_count:
-        result.extend(_merge_candidates(candidates, manifest_file, schema_id, written))
+        result.extend(_merge_candidates(candidates, manifest_file, written))
     else:
         result.extend(candidates)
     return result
 
 
-def _merge_candidates(candidates: list[ManifestFileMeta], manifest_file: ManifestFile, schema_id: int,
+def _merge_candidates(candidates: list[ManifestFileMeta], manifest_file: ManifestFile,
                       written: list[str]) -> list[ManifestFileMeta]:
     if len(candidates) <= 1:
         return list(candidates)
     merged = merge_entries(e for m in candidates for e in manifest_file.read(m.file_name))
-    new = manifest_file.write(list(merged.values()), schema_id)
+    new = manifest_file.write(list(merged.values()))
     written.extend(m.file_name for m in new)
     return new
 
 
-def _try_full_compaction(metas: list[ManifestFileMeta], manifest_file: ManifestFile, schema_id: int,
-                         target_size: int, threshold: int, written: list[str]) -> list[ManifestFileMeta] | None:
+def _try_full_compaction(metas: list[ManifestFileMeta], manifest_file: ManifestFile, target_size: int, threshold: int, written: list[str]) -> list[ManifestFileMeta] | None:
     base_end = 0
     while base_end < len(metas) and metas[base_end].num_deleted_files == 0 \
             and metas[base_end].file_size >= target_size:
@@ -90,6 +88,6 @@ def _try_full_compaction(metas: list[ManifestFileMeta], manifest_file: ManifestF
         else:
             kept.append(m)
     adds = [e for e in merge_entries(rewrite + delta_entries).values() if e.kind == ADD]
-    new = manifest_file.write(adds, schema_id)
+    new = manifest_file.write(adds)
     written.extend(m.file_name for m in new)
     return kept + new
