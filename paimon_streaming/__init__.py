@@ -16,6 +16,12 @@ from .errors import (CommitConflictError, CorruptFileError, InvalidOptionError, 
 from .snapshot import Snapshot
 from .table import Table
 
-__all__ = ["Catalog", "Table", "Snapshot", "PaimonError", "SchemaMismatchError", "NullKeyError",
+__all__ = ["Catalog", "Table", "Snapshot", "register", "PaimonError", "SchemaMismatchError", "NullKeyError",
            "InvalidOptionError", "UnsupportedTypeError", "TableNotFoundError", "TableAlreadyExistsError",
            "SnapshotNotFoundError", "CommitConflictError", "CorruptFileError"]
+
+
+def register(spark) -> None:
+    """Register the "paimon" Spark data source (needs pyspark; imported only here)."""
+    from .sinks.datasource import PaimonDataSource
+    spark.dataSource.register(PaimonDataSource)

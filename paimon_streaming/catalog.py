@@ -110,3 +110,22 @@ class Catalog:
                 return
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
         self.file_io.delete_dir(self.table_path(identifier))
+
+
+def create_table_at(location: str, schema: pa.Schema, primary_keys: list[str] | None = None,
+                    partition_keys: list[str] | None = None, options: dict[str, Any] | None = None) -> Table:
+    """Create a table in a directory (or URI) outside any catalog; `primary-key` and
+    `partition` may also come as options, as Paimon accepts them."""
+    file_io, path = FileIO.for_path(location)
+    SchemaManager(file_io, path).create(TableSchema.create(schema, primary_keys, partition_keys, options))
+    return Table(file_io, path)
+
+
+def load_table(table: str, warehouse: str | None = None) -> Table:
+    """Open a table given as a directory/URI, or as "db.table" inside `warehouse`."""
+    if warehouse is not None:
+        return Catalog(warehouse).get_table(table)
+    if "/" not in table and "://" not in table:
+        raise ValueError(f"table {table!r} is not a path; give a table directory (or URI), "
+                         "or pass warehouse= to resolve a 'db.table' name")
+    return Table.open(table)

@@ -117,6 +117,15 @@ class TableWrite:
                                  data.take(pa.array(chunk))))
         return groups
 
+    def partition_and_bucket(self, data: pa.Table) -> tuple[pa.Array, np.ndarray | None]:
+        """Each row's serialized partition and fixed bucket (None in dynamic bucket mode, where
+        buckets are assigned per partition by `write`): lets a distributed writer shuffle rows."""
+        part_ids, part_rows = self._partitions(data)
+        partitions = pa.array(part_rows, pa.binary()).take(pa.array(part_ids))
+        if self.pk and self.options.bucket == -1:
+            return partitions, None
+        return partitions, self._buckets(data, part_ids, part_rows, ())
+
     def _partitions(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
         """Per row the index of its partition, and each partition's serialized BinaryRow."""
         if not self.partition_fields:
@@ -219,9 +228,10 @@ class TableWrite:
 
     # ---- one batch -----------------------------------------------------------------------
     def write(self, data: pa.Table, live: Sequence[ManifestEntry],
-              index_entries: Sequence[IndexManifestEntry] = ()) -> list[CommitMessage]:
+              index_entries: Sequence[IndexManifestEntry] = (), sequence_offset: int = 0) -> list[CommitMessage]:
         """Write a conformed batch. `live` are the table's live entries (for sequence numbers),
-        `index_entries` its index manifest (for dynamic bucket assignment)."""
+        `index_entries` its index manifest (for dynamic bucket assignment). `sequence_offset`
+        shifts this writer's sequence numbers when several writers share a bucket in one batch."""
         max_seq: dict[tuple[bytes, int], int] = {}
         for e in live:
             k = (e.partition, e.bucket)
@@ -229,7 +239,7 @@ class TableWrite:
         total = self.options.bucket
         messages = {}
         for g in self.group(data, index_entries):
-            start = max_seq.get((g.partition, g.bucket), -1) + 1
+            start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files = self.write_group(g, start)
             messages[(g.partition, g.bucket)] = CommitMessage(g.partition, g.bucket, total,
                                                               Increment(new_files=files))

@@ -1,0 +1,164 @@
+"""The "paimon" Python Data Source: write side (batch and streaming).
+
+    import paimon_streaming as ps
+    ps.register(spark)
+    df.write.format("paimon").mode("append").save("/wh/shop.db/orders")
+    df.write.format("paimon").option("table", "shop.orders").option("warehouse", "/wh").mode("overwrite").save()
+    df.write.format("paimon").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(path)
+    (df.writeStream.format("paimon").option("checkpointLocation", ckpt)
+       .option("commitUser", "orders-ingest").start("/wh/shop.db/orders"))
+
+Options: `path` (or `load`/`save` argument) or `table` + `warehouse`; `commitUser` (streaming:
+the stable writer name that makes replayed batches recognizable, required because a Data
+Source writer cannot see the query id; batch: optional); `partitionOverwriteMode`
+(`static` default: overwrite replaces the table; `dynamic`: only the partitions written);
+any other option is a Paimon table option used when the table is created (`primary-key`,
+`partition`, `bucket`, ...). Spark lower-cases data source option keys, so options that name
+a column (`fields.<col>.…`) need lower-case column names here; create such tables with the
+Python API instead.
+
+Unlike foreachBatch(paimon_sink), a Data Source writer cannot shuffle its input: every task
+writes the rows it holds, so one bucket may get one level-0 file per task and batch.
+"""
+from __future__ import annotations
+
+import logging
+import pickle
+import uuid
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter,
+                                    WriterCommitMessage)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from paimon_streaming.catalog import Catalog, create_table_at, load_table
+from paimon_streaming.errors import PaimonError, TableNotFoundError
+from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_streaming.table import Table
+
+from .spark_write import WritePlan, write_task
+
+log = logging.getLogger("paimon_streaming.sink")
+_READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode"}
+
+
+@dataclass
+class PaimonCommitMessage(WriterCommitMessage):
+    messages: bytes
+    rows_in: int
+
+
+def table_location(options: dict[str, str]) -> tuple[str, str | None, str]:
+    """(table reference, warehouse, location) from the data source options."""
+    warehouse = options.get("warehouse")
+    ref = options.get("table") or options.get("path")
+    if not ref:
+        raise PaimonError("format('paimon') needs a path (load/save argument or option 'path'), "
+                          "or option 'table' ('db.table') with option 'warehouse'")
+    location = Catalog(warehouse).table_path(ref) if warehouse else ref
+    return ref, warehouse, location
+
+
+def open_or_create(options: dict[str, str], schema: StructType) -> Table:
+    ref, warehouse, location = table_location(options)
+    try:
+        return load_table(ref, warehouse)
+    except TableNotFoundError:
+        table_options = {k: v for k, v in options.items() if k not in _READER_WRITER_OPTIONS}
+        create_table_at(location, to_arrow_schema(schema), options=table_options)
+        return load_table(ref, warehouse)
+
+
+def _task_index() -> int:
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
+
+
+def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+    batches = [b for b in batches if b.num_rows]
+    messages = write_task(plan, batches, _task_index())
+    return PaimonCommitMessage(pickle.dumps(messages), sum(b.num_rows for b in batches))
+
+
+def _messages(commit_messages) -> list:
+    return [m for cm in commit_messages if cm is not None for m in pickle.loads(cm.messages)]
+
+
+class PaimonBatchWriter(DataSourceArrowWriter):
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool):
+        table = open_or_create(options, schema)
+        self.location = table_location(options)[2]
+        self.plan = WritePlan.for_table(table, self.location)
+        self.overwrite = overwrite
+        self.dynamic_overwrite = options.get("partitionoverwritemode", "static").lower() == "dynamic"
+        self.commit_user = options.get("commituser") or str(uuid.uuid4())
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+        return _write(self.plan, iterator)
+
+    def commit(self, messages: list[PaimonCommitMessage]) -> None:
+        table = Table.open(self.location)
+        msgs = _messages(messages)
+        partitions = sorted({m.partition for m in msgs}) if self.dynamic_overwrite else None
+        if self.overwrite and self.dynamic_overwrite and not msgs:
+            return  # dynamic overwrite of nothing changes nothing
+        ids = table.new_commit().commit(msgs, self.commit_user, BATCH_COMMIT_IDENTIFIER,
+                                        overwrite=self.overwrite, overwrite_partitions=partitions)
+        log.info("paimon write table=%s rows_in=%d files=%d snapshots=%s", table.name,
+                 sum(m.rows_in for m in messages if m is not None),
+                 sum(len(m.data.new_files) for m in msgs), ids or "none")
+
+
+class PaimonStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming writes: tasks plan against the table's latest snapshot (the writer object
+    lives across micro-batches); the driver commits with commitIdentifier = batch id."""
+
+    def __init__(self, options: dict[str, str], schema: StructType):
+        self.commit_user = options.get("commituser")
+        if not self.commit_user:
+            raise PaimonError(
+                "writeStream.format('paimon') needs .option('commitUser', '<stable name of this query>') so "
+                "replayed micro-batches are recognized (exactly-once); or use foreachBatch(paimon_sink(...)), "
+                "which takes the streaming query id")
+        open_or_create(options, schema)
+        self.location = table_location(options)[2]
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+        return _write(WritePlan.for_table(Table.open(self.location), self.location), iterator)
+
+    def commit(self, messages: list[PaimonCommitMessage], batchId: int) -> None:
+        table = Table.open(self.location)
+        if table.committed_identifiers(self.commit_user, [batchId]):
+            log.info("paimon stream write table=%s batch=%d already committed: skipped", table.name, batchId)
+            return
+        msgs = _messages(messages)
+        ids = table.new_commit().commit(msgs, self.commit_user, batchId)
+        log.info("paimon stream write table=%s batch=%d rows_in=%d files=%d snapshots=%s", table.name, batchId,
+                 sum(m.rows_in for m in messages if m is not None),
+                 sum(len(m.data.new_files) for m in msgs), ids or "none")
+
+    def abort(self, messages: list[PaimonCommitMessage], batchId: int) -> None:
+        log.warning("paimon stream write batch %d aborted; its files stay unreferenced (orphans)", batchId)
+
+
+class PaimonDataSource(DataSource):
+    """format("paimon"): Apache Paimon tables (see the module docstring for options)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "paimon"
+
+    def schema(self) -> str:
+        from pyspark.sql.pandas.types import from_arrow_schema
+        ref, warehouse, _ = table_location(self.options)
+        return from_arrow_schema(load_table(ref, warehouse).arrow_schema())
+
+    def writer(self, schema: StructType, overwrite: bool) -> PaimonBatchWriter:
+        return PaimonBatchWriter(dict(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
+        return PaimonStreamWriter(dict(self.options), schema)

@@ -1,0 +1,161 @@
+"""Spark sink: foreachBatch(paimon_sink) and format("paimon") writes in local mode, read back
+by us and by pypaimon."""
+from __future__ import annotations
+
+import logging
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.errors import PaimonError
+from paimon_streaming.sinks import paimon_sink
+from conftest import pypaimon_read, rows_by
+from spark_support import get_spark
+
+
+@pytest.fixture(scope="module")
+def spark():
+    return get_spark()
+
+
+def write_input_files(directory, batches: list[pa.Table]) -> None:
+    """One parquet file per batch; increasing mtimes fix the order the file source reads them in."""
+    os.makedirs(directory, exist_ok=True)
+    for i, b in enumerate(batches):
+        path = f"{directory}/part-{i:05d}.parquet"
+        pq.write_table(b, path)
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+
+
+def run_stream(spark, source_dir, schema_ddl, sink, checkpoint):
+    """Stream the parquet files of a directory, one file per micro-batch, into `sink`."""
+    df = (spark.readStream.schema(schema_ddl).option("maxFilesPerTrigger", 1).parquet(str(source_dir)))
+    q = (df.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    assert q.exception() is None, q.exception()
+
+
+def upsert_batches(n_batches: int, rows: int, partitions: bool = True) -> list[pa.Table]:
+    out = []
+    for b in range(n_batches):
+        ids = list(range(b * rows // 2, b * rows // 2 + rows))
+        out.append(pa.table({"id": pa.array(ids, pa.int64()), "v": [f"b{b}-{i}" for i in ids],
+                             "dt": [f"d{i % 3}" for i in ids] if partitions else ["x"] * rows}))
+    return out
+
+
+def model_of(batches: list[pa.Table], key=("id",)) -> dict:
+    model = {}
+    for b in batches:
+        for r in b.to_pylist():
+            model[tuple(r[k] for k in key)] = r
+    return model
+
+
+@pytest.mark.parametrize("options", [
+    {"primary-key": "id,dt", "partition": "dt", "bucket": "3"},
+    {"primary-key": "id,dt", "partition": "dt"},              # dynamic bucket mode
+    {"primary-key": "id", "bucket": "2"},
+], ids=["pk-fixed", "pk-dynamic", "pk-unpartitioned"])
+def test_foreach_batch_primary_key_tables(spark, tmp_path, options, caplog):
+    batches = upsert_batches(4, 60, partitions="partition" in options)
+    write_input_files(tmp_path / "in", batches)
+    table_path = str(tmp_path / "wh" / "db.db" / "t")
+    caplog.set_level(logging.INFO, logger="paimon_streaming.sink")
+    run_stream(spark, tmp_path / "in", "id long, v string, dt string", paimon_sink(table_path, options=options),
+               tmp_path / "ckpt")
+    key = ("id", "dt") if "partition" in options else ("id",)
+    expected = sorted(model_of(batches, key).values(), key=lambda r: (r["id"], r["dt"]))
+    table = ps.Table.open(table_path)
+    assert rows_by(table.to_arrow(), "id", "dt") == expected
+    assert rows_by(pypaimon_read(str(tmp_path / "wh"), "db.t"), "id", "dt") == expected
+    snaps = table.snapshots()
+    assert [s.commit_identifier for s in snaps] == [0, 1, 2, 3]
+    assert len({s.commit_user for s in snaps}) == 1
+    lines = [r.getMessage() for r in caplog.records if "paimon_sink" in r.getMessage()]
+    assert len(lines) == 4 and "rows_in=60" in lines[0] and "files=" in lines[0] and "seconds=" in lines[0]
+
+
+def test_foreach_batch_append_tables(spark, tmp_path):
+    batches = upsert_batches(3, 40)
+    write_input_files(tmp_path / "in", batches)
+    for name, options in (("unaware", {"partition": "dt"}), ("bucketed", {"bucket": "2", "bucket-key": "id"})):
+        path = str(tmp_path / "wh" / "db.db" / name)
+        run_stream(spark, tmp_path / "in", "id long, v string, dt string", paimon_sink(path, options=options),
+                   tmp_path / f"ckpt-{name}")
+        expected = rows_by(pa.concat_tables(batches), "id", "v")
+        assert rows_by(ps.Table.open(path).to_arrow(), "id", "v") == expected
+        assert rows_by(pypaimon_read(str(tmp_path / "wh"), f"db.{name}"), "id", "v") == expected
+
+
+def test_replayed_batch_is_skipped(spark, tmp_path, catalog):
+    t = catalog.create_table("db.r", pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    sink = paimon_sink(t.path, commit_user="job-1")
+    df = spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string")
+    sink(df, 0)
+    sink(df, 0)  # replay after a crash between our commit and Spark's checkpoint
+    sink(spark.createDataFrame([(3, "c")], "id long, v string"), 1)
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2, 3]
+    assert [s.commit_identifier for s in t.snapshots()] == [0, 1]
+
+
+def test_bad_input_fails_batch_and_commits_nothing(spark, tmp_path, catalog):
+    t = catalog.create_table("db.bad", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "2"})
+    sink = paimon_sink(t.path, commit_user="u")
+    with pytest.raises(Exception, match="'extra'"):
+        sink(spark.createDataFrame([(1, "a", 1)], "id long, v string, extra int"), 0)
+    with pytest.raises(Exception, match="'v'"):
+        sink(spark.createDataFrame([(1, 1.5)], "id long, v double"), 0)
+    with pytest.raises(Exception, match="'id'"):
+        sink(spark.createDataFrame([(None, "a")], "id long, v string"), 0)
+    assert t.latest_snapshot() is None
+
+
+def test_sink_outside_streaming_needs_commit_user(spark, tmp_path):
+    sink = paimon_sink(str(tmp_path / "t"), options={"primary-key": "id", "bucket": "1"})
+    with pytest.raises(PaimonError, match="commit_user"):
+        sink(spark.createDataFrame([(1,)], "id long"), 0)
+
+
+def test_datasource_batch_writes(spark, tmp_path):
+    path = str(tmp_path / "wh" / "db.db" / "ds")
+    df1 = spark.createDataFrame([(1, "a", "x"), (2, "b", "y"), (3, "c", "y")], "id long, v string, dt string")
+    (df1.write.format("paimon").option("primary-key", "id,dt").option("partition", "dt").option("bucket", "2")
+        .mode("append").save(path))
+    spark.createDataFrame([(2, "b2", "y")], "id long, v string, dt string").write.format("paimon") \
+        .mode("append").save(path)
+    t = ps.Table.open(path)
+    assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "a", "dt": "x"}, {"id": 2, "v": "b2", "dt": "y"},
+                                           {"id": 3, "v": "c", "dt": "y"}]
+    # dynamic partition overwrite replaces partition y only
+    spark.createDataFrame([(9, "z", "y")], "id long, v string, dt string").write.format("paimon") \
+        .mode("overwrite").option("partitionOverwriteMode", "dynamic").save(path)
+    assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "a", "dt": "x"}, {"id": 9, "v": "z", "dt": "y"}]
+    # static overwrite replaces everything
+    spark.createDataFrame([(5, "e", "x")], "id long, v string, dt string").write.format("paimon") \
+        .option("table", "db.ds").option("warehouse", str(tmp_path / "wh")).mode("overwrite").save()
+    assert rows_by(t.to_arrow(), "id") == [{"id": 5, "v": "e", "dt": "x"}]
+    assert rows_by(pypaimon_read(str(tmp_path / "wh"), "db.ds"), "id") == [{"id": 5, "v": "e", "dt": "x"}]
+
+
+def test_datasource_streaming_write(spark, tmp_path):
+    batches = upsert_batches(3, 30)
+    write_input_files(tmp_path / "in", batches)
+    path = str(tmp_path / "wh" / "db.db" / "st")
+    df = spark.readStream.schema("id long, v string, dt string").option("maxFilesPerTrigger", 1) \
+        .parquet(str(tmp_path / "in"))
+    q = (df.writeStream.format("paimon").option("checkpointLocation", str(tmp_path / "ckpt"))
+         .option("commitUser", "stream-1").option("primary-key", "id,dt").option("partition", "dt")
+         .option("bucket", "2").trigger(availableNow=True).start(path))
+    q.awaitTermination(300)
+    assert q.exception() is None, q.exception()
+    expected = sorted(model_of(batches, ("id", "dt")).values(), key=lambda r: (r["id"], r["dt"]))
+    t = ps.Table.open(path)
+    assert rows_by(t.to_arrow(), "id", "dt") == expected
+    assert {s.commit_user for s in t.snapshots()} == {"stream-1"}
+    assert [s.commit_identifier for s in t.snapshots()] == [0, 1, 2]
