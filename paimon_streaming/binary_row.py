@@ -330,8 +330,10 @@ def _arrow_value(value: int, arrow_type: pa.DataType) -> Any:
 
 # ---- hashing ---------------------------------------------------------------------------------
 
-def hash_rows(rows: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def hash_rows(rows: pa.Array | pa.ChunkedArray, seed: int = _MURMUR_SEED) -> np.ndarray:
     """BinaryRow.hashCode() of every row: Murmur3_x86_32 by 4-byte LE words, seed 42 (int32).
+
+    Another `seed` gives an independent hash of the same bytes (lookup indexes combine two).
 
     Rows are processed word index by word index across all rows at once; rows sorted by
     length make the rows still active a prefix, so memory stays O(rows) for any row length.
@@ -347,7 +349,7 @@ def hash_rows(rows: pa.Array | pa.ChunkedArray) -> np.ndarray:
     starts = (offsets[:-1][order] - offsets[0]) // 4
     word_counts = lengths[order] // 4
     active = np.searchsorted(-word_counts, -np.arange(word_counts[0] if len(rows) else 0), side="left")
-    h = np.full(len(rows), _MURMUR_SEED, np.uint32)
+    h = np.full(len(rows), seed, np.uint32)
     for w, count in enumerate(active):
         k = words[starts[:count] + w]
         k *= np.uint32(_C1)

@@ -1,0 +1,246 @@
+"""Deletion-vector maintenance of one bucket: after level-0 files arrive, push them up with a
+universal compaction and mark, by lookup, every older row their keys replace.
+
+After `compact_bucket` the bucket has no level-0 file, and every key is live in at most one
+file at level >= 1 (older versions carry a deletion-vector mark), so readers need no merge
+(FORMAT.md §8, seeds/pip-deletion-vectors.txt). The result is one `Increment` for the
+COMPACT snapshot: the unit's files out (DELETE at their levels), the output in (an upgrade,
+i.e. the same file at a new level, or rewritten files), and the bucket's new DV index file.
+
+Merge engines: deduplicate keeps the newest row; partial-update and aggregation merge the
+unit's rows onto the old row lookup returns (so the output row is complete); first-row keeps
+an existing key's old row and drops the new ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap, BitMap64
+
+from ..binary_row import deserialize_row, encode_rows
+from ..commit import Increment
+from ..datafile import read_data_file
+from ..deletionvectors import bitmap_from_positions, decode_vector, encode_index_file, positions_of
+from ..fileio import FileIO
+from ..keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, file_fields, key_fields
+from ..manifest import DataFileMeta, IndexFileMeta
+from ..manifest.entries import DELETION_VECTORS_INDEX
+from ..merge_engine import engine_for, merge_sorted, sort_for_merge
+from ..options import CoreOptions
+from ..paths import PathFactory
+from ..schema import TableSchema
+from ..types import to_arrow
+from .levels import sorted_runs
+from .lookup import KEY_INDEXES, BatchKeys, KeyIndex
+from .universal import CompactUnit, UniversalCompaction
+
+_MERGES_WITH_OLD_ROW = ("partial-update", "aggregation")
+# Writes KV rows (table columns + _SEQUENCE_NUMBER + _VALUE_KIND) as files at a level.
+FileWriter = Callable[[pa.Table, int], list[DataFileMeta]]
+
+
+@dataclass
+class BucketFiles:
+    """One bucket's live files, deletion vectors and where they live."""
+    bucket_dir: str
+    files: list[DataFileMeta]
+    dv_index: IndexFileMeta | None
+    index_dir: str
+
+
+def universal_for(options: CoreOptions) -> UniversalCompaction:
+    return UniversalCompaction(options.num_levels, options.get("num-sorted-run.compaction-trigger"),
+                               options.get("compaction.max-size-amplification-percent"),
+                               options.get("compaction.size-ratio"))
+
+
+class BucketCompactor:
+    """Compacts buckets of one table (schema fixed for the compactor's lifetime)."""
+
+    def __init__(self, file_io: FileIO, schema: TableSchema, schema_of: Callable[[int], TableSchema],
+                 paths: PathFactory, write_files: FileWriter):
+        self.file_io = file_io
+        self.schema = schema
+        self.schema_of = schema_of
+        self.paths = paths
+        self.write_files = write_files
+        self.options = CoreOptions(schema.options)
+        self.universal = universal_for(self.options)
+        self.keys = list(schema.trimmed_primary_keys)
+        self.key_types = [f.type for f in schema.fields_of(self.keys)]
+        self.engine = engine_for(schema)
+        self.bitmap64 = self.options.get("deletion-vectors.bitmap64")
+
+    # ---- entry point ------------------------------------------------------------------------
+    def compact(self, bucket: BucketFiles, full: bool = False) -> Increment | None:
+        runs = sorted_runs(bucket.files)
+        if full:
+            unit = CompactUnit(self.universal.max_level, tuple(runs)) if runs else None
+        else:
+            unit = self.universal.pick_force_up_level0(runs)
+        if unit is None:
+            return None
+        vectors = self._load_vectors(bucket)
+        unit_names = {f.file_name for f in unit.files}
+        older = [f for f in bucket.files if f.file_name not in unit_names]
+        rows = self._read_unit(bucket, unit, vectors)
+        merged = self._merge(rows, older, bucket, vectors)
+        outputs = self._output(unit, merged, vectors)
+        for name in unit_names:
+            vectors.pop(name, None)
+        inc = Increment(deleted_files=list(unit.files), new_files=outputs)
+        self._index_change(bucket, vectors, inc)
+        return inc
+
+    # ---- deletion vectors -----------------------------------------------------------------------
+    def _load_vectors(self, bucket: BucketFiles) -> dict[str, BitMap | BitMap64]:
+        meta = bucket.dv_index
+        if meta is None or not meta.dv_ranges:
+            return {}
+        path = meta.external_path or f"{bucket.index_dir}/{meta.file_name}"
+        data = self.file_io.read_bytes(path)
+        live = {f.file_name for f in bucket.files}
+        return {r.data_file_name: decode_vector(data, r, path) for r in meta.dv_ranges
+                if r.data_file_name in live}
+
+    def _mark(self, vectors: dict, name: str, positions: np.ndarray) -> None:
+        if not len(positions):
+            return
+        added = bitmap_from_positions(positions, self.bitmap64)
+        vectors[name] = vectors[name] | added if name in vectors else added
+
+    def _index_change(self, bucket: BucketFiles, vectors: dict, inc: Increment) -> None:
+        vectors = {name: bm for name, bm in vectors.items() if len(bm)}
+        if not vectors and bucket.dv_index is None:
+            return
+        if bucket.dv_index is not None:
+            inc.deleted_index_files.append(bucket.dv_index)
+        if vectors:
+            data, metas = encode_index_file(vectors)
+            name = self.paths.new_index_file()
+            self.file_io.write_bytes(f"{bucket.index_dir}/{name}", data)
+            inc.new_index_files.append(IndexFileMeta(DELETION_VECTORS_INDEX, name, len(data), len(metas),
+                                                     tuple(metas)))
+
+    # ---- reading ----------------------------------------------------------------------------
+    def _read_file(self, bucket: BucketFiles, f: DataFileMeta, columns: list[str],
+                   vectors: dict | None) -> tuple[pa.Table, np.ndarray]:
+        """Rows of a file (by current column names, mapped by field id) and their positions."""
+        file_schema = self.schema_of(f.schema_id)
+        by_id = {fld.id: fld.name for fld in file_schema.fields}
+        wanted = {}
+        for name in columns:
+            if name in (SEQUENCE_NUMBER, VALUE_KIND):
+                wanted[name] = name
+            else:
+                old = by_id.get(self.schema.field(name).id)
+                if old is not None:
+                    wanted[old] = name
+        table = read_data_file(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
+                               file_fields(file_schema), list(wanted))
+        table = table.rename_columns([wanted[c] for c in table.column_names])
+        for name in columns:
+            if name not in table.column_names:
+                field = self.schema.field(name)
+                table = table.append_column(name, pa.nulls(table.num_rows, to_arrow(field.type)))
+        positions = np.arange(table.num_rows, dtype=np.int64)
+        if vectors and f.file_name in vectors:
+            keep = np.ones(table.num_rows, bool)
+            keep[positions_of(vectors[f.file_name])] = False
+            table, positions = table.filter(pa.array(keep)), positions[keep]
+        return table.select(columns), positions
+
+    def _all_columns(self) -> list[str]:
+        return self.schema.field_names + [SEQUENCE_NUMBER, VALUE_KIND]
+
+    def _read_unit(self, bucket: BucketFiles, unit: CompactUnit, vectors: dict) -> pa.Table:
+        parts = [self._read_file(bucket, f, self._all_columns(), vectors)[0] for f in unit.files]
+        return pa.concat_tables(parts)
+
+    # ---- lookup and merge -----------------------------------------------------------------------
+    def _key_index(self, bucket: BucketFiles, f: DataFileMeta) -> KeyIndex:
+        def load() -> KeyIndex:
+            keys, _ = self._read_file(bucket, f, self.keys, None)
+            return KeyIndex(keys, self.key_types)
+        return KEY_INDEXES.get(f.file_name, load)
+
+    def _lookup(self, keys: pa.Table, older: list[DataFileMeta], bucket: BucketFiles,
+                vectors: dict) -> dict[str, np.ndarray]:
+        """Positions of live rows in older files whose key is among `keys`."""
+        if keys.num_rows == 0:
+            return {}
+        batch = BatchKeys.of(keys, self.key_types)
+        lo, hi = self._key_range(keys)
+        found = {}
+        for f in older:
+            if not self._may_overlap(f, lo, hi):
+                continue
+            positions = self._key_index(bucket, f).positions_of(batch)
+            if f.file_name in vectors and len(positions):
+                deleted = positions_of(vectors[f.file_name])
+                positions = positions[~np.isin(positions, deleted)]
+            if len(positions):
+                found[f.file_name] = positions
+        return found
+
+    def _key_range(self, keys: pa.Table) -> tuple[tuple, tuple]:
+        ordered = keys.take(pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in self.keys]))
+        first = tuple(ordered.slice(0, 1).to_pylist()[0].values())
+        last = tuple(ordered.slice(ordered.num_rows - 1, 1).to_pylist()[0].values())
+        return first, last
+
+    def _may_overlap(self, f: DataFileMeta, lo: tuple, hi: tuple) -> bool:
+        file_key_types = [fld.type for fld in key_fields(self.schema_of(f.schema_id))]
+        try:
+            fmin = tuple(deserialize_row(f.min_key, file_key_types))
+            fmax = tuple(deserialize_row(f.max_key, file_key_types))
+            return not (fmax < lo or fmin > hi)
+        except (TypeError, ValueError):
+            return True
+
+    def _merge(self, rows: pa.Table, older: list[DataFileMeta], bucket: BucketFiles, vectors: dict) -> pa.Table:
+        """Merge the unit's rows per key (with old rows where the engine needs them) and mark
+        every replaced older row in the deletion vectors. Returns rows without -U/-D."""
+        merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys, self.engine)
+        found = self._lookup(merged.select(self.keys), older, bucket, vectors)
+        if found and self.engine.name == "first-row":
+            old_keys = pa.concat_tables([self._rows_at(bucket, older, name, pos).select(self.keys)
+                                         for name, pos in found.items()])
+            merged = merged.filter(_not_in(merged, old_keys, self.keys, self.key_types))
+            found = {}
+        elif found and self.engine.name in _MERGES_WITH_OLD_ROW:
+            old = pa.concat_tables([self._rows_at(bucket, older, name, pos) for name, pos in found.items()])
+            both = pa.concat_tables([old.select(merged.column_names), merged])
+            merged = merge_sorted(sort_for_merge(both, self.keys, self.engine.sequence_fields), self.keys, self.engine)
+        for name, positions in found.items():
+            self._mark(vectors, name, positions)
+        kinds = merged.column(VALUE_KIND).to_numpy()
+        return merged.filter(pa.array((kinds != UPDATE_BEFORE) & (kinds != DELETE)))
+
+    def _rows_at(self, bucket: BucketFiles, files: list[DataFileMeta], name: str,
+                 positions: np.ndarray) -> pa.Table:
+        f = next(f for f in files if f.file_name == name)
+        table, _ = self._read_file(bucket, f, self._all_columns(), None)
+        return table.take(pa.array(positions))
+
+    # ---- output -----------------------------------------------------------------------------
+    def _output(self, unit: CompactUnit, merged: pa.Table, vectors: dict) -> list[DataFileMeta]:
+        files = unit.files
+        single = files[0] if len(files) == 1 else None
+        if single is not None and single.file_name not in vectors and (single.delete_row_count == 0) \
+                and merged.num_rows == single.row_count and self.engine.name == "deduplicate":
+            return [single.upgrade(unit.output_level)]
+        if merged.num_rows == 0:
+            return []
+        return self.write_files(merged, unit.output_level)
+
+
+def _not_in(table: pa.Table, keys: pa.Table, names: list[str], types: list) -> pa.Array:
+    """Mask of rows of `table` whose key is not among `keys` (keys compared as BinaryRows)."""
+    mine = encode_rows([table.column(n) for n in names], types)
+    theirs = encode_rows([keys.column(n) for n in names], types)
+    return pc.invert(pc.is_in(mine, value_set=theirs))
