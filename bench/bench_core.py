@@ -1,0 +1,396 @@
+"""Core benchmark, workloads W1 (upsert stream) and W2 (full read) of BENCH.md.
+
+Every system runs in its own fresh subprocess per run, so peak RSS (ru_maxrss) is that
+system's alone, and the systems of one run share the machine's state at about the same
+time: same-run ratios against the anchors are the figures to trust on a noisy machine.
+
+    .venv/bin/python bench/bench_core.py                 # 10 x 200k rows, 3 runs
+    .venv/bin/python bench/bench_core.py --quick         # smoke run, well under a minute
+    .venv/bin/python bench/bench_core.py --systems paimon-streaming,pypaimon --json-out out.jsonl
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import partial
+from importlib.metadata import version
+from itertools import count
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), nullable=False),
+    pa.field("name", pa.string()),
+    pa.field("amount", pa.float64()),
+    pa.field("ts", pa.timestamp("us")),
+    pa.field("category", pa.string()),
+])
+NEW_FRACTION = 0.8
+SAMPLE_IDS = 1000
+BUCKETS = "4"
+_NAMES = pa.array([f"name-{i:05d}" for i in range(10_000)])
+_CATEGORIES = pa.array(["books", "games", "garden", "grocery", "music", "sports", "tools", "toys"])
+_TS0 = np.datetime64("2024-01-01T00:00:00", "us").astype(np.int64)
+_HOUR_US = 3_600_000_000
+
+WriteFn = Callable[[pa.Table], None]
+ReadFn = Callable[[], pa.Table]
+
+
+# ---- data ------------------------------------------------------------------------------------
+def distinct_ids(rows: int, batches: int) -> int:
+    """Batch 0 brings `rows` ids, every later batch brings its 80% of new ids."""
+    return rows + (batches - 1) * int(rows * NEW_FRACTION)
+
+
+def batch_ids(seed: int, rows: int, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """(new ids, updated ids) of batch `index`; depends only on (seed, index), so any batch can be
+    regenerated without the others. Updates are uniform over ids written before, distinct within
+    the batch (a MERGE source must not match one target row twice)."""
+    if index == 0:
+        return np.arange(rows, dtype=np.int64), np.empty(0, dtype=np.int64)
+    rng = np.random.default_rng([seed, index, 0])
+    n_new = int(rows * NEW_FRACTION)
+    existing = distinct_ids(rows, index)
+    new = np.arange(existing, existing + n_new, dtype=np.int64)
+    updated = rng.choice(existing, size=rows - n_new, replace=False).astype(np.int64)
+    return new, updated
+
+
+def make_batch(seed: int, rows: int, index: int) -> pa.Table:
+    """Batch `index` of the upsert stream, rows in random order; vectorized (numpy + dictionary take)."""
+    new, updated = batch_ids(seed, rows, index)
+    rng = np.random.default_rng([seed, index, 1])
+    ids = rng.permutation(np.concatenate([new, updated]))
+    ts = _TS0 + index * _HOUR_US + rng.integers(0, _HOUR_US, rows)
+    return pa.table({
+        "id": ids,
+        "name": _NAMES.take(pa.array(rng.integers(0, len(_NAMES), rows))),
+        "amount": np.round(rng.random(rows) * 1000.0, 2),
+        "ts": pa.array(ts, pa.timestamp("us")),
+        "category": _CATEGORIES.take(pa.array(rng.integers(0, len(_CATEGORIES), rows))),
+    }, schema=SCHEMA)
+
+
+def expected_latest(seed: int, rows: int, batches: int) -> pa.Table:
+    """Latest row of SAMPLE_IDS ids that were updated at least once, sorted by id (from regenerated batches)."""
+    updated = np.unique(np.concatenate([batch_ids(seed, rows, i)[1] for i in range(1, batches)]))
+    rng = np.random.default_rng([seed, 2**31])
+    sample = pa.array(rng.choice(updated, size=min(SAMPLE_IDS, len(updated)), replace=False))
+    parts = []
+    for i in range(batches):
+        batch = make_batch(seed, rows, i)
+        hit = batch.filter(pc.is_in(batch["id"], sample))
+        parts.append(hit.append_column("batch", pa.array(np.full(hit.num_rows, i))))
+    rows_seen = pa.concat_tables(parts).sort_by([("id", "ascending"), ("batch", "descending")])
+    first = np.r_[True, np.diff(rows_seen["id"].to_numpy()) != 0]
+    return rows_seen.filter(pa.array(first)).drop_columns(["batch"])
+
+
+def check_read(out: pa.Table, seed: int, rows: int, batches: int, upsert: bool) -> str | None:
+    """None if the read is right, else what is wrong. Upsert tables: one row per distinct id and
+    the sampled updated ids hold their latest values; raw files: every row written."""
+    want = distinct_ids(rows, batches) if upsert else rows * batches
+    if out.num_rows != want:
+        return f"read {out.num_rows} rows, expected {want}"
+    if not upsert:
+        return None
+    if pc.count_distinct(out["id"]).as_py() != out.num_rows:
+        return "duplicate ids in the read"
+    expected = expected_latest(seed, rows, batches)
+    got = out.filter(pc.is_in(out["id"], expected["id"])).sort_by("id")
+    if got.num_rows != expected.num_rows:
+        return f"{expected.num_rows - got.num_rows} of {expected.num_rows} sampled ids are missing"
+    for name in SCHEMA.names:
+        if not got[name].cast(SCHEMA.field(name).type).equals(expected[name]):
+            return f"column '{name}' of sampled updated ids does not hold the latest values"
+    return None
+
+
+# ---- systems: one function each, returning (write one batch + commit, read everything) --------
+def raw_parquet(workdir: str) -> tuple[WriteFn, ReadFn, str]:
+    """The floor: each batch written once as a Parquet file, no upsert semantics."""
+    import pyarrow.parquet as pq
+    counter = count()
+
+    def write(batch: pa.Table) -> None:
+        pq.write_table(batch, os.path.join(workdir, f"batch-{next(counter):05d}.parquet"))
+
+    def read() -> pa.Table:
+        return pq.read_table(workdir)
+
+    return write, read, pa.__version__
+
+
+def pypaimon_table(workdir: str, dv: bool) -> tuple[WriteFn, ReadFn, str]:
+    """pypaimon primary-key table, bucket = 4: one batch write + commit per batch, merge-on-read."""
+    from pypaimon import CatalogFactory, Schema
+    options = {"bucket": BUCKETS, "deletion-vectors.enabled": str(dv).lower()}
+    catalog = CatalogFactory.create({"warehouse": workdir})
+    catalog.create_database("db", True)
+    catalog.create_table("db.w1", Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options=options), False)
+    table = catalog.get_table("db.w1")
+
+    def write(batch: pa.Table) -> None:
+        builder = table.new_batch_write_builder()
+        writer, committer = builder.new_write(), builder.new_commit()
+        writer.write_arrow(batch)
+        committer.commit(writer.prepare_commit())
+        writer.close()
+        committer.close()
+
+    def read() -> pa.Table:
+        fresh = CatalogFactory.create({"warehouse": workdir}).get_table("db.w1")
+        builder = fresh.new_read_builder()
+        return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+    return write, read, version("pypaimon")
+
+
+def paimon_streaming_table(workdir: str, dv: bool) -> tuple[WriteFn, ReadFn, str]:
+    """Our core: `Table.write_arrow` (one commit per call), `Table.to_arrow` from a fresh catalog."""
+    import paimon_streaming as ps
+    options = {"bucket": BUCKETS, "deletion-vectors.enabled": str(dv).lower()}
+    table = ps.Catalog(workdir).create_table("db.w1", schema=SCHEMA, primary_keys=["id"], options=options)
+
+    def write(batch: pa.Table) -> None:
+        table.write_arrow(batch)
+
+    def read() -> pa.Table:
+        return ps.Catalog(workdir).get_table("db.w1").to_arrow()
+
+    return write, read, version("paimon-streaming")
+
+
+def deltalake_merge(workdir: str) -> tuple[WriteFn, ReadFn, str]:
+    """delta-rs MERGE per batch (update matched, insert the rest): Rust, copy-on-write."""
+    from deltalake import DeltaTable
+    path = os.path.join(workdir, "w1")
+    table = DeltaTable.create(path, SCHEMA)
+
+    def write(batch: pa.Table) -> None:
+        (table.merge(batch, predicate="t.id = s.id", source_alias="s", target_alias="t")
+         .when_matched_update_all().when_not_matched_insert_all().execute())
+
+    def read() -> pa.Table:
+        return DeltaTable(path).to_pyarrow_table()
+
+    return write, read, version("deltalake")
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    open: Callable[[str], tuple[WriteFn, ReadFn, str]]
+    upsert: bool = True       # reads must hold one row per id with its latest values
+    strict: bool = True       # a wrong read fails the bench; False: reported (a known anchor bug)
+    module: str | None = None  # skipped when this module is not importable
+    default: bool = True      # False: only run when named in --systems
+
+
+SYSTEMS = [
+    System("raw-parquet", raw_parquet, upsert=False),
+    System("pypaimon", partial(pypaimon_table, dv=False)),
+    System("paimon-streaming", partial(paimon_streaming_table, dv=False)),
+    System("deltalake", deltalake_merge, module="deltalake"),
+    # deletion vectors: opt-in until our DV write path lands (today it reads back 0 rows)
+    System("paimon-streaming-dv", partial(paimon_streaming_table, dv=True), default=False),
+    System("pypaimon-dv", partial(pypaimon_table, dv=True), strict=False, default=False),
+]
+BY_NAME = {s.name: s for s in SYSTEMS}
+OURS = [s.name for s in SYSTEMS if s.name.startswith("paimon-streaming")]
+ANCHORS = ["raw-parquet", "pypaimon", "pypaimon-dv", "deltalake"]
+
+
+# ---- child: one system, one run ---------------------------------------------------------------
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def run_child(system: System, seed: int, rows: int, batches: int, workdir: str) -> dict:
+    """W1 then W2 for one system in this (fresh) process; returns the measurements."""
+    write, read, lib_version = system.open(workdir)
+    baseline = _maxrss_mb()
+    latencies = []
+    for i in range(batches):
+        batch = make_batch(seed, rows, i)
+        start = time.perf_counter()
+        write(batch)
+        latencies.append(time.perf_counter() - start)
+        del batch
+    write_peak = _maxrss_mb() - baseline
+    start = time.perf_counter()
+    out = read()
+    read_s = time.perf_counter() - start
+    problem = check_read(out, seed, rows, batches, system.upsert)
+    if problem and system.strict:
+        raise SystemExit(f"W2 check FAILED for {system.name}: {problem}")
+    return {
+        "version": lib_version,
+        "batch_s": latencies,
+        "rows_per_s": rows * batches / sum(latencies),
+        "first_batch_s": latencies[0],
+        "last_batch_s": latencies[-1],
+        "last_over_first": latencies[-1] / latencies[0],
+        "write_peak_rss_mb": write_peak,
+        "read_s": read_s,
+        "read_rows": out.num_rows,
+        "read_check": problem or "ok",
+        "baseline_rss_mb": baseline,
+    }
+
+
+# ---- parent: runs, medians, ratios ------------------------------------------------------------
+def spawn(name: str, seed: int, rows: int, batches: int, workroot: str | None) -> dict:
+    """Run one system in a fresh interpreter and return its measurements (dies loudly on failure)."""
+    workdir = tempfile.mkdtemp(prefix=f"bench-{name}-", dir=workroot)
+    try:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--seed", str(seed),
+               "--rows", str(rows), "--batches", str(batches), "--workdir", workdir]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"{name} failed (exit {proc.returncode}); its stderr is above")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+NUMBERS = ["rows_per_s", "first_batch_s", "last_batch_s", "last_over_first", "write_peak_rss_mb", "read_s"]
+
+
+def ratios(runs: dict[str, list[dict]], system: str) -> dict[str, dict[str, float | None]]:
+    """Same-run ratios of `system` against each anchor present, median over runs:
+    rows/s (higher is better), read time and write peak RSS (lower is better). A read ratio is
+    None when either side read back wrong data (a fast wrong read is no anchor)."""
+    out = {}
+    for anchor in ANCHORS:
+        if anchor == system or anchor not in runs:
+            continue
+        pairs = list(zip(runs[system], runs[anchor]))
+        reads_ok = all(a["read_check"] == b["read_check"] == "ok" for a, b in pairs)
+        out[anchor] = {
+            "rows_per_s": statistics.median(a["rows_per_s"] / b["rows_per_s"] for a, b in pairs),
+            "read_s": statistics.median(a["read_s"] / b["read_s"] for a, b in pairs) if reads_ok else None,
+            "write_peak_rss_mb": statistics.median(
+                a["write_peak_rss_mb"] / max(b["write_peak_rss_mb"], 1.0) for a, b in pairs),
+        }
+    return out
+
+
+def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dict]:
+    """One JSON-ready record per system: medians, ratios to anchors, raw per-run numbers."""
+    records = []
+    for name, per_run in runs.items():
+        checks = sorted({r["read_check"] for r in per_run})
+        records.append({
+            "bench": "core", "workload": "W1+W2", "system": name, "version": per_run[0]["version"],
+            "rows_per_batch": args.rows, "batches": args.batches, "runs": len(per_run), "seed": args.seed,
+            "median": {k: statistics.median(r[k] for r in per_run) for k in NUMBERS},
+            "read_check": "; ".join(checks),
+            "vs": ratios(runs, name),
+            "per_run": per_run,
+            "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        })
+    return records
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else spec.format(value)
+
+
+def print_table(records: list[dict]) -> None:
+    """Medians per system, then the same-run ratios of our systems against the anchors."""
+    print(f"\nW1 {records[0]['batches']} x {records[0]['rows_per_batch']:,} rows, median of "
+          f"{records[0]['runs']} run(s); W2 full read")
+    head = (f"{'system':<20}{'rows/s':>11}{'first s':>9}{'last s':>9}{'last/1st':>9}"
+            f"{'peak MB':>9}{'read s':>8}{'read/raw':>9}  read check")
+    print(head + "\n" + "-" * len(head))
+    for r in records:
+        m = r["median"]
+        read_ratio = ("1.00" if r["system"] == "raw-parquet"
+                      else _fmt(r["vs"].get("raw-parquet", {}).get("read_s"), "{:.2f}"))
+        print(f"{r['system']:<20}{m['rows_per_s']:>11,.0f}{m['first_batch_s']:>9.2f}{m['last_batch_s']:>9.2f}"
+              f"{m['last_over_first']:>9.2f}{m['write_peak_rss_mb']:>9.0f}{m['read_s']:>8.2f}{read_ratio:>9}"
+              f"  {r['read_check']}")
+    ours = [r for r in records if r["system"] in OURS and r["vs"]]
+    if ours:
+        print("\nsame-run ratios (median over runs): rows/s is ours / anchor (higher is better); "
+              "read s and peak MB are ours / anchor (lower is better)")
+        for r in ours:
+            for anchor, v in r["vs"].items():
+                print(f"  {r['system']:<20} vs {anchor:<12} rows/s x{v['rows_per_s']:<8.2f}"
+                      f"read s {_fmt(v['read_s'], 'x{:.2f}'):<9}peak MB x{v['write_peak_rss_mb']:.2f}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, default=200_000, help="rows per batch (default 200000)")
+    p.add_argument("--batches", type=int, default=10, help="batches, one commit each (default 10)")
+    p.add_argument("--runs", type=int, default=3, help="runs; medians are reported (default 3)")
+    p.add_argument("--systems", default=None,
+                   help=f"comma-separated subset of: {', '.join(BY_NAME)} "
+                        "(default: all importable, DV systems opt-in)")
+    p.add_argument("--seed", type=int, default=20240601)
+    p.add_argument("--quick", action="store_true", help="smoke run: 3 batches of 20000 rows, 1 run")
+    p.add_argument("--json-out", default=None, help="also write the JSON lines to this file")
+    p.add_argument("--workdir", default=None, help="where tables are written (default: system temp dir)")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.rows, args.batches, args.runs = 20_000, 3, 1
+    if args.rows < 5 or args.batches < 1 or args.runs < 1:
+        p.error("need --rows >= 5, --batches >= 1, --runs >= 1")
+    return args
+
+
+def selected_systems(spec: str | None) -> list[str]:
+    """Requested systems in registry order; by default every system whose module imports."""
+    if spec is None:
+        return [s.name for s in SYSTEMS
+                if s.default and (s.module is None or importlib.util.find_spec(s.module))]
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise SystemExit(f"unknown system(s) {unknown}; choose from {list(BY_NAME)}")
+    return [s.name for s in SYSTEMS if s.name in names]
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.child:
+        result = run_child(BY_NAME[args.child], args.seed, args.rows, args.batches, args.workdir)
+        print(json.dumps(result))
+        return
+    names = selected_systems(args.systems)
+    runs: dict[str, list[dict]] = {n: [] for n in names}
+    for run in range(args.runs):
+        for name in names:
+            started = time.perf_counter()
+            runs[name].append(spawn(name, args.seed, args.rows, args.batches, args.workdir))
+            print(f"run {run + 1}/{args.runs} {name}: {runs[name][-1]['rows_per_s']:,.0f} rows/s "
+                  f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    records = summarize(runs, args)
+    lines = [json.dumps(r) for r in records]
+    print("\n".join(lines))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    print_table(records)
+
+
+if __name__ == "__main__":
+    main()
