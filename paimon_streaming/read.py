@@ -2,7 +2,8 @@
 deletion-vector filtering, and merge-on-read for primary-key tables without deletion vectors.
 
 Everything here is columnar: deletion vectors become boolean masks, the merge is one sort by
-(key, sequence) plus a vectorized "last row of each key" mask.
+(key, sequence.field, sequence) plus the table's merge engine (`merge_engine.py`), after which
+-U/-D results are dropped.
 """
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .datafile import read_data_file
 from .deletionvectors import decode_vector, positions_of
-from .errors import PaimonError
 from .fileio import FileIO
-from .keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, file_fields
+from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND, file_fields
 from .manifest import DataFileMeta
+from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retract, last_of_each_key,
+                           merge_sorted, sort_for_merge)
 from .options import CoreOptions
 from .predicate import Filter
 from .scan import DataSplit, DeletionFile, TableScan
@@ -35,6 +36,13 @@ class SplitReader:
         self.schema = schema
         self.options = CoreOptions(schema.options)
         self._dv_cache: dict[str, bytes] = {}
+        self._engine: MergeEngine | None = None
+
+    @property
+    def engine(self) -> MergeEngine:
+        if self._engine is None:
+            self._engine = engine_for(self.schema)
+        return self._engine
 
     def read(self, splits: Sequence[DataSplit], columns: Sequence[str] | None = None,
              flt: Filter | None = None, with_row_kind: bool = False) -> pa.Table:
@@ -117,44 +125,19 @@ class SplitReader:
 
     # ---- merge on read -------------------------------------------------------------------
     def _merge(self, split: DataSplit, names: list[str]) -> pa.Table | None:
-        engine = self.options.merge_engine
-        if engine not in ("deduplicate", "first-row"):
-            raise PaimonError(
-                f"merge-on-read for merge-engine '{engine}' is not supported yet; "
-                "enable deletion vectors or use the deduplicate / first-row engines")
+        engine = self.engine
         keys = list(self.schema.trimmed_primary_keys)
         seq_fields = self.options.sequence_field
-        cols = list(dict.fromkeys(names + keys + seq_fields))
+        cols = list(dict.fromkeys(engine.read_columns(names) + keys + seq_fields))
         parts = [self._read_file(split, f, cols, [SEQUENCE_NUMBER, VALUE_KIND]) for f in split.files]
         if not parts:
             return None
         table = pa.concat_tables(parts)
         if table.num_rows == 0:
             return table
-        order = [(k, "ascending") for k in keys] + [(s, "ascending") for s in seq_fields] + \
-            [(SEQUENCE_NUMBER, "ascending")]
-        table = table.take(pc.sort_indices(table, sort_keys=order))
-        pick = last_of_each_key(table, keys) if engine == "deduplicate" else first_of_each_key(table, keys)
-        table = table.filter(pa.array(pick))
+        table = merge_sorted(sort_for_merge(table, keys, seq_fields), keys, engine)
         kinds = table.column(VALUE_KIND).to_numpy()
-        return table.filter(pa.array((kinds != UPDATE_BEFORE) & (kinds != DELETE)))
+        return table.filter(pa.array(~is_retract(kinds)))
 
 
-def _key_change(table: pa.Table, keys: list[str]) -> np.ndarray:
-    """changed[i] is True when row i+1 has a different key than row i (rows sorted by key)."""
-    n = table.num_rows
-    changed = np.zeros(max(n - 1, 0), dtype=bool)
-    for k in keys:
-        col = table.column(k).combine_chunks()
-        ne = pc.not_equal(col.slice(1), col.slice(0, n - 1))
-        changed |= ne.to_numpy(zero_copy_only=False).astype(bool)
-    return changed
-
-
-def last_of_each_key(table: pa.Table, keys: list[str]) -> np.ndarray:
-    return np.append(_key_change(table, keys), True)
-
-
-def first_of_each_key(table: pa.Table, keys: list[str]) -> np.ndarray:
-    return np.insert(_key_change(table, keys), 0, True)
-
+__all__ = ["SplitReader", "last_of_each_key", "first_of_each_key"]

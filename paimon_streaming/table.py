@@ -81,9 +81,12 @@ class Table:
     def new_commit(self) -> FileStoreCommit:
         return FileStoreCommit(self.file_io, self.path, self.schema)
 
-    def write_messages(self, data: pa.Table | pa.RecordBatch) -> list[CommitMessage]:
-        """Write files for a batch without committing them (the distributed sink's task step)."""
-        conformed = conform(data, self.schema, self.name)
+    def write_messages(self, data: pa.Table | pa.RecordBatch,
+                       row_kind_column: str | None = None) -> list[CommitMessage]:
+        """Write files for a batch without committing them (the distributed sink's task step).
+
+        `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds."""
+        conformed = conform(data, self.schema, self.name, row_kind_column)
         latest = self.latest_snapshot()
         if latest is None:
             return self.new_write().write(conformed, [])
@@ -92,13 +95,17 @@ class Table:
                                       scan.index_manifest.read(latest.index_manifest))
 
     def write_arrow(self, data: pa.Table | pa.RecordBatch, overwrite: bool = False,
-                    commit_user: str | None = None, commit_identifier: int | None = None) -> int | None:
+                    commit_user: str | None = None, commit_identifier: int | None = None,
+                    row_kind_column: str | None = None) -> int | None:
         """Write one batch and commit it; returns the new snapshot id (None if nothing changed).
 
         `overwrite=True` replaces the table's whole content with `data`. A failed write commits
         nothing; files it wrote are unreferenced and removed by orphan cleanup.
+        `row_kind_column` names an input column (not stored) whose values +I, -U, +U, -D give
+        each row's kind (primary-key tables: -U/-D retract or delete as the merge engine says);
+        a table with the option `rowkind.field` takes them from that (stored) column instead.
         """
-        messages = self.write_messages(data)
+        messages = self.write_messages(data, row_kind_column)
         ids = self.new_commit().commit(
             messages, commit_user or str(uuid.uuid4()),
             BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,

@@ -1,10 +1,13 @@
 """Turning an Arrow batch into data files and commit messages.
 
-Steps, all columnar: conform the batch to the table schema (by column name, clear errors);
-assign each row a partition and a bucket; group rows by (partition, bucket); per group write
-one sorted, deduplicated level-0 file (primary-key tables, sequence numbers continuing from
-the bucket's maximum) or a plain file (append tables). Nothing is committed here: the caller
-hands the returned messages to `FileStoreCommit`.
+Steps, all columnar: conform the batch to the table schema (by column name, clear errors),
+with its row kinds if it has any (a row-kind column of the input, or the table option
+`rowkind.field`); drop -U/-D rows as `ignore-delete` / `ignore-update-before` say; assign each
+row a partition and a bucket; group rows by (partition, bucket); per group write one sorted
+level-0 file merged by key with the table's merge engine (primary-key tables, sequence numbers
+continuing from the bucket's maximum; -U/-D results stay in the file, as `_VALUE_KIND`, so
+they retract older versions on read) or a plain file (append tables). Nothing is committed
+here: the caller hands the returned messages to `FileStoreCommit`.
 """
 from __future__ import annotations
 
@@ -21,14 +24,15 @@ from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
-from .errors import NullKeyError, SchemaMismatchError
+from .errors import NullKeyError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
-from .keyvalue import (KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, file_fields, key_fields)
+from .keyvalue import (INSERT, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, file_fields, key_fields)
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND
 from .options import CoreOptions
 from .paths import PathFactory, bucket_path, partition_path
-from .read import last_of_each_key, first_of_each_key
+from .merge_engine import (engine_for, is_retract, merge_sorted, row_kind_filter, row_kinds,
+                           sort_for_merge)
 from .schema import TableSchema, cast_type_check
 from .stats import collect_stats, stats_columns, stats_modes
 from .types import DataField, from_arrow, to_arrow
@@ -36,10 +40,19 @@ from .types import DataField, from_arrow, to_arrow
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
-def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str) -> pa.Table:
-    """Match columns by name and cast to the table's types; errors name the column."""
+def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str,
+            row_kind_column: str | None = None) -> pa.Table:
+    """Match columns by name and cast to the table's types; errors name the column.
+
+    Row kinds: `row_kind_column` names an input column (not stored unless it is a table
+    column) of +I/-U/+U/-D strings (or int8 kind bytes); without it the table option
+    `rowkind.field` (a stored string column, as in Paimon) gives them, and an input column
+    `_VALUE_KIND` (int8 bytes, e.g. an earlier `conform` result) is accepted too. When a batch
+    has row kinds, the result carries them as a trailing int8 `_VALUE_KIND` column.
+    """
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
+    data, kinds = _split_row_kinds(data, schema, table_name, row_kind_column)
     names = schema.field_names
     unknown = [c for c in data.column_names if c not in names]
     if unknown:
@@ -54,7 +67,8 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             columns.append(pa.nulls(data.num_rows, target))
             continue
         col = data.column(f.name)
-        cast_type_check(f.name, from_arrow(col.type), f.type)
+        if not pa.types.is_null(col.type):  # an all-null column of Arrow type null fits any column
+            cast_type_check(f.name, from_arrow(col.type), f.type)
         if col.type != target:
             try:
                 col = col.cast(target)
@@ -66,7 +80,38 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             raise NullKeyError(f"{kind} column '{f.name}' of table {table_name} contains "
                                f"{col.null_count} null value(s)")
         columns.append(col)
-    return pa.Table.from_arrays(columns, schema=schema.arrow_schema())
+    out = pa.Table.from_arrays(columns, schema=schema.arrow_schema())
+    if kinds is not None:
+        out = out.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(kinds, pa.int8()))
+    return out
+
+
+def _split_row_kinds(data: pa.Table, schema: TableSchema, table_name: str,
+                     row_kind_column: str | None) -> tuple[pa.Table, np.ndarray | None]:
+    """The input without its row-kind column (unless stored) and the row kinds, if any."""
+    kind_field = schema.options.get("rowkind.field")
+    names = schema.field_names
+    kinds = None
+    if VALUE_KIND in data.column_names and VALUE_KIND not in names:
+        kinds = row_kinds(data.column(VALUE_KIND), VALUE_KIND)
+        data = data.drop_columns([VALUE_KIND])
+    if row_kind_column is not None:
+        if row_kind_column not in data.column_names:
+            raise SchemaMismatchError(f"row kind column '{row_kind_column}' is not in the input of table "
+                                      f"{table_name} (columns: {data.column_names})")
+        if kind_field is not None and kind_field != row_kind_column:
+            raise SchemaMismatchError(
+                f"table {table_name} takes row kinds from its column '{kind_field}' (option rowkind.field); "
+                f"do not also pass row_kind_column='{row_kind_column}'")
+        kinds = row_kinds(data.column(row_kind_column), row_kind_column)
+        if row_kind_column not in names:
+            data = data.drop_columns([row_kind_column])
+    elif kind_field is not None:
+        if kind_field not in data.column_names:
+            raise SchemaMismatchError(f"column '{kind_field}' of table {table_name} (its rowkind.field, "
+                                      "which gives each row's kind) is missing from the input")
+        kinds = row_kinds(data.column(kind_field), kind_field)
+    return data, kinds
 
 
 @dataclass
@@ -96,6 +141,7 @@ class TableWrite:
         self.value_stats_cols = stats_columns(list(schema.fields), self.modes)
         self.dynamic = DynamicBucketAssigner(file_io, table_path, self.paths,
                                              self.options.get("dynamic-bucket.target-row-num"))
+        self.engine = engine_for(schema) if self.pk else None
 
     # ---- grouping ------------------------------------------------------------------------
     def group(self, data: pa.Table, index_entries: Sequence[IndexManifestEntry] = ()) -> list[_Group]:
@@ -168,18 +214,16 @@ class TableWrite:
                 for s, e in self._roll(rows)]
 
     def _sort_and_merge(self, rows: pa.Table, sequence: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+        """Sort by (key, sequence.field, sequence number) and merge each key's rows with the
+        table's merge engine; the result keeps its `_VALUE_KIND` column (deletes included)."""
         keys = self.schema.trimmed_primary_keys
-        seq_fields = self.options.sequence_field
-        with_seq = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence))
-        order = [(k, "ascending") for k in keys] + [(s, "ascending") for s in seq_fields] + \
-            [(SEQUENCE_NUMBER, "ascending")]
-        idx = pc.sort_indices(with_seq, sort_keys=order)
-        with_seq = with_seq.take(idx)
-        engine = self.options.merge_engine
-        pick = first_of_each_key(with_seq, keys) if engine == "first-row" else last_of_each_key(with_seq, keys)
-        with_seq = with_seq.filter(pa.array(pick))
-        seq = with_seq.column(SEQUENCE_NUMBER).to_numpy()
-        return with_seq.drop_columns([SEQUENCE_NUMBER]), seq
+        if VALUE_KIND not in rows.column_names:
+            rows = rows.append_column(pa.field(VALUE_KIND, pa.int8(), False),
+                                      pa.array(np.full(rows.num_rows, INSERT, np.int8)))
+        with_seq = rows.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(sequence))
+        merged = merge_sorted(sort_for_merge(with_seq, keys, self.options.sequence_field), keys, self.engine)
+        seq = merged.column(SEQUENCE_NUMBER).to_numpy()
+        return merged.drop_columns([SEQUENCE_NUMBER]), seq
 
     def _roll(self, rows: pa.Table) -> list[tuple[int, int]]:
         target = self.options.target_file_size(self.pk)
@@ -189,11 +233,18 @@ class TableWrite:
     def _write_file(self, directory: str, rows: pa.Table, sequence: np.ndarray, level: int) -> DataFileMeta:
         name = self.paths.new_data_file()
         n = rows.num_rows
+        delete_rows = 0
         if self.pk:
             keys = self.schema.trimmed_primary_keys
+            if VALUE_KIND in rows.column_names:
+                kinds = rows.column(VALUE_KIND).to_numpy().astype(np.int8)
+                rows = rows.drop_columns([VALUE_KIND])
+            else:
+                kinds = np.full(n, INSERT, np.int8)
+            delete_rows = int(is_retract(kinds).sum())  # Java counts -U/-D rows
             key_cols = [rows.column(k) for k in keys]
             file_table = pa.Table.from_arrays(
-                key_cols + [pa.array(sequence, pa.int64()), pa.array(np.zeros(n, np.int8))] + rows.columns,
+                key_cols + [pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8())] + rows.columns,
                 names=[KEY_PREFIX + k for k in keys] + [SEQUENCE_NUMBER, VALUE_KIND] + rows.column_names)
             kfields = key_fields(self.schema)
             key_table = file_table.select([f.name for f in kfields])
@@ -216,7 +267,7 @@ class TableWrite:
             max_sequence_number=int(sequence.max()) if n else 0,
             schema_id=self.schema.id, level=level,
             creation_time=int((dt.datetime.now() - _EPOCH) / dt.timedelta(milliseconds=1)),
-            delete_row_count=0, file_source=FILE_SOURCE_APPEND,
+            delete_row_count=delete_rows, file_source=FILE_SOURCE_APPEND,
             value_stats_cols=None if self.value_stats_cols is None else tuple(self.value_stats_cols))
 
     @staticmethod
@@ -227,11 +278,34 @@ class TableWrite:
                            tuple(stats.null_counts))
 
     # ---- one batch -----------------------------------------------------------------------
+    def _apply_row_kinds(self, data: pa.Table) -> pa.Table:
+        """Drop rows as Paimon's RowKindFilter does and refuse kinds the table cannot take."""
+        if VALUE_KIND not in data.column_names:
+            return data
+        kinds = data.column(VALUE_KIND).to_numpy().astype(np.int8)
+        keep = row_kind_filter(self.schema.options, kinds)
+        if keep is not None and not keep.all():
+            data = data.filter(pa.array(keep))
+            kinds = kinds[keep]
+        if self.pk:
+            self.engine.check_write(kinds)
+            return data
+        if is_retract(kinds).any():
+            raise PaimonError(f"append table {self.table_name} cannot take -U/-D rows (it has no primary key); "
+                              "set the table option 'ignore-delete' = 'true' to drop them")
+        return data.drop_columns([VALUE_KIND])
+
     def write(self, data: pa.Table, live: Sequence[ManifestEntry],
-              index_entries: Sequence[IndexManifestEntry] = (), sequence_offset: int = 0) -> list[CommitMessage]:
+              index_entries: Sequence[IndexManifestEntry] = (), sequence_offset: int = 0,
+              row_kind_column: str | None = None) -> list[CommitMessage]:
         """Write a conformed batch. `live` are the table's live entries (for sequence numbers),
         `index_entries` its index manifest (for dynamic bucket assignment). `sequence_offset`
-        shifts this writer's sequence numbers when several writers share a bucket in one batch."""
+        shifts this writer's sequence numbers when several writers share a bucket in one batch.
+        Row kinds come with the conformed batch (its `_VALUE_KIND` column, see `conform`);
+        `row_kind_column` conforms a raw batch with a row-kind column here."""
+        if row_kind_column is not None:
+            data = conform(data, self.schema, self.table_name, row_kind_column)
+        data = self._apply_row_kinds(data)
         max_seq: dict[tuple[bytes, int], int] = {}
         for e in live:
             k = (e.partition, e.bucket)
