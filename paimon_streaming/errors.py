@@ -39,3 +39,7 @@ class CommitConflictError(PaimonError):
 
 class CorruptFileError(PaimonError):
     """A metadata or index file cannot be decoded or fails its checksum."""
+
+
+class SnapshotExpiredError(SnapshotNotFoundError):
+    """A streaming reader needs a snapshot that snapshot expiration has already removed."""

@@ -72,6 +72,13 @@ class TableScan:
         return [e for m in self.manifest_list.read(snapshot.delta_manifest_list)
                 for e in self.manifest_file.read(m.file_name)]
 
+    def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The changelog files a snapshot added (empty when it has no changelog manifest list)."""
+        if snapshot.changelog_manifest_list is None:
+            return []
+        return [e for m in self.manifest_list.read(snapshot.changelog_manifest_list)
+                for e in self.manifest_file.read(m.file_name)]
+
     def partition_values(self, partition: bytes) -> list[Any]:
         values = self._partition_cache.get(partition)
         if values is None:
@@ -100,7 +107,7 @@ class TableScan:
             if skip_level0 and e.file.level == 0:
                 continue
             groups.setdefault((e.partition, e.bucket), []).append(e)
-        deletion_files = self._deletion_files(snapshot) if dv else {}
+        deletion_files = self.deletion_files(snapshot) if dv else {}
         splits = []
         for (partition, bucket), entries in groups.items():
             if not self._partition_may_match(partition, flt):
@@ -108,15 +115,22 @@ class TableScan:
             files = [e.file for e in entries if self._file_may_match(e.file, flt, pk and not dv)]
             if not files:
                 continue
-            dfs = deletion_files.get((partition, bucket), {})
-            splits.append(DataSplit(
-                partition, self.partition_values(partition), bucket, entries[0].total_buckets,
-                bucket_path(self.table_path, self.partition_dir(partition), bucket), files,
-                {f.file_name: dfs[f.file_name] for f in files if f.file_name in dfs},
-                needs_merge=pk and not dv and not skip_level0))
+            splits.append(self.split_of(partition, bucket, entries[0].total_buckets, files,
+                                        deletion_files.get((partition, bucket)),
+                                        needs_merge=pk and not dv and not skip_level0))
         return splits
 
-    def _deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    def split_of(self, partition: bytes, bucket: int, total_buckets: int, files: list[DataFileMeta],
+                 deletion_files: dict[str, DeletionFile] | None = None, needs_merge: bool = False) -> DataSplit:
+        """A split of the given files of one (partition, bucket), with their deletion files."""
+        dfs = deletion_files or {}
+        return DataSplit(partition, self.partition_values(partition), bucket, total_buckets,
+                         bucket_path(self.table_path, self.partition_dir(partition), bucket), list(files),
+                         {f.file_name: dfs[f.file_name] for f in files if f.file_name in dfs},
+                         needs_merge=needs_merge)
+
+    def deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+        """Deletion vectors of a snapshot per (partition, bucket), keyed by data file name."""
         out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
         for e in self.index_manifest.read(snapshot.index_manifest):
             f = e.index_file

@@ -146,16 +146,27 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
 
 
 class PaimonDataSource(DataSource):
-    """format("paimon"): Apache Paimon tables (see the module docstring for options)."""
+    """format("paimon"): Apache Paimon tables. Writes: see the module docstring; reads:
+    `paimon_streaming.sources` (reader.py: batch, time travel, system tables;
+    stream_reader.py: streaming)."""
 
     @classmethod
     def name(cls) -> str:
         return "paimon"
 
-    def schema(self) -> str:
-        from pyspark.sql.pandas.types import from_arrow_schema
-        ref, warehouse, _ = table_location(self.options)
-        return from_arrow_schema(load_table(ref, warehouse).arrow_schema())
+    def schema(self) -> StructType:
+        from paimon_streaming.sources.datasource import source_schema
+        return source_schema(self.options)
+
+    def reader(self, schema: StructType):
+        """Batch reads (paimon_streaming.sources.reader)."""
+        from paimon_streaming.sources.datasource import reader
+        return reader(self.options, schema)
+
+    def streamReader(self, schema: StructType):
+        """Streaming reads (paimon_streaming.sources.stream_reader)."""
+        from paimon_streaming.sources.datasource import stream_reader
+        return stream_reader(self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> PaimonBatchWriter:
         return PaimonBatchWriter(dict(self.options), schema, overwrite)

@@ -1,5 +1,13 @@
 """Spark read side of paimon-streaming, installed as `paimon_streaming.sources`.
 
-The streaming and batch "paimon" data source is built on the core's `TableScan` and
-`SplitReader`.
+`paimon_streaming.register(spark)` registers the "paimon" data source; its read methods live
+here, on top of the core's `TableScan`/`SplitReader` and `streaming_scan`:
+
+- `reader.py`: `spark.read.format("paimon")`: batch reads, filter pushdown, projection, time
+  travel, system tables (`load("<table>$snapshots")`, ...);
+- `stream_reader.py`: `spark.readStream.format("paimon")`: start modes, row kinds, admission
+  control, consumer progress;
+- `options.py`: the read options; `filters.py`: Spark filters -> filter terms;
+  `partitions.py`: input partitions and the executor-side read;
+- `datasource.py`: schema / reader / streamReader entry points of the data source.
 """

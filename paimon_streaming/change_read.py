@@ -1,0 +1,102 @@
+"""Reading streaming read units into Arrow rows with their row kinds.
+
+Every unit becomes a table of the requested columns plus an int8 `_VALUE_KIND` column
+(+I 0, -U 1, +U 2, -D 3):
+
+- full units (the starting state): every row is +I;
+- delta and changelog units: each row keeps the kind it was written with;
+- overwrite units of primary-key tables: the difference between the replaced files and the
+  new ones, per key: only before -> -D, only after -> +I, changed -> -U (old) and +U (new).
+
+`to_output` turns that column into a user-visible row-kind column ('+I', '-U', '+U', '-D'),
+or, without one, drops the -U/-D rows so the result holds the upserted values only.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .keyvalue import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
+from .predicate import Filter
+from .read import SplitReader
+from .streaming_scan import FULL, OVERWRITE_DIFF, ReadUnit
+
+ROW_KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"], pa.string())
+
+
+def read_unit(reader: SplitReader, unit: ReadUnit, names: list[str], flt: Filter | None = None) -> pa.Table:
+    """Rows of one unit: columns `names` plus `_VALUE_KIND` (rows matching `flt`, if given)."""
+    if unit.kind == OVERWRITE_DIFF and unit.before is not None:
+        table = _overwrite_diff(reader, unit, names)
+        return table if flt is None else table.filter(flt.expression)
+    table = reader.read_split(unit.split, names, flt, with_row_kind=True)
+    if unit.kind == FULL:
+        table = table.set_column(table.schema.get_field_index(VALUE_KIND), pa.field(VALUE_KIND, pa.int8(), False),
+                                 pa.array(np.full(table.num_rows, INSERT, np.int8)))
+    return table
+
+
+def to_output(table: pa.Table, row_kind_column: str | None) -> pa.Table:
+    """Replace `_VALUE_KIND` by a string row-kind column, or drop retractions without one."""
+    kinds = table.column(VALUE_KIND)
+    table = table.drop_columns([VALUE_KIND])
+    if row_kind_column is None:
+        keep = pc.invert(pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8())))
+        return table.filter(keep)
+    names = ROW_KIND_NAMES.take(pc.cast(kinds, pa.int32()))
+    return table.append_column(pa.field(row_kind_column, pa.string(), False), names)
+
+
+def _overwrite_diff(reader: SplitReader, unit: ReadUnit, names: list[str]) -> pa.Table:
+    keys = list(reader.schema.trimmed_primary_keys)
+    cols = names + [k for k in keys if k not in names]
+    before = reader.read_split(unit.before, cols, None, with_row_kind=True).drop_columns([VALUE_KIND])
+    after = reader.read_split(unit.split, cols, None, with_row_kind=True).drop_columns([VALUE_KIND])
+    both = pa.concat_tables([before, after])
+    side = np.concatenate([np.zeros(before.num_rows, np.int8), np.ones(after.num_rows, np.int8)])
+    if both.num_rows == 0:
+        return _with_kinds(both.select(names), np.zeros(0, np.int8))
+    order = pc.sort_indices(both.append_column("__side", pa.array(side)),
+                            [(k, "ascending") for k in keys] + [("__side", "ascending")]).to_numpy()
+    ordered = both.take(order)
+    side = side[order]
+    n = ordered.num_rows
+    same_key_as_next = np.ones(n - 1, dtype=bool)
+    for k in keys:
+        col = ordered.column(k)
+        same_key_as_next &= pc.fill_null(pc.equal(col.slice(0, n - 1), col.slice(1)), False).to_numpy(
+            zero_copy_only=False)
+    pair = np.zeros(n, dtype=bool)          # row i (before) and i+1 (after) hold the same key
+    pair[:-1] = same_key_as_next & (side[:-1] == 0) & (side[1:] == 1)
+    in_pair = pair.copy()
+    in_pair[1:] |= pair[:-1]
+    kinds = np.where(side == 0, DELETE, INSERT).astype(np.int8)
+    keep = ~in_pair
+    firsts = np.nonzero(pair)[0]
+    if firsts.size:
+        changed = ~_rows_equal(ordered.select(names), firsts, firsts + 1)
+        idx = firsts[changed]
+        kinds[idx], kinds[idx + 1] = UPDATE_BEFORE, UPDATE_AFTER
+        keep[idx] = keep[idx + 1] = True
+    rows = np.nonzero(keep)[0]
+    return _with_kinds(ordered.select(names).take(pa.array(rows)), kinds[rows])
+
+
+def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:
+    return table.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(kinds, pa.int8()))
+
+
+def _rows_equal(table: pa.Table, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Whether rows left[i] and right[i] of `table` hold equal values (nulls equal nulls)."""
+    equal = np.ones(len(left), dtype=bool)
+    li, ri = pa.array(left), pa.array(right)
+    for name in table.column_names:
+        a, b = table.column(name).take(li), table.column(name).take(ri)
+        try:
+            same = pc.equal(a, b)
+            both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+            equal &= pc.or_(pc.fill_null(same, False), both_null).to_numpy(zero_copy_only=False)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # nested types: compare as Python values
+            equal &= np.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
+    return equal

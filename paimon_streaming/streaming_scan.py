@@ -1,0 +1,430 @@
+"""Streaming reads of a table: where a stream starts and what each step between snapshots reads.
+
+A stream is a sequence of *read units*, numbered per snapshot. A unit is one split (the files
+of one partition and bucket, or a single file) of one snapshot's plan:
+
+- the *full* plan of the start snapshot (modes latest-full, from-snapshot-full, tag): its
+  live files, merged per bucket on primary-key tables without deletion vectors, rows +I;
+- the *delta* plan of a later snapshot, as Java's DeltaFollowUpScanner (changelog-producer
+  none): the files an APPEND snapshot added, one unit per file, rows with their written
+  row kind (_VALUE_KIND); COMPACT, ANALYZE and (by default) OVERWRITE snapshots add no units;
+- the *changelog* plan (changelog-producer input/lookup/full-compaction, Java's
+  ChangelogFollowUpScanner): the changelog files of every snapshot that has them;
+- with `streaming-read-overwrite=true`, an OVERWRITE snapshot's changes: on append tables
+  the files it added, on primary-key tables the per-bucket difference between the replaced
+  and the new files (-D, +I, -U/+U), as Java's `readChanges`.
+
+A `StreamPosition` (snapshot, units, full) says "everything before this snapshot, and the
+first `units` units of its plan, are consumed". Positions are what a stream checkpoints, so
+a restarted stream continues exactly after the last committed unit. Plans are deterministic
+(a snapshot's files never change), so a position means the same thing in every run.
+"""
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .consumers import ConsumerManager, check_consumer_id
+from .errors import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError
+from .fileio import FileIO
+from .manifest import ADD, ManifestEntry
+from .options import CoreOptions
+from .scan import DataSplit, TableScan
+from .schema import TableSchema
+from .snapshot import APPEND, OVERWRITE, Snapshot, SnapshotManager
+from .tags import TagManager
+from .time_travel import earlier_than
+
+log = logging.getLogger("paimon_streaming.source")
+
+FULL, DELTA, CHANGELOG, OVERWRITE_DIFF = "full", "delta", "changelog", "overwrite"
+
+SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
+              "from-timestamp")
+_UNSUPPORTED_MODES = ("compacted-full", "incremental", "from-file-creation-time", "from-creation-timestamp")
+
+
+@dataclass(frozen=True)
+class StreamPosition:
+    """Everything before `snapshot`, and units [0, units) of its plan, are consumed.
+
+    `full`: that snapshot is read through its full plan (the stream's starting state)
+    rather than its changes."""
+    snapshot: int
+    units: int = 0
+    full: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"snapshot": self.snapshot, "units": self.units, "full": self.full}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "StreamPosition":
+        try:
+            return StreamPosition(int(d["snapshot"]), int(d.get("units", 0)), bool(d.get("full", False)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a paimon stream offset: {dict(d)!r}") from exc
+
+
+@dataclass(frozen=True)
+class ReadUnit:
+    """One split of one snapshot's streaming plan (see the module docstring)."""
+    snapshot_id: int
+    index: int
+    kind: str                       # FULL, DELTA, CHANGELOG or OVERWRITE_DIFF
+    split: DataSplit
+    before: DataSplit | None = None  # OVERWRITE_DIFF on primary-key tables: the replaced files
+
+    @property
+    def files(self) -> int:
+        return len(self.split.files) + (len(self.before.files) if self.before is not None else 0)
+
+    @property
+    def rows(self) -> int:
+        return self.split.row_count + (self.before.row_count if self.before is not None else 0)
+
+    @property
+    def bytes(self) -> int:
+        n = sum(f.file_size for f in self.split.files)
+        return n + (sum(f.file_size for f in self.before.files) if self.before is not None else 0)
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Admission control of one micro-batch; None means no limit. A batch always admits at
+    least one unit, then stops before the unit that would exceed a limit."""
+    max_files: int | None = None
+    max_snapshots: int | None = None
+    max_rows: int | None = None
+    max_bytes: int | None = None
+
+    def __post_init__(self):
+        for name in ("max_files", "max_snapshots", "max_rows", "max_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise InvalidOptionError(f"read limit {name} must be at least 1, got {value}")
+
+    @property
+    def unlimited(self) -> bool:
+        return all(v is None for v in (self.max_files, self.max_snapshots, self.max_rows, self.max_bytes))
+
+
+class _Admission:
+    def __init__(self, limits: ReadLimits | None):
+        self.limits = limits or ReadLimits()
+        self.units = self.files = self.rows = self.bytes = self.snapshots = 0
+
+    def open_snapshot(self) -> bool:
+        cap = self.limits.max_snapshots
+        if cap is not None and self.units and self.snapshots >= cap:
+            return False
+        self.snapshots += 1
+        return True
+
+    def admit(self, unit: ReadUnit) -> bool:
+        lim = self.limits
+        if self.units and any(cap is not None and have + add > cap for cap, have, add in (
+                (lim.max_files, self.files, unit.files), (lim.max_rows, self.rows, unit.rows),
+                (lim.max_bytes, self.bytes, unit.bytes))):
+            return False
+        self.units += 1
+        self.files += unit.files
+        self.rows += unit.rows
+        self.bytes += unit.bytes
+        return True
+
+
+def _get(options: Mapping[str, str], key: str) -> str | None:
+    value = options.get(key)
+    return None if value is None or str(value).strip() == "" else str(value).strip()
+
+
+def _int(options: Mapping[str, str], key: str) -> int | None:
+    raw = _get(options, key)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidOptionError(f"option '{key}' must be an integer, got {raw!r}") from None
+
+
+def _bool(options: Mapping[str, str], key: str) -> bool:
+    raw = _get(options, key)
+    if raw is None:
+        return False
+    if raw.lower() not in ("true", "false"):
+        raise InvalidOptionError(f"option '{key}' must be true or false, got {raw!r}")
+    return raw.lower() == "true"
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """The Paimon options that shape a streaming read (Paimon's keys and defaults)."""
+    scan_mode: str = "default"
+    snapshot_id: int | None = None
+    timestamp_millis: int | None = None
+    tag_name: str | None = None
+    consumer_id: str | None = None
+    consumer_ignore_progress: bool = False
+    read_overwrite: bool = False
+    changelog_producer: str = "none"
+
+    @staticmethod
+    def from_options(table_options: Mapping[str, str], read_options: Mapping[str, str]) -> "StreamOptions":
+        """Table options overridden by the reader's options (keys compared case-insensitively)."""
+        merged = {k.lower(): v for k, v in table_options.items()}
+        merged.update({k.lower(): v for k, v in read_options.items()})
+        mode = (_get(merged, "scan.mode") or "default").lower()
+        if mode in _UNSUPPORTED_MODES:
+            raise InvalidOptionError(f"scan.mode '{mode}' is not supported by paimon-streaming; "
+                                     f"use one of {', '.join(SCAN_MODES)}")
+        if mode not in SCAN_MODES:
+            raise InvalidOptionError(f"unknown scan.mode {mode!r}; expected one of {', '.join(SCAN_MODES)}")
+        consumer = _get(merged, "consumer-id")
+        producer = (_get(merged, "changelog-producer") or "none").lower()
+        CoreOptions({"changelog-producer": producer}).get("changelog-producer")  # validates
+        return StreamOptions(
+            scan_mode=mode, snapshot_id=_int(merged, "scan.snapshot-id"),
+            timestamp_millis=_int(merged, "scan.timestamp-millis"), tag_name=_get(merged, "scan.tag-name"),
+            consumer_id=None if consumer is None else check_consumer_id(consumer),
+            consumer_ignore_progress=_bool(merged, "consumer.ignore-progress"),
+            read_overwrite=_bool(merged, "streaming-read-overwrite"), changelog_producer=producer)
+
+
+def split_with_files(split: DataSplit, files: list) -> DataSplit:
+    """The same split restricted to `files` (with their deletion files)."""
+    names = {f.file_name for f in files}
+    return DataSplit(split.partition, split.partition_values, split.bucket, split.total_buckets,
+                     split.bucket_path, list(files),
+                     {n: d for n, d in split.deletion_files.items() if n in names}, split.needs_merge)
+
+
+def units_of_splits(snapshot_id: int, splits: list[DataSplit], kind: str = FULL) -> list[ReadUnit]:
+    """Read units of planned splits in (partition, bucket) order: a split that must be merged
+    by key is one unit, any other split one unit per file."""
+    units: list[ReadUnit] = []
+    for s in sorted(splits, key=lambda s: (s.partition, s.bucket)):
+        if not s.files:
+            continue
+        for part in ([s] if s.needs_merge else [split_with_files(s, [f]) for f in s.files]):
+            units.append(ReadUnit(snapshot_id, len(units), kind, part))
+    return units
+
+
+class StreamingScan:
+    """Plans a table's stream: start position, units per snapshot, micro-batches of units."""
+
+    PLAN_CACHE_SIZE = 64
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, options: StreamOptions):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.options = options
+        self.scan = TableScan(file_io, table_path, schema)
+        self.snapshots = SnapshotManager(file_io, table_path)
+        self.tags = TagManager(file_io, table_path)
+        self.consumers = ConsumerManager(file_io, table_path)
+        self._plans: OrderedDict[tuple[int, bool], list[ReadUnit]] = OrderedDict()
+
+    # ---- where a stream starts ------------------------------------------------------------
+    def start_position(self) -> StreamPosition:
+        """The first position of a new stream: consumer progress when `consumer-id` has a
+        progress file (unless `consumer.ignore-progress`), else per `scan.mode`."""
+        o = self.options
+        if o.consumer_id and not o.consumer_ignore_progress:
+            n = self.consumers.next_snapshot(o.consumer_id)
+            if n is not None:
+                earliest = self.snapshots.earliest_id()
+                if earliest is not None and n < earliest:
+                    raise self._expired(n, f"consumer '{o.consumer_id}' is at snapshot {n}")
+                return StreamPosition(n)
+        mode = o.scan_mode
+        if mode == "default":
+            if o.timestamp_millis is not None:
+                mode = "from-timestamp"
+            elif o.snapshot_id is not None or o.tag_name is not None:
+                mode = "from-snapshot-full" if o.snapshot_id is None else "from-snapshot"
+            else:
+                mode = "latest-full"
+        latest, earliest = self.snapshots.latest_id(), self.snapshots.earliest_id()
+        if mode in ("latest-full", "full"):
+            return StreamPosition(latest, 0, True) if latest is not None else StreamPosition(1)
+        if mode == "latest":
+            return StreamPosition(latest + 1 if latest is not None else 1)
+        if mode == "from-timestamp":
+            if o.timestamp_millis is None:
+                raise InvalidOptionError("scan.mode 'from-timestamp' needs option 'scan.timestamp-millis'")
+            if latest is None:
+                return StreamPosition(1)
+            before = earlier_than(self.snapshots, o.timestamp_millis)
+            return StreamPosition(earliest if before is None else before + 1)
+        # from-snapshot / from-snapshot-full: a snapshot id, or a tag's snapshot
+        if o.snapshot_id is not None and o.tag_name is not None:
+            raise InvalidOptionError("give scan.snapshot-id or scan.tag-name, not both")
+        if o.snapshot_id is not None:
+            start = o.snapshot_id
+            if earliest is not None and start < earliest:
+                log.warning("scan.snapshot-id %d of %s has expired; starting from the earliest snapshot %d",
+                            start, self.table_path, earliest)
+                start = earliest
+        elif o.tag_name is not None:
+            start = self.tags.snapshot(o.tag_name).id
+        else:
+            raise InvalidOptionError(f"scan.mode '{mode}' needs option 'scan.snapshot-id' or 'scan.tag-name'")
+        return StreamPosition(start, 0, mode == "from-snapshot-full")
+
+    # ---- one snapshot's plan ------------------------------------------------------------
+    def snapshot_units(self, snapshot_id: int, full: bool) -> list[ReadUnit] | None:
+        """The units of one snapshot (full plan or changes); None when it does not exist yet."""
+        key = (snapshot_id, full)
+        cached = self._plans.get(key)
+        if cached is not None:
+            self._plans.move_to_end(key)
+            return cached
+        snapshot = self._snapshot(snapshot_id, full)
+        if snapshot is None:
+            return None
+        units = self._full_units(snapshot) if full else self._change_units(snapshot)
+        self._plans[key] = units
+        while len(self._plans) > self.PLAN_CACHE_SIZE:
+            self._plans.popitem(last=False)
+        return units
+
+    def _snapshot(self, snapshot_id: int, full: bool) -> Snapshot | None:
+        try:
+            return self.snapshots.snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            pass
+        if full:  # a tag keeps its snapshot's files after the snapshot itself expired
+            for name in self.tags.tag_names():
+                tagged = self.tags.snapshot(name)
+                if tagged.id == snapshot_id:
+                    return tagged
+        latest = self.snapshots.latest_id()
+        if latest is None or snapshot_id > latest:
+            return None
+        raise self._expired(snapshot_id, "the stream")
+
+    def _expired(self, snapshot_id: int, who: str) -> SnapshotExpiredError:
+        earliest = self.snapshots.earliest_id()
+        return SnapshotExpiredError(
+            f"table {self.table_path}: {who} needs snapshot {snapshot_id}, which no longer exists "
+            f"(earliest snapshot is {earliest}, latest {self.snapshots.latest_id()}); the changes committed "
+            f"in snapshots {snapshot_id}..{(earliest or snapshot_id + 1) - 1} can no longer be read. "
+            "To keep the snapshots a stream still needs, give the stream a 'consumer-id' (snapshot "
+            "expiration keeps what consumers have not read) or retain more snapshots on the table "
+            "('snapshot.num-retained.min', 'snapshot.time-retained'). To continue anyway, restart the "
+            "query with a new checkpoint (e.g. scan.mode 'latest-full' reads the current state first).")
+
+    def _full_units(self, snapshot: Snapshot) -> list[ReadUnit]:
+        splits = self.scan.plan(snapshot)
+        producer = self.options.changelog_producer
+        if producer in ("lookup", "full-compaction") and self.schema.primary_keys:
+            # as Java: level-0 files will still produce changelog; full-compaction reads the top level only
+            top = CoreOptions(self.schema.options).num_levels - 1
+            keep = (lambda f: f.level > 0) if producer == "lookup" else (lambda f: f.level == top)
+            splits = [split_with_files(s, [f for f in s.files if keep(f)]) for s in splits]
+        return units_of_splits(snapshot.id, splits)
+
+    def _change_units(self, snapshot: Snapshot) -> list[ReadUnit]:
+        if snapshot.commit_kind == OVERWRITE and self.options.read_overwrite:
+            return self._overwrite_units(snapshot)
+        if self.options.changelog_producer == "none":
+            if snapshot.commit_kind != APPEND:
+                return []
+            entries, kind = [e for e in self.scan.delta_entries(snapshot) if e.kind == ADD], DELTA
+        else:
+            entries, kind = [e for e in self.scan.changelog_entries(snapshot) if e.kind == ADD], CHANGELOG
+        return self._file_units(snapshot, entries, kind)
+
+    def _file_units(self, snapshot: Snapshot, entries: list[ManifestEntry], kind: str) -> list[ReadUnit]:
+        dvs = self.scan.deletion_files(snapshot) if self.scan.options.deletion_vectors and kind == DELTA else {}
+        entries = sorted(entries, key=lambda e: (e.partition, e.bucket, e.file.file_name))
+        return [ReadUnit(snapshot.id, i, kind, self.scan.split_of(e.partition, e.bucket, e.total_buckets, [e.file],
+                                                                 dvs.get((e.partition, e.bucket))))
+                for i, e in enumerate(entries)]
+
+    def _overwrite_units(self, snapshot: Snapshot) -> list[ReadUnit]:
+        entries = self.scan.delta_entries(snapshot)
+        if not self.schema.primary_keys:  # append tables: the new files, as Java
+            return self._file_units(snapshot, [e for e in entries if e.kind == ADD], DELTA)
+        groups: dict[tuple[bytes, int], tuple[int, list, list]] = {}
+        for e in entries:
+            total, before, after = groups.setdefault((e.partition, e.bucket), (e.total_buckets, [], []))
+            (after if e.kind == ADD else before).append(e.file)
+        units = []
+        for (partition, bucket), (total, before, after) in sorted(groups.items()):
+            same = {f.file_name for f in before} & {f.file_name for f in after}
+            before = [f for f in before if f.file_name not in same]
+            after = [f for f in after if f.file_name not in same]
+            if not before and not after:
+                continue
+            units.append(ReadUnit(snapshot.id, len(units), OVERWRITE_DIFF,
+                                  self.scan.split_of(partition, bucket, total, after, needs_merge=True),
+                                  self.scan.split_of(partition, bucket, total, before, needs_merge=True)))
+        return units
+
+    # ---- micro-batches ------------------------------------------------------------------
+    def plan_batch(self, start: StreamPosition, limits: ReadLimits | None = None,
+                   last_snapshot: int | None = None) -> tuple[list[ReadUnit], StreamPosition]:
+        """The units after `start` that one micro-batch admits, and the position after them.
+
+        Reads no snapshot beyond `last_snapshot` (Trigger.AvailableNow's target). When nothing
+        is left to read, returns ([], start): the stream does not move."""
+        latest = self.snapshots.latest_id()
+        if latest is None:
+            return [], start
+        cap = latest if last_snapshot is None else min(latest, last_snapshot)
+        admission = _Admission(limits)
+        units: list[ReadUnit] = []
+        end: StreamPosition | None = None
+        s = start.snapshot
+        while s <= cap and end is None:
+            full = start.full and s == start.snapshot
+            plan = self.snapshot_units(s, full)
+            if plan is None:
+                break
+            first = start.units if s == start.snapshot else 0
+            todo = plan[first:]
+            if todo:
+                if not admission.open_snapshot():
+                    end = StreamPosition(s, first, full)
+                    break
+                for u in todo:
+                    if not admission.admit(u):
+                        end = StreamPosition(s, u.index, full)
+                        break
+                    units.append(u)
+            s += 1
+        if not units:
+            return [], start
+        return units, end if end is not None else StreamPosition(s, 0, False)
+
+    def units_between(self, start: StreamPosition, end: StreamPosition) -> list[ReadUnit]:
+        """The units after `start` up to `end` (a micro-batch's content)."""
+        out: list[ReadUnit] = []
+        for s in range(start.snapshot, end.snapshot + 1):
+            lo = start.units if s == start.snapshot else 0
+            if s == end.snapshot and end.units <= lo:
+                break
+            full = start.full and s == start.snapshot
+            if s == end.snapshot and end.full != full:
+                raise ValueError(f"inconsistent stream offsets {start} -> {end}")
+            plan = self.snapshot_units(s, full)
+            if plan is None:
+                raise SnapshotNotFoundError(
+                    f"table {self.table_path}: snapshot {s} of a planned micro-batch does not exist "
+                    f"(latest is {self.snapshots.latest_id()}); was the table rolled back or recreated?")
+            hi = end.units if s == end.snapshot else len(plan)
+            out.extend(plan[lo:hi])
+        return out
+
+    # ---- progress -----------------------------------------------------------------------
+    def record_progress(self, position: StreamPosition) -> None:
+        """Write the consumer file (if `consumer-id` is set): snapshots >= position.snapshot are
+        still needed by this stream."""
+        if self.options.consumer_id:
+            self.consumers.record(self.options.consumer_id, position.snapshot)

@@ -1,0 +1,270 @@
+"""System tables: a table's metadata as Arrow tables, named as in Paimon (`t$snapshots`, ...).
+
+Columns follow Java's system tables (`org.apache.paimon.table.system.*Table`). Times that
+are instants (snapshot commit times, schema update times) are UTC timestamps; times Java
+stores as local date-times (tag creation time, file creation time) are naive timestamps.
+
+    system_table(table, "snapshots")           # or "tags", "files", "manifests", "schemas",
+                                                #    "options", "consumers"
+    split_system_table("/wh/db.db/t$files")    # -> ("/wh/db.db/t", "files")
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from .binary_row import deserialize_row
+from .consumers import ConsumerManager
+from .manifest import DataFileMeta
+from .paths import bucket_path
+from .scan import TableScan
+from .schema import SchemaManager, TableSchema
+from .snapshot import Snapshot
+from .table import Table
+
+_TS = pa.timestamp("ms", tz="UTC")
+_LOCAL_TS = pa.timestamp("ms")
+
+
+def _f(name: str, type_: pa.DataType, nullable: bool = True) -> pa.Field:
+    return pa.field(name, type_, nullable)
+
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "snapshots": pa.schema([
+        _f("snapshot_id", pa.int64(), False), _f("schema_id", pa.int64(), False),
+        _f("commit_user", pa.string(), False), _f("commit_identifier", pa.int64(), False),
+        _f("commit_kind", pa.string(), False), _f("commit_time", _TS, False),
+        _f("base_manifest_list", pa.string(), False), _f("delta_manifest_list", pa.string(), False),
+        _f("changelog_manifest_list", pa.string()), _f("total_record_count", pa.int64()),
+        _f("delta_record_count", pa.int64()), _f("changelog_record_count", pa.int64()),
+        _f("watermark", pa.int64()), _f("next_row_id", pa.int64())]),
+    "tags": pa.schema([
+        _f("tag_name", pa.string(), False), _f("snapshot_id", pa.int64(), False),
+        _f("schema_id", pa.int64(), False), _f("commit_time", _TS, False), _f("record_count", pa.int64()),
+        _f("create_time", _LOCAL_TS), _f("time_retained", pa.string())]),
+    "files": pa.schema([
+        _f("partition", pa.string()), _f("bucket", pa.int32(), False), _f("file_path", pa.string(), False),
+        _f("file_format", pa.string(), False), _f("schema_id", pa.int64(), False),
+        _f("level", pa.int32(), False), _f("record_count", pa.int64(), False),
+        _f("file_size_in_bytes", pa.int64(), False), _f("min_key", pa.string()), _f("max_key", pa.string()),
+        _f("null_value_counts", pa.string(), False), _f("min_value_stats", pa.string(), False),
+        _f("max_value_stats", pa.string(), False), _f("min_sequence_number", pa.int64()),
+        _f("max_sequence_number", pa.int64()), _f("creation_time", _LOCAL_TS), _f("deleteRowCount", pa.int64()),
+        _f("file_source", pa.string()), _f("first_row_id", pa.int64()), _f("write_cols", pa.list_(pa.string()))]),
+    "manifests": pa.schema([
+        _f("file_name", pa.string(), False), _f("file_size", pa.int64(), False),
+        _f("num_added_files", pa.int64(), False), _f("num_deleted_files", pa.int64(), False),
+        _f("schema_id", pa.int64(), False), _f("min_partition_stats", pa.string()),
+        _f("max_partition_stats", pa.string()), _f("min_row_id", pa.int64()), _f("max_row_id", pa.int64())]),
+    "schemas": pa.schema([
+        _f("schema_id", pa.int64(), False), _f("fields", pa.string(), False),
+        _f("partition_keys", pa.string(), False), _f("primary_keys", pa.string(), False),
+        _f("options", pa.string(), False), _f("comment", pa.string()), _f("update_time", _TS, False)]),
+    "options": pa.schema([_f("key", pa.string(), False), _f("value", pa.string(), False)]),
+    "consumers": pa.schema([_f("consumer_id", pa.string(), False), _f("next_snapshot_id", pa.int64(), False)]),
+}
+SYSTEM_TABLES = tuple(SCHEMAS)
+SEPARATOR = "$"
+
+
+def split_system_table(ref: str) -> tuple[str, str | None]:
+    """'<table>$<system table>' -> (table, name); a plain table reference -> (ref, None)."""
+    base, sep, name = ref.rpartition(SEPARATOR)
+    if sep and base and name.lower() in SCHEMAS:
+        return base, name.lower()
+    return ref, None
+
+
+def system_table_schema(name: str) -> pa.Schema:
+    try:
+        return SCHEMAS[name]
+    except KeyError:
+        raise ValueError(f"unknown system table {name!r}; expected one of {', '.join(SYSTEM_TABLES)}") from None
+
+
+def system_table(table: Table, name: str, snapshot: Snapshot | None = None) -> pa.Table:
+    """The system table `name` of `table`; `files`/`manifests` at `snapshot` (default latest)."""
+    schema = system_table_schema(name)
+    rows = _BUILDERS[name](table, snapshot)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+# ---- builders -------------------------------------------------------------------------------
+def _snapshots(table: Table, _: Snapshot | None) -> list[dict]:
+    return [{"snapshot_id": s.id, "schema_id": s.schema_id, "commit_user": s.commit_user,
+             "commit_identifier": s.commit_identifier, "commit_kind": s.commit_kind,
+             "commit_time": _instant(s.time_millis), "base_manifest_list": s.base_manifest_list,
+             "delta_manifest_list": s.delta_manifest_list, "changelog_manifest_list": s.changelog_manifest_list,
+             "total_record_count": s.total_record_count, "delta_record_count": s.delta_record_count,
+             "changelog_record_count": s.changelog_record_count, "watermark": s.watermark,
+             "next_row_id": s.next_row_id} for s in table.snapshots()]
+
+
+def _tags(table: Table, _: Snapshot | None) -> list[dict]:
+    rows = []
+    for name in table.tag_manager.tag_names():
+        s = table.tag_manager.snapshot(name)
+        rows.append({"tag_name": name, "snapshot_id": s.id, "schema_id": s.schema_id,
+                     "commit_time": _instant(s.time_millis), "record_count": s.total_record_count,
+                     "create_time": _local_datetime(s.extra.get("tagCreateTime")),
+                     "time_retained": _duration(s.extra.get("tagTimeRetained"))})
+    return rows
+
+
+def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
+    snapshot = snapshot or table.latest_snapshot()
+    if snapshot is None:
+        return []
+    scan = TableScan(table.file_io, table.path, table.schema)
+    rows = []
+    for e in scan.live_entries(snapshot):
+        f = e.file
+        path = f.external_path or f"{bucket_path(table.path, scan.partition_dir(e.partition), e.bucket)}/{f.file_name}"
+        file_schema = scan.schema_of(f.schema_id)
+        nulls, mins, maxs = _value_stats(f, file_schema)
+        rows.append({
+            "partition": _row_str(scan.partition_values(e.partition), "{", "}"),
+            "bucket": e.bucket, "file_path": path, "file_format": f.file_name.rsplit(".", 1)[-1],
+            "schema_id": f.schema_id, "level": f.level, "record_count": f.row_count,
+            "file_size_in_bytes": f.file_size,
+            "min_key": _key_str(f.min_key, file_schema), "max_key": _key_str(f.max_key, file_schema),
+            "null_value_counts": nulls, "min_value_stats": mins, "max_value_stats": maxs,
+            "min_sequence_number": f.min_sequence_number, "max_sequence_number": f.max_sequence_number,
+            "creation_time": None if f.creation_time is None else _naive_millis(f.creation_time),
+            "deleteRowCount": f.delete_row_count,
+            "file_source": {0: "APPEND", 1: "COMPACT"}.get(f.file_source) if f.file_source is not None else None,
+            "first_row_id": f.first_row_id,
+            "write_cols": None if f.write_cols is None else list(f.write_cols)})
+    return rows
+
+
+def _manifests(table: Table, snapshot: Snapshot | None) -> list[dict]:
+    snapshot = snapshot or table.latest_snapshot()
+    if snapshot is None:
+        return []
+    scan = TableScan(table.file_io, table.path, table.schema)
+    types = [x.type.copy(nullable=True) for x in scan.partition_fields]
+    metas = scan.manifest_list.read(snapshot.base_manifest_list) + scan.manifest_list.read(snapshot.delta_manifest_list)
+    return [{"file_name": m.file_name, "file_size": m.file_size, "num_added_files": m.num_added_files,
+             "num_deleted_files": m.num_deleted_files, "schema_id": m.schema_id,
+             "min_partition_stats": _row_str(deserialize_row(m.partition_stats.min_values, types), "{", "}"),
+             "max_partition_stats": _row_str(deserialize_row(m.partition_stats.max_values, types), "{", "}"),
+             "min_row_id": m.min_row_id, "max_row_id": m.max_row_id} for m in metas]
+
+
+def _schemas(table: Table, _: Snapshot | None) -> list[dict]:
+    manager = SchemaManager(table.file_io, table.path)
+    rows = []
+    for sid in manager.schema_ids():
+        s = manager.schema(sid)
+        rows.append({"schema_id": s.id, "fields": _flat_json([f.to_json() for f in s.fields]),
+                     "partition_keys": _flat_json(list(s.partition_keys)),
+                     "primary_keys": _flat_json(list(s.primary_keys)), "options": _flat_json(dict(s.options)),
+                     "comment": s.comment, "update_time": _instant(s.time_millis)})
+    return rows
+
+
+def _options(table: Table, _: Snapshot | None) -> list[dict]:
+    return [{"key": k, "value": str(v)} for k, v in sorted(table.schema.options.items())]
+
+
+def _consumers(table: Table, _: Snapshot | None) -> list[dict]:
+    return [{"consumer_id": cid, "next_snapshot_id": n}
+            for cid, n in sorted(ConsumerManager(table.file_io, table.path).consumers().items())]
+
+
+_BUILDERS: dict[str, Callable[[Table, Snapshot | None], list[dict]]] = {
+    "snapshots": _snapshots, "tags": _tags, "files": _files, "manifests": _manifests,
+    "schemas": _schemas, "options": _options, "consumers": _consumers}
+
+
+# ---- value formatting (as Java prints them) -------------------------------------------------
+def _flat_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _instant(millis: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)
+
+
+def _naive_millis(millis: int) -> dt.datetime:
+    return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=millis)
+
+
+def _local_datetime(value: Any) -> dt.datetime | None:
+    """Jackson's LocalDateTime: [y, m, d, h, min(, s(, nanos))] or an ISO string."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return dt.datetime.fromisoformat(value)
+    parts = list(value) + [0] * (7 - len(value))
+    y, mo, d, h, mi, s, nanos = parts[:7]
+    return dt.datetime(y, mo, d, h, mi, s, nanos // 1000)
+
+
+def _duration(seconds: Any) -> str | None:
+    """Decimal seconds -> Java's Duration.toString ('PT24H', 'PT1M30S', 'PT0.5S')."""
+    if seconds is None:
+        return None
+    total = decimal.Decimal(str(seconds))
+    if total == 0:
+        return "PT0S"
+    sign = "-" if total < 0 else ""
+    total = abs(total)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = "PT"
+    if hours:
+        out += f"{sign}{int(hours)}H"
+    if minutes:
+        out += f"{sign}{int(minutes)}M"
+    if secs:
+        text = format(secs.normalize(), "f")
+        out += f"{sign}{text}S"
+    return out
+
+
+def _value_str(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    return str(v)
+
+
+def _row_str(values: list[Any], open_: str, close: str) -> str:
+    return open_ + ", ".join(_value_str(v) for v in values) + close
+
+
+def _key_str(data: bytes, schema: TableSchema) -> str | None:
+    keys = schema.fields_of(schema.trimmed_primary_keys)
+    if not keys or not data:
+        return None
+    try:
+        return _row_str(deserialize_row(data, [k.type for k in keys]), "[", "]")
+    except Exception:  # noqa: BLE001 - statistics are informative; never fail the listing
+        return None
+
+
+def _value_stats(f: DataFileMeta, file_schema: TableSchema) -> tuple[str, str, str]:
+    names = list(f.value_stats_cols) if f.value_stats_cols is not None else file_schema.field_names
+    try:
+        types = [file_schema.field(n).type.copy(nullable=True) for n in names]
+        mins = deserialize_row(f.value_stats.min_values, types)
+        maxs = deserialize_row(f.value_stats.max_values, types)
+    except Exception:  # noqa: BLE001
+        return "{}", "{}", "{}"
+    nulls = list(f.value_stats.null_counts) if f.value_stats.null_counts is not None else [None] * len(names)
+
+    def fmt(values: list[Any]) -> str:
+        return "{" + ", ".join(f"{n}={_value_str(v)}" for n, v in zip(names, values)) + "}"
+    return fmt(nulls), fmt(mins), fmt(maxs)

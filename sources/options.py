@@ -1,0 +1,110 @@
+"""The options of `spark.read/readStream.format("paimon")`, parsed once into a `ReadSpec`.
+
+Spark lower-cases data source option keys, so every key is looked up in lower case.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from paimon_streaming.catalog import Catalog
+from paimon_streaming.errors import InvalidOptionError, PaimonError
+from paimon_streaming.options import parse_memory_size
+from paimon_streaming.streaming_scan import ReadLimits
+from paimon_streaming.system_tables import split_system_table
+from paimon_streaming.table import Table
+
+# option -> aliases (Paimon's Spark connector keys, Spark's file source keys)
+_ALIASES = {
+    "snapshot-id": ("snapshot-id", "scan.snapshot-id"),
+    "tag": ("tag", "scan.tag-name"),
+    "timestamp-millis": ("timestamp-millis", "scan.timestamp-millis"),
+    "max-files-per-trigger": ("max-files-per-trigger", "maxfilespertrigger", "read.stream.maxfilespertrigger"),
+    "max-snapshots-per-trigger": ("max-snapshots-per-trigger",),
+    "max-rows-per-trigger": ("max-rows-per-trigger", "read.stream.maxrowspertrigger"),
+    "max-bytes-per-trigger": ("max-bytes-per-trigger", "maxbytespertrigger", "read.stream.maxbytespertrigger"),
+    "source.split.target-size": ("source.split.target-size",),
+    "source.split.open-file-cost": ("source.split.open-file-cost",),
+    "rowkindcolumn": ("rowkindcolumn", "row-kind-column"),
+}
+
+
+def _lookup(options: Mapping[str, str], name: str) -> str | None:
+    for key in _ALIASES.get(name, (name,)):
+        value = options.get(key)
+        if value is not None and str(value).strip() != "":
+            return str(value).strip()
+    return None
+
+
+def _positive_int(options: Mapping[str, str], name: str) -> int | None:
+    raw = _lookup(options, name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidOptionError(f"option '{name}' must be a positive integer, got {raw!r}") from None
+    if value < 1:
+        raise InvalidOptionError(f"option '{name}' must be a positive integer, got {raw!r}")
+    return value
+
+
+def _size(options: Mapping[str, str], name: str, default: str) -> int:
+    raw = _lookup(options, name) or default
+    try:
+        return parse_memory_size(raw)
+    except ValueError:
+        raise InvalidOptionError(f"option '{name}' must be a size such as '128 mb', got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    """What a "paimon" read refers to and how it reads (see the data source docstrings)."""
+    options: dict[str, str]
+    location: str
+    system_table: str | None = None
+    snapshot_id: int | None = None
+    tag: str | None = None
+    timestamp_millis: int | None = None
+    row_kind_column: str | None = None
+    limits: ReadLimits = field(default_factory=ReadLimits)
+    split_target_size: int = 128 << 20
+    split_open_file_cost: int = 4 << 20
+
+    @staticmethod
+    def parse(options: Mapping[str, str]) -> "ReadSpec":
+        opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+        ref = opts.get("table") or opts.get("path")
+        if not ref:
+            raise PaimonError("format('paimon') needs a table: load('<table directory or URI>'), or option "
+                              "'table' ('db.table') with option 'warehouse'; append '$snapshots', '$files', ... "
+                              "for a system table")
+        ref, system = split_system_table(ref)
+        warehouse = opts.get("warehouse")
+        location = Catalog(warehouse).table_path(ref) if warehouse else ref
+        snapshot_id = _positive_int(opts, "snapshot-id")
+        timestamp = _lookup(opts, "timestamp-millis")
+        try:
+            timestamp_millis = None if timestamp is None else int(timestamp)
+        except ValueError:
+            raise InvalidOptionError(f"option 'timestamp-millis' must be epoch milliseconds, got {timestamp!r}") \
+                from None
+        return ReadSpec(
+            options=opts, location=location, system_table=system, snapshot_id=snapshot_id,
+            tag=_lookup(opts, "tag"), timestamp_millis=timestamp_millis,
+            row_kind_column=_lookup(opts, "rowkindcolumn"),
+            limits=ReadLimits(max_files=_positive_int(opts, "max-files-per-trigger"),
+                              max_snapshots=_positive_int(opts, "max-snapshots-per-trigger"),
+                              max_rows=_positive_int(opts, "max-rows-per-trigger"),
+                              max_bytes=None if _lookup(opts, "max-bytes-per-trigger") is None
+                              else _size(opts, "max-bytes-per-trigger", "0")),
+            split_target_size=_size(opts, "source.split.target-size", "128 mb"),
+            split_open_file_cost=_size(opts, "source.split.open-file-cost", "4 mb"))
+
+    @property
+    def time_travel(self) -> bool:
+        return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_millis))
+
+    def table(self) -> Table:
+        return Table.open(self.location)

@@ -1,0 +1,148 @@
+"""Input partitions of the "paimon" source and what an executor does with one.
+
+The driver plans read units (splits of files with their deletion-vector locations), packs
+consecutive units into input partitions of about `source.split.target-size` bytes (each file
+also costs `source.split.open-file-cost`, as in Paimon), and Spark ships each partition to
+an executor. There `read_partition` opens the table directory, reads the units with the
+core's `SplitReader` (schema evolution, deletion vectors, merge-on-read), and yields Arrow
+record batches in exactly the Arrow schema Spark expects. Nothing here touches a
+SparkContext, so it runs the same under Spark Connect.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from paimon_streaming.change_read import read_unit, to_output
+from paimon_streaming.errors import PaimonError, SchemaMismatchError
+from paimon_streaming.fileio import FileIO
+from paimon_streaming.predicate import parse_filter
+from paimon_streaming.read import SplitReader
+from paimon_streaming.scan import TableScan
+from paimon_streaming.schema import TableSchema
+from paimon_streaming.streaming_scan import ReadUnit
+
+_KIND = "__paimon_row_kind"
+MAX_BATCH_ROWS = 64 * 1024
+
+
+class PaimonInputPartition(InputPartition):
+    """Consecutive read units of one micro-batch or batch read (picklable)."""
+
+    def __init__(self, index: int, units: list[ReadUnit]):
+        self.index = index
+        self.units = units
+
+    def __repr__(self) -> str:
+        return f"PaimonInputPartition(index={self.index}, units={len(self.units)}, " \
+               f"files={sum(u.files for u in self.units)})"
+
+
+def pack(units: Sequence[ReadUnit], target_size: int, open_file_cost: int) -> list[PaimonInputPartition]:
+    """Consecutive units into partitions of about `target_size` bytes (order is kept)."""
+    out: list[PaimonInputPartition] = []
+    current: list[ReadUnit] = []
+    weight = 0
+    for u in units:
+        w = u.bytes + open_file_cost * u.files
+        if current and weight + w > target_size:
+            out.append(PaimonInputPartition(len(out), current))
+            current, weight = [], 0
+        current.append(u)
+        weight += w
+    if current:
+        out.append(PaimonInputPartition(len(out), current))
+    return out
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """Everything an executor needs besides the units; pickled with the reader."""
+    location: str
+    schema_json: str             # the table schema the units were planned with
+    output_json: str             # the Spark schema of the result
+    columns: tuple[tuple[str, str | None], ...]   # output name -> table column (None: the row kind)
+    row_kind_column: str | None = None
+    filter_terms: tuple = ()
+
+    @staticmethod
+    def create(location: str, schema: TableSchema, output: StructType, row_kind_column: str | None,
+               table_name: str) -> "ReadContext":
+        names = schema.field_names
+        lower = {}
+        for n in names:
+            lower.setdefault(n.lower(), []).append(n)
+        columns = []
+        for f in output.fields:
+            if row_kind_column is not None and f.name == row_kind_column:
+                columns.append((f.name, None))
+            elif f.name in names:
+                columns.append((f.name, f.name))
+            elif len(lower.get(f.name.lower(), [])) == 1:
+                columns.append((f.name, lower[f.name.lower()][0]))
+            else:
+                raise SchemaMismatchError(
+                    f"column '{f.name}' of the read schema is not a column of Paimon table {table_name} "
+                    f"(columns: {names}{'' if row_kind_column is None else f', row kind column {row_kind_column!r}'})")
+        return ReadContext(location, schema.to_json(), output.json(), tuple(columns), row_kind_column)
+
+    def with_filter(self, terms: Sequence[tuple]) -> "ReadContext":
+        return ReadContext(self.location, self.schema_json, self.output_json, self.columns,
+                           self.row_kind_column, tuple(terms))
+
+    @property
+    def table_columns(self) -> list[str]:
+        return list(dict.fromkeys(c for _, c in self.columns if c is not None))
+
+    @property
+    def wants_row_kind(self) -> bool:
+        return any(c is None for _, c in self.columns)
+
+
+def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """Executor side: read the units of one partition and yield batches in Spark's Arrow schema."""
+    units = getattr(partition, "units", None)
+    if not units:
+        return
+    file_io, path = FileIO.for_path(ctx.location)
+    schema = TableSchema.from_json(ctx.schema_json)
+    scan = TableScan(file_io, path, schema)
+    reader = SplitReader(file_io, scan, schema)
+    output = StructType.fromJson(json.loads(ctx.output_json))
+    target = to_arrow_schema(output, timezone="UTC")
+    flt = parse_filter([tuple(t) for t in ctx.filter_terms], schema.arrow_schema()) if ctx.filter_terms else None
+    names = ctx.table_columns
+    for unit in units:
+        try:
+            table = read_unit(reader, unit, names, flt)
+        except FileNotFoundError as exc:
+            raise PaimonError(
+                f"table {ctx.location}: a file of snapshot {unit.snapshot_id} is gone ({exc}); it was removed "
+                "after the read was planned (snapshot expiration or a rollback). Give streams a 'consumer-id' "
+                "or retain more snapshots ('snapshot.num-retained.min', 'snapshot.time-retained')") from exc
+        table = to_output(table, _KIND if ctx.wants_row_kind else None)
+        if table.num_rows == 0:
+            continue
+        arrays = [table.column(_KIND if col is None else col) for _, col in ctx.columns]
+        result = pa.Table.from_arrays(arrays, names=[name for name, _ in ctx.columns])
+        yield from _conform(result, target).to_batches(max_chunksize=MAX_BATCH_ROWS)
+
+
+def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """Cast to Spark's Arrow schema (timestamps to microseconds with Spark's time zone)."""
+    if table.schema.equals(target):
+        return table
+    arrays = []
+    for column, field in zip(table.columns, target):
+        if column.type.equals(field.type):
+            arrays.append(column)
+            continue
+        lossy_ok = pa.types.is_timestamp(field.type) or pa.types.is_time(field.type)
+        arrays.append(column.cast(field.type, safe=not lossy_ok))
+    return pa.Table.from_arrays(arrays, schema=target)

@@ -1,0 +1,160 @@
+"""Batch reads: `spark.read.format("paimon")`.
+
+    import paimon_streaming as ps
+    ps.register(spark)
+    spark.read.format("paimon").load("/wh/shop.db/orders")
+    spark.read.format("paimon").option("table", "shop.orders").option("warehouse", "/wh").load()
+    spark.read.format("paimon").option("snapshot-id", 3).load(path)           # time travel
+    spark.read.format("paimon").option("tag", "daily-2024-01-01").load(path)
+    spark.read.format("paimon").option("timestamp-millis", 1717000000000).load(path)
+    spark.read.format("paimon").schema("id long, amount decimal(12,2)").load(path)   # projection
+    spark.read.format("paimon").load(path + "$snapshots")                     # system tables
+
+The driver plans the read at the chosen snapshot (latest by default): live files per
+partition and bucket, their deletion vectors; executors read them (merge-on-read on
+primary-key tables without deletion vectors) and return Arrow record batches.
+
+Time travel (one of): `snapshot-id` (alias `scan.snapshot-id`), `tag` (`scan.tag-name`),
+`timestamp-millis` (`scan.timestamp-millis`: the newest snapshot committed at or before that
+instant). The result has the schema of that snapshot.
+
+Projection: PySpark's Python Data Source API gives sources no column pruning; give the
+columns to read as the read schema (`.schema("id long, v string")`, names matched to table
+columns case-insensitively, types cast), and only those columns are read from the files.
+
+Filter pushdown: with `spark.sql.python.filterPushdown.enabled=true` (Spark's default is
+false) Spark hands the query's filters to the reader. Comparisons (=, <>, <, <=, >, >=),
+IN, IS NULL and IS NOT NULL on integer, string, boolean, date and decimal columns prune
+partitions and files (min/max statistics; on primary-key tables without deletion vectors
+only key columns prune files) and filter rows exactly, so Spark does not re-check them.
+Other filters are left to Spark. Without the setting every filter is evaluated by Spark
+after a full scan.
+
+Split packing: `source.split.target-size` (default 128 mb) and `source.split.open-file-cost`
+(4 mb) group consecutive splits into one Spark task, as Paimon does.
+
+`rowKindColumn`: adds a string column of that name holding '+I' for every row, so batch and
+streaming reads of a table can share one schema.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from paimon_streaming.predicate import parse_filter
+from paimon_streaming.scan import TableScan
+from paimon_streaming.schema import SchemaManager, TableSchema
+from paimon_streaming.snapshot import Snapshot
+from paimon_streaming.streaming_scan import units_of_splits
+from paimon_streaming.system_tables import system_table
+from paimon_streaming.table import Table
+from paimon_streaming.time_travel import snapshot_at
+
+from .filters import split_filters
+from .options import ReadSpec
+from .partitions import ReadContext, pack, read_partition
+
+_PUSHDOWN_WORKER = "data_source_pushdown_filters"
+
+
+def read_schema(table: Table, spec: ReadSpec) -> tuple[Snapshot | None, TableSchema]:
+    """The snapshot a batch read sees and the schema to read it with (the snapshot's own
+    schema for time travel, the latest schema otherwise)."""
+    snapshot = snapshot_at(table.snapshot_manager, table.tag_manager, spec.snapshot_id, spec.tag,
+                           spec.timestamp_millis)
+    if spec.time_travel and snapshot is not None and snapshot.schema_id != table.schema.id:
+        return snapshot, SchemaManager(table.file_io, table.path).schema(snapshot.schema_id)
+    return snapshot, table.schema
+
+
+class PaimonBatchReader(DataSourceReader):
+    """Plans splits on the driver, reads them on executors (see the module docstring)."""
+
+    def __init__(self, spec: ReadSpec, schema: StructType):
+        table = spec.table()
+        snapshot, table_schema = read_schema(table, spec)
+        self.spec = spec
+        self.snapshot_id = None if snapshot is None else snapshot.id
+        self._snapshot = snapshot  # resolved once: every later step reads the same snapshot
+        self.table_schema_json = table_schema.to_json()
+        self.terms: list[tuple] = []
+        self.ctx = ReadContext.create(spec.location, table_schema, schema, spec.row_kind_column, table.name)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_snapshot"] = None  # executors get the units, not the snapshot
+        return state
+
+    def partitions(self) -> list[InputPartition]:
+        if self._snapshot is None:
+            return []
+        table = self.spec.table()
+        schema = TableSchema.from_json(self.table_schema_json)
+        flt = parse_filter(self.terms, schema.arrow_schema()) if self.terms else None
+        splits = TableScan(table.file_io, table.path, schema).plan(self._snapshot, flt)
+        units = units_of_splits(self._snapshot.id, splits)
+        return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from read_partition(self.ctx.with_filter(self.terms), partition)
+
+
+class PaimonPushdownReader(PaimonBatchReader):
+    """The batch reader with `pushFilters`, used when Spark runs filter pushdown (Spark refuses
+    a reader that implements pushFilters while `spark.sql.python.filterPushdown.enabled` is
+    false, so the plain reader is used then)."""
+
+    def pushFilters(self, filters: list) -> Iterable:
+        schema = TableSchema.from_json(self.table_schema_json)
+        terms, rest = split_filters(filters, schema)
+        self.terms.extend(terms)
+        return rest
+
+
+def called_for_pushdown() -> bool:
+    """Whether Spark's filter-pushdown planner (only run when pushdown is enabled) asks."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            if _PUSHDOWN_WORKER in (frame.f_code.co_filename or ""):
+                return True
+            frame = frame.f_back
+        return False
+    finally:
+        del frame
+
+
+def batch_reader(spec: ReadSpec, schema: StructType) -> DataSourceReader:
+    if spec.system_table is not None:
+        return PaimonSystemTableReader(spec, schema)
+    return (PaimonPushdownReader if called_for_pushdown() else PaimonBatchReader)(spec, schema)
+
+
+class PaimonSystemTableReader(DataSourceReader):
+    """`load("<table>$snapshots")` and the other system tables (one partition; the metadata is
+    read on the executor). `$files` and `$manifests` honour the time-travel options."""
+
+    def __init__(self, spec: ReadSpec, schema: StructType):
+        self.spec = spec
+        self.output_json = schema.json()
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(self.spec.system_table)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import json
+        table = self.spec.table()
+        snapshot = None
+        if self.spec.time_travel:
+            snapshot = snapshot_at(table.snapshot_manager, table.tag_manager, self.spec.snapshot_id,
+                                   self.spec.tag, self.spec.timestamp_millis)
+        data = system_table(table, self.spec.system_table, snapshot)
+        target = to_arrow_schema(StructType.fromJson(json.loads(self.output_json)), timezone="UTC")
+        data = data.select([f.name for f in target])
+        arrays = [c if c.type.equals(f.type) else c.cast(f.type) for c, f in zip(data.columns, target)]
+        yield from pa.Table.from_arrays(arrays, schema=target).to_batches()

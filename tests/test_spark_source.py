@@ -1,0 +1,389 @@
+"""The "paimon" source in local Spark: readStream (start modes, row kinds, admission control,
+restarts, consumer files, expired snapshots) and read (filters with pruning, projection, time
+travel, system tables), on tables written by our sink, our core and pypaimon."""
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pyarrow as pa
+import pytest
+
+from paimon_streaming.consumers import ConsumerManager
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.sinks import paimon_sink
+from conftest import pypaimon_create, pypaimon_write, rows_by
+from spark_support import get_spark
+from test_spark_sink import model_of, run_stream, upsert_batches, write_input_files
+from test_streaming_scan import commit_noop, create_tag, expire_before
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
+
+
+@pytest.fixture(scope="module")
+def spark():
+    return get_spark()
+
+
+@contextlib.contextmanager
+def conf(spark, key: str, value: str):
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)
+
+
+def stream(spark, path, **options):
+    reader = spark.readStream.format("paimon")
+    for k, v in options.items():
+        reader = reader.option(k, str(v))
+    return reader.load(path)
+
+
+def run_batches(df, checkpoint, fail_at: int | None = None) -> tuple[list[list[dict]], Exception | None]:
+    """Run a stream with Trigger.AvailableNow; rows of each micro-batch (fail_at: raise in that batch)."""
+    batches: list[list[dict]] = []
+
+    def collect(batch_df, batch_id):
+        if batch_id == fail_at:
+            raise RuntimeError(f"injected failure in batch {batch_id}")
+        batches.append([r.asDict() for r in batch_df.collect()])
+
+    q = (df.writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
+         .trigger(availableNow=True).start())
+    try:
+        q.awaitTermination(300)
+    except Exception:  # noqa: BLE001 - reported through q.exception()
+        pass
+    return batches, q.exception()
+
+
+def ok(result):
+    batches, exc = result
+    assert exc is None, exc
+    return batches
+
+
+def flat(batches):
+    return [r for b in batches for r in b]
+
+
+def apply_changes(rows, key=("id", "dt"), kind="_kind") -> list[dict]:
+    model = {}
+    for r in rows:
+        k = tuple(r[c] for c in key)
+        if r[kind] in ("+I", "+U"):
+            model[k] = {c: v for c, v in r.items() if c != kind}
+        elif r[kind] == "-D":
+            model.pop(k, None)
+    return sorted(model.values(), key=lambda r: tuple(r[c] for c in key))
+
+
+def pk_table(catalog, name="db.pk"):
+    return catalog.create_table(name, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                options={"bucket": "2"})
+
+
+def batch(ids, v="v", dt=None, op=None):
+    cols = {"id": pa.array(ids, pa.int64()), "v": [f"{v}{i}" for i in ids], "dt": [dt or f"d{i % 3}" for i in ids]}
+    if op:
+        cols["op"] = [op] * len(ids)
+    return pa.table(cols)
+
+
+# ---- round trips -----------------------------------------------------------------------------------
+def test_sink_to_source_round_trip(spark, tmp_path):
+    """foreachBatch(paimon_sink) writes a stream into a primary-key table; readStream gives back
+    exactly what was written: as changes from the first snapshot, and as the latest state."""
+    batches = upsert_batches(3, 40)
+    write_input_files(tmp_path / "in", batches)
+    path = str(tmp_path / "wh/db.db/pk")
+    run_stream(spark, tmp_path / "in", "id long, v string, dt string",
+               paimon_sink(path, options={"primary-key": "id,dt", "partition": "dt", "bucket": "2"}),
+               tmp_path / "ck-sink")
+    expected = sorted(model_of(batches, ("id", "dt")).values(), key=lambda r: (r["id"], r["dt"]))
+    changes = ok(run_batches(stream(spark, path, rowKindColumn="_kind", **{
+        "scan.mode": "from-snapshot", "scan.snapshot-id": 1, "max-snapshots-per-trigger": 1}), tmp_path / "c1"))
+    # one micro-batch per sink batch, holding that batch's rows (all +I: new keys or upserts)
+    assert [rows_by(pa.Table.from_pylist(b).drop_columns(["_kind"]), "id", "dt") for b in changes] == \
+        [rows_by(b, "id", "dt") for b in batches]
+    assert apply_changes(flat(changes)) == expected
+    full = ok(run_batches(stream(spark, path), tmp_path / "c2"))
+    assert len(full) == 1 and rows_by(pa.Table.from_pylist(flat(full)), "id", "dt") == expected
+    assert rows_by(spark.read.format("paimon").load(path).toArrow(), "id", "dt") == expected
+
+
+def test_pypaimon_table_streamed_snapshot_by_snapshot(spark, tmp_path):
+    warehouse = str(tmp_path / "wh")
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), ("x", pa.float64())])
+    pypaimon_create(warehouse, "db.py", schema)
+    writes = [pa.table({"id": list(range(i * 10, i * 10 + 5)), "v": [f"w{i}"] * 5, "x": [i / 2] * 5}, schema=schema)
+              for i in range(3)]
+    for w in writes:
+        pypaimon_write(warehouse, "db.py", w)
+    df = (spark.readStream.format("paimon").option("table", "db.py").option("warehouse", warehouse)
+          .option("scan.mode", "from-snapshot").option("scan.snapshot-id", "1")
+          .option("max-snapshots-per-trigger", "1").load())
+    got = ok(run_batches(df, tmp_path / "ck"))
+    assert [rows_by(pa.Table.from_pylist(b), "id") for b in got] == [rows_by(w, "id") for w in writes]
+
+
+# ---- row kinds -----------------------------------------------------------------------------------------
+def test_primary_key_changes_with_row_kinds(spark, tmp_path, catalog):
+    t = pk_table(catalog)
+    t.write_arrow(batch([1, 2, 3]))
+    t.write_arrow(batch([2], v="u", op="+U"), row_kind_column="op")
+    t.write_arrow(batch([3], op="-D"), row_kind_column="op")
+    commit_noop(t)  # a COMPACT snapshot adds no rows
+    df = stream(spark, t.path, rowKindColumn="_kind", **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    assert df.schema["_kind"].dataType.simpleString() == "string"
+    rows = flat(ok(run_batches(df, tmp_path / "ck")))
+    assert sorted((r["id"], r["v"], r["_kind"]) for r in rows) == \
+        [(1, "v1", "+I"), (2, "u2", "+U"), (2, "v2", "+I"), (3, "v3", "+I"), (3, "v3", "-D")]
+    # without a row kind column the deletion is dropped
+    plain = flat(ok(run_batches(stream(spark, t.path, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 2}),
+                                tmp_path / "ck2")))
+    assert plain == [{"id": 2, "v": "u2", "dt": "d2"}]
+
+
+# ---- admission control ---------------------------------------------------------------------------------
+def test_backlog_is_read_in_bounded_micro_batches(spark, tmp_path, catalog):
+    t = catalog.create_table("db.ap", SCHEMA, partition_keys=["dt"])
+    for i in range(5):
+        t.write_arrow(batch([10 * i + j for j in range(6)]))       # 3 files per snapshot
+    want = sorted(r["id"] for r in t.to_arrow().to_pylist())
+    for name, options, sizes in (("files", {"max-files-per-trigger": 4}, [4, 4, 4, 3]),
+                                 ("snapshots", {"max-snapshots-per-trigger": 2}, [12, 12, 6])):
+        got = ok(run_batches(stream(spark, t.path, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1},
+                                    **options), tmp_path / name))
+        assert sorted(r["id"] for r in flat(got)) == want, name
+        if name == "snapshots":
+            assert [len(b) for b in got] == sizes
+            assert [sorted({r["id"] // 10 for r in b}) for b in got] == [[0, 1], [2, 3], [4]]
+        else:
+            assert len(got) == len(sizes)
+    # the initial full scan (latest-full) is bounded too
+    got = ok(run_batches(stream(spark, t.path, **{"max-files-per-trigger": 8}), tmp_path / "full"))
+    assert len(got) == 2 and sorted(r["id"] for r in flat(got)) == want
+
+
+# ---- restarts ------------------------------------------------------------------------------------------
+def test_restart_from_checkpoint_loses_and_repeats_nothing(spark, tmp_path, catalog):
+    t = catalog.create_table("db.r", SCHEMA, partition_keys=["dt"])
+    for i in range(4):
+        t.write_arrow(batch([10 * i + j for j in range(3)]))
+    ckpt = tmp_path / "ck"
+    df = stream(spark, t.path, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1,
+                                  "max-snapshots-per-trigger": 1, "consumer-id": "r1"})
+    first, exc = run_batches(df, ckpt, fail_at=2)            # batch 2 is planned, then fails
+    assert "injected failure" in str(exc) and len(first) == 2
+    assert ConsumerManager(t.file_io, t.path).consumers() == {"r1": 3}
+    t.write_arrow(batch([100, 101]))                          # more data while the query is down
+    second = ok(run_batches(df, ckpt))
+    ids = sorted(r["id"] for r in flat(first + second))
+    assert ids == sorted(r["id"] for r in t.to_arrow().to_pylist())   # each row exactly once
+    assert len(second) == 3                                   # the failed batch again, then 2 more
+    # Spark commits a batch's offsets to the source when the next batch starts, so the consumer
+    # file trails the last batch of a run by one (keeping more snapshots, never fewer)
+    assert ConsumerManager(t.file_io, t.path).consumers() == {"r1": 5}
+    t.write_arrow(batch([200]))
+    third = ok(run_batches(df, ckpt))
+    assert [r["id"] for r in flat(third)] == [200]
+    assert ConsumerManager(t.file_io, t.path).consumers() == {"r1": 6}
+
+
+def test_restart_in_the_first_batch_keeps_its_start(spark, tmp_path, catalog):
+    """latest-full resolves its start when the query starts; a restart before batch 0 committed
+    must replay the same batch, even though the table has a newer snapshot by then."""
+    t = pk_table(catalog)
+    t.write_arrow(batch([1, 2, 3]))
+    t.write_arrow(batch([2], v="u"))
+    ckpt = tmp_path / "ck"
+    df = stream(spark, t.path, rowKindColumn="_kind")
+    first, exc = run_batches(df, ckpt, fail_at=0)
+    assert exc is not None and first == []
+    t.write_arrow(batch([4], v="n"))
+    second = ok(run_batches(stream(spark, t.path, rowKindColumn="_kind"), ckpt))
+    assert [sorted((r["id"], r["v"]) for r in b) for b in second] == \
+        [[(1, "v1"), (2, "u2"), (3, "v3")], [(4, "n4")]]
+
+
+def test_expired_snapshot_fails_the_query_clearly(spark, tmp_path, catalog):
+    t = catalog.create_table("db.e", SCHEMA)
+    for i in range(4):
+        t.write_arrow(batch([i]))
+    ckpt = tmp_path / "ck"
+    df = stream(spark, t.path, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1, "max-snapshots-per-trigger": 1})
+    first, exc = run_batches(df, ckpt, fail_at=1)
+    assert len(first) == 1
+    expire_before(t, 3)                                       # the stream still needs snapshot 2
+    _, exc = run_batches(df, ckpt)
+    msg = str(exc)
+    assert "snapshot 2" in msg and "consumer-id" in msg and "snapshot.num-retained.min" in msg
+
+
+# ---- start modes ---------------------------------------------------------------------------------------
+def test_every_scan_mode(spark, tmp_path, catalog):
+    from pyspark.sql import functions as F
+    t = catalog.create_table("db.m", SCHEMA)
+    for i in range(4):
+        t.write_arrow(batch([i]))
+    times = [s.time_millis for s in t.snapshots()]
+    create_tag(t, "two", 2)
+    t.write_arrow(batch([2], v="dup"))                        # snapshot 5
+    modes = {
+        "latest-full": ({}, [0, 1, 2, 2, 3]),
+        "from-snapshot": ({"scan.mode": "from-snapshot", "scan.snapshot-id": 3}, [2, 2, 3]),
+        "from-snapshot-full": ({"scan.mode": "from-snapshot-full", "scan.snapshot-id": 3}, [0, 1, 2, 2, 3]),
+        "from-timestamp": ({"scan.mode": "from-timestamp", "scan.timestamp-millis": times[3]}, [2, 3]),
+        "tag": ({"scan.tag-name": "two"}, [0, 1, 2, 2, 3]),
+        "latest": ({"scan.mode": "latest"}, []),
+    }
+    # one query with one source per mode (a union), so the test starts a single query
+    union = None
+    for name, (options, _) in modes.items():
+        df = stream(spark, t.path, **options).withColumn("mode", F.lit(name))
+        union = df if union is None else union.unionByName(df)
+    rows = flat(ok(run_batches(union, tmp_path / "modes")))
+    for name, (_, want) in modes.items():
+        assert sorted(r["id"] for r in rows if r["mode"] == name) == want, name
+    # latest: only what is committed after the query started
+    q = (stream(spark, t.path, **{"scan.mode": "latest"}).writeStream.format("memory").queryName("paimon_latest")
+         .option("checkpointLocation", str(tmp_path / "latest")).start())
+    try:
+        q.processAllAvailable()
+        t.write_arrow(batch([7, 8]))
+        q.processAllAvailable()
+        assert sorted(r["id"] for r in spark.table("paimon_latest").collect()) == [7, 8]
+    finally:
+        q.stop()
+
+
+def test_stream_reader_offsets(catalog):
+    """The stream reader's Spark-facing methods, called as Spark's planner process calls them."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    t = catalog.create_table("db.o", SCHEMA, partition_keys=["dt"])
+    for i in range(3):
+        t.write_arrow(batch([3 * i, 3 * i + 1]))               # 2 files per snapshot
+    options = {"path": t.path, "max-files-per-trigger": "3", "consumer-id": "o1", "rowKindColumn": "k"}
+    r = stream_reader(options, source_schema(options))
+    assert r.getDefaultReadLimit() == ReadMaxFiles(3)
+    start = r.initialOffset()
+    assert start == {"snapshot": 3, "units": 0, "full": True}
+    end = r.latestOffset(start, r.getDefaultReadLimit())
+    assert end == {"snapshot": 3, "units": 3, "full": True, "from": start}
+    parts = r.partitions({"snapshot": 9, "units": 0, "full": True}, end)   # a re-resolved start is ignored
+    rows = [row for p in parts for b in r.read(p) for row in b.to_pylist()]
+    assert len(rows) == 3 and {row["k"] for row in rows} == {"+I"}   # 3 of the 6 one-row files
+    r.commit(end)
+    assert ConsumerManager(t.file_io, t.path).consumers() == {"o1": 3}
+    end2 = r.latestOffset(end, ReadAllAvailable())
+    assert end2 == {"snapshot": 4, "units": 0, "full": False}
+    assert r.latestOffset(end2, ReadAllAvailable()) == end2           # nothing new: offset unchanged
+    assert r.reportLatestOffset() == {"snapshot": 4, "units": 0, "full": False}
+    r.prepareForTriggerAvailableNow()
+    t.write_arrow(batch([50]))
+    assert r.latestOffset(end2, ReadAllAvailable()) == end2           # AvailableNow: nothing after its start
+    only_snapshots = stream_reader({"path": t.path, "max-snapshots-per-trigger": "1"}, source_schema({"path": t.path}))
+    assert isinstance(only_snapshots.getDefaultReadLimit(), ReadMaxFiles)
+    assert stream_reader({"path": t.path}, source_schema({"path": t.path})).getDefaultReadLimit() == \
+        ReadAllAvailable()
+    with pytest.raises(InvalidOptionError, match="scan.snapshot-id"):
+        stream_reader({"path": t.path, "snapshot-id": "1"}, source_schema({"path": t.path}))
+    with pytest.raises(InvalidOptionError, match="stream"):
+        stream_reader({"path": t.path + "$snapshots"}, source_schema({"path": t.path + "$snapshots"}))
+
+
+# ---- batch reads ---------------------------------------------------------------------------------------
+def test_batch_filters_prune_and_filter_exactly(spark, tmp_path, catalog):
+    t = catalog.create_table("db.f", pa.schema([("id", pa.int64()), ("v", pa.string()), ("x", pa.float64()),
+                                                ("dt", pa.string())]), partition_keys=["dt"])
+    for p in range(3):
+        ids = list(range(p * 100, p * 100 + 50))
+        t.write_arrow(pa.table({"id": ids, "v": [f"s{i}" for i in ids], "x": [i / 4 for i in ids],
+                                "dt": [f"p{p}"] * 50}))
+    one_task_per_file = {"source.split.target-size": "1 b"}
+
+    def read(**options):
+        r = spark.read.format("paimon")
+        for k, v in {**one_task_per_file, **options}.items():
+            r = r.option(k, v)
+        return r.load(t.path)
+
+    with conf(spark, "spark.sql.python.filterPushdown.enabled", "true"):
+        df = read().where("dt = 'p1' and id >= 120")
+        assert sorted(r.id for r in df.collect()) == list(range(120, 150))
+        assert df.rdd.getNumPartitions() == 1                       # partitions p0, p2 pruned
+        assert read().where("id < 10").rdd.getNumPartitions() == 1  # min/max stats pruned p1, p2
+        assert read().where("id in (5, 205)").rdd.getNumPartitions() == 2
+        assert read().rdd.getNumPartitions() == 3
+        # filters Spark keeps (float, LIKE, OR) still give exact results
+        assert sorted(r.id for r in read().where("x > 70.0 or v like 's1%'").collect()) == \
+            sorted(i for p in range(3) for i in range(p * 100, p * 100 + 50) if i / 4 > 70.0 or str(i).startswith("1"))
+        assert read().where("dt <> 'p0' and v is not null").count() == 100
+    # without Spark's pushdown setting the source still reads correctly (Spark filters)
+    with conf(spark, "spark.sql.python.filterPushdown.enabled", "false"):
+        df = read().where("dt = 'p1' and id >= 120")
+        assert sorted(r.id for r in df.collect()) == list(range(120, 150))
+        assert df.rdd.getNumPartitions() == 3
+
+
+def test_batch_projection_time_travel_and_table_option(spark, tmp_path, catalog):
+    t = pk_table(catalog)
+    t.write_arrow(batch([1, 2]))
+    t.write_arrow(batch([2, 3], v="u"))
+    create_tag(t, "first", 1)
+    t.write_arrow(batch([1], op="-D"), row_kind_column="op")
+    read = spark.read.format("paimon")
+    latest = {(r.id, r.v) for r in read.load(t.path).collect()}
+    assert latest == {(2, "u2"), (3, "u3")}
+    assert {(r.id, r.v) for r in read.option("snapshot-id", 1).load(t.path).collect()} == {(1, "v1"), (2, "v2")}
+    assert {(r.id, r.v) for r in spark.read.format("paimon").option("tag", "first").load(t.path).collect()} == \
+        {(1, "v1"), (2, "v2")}
+    t2 = t.snapshot(2).time_millis
+    assert {(r.id, r.v) for r in spark.read.format("paimon").option("timestamp-millis", t2).load(t.path).collect()} \
+        == {(1, "v1"), (2, "u2"), (3, "u3")}
+    projected = spark.read.format("paimon").schema("V string, id long").load(t.path)
+    assert projected.columns == ["V", "id"] and {tuple(r) for r in projected.collect()} == {("u2", 2), ("u3", 3)}
+    by_name = (spark.read.format("paimon").option("table", "db.pk").option("warehouse", catalog.warehouse)
+               .option("rowKindColumn", "k").load())
+    assert {(r.id, r.k) for r in by_name.collect()} == {(2, "+I"), (3, "+I")}
+    with pytest.raises(Exception, match="snapshot 9"):
+        spark.read.format("paimon").option("snapshot-id", 9).load(t.path).collect()
+    empty = catalog.create_table("db.empty", SCHEMA)
+    assert spark.read.format("paimon").load(empty.path).count() == 0
+
+
+def test_system_tables(spark, tmp_path, catalog):
+    t = pk_table(catalog)
+    t.write_arrow(batch([1, 2, 3]))
+    t.write_arrow(batch([4]))
+    create_tag(t, "t1", 1)
+    ConsumerManager(t.file_io, t.path).record("job", 2)
+
+    def load(name, **options):
+        r = spark.read.format("paimon")
+        for k, v in options.items():
+            r = r.option(k, v)
+        return r.load(f"{t.path}${name}")
+
+    snaps = load("snapshots").orderBy("snapshot_id").collect()
+    assert [(s.snapshot_id, s.commit_kind, s.total_record_count) for s in snaps] == [(1, "APPEND", 3), (2, "APPEND", 4)]
+    assert [(r.tag_name, r.snapshot_id) for r in load("tags").collect()] == [("t1", 1)]
+    files = load("files").collect()
+    assert sum(f.record_count for f in files) == 4 and all(f.file_path.endswith(".parquet") for f in files)
+    assert sum(f.record_count for f in load("files", **{"snapshot-id": "1"}).collect()) == 3
+    assert sum(m.num_added_files for m in load("manifests").collect()) == len(files)
+    schemas = load("schemas").collect()
+    assert len(schemas) == 1 and json.loads(schemas[0].primary_keys) == ["id", "dt"]
+    assert {(r.key, r.value) for r in load("options").collect()} == {("bucket", "2")}
+    assert [(r.consumer_id, r.next_snapshot_id) for r in load("consumers").collect()] == [("job", 2)]
+    by_table = (spark.read.format("paimon").option("table", "db.pk$snapshots")
+                .option("warehouse", catalog.warehouse).load())
+    assert by_table.count() == 2

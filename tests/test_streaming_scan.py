@@ -1,0 +1,441 @@
+"""Streaming read core (no Spark): start modes, delta/changelog planning, admission limits,
+resumable positions, consumer files, the expired-snapshot error, time travel by time and
+system tables."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.change_read import read_unit, to_output
+from paimon_streaming.consumers import ConsumerManager
+from paimon_streaming.errors import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError
+from paimon_streaming.manifest import ManifestList
+from paimon_streaming.paths import PathFactory
+from paimon_streaming.read import SplitReader
+from paimon_streaming.snapshot import COMPACT
+from paimon_streaming.streaming_scan import (CHANGELOG, DELTA, FULL, OVERWRITE_DIFF, ReadLimits, StreamingScan,
+                                             StreamOptions, StreamPosition)
+from paimon_streaming.system_tables import SYSTEM_TABLES, split_system_table, system_table, system_table_schema
+from paimon_streaming.time_travel import earlier_or_equal, earlier_than, snapshot_at
+from conftest import pypaimon_create, pypaimon_write
+
+KIND = "_kind"
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def stream_scan(t: ps.Table, **options) -> StreamingScan:
+    opts = {k: str(v) for k, v in options.items()}
+    return StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, opts))
+
+
+def rows_of(ss: StreamingScan, units, columns=("id", "v", "dt")) -> list[dict]:
+    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
+    out = []
+    for u in units:
+        out.extend(to_output(read_unit(reader, u, list(columns)), KIND).to_pylist())
+    return out
+
+
+def drain(ss: StreamingScan, start: StreamPosition | None = None, limits: ReadLimits | None = None,
+          last_snapshot: int | None = None):
+    """Consume the stream batch by batch; returns (rows per batch, final position)."""
+    pos = ss.start_position() if start is None else start
+    batches = []
+    while True:
+        units, end = ss.plan_batch(pos, limits, last_snapshot)
+        if not units:
+            return batches, pos
+        assert ss.units_between(pos, end) == units  # partitions(start, end) sees the admitted units
+        batches.append(rows_of(ss, units))
+        pos = end
+
+
+def flat(batches) -> list[dict]:
+    return [r for b in batches for r in b]
+
+
+def key(r) -> tuple:
+    return (r["id"], r["dt"])
+
+
+def pk_table(catalog, name="db.pk", **options) -> ps.Table:
+    return catalog.create_table(name, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                options={"bucket": "2", **options})
+
+
+def append_table(catalog, name="db.ap", **options) -> ps.Table:
+    return catalog.create_table(name, SCHEMA, partition_keys=["dt"], options=options)
+
+
+def batch(ids, v="v", dt=None, op=None) -> pa.Table:
+    cols = {"id": pa.array(ids, pa.int64()), "v": [f"{v}{i}" for i in ids],
+            "dt": [dt or f"d{i % 2}" for i in ids]}
+    if op is not None:
+        cols["op"] = [op] * len(ids)
+    return pa.table(cols)
+
+
+def commit_noop(t: ps.Table, kind: str = COMPACT) -> int:
+    """A snapshot that changes no data (as a compaction that rewrote nothing would)."""
+    latest = t.latest_snapshot()
+    ml = ManifestList(t.file_io, PathFactory(t.path, "parquet"))
+    base = ml.read(latest.base_manifest_list) + ml.read(latest.delta_manifest_list)
+    base_name, base_size = ml.write(base)
+    delta_name, delta_size = ml.write([])
+    snap = dataclasses.replace(latest, id=latest.id + 1, base_manifest_list=base_name,
+                               base_manifest_list_size=base_size, delta_manifest_list=delta_name,
+                               delta_manifest_list_size=delta_size, changelog_manifest_list=None,
+                               changelog_manifest_list_size=None, commit_kind=kind, delta_record_count=0,
+                               time_millis=latest.time_millis + 1)
+    assert t.snapshot_manager.try_publish(snap)
+    t.snapshot_manager.commit_latest_hint(snap.id)
+    return snap.id
+
+
+def expire_before(t: ps.Table, snapshot_id: int) -> None:
+    """Remove snapshot files below `snapshot_id` (their data files stay: enough for these tests)."""
+    for s in t.snapshots():
+        if s.id < snapshot_id:
+            t.file_io.delete(t.snapshot_manager.path(s.id))
+    t.snapshot_manager.commit_earliest_hint(snapshot_id)
+
+
+def create_tag(t: ps.Table, name: str, snapshot_id: int) -> None:
+    t.file_io.write_bytes(t.tag_manager.path(name), t.snapshot(snapshot_id).to_json().encode())
+
+
+# ---- start modes ---------------------------------------------------------------------------------
+def test_start_modes(catalog):
+    t = append_table(catalog)
+    assert stream_scan(t).start_position() == StreamPosition(1)            # empty table: from the first
+    assert stream_scan(t, **{"scan.mode": "latest"}).start_position() == StreamPosition(1)
+    for i in range(4):
+        t.write_arrow(batch([i]))
+    times = [s.time_millis for s in t.snapshots()]
+    assert stream_scan(t).start_position() == StreamPosition(4, 0, True)  # latest-full
+    assert stream_scan(t, **{"scan.mode": "full"}).start_position() == StreamPosition(4, 0, True)
+    assert stream_scan(t, **{"scan.mode": "latest"}).start_position() == StreamPosition(5)
+    assert stream_scan(t, **{"scan.snapshot-id": 2}).start_position() == StreamPosition(2)  # default -> from-snapshot
+    assert stream_scan(t, **{"scan.mode": "from-snapshot-full", "scan.snapshot-id": 2}).start_position() == \
+        StreamPosition(2, 0, True)
+    assert stream_scan(t, **{"scan.timestamp-millis": times[2]}).start_position() == StreamPosition(3)
+    assert stream_scan(t, **{"scan.timestamp-millis": times[2] + 1}).start_position() == StreamPosition(4)
+    assert stream_scan(t, **{"scan.timestamp-millis": 0}).start_position() == StreamPosition(1)
+    assert stream_scan(t, **{"scan.timestamp-millis": times[3] + 1}).start_position() == StreamPosition(5)
+    create_tag(t, "t2", 2)
+    assert stream_scan(t, **{"scan.tag-name": "t2"}).start_position() == StreamPosition(2, 0, True)
+    assert stream_scan(t, **{"scan.mode": "from-snapshot", "scan.tag-name": "t2"}).start_position() == \
+        StreamPosition(2)
+    # an expired start snapshot starts from the earliest one, as Java does
+    expire_before(t, 3)
+    assert stream_scan(t, **{"scan.snapshot-id": 1}).start_position() == StreamPosition(3)
+
+
+def test_invalid_start_options(catalog):
+    t = append_table(catalog)
+    t.write_arrow(batch([1]))
+    with pytest.raises(InvalidOptionError, match="scan.mode"):
+        stream_scan(t, **{"scan.mode": "sometimes"})
+    with pytest.raises(InvalidOptionError, match="not supported"):
+        stream_scan(t, **{"scan.mode": "compacted-full"})
+    with pytest.raises(InvalidOptionError, match="scan.snapshot-id"):
+        stream_scan(t, **{"scan.mode": "from-snapshot"}).start_position()
+    with pytest.raises(InvalidOptionError, match="scan.timestamp-millis"):
+        stream_scan(t, **{"scan.mode": "from-timestamp"}).start_position()
+    with pytest.raises(SnapshotNotFoundError, match="tag 'nope'"):
+        stream_scan(t, **{"scan.tag-name": "nope"}).start_position()
+
+
+def test_table_option_sets_scan_mode(catalog):
+    t = append_table(catalog, "db.opt", **{"scan.mode": "latest"})
+    t.write_arrow(batch([1]))
+    assert stream_scan(t).start_position() == StreamPosition(2)
+    assert stream_scan(t, **{"scan.mode": "latest-full"}).start_position() == StreamPosition(1, 0, True)
+
+
+# ---- what each snapshot contributes --------------------------------------------------------------
+def test_append_table_deltas_skip_compact_and_overwrite(catalog):
+    t = append_table(catalog)
+    t.write_arrow(batch([1, 2]))
+    t.write_arrow(batch([3]))
+    commit_noop(t)                                   # COMPACT: no rows
+    t.write_arrow(batch([4, 5], v="o"), overwrite=True)  # OVERWRITE: skipped by default
+    t.write_arrow(batch([6]))
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    batches, pos = drain(ss)
+    assert sorted(r["id"] for r in flat(batches)) == [1, 2, 3, 6]
+    assert {r[KIND] for r in flat(batches)} == {"+I"}
+    assert pos == StreamPosition(6)
+    assert [u.kind for s in range(1, 6) for u in ss.snapshot_units(s, False)] == [DELTA] * 4
+    assert ss.snapshot_units(3, False) == [] and ss.snapshot_units(4, False) == []
+    assert ss.snapshot_units(7, False) is None       # not committed yet
+    # streaming-read-overwrite: an append table's overwrite contributes its new files
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1, "streaming-read-overwrite": "true"})
+    assert sorted(r["id"] for r in flat(drain(ss)[0])) == [1, 2, 3, 4, 5, 6]
+
+
+def test_latest_full_then_changes(catalog):
+    t = pk_table(catalog)
+    t.write_arrow(batch([1, 2, 3]))
+    t.write_arrow(batch([2], v="u"))
+    ss = stream_scan(t)
+    units, end = ss.plan_batch(ss.start_position())
+    assert {u.kind for u in units} == {FULL} and end == StreamPosition(3)
+    assert sorted((r["id"], r["v"], r[KIND]) for r in rows_of(ss, units)) == \
+        [(1, "v1", "+I"), (2, "u2", "+I"), (3, "v3", "+I")]
+    t.write_arrow(batch([3, 4], v="w"))
+    units, end2 = ss.plan_batch(end)
+    assert {u.kind for u in units} == {DELTA} and end2 == StreamPosition(4)
+    assert sorted((r["id"], r["v"]) for r in rows_of(ss, units)) == [(3, "w3"), (4, "w4")]
+    assert ss.plan_batch(end2) == ([], end2)
+
+
+def test_primary_key_deltas_carry_row_kinds(catalog):
+    """Without a changelog producer a PK table's deltas hold the written rows: upserts as
+    +I/+U of the new value only, deletions as -D."""
+    t = pk_table(catalog)
+    t.write_arrow(batch([1, 2, 3]))
+    t.write_arrow(batch([2], v="u", op="+U"), row_kind_column="op")
+    t.write_arrow(batch([3], op="-D"), row_kind_column="op")
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 2})
+    got = sorted((r["id"], r["v"], r[KIND]) for r in flat(drain(ss)[0]))
+    assert got == [(2, "u2", "+U"), (3, "v3", "-D")]
+    # without a row kind column the retractions are dropped
+    units = ss.units_between(StreamPosition(2), StreamPosition(4))
+    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
+    plain = [r for u in units for r in to_output(read_unit(reader, u, ["id", "v"]), None).to_pylist()]
+    assert plain == [{"id": 2, "v": "u2"}]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_applying_the_stream_gives_the_table(catalog, seed):
+    """Model check: apply every +I/+U as an upsert and -D as a delete; the result is the table,
+    whatever limits cut the stream into batches and wherever it starts."""
+    rnd = random.Random(seed)
+    t = pk_table(catalog, f"db.m{seed}")
+    for n in range(8):
+        ids = rnd.sample(range(30), rnd.randint(1, 8))
+        if n > 1 and rnd.random() < 0.35:
+            t.write_arrow(batch(ids, op="-D"), row_kind_column="op")
+        else:
+            t.write_arrow(batch(ids, v=f"b{n}-"))
+        if rnd.random() < 0.3:
+            commit_noop(t)
+    expected = sorted(t.to_arrow().to_pylist(), key=key)
+    limits = ReadLimits(max_files=rnd.randint(1, 3), max_snapshots=rnd.choice([None, 1, 2]))
+    for options in ({"scan.mode": "from-snapshot", "scan.snapshot-id": 1}, {}):  # all changes; latest-full
+        model = {}
+        batches, _ = drain(stream_scan(t, **options), limits=limits)
+        assert len(batches) > 1
+        for r in flat(batches):
+            if r[KIND] in ("+I", "+U"):
+                model[key(r)] = {k: r[k] for k in ("id", "v", "dt")}
+            elif r[KIND] == "-D":
+                model.pop(key(r), None)
+        assert sorted(model.values(), key=key) == expected
+
+
+def test_overwrite_diff_on_primary_key_table(catalog):
+    t = pk_table(catalog)
+    t.write_arrow(batch([1, 2, 3], dt="a"))
+    t.write_arrow(batch([2, 3, 4], v="n", dt="a").set_column(1, "v", pa.array(["v2", "n3", "n4"])),
+                  overwrite=True)
+    ss = stream_scan(t, **{"scan.mode": "latest", "streaming-read-overwrite": "true"})
+    start = StreamPosition(2)
+    units = ss.units_between(start, StreamPosition(3))
+    assert [u.kind for u in units] == [OVERWRITE_DIFF] * len(units) and units
+    got = sorted((r["id"], r["v"], r[KIND]) for r in rows_of(ss, units))
+    assert got == [(1, "v1", "-D"), (3, "n3", "+U"), (3, "v3", "-U"), (4, "n4", "+I")]
+    assert stream_scan(t, **{"scan.mode": "latest"}).snapshot_units(2, False) == []  # skipped by default
+
+
+def test_changelog_files_of_a_pypaimon_table(warehouse):
+    """changelog-producer=input: the stream reads the changelog files pypaimon wrote."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    pypaimon_create(warehouse, "db.c", schema, primary_keys=["id"],
+                    options={"bucket": "1", "changelog-producer": "input"})
+    pypaimon_write(warehouse, "db.c", pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+    pypaimon_write(warehouse, "db.c", pa.table({"id": [2, 3], "v": ["b2", "c"]}, schema=schema))
+    t = ps.Catalog(warehouse).get_table("db.c")
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    units, _ = ss.plan_batch(ss.start_position())
+    assert {u.kind for u in units} == {CHANGELOG}
+    assert all(f.file_name.startswith("changelog-") for u in units for f in u.split.files)
+    assert [(r["id"], r["v"], r[KIND]) for r in rows_of(ss, units, ("id", "v"))] == \
+        [(1, "a", "+I"), (2, "b", "+I"), (2, "b2", "+I"), (3, "c", "+I")]
+
+
+def test_full_start_from_tag_survives_snapshot_expiration(catalog):
+    t = pk_table(catalog)
+    t.write_arrow(batch([1, 2]))
+    t.write_arrow(batch([2, 3], v="u"))
+    create_tag(t, "v2", 2)
+    t.write_arrow(batch([4]))
+    expire_before(t, 3)
+    ss = stream_scan(t, **{"scan.tag-name": "v2"})
+    batches, pos = drain(ss)
+    assert sorted((r["id"], r["v"], r[KIND]) for r in flat(batches)) == \
+        [(1, "v1", "+I"), (2, "u2", "+I"), (3, "u3", "+I"), (4, "v4", "+I")]
+    assert pos == StreamPosition(4)
+
+
+# ---- admission and positions ---------------------------------------------------------------------
+def test_limits_cut_a_backlog_into_resumable_batches(catalog):
+    t = append_table(catalog)
+    for i in range(5):
+        t.write_arrow(batch([10 * i + j for j in range(4)]))  # 2 files per snapshot (2 partitions)
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    all_rows = sorted(r["id"] for r in flat(drain(ss)[0]))
+    assert len(all_rows) == 20
+    for limits, n_batches in ((ReadLimits(max_files=3), 4), (ReadLimits(max_snapshots=2), 3),
+                              (ReadLimits(max_rows=5), 5), (ReadLimits(max_files=1), 10),
+                              (ReadLimits(max_files=100, max_snapshots=1), 5)):
+        batches, pos = drain(ss, limits=limits)
+        assert len(batches) == n_batches, limits
+        assert sorted(r["id"] for r in flat(batches)) == all_rows  # nothing lost, nothing repeated
+        assert pos == StreamPosition(6)
+    units, end = ss.plan_batch(StreamPosition(1), ReadLimits(max_files=3))
+    assert end == StreamPosition(2, 1)                # stopped inside snapshot 2
+    # a unit larger than the limit still goes through (at least one unit per batch)
+    units, end = ss.plan_batch(StreamPosition(1), ReadLimits(max_rows=1))
+    assert len(units) == 1 and end == StreamPosition(1, 1)
+
+
+def test_full_phase_is_cut_by_limits_too(catalog):
+    t = append_table(catalog)
+    for i in range(3):
+        t.write_arrow(batch([10 * i + j for j in range(4)]))
+    ss = stream_scan(t)
+    batches, pos = drain(ss, limits=ReadLimits(max_files=2))
+    assert len(batches) == 3 and sorted(r["id"] for r in flat(batches)) == sorted(
+        r["id"] for r in t.to_arrow().to_pylist())
+    assert pos == StreamPosition(4)
+
+
+def test_available_now_cap(catalog):
+    t = append_table(catalog)
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    batches, pos = drain(ss, last_snapshot=2)
+    assert sorted(r["id"] for r in flat(batches)) == [0, 1] and pos == StreamPosition(3)
+
+
+def test_position_round_trip():
+    p = StreamPosition(7, 3, True)
+    assert StreamPosition.from_dict(json.loads(json.dumps(p.to_dict()))) == p
+    with pytest.raises(ValueError, match="offset"):
+        StreamPosition.from_dict({"units": 1})
+    with pytest.raises(InvalidOptionError):
+        ReadLimits(max_files=0)
+
+
+# ---- expired snapshots -----------------------------------------------------------------------------
+def test_expired_snapshot_is_a_clear_error(catalog):
+    t = append_table(catalog)
+    for i in range(4):
+        t.write_arrow(batch([i]))
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    units, pos = ss.plan_batch(StreamPosition(1), ReadLimits(max_snapshots=1))
+    assert pos == StreamPosition(2)
+    expire_before(t, 3)
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})  # a restarted reader
+    with pytest.raises(SnapshotExpiredError) as err:
+        ss.plan_batch(pos)
+    msg = str(err.value)
+    assert "snapshot 2" in msg and "earliest snapshot is 3" in msg
+    assert "consumer-id" in msg and "snapshot.num-retained.min" in msg
+    with pytest.raises(SnapshotExpiredError, match="snapshot 2"):
+        ss.units_between(pos, StreamPosition(4))
+
+
+# ---- consumers ---------------------------------------------------------------------------------------
+def test_consumer_files(catalog):
+    t = append_table(catalog)
+    cm = ConsumerManager(t.file_io, t.path)
+    assert cm.consumers() == {} and cm.min_next_snapshot() is None and cm.next_snapshot("a") is None
+    cm.record("a", 5)
+    cm.record("b", 3)
+    cm.record("a", 7)
+    assert json.loads(t.file_io.read_text(f"{t.path}/consumer/consumer-a")) == {"nextSnapshot": 7}
+    assert cm.consumers() == {"a": 7, "b": 3} and cm.min_next_snapshot() == 3
+    cm.delete("b")
+    assert cm.consumer_ids() == ["a"]
+    with pytest.raises(ValueError, match="consumer id"):
+        cm.record("../x", 1)
+
+
+def test_consumer_progress_is_recorded_and_resumed(catalog):
+    t = append_table(catalog)
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1, "consumer-id": "job"})
+    units, end = ss.plan_batch(ss.start_position(), ReadLimits(max_snapshots=2))
+    ss.record_progress(end)
+    assert ConsumerManager(t.file_io, t.path).consumers() == {"job": 3}
+    # a new stream with the same consumer id starts where the consumer stopped
+    again = stream_scan(t, **{"consumer-id": "job"})
+    assert again.start_position() == StreamPosition(3)
+    assert [r["id"] for r in flat(drain(again)[0])] == [2]
+    assert stream_scan(t, **{"consumer-id": "job", "consumer.ignore-progress": "true"}).start_position() == \
+        StreamPosition(3, 0, True)
+    t.write_arrow(batch([3]))
+    t.write_arrow(batch([4]))
+    expire_before(t, 5)
+    with pytest.raises(SnapshotExpiredError, match="consumer 'job'"):
+        stream_scan(t, **{"consumer-id": "job"}).start_position()
+
+
+# ---- time travel --------------------------------------------------------------------------------------
+def test_time_travel_by_timestamp(catalog):
+    t = append_table(catalog)
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    times = [s.time_millis for s in t.snapshots()]
+    sm = t.snapshot_manager
+    assert earlier_or_equal(sm, times[1]) == 2 and earlier_than(sm, times[1]) == 1
+    assert earlier_or_equal(sm, times[0] - 1) is None and earlier_or_equal(sm, times[2] + 10) == 3
+    assert snapshot_at(sm, t.tag_manager, timestamp_millis=times[1]).id == 2
+    with pytest.raises(SnapshotNotFoundError, match="at or before"):
+        snapshot_at(sm, t.tag_manager, timestamp_millis=times[0] - 1)
+    with pytest.raises(ValueError, match="one of"):
+        snapshot_at(sm, t.tag_manager, snapshot_id=1, tag="x")
+
+
+# ---- system tables ------------------------------------------------------------------------------------
+def test_system_tables(catalog):
+    t = pk_table(catalog, **{"deletion-vectors.enabled": "false"})
+    t.write_arrow(batch([1, 2, 3]))
+    t.write_arrow(batch([4]))
+    create_tag(t, "first", 1)
+    ConsumerManager(t.file_io, t.path).record("c1", 2)
+    tables = {name: system_table(t, name) for name in SYSTEM_TABLES}
+    for name, data in tables.items():
+        assert data.schema.equals(system_table_schema(name)), name
+    snaps = tables["snapshots"].to_pylist()
+    assert [(s["snapshot_id"], s["commit_kind"], s["total_record_count"]) for s in snaps] == \
+        [(1, "APPEND", 3), (2, "APPEND", 4)]
+    assert snaps[0]["commit_time"].tzinfo is not None
+    assert [(r["tag_name"], r["snapshot_id"], r["record_count"]) for r in tables["tags"].to_pylist()] == \
+        [("first", 1, 3)]
+    files = tables["files"].to_pylist()
+    assert sum(f["record_count"] for f in files) == 4 and {f["partition"] for f in files} == {"{d0}", "{d1}"}
+    assert all(t.file_io.exists(f["file_path"]) and f["file_format"] == "parquet" for f in files)
+    assert all(f["min_key"].startswith("[") and "id=" in f["min_value_stats"] for f in files)
+    assert sum(system_table(t, "files", t.snapshot(1)).column("record_count").to_pylist()) == 3
+    manifests = tables["manifests"].to_pylist()
+    assert sum(m["num_added_files"] for m in manifests) == len(files)
+    schemas = tables["schemas"].to_pylist()
+    assert schemas[0]["schema_id"] == 0 and json.loads(schemas[0]["primary_keys"]) == ["id", "dt"]
+    assert [f["name"] for f in json.loads(schemas[0]["fields"])] == ["id", "v", "dt"]
+    assert {"key": "bucket", "value": "2"} in tables["options"].to_pylist()
+    assert tables["consumers"].to_pylist() == [{"consumer_id": "c1", "next_snapshot_id": 2}]
+    assert split_system_table("/wh/db.db/t$Snapshots") == ("/wh/db.db/t", "snapshots")
+    assert split_system_table("/wh/db.db/t") == ("/wh/db.db/t", None)
+    assert split_system_table("/wh/a$b/t") == ("/wh/a$b/t", None)
