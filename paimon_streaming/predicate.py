@@ -7,12 +7,12 @@ statistics); the same filter becomes an Arrow expression for the rows that remai
 """
 from __future__ import annotations
 
+import decimal
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .errors import SchemaMismatchError
 
@@ -57,9 +57,7 @@ def parse_filter(spec: Any, schema: pa.Schema) -> Filter | None:
                 raise SchemaMismatchError(f"filter column '{column}' is not in the table {schema.names}")
             terms.append(Term(column, op, value))
         disjuncts.append(tuple(terms))
-    expression = pq.filters_to_expression([[(t.column, _pq_op(t.op), t.value) for t in conj]
-                                           for conj in disjuncts]) if _all_pq(disjuncts) else \
-        _or([_and([_term_expr(t) for t in conj]) for conj in disjuncts])
+    expression = _or([_and([_term_expr(t, schema.field(t.column).type) for t in conj]) for conj in disjuncts])
     return Filter(tuple(disjuncts), expression)
 
 
@@ -72,26 +70,39 @@ def _term_parts(item: Any) -> tuple[str, str, Any]:
     return column, op, item[2] if len(item) == 3 else None
 
 
-def _all_pq(disjuncts) -> bool:
-    return all(t.op not in ("is null", "is not null") for conj in disjuncts for t in conj)
+def _typed(column: str, value: Any, arrow_type: pa.DataType) -> tuple[pc.Expression, Any]:
+    """The column and the literal, typed so Arrow compares them exactly.
+
+    Arrow compares a decimal column with a literal of another scale wrongly, so literals are
+    converted to the column's type; a decimal literal with more digits than the column makes
+    both sides decimals of the literal's scale instead.
+    """
+    field = pc.field(column)
+    try:
+        return field, pa.scalar(value, type=arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        pass
+    if pa.types.is_decimal(arrow_type) and isinstance(value, (decimal.Decimal, int, float)):
+        scale = max(arrow_type.scale, -decimal.Decimal(str(value)).as_tuple().exponent)
+        wide = pa.decimal128(38, scale)
+        return field.cast(wide), pa.scalar(decimal.Decimal(str(value)), type=wide)
+    return field, value
 
 
-def _pq_op(op: str) -> str:
-    return "=" if op == "==" else op
-
-
-def _term_expr(t: Term) -> pc.Expression:
-    f = pc.field(t.column)
+def _term_expr(t: Term, arrow_type: pa.DataType) -> pc.Expression:
     if t.op == "is null":
-        return f.is_null()
+        return pc.field(t.column).is_null()
     if t.op == "is not null":
-        return f.is_valid()
-    if t.op == "in":
-        return f.isin(list(t.value))
-    if t.op == "not in":
-        return ~f.isin(list(t.value))
-    return {"=": f == t.value, "==": f == t.value, "!=": f != t.value, "<": f < t.value,
-            "<=": f <= t.value, ">": f > t.value, ">=": f >= t.value}[t.op]
+        return pc.field(t.column).is_valid()
+    if t.op in ("in", "not in"):
+        values = list(t.value)
+        try:
+            contained = pc.field(t.column).isin(pa.array(values, type=arrow_type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            contained = pc.field(t.column).isin(values)
+        return contained if t.op == "in" else ~contained
+    f, v = _typed(t.column, t.value, arrow_type)
+    return {"=": f == v, "==": f == v, "!=": f != v, "<": f < v, "<=": f <= v, ">": f > v, ">=": f >= v}[t.op]
 
 
 def _and(exprs: Sequence[pc.Expression]) -> pc.Expression:

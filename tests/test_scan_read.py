@@ -84,3 +84,13 @@ def test_empty_table_reads_empty_with_schema(catalog):
     t = catalog.create_table("db.e", SCHEMA, primary_keys=["id", "dt"], options={"bucket": "2"})
     out = t.to_arrow()
     assert out.num_rows == 0 and out.schema.names == SCHEMA.names
+
+
+def test_decimal_filters_compare_by_value(catalog):
+    from decimal import Decimal
+    t = catalog.create_table("db.dec", pa.schema([("a", pa.decimal128(12, 2))]))
+    t.write_arrow(pa.table({"a": pa.array([Decimal("1.50"), Decimal("1.80"), Decimal("1.75")], pa.decimal128(12, 2))}))
+    assert sorted(r["a"] for r in t.to_arrow(filter=[("a", ">", Decimal("1.7"))]).to_pylist()) == \
+        [Decimal("1.75"), Decimal("1.80")]
+    assert t.to_arrow(filter=[("a", ">", Decimal("1.755"))]).to_pylist() == [{"a": Decimal("1.80")}]
+    assert t.to_arrow(filter=[("a", "in", [Decimal("1.5")])]).to_pylist() == [{"a": Decimal("1.50")}]
