@@ -1,0 +1,759 @@
+"""Paimon's merge engines (`merge-engine`) and row kinds, vectorized.
+
+A primary-key table keeps several versions of a key: the rows of one batch before they are
+written, then one row per file. Merging them is a function of a key's rows in order (by key,
+`sequence.field` columns, `_SEQUENCE_NUMBER`); it runs when a batch is merged within itself
+at write time (`write.py`) and when the files of a split are merged on read (`read.py`).
+
+Input of every engine (`merge_sorted`): a table sorted that way (`sort_for_merge`) with the
+key columns, value columns, `_SEQUENCE_NUMBER` (int64) and `_VALUE_KIND` (int8: +I 0, -U 1,
++U 2, -D 3). Output: one row per key (or none) with the merged values, its `_VALUE_KIND` and
+`_SEQUENCE_NUMBER`, in key order, with the input's columns and Arrow types.
+
+Semantics follow Apache Paimon 1.4 (Java is the authority; see tests/test_merge_engines.py):
+
+* A key with a single row is passed through unchanged, whatever its kind (Java's
+  `ReducerMergeFunctionWrapper`): a lone -D/-U stays in the file and deletes older versions
+  on read; only keys with two or more rows reach the engine proper.
+* `deduplicate`: the last row wins (a trailing -U/-D deletes the key). `ignore-delete`
+  skips -U/-D rows (a key with only those is dropped).
+* `first-row`: the first row wins. -U/-D rows are refused unless `ignore-delete`.
+* `partial-update`: per column the last non-null value. -U/-D rows are refused unless
+  `ignore-delete`, `partial-update.remove-record-on-delete` (a -D resets the whole row to the
+  -D's values and, if it is the key's last row, deletes the key) or sequence groups
+  (`fields.<seq>.sequence-group=<cols>`: a group's columns, nulls included, come from the
+  row with the greatest group sequence value, the last such row on ties; rows whose group
+  sequence is entirely null leave the group alone; a retraction that wins nulls the group's
+  columns; `partial-update.remove-record-on-sequence-group=<seq>` makes such a -D reset the
+  whole row). A key that saw no +I/+U row is a delete.
+* `aggregation`: per column `fields.<f>.aggregate-function` (default
+  `fields.default-aggregate-function`, else `last_non_null_value`; primary keys keep their
+  value; `sequence.field` columns use `last_value`). -U/-D rows retract (sum subtracts,
+  last_value / last_non_null_value null the column); other functions refuse retractions unless
+  `fields.<f>.ignore-retract`. The result is an insert even if every row was a retraction.
+  `aggregation.remove-record-on-delete`: a -D resets the row to the -D's values (aggregation
+  continues from them) and deletes the key if it is the key's last row.
+
+The writer first drops rows as Java's `RowKindFilter` does (`ignore-delete`: -U and -D;
+`ignore-update-before`: -U) and the reader drops -U/-D results after the merge.
+
+Everything is columnar: group boundaries from one comparison of adjacent keys, per-group
+picks with `numpy.ufunc.reduceat` over row positions, sums and lists with Arrow's hash
+aggregations (`group_by(..., use_threads=False)` keeps input order).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
+from .schema import TableSchema
+from .types import MAX_LENGTH, DataType
+
+__all__ = ["MergeEngine", "engine_for", "validate_engine_options", "merge_sorted", "sort_for_merge",
+           "row_kinds", "row_kind_filter", "is_retract", "last_of_each_key", "first_of_each_key",
+           "AGGREGATE_FUNCTIONS"]
+
+IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                      "partial-update.ignore-delete")
+_SHORT_KINDS = ["+I", "-U", "+U", "-D"]  # index = byte value
+
+AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_null_value", "first_value",
+                       "first_non_null_value", "first_not_null_value", "bool_and", "bool_or", "listagg")
+# Paimon functions we know but do not implement (yet).
+_JAVA_ONLY_FUNCTIONS = ("collect", "merge_map", "merge_map_with_keytime", "nested_update",
+                        "nested_partial_update", "hll_sketch", "theta_sketch", "rbm32", "rbm64")
+_NUMERIC = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
+_COMPARABLE = _NUMERIC + ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "CHAR", "VARCHAR", "BINARY", "VARBINARY")
+_RETRACTABLE = ("sum", "last_value", "last_non_null_value")
+
+
+# ---- row kinds ------------------------------------------------------------------------------
+def row_kinds(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
+    """Row kinds (int8 bytes) of a column of short strings (+I, -U, +U, -D; any case, as Java's
+    `RowKind.fromShortString`) or of integer bytes 0..3. Errors name the column and bad values."""
+    t = column.type
+    if pa.types.is_dictionary(t):
+        column = column.cast(t.value_type)
+        t = t.value_type
+    if column.null_count:
+        raise SchemaMismatchError(f"row kind column '{name}' contains {column.null_count} null value(s); "
+                                  f"every row needs one of {', '.join(_SHORT_KINDS)}")
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        idx = pc.index_in(pc.utf8_upper(column.cast(pa.string())), value_set=pa.array(_SHORT_KINDS))
+        if idx.null_count:
+            bad = pc.unique(column.filter(pc.is_null(idx))).to_pylist()[:5]
+            raise SchemaMismatchError(f"row kind column '{name}' has invalid value(s) {bad}; "
+                                      f"expected one of {', '.join(_SHORT_KINDS)}")
+        return idx.to_numpy(zero_copy_only=False).astype(np.int8)
+    if pa.types.is_integer(t):
+        values = column.to_numpy(zero_copy_only=False) if isinstance(column, pa.Array) else column.to_numpy()
+        bad_mask = (values < 0) | (values > 3)
+        if bad_mask.any():
+            raise SchemaMismatchError(f"row kind column '{name}' has invalid value(s) "
+                                      f"{sorted(set(values[bad_mask].tolist()))[:5]}; expected 0 (+I), "
+                                      "1 (-U), 2 (+U) or 3 (-D)")
+        return values.astype(np.int8)
+    raise SchemaMismatchError(f"row kind column '{name}' has type {t}; expected strings "
+                              f"({', '.join(_SHORT_KINDS)}) or int8 row kind bytes")
+
+
+def is_retract(kinds: np.ndarray) -> np.ndarray:
+    return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+
+
+def row_kind_filter(options: dict[str, str], kinds: np.ndarray) -> np.ndarray | None:
+    """Rows a writer keeps, as Java's `RowKindFilter` (None: all of them)."""
+    ignore_delete = _bool(options, "ignore-delete", IGNORE_DELETE_KEYS[1:])
+    ignore_ub = _bool(options, "ignore-update-before")
+    if ignore_delete:
+        return ~is_retract(kinds)
+    if ignore_ub:
+        return kinds != UPDATE_BEFORE
+    return None
+
+
+# ---- option helpers -------------------------------------------------------------------------
+def _bool(options: dict[str, str], key: str, fallbacks: Sequence[str] = ()) -> bool:
+    for k in (key, *fallbacks):
+        if k in options:
+            low = str(options[k]).strip().lower()
+            if low not in ("true", "false"):
+                raise InvalidOptionError(f"invalid value {options[k]!r} for table option '{k}': expected true or false")
+            return low == "true"
+    return False
+
+
+def _split(text: str | None) -> list[str]:
+    return [s.strip() for s in (text or "").split(",") if s.strip()]
+
+
+def sequence_fields(options: dict[str, str]) -> list[str]:
+    return _split(options.get("sequence.field"))
+
+
+# ---- sorting and groups ---------------------------------------------------------------------
+def sort_for_merge(table: pa.Table, keys: Sequence[str], seq_fields: Sequence[str] = ()) -> pa.Table:
+    """Sort by key, `sequence.field` columns, `_SEQUENCE_NUMBER` (nulls first, as Java's comparators)."""
+    order = [(k, "ascending") for k in keys] + [(s, "ascending") for s in seq_fields] + \
+        [(SEQUENCE_NUMBER, "ascending")]
+    return table.take(pc.sort_indices(table, sort_keys=order, null_placement="at_start"))
+
+
+def _key_change(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """changed[i] is True when row i+1 has another key than row i (rows sorted by key)."""
+    n = table.num_rows
+    changed = np.zeros(max(n - 1, 0), dtype=bool)
+    if n < 2:
+        return changed
+    for k in keys:
+        col = table.column(k).combine_chunks()
+        a, b = col.slice(1), col.slice(0, n - 1)
+        ne = pc.fill_null(pc.not_equal(a, b), False)
+        ne = pc.or_(ne, pc.not_equal(pc.is_null(a), pc.is_null(b)))
+        changed |= ne.to_numpy(zero_copy_only=False).astype(bool)
+    return changed
+
+
+def last_of_each_key(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    return np.append(_key_change(table, keys), True)
+
+
+def first_of_each_key(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    return np.insert(_key_change(table, keys), 0, True)
+
+
+@dataclass
+class _Groups:
+    """Contiguous groups of equal keys: `starts`/`ends` (inclusive) per group, `gid` per row."""
+    starts: np.ndarray
+    ends: np.ndarray
+    gid: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.ends - self.starts + 1
+
+    @staticmethod
+    def of(table: pa.Table, keys: Sequence[str]) -> "_Groups":
+        n = table.num_rows
+        change = _key_change(table, keys)
+        starts = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64) if n else np.zeros(0, np.int64)
+        ends = np.append(starts[1:] - 1, n - 1).astype(np.int64) if n else np.zeros(0, np.int64)
+        gid = np.repeat(np.arange(len(starts), dtype=np.int64), ends - starts + 1)
+        return _Groups(starts, ends, gid)
+
+    # per-group reductions over row masks (groups are non-empty and contiguous)
+    def last_where(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pos = np.where(mask, np.arange(len(mask), dtype=np.int64), -1)
+        idx = np.maximum.reduceat(pos, self.starts)
+        return idx, idx >= 0
+
+    def first_where(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n = len(mask)
+        pos = np.where(mask, np.arange(n, dtype=np.int64), n)
+        idx = np.minimum.reduceat(pos, self.starts)
+        return idx, idx < n
+
+    def any(self, mask: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(mask.astype(np.int64), self.starts) > 0
+
+    def max(self, values: np.ndarray) -> np.ndarray:
+        return np.maximum.reduceat(values, self.starts)
+
+
+def _take(column: pa.ChunkedArray | pa.Array, idx: np.ndarray, valid: np.ndarray | None = None):
+    if valid is None or valid.all():
+        return column.take(pa.array(idx, pa.int64()))
+    return column.take(pa.array(np.where(valid, idx, 0), pa.int64(), mask=~valid))
+
+
+def _null_where(column: pa.ChunkedArray | pa.Array, mask: np.ndarray):
+    """`column` with nulls where `mask` is True."""
+    if not mask.any():
+        return column
+    return pc.if_else(pa.array(mask), pa.scalar(None, column.type), column)
+
+
+def _group_agg(values, g: _Groups, func: str, opts=None) -> pa.Array:
+    """One hash aggregation of `values` per group, in group order."""
+    t = pa.table({"g": pa.array(g.gid), "v": values})
+    out = t.group_by("g", use_threads=False).aggregate([("v", func, opts)] if opts else [("v", func)])
+    return out.column(f"v_{func}").combine_chunks()
+
+
+_MIN_ONE = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+
+
+# ---- engines --------------------------------------------------------------------------------
+class MergeEngine:
+    """The merge engine of one table (built from its schema by `engine_for`)."""
+
+    name = "deduplicate"
+
+    def __init__(self, schema: TableSchema):
+        o = schema.options
+        self.schema = schema
+        self.options = o
+        self.ignore_delete = _bool(o, "ignore-delete", IGNORE_DELETE_KEYS[1:])
+        self.sequence_fields = sequence_fields(o)
+        order = str(o.get("sequence.field.sort-order", "ascending")).strip().lower()
+        if order not in ("ascending", "descending"):
+            raise InvalidOptionError(f"invalid value {order!r} for table option 'sequence.field.sort-order': "
+                                     "expected ascending or descending")
+        if order == "descending":
+            raise InvalidOptionError("'sequence.field.sort-order' = descending is not supported by "
+                                     "paimon-streaming (Paimon 1.4 merges a written batch ascending but reads "
+                                     "descending); use ascending")
+
+    # -- hooks --
+    def check_write(self, kinds: np.ndarray) -> None:
+        """Refuse row kinds the engine can never accept (after `row_kind_filter`)."""
+
+    def read_columns(self, names: Sequence[str]) -> list[str]:
+        """Columns the merge needs to produce `names`."""
+        return list(names)
+
+    def merge(self, table: pa.Table, keys: Sequence[str]) -> pa.Table:
+        """Merge a table sorted by `sort_for_merge` into one row per key (see the module doc)."""
+        n = table.num_rows
+        if n == 0:
+            return table
+        g = _Groups.of(table, keys)
+        if g.count == n:
+            return table  # every key once: nothing to merge
+        single = g.sizes == 1
+        multi_rows = ~single[g.gid]
+        sub = table.filter(pa.array(multi_rows))
+        sg = _Groups(*_regroup(g, ~single))
+        merged, keep = self._merge_groups(sub, sg)
+        merged = merged.select(table.column_names).cast(table.schema)
+        multi_gids = np.flatnonzero(~single)
+        if keep is not None:
+            merged = merged.filter(pa.array(keep))
+            multi_gids = multi_gids[keep]
+        singles = table.take(pa.array(g.starts[single]))
+        out = pa.concat_tables([singles, merged])
+        order = np.argsort(np.concatenate([np.flatnonzero(single), multi_gids]), kind="stable")
+        return out.take(pa.array(order))
+
+    def _merge_groups(self, t: pa.Table, g: _Groups) -> tuple[pa.Table, np.ndarray | None]:
+        """Merge groups of two or more rows; returns one row per group and which to keep."""
+        kinds = _kinds(t)
+        if self.ignore_delete:
+            idx, valid = g.last_where(~is_retract(kinds))
+            return _take_rows(t, idx, valid), valid
+        return t.take(pa.array(g.ends)), None
+
+
+def _regroup(g: _Groups, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Starts/ends/gid of the chosen groups after filtering the table to their rows."""
+    sizes = g.sizes[chosen]
+    ends = np.cumsum(sizes) - 1
+    starts = ends - sizes + 1
+    gid = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    return starts.astype(np.int64), ends.astype(np.int64), gid
+
+
+def _kinds(t: pa.Table) -> np.ndarray:
+    return t.column(VALUE_KIND).to_numpy().astype(np.int8)
+
+
+def _take_rows(t: pa.Table, idx: np.ndarray, valid: np.ndarray) -> pa.Table:
+    return t.take(pa.array(np.where(valid, idx, 0)))
+
+
+class DeduplicateEngine(MergeEngine):
+    name = "deduplicate"
+
+
+class FirstRowEngine(MergeEngine):
+    name = "first-row"
+
+    def __init__(self, schema: TableSchema):
+        super().__init__(schema)
+        if self.sequence_fields:
+            raise InvalidOptionError("'sequence.field' cannot be used with merge-engine 'first-row' (as in Paimon)")
+
+    def check_write(self, kinds: np.ndarray) -> None:
+        if not self.ignore_delete and is_retract(kinds).any():
+            raise PaimonError(
+                "merge-engine 'first-row' cannot accept -U/-D rows (Paimon refuses them when it compacts); "
+                "set the table option 'ignore-delete' = 'true' to drop them")
+
+    def _merge_groups(self, t, g):
+        kinds = _kinds(t)
+        retract = is_retract(kinds)
+        if retract.any() and not self.ignore_delete:
+            raise PaimonError(
+                "merge-engine 'first-row' cannot accept -U/-D rows; set the table option "
+                "'ignore-delete' = 'true' to ignore them")
+        idx, valid = g.first_where(~retract)
+        return _take_rows(t, idx, valid), (None if valid.all() else valid)
+
+
+# ---- partial-update -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _SequenceGroup:
+    seq: tuple[str, ...]
+    values: tuple[str, ...]
+
+
+class PartialUpdateEngine(MergeEngine):
+    name = "partial-update"
+
+    def __init__(self, schema: TableSchema):
+        super().__init__(schema)
+        o = self.options
+        names = schema.field_names
+        self.remove_on_delete = _bool(o, "partial-update.remove-record-on-delete")
+        groups: list[_SequenceGroup] = []
+        owner: dict[str, str] = {}
+        for k, v in o.items():
+            if not (k.startswith("fields.") and k.endswith(".sequence-group")):
+                continue
+            seq = tuple(_split(k[len("fields."):-len(".sequence-group")]))
+            vals = tuple(_split(v))
+            for f in seq + vals:
+                if f not in names:
+                    raise InvalidOptionError(f"table option '{k}': field '{f}' is not in the table schema {names}")
+            for f in vals:
+                if f in owner:
+                    raise InvalidOptionError(f"field '{f}' is in more than one sequence group: '{owner[f]}' and '{k}'")
+                owner[f] = k
+            groups.append(_SequenceGroup(seq, vals))
+        self.groups = groups
+        seq_of_groups = {f for gr in groups for f in gr.seq}
+        protected = {f for gr in groups for f in gr.values}
+        on_group = o.get("partial-update.remove-record-on-sequence-group")
+        self.remove_on_group = _split(on_group)
+        if self.remove_on_delete and self.ignore_delete:
+            raise InvalidOptionError("'ignore-delete' and 'partial-update.remove-record-on-delete' conflict; "
+                                     "set only one of them")
+        if on_group is not None and self.ignore_delete:
+            raise InvalidOptionError("'ignore-delete' and 'partial-update.remove-record-on-sequence-group' "
+                                     "conflict; set only one of them")
+        if self.remove_on_delete and groups:
+            raise InvalidOptionError("'partial-update.remove-record-on-delete' cannot be combined with "
+                                     "'fields.<f>.sequence-group' options")
+        bad = [f for f in self.remove_on_group if f not in seq_of_groups]
+        if bad:
+            raise InvalidOptionError(f"field(s) {bad} of 'partial-update.remove-record-on-sequence-group' must be "
+                                     "sequence fields of a 'fields.<f>.sequence-group' option")
+        self.reset_groups = [i for i, gr in enumerate(groups) if set(gr.seq) & set(self.remove_on_group)]
+        default = o.get("fields.default-aggregate-function")
+        for f in schema.fields:
+            if f.name in seq_of_groups or f.name in schema.primary_keys:
+                continue
+            func = o.get(f"fields.{f.name}.aggregate-function") or default
+            if func is None:
+                continue
+            _check_function_name(f.name, func)
+            if f.name not in protected:
+                if func != "last_non_null_value":
+                    raise InvalidOptionError(
+                        f"field '{f.name}' has aggregate function '{func}' but partial-update needs a sequence "
+                        f"group for it ('fields.<seq>.sequence-group' containing '{f.name}')")
+            else:
+                raise InvalidOptionError(
+                    f"aggregate function '{func}' on field '{f.name}' of a sequence group is not supported by "
+                    "paimon-streaming yet (partial-update)")
+
+    def read_columns(self, names):
+        extra = [f for gr in self.groups for f in gr.seq]
+        return list(dict.fromkeys(list(names) + extra))
+
+    def _merge_groups(self, t, g):
+        n = t.num_rows
+        kinds = _kinds(t)
+        retract = is_retract(kinds)
+        add = ~retract
+        if retract.any() and not (self.ignore_delete or self.remove_on_delete or self.groups):
+            raise PaimonError(
+                "merge-engine 'partial-update' cannot accept -U/-D rows (a key has a delete record and "
+                "other versions); set one of the table options: 'ignore-delete' = 'true' (ignore them), "
+                "'partial-update.remove-record-on-delete' = 'true' (remove the whole row), or "
+                "'fields.<seq>.sequence-group' (retract the group's columns)")
+        pos = np.arange(n, dtype=np.int64)
+        groups = [gr for gr in self.groups if all(s in t.column_names for s in gr.seq)]
+        ranks = [_dense_rank(t, gr.seq) for gr in groups]
+        processed = add if self.ignore_delete else np.ones(n, bool)
+        if self.remove_on_delete:
+            seg_idx, has_reset = g.last_where(kinds == DELETE)
+            seg_start = np.where(has_reset, seg_idx, g.starts)
+            reset_start = has_reset
+        elif self.reset_groups:
+            seg_start, reset_start = self._resets(t, g, kinds, ranks, groups)
+        else:
+            seg_start, reset_start = g.starts.copy(), np.zeros(g.count, bool)
+        active = pos >= seg_start[g.gid]
+        start_row = pos == seg_start[g.gid]
+        is_reset_row = start_row & reset_start[g.gid]
+
+        group_cols = {c for gr in groups for c in gr.seq + gr.values}
+        columns = {}
+        for name in t.column_names:
+            if name in (SEQUENCE_NUMBER, VALUE_KIND) or name in group_cols:
+                continue
+            col = t.column(name)
+            notnull = pc.is_valid(col).to_numpy(zero_copy_only=False)
+            idx, _ = g.last_where(active & (start_row | (add & notnull)))
+            columns[name] = _take(col, idx)
+        for gr, rank in zip(groups, ranks):
+            empty = rank < 0
+            cand = active & (start_row | (processed & ~empty))
+            best = g.max(np.where(cand, rank, -2))
+            idx, _ = g.last_where(cand & (rank == best[g.gid]))
+            supplies = np.where(start_row,
+                                is_reset_row | (retract & (empty | self.ignore_delete)) | (add & ~empty),
+                                add)
+            keep_values = supplies[idx]
+            for name in gr.seq:
+                columns[name] = _take(t.column(name), idx)
+            for name in gr.values:
+                if name in t.column_names and name not in gr.seq:
+                    columns[name] = _take(t.column(name), idx, keep_values)
+        last = g.ends
+        deleted = ~g.any(add)
+        if self.remove_on_delete:
+            deleted |= kinds[last] == DELETE
+        elif self.reset_groups:
+            deleted |= reset_start & (seg_start == last)
+        seq = t.column(SEQUENCE_NUMBER).to_numpy()
+        if self.ignore_delete:
+            sidx, ok = g.last_where(add)
+            out_seq = np.where(ok, seq[np.where(ok, sidx, 0)], seq[last])
+        else:
+            out_seq = seq[last]
+        columns[SEQUENCE_NUMBER] = pa.array(out_seq, pa.int64())
+        columns[VALUE_KIND] = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8))
+        return pa.table({c: columns[c] for c in t.column_names}), None
+
+    def _resets(self, t, g, kinds, ranks, groups):
+        """Segment starts when -D rows of `partial-update.remove-record-on-sequence-group` groups
+        reset the row: found one per key and pass (passes = resets of the busiest key)."""
+        n = t.num_rows
+        pos = np.arange(n, dtype=np.int64)
+        seg_start = g.starts.copy()
+        reset_start = np.zeros(g.count, bool)
+        reset_ranks = [ranks[i] for i, gr in enumerate(groups) if set(gr.seq) & set(self.remove_on_group)]
+        is_delete = kinds == DELETE
+        if not reset_ranks or not is_delete.any():
+            return seg_start, reset_start
+        # a key's first row is compared with itself: a -D there resets too (undoing the nulls
+        # its own retraction wrote into the other groups)
+        first = g.starts
+        for rank in reset_ranks:
+            reset_start |= is_delete[first] & (rank[first] >= 0)
+        while True:
+            active = pos >= seg_start[g.gid]
+            seg_id = g.gid * 2 + active
+            trigger = np.zeros(n, bool)
+            for rank in reset_ranks:
+                big = int(rank.max()) + 3
+                running = np.maximum.accumulate(seg_id * big + (rank + 1)) - seg_id * big - 1
+                before = np.concatenate([[-1], running[:-1]])  # state before row r (same segment if r > start)
+                trigger |= active & (pos > seg_start[g.gid]) & is_delete & (rank >= 0) & (rank >= before)
+            idx, found = g.first_where(trigger)
+            if not found.any():
+                return seg_start, reset_start
+            seg_start = np.where(found, idx, seg_start)
+            reset_start |= found
+
+
+def _dense_rank(t: pa.Table, cols: Sequence[str]) -> np.ndarray:
+    """Dense rank of each row's tuple of `cols` (nulls first, as Java's comparators); -1 where
+    every column is null (an empty sequence group)."""
+    n = t.num_rows
+    sub = t.select(list(cols))
+    order = pc.sort_indices(sub, sort_keys=[(c, "ascending") for c in cols], null_placement="at_start").to_numpy()
+    srt = sub.take(pa.array(order))
+    change = _key_change(srt, list(cols))
+    dense = np.concatenate([[0], np.cumsum(change)]).astype(np.int64) if n else np.zeros(0, np.int64)
+    rank = np.empty(n, np.int64)
+    rank[order] = dense
+    all_null = np.ones(n, bool)
+    for c in cols:
+        all_null &= pc.is_null(t.column(c)).to_numpy(zero_copy_only=False)
+    rank[all_null] = -1
+    return rank
+
+
+# ---- aggregation ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _FieldAgg:
+    name: str
+    func: str              # primary_key for key columns
+    ignore_retract: bool = False
+    delimiter: str = ","
+
+
+def _check_function_name(field: str, func: str) -> None:
+    if func in AGGREGATE_FUNCTIONS:
+        return
+    if func in _JAVA_ONLY_FUNCTIONS:
+        raise InvalidOptionError(f"aggregate function '{func}' of field '{field}' is not supported by "
+                                 f"paimon-streaming yet (supported: {', '.join(AGGREGATE_FUNCTIONS)})")
+    hint = " (Paimon has no 'count'; sum a column of 1s instead)" if func == "count" else ""
+    raise InvalidOptionError(f"unknown aggregate function '{func}' for field '{field}' "
+                             f"(option 'fields.{field}.aggregate-function'){hint}; "
+                             f"supported: {', '.join(AGGREGATE_FUNCTIONS)}")
+
+
+def _check_function_type(field: str, func: str, t: DataType) -> None:
+    ok = True
+    if func in ("sum", "product"):
+        ok = t.root in _NUMERIC
+        if func == "product" and t.root == "DECIMAL":
+            raise InvalidOptionError(f"aggregate function 'product' on DECIMAL field '{field}' is not supported "
+                                     "by paimon-streaming yet")
+    elif func in ("min", "max"):
+        ok = t.root in _COMPARABLE
+    elif func in ("bool_and", "bool_or"):
+        ok = t.root == "BOOLEAN"
+    elif func == "listagg":
+        ok = t.root == "VARCHAR" and t.precision == MAX_LENGTH
+    if not ok:
+        raise InvalidOptionError(f"aggregate function '{func}' cannot be used on field '{field}' of type {t}")
+
+
+class AggregationEngine(MergeEngine):
+    name = "aggregation"
+
+    def __init__(self, schema: TableSchema):
+        super().__init__(schema)
+        o = self.options
+        self.remove_on_delete = _bool(o, "aggregation.remove-record-on-delete")
+        default = o.get("fields.default-aggregate-function")
+        self.fields: dict[str, _FieldAgg] = {}
+        for f in schema.fields:
+            explicit = o.get(f"fields.{f.name}.aggregate-function")
+            if f.name in self.sequence_fields:
+                if explicit is not None:
+                    raise InvalidOptionError(f"sequence field '{f.name}' must not have an aggregate function")
+                func = "last_value"
+            elif f.name in schema.primary_keys:
+                func = "primary_key"
+            else:
+                func = explicit or default or "last_non_null_value"
+                _check_function_name(f.name, func)
+                _check_function_type(f.name, func, f.type)
+            ignore_retract = _bool(o, f"fields.{f.name}.ignore-retract")
+            if ignore_retract and self.remove_on_delete:
+                raise InvalidOptionError(f"'aggregation.remove-record-on-delete' and 'fields.{f.name}.ignore-retract' "
+                                         "conflict; set only one of them")
+            if func == "listagg" and _bool(o, f"fields.{f.name}.distinct"):
+                raise InvalidOptionError(f"'fields.{f.name}.distinct' (listagg) is not supported by "
+                                         "paimon-streaming yet")
+            if func == "first_not_null_value":
+                func = "first_non_null_value"
+            self.fields[f.name] = _FieldAgg(f.name, func, ignore_retract,
+                                            o.get(f"fields.{f.name}.list-agg-delimiter", ","))
+
+    def _merge_groups(self, t, g):
+        n = t.num_rows
+        kinds = _kinds(t)
+        pos = np.arange(n, dtype=np.int64)
+        retract_all = is_retract(kinds)
+        if self.remove_on_delete:
+            d_idx, has_reset = g.last_where(kinds == DELETE)
+            seg_start = np.where(has_reset, d_idx, g.starts)
+        else:
+            has_reset = np.zeros(g.count, bool)
+            seg_start = g.starts
+        active = pos >= seg_start[g.gid]
+        reset_row = (pos == seg_start[g.gid]) & has_reset[g.gid]
+        real_add = ~retract_all
+        add = active & (real_add | reset_row)          # rows aggregated (a reset row initializes)
+        retract = active & retract_all & ~reset_row     # rows retracted
+        ctx = _AggContext(g, pos, seg_start, has_reset, add, retract, real_add)
+        columns = {}
+        for name in t.column_names:
+            if name in (SEQUENCE_NUMBER, VALUE_KIND):
+                continue
+            spec = self.fields.get(name, _FieldAgg(name, "primary_key"))
+            if spec.func not in _RETRACTABLE and spec.func != "primary_key" and not spec.ignore_retract:
+                offending = retract_all & (kinds != DELETE) if self.remove_on_delete else retract_all
+                if offending.any():
+                    raise PaimonError(
+                        f"aggregate function '{spec.func}' of field '{name}' cannot retract -U/-D rows; set the "
+                        f"table option 'fields.{name}.ignore-retract' = 'true' to ignore retractions")
+            columns[name] = _aggregate(t.column(name), spec, ctx)
+        last = g.ends
+        deleted = (kinds[last] == DELETE) & self.remove_on_delete
+        columns[SEQUENCE_NUMBER] = pa.array(t.column(SEQUENCE_NUMBER).to_numpy()[last], pa.int64())
+        columns[VALUE_KIND] = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8))
+        return pa.table({c: columns[c] for c in t.column_names}), None
+
+
+@dataclass
+class _AggContext:
+    g: _Groups
+    pos: np.ndarray
+    seg_start: np.ndarray     # per group
+    has_reset: np.ndarray     # per group: the segment starts at a -D (remove-record-on-delete)
+    add: np.ndarray           # per row: aggregated (incl. the reset row)
+    retract: np.ndarray       # per row: retracted
+    real_add: np.ndarray      # per row: +I/+U
+
+
+def _aggregate(col: pa.ChunkedArray, spec: _FieldAgg, c: _AggContext):
+    g = c.g
+    func = spec.func
+    notnull = pc.is_valid(col).to_numpy(zero_copy_only=False)
+    add, retract = c.add, (c.retract if not spec.ignore_retract else np.zeros_like(c.retract))
+    if func == "primary_key":
+        return _take(col, g.ends)
+    if func == "last_value":
+        idx, valid = g.last_where(add | retract)
+        return _take(col, idx, valid & add[np.where(valid, idx, 0)])
+    if func == "last_non_null_value":
+        idx, valid = g.last_where((add | retract) & notnull)
+        return _take(col, idx, valid & add[np.where(valid, idx, 0)])
+    if func in ("first_value", "first_non_null_value"):
+        extra = notnull if func == "first_non_null_value" else np.ones_like(notnull)
+        active = c.pos >= c.seg_start[g.gid]
+        first, found = g.first_where(active & c.real_add & extra)
+        before = g.any(c.real_add & extra & (c.pos < c.seg_start[g.gid]))
+        use_reset = c.has_reset & (before | ~found)
+        idx = np.where(use_reset, c.seg_start, first)
+        return _take(col, idx, use_reset | found)
+    if func == "sum":
+        return _sum(col, add, retract, g)
+    if func in ("min", "max", "bool_and", "bool_or", "product"):
+        values = _null_where(col, ~add)
+        hash_func = {"bool_and": "all", "bool_or": "any"}.get(func, func)
+        out = _group_agg(values, g, hash_func, _MIN_ONE)
+        if func == "product" and pa.types.is_integer(col.type):
+            return out.cast(col.type, safe=False)
+        return out.cast(col.type)
+    if func == "listagg":
+        return _listagg(col, add, notnull, spec.delimiter, g)
+    raise PaimonError(f"aggregate function '{func}' is not implemented")  # guarded by validation
+
+
+def _sum(col, add: np.ndarray, retract: np.ndarray, g: _Groups):
+    t = col.type
+    if pa.types.is_integer(t):
+        wide = col.cast(pa.int64())
+    elif pa.types.is_decimal(t):
+        wide = col.cast(pa.decimal128(38, t.scale))
+    else:
+        wide = col.cast(pa.float64()) if pa.types.is_float32(t) else col
+    signed = pc.if_else(pa.array(retract), pc.negate(wide), wide)
+    signed = _null_where(signed, ~(add | retract))
+    total = _group_agg(signed, g, "sum", _MIN_ONE)
+    if pa.types.is_integer(t):
+        return total.cast(pa.int64()).cast(t, safe=False)
+    if pa.types.is_decimal(t):
+        total = total.cast(pa.decimal128(38, t.scale))
+        if t.precision < 38:
+            limit = pa.scalar(10 ** (t.precision - t.scale), pa.decimal128(38, 0)).cast(pa.decimal128(38, t.scale))
+            overflow = pc.fill_null(pc.greater_equal(pc.abs(total), limit), False).to_numpy(zero_copy_only=False)
+            total = _null_where(total, overflow)  # Java's Decimal arithmetic gives null on overflow
+        return total.cast(t)
+    return total.cast(t)
+
+
+def _listagg(col, add: np.ndarray, notnull: np.ndarray, delimiter: str, g: _Groups):
+    s = col.cast(pa.string())
+    length = pc.fill_null(pc.binary_length(s), 0).to_numpy(zero_copy_only=False)
+    nonempty = add & notnull & (length > 0)
+    any_value = g.any(add & notnull)
+    t = pa.table({"g": pa.array(g.gid), "v": s}).filter(pa.array(nonempty))
+    out = t.group_by("g", use_threads=False).aggregate([("v", "list")])
+    where = np.full(g.count, -1, np.int64)
+    where[out.column("g").to_numpy()] = np.arange(out.num_rows)
+    joined = pc.binary_join(out.column("v_list").combine_chunks(), delimiter)
+    result = _take(joined, where, where >= 0)
+    result = pc.if_else(pa.array(any_value & (where < 0)), pa.scalar("", pa.string()), result)
+    return result.cast(col.type)
+
+
+# ---- entry points ---------------------------------------------------------------------------
+_ENGINES = {"deduplicate": DeduplicateEngine, "first-row": FirstRowEngine,
+            "partial-update": PartialUpdateEngine, "aggregation": AggregationEngine}
+
+
+def engine_for(schema: TableSchema) -> MergeEngine:
+    """The merge engine of a table, with its options parsed and validated."""
+    name = str(schema.options.get("merge-engine", "deduplicate")).strip().lower()
+    cls = _ENGINES.get(name)
+    if cls is None:
+        raise InvalidOptionError(f"invalid value {name!r} for table option 'merge-engine': expected one of "
+                                 f"{', '.join(_ENGINES)}")
+    return cls(schema)
+
+
+def validate_engine_options(schema: TableSchema) -> None:
+    """Create-time checks of the merge-engine and row-kind options (call from TableSchema.validate)."""
+    o = schema.options
+    for key in IGNORE_DELETE_KEYS + ("ignore-update-before", "partial-update.remove-record-on-delete",
+                                     "aggregation.remove-record-on-delete"):
+        _bool(o, key)
+    field = o.get("rowkind.field")
+    if field is not None:
+        if field not in schema.field_names:
+            raise InvalidOptionError(f"rowkind.field column '{field}' is not in the schema {schema.field_names}")
+        if not schema.field(field).type.is_string:
+            raise InvalidOptionError(f"rowkind.field column '{field}' must be a string column, "
+                                     f"not {schema.field(field).type}")
+    if schema.primary_keys:
+        engine_for(schema)
+    for name in sequence_fields(o):
+        if o.get(f"fields.{name}.aggregate-function") is not None:
+            raise InvalidOptionError(f"sequence field '{name}' must not have an aggregate function")
+
+
+def merge_sorted(table: pa.Table, keys: Sequence[str], engine: MergeEngine) -> pa.Table:
+    """Merge `table` (sorted by `sort_for_merge`) with `engine`: one row per key, see the module doc."""
+    return engine.merge(table, keys)

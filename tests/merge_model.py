@@ -1,0 +1,329 @@
+"""A row-at-a-time model of Apache Paimon's merge engines (Java 1.4 semantics), for tests.
+
+Written from the behaviour of Paimon's `DeduplicateMergeFunction`, `FirstRowMergeFunction`,
+`PartialUpdateMergeFunction`, `AggregateMergeFunction` + field aggregators and
+`ReducerMergeFunctionWrapper` (a key with one record is passed through unmerged), as a plain
+Python loop so that it is easy to check by eye; the interop tests check it against Java.
+
+A record is ``(kind, seq, values)`` with kind one of "+I", "-U", "+U", "-D" and values a dict.
+"""
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any, Sequence
+
+import numpy as np
+
+RETRACT = ("-U", "-D")
+
+
+class ModelError(Exception):
+    """The engine refuses the input (Java throws)."""
+
+
+def _null_first(values: Sequence[Any]) -> tuple:
+    return tuple((v is not None, v) for v in values)
+
+
+def _wrap(value, type_name: str):
+    bits = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}.get(type_name)
+    if bits is None:
+        return value
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+
+class Table:
+    """Model of one primary-key table: engine options, column types, and files of records."""
+
+    def __init__(self, options: dict[str, str], types: dict[str, str], primary_keys: Sequence[str]):
+        self.options = {k: str(v) for k, v in options.items()}
+        self.types = types  # name -> Paimon type root (INT, BIGINT, DECIMAL(p,s) as "DECIMAL:p:s", ...)
+        self.names = list(types)
+        self.pk = list(primary_keys)
+        self.engine = self.options.get("merge-engine", "deduplicate")
+        o = self.options
+        self.ignore_delete = any(o.get(k, "false").lower() == "true" for k in
+                                 ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                                  "partial-update.ignore-delete"))
+        self.ignore_ub = o.get("ignore-update-before", "false").lower() == "true"
+        self.seq_fields = [s.strip() for s in o.get("sequence.field", "").split(",") if s.strip()]
+        self.files: list[list[tuple]] = []
+        self.next_seq = 0
+
+    # ---- write / read ------------------------------------------------------------------
+    def sort_key(self, rec):
+        kind, seq, values = rec
+        return (tuple(values[k] for k in self.pk), _null_first([values[s] for s in self.seq_fields]), seq)
+
+    def write(self, rows: Sequence[tuple[str, dict]]) -> None:
+        """One batch of (kind, values): filtered as Java's RowKindFilter, merged per key, one file."""
+        recs = []
+        for kind, values in rows:
+            if self.ignore_delete and kind in RETRACT:
+                continue
+            if self.ignore_ub and kind == "-U":
+                continue
+            if self.engine == "first-row" and kind in RETRACT:
+                raise ModelError("first-row refuses -U/-D")
+            recs.append((kind, self.next_seq, dict(values)))
+            self.next_seq += 1
+        self.files.append(self.merge(recs))
+
+    def merge(self, recs: list[tuple]) -> list[tuple]:
+        recs = sorted(recs, key=self.sort_key)
+        out = []
+        i = 0
+        while i < len(recs):
+            j = i
+            while j < len(recs) and self.sort_key(recs[j])[0] == self.sort_key(recs[i])[0]:
+                j += 1
+            group = recs[i:j]
+            result = group[0] if len(group) == 1 else self.merge_function(group)
+            if result is not None:
+                out.append(result)
+            i = j
+        return out
+
+    def read(self) -> list[dict]:
+        merged = self.merge([r for f in self.files for r in f])
+        return [values for kind, seq, values in merged if kind not in RETRACT]
+
+    # ---- merge functions ---------------------------------------------------------------
+    def merge_function(self, group: list[tuple]):
+        return {"deduplicate": self._dedup, "first-row": self._first_row,
+                "partial-update": self._partial_update, "aggregation": self._aggregate}[self.engine](group)
+
+    def _dedup(self, group):
+        latest = None
+        for kv in group:
+            if self.ignore_delete and kv[0] in RETRACT:
+                continue
+            latest = kv
+        return latest
+
+    def _first_row(self, group):
+        first = None
+        for kv in group:
+            if kv[0] in RETRACT:
+                if self.ignore_delete:
+                    continue
+                raise ModelError("first-row refuses -U/-D")
+            if first is None:
+                first = kv
+        return first
+
+    # partial-update -------------------------------------------------------------------
+    def _groups(self):
+        groups = []
+        for k, v in self.options.items():
+            if k.startswith("fields.") and k.endswith(".sequence-group"):
+                seq = [s.strip() for s in k[len("fields."):-len(".sequence-group")].split(",")]
+                groups.append((seq, [x.strip() for x in v.split(",")]))
+        return groups
+
+    def _partial_update(self, group):
+        o = self.options
+        groups = self._groups()
+        group_of = {}
+        for seq, vals in groups:
+            for f in seq + vals:
+                group_of[f] = (seq, vals)
+        remove_on_delete = o.get("partial-update.remove-record-on-delete", "false").lower() == "true"
+        remove_set = {s.strip() for s in o.get("partial-update.remove-record-on-sequence-group", "").split(",")
+                      if s.strip()}
+        row = {n: None for n in self.names}
+        meet_insert = filled = False
+        current_delete = False
+        latest_seq = 0
+
+        def empty(values, seq):
+            return all(values[s] is None for s in seq)
+
+        def newer(values, seq):
+            return _null_first([values[s] for s in seq]) >= _null_first([row[s] for s in seq])
+
+        for kind, seq_no, values in group:
+            current_delete = False
+            if kind in RETRACT:
+                if not filled:
+                    row = dict(values)
+                    filled = True
+                if self.ignore_delete:
+                    continue
+                latest_seq = seq_no
+                if groups:
+                    updated = set()
+                    reset = False
+                    for f in self.names:
+                        g = group_of.get(f)
+                        if g is None or empty(values, g[0]):
+                            continue
+                        if newer(values, g[0]):
+                            if f in g[0]:
+                                for s in g[0]:
+                                    if s in updated:
+                                        continue
+                                    if kind == "-D" and s in remove_set:
+                                        current_delete = True
+                                        row = dict(values)
+                                        reset = True
+                                        break
+                                    row[s] = values[s]
+                                    updated.add(s)
+                                if reset:
+                                    break
+                            else:
+                                row[f] = None
+                    continue
+                if remove_on_delete:
+                    if kind == "-D":
+                        current_delete = True
+                        row = dict(values)
+                    continue
+                raise ModelError("partial-update refuses -U/-D")
+            latest_seq = seq_no
+            if not groups:
+                for f in self.names:
+                    if values[f] is not None:
+                        row[f] = values[f]
+            else:
+                for f in self.names:
+                    g = group_of.get(f)
+                    if g is None:
+                        if values[f] is not None:
+                            row[f] = values[f]
+                        continue
+                    if empty(values, g[0]):
+                        continue
+                    if newer(values, g[0]):
+                        if f in g[0]:
+                            for s in g[0]:
+                                row[s] = values[s]
+                        else:
+                            row[f] = values[f]
+            meet_insert = True
+            filled = True
+        kind = "-D" if current_delete or not meet_insert else "+I"
+        return (kind, latest_seq, row)
+
+    # aggregation ------------------------------------------------------------------------
+    def _aggregate(self, group):
+        o = self.options
+        remove_on_delete = o.get("aggregation.remove-record-on-delete", "false").lower() == "true"
+        aggs = {n: self._aggregator(n) for n in self.names}
+        row = {n: None for n in self.names}
+        latest = None
+        current_delete = False
+        for kv in group:
+            kind, seq_no, values = kv
+            latest = kv
+            current_delete = remove_on_delete and kind == "-D"
+            if current_delete:
+                row = dict(values)
+                continue
+            for n in self.names:
+                if kind in RETRACT:
+                    row[n] = aggs[n].retract(row[n], values[n])
+                else:
+                    row[n] = aggs[n].agg(row[n], values[n])
+        return ("-D" if current_delete else "+I", latest[1], row)
+
+    def _aggregator(self, name: str) -> "Agg":
+        o = self.options
+        if name in self.seq_fields:
+            func = "last_value"
+        elif name in self.pk:
+            func = "primary_key"
+        else:
+            func = (o.get(f"fields.{name}.aggregate-function") or o.get("fields.default-aggregate-function")
+                    or "last_non_null_value")
+        agg = Agg(func, self.types[name], o.get(f"fields.{name}.list-agg-delimiter", ","))
+        agg.ignore_retract = o.get(f"fields.{name}.ignore-retract", "false").lower() == "true"
+        return agg
+
+
+class Agg:
+    """One field aggregator of Paimon's aggregation engine."""
+
+    def __init__(self, func: str, type_name: str, delimiter: str = ","):
+        self.func = "first_non_null_value" if func == "first_not_null_value" else func
+        self.type = type_name
+        self.delimiter = delimiter
+        self.initialized = False
+        self.ignore_retract = False
+
+    def _arith(self, a, b, op):
+        t = self.type
+        if t.startswith("DECIMAL"):
+            _, p, s = t.split(":")
+            r = a + b if op == "+" else a - b if op == "-" else a * b
+            r = r.quantize(Decimal(1).scaleb(-int(s)))
+            return None if abs(r) >= Decimal(10) ** (int(p) - int(s)) else r
+        if t == "FLOAT":
+            a32, b32 = np.float32(a), np.float32(b)
+            return float(a32 + b32 if op == "+" else a32 - b32 if op == "-" else a32 * b32)
+        if t == "DOUBLE":
+            return a + b if op == "+" else a - b if op == "-" else a * b
+        return _wrap(a + b if op == "+" else a - b if op == "-" else a * b, t)
+
+    def agg(self, acc, x):
+        f = self.func
+        if f in ("primary_key", "last_value"):
+            return x
+        if f == "last_non_null_value":
+            return acc if x is None else x
+        if f == "first_value":
+            if not self.initialized:
+                self.initialized = True
+                return x
+            return acc
+        if f == "first_non_null_value":
+            if not self.initialized and x is not None:
+                self.initialized = True
+                return x
+            return acc
+        if acc is None or x is None:
+            return x if acc is None else acc
+        if f == "sum":
+            return self._arith(acc, x, "+")
+        if f == "product":
+            return self._arith(acc, x, "*")
+        if f == "min":
+            return acc if _lt(acc, x) else x
+        if f == "max":
+            return x if _lt(acc, x) else acc
+        if f == "bool_and":
+            return acc and x
+        if f == "bool_or":
+            return acc or x
+        if f == "listagg":
+            if x == "":
+                return acc
+            if acc == "":
+                return x
+            return acc + self.delimiter + x
+        raise AssertionError(f)
+
+    def retract(self, acc, x):
+        if self.ignore_retract:
+            return acc
+        f = self.func
+        if f == "primary_key":
+            return x
+        if f == "last_value":
+            return None
+        if f == "last_non_null_value":
+            return None if x is not None else acc
+        if f == "sum":
+            if acc is None or x is None:
+                return acc if acc is not None else (None if x is None else self._arith(x * 0, x, "-"))
+            return self._arith(acc, x, "-")
+        raise ModelError(f"{f} cannot retract")
+
+
+def _lt(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and (math.isnan(a) or math.isnan(b)):
+        return not math.isnan(a) and math.isnan(b)
+    return a < b
