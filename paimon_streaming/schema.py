@@ -123,7 +123,9 @@ class TableSchema:
         return table_schema
 
     def validate(self) -> None:
+        from .merge_engine import validate_engine_options  # merge_engine imports this module
         opts.validate(self.options)
+        validate_engine_options(self)
         core = self.core_options
         pk, part = list(self.primary_keys), list(self.partition_keys)
         if pk and not self.trimmed_primary_keys:

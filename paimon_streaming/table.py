@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from .commit import CommitMessage, FileStoreCommit
-from .errors import TableNotFoundError
+from .errors import PaimonError, TableNotFoundError
 from .fileio import FileIO
 from .options import CoreOptions
 from .predicate import parse_filter
@@ -81,8 +81,8 @@ class Table:
     def new_commit(self) -> FileStoreCommit:
         return FileStoreCommit(self.file_io, self.path, self.schema)
 
-    def write_messages(self, data: pa.Table | pa.RecordBatch,
-                       row_kind_column: str | None = None) -> list[CommitMessage]:
+    def write_messages(self, data: pa.Table | pa.RecordBatch, row_kind_column: str | None = None,
+                       overwrite: bool = False) -> list[CommitMessage]:
         """Write files for a batch without committing them (the distributed sink's task step).
 
         `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds."""
@@ -92,7 +92,7 @@ class Table:
             return self.new_write().write(conformed, [])
         scan = TableScan(self.file_io, self.path, self.schema)
         return self.new_write().write(conformed, scan.live_entries(latest),
-                                      scan.index_manifest.read(latest.index_manifest))
+                                      scan.index_manifest.read(latest.index_manifest), overwrite=overwrite)
 
     def write_arrow(self, data: pa.Table | pa.RecordBatch, overwrite: bool = False,
                     commit_user: str | None = None, commit_identifier: int | None = None,
@@ -105,11 +105,43 @@ class Table:
         each row's kind (primary-key tables: -U/-D retract or delete as the merge engine says);
         a table with the option `rowkind.field` takes them from that (stored) column instead.
         """
-        messages = self.write_messages(data, row_kind_column)
+        messages = self.write_messages(data, row_kind_column, overwrite)
         ids = self.new_commit().commit(
             messages, commit_user or str(uuid.uuid4()),
             BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
             overwrite=overwrite)
+        return ids[-1] if ids else None
+
+    def compact(self, full: bool = False, commit_user: str | None = None,
+                commit_identifier: int | None = None) -> int | None:
+        """Compact a primary-key table; returns the COMPACT snapshot id (None if nothing to do).
+
+        Default: every bucket that holds level-0 files gets them pushed up by a universal
+        compaction (with lookup and deletion vectors on DV tables), which also repairs a batch
+        whose COMPACT snapshot was lost in a crash. `full=True` rewrites every bucket into one
+        sorted run at the highest level, dropping deletes and the deletion vectors it obsoletes.
+        """
+        if not self.primary_keys:
+            raise PaimonError(f"table {self.name} has no primary key; compaction of append tables "
+                              "is not supported")
+        latest = self.latest_snapshot()
+        if latest is None:
+            return None
+        scan = TableScan(self.file_io, self.path, self.schema)
+        index = scan.index_manifest.read(latest.index_manifest)
+        buckets: dict[tuple[bytes, int], list] = {}
+        for e in scan.live_entries(latest):
+            buckets.setdefault((e.partition, e.bucket), []).append(e)
+        writer = self.new_write()
+        messages = []
+        for (partition, bucket), entries in buckets.items():
+            inc = writer.compact_bucket(partition, scan.partition_values(partition), bucket,
+                                        [e.file for e in entries], index, full)
+            if inc is not None and not inc.is_empty():
+                messages.append(CommitMessage(partition, bucket, entries[0].total_buckets, compact=inc))
+        ids = self.new_commit().commit(
+            messages, commit_user or str(uuid.uuid4()),
+            BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier)
         return ids[-1] if ids else None
 
     def committed_identifiers(self, commit_user: str, identifiers: Sequence[int]) -> set[int]:

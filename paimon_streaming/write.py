@@ -28,12 +28,13 @@ from .errors import NullKeyError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
 from .keyvalue import (INSERT, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, file_fields, key_fields)
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
-from .manifest.entries import EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND
+from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
+                               FILE_SOURCE_COMPACT)
 from .options import CoreOptions
 from .paths import PathFactory, bucket_path, partition_path
 from .merge_engine import (engine_for, is_retract, merge_sorted, row_kind_filter, row_kinds,
                            sort_for_merge)
-from .schema import TableSchema, cast_type_check
+from .schema import SchemaManager, TableSchema, cast_type_check
 from .stats import collect_stats, stats_columns, stats_modes
 from .types import DataField, from_arrow, to_arrow
 
@@ -142,6 +143,7 @@ class TableWrite:
         self.dynamic = DynamicBucketAssigner(file_io, table_path, self.paths,
                                              self.options.get("dynamic-bucket.target-row-num"))
         self.engine = engine_for(schema) if self.pk else None
+        self._compactor = None
 
     # ---- grouping ------------------------------------------------------------------------
     def group(self, data: pa.Table, index_entries: Sequence[IndexManifestEntry] = ()) -> list[_Group]:
@@ -207,11 +209,46 @@ class TableWrite:
         sequence = np.arange(next_sequence, next_sequence + rows.num_rows, dtype=np.int64)
         if self.pk:
             rows, sequence = self._sort_and_merge(rows, sequence)
-        directory = bucket_path(self.table_path, partition_path(
-            g.partition_values, self.partition_fields, self.options.partition_default_name,
-            self.options.get("partition.legacy-name")), g.bucket)
+        directory = self.bucket_dir(g.partition_values, g.bucket)
         return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], level)
                 for s, e in self._roll(rows)]
+
+    def bucket_dir(self, partition_values: list, bucket: int) -> str:
+        return bucket_path(self.table_path, partition_path(
+            partition_values, self.partition_fields, self.options.partition_default_name,
+            self.options.get("partition.legacy-name")), bucket)
+
+    def write_compacted(self, directory: str, rows: pa.Table, level: int) -> list[DataFileMeta]:
+        """Write compaction output (table columns + `_SEQUENCE_NUMBER` + `_VALUE_KIND`) at `level`."""
+        sequence = rows.column(SEQUENCE_NUMBER).to_numpy()
+        rows = rows.drop_columns([SEQUENCE_NUMBER])
+        return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], level, FILE_SOURCE_COMPACT)
+                for s, e in self._roll(rows)]
+
+    # ---- deletion vectors -------------------------------------------------------------------
+    def compactor(self) -> "BucketCompactor":
+        """Compacts buckets after writes (deletion-vector mode) and for `Table.compact`."""
+        if self._compactor is None:
+            from .lsm.dv_compaction import BucketCompactor
+            schemas = SchemaManager(self.file_io, self.table_path)
+            cache: dict[int, TableSchema] = {self.schema.id: self.schema}
+
+            def schema_of(schema_id: int) -> TableSchema:
+                if schema_id not in cache:
+                    cache[schema_id] = schemas.schema(schema_id)
+                return cache[schema_id]
+            self._compactor = BucketCompactor(self.file_io, self.schema, schema_of, self.paths,
+                                              self.write_compacted, self.options.deletion_vectors)
+        return self._compactor
+
+    def compact_bucket(self, partition: bytes, partition_values: list, bucket: int,
+                       files: list[DataFileMeta], index_entries: Sequence[IndexManifestEntry],
+                       full: bool = False) -> Increment | None:
+        from .lsm.dv_compaction import BucketFiles
+        dv_index = next((e.index_file for e in index_entries if e.partition == partition and e.bucket == bucket
+                         and e.index_file.index_type == DELETION_VECTORS_INDEX), None)
+        directory = self.bucket_dir(partition_values, bucket)
+        return self.compactor().compact(BucketFiles(directory, files, dv_index, f"{self.table_path}/index"), full)
 
     def _sort_and_merge(self, rows: pa.Table, sequence: np.ndarray) -> tuple[pa.Table, np.ndarray]:
         """Sort by (key, sequence.field, sequence number) and merge each key's rows with the
@@ -230,7 +267,8 @@ class TableWrite:
         per_file = max(1, int(rows.num_rows * target / max(rows.nbytes, 1)))
         return [(s, min(s + per_file, rows.num_rows)) for s in range(0, rows.num_rows, per_file)] or [(0, 0)]
 
-    def _write_file(self, directory: str, rows: pa.Table, sequence: np.ndarray, level: int) -> DataFileMeta:
+    def _write_file(self, directory: str, rows: pa.Table, sequence: np.ndarray, level: int,
+                    file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
         name = self.paths.new_data_file()
         n = rows.num_rows
         delete_rows = 0
@@ -267,7 +305,7 @@ class TableWrite:
             max_sequence_number=int(sequence.max()) if n else 0,
             schema_id=self.schema.id, level=level,
             creation_time=int((dt.datetime.now() - _EPOCH) / dt.timedelta(milliseconds=1)),
-            delete_row_count=delete_rows, file_source=FILE_SOURCE_APPEND,
+            delete_row_count=delete_rows, file_source=file_source,
             value_stats_cols=None if self.value_stats_cols is None else tuple(self.value_stats_cols))
 
     @staticmethod
@@ -297,10 +335,13 @@ class TableWrite:
 
     def write(self, data: pa.Table, live: Sequence[ManifestEntry],
               index_entries: Sequence[IndexManifestEntry] = (), sequence_offset: int = 0,
-              row_kind_column: str | None = None) -> list[CommitMessage]:
+              row_kind_column: str | None = None, overwrite: bool = False) -> list[CommitMessage]:
         """Write a conformed batch. `live` are the table's live entries (for sequence numbers),
         `index_entries` its index manifest (for dynamic bucket assignment). `sequence_offset`
         shifts this writer's sequence numbers when several writers share a bucket in one batch.
+        Deletion-vector tables also get each written bucket compacted (the message's `compact`
+        increment): level 0 pushed up and replaced rows marked, so readers never merge;
+        `overwrite=True` compacts the new files alone (the old ones are being replaced).
         Row kinds come with the conformed batch (its `_VALUE_KIND` column, see `conform`);
         `row_kind_column` conforms a raw batch with a row-kind column here."""
         if row_kind_column is not None:
@@ -312,11 +353,16 @@ class TableWrite:
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
         total = self.options.bucket
         messages = {}
+        dv = self.pk and self.options.deletion_vectors
         for g in self.group(data, index_entries):
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files = self.write_group(g, start)
-            messages[(g.partition, g.bucket)] = CommitMessage(g.partition, g.bucket, total,
-                                                              Increment(new_files=files))
+            message = CommitMessage(g.partition, g.bucket, total, Increment(new_files=files))
+            if dv:
+                old = [] if overwrite else [e.file for e in live if (e.partition, e.bucket) == (g.partition, g.bucket)]
+                message.compact = self.compact_bucket(g.partition, g.partition_values, g.bucket, old + files,
+                                                      () if overwrite else index_entries) or Increment()
+            messages[(g.partition, g.bucket)] = message
         for change in self.dynamic.changes:
             inc = messages[(change.partition, change.bucket)].data
             inc.new_index_files.append(change.new)

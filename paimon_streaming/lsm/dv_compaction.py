@@ -39,8 +39,6 @@ from .lookup import KEY_INDEXES, BatchKeys, KeyIndex
 from .universal import CompactUnit, UniversalCompaction
 
 _MERGES_WITH_OLD_ROW = ("partial-update", "aggregation")
-# Writes KV rows (table columns + _SEQUENCE_NUMBER + _VALUE_KIND) as files at a level.
-FileWriter = Callable[[pa.Table, int], list[DataFileMeta]]
 
 
 @dataclass
@@ -62,7 +60,8 @@ class BucketCompactor:
     """Compacts buckets of one table (schema fixed for the compactor's lifetime)."""
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_of: Callable[[int], TableSchema],
-                 paths: PathFactory, write_files: FileWriter):
+                 paths: PathFactory, write_files: Callable[[str, pa.Table, int], list[DataFileMeta]],
+                 deletion_vectors: bool = True):
         self.file_io = file_io
         self.schema = schema
         self.schema_of = schema_of
@@ -74,6 +73,7 @@ class BucketCompactor:
         self.key_types = [f.type for f in schema.fields_of(self.keys)]
         self.engine = engine_for(schema)
         self.bitmap64 = self.options.get("deletion-vectors.bitmap64")
+        self.deletion_vectors = deletion_vectors
 
     # ---- entry point ------------------------------------------------------------------------
     def compact(self, bucket: BucketFiles, full: bool = False) -> Increment | None:
@@ -88,12 +88,21 @@ class BucketCompactor:
         unit_names = {f.file_name for f in unit.files}
         older = [f for f in bucket.files if f.file_name not in unit_names]
         rows = self._read_unit(bucket, unit, vectors)
-        merged = self._merge(rows, older, bucket, vectors)
-        outputs = self._output(unit, merged, vectors)
-        for name in unit_names:
-            vectors.pop(name, None)
+        if self.deletion_vectors:
+            merged = self._merge(rows, older, bucket, vectors)
+        else:  # merge-on-read table: older versions stay; deletes go only when nothing is older
+            merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys,
+                                  self.engine)
+            if not older:
+                merged = _without_retractions(merged)
+        outputs = self._output(bucket, unit, merged, vectors)
+        if outputs == list(unit.files):
+            return None  # a lone, clean file already at the output level: nothing changes
         inc = Increment(deleted_files=list(unit.files), new_files=outputs)
-        self._index_change(bucket, vectors, inc)
+        if self.deletion_vectors:
+            for name in unit_names:
+                vectors.pop(name, None)
+            self._index_change(bucket, vectors, inc)
         return inc
 
     # ---- deletion vectors -----------------------------------------------------------------------
@@ -218,8 +227,7 @@ class BucketCompactor:
             merged = merge_sorted(sort_for_merge(both, self.keys, self.engine.sequence_fields), self.keys, self.engine)
         for name, positions in found.items():
             self._mark(vectors, name, positions)
-        kinds = merged.column(VALUE_KIND).to_numpy()
-        return merged.filter(pa.array((kinds != UPDATE_BEFORE) & (kinds != DELETE)))
+        return _without_retractions(merged)
 
     def _rows_at(self, bucket: BucketFiles, files: list[DataFileMeta], name: str,
                  positions: np.ndarray) -> pa.Table:
@@ -228,15 +236,20 @@ class BucketCompactor:
         return table.take(pa.array(positions))
 
     # ---- output -----------------------------------------------------------------------------
-    def _output(self, unit: CompactUnit, merged: pa.Table, vectors: dict) -> list[DataFileMeta]:
+    def _output(self, bucket: BucketFiles, unit: CompactUnit, merged: pa.Table, vectors: dict) -> list[DataFileMeta]:
         files = unit.files
         single = files[0] if len(files) == 1 else None
         if single is not None and single.file_name not in vectors and (single.delete_row_count == 0) \
                 and merged.num_rows == single.row_count and self.engine.name == "deduplicate":
-            return [single.upgrade(unit.output_level)]
+            return [single.upgrade(unit.output_level)]  # same file, new level: no rewrite
         if merged.num_rows == 0:
             return []
-        return self.write_files(merged, unit.output_level)
+        return self.write_files(bucket.bucket_dir, merged, unit.output_level)
+
+
+def _without_retractions(rows: pa.Table) -> pa.Table:
+    kinds = rows.column(VALUE_KIND).to_numpy()
+    return rows.filter(pa.array((kinds != UPDATE_BEFORE) & (kinds != DELETE)))
 
 
 def _not_in(table: pa.Table, keys: pa.Table, names: list[str], types: list) -> pa.Array:

@@ -1,0 +1,141 @@
+"""Deletion-vector tables: every write leaves the table readable without merging, by us,
+pypaimon and Apache Paimon Java; lookup marks replaced rows; compaction keeps levels sane."""
+from __future__ import annotations
+
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import paimon_streaming as ps
+from paimon_streaming.scan import TableScan
+from conftest import pypaimon_read
+
+SCHEMA = pa.schema([("k", pa.int64(), False), ("v", pa.string()), ("n", pa.int64())])
+DV = {"deletion-vectors.enabled": "true"}
+
+
+def state(table) -> dict:
+    return {r["k"]: (r["v"], r["n"]) for r in table.to_arrow().to_pylist()}
+
+
+def live_files(table):
+    latest = table.latest_snapshot()
+    return TableScan(table.file_io, table.path, table.schema).live_entries(latest) if latest else []
+
+
+def check_invariants(table) -> None:
+    """No level-0 file remains, and no key is live twice (DV readers never merge)."""
+    assert not [e for e in live_files(table) if e.file.level == 0]
+    keys = table.to_arrow().column("k").to_pylist()
+    assert len(keys) == len(set(keys))
+
+
+def batch(keys, tag, ops=None):
+    data = {"k": pa.array(keys, pa.int64()), "v": [f"{tag}-{k}" for k in keys], "n": pa.array(keys, pa.int64())}
+    if ops is not None:
+        data["op"] = ops
+    return pa.table(data)
+
+
+def test_each_write_is_visible_to_dv_readers(catalog, warehouse):
+    t = catalog.create_table("db.dv", SCHEMA, primary_keys=["k"], options={"bucket": "2", **DV})
+    model = {}
+    for step in range(8):
+        keys = list(range(step * 30, step * 30 + 60))
+        ids = t.write_arrow(batch(keys, f"s{step}"))
+        kinds = [t.snapshot(i).commit_kind for i in range(ids - 1, ids + 1)] if step else None
+        model.update({k: (f"s{step}-{k}", k) for k in keys})
+        assert state(t) == model
+        check_invariants(t)
+        theirs = {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.dv").to_pylist()}
+        assert theirs == model, f"pypaimon's DV read differs after batch {step}"
+        if kinds:
+            assert kinds == ["APPEND", "COMPACT"]
+    snaps = t.snapshots()
+    assert len({s.commit_identifier for s in snaps[-2:]}) == 1
+
+
+def test_deletes_and_row_kinds(catalog, warehouse):
+    t = catalog.create_table("db.del", SCHEMA, primary_keys=["k"], options={"bucket": "3", **DV})
+    t.write_arrow(batch(list(range(20)), "a"))
+    t.write_arrow(batch([1, 2, 3, 30], "b", ops=["-D", "+U", "-D", "+I"]), row_kind_column="op")
+    expected = {k: (f"a-{k}", k) for k in range(20) if k not in (1, 3)} | {2: ("b-2", 2), 30: ("b-30", 30)}
+    assert state(t) == expected
+    check_invariants(t)
+    assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.del").to_pylist()} == expected
+
+
+def test_full_compaction_drops_obsolete_vectors(catalog, warehouse):
+    t = catalog.create_table("db.fc", SCHEMA, primary_keys=["k"], options={"bucket": "1", **DV})
+    for step in range(4):
+        t.write_arrow(batch(list(range(0, 100, step + 1)), f"s{step}"))
+    before = state(t)
+    t.compact(full=True)
+    assert state(t) == before
+    files = live_files(t)
+    assert {e.file.level for e in files} == {5}
+    scan = TableScan(t.file_io, t.path, t.schema)
+    index = scan.index_manifest.read(t.latest_snapshot().index_manifest)
+    assert not [e for e in index if e.index_file.index_type == "DELETION_VECTORS"]
+    assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.fc").to_pylist()} == before
+
+
+@pytest.mark.parametrize("bitmap64", ["false", "true"])
+def test_java_reads_our_dv_tables(catalog, bitmap64):
+    from java_oracle import get_oracle
+    t = catalog.create_table("db.j", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "2", "deletion-vectors.bitmap64": bitmap64, **DV})
+    model = {}
+    rng = np.random.default_rng(3)
+    for step in range(5):
+        keys = sorted(set(rng.integers(0, 200, 80).tolist()))
+        t.write_arrow(batch(keys, f"s{step}"))
+        model.update({k: (f"s{step}-{k}", k) for k in keys})
+    java_rows = get_oracle().read(t.path)
+    assert {r["k"]: (r["v"], r["n"]) for r in java_rows} == model
+
+
+ops = st.lists(st.tuples(st.sampled_from(["upsert", "upsert", "delete", "compact", "reopen"]),
+                         st.lists(st.integers(0, 40), min_size=1, max_size=25)), min_size=1, max_size=10)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=ops, buckets=st.sampled_from(["1", "2"]), engine=st.sampled_from(["deduplicate", "partial-update"]))
+def test_model_based_dv(ops, buckets, engine):
+    """Random upserts, deletes, compactions and reopenings against a dict model, after every step."""
+    warehouse = tempfile.mkdtemp()
+    options = {"bucket": buckets, **DV, "merge-engine": engine, "num-sorted-run.compaction-trigger": "3"}
+    if engine == "partial-update":
+        options["partial-update.remove-record-on-delete"] = "true"
+    table = ps.Catalog(warehouse).create_table("db.m", SCHEMA, primary_keys=["k"], options=options)
+    model: dict[int, tuple] = {}
+    for step, (op, keys) in enumerate(ops):
+        keys = sorted(set(keys))
+        if op == "reopen":
+            table = ps.Table.open(table.path)
+            continue
+        if op == "compact":
+            table.compact(full=step % 2 == 0)
+        elif op == "delete":
+            table.write_arrow(batch(keys, f"d{step}", ops=["-D"] * len(keys)), row_kind_column="op")
+            for k in keys:
+                model.pop(k, None)
+        else:
+            data = batch(keys, f"u{step}")
+            if engine == "partial-update" and step % 3 == 1:
+                data = data.set_column(1, "v", pa.nulls(len(keys), pa.string()))  # keep old v
+                for k in keys:
+                    old_v = model.get(k, (None, None))[0]
+                    model[k] = (old_v, k)
+            else:
+                model.update({k: (f"u{step}-{k}", k) for k in keys})
+            table.write_arrow(data)
+        assert state(table) == model, f"after step {step} ({op})"
+        check_invariants(table)
+    if engine == "deduplicate":  # pypaimon refuses partial-update.remove-record-on-delete
+        theirs = {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.m").to_pylist()}
+        assert theirs == model
