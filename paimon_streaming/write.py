@@ -226,7 +226,7 @@ class TableWrite:
                 for s, e in self._roll(rows)]
 
     # ---- deletion vectors -------------------------------------------------------------------
-    def compactor(self) -> "BucketCompactor":
+    def compactor(self):
         """Compacts buckets after writes (deletion-vector mode) and for `Table.compact`."""
         if self._compactor is None:
             from .lsm.dv_compaction import BucketCompactor
@@ -335,13 +335,15 @@ class TableWrite:
 
     def write(self, data: pa.Table, live: Sequence[ManifestEntry],
               index_entries: Sequence[IndexManifestEntry] = (), sequence_offset: int = 0,
-              row_kind_column: str | None = None, overwrite: bool = False) -> list[CommitMessage]:
+              row_kind_column: str | None = None, overwrite: bool = False,
+              compact: bool = True) -> list[CommitMessage]:
         """Write a conformed batch. `live` are the table's live entries (for sequence numbers),
         `index_entries` its index manifest (for dynamic bucket assignment). `sequence_offset`
         shifts this writer's sequence numbers when several writers share a bucket in one batch.
         Deletion-vector tables also get each written bucket compacted (the message's `compact`
         increment): level 0 pushed up and replaced rows marked, so readers never merge;
-        `overwrite=True` compacts the new files alone (the old ones are being replaced).
+        `overwrite=True` compacts the new files alone (the old ones are being replaced);
+        `compact=False` leaves that to the caller (several writers sharing a bucket).
         Row kinds come with the conformed batch (its `_VALUE_KIND` column, see `conform`);
         `row_kind_column` conforms a raw batch with a row-kind column here."""
         if row_kind_column is not None:
@@ -353,7 +355,7 @@ class TableWrite:
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
         total = self.options.bucket
         messages = {}
-        dv = self.pk and self.options.deletion_vectors
+        dv = self.pk and self.options.deletion_vectors and compact
         for g in self.group(data, index_entries):
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files = self.write_group(g, start)

@@ -8,7 +8,8 @@
     (df.writeStream.format("paimon").option("checkpointLocation", ckpt)
        .option("commitUser", "orders-ingest").start("/wh/shop.db/orders"))
 
-Options: `path` (or `load`/`save` argument) or `table` + `warehouse`; `commitUser` (streaming:
+Options: `path` (or `load`/`save` argument) or `table` + `warehouse`; `rowKindColumn` (an input
+column of +I/-U/+U/-D row kinds, not stored); `commitUser` (streaming:
 the stable writer name that makes replayed batches recognizable, required because a Data
 Source writer cannot see the query id; batch: optional); `partitionOverwriteMode`
 (`static` default: overwrite replaces the table; `dynamic`: only the partitions written);
@@ -18,7 +19,8 @@ a column (`fields.<col>.…`) need lower-case column names here; create such tab
 Python API instead.
 
 Unlike foreachBatch(paimon_sink), a Data Source writer cannot shuffle its input: every task
-writes the rows it holds, so one bucket may get one level-0 file per task and batch.
+writes the rows it holds, so one bucket may get one level-0 file per task and batch, and on
+deletion-vector tables the driver compacts the batch's level-0 files after the commit.
 """
 from __future__ import annotations
 
@@ -39,10 +41,10 @@ from paimon_streaming.errors import PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
-from .spark_write import WritePlan, write_task
+from .spark_write import WritePlan, task_index, write_task
 
 log = logging.getLogger("paimon_streaming.sink")
-_READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode"}
+_READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode", "rowkindcolumn"}
 
 
 @dataclass
@@ -72,16 +74,19 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
         return load_table(ref, warehouse)
 
 
-def _task_index() -> int:
-    from pyspark import TaskContext
-    ctx = TaskContext.get()
-    return ctx.partitionId() if ctx is not None else 0
-
-
 def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
     batches = [b for b in batches if b.num_rows]
-    messages = write_task(plan, batches, _task_index())
+    messages = write_task(plan, batches, task_index())
     return PaimonCommitMessage(pickle.dumps(messages), sum(b.num_rows for b in batches))
+
+
+def compact_level0(table: Table, commit_user: str, identifier: int) -> list[int]:
+    """Deletion-vector tables: tasks sharing a bucket cannot compact it, so the driver pushes
+    the batch's level-0 files up after the commit (same commitIdentifier, COMPACT snapshot)."""
+    if not (table.primary_keys and table.options.deletion_vectors):
+        return []
+    sid = Table.open(table.path).compact(commit_user=commit_user, commit_identifier=identifier)
+    return [sid] if sid is not None else []
 
 
 def _messages(commit_messages) -> list:
@@ -92,7 +97,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool):
         table = open_or_create(options, schema)
         self.location = table_location(options)[2]
-        self.plan = WritePlan.for_table(table, self.location)
+        self.plan = WritePlan.for_table(table, self.location, options.get("rowkindcolumn"), compact=False)
         self.overwrite = overwrite
         self.dynamic_overwrite = options.get("partitionoverwritemode", "static").lower() == "dynamic"
         self.commit_user = options.get("commituser") or str(uuid.uuid4())
@@ -108,6 +113,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
             return  # dynamic overwrite of nothing changes nothing
         ids = table.new_commit().commit(msgs, self.commit_user, BATCH_COMMIT_IDENTIFIER,
                                         overwrite=self.overwrite, overwrite_partitions=partitions)
+        ids += compact_level0(table, self.commit_user, BATCH_COMMIT_IDENTIFIER)
         log.info("paimon write table=%s rows_in=%d files=%d snapshots=%s", table.name,
                  sum(m.rows_in for m in messages if m is not None),
                  sum(len(m.data.new_files) for m in msgs), ids or "none")
@@ -126,9 +132,11 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 "which takes the streaming query id")
         open_or_create(options, schema)
         self.location = table_location(options)[2]
+        self.row_kind_column = options.get("rowkindcolumn")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
-        return _write(WritePlan.for_table(Table.open(self.location), self.location), iterator)
+        return _write(WritePlan.for_table(Table.open(self.location), self.location, self.row_kind_column,
+                                          compact=False), iterator)
 
     def commit(self, messages: list[PaimonCommitMessage], batchId: int) -> None:
         table = Table.open(self.location)
@@ -137,6 +145,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             return
         msgs = _messages(messages)
         ids = table.new_commit().commit(msgs, self.commit_user, batchId)
+        ids += compact_level0(table, self.commit_user, batchId)
         log.info("paimon stream write table=%s batch=%d rows_in=%d files=%d snapshots=%s", table.name, batchId,
                  sum(m.rows_in for m in messages if m is not None),
                  sum(len(m.data.new_files) for m in msgs), ids or "none")

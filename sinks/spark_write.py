@@ -27,6 +27,7 @@ from paimon_streaming.write import TableWrite, conform
 
 PARTITION_COL = "__paimon_partition"
 BUCKET_COL = "__paimon_bucket"
+ORDER_COL = "__paimon_order"  # (Spark partition, row index): keeps input order through the shuffle
 MESSAGE_SCHEMA = "message binary, rows long"
 
 
@@ -38,15 +39,19 @@ class WritePlan:
     schema_json: str
     live: tuple[ManifestEntry, ...] = ()
     index_entries: tuple[IndexManifestEntry, ...] = ()
+    row_kind_column: str | None = None
+    compact: bool = True            # deletion-vector compaction in the write task
 
     @staticmethod
-    def for_table(table: Table, location: str) -> "WritePlan":
+    def for_table(table: Table, location: str, row_kind_column: str | None = None,
+                  compact: bool = True) -> "WritePlan":
         latest = table.latest_snapshot()
         if latest is None:
-            return WritePlan(location, table.name, table.schema.to_json())
+            return WritePlan(location, table.name, table.schema.to_json(), row_kind_column=row_kind_column,
+                             compact=compact)
         scan = TableScan(table.file_io, table.path, table.schema)
         return WritePlan(location, table.name, table.schema.to_json(), tuple(scan.live_entries(latest)),
-                         tuple(scan.index_manifest.read(latest.index_manifest)))
+                         tuple(scan.index_manifest.read(latest.index_manifest)), row_kind_column, compact)
 
     def writer(self) -> TableWrite:
         file_io, path = FileIO.for_path(self.location)
@@ -55,8 +60,9 @@ class WritePlan:
     def write(self, data: pa.Table, sequence_offset: int = 0) -> list[CommitMessage]:
         """Write one group of rows (conformed here, on the executor) into files."""
         writer = self.writer()
-        rows = conform(data, writer.schema, self.table_name)
-        return writer.write(rows, self.live, self.index_entries, sequence_offset=sequence_offset)
+        rows = conform(data, writer.schema, self.table_name, self.row_kind_column)
+        return writer.write(rows, self.live, self.index_entries, sequence_offset=sequence_offset,
+                            compact=self.compact)
 
 
 def encode_messages(messages: list[CommitMessage], rows_in: int) -> pa.Table:
@@ -84,25 +90,30 @@ def write_dataframe(df: DataFrame, plan: WritePlan) -> WriteResult:
     writer = plan.writer()
     schema = writer.schema
     input_schema = to_arrow_schema(df.schema)
-    conform(input_schema.empty_table(), schema, plan.table_name)  # fail fast on the driver
+    conform(input_schema.empty_table(), schema, plan.table_name, plan.row_kind_column)  # fail fast
     if not schema.primary_keys and writer.options.bucket == -1:
         return _write_unbucketed(df, plan)
     dynamic = writer.options.bucket == -1
     assigned_schema = from_arrow_schema(input_schema.append(pa.field(PARTITION_COL, pa.binary()))
-                                        .append(pa.field(BUCKET_COL, pa.int32())))
+                                        .append(pa.field(BUCKET_COL, pa.int32()))
+                                        .append(pa.field(ORDER_COL, pa.int64())))
 
     def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         w = plan.writer()
+        position = task_index() << 40
         for batch in batches:
-            rows = conform(pa.Table.from_batches([batch]), w.schema, plan.table_name)
+            rows = conform(pa.Table.from_batches([batch]), w.schema, plan.table_name, plan.row_kind_column)
             partitions, buckets = w.partition_and_bucket(rows)
             if buckets is None:  # dynamic bucket mode: assigned per partition in the write step
                 buckets = np.zeros(rows.num_rows, np.int32)
+            order = np.arange(position, position + batch.num_rows, dtype=np.int64)
+            position += batch.num_rows
             yield batch.append_column(PARTITION_COL, partitions).append_column(
-                BUCKET_COL, pa.array(buckets.astype(np.int32)))
+                BUCKET_COL, pa.array(buckets.astype(np.int32))).append_column(ORDER_COL, pa.array(order))
 
     def write_group(group: pa.Table) -> pa.Table:
-        data = group.drop_columns([PARTITION_COL, BUCKET_COL])
+        group = group.sort_by(ORDER_COL)  # the shuffle does not keep input order; versions of a key need it
+        data = group.drop_columns([PARTITION_COL, BUCKET_COL, ORDER_COL])
         return encode_messages(plan.write(data), data.num_rows)
 
     keys = [PARTITION_COL] if dynamic else [PARTITION_COL, BUCKET_COL]
@@ -118,6 +129,12 @@ def _write_unbucketed(df: DataFrame, plan: WritePlan) -> WriteResult:
             yield encode_messages(write_task(plan, batches), sum(b.num_rows for b in batches)).to_batches()[0]
 
     return WriteResult.collect(df.mapInArrow(write_partition, MESSAGE_SCHEMA))
+
+
+def task_index() -> int:
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
 
 
 def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task_index: int = 0) -> list[CommitMessage]:

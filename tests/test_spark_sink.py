@@ -159,3 +159,55 @@ def test_datasource_streaming_write(spark, tmp_path):
     assert rows_by(t.to_arrow(), "id", "dt") == expected
     assert {s.commit_user for s in t.snapshots()} == {"stream-1"}
     assert [s.commit_identifier for s in t.snapshots()] == [0, 1, 2]
+
+
+def test_deletion_vector_table_with_cdc_input(spark, tmp_path, catalog, warehouse):
+    """foreachBatch into a DV table with a row-kind column: each batch is visible to DV readers
+    (ours, pypaimon) right after the call, deletes included."""
+    t = catalog.create_table("db.cdc", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    sink = paimon_sink(t.path, commit_user="cdc-1", row_kind_column="op")
+    sink(spark.createDataFrame([(i, f"a{i}", "+I") for i in range(20)], "id long, v string, op string"), 0)
+    sink(spark.createDataFrame([(1, None, "-D"), (2, "b2", "+U"), (2, "b3", "+U"), (30, "c", "+I")],
+                               "id long, v string, op string"), 1)
+    expected = {i: f"a{i}" for i in range(20) if i != 1} | {2: "b3", 30: "c"}
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == expected
+    assert {r["id"]: r["v"] for r in pypaimon_read(warehouse, "db.cdc").to_pylist()} == expected
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND", "COMPACT", "APPEND", "COMPACT"]
+
+
+def test_interrupted_dv_batch_is_completed_on_restart(spark, tmp_path, catalog, warehouse, monkeypatch):
+    """A crash after a batch's APPEND but before its COMPACT: the next call finishes it."""
+    from paimon_streaming.commit import FileStoreCommit
+    t = catalog.create_table("db.rep", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    sink = paimon_sink(t.path, commit_user="rep-1")
+    sink(spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string"), 0)
+    original = FileStoreCommit._commit_with_retry
+
+    def crash_before_compact(self, kind, *args, **kwargs):
+        if kind == "COMPACT":
+            raise SystemExit("driver killed between APPEND and COMPACT")
+        return original(self, kind, *args, **kwargs)
+    monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", crash_before_compact)
+    with pytest.raises(SystemExit):
+        sink(spark.createDataFrame([(2, "b2"), (3, "c")], "id long, v string"), 1)
+    monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", original)
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == {1: "a", 2: "b"}  # batch 1 not visible yet
+    sink(spark.createDataFrame([(2, "b2"), (3, "c")], "id long, v string"), 1)  # Spark replays batch 1
+    expected = {1: "a", 2: "b2", 3: "c"}
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == expected
+    assert {r["id"]: r["v"] for r in pypaimon_read(warehouse, "db.rep").to_pylist()} == expected
+    assert [(s.commit_kind, s.commit_identifier) for s in t.snapshots()][-2:] == [("APPEND", 1), ("COMPACT", 1)]
+
+
+def test_datasource_write_to_dv_table(spark, tmp_path, catalog, warehouse):
+    t = catalog.create_table("db.dsdv", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    df = spark.createDataFrame([(i, f"a{i}") for i in range(40)], "id long, v string").repartition(3)
+    df.write.format("paimon").mode("append").save(t.path)
+    spark.createDataFrame([(5, "x", "+U"), (6, None, "-D")], "id long, v string, op string").repartition(2) \
+        .write.format("paimon").option("rowKindColumn", "op").mode("append").save(t.path)
+    expected = {i: f"a{i}" for i in range(40) if i != 6} | {5: "x"}
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == expected
+    assert {r["id"]: r["v"] for r in pypaimon_read(warehouse, "db.dsdv").to_pylist()} == expected
