@@ -55,7 +55,7 @@ class BatchKeys:
             col = keys.column(0).combine_chunks()
             if pa.types.is_date(col.type):
                 col = col.cast(pa.int32())
-            return BatchKeys(types, ints=np.unique(col.to_numpy(zero_copy_only=False).astype(np.int64)))
+            return BatchKeys(types, ints=_sorted_distinct(col.to_numpy(zero_copy_only=False).astype(np.int64)))
         encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], types)
         hashes = _hash64(encoded)
         order = np.argsort(hashes, kind="stable")
@@ -63,6 +63,13 @@ class BatchKeys:
 
     def __len__(self) -> int:
         return len(self.ints) if self.ints is not None else len(self.hashes)
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique without its hashing path: batches arrive sorted by key, so this is one pass."""
+    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
+        values = np.sort(values)
+    return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
 
 
 class KeyIndex:
