@@ -129,7 +129,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             raise PaimonError(
                 "writeStream.format('paimon') needs .option('commitUser', '<stable name of this query>') so "
                 "replayed micro-batches are recognized (exactly-once); or use foreachBatch(paimon_sink(...)), "
-                "which takes the streaming query id")
+                "which takes the streaming query id on classic Spark")
         open_or_create(options, schema)
         self.location = table_location(options)[2]
         self.row_kind_column = options.get("rowkindcolumn")

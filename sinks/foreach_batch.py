@@ -11,6 +11,18 @@ the driver as a Paimon snapshot whose commitUser is the streaming query id (stab
 restarts from one checkpoint) and whose commitIdentifier is the batch id. A batch that was
 committed before a crash is recognized from the table's snapshots on replay and skipped, so
 every input row is applied exactly once.
+
+Under Spark Connect pass `commit_user` explicitly: the foreachBatch function then runs in a
+Python worker of the Connect server, on a session cloned for the query, and Spark gives it no
+way to read the query id (see `query_commit_user`). The name must be unique to the query and
+table, the same on every restart from the query's checkpoint, and new for a new checkpoint
+(batch ids restart at 0 there, and ids up to the last one committed under the old name would
+be skipped as already committed):
+
+    (df.writeStream
+       .foreachBatch(paimon_sink("/wh/shop.db/orders", commit_user="orders-ingest-v1"))
+       .option("checkpointLocation", "/ckpt/orders-v1")
+       .start())
 """
 from __future__ import annotations
 
@@ -23,6 +35,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import PaimonError, TableNotFoundError
+from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.table import Table
 
 from .spark_write import WritePlan, write_dataframe
@@ -33,13 +46,30 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 
 def query_commit_user(df: DataFrame) -> str:
-    """The streaming query id, which Spark keeps in the checkpoint: the same after restarts."""
+    """The streaming query id, which Spark keeps in the checkpoint: the same after restarts.
+
+    Classic Spark sets it as the local property `sql.streaming.queryId` of the thread that
+    calls the foreachBatch function (the documented API passes only the DataFrame and the
+    batch id). Spark Connect has no equivalent: the function runs in a Python worker of the
+    Connect server against a Connect session cloned for the query, which has no SparkContext,
+    whose SQL conf and job properties hold no query id, and whose `streams.active` does not
+    list the query; so there a PaimonError asks for `commit_user`.
+    """
+    if type(df).__module__.startswith("pyspark.sql.connect."):
+        raise PaimonError(
+            "paimon_sink under Spark Connect needs commit_user=: Spark Connect runs the foreachBatch function "
+            "in a Python worker of the Connect server, on a session cloned for the query, and exposes no "
+            "streaming query id to it (no SparkContext, no local property, no SQL conf; the cloned session's "
+            "streams do not list the query). Pass paimon_sink(..., commit_user='<name>') with a name unique "
+            "to this query and table that stays the same on every restart from the query's checkpoint; use "
+            "a new name with a new checkpoint (batch ids restart at 0 there, and ids the old name already "
+            "committed would be skipped)")
     try:
         query_id = df.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
-    except Exception as exc:  # Spark Connect sessions have no SparkContext
-        raise PaimonError(
-            "cannot read the streaming query id from this session (Spark Connect has no SparkContext); "
-            "pass paimon_sink(..., commit_user='<a name unique to this query>') for exactly-once") from exc
+    except Exception as exc:  # another session without a SparkContext
+        raise PaimonError(f"cannot read the streaming query id from this session ({exc.__class__.__name__}: "
+                          f"{exc}); pass paimon_sink(..., commit_user='<name unique to this query and table>')"
+                          ) from exc
     if not query_id:
         raise PaimonError("paimon_sink must run inside writeStream.foreachBatch (no streaming query id "
                           "found); for a one-off write pass commit_user= explicitly")
@@ -50,11 +80,12 @@ class PaimonSink:
     """Callable for foreachBatch; see the module docstring."""
 
     def __init__(self, table: str, warehouse: str | None = None, commit_user: str | None = None,
-                 options: dict[str, Any] | None = None):
+                 options: dict[str, Any] | None = None, row_kind_column: str | None = None):
         self.table_ref = table
         self.warehouse = warehouse
         self.commit_user = commit_user
         self.options = dict(options or {})
+        self.row_kind_column = row_kind_column
 
     @property
     def location(self) -> str:
@@ -74,11 +105,12 @@ class PaimonSink:
         start = time.perf_counter()
         commit_user = self.commit_user or query_commit_user(df)
         table = self._table(df)
+        repair_interrupted_batch(table, commit_user)
         if table.committed_identifiers(commit_user, [batch_id]):
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
             return
-        result = write_dataframe(df, WritePlan.for_table(table, self.location))
+        result = write_dataframe(df, WritePlan.for_table(table, self.location, self.row_kind_column))
         snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id)
         files = sum(len(m.data.new_files) + len(m.compact.new_files) for m in result.messages)
         log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f",
@@ -86,12 +118,25 @@ class PaimonSink:
                  time.perf_counter() - start)
 
 
+def repair_interrupted_batch(table: Table, commit_user: str) -> None:
+    """A crash between a batch's APPEND and COMPACT snapshots leaves its level-0 files
+    invisible to deletion-vector readers; finish that batch's compaction first."""
+    if not (table.primary_keys and table.options.deletion_vectors):
+        return
+    last = table.snapshot_manager.latest_of_user(commit_user)
+    if last is not None and last.commit_kind != COMPACT:
+        sid = table.compact(commit_user=commit_user, commit_identifier=last.commit_identifier)
+        log.warning("paimon_sink table=%s: completed the compaction of batch %d interrupted by a crash "
+                    "(snapshot %s)", table.name, last.commit_identifier, sid)
+
+
 def paimon_sink(table: str, *, warehouse: str | None = None, commit_user: str | None = None,
-                options: dict[str, Any] | None = None) -> PaimonSink:
+                options: dict[str, Any] | None = None, row_kind_column: str | None = None) -> PaimonSink:
     """The foreachBatch function writing each micro-batch into a Paimon table.
 
     `table`: a table directory or URI, or "db.table" with `warehouse`. A missing table is
     created from the stream's schema with `options` (Paimon keys, e.g. `primary-key`,
     `partition`, `bucket`). `commit_user` defaults to the streaming query id.
+    `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds for CDC input.
     """
-    return PaimonSink(table, warehouse, commit_user, options)
+    return PaimonSink(table, warehouse, commit_user, options, row_kind_column)
