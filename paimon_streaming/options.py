@@ -154,6 +154,12 @@ class CoreOptions:
         return self.get("deletion-vectors.enabled")
 
     @property
+    def lookup_compaction(self) -> bool:
+        """Level 0 is pushed up by a lookup compaction at every write: deletion-vector tables,
+        and first-row tables (whose readers skip level 0, as Paimon's do)."""
+        return self.deletion_vectors or self.merge_engine == "first-row"
+
+    @property
     def merge_engine(self) -> str:
         return self.get("merge-engine")
 

@@ -238,7 +238,7 @@ class TableWrite:
                     cache[schema_id] = schemas.schema(schema_id)
                 return cache[schema_id]
             self._compactor = BucketCompactor(self.file_io, self.schema, schema_of, self.paths,
-                                              self.write_compacted, self.options.deletion_vectors)
+                                              self.write_compacted, self.options.lookup_compaction)
         return self._compactor
 
     def compact_bucket(self, partition: bytes, partition_values: list, bucket: int,
@@ -355,7 +355,7 @@ class TableWrite:
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
         total = self.options.bucket
         messages = {}
-        dv = self.pk and self.options.deletion_vectors and compact
+        dv = self.pk and self.options.lookup_compaction and compact
         for g in self.group(data, index_entries):
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files = self.write_group(g, start)

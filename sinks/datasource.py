@@ -83,7 +83,7 @@ def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> PaimonCommitMe
 def compact_level0(table: Table, commit_user: str, identifier: int) -> list[int]:
     """Deletion-vector tables: tasks sharing a bucket cannot compact it, so the driver pushes
     the batch's level-0 files up after the commit (same commitIdentifier, COMPACT snapshot)."""
-    if not (table.primary_keys and table.options.deletion_vectors):
+    if not (table.primary_keys and table.options.lookup_compaction):
         return []
     sid = Table.open(table.path).compact(commit_user=commit_user, commit_identifier=identifier)
     return [sid] if sid is not None else []

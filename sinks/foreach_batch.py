@@ -121,7 +121,7 @@ class PaimonSink:
 def repair_interrupted_batch(table: Table, commit_user: str) -> None:
     """A crash between a batch's APPEND and COMPACT snapshots leaves its level-0 files
     invisible to deletion-vector readers; finish that batch's compaction first."""
-    if not (table.primary_keys and table.options.deletion_vectors):
+    if not (table.primary_keys and table.options.lookup_compaction):
         return
     last = table.snapshot_manager.latest_of_user(commit_user)
     if last is not None and last.commit_kind != COMPACT:

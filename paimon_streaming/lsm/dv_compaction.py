@@ -61,7 +61,7 @@ class BucketCompactor:
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_of: Callable[[int], TableSchema],
                  paths: PathFactory, write_files: Callable[[str, pa.Table, int], list[DataFileMeta]],
-                 deletion_vectors: bool = True):
+                 lookup: bool = True):
         self.file_io = file_io
         self.schema = schema
         self.schema_of = schema_of
@@ -73,7 +73,7 @@ class BucketCompactor:
         self.key_types = [f.type for f in schema.fields_of(self.keys)]
         self.engine = engine_for(schema)
         self.bitmap64 = self.options.get("deletion-vectors.bitmap64")
-        self.deletion_vectors = deletion_vectors
+        self.lookup = lookup
 
     # ---- entry point ------------------------------------------------------------------------
     def compact(self, bucket: BucketFiles, full: bool = False) -> Increment | None:
@@ -88,7 +88,7 @@ class BucketCompactor:
         unit_names = {f.file_name for f in unit.files}
         older = [f for f in bucket.files if f.file_name not in unit_names]
         rows = self._read_unit(bucket, unit, vectors)
-        if self.deletion_vectors:
+        if self.lookup:
             merged = self._merge(rows, older, bucket, vectors)
         else:  # merge-on-read table: older versions stay; deletes go only when nothing is older
             merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys,
@@ -99,7 +99,7 @@ class BucketCompactor:
         if outputs == list(unit.files):
             return None  # a lone, clean file already at the output level: nothing changes
         inc = Increment(deleted_files=list(unit.files), new_files=outputs)
-        if self.deletion_vectors:
+        if self.lookup:
             for name in unit_names:
                 vectors.pop(name, None)
             self._index_change(bucket, vectors, inc)
