@@ -7,7 +7,7 @@ session of the other Spark tests over to Connect code paths.
 Scenarios (inputs prepared by the test under WORKDIR; tables under WORKDIR/wh):
   datasource     paimon_streaming.register on the Connect session; df.write.format("paimon")
                  append / dynamic and static overwrite; df.writeStream.format("paimon") with
-                 and without option commitUser.
+                 and without option commitUser; spark.read / readStream.format("paimon").
   foreach-batch  foreachBatch(paimon_sink) without commit_user (must fail, precisely), then
                  with commit_user into a primary-key and an append table; a replay of the last
                  batch (its checkpoint commit removed, as after a crash between our commit and
@@ -80,6 +80,14 @@ def datasource(spark: SparkSession, work: str) -> dict:
     out["stream"] = run_query(base.option("checkpointLocation", f"{work}/ckpt-st")
                               .option("commitUser", "connect-stream-1").option("path", f"{wh}/db.db/st"))
     step("stream")
+
+    # The read side from the Connect client: a batch read and a streaming read of that table.
+    out["batch_read"] = [r.asDict() for r in spark.read.format("paimon").load(f"{wh}/db.db/st").collect()]
+    reader = spark.readStream.format("paimon").load(f"{wh}/db.db/st")
+    out["stream_read"] = run_query(reader.writeStream.format("memory").queryName("paimon_rows")
+                                   .option("checkpointLocation", f"{work}/ckpt-read"))
+    out["stream_read_rows"] = [r.asDict() for r in spark.sql("select * from paimon_rows").collect()]
+    step("reads")
     return out
 
 

@@ -92,6 +92,10 @@ def test_datasource_writes_from_connect_client(server, tmp_path):
     assert rows_by(st.to_arrow(), "id", "dt") == expected
     assert rows_by(pypaimon_read(wh, "db.st"), "id", "dt") == expected
     assert [(s.commit_user, s.commit_identifier) for s in st.snapshots()] == [("connect-stream-1", i) for i in range(3)]
+    # The source from the Connect client: batch and streaming reads return the table's rows.
+    assert sorted_rows(r["batch_read"]) == expected
+    assert r["stream_read"] is None, r["stream_read"]
+    assert sorted_rows(r["stream_read_rows"]) == expected
 
 
 def test_foreach_batch_from_connect_client(server, tmp_path):
