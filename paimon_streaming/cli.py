@@ -3,6 +3,7 @@
     paimon-streaming demo [--warehouse DIR] [--batches N] [--rows N]
     paimon-streaming info <table-path> [--json]
     paimon-streaming snapshots <table-path> [--json]
+    paimon-streaming compact <table-path> [--full] [--json]
 """
 from __future__ import annotations
 
@@ -63,6 +64,17 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    sid = table.compact(full=args.full)
+    result = {"table": table.path, "full": args.full, "snapshot": sid}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"compacted {table.path}: " + (f"snapshot {sid}" if sid is not None else "nothing to do"))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
     return run_demo(args.warehouse, args.batches, args.rows)
@@ -78,10 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rows", type=int, default=100_000, help="rows per batch")
     demo.set_defaults(func=cmd_demo)
     for name, func, text in (("info", cmd_info, "show a table's schema, keys, options and size"),
-                             ("snapshots", cmd_snapshots, "list a table's snapshots")):
+                             ("snapshots", cmd_snapshots, "list a table's snapshots"),
+                             ("compact", cmd_compact, "compact a primary-key table (push level 0 up; "
+                                                      "--full: one sorted run per bucket)")):
         p = sub.add_parser(name, help=text)
         p.add_argument("table", help="table directory (<warehouse>/<db>.db/<table>) or URI")
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "compact":
+            p.add_argument("--full", action="store_true", help="full compaction: rewrite every bucket "
+                                                                 "and drop obsolete deletion vectors")
         p.set_defaults(func=func)
     return parser
 
