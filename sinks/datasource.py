@@ -33,7 +33,6 @@ from typing import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter,
                                     WriterCommitMessage)
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
@@ -41,7 +40,7 @@ from paimon_streaming.errors import PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
-from .spark_write import WritePlan, task_index, write_task
+from .spark_write import WritePlan, arrow_schema_of, task_index, write_task
 
 log = logging.getLogger("paimon_streaming.sink")
 _READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode", "rowkindcolumn"}
@@ -70,7 +69,7 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
         return load_table(ref, warehouse)
     except TableNotFoundError:
         table_options = {k: v for k, v in options.items() if k not in _READER_WRITER_OPTIONS}
-        create_table_at(location, to_arrow_schema(schema), options=table_options)
+        create_table_at(location, arrow_schema_of(schema), options=table_options)
         return load_table(ref, warehouse)
 
 

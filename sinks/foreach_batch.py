@@ -31,14 +31,13 @@ import time
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.table import Table
 
-from .spark_write import WritePlan, write_dataframe
+from .spark_write import WritePlan, arrow_schema_of, write_dataframe
 
 log = logging.getLogger("paimon_streaming.sink")
 
@@ -97,7 +96,7 @@ class PaimonSink:
         try:
             return load_table(self.table_ref, self.warehouse)
         except TableNotFoundError:
-            create_table_at(self.location, to_arrow_schema(df.schema), options=self.options)
+            create_table_at(self.location, arrow_schema_of(df.schema), options=self.options)
             log.info("created Paimon table %s from the stream's schema", self.location)
             return load_table(self.table_ref, self.warehouse)
 

@@ -65,6 +65,12 @@ class WritePlan:
                             compact=self.compact)
 
 
+def arrow_schema_of(schema) -> pa.Schema:
+    """The Arrow schema of a Spark schema; TimestampType (an instant) maps to UTC timestamps,
+    i.e. Paimon TIMESTAMP_LTZ, TimestampNTZType to TIMESTAMP."""
+    return to_arrow_schema(schema, timezone="UTC")
+
+
 def encode_messages(messages: list[CommitMessage], rows_in: int) -> pa.Table:
     return pa.table({"message": pa.array([pickle.dumps(messages)], pa.binary()),
                      "rows": pa.array([rows_in], pa.int64())})
@@ -89,7 +95,7 @@ def write_dataframe(df: DataFrame, plan: WritePlan) -> WriteResult:
     """Write `df` through executors; returns the commit messages (nothing is committed)."""
     writer = plan.writer()
     schema = writer.schema
-    input_schema = to_arrow_schema(df.schema)
+    input_schema = arrow_schema_of(df.schema)
     conform(input_schema.empty_table(), schema, plan.table_name, plan.row_kind_column)  # fail fast
     if not schema.primary_keys and writer.options.bucket == -1:
         return _write_unbucketed(df, plan)

@@ -92,6 +92,19 @@ def test_foreach_batch_append_tables(spark, tmp_path):
         assert rows_by(pypaimon_read(str(tmp_path / "wh"), f"db.{name}"), "id", "v") == expected
 
 
+def test_timestamps_and_dates_through_the_sink(spark, tmp_path):
+    """Spark TimestampType is an instant: the created table column is TIMESTAMP_LTZ(6)."""
+    import datetime as dt
+    path = str(tmp_path / "wh" / "db.db" / "ts")
+    df = spark.createDataFrame([(1, dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc),
+                                 dt.date(2024, 2, 29))], "id long, ts timestamp, d date")
+    paimon_sink(path, commit_user="ts", options={"primary-key": "id", "bucket": "1"})(df, 0)
+    t = ps.Table.open(path)
+    assert str(t.schema.field("ts").type) == "TIMESTAMP(6) WITH LOCAL TIME ZONE"
+    assert t.to_arrow().to_pylist() == [{"id": 1, "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc),
+                                         "d": dt.date(2024, 2, 29)}]
+
+
 def test_replayed_batch_is_skipped(spark, tmp_path, catalog):
     t = catalog.create_table("db.r", pa.schema([("id", pa.int64()), ("v", pa.string())]))
     sink = paimon_sink(t.path, commit_user="job-1")
