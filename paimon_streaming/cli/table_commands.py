@@ -1,28 +1,12 @@
-"""The `paimon-streaming` command line: a demo job and table inspection.
-
-    paimon-streaming demo [--warehouse DIR] [--batches N] [--rows N]
-    paimon-streaming info <table-path> [--json]
-    paimon-streaming snapshots <table-path> [--json]
-    paimon-streaming compact <table-path> [--full] [--json]
-"""
+"""Table inspection and maintenance: `info`, `snapshots`, `compact`."""
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from typing import Sequence
 
-from .errors import PaimonError
-from .table import Table
-
-
-def _print_rows(rows: list[dict], columns: Sequence[str]) -> None:
-    widths = [max([len(c)] + [len(str(r.get(c, ""))) for r in rows]) for c in columns]
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print("  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)))
+from ..table import Table
+from .output import add_table_argument, print_rows
 
 
 def _snapshot_rows(table: Table) -> list[dict]:
@@ -39,7 +23,7 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
     else:
-        _print_rows(rows, ["id", "kind", "total_rows", "delta_rows", "identifier", "user", "time"])
+        print_rows(rows, ["id", "kind", "total_rows", "delta_rows", "identifier", "user", "time"])
     return 0
 
 
@@ -75,42 +59,14 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
-    return run_demo(args.warehouse, args.batches, args.rows)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="paimon-streaming",
-                                     description="Pure-Python Apache Paimon tables: demo and table tools.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="create a table, commit batches, read back, print snapshots")
-    demo.add_argument("--warehouse", default="./warehouse", help="warehouse directory (default ./warehouse)")
-    demo.add_argument("--batches", type=int, default=5, help="number of batches to commit")
-    demo.add_argument("--rows", type=int, default=100_000, help="rows per batch")
-    demo.set_defaults(func=cmd_demo)
+def register(sub: argparse._SubParsersAction) -> None:
     for name, func, text in (("info", cmd_info, "show a table's schema, keys, options and size"),
                              ("snapshots", cmd_snapshots, "list a table's snapshots"),
                              ("compact", cmd_compact, "compact a primary-key table (push level 0 up; "
                                                       "--full: one sorted run per bucket)")):
         p = sub.add_parser(name, help=text)
-        p.add_argument("table", help="table directory (<warehouse>/<db>.db/<table>) or URI")
-        p.add_argument("--json", action="store_true", help="machine-readable output")
+        add_table_argument(p)
         if name == "compact":
             p.add_argument("--full", action="store_true", help="full compaction: rewrite every bucket "
                                                                  "and drop obsolete deletion vectors")
         p.set_defaults(func=func)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (PaimonError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The `paimon-streaming` command line.
+
+Each command group lives in its own module with a `register(subparsers)` function that
+adds its sub-commands; `main` wires them together and turns library errors into a
+message on stderr and exit code 1. Run `paimon-streaming --help` for the list.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from ..errors import PaimonError
+
+# Modules that add sub-commands, in the order `--help` lists them.
+COMMAND_MODULES = (
+    "paimon_streaming.cli.demo_command",
+    "paimon_streaming.cli.table_commands",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="paimon-streaming",
+                                     description="Pure-Python Apache Paimon tables: demo, ingestion and table tools.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (PaimonError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
