@@ -244,10 +244,20 @@ def _needs_int96(fields: list[DataField]) -> bool:
     return max((_max_timestamp_precision(f.type) for f in fields), default=-1) > 6
 
 
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Dictionary-encode only string and binary columns: on keys, sequence numbers, doubles and
+    timestamps (nearly all distinct) building the dictionary costs more than the whole rest of
+    the write and is then thrown away when the dictionary page overflows."""
+    return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+
+
 def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str, zstd_level: int) -> None:
+    dictionary = _dictionary_columns(table.schema)
     pq.write_table(
         table, out,
         compression=codec,
+        use_dictionary=dictionary or False,
         compression_level=zstd_level if codec == "zstd" else None,
         use_deprecated_int96_timestamps=_needs_int96(fields),
         store_decimal_as_integer=True,   # p<=9 INT32, p<=18 INT64 as Java; larger stay FLBA

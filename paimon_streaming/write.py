@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .binary_row import encode_rows, serialize_row
+from .binary_row import deserialize_row, encode_rows, serialize_row
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import write_data_file
@@ -203,15 +203,23 @@ class TableWrite:
         return buckets
 
     # ---- files ---------------------------------------------------------------------------
-    def write_group(self, g: _Group, next_sequence: int, level: int = 0) -> list[DataFileMeta]:
-        """Write one (partition, bucket) group; PK groups are sorted and merged by key first."""
+    def write_group(self, g: _Group, next_sequence: int, level: int = 0,
+                    split_after: tuple | None = None) -> list[DataFileMeta]:
+        """Write one (partition, bucket) group; PK groups are sorted and merged by key first.
+
+        `split_after` (a key) starts a new file at the first key above it: with the bucket's
+        largest live key there, keys new to the bucket land in files that overlap nothing, which
+        compaction can then move up without rewriting them (see `BucketCompactor`)."""
         rows = g.rows
         sequence = np.arange(next_sequence, next_sequence + rows.num_rows, dtype=np.int64)
         if self.pk:
             rows, sequence = self._sort_and_merge(rows, sequence)
         directory = self.bucket_dir(g.partition_values, g.bucket)
-        return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], level)
-                for s, e in self._roll(rows)]
+        cut = rows.num_rows if split_after is None else first_key_above(rows, self.schema.trimmed_primary_keys,
+                                                                         split_after)
+        pieces = [(0, cut), (cut, rows.num_rows)] if 0 < cut < rows.num_rows else [(0, rows.num_rows)]
+        return [self._write_file(directory, rows.slice(a + s, e - s), sequence[a + s:a + e], level)
+                for a, b in pieces for s, e in self._roll(rows.slice(a, b - a))]
 
     def bucket_dir(self, partition_values: list, bucket: int) -> str:
         return bucket_path(self.table_path, partition_path(
@@ -333,6 +341,21 @@ class TableWrite:
                               "set the table option 'ignore-delete' = 'true' to drop them")
         return data.drop_columns([VALUE_KIND])
 
+    def _largest_keys(self, live: Sequence[ManifestEntry]) -> dict[tuple[bytes, int], tuple]:
+        """The largest live key of each bucket (from file metadata, no I/O)."""
+        key_types = [f.type for f in key_fields(self.schema)]
+        largest: dict[tuple[bytes, int], tuple] = {}
+        unknown = set()
+        for e in live:
+            k = (e.partition, e.bucket)
+            try:
+                key = tuple(deserialize_row(e.file.max_key, key_types))
+                if k not in largest or key > largest[k]:
+                    largest[k] = key
+            except (TypeError, ValueError):  # a key of an older schema: do not split this bucket
+                unknown.add(k)
+        return {k: v for k, v in largest.items() if k not in unknown}
+
     def write(self, data: pa.Table, live: Sequence[ManifestEntry],
               index_entries: Sequence[IndexManifestEntry] = (), sequence_offset: int = 0,
               row_kind_column: str | None = None, overwrite: bool = False,
@@ -356,9 +379,10 @@ class TableWrite:
         total = self.options.bucket
         messages = {}
         dv = self.pk and self.options.lookup_compaction and compact
+        largest = {} if overwrite or not dv else self._largest_keys(live)
         for g in self.group(data, index_entries):
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
-            files = self.write_group(g, start)
+            files = self.write_group(g, start, split_after=largest.get((g.partition, g.bucket)))
             message = CommitMessage(g.partition, g.bucket, total, Increment(new_files=files))
             if dv:
                 old = [] if overwrite else [e.file for e in live if (e.partition, e.bucket) == (g.partition, g.bucket)]
@@ -372,3 +396,15 @@ class TableWrite:
                 inc.deleted_index_files.append(change.old)
         return list(messages.values())
 
+
+def first_key_above(rows: pa.Table, keys: Sequence[str], bound: tuple) -> int:
+    """Index of the first row whose key is greater than `bound` (rows sorted by key)."""
+    above = np.zeros(rows.num_rows, bool)
+    equal_so_far = np.ones(rows.num_rows, bool)
+    for name, value in zip(keys, bound):
+        col = rows.column(name)
+        scalar = pa.scalar(value, col.type)
+        above |= equal_so_far & pc.greater(col, scalar).to_numpy(zero_copy_only=False)
+        equal_so_far &= pc.equal(col, scalar).to_numpy(zero_copy_only=False)
+    hits = np.flatnonzero(above)
+    return int(hits[0]) if len(hits) else rows.num_rows

@@ -84,6 +84,33 @@ def test_full_compaction_drops_obsolete_vectors(catalog, warehouse):
     assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.fc").to_pylist()} == before
 
 
+@pytest.mark.parametrize("amplification", ["200", "0"])
+def test_new_keys_move_up_without_rewrite(catalog, warehouse, amplification):
+    """A batch's keys above everything in the bucket get their own file, which compaction moves
+    to the top level as it is; only the updated keys go through lookup and merge. With a zero
+    size-amplification budget every compaction also rewrites the moved file (netted out)."""
+    t = catalog.create_table("db.mv", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", **DV, "compaction.max-size-amplification-percent": amplification,
+                                      "num-sorted-run.compaction-trigger": "2"})
+    model = {}
+    for step in range(6):
+        keys = list(range(step * 100, step * 100 + 100)) + list(range(0, step * 100, 7))
+        sid = t.write_arrow(batch(keys, f"s{step}"))
+        model.update({k: (f"s{step}-{k}", k) for k in keys})
+        assert state(t) == model
+        check_invariants(t)
+        scan = TableScan(t.file_io, t.path, t.schema)
+        appended = {e.file.file_name: e.file for e in scan.delta_entries(t.snapshot(sid - 1))}
+        fresh = [f for f in appended.values() if f.row_count == 100]  # the batch's new keys alone
+        assert len(appended) == (1 if step == 0 else 2) and len(fresh) == 1
+        live = {e.file.file_name: e.file.level for e in live_files(t)}
+        if amplification == "200":
+            assert live.get(fresh[0].file_name) == t.options.num_levels - 1, "the new-key file was rewritten"
+    assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.mv").to_pylist()} == model
+    from java_oracle import get_oracle
+    assert {r["k"]: (r["v"], r["n"]) for r in get_oracle().read(t.path)} == model
+
+
 @pytest.mark.parametrize("bitmap64", ["false", "true"])
 def test_java_reads_our_dv_tables(catalog, bitmap64):
     from java_oracle import get_oracle

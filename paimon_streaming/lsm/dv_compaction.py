@@ -77,6 +77,46 @@ class BucketCompactor:
 
     # ---- entry point ------------------------------------------------------------------------
     def compact(self, bucket: BucketFiles, full: bool = False) -> Increment | None:
+        moved = [] if full or not self.lookup else self._disjoint_level0(bucket.files)
+        if moved:
+            up = [f.upgrade(self.universal.max_level) for f in moved]
+            names = {f.file_name for f in moved}
+            bucket = BucketFiles(bucket.bucket_dir, [f for f in bucket.files if f.file_name not in names] + up,
+                                 bucket.dv_index, bucket.index_dir)
+        inc = self._compact_runs(bucket, full)
+        if not moved:
+            return inc
+        inc = inc or Increment()
+        rewritten = {f.file_name for f in inc.deleted_files}  # moved, then picked for a rewrite
+        inc.deleted_files = moved + [f for f in inc.deleted_files if f.file_name not in names]
+        inc.new_files = [f for f in up if f.file_name not in rewritten] + inc.new_files
+        return inc
+
+    def _disjoint_level0(self, files: list[DataFileMeta]) -> list[DataFileMeta]:
+        """Level-0 files whose key range overlaps no other live file of the bucket.
+
+        No other version of their keys exists, so there is nothing to look up or merge: they
+        move to the top level as they are (the writer cuts a batch's keys that are new to the
+        bucket into their own files for this). Files with -U/-D rows are rewritten instead."""
+        ranges = [(f, self._key_bounds(f)) for f in files]
+        if any(r is None for _, r in ranges):
+            return []
+        out = []
+        for f, (lo, hi) in ranges:
+            if f.level != 0 or f.delete_row_count or not f.row_count:
+                continue
+            if all(g is f or ghi < lo or glo > hi for g, (glo, ghi) in ranges):
+                out.append(f)
+        return out
+
+    def _key_bounds(self, f: DataFileMeta) -> tuple[tuple, tuple] | None:
+        file_key_types = [fld.type for fld in key_fields(self.schema_of(f.schema_id))]
+        try:
+            return tuple(deserialize_row(f.min_key, file_key_types)), tuple(deserialize_row(f.max_key, file_key_types))
+        except (TypeError, ValueError):
+            return None
+
+    def _compact_runs(self, bucket: BucketFiles, full: bool) -> Increment | None:
         runs = sorted_runs(bucket.files)
         if full:
             unit = CompactUnit(self.universal.max_level, tuple(runs)) if runs else None
@@ -203,13 +243,8 @@ class BucketCompactor:
         return first, last
 
     def _may_overlap(self, f: DataFileMeta, lo: tuple, hi: tuple) -> bool:
-        file_key_types = [fld.type for fld in key_fields(self.schema_of(f.schema_id))]
-        try:
-            fmin = tuple(deserialize_row(f.min_key, file_key_types))
-            fmax = tuple(deserialize_row(f.max_key, file_key_types))
-            return not (fmax < lo or fmin > hi)
-        except (TypeError, ValueError):
-            return True
+        bounds = self._key_bounds(f)
+        return bounds is None or not (bounds[1] < lo or bounds[0] > hi)
 
     def _merge(self, rows: pa.Table, older: list[DataFileMeta], bucket: BucketFiles, vectors: dict) -> pa.Table:
         """Merge the unit's rows per key (with old rows where the engine needs them) and mark
