@@ -54,7 +54,8 @@ def _write_avro(file_io: FileIO, path: str, schema, records: Sequence[dict], cod
     return len(data)
 
 
-def _read_avro(file_io: FileIO, path: str) -> list[dict]:
+def read_avro(file_io: FileIO, path: str) -> list[dict]:
+    """Decode one Avro metadata file (uncached); missing or undecodable -> CorruptFileError."""
     try:
         data = file_io.read_bytes(path)
     except FileNotFoundError:
@@ -99,7 +100,7 @@ class ManifestFile:
         path = self.path(name)
         cached = _CACHE.get(path)
         if cached is None:
-            cached = [ManifestEntry.from_avro(r) for r in _read_avro(self.file_io, path)]
+            cached = [ManifestEntry.from_avro(r) for r in read_avro(self.file_io, path)]
             _CACHE.put(path, cached)
         return cached
 
@@ -151,7 +152,7 @@ class ManifestList:
         path = self.path(name)
         cached = _CACHE.get(path)
         if cached is None:
-            cached = [ManifestFileMeta.from_avro(r) for r in _read_avro(self.file_io, path)]
+            cached = [ManifestFileMeta.from_avro(r) for r in read_avro(self.file_io, path)]
             _CACHE.put(path, cached)
         return cached
 
@@ -180,7 +181,7 @@ class IndexManifestFile:
         path = self.path(name)
         cached = _CACHE.get(path)
         if cached is None:
-            cached = [IndexManifestEntry.from_avro(r) for r in _read_avro(self.file_io, path)]
+            cached = [IndexManifestEntry.from_avro(r) for r in read_avro(self.file_io, path)]
             _CACHE.put(path, cached)
         return cached
 
