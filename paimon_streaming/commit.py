@@ -22,6 +22,7 @@ from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestList, combine_index_entries,
                        merge_entries, merge_manifests)
+from .maintenance import after_commit
 from .options import CoreOptions
 from .paths import PathFactory
 from .schema import TableSchema
@@ -141,6 +142,8 @@ class FileStoreCommit:
         if not compact.is_empty():
             snapshot_ids.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
                                                         properties, check_conflicts=True))
+        if snapshot_ids:
+            after_commit(self.file_io, self.table_path, self.schema)  # tags, expiration; never raises
         return snapshot_ids
 
     # ---- one commit kind, with retries ------------------------------------------------

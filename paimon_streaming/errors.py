@@ -43,3 +43,15 @@ class CorruptFileError(PaimonError):
 
 class SnapshotExpiredError(SnapshotNotFoundError):
     """A streaming reader needs a snapshot that snapshot expiration has already removed."""
+
+
+class TagNotFoundError(SnapshotNotFoundError):
+    """A tag asked for does not exist."""
+
+
+class TagAlreadyExistsError(PaimonError):
+    """create_tag was asked for a name that is already taken."""
+
+
+class InvalidTagNameError(PaimonError, ValueError):
+    """A tag name is blank, purely numeric, or holds a path separator or control character."""

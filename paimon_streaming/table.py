@@ -1,20 +1,25 @@
 """`Table`: the public facade over one Paimon table directory."""
 from __future__ import annotations
 
+import datetime
 import uuid
 from typing import Any, Sequence
 
 import pyarrow as pa
 
 from .commit import CommitMessage, FileStoreCommit
-from .errors import PaimonError, TableNotFoundError
+from .errors import PaimonError, SnapshotNotFoundError, TableNotFoundError
 from .fileio import FileIO
-from .options import CoreOptions
+from .expire import ExpireResult, SnapshotExpiration
+from .options import CoreOptions, parse_duration_ms
+from .orphans import OrphanFilesClean, OrphanResult
 from .predicate import parse_filter
 from .read import SplitReader
+from .rollback import Rollback
 from .scan import DataSplit, TableScan
 from .schema import SchemaManager, TableSchema
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+from .tag_deletion import TagDeletion
 from .tags import TagManager
 from .write import TableWrite, conform
 
@@ -73,6 +78,46 @@ class Table:
 
     def tags(self) -> list[str]:
         return self.tag_manager.tag_names()
+
+    # ---- snapshot lifecycle ---------------------------------------------------------------
+    def create_tag(self, name: str, snapshot_id: int | None = None,
+                   time_retained: str | int | None = None) -> Snapshot:
+        """Tag the latest snapshot, or `snapshot_id` (which must still exist); returns it.
+
+        `time_retained` (a duration such as "7 d", or millis) makes the tag expire that long
+        after its creation; default: the table option `tag.default-time-retained`.
+        """
+        snapshot = self.snapshot_manager.latest() if snapshot_id is None else self.snapshot(snapshot_id)
+        if snapshot is None:
+            raise SnapshotNotFoundError(f"cannot tag table {self.name}: it has no snapshot yet; write first")
+        retained = self.options.get("tag.default-time-retained") if time_retained is None else (
+            time_retained if isinstance(time_retained, int) else parse_duration_ms(time_retained))
+        self.tag_manager.create(snapshot, name, retained)
+        return snapshot
+
+    def delete_tag(self, name: str) -> int:
+        """Delete a tag and the files only it kept alive; returns how many files went."""
+        return TagDeletion(self.file_io, self.path, self.schema).delete(name)
+
+    def rollback_to(self, target: int | str) -> Snapshot:
+        """Make snapshot `target` (int) or tag `target` (str) the latest: later snapshots and
+        tags are removed with the files only they used. Returns the new latest snapshot."""
+        return Rollback(self.file_io, self.path, self.schema).rollback_to(target)
+
+    def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,
+                         older_than: Any = None, max_deletes: int | None = None) -> ExpireResult:
+        """Expire old snapshots now and delete the files no retained snapshot, tag or consumer
+        needs. Arguments override `snapshot.num-retained.max`, `snapshot.num-retained.min`,
+        `snapshot.time-retained` (`older_than`: a datetime, or epoch millis, before which
+        snapshots may go) and `snapshot.expire.limit`. Returns an ExpireResult."""
+        return SnapshotExpiration(self.file_io, self.path, self.schema).expire(
+            retain_max, retain_min, _epoch_millis(older_than), max_deletes)
+
+    def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False) -> OrphanResult:
+        """Delete files no snapshot or tag references, last modified before `older_than`
+        (datetime or epoch millis; default one day ago, so files of running writers stay).
+        Returns an OrphanResult with the paths."""
+        return OrphanFilesClean(self.file_io, self.path, self.schema).clean(_epoch_millis(older_than), dry_run)
 
     # ---- writing --------------------------------------------------------------------------
     def new_write(self) -> TableWrite:
@@ -177,3 +222,12 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.path!r})"
+
+
+def _epoch_millis(value: Any) -> int | None:
+    """A point in time given as epoch millis or a datetime (naive = local time)."""
+    if value is None or isinstance(value, int):
+        return value
+    if isinstance(value, datetime.datetime):
+        return int(value.timestamp() * 1000)
+    raise TypeError(f"expected a datetime or epoch milliseconds, got {value!r}")

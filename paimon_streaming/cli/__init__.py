@@ -17,6 +17,8 @@ from ..errors import PaimonError
 COMMAND_MODULES = (
     "paimon_streaming.cli.demo_command",
     "paimon_streaming.cli.table_commands",
+    "paimon_streaming.cli.check_command",
+    "paimon_streaming.cli.lifecycle_commands",
 )
 
 

@@ -1,0 +1,125 @@
+"""Snapshot lifecycle commands: `tag create|delete|list`, `rollback`, `expire`, `remove-orphans`."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import time
+
+from ..table import Table
+from .output import add_table_argument, emit, print_rows
+
+
+def _time(millis: int | None) -> str:
+    return "" if millis is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis / 1000))
+
+
+def _point_in_time(text: str) -> dt.datetime:
+    """`2024-05-06`, `2024-05-06 13:00[:00]` or ISO `2024-05-06T13:00:00` (local time)."""
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a local time such as '2024-05-06 13:00:00', got {text!r}")
+
+
+def cmd_tag_list(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    rows = []
+    for snap, names in table.tag_manager.tagged_snapshots():
+        for name in names:
+            tag = table.tag_manager.snapshot(name) if len(names) > 1 else snap
+            rows.append({"tag": name, "snapshot": snap.id, "kind": snap.commit_kind,
+                         "total_rows": snap.total_record_count, "commit_time": _time(snap.time_millis),
+                         "time_retained_s": tag.extra.get("tagTimeRetained")})
+    emit(args, rows, lambda r: print_rows(r, ["tag", "snapshot", "kind", "total_rows", "commit_time",
+                                              "time_retained_s"]))
+    return 0
+
+
+def cmd_tag_create(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    snap = table.create_tag(args.name, args.snapshot, args.time_retained)
+    emit(args, {"table": table.path, "tag": args.name, "snapshot": snap.id},
+         lambda r: print(f"created tag '{r['tag']}' of {r['table']} on snapshot {r['snapshot']}"))
+    return 0
+
+
+def cmd_tag_delete(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    deleted = table.delete_tag(args.name)
+    emit(args, {"table": table.path, "tag": args.name, "deleted_files": deleted},
+         lambda r: print(f"deleted tag '{r['tag']}' of {r['table']} ({r['deleted_files']} files removed)"))
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    target: int | str = args.target if args.tag or not args.target.isdigit() else int(args.target)
+    snap = table.rollback_to(target)
+    emit(args, {"table": table.path, "target": target, "snapshot": snap.id},
+         lambda r: print(f"rolled {r['table']} back to snapshot {r['snapshot']}"))
+    return 0
+
+
+def cmd_expire(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    result = table.expire_snapshots(args.retain_max, args.retain_min, args.older_than, args.max_deletes)
+    out = {"table": table.path, "expired": result.expired, "earliest": result.earliest,
+           "deleted_files": result.deleted_files}
+    emit(args, out, lambda r: print(f"expired {r['expired']} snapshots of {r['table']}; earliest is now "
+                                    f"{r['earliest']}; {r['deleted_files']} files removed"))
+    return 0
+
+
+def cmd_remove_orphans(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    result = table.remove_orphan_files(args.older_than, args.dry_run)
+    out = {"table": table.path, "dry_run": args.dry_run, "files": result.paths, "bytes": result.bytes}
+
+    def human(r: dict) -> None:
+        for path in r["files"]:
+            print(path)
+        verb = "would remove" if r["dry_run"] else "removed"
+        print(f"{verb} {len(r['files'])} orphan files ({r['bytes']} bytes) of {r['table']}")
+    emit(args, out, human)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    tag = sub.add_parser("tag", help="create, delete and list tags (named snapshots)")
+    tag_sub = tag.add_subparsers(dest="tag_command", required=True, metavar="ACTION")
+    p = tag_sub.add_parser("list", help="list a table's tags")
+    add_table_argument(p)
+    p.set_defaults(func=cmd_tag_list)
+    p = tag_sub.add_parser("create", help="tag the latest (or a given) snapshot")
+    add_table_argument(p)
+    p.add_argument("name", help="tag name (not purely numeric, no '/', '\\' or control characters)")
+    p.add_argument("--snapshot", type=int, help="snapshot id to tag (default: the latest)")
+    p.add_argument("--time-retained", help="expire the tag this long after creation, e.g. '7 d'")
+    p.set_defaults(func=cmd_tag_create)
+    p = tag_sub.add_parser("delete", help="delete a tag and the files only it kept alive")
+    add_table_argument(p)
+    p.add_argument("name", help="tag name")
+    p.set_defaults(func=cmd_tag_delete)
+
+    p = sub.add_parser("rollback", help="make an older snapshot or a tag the latest again "
+                                        "(later snapshots, tags and their files are removed)")
+    add_table_argument(p)
+    p.add_argument("target", help="snapshot id, or tag name")
+    p.add_argument("--tag", action="store_true", help="TARGET is a tag name even if it looks like a number")
+    p.set_defaults(func=cmd_rollback)
+
+    p = sub.add_parser("expire", help="expire old snapshots now (defaults: the table's snapshot.* options)")
+    add_table_argument(p)
+    p.add_argument("--retain-max", type=int, help="keep at most this many snapshots")
+    p.add_argument("--retain-min", type=int, help="keep at least this many snapshots")
+    p.add_argument("--older-than", type=_point_in_time,
+                   help="snapshots before this local time may expire (instead of snapshot.time-retained)")
+    p.add_argument("--max-deletes", type=int, help="expire at most this many snapshots in this run")
+    p.set_defaults(func=cmd_expire)
+
+    p = sub.add_parser("remove-orphans", help="delete files no snapshot or tag references")
+    add_table_argument(p)
+    p.add_argument("--older-than", type=_point_in_time,
+                   help="only files last modified before this local time (default: one day ago)")
+    p.add_argument("--dry-run", action="store_true", help="list the files, delete nothing")
+    p.set_defaults(func=cmd_remove_orphans)

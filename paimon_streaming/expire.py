@@ -1,0 +1,175 @@
+"""Snapshot expiration (FORMAT.md §11, seeds/pip-tags.txt "Expiring Snapshot").
+
+Which snapshots go: everything below `latest - snapshot.num-retained.max + 1`; above that,
+snapshots while the *next* snapshot is older than `snapshot.time-retained` (so a snapshot
+is dropped only once its successor has existed that long); never the newest
+`snapshot.num-retained.min`, never one at or after the smallest consumer `nextSnapshot`,
+and at most `snapshot.expire.limit` per run. This is Java's `ExpireSnapshotsImpl.expire`.
+
+Which files go, for the expired range [begin, end) where `end` is the new earliest:
+
+* data files DELETEd by the delta of a snapshot s in (begin, end], unless the nearest tag
+  below s still holds them. That is the tags document's rule: a file committed at c and
+  deleted at s is needed by exactly the tags in [c, s), and such a tag exists iff the
+  nearest tag below s is one of them (tags 100, 200, 300: a file committed at 105 and
+  deleted at 120 goes; deleted at 201 it stays for tag 200). As a second guard no file the
+  new earliest snapshot reads is ever deleted;
+* changelog files of the expired snapshots (changelog is not decoupled from snapshots);
+* manifest lists, manifests, index manifests and index files of the expired snapshots that
+  neither the new earliest snapshot nor a tag overlapping the range references;
+* then the snapshot files, then the EARLIEST hint.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from .consumers import ConsumerManager
+from .errors import CorruptFileError, InvalidOptionError, SnapshotNotFoundError
+from .file_cleanup import FileCleaner, FileKey, file_key
+from .fileio import FileIO
+from .options import CoreOptions
+from .schema import TableSchema
+from .snapshot import Snapshot, SnapshotManager
+from .tags import TagManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExpireResult:
+    expired: int                 # snapshot files removed
+    earliest: int | None         # earliest snapshot afterwards
+    deleted_files: int           # data, changelog, manifest and index files removed
+
+
+class SnapshotExpiration:
+    """Expires the snapshots of one table and deletes the files only they needed."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.options = CoreOptions(schema.options)
+        self.snapshots = SnapshotManager(file_io, table_path)
+        self.tags = TagManager(file_io, table_path)
+        self.consumers = ConsumerManager(file_io, table_path)
+        self.cleaner = FileCleaner(file_io, table_path, schema)
+
+    def expire(self, retain_max: int | None = None, retain_min: int | None = None,
+               older_than_ms: int | None = None, max_deletes: int | None = None,
+               now_ms: int | None = None) -> ExpireResult:
+        """Expire per the table options; arguments override `snapshot.num-retained.max`,
+        `snapshot.num-retained.min`, `now - snapshot.time-retained` and
+        `snapshot.expire.limit`."""
+        retain_max = self.options.get("snapshot.num-retained.max") if retain_max is None else retain_max
+        retain_min = self.options.get("snapshot.num-retained.min") if retain_min is None else retain_min
+        max_deletes = self.options.get("snapshot.expire.limit") if max_deletes is None else max_deletes
+        if older_than_ms is None:
+            now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+            older_than_ms = now_ms - self.options.get("snapshot.time-retained")
+        if retain_min < 1 or retain_max < retain_min or max_deletes < 1:
+            raise InvalidOptionError(
+                f"cannot expire snapshots of {self.table_path}: need 1 <= retain_min ({retain_min}) <= "
+                f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1")
+        latest = self.snapshots.latest_id()
+        earliest = self.snapshots.earliest_id()
+        if latest is None or earliest is None:
+            return ExpireResult(0, None, 0)
+        low = max(latest - retain_max + 1, earliest)
+        end = latest - retain_min + 1
+        consumer_next = self.consumers.min_next_snapshot()
+        if consumer_next is not None:
+            end = min(end, consumer_next)
+        end = min(end, earliest + max_deletes)
+        for sid in range(low, end):
+            try:
+                successor = self.snapshots.snapshot(sid + 1)
+            except SnapshotNotFoundError:
+                continue
+            if older_than_ms <= successor.time_millis:
+                end = sid
+                break
+        return self.expire_until(earliest, end)
+
+    def expire_until(self, earliest: int, end: int) -> ExpireResult:
+        """Expire snapshots [earliest, end); `end` becomes the earliest snapshot."""
+        if end <= earliest:
+            if not self.file_io.exists(f"{self.snapshots.dir}/EARLIEST"):
+                self.snapshots.commit_earliest_hint(earliest)
+            return ExpireResult(0, earliest, 0)
+        including_end = [s for s in (self._try_snapshot(i) for i in range(earliest, end + 1)) if s is not None]
+        if not including_end or including_end[-1].id != end:
+            log.warning("snapshot %s of %s is missing; not expiring up to it", end, self.table_path)
+            return ExpireResult(0, earliest, 0)
+        end_snapshot = including_end[-1]
+        expiring = including_end[:-1]
+        tagged = [s for s, _ in self.tags.tagged_snapshots()]
+        deleted = self._delete_data_files(including_end, tagged)
+        deleted += self.cleaner.delete_data_files(e for s in expiring for e in self.cleaner.changelog_files(s))
+        deleted += self._delete_metadata(expiring, end_snapshot, tagged)
+        for s in expiring:
+            self.file_io.delete(self.snapshots.path(s.id))
+        self.snapshots.commit_earliest_hint(end)
+        log.info("expired snapshots [%s, %s) of %s, deleted %s files", expiring[0].id if expiring else end,
+                 end, self.table_path, deleted)
+        return ExpireResult(len(expiring), end, deleted)
+
+    # ---- steps ------------------------------------------------------------------------------
+    def _delete_data_files(self, including_end: list[Snapshot], tagged: list[Snapshot]) -> int:
+        try:
+            keep_end = self.cleaner.live_data_files(including_end[-1])
+        except CorruptFileError as exc:
+            log.warning("not deleting data files of expired snapshots of %s: %s", self.table_path, exc)
+            return 0
+        doomed = []
+        for s in including_end[1:]:
+            tag = nearest_tag_below(tagged, s.id)
+            keep: frozenset[FileKey] = frozenset()
+            if tag is not None:
+                try:
+                    keep = self.cleaner.live_data_files(tag)
+                except CorruptFileError as exc:
+                    log.warning("keeping the files snapshot %s deleted: tag of snapshot %s unreadable: %s",
+                                s.id, tag.id, exc)
+                    continue
+            doomed.extend(e for e in self.cleaner.deleted_in_delta(s)
+                          if file_key(e) not in keep and file_key(e) not in keep_end)
+        return self.cleaner.delete_data_files(doomed)
+
+    def _delete_metadata(self, expiring: list[Snapshot], end_snapshot: Snapshot, tagged: list[Snapshot]) -> int:
+        if not expiring:
+            return 0
+        keepers = overlapping_tags(tagged, expiring[0].id, end_snapshot.id) + [end_snapshot]
+        try:
+            keep = set().union(*(self.cleaner.metadata_files(s, changelog=False) for s in keepers))
+        except CorruptFileError as exc:
+            log.warning("not deleting manifests of expired snapshots of %s: %s", self.table_path, exc)
+            return 0
+        candidates = set().union(*(self.cleaner.metadata_files_tolerant(s, changelog=True) for s in expiring))
+        return self.cleaner.delete_paths(candidates - keep)
+
+    def _try_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        try:
+            return self.snapshots.snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            return None
+
+
+def nearest_tag_below(tagged: list[Snapshot], snapshot_id: int) -> Snapshot | None:
+    """The tag with the largest id < snapshot_id (`tagged` sorted by id)."""
+    best = None
+    for t in tagged:
+        if t.id >= snapshot_id:
+            break
+        best = t
+    return best
+
+
+def overlapping_tags(tagged: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
+    """Tags that may share metadata with snapshots [begin, end): the last tag at or before
+    `begin` and every tag inside the range (a manifest, once merged away, never returns,
+    so anything an older tag shares with the range the last one before it shares too)."""
+    before = [t for t in tagged if t.id <= begin]
+    inside = [t for t in tagged if begin < t.id < end]
+    return before[-1:] + inside

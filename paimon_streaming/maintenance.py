@@ -1,0 +1,53 @@
+"""Table maintenance after each commit, in Java's order (`TableCommitImpl.maintain`):
+automatic tags, tags past their retention, expired consumers, then snapshot expiration.
+
+Nothing runs for `write-only` tables. Maintenance never fails a commit: the snapshot is
+already published, so errors are logged and the next commit tries again.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from .consumers import CONSUMER_PREFIX, ConsumerManager
+from .expire import SnapshotExpiration
+from .fileio import FileIO
+from .options import CoreOptions
+from .schema import TableSchema
+from .tag_creation import TagAutoCreation
+from .tag_deletion import TagDeletion
+
+log = logging.getLogger(__name__)
+
+
+def expire_consumers(file_io: FileIO, table_path: str, older_than_ms: int) -> list[str]:
+    """Remove consumer files not updated since `older_than_ms` (`consumer.expiration-time`),
+    so an abandoned streaming reader stops holding snapshots back."""
+    consumers = ConsumerManager(file_io, table_path)
+    expired = []
+    for status in file_io.list_status(consumers.dir):
+        name = status.path.rsplit("/", 1)[-1]
+        if name.startswith(CONSUMER_PREFIX) and not status.is_dir and status.mtime_ms < older_than_ms:
+            consumers.delete(name[len(CONSUMER_PREFIX):])
+            expired.append(name[len(CONSUMER_PREFIX):])
+    return expired
+
+
+def after_commit(file_io: FileIO, table_path: str, schema: TableSchema) -> None:
+    """Run the table's automatic maintenance; called once after every successful commit."""
+    options = CoreOptions(schema.options)
+    if options.get("write-only"):
+        return
+    steps = [("automatic tag creation", lambda: TagAutoCreation(file_io, table_path, schema).run()),
+             ("tag expiration", lambda: TagDeletion(file_io, table_path, schema).expire_by_time())]
+    consumer_ttl = options.get("consumer.expiration-time")
+    if consumer_ttl is not None:
+        steps.append(("consumer expiration",
+                      lambda: expire_consumers(file_io, table_path, int(time.time() * 1000) - consumer_ttl)))
+    steps.append(("snapshot expiration", lambda: SnapshotExpiration(file_io, table_path, schema).expire()))
+    for what, step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - the commit succeeded; maintenance retries next time
+            log.warning("%s of %s failed after a successful commit; it runs again after the next commit",
+                        what, table_path, exc_info=True)

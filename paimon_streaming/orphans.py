@@ -1,0 +1,132 @@
+"""Orphan file cleanup: files in the table directory that no snapshot or tag references.
+
+Failed commits, killed writers, and expirations or rollbacks interrupted half-way leave
+such files. Only files older than a threshold (default one day, as Java's
+`OrphanFilesClean`) are removed, because a writer that is still running has written files
+it has not committed yet. Like Java, files are matched by name against everything any
+snapshot or tag references: manifest lists, manifests (and every file their entries name,
+ADD or DELETE, with extra files), changelog manifests, index manifests, index files and
+statistics. Where Java skips a snapshot whose manifests cannot be read, we stop: an
+unreadable reference set would make live files look orphaned.
+
+Looked at: `manifest/`, `index/`, `statistics/`, the bucket directories under the
+partition directories, and leftover temp files (`.name.uuid.tmp`) of snapshot, tag,
+consumer and schema files.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from .errors import CorruptFileError
+from .file_cleanup import FileCleaner
+from .fileio import FileIO, FileStatus
+from .schema import TableSchema
+from .snapshot import Snapshot, SnapshotManager
+from .tags import TagManager
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class OrphanResult:
+    paths: list[str]       # removed (or, on a dry run, removable) files
+    bytes: int
+
+
+class OrphanFilesClean:
+    """Finds and removes the orphan files of one table."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.partition_depth = len(schema.partition_keys)
+        self.snapshots = SnapshotManager(file_io, table_path)
+        self.tags = TagManager(file_io, table_path)
+        self.cleaner = FileCleaner(file_io, table_path, schema)
+
+    def clean(self, older_than_ms: int | None = None, dry_run: bool = False) -> OrphanResult:
+        """Remove unreferenced files last modified before `older_than_ms` (epoch millis;
+        default: one day ago)."""
+        now_ms = int(time.time() * 1000)
+        threshold = now_ms - DEFAULT_OLDER_THAN_MS if older_than_ms is None else older_than_ms
+        candidates = [s for s in self._candidate_files() if s.mtime_ms < threshold]
+        if not candidates:
+            return OrphanResult([], 0)
+        used = self.used_file_names()
+        orphans = [s for s in candidates if _name(s.path) not in used]
+        if not dry_run:
+            for s in orphans:
+                self.file_io.delete(s.path)
+        if orphans:
+            log.info("%s %s orphan files (%s bytes) of %s", "found" if dry_run else "removed", len(orphans),
+                     sum(s.size for s in orphans), self.table_path)
+        return OrphanResult(sorted(s.path for s in orphans), sum(s.size for s in orphans))
+
+    def used_file_names(self) -> set[str]:
+        """Names of every file a snapshot or tag references."""
+        used: set[str] = set()
+        for snap, is_snapshot in self._referencing_snapshots():
+            try:
+                used |= self._names_of(snap)
+            except CorruptFileError:
+                if is_snapshot and not self.snapshots.exists(snap.id):
+                    continue  # expired while we were reading it
+                raise
+        return used
+
+    def _referencing_snapshots(self) -> list[tuple[Snapshot, bool]]:
+        out = []
+        for name in self.file_io.list_names(self.snapshots.dir):
+            if name.startswith("snapshot-") and name[len("snapshot-"):].isdigit():
+                try:
+                    out.append((self.snapshots.snapshot(int(name[len("snapshot-"):])), True))
+                except LookupError:
+                    continue  # expired since listing
+        out.extend((s, False) for s, _ in self.tags.tagged_snapshots())
+        return out
+
+    def _names_of(self, snap: Snapshot) -> set[str]:
+        names = {_name(p) for p in self.cleaner.metadata_files(snap, changelog=False)}
+        lists = [snap.base_manifest_list, snap.delta_manifest_list]
+        if snap.changelog_manifest_list and self.file_io.exists(
+                f"{self.cleaner.manifest_dir}/{snap.changelog_manifest_list}"):
+            lists.append(snap.changelog_manifest_list)
+            names.add(snap.changelog_manifest_list)
+        scan = self.cleaner.scan
+        for name in lists:
+            for meta in scan.manifest_list.read(name):
+                names.add(meta.file_name)
+                for e in scan.manifest_file.read(meta.file_name):
+                    names.add(e.file.file_name)
+                    names.update(e.file.extra_files)
+        return names
+
+    # ---- candidates ------------------------------------------------------------------------
+    def _candidate_files(self) -> list[FileStatus]:
+        out: list[FileStatus] = []
+        for sub in ("manifest", "index", "statistics"):
+            out.extend(s for s in self.file_io.list_status(f"{self.table_path}/{sub}") if not s.is_dir)
+        for bucket in self._bucket_dirs(self.table_path, self.partition_depth):
+            out.extend(s for s in self.file_io.list_status(bucket) if not s.is_dir)
+        for sub in ("snapshot", "tag", "consumer", "schema"):
+            out.extend(s for s in self.file_io.list_status(f"{self.table_path}/{sub}")
+                       if not s.is_dir and _is_temp(_name(s.path)))
+        return out
+
+    def _bucket_dirs(self, path: str, depth: int) -> list[str]:
+        dirs = [s for s in self.file_io.list_status(path) if s.is_dir]
+        if depth == 0:
+            return [s.path for s in dirs if _name(s.path).startswith("bucket-")]
+        return [b for s in dirs if "=" in _name(s.path) for b in self._bucket_dirs(s.path, depth - 1)]
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _is_temp(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".tmp")

@@ -1,0 +1,151 @@
+"""Automatic tag creation (`tag.automatic-creation`), as Java's `TagAutoCreation`.
+
+Each snapshot gets a time: its commit time in `sink.process-time-zone` (`process-time`) or
+its watermark in `sink.watermark-time-zone` (`watermark`; snapshots without one are
+skipped). When a snapshot's time minus `tag.creation-delay` reaches the end of the period
+after the last automatic tag, the period that just completed is tagged on that snapshot:
+a commit at 2024-05-07 00:10 of a daily table creates tag `2024-05-06`; the very first
+snapshot tags the period before its own. Names follow `tag.period-formatter`
+(daily `2024-05-06` / `20240506`, hourly `2024-05-06 13` / `20240506 13` / `2024050613`,
+two-hours always `2024-05-06 12`). With `tag.num-retained-max` the oldest automatic tags
+beyond that number are deleted, with their files. Progress is not kept in memory: it is
+the newest automatic tag, so any writer process continues where another stopped.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from zoneinfo import ZoneInfo
+
+from .errors import InvalidOptionError, SnapshotNotFoundError
+from .fileio import FileIO
+from .options import CoreOptions
+from .schema import TableSchema
+from .snapshot import Snapshot, SnapshotManager
+from .tag_deletion import TagDeletion
+from .tags import TagManager
+
+log = logging.getLogger(__name__)
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_PERIODS = {"daily": dt.timedelta(days=1), "hourly": dt.timedelta(hours=1), "two-hours": dt.timedelta(hours=2)}
+_FORMATS = {
+    ("daily", "with_dashes"): "%Y-%m-%d", ("daily", "without_dashes"): "%Y%m%d",
+    ("daily", "without_dashes_and_spaces"): "%Y%m%d",
+    ("hourly", "with_dashes"): "%Y-%m-%d %H", ("hourly", "without_dashes"): "%Y%m%d %H",
+    ("hourly", "without_dashes_and_spaces"): "%Y%m%d%H",
+}
+
+
+class TagPeriod:
+    """Tag names <-> period start times for one `tag.creation-period` and formatter."""
+
+    def __init__(self, period: str, formatter: str):
+        self.length = _PERIODS[period]
+        self.format = "%Y-%m-%d %H" if period == "two-hours" else _FORMATS[(period, formatter)]
+
+    def name(self, start: dt.datetime) -> str:
+        return start.strftime(self.format)
+
+    def start_of(self, name: str) -> dt.datetime | None:
+        """The period start a tag name stands for, None when it is not an automatic tag."""
+        try:
+            parsed = dt.datetime.strptime(name, self.format)
+        except ValueError:
+            return None
+        return parsed if self.name(parsed) == name else None
+
+    def previous_period(self, time: dt.datetime) -> dt.datetime:
+        """Start of the period before the one holding `time` (Java's normalizeToPreviousTag)."""
+        offset = (time - _EPOCH) // self.length
+        return _EPOCH + offset * self.length - self.length
+
+
+class TagAutoCreation:
+    """Creates (and trims) the automatic tags of one table after commits."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+        options = CoreOptions(schema.options)
+        self.mode = options.get("tag.automatic-creation")
+        self.period = TagPeriod(options.get("tag.creation-period"), options.get("tag.period-formatter"))
+        self.delay = dt.timedelta(milliseconds=options.get("tag.creation-delay"))
+        if self.delay >= self.period.length:
+            raise InvalidOptionError(f"tag.creation-delay of table {table_path} must be shorter than the "
+                                     "tag.creation-period")
+        self.num_retained_max = options.get("tag.num-retained-max")
+        self.time_retained_ms = options.get("tag.default-time-retained")
+        self.completion = options.get("tag.automatic-completion")
+        zone_key = "sink.process-time-zone" if self.mode == "process-time" else "sink.watermark-time-zone"
+        zone = options.get(zone_key)
+        try:
+            self.zone = ZoneInfo(zone) if zone else None
+        except (KeyError, ValueError) as exc:
+            raise InvalidOptionError(f"table option '{zone_key}' of {table_path}: unknown time zone {zone!r}") from exc
+        self.table_path = table_path
+        self.snapshots = SnapshotManager(file_io, table_path)
+        self.tags = TagManager(file_io, table_path)
+        self.deletion = TagDeletion(file_io, table_path, schema)
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "none"
+
+    def snapshot_time(self, snapshot: Snapshot) -> dt.datetime | None:
+        millis = snapshot.time_millis if self.mode == "process-time" else snapshot.watermark
+        if millis is None or millis == -(2 ** 63):
+            return None
+        if self.zone is None:  # process time in the local zone, as the JVM default
+            return dt.datetime.fromtimestamp(millis / 1000)
+        return dt.datetime.fromtimestamp(millis / 1000, self.zone).replace(tzinfo=None)
+
+    def run(self) -> list[str]:
+        """Tag every period completed since the newest automatic tag; returns the new names."""
+        if not self.enabled:
+            return []
+        latest_id = self.snapshots.latest_id()
+        if latest_id is None:
+            return []
+        auto = sorted((start, name) for name in self.tags.tag_names()
+                      if (start := self.period.start_of(name)) is not None)
+        next_tag: dt.datetime | None = None
+        next_id = self.snapshots.earliest_id()
+        latest_time = self.snapshot_time(self.snapshots.snapshot(latest_id))
+        if latest_time is None:
+            return []  # watermarks only grow: without one on the latest snapshot none has one
+        if auto:
+            start, name = auto[-1]
+            next_tag = start + self.period.length
+            next_id = max(next_id, self.tags.snapshot(name).id + 1)
+            if latest_time - self.delay < next_tag + self.period.length:
+                return []  # the common case: one snapshot read, nothing due
+        created = []
+        for sid in range(next_id, latest_id + 1):
+            try:
+                snapshot = self.snapshots.snapshot(sid)
+            except SnapshotNotFoundError:
+                continue  # expired meanwhile
+            when = self.snapshot_time(snapshot)
+            if when is None:
+                continue
+            if next_tag is None or when - self.delay >= next_tag + self.period.length:
+                this_tag = next_tag if (self.completion and next_tag is not None) else \
+                    self.period.previous_period(when)
+                name = self.period.name(this_tag)
+                if not self.tags.exists(name):
+                    self.tags.create(snapshot, name, self.time_retained_ms, allow_numeric=True)
+                    created.append(name)
+                next_tag = this_tag + self.period.length
+        if created:
+            log.info("created automatic tags %s of %s", created, self.table_path)
+            self._trim()
+        return created
+
+    def _trim(self) -> None:
+        if self.num_retained_max is None:
+            return
+        auto = sorted((self.tags.snapshot(n).id, start, n) for n in self.tags.tag_names()
+                      if (start := self.period.start_of(n)) is not None)
+        for _, _, name in auto[:max(0, len(auto) - self.num_retained_max)]:
+            log.info("deleting automatic tag %s of %s: more than tag.num-retained-max=%s", name,
+                     self.table_path, self.num_retained_max)
+            self.deletion.delete(name)

@@ -1,0 +1,93 @@
+"""Deleting a tag, and the files only that tag kept alive (seeds/pip-tags.txt "Deleting Tag").
+
+While the tagged snapshot still exists it holds every file of the tag, so only the tag
+file goes. Otherwise the tag's files are candidates, and the neighbours decide: a file the
+tag shares with any other snapshot or tag is also in the tag just before it or in the
+nearest of (earliest snapshot, tag just after it), because a file lives in one contiguous
+run of snapshots. What neither neighbour references is deleted: data files, manifests,
+index files. Another tag on the same snapshot keeps everything.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from .errors import CorruptFileError
+from .file_cleanup import FileCleaner, file_key
+from .fileio import FileIO
+from .schema import TableSchema
+from .snapshot import Snapshot, SnapshotManager
+from .tags import TagManager, tag_create_time_from_json
+
+log = logging.getLogger(__name__)
+
+
+class TagDeletion:
+    """Deletes tags of one table with their no longer needed files."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+        self.table_path = table_path
+        self.snapshots = SnapshotManager(file_io, table_path)
+        self.tags = TagManager(file_io, table_path)
+        self.cleaner = FileCleaner(file_io, table_path, schema)
+
+    def delete(self, name: str) -> int:
+        """Delete tag `name` (TagNotFoundError if absent); returns how many files went with it."""
+        tagged = self.tags.snapshot(name)
+        if self.snapshots.exists(tagged.id):
+            self.tags.delete_file(name)
+            return 0
+        all_tags = self.tags.tagged_snapshots()  # read before the tag file goes
+        self.tags.delete_file(name)
+        ids = [s.id for s, _ in all_tags]
+        index = ids.index(tagged.id)
+        if len(all_tags[index][1]) > 1:
+            return 0
+        neighbours: list[Snapshot] = []
+        if index > 0:
+            neighbours.append(all_tags[index - 1][0])
+        right = all_tags[index + 1][0] if index + 1 < len(all_tags) else None
+        earliest_id = self.snapshots.earliest_id()
+        if earliest_id is not None and (right is None or earliest_id < right.id):
+            right = self.snapshots.snapshot(earliest_id)
+        if right is not None:
+            neighbours.append(right)
+        latest_id = self.snapshots.latest_id()
+        if latest_id is not None and latest_id < tagged.id:  # a tag newer than every snapshot
+            neighbours.append(self.snapshots.snapshot(latest_id))
+        return self._delete_files(tagged, neighbours)
+
+    def _delete_files(self, tagged: Snapshot, neighbours: list[Snapshot]) -> int:
+        deleted = 0
+        try:
+            keep = frozenset().union(*(self.cleaner.live_data_files(s) for s in neighbours))
+        except CorruptFileError as exc:
+            log.warning("not deleting data files of the tag of snapshot %s of %s: %s", tagged.id,
+                        self.table_path, exc)
+        else:
+            deleted += self.cleaner.delete_data_files(
+                e for e in self.cleaner.live_entries_tolerant(tagged) if file_key(e) not in keep)
+        try:
+            keep_meta = set().union(*(self.cleaner.metadata_files(s, changelog=False) for s in neighbours))
+        except CorruptFileError as exc:
+            log.warning("not deleting manifests of the tag of snapshot %s of %s: %s", tagged.id,
+                        self.table_path, exc)
+            return deleted
+        return deleted + self.cleaner.delete_paths(
+            self.cleaner.metadata_files_tolerant(tagged, changelog=False) - keep_meta)
+
+    def expire_by_time(self, now: dt.datetime | None = None) -> list[str]:
+        """Delete the tags whose `tagCreateTime + tagTimeRetained` has passed (Java's
+        TagTimeExpire); tags without a retention live until deleted."""
+        now = now or dt.datetime.now()
+        expired = []
+        for snap, names in self.tags.tagged_snapshots():
+            for name in names:
+                tag = snap if len(names) == 1 else self.tags.snapshot(name)
+                created = tag_create_time_from_json(tag.extra.get("tagCreateTime"))
+                retained = tag.extra.get("tagTimeRetained")
+                if created is not None and retained is not None and \
+                        created + dt.timedelta(seconds=float(retained)) < now:
+                    self.delete(name)
+                    expired.append(name)
+        return expired

@@ -1,0 +1,189 @@
+"""Tags: create/list/delete/read, name validation, the on-disk format, pypaimon and Java
+interop, and automatic creation (process time and watermark)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.errors import (InvalidTagNameError, SnapshotNotFoundError, TagAlreadyExistsError,
+                                     TagNotFoundError)
+from paimon_streaming.tag_creation import TagPeriod
+from conftest import pypaimon_catalog, rows_by
+
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
+
+
+def batch(ids, v="x"):
+    return pa.table({"id": list(ids), "v": [v] * len(ids)}, schema=SCHEMA)
+
+
+def pk_table(catalog, name="db.t", **options):
+    return catalog.create_table(name, SCHEMA, primary_keys=["id"], options={"bucket": "2", **options})
+
+
+def test_create_list_read_delete(catalog):
+    t = pk_table(catalog)
+    t.write_arrow(batch(range(3), "a"))
+    t.write_arrow(batch(range(2, 5), "b"))
+    assert t.create_tag("first", snapshot_id=1).id == 1
+    assert t.create_tag("second").id == 2
+    t.write_arrow(batch(range(5), "c"))
+    assert t.tags() == ["first", "second"]
+    assert rows_by(t.to_arrow(tag="first"), "id") == [{"id": i, "v": "a"} for i in range(3)]
+    assert rows_by(t.to_arrow(tag="second"), "id") == \
+        [{"id": i, "v": "a"} for i in range(2)] + [{"id": i, "v": "b"} for i in range(2, 5)]
+    assert t.delete_tag("first") == 0          # snapshot 1 still holds every file
+    assert t.tags() == ["second"]
+    with pytest.raises(TagNotFoundError, match="tag 'first' of table .* does not exist"):
+        t.to_arrow(tag="first")
+    with pytest.raises(TagNotFoundError):
+        t.delete_tag("first")
+    assert isinstance(TagNotFoundError("x"), SnapshotNotFoundError)
+
+
+def test_tag_file_is_the_snapshot_json(catalog):
+    t = pk_table(catalog)
+    t.write_arrow(batch([1]))
+    t.create_tag("plain")
+    t.create_tag("kept", time_retained="2 d")
+    snap = json.loads(open(t.snapshot_manager.path(1)).read())
+    plain = json.loads(open(t.tag_manager.path("plain")).read())
+    assert plain == snap
+    kept = json.loads(open(t.tag_manager.path("kept")).read())
+    assert {k: v for k, v in kept.items() if not k.startswith("tag")} == snap
+    assert kept["tagTimeRetained"] == 172800.0
+    assert 5 <= len(kept["tagCreateTime"]) <= 7 and kept["tagCreateTime"][0] >= 2024
+
+
+@pytest.mark.parametrize("name, message", [
+    ("", "must not be blank"), ("   ", "must not be blank"), ("123", "purely numeric"),
+    ("a/b", "'/'"), ("a\\b", "'\\\\\\\\'"), ("a\nb", "control characters"), ("x\x00", "control"),
+    (".hidden", "must not start with '.'"),
+])
+def test_invalid_names(catalog, name, message):
+    t = pk_table(catalog)
+    t.write_arrow(batch([1]))
+    with pytest.raises(InvalidTagNameError, match=message):
+        t.create_tag(name)
+    assert t.tags() == []
+
+
+def test_errors(catalog):
+    t = pk_table(catalog)
+    with pytest.raises(SnapshotNotFoundError, match="no snapshot yet"):
+        t.create_tag("v1")
+    t.write_arrow(batch([1]))
+    t.create_tag("v1")
+    with pytest.raises(TagAlreadyExistsError, match="tag 'v1' .* already exists"):
+        t.create_tag("v1")
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 7"):
+        t.create_tag("v7", snapshot_id=7)
+    assert t.create_tag("v1.0-rc 1").id == 1   # dots, dashes, spaces are fine
+
+
+def test_pypaimon_lists_and_reads_our_tags_and_we_read_theirs(catalog, warehouse):
+    t = pk_table(catalog)
+    t.write_arrow(batch(range(4), "a"))
+    t.create_tag("ours")
+    t.create_tag("ours-ttl", time_retained="1 d")
+    t.write_arrow(batch(range(2), "b"))
+    py = pypaimon_catalog(warehouse).get_table("db.t")
+    assert sorted(py.list_tags()) == ["ours", "ours-ttl"]
+    for name in ("ours", "ours-ttl"):
+        tagged = py.copy({"scan.tag-name": name})
+        rb = tagged.new_read_builder()
+        got = rb.new_read().to_arrow(rb.new_scan().plan().splits())
+        assert rows_by(got, "id") == [{"id": i, "v": "a"} for i in range(4)]
+    py.create_tag("theirs", snapshot_id=1)
+    py.create_tag("theirs-ttl", time_retained="12h")
+    t = catalog.get_table("db.t")
+    assert t.tags() == ["ours", "ours-ttl", "theirs", "theirs-ttl"]
+    assert rows_by(t.to_arrow(tag="theirs"), "id") == [{"id": i, "v": "a"} for i in range(4)]
+    assert t.to_arrow(tag="theirs-ttl").num_rows == 4
+    assert t.tag_manager.snapshot("theirs-ttl").extra["tagTimeRetained"] == 43200.0
+
+
+def test_java_reads_our_tags_and_we_read_javas(catalog):
+    from java_oracle import get_oracle
+    java = get_oracle()
+    t = pk_table(catalog)
+    t.write_arrow(batch(range(4), "a"))
+    t.create_tag("ours", time_retained="1 d")
+    t.write_arrow(batch(range(2), "b"))
+    with java.batch() as b:
+        ours = b.read(t.path, tag="ours")
+        b.create_tag(t.path, "javas", snapshot_id=2)
+        javas = b.read(t.path, tag="javas")
+    assert rows_by(pa.Table.from_pylist(ours.result), "id") == [{"id": i, "v": "a"} for i in range(4)]
+    assert rows_by(t.to_arrow(tag="javas"), "id") == rows_by(pa.Table.from_pylist(javas.result), "id")
+    assert "javas" in t.tags() and t.tag_manager.snapshot("javas").id == 2
+
+
+# ---- automatic creation ---------------------------------------------------------------------------
+def test_period_names_and_parsing():
+    daily = TagPeriod("daily", "with_dashes")
+    assert daily.name(dt.datetime(2024, 5, 6)) == "2024-05-06"
+    assert daily.start_of("2024-05-06") == dt.datetime(2024, 5, 6)
+    assert daily.start_of("manual") is None and daily.start_of("2024-5-6") is None
+    assert daily.previous_period(dt.datetime(2024, 5, 7, 0, 10)) == dt.datetime(2024, 5, 6)
+    assert TagPeriod("hourly", "without_dashes").name(dt.datetime(2024, 5, 6, 13)) == "20240506 13"
+    assert TagPeriod("hourly", "without_dashes_and_spaces").name(dt.datetime(2024, 5, 6, 13)) == "2024050613"
+    two = TagPeriod("two-hours", "without_dashes")
+    assert two.previous_period(dt.datetime(2024, 5, 6, 13, 59)) == dt.datetime(2024, 5, 6, 10)
+    assert two.name(dt.datetime(2024, 5, 6, 10)) == "2024-05-06 10"
+
+
+class FakeClock:
+    def __init__(self, start: dt.datetime):
+        self.now = start.replace(tzinfo=dt.timezone.utc).timestamp()
+
+    def set(self, when: dt.datetime) -> None:
+        self.now = when.replace(tzinfo=dt.timezone.utc).timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_process_time_hourly_with_retention(catalog, monkeypatch):
+    import paimon_streaming.commit as commit_module
+    clock = FakeClock(dt.datetime(2024, 5, 6, 10, 30))
+    monkeypatch.setattr(commit_module.time, "time", clock)
+    t = pk_table(catalog, **{"tag.automatic-creation": "process-time", "tag.creation-period": "hourly",
+                             "sink.process-time-zone": "UTC", "tag.num-retained-max": "2"})
+    t.write_arrow(batch([1]))                                    # first snapshot tags the hour before
+    assert t.tags() == ["2024-05-06 09"]
+    clock.set(dt.datetime(2024, 5, 6, 10, 50))
+    t.write_arrow(batch([2]))
+    assert t.tags() == ["2024-05-06 09"]                         # hour 10 not complete yet
+    clock.set(dt.datetime(2024, 5, 6, 11, 5))
+    t.write_arrow(batch([3]))
+    assert t.tags() == ["2024-05-06 09", "2024-05-06 10"]
+    assert t.tag_manager.snapshot("2024-05-06 10").id == 3
+    assert t.to_arrow(tag="2024-05-06 10").num_rows == 3
+    manual = t.create_tag("manual")
+    clock.set(dt.datetime(2024, 5, 6, 13, 10))                   # hour 11 and 12 complete: one tag
+    t.write_arrow(batch([4]))
+    assert t.tags() == ["2024-05-06 10", "2024-05-06 12", "manual"]   # max 2 automatic ones kept
+    assert t.tag_manager.snapshot("manual").id == manual.id
+
+
+def test_watermark_daily_with_delay(catalog):
+    t = pk_table(catalog, **{"tag.automatic-creation": "watermark", "tag.creation-delay": "1 h"})
+
+    def write(ids, watermark):
+        t.new_commit().commit(t.write_messages(batch(ids)), "u", len(t.snapshots()) + 1,
+                              watermark=None if watermark is None else
+                              int(watermark.replace(tzinfo=dt.timezone.utc).timestamp() * 1000))
+    write([1], None)
+    assert t.tags() == []                                        # no watermark: nothing to tag
+    write([2], dt.datetime(2024, 5, 6, 12))
+    assert t.tags() == ["2024-05-05"]
+    write([3], dt.datetime(2024, 5, 7, 0, 30))                   # within the 1 h delay
+    assert t.tags() == ["2024-05-05"]
+    write([4], dt.datetime(2024, 5, 7, 1, 0))
+    assert t.tags() == ["2024-05-05", "2024-05-06"]
+    assert t.tag_manager.snapshot("2024-05-06").id == 4
