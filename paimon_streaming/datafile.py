@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
-from .errors import InvalidOptionError, SchemaMismatchError
+from .errors import CorruptFileError, InvalidOptionError, SchemaMismatchError
 from .fileio import FileIO
 from .types import DataField, DataType, arrow_schema, to_arrow
 
@@ -282,12 +282,16 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     wanted = [by_name[c] for c in columns] if columns is not None else list(fields)
     fmt = format_from_file_name(path)
     with file_io.open_input_file(path) as source:
-        if fmt == PARQUET:
-            raw, num_rows = _read_parquet(source, wanted)
-        elif fmt == ORC:
-            raw, num_rows = _read_orc(source, wanted)
-        else:
-            raise InvalidOptionError(f"cannot read {path}: file format {fmt!r} is not supported")
+        try:
+            if fmt == PARQUET:
+                raw, num_rows = _read_parquet(source, wanted)
+            elif fmt == ORC:
+                raw, num_rows = _read_orc(source, wanted)
+            else:
+                raise InvalidOptionError(f"cannot read {path}: file format {fmt!r} is not supported")
+        except pa.ArrowInvalid as exc:  # truncated or overwritten: pyarrow's message omits the path
+            raise CorruptFileError(f"data file {path} cannot be decoded ({exc}); `paimon-streaming check` "
+                                   "lists every damaged file of the table") from exc
     arrays = [conform(raw[f.name], to_arrow(f.type)) if f.name in raw
               else pa.nulls(num_rows, to_arrow(f.type)) for f in wanted]
     if not arrays:  # keep the row count of a zero-column projection (count queries)

@@ -41,6 +41,14 @@ class CorruptFileError(PaimonError):
     """A metadata or index file cannot be decoded or fails its checksum."""
 
 
+class MissingFileError(CorruptFileError, FileNotFoundError):
+    """A file the table's metadata references does not exist (still a FileNotFoundError)."""
+
+
+class InvalidNameError(PaimonError, ValueError):
+    """A database or table name cannot be used as a directory name or clashes with system tables."""
+
+
 class SnapshotExpiredError(SnapshotNotFoundError):
     """A streaming reader needs a snapshot that snapshot expiration has already removed."""
 

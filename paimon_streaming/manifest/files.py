@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 import fastavro
 
 from ..binary_row import deserialize_row, serialize_row
-from ..errors import CorruptFileError
+from ..errors import CorruptFileError, MissingFileError
 from ..fileio import FileIO
 from ..paths import PathFactory
 from ..types import DataField
@@ -59,7 +59,9 @@ def read_avro(file_io: FileIO, path: str) -> list[dict]:
     try:
         data = file_io.read_bytes(path)
     except FileNotFoundError:
-        raise CorruptFileError(f"metadata file {path} is referenced but does not exist") from None
+        raise MissingFileError(f"metadata file {path} is referenced but does not exist (deleted by hand, or "
+                               "expired while this read ran); `paimon-streaming check` lists every such file"
+                               ) from None
     try:
         return list(fastavro.reader(io.BytesIO(data)))
     except Exception as exc:  # fastavro raises many types for truncated/garbled input

@@ -1,0 +1,121 @@
+"""`check_table` and `paimon-streaming check`: a healthy table passes; each kind of damage is
+reported with the file it concerns and makes the command exit non-zero."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.check import check_table
+from paimon_streaming.cli import main
+from paimon_streaming.manifest import files as manifest_files
+
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("p", pa.string(), False)])
+
+
+def rows(ids, v="a", p="x"):
+    return pa.table({"id": list(ids), "v": [v] * len(ids), "p": [p] * len(ids)}, schema=SCHEMA)
+
+
+@pytest.fixture
+def dv(catalog):
+    t = catalog.create_table("db.dv", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(rows(range(20)))
+    t.write_arrow(rows(range(5), v="b"))
+    t.write_arrow(rows(range(3), p="y"))
+    os.makedirs(f"{t.path}/tag")  # a tag file is its snapshot's JSON
+    shutil.copy(f"{t.path}/snapshot/snapshot-2", f"{t.path}/tag/tag-t1")
+    return t
+
+
+def problems(t: ps.Table) -> list[tuple[str, str, str]]:
+    manifest_files._CACHE = manifest_files._ImmutableFileCache()
+    return [(p.severity, p.kind, p.path) for p in check_table(ps.Table.open(t.path)).problems]
+
+
+def test_healthy_tables_pass(catalog, dv, capsys):
+    append = catalog.create_table("db.app", SCHEMA, partition_keys=["p"])
+    append.write_arrow(rows(range(4)))
+    pk = catalog.create_table("db.pk", SCHEMA, primary_keys=["id", "p"], options={"bucket": "1"})
+    pk.write_arrow(rows(range(4)))
+    pk.write_arrow(rows(range(2), v="c"), overwrite=True)
+    pk.compact(full=True)
+    for t in (dv, append, pk):
+        report = check_table(t)
+        assert report.ok and not report.problems, report.problems
+        assert report.snapshots == len(t.snapshots()) + len(t.tags()) and report.files > 3
+    assert main(["check", dv.path]) == 0
+    assert capsys.readouterr().out.startswith("OK: ")
+
+
+def _dv_index(t: ps.Table) -> str:
+    entries = t.new_commit().index_manifest.read(t.latest_snapshot().index_manifest)
+    return next(f"{t.path}/index/{e.index_file.file_name}" for e in entries if e.index_file.dv_ranges)
+
+
+def _data_file(t: ps.Table) -> str:
+    split = t.plan(t.latest_snapshot())[0]
+    return f"{split.bucket_path}/{split.files[0].file_name}"
+
+
+def _manifest(t: ps.Table) -> str:
+    commit = t.new_commit()
+    meta = commit.manifest_list.read(t.latest_snapshot().base_manifest_list)[0]
+    return commit.manifest_file.path(meta.file_name)
+
+
+def _flip(path: str, at: int) -> None:
+    data = bytearray(open(path, "rb").read())
+    data[at] ^= 0xFF
+    open(path, "wb").write(bytes(data))
+
+
+DAMAGE = {
+    "missing data file": (lambda t: os.remove(_data_file(t)), "missing-file", _data_file),
+    "truncated data file": (lambda t: os.truncate(_data_file(t), 10), "size-mismatch", _data_file),
+    "garbled manifest": (lambda t: _flip(_manifest(t), os.path.getsize(_manifest(t)) - 20), "corrupt-file",
+                         _manifest),
+    "missing manifest": (lambda t: os.remove(_manifest(t)), "missing-file", _manifest),
+    "bad DV checksum": (lambda t: _flip(_dv_index(t), 12), "corrupt-file", _dv_index),
+    "garbage LATEST hint": (lambda t: open(f"{t.path}/snapshot/LATEST", "w").write("x1"), "hint",
+                            lambda t: f"{t.path}/snapshot/LATEST"),
+    "LATEST hint ahead": (lambda t: open(f"{t.path}/snapshot/LATEST", "w").write("99"), "hint",
+                          lambda t: f"{t.path}/snapshot/LATEST"),
+    "snapshot gap": (lambda t: os.remove(f"{t.path}/snapshot/snapshot-2"), "snapshot-gap",
+                     lambda t: f"{t.path}/snapshot"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damage_is_reported_with_its_file(dv, damage, capsys):
+    do, kind, where = DAMAGE[damage]
+    path = where(dv)
+    do(dv)
+    found = problems(dv)
+    assert ("error", kind, path) in found, found
+    assert main(["check", dv.path, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert not report["ok"] and any(p["path"] == path for p in report["problems"])
+    assert main(["check", dv.path]) == 1
+    out = capsys.readouterr().out
+    assert "DAMAGED" in out and path in out
+
+
+def test_stale_latest_hint_is_only_a_warning(dv):
+    open(f"{dv.path}/snapshot/LATEST", "w").write("1")
+    assert problems(dv) == [("warning", "hint", f"{dv.path}/snapshot/LATEST")]
+
+
+def test_key_live_twice_in_a_deletion_vector_table(dv):
+    """A snapshot whose deletion vectors were lost (index manifest dropped) shows old rows again."""
+    path = f"{dv.path}/snapshot/snapshot-{dv.latest_snapshot().id}"
+    obj = json.load(open(path))
+    del obj["indexManifest"]
+    open(path, "w").write(json.dumps(obj))
+    found = problems(dv)
+    assert ("error", "duplicate-key", dv.path) in found, found

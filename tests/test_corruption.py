@@ -1,0 +1,128 @@
+"""Corruption is reported, never silently read: each damaged or missing file gives an error
+that names it. Every read here runs with a cold metadata cache, as a new process would."""
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.errors import CorruptFileError, MissingFileError
+from paimon_streaming.manifest import files as manifest_files
+
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
+
+
+@pytest.fixture(autouse=True)
+def cold_cache(monkeypatch):
+    monkeypatch.setattr(manifest_files, "_CACHE", manifest_files._ImmutableFileCache())
+
+
+def fresh(table: ps.Table) -> ps.Table:
+    manifest_files._CACHE = manifest_files._ImmutableFileCache()
+    return ps.Table.open(table.path)
+
+
+@pytest.fixture
+def pk(catalog):
+    t = catalog.create_table("db.pk", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
+    return t
+
+
+@pytest.fixture
+def dv(catalog):
+    t = catalog.create_table("db.dv", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(pa.table({"id": list(range(10)), "v": ["a"] * 10}))
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["b", "b"]}))
+    return t
+
+
+def dv_index_path(t: ps.Table) -> str:
+    scan = t.new_commit().index_manifest
+    (entry,) = [e for e in scan.read(t.latest_snapshot().index_manifest) if e.index_file.dv_ranges]
+    return f"{t.path}/index/{entry.index_file.file_name}"
+
+
+def data_file_path(t: ps.Table) -> str:
+    (split,) = t.plan(t.latest_snapshot())
+    return f"{split.bucket_path}/{split.files[0].file_name}"
+
+
+def truncate(path: str) -> None:
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[: len(data) // 2])
+
+
+def test_deletion_vector_with_a_bad_checksum(dv):
+    path = dv_index_path(dv)
+    data = bytearray(open(path, "rb").read())
+    data[12] ^= 0xFF  # inside the first bitmap
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(CorruptFileError, match="CRC32") as err:
+        fresh(dv).to_arrow()
+    assert path in str(err.value)
+
+
+def test_truncated_manifest(pk):
+    commit = pk.new_commit()
+    snap = pk.latest_snapshot()
+    (meta,) = commit.manifest_list.read(snap.delta_manifest_list)
+    path = commit.manifest_file.path(meta.file_name)
+    truncate(path)
+    with pytest.raises(CorruptFileError) as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value)
+
+
+def test_truncated_manifest_list(pk):
+    path = pk.new_commit().manifest_list.path(pk.latest_snapshot().base_manifest_list)
+    open(path, "wb").write(b"Obj\x01")
+    with pytest.raises(CorruptFileError) as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value)
+
+
+def test_snapshot_pointing_at_a_missing_manifest_list(pk):
+    path = pk.new_commit().manifest_list.path(pk.latest_snapshot().delta_manifest_list)
+    os.remove(path)
+    with pytest.raises(MissingFileError) as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value) and isinstance(err.value, FileNotFoundError)
+
+
+def test_snapshot_pointing_at_a_missing_data_file(pk):
+    path = data_file_path(pk)
+    os.remove(path)
+    with pytest.raises(FileNotFoundError) as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value)
+
+
+def test_truncated_data_file(pk):
+    path = data_file_path(pk)
+    truncate(path)
+    with pytest.raises(CorruptFileError) as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value)
+
+
+def test_garbled_snapshot_file(pk):
+    path = f"{pk.path}/snapshot/snapshot-1"
+    open(path, "w").write('{"version": 3, "id": 1, "schemaId"')
+    with pytest.raises(CorruptFileError) as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value)
+
+
+def test_snapshot_missing_required_fields(pk):
+    path = f"{pk.path}/snapshot/snapshot-1"
+    obj = json.load(open(path))
+    del obj["baseManifestList"]
+    open(path, "w").write(json.dumps(obj))
+    with pytest.raises(CorruptFileError) as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value)
