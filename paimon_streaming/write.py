@@ -144,6 +144,10 @@ class TableWrite:
                                              self.options.get("dynamic-bucket.target-row-num"))
         self.engine = engine_for(schema) if self.pk else None
         self._compactor = None
+        # While a deletion-vector batch is written (see `write`): rows of the level-0 files not
+        # yet compacted, which compaction uses instead of reading the files back.
+        self._keep_fresh = False
+        self._fresh: dict[str, pa.Table] = {}
 
     # ---- grouping ------------------------------------------------------------------------
     def group(self, data: pa.Table, index_entries: Sequence[IndexManifestEntry] = ()) -> list[_Group]:
@@ -256,7 +260,9 @@ class TableWrite:
         dv_index = next((e.index_file for e in index_entries if e.partition == partition and e.bucket == bucket
                          and e.index_file.index_type == DELETION_VECTORS_INDEX), None)
         directory = self.bucket_dir(partition_values, bucket)
-        return self.compactor().compact(BucketFiles(directory, files, dv_index, f"{self.table_path}/index"), full)
+        fresh, self._fresh = self._fresh, {}
+        return self.compactor().compact(BucketFiles(directory, files, dv_index, f"{self.table_path}/index",
+                                                    fresh), full)
 
     def _sort_and_merge(self, rows: pa.Table, sequence: np.ndarray) -> tuple[pa.Table, np.ndarray]:
         """Sort by (key, sequence.field, sequence number) and merge each key's rows with the
@@ -305,6 +311,8 @@ class TableWrite:
         size = write_data_file(self.file_io, f"{directory}/{name}", file_table, self.fields,
                                self.options.file_format, self.options.file_compression,
                                self.options.get("file.compression.zstd-level"))
+        if self._keep_fresh:
+            self._remember(name, rows, sequence, kinds, keep_rows=level == 0)
         value_stats = self._stats(rows, list(self.schema.fields), self.modes)
         return DataFileMeta(
             file_name=name, file_size=size, row_count=n, min_key=min_key, max_key=max_key,
@@ -315,6 +323,18 @@ class TableWrite:
             creation_time=int((dt.datetime.now() - _EPOCH) / dt.timedelta(milliseconds=1)),
             delete_row_count=delete_rows, file_source=file_source,
             value_stats_cols=None if self.value_stats_cols is None else tuple(self.value_stats_cols))
+
+    def _remember(self, name: str, rows: pa.Table, sequence: np.ndarray, kinds: np.ndarray,
+                  keep_rows: bool) -> None:
+        """Index a just-written file's keys now, from memory (data files never change, so the
+        index stays valid), and keep a level-0 file's rows for this batch's compaction."""
+        from .lsm.lookup import KEY_INDEXES, KeyIndex
+        keys = self.schema.trimmed_primary_keys
+        key_table = rows.select(keys)
+        KEY_INDEXES.get(name, lambda: KeyIndex(key_table, [self.schema.field(k).type for k in keys]))
+        if keep_rows:
+            self._fresh[name] = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence, pa.int64())) \
+                .append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
 
     @staticmethod
     def _stats(table: pa.Table, fields: list[DataField], modes) -> SimpleStats:
@@ -376,10 +396,19 @@ class TableWrite:
         for e in live:
             k = (e.partition, e.bucket)
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
-        total = self.options.bucket
-        messages = {}
         dv = self.pk and self.options.lookup_compaction and compact
         largest = {} if overwrite or not dv else self._largest_keys(live)
+        self._keep_fresh, self._fresh = dv, {}
+        try:
+            return self._write_groups(data, live, index_entries, sequence_offset, overwrite, dv, max_seq, largest)
+        finally:
+            self._keep_fresh, self._fresh = False, {}
+
+    def _write_groups(self, data: pa.Table, live: Sequence[ManifestEntry],
+                      index_entries: Sequence[IndexManifestEntry], sequence_offset: int, overwrite: bool,
+                      dv: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
+        total = self.options.bucket
+        messages = {}
         for g in self.group(data, index_entries):
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files = self.write_group(g, start, split_after=largest.get((g.partition, g.bucket)))

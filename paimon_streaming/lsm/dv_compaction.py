@@ -13,7 +13,7 @@ an existing key's old row and drops the new ones.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -23,7 +23,7 @@ from pyroaring import BitMap, BitMap64
 
 from ..binary_row import deserialize_row, encode_rows
 from ..commit import Increment
-from ..datafile import read_data_file
+from ..datafile import arrow_schema, read_data_file
 from ..deletionvectors import bitmap_from_positions, decode_vector, encode_index_file, positions_of
 from ..fileio import FileIO
 from ..keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, file_fields, key_fields
@@ -43,11 +43,15 @@ _MERGES_WITH_OLD_ROW = ("partial-update", "aggregation")
 
 @dataclass
 class BucketFiles:
-    """One bucket's live files, deletion vectors and where they live."""
+    """One bucket's live files, deletion vectors and where they live.
+
+    `fresh` holds the rows of files this writer has just written (table columns plus
+    `_SEQUENCE_NUMBER` and `_VALUE_KIND`), so compaction need not read them back."""
     bucket_dir: str
     files: list[DataFileMeta]
     dv_index: IndexFileMeta | None
     index_dir: str
+    fresh: dict[str, pa.Table] = field(default_factory=dict)
 
 
 def universal_for(options: CoreOptions) -> UniversalCompaction:
@@ -81,8 +85,7 @@ class BucketCompactor:
         if moved:
             up = [f.upgrade(self.universal.max_level) for f in moved]
             names = {f.file_name for f in moved}
-            bucket = BucketFiles(bucket.bucket_dir, [f for f in bucket.files if f.file_name not in names] + up,
-                                 bucket.dv_index, bucket.index_dir)
+            bucket = replace(bucket, files=[f for f in bucket.files if f.file_name not in names] + up)
         inc = self._compact_runs(bucket, full)
         if not moved:
             return inc
@@ -179,19 +182,23 @@ class BucketCompactor:
     def _read_file(self, bucket: BucketFiles, f: DataFileMeta, columns: list[str],
                    vectors: dict | None) -> tuple[pa.Table, np.ndarray]:
         """Rows of a file (by current column names, mapped by field id) and their positions."""
-        file_schema = self.schema_of(f.schema_id)
-        by_id = {fld.id: fld.name for fld in file_schema.fields}
-        wanted = {}
-        for name in columns:
-            if name in (SEQUENCE_NUMBER, VALUE_KIND):
-                wanted[name] = name
-            else:
-                old = by_id.get(self.schema.field(name).id)
-                if old is not None:
-                    wanted[old] = name
-        table = read_data_file(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
-                               file_fields(file_schema), list(wanted))
-        table = table.rename_columns([wanted[c] for c in table.column_names])
+        fresh = bucket.fresh.get(f.file_name)
+        if fresh is not None:
+            table = fresh.select(columns).cast(self._read_schema(columns))
+        else:
+            file_schema = self.schema_of(f.schema_id)
+            by_id = {fld.id: fld.name for fld in file_schema.fields}
+            wanted = {}
+            for name in columns:
+                if name in (SEQUENCE_NUMBER, VALUE_KIND):
+                    wanted[name] = name
+                else:
+                    old = by_id.get(self.schema.field(name).id)
+                    if old is not None:
+                        wanted[old] = name
+            table = read_data_file(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
+                                   file_fields(file_schema), list(wanted))
+            table = table.rename_columns([wanted[c] for c in table.column_names])
         for name in columns:
             if name not in table.column_names:
                 field = self.schema.field(name)
@@ -202,6 +209,11 @@ class BucketCompactor:
             keep[positions_of(vectors[f.file_name])] = False
             table, positions = table.filter(pa.array(keep)), positions[keep]
         return table.select(columns), positions
+
+    def _read_schema(self, columns: list[str]) -> pa.Schema:
+        """The Arrow schema `read_data_file` gives these columns (fresh rows are cast to it)."""
+        by_name = {f.name: f for f in file_fields(self.schema)}
+        return arrow_schema([by_name[c] for c in columns])
 
     def _all_columns(self) -> list[str]:
         return self.schema.field_names + [SEQUENCE_NUMBER, VALUE_KIND]
