@@ -71,7 +71,8 @@ class SnapshotExpiration:
         if retain_min < 1 or retain_max < retain_min or max_deletes < 1:
             raise InvalidOptionError(
                 f"cannot expire snapshots of {self.table_path}: need 1 <= retain_min ({retain_min}) <= "
-                f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1")
+                f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1; retain_min defaults to "
+                "snapshot.num-retained.min, so pass it too when retain_max is smaller")
         latest = self.snapshots.latest_id()
         earliest = self.snapshots.earliest_id()
         if latest is None or earliest is None:

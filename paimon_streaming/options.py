@@ -133,6 +133,10 @@ def validate(options: dict[str, str]) -> None:
             opt.parse(str(raw))
         except ValueError as exc:
             raise InvalidOptionError(f"invalid value {raw!r} for table option '{key}': {exc}") from None
+    typed = CoreOptions(options)
+    if typed.get("snapshot.num-retained.min") > typed.get("snapshot.num-retained.max"):
+        raise InvalidOptionError("table option 'snapshot.num-retained.min' must not be greater than "
+                                 "'snapshot.num-retained.max' (Paimon rejects it too); set both")
 
 
 class CoreOptions:

@@ -8,7 +8,6 @@ import json
 import pyarrow as pa
 import pytest
 
-import paimon_streaming as ps
 from paimon_streaming.errors import (InvalidTagNameError, SnapshotNotFoundError, TagAlreadyExistsError,
                                      TagNotFoundError)
 from paimon_streaming.tag_creation import TagPeriod

@@ -1,0 +1,271 @@
+"""Snapshot expiration: the tags document's scenarios, retention options, consumers,
+changelog and deletion-vector index files, and interop with pypaimon and Java."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from paimon_streaming.commit import CommitMessage, Increment
+from paimon_streaming.consumers import ConsumerManager
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.file_cleanup import FileCleaner
+from conftest import pypaimon_catalog, pypaimon_create, pypaimon_write, rows_by
+
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
+FUTURE = 2 ** 62
+
+
+def batch(ids, v="x"):
+    return pa.table({"id": list(ids), "v": [v] * len(ids)}, schema=SCHEMA)
+
+
+def referenced_files(t) -> set[str]:
+    """Every file path the table's snapshots and tags reference (data, manifests, index)."""
+    cleaner = FileCleaner(t.file_io, t.path, t.schema)
+    snaps = t.snapshots() + [t.tag_manager.snapshot(n) for n in t.tags()]
+    out = set()
+    for s in snaps:
+        out |= cleaner.metadata_files(s, changelog=t.snapshot_manager.exists(s.id))
+        out |= {cleaner.data_file_path(e) for e in cleaner.scan.live_entries(s)}
+        out |= {cleaner.data_file_path(e) for e in cleaner.changelog_files(s)}
+    return out
+
+
+def files_on_disk(t) -> set[str]:
+    skip = {"snapshot", "schema", "tag", "consumer"}
+    out = set()
+    for root, dirs, files in os.walk(t.path):
+        dirs[:] = [d for d in dirs if not (root == t.path and d in skip)]
+        out.update(f"{root}/{f}" for f in files)
+    return out
+
+
+class History:
+    """Builds a table history snapshot by snapshot: file X committed at c, deleted at d."""
+
+    def __init__(self, table):
+        self.t = table
+        self.files: dict[str, CommitMessage] = {}
+        self.ids: dict[str, int] = {}
+
+    def commit(self, add: list[str] = (), delete: list[str] = ()) -> int:
+        messages = []
+        for name in add:
+            (msg,) = self.t.write_messages(batch([len(self.ids)], name))
+            self.files[name] = msg
+            self.ids[name] = len(self.ids)
+            messages.append(msg)
+        for name in delete:
+            m = self.files[name]
+            messages.append(CommitMessage(m.partition, m.bucket, m.total_buckets,
+                                          data=Increment(deleted_files=list(m.data.new_files))))
+        (sid,) = self.t.new_commit().commit(messages, "u", self.t.snapshot_manager.latest_id() or 1,
+                                            ignore_empty=False)
+        return sid
+
+    def path(self, name: str) -> str:
+        (f,) = self.files[name].data.new_files
+        return f"{self.t.path}/bucket-0/{f.file_name}"
+
+    def exists(self, name: str) -> bool:
+        return os.path.exists(self.path(name))
+
+
+def test_tags_document_scenarios(catalog):
+    """Tags at 100, 200, 300. A file committed at 105 and deleted at 120 is held by no tag and
+    goes when its deleting snapshot expires; deleted at 201 it stays for tag 200 until that
+    tag is deleted; and so on for every way a life span can straddle the tags."""
+    t = catalog.create_table("db.doc", SCHEMA)
+    life = {"c105_d120": (105, 120), "c105_d201": (105, 201), "c50_d150": (50, 150),
+            "c201_d300": (201, 300), "c100_d101": (100, 101), "c150_d250": (150, 250),
+            "c120_d305": (120, 305), "c101_d199": (101, 199), "c1_live": (1, None)}
+    h = History(t)
+    tag_rows = {}
+    for sid in range(1, 311):
+        got = h.commit([n for n, (c, _) in life.items() if c == sid],
+                       [n for n, (_, d) in life.items() if d == sid])
+        assert got == sid
+        if sid in (100, 200, 300):
+            t.create_tag(f"t{sid}")
+            tag_rows[f"t{sid}"] = rows_by(t.to_arrow(), "id")
+    latest_rows = rows_by(t.to_arrow(), "id")
+
+    # at most snapshot.expire.limit (50) per run
+    assert t.expire_snapshots(retain_min=1, older_than=FUTURE).earliest == 51
+    # expire [51, 119): nothing deleted at 120 or later is touched yet
+    assert t.expire_snapshots(retain_min=310 - 119 + 1, older_than=FUTURE, max_deletes=500).earliest == 119
+    assert h.exists("c105_d120") and h.exists("c101_d199")
+    assert h.exists("c100_d101") and h.exists("c50_d150")   # tag 100 holds them
+    assert open(f"{t.path}/snapshot/EARLIEST").read() == "119"
+    # expire [119, 121): the file deleted at 120 goes, nothing else
+    assert t.expire_snapshots(retain_min=310 - 121 + 1, older_than=FUTURE, max_deletes=500).earliest == 121
+    assert not h.exists("c105_d120") and h.exists("c105_d201")
+
+    result = t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=1000)
+    assert result.earliest == 310 and [s.id for s in t.snapshots()] == [310]
+    expected = {"c105_d120": False, "c105_d201": True, "c50_d150": True, "c201_d300": False,
+                "c100_d101": True, "c150_d250": True, "c120_d305": True, "c101_d199": False, "c1_live": True}
+    assert {n: h.exists(n) for n in life} == expected
+    for name, rows in tag_rows.items():
+        assert rows_by(t.to_arrow(tag=name), "id") == rows
+    assert rows_by(t.to_arrow(), "id") == latest_rows
+    assert files_on_disk(t) == referenced_files(t)
+
+    t.delete_tag("t200")          # only tag 200 held these two; tag 300 still holds c120_d305
+    assert not h.exists("c105_d201") and not h.exists("c150_d250") and h.exists("c120_d305")
+    assert rows_by(t.to_arrow(tag="t100"), "id") == tag_rows["t100"]
+    assert rows_by(t.to_arrow(tag="t300"), "id") == tag_rows["t300"]
+    t.delete_tag("t300")
+    assert not h.exists("c120_d305")
+    t.delete_tag("t100")
+    assert not h.exists("c50_d150") and not h.exists("c100_d101") and h.exists("c1_live")
+    assert files_on_disk(t) == referenced_files(t)
+    assert rows_by(t.to_arrow(), "id") == latest_rows
+
+
+def test_retention_options_run_after_commits(catalog):
+    t = catalog.create_table("db.pk", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "2", "snapshot.num-retained.max": "3",
+                                      "snapshot.num-retained.min": "1"})
+    contents = {}
+    for i in range(8):
+        t.write_arrow(batch(range(i, i + 5), f"v{i}"))
+        contents[t.latest_snapshot().id] = rows_by(t.to_arrow(), "id")
+        if i % 3 == 2:
+            t.compact(full=True)
+            contents[t.latest_snapshot().id] = rows_by(t.to_arrow(), "id")
+        latest = t.latest_snapshot().id
+        ids = [s.id for s in t.snapshots()]
+        assert ids == list(range(max(1, latest - 2), latest + 1))
+        for sid in ids:
+            assert rows_by(t.to_arrow(snapshot_id=sid), "id") == contents[sid]
+        assert files_on_disk(t) == referenced_files(t)
+    assert open(f"{t.path}/snapshot/EARLIEST").read() == str(t.snapshots()[0].id)
+
+
+def test_min_above_max_is_rejected_at_creation(catalog):
+    with pytest.raises(InvalidOptionError, match="num-retained.min' must not be greater"):
+        catalog.create_table("db.bad", SCHEMA, options={"snapshot.num-retained.max": "2"})
+
+
+def test_time_retained_and_arguments(catalog):
+    t = catalog.create_table("db.t", SCHEMA)
+    for i in range(5):
+        t.write_arrow(batch([i]))
+        time.sleep(0.003)
+    assert t.expire_snapshots(retain_min=1).expired == 0            # all younger than 1 h
+    # snapshot s goes only when its successor is older than the threshold
+    assert t.expire_snapshots(retain_min=1, older_than=t.snapshot(3).time_millis).earliest == 2
+    assert t.expire_snapshots(retain_min=2, older_than=dt.datetime.now() + dt.timedelta(minutes=1)).earliest == 4
+    assert t.expire_snapshots(retain_max=1, retain_min=1).earliest == 5
+    assert t.to_arrow().num_rows == 5
+    with pytest.raises(InvalidOptionError, match="retain_min .* retain_max"):
+        t.expire_snapshots(retain_max=1, retain_min=3)
+
+
+def test_consumers_protect_their_snapshots(catalog):
+    t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1"})
+    for i in range(6):
+        t.write_arrow(batch([i]))
+    consumers = ConsumerManager(t.file_io, t.path)
+    consumers.record("reader", 3)
+    assert t.expire_snapshots(older_than=FUTURE).earliest == 3
+    assert [s.id for s in t.snapshots()] == [3, 4, 5, 6]
+    assert t.to_arrow(snapshot_id=3).num_rows == 3
+    consumers.delete("reader")
+    assert t.expire_snapshots(older_than=FUTURE).earliest == 6
+
+
+def test_consumer_expiration_time(catalog):
+    t = catalog.create_table("db.t", SCHEMA, options={
+        "snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1", "consumer.expiration-time": "1 h"})
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    consumers = ConsumerManager(t.file_io, t.path)
+    consumers.record("old", 2)
+    consumers.record("fresh", 2)
+    t.write_arrow(batch([9]))
+    assert [s.id for s in t.snapshots()] == [2, 3, 4]                 # both consumers hold 2
+    two_hours_ago = time.time() - 7200
+    os.utime(consumers.path("old"), (two_hours_ago, two_hours_ago))
+    t.write_arrow(batch([10]))
+    assert consumers.consumer_ids() == ["fresh"]
+    consumers.delete("fresh")
+    t.write_arrow(batch([11]))
+    assert [s.id for s in t.snapshots()] == [5, 6]
+
+
+def test_changelog_files_go_with_their_snapshot(catalog):
+    t = catalog.create_table("db.t", SCHEMA)
+    for i in range(3):
+        (data,) = t.write_messages(batch([i]))
+        (log,) = t.write_messages(batch([i], "changelog"))
+        msg = CommitMessage(data.partition, data.bucket, data.total_buckets,
+                            data=Increment(new_files=data.data.new_files, changelog_files=log.data.new_files))
+        t.new_commit().commit([msg], "u", i)
+    snaps = t.snapshots()
+    assert all(s.changelog_manifest_list for s in snaps)
+    cleaner = FileCleaner(t.file_io, t.path, t.schema)
+    logs = {s.id: [cleaner.data_file_path(e) for e in cleaner.changelog_files(s)] for s in snaps}
+    lists = {s.id: f"{t.path}/manifest/{s.changelog_manifest_list}" for s in snaps}
+    t.expire_snapshots(retain_max=1, retain_min=1)
+    for sid in (1, 2):
+        assert not any(os.path.exists(p) for p in logs[sid]) and not os.path.exists(lists[sid])
+    assert all(os.path.exists(p) for p in logs[3]) and os.path.exists(lists[3])
+    assert t.to_arrow().num_rows == 3
+    assert files_on_disk(t) == referenced_files(t)
+
+
+def test_deletion_vector_table_read_by_java_after_expiration(catalog):
+    from java_oracle import get_oracle
+    t = catalog.create_table("db.dv", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    for i in range(6):
+        t.write_arrow(batch(range(i * 3, i * 3 + 6), f"v{i}"))
+        if i == 2:
+            t.create_tag("mid")
+    mid = rows_by(t.to_arrow(tag="mid"), "id")
+    index_before = set(os.listdir(f"{t.path}/index"))
+    t.expire_snapshots(retain_max=2, retain_min=1)
+    assert set(os.listdir(f"{t.path}/index")) < index_before       # old DV files went
+    assert files_on_disk(t) == referenced_files(t)
+    retained = [s.id for s in t.snapshots()]
+    with get_oracle().batch() as b:
+        reads = {sid: b.read(t.path, snapshot_id=sid) for sid in retained}
+        tag = b.read(t.path, tag="mid")
+    for sid, pending in reads.items():
+        assert rows_by(pa.Table.from_pylist(pending.result), "id") == rows_by(t.to_arrow(snapshot_id=sid), "id")
+    assert rows_by(pa.Table.from_pylist(tag.result), "id") == mid
+
+
+def test_mixed_writers_with_pypaimon_tags(catalog, warehouse):
+    """pypaimon and we write the same table and both create tags; after our expiration
+    pypaimon reads every retained snapshot and every tag completely."""
+    pypaimon_create(warehouse, "db.mixed", SCHEMA, primary_keys=["id"], options={"bucket": "2"})
+    t = catalog.get_table("db.mixed")
+    content = {}
+    for i in range(6):
+        if i % 2:
+            pypaimon_write(warehouse, "db.mixed", batch(range(i, i + 4), f"py{i}"))
+        else:
+            t.write_arrow(batch(range(i, i + 4), f"ps{i}"))
+        sid = t.snapshot_manager.latest_id()
+        content[sid] = rows_by(t.to_arrow(snapshot_id=sid), "id")
+        if i == 1:
+            pypaimon_catalog(warehouse).get_table("db.mixed").create_tag("py-tag")
+        if i == 2:
+            t.create_tag("our-tag")
+    tags = {n: t.tag_manager.snapshot(n).id for n in t.tags()}
+    t.expire_snapshots(retain_max=2, retain_min=1)
+    assert files_on_disk(t) == referenced_files(t)
+    py = pypaimon_catalog(warehouse).get_table("db.mixed")
+    for sid in [s.id for s in t.snapshots()]:
+        rb = py.copy({"scan.snapshot-id": str(sid)}).new_read_builder()
+        assert rows_by(rb.new_read().to_arrow(rb.new_scan().plan().splits()), "id") == content[sid]
+    for name, sid in tags.items():
+        rb = py.copy({"scan.tag-name": name}).new_read_builder()
+        assert rows_by(rb.new_read().to_arrow(rb.new_scan().plan().splits()), "id") == content[sid]
