@@ -1,0 +1,73 @@
+"""Orphan file cleanup: unreferenced files older than the threshold go, everything else stays."""
+from __future__ import annotations
+
+import os
+import time
+
+import pyarrow as pa
+
+from conftest import rows_by
+from test_expire import files_on_disk, referenced_files
+
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("p", pa.string())])
+DAY = 24 * 3600
+
+
+def batch(ids, p="a", v="x"):
+    return pa.table({"id": list(ids), "v": [v] * len(ids), "p": [p] * len(ids)}, schema=SCHEMA)
+
+
+def age(path: str, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def stray(path: str, seconds_old: float) -> str:
+    with open(path, "wb") as f:
+        f.write(b"junk")
+    age(path, seconds_old)
+    return path
+
+
+def test_old_unreferenced_files_go_new_ones_and_referenced_stay(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(batch(range(10), "a"))
+    t.write_arrow(batch(range(5), "b"))
+    t.create_tag("v1")
+    t.write_arrow(batch(range(3, 12), "a", "y"))
+    expected = rows_by(t.to_arrow(), "id", "p")
+    for f in files_on_disk(t):                                     # everything real is old too
+        age(f, 2 * DAY)
+    bucket = f"{t.path}/p=a/bucket-0"
+    old = [stray(f"{bucket}/data-dead-0.parquet", 2 * DAY),
+           stray(f"{t.path}/manifest/manifest-dead-0", 2 * DAY),
+           stray(f"{t.path}/manifest/manifest-list-dead-0", 2 * DAY),
+           stray(f"{t.path}/index/index-dead-0", 2 * DAY),
+           stray(f"{t.path}/snapshot/.snapshot-9.1234.tmp", 2 * DAY),
+           stray(f"{t.path}/tag/.tag-x.1234.tmp", 2 * DAY)]
+    young = [stray(f"{bucket}/data-inflight-0.parquet", 60),
+             stray(f"{t.path}/manifest/manifest-inflight-0", 60)]
+    dry = t.remove_orphan_files(dry_run=True)
+    assert dry.paths == sorted(old) and dry.bytes == 4 * len(old)
+    assert all(os.path.exists(p) for p in old)
+    result = t.remove_orphan_files()
+    assert result.paths == sorted(old)
+    assert not any(os.path.exists(p) for p in old) and all(os.path.exists(p) for p in young)
+    assert rows_by(t.to_arrow(), "id", "p") == expected and t.to_arrow(tag="v1").num_rows == 15
+    # an explicit threshold reaches the young ones too
+    assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 1000).paths == sorted(young)
+    assert files_on_disk(t) == referenced_files(t)
+    assert rows_by(t.to_arrow(), "id", "p") == expected
+
+
+def test_files_of_a_failed_commit_are_orphans(catalog):
+    t = catalog.create_table("db.t", SCHEMA)
+    t.write_arrow(batch([1]))
+    written = set(files_on_disk(t))
+    t.write_messages(batch([2]))                                    # written, never committed
+    leftovers = files_on_disk(t) - written
+    assert leftovers
+    assert t.remove_orphan_files().paths == []                      # too young
+    assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 1000).paths == sorted(leftovers)
+    assert t.to_arrow().num_rows == 1
