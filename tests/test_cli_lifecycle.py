@@ -1,0 +1,85 @@
+"""The lifecycle commands: tag create/list/delete, rollback, expire, remove-orphans."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from paimon_streaming.cli import main
+
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
+
+
+@pytest.fixture
+def table(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    for i in range(4):
+        t.write_arrow(pa.table({"id": [i], "v": ["x"]}, schema=SCHEMA))
+    return t
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_tags(table, capsys):
+    assert run(capsys, "tag", "create", table.path, "v1", "--snapshot", "2")[0] == 0
+    code, out, _ = run(capsys, "tag", "create", table.path, "v2", "--time-retained", "7 d", "--json")
+    assert code == 0 and json.loads(out) == {"table": table.path, "tag": "v2", "snapshot": 4}
+    code, out, _ = run(capsys, "tag", "list", table.path, "--json")
+    rows = json.loads(out)
+    assert [(r["tag"], r["snapshot"], r["time_retained_s"]) for r in rows] == [("v1", 2, None), ("v2", 4, 604800.0)]
+    code, out, _ = run(capsys, "tag", "list", table.path)
+    assert out.splitlines()[0].split()[:3] == ["tag", "snapshot", "kind"] and "v2" in out
+    assert run(capsys, "tag", "delete", table.path, "v1")[0] == 0
+    assert table.tags() == ["v2"]
+
+
+def test_rollback_expire_remove_orphans(table, capsys):
+    table.tag_manager.create(table.snapshot(3), "7", allow_numeric=True)   # as an automatic tag may be
+    code, out, _ = run(capsys, "rollback", table.path, "7", "--tag", "--json")
+    assert code == 0 and json.loads(out)["snapshot"] == 3
+    code, out, _ = run(capsys, "rollback", table.path, "2")
+    assert code == 0 and "back to snapshot 2" in out
+    code, out, _ = run(capsys, "expire", table.path, "--retain-max", "1", "--retain-min", "1", "--json")
+    assert code == 0 and json.loads(out)["earliest"] == 2            # retain-max expires whatever the age
+    code, out, _ = run(capsys, "expire", table.path, "--retain-min", "1", "--older-than", "2999-01-01")
+    assert code == 0 and "earliest is now 2" in out
+    stray = f"{table.path}/bucket-0/data-stray.parquet"
+    open(stray, "wb").write(b"x")
+    code, out, _ = run(capsys, "remove-orphans", table.path, "--dry-run")
+    assert code == 0 and "would remove 0 orphan files" in out
+    old = time.time() - 3 * 86400
+    os.utime(stray, (old, old))
+    code, out, _ = run(capsys, "remove-orphans", table.path, "--json")
+    assert code == 0 and json.loads(out)["files"] == [stray] and not os.path.exists(stray)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["tag", "create", "{t}", "12"], "purely numeric"),
+    (["tag", "create", "{t}", "a/b"], "must not contain"),
+    (["tag", "delete", "{t}", "missing"], "tag 'missing'"),
+    (["rollback", "{t}", "99"], "snapshot 99"),
+    (["rollback", "{t}", "nope"], "tag 'nope'"),
+    (["expire", "{t}", "--retain-max", "1"], "retain_min"),
+])
+def test_errors_exit_non_zero_with_a_message(table, capsys, argv, message):
+    code, _, err = run(capsys, *[a.format(t=table.path) for a in argv])
+    assert code == 1 and err.startswith("error: ") and message in err
+
+
+def test_help_everywhere(capsys):
+    for argv in (["tag"], ["tag", "create"], ["tag", "list"], ["tag", "delete"], ["rollback"], ["expire"],
+                 ["remove-orphans"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv + ["--help"])
+        assert exit_info.value.code == 0
+        assert "usage: paimon-streaming" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["expire", "/x", "--older-than", "yesterday"])
+    assert exit_info.value.code == 2 and "expected a local time" in capsys.readouterr().err
