@@ -22,6 +22,9 @@ __all__ = ["Catalog", "Table", "Snapshot", "register", "PaimonError", "SchemaMis
 
 
 def register(spark) -> None:
-    """Register the "paimon" Spark data source (needs pyspark; imported only here)."""
+    """Register the Spark data sources "paimon" and "kafka-python" (need pyspark; imported
+    only here; kafka-python itself is imported only when a Kafka stream is read)."""
     from .sinks.datasource import PaimonDataSource
+    from .sources.kafka import KafkaPythonDataSource
     spark.dataSource.register(PaimonDataSource)
+    spark.dataSource.register(KafkaPythonDataSource)

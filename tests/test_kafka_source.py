@@ -1,0 +1,130 @@
+"""format("kafka-python") against a real Kafka broker: columns, offsets, limits, restarts."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_broker import get_broker, unique_topic
+from spark_support import get_spark
+
+
+@pytest.fixture(scope="module")
+def broker():
+    return get_broker()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    return get_spark()
+
+
+def produce(broker, topic: str, records: list[tuple], partition: int | None = None) -> None:
+    """records: (key, value[, headers]) with str key/value or None."""
+    p = broker.producer()
+    for r in records:
+        key, value = r[0], r[1]
+        p.send(topic, key=None if key is None else key.encode(), value=None if value is None else value.encode(),
+               headers=list(r[2]) if len(r) > 2 else None, partition=partition)
+    p.flush()
+    p.close()
+
+
+def run_available_now(spark, reader, ckpt: str) -> list[list[dict]]:
+    """Run the stream with Trigger.AvailableNow; the rows of each micro-batch in order."""
+    batches: list[list[dict]] = []
+    q = (reader.load().writeStream
+         .foreachBatch(lambda df, _: batches.append([r.asDict() for r in df.collect()]))
+         .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    assert q.exception() is None, q.exception()
+    return batches
+
+
+def kafka(spark, broker, **options):
+    r = spark.readStream.format("kafka-python").option("kafka.bootstrap.servers", broker.bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r
+
+
+def test_columns_headers_and_every_record_once(spark, broker, tmp_path):
+    topic = unique_topic("cols")
+    broker.create_topic(topic, partitions=2)
+    produce(broker, topic, [(f"k{i}", f"v{i}", [("h", str(i).encode())]) for i in range(50)], partition=0)
+    produce(broker, topic, [(None, "no-key"), ("tombstone", None)], partition=1)
+    batches = run_available_now(spark, kafka(spark, broker, subscribe=topic, startingOffsets="earliest",
+                                             includeHeaders="true"), str(tmp_path / "ckpt"))
+    rows = [r for b in batches for r in b]
+    assert len(rows) == 52
+    by_pos = {(r["partition"], r["offset"]): r for r in rows}
+    assert sorted(by_pos) == [(0, i) for i in range(50)] + [(1, 0), (1, 1)]
+    r7 = by_pos[(0, 7)]
+    assert (bytes(r7["key"]), bytes(r7["value"]), r7["topic"], r7["timestampType"]) == (b"k7", b"v7", topic, 0)
+    assert [(h["key"], bytes(h["value"])) for h in r7["headers"]] == [("h", b"7")]
+    assert r7["timestamp"].year >= 2024
+    assert by_pos[(1, 0)]["key"] is None and by_pos[(1, 1)]["value"] is None
+    schema = kafka(spark, broker, subscribe=topic).load().schema
+    assert schema.names == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+
+
+def test_max_offsets_per_trigger_and_restart_from_checkpoint(spark, broker, tmp_path):
+    topic = unique_topic("limit")
+    broker.create_topic(topic, partitions=3)
+    produce(broker, topic, [(str(i), json.dumps({"i": i})) for i in range(900)])
+    ckpt = str(tmp_path / "ckpt")
+    reader = kafka(spark, broker, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger="200")
+    batches = run_available_now(spark, reader, ckpt)
+    assert len(batches) >= 5 and max(len(b) for b in batches) <= 200 + 3
+    assert sorted(json.loads(bytes(r["value"]))["i"] for b in batches for r in b) == list(range(900))
+    # A restart from the checkpoint reads only what arrived since.
+    produce(broker, topic, [(str(i), json.dumps({"i": i})) for i in range(900, 950)])
+    again = run_available_now(spark, reader, ckpt)
+    assert sorted(json.loads(bytes(r["value"]))["i"] for b in again for r in b) == list(range(900, 950))
+
+
+def test_starting_offsets_latest_json_and_subscribe_pattern(spark, broker, tmp_path):
+    prefix = unique_topic("pat")
+    a, b = f"{prefix}-a", f"{prefix}-b"
+    broker.create_topic(a, partitions=2)
+    produce(broker, a, [("x", f"p0-{i}") for i in range(10)], partition=0)
+    produce(broker, a, [("y", f"p1-{i}") for i in range(10)], partition=1)
+    # JSON: partition 0 from offset 7, partition 1 from latest (-1).
+    start = json.dumps({a: {"0": 7, "1": -1}})
+    got = run_available_now(spark, kafka(spark, broker, subscribe=a, startingOffsets=start), str(tmp_path / "j"))
+    assert sorted(bytes(r["value"]).decode() for bt in got for r in bt) == ["p0-7", "p0-8", "p0-9"]
+    # latest (the default): nothing of what is already there.
+    ckpt = str(tmp_path / "p")
+    pattern = kafka(spark, broker, subscribePattern=f"{prefix}-.*")
+    assert [r for bt in run_available_now(spark, pattern, ckpt) for r in bt] == []
+    # A topic matching the pattern that appears later is read from its earliest offset.
+    broker.create_topic(b, partitions=1)
+    produce(broker, b, [("z", "b-0"), ("z", "b-1")])
+    produce(broker, a, [("x", "p0-10")], partition=0)
+    got = run_available_now(spark, pattern, ckpt)
+    assert sorted((r["topic"], bytes(r["value"]).decode()) for bt in got for r in bt) == [
+        (a, "p0-10"), (b, "b-0"), (b, "b-1")]
+
+
+def test_option_errors(spark, broker):
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.sources.kafka import KafkaOptions
+    with pytest.raises(InvalidOptionError, match="bootstrap"):
+        KafkaOptions.parse({"subscribe": "t"})
+    with pytest.raises(InvalidOptionError, match="exactly one"):
+        KafkaOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "t", "subscribePattern": "t.*"})
+    with pytest.raises(InvalidOptionError, match="startingOffsets"):
+        KafkaOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "t", "startingOffsets": "{bad"})
+    with pytest.raises(InvalidOptionError, match="maxOffsetsPerTrigger"):
+        KafkaOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "t", "maxOffsetsPerTrigger": "0"})
+    opts = KafkaOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "a, b",
+                               "kafka.request.timeout.ms": "5000", "kafka.security.protocol": "PLAINTEXT"})
+    assert opts.topics == ("a", "b")
+    assert dict(opts.consumer_config) == {"request_timeout_ms": 5000, "security_protocol": "PLAINTEXT"}
+    missing = unique_topic("missing")
+    q = kafka(spark, broker, subscribe=missing).load().writeStream.format("noop").trigger(availableNow=True).start()
+    try:
+        q.awaitTermination(120)
+    except Exception:
+        pass
+    assert f"Kafka topic '{missing}' does not exist" in str(q.exception())
