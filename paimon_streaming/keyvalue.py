@@ -5,6 +5,12 @@ Columns: `_KEY_<k>` for each trimmed primary key (ids shifted by 1073741823), th
 """
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from .schema import TableSchema
 from .types import DataField, DataType
 
@@ -35,3 +41,19 @@ def kv_fields(schema: TableSchema) -> list[DataField]:
 def file_fields(schema: TableSchema) -> list[DataField]:
     """Columns of a data file of this table: key-value layout for PK tables, else the table's."""
     return kv_fields(schema) if schema.primary_keys else list(schema.fields)
+
+
+def first_key_above(rows: pa.Table, keys: Sequence[str], bound: tuple, inclusive: bool = False) -> int:
+    """Index of the first row whose key is greater than `bound` (or equal to it, with
+    `inclusive`), in rows sorted by key: one vectorized lexicographic comparison."""
+    above = np.zeros(rows.num_rows, bool)
+    equal_so_far = np.ones(rows.num_rows, bool)
+    for name, value in zip(keys, bound):
+        col = rows.column(name)
+        scalar = pa.scalar(value, col.type)
+        above |= equal_so_far & pc.greater(col, scalar).to_numpy(zero_copy_only=False)
+        equal_so_far &= pc.equal(col, scalar).to_numpy(zero_copy_only=False)
+    if inclusive:
+        above |= equal_so_far
+    hits = np.flatnonzero(above)
+    return int(hits[0]) if len(hits) else rows.num_rows

@@ -26,7 +26,8 @@ from .datafile import write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import NullKeyError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
-from .keyvalue import (INSERT, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, file_fields, key_fields)
+from .keyvalue import (INSERT, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, file_fields, first_key_above,
+                       key_fields)
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
@@ -425,15 +426,3 @@ class TableWrite:
                 inc.deleted_index_files.append(change.old)
         return list(messages.values())
 
-
-def first_key_above(rows: pa.Table, keys: Sequence[str], bound: tuple) -> int:
-    """Index of the first row whose key is greater than `bound` (rows sorted by key)."""
-    above = np.zeros(rows.num_rows, bool)
-    equal_so_far = np.ones(rows.num_rows, bool)
-    for name, value in zip(keys, bound):
-        col = rows.column(name)
-        scalar = pa.scalar(value, col.type)
-        above |= equal_so_far & pc.greater(col, scalar).to_numpy(zero_copy_only=False)
-        equal_so_far &= pc.equal(col, scalar).to_numpy(zero_copy_only=False)
-    hits = np.flatnonzero(above)
-    return int(hits[0]) if len(hits) else rows.num_rows

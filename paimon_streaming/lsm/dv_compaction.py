@@ -26,7 +26,8 @@ from ..commit import Increment
 from ..datafile import arrow_schema, read_data_file
 from ..deletionvectors import bitmap_from_positions, decode_vector, encode_index_file, positions_of
 from ..fileio import FileIO
-from ..keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, file_fields, key_fields
+from ..keyvalue import (DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, file_fields, first_key_above,
+                        key_fields)
 from ..manifest import DataFileMeta, IndexFileMeta
 from ..manifest.entries import DELETION_VECTORS_INDEX
 from ..merge_engine import engine_for, merge_sorted, sort_for_merge
@@ -223,40 +224,37 @@ class BucketCompactor:
         return pa.concat_tables(parts)
 
     # ---- lookup and merge -----------------------------------------------------------------------
-    def _key_index(self, bucket: BucketFiles, f: DataFileMeta) -> KeyIndex:
-        def load() -> KeyIndex:
-            keys, _ = self._read_file(bucket, f, self.keys, None)
-            return KeyIndex(keys, self.key_types)
-        return KEY_INDEXES.get(f.file_name, load)
+    def _load_key_index(self, bucket: BucketFiles, f: DataFileMeta) -> KeyIndex:
+        keys, _ = self._read_file(bucket, f, self.keys, None)
+        return KeyIndex(keys, self.key_types)
 
     def _lookup(self, keys: pa.Table, older: list[DataFileMeta], bucket: BucketFiles,
                 vectors: dict) -> dict[str, np.ndarray]:
-        """Positions of live rows in older files whose key is among `keys`."""
-        if keys.num_rows == 0:
-            return {}
-        batch = BatchKeys.of(keys, self.key_types)
-        lo, hi = self._key_range(keys)
+        """Positions of live rows in older files whose key is among `keys` (sorted, distinct).
+
+        Each file is probed only with the batch keys inside its [min key, max key], so the
+        cost follows the batch, not the number of files: files of a level are key-disjoint,
+        so a key reaches at most one file per level."""
         found = {}
         for f in older:
-            if not self._may_overlap(f, lo, hi):
+            start, stop = self._keys_within(keys, f)
+            if start == stop:
                 continue
-            positions = self._key_index(bucket, f).positions_of(batch)
-            if f.file_name in vectors and len(positions):
-                deleted = positions_of(vectors[f.file_name])
-                positions = positions[~np.isin(positions, deleted)]
+            batch = BatchKeys.of(keys.slice(start, stop - start), self.key_types)
+            positions = KEY_INDEXES.get(f.file_name, lambda f=f: self._load_key_index(bucket, f)).positions_of(batch)
+            deleted = vectors.get(f.file_name)
+            if deleted is not None and len(positions):
+                positions = positions_of(bitmap_from_positions(positions, isinstance(deleted, BitMap64)) - deleted)
             if len(positions):
                 found[f.file_name] = positions
         return found
 
-    def _key_range(self, keys: pa.Table) -> tuple[tuple, tuple]:
-        ordered = keys.take(pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in self.keys]))
-        first = tuple(ordered.slice(0, 1).to_pylist()[0].values())
-        last = tuple(ordered.slice(ordered.num_rows - 1, 1).to_pylist()[0].values())
-        return first, last
-
-    def _may_overlap(self, f: DataFileMeta, lo: tuple, hi: tuple) -> bool:
+    def _keys_within(self, keys: pa.Table, f: DataFileMeta) -> tuple[int, int]:
         bounds = self._key_bounds(f)
-        return bounds is None or not (bounds[1] < lo or bounds[0] > hi)
+        if bounds is None:
+            return 0, keys.num_rows
+        return (first_key_above(keys, self.keys, bounds[0], inclusive=True),
+                first_key_above(keys, self.keys, bounds[1]))
 
     def _merge(self, rows: pa.Table, older: list[DataFileMeta], bucket: BucketFiles, vectors: dict) -> pa.Table:
         """Merge the unit's rows per key (with old rows where the engine needs them) and mark
