@@ -1,5 +1,6 @@
 """Reading splits into Arrow: per-file projection with schema evolution by field id,
-deletion-vector filtering, and merge-on-read for primary-key tables without deletion vectors.
+deletion-vector filtering, and merge-on-read for splits that must be merged by key (scan.py);
+the files of other splits are read independently, in parallel.
 
 Everything here is columnar: deletion vectors become boolean masks, the merge is one sort by
 (key, sequence.field, sequence) plus the table's merge engine (`merge_engine.py`), after which
@@ -53,10 +54,11 @@ class SplitReader:
                                 for n in names])
         if with_row_kind:
             out_schema = out_schema.append(pa.field(VALUE_KIND, pa.int8(), False))
-        if not splits:
+        pieces = [p for s in splits for p in s.pieces()]  # files of raw splits are read in parallel
+        if not pieces:
             return out_schema.empty_table()
         with ThreadPoolExecutor(max_workers=4) as pool:
-            tables = list(pool.map(lambda s: self.read_split(s, names, flt, with_row_kind), splits))
+            tables = list(pool.map(lambda s: self.read_split(s, names, flt, with_row_kind), pieces))
         return pa.concat_tables([t.select(out_schema.names).cast(out_schema) for t in tables])
 
     def read_split(self, split: DataSplit, names: list[str], flt: Filter | None,

@@ -1,8 +1,13 @@
 """Planning a read: snapshot -> live data files and deletion vectors, grouped into splits.
 
 A split is one (partition, bucket) with the files to read. Files are pruned by partition
-values and by min/max statistics. On primary-key tables without deletion vectors a split
-must be merged by key, so only key statistics may prune files there (pruning on a value
+values and by min/max statistics. A split either must be merged by key (`needs_merge`), and
+is then read whole, or is *raw*: every key lives in at most one of its files, so each file
+can be read on its own, in parallel (`DataSplit.pieces`). Raw, as Java's
+`MergeTreeSplitGenerator`: append tables; primary-key buckets whose files are all at
+level > 0 without -U/-D rows, when keys cannot repeat across them (deletion vectors,
+first-row, or one sorted run, i.e. one level); a bucket of one file without -U/-D rows.
+Only key statistics may prune files of a split that must be merged (pruning on a value
 column could hide the newest version of a row and resurrect an older one).
 """
 from __future__ import annotations
@@ -43,6 +48,20 @@ class DataSplit:
     @property
     def row_count(self) -> int:
         return sum(f.row_count for f in self.files)
+
+    def with_files(self, files: list[DataFileMeta], needs_merge: bool | None = None) -> "DataSplit":
+        """The same bucket restricted to `files` (with their deletion files)."""
+        names = {f.file_name for f in files}
+        return DataSplit(self.partition, self.partition_values, self.bucket, self.total_buckets,
+                         self.bucket_path, list(files),
+                         {n: d for n, d in self.deletion_files.items() if n in names},
+                         self.needs_merge if needs_merge is None else needs_merge)
+
+    def pieces(self) -> list["DataSplit"]:
+        """What can be read independently: the whole split if it must be merged, else each file."""
+        if self.needs_merge and self.files:
+            return [self]
+        return [self.with_files([f]) for f in self.files]
 
 
 class TableScan:
@@ -112,13 +131,29 @@ class TableScan:
         for (partition, bucket), entries in groups.items():
             if not self._partition_may_match(partition, flt):
                 continue
-            files = [e.file for e in entries if self._file_may_match(e.file, flt, pk and not dv)]
+            merged = self.needs_merge([e.file for e in entries])
+            files = [e.file for e in entries if self._file_may_match(e.file, flt, merged)]
             if not files:
                 continue
             splits.append(self.split_of(partition, bucket, entries[0].total_buckets, files,
                                         deletion_files.get((partition, bucket)),
-                                        needs_merge=pk and not dv and not skip_level0))
+                                        needs_merge=self.needs_merge(files)))
         return splits
+
+    def needs_merge(self, files: list[DataFileMeta]) -> bool:
+        """Whether these files of one bucket must be merged by key to be read (module docstring).
+
+        A file's -U/-D rows are known absent only when its delete row count says 0 (files of
+        old writers without the count are merged, as Java does)."""
+        if not self.schema.primary_keys or not files:
+            return False
+        clean = all(f.delete_row_count == 0 for f in files)
+        if len(files) == 1:
+            return not clean
+        if not clean or any(f.level == 0 for f in files):
+            return True
+        one_run = len({f.level for f in files}) == 1
+        return not (one_run or self.options.deletion_vectors or self.options.merge_engine == "first-row")
 
     def split_of(self, partition: bytes, bucket: int, total_buckets: int, files: list[DataFileMeta],
                  deletion_files: dict[str, DeletionFile] | None = None, needs_merge: bool = False) -> DataSplit:

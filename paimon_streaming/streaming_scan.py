@@ -4,7 +4,8 @@ A stream is a sequence of *read units*, numbered per snapshot. A unit is one spl
 of one partition and bucket, or a single file) of one snapshot's plan:
 
 - the *full* plan of the start snapshot (modes latest-full, from-snapshot-full, tag): its
-  live files, merged per bucket on primary-key tables without deletion vectors, rows +I;
+  live files, rows +I: one unit per bucket that must be merged by key, one unit per file
+  otherwise (`TableScan.needs_merge`), so a bucket of many files is read in parallel;
 - the *delta* plan of a later snapshot, as Java's DeltaFollowUpScanner (changelog-producer
   none): the files an APPEND snapshot added, one unit per file, rows with their written
   row kind (_VALUE_KIND); COMPACT, ANALYZE and (by default) OVERWRITE snapshots add no units;
@@ -193,22 +194,12 @@ class StreamOptions:
             read_overwrite=_bool(merged, "streaming-read-overwrite"), changelog_producer=producer)
 
 
-def split_with_files(split: DataSplit, files: list) -> DataSplit:
-    """The same split restricted to `files` (with their deletion files)."""
-    names = {f.file_name for f in files}
-    return DataSplit(split.partition, split.partition_values, split.bucket, split.total_buckets,
-                     split.bucket_path, list(files),
-                     {n: d for n, d in split.deletion_files.items() if n in names}, split.needs_merge)
-
-
 def units_of_splits(snapshot_id: int, splits: list[DataSplit], kind: str = FULL) -> list[ReadUnit]:
     """Read units of planned splits in (partition, bucket) order: a split that must be merged
-    by key is one unit, any other split one unit per file."""
+    by key is one unit, any other split one unit per file (`DataSplit.pieces`)."""
     units: list[ReadUnit] = []
     for s in sorted(splits, key=lambda s: (s.partition, s.bucket)):
-        if not s.files:
-            continue
-        for part in ([s] if s.needs_merge else [split_with_files(s, [f]) for f in s.files]):
+        for part in s.pieces():
             units.append(ReadUnit(snapshot_id, len(units), kind, part))
     return units
 
@@ -326,7 +317,8 @@ class StreamingScan:
             # as Java: level-0 files will still produce changelog; full-compaction reads the top level only
             top = CoreOptions(self.schema.options).num_levels - 1
             keep = (lambda f: f.level > 0) if producer == "lookup" else (lambda f: f.level == top)
-            splits = [split_with_files(s, [f for f in s.files if keep(f)]) for s in splits]
+            kept = [[f for f in s.files if keep(f)] for s in splits]
+            splits = [s.with_files(files, self.scan.needs_merge(files)) for s, files in zip(splits, kept)]
         return units_of_splits(snapshot.id, splits)
 
     def _change_units(self, snapshot: Snapshot) -> list[ReadUnit]:

@@ -1,9 +1,12 @@
 """Input partitions of the "paimon" source and what an executor does with one.
 
-The driver plans read units (splits of files with their deletion-vector locations), packs
-consecutive units into input partitions of about `source.split.target-size` bytes (each file
-also costs `source.split.open-file-cost`, as in Paimon), and Spark ships each partition to
-an executor. There `read_partition` opens the table directory, reads the units with the
+The driver plans read units (splits of files with their deletion-vector locations: one file,
+or a bucket that must be merged by key), packs consecutive units into input partitions of
+about `source.split.target-size` bytes (each file also costs `source.split.open-file-cost`,
+as in Paimon), shrinking the target for small reads so they still spread over
+`source.split.min-partitions` tasks (default: the driver's CPU count; Spark's file sources
+and Paimon's Spark scan do the same with the default parallelism), and Spark ships each
+partition to an executor. There `read_partition` opens the table directory, reads the units with the
 core's `SplitReader` (schema evolution, deletion vectors, merge-on-read), and yields Arrow
 record batches in exactly the Arrow schema Spark expects. Nothing here touches a
 SparkContext, so it runs the same under Spark Connect.
@@ -11,8 +14,9 @@ SparkContext, so it runs the same under Spark Connect.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
@@ -20,7 +24,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from paimon_streaming.change_read import read_unit, to_output
-from paimon_streaming.errors import PaimonError, SchemaMismatchError
+from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.predicate import parse_filter
 from paimon_streaming.read import SplitReader
@@ -44,14 +48,36 @@ class PaimonInputPartition(InputPartition):
                f"files={sum(u.files for u in self.units)})"
 
 
-def pack(units: Sequence[ReadUnit], target_size: int, open_file_cost: int) -> list[PaimonInputPartition]:
-    """Consecutive units into partitions of about `target_size` bytes (order is kept)."""
+MIN_PARTITIONS = "source.split.min-partitions"
+
+
+def read_min_partitions(options: Mapping[str, str]) -> int:
+    """`source.split.min-partitions` of a read (Spark lower-cases option keys)."""
+    raw = options.get(MIN_PARTITIONS)
+    if raw is None or str(raw).strip() == "":
+        return os.cpu_count() or 1
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidOptionError(f"option '{MIN_PARTITIONS}' must be a positive integer, got {raw!r}")
+    return value
+
+
+def pack(units: Sequence[ReadUnit], target_size: int, open_file_cost: int,
+         min_partitions: int = 1) -> list[PaimonInputPartition]:
+    """Consecutive units into partitions of about `target_size` bytes (order is kept).
+
+    The target shrinks to total / `min_partitions` (never below `open_file_cost`), so a read
+    of few small files still gets up to `min_partitions` tasks rather than one."""
+    weights = [u.bytes + open_file_cost * u.files for u in units]
+    target = min(target_size, max(open_file_cost, sum(weights) // max(1, min_partitions)))
     out: list[PaimonInputPartition] = []
     current: list[ReadUnit] = []
     weight = 0
-    for u in units:
-        w = u.bytes + open_file_cost * u.files
-        if current and weight + w > target_size:
+    for u, w in zip(units, weights):
+        if current and weight + w > target:
             out.append(PaimonInputPartition(len(out), current))
             current, weight = [], 0
         current.append(u)

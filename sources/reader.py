@@ -30,8 +30,12 @@ only key columns prune files) and filter rows exactly, so Spark does not re-chec
 Other filters are left to Spark. Without the setting every filter is evaluated by Spark
 after a full scan.
 
-Split packing: `source.split.target-size` (default 128 mb) and `source.split.open-file-cost`
-(4 mb) group consecutive splits into one Spark task, as Paimon does.
+Split packing: a bucket is read file by file, in parallel, unless it must be merged by key
+(deletion-vector tables, append tables, and buckets whose files hold each key once never
+are). `source.split.target-size` (default 128 mb) and `source.split.open-file-cost` (4 mb)
+group consecutive files into one Spark task, as Paimon does; for small reads the target
+shrinks so the read still spreads over `source.split.min-partitions` tasks (default: the
+driver's CPU count), as Spark's file sources do with the default parallelism.
 
 `rowKindColumn`: adds a string column of that name holding '+I' for every row, so batch and
 streaming reads of a table can share one schema.
@@ -57,7 +61,7 @@ from paimon_streaming.time_travel import snapshot_at
 
 from .filters import split_filters
 from .options import ReadSpec
-from .partitions import ReadContext, pack, read_partition
+from .partitions import ReadContext, pack, read_min_partitions, read_partition
 
 _PUSHDOWN_WORKER = "data_source_pushdown_filters"
 
@@ -98,7 +102,8 @@ class PaimonBatchReader(DataSourceReader):
         flt = parse_filter(self.terms, schema.arrow_schema()) if self.terms else None
         splits = TableScan(table.file_io, table.path, schema).plan(self._snapshot, flt)
         units = units_of_splits(self._snapshot.id, splits)
-        return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost)
+        return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
+                    read_min_partitions(self.spec.options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from read_partition(self.ctx.with_filter(self.terms), partition)

@@ -50,6 +50,9 @@ always admitted; a unit is one file, or one bucket of a merged full read), so a 
 consumed in bounded batches; `Trigger.AvailableNow` reads everything committed when the
 query started, in such batches. `Trigger.Once` ignores the limits (as Spark requires).
 
+Each micro-batch's units are packed into Spark tasks as batch reads are
+(`source.split.target-size`, `source.split.open-file-cost`, `source.split.min-partitions`).
+
 Offsets are JSON `{"snapshot": n, "units": k, "full": bool}`: everything before snapshot n
 and the first k units of its plan are consumed (`full`: n is read as a full state).
 
@@ -80,7 +83,7 @@ from paimon_streaming.schema import TableSchema
 from paimon_streaming.streaming_scan import ReadLimits, StreamingScan, StreamOptions, StreamPosition
 
 from .options import ReadSpec
-from .partitions import ReadContext, pack, read_partition
+from .partitions import ReadContext, pack, read_min_partitions, read_partition
 
 log = logging.getLogger("paimon_streaming.source")
 
@@ -179,7 +182,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # asks initialOffset() again, which may have moved (e.g. latest-full on a newer snapshot).
         begin = _position(end[FROM]) if FROM in end else _position(start)
         units = self.scan.units_between(begin, _position(end))
-        return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost)
+        return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
+                    read_min_partitions(self.spec.options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from read_partition(self.ctx, partition)
