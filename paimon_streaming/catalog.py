@@ -7,19 +7,26 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .errors import TableAlreadyExistsError, TableNotFoundError
+from .errors import InvalidNameError, TableAlreadyExistsError, TableNotFoundError
 from .fileio import FileIO
 from .schema import SchemaManager, TableSchema
 from .table import Table
 
 DB_SUFFIX = ".db"
+SYSTEM_TABLE_SPLITTER = "$"
 _NAME = re.compile(r"^[^./\\\x00-\x1f\x7f]+$")
 
 
 def _check_name(kind: str, name: str) -> str:
-    if not name or not _NAME.match(name) or name.strip() != name or name.startswith("."):
-        raise ValueError(f"invalid {kind} name {name!r}: use a non-empty name without '.', '/', '\\', "
-                         "control characters or surrounding spaces")
+    """Database and table names become directory names: no separators ('.', '/', '\\'), no
+    control characters, no surrounding spaces; table names also no '$' (it selects system tables,
+    `orders$snapshots`, as in Paimon). Unicode is fine."""
+    if not isinstance(name, str) or not name or not _NAME.match(name) or name.strip() != name:
+        raise InvalidNameError(f"invalid {kind} name {name!r}: use a non-empty name without '.', '/', '\\', "
+                               "control characters or surrounding spaces")
+    if kind == "table" and SYSTEM_TABLE_SPLITTER in name:
+        raise InvalidNameError(f"invalid table name {name!r}: '$' separates a table from its system tables "
+                               "(orders$snapshots); choose a name without it")
     return name
 
 

@@ -11,6 +11,7 @@ import datetime as dt
 import decimal
 import itertools
 import math
+import struct
 import uuid
 from typing import Any
 
@@ -56,12 +57,11 @@ def java_float_str(value: float, single: bool) -> str:
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "-0.0" if math.copysign(1, value) < 0 else "0.0"
-    text = repr(float(f"{value:.8g}")) if single else repr(value)
+    text = _java_digits(value, single)
     mag = abs(value)
     if 1e-3 <= mag < 1e7:
-        d = decimal.Decimal(text)
-        plain = format(d, "f")
-        return plain if "." in plain else plain + ".0"
+        whole, _, frac = format(decimal.Decimal(text), "f").partition(".")
+        return f"{whole}.{frac.rstrip('0') or '0'}"
     digits, _, exp = f"{decimal.Decimal(text):e}".partition("e")
     if "." not in digits:
         digits += ".0"
@@ -69,11 +69,31 @@ def java_float_str(value: float, single: bool) -> str:
     return f"{digits}E{int(exp)}"
 
 
+def _java_digits(value: float, single: bool) -> str:
+    """The decimal digits Java prints: the fewest that identify the value among floats (or
+    doubles), but at least two, correctly rounded (Double.MIN_VALUE is 4.9E-324, not 5E-324;
+    Float.MIN_VALUE 1.4E-45)."""
+    for count in range(2, 10 if single else 18):
+        text = f"{value:.{count - 1}e}"
+        back = float(text)
+        if (_as_float32(back) == _as_float32(value)) if single else back == value:
+            return text
+    return repr(value)
+
+
+def _as_float32(value: float) -> float | None:
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:  # beyond Float.MAX_VALUE
+        return None
+
+
 def _local_datetime_str(value: dt.datetime) -> str:
-    """java.time.LocalDateTime.toString of the UTC wall clock."""
+    """java.time.LocalDateTime.toString of the UTC wall clock (years padded to 4 digits, as
+    Java does; strftime's %Y does not pad years before 1000)."""
     if value.tzinfo is not None:
         value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    text = value.strftime("%Y-%m-%dT%H:%M")
+    text = f"{value.year:04d}-{value:%m-%dT%H:%M}"
     if value.second or value.microsecond:
         text += f":{value.second:02d}"
         if value.microsecond:
