@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 
 import pyarrow as pa
 import pytest
@@ -186,3 +187,14 @@ def test_watermark_daily_with_delay(catalog):
     write([4], dt.datetime(2024, 5, 7, 1, 0))
     assert t.tags() == ["2024-05-05", "2024-05-06"]
     assert t.tag_manager.snapshot("2024-05-06").id == 4
+
+
+def test_tags_past_their_retention_expire_after_commits(catalog):
+    t = pk_table(catalog, **{"tag.default-time-retained": "1 h"})
+    t.write_arrow(batch([1]))
+    t.create_tag("hour")                                          # the table default: 1 h
+    t.create_tag("brief", time_retained=1)                        # 1 ms
+    assert json.loads(open(t.tag_manager.path("hour")).read())["tagTimeRetained"] == 3600.0
+    time.sleep(0.01)
+    t.write_arrow(batch([2]))
+    assert t.tags() == ["hour"]
