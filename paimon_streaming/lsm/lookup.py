@@ -1,8 +1,7 @@
 """Lookup: at which row positions of older data files do a batch's keys occur?
 
-Data files never change, so each file's key index is built once and cached by file name in a
-byte-bounded LRU (evicted indexes are rebuilt from the file's key columns, which are stored
-first and read alone). Lookups cost O(batch · log file), not O(file):
+Data files never change, so each file's key index is built once and cached by file name.
+Lookups cost O(batch · log file), not O(file):
 
 * a single integer-like key (INT, BIGINT, DATE, ...): the file's keys are already sorted in
   Paimon's key order, so the index is the key column itself and `searchsorted` finds matches;
@@ -10,24 +9,59 @@ first and read alone). Lookups cost O(batch · log file), not O(file):
   Murmur3 seeds) sorted with its positions; hash matches are confirmed by comparing the
   BinaryRow bytes, so a collision can never mark a wrong row.
 
-Files whose [min key, max key] range cannot hold any batch key are skipped before any I/O.
+Files whose [min key, max key] range cannot hold any batch key are skipped before any I/O
+(by the caller). The cache (`KeyIndexCache`, one per process: `KEY_INDEXES`) has two tiers,
+so a lookup's cost tracks the batch rather than the table:
+
+* memory: a byte-bounded LRU of indexes;
+* local disk: an index evicted from memory is spilled as an Arrow IPC file and later
+  memory-mapped back instead of re-reading the data file (byte-bounded LRU too, files unused
+  for the retention time are dropped, the directory is removed at exit);
+* a bloom filter of every indexed file's keys stays in memory (~1.2 bytes a key, an LRU of
+  64 mb by default: ~50 million keys), also after its index left both tiers, so a probe it
+  rules out for all batch keys costs no disk read, no index load and no data file read
+  (`KeyIndexCache.positions`). A filter can rule out a whole batch only when batch size ×
+  false-positive rate is small (a 1 % filter skips a 10-key batch 90 % of the time, a
+  1,000-key batch almost never), so it is consulted only then: it pays off for the small
+  per-bucket batches of frequent streaming commits against many older files.
+
+Configuration (Paimon's option keys; the cache is process-wide, so they are read from the
+environment when the module is imported, as `PAIMON_` + the key upper-cased with `.` and `-`
+as `_`, e.g. PAIMON_LOOKUP_CACHE_MAX_MEMORY_SIZE="1 gb", or set with `KEY_INDEXES.configure`):
+
+* `lookup.cache-max-memory-size` (256 mb, as Paimon): memory tier bound;
+* `lookup.cache-max-disk-size` (unbounded, as Paimon): disk tier bound;
+* `lookup.cache-file-retention` (1 h, as Paimon): disk files unused that long are dropped;
+* `lookup.cache.bloom.filter.enabled` (true, as Paimon);
+* `lookup.cache.bloom.filter.fpp` (0.01 ≈ 10 bits a key; Paimon's default is 0.05, but here a
+  file is skipped only when *every* batch key misses, so the per-key rate compounds);
+* `lookup.cache.dir` (PAIMON_LOOKUP_CACHE_DIR; not a Paimon key): where the per-process
+  spill directory is created (default: tempfile.gettempdir()).
 """
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
+import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from threading import Lock
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..binary_row import encode_rows, hash_rows
+from ..errors import InvalidOptionError
+from ..options import parse_bool, parse_duration_ms, parse_memory_size
 from ..types import DataType
 
 _INT_ROOTS = {"TINYINT", "SMALLINT", "INT", "BIGINT", "DATE"}
 _SECOND_SEED = 0x2545F491
+_INDEX_OVERHEAD = 256  # bytes of Python objects per cached index, so even empty ones count
 
 
 def _is_int_key(types: Sequence[DataType]) -> bool:
@@ -40,6 +74,23 @@ def _hash64(encoded: pa.Array) -> np.ndarray:
     return ((h1 << 32) | h2).view(np.uint64)
 
 
+def _mix64(values: np.ndarray) -> np.ndarray:
+    """64-bit hashes of int64 keys (SplitMix64's finalizer), for the bloom filters."""
+    z = values.astype(np.int64).view(np.uint64)
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _int_column(keys: pa.Table) -> np.ndarray:
+    col = keys.column(0).combine_chunks()
+    if pa.types.is_date(col.type):
+        col = col.cast(pa.int32())
+    return col.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 @dataclass
 class BatchKeys:
     """A batch's (distinct) keys, prepared once for probing many files."""
@@ -47,15 +98,13 @@ class BatchKeys:
     ints: np.ndarray | None = None          # sorted int64 keys (integer-like single key)
     hashes: np.ndarray | None = None        # sorted uint64 hashes (other keys)
     encoded: pa.Array | None = None         # BinaryRows, in `hashes` order
+    _bloom_hashes: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def of(keys: pa.Table, types: Sequence[DataType]) -> "BatchKeys":
         types = tuple(types)
         if _is_int_key(types):
-            col = keys.column(0).combine_chunks()
-            if pa.types.is_date(col.type):
-                col = col.cast(pa.int32())
-            return BatchKeys(types, ints=_sorted_distinct(col.to_numpy(zero_copy_only=False).astype(np.int64)))
+            return BatchKeys(types, ints=_sorted_distinct(_int_column(keys)))
         encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], types)
         hashes = _hash64(encoded)
         order = np.argsort(hashes, kind="stable")
@@ -63,6 +112,13 @@ class BatchKeys:
 
     def __len__(self) -> int:
         return len(self.ints) if self.ints is not None else len(self.hashes)
+
+    @property
+    def bloom_hashes(self) -> np.ndarray:
+        """The keys' 64-bit hashes as the files' bloom filters hold them (computed once)."""
+        if self._bloom_hashes is None:
+            self._bloom_hashes = _mix64(self.ints) if self.ints is not None else self.hashes
+        return self._bloom_hashes
 
 
 def _sorted_distinct(values: np.ndarray) -> np.ndarray:
@@ -76,21 +132,51 @@ class KeyIndex:
     """The key index of one data file."""
 
     def __init__(self, keys: pa.Table, types: Sequence[DataType]):
-        self.num_rows = keys.num_rows
         if _is_int_key(types):
-            col = keys.column(0).combine_chunks()
-            if pa.types.is_date(col.type):
-                col = col.cast(pa.int32())
-            self.ints = col.to_numpy(zero_copy_only=False).astype(np.int64)
-            self.hashes = self.positions = self.encoded = None
-            self.nbytes = self.ints.nbytes
+            self._set(keys.num_rows, ints=_int_column(keys))
         else:
-            self.ints = None
-            self.encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], list(types))
-            hashes = _hash64(self.encoded)
-            self.positions = np.argsort(hashes, kind="stable")
-            self.hashes = hashes[self.positions]
-            self.nbytes = self.hashes.nbytes + self.positions.nbytes + self.encoded.nbytes
+            encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], list(types))
+            hashes = _hash64(encoded)
+            positions = np.argsort(hashes, kind="stable")
+            self._set(keys.num_rows, hashes=hashes[positions], positions=positions, encoded=encoded)
+
+    def _set(self, num_rows: int, ints: np.ndarray | None = None, hashes: np.ndarray | None = None,
+             positions: np.ndarray | None = None, encoded: pa.Array | None = None) -> None:
+        self.num_rows = num_rows
+        self.ints, self.hashes, self.positions, self.encoded = ints, hashes, positions, encoded
+        arrays = (ints,) if ints is not None else (hashes, positions, encoded)
+        self.nbytes = _INDEX_OVERHEAD + sum(a.nbytes for a in arrays)
+
+    @property
+    def bloom_hashes(self) -> np.ndarray:
+        """This file's keys as 64-bit hashes (what its bloom filter is built from)."""
+        return _mix64(self.ints) if self.ints is not None else self.hashes
+
+    # ---- spill format: one Arrow IPC file, uncompressed, so loading it is a memory map -----
+    def save(self, path: str) -> int:
+        """Write the index to `path`; returns the file's size."""
+        if self.ints is not None:
+            table = pa.table({"ints": self.ints})
+        else:
+            table = pa.table({"hashes": self.hashes, "positions": self.positions, "encoded": self.encoded})
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        return os.path.getsize(path)
+
+    @classmethod
+    def load(cls, path: str) -> "KeyIndex":
+        """An index saved by `save`, memory-mapped (its arrays are views of the file's pages;
+        the mapping outlives an unlink of the file)."""
+        with pa.memory_map(path) as source:
+            table = pa.ipc.open_file(source).read_all()
+        columns = {name: _single_chunk(table.column(name)) for name in table.column_names}
+        index = cls.__new__(cls)
+        if "ints" in columns:
+            index._set(table.num_rows, ints=columns["ints"].to_numpy())
+        else:
+            index._set(table.num_rows, hashes=columns["hashes"].to_numpy(),
+                       positions=columns["positions"].to_numpy(), encoded=columns["encoded"])
+        return index
 
     def positions_of(self, batch: BatchKeys) -> np.ndarray:
         """Sorted positions of this file's rows whose key is one of the batch's keys."""
@@ -114,6 +200,10 @@ class KeyIndex:
         return np.unique(candidates[same.to_numpy(zero_copy_only=False)])
 
 
+def _single_chunk(column: pa.ChunkedArray) -> pa.Array:
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Concatenation of arange(lo[i], hi[i]) for all i, without a Python loop."""
     counts = hi - lo
@@ -129,31 +219,361 @@ def _expand_runs(sorted_keys: np.ndarray, first: np.ndarray, keys: np.ndarray) -
     return _ranges(first, np.searchsorted(sorted_keys, keys, side="right"))
 
 
-class KeyIndexCache:
-    """Byte-bounded LRU of key indexes by data file name (names are unique and immutable)."""
+class BloomFilter:
+    """A bit array of `num_bits` bits (< 2^32) with `k` probes per key, derived from a 64-bit
+    hash by double hashing (low and high 32 bits). Never answers False for a key it holds."""
 
-    def __init__(self, max_bytes: int = 512 << 20):
+    def __init__(self, bits: np.ndarray, num_bits: int, k: int, count: int):
+        self.bits, self.num_bits, self.k, self.count = bits, num_bits, k, count
+
+    @staticmethod
+    def of(hashes: np.ndarray, fpp: float) -> "BloomFilter":
+        n = max(len(hashes), 1)
+        num_bits = min(max(64, int(np.ceil(-n * np.log(fpp) / np.log(2) ** 2))), 2 ** 32 - 1)
+        k = max(1, int(round(num_bits / n * np.log(2))))
+        bits = np.zeros(num_bits, dtype=bool)
+        for probe in _probes(hashes, num_bits, k):
+            bits[probe] = True
+        return BloomFilter(np.packbits(bits, bitorder="little"), num_bits, k, len(hashes))
+
+    @property
+    def nbytes(self) -> int:
+        return self.bits.nbytes
+
+    @property
+    def fpp(self) -> float:
+        """The expected false-positive rate, (1 - e^(-k·n/m))^k."""
+        return float((1 - np.exp(-self.k * self.count / self.num_bits)) ** self.k)
+
+    def may_contain(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash: False when the key is certainly absent."""
+        found = np.ones(len(hashes), dtype=bool)
+        for probe in _probes(hashes, self.num_bits, self.k):
+            found &= ((self.bits[probe >> np.uint64(3)] >> (probe & np.uint64(7)).astype(np.uint8)) & 1) == 1
+        return found
+
+
+def _probes(hashes: np.ndarray, num_bits: int, k: int):
+    """The k bit positions of each hash: g_i = (h1 + i·h2) mod 2^32, mapped onto [0, num_bits)
+    by a multiply-shift (no division), i = 0..k-1."""
+    hashes = hashes.view(np.uint64)
+    low = np.uint64(0xFFFFFFFF)
+    g, h2 = hashes & low, hashes >> np.uint64(32)
+    m, shift = np.uint64(num_bits), np.uint64(32)
+    for _ in range(k):
+        yield (g * m) >> shift
+        g = (g + h2) & low
+
+
+# ---- the cache -----------------------------------------------------------------------------------
+OPTION_KEYS = ("lookup.cache-max-memory-size", "lookup.cache-max-disk-size", "lookup.cache-file-retention",
+               "lookup.cache.bloom.filter.enabled", "lookup.cache.bloom.filter.fpp", "lookup.cache.dir")
+_UNBOUNDED = 2 ** 63 - 1
+# A filter rules out a batch with no key in the file with probability ~e^-(batch·fpp); beyond
+# this many expected false positives that is below e^-2 (14 %), and the check is not worth it.
+_BLOOM_PAYS_OFF = 2.0
+
+
+def env_options(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The cache options given as environment variables (PAIMON_LOOKUP_CACHE_MAX_MEMORY_SIZE...)."""
+    environ = os.environ if environ is None else environ
+    out = {}
+    for key in OPTION_KEYS:
+        name = "PAIMON_" + key.upper().replace(".", "_").replace("-", "_")
+        if environ.get(name, "").strip():
+            out[key] = environ[name]
+    return out
+
+
+@dataclass
+class CacheStats:
+    """What probes cost: served from memory, from disk, built from the data file, or ruled out
+    by a bloom filter without touching the index."""
+    memory_hits: int = 0
+    disk_hits: int = 0
+    builds: int = 0
+    bloom_skips: int = 0
+    spills: int = 0
+
+
+@dataclass
+class _DiskEntry:
+    path: str
+    size: int
+    used: float
+
+
+class KeyIndexCache:
+    """Key indexes by data file name (names are unique, files immutable): memory LRU, spilled
+    to a local-disk LRU on eviction, with an in-memory bloom filter per file (module docstring)."""
+
+    def __init__(self, max_bytes: int = 256 << 20, max_disk_bytes: int = _UNBOUNDED,
+                 retention_ms: int = 3600 * 1000, bloom: bool = True, bloom_fpp: float = 0.01,
+                 directory: str | None = None, bloom_max_bytes: int = 64 << 20):
         self.max_bytes = max_bytes
+        self.bloom_max_bytes = bloom_max_bytes
+        self.max_disk_bytes = max_disk_bytes
+        self.retention_ms = retention_ms
+        self.bloom_enabled = bloom
+        self.bloom_fpp = bloom_fpp
+        self.parent_dir = directory
+        self.stats = CacheStats()
         self._items: OrderedDict[str, KeyIndex] = OrderedDict()
         self._bytes = 0
+        self._disk: OrderedDict[str, _DiskEntry] = OrderedDict()
+        self._disk_bytes = 0
+        self._blooms: OrderedDict[str, BloomFilter] = OrderedDict()
+        self._bloom_bytes = 0
+        self._dir: str | None = None
+        self._pid = os.getpid()
         self._lock = Lock()
 
-    def get(self, name: str, load) -> KeyIndex:
+    @staticmethod
+    def from_options(options: Mapping[str, str]) -> "KeyIndexCache":
+        cache = KeyIndexCache()
+        cache.configure(options)
+        return cache
+
+    def configure(self, options: Mapping[str, str]) -> None:
+        """Apply the cache options present in `options` (Paimon keys, see the module docstring)."""
+        parsers: dict[str, tuple[str, Callable[[str], object]]] = {
+            "lookup.cache-max-memory-size": ("max_bytes", parse_memory_size),
+            "lookup.cache-max-disk-size": ("max_disk_bytes", parse_memory_size),
+            "lookup.cache-file-retention": ("retention_ms", parse_duration_ms),
+            "lookup.cache.bloom.filter.enabled": ("bloom_enabled", parse_bool),
+            "lookup.cache.bloom.filter.fpp": ("bloom_fpp", _parse_fpp),
+            "lookup.cache.dir": ("parent_dir", str),
+        }
+        values = {}
+        for key, (attr, parse) in parsers.items():
+            if key in options and options[key] is not None:
+                try:
+                    values[attr] = parse(str(options[key]))
+                except ValueError as exc:
+                    raise InvalidOptionError(f"lookup cache option '{key}': {exc}, got {options[key]!r}") from None
+        with self._lock:
+            for attr, value in values.items():
+                setattr(self, attr, value)
+            if not self.bloom_enabled:
+                self._blooms.clear()
+                self._bloom_bytes = 0
+            spill = self._evict_memory()
+            dropped = self._evict_disk(time.monotonic())
+        for path in dropped:
+            _unlink(path)
+        self._spill(spill)
+
+    # ---- probes ----------------------------------------------------------------------------
+    def get(self, name: str, load: Callable[[], KeyIndex]) -> KeyIndex:
+        """The index of data file `name`: from memory, else from disk, else `load()` (which
+        reads the data file's keys)."""
+        self._check_process()
         with self._lock:
             index = self._items.get(name)
             if index is not None:
                 self._items.move_to_end(name)
+                self.stats.memory_hits += 1
                 return index
-        index = load()
-        with self._lock:
-            if name not in self._items:
-                self._items[name] = index
-                self._bytes += index.nbytes
-                while self._bytes > self.max_bytes and len(self._items) > 1:
-                    _, old = self._items.popitem(last=False)
-                    self._bytes -= old.nbytes
+            now = time.monotonic()
+            expired = self._evict_disk(now)  # an expired file is rebuilt from the data file, as Paimon
+            entry = self._disk.get(name)
+            if entry is not None:
+                self._disk.move_to_end(name)
+                entry.used = now
+        for path in expired:
+            _unlink(path)
+        index = None
+        if entry is not None:
+            try:
+                index = KeyIndex.load(entry.path)
+                self.stats.disk_hits += 1
+            except (OSError, pa.ArrowInvalid):  # removed or damaged underneath: rebuild it
+                self._forget_disk(name, entry)
+        if index is None:
+            index = load()
+            self.stats.builds += 1
+        self._add(name, index)
         return index
+
+    def positions(self, name: str, load: Callable[[], KeyIndex], batch: BatchKeys) -> np.ndarray:
+        """`get(name, load).positions_of(batch)`, but when the index is not in memory and the
+        file's bloom filter rules out every batch key, nothing is read or loaded and no position
+        is returned (an index in memory answers as fast as the bloom filter would)."""
+        with self._lock:
+            index = self._items.get(name)
+            if index is not None:
+                self._items.move_to_end(name)
+                self.stats.memory_hits += 1
+            bloom = self._blooms.get(name) if self.bloom_enabled and index is None else None
+            if bloom is not None:
+                self._blooms.move_to_end(name)
+        if index is not None:
+            return index.positions_of(batch)
+        if bloom is not None and len(batch) * bloom.fpp <= _BLOOM_PAYS_OFF \
+                and not bloom.may_contain(batch.bloom_hashes).any():
+                self.stats.bloom_skips += 1
+                return np.empty(0, np.int64)
+        return self.get(name, load).positions_of(batch)
+
+    # ---- tiers -----------------------------------------------------------------------------
+    def _add(self, name: str, index: KeyIndex) -> None:
+        bloom = None
+        if self.bloom_enabled and name not in self._blooms:
+            bloom = BloomFilter.of(index.bloom_hashes, self.bloom_fpp)
+        with self._lock:
+            if bloom is not None and name not in self._blooms:
+                self._blooms[name] = bloom
+                self._bloom_bytes += bloom.nbytes
+                while self._bloom_bytes > self.bloom_max_bytes and len(self._blooms) > 1:
+                    self._bloom_bytes -= self._blooms.popitem(last=False)[1].nbytes
+            if name in self._items:
+                return
+            self._items[name] = index
+            self._bytes += index.nbytes
+            spill = self._evict_memory()
+        self._spill(spill)
+
+    def _evict_memory(self) -> list[tuple[str, KeyIndex]]:
+        """Under the lock: drop LRU indexes beyond the memory bound; those not yet on disk are
+        returned to be spilled (outside the lock)."""
+        out = []
+        while self._bytes > self.max_bytes and len(self._items) > 1:
+            name, old = self._items.popitem(last=False)
+            self._bytes -= old.nbytes
+            if name not in self._disk:
+                out.append((name, old))
+        return out
+
+    def _spill(self, evicted: list[tuple[str, KeyIndex]]) -> None:
+        if self.max_disk_bytes <= 0:
+            return
+        for name, index in evicted:
+            directory = self._directory()
+            path = os.path.join(directory, f"{os.urandom(8).hex()}.arrow")
+            try:
+                size = index.save(path)
+            except OSError:
+                _unlink(path)
+                continue  # a full or unwritable disk costs a rebuild later, never a failed write
+            now = time.monotonic()
+            with self._lock:
+                if size > self.max_disk_bytes or name in self._disk or name in self._items:
+                    drop = [path]
+                else:
+                    self._disk[name] = _DiskEntry(path, size, now)
+                    self._disk_bytes += size
+                    self.stats.spills += 1
+                    drop = self._evict_disk(now)
+            for p in drop:
+                _unlink(p)
+
+    def _evict_disk(self, now: float) -> list[str]:
+        """Under the lock: forget disk files beyond the bound or unused for the retention time;
+        returns their paths, to be removed outside the lock."""
+        out = []
+        horizon = now - self.retention_ms / 1000
+        while self._disk:
+            name, entry = next(iter(self._disk.items()))
+            if self._disk_bytes <= self.max_disk_bytes and entry.used >= horizon:
+                break
+            del self._disk[name]
+            self._disk_bytes -= entry.size
+            out.append(entry.path)
+        return out
+
+    def _forget_disk(self, name: str, entry: _DiskEntry) -> None:
+        with self._lock:
+            if self._disk.get(name) is entry:
+                del self._disk[name]
+                self._disk_bytes -= entry.size
+        _unlink(entry.path)
+
+    def _directory(self) -> str:
+        with self._lock:
+            if self._dir is None:
+                parent = self.parent_dir or tempfile.gettempdir()
+                os.makedirs(parent, exist_ok=True)
+                _remove_dead_process_dirs(parent)
+                self._dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-", dir=parent)
+                atexit.register(_remove_dir, self._dir, os.getpid())
+            return self._dir
+
+    def _check_process(self) -> None:
+        """A forked child (e.g. a Spark Python worker) must not use or delete its parent's files."""
+        if os.getpid() != self._pid:
+            with self._lock:
+                if os.getpid() != self._pid:
+                    self._pid = os.getpid()
+                    self._disk.clear()
+                    self._disk_bytes = 0
+                    self._dir = None
+
+    @property
+    def disk_bytes(self) -> int:
+        return self._disk_bytes
+
+    @property
+    def directory(self) -> str | None:
+        return self._dir
+
+    def clear(self) -> None:
+        """Forget everything and remove the spill directory."""
+        with self._lock:
+            self._items.clear()
+            self._disk.clear()
+            self._blooms.clear()
+            self._bytes = self._disk_bytes = self._bloom_bytes = 0
+            directory, self._dir = self._dir, None
+        if directory is not None:
+            _remove_dir(directory, os.getpid())
+
+
+_DIR_PREFIX = "paimon-key-index-"
+
+
+def _parse_fpp(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise ValueError("expected a probability between 0 and 1")
+    return value
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _remove_dir(directory: str, owner_pid: int) -> None:
+    if os.getpid() == owner_pid:  # atexit handlers are inherited by forked children
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _remove_dead_process_dirs(parent: str) -> None:
+    """Spill directories of processes that ended without running their exit handlers (Spark
+    kills idle Python workers)."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(_DIR_PREFIX):
+            continue
+        pid = name[len(_DIR_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # One cache per process: on Spark executors it lives as long as the Python worker is reused.
-KEY_INDEXES = KeyIndexCache()
+KEY_INDEXES = KeyIndexCache.from_options(env_options())

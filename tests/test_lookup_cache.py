@@ -1,0 +1,221 @@
+"""The key index cache: indexes evicted from memory are spilled to local disk and memory-mapped
+back with identical answers; bloom filters never rule out a key a file holds and let probes
+skip files without loading them; the disk bound, the retention and the cleanup hold."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.lsm.lookup import (BatchKeys, BloomFilter, KeyIndex, KeyIndexCache, _mix64,
+                                         env_options)
+from paimon_streaming.types import from_arrow
+
+INT = [from_arrow(pa.int64(), False)]
+COMPOSITE = [from_arrow(pa.string(), False), from_arrow(pa.int32(), False)]
+
+
+def int_keys(values) -> pa.Table:
+    return pa.table({"k": pa.array(sorted(values), pa.int64())})
+
+
+def composite_keys(pairs) -> pa.Table:
+    return pa.table({"s": pa.array([p[0] for p in pairs], pa.string()),
+                     "i": pa.array([p[1] for p in pairs], pa.int32())})
+
+
+def brute_force(file_keys: pa.Table, batch_keys: pa.Table) -> np.ndarray:
+    wanted = set(map(tuple, zip(*[c.to_pylist() for c in batch_keys.columns])))
+    rows = list(zip(*[c.to_pylist() for c in file_keys.columns]))
+    return np.array([i for i, r in enumerate(rows) if r in wanted], np.int64)
+
+
+def tiny_cache(tmp_path, **kw) -> KeyIndexCache:
+    """A cache whose memory tier holds one index, so every other index is spilled."""
+    return KeyIndexCache(max_bytes=kw.pop("max_bytes", 1), directory=str(tmp_path / "spill"), **kw)
+
+
+def spilled_answers(cache: KeyIndexCache, files: dict[str, pa.Table], types, batch: BatchKeys) -> dict:
+    """Index every file through `cache` (spilling all but the last), then probe each again."""
+    for name, keys in files.items():
+        cache.get(name, lambda keys=keys: KeyIndex(keys, types))
+    builds = cache.stats.builds
+
+    def fail():
+        raise AssertionError("an index on disk was rebuilt from the data file")
+    answers = {name: cache.get(name, fail).positions_of(batch) for name in files}
+    assert cache.stats.builds == builds
+    return answers
+
+
+int_lists = st.lists(st.integers(-2 ** 63, 2 ** 63 - 1), max_size=60)
+pairs = st.tuples(st.text(max_size=6), st.integers(-2 ** 31, 2 ** 31 - 1))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.lists(int_lists, min_size=2, max_size=4), batch=int_lists)
+def test_spilled_int_indexes_answer_as_fresh_ones(tmp_path, files, batch):
+    cache = tiny_cache(tmp_path)
+    tables = {f"f{i}": int_keys(v) for i, v in enumerate(files)}
+    probe = BatchKeys.of(int_keys(batch), INT)
+    answers = spilled_answers(cache, tables, INT, probe)
+    assert cache.stats.disk_hits >= len(tables) - 1
+    for name, keys in tables.items():
+        fresh = KeyIndex(keys, INT).positions_of(probe)
+        assert np.array_equal(answers[name], fresh)
+        assert np.array_equal(fresh, brute_force(keys, int_keys(batch)))
+        assert np.array_equal(cache.positions(name, None, probe), fresh)   # bloom-first probe
+    cache.clear()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.lists(st.lists(pairs, max_size=40, unique=True), min_size=2, max_size=4),
+       batch=st.lists(pairs, max_size=30), reuse=st.integers(0, 10))
+def test_spilled_composite_indexes_answer_as_fresh_ones(tmp_path, files, batch, reuse):
+    batch = batch + [p for f in files for p in f[:reuse]]     # some keys the files hold
+    cache = tiny_cache(tmp_path)
+    tables = {f"f{i}": composite_keys(sorted(v)) for i, v in enumerate(files)}
+    probe = BatchKeys.of(composite_keys(batch), COMPOSITE)
+    answers = spilled_answers(cache, tables, COMPOSITE, probe)
+    for name, keys in tables.items():
+        fresh = KeyIndex(keys, COMPOSITE).positions_of(probe)
+        assert np.array_equal(answers[name], fresh)
+        assert np.array_equal(fresh, brute_force(keys, composite_keys(batch)))
+        assert np.array_equal(cache.positions(name, None, probe), fresh)
+    cache.clear()
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(st.integers(-2 ** 63, 2 ** 63 - 1), max_size=300),
+       fpp=st.sampled_from([0.3, 0.05, 0.01]))
+def test_bloom_filter_has_no_false_negatives(keys, fpp):
+    hashes = _mix64(np.array(keys, np.int64))
+    bloom = BloomFilter.of(hashes, fpp)
+    assert bloom.may_contain(hashes).all()
+
+
+def test_bloom_filter_false_positive_rate_at_ten_bits_a_key():
+    rng = np.random.default_rng(7)
+    values = rng.choice(2 ** 40, size=200_000, replace=False).astype(np.int64)
+    held, other = values[:100_000], values[100_000:]
+    bloom = BloomFilter.of(_mix64(held), 0.01)
+    assert 9.5 <= bloom.num_bits / len(held) <= 10 and bloom.k == 7
+    rate = bloom.may_contain(_mix64(other)).mean()
+    assert rate < 0.015                                       # theory: 0.82 % at 9.6 bits, k = 7
+    composite = BatchKeys.of(composite_keys([(f"k{i}", i) for i in range(20_000)]), COMPOSITE)
+    half = len(composite.hashes) // 2
+    bloom = BloomFilter.of(composite.hashes[:half], 0.01)
+    assert bloom.may_contain(composite.hashes[:half]).all()
+    assert bloom.may_contain(composite.hashes[half:]).mean() < 0.02
+
+
+def test_bloom_rules_out_a_file_without_loading_it(tmp_path):
+    cache = tiny_cache(tmp_path)
+    builds = []
+
+    def load(values):
+        def build():
+            builds.append(1)
+            return KeyIndex(int_keys(values), INT)
+        return build
+    cache.get("a", load(range(0, 1000, 2)))                    # even keys
+    cache.get("b", load(range(1, 1000, 2)))                    # odd keys; "a" is spilled
+    odd = BatchKeys.of(int_keys([3, 5, 7]), INT)
+
+    def no_load():
+        raise AssertionError("loaded an index its bloom filter rules out")
+    disk_hits = cache.stats.disk_hits
+    assert len(cache.positions("a", no_load, odd)) == 0
+    assert cache.stats.bloom_skips == 1 and cache.stats.disk_hits == disk_hits
+    assert list(cache.positions("b", no_load, odd)) == [1, 2, 3]
+    assert list(cache.positions("a", no_load, BatchKeys.of(int_keys([4, 5]), INT))) == [2]   # from disk
+    assert cache.stats.disk_hits == disk_hits + 1 and len(builds) == 2
+    cache.get("b", load(range(1, 1000, 2)))                    # "a" leaves memory again ...
+    cache.configure({"lookup.cache-max-disk-size": "0 b"})     # ... and the disk: its bloom stays
+    assert "a" not in cache._items and cache.disk_bytes == 0
+    assert len(cache.positions("a", no_load, odd)) == 0 and cache.stats.bloom_skips == 2
+    off = tiny_cache(tmp_path, bloom=False)
+    off.get("a", load(range(0, 1000, 2)))
+    assert len(off.positions("a", no_load, odd)) == 0 and off.stats.bloom_skips == 0
+    cache.clear()
+    off.clear()
+
+
+def test_disk_bound_and_retention(tmp_path):
+    one = KeyIndex(int_keys(range(1000)), INT)
+    size = one.save(str(tmp_path / "probe.arrow"))
+    cache = tiny_cache(tmp_path, max_disk_bytes=3 * size + size // 2)
+    for i in range(8):
+        cache.get(f"f{i}", lambda: KeyIndex(int_keys(range(1000)), INT))
+    files = os.listdir(cache.directory)
+    assert len(files) == 3 and cache.disk_bytes == 3 * size <= cache.max_disk_bytes
+    assert sum(os.path.getsize(os.path.join(cache.directory, f)) for f in files) == cache.disk_bytes
+    builds = cache.stats.builds
+    cache.get("f4", lambda: one)                               # the newest spilled ones are on disk
+    assert cache.stats.builds == builds and cache.stats.disk_hits == 1
+    cache.get("f0", lambda: one)                               # the oldest was dropped: rebuilt
+    assert cache.stats.builds == builds + 1
+    cache.configure({"lookup.cache-file-retention": "1 ms"})
+    time.sleep(0.01)
+    cache.get("f5", lambda: one)                               # expired: rebuilt, files removed
+    assert cache.stats.builds == builds + 2
+    assert len(os.listdir(cache.directory)) <= 1
+    cache.configure({"lookup.cache-max-disk-size": "0 b"})
+    assert cache.disk_bytes == 0 and os.listdir(cache.directory) == []
+    directory = cache.directory
+    cache.clear()
+    assert not os.path.exists(directory)
+
+
+def test_memory_bound_holds(tmp_path):
+    size = KeyIndex(int_keys(range(1000)), INT).nbytes
+    assert 8000 < size < 9000
+    cache = tiny_cache(tmp_path, max_bytes=3 * size + 100)
+    for i in range(10):
+        cache.get(f"f{i}", lambda: KeyIndex(int_keys(range(1000)), INT))
+    assert len(cache._items) == 3 and cache.stats.spills == 7
+    cache.clear()
+
+
+def test_spill_directory_is_removed_at_exit(tmp_path):
+    parent = tmp_path / "parent"
+    code = (
+        "import pyarrow as pa\n"
+        "from paimon_streaming.lsm.lookup import KEY_INDEXES, KeyIndex\n"
+        "from paimon_streaming.types import from_arrow\n"
+        "t = [from_arrow(pa.int64(), False)]\n"
+        "for i in range(3):\n"
+        "    KEY_INDEXES.get(f'f{i}', lambda: KeyIndex(pa.table({'k': pa.array(range(100), pa.int64())}), t))\n"
+        "print(KEY_INDEXES.directory, len(__import__('os').listdir(KEY_INDEXES.directory)))\n")
+    env = {**os.environ, "PAIMON_LOOKUP_CACHE_MAX_MEMORY_SIZE": "1 b", "PAIMON_LOOKUP_CACHE_DIR": str(parent)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    directory, count = out.stdout.split()
+    assert directory.startswith(str(parent)) and int(count) == 2   # spilled while the process ran
+    assert not os.path.exists(directory) and os.listdir(parent) == []
+    # a process killed before its exit handlers ran leaves a directory: the next one removes it
+    stale = parent / "paimon-key-index-999999999-x"
+    stale.mkdir()
+    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert not stale.exists()
+
+
+def test_options_from_environment_and_validation():
+    env = {"PAIMON_LOOKUP_CACHE_MAX_MEMORY_SIZE": "1 gb", "PAIMON_LOOKUP_CACHE_MAX_DISK_SIZE": "2 gb",
+           "PAIMON_LOOKUP_CACHE_FILE_RETENTION": "10 min", "PAIMON_LOOKUP_CACHE_BLOOM_FILTER_ENABLED": "false",
+           "PAIMON_LOOKUP_CACHE_BLOOM_FILTER_FPP": "0.05", "UNRELATED": "x"}
+    cache = KeyIndexCache.from_options(env_options(env))
+    assert (cache.max_bytes, cache.max_disk_bytes, cache.retention_ms, cache.bloom_enabled, cache.bloom_fpp) == \
+        (1 << 30, 2 << 30, 600_000, False, 0.05)
+    defaults = KeyIndexCache()
+    assert (defaults.max_bytes, defaults.retention_ms, defaults.bloom_enabled) == (256 << 20, 3_600_000, True)
+    for key, bad in (("lookup.cache.bloom.filter.fpp", "1.5"), ("lookup.cache-max-memory-size", "lots")):
+        with pytest.raises(InvalidOptionError, match=key):
+            KeyIndexCache().configure({key: bad})
