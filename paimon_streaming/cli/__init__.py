@@ -16,6 +16,7 @@ from ..errors import PaimonError
 # Modules that add sub-commands, in the order `--help` lists them.
 COMMAND_MODULES = (
     "paimon_streaming.cli.demo_command",
+    "paimon_streaming.cli.ingest_command",
     "paimon_streaming.cli.table_commands",
     "paimon_streaming.cli.check_command",
     "paimon_streaming.cli.lifecycle_commands",

@@ -1,0 +1,88 @@
+"""`paimon-streaming ingest`: a Kafka topic into a Paimon table, as one streaming Spark job.
+
+The command imports pyspark and the sink only inside its handler: the core package never
+imports pyspark (`pip install ".[spark,kafka]"` provides what the handler needs).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
+    return key, value
+
+
+def spark_session(master: str, confs: list[tuple[str, str]], app: str):
+    """A Spark session whose Python workers run this interpreter (it has paimon-streaming)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    builder = SparkSession.builder.master(master).appName(app).config("spark.ui.showConsoleProgress", "false")
+    for key, value in confs:
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from ..sinks.ingest import IngestConfig, run_ingest
+    topics = tuple(t.strip() for arg in args.topic for t in arg.split(",") if t.strip())
+    if bool(topics) == bool(args.topic_pattern):
+        raise ValueError("give --topic T (repeatable, or comma-separated) or --topic-pattern REGEX")
+    cfg = IngestConfig(
+        bootstrap_servers=args.bootstrap_servers, warehouse=args.warehouse, table=args.table, topics=topics,
+        topic_pattern=args.topic_pattern, format=args.format, avro_schema=args.avro_schema, schema=args.schema,
+        primary_keys=tuple(args.primary_key), partition_keys=tuple(args.partition_key), bucket=args.bucket,
+        table_options=dict(args.option), key_format=args.key_format, checkpoint=args.checkpoint,
+        trigger=args.trigger, starting_offsets=args.starting_offsets,
+        max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source,
+        kafka_options=dict(args.kafka_option))
+    spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table}")
+    try:
+        return run_ingest(spark, cfg)
+    finally:
+        spark.stop()
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ingest", help="stream a Kafka topic into a Paimon table (exactly-once, resumable)",
+                       description="Stream Kafka records into a Paimon table with Spark Structured Streaming. "
+                       "Creates the table when missing; a record with a null value (tombstone) deletes its key. "
+                       "Ctrl-C stops; rerunning the same command resumes from the checkpoint.")
+    p.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="Kafka brokers")
+    p.add_argument("--topic", action="append", default=[], help="topic(s) to read (repeatable or comma-separated)")
+    p.add_argument("--topic-pattern", help="regex of topics to read instead of --topic")
+    p.add_argument("--warehouse", required=True, help="Paimon warehouse (directory or URI)")
+    p.add_argument("--table", required=True, metavar="DB.TABLE", help="target table")
+    p.add_argument("--format", choices=("json", "avro", "csv"), default="json", help="record value format")
+    p.add_argument("--avro-schema", metavar="FILE", help="Avro writer schema (.avsc) for --format avro")
+    p.add_argument("--schema", metavar="DDL", help="columns of a new table, e.g. 'id BIGINT, name STRING' "
+                   "(default: from the Avro schema, or inferred from a sample of JSON records)")
+    p.add_argument("--primary-key", action="append", default=[], metavar="COL", help="primary key column(s)")
+    p.add_argument("--partition-key", action="append", default=[], metavar="COL", help="partition column(s)")
+    p.add_argument("--bucket", type=int, help="number of buckets of a new table (Paimon's default: -1, dynamic)")
+    p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                   help="Paimon table option for a new table, e.g. deletion-vectors.enabled=true")
+    p.add_argument("--key-format", choices=("string", "json"),
+                   help="Kafka key of tombstones: the key column's text (default for one key column) or a JSON object")
+    p.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint (default <warehouse>/.checkpoints/ingest-<table>)")
+    p.add_argument("--trigger", default="10s", help="micro-batch interval (10s, 500ms, 1m) or available-now "
+                   "(ingest what is there, then stop)")
+    p.add_argument("--starting-offsets", default="earliest", help="earliest, latest or Spark's JSON offsets "
+                   "(a new checkpoint only)")
+    p.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="bound each micro-batch")
+    p.add_argument("--source", choices=("auto", "kafka", "kafka-python"), default="auto",
+                   help="Spark's Kafka connector (kafka) or the pip-only kafka-python source; auto: the "
+                   "connector when it is on the classpath")
+    p.add_argument("--kafka-option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                   help="Kafka consumer option, e.g. security.protocol=SSL")
+    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.add_argument("--conf", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                   help="Spark configuration, e.g. spark.driver.extraClassPath=...")
+    p.set_defaults(func=cmd_ingest)

@@ -1,0 +1,230 @@
+"""Kafka record values -> Arrow rows of a table's schema (JSON, CSV, Avro), with deletes.
+
+Used by `paimon-streaming ingest` on the executors (inside `mapInArrow`), on whole Arrow
+batches of Kafka records:
+
+- json: one JSON object per record value; the values are joined into one newline-delimited
+  buffer and parsed by `pyarrow.json` with the table's schema (fields not in the table are
+  ignored, missing ones are null);
+- csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
+- avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
+  fastavro record by record (Avro has no columnar decoder in Python).
+
+A record with a null value (a Kafka tombstone) deletes its key: its Kafka key gives the
+primary-key columns (`key_format` "string": the key's text is the one key column's value;
+"json": a JSON object holding the key columns) and the row is emitted with row kind -D;
+every other record is an upsert (+I). Rows keep the records' order, so the last version of
+a key in a micro-batch wins. A record that cannot be decoded raises `DecodeError` naming its
+topic, partition and offset.
+"""
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+
+from paimon_streaming.errors import PaimonError
+
+FORMATS = ("json", "avro", "csv")
+KIND_COLUMN = "_kind"
+
+
+class DecodeError(PaimonError):
+    """A Kafka record that does not decode into the table's schema."""
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """How to turn Kafka records into rows of `schema` (a picklable description)."""
+
+    format: str
+    schema: pa.Schema
+    primary_keys: tuple[str, ...] = ()
+    key_format: str = "string"
+    avro_schema: str | None = None  # JSON text of the writer schema
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise DecodeError(f"unknown format '{self.format}'; use one of {', '.join(FORMATS)}")
+        if self.format == "avro" and not self.avro_schema:
+            raise DecodeError("format avro needs the writer schema (--avro-schema FILE)")
+        if self.key_format not in ("string", "json"):
+            raise DecodeError(f"unknown key format '{self.key_format}'; use string or json")
+        if self.key_format == "string" and len(self.primary_keys) > 1:
+            raise DecodeError(f"a composite primary key {list(self.primary_keys)} needs JSON keys (key format json)")
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        """The table's columns (nullable: the sink checks keys), plus the row kind column when
+        deletes are possible."""
+        fields = [f.with_nullable(True) for f in self.schema]
+        if self.primary_keys:
+            fields.append(pa.field(KIND_COLUMN, pa.string()))
+        return pa.schema(fields)
+
+    def decode(self, records: pa.RecordBatch) -> pa.RecordBatch:
+        """Kafka records (columns key, value, topic, partition, offset) -> table rows in order."""
+        values = records.column("value")
+        live = pc.is_valid(values)
+        rows = self._values(pc.filter(values, live), pc.filter(records, live))
+        if not self.primary_keys:  # append table: a tombstone deletes nothing
+            return _as_batch(rows, self.output_schema)
+        kinds = pa.array(np.full(rows.num_rows, "+I", dtype=object), pa.string())
+        rows = rows.cast(self.output_schema.remove(len(self.schema))).append_column(KIND_COLUMN, kinds)
+        dead = pc.invert(live)
+        if pc.any(dead).as_py():
+            deletes = self._keys(pc.filter(records, dead))
+            live_idx = np.flatnonzero(live.to_numpy(zero_copy_only=False))
+            dead_idx = np.flatnonzero(dead.to_numpy(zero_copy_only=False))
+            order = np.argsort(np.concatenate([live_idx, dead_idx]), kind="stable")
+            rows = pa.concat_tables([rows, deletes]).take(pa.array(order))
+        return _as_batch(rows, self.output_schema)
+
+    # ---- values ------------------------------------------------------------------------
+    def _values(self, values: pa.Array, records: pa.RecordBatch) -> pa.Table:
+        if len(values) == 0:
+            return self.schema.empty_table()
+        if self.format == "json":
+            return _parse_lines(values, records, self._json, self._json_one, "JSON")
+        if self.format == "csv":
+            return _parse_lines(values, records, self._csv, self._csv, "CSV")
+        return self._avro(values, records)
+
+    def _json(self, buffer: bytes) -> pa.Table:
+        return pajson.read_json(io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+                                parse_options=pajson.ParseOptions(explicit_schema=self.schema,
+                                                                  unexpected_field_behavior="ignore"))
+
+    def _json_one(self, buffer: bytes) -> pa.Table:
+        if not isinstance(json.loads(buffer), dict):
+            raise ValueError("not a JSON object")
+        return self._json(buffer)
+
+    def _csv(self, buffer: bytes) -> pa.Table:
+        return pacsv.read_csv(io.BytesIO(buffer),
+                              read_options=pacsv.ReadOptions(column_names=self.schema.names,
+                                                             block_size=max(len(buffer), 1 << 20)),
+                              convert_options=pacsv.ConvertOptions(column_types=self.schema,
+                                                                   strings_can_be_null=True))
+
+    def _avro(self, values: pa.Array, records: pa.RecordBatch) -> pa.Table:
+        import fastavro
+        parsed = fastavro.parse_schema(json.loads(self.avro_schema))
+        out: list[dict[str, Any]] = []
+        for i, raw in enumerate(values.to_pylist()):
+            try:
+                out.append(fastavro.schemaless_reader(io.BytesIO(raw), parsed))
+            except Exception as exc:
+                raise DecodeError(f"record {_where(records, i)} is not Avro of the given schema: "
+                                  f"{exc.__class__.__name__}: {exc}") from exc
+        try:
+            return pa.Table.from_pylist(out, self.schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise DecodeError(f"Avro records from {_where(records, 0)} on do not fit the table's schema: {exc}") from exc
+
+    # ---- keys of tombstones ------------------------------------------------------------
+    def _keys(self, records: pa.RecordBatch) -> pa.Table:
+        keys = records.column("key")
+        if keys.null_count:
+            i = int(np.flatnonzero(keys.is_null().to_numpy(zero_copy_only=False))[0])
+            raise DecodeError(f"record {_where(records, i)} has neither a key nor a value: a tombstone needs "
+                              f"the key {list(self.primary_keys)} to delete")
+        key_schema = pa.schema([self.schema.field(k) for k in self.primary_keys])
+        if self.key_format == "string":
+            field = key_schema.field(0)
+            try:
+                cols = {field.name: pc.cast(keys.cast(pa.string()), field.type)}
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise DecodeError(f"tombstone keys from {_where(records, 0)} on are not {field.type} values of "
+                                  f"primary key '{field.name}': {exc}") from exc
+            table = pa.table(cols)
+        else:
+            table = _parse_lines(keys, records, lambda b: _read_json(b, key_schema),
+                                 lambda b: _read_json(b, key_schema), "JSON key")
+        n = table.num_rows
+        columns = [table.column(f.name) if f.name in key_schema.names else pa.nulls(n, f.type)
+                   for f in self.schema]
+        columns.append(pa.array(np.full(n, "-D", dtype=object), pa.string()))
+        return pa.Table.from_arrays(columns, schema=self.output_schema)
+
+
+def _read_json(buffer: bytes, schema: pa.Schema) -> pa.Table:
+    return pajson.read_json(io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+                            parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
+
+
+def _where(records: pa.RecordBatch, i: int) -> str:
+    return (f"topic={records.column('topic')[i].as_py()} partition={records.column('partition')[i].as_py()} "
+            f"offset={records.column('offset')[i].as_py()}")
+
+
+def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one, what: str) -> pa.Table:
+    """Parse all values as one newline-delimited buffer; on failure find the culprit record."""
+    values = values.cast(pa.binary())
+    flat = pc.replace_substring_regex(values, r"[\r\n]+", " ") if what != "CSV" else values
+    buffer = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(flat)], pa.int32()), flat), b"\n")[0].as_py()
+    try:
+        table = parse_all(buffer + b"\n")
+        if table.num_rows == len(values):
+            return table
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
+        pass
+    for i, raw in enumerate(flat.to_pylist()):  # error path only: name the record
+        try:
+            if parse_one(raw + b"\n").num_rows != 1:
+                raise ValueError("not exactly one row")
+        except Exception as exc:
+            raise DecodeError(f"record {_where(records, i)} is not valid {what} for the table's schema: "
+                              f"{exc.__class__.__name__}: {str(exc).strip()[:300]}; value={raw[:200]!r}") from exc
+    raise DecodeError(f"records from {_where(records, 0)} on do not parse as {what} one row per record")
+
+
+def _as_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
+    table = table.cast(schema) if table.schema != schema else table
+    return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([], schema)
+
+
+def infer_json_schema(values: list[bytes]) -> pa.Schema:
+    """The schema pyarrow infers from sample JSON values (for a table that does not exist yet)."""
+    if not values:
+        raise DecodeError("cannot infer a schema: the topic has no records yet; pass --schema")
+    lines = b"\n".join(v.replace(b"\n", b" ") for v in values) + b"\n"
+    return pajson.read_json(io.BytesIO(lines)).schema
+
+
+def avro_to_arrow_schema(avro_schema: dict) -> pa.Schema:
+    """An Avro record schema's fields as Arrow (primitive types, nullable unions, logical types)."""
+    if avro_schema.get("type") != "record":
+        raise DecodeError("the Avro schema must be a record")
+    return pa.schema([_avro_field(f["name"], f["type"]) for f in avro_schema["fields"]])
+
+
+_AVRO_PRIMITIVES = {"boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
+                    "double": pa.float64(), "string": pa.string(), "bytes": pa.binary()}
+_AVRO_LOGICAL = {"date": pa.date32(), "timestamp-millis": pa.timestamp("ms", tz="UTC"),
+                 "timestamp-micros": pa.timestamp("us", tz="UTC")}
+
+
+def _avro_field(name: str, t: Any) -> pa.Field:
+    nullable = False
+    if isinstance(t, list):
+        branches = [b for b in t if b != "null"]
+        if len(branches) != 1:
+            raise DecodeError(f"Avro field '{name}': only unions of null and one type are supported")
+        nullable, t = len(branches) < len(t), branches[0]
+    if isinstance(t, dict):
+        if t.get("logicalType") in _AVRO_LOGICAL:
+            return pa.field(name, _AVRO_LOGICAL[t["logicalType"]], nullable)
+        if t.get("logicalType") == "decimal":
+            return pa.field(name, pa.decimal128(t["precision"], t.get("scale", 0)), nullable)
+        t = t.get("type")
+    if t not in _AVRO_PRIMITIVES:
+        raise DecodeError(f"Avro field '{name}': type {t!r} is not supported")
+    return pa.field(name, _AVRO_PRIMITIVES[t], nullable)

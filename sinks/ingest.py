@@ -1,0 +1,292 @@
+"""Kafka -> Paimon ingestion: the pipeline behind `paimon-streaming ingest`.
+
+    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
+    run_ingest(spark, IngestConfig(bootstrap_servers="broker:9092", topics=("orders",),
+                                   warehouse="/wh", table="shop.orders", primary_keys=("id",)))
+
+One streaming query: the Kafka source (Spark's `format("kafka")` when its connector is on
+the classpath, else the pip-only `format("kafka-python")`; `source` chooses) -> decoding of
+the record values on the executors (`decoders.py`: JSON, CSV, Avro; tombstones delete their
+key) -> `foreachBatch(paimon_sink(...))`. The table is created when missing: columns from
+`schema` (a Spark DDL string), from the Avro schema, or inferred from a sample of the
+topic's JSON records. Kafka offsets live in the query's checkpoint and every batch is
+committed with commitUser = query id and commitIdentifier = batch id, so a run killed at any
+moment and restarted from the same checkpoint applies every record exactly once.
+
+While it runs, one line per micro-batch: rows, rows/s, consumer lag (records in Kafka not
+yet ingested) and the table's last snapshot. Ctrl-C (or SIGTERM) stops the query between
+batches' commits cleanly; the next run resumes from the checkpoint.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pyarrow as pa
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+
+import paimon_streaming as ps
+from paimon_streaming.catalog import Catalog
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.table import Table
+
+from .decoders import KIND_COLUMN, Decoder, avro_to_arrow_schema, infer_json_schema
+from .foreach_batch import paimon_sink
+from .spark_write import arrow_schema_of
+
+SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+_SAMPLE_RECORDS = 1000
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """What `paimon-streaming ingest` was asked to do (see the CLI's --help)."""
+
+    bootstrap_servers: str
+    warehouse: str
+    table: str
+    topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
+    format: str = "json"
+    avro_schema: str | None = None  # path of an .avsc file
+    schema: str | None = None  # Spark DDL, e.g. "id BIGINT, name STRING"
+    primary_keys: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    bucket: int | None = None
+    table_options: dict[str, str] = field(default_factory=dict)
+    key_format: str | None = None
+    checkpoint: str | None = None
+    trigger: str = "10s"
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    source: str = "auto"
+    kafka_options: dict[str, str] = field(default_factory=dict)
+
+    def checkpoint_location(self) -> str:
+        """Default: <warehouse>/.checkpoints/ingest-<db.table> (stable, so a rerun resumes)."""
+        return self.checkpoint or f"{self.warehouse.rstrip('/')}/.checkpoints/ingest-{self.table}"
+
+    def source_options(self) -> dict[str, str]:
+        opts = {"kafka.bootstrap.servers": self.bootstrap_servers, "startingOffsets": self.starting_offsets}
+        if self.topic_pattern:
+            opts["subscribePattern"] = self.topic_pattern
+        else:
+            opts["subscribe"] = ",".join(self.topics)
+        if self.max_offsets_per_trigger:
+            opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
+        opts.update({f"kafka.{k}" if not k.startswith("kafka.") else k: v for k, v in self.kafka_options.items()})
+        return opts
+
+
+# ---- the table -------------------------------------------------------------------------
+def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None] = print) -> Table:
+    """The target table; created from the configured or inferred schema when missing."""
+    catalog = Catalog(cfg.warehouse)
+    if catalog.table_exists(cfg.table):
+        table = catalog.get_table(cfg.table)
+        if cfg.primary_keys and tuple(table.primary_keys) != tuple(cfg.primary_keys):
+            raise InvalidOptionError(f"table {cfg.table} exists with primary key {table.primary_keys}, not "
+                                     f"{list(cfg.primary_keys)}")
+        return table
+    schema, origin = _table_schema(spark, cfg)
+    options = dict(cfg.table_options)
+    if cfg.bucket is not None:
+        options["bucket"] = str(cfg.bucket)
+    table = catalog.create_table(cfg.table, _keys_not_null(schema, cfg.primary_keys),
+                                 primary_keys=list(cfg.primary_keys) or None,
+                                 partition_keys=list(cfg.partition_keys) or None, options=options)
+    log(f"created table {cfg.table} at {table.path} (schema {origin}): "
+        + ", ".join(f"{f.name} {f.type}" for f in schema))
+    return table
+
+
+def _keys_not_null(schema: pa.Schema, keys: tuple[str, ...]) -> pa.Schema:
+    missing = [k for k in keys if k not in schema.names]
+    if missing:
+        raise InvalidOptionError(f"primary key {missing} is not a column of {schema.names}")
+    return pa.schema([f.with_nullable(False) if f.name in keys else f for f in schema])
+
+
+def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, str]:
+    if cfg.schema:
+        ddl = spark.createDataFrame([], cfg.schema).schema
+        return arrow_schema_of(ddl), "from --schema"
+    if cfg.format == "avro":
+        return avro_to_arrow_schema(json.loads(read_avro_schema(cfg))), "from the Avro schema"
+    if cfg.format == "json":
+        sample = sample_values(cfg)
+        return infer_json_schema(sample), f"inferred from {len(sample)} records"
+    raise InvalidOptionError(f"table {cfg.table} does not exist: format {cfg.format} needs --schema to create it")
+
+
+def read_avro_schema(cfg: IngestConfig) -> str:
+    if not cfg.avro_schema:
+        raise InvalidOptionError("format avro needs --avro-schema FILE (the writer's Avro schema)")
+    return Path(cfg.avro_schema).read_text()
+
+
+def sample_values(cfg: IngestConfig) -> list[bytes]:
+    """Up to 1000 record values from the start of the topic(s), for schema inference."""
+    from kafka import KafkaConsumer, TopicPartition
+    consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers.split(","), enable_auto_commit=False,
+                             group_id=None)
+    try:
+        topics = cfg.topics
+        if cfg.topic_pattern:
+            topics = tuple(t for t in consumer.topics() if re.fullmatch(cfg.topic_pattern, t))
+        tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+        if not tps:
+            return []
+        consumer.assign(tps)
+        consumer.seek_to_beginning()
+        end = consumer.end_offsets(tps)
+        values: list[bytes] = []
+        deadline = time.monotonic() + 15
+        while len(values) < _SAMPLE_RECORDS and time.monotonic() < deadline and \
+                any(consumer.position(tp) < end[tp] for tp in tps):
+            for msgs in consumer.poll(timeout_ms=500, max_records=_SAMPLE_RECORDS).values():
+                values.extend(m.value for m in msgs if m.value is not None)
+        return values[:_SAMPLE_RECORDS]
+    finally:
+        consumer.close()
+
+
+# ---- the query -------------------------------------------------------------------------
+def spark_kafka_available(spark: SparkSession) -> bool:
+    """Whether Spark's own Kafka connector (spark-sql-kafka-0-10) is on the driver's classpath."""
+    try:
+        spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader().loadClass(
+            SPARK_KAFKA_PROVIDER)
+        return True
+    except Exception:
+        return False
+
+
+def kafka_source_name(spark: SparkSession, choice: str) -> str:
+    if choice == "auto":
+        return "kafka" if spark_kafka_available(spark) else "kafka-python"
+    if choice not in ("kafka", "kafka-python"):
+        raise InvalidOptionError(f"unknown source '{choice}'; use auto, kafka (Spark's connector) or kafka-python")
+    return choice
+
+
+def decode_batches(decoder: Decoder, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body (executors): Kafka records -> table rows."""
+    for batch in batches:
+        if batch.num_rows:
+            yield decoder.decode(batch)
+
+
+def make_decoder(cfg: IngestConfig, table: Table) -> Decoder:
+    keys = tuple(table.primary_keys)
+    key_format = cfg.key_format or ("string" if len(keys) <= 1 else "json")
+    avro = read_avro_schema(cfg) if cfg.format == "avro" else None
+    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro)
+
+
+def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: str):
+    decoder = make_decoder(cfg, table)
+    reader = spark.readStream.format(source)
+    for k, v in cfg.source_options().items():
+        reader = reader.option(k, v)
+    sink = paimon_sink(table.path, row_kind_column=KIND_COLUMN if decoder.primary_keys else None)
+    out_schema = from_arrow_schema(decoder.output_schema)
+    decode = functools.partial(decode_batches, decoder)
+
+    def write(df: DataFrame, batch_id: int) -> None:
+        sink(df.select("key", "value", "topic", "partition", "offset").mapInArrow(decode, out_schema), batch_id)
+
+    writer = reader.load().writeStream.foreachBatch(write).option("checkpointLocation", cfg.checkpoint_location())
+    if cfg.trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=_interval(cfg.trigger))
+    return writer.queryName(f"ingest-{cfg.table}").start()
+
+
+def _interval(trigger: str) -> str:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|m|min)?", trigger.strip())
+    if not m:
+        raise InvalidOptionError(f"--trigger must be an interval like 10s, 500ms, 1m, or available-now; got '{trigger}'")
+    unit = {"ms": "milliseconds", "s": "seconds", None: "seconds", "m": "minutes", "min": "minutes"}[m.group(2)]
+    return f"{m.group(1)} {unit}"
+
+
+# ---- progress --------------------------------------------------------------------------
+def consumer_lag(progress: dict) -> int | None:
+    """Records in Kafka not yet ingested: latest minus end offsets of the last batch."""
+    total = 0
+    for src in progress.get("sources", []):
+        end, latest = _offsets(src.get("endOffset")), _offsets(src.get("latestOffset"))
+        if latest is None or end is None:
+            return None
+        total += sum(max(o - end.get(tp, 0), 0) for tp, o in latest.items())
+    return total
+
+
+def _offsets(value) -> dict[tuple[str, str], int] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, dict):
+        return None
+    return {(t, p): int(o) for t, parts in value.items() if isinstance(parts, dict) for p, o in parts.items()}
+
+
+def progress_line(progress: dict, table: Table) -> str:
+    snap = table.snapshot_manager.latest()
+    lag = consumer_lag(progress)
+    rows = progress.get("numInputRows", 0)
+    seconds = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
+    rate = rows / seconds if seconds else 0.0
+    return (f"batch {progress.get('batchId')}: {rows:,} rows in {seconds:.1f}s ({rate:,.0f} rows/s), "
+            f"lag {'n/a' if lag is None else f'{lag:,}'}, last snapshot "
+            f"{'none' if snap is None else f'{snap.id} ({snap.total_record_count:,} records)'}")
+
+
+def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None] = print) -> int:
+    """Run the ingestion until Ctrl-C/SIGTERM (or, with trigger available-now, until caught up)."""
+    ps.register(spark)
+    table = ensure_table(spark, cfg, log)
+    source = kafka_source_name(spark, cfg.source)
+    query = start_query(spark, cfg, table, source)
+    log(f"ingesting {cfg.topic_pattern or ','.join(cfg.topics)} ({cfg.format}, source {source}) into "
+        f"{cfg.table}; checkpoint {cfg.checkpoint_location()}; Ctrl-C stops")
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    last_batch = None
+    try:
+        while query.isActive:
+            try:
+                query.awaitTermination(1)
+            except StreamingQueryException:
+                break  # reported below
+            progress = query.lastProgress
+            if progress and progress.get("batchId") != last_batch and progress.get("numInputRows", 0) > 0:
+                last_batch = progress.get("batchId")
+                log(progress_line(progress, Table.open(table.path)))
+    except KeyboardInterrupt:
+        log("stopping: the current micro-batch is abandoned and replayed exactly once on the next run")
+        query.stop()
+        log(f"stopped; resume with the same command (checkpoint {cfg.checkpoint_location()})")
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if query.exception() is not None:
+        log(f"error: ingestion failed: {query.exception()}")
+        return 1
+    log(f"caught up; {progress_line(query.lastProgress or {}, Table.open(table.path))}")
+    return 0
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
