@@ -63,6 +63,14 @@ def test_rollback_to_tag_whose_snapshot_expired(catalog):
     assert files_on_disk(t) == referenced_files(t)
     t.write_arrow(batch([50]))
     assert [s.id for s in t.snapshots()] == [2, 3]
+    from java_oracle import get_oracle                          # Java reads the restored history
+    with get_oracle().batch() as b:
+        restored = b.read(t.path, snapshot_id=2)
+        latest = b.read(t.path)
+        snapshots = b.snapshots(t.path)
+    assert rows_by(pa.Table.from_pylist(restored.result), "id") == contents[2]
+    assert rows_by(pa.Table.from_pylist(latest.result), "id") == rows_by(t.to_arrow(), "id")
+    assert [s["id"] for s in snapshots.result] == [2, 3]
 
 
 def test_rollback_by_id_through_a_tag_and_errors(catalog):
