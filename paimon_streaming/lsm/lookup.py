@@ -232,8 +232,8 @@ class BloomFilter:
         num_bits = min(max(64, int(np.ceil(-n * np.log(fpp) / np.log(2) ** 2))), 2 ** 32 - 1)
         k = max(1, int(round(num_bits / n * np.log(2))))
         bits = np.zeros(num_bits, dtype=bool)
-        for probe in _probes(hashes, num_bits, k):
-            bits[probe] = True
+        for start in range(0, len(hashes), _BUILD_CHUNK):  # bounds the k × chunk probe matrix
+            bits[_probes(hashes[start:start + _BUILD_CHUNK], num_bits, k).ravel()] = True
         return BloomFilter(np.packbits(bits, bitorder="little"), num_bits, k, len(hashes))
 
     @property
@@ -247,22 +247,22 @@ class BloomFilter:
 
     def may_contain(self, hashes: np.ndarray) -> np.ndarray:
         """Per hash: False when the key is certainly absent."""
-        found = np.ones(len(hashes), dtype=bool)
-        for probe in _probes(hashes, self.num_bits, self.k):
-            found &= ((self.bits[probe >> np.uint64(3)] >> (probe & np.uint64(7)).astype(np.uint8)) & 1) == 1
-        return found
+        probes = _probes(hashes, self.num_bits, self.k)
+        hit = (self.bits[probes >> np.uint64(3)] >> (probes & np.uint64(7)).astype(np.uint8)) & 1
+        return hit.all(axis=0)
 
 
-def _probes(hashes: np.ndarray, num_bits: int, k: int):
-    """The k bit positions of each hash: g_i = (h1 + i·h2) mod 2^32, mapped onto [0, num_bits)
-    by a multiply-shift (no division), i = 0..k-1."""
+_BUILD_CHUNK = 1 << 20
+
+
+def _probes(hashes: np.ndarray, num_bits: int, k: int) -> np.ndarray:
+    """The k bit positions of each hash, a (k, n) array: g_i = (h1 + i·h2) mod 2^32 (double
+    hashing on the low and high 32 bits), mapped onto [0, num_bits) by a multiply-shift."""
     hashes = hashes.view(np.uint64)
     low = np.uint64(0xFFFFFFFF)
-    g, h2 = hashes & low, hashes >> np.uint64(32)
-    m, shift = np.uint64(num_bits), np.uint64(32)
-    for _ in range(k):
-        yield (g * m) >> shift
-        g = (g + h2) & low
+    h1, h2 = hashes & low, hashes >> np.uint64(32)
+    g = (h1[None, :] + np.arange(k, dtype=np.uint64)[:, None] * h2[None, :]) & low
+    return (g * np.uint64(num_bits)) >> np.uint64(32)
 
 
 # ---- the cache -----------------------------------------------------------------------------------
