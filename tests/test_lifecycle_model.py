@@ -15,7 +15,7 @@ from paimon_streaming.consumers import ConsumerManager
 from conftest import rows_by
 from test_expire import files_on_disk, referenced_files
 
-SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.int64())])
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.int64()), ("p", pa.string(), False)])
 FUTURE = 2 ** 62
 
 keys = st.lists(st.integers(0, 7), min_size=1, max_size=4, unique=True)
@@ -49,7 +49,7 @@ class Model:
 
     def write(self, ids: list[int], overwrite: bool) -> None:
         self.serial += 1
-        new = [{"id": i, "v": self.serial} for i in ids]
+        new = [{"id": i, "v": self.serial, "p": "odd" if i % 2 else "even"} for i in ids]
         before = self.t.snapshot_manager.latest_id()
         self.t.write_arrow(pa.Table.from_pylist(new, SCHEMA), overwrite=overwrite)
         if overwrite:
@@ -121,19 +121,20 @@ class Model:
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(["pk", "dv", "append"]), steps=st.lists(ops, min_size=1, max_size=12))
+@given(kind=st.sampled_from(["pk", "dv", "append", "partitioned"]), steps=st.lists(ops, min_size=1, max_size=12))
 def test_random_lifecycle_histories(kind, steps):
     with tempfile.TemporaryDirectory() as wh:
         options = {"bucket": "2"} if kind != "append" else {}
         if kind == "dv":
             options["deletion-vectors.enabled"] = "true"
-        table = ps.Catalog(wh).create_table("db.t", SCHEMA, primary_keys=["id"] if kind != "append" else None,
-                                            options=options)
+        primary_keys = {"append": None, "partitioned": ["id", "p"]}.get(kind, ["id"])
+        table = ps.Catalog(wh).create_table("db.t", SCHEMA, primary_keys=primary_keys, options=options,
+                                            partition_keys=["p"] if kind == "partitioned" else None)
         model = Model(table, kind != "append")
         for op in steps:
             model.apply(op)
             model.check()
-        table.write_messages(pa.Table.from_pylist([{"id": 99, "v": 0}], SCHEMA))   # uncommitted files
+        table.write_messages(pa.Table.from_pylist([{"id": 99, "v": 0, "p": "odd"}], SCHEMA))  # uncommitted
         assert files_on_disk(table) != referenced_files(table)
         table.remove_orphan_files(older_than=int(time.time() * 1000) + 1000)
         assert files_on_disk(table) == referenced_files(table)
