@@ -30,8 +30,9 @@ def cmd_tag_list(args: argparse.Namespace) -> int:
             rows.append({"tag": name, "snapshot": snap.id, "kind": snap.commit_kind,
                          "total_rows": snap.total_record_count, "commit_time": _time(snap.time_millis),
                          "time_retained_s": tag.extra.get("tagTimeRetained")})
-    emit(args, rows, lambda r: print_rows(r, ["tag", "snapshot", "kind", "total_rows", "commit_time",
-                                              "time_retained_s"]))
+    emit(args, rows, lambda r: print_rows([{k: "" if v is None else v for k, v in row.items()} for row in r],
+                                          ["tag", "snapshot", "kind", "total_rows", "commit_time",
+                                           "time_retained_s"]))
     return 0
 
 
