@@ -303,3 +303,28 @@ def test_expiring_a_java_written_table_keeps_what_java_needs(catalog, warehouse)
     for sid, pending in reads.items():
         assert rows_by(pa.Table.from_pylist(pending.result), "id", "p") == before[sid]
     assert rows_by(pa.Table.from_pylist(tag.result), "id", "p") == tag_rows
+
+
+def test_java_expiration_honours_our_tags(catalog, warehouse):
+    """Java expires a table by its options while one of our tags holds an old snapshot: the
+    tag stays complete for Java and for us."""
+    from java_oracle import get_oracle
+    java = get_oracle()
+    path = f"{warehouse}/db.db/jx"
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
+    options = {"bucket": "1", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2"}
+    with java.batch() as b:
+        b.create_table(path, fields, primary_keys=["id"], options=options)
+        for i in range(3):
+            b.write(path, [{"id": j, "v": f"j{i}"} for j in range(i, i + 3)])
+    t = catalog.get_table("db.jx")
+    t.create_tag("ours", snapshot_id=t.snapshot_manager.latest_id())
+    tagged = rows_by(t.to_arrow(tag="ours"), "id")
+    with java.batch() as b:
+        for i in range(3, 6):
+            b.write(path, [{"id": j, "v": f"j{i}"} for j in range(i, i + 3)])
+        b.compact(path)
+        java_tag = b.read(path, tag="ours")
+    assert t.snapshot_manager.earliest_id() > t.tag_manager.snapshot("ours").id   # Java expired past it
+    assert rows_by(pa.Table.from_pylist(java_tag.result), "id") == tagged
+    assert rows_by(t.to_arrow(tag="ours"), "id") == tagged
