@@ -75,11 +75,20 @@ def encode_record(bitmap: BitMap | BitMap64) -> tuple[bytes, int]:
     return struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body)), len(body)
 
 
-def encode_index_file(vectors: dict[str, BitMap | BitMap64]) -> tuple[bytes, list[DeletionVectorMeta]]:
-    """A whole DV index file for one bucket, with the per-file metas for the index manifest."""
+def encode_index_file(vectors: dict[str, BitMap | BitMap64],
+                      copied: dict[str, tuple[bytes, DeletionVectorMeta]] | None = None
+                      ) -> tuple[bytes, list[DeletionVectorMeta]]:
+    """A whole DV index file for one bucket, with the per-file metas for the index manifest.
+
+    `copied` are records taken unchanged from another index file (see `record_bytes`), with
+    their old metas: only their offsets change."""
     parts = [bytes([VERSION])]
     metas = []
     offset = 1
+    for name, (record, meta) in (copied or {}).items():
+        metas.append(DeletionVectorMeta(name, offset, meta.length, meta.cardinality))
+        parts.append(record)
+        offset += len(record)
     for name, bitmap in vectors.items():
         record, length = encode_record(bitmap)
         metas.append(DeletionVectorMeta(name, offset, length, len(bitmap)))
@@ -88,8 +97,13 @@ def encode_index_file(vectors: dict[str, BitMap | BitMap64]) -> tuple[bytes, lis
     return b"".join(parts), metas
 
 
-def decode_vector(data: bytes, meta: DeletionVectorMeta, path: str) -> BitMap | BitMap64:
-    """Read the deletion vector of `meta.data_file_name` from the index file bytes; CRC-checked."""
+def record_bytes(data: bytes, meta: DeletionVectorMeta, path: str) -> tuple[bytes, DeletionVectorMeta]:
+    """One data file's whole record (size, body, CRC) as stored, CRC-checked, with its meta."""
+    body = _checked_body(data, meta, path)
+    return data[meta.offset: meta.offset + 8 + len(body)], meta
+
+
+def _checked_body(data: bytes, meta: DeletionVectorMeta, path: str) -> bytes:
     if not data or data[0] != VERSION:
         raise CorruptFileError(f"deletion vector file {path} has unsupported version byte "
                                f"{data[:1].hex() or 'none'}")
@@ -101,6 +115,12 @@ def decode_vector(data: bytes, meta: DeletionVectorMeta, path: str) -> BitMap | 
         raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} is truncated") from None
     if len(body) != size or zlib.crc32(body) != crc:
         raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} fails its CRC32 check")
+    return body
+
+
+def decode_vector(data: bytes, meta: DeletionVectorMeta, path: str) -> BitMap | BitMap64:
+    """Read the deletion vector of `meta.data_file_name` from the index file bytes; CRC-checked."""
+    body = _checked_body(data, meta, path)
     (magic_be,) = struct.unpack_from(">i", body, 0)
     (magic_le,) = struct.unpack_from("<i", body, 0)
     if magic_be == MAGIC32:

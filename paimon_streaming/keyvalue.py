@@ -5,12 +5,14 @@ Columns: `_KEY_<k>` for each trimmed primary key (ids shifted by 1073741823), th
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .binary_row import deserialize_row
 from .schema import TableSchema
 from .types import DataField, DataType
 
@@ -57,3 +59,10 @@ def first_key_above(rows: pa.Table, keys: Sequence[str], bound: tuple, inclusive
         above |= equal_so_far
     hits = np.flatnonzero(above)
     return int(hits[0]) if len(hits) else rows.num_rows
+
+
+@lru_cache(maxsize=1 << 16)
+def decode_key(key: bytes, types: tuple[DataType, ...]) -> tuple:
+    """A file's min or max key as a tuple (cached: writes and lookups decode the same keys of
+    the same immutable files batch after batch)."""
+    return tuple(deserialize_row(key, list(types)))

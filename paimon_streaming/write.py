@@ -19,15 +19,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .binary_row import deserialize_row, encode_rows, serialize_row
+from .binary_row import encode_rows, serialize_row
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import NullKeyError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
-from .keyvalue import (INSERT, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, file_fields, first_key_above,
-                       key_fields)
+from .keyvalue import (INSERT, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fields,
+                       first_key_above, key_fields)
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
@@ -364,13 +364,13 @@ class TableWrite:
 
     def _largest_keys(self, live: Sequence[ManifestEntry]) -> dict[tuple[bytes, int], tuple]:
         """The largest live key of each bucket (from file metadata, no I/O)."""
-        key_types = [f.type for f in key_fields(self.schema)]
+        key_types = tuple(f.type for f in key_fields(self.schema))
         largest: dict[tuple[bytes, int], tuple] = {}
         unknown = set()
         for e in live:
             k = (e.partition, e.bucket)
             try:
-                key = tuple(deserialize_row(e.file.max_key, key_types))
+                key = decode_key(e.file.max_key, key_types)
                 if k not in largest or key > largest[k]:
                     largest[k] = key
             except (TypeError, ValueError):  # a key of an older schema: do not split this bucket

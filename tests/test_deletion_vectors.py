@@ -111,6 +111,27 @@ def test_new_keys_move_up_without_rewrite(catalog, warehouse, amplification):
     assert {r["k"]: (r["v"], r["n"]) for r in get_oracle().read(t.path)} == model
 
 
+def test_untouched_vectors_are_copied_and_unchanged_buckets_keep_their_index(catalog, warehouse):
+    t = catalog.create_table("db.cp", SCHEMA, primary_keys=["k"], options={"bucket": "1", **DV})
+    for step in range(3):  # each batch hits an older file: three files with vectors
+        t.write_arrow(batch(list(range(step * 10, step * 10 + 10)) + ([step * 10 - 1] if step else []), f"s{step}"))
+    scan = TableScan(t.file_io, t.path, t.schema)
+
+    def dv_index():
+        return [e.index_file for e in scan.index_manifest.read(t.latest_snapshot().index_manifest)
+                if e.index_file.index_type == "DELETION_VECTORS"]
+    before = dv_index()
+    t.write_arrow(batch([100, 101], "new"))  # only new keys: no vector changes
+    assert dv_index() == before
+    t.write_arrow(batch([0], "again"))  # one vector changes, the others are copied as bytes
+    after = dv_index()
+    assert after != before
+    expected = {k: (f"s{k // 10}-{k}", k) for k in range(30)} | {9: ("s1-9", 9), 19: ("s2-19", 19)}
+    expected |= {0: ("again-0", 0), 100: ("new-100", 100), 101: ("new-101", 101)}
+    assert state(t) == expected
+    assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.cp").to_pylist()} == expected
+
+
 @pytest.mark.parametrize("bitmap64", ["false", "true"])
 def test_java_reads_our_dv_tables(catalog, bitmap64):
     from java_oracle import get_oracle

@@ -19,22 +19,19 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyroaring import BitMap, BitMap64
 
-from ..binary_row import deserialize_row, encode_rows
+from ..binary_row import encode_rows
 from ..commit import Increment
 from ..datafile import arrow_schema, read_data_file
-from ..deletionvectors import bitmap_from_positions, decode_vector, encode_index_file, positions_of
 from ..fileio import FileIO
-from ..keyvalue import (DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, file_fields, first_key_above,
-                        key_fields)
+from ..keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, decode_key, file_fields, key_fields
 from ..manifest import DataFileMeta, IndexFileMeta
-from ..manifest.entries import DELETION_VECTORS_INDEX
 from ..merge_engine import engine_for, merge_sorted, sort_for_merge
 from ..options import CoreOptions
 from ..paths import PathFactory
 from ..schema import TableSchema
 from ..types import to_arrow
+from .dv_maintainer import DeletionVectorMaintainer
 from .levels import sorted_runs
 from .lookup import KEY_INDEXES, BatchKeys, KeyIndex
 from .universal import CompactUnit, UniversalCompaction
@@ -114,9 +111,9 @@ class BucketCompactor:
         return out
 
     def _key_bounds(self, f: DataFileMeta) -> tuple[tuple, tuple] | None:
-        file_key_types = [fld.type for fld in key_fields(self.schema_of(f.schema_id))]
+        file_key_types = tuple(fld.type for fld in key_fields(self.schema_of(f.schema_id)))
         try:
-            return tuple(deserialize_row(f.min_key, file_key_types)), tuple(deserialize_row(f.max_key, file_key_types))
+            return decode_key(f.min_key, file_key_types), decode_key(f.max_key, file_key_types)
         except (TypeError, ValueError):
             return None
 
@@ -128,7 +125,8 @@ class BucketCompactor:
             unit = self.universal.pick_force_up_level0(runs)
         if unit is None:
             return None
-        vectors = self._load_vectors(bucket)
+        vectors = DeletionVectorMaintainer(self.file_io, bucket.index_dir, bucket.dv_index,
+                                           {f.file_name for f in bucket.files}, self.bitmap64)
         unit_names = {f.file_name for f in unit.files}
         older = [f for f in bucket.files if f.file_name not in unit_names]
         rows = self._read_unit(bucket, unit, vectors)
@@ -144,44 +142,15 @@ class BucketCompactor:
             return None  # a lone, clean file already at the output level: nothing changes
         inc = Increment(deleted_files=list(unit.files), new_files=outputs)
         if self.lookup:
-            for name in unit_names:
-                vectors.pop(name, None)
-            self._index_change(bucket, vectors, inc)
+            vectors.drop(unit_names)
+            added, removed = vectors.write(self.paths)
+            inc.new_index_files.extend(added)
+            inc.deleted_index_files.extend(removed)
         return inc
-
-    # ---- deletion vectors -----------------------------------------------------------------------
-    def _load_vectors(self, bucket: BucketFiles) -> dict[str, BitMap | BitMap64]:
-        meta = bucket.dv_index
-        if meta is None or not meta.dv_ranges:
-            return {}
-        path = meta.external_path or f"{bucket.index_dir}/{meta.file_name}"
-        data = self.file_io.read_bytes(path)
-        live = {f.file_name for f in bucket.files}
-        return {r.data_file_name: decode_vector(data, r, path) for r in meta.dv_ranges
-                if r.data_file_name in live}
-
-    def _mark(self, vectors: dict, name: str, positions: np.ndarray) -> None:
-        if not len(positions):
-            return
-        added = bitmap_from_positions(positions, self.bitmap64)
-        vectors[name] = vectors[name] | added if name in vectors else added
-
-    def _index_change(self, bucket: BucketFiles, vectors: dict, inc: Increment) -> None:
-        vectors = {name: bm for name, bm in vectors.items() if len(bm)}
-        if not vectors and bucket.dv_index is None:
-            return
-        if bucket.dv_index is not None:
-            inc.deleted_index_files.append(bucket.dv_index)
-        if vectors:
-            data, metas = encode_index_file(vectors)
-            name = self.paths.new_index_file()
-            self.file_io.write_bytes(f"{bucket.index_dir}/{name}", data)
-            inc.new_index_files.append(IndexFileMeta(DELETION_VECTORS_INDEX, name, len(data), len(metas),
-                                                     tuple(metas)))
 
     # ---- reading ----------------------------------------------------------------------------
     def _read_file(self, bucket: BucketFiles, f: DataFileMeta, columns: list[str],
-                   vectors: dict | None) -> tuple[pa.Table, np.ndarray]:
+                   vectors: DeletionVectorMaintainer | None) -> tuple[pa.Table, np.ndarray]:
         """Rows of a file (by current column names, mapped by field id) and their positions."""
         fresh = bucket.fresh.get(f.file_name)
         if fresh is not None:
@@ -205,9 +174,10 @@ class BucketCompactor:
                 field = self.schema.field(name)
                 table = table.append_column(name, pa.nulls(table.num_rows, to_arrow(field.type)))
         positions = np.arange(table.num_rows, dtype=np.int64)
-        if vectors and f.file_name in vectors:
+        deleted = vectors.deleted_positions(f.file_name) if vectors is not None else None
+        if deleted is not None:
             keep = np.ones(table.num_rows, bool)
-            keep[positions_of(vectors[f.file_name])] = False
+            keep[deleted] = False
             table, positions = table.filter(pa.array(keep)), positions[keep]
         return table.select(columns), positions
 
@@ -219,7 +189,7 @@ class BucketCompactor:
     def _all_columns(self) -> list[str]:
         return self.schema.field_names + [SEQUENCE_NUMBER, VALUE_KIND]
 
-    def _read_unit(self, bucket: BucketFiles, unit: CompactUnit, vectors: dict) -> pa.Table:
+    def _read_unit(self, bucket: BucketFiles, unit: CompactUnit, vectors: DeletionVectorMaintainer) -> pa.Table:
         parts = [self._read_file(bucket, f, self._all_columns(), vectors)[0] for f in unit.files]
         return pa.concat_tables(parts)
 
@@ -229,34 +199,52 @@ class BucketCompactor:
         return KeyIndex(keys, self.key_types)
 
     def _lookup(self, keys: pa.Table, older: list[DataFileMeta], bucket: BucketFiles,
-                vectors: dict) -> dict[str, np.ndarray]:
+                vectors: DeletionVectorMaintainer) -> dict[str, np.ndarray]:
         """Positions of live rows in older files whose key is among `keys` (sorted, distinct).
 
         Each file is probed only with the batch keys inside its [min key, max key], so the
         cost follows the batch, not the number of files: files of a level are key-disjoint,
         so a key reaches at most one file per level."""
         found = {}
-        for f in older:
-            start, stop = self._keys_within(keys, f)
+        for f, (start, stop) in zip(older, self._slices(keys, older)):
             if start == stop:
                 continue
             batch = BatchKeys.of(keys.slice(start, stop - start), self.key_types)
             positions = KEY_INDEXES.get(f.file_name, lambda f=f: self._load_key_index(bucket, f)).positions_of(batch)
-            deleted = vectors.get(f.file_name)
-            if deleted is not None and len(positions):
-                positions = positions_of(bitmap_from_positions(positions, isinstance(deleted, BitMap64)) - deleted)
+            positions = vectors.live_positions(f.file_name, positions)
             if len(positions):
                 found[f.file_name] = positions
         return found
 
-    def _keys_within(self, keys: pa.Table, f: DataFileMeta) -> tuple[int, int]:
-        bounds = self._key_bounds(f)
-        if bounds is None:
-            return 0, keys.num_rows
-        return (first_key_above(keys, self.keys, bounds[0], inclusive=True),
-                first_key_above(keys, self.keys, bounds[1]))
+    def _slices(self, keys: pa.Table, files: list[DataFileMeta]) -> list[tuple[int, int]]:
+        """For each file, the slice of the sorted batch `keys` within its key range: where
+        its min key and max key rank among the batch keys, found by one vectorized sort."""
+        n = keys.num_rows
+        bounds = [self._key_bounds(f) for f in files]
+        known = [i for i, b in enumerate(bounds) if b is not None]
+        out = [(0, n)] * len(files)
+        if not known or not n:
+            return out
+        columns = []
+        for c, name in enumerate(self.keys):
+            col = keys.column(name)
+            lows = pa.array([bounds[i][0][c] for i in known], col.type)
+            highs = pa.array([bounds[i][1][c] for i in known], col.type)
+            columns.append(pa.concat_arrays([col.combine_chunks(), lows, highs]))
+        # tie order: a min key ranks before equal batch keys, a max key after them
+        tag = np.concatenate([np.ones(n, np.int8), np.zeros(len(known), np.int8), np.full(len(known), 2, np.int8)])
+        table = pa.table(columns + [tag], names=self.keys + ["_tag"])
+        order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys] + [("_tag", "ascending")])
+        order = order.to_numpy()
+        batch_before = np.cumsum(tag[order] == 1) - (tag[order] == 1)
+        rank = np.empty(len(order), np.int64)
+        rank[order] = batch_before
+        for j, i in enumerate(known):
+            out[i] = (int(rank[n + j]), int(rank[n + len(known) + j]))
+        return out
 
-    def _merge(self, rows: pa.Table, older: list[DataFileMeta], bucket: BucketFiles, vectors: dict) -> pa.Table:
+    def _merge(self, rows: pa.Table, older: list[DataFileMeta], bucket: BucketFiles,
+               vectors: DeletionVectorMaintainer) -> pa.Table:
         """Merge the unit's rows per key (with old rows where the engine needs them) and mark
         every replaced older row in the deletion vectors. Returns rows without -U/-D."""
         merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys, self.engine)
@@ -271,7 +259,7 @@ class BucketCompactor:
             both = pa.concat_tables([old.select(merged.column_names), merged])
             merged = merge_sorted(sort_for_merge(both, self.keys, self.engine.sequence_fields), self.keys, self.engine)
         for name, positions in found.items():
-            self._mark(vectors, name, positions)
+            vectors.mark(name, positions)
         return _without_retractions(merged)
 
     def _rows_at(self, bucket: BucketFiles, files: list[DataFileMeta], name: str,
@@ -281,7 +269,8 @@ class BucketCompactor:
         return table.take(pa.array(positions))
 
     # ---- output -----------------------------------------------------------------------------
-    def _output(self, bucket: BucketFiles, unit: CompactUnit, merged: pa.Table, vectors: dict) -> list[DataFileMeta]:
+    def _output(self, bucket: BucketFiles, unit: CompactUnit, merged: pa.Table,
+                vectors: DeletionVectorMaintainer) -> list[DataFileMeta]:
         files = unit.files
         single = files[0] if len(files) == 1 else None
         if single is not None and single.file_name not in vectors and (single.delete_row_count == 0) \
