@@ -271,60 +271,53 @@ def test_mixed_writers_with_pypaimon_tags(catalog, warehouse):
         assert rows_by(rb.new_read().to_arrow(rb.new_scan().plan().splits()), "id") == content[sid]
 
 
-def test_expiring_a_java_written_table_keeps_what_java_needs(catalog, warehouse):
-    """Java writes, compacts and tags; we write too and expire; Java then reads every retained
-    snapshot and its tag exactly as before, and nothing unreferenced is left behind."""
+def test_java_interop_of_expiration(catalog, warehouse):
+    """Table A: Java writes, compacts and tags; we write too and expire; Java then reads every
+    retained snapshot and its tag exactly as before, and nothing unreferenced is left. Table B:
+    Java expires by its own options while our tag holds an old snapshot; the tag stays
+    complete for Java and for us. (Two JVM runs for both.)"""
     from java_oracle import get_oracle
     java = get_oracle()
-    path = f"{warehouse}/db.db/jt"
+    path_a, path_b = f"{warehouse}/db.db/ja", f"{warehouse}/db.db/jb"
     fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"},
               {"name": "p", "type": "STRING NOT NULL"}]
 
     def rows(ids, v):
         return [{"id": i, "v": v, "p": "a" if i % 2 else "b"} for i in ids]
     with java.batch() as b:
-        b.create_table(path, fields, primary_keys=["id", "p"], partition_keys=["p"], options={"bucket": "2"})
+        b.create_table(path_a, fields, primary_keys=["id", "p"], partition_keys=["p"], options={"bucket": "2"})
         for i in range(4):
-            b.write(path, rows(range(i * 3, i * 3 + 6), f"j{i}"))
-        b.compact(path)
-        b.create_tag(path, "java-tag", snapshot_id=3)
-        b.write(path, rows(range(2, 5), "j9"))
-    t = catalog.get_table("db.jt")
-    t.write_arrow(pa.Table.from_pylist(rows(range(8, 12), "ours"), t.arrow_schema()))
-    before = {s.id: rows_by(t.to_arrow(snapshot_id=s.id), "id", "p") for s in t.snapshots()}
-    tag_rows = rows_by(t.to_arrow(tag="java-tag"), "id", "p")
-    t.expire_snapshots(retain_max=2, retain_min=1)
-    retained = [s.id for s in t.snapshots()]
+            b.write(path_a, rows(range(i * 3, i * 3 + 6), f"j{i}"))
+        b.compact(path_a)
+        b.create_tag(path_a, "java-tag", snapshot_id=3)
+        b.write(path_a, rows(range(2, 5), "j9"))
+        b.create_table(path_b, fields, primary_keys=["id", "p"], options={
+            "bucket": "1", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2"})
+        for i in range(3):
+            b.write(path_b, rows(range(i, i + 3), f"j{i}"))
+
+    a = catalog.get_table("db.ja")
+    a.write_arrow(pa.Table.from_pylist(rows(range(8, 12), "ours"), a.arrow_schema()))
+    before = {s.id: rows_by(a.to_arrow(snapshot_id=s.id), "id", "p") for s in a.snapshots()}
+    java_tag_rows = rows_by(a.to_arrow(tag="java-tag"), "id", "p")
+    a.expire_snapshots(retain_max=2, retain_min=1)
+    retained = [s.id for s in a.snapshots()]
     assert len(retained) == 2
-    assert files_on_disk(t) == referenced_files(t)
+    assert files_on_disk(a) == referenced_files(a)
+    bt = catalog.get_table("db.jb")
+    bt.create_tag("ours", snapshot_id=bt.snapshot_manager.latest_id())
+    our_tag_rows = rows_by(bt.to_arrow(tag="ours"), "id", "p")
+
     with java.batch() as b:
-        reads = {sid: b.read(path, snapshot_id=sid) for sid in retained}
-        tag = b.read(path, tag="java-tag")
+        reads = {sid: b.read(path_a, snapshot_id=sid) for sid in retained}
+        java_tag = b.read(path_a, tag="java-tag")
+        for i in range(3, 6):
+            b.write(path_b, rows(range(i, i + 3), f"j{i}"))
+        b.compact(path_b)
+        our_tag = b.read(path_b, tag="ours")
     for sid, pending in reads.items():
         assert rows_by(pa.Table.from_pylist(pending.result), "id", "p") == before[sid]
-    assert rows_by(pa.Table.from_pylist(tag.result), "id", "p") == tag_rows
-
-
-def test_java_expiration_honours_our_tags(catalog, warehouse):
-    """Java expires a table by its options while one of our tags holds an old snapshot: the
-    tag stays complete for Java and for us."""
-    from java_oracle import get_oracle
-    java = get_oracle()
-    path = f"{warehouse}/db.db/jx"
-    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
-    options = {"bucket": "1", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2"}
-    with java.batch() as b:
-        b.create_table(path, fields, primary_keys=["id"], options=options)
-        for i in range(3):
-            b.write(path, [{"id": j, "v": f"j{i}"} for j in range(i, i + 3)])
-    t = catalog.get_table("db.jx")
-    t.create_tag("ours", snapshot_id=t.snapshot_manager.latest_id())
-    tagged = rows_by(t.to_arrow(tag="ours"), "id")
-    with java.batch() as b:
-        for i in range(3, 6):
-            b.write(path, [{"id": j, "v": f"j{i}"} for j in range(i, i + 3)])
-        b.compact(path)
-        java_tag = b.read(path, tag="ours")
-    assert t.snapshot_manager.earliest_id() > t.tag_manager.snapshot("ours").id   # Java expired past it
-    assert rows_by(pa.Table.from_pylist(java_tag.result), "id") == tagged
-    assert rows_by(t.to_arrow(tag="ours"), "id") == tagged
+    assert rows_by(pa.Table.from_pylist(java_tag.result), "id", "p") == java_tag_rows
+    assert bt.snapshot_manager.earliest_id() > bt.tag_manager.snapshot("ours").id   # Java expired past it
+    assert rows_by(pa.Table.from_pylist(our_tag.result), "id", "p") == our_tag_rows
+    assert rows_by(bt.to_arrow(tag="ours"), "id", "p") == our_tag_rows
