@@ -198,3 +198,19 @@ def test_tags_past_their_retention_expire_after_commits(catalog):
     time.sleep(0.01)
     t.write_arrow(batch([2]))
     assert t.tags() == ["hour"]
+
+
+def test_two_tags_on_one_expired_snapshot_share_its_files(catalog):
+    t = pk_table(catalog, **{"snapshot.num-retained.min": "1"})
+    t.write_arrow(batch(range(4), "a"))
+    t.create_tag("one")
+    t.create_tag("other")
+    for i in range(3):
+        t.write_arrow(batch(range(4), f"b{i}"))
+    t.compact(full=True)
+    t.expire_snapshots(older_than=2 ** 62)
+    assert [s.id for s in t.snapshots()] == [5]
+    assert t.delete_tag("one") == 0                        # "other" still holds everything
+    assert rows_by(t.to_arrow(tag="other"), "id") == [{"id": i, "v": "a"} for i in range(4)]
+    assert t.delete_tag("other") > 0                       # now its own data files go
+    assert rows_by(t.to_arrow(), "id") == [{"id": i, "v": "b2"} for i in range(4)]
