@@ -40,10 +40,15 @@ def split_identifier(identifier: str) -> tuple[str, str]:
 
 class Catalog:
     """Databases and tables in a warehouse: a local path or a pyarrow filesystem URI
-    (file://, s3://, hdfs://, gs://...), or any `pyarrow.fs.FileSystem` via `filesystem=`."""
+    (file://, s3://, hdfs://, gs://...), or any `pyarrow.fs.FileSystem` via `filesystem=`.
 
-    def __init__(self, warehouse: str, filesystem: pafs.FileSystem | None = None):
-        self.file_io, self.warehouse = FileIO.for_path(warehouse, filesystem)
+    `options`: `s3.endpoint` (URL of an S3-compatible server) and `s3.region` for s3://
+    warehouses; credentials come from the URI or the standard AWS_* environment variables.
+    """
+
+    def __init__(self, warehouse: str, filesystem: pafs.FileSystem | None = None,
+                 options: dict[str, str] | None = None):
+        self.file_io, self.warehouse = FileIO.for_path(warehouse, filesystem, options)
 
     # ---- databases ------------------------------------------------------------------------
     def database_path(self, name: str) -> str:
@@ -77,6 +82,11 @@ class Catalog:
     def table_path(self, identifier: str) -> str:
         db, table = split_identifier(identifier)
         return f"{self.database_path(db)}/{table}"
+
+    def table_location(self, identifier: str) -> str:
+        """The table as a location string (URI with the warehouse's settings for object
+        stores) that `Table.open` and Spark executors open without this catalog."""
+        return self.file_io.uri(self.table_path(identifier))
 
     def list_tables(self, database: str) -> list[str]:
         if not self.database_exists(database):

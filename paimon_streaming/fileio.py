@@ -4,17 +4,26 @@ Paths handed around the core are plain strings in the filesystem's own namespace
 local filesystem: absolute paths). `FileIO.for_path` turns a user's location
 (``/wh``, ``file:///wh``, ``s3://bucket/wh``, ``hdfs://nn/wh``) into a FileIO plus that path.
 
-Snapshot publication needs "create if absent": on the local filesystem a hard link of a
-finished temp file (fails if the target exists) gives it atomically; other filesystems
-use an exclusive existence check (see `try_create_atomic`).
+Snapshot publication needs "create if absent" (`try_create_atomic`): on the local filesystem
+a hard link of a finished temp file (fails if the target exists) gives it atomically; on S3 a
+conditional PUT (`If-None-Match: *`, see `s3_conditional`). Other filesystems (HDFS, GCS, ...)
+get an existence check followed by a rename of a finished temp file: never a torn file, but
+two writers racing for the same snapshot id in the same instant can both succeed there, so
+run one committer per table on them.
 """
 from __future__ import annotations
 
 import os
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
+
+from .s3_conditional import S3Settings, put_if_absent
+
+# Catalog options (Paimon's keys) that complete an s3:// location, as pyarrow URI parameters.
+S3_ENDPOINT, S3_REGION = "s3.endpoint", "s3.region"
 
 
 @dataclass(frozen=True)
@@ -28,18 +37,39 @@ class FileStatus:
 class FileIO:
     """Storage access used by every module: read/write whole files, list, delete, atomic create."""
 
-    def __init__(self, fs: pafs.FileSystem):
+    def __init__(self, fs: pafs.FileSystem, uri_prefix: str = "", uri_query: str = ""):
         self.fs = fs
         self.is_local = isinstance(fs, pafs.LocalFileSystem)
+        self.uri_prefix = uri_prefix
+        self.uri_query = uri_query
+        self._s3: S3Settings | None = None
 
     @staticmethod
-    def for_path(location: str, filesystem: pafs.FileSystem | None = None) -> tuple["FileIO", str]:
+    def for_path(location: str, filesystem: pafs.FileSystem | None = None,
+                 options: dict[str, str] | None = None) -> tuple["FileIO", str]:
+        """FileIO and path for a location; `options` may give `s3.endpoint` (a URL) and
+        `s3.region` for an s3:// location (credentials come from the URI or the AWS_* variables)."""
         if filesystem is not None:
             return FileIO(filesystem), location.rstrip("/") or "/"
         if "://" not in location:
             return FileIO(pafs.LocalFileSystem()), os.path.abspath(location)
+        location = _with_s3_options(location, options or {})
         fs, path = pafs.FileSystem.from_uri(location)
-        return FileIO(fs), path.rstrip("/")
+        parts = urllib.parse.urlsplit(location)
+        userinfo, _, host = parts.netloc.rpartition("@")
+        path = path.rstrip("/")
+        if host and (path == host or path.startswith(host + "/")):  # bucket-style: s3, gs
+            prefix = f"{parts.scheme}://{userinfo + '@' if userinfo else ''}"
+        else:  # host-style: hdfs://namenode:port/path
+            prefix = f"{parts.scheme}://{parts.netloc}"
+        return FileIO(fs, prefix, parts.query), path
+
+    def uri(self, path: str) -> str:
+        """A location string for `path` that `for_path` opens again with the same settings
+        (what Spark executors receive). A FileIO built from a filesystem object gives the path."""
+        if not self.uri_prefix:
+            return path
+        return f"{self.uri_prefix}{path}" + (f"?{self.uri_query}" if self.uri_query else "")
 
     # ---- reading ------------------------------------------------------------------------
     def read_bytes(self, path: str) -> bytes:
@@ -103,24 +133,31 @@ class FileIO:
         """Create `path` with `data` only if it does not exist. False when it already exists.
 
         Local: write a temp file then hard-link it to the target; link(2) fails atomically
-        when the target exists, so two writers can never both win.
+        when the target exists, so two writers can never both win. S3: a conditional PUT,
+        equally atomic. Elsewhere: existence check, then rename of a finished temp file.
+        An OSError means the outcome is unknown (the file may exist now).
         """
+        if isinstance(self.fs, pafs.S3FileSystem):
+            if self._s3 is None:
+                self._s3 = S3Settings.of(self.fs)
+            return put_if_absent(self._s3, path, data)
         parent = _parent(path)
         self.mkdirs(parent)
-        if self.is_local:
-            tmp = f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4()}.tmp"
+        tmp = f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4()}.tmp"
+        try:
             self.write_bytes(tmp, data)
-            try:
-                os.link(tmp, path)
-                return True
-            except FileExistsError:
+            if self.is_local:
+                try:
+                    os.link(tmp, path)
+                    return True
+                except FileExistsError:
+                    return False
+            if self.exists(path):
                 return False
-            finally:
-                os.unlink(tmp)
-        if self.exists(path):
-            return False
-        self.write_bytes(path, data)
-        return True
+            self.fs.move(tmp, path)
+            return True
+        finally:
+            self.delete_quietly(tmp)
 
     def delete(self, path: str) -> None:
         """Delete a file; a missing file is not an error."""
@@ -140,6 +177,22 @@ class FileIO:
             self.fs.delete_dir(path)
         except FileNotFoundError:
             pass
+
+
+def _with_s3_options(location: str, options: dict[str, str]) -> str:
+    """`s3.endpoint` / `s3.region` options as the URI parameters pyarrow reads."""
+    if not location.startswith("s3://") or not (options.get(S3_ENDPOINT) or options.get(S3_REGION)):
+        return location
+    parts = urllib.parse.urlsplit(location)
+    query = dict(urllib.parse.parse_qsl(parts.query))
+    endpoint = options.get(S3_ENDPOINT)
+    if endpoint:
+        scheme, sep, host = endpoint.partition("://")
+        query["endpoint_override"] = host.rstrip("/") if sep else endpoint
+        query["scheme"] = scheme if sep else query.get("scheme", "https")
+    if options.get(S3_REGION):
+        query["region"] = options[S3_REGION]
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
 
 
 def _parent(path: str) -> str:

@@ -59,7 +59,7 @@ def table_location(options: dict[str, str]) -> tuple[str, str | None, str]:
     if not ref:
         raise PaimonError("format('paimon') needs a path (load/save argument or option 'path'), "
                           "or option 'table' ('db.table') with option 'warehouse'")
-    location = Catalog(warehouse).table_path(ref) if warehouse else ref
+    location = Catalog(warehouse).table_location(ref) if warehouse else ref
     return ref, warehouse, location
 
 

@@ -90,7 +90,7 @@ class PaimonSink:
     def location(self) -> str:
         if self.warehouse is None:
             return self.table_ref
-        return Catalog(self.warehouse).table_path(self.table_ref)
+        return Catalog(self.warehouse).table_location(self.table_ref)
 
     def _table(self, df: DataFrame) -> Table:
         try:

@@ -82,7 +82,7 @@ class ReadSpec:
                               "for a system table")
         ref, system = split_system_table(ref)
         warehouse = opts.get("warehouse")
-        location = Catalog(warehouse).table_path(ref) if warehouse else ref
+        location = Catalog(warehouse).table_location(ref) if warehouse else ref
         snapshot_id = _positive_int(opts, "snapshot-id")
         timestamp = _lookup(opts, "timestamp-millis")
         try:
