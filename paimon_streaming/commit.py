@@ -202,6 +202,8 @@ class FileStoreCommit:
                              if targets is None or e.partition in targets] + index_changes
         if check_conflicts:
             self._check_conflicts(base_metas, entries, kind)
+        if index_changes and not replace:
+            self._check_index_conflicts(latest, index_changes, kind)
 
         written: list[str] = []
         try:
@@ -299,6 +301,31 @@ class FileStoreCommit:
                 "a concurrent commit (compaction or overwrite) removed them; the commit was not applied")
         if self.schema.primary_keys:
             self._check_lsm_overlaps(list(merged.values()))
+
+    def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry],
+                               kind: str) -> None:
+        """A bucket's index file (deletion vectors, HASH) is rewritten whole, so a commit must
+        replace exactly the file that is live now: deleting one that is gone, or adding one
+        while another writer's file is live and not deleted, would silently drop that writer's
+        deletion vectors (keys live twice) or hash entries."""
+        live = {e.bucket_key: e.index_file.file_name
+                for e in self.index_manifest.read(latest.index_manifest if latest else None)
+                if e.index_file.global_index is None}
+        deleted: dict[tuple, set[str]] = {}
+        for e in changes:
+            if e.kind == DELETE and e.index_file.global_index is None:
+                deleted.setdefault(e.bucket_key, set()).add(e.index_file.file_name)
+        for e in changes:
+            if e.index_file.global_index is not None:
+                continue
+            current = live.get(e.bucket_key)
+            gone = e.kind == DELETE and e.index_file.file_name != current
+            replaced = e.kind == ADD and current is not None and current not in deleted.get(e.bucket_key, ())
+            if gone or replaced:
+                raise CommitConflictError(
+                    f"{kind} commit to {self.table_path} conflicts on the {e.index_file.index_type} index of bucket "
+                    f"{e.bucket}: a concurrent commit replaced it (now {current}); the commit was not applied, "
+                    "retry it on the new snapshot (the sink and Table.compact redo it)")
 
     def _check_lsm_overlaps(self, live: list[ManifestEntry]) -> None:
         key_types = [f.type for f in self.schema.fields_of(self.schema.trimmed_primary_keys)]
