@@ -73,6 +73,13 @@ class Option:
     parse: Callable[[str], Any]
 
 
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("must be a ratio between 0 and 1")
+    return value
+
+
 _OPTIONS = [
     Option("bucket", "-1", _bucket),
     Option("bucket-key", None, str),
@@ -117,6 +124,7 @@ _OPTIONS = [
     Option("num-levels", None, _int_at_least(2)),
     Option("compaction.max-size-amplification-percent", "200", _int_at_least(0)),
     Option("compaction.size-ratio", "1", _int_at_least(0)),
+    Option("compaction.delete-ratio-threshold", "0.2", _fraction),
     Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1)),
     Option("write-only", "false", parse_bool),
 ]

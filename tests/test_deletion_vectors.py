@@ -132,6 +132,27 @@ def test_untouched_vectors_are_copied_and_unchanged_buckets_keep_their_index(cat
     assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.cp").to_pylist()} == expected
 
 
+@pytest.mark.parametrize("threshold", ["0.2", "1.0"])
+def test_files_with_many_deleted_rows_are_rewritten(catalog, warehouse, threshold):
+    t = catalog.create_table("db.ratio", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", **DV, "compaction.delete-ratio-threshold": threshold})
+    t.write_arrow(batch(list(range(100)), "a"))
+    first = {e.file.file_name for e in live_files(t)}
+    t.write_arrow(batch(list(range(0, 100, 3)), "b"))  # 34 of the file's 100 rows replaced
+    scan = TableScan(t.file_io, t.path, t.schema)
+    vectors = {r.data_file_name: r.cardinality for e in scan.index_manifest.read(t.latest_snapshot().index_manifest)
+               for r in e.index_file.dv_ranges or ()}
+    live = {e.file.file_name for e in live_files(t)}
+    if threshold == "0.2":
+        assert not first & live and not vectors, "the 34%-deleted file should have been rewritten"
+    else:
+        assert first <= live and vectors == {next(iter(first)): 34}
+    expected = {k: ("b" if k % 3 == 0 else "a") + f"-{k}" for k in range(100)}
+    assert {k: v for k, (v, _) in state(t).items()} == expected
+    check_invariants(t)
+    assert {r["k"]: r["v"] for r in pypaimon_read(warehouse, "db.ratio").to_pylist()} == expected
+
+
 @pytest.mark.parametrize("bitmap64", ["false", "true"])
 def test_java_reads_our_dv_tables(catalog, bitmap64):
     from java_oracle import get_oracle

@@ -79,19 +79,66 @@ class BucketCompactor:
 
     # ---- entry point ------------------------------------------------------------------------
     def compact(self, bucket: BucketFiles, full: bool = False) -> Increment | None:
+        vectors = DeletionVectorMaintainer(self.file_io, bucket.index_dir, bucket.dv_index,
+                                           {f.file_name for f in bucket.files}, self.bitmap64)
+        level0_bytes = sum(f.file_size for f in bucket.files if f.level == 0)
         moved = [] if full or not self.lookup else self._disjoint_level0(bucket.files)
+        up = [f.upgrade(self.universal.max_level) for f in moved]
+        names = {f.file_name for f in moved}
         if moved:
-            up = [f.upgrade(self.universal.max_level) for f in moved]
-            names = {f.file_name for f in moved}
             bucket = replace(bucket, files=[f for f in bucket.files if f.file_name not in names] + up)
-        inc = self._compact_runs(bucket, full)
-        if not moved:
-            return inc
-        inc = inc or Increment()
+        inc = self._compact_runs(bucket, full, vectors) or Increment()
         rewritten = {f.file_name for f in inc.deleted_files}  # moved, then picked for a rewrite
         inc.deleted_files = moved + [f for f in inc.deleted_files if f.file_name not in names]
         inc.new_files = [f for f in up if f.file_name not in rewritten] + inc.new_files
-        return inc
+        if self.lookup:
+            if not full:
+                self._upkeep(bucket, inc, vectors, level0_bytes)
+            added, removed = vectors.write(self.paths)
+            inc.new_index_files.extend(added)
+            inc.deleted_index_files.extend(removed)
+        return None if inc.is_empty() else inc
+
+    def _upkeep(self, bucket: BucketFiles, inc: Increment, vectors: DeletionVectorMaintainer,
+                level0_bytes: int) -> None:
+        """Rewrite the top-level file with the most deleted rows once their share passes
+        `compaction.delete-ratio-threshold`, together with neighbours while the rewrite stays
+        within twice the bytes this compaction brought in from level 0 (the target file size
+        for a compaction without new files): deleted rows are dropped and small files merge,
+        and each batch's extra work stays bounded whatever the table's size."""
+        fresh = {f.file_name for f in inc.new_files}
+        gone = {f.file_name for f in inc.deleted_files}
+        top = [f for f in bucket.files if f.level == self.universal.max_level and f.file_name not in gone]
+        bounds = [self._key_bounds(f) for f in top]
+        if not top or any(b is None for b in bounds):
+            return
+        order = sorted(range(len(top)), key=lambda i: bounds[i][0])
+        top = [top[i] for i in order]
+        ratio = [vectors.deleted_count(f.file_name) / max(f.row_count, 1) for f in top]
+        threshold = self.options.get("compaction.delete-ratio-threshold")
+        first = max(range(len(top)), key=lambda i: ratio[i])
+        if ratio[first] <= threshold or top[first].file_name in fresh:
+            return
+        budget = 2 * level0_bytes if level0_bytes else self.options.target_file_size(True)
+
+        def live_bytes(i: int) -> float:
+            return top[i].file_size * (1 - ratio[i])
+        lo = hi = first
+        size = live_bytes(first)
+        while True:
+            options = [i for i in (lo - 1, hi + 1) if 0 <= i < len(top) and top[i].file_name not in fresh
+                       and size + live_bytes(i) <= budget]
+            if not options:
+                break
+            i = max(options, key=lambda i: ratio[i])
+            lo, hi = min(lo, i), max(hi, i)
+            size += live_bytes(i)
+        window = top[lo:hi + 1]
+        rows = pa.concat_tables([self._read_file(bucket, f, self._all_columns(), vectors)[0] for f in window])
+        inc.deleted_files.extend(window)
+        if rows.num_rows:
+            inc.new_files.extend(self.write_files(bucket.bucket_dir, rows, self.universal.max_level))
+        vectors.drop({f.file_name for f in window})
 
     def _disjoint_level0(self, files: list[DataFileMeta]) -> list[DataFileMeta]:
         """Level-0 files whose key range overlaps no other live file of the bucket.
@@ -117,7 +164,8 @@ class BucketCompactor:
         except (TypeError, ValueError):
             return None
 
-    def _compact_runs(self, bucket: BucketFiles, full: bool) -> Increment | None:
+    def _compact_runs(self, bucket: BucketFiles, full: bool,
+                      vectors: DeletionVectorMaintainer) -> Increment | None:
         runs = sorted_runs(bucket.files)
         if full:
             unit = CompactUnit(self.universal.max_level, tuple(runs)) if runs else None
@@ -125,8 +173,6 @@ class BucketCompactor:
             unit = self.universal.pick_force_up_level0(runs)
         if unit is None:
             return None
-        vectors = DeletionVectorMaintainer(self.file_io, bucket.index_dir, bucket.dv_index,
-                                           {f.file_name for f in bucket.files}, self.bitmap64)
         unit_names = {f.file_name for f in unit.files}
         older = [f for f in bucket.files if f.file_name not in unit_names]
         rows = self._read_unit(bucket, unit, vectors)
@@ -140,13 +186,8 @@ class BucketCompactor:
         outputs = self._output(bucket, unit, merged, vectors)
         if outputs == list(unit.files):
             return None  # a lone, clean file already at the output level: nothing changes
-        inc = Increment(deleted_files=list(unit.files), new_files=outputs)
-        if self.lookup:
-            vectors.drop(unit_names)
-            added, removed = vectors.write(self.paths)
-            inc.new_index_files.extend(added)
-            inc.deleted_index_files.extend(removed)
-        return inc
+        vectors.drop(unit_names)
+        return Increment(deleted_files=list(unit.files), new_files=outputs)
 
     # ---- reading ----------------------------------------------------------------------------
     def _read_file(self, bucket: BucketFiles, f: DataFileMeta, columns: list[str],

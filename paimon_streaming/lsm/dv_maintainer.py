@@ -47,6 +47,14 @@ class DeletionVectorMaintainer:
             self._decoded[name] = decode_vector(self._bytes(), self._stored[name], self._path)
         return self._decoded.get(name)
 
+    def deleted_count(self, name: str) -> int:
+        if name in self._decoded:
+            return len(self._decoded[name])
+        meta = self._stored.get(name)
+        if meta is None:
+            return 0
+        return meta.cardinality if meta.cardinality is not None else len(self.get(name))
+
     def deleted_positions(self, name: str) -> np.ndarray | None:
         vector = self.get(name)
         return None if vector is None else positions_of(vector)
