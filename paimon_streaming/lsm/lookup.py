@@ -17,9 +17,10 @@ so a lookup's cost tracks the batch rather than the table:
 * local disk: an index evicted from memory is spilled as an Arrow IPC file and later
   memory-mapped back instead of re-reading the data file (byte-bounded LRU too, files unused
   for the retention time are dropped, the directory is removed at exit);
-* a bloom filter of every indexed file's keys stays in memory (~1.2 bytes a key, an LRU of
-  64 mb by default: ~50 million keys), also after its index left both tiers, so a probe it
-  rules out for all batch keys costs no disk read, no index load and no data file read
+* a bloom filter of a file's keys is built when its index leaves memory (an index in memory
+  answers as fast as a filter) and stays in memory (~1.2 bytes a key, an LRU of 64 mb by
+  default: ~50 million keys), also after the index left both tiers, so a probe it rules out
+  for all batch keys costs no disk read, no index load and no data file read
   (`KeyIndexCache.positions`). A filter can rule out a whole batch only when batch size ×
   false-positive rate is small (a 1 % filter skips a 10-key batch 90 % of the time, a
   1,000-key batch almost never), so it is consulted only then: it pays off for the small
@@ -357,11 +358,11 @@ class KeyIndexCache:
             if not self.bloom_enabled:
                 self._blooms.clear()
                 self._bloom_bytes = 0
-            spill = self._evict_memory()
+            evicted = self._evict_memory()
             dropped = self._evict_disk(time.monotonic())
         for path in dropped:
             _unlink(path)
-        self._spill(spill)
+        self._retire(evicted)
 
     # ---- probes ----------------------------------------------------------------------------
     def get(self, name: str, load: Callable[[], KeyIndex]) -> KeyIndex:
@@ -417,55 +418,59 @@ class KeyIndexCache:
 
     # ---- tiers -----------------------------------------------------------------------------
     def _add(self, name: str, index: KeyIndex) -> None:
-        bloom = None
-        if self.bloom_enabled and name not in self._blooms:
-            bloom = BloomFilter.of(index.bloom_hashes, self.bloom_fpp)
         with self._lock:
-            if bloom is not None and name not in self._blooms:
-                self._blooms[name] = bloom
-                self._bloom_bytes += bloom.nbytes
-                while self._bloom_bytes > self.bloom_max_bytes and len(self._blooms) > 1:
-                    self._bloom_bytes -= self._blooms.popitem(last=False)[1].nbytes
             if name in self._items:
                 return
             self._items[name] = index
             self._bytes += index.nbytes
-            spill = self._evict_memory()
-        self._spill(spill)
+            evicted = self._evict_memory()
+        self._retire(evicted)
 
     def _evict_memory(self) -> list[tuple[str, KeyIndex]]:
-        """Under the lock: drop LRU indexes beyond the memory bound; those not yet on disk are
-        returned to be spilled (outside the lock)."""
+        """Under the lock: drop LRU indexes beyond the memory bound; those that still need a
+        bloom filter or a spill file are returned for `_retire` (outside the lock)."""
         out = []
         while self._bytes > self.max_bytes and len(self._items) > 1:
             name, old = self._items.popitem(last=False)
             self._bytes -= old.nbytes
-            if name not in self._disk:
+            if name not in self._disk or (self.bloom_enabled and name not in self._blooms):
                 out.append((name, old))
         return out
 
-    def _spill(self, evicted: list[tuple[str, KeyIndex]]) -> None:
-        if self.max_disk_bytes <= 0:
-            return
+    def _retire(self, evicted: list[tuple[str, KeyIndex]]) -> None:
+        """Indexes leaving memory get their bloom filter (only now: while an index is in memory
+        it answers as fast as the filter, so writes that pre-warm the cache pay nothing) and
+        are spilled to disk."""
         for name, index in evicted:
-            directory = self._directory()
-            path = os.path.join(directory, f"{os.urandom(8).hex()}.arrow")
-            try:
-                size = index.save(path)
-            except OSError:
-                _unlink(path)
-                continue  # a full or unwritable disk costs a rebuild later, never a failed write
-            now = time.monotonic()
-            with self._lock:
-                if size > self.max_disk_bytes or name in self._disk or name in self._items:
-                    drop = [path]
-                else:
-                    self._disk[name] = _DiskEntry(path, size, now)
-                    self._disk_bytes += size
-                    self.stats.spills += 1
-                    drop = self._evict_disk(now)
-            for p in drop:
-                _unlink(p)
+            if self.bloom_enabled and name not in self._blooms:
+                bloom = BloomFilter.of(index.bloom_hashes, self.bloom_fpp)
+                with self._lock:
+                    if name not in self._blooms:
+                        self._blooms[name] = bloom
+                        self._bloom_bytes += bloom.nbytes
+                        while self._bloom_bytes > self.bloom_max_bytes and len(self._blooms) > 1:
+                            self._bloom_bytes -= self._blooms.popitem(last=False)[1].nbytes
+            if name not in self._disk and self.max_disk_bytes > 0:
+                self._spill(name, index)
+
+    def _spill(self, name: str, index: KeyIndex) -> None:
+        path = os.path.join(self._directory(), f"{os.urandom(8).hex()}.arrow")
+        try:
+            size = index.save(path)
+        except OSError:
+            _unlink(path)
+            return  # a full or unwritable disk costs a rebuild later, never a failed write
+        now = time.monotonic()
+        with self._lock:
+            if size > self.max_disk_bytes or name in self._disk or name in self._items:
+                drop = [path]
+            else:
+                self._disk[name] = _DiskEntry(path, size, now)
+                self._disk_bytes += size
+                self.stats.spills += 1
+                drop = self._evict_disk(now)
+        for p in drop:
+            _unlink(p)
 
     def _evict_disk(self, now: float) -> list[str]:
         """Under the lock: forget disk files beyond the bound or unused for the retention time;
