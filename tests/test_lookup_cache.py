@@ -217,5 +217,6 @@ def test_options_from_environment_and_validation():
     defaults = KeyIndexCache()
     assert (defaults.max_bytes, defaults.retention_ms, defaults.bloom_enabled) == (256 << 20, 3_600_000, True)
     for key, bad in (("lookup.cache.bloom.filter.fpp", "1.5"), ("lookup.cache-max-memory-size", "lots")):
-        with pytest.raises(InvalidOptionError, match=key):
+        with pytest.raises(InvalidOptionError, match=key) as err:
             KeyIndexCache().configure({key: bad})
+        assert "PAIMON_LOOKUP_CACHE_" in str(err.value)

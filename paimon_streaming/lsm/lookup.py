@@ -280,10 +280,14 @@ def env_options(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
     out = {}
     for key in OPTION_KEYS:
-        name = "PAIMON_" + key.upper().replace(".", "_").replace("-", "_")
+        name = _env_name(key)
         if environ.get(name, "").strip():
             out[key] = environ[name]
     return out
+
+
+def _env_name(key: str) -> str:
+    return "PAIMON_" + key.upper().replace(".", "_").replace("-", "_")
 
 
 @dataclass
@@ -351,7 +355,8 @@ class KeyIndexCache:
                 try:
                     values[attr] = parse(str(options[key]))
                 except ValueError as exc:
-                    raise InvalidOptionError(f"lookup cache option '{key}': {exc}, got {options[key]!r}") from None
+                    raise InvalidOptionError(f"lookup cache option '{key}' (environment variable "
+                                             f"{_env_name(key)}): {exc}, got {options[key]!r}") from None
         with self._lock:
             for attr, value in values.items():
                 setattr(self, attr, value)
@@ -546,7 +551,7 @@ def _parse_fpp(text: str) -> float:
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)
-    except FileNotFoundError:
+    except OSError:  # already gone, or still mapped where that forbids removal: the exit cleanup gets it
         pass
 
 
