@@ -1,16 +1,25 @@
-"""The command line: demo, info, snapshots, compact; errors exit non-zero with a message."""
+"""The command line: info, snapshots, compact; demo and ingest (their runs: test_demo.py,
+test_ingest.py); errors exit non-zero with a message."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pyarrow as pa
+import pytest
 
 from paimon_streaming.cli import main
 
 
-def test_demo_info_snapshots_compact(tmp_path, capsys, catalog):
-    assert main(["demo", "--warehouse", str(tmp_path / "wh"), "--batches", "3", "--rows", "2000"]) == 0
-    assert "verified" in capsys.readouterr().out
+def test_info_snapshots_compact(tmp_path, capsys):
+    import paimon_streaming as ps
+    table = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "demo.orders", pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.float64())]),
+        primary_keys=["id"], options={"bucket": "4"})
+    for b in range(3):
+        table.write_arrow(pa.table({"id": pa.array(range(b * 100, b * 100 + 2000), pa.int64()),
+                                    "amount": [float(b)] * 2000}))
     path = str(tmp_path / "wh" / "demo.db" / "orders")
     assert main(["snapshots", path, "--json"]) == 0
     assert [s["kind"] for s in json.loads(capsys.readouterr().out)] == ["APPEND"] * 3
@@ -25,3 +34,19 @@ def test_demo_info_snapshots_compact(tmp_path, capsys, catalog):
 def test_errors_exit_non_zero(tmp_path, capsys):
     assert main(["info", str(tmp_path / "nope")]) == 1
     assert "no Paimon table" in capsys.readouterr().err
+
+
+def test_cli_does_not_import_pyspark_and_validates_ingest_arguments(tmp_path, capsys):
+    code = ("import sys; from paimon_streaming.cli import build_parser; build_parser(); "
+            "sys.exit(1 if 'pyspark' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+    for command in ("demo", "ingest"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "usage: paimon-streaming " + command in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["ingest", "--topic", "t", "--warehouse", str(tmp_path), "--table", "db.t"])  # no brokers
+    assert "--bootstrap-servers" in capsys.readouterr().err
+    assert main(["ingest", "--bootstrap-servers", "127.0.0.1:1", "--warehouse", str(tmp_path),
+                 "--table", "db.t"]) == 1
+    assert "--topic" in capsys.readouterr().err

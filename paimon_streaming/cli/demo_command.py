@@ -1,17 +1,37 @@
-"""`paimon-streaming demo`: the main job on the embedded default (local warehouse)."""
+"""`paimon-streaming demo`: the main job, a streaming round trip on a local warehouse.
+
+A generated change stream goes through the Spark sink into a deletion-vector table and back
+out through the streaming source (see `paimon_streaming.sinks.demo_pipeline`). pyspark is
+imported only inside the handler: the core package never imports it.
+"""
 from __future__ import annotations
 
 import argparse
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..demo import run_demo
-    return run_demo(args.warehouse, args.batches, args.rows)
+    from ..sinks.demo_pipeline import DemoSpec, run_demo
+    from .ingest_command import spark_session
+    spark = spark_session(args.master, [("spark.sql.shuffle.partitions", "2")], "paimon-streaming-demo")
+    try:
+        return run_demo(spark, args.warehouse, DemoSpec(args.batches, args.rows, args.keys, args.seed),
+                        f"{args.interval} seconds")
+    finally:
+        spark.stop()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    demo = sub.add_parser("demo", help="create a table, commit batches, read back, print snapshots")
+    demo = sub.add_parser("demo", help="streaming demo: generated upserts/deletes -> Spark sink -> deletion-vector "
+                          "table -> streaming source, verified against a model",
+                          description="Streams generated changes (deterministic upserts and deletes) through "
+                          "foreachBatch(paimon_sink) into demo.orders (deletion vectors) and reads them back with "
+                          "readStream.format('paimon'); exits 1 if the table or the streamed copy differs from "
+                          "the model. Needs pyspark (pip install '.[spark]') and Java 17.")
     demo.add_argument("--warehouse", default="./warehouse", help="warehouse directory (default ./warehouse)")
-    demo.add_argument("--batches", type=int, default=5, help="number of batches to commit")
-    demo.add_argument("--rows", type=int, default=100_000, help="rows per batch")
+    demo.add_argument("--batches", type=int, default=20, help="micro-batches to stream (default 20)")
+    demo.add_argument("--rows", type=int, default=20_000, help="changes per batch (default 20000)")
+    demo.add_argument("--keys", type=int, default=100_000, help="size of the key space (default 100000)")
+    demo.add_argument("--seed", type=int, default=7, help="seed of the generated changes")
+    demo.add_argument("--interval", type=float, default=1.0, help="seconds between micro-batches (default 1)")
+    demo.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     demo.set_defaults(func=cmd_demo)
