@@ -25,8 +25,8 @@ def rows(ids, v="a", p="x"):
 def dv(catalog):
     t = catalog.create_table("db.dv", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
                              options={"bucket": "2", "deletion-vectors.enabled": "true"})
-    t.write_arrow(rows(range(20)))
-    t.write_arrow(rows(range(5), v="b"))
+    t.write_arrow(rows(range(2000)))
+    t.write_arrow(rows(range(3), v="b"))  # a few updates: marked in deletion vectors, no rewrite
     t.write_arrow(rows(range(3), p="y"))
     os.makedirs(f"{t.path}/tag")  # a tag file is its snapshot's JSON
     shutil.copy(f"{t.path}/snapshot/snapshot-2", f"{t.path}/tag/tag-t1")

@@ -36,8 +36,8 @@ def pk(catalog):
 def dv(catalog):
     t = catalog.create_table("db.dv", SCHEMA, primary_keys=["id"],
                              options={"bucket": "1", "deletion-vectors.enabled": "true"})
-    t.write_arrow(pa.table({"id": list(range(10)), "v": ["a"] * 10}))
-    t.write_arrow(pa.table({"id": [1, 2], "v": ["b", "b"]}))
+    t.write_arrow(pa.table({"id": list(range(2000)), "v": ["a"] * 2000}))
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["b", "b"]}))  # marked in a deletion vector, no rewrite
     return t
 
 

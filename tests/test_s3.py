@@ -118,13 +118,32 @@ def test_catalog_and_tables_on_s3(s3):
     assert not t.snapshot_manager.try_publish(t.snapshot(6))
 
 
+def test_lost_reply_of_the_snapshot_put_commits_once(s3, monkeypatch):
+    """The PUT of the snapshot is applied but its reply is lost: the committer cannot know it
+    won, re-reads, finds its own snapshot and does not commit the batch a second time."""
+    import paimon_streaming.fileio as fileio
+    real, lost = fileio.put_if_absent, []
+
+    def reply_lost(settings, path, data):
+        created = real(settings, path, data)
+        if "/snapshot/" in path and not lost:
+            lost.append(path)
+            raise OSError("connection reset after the request was applied")
+        return created
+
+    monkeypatch.setattr(fileio, "put_if_absent", reply_lost)
+    t = ps.Catalog(s3.uri("lake/lost")).create_table("db.t", SCHEMA)
+    assert t.write_arrow(rows(range(3)), commit_user="u", commit_identifier=1) == 1
+    assert lost and [s.id for s in t.snapshots()] == [1] and t.to_arrow().num_rows == 3
+
+
 def test_processes_committing_concurrently_on_s3(s3):
     from concurrent_worker import batch_of, check_snapshot, write_batches
     location = s3.uri("lake/procs/t", credentials=True)
     create_table_at(location, batch_of(0, 0).schema)
     ctx = multiprocessing.get_context("spawn")
     errors, outcomes = ctx.Queue(), ctx.Queue()
-    writers, batches = 3, 4
+    writers, batches = 3, 3
     procs = [ctx.Process(target=write_batches, args=(location, w, batches, False, outcomes, errors))
              for w in range(writers)]
     for p in procs:
