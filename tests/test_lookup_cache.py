@@ -220,3 +220,31 @@ def test_options_from_environment_and_validation():
         with pytest.raises(InvalidOptionError, match=key) as err:
             KeyIndexCache().configure({key: bad})
         assert "PAIMON_LOOKUP_CACHE_" in str(err.value)
+
+
+def test_concurrent_probes_under_pressure_answer_exactly(tmp_path):
+    """Threads probing while indexes are evicted, spilled, dropped from disk and reloaded."""
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(5)
+    files = {f"f{i}": np.sort(rng.choice(50_000, 2_000, replace=False)) for i in range(20)}
+    size = KeyIndex(int_keys(files["f0"]), INT).nbytes
+    cache = tiny_cache(tmp_path, max_bytes=2 * size, max_disk_bytes=5 * size)
+    batches = [np.sort(rng.choice(50_000, int(n), replace=False)) for n in rng.integers(1, 300, 40)]
+    expected = {(name, b): np.flatnonzero(np.isin(keys, batches[b])) for name, keys in files.items()
+                for b in range(len(batches))}
+
+    def work(seed: int) -> int:
+        r = np.random.default_rng(seed)
+        for _ in range(150):
+            name, b = f"f{r.integers(20)}", int(r.integers(len(batches)))
+            got = cache.positions(name, lambda name=name: KeyIndex(int_keys(files[name]), INT),
+                                  BatchKeys.of(int_keys(batches[b]), INT))
+            assert np.array_equal(got, expected[(name, b)]), (name, b)
+        return 150
+    with ThreadPoolExecutor(8) as pool:
+        assert sum(pool.map(work, range(8))) == 1200
+    s = cache.stats
+    assert s.disk_hits and s.builds > 20 and s.spills and s.bloom_skips   # every path was taken
+    assert cache.disk_bytes <= cache.max_disk_bytes
+    assert len(os.listdir(cache.directory)) == len(cache._disk)
+    cache.clear()
