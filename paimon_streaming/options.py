@@ -103,6 +103,7 @@ _OPTIONS = [
     Option("metadata.stats-mode", "truncate(16)", str),
     Option("data-file.prefix", "data-", str),
     Option("changelog-file.prefix", "changelog-", str),
+    Option("changelog-producer.row-deduplicate", "false", parse_bool),
     Option("file.suffix.include.compression", "false", parse_bool),
     Option("commit.max-retries", "10", _int_at_least(0)),
     Option("snapshot.num-retained.min", "10", _int_at_least(1)),

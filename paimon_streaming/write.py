@@ -37,6 +37,7 @@ from .merge_engine import (engine_for, is_retract, merge_sorted, row_kind_filter
                            sort_for_merge)
 from .schema import SchemaManager, TableSchema, cast_type_check
 from .stats import collect_stats, stats_columns, stats_modes
+from .lsm.changelog import changelog_producer, input_changelog
 from .types import DataField, from_arrow, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -144,6 +145,7 @@ class TableWrite:
         self.dynamic = DynamicBucketAssigner(file_io, table_path, self.paths,
                                              self.options.get("dynamic-bucket.target-row-num"))
         self.engine = engine_for(schema) if self.pk else None
+        self.changelog = changelog_producer(self.options, schema.primary_keys, table_name) if self.pk else "none"
         self._compactor = None
         # While a deletion-vector batch is written (see `write`): rows of the level-0 files not
         # yet compacted, which compaction uses instead of reading the files back.
@@ -209,22 +211,29 @@ class TableWrite:
 
     # ---- files ---------------------------------------------------------------------------
     def write_group(self, g: _Group, next_sequence: int, level: int = 0,
-                    split_after: tuple | None = None) -> list[DataFileMeta]:
-        """Write one (partition, bucket) group; PK groups are sorted and merged by key first.
+                    split_after: tuple | None = None) -> tuple[list[DataFileMeta], list[DataFileMeta]]:
+        """Write one (partition, bucket) group: (data files, changelog files). PK groups are
+        sorted and merged by key first; `changelog-producer = input` keeps every input row in
+        changelog files.
 
         `split_after` (a key) starts a new file at the first key above it: with the bucket's
         largest live key there, keys new to the bucket land in files that overlap nothing, which
         compaction can then move up without rewriting them (see `BucketCompactor`)."""
         rows = g.rows
         sequence = np.arange(next_sequence, next_sequence + rows.num_rows, dtype=np.int64)
-        if self.pk:
-            rows, sequence = self._sort_and_merge(rows, sequence)
         directory = self.bucket_dir(g.partition_values, g.bucket)
+        changelog = []
+        if self.pk:
+            if self.changelog == "input":
+                changelog = self.write_changelog(directory, input_changelog(
+                    self._with_kind(rows).append_column(SEQUENCE_NUMBER, pa.array(sequence)),
+                    self.schema.trimmed_primary_keys))
+            rows, sequence = self._sort_and_merge(rows, sequence)
         cut = rows.num_rows if split_after is None else first_key_above(rows, self.schema.trimmed_primary_keys,
                                                                          split_after)
         pieces = [(0, cut), (cut, rows.num_rows)] if 0 < cut < rows.num_rows else [(0, rows.num_rows)]
         return [self._write_file(directory, rows.slice(a + s, e - s), sequence[a + s:a + e], level)
-                for a, b in pieces for s, e in self._roll(rows.slice(a, b - a))]
+                for a, b in pieces for s, e in self._roll(rows.slice(a, b - a))], changelog
 
     def bucket_dir(self, partition_values: list, bucket: int) -> str:
         return bucket_path(self.table_path, partition_path(
@@ -236,6 +245,14 @@ class TableWrite:
         sequence = rows.column(SEQUENCE_NUMBER).to_numpy()
         rows = rows.drop_columns([SEQUENCE_NUMBER])
         return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], level, FILE_SOURCE_COMPACT)
+                for s, e in self._roll(rows)]
+
+    def write_changelog(self, directory: str, rows: pa.Table) -> list[DataFileMeta]:
+        """Write changelog rows (table columns + `_SEQUENCE_NUMBER` + `_VALUE_KIND`) as
+        `changelog-*` files, laid out like level-0 data files."""
+        sequence = rows.column(SEQUENCE_NUMBER).to_numpy()
+        rows = rows.drop_columns([SEQUENCE_NUMBER])
+        return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], 0, changelog=True)
                 for s, e in self._roll(rows)]
 
     # ---- deletion vectors -------------------------------------------------------------------
@@ -251,7 +268,8 @@ class TableWrite:
                     cache[schema_id] = schemas.schema(schema_id)
                 return cache[schema_id]
             self._compactor = BucketCompactor(self.file_io, self.schema, schema_of, self.paths,
-                                              self.write_compacted, self.options.lookup_compaction)
+                                              self.write_compacted, self.options.lookup_compaction,
+                                              self.write_changelog)
         return self._compactor
 
     def compact_bucket(self, partition: bytes, partition_values: list, bucket: int,
@@ -265,13 +283,17 @@ class TableWrite:
         return self.compactor().compact(BucketFiles(directory, files, dv_index, f"{self.table_path}/index",
                                                     fresh), full)
 
+    @staticmethod
+    def _with_kind(rows: pa.Table) -> pa.Table:
+        if VALUE_KIND in rows.column_names:
+            return rows
+        return rows.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(np.full(rows.num_rows, INSERT, np.int8)))
+
     def _sort_and_merge(self, rows: pa.Table, sequence: np.ndarray) -> tuple[pa.Table, np.ndarray]:
         """Sort by (key, sequence.field, sequence number) and merge each key's rows with the
         table's merge engine; the result keeps its `_VALUE_KIND` column (deletes included)."""
         keys = self.schema.trimmed_primary_keys
-        if VALUE_KIND not in rows.column_names:
-            rows = rows.append_column(pa.field(VALUE_KIND, pa.int8(), False),
-                                      pa.array(np.full(rows.num_rows, INSERT, np.int8)))
+        rows = self._with_kind(rows)
         with_seq = rows.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(sequence))
         merged = merge_sorted(sort_for_merge(with_seq, keys, self.options.sequence_field), keys, self.engine)
         seq = merged.column(SEQUENCE_NUMBER).to_numpy()
@@ -283,8 +305,8 @@ class TableWrite:
         return [(s, min(s + per_file, rows.num_rows)) for s in range(0, rows.num_rows, per_file)] or [(0, 0)]
 
     def _write_file(self, directory: str, rows: pa.Table, sequence: np.ndarray, level: int,
-                    file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
-        name = self.paths.new_data_file()
+                    file_source: int = FILE_SOURCE_APPEND, changelog: bool = False) -> DataFileMeta:
+        name = self.paths.new_changelog_file() if changelog else self.paths.new_data_file()
         n = rows.num_rows
         delete_rows = 0
         if self.pk:
@@ -312,7 +334,7 @@ class TableWrite:
         size = write_data_file(self.file_io, f"{directory}/{name}", file_table, self.fields,
                                self.options.file_format, self.options.file_compression,
                                self.options.get("file.compression.zstd-level"))
-        if self._keep_fresh:
+        if self._keep_fresh and not changelog:
             self._remember(name, rows, sequence, kinds, keep_rows=level == 0)
         value_stats = self._stats(rows, list(self.schema.fields), self.modes)
         return DataFileMeta(
@@ -412,8 +434,8 @@ class TableWrite:
         messages = {}
         for g in self.group(data, index_entries):
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
-            files = self.write_group(g, start, split_after=largest.get((g.partition, g.bucket)))
-            message = CommitMessage(g.partition, g.bucket, total, Increment(new_files=files))
+            files, changelog = self.write_group(g, start, split_after=largest.get((g.partition, g.bucket)))
+            message = CommitMessage(g.partition, g.bucket, total, Increment(new_files=files, changelog_files=changelog))
             if dv:
                 old = [] if overwrite else [e.file for e in live if (e.partition, e.bucket) == (g.partition, g.bucket)]
                 message.compact = self.compact_bucket(g.partition, g.partition_values, g.bucket, old + files,

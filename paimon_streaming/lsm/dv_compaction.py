@@ -24,13 +24,15 @@ from ..binary_row import encode_rows
 from ..commit import Increment
 from ..datafile import arrow_schema, read_data_file
 from ..fileio import FileIO
-from ..keyvalue import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, decode_key, file_fields, key_fields
+from ..keyvalue import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, decode_key, file_fields,
+                        key_fields)
 from ..manifest import DataFileMeta, IndexFileMeta
 from ..merge_engine import engine_for, merge_sorted, sort_for_merge
 from ..options import CoreOptions
 from ..paths import PathFactory
 from ..schema import TableSchema
 from ..types import to_arrow
+from .changelog import lookup_changelog
 from .dv_maintainer import DeletionVectorMaintainer
 from .levels import sorted_runs
 from .lookup import KEY_INDEXES, BatchKeys, KeyIndex
@@ -63,7 +65,8 @@ class BucketCompactor:
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_of: Callable[[int], TableSchema],
                  paths: PathFactory, write_files: Callable[[str, pa.Table, int], list[DataFileMeta]],
-                 lookup: bool = True):
+                 lookup: bool = True,
+                 write_changelog: Callable[[str, pa.Table], list[DataFileMeta]] | None = None):
         self.file_io = file_io
         self.schema = schema
         self.schema_of = schema_of
@@ -76,6 +79,8 @@ class BucketCompactor:
         self.engine = engine_for(schema)
         self.bitmap64 = self.options.get("deletion-vectors.bitmap64")
         self.lookup = lookup
+        # changelog-producer = lookup: compaction also writes what changed (see lsm/changelog.py)
+        self.write_changelog = write_changelog if self.options.get("changelog-producer") == "lookup" else None
 
     # ---- entry point ------------------------------------------------------------------------
     def compact(self, bucket: BucketFiles, full: bool = False) -> Increment | None:
@@ -88,6 +93,11 @@ class BucketCompactor:
         if moved:
             bucket = replace(bucket, files=[f for f in bucket.files if f.file_name not in names] + up)
         inc = self._compact_runs(bucket, full, vectors) or Increment()
+        if moved and self.write_changelog is not None:  # keys new to the bucket: +I, no lookup needed
+            rows = pa.concat_tables([self._read_file(bucket, f, self._all_columns(), None)[0] for f in moved])
+            kinds = pa.array(np.full(rows.num_rows, INSERT, np.int8))
+            inc.changelog_files.extend(self.write_changelog(
+                bucket.bucket_dir, rows.set_column(rows.column_names.index(VALUE_KIND), VALUE_KIND, kinds)))
         rewritten = {f.file_name for f in inc.deleted_files}  # moved, then picked for a rewrite
         inc.deleted_files = moved + [f for f in inc.deleted_files if f.file_name not in names]
         inc.new_files = [f for f in up if f.file_name not in rewritten] + inc.new_files
@@ -175,9 +185,10 @@ class BucketCompactor:
             return None
         unit_names = {f.file_name for f in unit.files}
         older = [f for f in bucket.files if f.file_name not in unit_names]
-        rows = self._read_unit(bucket, unit, vectors)
+        rows, level0 = self._read_unit(bucket, unit, vectors)
+        changelog = None
         if self.lookup:
-            merged = self._merge(rows, older, bucket, vectors)
+            merged, changelog = self._merge(rows, level0, older, bucket, vectors)
         else:  # merge-on-read table: older versions stay; deletes go only when nothing is older
             merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys,
                                   self.engine)
@@ -187,7 +198,10 @@ class BucketCompactor:
         if outputs == list(unit.files):
             return None  # a lone, clean file already at the output level: nothing changes
         vectors.drop(unit_names)
-        return Increment(deleted_files=list(unit.files), new_files=outputs)
+        inc = Increment(deleted_files=list(unit.files), new_files=outputs)
+        if changelog is not None and changelog.num_rows:
+            inc.changelog_files.extend(self.write_changelog(bucket.bucket_dir, changelog))
+        return inc
 
     # ---- reading ----------------------------------------------------------------------------
     def _read_file(self, bucket: BucketFiles, f: DataFileMeta, columns: list[str],
@@ -230,9 +244,12 @@ class BucketCompactor:
     def _all_columns(self) -> list[str]:
         return self.schema.field_names + [SEQUENCE_NUMBER, VALUE_KIND]
 
-    def _read_unit(self, bucket: BucketFiles, unit: CompactUnit, vectors: DeletionVectorMaintainer) -> pa.Table:
+    def _read_unit(self, bucket: BucketFiles, unit: CompactUnit,
+                   vectors: DeletionVectorMaintainer) -> tuple[pa.Table, np.ndarray]:
+        """The unit's live rows, and which of them come from level-0 files."""
         parts = [self._read_file(bucket, f, self._all_columns(), vectors)[0] for f in unit.files]
-        return pa.concat_tables(parts)
+        level0 = np.concatenate([np.full(p.num_rows, f.level == 0) for p, f in zip(parts, unit.files)])
+        return pa.concat_tables(parts), level0
 
     # ---- lookup and merge -----------------------------------------------------------------------
     def _load_key_index(self, bucket: BucketFiles, f: DataFileMeta) -> KeyIndex:
@@ -284,24 +301,42 @@ class BucketCompactor:
             out[i] = (int(rank[n + j]), int(rank[n + len(known) + j]))
         return out
 
-    def _merge(self, rows: pa.Table, older: list[DataFileMeta], bucket: BucketFiles,
-               vectors: DeletionVectorMaintainer) -> pa.Table:
+    def _merge(self, rows: pa.Table, level0: np.ndarray, older: list[DataFileMeta], bucket: BucketFiles,
+               vectors: DeletionVectorMaintainer) -> tuple[pa.Table, pa.Table | None]:
         """Merge the unit's rows per key (with old rows where the engine needs them) and mark
-        every replaced older row in the deletion vectors. Returns rows without -U/-D."""
+        every replaced older row in the deletion vectors. Returns the rows without -U/-D, and
+        the changelog of the level-0 rows when the table produces one by lookup."""
         merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys, self.engine)
         found = self._lookup(merged.select(self.keys), older, bucket, vectors)
+        wants_old = bool(found) and (self.engine.name != "deduplicate" or self.write_changelog is not None)
+        old = pa.concat_tables([self._rows_at(bucket, older, name, pos) for name, pos in found.items()]) \
+            if wants_old else None
         if found and self.engine.name == "first-row":
-            old_keys = pa.concat_tables([self._rows_at(bucket, older, name, pos).select(self.keys)
-                                         for name, pos in found.items()])
-            merged = merged.filter(_not_in(merged, old_keys, self.keys, self.key_types))
+            merged = merged.filter(_not_in(merged, old.select(self.keys), self.keys, self.key_types))
             found = {}
         elif found and self.engine.name in _MERGES_WITH_OLD_ROW:
-            old = pa.concat_tables([self._rows_at(bucket, older, name, pos) for name, pos in found.items()])
             both = pa.concat_tables([old.select(merged.column_names), merged])
             merged = merge_sorted(sort_for_merge(both, self.keys, self.engine.sequence_fields), self.keys, self.engine)
+        changelog = None if self.write_changelog is None else self._changelog(rows, level0, merged, old)
         for name, positions in found.items():
             vectors.mark(name, positions)
-        return _without_retractions(merged)
+        return _without_retractions(merged), changelog
+
+    def _changelog(self, rows: pa.Table, level0: np.ndarray, merged: pa.Table, found: pa.Table | None) -> pa.Table:
+        """Changelog of the level-0 rows' keys: their old live row is either in a higher-level
+        file of the unit or was found in an older file (at most one of them: DV invariant)."""
+        fresh_keys = rows.filter(pa.array(level0)).select(self.keys)
+        unit_old = rows.filter(pa.array(~level0))
+        old_parts = [unit_old.filter(pc.invert(_not_in(unit_old, fresh_keys, self.keys, self.key_types)))]
+        if found is not None:
+            old_parts.append(found.select(rows.column_names))
+        old = pa.concat_tables(old_parts)
+        new = merged.filter(pc.invert(_not_in(merged, fresh_keys, self.keys, self.key_types)))
+        if self.engine.name == "first-row":  # only keys seen for the first time
+            new = new.filter(_not_in(new, old.select(self.keys), self.keys, self.key_types))
+            old = old.slice(0, 0)
+        return lookup_changelog(new, old, self.keys, self.key_types,
+                                self.options.get("changelog-producer.row-deduplicate"))
 
     def _rows_at(self, bucket: BucketFiles, files: list[DataFileMeta], name: str,
                  positions: np.ndarray) -> pa.Table:
