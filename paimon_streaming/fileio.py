@@ -122,12 +122,19 @@ class FileIO:
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
         """Replace a file so readers see the old or the new content, never a partial one."""
-        if self.is_local:
-            tmp = f"{_parent(path)}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4()}.tmp"
-            self.write_bytes(tmp, data)
-            os.replace(tmp, path)
-        else:  # object stores publish whole objects on close
+        if isinstance(self.fs, pafs.S3FileSystem):  # S3 publishes whole objects on close
             self.write_bytes(path, data)
+            return
+        tmp = f"{_parent(path)}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4()}.tmp"
+        try:
+            self.write_bytes(tmp, data)
+            if self.is_local:
+                os.replace(tmp, path)
+            else:
+                self.fs.move(tmp, path)
+        except BaseException:
+            self.delete_quietly(tmp)
+            raise
 
     def try_create_atomic(self, path: str, data: bytes) -> bool:
         """Create `path` with `data` only if it does not exist. False when it already exists.

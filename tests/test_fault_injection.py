@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 import paimon_streaming as ps
@@ -47,6 +48,11 @@ class Scenario:
     options: dict
     op: Callable[[ps.Table], object]
     writes: bool = True   # a write (sink recovery applies) rather than a compaction
+    non_local: bool = False  # through a non-local filesystem: publication by check + rename
+
+    def file_io(self, fail_at: int | None = None, mode: str = "fail") -> FaultyFileIO:
+        fs = pafs.SubTreeFileSystem("/", pafs.LocalFileSystem()) if self.non_local else None
+        return FaultyFileIO(fail_at, mode, fs)
 
 
 SCENARIOS = [
@@ -59,6 +65,9 @@ SCENARIOS = [
                                      commit_identifier=IDENT)),
     Scenario("full-compaction", {"bucket": "1"},
              lambda t: t.compact(full=True, commit_user=USER, commit_identifier=IDENT), writes=False),
+    Scenario("pk-append-non-local-fs", {"bucket": "2"},
+             lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT),
+             non_local=True),
 ]
 
 
@@ -110,7 +119,7 @@ def templates(tmp_path_factory):
         t.write_arrow(batch([1, 2, 9], v="y", p="b"), commit_user="earlier", commit_identifier=2)
         clean = str(base / "clean")
         shutil.copytree(t.path, clean)
-        counter = FaultyFileIO()
+        counter = sc.file_io()
         assert _run(clean, sc, counter) is None
         out[sc.name] = (t.path, _state(t.path), _state(clean), len(counter.calls), counter.calls)
     dv_compaction.KEY_INDEXES = original
@@ -129,7 +138,7 @@ def test_failure_at_every_io_step(templates, tmp_path, scenario, mode):
     for n in targets:
         path = str(tmp_path / f"run-{n}")
         shutil.copytree(template, path)
-        faulty = FaultyFileIO(fail_at=n, mode=mode)
+        faulty = scenario.file_io(fail_at=n, mode=mode)
         error = _run(path, scenario, faulty)
         where = f"{scenario.name}: {mode} at step {n} ({faulty.fired})"
         assert faulty.fired is not None, where
