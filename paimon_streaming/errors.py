@@ -63,3 +63,7 @@ class TagAlreadyExistsError(PaimonError):
 
 class InvalidTagNameError(PaimonError, ValueError):
     """A tag name is blank, purely numeric, or holds a path separator or control character."""
+
+
+class S3ConfigurationError(PaimonError):
+    """Settings an S3 request needs (credentials for a conditional PUT) are missing."""

@@ -27,15 +27,11 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from .errors import PaimonError
+from .errors import S3ConfigurationError
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 # Like pyarrow's S3 client, ignore the HTTP(S)_PROXY environment variables.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-class S3ConfigurationError(PaimonError):
-    """The S3 settings needed for a conditional PUT (credentials, region) are missing."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import paimon_streaming as ps
 from paimon_streaming.catalog import create_table_at
 from paimon_streaming.check import check_table
 from paimon_streaming.fileio import FileIO
-from paimon_streaming.s3_conditional import S3ConfigurationError, S3Settings, put_if_absent, sign
+from paimon_streaming.errors import S3ConfigurationError
+from paimon_streaming.s3_conditional import S3Settings, put_if_absent, sign
 from conftest import rows_by
 
 pytest.importorskip("moto")
