@@ -76,7 +76,7 @@ class _Checker:
         self.report = CheckReport(table.path)
         self._listings: dict[str, dict[str, int]] = {}
         self._decoded: dict[str, list[dict] | None] = {}
-        self._checked_files: set[str] = set()
+        self._verdicts: dict[str, bool] = {}
 
     def problem(self, kind: str, path: str, message: str, severity: str = ERROR) -> None:
         self.report.problems.append(Problem(severity, kind, path, message))
@@ -163,9 +163,13 @@ class _Checker:
         return self._decoded[path]
 
     def _exists(self, path: str, size: int | None, label: str) -> bool:
-        """Whether `path` exists (with `size` when given); reports a problem otherwise."""
-        if path in self._checked_files:
-            return True
+        """Whether `path` exists (with `size` when given); reports a problem the first time."""
+        if path in self._verdicts:
+            return self._verdicts[path]
+        self._verdicts[path] = self._stat(path, size, label)
+        return self._verdicts[path]
+
+    def _stat(self, path: str, size: int | None, label: str) -> bool:
         directory, _, name = path.rpartition("/")
         listing = self._listings.get(directory)
         if listing is None:
@@ -179,7 +183,6 @@ class _Checker:
             self.problem("size-mismatch", path, f"{label} records {size} bytes for {path} but it has "
                          f"{listing[name]} bytes (truncated or replaced)")
             return False
-        self._checked_files.add(path)
         return True
 
     def _check_data_file(self, label: str, e: ManifestEntry) -> None:
@@ -196,7 +199,7 @@ class _Checker:
     def _check_index_file(self, label: str, e: IndexManifestEntry) -> None:
         f = e.index_file
         path = f.external_path or f"{self.scan.table_path}/index/{f.file_name}"
-        if path in self._checked_files or not self._exists(path, f.file_size, label):
+        if path in self._verdicts or not self._exists(path, f.file_size, label):
             return
         if f.index_type != DELETION_VECTORS_INDEX or not f.dv_ranges:
             return

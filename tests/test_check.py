@@ -97,7 +97,7 @@ def test_damage_is_reported_with_its_file(dv, damage, capsys):
     path = where(dv)
     do(dv)
     found = problems(dv)
-    assert ("error", kind, path) in found, found
+    assert found.count(("error", kind, path)) == 1, found  # once, however many snapshots use it
     assert main(["check", dv.path, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert not report["ok"] and any(p["path"] == path for p in report["problems"])
