@@ -33,7 +33,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import PaimonError, TableNotFoundError
+from paimon_streaming.errors import CommitConflictError, PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.table import Table
 
@@ -110,7 +110,15 @@ class PaimonSink:
                      table.name, batch_id, commit_user)
             return
         result = write_dataframe(df, WritePlan.for_table(table, self.location, self.row_kind_column))
-        snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id)
+        try:
+            snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id)
+        except CommitConflictError:
+            if not table.committed_identifiers(commit_user, [batch_id]):
+                raise
+            # the batch's data landed but its compaction lost to a concurrent one: redo it on the
+            # new snapshot, as a restart would
+            repair_interrupted_batch(table, commit_user)
+            snapshot_ids = [table.snapshot_manager.latest_of_user(commit_user).id]
         files = sum(len(m.data.new_files) + len(m.compact.new_files) for m in result.messages)
         log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f",
                  table.name, batch_id, result.rows_in, files, snapshot_ids or "none",

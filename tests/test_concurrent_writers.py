@@ -131,3 +131,31 @@ def test_concurrent_dynamic_bucket_writers_conflict_instead_of_losing_hash_entri
         b.new_commit().commit(from_b, "writer-b", 1)
     b.write_arrow(rows([3]), commit_user="writer-b", commit_identifier=1)
     assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2, 3] and check_table(t).ok
+
+
+def test_sink_redoes_a_compaction_that_lost_to_a_concurrent_writer(tmp_path, monkeypatch):
+    """The sink's batch lands (APPEND) but its COMPACT conflicts with another writer's: the
+    sink redoes the compaction on the new snapshot instead of failing the query."""
+    pytest.importorskip("pyspark")
+    from paimon_streaming.sinks import foreach_batch
+    from paimon_streaming.sinks.spark_write import WriteResult
+
+    def rows(ids, v):
+        return pa.table({"id": ids, "v": [v] * len(ids), "w": [0] * len(ids)}, schema=SCHEMA)
+
+    t = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(rows(list(range(5000)), "old"))
+
+    def write_then_lose_the_race(df, plan):
+        messages = ps.Table.open(t.path).write_messages(rows([3, 4], "sink"))
+        ps.Table.open(t.path).write_arrow(rows([1, 2], "other"), commit_user="other", commit_identifier=1)
+        return WriteResult(messages, 2)
+
+    monkeypatch.setattr(foreach_batch, "write_dataframe", write_then_lose_the_race)
+    foreach_batch.paimon_sink(t.path, commit_user="sink")(None, 0)
+    values = {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}
+    assert len(values) == t.to_arrow().num_rows == 5000
+    assert [values[i] for i in range(6)] == ["old", "other", "other", "sink", "sink", "old"]
+    assert [s.commit_kind for s in t.snapshots() if s.commit_user == "sink"] == ["APPEND", "COMPACT"]
+    assert check_table(t).ok
