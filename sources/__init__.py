@@ -9,5 +9,7 @@ here, on top of the core's `TableScan`/`SplitReader` and `streaming_scan`:
   control, consumer progress;
 - `options.py`: the read options; `filters.py`: Spark filters -> filter terms;
   `partitions.py`: input partitions and the executor-side read;
-- `datasource.py`: schema / reader / streamReader entry points of the data source.
+- `datasource.py`: schema / reader / streamReader entry points of the data source;
+- `kafka.py`: the "kafka-python" streaming source (Apache Kafka through kafka-python, with the
+  options and columns of Spark's Kafka source), also registered by `register(spark)`.
 """
