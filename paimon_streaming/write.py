@@ -247,12 +247,13 @@ class TableWrite:
         return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], level, FILE_SOURCE_COMPACT)
                 for s, e in self._roll(rows)]
 
-    def write_changelog(self, directory: str, rows: pa.Table) -> list[DataFileMeta]:
+    def write_changelog(self, directory: str, rows: pa.Table, level: int = 0) -> list[DataFileMeta]:
         """Write changelog rows (table columns + `_SEQUENCE_NUMBER` + `_VALUE_KIND`) as
-        `changelog-*` files, laid out like level-0 data files."""
+        `changelog-*` files, laid out like data files. Compaction's changelog carries the
+        level it compacted to, as Java's does (deletion-vector readers skip level 0)."""
         sequence = rows.column(SEQUENCE_NUMBER).to_numpy()
         rows = rows.drop_columns([SEQUENCE_NUMBER])
-        return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], 0, changelog=True)
+        return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], level, changelog=True)
                 for s, e in self._roll(rows)]
 
     # ---- deletion vectors -------------------------------------------------------------------

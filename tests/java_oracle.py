@@ -469,8 +469,11 @@ class Batch:
         return self._add(op)
 
     def read(self, path, snapshot_id: int | None = None, tag: str | None = None,
-             columns: Sequence[str] | None = None, with_row_kind: bool = False) -> Pending:
+             columns: Sequence[str] | None = None, with_row_kind: bool = False,
+             incremental_between: tuple[int, int] | None = None) -> Pending:
         op = {"op": "read", "path": str(path)}
+        if incremental_between is not None:
+            op["incrementalBetween"] = f"{incremental_between[0]},{incremental_between[1]}"
         if snapshot_id is not None:
             op["snapshotId"] = int(snapshot_id)
         if tag is not None:
@@ -597,8 +600,9 @@ class JavaOracle:
               static_partition=None) -> None:
         self._one("write", path, rows, commit_user, commit_identifier, overwrite, static_partition)
 
-    def read(self, path, snapshot_id=None, tag=None, columns=None, with_row_kind=False) -> list[dict]:
-        return self._one("read", path, snapshot_id, tag, columns, with_row_kind)
+    def read(self, path, snapshot_id=None, tag=None, columns=None, with_row_kind=False,
+             incremental_between=None) -> list[dict]:
+        return self._one("read", path, snapshot_id, tag, columns, with_row_kind, incremental_between)
 
     def snapshots(self, path) -> list[dict]:
         """[{id, schemaId, commitUser, commitIdentifier, commitKind, timeMillis,

@@ -138,3 +138,14 @@ def test_replaying_the_changelog_rebuilds_the_table(ops, producer):
             elif producer == "lookup" or kind == "-D":  # input: a -U alone does not remove the key
                 replayed.pop(k, None)
     assert replayed == {r["k"]: r["v"] for r in table.to_arrow().to_pylist()}
+
+
+def test_java_reads_our_lookup_changelog(catalog):
+    from java_oracle import get_oracle
+    t = catalog.create_table("db.jv", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "2", **DV, "changelog-producer": "lookup"})
+    t.write_arrow(rows([1, 2, 3], "a"))
+    t.write_arrow(rows([2, 3, 4], "b", ops=["+U", "-D", "+I"]), row_kind_column="op")
+    java = get_oracle().read(t.path, with_row_kind=True, incremental_between=(2, 4))
+    assert sorted((r["k"], r["v"], r["_ROW_KIND"]) for r in java) == \
+        [(2, "a-2", "-U"), (2, "b-2", "+U"), (3, "a-3", "-D"), (4, "b-4", "+I")]

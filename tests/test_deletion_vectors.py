@@ -153,6 +153,20 @@ def test_files_with_many_deleted_rows_are_rewritten(catalog, warehouse, threshol
     assert {r["k"]: r["v"] for r in pypaimon_read(warehouse, "db.ratio").to_pylist()} == expected
 
 
+@pytest.mark.parametrize("buckets", ["1", "2"])
+def test_sequence_field_lets_an_older_row_win(catalog, warehouse, buckets):
+    """With sequence.field the old row found by lookup can outrank the batch's row."""
+    t = catalog.create_table("db.seq", SCHEMA, primary_keys=["k"],
+                             options={"bucket": buckets, **DV, "sequence.field": "n"})
+    t.write_arrow(pa.table({"k": pa.array([1, 3], pa.int64()), "v": ["a", "x"], "n": pa.array([5, 1], pa.int64())}))
+    t.write_arrow(pa.table({"k": pa.array([1, 2, 3], pa.int64()), "v": ["old", "c", "y"],
+                            "n": pa.array([3, 1, 2], pa.int64())}))
+    expected = {1: ("a", 5), 2: ("c", 1), 3: ("y", 2)}
+    assert state(t) == expected
+    check_invariants(t)
+    assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.seq").to_pylist()} == expected
+
+
 @pytest.mark.parametrize("bitmap64", ["false", "true"])
 def test_java_reads_our_dv_tables(catalog, bitmap64):
     from java_oracle import get_oracle

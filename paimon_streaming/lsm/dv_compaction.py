@@ -66,7 +66,7 @@ class BucketCompactor:
     def __init__(self, file_io: FileIO, schema: TableSchema, schema_of: Callable[[int], TableSchema],
                  paths: PathFactory, write_files: Callable[[str, pa.Table, int], list[DataFileMeta]],
                  lookup: bool = True,
-                 write_changelog: Callable[[str, pa.Table], list[DataFileMeta]] | None = None):
+                 write_changelog: Callable[[str, pa.Table, int], list[DataFileMeta]] | None = None):
         self.file_io = file_io
         self.schema = schema
         self.schema_of = schema_of
@@ -97,7 +97,8 @@ class BucketCompactor:
             rows = pa.concat_tables([self._read_file(bucket, f, self._all_columns(), None)[0] for f in moved])
             kinds = pa.array(np.full(rows.num_rows, INSERT, np.int8))
             inc.changelog_files.extend(self.write_changelog(
-                bucket.bucket_dir, rows.set_column(rows.column_names.index(VALUE_KIND), VALUE_KIND, kinds)))
+                bucket.bucket_dir, rows.set_column(rows.column_names.index(VALUE_KIND), VALUE_KIND, kinds),
+                self.universal.max_level))
         rewritten = {f.file_name for f in inc.deleted_files}  # moved, then picked for a rewrite
         inc.deleted_files = moved + [f for f in inc.deleted_files if f.file_name not in names]
         inc.new_files = [f for f in up if f.file_name not in rewritten] + inc.new_files
@@ -200,7 +201,7 @@ class BucketCompactor:
         vectors.drop(unit_names)
         inc = Increment(deleted_files=list(unit.files), new_files=outputs)
         if changelog is not None and changelog.num_rows:
-            inc.changelog_files.extend(self.write_changelog(bucket.bucket_dir, changelog))
+            inc.changelog_files.extend(self.write_changelog(bucket.bucket_dir, changelog, unit.output_level))
         return inc
 
     # ---- reading ----------------------------------------------------------------------------
@@ -268,7 +269,7 @@ class BucketCompactor:
             if start == stop:
                 continue
             batch = BatchKeys.of(keys.slice(start, stop - start), self.key_types)
-            positions = KEY_INDEXES.get(f.file_name, lambda f=f: self._load_key_index(bucket, f)).positions_of(batch)
+            positions = KEY_INDEXES.positions(f.file_name, lambda f=f: self._load_key_index(bucket, f), batch)
             positions = vectors.live_positions(f.file_name, positions)
             if len(positions):
                 found[f.file_name] = positions
@@ -308,13 +309,15 @@ class BucketCompactor:
         the changelog of the level-0 rows when the table produces one by lookup."""
         merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys, self.engine)
         found = self._lookup(merged.select(self.keys), older, bucket, vectors)
-        wants_old = bool(found) and (self.engine.name != "deduplicate" or self.write_changelog is not None)
+        # the old row takes part in the merge unless a plain "newest wins" decides alone
+        merges_old = self.engine.name in _MERGES_WITH_OLD_ROW or bool(self.engine.sequence_fields)
+        wants_old = bool(found) and (merges_old or self.engine.name == "first-row" or self.write_changelog is not None)
         old = pa.concat_tables([self._rows_at(bucket, older, name, pos) for name, pos in found.items()]) \
             if wants_old else None
         if found and self.engine.name == "first-row":
             merged = merged.filter(_not_in(merged, old.select(self.keys), self.keys, self.key_types))
             found = {}
-        elif found and self.engine.name in _MERGES_WITH_OLD_ROW:
+        elif found and merges_old:
             both = pa.concat_tables([old.select(merged.column_names), merged])
             merged = merge_sorted(sort_for_merge(both, self.keys, self.engine.sequence_fields), self.keys, self.engine)
         changelog = None if self.write_changelog is None else self._changelog(rows, level0, merged, old)
@@ -350,7 +353,8 @@ class BucketCompactor:
         files = unit.files
         single = files[0] if len(files) == 1 else None
         if single is not None and single.file_name not in vectors and (single.delete_row_count == 0) \
-                and merged.num_rows == single.row_count and self.engine.name == "deduplicate":
+                and merged.num_rows == single.row_count and self.engine.name == "deduplicate" \
+                and not self.engine.sequence_fields:  # else an old row may have won the merge
             return [single.upgrade(unit.output_level)]  # same file, new level: no rewrite
         if merged.num_rows == 0:
             return []

@@ -247,6 +247,11 @@ public final class PaimonOracle {
         if (cmd.hasNonNull("tag")) {
             dynamic.put("scan.tag-name", cmd.get("tag").asText());
         }
+        if (cmd.hasNonNull("incrementalBetween")) {
+            // "start,end": what changed after snapshot start up to end (changelog files when
+            // the table has a changelog producer)
+            dynamic.put("incremental-between", cmd.get("incrementalBetween").asText());
+        }
         if (!dynamic.isEmpty()) {
             table = table.copy(dynamic);
         }
