@@ -72,11 +72,12 @@ SCENARIOS = [
 
 
 def _injectable(mode: str, call: str) -> bool:
-    """A lost reply only differs from a refused call when the call changes storage; a torn
-    write needs a write."""
+    """Steps worth failing in `mode`. A torn write needs a write. A lost reply only differs
+    from a refused call when the call changes storage. A crash at a read leaves storage as a
+    crash at the next changing call does (reads change nothing), so crashes start at those."""
     if mode == "torn":
         return call == "write_bytes"
-    if mode == "lost-reply":
+    if mode in ("lost-reply", "crash"):
         return call not in READS
     return True
 
