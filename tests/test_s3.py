@@ -98,6 +98,16 @@ def test_missing_credentials_fail_clearly(s3, monkeypatch):
         fs.try_create_atomic("lake/nocreds/x", b"1")
 
 
+def test_endpoint_from_the_environment(s3, monkeypatch):
+    """AWS_ENDPOINT_URL configures pyarrow and the conditional PUT alike; plain s3:// URIs work."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    cat = ps.Catalog("s3://lake/envcat")
+    assert S3Settings.of(cat.file_io.fs).endpoint == s3.endpoint
+    t = cat.create_table("db.t", SCHEMA)
+    assert t.write_arrow(rows(range(2))) == 1 and not t.snapshot_manager.try_publish(t.snapshot(1))
+    assert ps.Table.open(cat.table_location("db.t")).to_arrow().num_rows == 2
+
+
 def test_catalog_and_tables_on_s3(s3):
     cat = ps.Catalog("s3://lake/cat", options={"s3.endpoint": s3.endpoint, "s3.region": "us-east-1"})
     t = cat.create_table("db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
