@@ -195,3 +195,13 @@ def test_nanosecond_timestamps_out_of_range_fail_clearly(catalog):
     ok = pa.table({"id": [1, 2], "ts": pa.array([-(2 ** 63) + 1, 2 ** 63 - 1], pa.timestamp("ns"))})
     t.write_arrow(ok)
     assert t.to_arrow().sort_by("id").column("ts").equals(ok.column("ts"))
+
+
+def test_huge_string_primary_key_upserts_in_a_deletion_vector_table(catalog):
+    schema = pa.schema([("k", pa.string(), False), ("v", pa.int64())])
+    t = catalog.create_table("db.bigkey", schema, primary_keys=["k"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    big = "k" * (2 << 20)
+    t.write_arrow(pa.table({"k": [big, "a"], "v": [1, 2]}, schema=schema))
+    t.write_arrow(pa.table({"k": [big], "v": [3]}, schema=schema))
+    assert sorted((len(r["k"]), r["v"]) for r in t.to_arrow().to_pylist()) == [(1, 2), (len(big), 3)]
