@@ -309,6 +309,9 @@ def read_range(options: KafkaOptions, r: KafkaRange) -> Iterator[pa.RecordBatch]
         while position < r.end:
             polled = consumer.poll(timeout_ms=500, max_records=_BATCH_ROWS).get(tp, [])
             if not polled:
+                position = max(position, consumer.position(tp))  # past transaction markers
+                if position >= r.end:
+                    break
                 if (time.monotonic() - idle_since) * 1000 > options.poll_timeout_ms:
                     raise KafkaSourceError(
                         f"Kafka topic '{r.topic}' partition {r.partition}: no record at offset {position} within "

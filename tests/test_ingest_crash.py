@@ -1,7 +1,7 @@
 """Exactly-once Kafka ingestion under SIGKILL: `paimon-streaming ingest` runs as its own process,
-is killed at random moments several times and restarted from its checkpoint; the table then
-equals the model of the topic (latest value per key, deleted keys absent), read by us and by
-pypaimon."""
+is stopped with Ctrl-C once and killed at random moments several times, each time restarted
+from its checkpoint; the table then equals the model of the topic (latest value per key,
+deleted keys absent), read by us and by pypaimon."""
 from __future__ import annotations
 
 import json
@@ -38,7 +38,8 @@ def test_sigkill_at_random_moments_then_restart_is_exactly_once(tmp_path):
             "--primary-key", "id", "--bucket", "2", "--option", "deletion-vectors.enabled=true",
             "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"]
     kills = []
-    for round_ in range(3):
+    # Ctrl-C first (a clean stop), then SIGKILLs; each run resumes from the checkpoint.
+    for round_, sig in enumerate((signal.SIGINT, signal.SIGKILL, signal.SIGKILL, signal.SIGKILL)):
         p = start(base + ["--trigger", "1s", "--max-offsets-per-trigger", "500"])
         target, seen, out = rng.randint(1, 2), 0, ""
         deadline = time.time() + 240
@@ -52,9 +53,11 @@ def test_sigkill_at_random_moments_then_restart_is_exactly_once(tmp_path):
                 if seen >= target:
                     time.sleep(rng.uniform(0.0, 1.2))  # land inside a later batch's write or commit
                     break
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        p.send_signal(sig)
+        rest, _ = p.communicate(timeout=120)
         assert seen >= target, f"round {round_}: no progress before the kill\n{out[-3000:]}"
+        if sig == signal.SIGINT:
+            assert p.returncode == 0 and "stopped; resume with the same command" in rest, out + rest
         kills.append(seen)
         # More records (updates and deletes of existing keys) arrive while the job is down.
         more = keyed_messages(200, 500, seed=100 + round_, start=10_000 * (round_ + 1))
