@@ -77,6 +77,7 @@ class _Checker:
         self._listings: dict[str, dict[str, int]] = {}
         self._decoded: dict[str, list[dict] | None] = {}
         self._verdicts: dict[str, bool] = {}
+        self._schema_ids: set[int] | None = None
 
     def problem(self, kind: str, path: str, message: str, severity: str = ERROR) -> None:
         self.report.problems.append(Problem(severity, kind, path, message))
@@ -111,11 +112,8 @@ class _Checker:
                 out.append((f"tag {name}", Snapshot.from_json(self.io.read_text(tm.path(name)))))
             except (ValueError, KeyError, TypeError) as exc:
                 self.problem("corrupt-file", tm.path(name), f"tag file cannot be parsed: {exc}")
-        schema_ids = set(self.table.schema_manager.schema_ids())
         for label, snap in out:
-            if snap.schema_id not in schema_ids:
-                self.problem("missing-file", f"{self.table.path}/schema/schema-{snap.schema_id}",
-                             f"{label} uses schema {snap.schema_id}, whose schema file does not exist")
+            self._check_schema(label, snap.schema_id)
         self.report.snapshots = len(out)
         return out
 
@@ -185,8 +183,18 @@ class _Checker:
             return False
         return True
 
+    def _check_schema(self, label: str, schema_id: int) -> None:
+        """Readers map every file's columns through the schema it was written with."""
+        if self._schema_ids is None:
+            self._schema_ids = set(self.table.schema_manager.schema_ids())
+        path = f"{self.table.path}/schema/schema-{schema_id}"
+        if schema_id not in self._schema_ids and path not in self._verdicts:
+            self._verdicts[path] = False
+            self.problem("missing-file", path, f"{label} uses schema {schema_id}, whose schema file does not exist")
+
     def _check_data_file(self, label: str, e: ManifestEntry) -> None:
         f = e.file
+        self._check_schema(f"{label} (data file {f.file_name})", f.schema_id)
         directory = self._bucket_dir(e)
         path = f.external_path or f"{directory}/{f.file_name}"
         self._exists(path, f.file_size, label)

@@ -75,6 +75,13 @@ def _flip(path: str, at: int) -> None:
     open(path, "wb").write(bytes(data))
 
 
+def _set_schema_id(t: ps.Table, schema_id: int) -> None:
+    path = f"{t.path}/snapshot/snapshot-{t.latest_snapshot().id}"
+    obj = json.load(open(path))
+    obj["schemaId"] = schema_id
+    open(path, "w").write(json.dumps(obj))
+
+
 DAMAGE = {
     "missing data file": (lambda t: os.remove(_data_file(t)), "missing-file", _data_file),
     "truncated data file": (lambda t: os.truncate(_data_file(t), 10), "size-mismatch", _data_file),
@@ -88,6 +95,7 @@ DAMAGE = {
                           lambda t: f"{t.path}/snapshot/LATEST"),
     "snapshot gap": (lambda t: os.remove(f"{t.path}/snapshot/snapshot-2"), "snapshot-gap",
                      lambda t: f"{t.path}/snapshot"),
+    "missing schema": (lambda t: _set_schema_id(t, 7), "missing-file", lambda t: f"{t.path}/schema/schema-7"),
 }
 
 
