@@ -3,7 +3,9 @@
 #   - a virtualenv in .venv with the package (editable) and its test extras (pytest,
 #     hypothesis, pypaimon as the test-only oracle);
 #   - the Java oracle (tests/java, Apache Paimon's paimon-bundle through Maven), built by
-#     tests/java_oracle.py on first use and cached in tests/java/target.
+#     tests/java_oracle.py on first use and cached in tests/java/target;
+#   - Apache Kafka's broker jars and Spark's Kafka connector (tests/kafka/*.xml, through
+#     Maven), fetched by tests/kafka_broker.py on first use and cached in tests/kafka/target.
 # Extra arguments go to pytest (e.g. `bash tests/run.sh -k interop`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
