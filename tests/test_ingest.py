@@ -159,3 +159,34 @@ def test_cli_ingest_through_spark_kafka_connector(broker, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "source kafka)" in proc.stdout, proc.stdout
     assert table_state(ps.Catalog(wh).get_table("db.t").to_arrow()) == model_of(messages)
+
+
+def records(keys: list, values: list, topic: str = "t") -> pa.RecordBatch:
+    n = len(values)
+    return pa.RecordBatch.from_pydict({
+        "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()), "topic": [topic] * n,
+        "partition": pa.array([1] * n, pa.int32()), "offset": pa.array(range(100, 100 + n), pa.int64())})
+
+
+def test_decoder_composite_json_keys_order_and_errors():
+    from paimon_streaming.sinks.decoders import DecodeError, Decoder
+    schema = pa.schema([pa.field("shop", pa.string(), False), pa.field("id", pa.int64(), False),
+                        pa.field("qty", pa.int32())])
+    with pytest.raises(DecodeError, match="needs JSON keys"):
+        Decoder("json", schema, ("shop", "id"))
+    d = Decoder("json", schema, ("shop", "id"), key_format="json")
+    out = d.decode(records([b'{"shop":"a","id":1}', b'{"shop":"a","id":1}', b'{"id":2,"shop":"b"}', b"x"],
+                           [b'{"shop":"a","id":1,"qty":3,"extra":true}', None, None, b'{"shop":"a","id":1}']))
+    assert out.to_pylist() == [{"shop": "a", "id": 1, "qty": 3, "_kind": "+I"},
+                               {"shop": "a", "id": 1, "qty": None, "_kind": "-D"},
+                               {"shop": "b", "id": 2, "qty": None, "_kind": "-D"},
+                               {"shop": "a", "id": 1, "qty": None, "_kind": "+I"}]
+    with pytest.raises(DecodeError, match="topic=t partition=1 offset=101 has neither a key nor a value"):
+        d.decode(records([b'{"shop":"a","id":1}', None], [b'{"shop":"a","id":1}', None]))
+    with pytest.raises(DecodeError, match="offset=100 is not valid JSON key"):
+        d.decode(records([b"not json"], [None]))
+    # Append tables (no primary key): tombstones delete nothing and are dropped.
+    a = Decoder("json", schema)
+    assert a.decode(records([b"k", b"k"], [b'{"shop":"a","id":1}', None])).num_rows == 1
+    with pytest.raises(DecodeError, match="unknown format"):
+        Decoder("xml", schema)
