@@ -282,10 +282,19 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
     finally:
         signal.signal(signal.SIGTERM, previous)
     if query.exception() is not None:
-        log(f"error: ingestion failed: {query.exception()}")
+        log(f"error: ingestion failed: {failure_summary(str(query.exception()))}")
         return 1
     log(f"caught up; {progress_line(query.lastProgress or {}, Table.open(table.path))}")
     return 0
+
+
+def failure_summary(text: str) -> str:
+    """The error line of our own exceptions out of a Spark failure (which wraps the Python
+    worker's traceback), else the first line of the failure."""
+    found = re.findall(r"(?:paimon_streaming\.[\w.]+\.)?(\w+Error: .*)", text)
+    ours = [f for f in found if f.split(":")[0] in ("DecodeError", "KafkaSourceError", "SchemaMismatchError",
+                                                   "NullKeyError", "InvalidOptionError")]
+    return (ours or [text.strip().splitlines()[0] if text.strip() else text])[-1]
 
 
 def _raise_interrupt(signum, frame) -> None:

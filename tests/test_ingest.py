@@ -138,7 +138,8 @@ def test_undecodable_record_names_topic_partition_offset(spark, broker, tmp_path
     p.flush()
     rc, lines = ingest(spark, broker, tmp_path, topic, schema="id BIGINT, v STRING", primary_keys=("id",), bucket=1)
     assert rc == 1
-    assert f"topic={topic} partition=0 offset=2" in lines[-1], lines[-1]
+    assert lines[-1].startswith(f"error: ingestion failed: DecodeError: record topic={topic} partition=0 offset=2 "
+                                "is not valid JSON"), lines[-1]
     assert ps.Catalog(str(tmp_path / "wh")).get_table("db.t").to_arrow().num_rows == 0
 
 
