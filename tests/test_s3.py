@@ -164,8 +164,8 @@ def test_processes_committing_concurrently_on_s3(s3):
     assert errors.empty(), errors.get()
     table = ps.Table.open(location)
     snaps = table.snapshots()
-    assert [s.id for s in snaps] == list(range(1, writers * batches + 1))
-    assert sorted((s.commit_user, s.commit_identifier) for s in snaps) == \
+    assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))
+    assert sorted((s.commit_user, s.commit_identifier) for s in snaps if s.commit_kind != "COMPACT") == \
         sorted((f"writer-{w}", b) for w in range(writers) for b in range(batches))
     assert check_snapshot(table, snaps[-1]) is None and table.to_arrow().num_rows == writers * batches * 5
 
