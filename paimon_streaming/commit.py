@@ -24,7 +24,7 @@ from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEn
                        merge_entries, merge_manifests)
 from .maintenance import after_commit
 from .options import CoreOptions
-from .paths import PathFactory
+from .paths import PathFactory, bucket_path, partition_path
 from .schema import TableSchema
 from .snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
 
@@ -120,10 +120,13 @@ class FileStoreCommit:
     def commit(self, messages: Sequence[CommitMessage], commit_user: str, identifier: int,
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,
                ignore_empty: bool = True, watermark: int | None = None,
-               properties: dict[str, str] | None = None) -> list[int]:
+               properties: dict[str, str] | None = None, best_effort_compaction: bool = False) -> list[int]:
         """Commit one committable; returns the ids of the snapshots created (0, 1 or 2).
 
         `overwrite=True` replaces the whole table, or only `overwrite_partitions` when given.
+        `best_effort_compaction`: writers pass it for the compaction they did after a write; on
+        a merge-on-read table losing that compaction to a concurrent writer is then logged and
+        its files removed instead of failing a write whose data is committed.
         """
         snapshot_ids = []
         data = _collect(messages, lambda m: m.data)
@@ -140,8 +143,17 @@ class FileStoreCommit:
                                                         properties, check_conflicts=deletes))
         compact = _collect(messages, lambda m: m.compact)
         if not compact.is_empty():
-            snapshot_ids.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
-                                                        properties, check_conflicts=True))
+            try:
+                snapshot_ids.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
+                                                            properties, check_conflicts=True))
+            except CommitConflictError as exc:
+                if not best_effort_compaction or self.options.lookup_compaction:
+                    raise  # lookup tables' readers need level 0 pushed up: the caller must know
+                # a merge-on-read compaction after a write only saves reads; the data is
+                # committed, and the next write compacts again
+                log.warning("compaction of %s lost a race with another writer and was dropped: %s",
+                            self.table_path, exc)
+                self._delete_unused_outputs(messages)
         if snapshot_ids:
             after_commit(self.file_io, self.table_path, self.schema)  # tags, expiration; never raises
         return snapshot_ids
@@ -342,6 +354,20 @@ class FileStoreCommit:
                     raise CommitConflictError(
                         f"LSM conflicts detected in {self.table_path} bucket {bucket} level {level}: "
                         f"files {n1} and {n2} overlap in key range")
+
+    def _delete_unused_outputs(self, messages: Sequence[CommitMessage]) -> None:
+        """Remove the files a dropped compaction wrote (upgraded files are not new: kept)."""
+        for m in messages:
+            kept = {f.file_name for f in m.compact.deleted_files} | {f.file_name for f in m.data.new_files}
+            for f in m.compact.new_files:
+                if f.file_name not in kept:
+                    self.file_io.delete_quietly(
+                        f"{bucket_path(self.table_path, self._partition_path(m.partition), m.bucket)}/{f.file_name}")
+
+    def _partition_path(self, partition: bytes) -> str:
+        values = deserialize_row(partition, [f.type for f in self.partition_fields])
+        return partition_path(values, self.partition_fields, self.options.partition_default_name,
+                              self.options.get("partition.legacy-name"))
 
     def _delete_files(self, names: list[str]) -> None:
         for name in names:

@@ -154,7 +154,7 @@ class Table:
         ids = self.new_commit().commit(
             messages, commit_user or str(uuid.uuid4()),
             BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
-            overwrite=overwrite)
+            overwrite=overwrite, best_effort_compaction=True)
         return ids[-1] if ids else None
 
     def compact(self, full: bool = False, commit_user: str | None = None,

@@ -275,14 +275,17 @@ class TableWrite:
 
     def compact_bucket(self, partition: bytes, partition_values: list, bucket: int,
                        files: list[DataFileMeta], index_entries: Sequence[IndexManifestEntry],
-                       full: bool = False) -> Increment | None:
+                       full: bool = False, force_level0: bool = True) -> Increment | None:
+        """Compact one bucket: everything (`full`), level 0 pushed up (`force_level0`, what
+        lookup tables need at every write and `Table.compact` does), or only what universal
+        picking asks for (merge-on-read tables after a write)."""
         from .lsm.dv_compaction import BucketFiles
         dv_index = next((e.index_file for e in index_entries if e.partition == partition and e.bucket == bucket
                          and e.index_file.index_type == DELETION_VECTORS_INDEX), None)
         directory = self.bucket_dir(partition_values, bucket)
         fresh, self._fresh = self._fresh, {}
         return self.compactor().compact(BucketFiles(directory, files, dv_index, f"{self.table_path}/index",
-                                                    fresh), full)
+                                                    fresh), full, force_level0)
 
     @staticmethod
     def _with_kind(rows: pa.Table) -> pa.Table:
@@ -421,26 +424,30 @@ class TableWrite:
             k = (e.partition, e.bucket)
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
         dv = self.pk and self.options.lookup_compaction and compact
+        # merge-on-read tables compact as Paimon's writers do: when universal picking asks for it
+        universal = self.pk and not dv and compact and not overwrite and not self.options.get("write-only")
         largest = {} if overwrite or not dv else self._largest_keys(live)
         self._keep_fresh, self._fresh = dv, {}
         try:
-            return self._write_groups(data, live, index_entries, sequence_offset, overwrite, dv, max_seq, largest)
+            return self._write_groups(data, live, index_entries, sequence_offset, overwrite, dv, universal,
+                                      max_seq, largest)
         finally:
             self._keep_fresh, self._fresh = False, {}
 
     def _write_groups(self, data: pa.Table, live: Sequence[ManifestEntry],
                       index_entries: Sequence[IndexManifestEntry], sequence_offset: int, overwrite: bool,
-                      dv: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
+                      dv: bool, universal: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
         total = self.options.bucket
         messages = {}
         for g in self.group(data, index_entries):
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files, changelog = self.write_group(g, start, split_after=largest.get((g.partition, g.bucket)))
             message = CommitMessage(g.partition, g.bucket, total, Increment(new_files=files, changelog_files=changelog))
-            if dv:
+            if dv or universal:
                 old = [] if overwrite else [e.file for e in live if (e.partition, e.bucket) == (g.partition, g.bucket)]
                 message.compact = self.compact_bucket(g.partition, g.partition_values, g.bucket, old + files,
-                                                      () if overwrite else index_entries) or Increment()
+                                                      () if overwrite else index_entries,
+                                                      force_level0=dv) or Increment()
             messages[(g.partition, g.bucket)] = message
         for change in self.dynamic.changes:
             inc = messages[(change.partition, change.bucket)].data

@@ -111,7 +111,8 @@ class PaimonSink:
             return
         result = write_dataframe(df, WritePlan.for_table(table, self.location, self.row_kind_column))
         try:
-            snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id)
+            snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id,
+                                                     best_effort_compaction=True)
         except CommitConflictError:
             if not table.committed_identifiers(commit_user, [batch_id]):
                 raise

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming.commit import FileStoreCommit
 from paimon_streaming.errors import CommitConflictError
+from paimon_streaming.scan import TableScan
 from paimon_streaming.snapshot import SnapshotManager
 from conftest import pypaimon_read, rows_by
 
@@ -141,7 +141,8 @@ def test_concurrent_committers_never_lose_a_snapshot(pk_table):
         th.join()
     assert not errors
     snaps = pk_table.snapshots()
-    assert [s.id for s in snaps] == list(range(1, 21))
+    assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))
+    assert sum(s.commit_kind == "APPEND" for s in snaps) == 20  # plus the compactions that won their race
     assert len(pk_table.to_arrow()) == 20
 
 
@@ -198,3 +199,35 @@ def test_snapshot_id_never_overwritten(pk_table):
     sm = SnapshotManager(pk_table.file_io, pk_table.path)
     snap = sm.snapshot(1)
     assert sm.try_publish(snap) is False
+
+
+def test_merge_on_read_writes_compact_when_universal_picking_asks(catalog, warehouse):
+    """Like Paimon's writers: sorted runs stay bounded without an explicit compaction."""
+    t = catalog.create_table("db.auto", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "1"})
+    for i in range(12):
+        t.write_arrow(batch(range(i, i + 5), v=f"s{i}"))
+    scan_entries = t.new_commit()._live(t.new_commit()._data_manifests(t.latest_snapshot()), None)
+    assert len(scan_entries) <= 5  # num-sorted-run.compaction-trigger
+    assert any(s.commit_kind == "COMPACT" for s in t.snapshots())
+    expected = {i: f"s{min(i, 11)}{i}" for i in range(16)}
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == expected
+    assert {r["id"]: r["v"] for r in pypaimon_read(warehouse, "db.auto").to_pylist()} == expected
+
+
+def test_a_write_whose_compaction_loses_a_race_keeps_its_data(catalog):
+    t = catalog.create_table("db.race", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "1"})
+    for i in range(4):
+        t.write_arrow(batch([i]))
+    latest = t.latest_snapshot()
+    messages = t.new_write().write(batch([9]).combine_chunks(), TableScan(t.file_io, t.path, t.schema)
+                                   .live_entries(latest))
+    compacted = [f for m in messages for f in m.compact.new_files]
+    assert compacted, "five sorted runs: the write compacts"
+    t.compact(full=True)  # a concurrent writer removes the files that compaction read
+    ids = t.new_commit().commit(messages, "u", 5, best_effort_compaction=True)
+    assert [t.snapshot(i).commit_kind for i in ids] == ["APPEND"]
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [0, 1, 2, 3, 9]
+    bucket_dir = f"{t.path}/p=a/bucket-0"
+    assert not any(os.path.exists(f"{bucket_dir}/{f.file_name}") for f in compacted)

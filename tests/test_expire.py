@@ -222,8 +222,9 @@ def test_changelog_files_go_with_their_snapshot(catalog):
 
 def test_deletion_vector_table_read_by_java_after_expiration(catalog):
     from java_oracle import get_oracle
-    t = catalog.create_table("db.dv", SCHEMA, primary_keys=["id"],
-                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t = catalog.create_table("db.dv", SCHEMA, primary_keys=["id"],  # keep vectors: no deleted-ratio rewrites
+                             options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                      "compaction.delete-ratio-threshold": "1.0"})
     for i in range(6):
         t.write_arrow(batch(range(i * 3, i * 3 + 6), f"v{i}"))
         if i == 2:

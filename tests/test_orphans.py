@@ -23,6 +23,7 @@ def age(path: str, seconds: float) -> None:
 
 
 def stray(path: str, seconds_old: float) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(b"junk")
     age(path, seconds_old)

@@ -16,7 +16,9 @@ def batch(ids, v="x"):
 
 
 def pk_table(catalog, **options):
-    return catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "2", **options})
+    # these tests count snapshots: no compaction snapshots in between (sorted runs stay < 10)
+    return catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
+                                options={"bucket": "2", "num-sorted-run.compaction-trigger": "10", **options})
 
 
 def history(t, n=5):

@@ -83,7 +83,7 @@ class BucketCompactor:
         self.write_changelog = write_changelog if self.options.get("changelog-producer") == "lookup" else None
 
     # ---- entry point ------------------------------------------------------------------------
-    def compact(self, bucket: BucketFiles, full: bool = False) -> Increment | None:
+    def compact(self, bucket: BucketFiles, full: bool = False, force_level0: bool = True) -> Increment | None:
         vectors = DeletionVectorMaintainer(self.file_io, bucket.index_dir, bucket.dv_index,
                                            {f.file_name for f in bucket.files}, self.bitmap64)
         level0_bytes = sum(f.file_size for f in bucket.files if f.level == 0)
@@ -92,7 +92,7 @@ class BucketCompactor:
         names = {f.file_name for f in moved}
         if moved:
             bucket = replace(bucket, files=[f for f in bucket.files if f.file_name not in names] + up)
-        inc = self._compact_runs(bucket, full, vectors) or Increment()
+        inc = self._compact_runs(bucket, full, vectors, force_level0) or Increment()
         if moved and self.write_changelog is not None:  # keys new to the bucket: +I, no lookup needed
             rows = pa.concat_tables([self._read_file(bucket, f, self._all_columns(), None)[0] for f in moved])
             kinds = pa.array(np.full(rows.num_rows, INSERT, np.int8))
@@ -175,13 +175,15 @@ class BucketCompactor:
         except (TypeError, ValueError):
             return None
 
-    def _compact_runs(self, bucket: BucketFiles, full: bool,
-                      vectors: DeletionVectorMaintainer) -> Increment | None:
+    def _compact_runs(self, bucket: BucketFiles, full: bool, vectors: DeletionVectorMaintainer,
+                      force_level0: bool) -> Increment | None:
         runs = sorted_runs(bucket.files)
         if full:
             unit = CompactUnit(self.universal.max_level, tuple(runs)) if runs else None
-        else:
+        elif force_level0:
             unit = self.universal.pick_force_up_level0(runs)
+        else:
+            unit = self.universal.pick(runs)
         if unit is None:
             return None
         unit_names = {f.file_name for f in unit.files}
