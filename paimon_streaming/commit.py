@@ -216,6 +216,7 @@ class FileStoreCommit:
             self._check_conflicts(base_metas, entries, kind)
         if index_changes and not replace:
             self._check_index_conflicts(latest, index_changes, kind)
+            self._check_vector_targets(base_metas, entries, index_changes, kind)
 
         written: list[str] = []
         try:
@@ -338,6 +339,30 @@ class FileStoreCommit:
                     f"{kind} commit to {self.table_path} conflicts on the {e.index_file.index_type} index of bucket "
                     f"{e.bucket}: a concurrent commit replaced it (now {current}); the commit was not applied, "
                     "retry it on the new snapshot (the sink and Table.compact redo it)")
+
+    def _check_vector_targets(self, base_metas, entries: list[ManifestEntry], index_changes: list[IndexManifestEntry],
+                              kind: str) -> None:
+        """Deletion vectors must mark files that are live after this commit: marks computed
+        for a file a concurrent compaction rewrote would miss its copy of the rows (keys live
+        twice), so that is a conflict."""
+        targets = {(e.partition, e.bucket, r.data_file_name) for e in index_changes
+                   if e.kind == ADD and e.index_file.index_type == "DELETION_VECTORS"
+                   for r in e.index_file.dv_ranges or ()}
+        if not targets:
+            return
+        live = {(e.partition, e.bucket, e.file.file_name) for e in self._live(base_metas, {t[0] for t in targets})}
+        for e in entries:
+            key = (e.partition, e.bucket, e.file.file_name)
+            if e.kind == ADD:
+                live.add(key)
+            else:
+                live.discard(key)
+        missing = sorted(t[2] for t in targets - live)
+        if missing:
+            raise CommitConflictError(
+                f"{kind} commit to {self.table_path} marks deleted rows in files a concurrent commit removed "
+                f"({', '.join(missing[:3])}); the commit was not applied, retry it on the new snapshot "
+                "(the sink and Table.write_arrow redo the compaction)")
 
     def _check_lsm_overlaps(self, live: list[ManifestEntry]) -> None:
         key_types = [f.type for f in self.schema.fields_of(self.schema.trimmed_primary_keys)]

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from .commit import CommitMessage, FileStoreCommit
-from .errors import PaimonError, SnapshotNotFoundError, TableNotFoundError
+from .errors import CommitConflictError, PaimonError, SnapshotNotFoundError, TableNotFoundError
 from .fileio import FileIO
 from .expire import ExpireResult, SnapshotExpiration
 from .options import CoreOptions, parse_duration_ms
@@ -151,10 +151,18 @@ class Table:
         a table with the option `rowkind.field` takes them from that (stored) column instead.
         """
         messages = self.write_messages(data, row_kind_column, overwrite)
-        ids = self.new_commit().commit(
-            messages, commit_user or str(uuid.uuid4()),
-            BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
-            overwrite=overwrite, best_effort_compaction=True)
+        user = commit_user or str(uuid.uuid4())
+        identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+        try:
+            ids = self.new_commit().commit(messages, user, identifier, overwrite=overwrite,
+                                           best_effort_compaction=True)
+        except CommitConflictError:
+            if not self.committed_identifiers(user, [identifier]):
+                raise
+            # the data landed but its lookup compaction lost to a concurrent writer: redo it on
+            # the new snapshot so deletion-vector readers see the batch
+            sid = self.compact(commit_user=user, commit_identifier=identifier)
+            return sid if sid is not None else self.snapshot_manager.latest_of_user(user).id
         return ids[-1] if ids else None
 
     def compact(self, full: bool = False, commit_user: str | None = None,

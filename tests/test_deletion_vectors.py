@@ -167,6 +167,28 @@ def test_sequence_field_lets_an_older_row_win(catalog, warehouse, buckets):
     assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.seq").to_pylist()} == expected
 
 
+def test_a_batch_whose_compaction_loses_a_race_is_compacted_again(catalog, warehouse, monkeypatch):
+    t = catalog.create_table("db.race", SCHEMA, primary_keys=["k"], options={"bucket": "1", **DV})
+    t.write_arrow(batch(list(range(10)), "a"))
+    t.write_arrow(batch(list(range(10, 20)), "a"))  # a second top-level file: full compaction rewrites both
+    original = ps.Table.write_messages
+
+    def racing(self, *args, **kwargs):
+        messages = original(self, *args, **kwargs)
+        ps.Table.open(self.path).compact(full=True)  # another writer rewrites what we compacted
+        return messages
+    monkeypatch.setattr(ps.Table, "write_messages", racing)
+    before = len(t.snapshots())
+    t.write_arrow(batch([3, 4, 30], "b"))
+    monkeypatch.undo()
+    # the race's COMPACT, our APPEND, our COMPACT refused (it marked rewritten files), our redone COMPACT
+    assert [s.commit_kind for s in t.snapshots()[before:]] == ["COMPACT", "APPEND", "COMPACT"]
+    expected = {k: (f"a-{k}", k) for k in range(20)} | {k: (f"b-{k}", k) for k in (3, 4, 30)}
+    assert state(t) == expected
+    check_invariants(t)
+    assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.race").to_pylist()} == expected
+
+
 @pytest.mark.parametrize("bitmap64", ["false", "true"])
 def test_java_reads_our_dv_tables(catalog, bitmap64):
     from java_oracle import get_oracle
