@@ -13,10 +13,12 @@ from typing import Sequence
 
 from ..errors import PaimonError
 
-# Modules that add sub-commands, in the order `--help` lists them.
+# Modules that add sub-commands, in the order `--help` lists them. The Spark-backed commands
+# live with the sink (`paimon_streaming.sinks`): they import pyspark only when they run, and
+# the core package never imports it.
 COMMAND_MODULES = (
-    "paimon_streaming.cli.demo_command",
-    "paimon_streaming.cli.ingest_command",
+    "paimon_streaming.sinks.demo_command",
+    "paimon_streaming.sinks.ingest_command",
     "paimon_streaming.cli.table_commands",
     "paimon_streaming.cli.check_command",
     "paimon_streaming.cli.lifecycle_commands",

@@ -2,7 +2,8 @@
 
 A generated change stream goes through the Spark sink into a deletion-vector table and back
 out through the streaming source (see `paimon_streaming.sinks.demo_pipeline`). pyspark is
-imported only inside the handler: the core package never imports it.
+imported only inside the handler, so `paimon-streaming --help` and the table
+commands work without it; the module lives here because the core package never imports pyspark.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import argparse
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..sinks.demo_pipeline import DemoSpec, run_demo
+    from .demo_pipeline import DemoSpec, run_demo
     from .ingest_command import spark_session
     spark = spark_session(args.master, [("spark.sql.shuffle.partitions", "2")], "paimon-streaming-demo")
     try:

@@ -31,7 +31,7 @@ def spark_session(master: str, confs: list[tuple[str, str]], app: str):
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from ..sinks.ingest import IngestConfig, run_ingest
+    from .ingest import IngestConfig, run_ingest
     topics = tuple(t.strip() for arg in args.topic for t in arg.split(",") if t.strip())
     if bool(topics) == bool(args.topic_pattern):
         raise ValueError("give --topic T (repeatable, or comma-separated) or --topic-pattern REGEX")
