@@ -1,0 +1,223 @@
+"""Spark sink benchmark: W1 of BENCH.md through Spark (local[2]) Structured Streaming.
+
+The W1 batches of bench_core (same generator, same seed) are staged as one Parquet file each;
+a streaming query reads them with maxFilesPerTrigger=1 and trigger(availableNow=True), so its
+micro-batches are exactly the W1 batches. Systems, each in a fresh subprocess per run, the
+order rotating across runs so no system always runs first on a warm or cold machine:
+
+- `paimon-sink-dv`: foreachBatch(paimon_sink) into the W1 table with deletion vectors on;
+- `paimon-sink`: the same, deletion vectors off;
+- `spark-parquet`: foreachBatch writing each batch with `df.write.parquet` (Spark's floor).
+
+Per batch the time inside the foreachBatch function is measured; rows/s is rows over the sum
+of those times, end-to-end rows/s is rows over the query's wall time (start to termination,
+including Spark's own per-batch work: file listing, planning, checkpoint logs). After each run
+the result is read back and checked (paimon tables with bench_core's W1 check): a wrong read
+fails the bench.
+
+    .venv/bin/python bench/bench_spark.py                 # 10 x 200k rows, 3 runs
+    .venv/bin/python bench/bench_spark.py --quick         # smoke run: 2 x 20k, 1 run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from functools import partial
+from typing import Callable
+
+import pyarrow.parquet as pq
+
+from bench_core import SCHEMA, _fmt, check_read, make_batch, paimon_streaming_table
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from spark_support import get_spark  # noqa: E402  (the tests' local[2] session: same settings)
+
+FLOOR = "spark-parquet"
+SYSTEMS = ["paimon-sink-dv", "paimon-sink", FLOOR]
+NUMBERS = ["rows_per_s", "e2e_rows_per_s", "first_batch_s", "median_batch_s", "last_batch_s", "query_s"]
+TABLE = "db.w1"
+
+BatchFn = Callable[..., None]
+
+
+# ---- staging: the W1 batches as the stream's input ---------------------------------------------
+def stage_batches(directory: str, seed: int, rows: int, batches: int) -> None:
+    """One Parquet file per W1 batch; increasing mtimes fix the order the file source reads them in."""
+    os.makedirs(directory)
+    for i in range(batches):
+        path = os.path.join(directory, f"batch-{i:05d}.parquet")
+        pq.write_table(make_batch(seed, rows, i), path)
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+
+
+# ---- child: one system, one run ---------------------------------------------------------------
+def open_system(name: str, workdir: str) -> tuple[BatchFn, Callable, bool]:
+    """(foreachBatch function, read-back, upsert semantics) of one system."""
+    if name == FLOOR:
+        out = os.path.join(workdir, "parquet")
+
+        def write_parquet(df, batch_id: int) -> None:
+            df.write.mode("append").parquet(out)
+
+        return write_parquet, partial(pq.read_table, out), False
+    from paimon_streaming.sinks import paimon_sink
+    # the W1 table exactly as bench_core creates it (id NOT NULL primary key, 4 buckets)
+    _, read, _ = paimon_streaming_table(workdir, dv=name.endswith("-dv"))
+    return paimon_sink(TABLE, warehouse=workdir), read, True
+
+
+def run_child(name: str, staging: str, seed: int, rows: int, batches: int, workdir: str) -> dict:
+    """Run the streaming query over the staged batches in this (fresh) process; check the result."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    spark = get_spark()
+    write, read, upsert = open_system(name, workdir)
+    latencies: list[float] = []
+
+    def timed(df, batch_id: int) -> None:
+        start = time.perf_counter()
+        write(df, batch_id)
+        latencies.append(time.perf_counter() - start)
+
+    source = spark.readStream.schema(from_arrow_schema(SCHEMA)).option("maxFilesPerTrigger", 1).parquet(staging)
+    start = time.perf_counter()
+    query = (source.writeStream.foreachBatch(timed).trigger(availableNow=True)
+             .option("checkpointLocation", os.path.join(workdir, "checkpoint")).start())
+    query.awaitTermination()
+    query_s = time.perf_counter() - start
+    if query.exception() is not None:
+        raise SystemExit(f"{name}: the query failed: {query.exception()}")
+    batch_rows = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    if batch_rows != [rows] * batches or len(latencies) != batches:
+        raise SystemExit(f"{name}: micro-batches are not the W1 batches: rows per batch {batch_rows}, "
+                         f"{len(latencies)} foreachBatch calls, expected {batches} x {rows}")
+    problem = check_read(read(), seed, rows, batches, upsert)
+    if problem:
+        raise SystemExit(f"read check FAILED for {name}: {problem}")
+    total = rows * batches
+    return {
+        "batch_s": latencies,
+        "rows_per_s": total / sum(latencies),
+        "e2e_rows_per_s": total / query_s,
+        "first_batch_s": latencies[0],
+        "median_batch_s": statistics.median(latencies),
+        "last_batch_s": latencies[-1],
+        "query_s": query_s,
+        "read_check": "ok",
+        "spark": spark.version,
+    }
+
+
+# ---- parent: runs, medians, ratios ------------------------------------------------------------
+def spawn(name: str, root: str, args: argparse.Namespace) -> dict:
+    """Run one system in a fresh interpreter (own Spark JVM) and return its measurements."""
+    workdir = tempfile.mkdtemp(prefix=f"{name}-", dir=root)
+    staging = os.path.join(root, "staging")
+    try:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--staging", staging,
+               "--seed", str(args.seed), "--rows", str(args.rows), "--batches", str(args.batches),
+               "--workdir", workdir]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"{name} failed (exit {proc.returncode}); its stderr is above")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dict]:
+    """One JSON-ready record per system: medians, same-run ratios to the floor, raw per-run numbers."""
+    records = []
+    for name, per_run in runs.items():
+        vs = {}
+        if name != FLOOR and FLOOR in runs:
+            pairs = list(zip(per_run, runs[FLOOR]))
+            vs[FLOOR] = {k: statistics.median(a[k] / b[k] for a, b in pairs)
+                         for k in ("rows_per_s", "e2e_rows_per_s")}
+        records.append({
+            "bench": "spark", "workload": "W1", "system": name, "spark": per_run[0]["spark"],
+            "rows_per_batch": args.rows, "batches": args.batches, "runs": len(per_run), "seed": args.seed,
+            "median": {k: statistics.median(r[k] for r in per_run) for k in NUMBERS},
+            "read_check": "; ".join(sorted({r["read_check"] for r in per_run})),
+            "vs": vs, "target_vs_floor": 0.5 if vs else None,
+            "per_run": per_run,
+            "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        })
+    return records
+
+
+def print_table(records: list[dict]) -> None:
+    """Medians per system and the same-run ratio against Spark's df.write.parquet (target >= 0.5)."""
+    r0 = records[0]
+    print(f"\nW1 through Spark local[2] foreachBatch, {r0['batches']} x {r0['rows_per_batch']:,} rows, "
+          f"median of {r0['runs']} run(s)\n")
+    print("| system | rows/s (in foreachBatch) | end-to-end rows/s | first s | median s | last s "
+          f"| x {FLOOR} rows/s | x {FLOOR} e2e | read check |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in records:
+        m, vs = r["median"], r["vs"].get(FLOOR, {})
+        print(f"| {r['system']} | {m['rows_per_s']:,.0f} | {m['e2e_rows_per_s']:,.0f} | {m['first_batch_s']:.2f} "
+              f"| {m['median_batch_s']:.2f} | {m['last_batch_s']:.2f} | {_fmt(vs.get('rows_per_s'), '{:.2f}')} "
+              f"| {_fmt(vs.get('e2e_rows_per_s'), '{:.2f}')} | {r['read_check']} |")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, default=200_000, help="rows per batch (default 200000)")
+    p.add_argument("--batches", type=int, default=10, help="micro-batches, one commit each (default 10)")
+    p.add_argument("--runs", type=int, default=3, help="runs; medians are reported (default 3)")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {SYSTEMS}")
+    p.add_argument("--seed", type=int, default=20240601)
+    p.add_argument("--quick", action="store_true", help="smoke run: 2 batches of 20000 rows, 1 run")
+    p.add_argument("--json-out", default=None, help="also write the JSON lines to this file")
+    p.add_argument("--workdir", default=None, help="where staging and tables go (default: system temp dir)")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--staging", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.rows, args.batches, args.runs = 20_000, 2, 1
+    if args.rows < 5 or args.batches < 1 or args.runs < 1:
+        p.error("need --rows >= 5, --batches >= 1, --runs >= 1")
+    args.systems = [n.strip() for n in args.systems.split(",") if n.strip()]
+    unknown = sorted(set(args.systems) - set(SYSTEMS))
+    if unknown:
+        p.error(f"unknown system(s) {unknown}; choose from {SYSTEMS}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.child:
+        print(json.dumps(run_child(args.child, args.staging, args.seed, args.rows, args.batches, args.workdir)))
+        return
+    root = tempfile.mkdtemp(prefix="bench-spark-", dir=args.workdir)
+    try:
+        stage_batches(os.path.join(root, "staging"), args.seed, args.rows, args.batches)
+        runs: dict[str, list[dict]] = {n: [] for n in args.systems}
+        for run in range(args.runs):
+            shift = run % len(args.systems)
+            for name in args.systems[shift:] + args.systems[:shift]:
+                started = time.perf_counter()
+                runs[name].append(spawn(name, root, args))
+                print(f"run {run + 1}/{args.runs} {name}: {runs[name][-1]['rows_per_s']:,.0f} rows/s "
+                      f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    records = summarize(runs, args)
+    lines = [json.dumps(r) for r in records]
+    print("\n".join(lines))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    print_table(records)
+
+
+if __name__ == "__main__":
+    main()
