@@ -266,8 +266,15 @@ def _binary_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def serialize_row(values: Sequence[Any], types: Sequence[DataType]) -> bytes:
     """One row with the 4-byte big-endian arity prefix (Java SerializationUtils.serializeBinaryRow)."""
     columns = [pa.array([v], type=to_arrow(t)) for v, t in zip(values, types, strict=True)]
-    row = encode_rows(columns, types, num_rows=1)[0].as_py()
-    return struct.pack(">i", len(types)) + row
+    return serialize_rows(columns, types, num_rows=1)[0]
+
+
+def serialize_rows(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType],
+                   num_rows: int | None = None) -> list[bytes]:
+    """Each row of `columns` as `serialize_row` gives it, encoded together (a file's min and
+    max keys, or its stats' min and max rows, cost one encoding instead of two)."""
+    prefix = struct.pack(">i", len(types))
+    return [prefix + row for row in encode_rows(columns, types, num_rows).to_pylist()]
 
 
 def deserialize_row(data: bytes, types: Sequence[DataType]) -> list[Any]:

@@ -12,6 +12,8 @@ here: the caller hands the returned messages to `FileStoreCommit`.
 from __future__ import annotations
 
 import datetime as dt
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -19,12 +21,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .binary_row import encode_rows, serialize_row
+from .binary_row import encode_rows, serialize_row, serialize_rows
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
-from .errors import NullKeyError, PaimonError, SchemaMismatchError
+from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
 from .keyvalue import (INSERT, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fields,
                        first_key_above, key_fields)
@@ -117,6 +119,23 @@ def _split_row_kinds(data: pa.Table, schema: TableSchema, table_name: str,
     return data, kinds
 
 
+def write_threads(groups: int) -> int:
+    """Threads writing a batch's (partition, bucket) groups side by side: one per group, at most
+    one per usable core, or PAIMON_WRITE_THREADS. Groups share nothing but the process-wide key
+    index cache (locked); Parquet encoding, sorting and the compute kernels release the GIL."""
+    configured = os.environ.get("PAIMON_WRITE_THREADS", "").strip()
+    if configured:
+        try:
+            limit = int(configured)
+        except ValueError:
+            raise InvalidOptionError(f"PAIMON_WRITE_THREADS must be a positive integer, got {configured!r}") from None
+        if limit < 1:
+            raise InvalidOptionError(f"PAIMON_WRITE_THREADS must be a positive integer, got {configured!r}")
+    else:
+        limit = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(groups, limit))
+
+
 @dataclass
 class _Group:
     partition: bytes
@@ -148,9 +167,9 @@ class TableWrite:
         self.changelog = changelog_producer(self.options, schema.primary_keys, table_name) if self.pk else "none"
         self._compactor = None
         # While a deletion-vector batch is written (see `write`): rows of the level-0 files not
-        # yet compacted, which compaction uses instead of reading the files back.
+        # yet compacted, by bucket directory, which compaction uses instead of reading them back.
         self._keep_fresh = False
-        self._fresh: dict[str, pa.Table] = {}
+        self._fresh: dict[str, dict[str, pa.Table]] = {}
 
     # ---- grouping ------------------------------------------------------------------------
     def group(self, data: pa.Table, index_entries: Sequence[IndexManifestEntry] = ()) -> list[_Group]:
@@ -283,7 +302,7 @@ class TableWrite:
         dv_index = next((e.index_file for e in index_entries if e.partition == partition and e.bucket == bucket
                          and e.index_file.index_type == DELETION_VECTORS_INDEX), None)
         directory = self.bucket_dir(partition_values, bucket)
-        fresh, self._fresh = self._fresh, {}
+        fresh = self._fresh.pop(directory, {})
         return self.compactor().compact(BucketFiles(directory, files, dv_index, f"{self.table_path}/index",
                                                     fresh), full, force_level0)
 
@@ -328,8 +347,8 @@ class TableWrite:
             kfields = key_fields(self.schema)
             key_table = file_table.select([f.name for f in kfields])
             key_types = [f.type for f in kfields]
-            min_key = serialize_row(key_table.slice(0, 1).to_pylist()[0].values(), key_types) if n else EMPTY_ROW
-            max_key = serialize_row(key_table.slice(n - 1, 1).to_pylist()[0].values(), key_types) if n else EMPTY_ROW
+            min_key, max_key = serialize_rows([c.take([0, n - 1]) for c in key_table.columns], key_types) \
+                if n else (EMPTY_ROW, EMPTY_ROW)
             key_stats = self._stats(key_table, kfields, {f.name: "truncate(128)" for f in kfields})
         else:
             file_table = rows
@@ -339,7 +358,7 @@ class TableWrite:
                                self.options.file_format, self.options.file_compression,
                                self.options.get("file.compression.zstd-level"))
         if self._keep_fresh and not changelog:
-            self._remember(name, rows, sequence, kinds, keep_rows=level == 0)
+            self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
         value_stats = self._stats(rows, list(self.schema.fields), self.modes)
         return DataFileMeta(
             file_name=name, file_size=size, row_count=n, min_key=min_key, max_key=max_key,
@@ -351,7 +370,7 @@ class TableWrite:
             delete_row_count=delete_rows, file_source=file_source,
             value_stats_cols=None if self.value_stats_cols is None else tuple(self.value_stats_cols))
 
-    def _remember(self, name: str, rows: pa.Table, sequence: np.ndarray, kinds: np.ndarray,
+    def _remember(self, directory: str, name: str, rows: pa.Table, sequence: np.ndarray, kinds: np.ndarray,
                   keep_rows: bool) -> None:
         """Index a just-written file's keys now, from memory (data files never change, so the
         index stays valid), and keep a level-0 file's rows for this batch's compaction."""
@@ -360,15 +379,16 @@ class TableWrite:
         key_table = rows.select(keys)
         KEY_INDEXES.get(name, lambda: KeyIndex(key_table, [self.schema.field(k).type for k in keys]))
         if keep_rows:
-            self._fresh[name] = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence, pa.int64())) \
+            self._fresh.setdefault(directory, {})[name] = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence, pa.int64())) \
                 .append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
 
     @staticmethod
     def _stats(table: pa.Table, fields: list[DataField], modes) -> SimpleStats:
         stats = collect_stats(table, fields, modes)
         types = [f.type.copy(nullable=True) for f in stats.fields]
-        return SimpleStats(serialize_row(stats.min_values, types), serialize_row(stats.max_values, types),
-                           tuple(stats.null_counts))
+        bounds = [pa.array([low, high], to_arrow(t)) for low, high, t in zip(stats.min_values, stats.max_values, types)]
+        min_values, max_values = serialize_rows(bounds, types, num_rows=2)
+        return SimpleStats(min_values, max_values, tuple(stats.null_counts))
 
     # ---- one batch -----------------------------------------------------------------------
     def _apply_row_kinds(self, data: pa.Table) -> pa.Table:
@@ -438,17 +458,31 @@ class TableWrite:
                       index_entries: Sequence[IndexManifestEntry], sequence_offset: int, overwrite: bool,
                       dv: bool, universal: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
         total = self.options.bucket
-        messages = {}
-        for g in self.group(data, index_entries):
+        groups = self.group(data, index_entries)
+        live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        if (dv or universal) and not overwrite:
+            for e in live:
+                live_files.setdefault((e.partition, e.bucket), []).append(e.file)
+            self.compactor()  # built once, before the threads share it
+
+        def write_one(g: _Group) -> CommitMessage:
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files, changelog = self.write_group(g, start, split_after=largest.get((g.partition, g.bucket)))
             message = CommitMessage(g.partition, g.bucket, total, Increment(new_files=files, changelog_files=changelog))
             if dv or universal:
-                old = [] if overwrite else [e.file for e in live if (e.partition, e.bucket) == (g.partition, g.bucket)]
+                old = live_files.get((g.partition, g.bucket), [])
                 message.compact = self.compact_bucket(g.partition, g.partition_values, g.bucket, old + files,
                                                       () if overwrite else index_entries,
                                                       force_level0=dv) or Increment()
-            messages[(g.partition, g.bucket)] = message
+            return message
+
+        threads = write_threads(len(groups))
+        if threads > 1:
+            with ThreadPoolExecutor(threads, thread_name_prefix="paimon-write") as pool:
+                written = list(pool.map(write_one, groups))
+        else:
+            written = [write_one(g) for g in groups]
+        messages = {(m.partition, m.bucket): m for m in written}
         for change in self.dynamic.changes:
             inc = messages[(change.partition, change.bucket)].data
             inc.new_index_files.append(change.new)

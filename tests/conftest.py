@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh warehouse per test and pypaimon (the test-only oracle) helpers."""
+"""Shared fixtures (a fresh warehouse per test, the Spark session, the Kafka broker) and pypaimon
+(the test-only oracle) helpers."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -14,6 +15,20 @@ def warehouse(tmp_path):
 def catalog(warehouse):
     import paimon_streaming as ps
     return ps.Catalog(warehouse)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """The shared local Spark session (imported here only when a test asks for it)."""
+    from spark_support import get_spark
+    return get_spark()
+
+
+@pytest.fixture(scope="module")
+def broker():
+    """The shared loopback Kafka broker, started on first use."""
+    from kafka_broker import get_broker
+    return get_broker()
 
 
 def pypaimon_catalog(warehouse: str):

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import paimon_streaming as ps
+from paimon_streaming.errors import InvalidOptionError
 from paimon_streaming.scan import TableScan
 from conftest import pypaimon_read
 
@@ -244,3 +245,37 @@ def test_model_based_dv(ops, buckets, engine):
     if engine == "deduplicate":  # pypaimon refuses partial-update.remove-record-on-delete
         theirs = {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.m").to_pylist()}
         assert theirs == model
+
+
+def layout(table) -> list[tuple]:
+    """Per live file: bucket, level, rows and its deleted rows, in a thread-independent order."""
+    scan = TableScan(table.file_io, table.path, table.schema)
+    deleted = {r.data_file_name: r.cardinality for e in scan.index_manifest.read(table.latest_snapshot().index_manifest)
+               for r in e.index_file.dv_ranges or ()}
+    return sorted((e.bucket, e.file.level, e.file.row_count, deleted.get(e.file.file_name, 0))
+                  for e in live_files(table))
+
+
+def test_buckets_written_in_parallel_equal_a_sequential_write(catalog, monkeypatch):
+    """Buckets are written and compacted on several threads; the result must not depend on it."""
+    rng = np.random.default_rng(3)
+    batches = [batch(sorted(set(rng.integers(0, 3000, 800).tolist())), f"b{i}") for i in range(6)]
+    tables = {}
+    for threads in ("1", "4"):
+        monkeypatch.setenv("PAIMON_WRITE_THREADS", threads)
+        t = catalog.create_table(f"db.threads{threads}", SCHEMA, primary_keys=["k"], options={"bucket": "4", **DV})
+        for b in batches:
+            t.write_arrow(b)
+        check_invariants(t)
+        tables[threads] = t
+    assert state(tables["1"]) == state(tables["4"])
+    assert layout(tables["1"]) == layout(tables["4"])
+
+
+@pytest.mark.parametrize("value", ["0", "two"])
+def test_write_threads_setting_is_checked(catalog, monkeypatch, value):
+    monkeypatch.setenv("PAIMON_WRITE_THREADS", value)
+    t = catalog.create_table("db.bad_threads", SCHEMA, primary_keys=["k"], options={"bucket": "2", **DV})
+    with pytest.raises(InvalidOptionError, match="PAIMON_WRITE_THREADS"):
+        t.write_arrow(batch([1, 2, 3], "x"))
+    assert t.latest_snapshot() is None

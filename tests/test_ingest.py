@@ -15,19 +15,9 @@ import pytest
 
 import paimon_streaming as ps
 from conftest import pypaimon_read
-from kafka_broker import connector_jars, get_broker, unique_topic
+from kafka_broker import connector_jars, unique_topic
 from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
-from spark_support import get_spark, spark_env
-
-
-@pytest.fixture(scope="module")
-def broker():
-    return get_broker()
-
-
-@pytest.fixture(scope="module")
-def spark():
-    return get_spark()
+from spark_support import spark_env
 
 
 def keyed_messages(n: int, keys: int, seed: int, start: int = 0) -> list[tuple[str, dict | None]]:

@@ -5,18 +5,7 @@ import json
 
 import pytest
 
-from kafka_broker import get_broker, unique_topic
-from spark_support import get_spark
-
-
-@pytest.fixture(scope="module")
-def broker():
-    return get_broker()
-
-
-@pytest.fixture(scope="module")
-def spark():
-    return get_spark()
+from kafka_broker import unique_topic
 
 
 def produce(broker, topic: str, records: list[tuple], partition: int | None = None) -> None:

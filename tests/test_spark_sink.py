@@ -13,12 +13,6 @@ import paimon_streaming as ps
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.sinks import paimon_sink
 from conftest import pypaimon_read, rows_by
-from spark_support import get_spark
-
-
-@pytest.fixture(scope="module")
-def spark():
-    return get_spark()
 
 
 def write_input_files(directory, batches: list[pa.Table]) -> None:

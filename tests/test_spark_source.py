@@ -13,16 +13,10 @@ from paimon_streaming.consumers import ConsumerManager
 from paimon_streaming.errors import InvalidOptionError
 from paimon_streaming.sinks import paimon_sink
 from conftest import pypaimon_create, pypaimon_write, rows_by
-from spark_support import get_spark
 from test_spark_sink import model_of, run_stream, upsert_batches, write_input_files
 from test_streaming_scan import commit_noop, create_tag, expire_before
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
-
-
-@pytest.fixture(scope="module")
-def spark():
-    return get_spark()
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ from ..types import to_arrow
 from .changelog import lookup_changelog
 from .dv_maintainer import DeletionVectorMaintainer
 from .levels import sorted_runs
-from .lookup import KEY_INDEXES, BatchKeys, KeyIndex
+from .lookup import KEY_INDEXES, BatchKeys, KeyIndex, int_keys, is_int_key
 from .universal import CompactUnit, UniversalCompaction
 
 _MERGES_WITH_OLD_ROW = ("partial-update", "aggregation")
@@ -79,6 +79,7 @@ class BucketCompactor:
         self.engine = engine_for(schema)
         self.bitmap64 = self.options.get("deletion-vectors.bitmap64")
         self.lookup = lookup
+        self._file_key_types: dict[int, tuple] = {}
         # changelog-producer = lookup: compaction also writes what changed (see lsm/changelog.py)
         self.write_changelog = write_changelog if self.options.get("changelog-producer") == "lookup" else None
 
@@ -169,7 +170,10 @@ class BucketCompactor:
         return out
 
     def _key_bounds(self, f: DataFileMeta) -> tuple[tuple, tuple] | None:
-        file_key_types = tuple(fld.type for fld in key_fields(self.schema_of(f.schema_id)))
+        file_key_types = self._file_key_types.get(f.schema_id)
+        if file_key_types is None:
+            file_key_types = tuple(fld.type for fld in key_fields(self.schema_of(f.schema_id)))
+            self._file_key_types[f.schema_id] = file_key_types
         try:
             return decode_key(f.min_key, file_key_types), decode_key(f.max_key, file_key_types)
         except (TypeError, ValueError):
@@ -260,19 +264,20 @@ class BucketCompactor:
         return KeyIndex(keys, self.key_types)
 
     def _lookup(self, keys: pa.Table, older: list[DataFileMeta], bucket: BucketFiles,
-                vectors: DeletionVectorMaintainer) -> dict[str, np.ndarray]:
-        """Positions of live rows in older files whose key is among `keys` (sorted, distinct).
+                vectors: DeletionVectorMaintainer, live_only: bool) -> dict[str, np.ndarray]:
+        """Positions of rows in older files whose key is among `keys` (sorted, distinct); with
+        `live_only`, without the rows deletion vectors already mark (needed when the old rows
+        themselves are used; marking a marked row again changes nothing).
 
         Each file is probed only with the batch keys inside its [min key, max key], so the
         cost follows the batch, not the number of files: files of a level are key-disjoint,
         so a key reaches at most one file per level."""
         found = {}
-        for f, (start, stop) in zip(older, self._slices(keys, older)):
-            if start == stop:
-                continue
-            batch = BatchKeys.of(keys.slice(start, stop - start), self.key_types)
+        hit = [(f, r) for f, r in zip(older, self._slices(keys, older)) if r[0] < r[1]]
+        for (f, _), batch in zip(hit, BatchKeys.slices(keys, self.key_types, [r for _, r in hit])):
             positions = KEY_INDEXES.positions(f.file_name, lambda f=f: self._load_key_index(bucket, f), batch)
-            positions = vectors.live_positions(f.file_name, positions)
+            if live_only:
+                positions = vectors.live_positions(f.file_name, positions)
             if len(positions):
                 found[f.file_name] = positions
         return found
@@ -285,6 +290,14 @@ class BucketCompactor:
         known = [i for i, b in enumerate(bounds) if b is not None]
         out = [(0, n)] * len(files)
         if not known or not n:
+            return out
+        if is_int_key(self.key_types):  # sorted integers: two binary searches
+            col = keys.column(0)
+            ints = int_keys(col)
+            starts = np.searchsorted(ints, int_keys(pa.array([bounds[i][0][0] for i in known], col.type)), "left")
+            stops = np.searchsorted(ints, int_keys(pa.array([bounds[i][1][0] for i in known], col.type)), "right")
+            for j, i in enumerate(known):
+                out[i] = (int(starts[j]), int(stops[j]))
             return out
         columns = []
         for c, name in enumerate(self.keys):
@@ -310,10 +323,11 @@ class BucketCompactor:
         every replaced older row in the deletion vectors. Returns the rows without -U/-D, and
         the changelog of the level-0 rows when the table produces one by lookup."""
         merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys, self.engine)
-        found = self._lookup(merged.select(self.keys), older, bucket, vectors)
         # the old row takes part in the merge unless a plain "newest wins" decides alone
         merges_old = self.engine.name in _MERGES_WITH_OLD_ROW or bool(self.engine.sequence_fields)
-        wants_old = bool(found) and (merges_old or self.engine.name == "first-row" or self.write_changelog is not None)
+        wants_old = merges_old or self.engine.name == "first-row" or self.write_changelog is not None
+        found = self._lookup(merged.select(self.keys), older, bucket, vectors, live_only=wants_old)
+        wants_old = wants_old and bool(found)
         old = pa.concat_tables([self._rows_at(bucket, older, name, pos) for name, pos in found.items()]) \
             if wants_old else None
         if found and self.engine.name == "first-row":

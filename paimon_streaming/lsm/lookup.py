@@ -65,7 +65,7 @@ _SECOND_SEED = 0x2545F491
 _INDEX_OVERHEAD = 256  # bytes of Python objects per cached index, so even empty ones count
 
 
-def _is_int_key(types: Sequence[DataType]) -> bool:
+def is_int_key(types: Sequence[DataType]) -> bool:
     return len(types) == 1 and types[0].root in _INT_ROOTS
 
 
@@ -85,8 +85,9 @@ def _mix64(values: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def _int_column(keys: pa.Table) -> np.ndarray:
-    col = keys.column(0).combine_chunks()
+def int_keys(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An integer-like key column as int64 (DATE as its day number)."""
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_date(col.type):
         col = col.cast(pa.int32())
     return col.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -104,12 +105,23 @@ class BatchKeys:
     @staticmethod
     def of(keys: pa.Table, types: Sequence[DataType]) -> "BatchKeys":
         types = tuple(types)
-        if _is_int_key(types):
-            return BatchKeys(types, ints=_sorted_distinct(_int_column(keys)))
+        if is_int_key(types):
+            return BatchKeys(types, ints=_sorted_distinct(int_keys(keys.column(0))))
         encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], types)
         hashes = _hash64(encoded)
         order = np.argsort(hashes, kind="stable")
         return BatchKeys(types, hashes=hashes[order], encoded=encoded.take(pa.array(order)))
+
+    @staticmethod
+    def slices(keys: pa.Table, types: Sequence[DataType], ranges: Sequence[tuple[int, int]]) -> list["BatchKeys"]:
+        """The batch keys of each [start, stop) range of `keys` (sorted by key, distinct).
+        Integer keys are converted once and sliced (their sorted order is the key order);
+        other keys are prepared per range (their probe order is by hash)."""
+        types = tuple(types)
+        if is_int_key(types):
+            ints = int_keys(keys.column(0))
+            return [BatchKeys(types, ints=ints[start:stop]) for start, stop in ranges]
+        return [BatchKeys.of(keys.slice(start, stop - start), types) for start, stop in ranges]
 
     def __len__(self) -> int:
         return len(self.ints) if self.ints is not None else len(self.hashes)
@@ -133,8 +145,8 @@ class KeyIndex:
     """The key index of one data file."""
 
     def __init__(self, keys: pa.Table, types: Sequence[DataType]):
-        if _is_int_key(types):
-            self._set(keys.num_rows, ints=_int_column(keys))
+        if is_int_key(types):
+            self._set(keys.num_rows, ints=int_keys(keys.column(0)))
         else:
             encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], list(types))
             hashes = _hash64(encoded)
@@ -145,6 +157,8 @@ class KeyIndex:
              positions: np.ndarray | None = None, encoded: pa.Array | None = None) -> None:
         self.num_rows = num_rows
         self.ints, self.hashes, self.positions, self.encoded = ints, hashes, positions, encoded
+        # files above level 0 hold each key once: a found key is one position, no run to expand
+        self.unique = ints is not None and bool((ints[1:] > ints[:-1]).all())
         arrays = (ints,) if ints is not None else (hashes, positions, encoded)
         self.nbytes = _INDEX_OVERHEAD + sum(a.nbytes for a in arrays)
 
@@ -186,9 +200,8 @@ class KeyIndex:
             ok = idx < self.num_rows
             idx, keys = idx[ok], batch.ints[ok]
             hit = self.ints[idx] == keys
-            # a file holds each key at most once at level > 0; level-0 files may repeat keys
             first = idx[hit]
-            return _expand_runs(self.ints, first, keys[hit])
+            return first if self.unique else _expand_runs(self.ints, first, keys[hit])
         lo = np.searchsorted(self.hashes, batch.hashes, side="left")
         hi = np.searchsorted(self.hashes, batch.hashes, side="right")
         counts = hi - lo
