@@ -154,6 +154,28 @@ def test_files_with_many_deleted_rows_are_rewritten(catalog, warehouse, threshol
     assert {r["k"]: r["v"] for r in pypaimon_read(warehouse, "db.ratio").to_pylist()} == expected
 
 
+def test_deleted_rows_are_rewritten_once_the_bucket_passes_the_threshold(catalog, warehouse):
+    """The gate is the bucket's deleted share: a file past the threshold alone is left while
+    the bucket as a whole is below it (reads scan at most 1 / (1 - threshold) of the live rows)."""
+    t = catalog.create_table("db.gate", SCHEMA, primary_keys=["k"], options={"bucket": "1", **DV})
+    t.write_arrow(batch(list(range(100)), "a"))
+    first = {e.file.file_name for e in live_files(t)}
+    t.write_arrow(batch(list(range(100, 300)), "b"))  # new keys: a second top-level file
+
+    def vectors() -> dict[str, int]:
+        scan = TableScan(t.file_io, t.path, t.schema)
+        return {r.data_file_name: r.cardinality for e in scan.index_manifest.read(t.latest_snapshot().index_manifest)
+                for r in e.index_file.dv_ranges or ()}
+    t.write_arrow(batch(list(range(30)), "c"))  # the first file 30% deleted, the bucket 10%
+    assert first <= {e.file.file_name for e in live_files(t)} and vectors()[next(iter(first))] == 30
+    t.write_arrow(batch(list(range(30, 70)), "d"))  # the first file 70% deleted, the bucket 23%
+    assert not first & {e.file.file_name for e in live_files(t)}
+    expected = {k: ("c" if k < 30 else "d" if k < 70 else "a" if k < 100 else "b") + f"-{k}" for k in range(300)}
+    assert {k: v for k, (v, _) in state(t).items()} == expected
+    check_invariants(t)
+    assert {r["k"]: r["v"] for r in pypaimon_read(warehouse, "db.gate").to_pylist()} == expected
+
+
 @pytest.mark.parametrize("buckets", ["1", "2"])
 def test_sequence_field_lets_an_older_row_win(catalog, warehouse, buckets):
     """With sequence.field the old row found by lookup can outrank the batch's row."""

@@ -113,11 +113,17 @@ class BucketCompactor:
 
     def _upkeep(self, bucket: BucketFiles, inc: Increment, vectors: DeletionVectorMaintainer,
                 level0_bytes: int) -> None:
-        """Rewrite the top-level file with the most deleted rows once their share passes
-        `compaction.delete-ratio-threshold`, together with neighbours while the rewrite stays
-        within twice the bytes this compaction brought in from level 0 (the target file size
-        for a compaction without new files): deleted rows are dropped and small files merge,
-        and each batch's extra work stays bounded whatever the table's size."""
+        """Once deleted rows make up more than `compaction.delete-ratio-threshold` of the
+        bucket's top level, rewrite the top-level file with the most deleted rows, together with
+        neighbours while the rewrite stays within twice the bytes this compaction brought in from
+        level 0 (the target file size for a compaction without new files): deleted rows are
+        dropped and small files merge, and each batch's extra work stays bounded whatever the
+        table's size.
+
+        The gate is the bucket's share, not one file's: what deleted rows cost is read
+        amplification, which the bucket-wide share bounds (1 / (1 - threshold)); rewriting every
+        file that passes the threshold on its own would rewrite about 1 / threshold rows per
+        deleted row, as much as the batch itself under a steady stream of updates."""
         fresh = {f.file_name for f in inc.new_files}
         gone = {f.file_name for f in inc.deleted_files}
         top = [f for f in bucket.files if f.level == self.universal.max_level and f.file_name not in gone]
@@ -126,8 +132,11 @@ class BucketCompactor:
             return
         order = sorted(range(len(top)), key=lambda i: bounds[i][0])
         top = [top[i] for i in order]
-        ratio = [vectors.deleted_count(f.file_name) / max(f.row_count, 1) for f in top]
+        deleted = [vectors.deleted_count(f.file_name) for f in top]
+        ratio = [d / max(f.row_count, 1) for d, f in zip(deleted, top)]
         threshold = self.options.get("compaction.delete-ratio-threshold")
+        if sum(deleted) <= threshold * sum(f.row_count for f in top):
+            return
         first = max(range(len(top)), key=lambda i: ratio[i])
         if ratio[first] <= threshold or top[first].file_name in fresh:
             return
