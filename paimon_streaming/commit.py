@@ -20,8 +20,8 @@ from .binary_row import deserialize_row
 from .errors import CommitConflictError, PaimonError
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
-                       ManifestEntry, ManifestFile, ManifestList, combine_index_entries,
-                       merge_entries, merge_manifests)
+                       ManifestEntry, ManifestFile, ManifestList, combine_index_entries, merge_manifests)
+from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
 from .options import CoreOptions
 from .paths import PathFactory, bucket_path, partition_path
@@ -128,24 +128,24 @@ class FileStoreCommit:
         a merge-on-read table losing that compaction to a concurrent writer is then logged and
         its files removed instead of failing a write whose data is committed.
         """
-        snapshot_ids = []
+        created: list[Snapshot] = []
         data = _collect(messages, lambda m: m.data)
         if overwrite:
-            sid = self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
-                                          replace=True, overwrite_partitions=overwrite_partitions,
-                                          check_conflicts=True)
-            snapshot_ids.append(sid)
+            created.append(self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
+                                                   replace=True, overwrite_partitions=overwrite_partitions,
+                                                   check_conflicts=True))
         elif not data.is_empty() or not ignore_empty:
             deletes = any(e.kind == DELETE for e in data.entries) or any(
                 e.index_file.index_type == "DELETION_VECTORS" for e in data.index)
             kind = OVERWRITE if deletes else APPEND
-            snapshot_ids.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
-                                                        properties, check_conflicts=deletes))
+            created.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
+                                                   properties, check_conflicts=deletes))
         compact = _collect(messages, lambda m: m.compact)
         if not compact.is_empty():
             try:
-                snapshot_ids.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
-                                                            properties, check_conflicts=True))
+                created.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
+                                                       properties, check_conflicts=True,
+                                                       previous=created[-1] if created else None))
             except CommitConflictError as exc:
                 if not best_effort_compaction or self.options.lookup_compaction:
                     raise  # lookup tables' readers need level 0 pushed up: the caller must know
@@ -154,41 +154,47 @@ class FileStoreCommit:
                 log.warning("compaction of %s lost a race with another writer and was dropped: %s",
                             self.table_path, exc)
                 self._delete_unused_outputs(messages)
-        if snapshot_ids:
+        if created:
             after_commit(self.file_io, self.table_path, self.schema)  # tags, expiration; never raises
-        return snapshot_ids
+        return [s.id for s in created]
 
     # ---- one commit kind, with retries ------------------------------------------------
     def _commit_with_retry(self, kind: str, changes: _Changes, commit_user: str, identifier: int,
                            watermark: int | None, properties: dict[str, str] | None,
                            replace: bool = False, overwrite_partitions: list[bytes] | None = None,
-                           check_conflicts: bool = False) -> int:
+                           check_conflicts: bool = False, previous: Snapshot | None = None) -> Snapshot:
+        """`previous`: the snapshot this commit call just published; while the id after it is
+        free it is the latest, which saves reading the hint and the snapshot again (should
+        another writer take that id first, publishing fails and the next attempt reads)."""
         max_retries = self.options.get("commit.max-retries")
         seen_latest: int | None = None
         outcome_unknown = False
         for attempt in range(max_retries + 1):
-            latest = self.snapshots.latest()
+            if attempt == 0 and previous is not None and not self.snapshots.exists(previous.id + 1):
+                latest = previous
+            else:
+                latest = self.snapshots.latest()
             if outcome_unknown:
                 done = self._find_own_commit(seen_latest, latest, commit_user, identifier, kind)
                 if done is not None:
                     return done
             seen_latest = latest.id if latest else None
             try:
-                sid = self._try_commit_once(kind, changes, latest, commit_user, identifier, watermark,
-                                            properties, replace, overwrite_partitions, check_conflicts)
+                published = self._try_commit_once(kind, changes, latest, commit_user, identifier, watermark,
+                                                  properties, replace, overwrite_partitions, check_conflicts)
                 outcome_unknown = False
             except _PublishUnknown:
                 outcome_unknown = True
-                sid = None
-            if sid is not None:
-                return sid
+                published = None
+            if published is not None:
+                return published
             time.sleep(min(1.0, 0.01 * (2 ** attempt)) * random.random())
         raise CommitConflictError(
             f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: "
             "other writers keep taking the next snapshot id")
 
     def _find_own_commit(self, seen_latest: int | None, latest: Snapshot | None, commit_user: str,
-                         identifier: int, kind: str) -> int | None:
+                         identifier: int, kind: str) -> Snapshot | None:
         if latest is None:
             return None
         start = (seen_latest or 0) + 1
@@ -196,27 +202,32 @@ class FileStoreCommit:
             snap = self.snapshots.snapshot(sid)
             if snap.commit_user == commit_user and snap.commit_identifier == identifier \
                     and snap.commit_kind == kind:
-                return sid
+                return snap
         return None
 
     def _try_commit_once(self, kind: str, changes: _Changes, latest: Snapshot | None, commit_user: str,
                          identifier: int, watermark: int | None, properties: dict[str, str] | None,
                          replace: bool, overwrite_partitions: list[bytes] | None,
-                         check_conflicts: bool) -> int | None:
+                         check_conflicts: bool) -> Snapshot | None:
         entries = list(changes.entries)
         index_changes = list(changes.index)
         base_metas = self._data_manifests(latest)
+        targets = set() if replace else _vector_targets(index_changes)
+        live = self._live_files(latest) if replace or check_conflicts or targets else None
+        after = None
         if replace:
-            entries = self._overwrite_deletes(base_metas, overwrite_partitions) + entries
             targets = None if overwrite_partitions is None else set(overwrite_partitions)
+            entries = [ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                       for e in live.entries(targets)] + entries
             index_changes = [IndexManifestEntry(DELETE, e.partition, e.bucket, e.index_file)
                              for e in self.index_manifest.read(latest.index_manifest if latest else None)
                              if targets is None or e.partition in targets] + index_changes
         if check_conflicts:
-            self._check_conflicts(base_metas, entries, kind)
+            after = self._check_conflicts(live, entries, kind)
         if index_changes and not replace:
             self._check_index_conflicts(latest, index_changes, kind)
-            self._check_vector_targets(base_metas, entries, index_changes, kind)
+        if targets:
+            self._check_vector_targets(after or live.apply(entries, strict=False)[0], targets, kind)
 
         written: list[str] = []
         try:
@@ -273,7 +284,9 @@ class FileStoreCommit:
             self._delete_files(written)
             return None
         self.snapshots.commit_latest_hint(new_id)
-        return new_id
+        if after is not None:
+            LIVE_FILES.put(self.table_path, snapshot, after)  # the next commit starts from here
+        return snapshot
 
     # ---- helpers ------------------------------------------------------------------------
     def _data_manifests(self, latest: Snapshot | None):
@@ -282,38 +295,36 @@ class FileStoreCommit:
         return self.manifest_list.read(latest.base_manifest_list) + \
             self.manifest_list.read(latest.delta_manifest_list)
 
-    def _live(self, base_metas, partitions: set[bytes] | None) -> list[ManifestEntry]:
-        entries = (e for m in base_metas for e in self.manifest_file.read(m.file_name)
-                   if partitions is None or e.partition in partitions)
-        return [e for e in merge_entries(entries).values() if e.kind == ADD]
+    def _live_files(self, latest: Snapshot | None) -> LiveFiles:
+        """Live files of `latest`, from the cache kept across commits (FORMAT §10 replay)."""
+        if latest is None:
+            return LiveFiles({})
+        return LIVE_FILES.get(latest, self.snapshots, self.manifest_list, self.manifest_file)
 
-    def _overwrite_deletes(self, base_metas, partitions: list[bytes] | None) -> list[ManifestEntry]:
-        targets = None if partitions is None else set(partitions)
-        return [ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-                for e in self._live(base_metas, targets)]
-
-    def _check_conflicts(self, base_metas, delta: list[ManifestEntry], kind: str) -> None:
-        partitions = {e.partition for e in delta}
-        base = self._live(base_metas, partitions)
+    def _check_conflicts(self, live: LiveFiles, delta: list[ManifestEntry], kind: str) -> LiveFiles:
+        """The live files after `delta`; a conflict when it deletes a file that is not live,
+        adds one twice, changes a partition's total buckets or overlaps keys in an LSM level."""
+        after, missing, _ = live.apply(delta)
         if kind != OVERWRITE:
             totals: dict[bytes, set[int]] = {}
-            for e in base + [d for d in delta if d.kind == ADD]:
-                totals.setdefault(e.partition, set()).add(e.total_buckets)
-            for part, values in totals.items():
+            for d in delta:
+                if d.kind == ADD:
+                    totals.setdefault(d.partition, set()).add(d.total_buckets)
+            for part in {d.partition for d in delta}:
+                values = totals.get(part, set()).union(
+                    *(b.total_buckets for b in live.partitions.get(part, {}).values()))
                 if len(values) > 1:
                     raise CommitConflictError(
                         f"total buckets of a partition of {self.table_path} changed to {sorted(values)}; "
                         "another writer rescaled the table")
-        merge_entries(delta)
-        merged = merge_entries(base + delta)
-        missing = [e for e in merged.values() if e.kind == DELETE]
         if missing:
             names = ", ".join(e.file.file_name for e in missing[:5])
             raise CommitConflictError(
                 f"{kind} commit to {self.table_path} deletes files that are no longer live ({names}): "
                 "a concurrent commit (compaction or overwrite) removed them; the commit was not applied")
         if self.schema.primary_keys:
-            self._check_lsm_overlaps(list(merged.values()))
+            self._check_lsm_overlaps(after, [d for d in delta if d.kind == ADD and d.file.level > 0])
+        return after
 
     def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry],
                                kind: str) -> None:
@@ -340,45 +351,45 @@ class FileStoreCommit:
                     f"{e.bucket}: a concurrent commit replaced it (now {current}); the commit was not applied, "
                     "retry it on the new snapshot (the sink and Table.compact redo it)")
 
-    def _check_vector_targets(self, base_metas, entries: list[ManifestEntry], index_changes: list[IndexManifestEntry],
-                              kind: str) -> None:
+    def _check_vector_targets(self, after: LiveFiles, targets: set[tuple[bytes, int, str]], kind: str) -> None:
         """Deletion vectors must mark files that are live after this commit: marks computed
         for a file a concurrent compaction rewrote would miss its copy of the rows (keys live
         twice), so that is a conflict."""
-        targets = {(e.partition, e.bucket, r.data_file_name) for e in index_changes
-                   if e.kind == ADD and e.index_file.index_type == "DELETION_VECTORS"
-                   for r in e.index_file.dv_ranges or ()}
-        if not targets:
-            return
-        live = {(e.partition, e.bucket, e.file.file_name) for e in self._live(base_metas, {t[0] for t in targets})}
-        for e in entries:
-            key = (e.partition, e.bucket, e.file.file_name)
-            if e.kind == ADD:
-                live.add(key)
-            else:
-                live.discard(key)
-        missing = sorted(t[2] for t in targets - live)
+        by_bucket: dict[tuple[bytes, int], set[str]] = {}
+        for partition, bucket, name in targets:
+            by_bucket.setdefault((partition, bucket), set()).add(name)
+        missing = []
+        for (partition, bucket), names in by_bucket.items():
+            files = after.bucket(partition, bucket)
+            missing.extend(names - files.names if files is not None else names)
+        missing.sort()
         if missing:
             raise CommitConflictError(
                 f"{kind} commit to {self.table_path} marks deleted rows in files a concurrent commit removed "
                 f"({', '.join(missing[:3])}); the commit was not applied, retry it on the new snapshot "
                 "(the sink and Table.write_arrow redo the compaction)")
 
-    def _check_lsm_overlaps(self, live: list[ManifestEntry]) -> None:
+    def _check_lsm_overlaps(self, after: LiveFiles, added: list[ManifestEntry]) -> None:
+        """Files of one LSM level (>= 1) of a bucket must not overlap in key range. Only a pair
+        with a file this commit adds can be new (the rest was checked when committed; Java
+        checks every level of the changed partitions), so each added file that is still live
+        is compared with the other files of its level."""
         key_types = [f.type for f in self.schema.fields_of(self.schema.trimmed_primary_keys)]
-        runs: dict[tuple, list[tuple]] = {}
-        for e in live:
-            if e.file.level > 0:
-                lo = tuple(deserialize_row(e.file.min_key, key_types))
-                hi = tuple(deserialize_row(e.file.max_key, key_types))
-                runs.setdefault((e.partition, e.bucket, e.file.level), []).append((lo, hi, e.file.file_name))
-        for (_, bucket, level), ranges in runs.items():
-            ranges.sort()
-            for (lo1, hi1, n1), (lo2, hi2, n2) in zip(ranges, ranges[1:]):
-                if lo2 <= hi1:
-                    raise CommitConflictError(
-                        f"LSM conflicts detected in {self.table_path} bucket {bucket} level {level}: "
-                        f"files {n1} and {n2} overlap in key range")
+
+        def decode(key: bytes) -> tuple:
+            return tuple(deserialize_row(key, key_types))
+        for new in added:
+            files = after.bucket(new.partition, new.bucket)
+            if files is None or new.identifier not in files.files:
+                continue  # the delta added and removed the file
+            lo, hi = files.key_range(new, decode)
+            for e in files.files.values():
+                if e.file.level == new.file.level and e.file.file_name != new.file.file_name:
+                    other_lo, other_hi = files.key_range(e, decode)
+                    if other_lo <= hi and lo <= other_hi:
+                        raise CommitConflictError(
+                            f"LSM conflicts detected in {self.table_path} bucket {new.bucket} level "
+                            f"{new.file.level}: files {new.file.file_name} and {e.file.file_name} overlap in key range")
 
     def _delete_unused_outputs(self, messages: Sequence[CommitMessage]) -> None:
         """Remove the files a dropped compaction wrote (upgraded files are not new: kept)."""
@@ -401,6 +412,13 @@ class FileStoreCommit:
 
 class _PublishUnknown(PaimonError):
     """The snapshot write failed in a way that may or may not have created the file."""
+
+
+def _vector_targets(index_changes: list[IndexManifestEntry]) -> set[tuple[bytes, int, str]]:
+    """(partition, bucket, data file) of every deletion vector the commit adds."""
+    return {(e.partition, e.bucket, r.data_file_name) for e in index_changes
+            if e.kind == ADD and e.index_file.index_type == "DELETION_VECTORS"
+            for r in e.index_file.dv_ranges or ()}
 
 
 def _max_watermark(new: int | None, old: int | None) -> int | None:

@@ -7,7 +7,7 @@ snapshot directory is listed.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .errors import CorruptFileError, SnapshotNotFoundError
@@ -58,10 +58,9 @@ class Snapshot:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        values = asdict(self)
         out: dict[str, Any] = {}
-        for key, attr in _KEYS:
-            v = values[attr]
+        for key, attr in _KEYS:  # getattr, not dataclasses.asdict: that deep-copies every value
+            v = getattr(self, attr)
             if v is not None and not (attr == "properties" and not v):
                 out[key] = v
         for key, v in self.extra.items():

@@ -186,7 +186,7 @@ def test_compact_commit_conflict_detected(pk_table):
     """Deleting a file that a concurrent commit already removed is a conflict, not a silent loss."""
     from paimon_streaming.commit import CommitMessage, Increment
     pk_table.write_arrow(batch([1]))
-    live = pk_table.new_commit()._live(pk_table.new_commit()._data_manifests(pk_table.latest_snapshot()), None)
+    live = TableScan(pk_table.file_io, pk_table.path, pk_table.schema).live_entries(pk_table.latest_snapshot())
     e = live[0]
     pk_table.write_arrow(batch([5]), overwrite=True)  # removes e's file
     msg = CommitMessage(e.partition, e.bucket, e.total_buckets, compact=Increment(deleted_files=[e.file]))
@@ -207,7 +207,7 @@ def test_merge_on_read_writes_compact_when_universal_picking_asks(catalog, wareh
                              options={"bucket": "1"})
     for i in range(12):
         t.write_arrow(batch(range(i, i + 5), v=f"s{i}"))
-    scan_entries = t.new_commit()._live(t.new_commit()._data_manifests(t.latest_snapshot()), None)
+    scan_entries = TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())
     assert len(scan_entries) <= 5  # num-sorted-run.compaction-trigger
     assert any(s.commit_kind == "COMPACT" for s in t.snapshots())
     expected = {i: f"s{min(i, 11)}{i}" for i in range(16)}

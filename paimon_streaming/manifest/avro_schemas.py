@@ -71,6 +71,10 @@ MANIFEST_ENTRY = fastavro.parse_schema({
         ]}},
     ]})
 
+# full name of the DV range record: writers name the union branch (fastavro's tuple notation)
+# instead of letting fastavro find it by validating each range against every branch
+DV_RANGE_RECORD = f"{NS}.record__DELETIONS_VECTORS_RANGES"
+
 INDEX_MANIFEST_ENTRY = fastavro.parse_schema({
     "type": "record", "name": "record", "namespace": NS, "fields": [
         {"name": "_VERSION", "type": "int"},

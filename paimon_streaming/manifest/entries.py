@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..binary_row import serialize_row
+from .avro_schemas import DV_RANGE_RECORD
 
 ADD, DELETE = 0, 1
 FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
@@ -202,7 +203,7 @@ class IndexManifestEntry:
 
     def to_avro(self) -> dict:
         f = self.index_file
-        ranges = None if f.dv_ranges is None else [r.to_avro() for r in f.dv_ranges]
+        ranges = None if f.dv_ranges is None else [(DV_RANGE_RECORD, r.to_avro()) for r in f.dv_ranges]
         return {"_VERSION": INDEX_ENTRY_VERSION, "_KIND": self.kind, "_PARTITION": self.partition,
                 "_BUCKET": self.bucket, "_INDEX_TYPE": f.index_type, "_FILE_NAME": f.file_name,
                 "_FILE_SIZE": f.file_size, "_ROW_COUNT": f.row_count,

@@ -14,7 +14,7 @@ from ..fileio import FileIO
 from ..paths import PathFactory
 from ..types import DataField
 from .avro_schemas import INDEX_MANIFEST_ENTRY, MANIFEST_ENTRY, MANIFEST_FILE_META
-from .entries import (ADD, DELETE, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+from .entries import (ADD, DELETE, EMPTY_STATS, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
                       SimpleStats)
 
 _CODECS = {"zstd": "zstandard", "null": "null", "none": "null", "deflate": "deflate", "snappy": "snappy"}
@@ -46,10 +46,14 @@ class _ImmutableFileCache:
 _CACHE = _ImmutableFileCache()
 
 
-def _write_avro(file_io: FileIO, path: str, schema, records: Sequence[dict], codec: str) -> int:
+def _encode_avro(schema, records: Sequence[dict], codec: str) -> bytes:
     buf = io.BytesIO()
     fastavro.writer(buf, schema, records, codec=_CODECS.get(codec, codec))
-    data = buf.getvalue()
+    return buf.getvalue()
+
+
+def _write_avro(file_io: FileIO, path: str, schema, records: Sequence[dict], codec: str) -> int:
+    data = _encode_avro(schema, records, codec)
     file_io.write_bytes(path, data)
     return len(data)
 
@@ -70,6 +74,8 @@ def read_avro(file_io: FileIO, path: str) -> list[dict]:
 
 def partition_stats(partitions: Iterable[bytes], fields: list[DataField]) -> SimpleStats:
     """Min/max/null count of each partition column over the given partition rows."""
+    if not fields:
+        return EMPTY_STATS  # unpartitioned: every manifest has the same empty stats
     types = [f.type.copy(nullable=True) for f in fields]
     mins: list = [None] * len(fields)
     maxs: list = [None] * len(fields)
@@ -111,18 +117,19 @@ class ManifestFile:
         if not entries:
             return []
         records = [e.to_avro() for e in entries]
-        buf = io.BytesIO()
-        fastavro.writer(buf, MANIFEST_ENTRY, records, codec=_CODECS[self.compression])
-        chunks = max(1, -(-buf.tell() // self.target_size))
+        whole = _encode_avro(MANIFEST_ENTRY, records, self.compression)
+        chunks = max(1, -(-len(whole) // self.target_size))
         per_chunk = -(-len(entries) // chunks)
         metas = []
         for start in range(0, len(entries), per_chunk):
             part = entries[start:start + per_chunk]
             name = self.paths.new_manifest()
-            size = _write_avro(self.file_io, self.path(name), MANIFEST_ENTRY, records[start:start + per_chunk],
-                               self.compression)
+            # the common case fits one file: the size probe is then the file itself
+            data = whole if chunks == 1 else _encode_avro(MANIFEST_ENTRY, records[start:start + per_chunk],
+                                                          self.compression)
+            self.file_io.write_bytes(self.path(name), data)
             _CACHE.put(self.path(name), list(part))
-            metas.append(self._meta(name, size, part))
+            metas.append(self._meta(name, len(data), part))
         return metas
 
     def _meta(self, name: str, size: int, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:
