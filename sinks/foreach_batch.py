@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Iterator
+
+import pyarrow as pa
 
 from pyspark.sql import DataFrame
 
@@ -36,8 +38,10 @@ from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import CommitConflictError, PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.table import Table
+from paimon_streaming.write import conform
 
-from .spark_write import WritePlan, arrow_schema_of, write_dataframe
+from .spark_write import (MESSAGE_SCHEMA, WritePlan, WriteResult, arrow_schema_of, encode_messages, write_dataframe,
+                          write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 
@@ -109,7 +113,8 @@ class PaimonSink:
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
             return
-        result = write_dataframe(df, WritePlan.for_table(table, self.location, self.row_kind_column))
+        plan = WritePlan.for_table(table, self.location, self.row_kind_column)
+        result = write_in_task(df, plan) if single_partition(df) else write_dataframe(df, plan)
         try:
             snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id,
                                                      best_effort_compaction=True)
@@ -124,6 +129,31 @@ class PaimonSink:
         log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f",
                  table.name, batch_id, result.rows_in, files, snapshot_ids or "none",
                  time.perf_counter() - start)
+
+
+def single_partition(df: DataFrame) -> bool:
+    """Whether one Spark partition holds the whole micro-batch (as streaming sources often
+    deliver small batches). Spark Connect DataFrames have no RDD to ask: False."""
+    if type(df).__module__.startswith("pyspark.sql.connect."):
+        return False
+    return df.rdd.getNumPartitions() == 1
+
+
+def write_in_task(df: DataFrame, plan: WritePlan) -> WriteResult:
+    """Write a one-partition micro-batch in the task that holds it, as the core writes a batch
+    (grouped by bucket there, each bucket compacted once). No task shares a bucket, so the
+    shuffle by bucket of `write_dataframe` would buy nothing but a second trip of every row
+    through the JVM and Arrow (about half the sink's time per 200k-row batch)."""
+    conform(arrow_schema_of(df.schema).empty_table(), plan.writer().schema, plan.table_name,
+            plan.row_kind_column)  # fail fast, on the driver
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batches = [b for b in batches if b.num_rows]
+        if batches:
+            rows = sum(b.num_rows for b in batches)
+            yield from encode_messages(write_task(plan, batches), rows).to_batches()
+
+    return WriteResult.collect(df.mapInArrow(write, MESSAGE_SCHEMA))
 
 
 def repair_interrupted_batch(table: Table, commit_user: str) -> None:
