@@ -212,7 +212,7 @@ class FileStoreCommit:
         entries = list(changes.entries)
         index_changes = list(changes.index)
         base_metas = self._data_manifests(latest)
-        targets = set() if replace else _vector_targets(index_changes)
+        targets = {} if replace else _vector_targets(index_changes)
         live = self._live_files(latest) if replace or check_conflicts or targets else None
         after = None
         if replace:
@@ -304,7 +304,6 @@ class FileStoreCommit:
     def _check_conflicts(self, live: LiveFiles, delta: list[ManifestEntry], kind: str) -> LiveFiles:
         """The live files after `delta`; a conflict when it deletes a file that is not live,
         adds one twice, changes a partition's total buckets or overlaps keys in an LSM level."""
-        after, missing, _ = live.apply(delta)
         if kind != OVERWRITE:
             totals: dict[bytes, set[int]] = {}
             for d in delta:
@@ -317,6 +316,7 @@ class FileStoreCommit:
                     raise CommitConflictError(
                         f"total buckets of a partition of {self.table_path} changed to {sorted(values)}; "
                         "another writer rescaled the table")
+        after, missing, _ = live.apply(delta)  # after the totals: the new state inherits them
         if missing:
             names = ", ".join(e.file.file_name for e in missing[:5])
             raise CommitConflictError(
@@ -351,15 +351,12 @@ class FileStoreCommit:
                     f"{e.bucket}: a concurrent commit replaced it (now {current}); the commit was not applied, "
                     "retry it on the new snapshot (the sink and Table.compact redo it)")
 
-    def _check_vector_targets(self, after: LiveFiles, targets: set[tuple[bytes, int, str]], kind: str) -> None:
+    def _check_vector_targets(self, after: LiveFiles, targets: dict[tuple[bytes, int], set[str]], kind: str) -> None:
         """Deletion vectors must mark files that are live after this commit: marks computed
         for a file a concurrent compaction rewrote would miss its copy of the rows (keys live
         twice), so that is a conflict."""
-        by_bucket: dict[tuple[bytes, int], set[str]] = {}
-        for partition, bucket, name in targets:
-            by_bucket.setdefault((partition, bucket), set()).add(name)
         missing = []
-        for (partition, bucket), names in by_bucket.items():
+        for (partition, bucket), names in targets.items():
             files = after.bucket(partition, bucket)
             missing.extend(names - files.names if files is not None else names)
         missing.sort()
@@ -372,24 +369,29 @@ class FileStoreCommit:
     def _check_lsm_overlaps(self, after: LiveFiles, added: list[ManifestEntry]) -> None:
         """Files of one LSM level (>= 1) of a bucket must not overlap in key range. Only a pair
         with a file this commit adds can be new (the rest was checked when committed; Java
-        checks every level of the changed partitions), so each added file that is still live
-        is compared with the other files of its level."""
+        checks every level of the changed partitions), so the added files that are still live
+        are compared with the other files of their level."""
         key_types = [f.type for f in self.schema.fields_of(self.schema.trimmed_primary_keys)]
 
         def decode(key: bytes) -> tuple:
             return tuple(deserialize_row(key, key_types))
-        for new in added:
-            files = after.bucket(new.partition, new.bucket)
-            if files is None or new.identifier not in files.files:
-                continue  # the delta added and removed the file
-            lo, hi = files.key_range(new, decode)
-            for e in files.files.values():
-                if e.file.level == new.file.level and e.file.file_name != new.file.file_name:
-                    other_lo, other_hi = files.key_range(e, decode)
-                    if other_lo <= hi and lo <= other_hi:
+        runs: dict[tuple[bytes, int, int], list[ManifestEntry]] = {}
+        for e in added:
+            runs.setdefault((e.partition, e.bucket, e.file.level), []).append(e)
+        for (partition, bucket, level), news in runs.items():
+            files = after.bucket(partition, bucket)
+            news = [e for e in news if files is not None and e.identifier in files.files]  # not removed again
+            if not news:
+                continue
+            run = [(files.key_range(e, decode), e.file.file_name) for e in files.files.values()
+                   if e.file.level == level]
+            for new in news:
+                lo, hi = files.key_range(new, decode)
+                for (other_lo, other_hi), name in run:
+                    if other_lo <= hi and lo <= other_hi and name != new.file.file_name:
                         raise CommitConflictError(
-                            f"LSM conflicts detected in {self.table_path} bucket {new.bucket} level "
-                            f"{new.file.level}: files {new.file.file_name} and {e.file.file_name} overlap in key range")
+                            f"LSM conflicts detected in {self.table_path} bucket {bucket} level {level}: "
+                            f"files {new.file.file_name} and {name} overlap in key range")
 
     def _delete_unused_outputs(self, messages: Sequence[CommitMessage]) -> None:
         """Remove the files a dropped compaction wrote (upgraded files are not new: kept)."""
@@ -414,11 +416,13 @@ class _PublishUnknown(PaimonError):
     """The snapshot write failed in a way that may or may not have created the file."""
 
 
-def _vector_targets(index_changes: list[IndexManifestEntry]) -> set[tuple[bytes, int, str]]:
-    """(partition, bucket, data file) of every deletion vector the commit adds."""
-    return {(e.partition, e.bucket, r.data_file_name) for e in index_changes
-            if e.kind == ADD and e.index_file.index_type == "DELETION_VECTORS"
-            for r in e.index_file.dv_ranges or ()}
+def _vector_targets(index_changes: list[IndexManifestEntry]) -> dict[tuple[bytes, int], set[str]]:
+    """The data files of every deletion vector the commit adds, by (partition, bucket)."""
+    targets: dict[tuple[bytes, int], set[str]] = {}
+    for e in index_changes:
+        if e.kind == ADD and e.index_file.index_type == "DELETION_VECTORS" and e.index_file.dv_ranges:
+            targets.setdefault((e.partition, e.bucket), set()).update(r.data_file_name for r in e.index_file.dv_ranges)
+    return targets
 
 
 def _max_watermark(new: int | None, old: int | None) -> int | None:

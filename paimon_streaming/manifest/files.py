@@ -14,6 +14,7 @@ from ..fileio import FileIO
 from ..paths import PathFactory
 from ..types import DataField
 from .avro_schemas import INDEX_MANIFEST_ENTRY, MANIFEST_ENTRY, MANIFEST_FILE_META
+from .index_avro import encode_index_manifest
 from .entries import (ADD, DELETE, EMPTY_STATS, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
                       SimpleStats)
 
@@ -196,8 +197,10 @@ class IndexManifestFile:
 
     def write(self, entries: Sequence[IndexManifestEntry]) -> str:
         name = self.paths.new_index_manifest()
-        _write_avro(self.file_io, self.path(name), INDEX_MANIFEST_ENTRY, [e.to_avro() for e in entries],
-                    self.compression)
+        data = encode_index_manifest(entries, _CODECS.get(self.compression, self.compression))
+        if data is None:
+            data = _encode_avro(INDEX_MANIFEST_ENTRY, [e.to_avro() for e in entries], self.compression)
+        self.file_io.write_bytes(self.path(name), data)
         _CACHE.put(self.path(name), list(entries))
         return name
 
