@@ -5,7 +5,9 @@ table; the cost of commit N must stay flat (manifest merging keeps the manifest 
 Each batch is timed in two parts: writing (data files, plus the compaction universal picking
 asks for; with `--dv` the lookup compaction) and committing (manifests, snapshot, conflict
 checks). Reports both around commits 10, 100 and 1000 (median of the 5 ending there) and
-their ratio, as one JSON line plus a table.
+their ratio, as one JSON line plus a table. A commit publishes one snapshot (APPEND) or two
+(APPEND, then COMPACT when the write compacted), so the mean snapshots per commit of each
+window is reported too: early commits compact less often, which alone makes them cheaper.
 
     .venv/bin/python bench/bench_commit.py [--commits 1000] [--rows 1000] [--dv]
 """
@@ -46,15 +48,16 @@ def main() -> None:
     table = ps.Catalog(tempfile.mkdtemp(prefix="paimon-w4-")).create_table(
         "db.t", SCHEMA, primary_keys=["id"], options=options)
     rng = np.random.default_rng(7)
-    writes, commits = [], []
+    writes, commits, snapshots = [], [], []
     for i in range(args.commits):
         data = batch(rng, i, args.rows)
         start = time.perf_counter()
         messages = table.write_messages(data)
         written = time.perf_counter()
-        table.new_commit().commit(messages, "w4", i, best_effort_compaction=True)
+        created = table.new_commit().commit(messages, "w4", i, best_effort_compaction=True)
         writes.append(written - start)
         commits.append(time.perf_counter() - written)
+        snapshots.append(len(created))
     marks = [m for m in (10, 100, 1000) if m <= args.commits] or [args.commits]
 
     def at(series: list[float], m: int) -> float:
@@ -62,13 +65,16 @@ def main() -> None:
     result = {"workload": "W4", "dv": args.dv, "commits": args.commits, "rows_per_commit": args.rows,
               **{f"commit_{m}_ms": round(at(commits, m) * 1000, 1) for m in marks},
               **{f"write_{m}_ms": round(at(writes, m) * 1000, 1) for m in marks},
+              **{f"snapshots_per_commit_{m}": statistics.mean(snapshots[max(0, m - 5):m]) for m in marks},
               "commit_last_over_10": round(at(commits, marks[-1]) / at(commits, marks[0]), 2),
               "write_last_over_10": round(at(writes, marks[-1]) / at(writes, marks[0]), 2),
               "snapshots": table.latest_snapshot().id}
     print(json.dumps(result))
-    print(f"{'batch':>8} {'commit ms':>10} {'write ms':>10}   (median of the 5 ending there)")
+    print(f"{'batch':>8} {'commit ms':>10} {'write ms':>10} {'snapshots':>10}   (median of the 5 ending there; "
+          "mean snapshots per commit)")
     for m in marks:
-        print(f"{m:>8} {at(commits, m) * 1000:>10.1f} {at(writes, m) * 1000:>10.1f}")
+        print(f"{m:>8} {at(commits, m) * 1000:>10.1f} {at(writes, m) * 1000:>10.1f} "
+              f"{statistics.mean(snapshots[max(0, m - 5):m]):>10.1f}")
 
 
 if __name__ == "__main__":
