@@ -216,12 +216,12 @@ class FileStoreCommit:
         live = self._live_files(latest) if replace or check_conflicts or targets else None
         after = None
         if replace:
-            targets = None if overwrite_partitions is None else set(overwrite_partitions)
+            replaced = None if overwrite_partitions is None else set(overwrite_partitions)
             entries = [ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-                       for e in live.entries(targets)] + entries
+                       for e in live.entries(replaced)] + entries
             index_changes = [IndexManifestEntry(DELETE, e.partition, e.bucket, e.index_file)
                              for e in self.index_manifest.read(latest.index_manifest if latest else None)
-                             if targets is None or e.partition in targets] + index_changes
+                             if replaced is None or e.partition in replaced] + index_changes
         if check_conflicts:
             after = self._check_conflicts(live, entries, kind)
         if index_changes and not replace:

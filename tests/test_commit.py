@@ -231,3 +231,14 @@ def test_a_write_whose_compaction_loses_a_race_keeps_its_data(catalog):
     assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [0, 1, 2, 3, 9]
     bucket_dir = f"{t.path}/p=a/bucket-0"
     assert not any(os.path.exists(f"{bucket_dir}/{f.file_name}") for f in compacted)
+
+
+def test_partition_overwrite_replaces_only_that_partition(pk_table):
+    """`overwrite_partitions` (the Spark datasource's dynamic overwrite): files and index
+    entries of the other partitions stay live."""
+    pk_table.write_arrow(batch([1, 2], v="a", p="a"))
+    pk_table.write_arrow(batch([3], v="b", p="b"))
+    messages = pk_table.write_messages(batch([7], v="n", p="a"), overwrite=True)
+    pk_table.new_commit().commit(messages, "u", 1, overwrite=True,
+                                 overwrite_partitions=sorted({m.partition for m in messages}))
+    assert rows_by(pk_table.to_arrow(), "id") == [{"id": 3, "v": "b3", "p": "b"}, {"id": 7, "v": "n7", "p": "a"}]
