@@ -2,7 +2,10 @@
 
 The W1 batches of bench_core (same generator, same seed) are staged as one Parquet file each;
 a streaming query reads them with maxFilesPerTrigger=1 and trigger(availableNow=True), so its
-micro-batches are exactly the W1 batches. Systems, each in a fresh subprocess per run, the
+micro-batches are exactly the W1 batches, each in one Spark partition. With
+`--input-partitions N` each batch is staged as N files (consecutive slices) read with
+maxFilesPerTrigger=N, one file per Spark partition: every micro-batch then has N partitions,
+as from a Kafka topic with N partitions, and the sink takes its multi-partition path. Systems, each in a fresh subprocess per run, the
 order rotating across runs so no system always runs first on a warm or cold machine:
 
 - `paimon-sink-dv`: foreachBatch(paimon_sink) into the W1 table with deletion vectors on;
@@ -17,6 +20,7 @@ fails the bench.
 
     .venv/bin/python bench/bench_spark.py                 # 10 x 200k rows, 3 runs
     .venv/bin/python bench/bench_spark.py --quick         # smoke run: 2 x 20k, 1 run
+    .venv/bin/python bench/bench_spark.py --input-partitions 4   # 4 Spark partitions per batch
 """
 from __future__ import annotations
 
@@ -49,13 +53,18 @@ BatchFn = Callable[..., None]
 
 
 # ---- staging: the W1 batches as the stream's input ---------------------------------------------
-def stage_batches(directory: str, seed: int, rows: int, batches: int) -> None:
-    """One Parquet file per W1 batch; increasing mtimes fix the order the file source reads them in."""
+def stage_batches(directory: str, seed: int, rows: int, batches: int, files_per_batch: int = 1) -> None:
+    """`files_per_batch` Parquet files (consecutive slices) per W1 batch; increasing mtimes fix the
+    order the file source reads them in, so each trigger of that many files is one batch."""
     os.makedirs(directory)
     for i in range(batches):
-        path = os.path.join(directory, f"batch-{i:05d}.parquet")
-        pq.write_table(make_batch(seed, rows, i), path)
-        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+        batch = make_batch(seed, rows, i)
+        bounds = [rows * j // files_per_batch for j in range(files_per_batch + 1)]
+        for j in range(files_per_batch):
+            path = os.path.join(directory, f"batch-{i:05d}-{j:03d}.parquet")
+            pq.write_table(batch.slice(bounds[j], bounds[j + 1] - bounds[j]), path)
+            mtime = 1_700_000_000 + i * files_per_batch + j
+            os.utime(path, (mtime, mtime))
 
 
 # ---- child: one system, one run ---------------------------------------------------------------
@@ -74,19 +83,25 @@ def open_system(name: str, workdir: str) -> tuple[BatchFn, Callable, bool]:
     return paimon_sink(TABLE, warehouse=workdir), read, True
 
 
-def run_child(name: str, staging: str, seed: int, rows: int, batches: int, workdir: str) -> dict:
+def run_child(name: str, staging: str, seed: int, rows: int, batches: int, workdir: str,
+              input_partitions: int = 1) -> dict:
     """Run the streaming query over the staged batches in this (fresh) process; check the result."""
     from pyspark.sql.pandas.types import from_arrow_schema
     spark = get_spark()
+    # an open cost above maxPartitionBytes keeps every (small) staged file in a Spark partition of its own
+    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))
     write, read, upsert = open_system(name, workdir)
     latencies: list[float] = []
+    partitions: list[int] = []
 
     def timed(df, batch_id: int) -> None:
+        partitions.append(df.rdd.getNumPartitions())  # outside the timing: planning only
         start = time.perf_counter()
         write(df, batch_id)
         latencies.append(time.perf_counter() - start)
 
-    source = spark.readStream.schema(from_arrow_schema(SCHEMA)).option("maxFilesPerTrigger", 1).parquet(staging)
+    source = (spark.readStream.schema(from_arrow_schema(SCHEMA)).option("maxFilesPerTrigger", input_partitions)
+              .parquet(staging))
     start = time.perf_counter()
     query = (source.writeStream.foreachBatch(timed).trigger(availableNow=True)
              .option("checkpointLocation", os.path.join(workdir, "checkpoint")).start())
@@ -95,9 +110,10 @@ def run_child(name: str, staging: str, seed: int, rows: int, batches: int, workd
     if query.exception() is not None:
         raise SystemExit(f"{name}: the query failed: {query.exception()}")
     batch_rows = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
-    if batch_rows != [rows] * batches or len(latencies) != batches:
+    if batch_rows != [rows] * batches or len(latencies) != batches or set(partitions) != {input_partitions}:
         raise SystemExit(f"{name}: micro-batches are not the W1 batches: rows per batch {batch_rows}, "
-                         f"{len(latencies)} foreachBatch calls, expected {batches} x {rows}")
+                         f"{len(latencies)} foreachBatch calls, Spark partitions per batch {partitions}, "
+                         f"expected {batches} x {rows} in {input_partitions} partition(s)")
     problem = check_read(read(), seed, rows, batches, upsert)
     if problem:
         raise SystemExit(f"read check FAILED for {name}: {problem}")
@@ -110,6 +126,7 @@ def run_child(name: str, staging: str, seed: int, rows: int, batches: int, workd
         "median_batch_s": statistics.median(latencies),
         "last_batch_s": latencies[-1],
         "query_s": query_s,
+        "input_partitions": input_partitions,
         "read_check": "ok",
         "spark": spark.version,
     }
@@ -123,7 +140,7 @@ def spawn(name: str, root: str, args: argparse.Namespace) -> dict:
     try:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--staging", staging,
                "--seed", str(args.seed), "--rows", str(args.rows), "--batches", str(args.batches),
-               "--workdir", workdir]
+               "--workdir", workdir, "--input-partitions", str(args.input_partitions)]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"{name} failed (exit {proc.returncode}); its stderr is above")
@@ -143,7 +160,8 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
                          for k in ("rows_per_s", "e2e_rows_per_s")}
         records.append({
             "bench": "spark", "workload": "W1", "system": name, "spark": per_run[0]["spark"],
-            "rows_per_batch": args.rows, "batches": args.batches, "runs": len(per_run), "seed": args.seed,
+            "rows_per_batch": args.rows, "batches": args.batches, "input_partitions": args.input_partitions,
+            "runs": len(per_run), "seed": args.seed,
             "median": {k: statistics.median(r[k] for r in per_run) for k in NUMBERS},
             "read_check": "; ".join(sorted({r["read_check"] for r in per_run})),
             "vs": vs, "target_vs_floor": 0.5 if vs else None,
@@ -156,8 +174,8 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
 def print_table(records: list[dict]) -> None:
     """Medians per system and the same-run ratio against Spark's df.write.parquet (target >= 0.5)."""
     r0 = records[0]
-    print(f"\nW1 through Spark local[2] foreachBatch, {r0['batches']} x {r0['rows_per_batch']:,} rows, "
-          f"median of {r0['runs']} run(s)\n")
+    print(f"\nW1 through Spark local[2] foreachBatch, {r0['batches']} x {r0['rows_per_batch']:,} rows in "
+          f"{r0['input_partitions']} Spark partition(s) per batch, median of {r0['runs']} run(s)\n")
     print("| system | rows/s (in foreachBatch) | end-to-end rows/s | first s | median s | last s "
           f"| x {FLOOR} rows/s | x {FLOOR} e2e | read check |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -174,6 +192,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batches", type=int, default=10, help="micro-batches, one commit each (default 10)")
     p.add_argument("--runs", type=int, default=3, help="runs; medians are reported (default 3)")
     p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {SYSTEMS}")
+    p.add_argument("--input-partitions", type=int, default=1,
+                   help="Spark partitions per micro-batch (files staged per batch; default 1)")
     p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--quick", action="store_true", help="smoke run: 2 batches of 20000 rows, 1 run")
     p.add_argument("--json-out", default=None, help="also write the JSON lines to this file")
@@ -183,8 +203,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.batches, args.runs = 20_000, 2, 1
-    if args.rows < 5 or args.batches < 1 or args.runs < 1:
-        p.error("need --rows >= 5, --batches >= 1, --runs >= 1")
+    if args.rows < 5 or args.batches < 1 or args.runs < 1 or not 1 <= args.input_partitions <= args.rows:
+        p.error("need --rows >= 5, --batches >= 1, --runs >= 1, 1 <= --input-partitions <= --rows")
     args.systems = [n.strip() for n in args.systems.split(",") if n.strip()]
     unknown = sorted(set(args.systems) - set(SYSTEMS))
     if unknown:
@@ -195,11 +215,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.child:
-        print(json.dumps(run_child(args.child, args.staging, args.seed, args.rows, args.batches, args.workdir)))
+        print(json.dumps(run_child(args.child, args.staging, args.seed, args.rows, args.batches, args.workdir,
+                                   args.input_partitions)))
         return
     root = tempfile.mkdtemp(prefix="bench-spark-", dir=args.workdir)
     try:
-        stage_batches(os.path.join(root, "staging"), args.seed, args.rows, args.batches)
+        stage_batches(os.path.join(root, "staging"), args.seed, args.rows, args.batches, args.input_partitions)
         runs: dict[str, list[dict]] = {n: [] for n in args.systems}
         for run in range(args.runs):
             shift = run % len(args.systems)
