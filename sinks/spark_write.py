@@ -2,20 +2,23 @@
 
 The driver plans (`WritePlan`: the table's schema, and per bucket the live files that
 sequence numbers continue from). Executors assign each row its partition and bucket with
-Paimon's hash (vectorized, `mapInArrow`), Spark shuffles rows by (partition, bucket), and
-each group is written by one task (`applyInArrow`: Arrow in, files out). Only the small
-pickled commit messages return to the driver; no step collects rows there.
+Paimon's hash (a scalar Arrow UDF over the key columns only), Spark shuffles rows by
+(partition, bucket), and each task writes the groups it received (`mapInArrow`: Arrow in,
+files out). Only the small pickled commit messages return to the driver; no step collects
+rows there.
 """
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql import functions as F
+from pyspark.sql.functions import arrow_udf
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from paimon_streaming.commit import CommitMessage
 from paimon_streaming.fileio import FileIO
@@ -25,8 +28,7 @@ from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 from paimon_streaming.write import TableWrite, conform
 
-PARTITION_COL = "__paimon_partition"
-BUCKET_COL = "__paimon_bucket"
+KEY_COL = "__paimon_group"    # (serialized partition, bucket): what rows are shuffled by
 ORDER_COL = "__paimon_order"  # (Spark partition, row index): keeps input order through the shuffle
 MESSAGE_SCHEMA = "message binary, rows long"
 
@@ -92,39 +94,50 @@ class WriteResult:
 
 
 def write_dataframe(df: DataFrame, plan: WritePlan) -> WriteResult:
-    """Write `df` through executors; returns the commit messages (nothing is committed)."""
+    """Write `df` through executors; returns the commit messages (nothing is committed).
+
+    Only the partition and bucket-key columns cross into Python to compute each row's group
+    (`group_key_udf`); Spark numbers the rows in input order (`monotonically_increasing_id`:
+    the Spark partition in the upper bits, the row's index in it below), shuffles them by group
+    and each task writes all the groups it holds in one `plan.write` (buckets side by side on
+    threads), after putting its rows back in input order: versions of a key need it."""
     writer = plan.writer()
     schema = writer.schema
-    input_schema = arrow_schema_of(df.schema)
-    conform(input_schema.empty_table(), schema, plan.table_name, plan.row_kind_column)  # fail fast
+    conform(arrow_schema_of(df.schema).empty_table(), schema, plan.table_name, plan.row_kind_column)  # fail fast
     if not schema.primary_keys and writer.options.bucket == -1:
         return _write_unbucketed(df, plan)
-    dynamic = writer.options.bucket == -1
-    assigned_schema = from_arrow_schema(input_schema.append(pa.field(PARTITION_COL, pa.binary()))
-                                        .append(pa.field(BUCKET_COL, pa.int32()))
-                                        .append(pa.field(ORDER_COL, pa.int64())))
+    dynamic = writer.options.bucket == -1  # buckets are then assigned per partition in the write step
+    key_names = list(schema.partition_keys) + ([] if dynamic else schema.bucket_keys)
+    key = group_key_udf(plan, key_names)(F.struct(*[df[n] for n in key_names])) if key_names else F.lit(b"")
 
-    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        w = plan.writer()
-        position = task_index() << 40
-        for batch in batches:
-            rows = conform(pa.Table.from_batches([batch]), w.schema, plan.table_name, plan.row_kind_column)
-            partitions, buckets = w.partition_and_bucket(rows)
-            if buckets is None:  # dynamic bucket mode: assigned per partition in the write step
-                buckets = np.zeros(rows.num_rows, np.int32)
-            order = np.arange(position, position + batch.num_rows, dtype=np.int64)
-            position += batch.num_rows
-            yield batch.append_column(PARTITION_COL, partitions).append_column(
-                BUCKET_COL, pa.array(buckets.astype(np.int32))).append_column(ORDER_COL, pa.array(order))
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batches = [b for b in batches if b.num_rows]
+        if batches:
+            rows = pa.Table.from_batches(batches).sort_by(ORDER_COL).drop_columns([KEY_COL, ORDER_COL])
+            yield from encode_messages(plan.write(rows), rows.num_rows).to_batches()
 
-    def write_group(group: pa.Table) -> pa.Table:
-        group = group.sort_by(ORDER_COL)  # the shuffle does not keep input order; versions of a key need it
-        data = group.drop_columns([PARTITION_COL, BUCKET_COL, ORDER_COL])
-        return encode_messages(plan.write(data), data.num_rows)
+    grouped = (df.withColumn(ORDER_COL, F.monotonically_increasing_id()).withColumn(KEY_COL, key)
+               .repartition(KEY_COL))
+    return WriteResult.collect(grouped.mapInArrow(write, MESSAGE_SCHEMA))
 
-    keys = [PARTITION_COL] if dynamic else [PARTITION_COL, BUCKET_COL]
-    return WriteResult.collect(df.mapInArrow(assign, assigned_schema)
-                                 .groupBy(*keys).applyInArrow(write_group, MESSAGE_SCHEMA))
+
+def group_key_udf(plan: WritePlan, key_names: list[str]):
+    """Scalar Arrow UDF: (the struct of a row's partition and bucket-key columns) -> its
+    serialized partition and fixed bucket (0 in dynamic bucket mode), computed as the core's
+    `TableWrite.partition_and_bucket` does once the columns are cast to the table's types."""
+    key_schema = replace(plan.writer().schema, options={})  # no rowkind.field: kinds play no part here
+    key_schema = replace(key_schema, fields=tuple(key_schema.fields_of(key_names)))
+
+    def group_key(keys: pa.Array) -> pa.Array:  # a StructArray; Spark wants the hint pa.Array
+        writer = plan.writer()
+        rows = conform(pa.Table.from_struct_array(keys), key_schema, plan.table_name)
+        partitions, buckets = writer.partition_and_bucket(rows)
+        if buckets is None:
+            buckets = np.zeros(rows.num_rows, np.int32)
+        return pa.StructArray.from_arrays([partitions, pa.array(buckets.astype(np.int32))],
+                                          names=["partition", "bucket"])
+
+    return arrow_udf(group_key, "partition binary, bucket int")
 
 
 def _write_unbucketed(df: DataFrame, plan: WritePlan) -> WriteResult:
