@@ -92,7 +92,8 @@ def test_new_keys_move_up_without_rewrite(catalog, warehouse, amplification):
     size-amplification budget every compaction also rewrites the moved file (netted out)."""
     t = catalog.create_table("db.mv", SCHEMA, primary_keys=["k"],
                              options={"bucket": "1", **DV, "compaction.max-size-amplification-percent": amplification,
-                                      "num-sorted-run.compaction-trigger": "2"})
+                                      "num-sorted-run.compaction-trigger": "2",
+                                      "target-file-size": "64 kb"})  # files of 100 rows are not small
     model = {}
     for step in range(6):
         keys = list(range(step * 100, step * 100 + 100)) + list(range(0, step * 100, 7))
@@ -157,7 +158,8 @@ def test_files_with_many_deleted_rows_are_rewritten(catalog, warehouse, threshol
 def test_deleted_rows_are_rewritten_once_the_bucket_passes_the_threshold(catalog, warehouse):
     """The gate is the bucket's deleted share: a file past the threshold alone is left while
     the bucket as a whole is below it (reads scan at most 1 / (1 - threshold) of the live rows)."""
-    t = catalog.create_table("db.gate", SCHEMA, primary_keys=["k"], options={"bucket": "1", **DV})
+    t = catalog.create_table("db.gate", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", **DV, "target-file-size": "64 kb"})  # no file is small
     t.write_arrow(batch(list(range(100)), "a"))
     first = {e.file.file_name for e in live_files(t)}
     t.write_arrow(batch(list(range(100, 300)), "b"))  # new keys: a second top-level file
@@ -176,6 +178,26 @@ def test_deleted_rows_are_rewritten_once_the_bucket_passes_the_threshold(catalog
     assert {r["k"]: r["v"] for r in pypaimon_read(warehouse, "db.gate").to_pylist()} == expected
 
 
+@pytest.mark.parametrize("target, bounded", [("128 mb", True), ("1 kb", False)])
+def test_small_commits_of_new_keys_do_not_pile_up_files(catalog, warehouse, target, bounded):
+    """Keys new to the bucket move up without a rewrite; small ones then merge by size ratio,
+    so 40 small commits leave a handful of files, not 40 (unless the files are not small)."""
+    t = catalog.create_table("db.tail", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", **DV, "target-file-size": target})
+    model = {}
+    for step in range(40):
+        keys = list(range(step * 10, step * 10 + 10))
+        t.write_arrow(batch(keys, f"s{step}"))
+        model.update({k: (f"s{step}-{k}", k) for k in keys})
+    t.write_arrow(batch([5, 205, 395], "u"))  # updates land in merged files too
+    model.update({k: (f"u-{k}", k) for k in (5, 205, 395)})
+    top = [e for e in live_files(t) if e.file.level == 5]
+    assert (len(top) <= 8) == bounded, len(top)
+    assert state(t) == model
+    check_invariants(t)
+    assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.tail").to_pylist()} == model
+
+
 @pytest.mark.parametrize("buckets", ["1", "2"])
 def test_sequence_field_lets_an_older_row_win(catalog, warehouse, buckets):
     """With sequence.field the old row found by lookup can outrank the batch's row."""
@@ -191,7 +213,8 @@ def test_sequence_field_lets_an_older_row_win(catalog, warehouse, buckets):
 
 
 def test_a_batch_whose_compaction_loses_a_race_is_compacted_again(catalog, warehouse, monkeypatch):
-    t = catalog.create_table("db.race", SCHEMA, primary_keys=["k"], options={"bucket": "1", **DV})
+    t = catalog.create_table("db.race", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", **DV, "target-file-size": "64 kb"})  # no file is small
     t.write_arrow(batch(list(range(10)), "a"))
     t.write_arrow(batch(list(range(10, 20)), "a"))  # a second top-level file: full compaction rewrites both
     original = ps.Table.write_messages

@@ -94,6 +94,8 @@ class BucketCompactor:
         if moved:
             bucket = replace(bucket, files=[f for f in bucket.files if f.file_name not in names] + up)
         inc = self._compact_runs(bucket, full, vectors, force_level0) or Increment()
+        if up:
+            self._coalesce_small(bucket, up, inc, vectors)
         if moved and self.write_changelog is not None:  # keys new to the bucket: +I, no lookup needed
             rows = pa.concat_tables([self._read_file(bucket, f, self._all_columns(), None)[0] for f in moved])
             kinds = pa.array(np.full(rows.num_rows, INSERT, np.int8))
@@ -110,6 +112,48 @@ class BucketCompactor:
             inc.new_index_files.extend(added)
             inc.deleted_index_files.extend(removed)
         return None if inc.is_empty() else inc
+
+    def _coalesce_small(self, bucket: BucketFiles, up: list[DataFileMeta], inc: Increment,
+                        vectors: DeletionVectorMaintainer) -> None:
+        """Merge a small file just moved to the top level with its small neighbours, by
+        universal's size-ratio rule (a neighbour joins while it is no larger than what is
+        merged so far): small top-level files then form a binary counter, so small commits
+        with keys new to the bucket (an ever-increasing id, say) leave about log2(n) small
+        files instead of one per commit, each row rewritten about log2(n) times while small.
+        Small is under 1/128 of the target file size (1 MB at Paimon's 128 MB): below that a
+        file costs more to open, list in manifests and probe than to read."""
+        small = self.options.target_file_size(True) // 128
+        ratio = 1 + self.options.get("compaction.size-ratio") / 100
+        gone = {f.file_name for f in inc.deleted_files}
+        top = [f for f in bucket.files if f.level == self.universal.max_level and f.file_name not in gone]
+        bounds = {f.file_name: self._key_bounds(f) for f in top}
+        if any(b is None for b in bounds.values()):
+            return
+        top.sort(key=lambda f: bounds[f.file_name][0])
+        position = {f.file_name: i for i, f in enumerate(top)}
+        for f in up:
+            if f.file_name not in position or f.file_size >= small:
+                continue
+            lo = hi = position[f.file_name]
+            size = f.file_size
+            while True:
+                side = [i for i in (lo - 1, hi + 1) if 0 <= i < len(top) and top[i].file_size < small
+                        and top[i].file_name in position and top[i].file_size <= size * ratio]
+                if not side:
+                    break
+                i = min(side, key=lambda i: top[i].file_size)
+                lo, hi = min(lo, i), max(hi, i)
+                size += top[i].file_size
+            if hi == lo:
+                continue
+            window = top[lo:hi + 1]
+            rows = pa.concat_tables([self._read_file(bucket, g, self._all_columns(), vectors)[0] for g in window])
+            inc.deleted_files.extend(window)
+            if rows.num_rows:
+                inc.new_files.extend(self.write_files(bucket.bucket_dir, rows, self.universal.max_level))
+            vectors.drop({g.file_name for g in window})
+            for g in window:
+                del position[g.file_name]  # merged once per compaction
 
     def _upkeep(self, bucket: BucketFiles, inc: Increment, vectors: DeletionVectorMaintainer,
                 level0_bytes: int) -> None:
