@@ -383,13 +383,18 @@ def main(argv: list[str] | None = None) -> None:
             runs[name].append(spawn(name, args.seed, args.rows, args.batches, args.workdir))
             print(f"run {run + 1}/{args.runs} {name}: {runs[name][-1]['rows_per_s']:,.0f} rows/s "
                   f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
-    records = summarize(runs, args)
+    report(summarize(runs, args), args.json_out)
+
+
+def report(records: list[dict], json_out: str | None,
+           table: Callable[[list[dict]], None] | None = None) -> None:
+    """One JSON line per system (also to `json_out`), then the table (`print_table` by default)."""
     lines = [json.dumps(r) for r in records]
     print("\n".join(lines))
-    if args.json_out:
-        with open(args.json_out, "w") as f:
+    if json_out:
+        with open(json_out, "w") as f:
             f.write("\n".join(lines) + "\n")
-    print_table(records)
+    (table or print_table)(records)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from typing import Callable
 
 import pyarrow.parquet as pq
 
-from bench_core import SCHEMA, _fmt, check_read, make_batch, paimon_streaming_table
+from bench_core import SCHEMA, _fmt, check_read, make_batch, paimon_streaming_table, report
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from spark_support import get_spark  # noqa: E402  (the tests' local[2] session: same settings)
@@ -231,13 +231,7 @@ def main(argv: list[str] | None = None) -> None:
                       f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    records = summarize(runs, args)
-    lines = [json.dumps(r) for r in records]
-    print("\n".join(lines))
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            f.write("\n".join(lines) + "\n")
-    print_table(records)
+    report(summarize(runs, args), args.json_out, print_table)
 
 
 if __name__ == "__main__":

@@ -147,11 +147,7 @@ class BucketCompactor:
             if hi == lo:
                 continue
             window = top[lo:hi + 1]
-            rows = pa.concat_tables([self._read_file(bucket, g, self._all_columns(), vectors)[0] for g in window])
-            inc.deleted_files.extend(window)
-            if rows.num_rows:
-                inc.new_files.extend(self.write_files(bucket.bucket_dir, rows, self.universal.max_level))
-            vectors.drop({g.file_name for g in window})
+            self._rewrite_top(bucket, window, inc, vectors)
             for g in window:
                 del position[g.file_name]  # merged once per compaction
 
@@ -198,7 +194,12 @@ class BucketCompactor:
             i = max(options, key=lambda i: ratio[i])
             lo, hi = min(lo, i), max(hi, i)
             size += live_bytes(i)
-        window = top[lo:hi + 1]
+        self._rewrite_top(bucket, top[lo:hi + 1], inc, vectors)
+
+    def _rewrite_top(self, bucket: BucketFiles, window: list[DataFileMeta], inc: Increment,
+                     vectors: DeletionVectorMaintainer) -> None:
+        """Replace adjacent top-level files by one rewrite of their live rows (key-disjoint and
+        sorted files, so their concatenation is sorted), dropping their deletion vectors."""
         rows = pa.concat_tables([self._read_file(bucket, f, self._all_columns(), vectors)[0] for f in window])
         inc.deleted_files.extend(window)
         if rows.num_rows:
