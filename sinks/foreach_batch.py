@@ -33,6 +33,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import CommitConflictError, PaimonError, TableNotFoundError
@@ -40,7 +41,7 @@ from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
-from .spark_write import (MESSAGE_SCHEMA, WritePlan, WriteResult, arrow_schema_of, encode_messages, write_dataframe,
+from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, encode_messages, write_dataframe,
                           write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
@@ -58,7 +59,7 @@ def query_commit_user(df: DataFrame) -> str:
     whose SQL conf and job properties hold no query id, and whose `streams.active` does not
     list the query; so there a PaimonError asks for `commit_user`.
     """
-    if type(df).__module__.startswith("pyspark.sql.connect."):
+    if is_connect(df):
         raise PaimonError(
             "paimon_sink under Spark Connect needs commit_user=: Spark Connect runs the foreachBatch function "
             "in a Python worker of the Connect server, on a session cloned for the query, and exposes no "
@@ -83,8 +84,10 @@ class PaimonSink:
     """Callable for foreachBatch; see the module docstring."""
 
     def __init__(self, table: str, warehouse: str | None = None, commit_user: str | None = None,
-                 options: dict[str, Any] | None = None, row_kind_column: str | None = None):
+                 options: dict[str, Any] | None = None, row_kind_column: str | None = None,
+                 shuffle: bool | None = None):
         self.table_ref = table
+        self.shuffle = shuffle
         self.warehouse = warehouse
         self.commit_user = commit_user
         self.options = dict(options or {})
@@ -114,7 +117,7 @@ class PaimonSink:
                      table.name, batch_id, commit_user)
             return
         plan = WritePlan.for_table(table, self.location, self.row_kind_column)
-        result = write_in_task(df, plan) if single_partition(df) else write_dataframe(df, plan)
+        result = write_dataframe(df, plan) if shuffles(df, self.shuffle) else write_in_task(df, plan)
         try:
             snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id,
                                                      best_effort_compaction=True)
@@ -131,27 +134,45 @@ class PaimonSink:
                  time.perf_counter() - start)
 
 
-def single_partition(df: DataFrame) -> bool:
-    """Whether one Spark partition holds the whole micro-batch (as streaming sources often
-    deliver small batches). Spark Connect DataFrames have no RDD to ask: False."""
-    if type(df).__module__.startswith("pyspark.sql.connect."):
-        return False
-    return df.rdd.getNumPartitions() == 1
+def is_connect(df: DataFrame) -> bool:
+    return type(df).__module__.startswith("pyspark.sql.connect.")
+
+
+def shuffles(df: DataFrame, shuffle: bool | None) -> bool:
+    """Whether the micro-batch is shuffled by bucket and written by many tasks
+    (`write_dataframe`) rather than written whole by one task (`write_in_task`).
+
+    `shuffle=None` decides: one task when one Spark partition holds the batch (as streaming
+    sources often deliver small batches), or when Spark runs in local mode, where one task
+    already uses every core (the core writes buckets on threads) and a shuffle would only add
+    a second trip of every row through the JVM and Arrow (about half the sink's time per
+    200k-row batch). On a cluster a batch in several partitions is shuffled, so executors
+    share its buckets. Spark Connect DataFrames show neither: shuffled."""
+    if shuffle is not None:
+        return shuffle
+    if is_connect(df):
+        return True
+    return df.rdd.getNumPartitions() > 1 and not df.sparkSession.sparkContext.master.startswith("local")
 
 
 def write_in_task(df: DataFrame, plan: WritePlan) -> WriteResult:
-    """Write a one-partition micro-batch in the task that holds it, as the core writes a batch
-    (grouped by bucket there, each bucket compacted once). No task shares a bucket, so the
-    shuffle by bucket of `write_dataframe` would buy nothing but a second trip of every row
-    through the JVM and Arrow (about half the sink's time per 200k-row batch)."""
+    """Write the whole micro-batch in one task, as the core writes a batch (grouped by bucket
+    there, each bucket compacted once; no other task shares a bucket). A batch in several
+    partitions is coalesced into one task, without a shuffle; its rows are numbered first
+    (`monotonically_increasing_id`: partition, then row) and put back in that input order,
+    which versions of a key need."""
     conform(arrow_schema_of(df.schema).empty_table(), plan.writer().schema, plan.table_name,
             plan.row_kind_column)  # fail fast, on the driver
+    if is_connect(df) or df.rdd.getNumPartitions() > 1:
+        df = df.withColumn(ORDER_COL, F.monotonically_increasing_id()).coalesce(1)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         batches = [b for b in batches if b.num_rows]
         if batches:
-            rows = sum(b.num_rows for b in batches)
-            yield from encode_messages(write_task(plan, batches), rows).to_batches()
+            rows = pa.Table.from_batches(batches)
+            if ORDER_COL in rows.column_names:
+                rows = rows.sort_by(ORDER_COL).drop_columns([ORDER_COL])
+            yield from encode_messages(write_task(plan, rows.to_batches()), rows.num_rows).to_batches()
 
     return WriteResult.collect(df.mapInArrow(write, MESSAGE_SCHEMA))
 
@@ -169,12 +190,15 @@ def repair_interrupted_batch(table: Table, commit_user: str) -> None:
 
 
 def paimon_sink(table: str, *, warehouse: str | None = None, commit_user: str | None = None,
-                options: dict[str, Any] | None = None, row_kind_column: str | None = None) -> PaimonSink:
+                options: dict[str, Any] | None = None, row_kind_column: str | None = None,
+                shuffle: bool | None = None) -> PaimonSink:
     """The foreachBatch function writing each micro-batch into a Paimon table.
 
     `table`: a table directory or URI, or "db.table" with `warehouse`. A missing table is
     created from the stream's schema with `options` (Paimon keys, e.g. `primary-key`,
     `partition`, `bucket`). `commit_user` defaults to the streaming query id.
     `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds for CDC input.
+    `shuffle`: True shuffles every batch by bucket across tasks, False writes every batch in
+    one task; None (default) picks one task for one-partition batches and in local mode.
     """
-    return PaimonSink(table, warehouse, commit_user, options, row_kind_column)
+    return PaimonSink(table, warehouse, commit_user, options, row_kind_column, shuffle)

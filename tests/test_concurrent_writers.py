@@ -155,8 +155,7 @@ def test_sink_redoes_a_compaction_that_lost_to_a_concurrent_writer(tmp_path, mon
         return WriteResult(messages, 2)
 
     monkeypatch.setattr(foreach_batch, "write_dataframe", write_then_lose_the_race)
-    monkeypatch.setattr(foreach_batch, "single_partition", lambda df: False)  # no DataFrame here
-    foreach_batch.paimon_sink(t.path, commit_user="sink")(None, 0)
+    foreach_batch.paimon_sink(t.path, commit_user="sink", shuffle=True)(None, 0)  # no DataFrame here
     values = {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}
     assert len(values) == t.to_arrow().num_rows == 5000
     assert [values[i] for i in range(6)] == ["old", "other", "other", "sink", "sink", "old"]

@@ -11,7 +11,7 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.errors import PaimonError
-from paimon_streaming.sinks import paimon_sink
+from paimon_streaming.sinks import foreach_batch, paimon_sink
 from conftest import pypaimon_read, rows_by
 
 
@@ -250,15 +250,20 @@ def test_merge_engines_through_foreach_batch(spark, catalog, warehouse, engine, 
     {"partition": "dt"},                                       # dynamic bucket mode
     {"bucket": "3", "deletion-vectors.enabled": "true"},
 ], ids=["fixed-partitioned", "dynamic-partitioned", "dv"])
-def test_multi_partition_batch_keeps_key_order(spark, catalog, warehouse, options):
-    """A micro-batch in several Spark partitions (shuffled by bucket to be written) with keys
-    repeated within and across partitions, updates and deletes: each key ends as its last row
-    in input order (partition by partition, row by row) says, for us and for pypaimon."""
+@pytest.mark.parametrize("shuffle", [True, None], ids=["shuffled", "one-task"])
+def test_multi_partition_batch_keeps_key_order(spark, catalog, warehouse, options, shuffle, monkeypatch):
+    """A micro-batch in several Spark partitions (shuffled by bucket to be written, or in local
+    mode coalesced into one task) with keys repeated within and across partitions, updates and
+    deletes: each key ends as its last row in input order (partition by partition, row by row)
+    says, for us and for pypaimon."""
     pk = ["id", "dt"] if "partition" in options else ["id"]
     t = catalog.create_table("db.mp", pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())]),
                              primary_keys=pk, partition_keys=["dt"] if "partition" in options else None,
                              options=options)
-    sink = paimon_sink(t.path, commit_user="mp", row_kind_column="op")
+    sink = paimon_sink(t.path, commit_user="mp", row_kind_column="op", shuffle=shuffle)
+    shuffled = []
+    monkeypatch.setattr(foreach_batch, "write_dataframe",
+                        lambda df, plan, write=foreach_batch.write_dataframe: shuffled.append(1) or write(df, plan))
     kinds = ["+I", "+U", "-D", "+I", "+U", "-U", "+U"]
     batches = [[(i % 40, f"b{b}-{j}", f"d{i % 2}", kinds[(i * 3 + j + b) % len(kinds)]) for j in range(3)
                 for i in range(120)] for b in range(2)]   # each key 3x per slice, in every slice
@@ -273,6 +278,7 @@ def test_multi_partition_batch_keeps_key_order(spark, catalog, warehouse, option
                 model.pop(key, None)
             else:
                 model[key] = {"id": i, "v": v, "dt": dt}
+    assert len(shuffled) == (2 if shuffle else 0)  # local mode: one task unless told to shuffle
     expected = sorted(model.values(), key=lambda r: (r["id"], r["dt"]))
     assert rows_by(t.to_arrow(), "id", "dt") == expected
     assert rows_by(pypaimon_read(warehouse, "db.mp"), "id", "dt") == expected

@@ -117,9 +117,12 @@ class BucketCompactor:
                         vectors: DeletionVectorMaintainer) -> None:
         """Merge a small file just moved to the top level with its small neighbours, by
         universal's size-ratio rule (a neighbour joins while it is no larger than what is
-        merged so far): small top-level files then form a binary counter, so small commits
-        with keys new to the bucket (an ever-increasing id, say) leave about log2(n) small
-        files instead of one per commit, each row rewritten about log2(n) times while small.
+        merged so far) and only while the merged file stays small: small top-level files then
+        form a binary counter, so small commits with keys new to the bucket (an ever-increasing
+        id, say) leave about log2(n) small files instead of one per commit, and a row is
+        rewritten at most log2(small / its commit's file size) times. Files of half the small
+        size or more are never rewritten for their size: merging them would double the write
+        cost of a steady stream of mid-sized commits for little gain.
         Small is under 1/128 of the target file size (1 MB at Paimon's 128 MB): below that a
         file costs more to open, list in manifests and probe than to read."""
         small = self.options.target_file_size(True) // 128
@@ -138,7 +141,8 @@ class BucketCompactor:
             size = f.file_size
             while True:
                 side = [i for i in (lo - 1, hi + 1) if 0 <= i < len(top) and top[i].file_size < small
-                        and top[i].file_name in position and top[i].file_size <= size * ratio]
+                        and top[i].file_name in position and top[i].file_size <= size * ratio
+                        and size + top[i].file_size <= small]
                 if not side:
                     break
                 i = min(side, key=lambda i: top[i].file_size)
