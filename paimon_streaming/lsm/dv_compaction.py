@@ -384,7 +384,7 @@ class BucketCompactor:
         # the old row takes part in the merge unless a plain "newest wins" decides alone
         merges_old = self.engine.name in _MERGES_WITH_OLD_ROW or bool(self.engine.sequence_fields)
         wants_old = merges_old or self.engine.name == "first-row" or self.write_changelog is not None
-        found = self._lookup(merged.select(self.keys), older, bucket, vectors, live_only=wants_old)
+        found = self._lookup(self._level0_keys(merged, rows, level0), older, bucket, vectors, live_only=wants_old)
         wants_old = wants_old and bool(found)
         old = pa.concat_tables([self._rows_at(bucket, older, name, pos) for name, pos in found.items()]) \
             if wants_old else None
@@ -398,6 +398,19 @@ class BucketCompactor:
         for name, positions in found.items():
             vectors.mark(name, positions)
         return _without_retractions(merged), changelog
+
+    def _level0_keys(self, merged: pa.Table, rows: pa.Table, level0: np.ndarray) -> pa.Table:
+        """The merged keys that came from level-0 files: only they can have a live version
+        outside the unit. A key from a file above level 0 is live in that file alone (the DV
+        invariant), its older versions already marked when it was written; probing for it
+        would re-mark them, at a cost growing with the runs a merge takes in."""
+        keys = merged.select(self.keys)
+        if level0.all():
+            return keys
+        if not level0.any():
+            return keys.slice(0, 0)
+        fresh = rows.filter(pa.array(level0)).select(self.keys)
+        return keys.filter(pc.invert(_not_in(keys, fresh, self.keys, self.key_types)))
 
     def _changelog(self, rows: pa.Table, level0: np.ndarray, merged: pa.Table, found: pa.Table | None) -> pa.Table:
         """Changelog of the level-0 rows' keys: their old live row is either in a higher-level
