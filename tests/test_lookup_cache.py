@@ -185,6 +185,41 @@ def test_memory_bound_holds(tmp_path):
     cache.clear()
 
 
+def test_discarded_indexes_leave_every_tier(tmp_path):
+    """Indexes of files compaction removed are dropped from memory, disk and bloom filters
+    at once: nothing is spilled for them, and live indexes keep their room."""
+    size = KeyIndex(int_keys(range(1000)), INT).nbytes
+    cache = tiny_cache(tmp_path, max_bytes=3 * size + 100)
+    for i in range(5):                      # f0, f1 spilled (with bloom filters); f2-f4 in memory
+        cache.get(f"f{i}", lambda: KeyIndex(int_keys(range(1000)), INT))
+    spills, disk = cache.stats.spills, cache.disk_bytes
+    assert spills == 2 and disk > 0
+    cache.discard(["f0", "f3", "unknown"])
+    assert set(cache._items) == {"f2", "f4"} and cache._bytes == 2 * size
+    assert set(cache._disk) == {"f1"} and cache.disk_bytes == disk // 2 and len(os.listdir(cache.directory)) == 1
+    assert set(cache._blooms) == {"f1"}
+    cache.get("f5", lambda: KeyIndex(int_keys(range(1000)), INT))    # fits: nothing evicted
+    assert cache.stats.spills == spills
+    cache.clear()
+
+
+def test_compaction_discards_the_indexes_of_files_it_removes(tmp_path):
+    """After a deletion-vector batch, the process cache holds indexes of live files only."""
+    import paimon_streaming as ps
+    from paimon_streaming.lsm.lookup import KEY_INDEXES
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string())])
+    t = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", schema, primary_keys=["k"], options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    for step in range(8):
+        keys = list(range(0, 400, 3 + step))           # overlapping keys: runs merge, files go
+        t.write_arrow(pa.table({"k": pa.array(keys, pa.int64()), "v": [f"s{step}"] * len(keys)}, schema=schema))
+    live = {f.file_name for split in t.plan(t.latest_snapshot()) for f in split.files}
+    cached = set(KEY_INDEXES._items) | set(KEY_INDEXES._disk)
+    mine = {n for n in cached if n.startswith("data-") and os.path.exists(
+        os.path.join(t.path, "bucket-0", n))}
+    assert mine and mine <= live, mine - live
+
+
 def test_spill_directory_is_removed_at_exit(tmp_path):
     parent = tmp_path / "parent"
     code = (

@@ -80,6 +80,7 @@ class BucketCompactor:
         self.bitmap64 = self.options.get("deletion-vectors.bitmap64")
         self.lookup = lookup
         self._file_key_types: dict[int, tuple] = {}
+        self._bounds: dict[str, tuple[tuple, tuple] | None] = {}
         # changelog-producer = lookup: compaction also writes what changed (see lsm/changelog.py)
         self.write_changelog = write_changelog if self.options.get("changelog-producer") == "lookup" else None
 
@@ -111,6 +112,8 @@ class BucketCompactor:
             added, removed = vectors.write(self.paths)
             inc.new_index_files.extend(added)
             inc.deleted_index_files.extend(removed)
+        kept = {f.file_name for f in inc.new_files}  # an upgraded file is deleted and added
+        KEY_INDEXES.discard(f.file_name for f in inc.deleted_files if f.file_name not in kept)
         return None if inc.is_empty() else inc
 
     def _coalesce_small(self, bucket: BucketFiles, up: list[DataFileMeta], inc: Increment,
@@ -228,6 +231,13 @@ class BucketCompactor:
         return out
 
     def _key_bounds(self, f: DataFileMeta) -> tuple[tuple, tuple] | None:
+        """The file's (min key, max key), decoded once per compactor (picking and lookup ask
+        for every file's bounds several times per batch)."""
+        if f.file_name not in self._bounds:
+            self._bounds[f.file_name] = self._decode_bounds(f)
+        return self._bounds[f.file_name]
+
+    def _decode_bounds(self, f: DataFileMeta) -> tuple[tuple, tuple] | None:
         file_key_types = self._file_key_types.get(f.schema_id)
         if file_key_types is None:
             file_key_types = tuple(fld.type for fld in key_fields(self.schema_of(f.schema_id)))
@@ -410,6 +420,10 @@ class BucketCompactor:
         if not level0.any():
             return keys.slice(0, 0)
         fresh = rows.filter(pa.array(level0)).select(self.keys)
+        if is_int_key(self.key_types):  # sorted distinct integers: a binary search
+            mine, theirs = int_keys(keys.column(0)), np.unique(int_keys(fresh.column(0)))
+            at = np.minimum(np.searchsorted(theirs, mine), len(theirs) - 1)
+            return keys.filter(pa.array(theirs[at] == mine))
         return keys.filter(pc.invert(_not_in(keys, fresh, self.keys, self.key_types)))
 
     def _changelog(self, rows: pa.Table, level0: np.ndarray, merged: pa.Table, found: pa.Table | None) -> pa.Table:

@@ -49,7 +49,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from threading import Lock
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -530,6 +530,26 @@ class KeyIndexCache:
                     self._disk.clear()
                     self._disk_bytes = 0
                     self._dir = None
+
+    def discard(self, names: Iterable[str]) -> None:
+        """Forget the indexes of data files that left the table's LSM tree (compacted away):
+        no lookup probes them again, so they would only crowd live indexes out of memory and
+        be spilled and given bloom filters for nothing when evicted."""
+        paths = []
+        with self._lock:
+            for name in names:
+                index = self._items.pop(name, None)
+                if index is not None:
+                    self._bytes -= index.nbytes
+                bloom = self._blooms.pop(name, None)
+                if bloom is not None:
+                    self._bloom_bytes -= bloom.nbytes
+                entry = self._disk.pop(name, None)
+                if entry is not None:
+                    self._disk_bytes -= entry.size
+                    paths.append(entry.path)
+        for path in paths:
+            _unlink(path)
 
     @property
     def disk_bytes(self) -> int:
