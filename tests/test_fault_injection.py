@@ -91,11 +91,13 @@ def _state(path: str) -> tuple[list[tuple], list[dict]]:
 def _run(path: str, scenario: Scenario, faulty: FaultyFileIO) -> BaseException | None:
     # Lookup key indexes are cached by data file name, which copies of the template share;
     # a fresh cache keeps the I/O sequence of every run the same as the counted clean run.
-    dv_compaction.KEY_INDEXES = KeyIndexCache()
+    original, dv_compaction.KEY_INDEXES = dv_compaction.KEY_INDEXES, KeyIndexCache()
     try:
         scenario.op(ps.Table(faulty, path))
     except OSError as exc:
         return exc
+    finally:
+        dv_compaction.KEY_INDEXES = original  # later tests share the process-wide cache
     return None
 
 
@@ -111,7 +113,6 @@ def _recover(path: str, scenario: Scenario) -> None:
 def templates(tmp_path_factory):
     """Per scenario: the table before the operation, and its state after a clean run."""
     out = {}
-    original = dv_compaction.KEY_INDEXES
     for sc in SCENARIOS:
         base = tmp_path_factory.mktemp(sc.name)
         t = ps.Catalog(str(base / "wh")).create_table(
@@ -123,7 +124,6 @@ def templates(tmp_path_factory):
         counter = sc.file_io()
         assert _run(clean, sc, counter) is None
         out[sc.name] = (t.path, _state(t.path), _state(clean), len(counter.calls), counter.calls)
-    dv_compaction.KEY_INDEXES = original
     return out
 
 
