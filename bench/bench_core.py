@@ -246,12 +246,22 @@ def run_child(system: System, seed: int, rows: int, batches: int, workdir: str) 
         "first_batch_s": latencies[0],
         "last_batch_s": latencies[-1],
         "last_over_first": latencies[-1] / latencies[0],
+        "growth": growth(latencies),
         "write_peak_rss_mb": write_peak,
         "read_s": read_s,
         "read_rows": out.num_rows,
         "read_check": problem or "ok",
         "baseline_rss_mb": baseline,
     }
+
+
+def growth(latencies: list[float]) -> float | None:
+    """Median latency of the last 10 batches over that of batches 1-10: how the cost of an
+    update batch grows with the table (batch 0 inserts only, so it does no lookup and no
+    merge). Only for runs of 20 batches or more, where the two windows do not overlap."""
+    if len(latencies) < 20:
+        return None
+    return statistics.median(latencies[-10:]) / statistics.median(latencies[1:11])
 
 
 # ---- parent: runs, medians, ratios ------------------------------------------------------------
@@ -300,6 +310,7 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
             "bench": "core", "workload": "W1+W2", "system": name, "version": per_run[0]["version"],
             "rows_per_batch": args.rows, "batches": args.batches, "runs": len(per_run), "seed": args.seed,
             "median": {k: statistics.median(r[k] for r in per_run) for k in NUMBERS},
+            "growth": None if per_run[0].get("growth") is None else statistics.median(r["growth"] for r in per_run),
             "read_check": "; ".join(checks),
             "vs": ratios(runs, name),
             "per_run": per_run,
@@ -326,6 +337,10 @@ def print_table(records: list[dict]) -> None:
         print(f"{r['system']:<20}{m['rows_per_s']:>11,.0f}{m['first_batch_s']:>9.2f}{m['last_batch_s']:>9.2f}"
               f"{m['last_over_first']:>9.2f}{m['write_peak_rss_mb']:>9.0f}{m['read_s']:>8.2f}{read_ratio:>9}"
               f"  {r['read_check']}")
+    grown = [r for r in records if r.get("growth") is not None]
+    if grown:
+        print("\nupdate batches, median latency of the last 10 over batches 1-10 (table growth alone): "
+              + ", ".join(f"{r['system']} {r['growth']:.2f}" for r in grown))
     ours = [r for r in records if r["system"] in OURS and r["vs"]]
     if ours:
         print("\nsame-run ratios (median over runs): rows/s is ours / anchor (higher is better); "

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -464,6 +465,20 @@ def test_merge_keeps_arrow_types_and_key_order():
     t = kv_table(rows, schema=AGG_FIELDS)
     merged = merge_sorted(sort_for_merge(t, ["k"]), ["k"], engine_for(schema))
     assert merged.schema == t.schema
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(st.integers(-5, 5), min_size=0, max_size=40), data=st.data())
+def test_integer_key_sort_matches_the_general_sort(keys, data):
+    """The numpy path for one integer key orders rows exactly as a stable two-column sort:
+    by key, then sequence number, ties (equal sequence numbers) in input order."""
+    seq = data.draw(st.lists(st.integers(0, 4), min_size=len(keys), max_size=len(keys)))
+    split = data.draw(st.integers(0, len(keys)))
+    rows = pa.table({"k": pa.array(keys, pa.int64()), SEQUENCE_NUMBER: pa.array(seq, pa.int64()),
+                     "pos": pa.array(range(len(keys)), pa.int32())})
+    chunked = pa.concat_tables([rows.slice(0, split), rows.slice(split)])  # compaction concatenates runs
+    general = rows.take(pc.sort_indices(rows, sort_keys=[("k", "ascending"), (SEQUENCE_NUMBER, "ascending")]))
+    assert sort_for_merge(chunked, ["k"]).column("pos").to_pylist() == general.column("pos").to_pylist()
 
 
 # ---- property test: vectorized engines == the model, staged as writes and reads ------------------

@@ -36,6 +36,7 @@ from .changelog import lookup_changelog
 from .dv_maintainer import DeletionVectorMaintainer
 from .levels import sorted_runs
 from .lookup import KEY_INDEXES, BatchKeys, KeyIndex, int_keys, is_int_key
+from .recent_rows import RECENT_ROWS
 from .universal import CompactUnit, UniversalCompaction
 
 _MERGES_WITH_OLD_ROW = ("partial-update", "aggregation")
@@ -113,7 +114,9 @@ class BucketCompactor:
             inc.new_index_files.extend(added)
             inc.deleted_index_files.extend(removed)
         kept = {f.file_name for f in inc.new_files}  # an upgraded file is deleted and added
-        KEY_INDEXES.discard(f.file_name for f in inc.deleted_files if f.file_name not in kept)
+        removed = [f.file_name for f in inc.deleted_files if f.file_name not in kept]
+        KEY_INDEXES.discard(removed)
+        RECENT_ROWS.discard(removed)
         return None if inc.is_empty() else inc
 
     def _coalesce_small(self, bucket: BucketFiles, up: list[DataFileMeta], inc: Increment,
@@ -283,6 +286,8 @@ class BucketCompactor:
                    vectors: DeletionVectorMaintainer | None) -> tuple[pa.Table, np.ndarray]:
         """Rows of a file (by current column names, mapped by field id) and their positions."""
         fresh = bucket.fresh.get(f.file_name)
+        if fresh is None and f.schema_id == self.schema.id:
+            fresh = RECENT_ROWS.get(f.file_name)
         if fresh is not None:
             table = fresh.select(columns).cast(self._read_schema(columns))
         else:
@@ -419,7 +424,7 @@ class BucketCompactor:
             return keys
         if not level0.any():
             return keys.slice(0, 0)
-        fresh = rows.filter(pa.array(level0)).select(self.keys)
+        fresh = rows.select(self.keys).filter(pa.array(level0))
         if is_int_key(self.key_types):  # sorted distinct integers: a binary search
             mine, theirs = int_keys(keys.column(0)), np.unique(int_keys(fresh.column(0)))
             at = np.minimum(np.searchsorted(theirs, mine), len(theirs) - 1)
@@ -429,7 +434,7 @@ class BucketCompactor:
     def _changelog(self, rows: pa.Table, level0: np.ndarray, merged: pa.Table, found: pa.Table | None) -> pa.Table:
         """Changelog of the level-0 rows' keys: their old live row is either in a higher-level
         file of the unit or was found in an older file (at most one of them: DV invariant)."""
-        fresh_keys = rows.filter(pa.array(level0)).select(self.keys)
+        fresh_keys = rows.select(self.keys).filter(pa.array(level0))
         unit_old = rows.filter(pa.array(~level0))
         old_parts = [unit_old.filter(pc.invert(_not_in(unit_old, fresh_keys, self.keys, self.key_types)))]
         if found is not None:
@@ -456,15 +461,24 @@ class BucketCompactor:
         if single is not None and single.file_name not in vectors and (single.delete_row_count == 0) \
                 and merged.num_rows == single.row_count and self.engine.name == "deduplicate" \
                 and not self.engine.sequence_fields:  # else an old row may have won the merge
+            if unit.output_level < self.universal.max_level and single.file_name in bucket.fresh:
+                RECENT_ROWS.put(single.file_name, bucket.fresh[single.file_name])  # merged again soon
             return [single.upgrade(unit.output_level)]  # same file, new level: no rewrite
         if merged.num_rows == 0:
             return []
-        return self.write_files(bucket.bucket_dir, merged, unit.output_level)
+        outputs = self.write_files(bucket.bucket_dir, merged, unit.output_level)
+        if unit.output_level < self.universal.max_level:  # merged again soon: keep the rows
+            start = 0
+            for f in outputs:
+                RECENT_ROWS.put(f.file_name, merged.slice(start, f.row_count))
+                start += f.row_count
+        return outputs
 
 
 def _without_retractions(rows: pa.Table) -> pa.Table:
     kinds = rows.column(VALUE_KIND).to_numpy()
-    return rows.filter(pa.array((kinds != UPDATE_BEFORE) & (kinds != DELETE)))
+    keep = (kinds != UPDATE_BEFORE) & (kinds != DELETE)
+    return rows if keep.all() else rows.filter(pa.array(keep))
 
 
 def _not_in(table: pa.Table, keys: pa.Table, names: list[str], types: list) -> pa.Array:
