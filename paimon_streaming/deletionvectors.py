@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from array import array
 from typing import Iterable
 
 import numpy as np
@@ -34,7 +35,8 @@ def bitmap_from_positions(positions: Iterable[int] | np.ndarray, bitmap64: bool 
         return BitMap64(arr.tolist())
     if arr.size and (arr.max() >= 1 << 31 or arr.min() < 0):
         raise ValueError("32-bit deletion vectors hold positions in [0, 2^31); use deletion-vectors.bitmap64")
-    return BitMap(arr.astype(np.uint32))
+    # an array.array takes pyroaring's bulk-add path (a numpy array is added value by value)
+    return BitMap(array("I", arr.astype(np.uint32).tobytes()))
 
 
 def _encode_bitmap64(bitmap: BitMap64) -> bytes:
@@ -69,8 +71,9 @@ def encode_record(bitmap: BitMap | BitMap64) -> tuple[bytes, int]:
         body = struct.pack("<i", MAGIC64) + _encode_bitmap64(bitmap)
         record = struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
         return record, len(record)
-    bitmap = BitMap(bitmap)
-    bitmap.run_optimize()
+    if type(bitmap) is not BitMap:  # a frozen bitmap cannot be optimized in place
+        bitmap = BitMap(bitmap)
+    bitmap.run_optimize()  # changes the representation only, not the positions
     body = struct.pack(">i", MAGIC32) + bitmap.serialize()
     return struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body)), len(body)
 

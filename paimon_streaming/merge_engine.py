@@ -55,7 +55,7 @@ from .keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from .schema import TableSchema
 from .types import MAX_LENGTH, DataType
 
-__all__ = ["MergeEngine", "engine_for", "validate_engine_options", "merge_sorted", "sort_for_merge",
+__all__ = ["MergeEngine", "engine_for", "validate_engine_options", "merge_sorted", "sort_for_merge", "sort_and_merge",
            "row_kinds", "row_kind_filter", "is_retract", "last_of_each_key", "first_of_each_key",
            "AGGREGATE_FUNCTIONS"]
 
@@ -140,12 +140,22 @@ def sequence_fields(options: dict[str, str]) -> list[str]:
 # ---- sorting and groups ---------------------------------------------------------------------
 def sort_for_merge(table: pa.Table, keys: Sequence[str], seq_fields: Sequence[str] = ()) -> pa.Table:
     """Sort by key, `sequence.field` columns, `_SEQUENCE_NUMBER` (nulls first, as Java's comparators)."""
+    return table.take(_merge_order(table, keys, seq_fields))
+
+
+def sort_and_merge(table: pa.Table, keys: Sequence[str], engine: MergeEngine) -> pa.Table:
+    """`merge_sorted(sort_for_merge(table, ...))`, taking the rows once where the engine can
+    pick its rows from the sorted keys alone (see `MergeEngine.merge_in_order`)."""
+    return engine.merge_in_order(table, _merge_order(table, keys, engine.sequence_fields), keys)
+
+
+def _merge_order(table: pa.Table, keys: Sequence[str], seq_fields: Sequence[str]) -> np.ndarray:
     order = _int_key_order(table, keys[0]) if len(keys) == 1 and not seq_fields else None
     if order is None:
         sort_keys = [(k, "ascending") for k in keys] + [(s, "ascending") for s in seq_fields] + \
             [(SEQUENCE_NUMBER, "ascending")]
-        order = pc.sort_indices(table, sort_keys=sort_keys, null_placement="at_start")
-    return table.take(order)
+        order = pc.sort_indices(table, sort_keys=sort_keys, null_placement="at_start").to_numpy()
+    return order
 
 
 def _int_key_order(table: pa.Table, key: str) -> np.ndarray | None:
@@ -289,6 +299,10 @@ class MergeEngine:
         """Columns the merge needs to produce `names`."""
         return list(names)
 
+    def merge_in_order(self, table: pa.Table, order: np.ndarray, keys: Sequence[str]) -> pa.Table:
+        """`merge` of `table` taken in merge order `order`."""
+        return self.merge(table.take(order), keys)
+
     def merge(self, table: pa.Table, keys: Sequence[str]) -> pa.Table:
         """Merge a table sorted by `sort_for_merge` into one row per key (see the module doc)."""
         n = table.num_rows
@@ -346,6 +360,12 @@ class DeduplicateEngine(MergeEngine):
             return super().merge(table, keys)
         last = last_of_each_key(table, keys)  # the newest row of each key, in one take
         return table if last.all() else table.take(pa.array(np.flatnonzero(last)))
+
+    def merge_in_order(self, table: pa.Table, order: np.ndarray, keys: Sequence[str]) -> pa.Table:
+        if self.ignore_delete:
+            return super().merge_in_order(table, order, keys)
+        last = last_of_each_key(table.select(keys).take(order), keys)  # the keys alone, sorted
+        return table.take(order if last.all() else order[last])
 
 
 class FirstRowEngine(MergeEngine):

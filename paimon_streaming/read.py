@@ -20,7 +20,7 @@ from .fileio import FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND, file_fields
 from .manifest import DataFileMeta
 from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retract, last_of_each_key,
-                           merge_sorted, sort_for_merge)
+                           sort_and_merge)
 from .options import CoreOptions
 from .predicate import Filter
 from .scan import DataSplit, DeletionFile, TableScan
@@ -137,7 +137,7 @@ class SplitReader:
         table = pa.concat_tables(parts)
         if table.num_rows == 0:
             return table
-        table = merge_sorted(sort_for_merge(table, keys, seq_fields), keys, engine)
+        table = sort_and_merge(table, keys, engine)
         kinds = table.column(VALUE_KIND).to_numpy()
         return table.filter(pa.array(~is_retract(kinds)))
 

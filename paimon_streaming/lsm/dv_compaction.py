@@ -27,7 +27,7 @@ from ..fileio import FileIO
 from ..keyvalue import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, decode_key, file_fields,
                         key_fields)
 from ..manifest import DataFileMeta, IndexFileMeta
-from ..merge_engine import engine_for, merge_sorted, sort_for_merge
+from ..merge_engine import engine_for, sort_and_merge
 from ..options import CoreOptions
 from ..paths import PathFactory
 from ..schema import TableSchema
@@ -35,7 +35,7 @@ from ..types import to_arrow
 from .changelog import lookup_changelog
 from .dv_maintainer import DeletionVectorMaintainer
 from .levels import sorted_runs
-from .lookup import KEY_INDEXES, BatchKeys, KeyIndex, int_keys, is_int_key
+from .lookup import KEY_INDEXES, BatchKeys, KeyIndex, int_keys, is_int_key, sorted_distinct
 from .recent_rows import RECENT_ROWS
 from .universal import CompactUnit, UniversalCompaction
 
@@ -268,8 +268,7 @@ class BucketCompactor:
         if self.lookup:
             merged, changelog = self._merge(rows, level0, older, bucket, vectors)
         else:  # merge-on-read table: older versions stay; deletes go only when nothing is older
-            merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys,
-                                  self.engine)
+            merged = sort_and_merge(rows, self.keys, self.engine)
             if not older:
                 merged = _without_retractions(merged)
         outputs = self._output(bucket, unit, merged, vectors)
@@ -395,7 +394,7 @@ class BucketCompactor:
         """Merge the unit's rows per key (with old rows where the engine needs them) and mark
         every replaced older row in the deletion vectors. Returns the rows without -U/-D, and
         the changelog of the level-0 rows when the table produces one by lookup."""
-        merged = merge_sorted(sort_for_merge(rows, self.keys, self.engine.sequence_fields), self.keys, self.engine)
+        merged = sort_and_merge(rows, self.keys, self.engine)
         # the old row takes part in the merge unless a plain "newest wins" decides alone
         merges_old = self.engine.name in _MERGES_WITH_OLD_ROW or bool(self.engine.sequence_fields)
         wants_old = merges_old or self.engine.name == "first-row" or self.write_changelog is not None
@@ -408,7 +407,7 @@ class BucketCompactor:
             found = {}
         elif found and merges_old:
             both = pa.concat_tables([old.select(merged.column_names), merged])
-            merged = merge_sorted(sort_for_merge(both, self.keys, self.engine.sequence_fields), self.keys, self.engine)
+            merged = sort_and_merge(both, self.keys, self.engine)
         changelog = None if self.write_changelog is None else self._changelog(rows, level0, merged, old)
         for name, positions in found.items():
             vectors.mark(name, positions)
@@ -424,11 +423,15 @@ class BucketCompactor:
             return keys
         if not level0.any():
             return keys.slice(0, 0)
+        if is_int_key(self.key_types):  # sorted distinct integers: place the fewer level-0 keys
+            mine = int_keys(keys.column(0))
+            theirs = sorted_distinct(int_keys(rows.column(self.keys[0]))[level0])
+            at = np.searchsorted(mine, theirs)
+            at = at[at < len(mine)]
+            found = np.zeros(len(mine), bool)
+            found[at[mine[at] == theirs[:len(at)]]] = True
+            return keys.filter(pa.array(found))
         fresh = rows.select(self.keys).filter(pa.array(level0))
-        if is_int_key(self.key_types):  # sorted distinct integers: a binary search
-            mine, theirs = int_keys(keys.column(0)), np.unique(int_keys(fresh.column(0)))
-            at = np.minimum(np.searchsorted(theirs, mine), len(theirs) - 1)
-            return keys.filter(pa.array(theirs[at] == mine))
         return keys.filter(pc.invert(_not_in(keys, fresh, self.keys, self.key_types)))
 
     def _changelog(self, rows: pa.Table, level0: np.ndarray, merged: pa.Table, found: pa.Table | None) -> pa.Table:

@@ -106,7 +106,7 @@ class BatchKeys:
     def of(keys: pa.Table, types: Sequence[DataType]) -> "BatchKeys":
         types = tuple(types)
         if is_int_key(types):
-            return BatchKeys(types, ints=_sorted_distinct(int_keys(keys.column(0))))
+            return BatchKeys(types, ints=sorted_distinct(int_keys(keys.column(0))))
         encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], types)
         hashes = _hash64(encoded)
         order = np.argsort(hashes, kind="stable")
@@ -134,7 +134,7 @@ class BatchKeys:
         return self._bloom_hashes
 
 
-def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
     """np.unique without its hashing path: batches arrive sorted by key, so this is one pass."""
     if len(values) > 1 and not (values[1:] >= values[:-1]).all():
         values = np.sort(values)
