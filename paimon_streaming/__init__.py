@@ -9,16 +9,29 @@
 This package never imports pyspark; the Spark sink and source live in
 `paimon_streaming.sinks` and `paimon_streaming.sources`.
 """
+import os as _os
+
+# The Spark plugins live at the repository's top level (sinks/, sources/); a wheel maps them
+# into this package. When this package is imported from a source checkout instead (the
+# repository root is first on sys.path in a driver or a Spark Python worker started there),
+# the checkout's root joins the package's search path so that `paimon_streaming.sinks` and
+# `paimon_streaming.sources` still resolve, to the checkout's own folders.
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_checkout = _os.path.dirname(_here)
+if (not _os.path.isdir(_os.path.join(_here, "sinks"))
+        and all(_os.path.isfile(_os.path.join(_checkout, plugin, "__init__.py")) for plugin in ("sinks", "sources"))):
+    __path__.append(_checkout)
+del _os, _here, _checkout
 from .catalog import Catalog
-from .errors import (CommitConflictError, CorruptFileError, InvalidOptionError, NullKeyError, PaimonError,
-                     SchemaMismatchError, SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError,
-                     UnsupportedTypeError)
+from .errors import (CommitConflictError, CommitIdentifierError, CorruptFileError, InvalidOptionError, NullKeyError,
+                     PaimonError, SchemaMismatchError, SnapshotNotFoundError, TableAlreadyExistsError,
+                     TableNotFoundError, UnsupportedTypeError)
 from .snapshot import Snapshot
 from .table import Table
 
 __all__ = ["Catalog", "Table", "Snapshot", "register", "PaimonError", "SchemaMismatchError", "NullKeyError",
            "InvalidOptionError", "UnsupportedTypeError", "TableNotFoundError", "TableAlreadyExistsError",
-           "SnapshotNotFoundError", "CommitConflictError", "CorruptFileError"]
+           "SnapshotNotFoundError", "CommitConflictError", "CommitIdentifierError", "CorruptFileError"]
 
 
 def register(spark) -> None:
