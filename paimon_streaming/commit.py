@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .binary_row import deserialize_row
+from .commit_users import CommitUserRecords, user_commits
 from .errors import CommitConflictError, PaimonError
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
@@ -109,13 +110,22 @@ class FileStoreCommit:
     def committed_identifiers(self, commit_user: str, identifiers: Sequence[int]) -> set[int]:
         """The identifiers of `commit_user` already committed: the exactly-once filter.
 
-        Identifiers of one user strictly increase, so everything up to the identifier of the
-        user's newest snapshot is committed (Java's filterCommitted).
-        """
-        latest = self.snapshots.latest_of_user(commit_user)
-        if latest is None:
+        Committed means carried by a live snapshot of the user, or recorded when expiration
+        removed such a snapshot (commit_users.py), however long ago. An identifier below the
+        user's newest that was never committed raises CommitIdentifierError (Java's
+        filterCommitted would call it committed and drop the data silently)."""
+        if not identifiers:
             return set()
-        return {i for i in identifiers if i <= latest.commit_identifier}
+        commits = user_commits(self.snapshots, CommitUserRecords(self.file_io, self.table_path),
+                               commit_user, min(identifiers))
+        return {i for i in identifiers if commits.committed(i)}
+
+    def committed_snapshot(self, commit_user: str, identifier: int) -> tuple[bool, int | None]:
+        """Whether (`commit_user`, `identifier`) is committed, and the id of the newest live
+        snapshot that carries it (None once expiration removed it)."""
+        commits = user_commits(self.snapshots, CommitUserRecords(self.file_io, self.table_path),
+                               commit_user, identifier)
+        return commits.committed(identifier), commits.live.get(identifier)
 
     def commit(self, messages: Sequence[CommitMessage], commit_user: str, identifier: int,
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,

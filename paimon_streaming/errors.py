@@ -67,3 +67,8 @@ class InvalidTagNameError(PaimonError, ValueError):
 
 class S3ConfigurationError(PaimonError):
     """Settings an S3 request needs (credentials for a conditional PUT) are missing."""
+
+
+class CommitIdentifierError(PaimonError, ValueError):
+    """A commit identifier is below one its commit user already committed, and was never committed
+    itself: a user's identifiers must increase, or replays would be applied twice."""

@@ -25,6 +25,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from .commit_users import CommitUserRecords
 from .consumers import ConsumerManager
 from .errors import CorruptFileError, InvalidOptionError, SnapshotNotFoundError
 from .file_cleanup import FileCleaner, FileKey, file_key
@@ -105,6 +106,8 @@ class SnapshotExpiration:
             return ExpireResult(0, earliest, 0)
         end_snapshot = including_end[-1]
         expiring = including_end[:-1]
+        # exactly-once outlives the snapshots: their identifiers are recorded before anything goes
+        CommitUserRecords(self.file_io, self.table_path).record(expiring)
         tagged = [s for s, _ in self.tags.tagged_snapshots()]
         deleted = self._delete_data_files(including_end, tagged)
         deleted += self.cleaner.delete_data_files(e for s in expiring for e in self.cleaner.changelog_files(s))

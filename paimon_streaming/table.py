@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from typing import Any, Sequence
 
@@ -22,6 +23,8 @@ from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 from .tag_deletion import TagDeletion
 from .tags import TagManager
 from .write import TableWrite, conform
+
+log = logging.getLogger(__name__)
 
 
 class Table:
@@ -149,7 +152,17 @@ class Table:
         `row_kind_column` names an input column (not stored) whose values +I, -U, +U, -D give
         each row's kind (primary-key tables: -U/-D retract or delete as the merge engine says);
         a table with the option `rowkind.field` takes them from that (stored) column instead.
+        Given `commit_user` and `commit_identifier`, the write happens exactly once: a replay of
+        an identifier already committed writes nothing and returns that commit's snapshot id
+        (None once expired), and an identifier below the user's newest that was never
+        committed raises CommitIdentifierError.
         """
+        if commit_user is not None and commit_identifier is not None:
+            done, existing = self.new_commit().committed_snapshot(commit_user, commit_identifier)
+            if done:  # a replay: exactly once
+                log.info("write to %s by %s with identifier %s already committed (snapshot %s): skipped",
+                         self.name, commit_user, commit_identifier, existing)
+                return existing
         messages = self.write_messages(data, row_kind_column, overwrite)
         user = commit_user or str(uuid.uuid4())
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier

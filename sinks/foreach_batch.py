@@ -9,15 +9,16 @@
 Each micro-batch is written by executors (files per partition and bucket) and committed by
 the driver as a Paimon snapshot whose commitUser is the streaming query id (stable across
 restarts from one checkpoint) and whose commitIdentifier is the batch id. A batch that was
-committed before a crash is recognized from the table's snapshots on replay and skipped, so
-every input row is applied exactly once.
+committed before a crash is recognized on replay and skipped, so every input row is applied
+exactly once; also after snapshot expiration removed the query's snapshots (expiration
+records their identifiers, `paimon_streaming/commit_users.py`).
 
 Under Spark Connect pass `commit_user` explicitly: the foreachBatch function then runs in a
 Python worker of the Connect server, on a session cloned for the query, and Spark gives it no
 way to read the query id (see `query_commit_user`). The name must be unique to the query and
 table, the same on every restart from the query's checkpoint, and new for a new checkpoint
-(batch ids restart at 0 there, and ids up to the last one committed under the old name would
-be skipped as already committed):
+(batch ids restart at 0 there, below the last one committed under the old name, which the
+commit refuses with `CommitIdentifierError` instead of dropping them as already committed):
 
     (df.writeStream
        .foreachBatch(paimon_sink("/wh/shop.db/orders", commit_user="orders-ingest-v1"))
@@ -66,8 +67,8 @@ def query_commit_user(df: DataFrame) -> str:
             "streaming query id to it (no SparkContext, no local property, no SQL conf; the cloned session's "
             "streams do not list the query). Pass paimon_sink(..., commit_user='<name>') with a name unique "
             "to this query and table that stays the same on every restart from the query's checkpoint; use "
-            "a new name with a new checkpoint (batch ids restart at 0 there, and ids the old name already "
-            "committed would be skipped)")
+            "a new name with a new checkpoint (batch ids restart at 0 there, below the ids the old name "
+            "committed, and the commit would refuse them)")
     try:
         query_id = df.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
     except Exception as exc:  # another session without a SparkContext

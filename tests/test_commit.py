@@ -118,7 +118,9 @@ def test_committed_identifiers_exactly_once_filter(pk_table):
     pk_table.write_arrow(batch([2]), commit_user="job-2", commit_identifier=7)
     pk_table.write_arrow(batch([3]), commit_user="job-1", commit_identifier=2)
     assert pk_table.committed_identifiers("job-1", [1, 2, 3]) == {1, 2}
-    assert pk_table.committed_identifiers("job-2", [6, 7, 8]) == {6, 7}
+    assert pk_table.committed_identifiers("job-2", [7, 8]) == {7}
+    with pytest.raises(ps.CommitIdentifierError, match="identifier 6 of commit user 'job-2'"):
+        pk_table.committed_identifiers("job-2", [6, 7])  # below the newest, never committed
     assert pk_table.committed_identifiers("job-3", [1]) == set()
 
 

@@ -36,7 +36,7 @@ def referenced_files(t) -> set[str]:
 
 
 def files_on_disk(t) -> set[str]:
-    skip = {"snapshot", "schema", "tag", "consumer"}
+    skip = {"snapshot", "schema", "tag", "consumer", "commit-user"}
     out = set()
     for root, dirs, files in os.walk(t.path):
         dirs[:] = [d for d in dirs if not (root == t.path and d in skip)]

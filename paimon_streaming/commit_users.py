@@ -1,0 +1,148 @@
+"""Which (commitUser, commitIdentifier) pairs a table has committed, past snapshot expiration.
+
+The exactly-once filter asks "did `user` commit `identifier`?", and a user's snapshots answer
+it only while they exist. Delta keeps each application's last `txn` version in every log
+checkpoint for the same reason; here snapshot expiration records the identifiers of the
+snapshots it is about to delete, per commit user, under `<table>/commit-user/` (a directory
+Paimon's readers and writers ignore) before deleting any of them. A reader that scans the
+snapshots and then reads the records therefore never misses a committed identifier.
+
+Retention: records live as long as the table (Delta's default, when
+`delta.setTransactionRetentionDuration` is unset), so a query may be restarted from its
+checkpoint however long after. They stay small: identifiers are kept as ranges (a streaming
+query's batch ids are consecutive), and each expiration merges a user's records into one
+file. Batch commits (identifier Long.MAX_VALUE, Java's batch-write identifier) are never
+replayed and not recorded.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterable
+from urllib.parse import quote
+
+from .errors import CommitIdentifierError, CorruptFileError
+from .fileio import FileIO
+from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+
+RECORDS_DIR = "commit-user"
+
+
+@dataclass
+class IdentifierRanges:
+    """A set of identifiers as sorted, disjoint, non-adjacent closed ranges."""
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    @staticmethod
+    def of(values: Iterable[int], ranges: Iterable[tuple[int, int]] = ()) -> "IdentifierRanges":
+        spans = sorted([(v, v) for v in values] + [tuple(r) for r in ranges])
+        merged: list[tuple[int, int]] = []
+        for lo, hi in spans:
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+        return IdentifierRanges(merged)
+
+    def __contains__(self, identifier: int) -> bool:
+        return any(lo <= identifier <= hi for lo, hi in self.ranges)
+
+    def max(self) -> int | None:
+        return self.ranges[-1][1] if self.ranges else None
+
+
+class CommitUserRecords:
+    """The recorded identifiers of expired snapshots, one directory per commit user."""
+
+    def __init__(self, file_io: FileIO, table_path: str):
+        self.file_io = file_io
+        self.dir = f"{table_path}/{RECORDS_DIR}"
+
+    def user_dir(self, commit_user: str) -> str:
+        return f"{self.dir}/u-{quote(commit_user, safe='')}"
+
+    def _files(self, commit_user: str) -> list[str]:
+        return [f"{self.user_dir(commit_user)}/{n}" for n in self.file_io.list_names(self.user_dir(commit_user))
+                if n.startswith("identifiers-") and n.endswith(".json")]
+
+    def _read(self, path: str) -> IdentifierRanges:
+        try:
+            obj = json.loads(self.file_io.read_bytes(path).decode("utf-8"))
+            return IdentifierRanges.of((), [(int(lo), int(hi)) for lo, hi in obj["ranges"]])
+        except FileNotFoundError:
+            return IdentifierRanges()  # merged into a newer record by a concurrent expiration
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptFileError(f"commit-user record {path} cannot be parsed: {exc}") from exc
+
+    def recorded(self, commit_user: str) -> IdentifierRanges:
+        ranges: list[tuple[int, int]] = []
+        for path in self._files(commit_user):
+            ranges.extend(self._read(path).ranges)
+        return IdentifierRanges.of((), ranges)
+
+    def record(self, expiring: Iterable[Snapshot]) -> None:
+        """Record the identifiers of `expiring` per user; call before deleting any of them.
+
+        A user's new file holds its old records too; the old files are deleted only after it
+        is written, so a crash or a concurrent expiration never loses an identifier."""
+        by_user: dict[str, set[int]] = {}
+        for snap in expiring:
+            if snap.commit_identifier != BATCH_COMMIT_IDENTIFIER:
+                by_user.setdefault(snap.commit_user, set()).add(snap.commit_identifier)
+        for user, identifiers in by_user.items():
+            old = self._files(user)
+            merged = IdentifierRanges.of(identifiers, [r for path in old for r in self._read(path).ranges])
+            body = json.dumps({"commitUser": user, "ranges": merged.ranges}).encode()
+            self.file_io.overwrite_atomic(f"{self.user_dir(user)}/identifiers-{uuid.uuid4().hex}.json", body)
+            for path in old:
+                self.file_io.delete_quietly(path)
+
+
+@dataclass(frozen=True)
+class UserCommits:
+    """What a table knows of one commit user's identifiers at or above some identifier."""
+    commit_user: str
+    live: dict[int, int]          # identifier -> id of the newest live snapshot that carries it
+    recorded: IdentifierRanges    # identifiers of the user's expired snapshots
+    newest: int | None            # the highest identifier committed (batch commits aside)
+
+    def committed(self, identifier: int) -> bool:
+        """True if committed; False if new; CommitIdentifierError below the newest but never committed."""
+        if identifier in self.live or identifier in self.recorded:
+            return True
+        if identifier == BATCH_COMMIT_IDENTIFIER or self.newest is None or identifier > self.newest:
+            return False
+        raise CommitIdentifierError(
+            f"commit identifier {identifier} of commit user {self.commit_user!r} was never committed, but the "
+            f"user already committed identifier {self.newest}: a user's identifiers must increase, or every "
+            "replay after this commit would be applied again. A new query (or a checkpoint started afresh) "
+            "needs a new commit user.")
+
+
+def user_commits(snapshots: SnapshotManager, records: CommitUserRecords, commit_user: str,
+                 lowest: int) -> UserCommits:
+    """The identifiers `commit_user` committed from `lowest` up.
+
+    Snapshots are scanned newest first until one of the user's carries an identifier at or
+    below `lowest` (so a replay of the newest batch reads one or two snapshots); the records
+    of expired snapshots are read after the scan, so an expiration running meanwhile, which
+    records before it deletes, cannot hide an identifier."""
+    live: dict[int, int] = {}
+    newest = None
+    settled = False
+    for snap in snapshots.iter_descending():
+        if snap.commit_user != commit_user:
+            continue
+        ident = snap.commit_identifier
+        live.setdefault(ident, snap.id)
+        if ident != BATCH_COMMIT_IDENTIFIER:
+            newest = ident if newest is None else max(newest, ident)
+            if ident <= lowest:
+                settled = True
+                break
+    recorded = IdentifierRanges() if settled else records.recorded(commit_user)
+    top = recorded.max()
+    if top is not None and (newest is None or top > newest):
+        newest = top
+    return UserCommits(commit_user, live, recorded, newest)
