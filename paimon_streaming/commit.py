@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from .binary_row import deserialize_row
 from .commit_users import CommitUserRecords, user_commits
-from .errors import CommitConflictError, PaimonError
+from .errors import CommitConflictError, PaimonError, SequenceConflictError
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestList, combine_index_entries, merge_manifests)
@@ -232,6 +232,9 @@ class FileStoreCommit:
             index_changes = [IndexManifestEntry(DELETE, e.partition, e.bucket, e.index_file)
                              for e in self.index_manifest.read(latest.index_manifest if latest else None)
                              if replaced is None or e.partition in replaced] + index_changes
+        if self.schema.primary_keys and not replace and kind != COMPACT:
+            live = live or self._live_files(latest)
+            self._check_sequence_order(live, entries, kind)
         if check_conflicts:
             after = self._check_conflicts(live, entries, kind)
         if index_changes and not replace:
@@ -294,6 +297,8 @@ class FileStoreCommit:
             self._delete_files(written)
             return None
         self.snapshots.commit_latest_hint(new_id)
+        if after is None and live is not None:
+            after = live.apply(entries, strict=False)[0]
         if after is not None:
             LIVE_FILES.put(self.table_path, snapshot, after)  # the next commit starts from here
         return snapshot
@@ -335,6 +340,43 @@ class FileStoreCommit:
         if self.schema.primary_keys:
             self._check_lsm_overlaps(after, [d for d in delta if d.kind == ADD and d.file.level > 0])
         return after
+
+    def _check_sequence_order(self, live: LiveFiles, delta: list[ManifestEntry], kind: str) -> None:
+        """Serializable writes to a bucket. A writer numbers its rows from the highest sequence
+        number live in the bucket when it planned; a file another writer committed since then
+        reaches this commit's lowest number, and merging by sequence number would interleave
+        the two batches key by key (a state no commit order gives). That is a conflict: the
+        batch must be numbered again above the new files. Without a concurrent writer every
+        live file is below the new ones, and the check reads nothing new."""
+        lowest: dict[tuple[bytes, int], int] = {}
+        for e in delta:
+            if e.kind == ADD and e.file.level == 0:
+                key = (e.partition, e.bucket)
+                lowest[key] = min(lowest.get(key, e.file.min_sequence_number), e.file.min_sequence_number)
+        for (partition, bucket), low in lowest.items():
+            files = live.bucket(partition, bucket)
+            newer = [] if files is None else \
+                [e.file.file_name for e in files.files.values() if e.file.max_sequence_number >= low]
+            if newer:
+                raise SequenceConflictError(
+                    f"{kind} commit to {self.table_path} bucket {bucket}: another writer committed "
+                    f"{', '.join(sorted(newer)[:3])} with sequence numbers at or above this commit's ({low}) since "
+                    "this batch was written; the commit was not applied, write the batch again on the new "
+                    "snapshot (Table.write_arrow and paimon_sink do)")
+
+    def discard(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the files `messages` wrote (data, changelog and index files of a batch that
+        will not be committed), so a write that is redone leaves no orphans behind."""
+        for m in messages:
+            bucket_dir = bucket_path(self.table_path, self._partition_path(m.partition), m.bucket)
+            removed = {f.file_name for f in m.compact.deleted_files}
+            for inc in (m.data, m.compact):
+                for f in inc.new_files + inc.changelog_files:
+                    if inc is m.data or f.file_name not in removed:
+                        for name in (f.file_name, *f.extra_files):
+                            self.file_io.delete_quietly(f"{bucket_dir}/{name}")
+                for f in inc.new_index_files:
+                    self.file_io.delete_quietly(f"{self.paths.index_dir}/{f.file_name}")
 
     def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry],
                                kind: str) -> None:

@@ -72,3 +72,16 @@ class S3ConfigurationError(PaimonError):
 class CommitIdentifierError(PaimonError, ValueError):
     """A commit identifier is below one its commit user already committed, and was never committed
     itself: a user's identifiers must increase, or replays would be applied twice."""
+
+
+class SequenceConflictError(CommitConflictError):
+    """Another writer committed rows to a bucket this commit writes, numbered at or above this
+    commit's sequence numbers: applied as is, the two batches would interleave key by key.
+    `Table.write_arrow` and `paimon_sink` write the batch again on the new snapshot; other
+    callers get the error and write again."""
+
+
+class StalePlanError(CommitConflictError):
+    """A file of the snapshot a write or compaction planned on vanished while it was read:
+    a concurrent compaction replaced it and expiration deleted it. Nothing was committed;
+    `Table.write_arrow` and `paimon_sink` plan again on the new snapshot."""

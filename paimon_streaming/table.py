@@ -1,15 +1,17 @@
 """`Table`: the public facade over one Paimon table directory."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import uuid
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
 from .commit import CommitMessage, FileStoreCommit
-from .errors import CommitConflictError, PaimonError, SnapshotNotFoundError, TableNotFoundError
+from .errors import (CommitConflictError, PaimonError, SequenceConflictError, SnapshotNotFoundError, StalePlanError,
+                     TableNotFoundError)
 from .fileio import FileIO
 from .expire import ExpireResult, SnapshotExpiration
 from .options import CoreOptions, parse_duration_ms
@@ -139,8 +141,23 @@ class Table:
         if latest is None:
             return self.new_write().write(conformed, [])
         scan = TableScan(self.file_io, self.path, self.schema)
-        return self.new_write().write(conformed, scan.live_entries(latest),
-                                      scan.index_manifest.read(latest.index_manifest), overwrite=overwrite)
+        with self._planned_on(latest):
+            return self.new_write().write(conformed, scan.live_entries(latest),
+                                          scan.index_manifest.read(latest.index_manifest), overwrite=overwrite)
+
+    @contextlib.contextmanager
+    def _planned_on(self, snapshot: Snapshot) -> Iterator[None]:
+        """A file of `snapshot` that vanishes while it is read, after newer snapshots came, was
+        replaced by a concurrent compaction and deleted by expiration: a conflict to plan
+        again (StalePlanError), not a damaged table (then the error stands)."""
+        try:
+            yield
+        except FileNotFoundError as exc:
+            if self.snapshot_manager.latest_id() == snapshot.id:
+                raise
+            raise StalePlanError(f"{self.name}: a file of snapshot {snapshot.id}, on which this write was "
+                                 f"planned, was removed by a concurrent compaction and expiration ({exc}); "
+                                 "nothing was committed, plan the write again") from exc
 
     def write_arrow(self, data: pa.Table | pa.RecordBatch, overwrite: bool = False,
                     commit_user: str | None = None, commit_identifier: int | None = None,
@@ -163,19 +180,31 @@ class Table:
                 log.info("write to %s by %s with identifier %s already committed (snapshot %s): skipped",
                          self.name, commit_user, commit_identifier, existing)
                 return existing
-        messages = self.write_messages(data, row_kind_column, overwrite)
         user = commit_user or str(uuid.uuid4())
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
-        try:
-            ids = self.new_commit().commit(messages, user, identifier, overwrite=overwrite,
-                                           best_effort_compaction=True)
-        except CommitConflictError:
-            if not self.committed_identifiers(user, [identifier]):
-                raise
-            # the data landed but its lookup compaction lost to a concurrent writer: redo it on
-            # the new snapshot so deletion-vector readers see the batch
-            sid = self.compact(commit_user=user, commit_identifier=identifier)
-            return sid if sid is not None else self.snapshot_manager.latest_of_user(user).id
+        committer = self.new_commit()
+        for attempt in range(self.options.get("commit.max-retries") + 1):
+            try:
+                messages = self.write_messages(data, row_kind_column, overwrite)
+                ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True)
+                break
+            except StalePlanError:
+                if attempt == self.options.get("commit.max-retries"):
+                    raise
+                continue  # planned on files a concurrent compaction and expiration removed
+            except SequenceConflictError:
+                # another writer's rows reached this batch's sequence numbers: number it again
+                committer.discard(messages)
+                if attempt == self.options.get("commit.max-retries"):
+                    raise
+                log.info("write to %s raced another writer of the same bucket; writing the batch again", self.name)
+            except CommitConflictError:
+                if not self.committed_identifiers(user, [identifier]):
+                    raise
+                # the data landed but its lookup compaction lost to a concurrent writer: redo it
+                # on the new snapshot so deletion-vector readers see the batch
+                sid = self.compact(commit_user=user, commit_identifier=identifier)
+                return sid if sid is not None else self.snapshot_manager.latest_of_user(user).id
         return ids[-1] if ids else None
 
     def compact(self, full: bool = False, commit_user: str | None = None,
@@ -200,11 +229,12 @@ class Table:
             buckets.setdefault((e.partition, e.bucket), []).append(e)
         writer = self.new_write()
         messages = []
-        for (partition, bucket), entries in buckets.items():
-            inc = writer.compact_bucket(partition, scan.partition_values(partition), bucket,
-                                        [e.file for e in entries], index, full)
-            if inc is not None and not inc.is_empty():
-                messages.append(CommitMessage(partition, bucket, entries[0].total_buckets, compact=inc))
+        with self._planned_on(latest):
+            for (partition, bucket), entries in buckets.items():
+                inc = writer.compact_bucket(partition, scan.partition_values(partition), bucket,
+                                            [e.file for e in entries], index, full)
+                if inc is not None and not inc.is_empty():
+                    messages.append(CommitMessage(partition, bucket, entries[0].total_buckets, compact=inc))
         ids = self.new_commit().commit(
             messages, commit_user or str(uuid.uuid4()),
             BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier)

@@ -37,7 +37,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import CommitConflictError, PaimonError, TableNotFoundError
+from paimon_streaming.errors import CommitConflictError, PaimonError, SequenceConflictError, TableNotFoundError
 from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
@@ -117,18 +117,30 @@ class PaimonSink:
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
             return
-        plan = WritePlan.for_table(table, self.location, self.row_kind_column)
-        result = write_dataframe(df, plan) if shuffles(df, self.shuffle) else write_in_task(df, plan)
-        try:
-            snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id,
-                                                     best_effort_compaction=True)
-        except CommitConflictError:
-            if not table.committed_identifiers(commit_user, [batch_id]):
-                raise
-            # the batch's data landed but its compaction lost to a concurrent one: redo it on the
-            # new snapshot, as a restart would
-            repair_interrupted_batch(table, commit_user)
-            snapshot_ids = [table.snapshot_manager.latest_of_user(commit_user).id]
+        retries = table.options.get("commit.max-retries")
+        for attempt in range(retries + 1):
+            plan = WritePlan.for_table(table, self.location, self.row_kind_column)
+            result = write_dataframe(df, plan) if shuffles(df, self.shuffle) else write_in_task(df, plan)
+            try:
+                snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id,
+                                                         best_effort_compaction=True)
+                break
+            except SequenceConflictError:
+                # another writer's rows reached this batch's sequence numbers in a bucket: write
+                # the batch again on the new snapshot, numbered above them (serializable)
+                table.new_commit().discard(result.messages)
+                if attempt == retries:
+                    raise
+                log.warning("paimon_sink table=%s batch=%d raced another writer of the same bucket: "
+                            "writing it again", table.name, batch_id)
+            except CommitConflictError:
+                if not table.committed_identifiers(commit_user, [batch_id]):
+                    raise
+                # the batch's data landed but its compaction lost to a concurrent one: redo it on
+                # the new snapshot, as a restart would
+                repair_interrupted_batch(table, commit_user)
+                snapshot_ids = [table.snapshot_manager.latest_of_user(commit_user).id]
+                break
         files = sum(len(m.data.new_files) + len(m.compact.new_files) for m in result.messages)
         log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f",
                  table.name, batch_id, result.rows_in, files, snapshot_ids or "none",
