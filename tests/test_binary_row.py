@@ -16,10 +16,8 @@ from paimon_streaming.binary_row import (
 from paimon_streaming.errors import SchemaMismatchError, UnsupportedTypeError
 from paimon_streaming.types import DataType, parse_atomic, to_arrow
 
-# pypaimon is a test-only oracle.
-from pypaimon.schema.data_types import AtomicType, DataField as PyField
-from pypaimon.table.row.generic_row import GenericRow, GenericRowDeserializer, GenericRowSerializer
-from pypaimon.write.row_key_extractor import _hash_bytes_by_words
+# pypaimon is a test-only oracle, in its own process (tests/pypaimon_oracle.py).
+from pypaimon_oracle import call as pypaimon_call
 
 
 def T(text: str) -> DataType:
@@ -274,12 +272,12 @@ def test_round_trip_every_atomic_type(null_every):
     assert all(isinstance(want, type(got)) for got, want in zip(decoded, arrow_view(values, ALL_DTS)))
 
 
-def py_fields(dts):
-    return [PyField(i, f"f{i}", AtomicType(dt.sql())) for i, dt in enumerate(dts)]
+def sqls(dts):
+    return [dt.sql() for dt in dts]
 
 
 def test_serialize_matches_pypaimon_for_non_null_values():
-    py_bytes = GenericRowSerializer.to_bytes(GenericRow(list(ALL_VALUES), py_fields(ALL_DTS)))
+    py_bytes = pypaimon_call("row_to_bytes", list(ALL_VALUES), sqls(ALL_DTS))
     assert serialize_row(ALL_VALUES, ALL_DTS) == py_bytes
 
 
@@ -287,14 +285,14 @@ def test_serialize_matches_pypaimon_for_non_null_values():
 def test_deserialize_rows_written_by_pypaimon(null_every):
     """pypaimon does not reserve var space for null non-compact values; offsets still decode."""
     values = [None if null_every and i % null_every == 0 else v for i, v in enumerate(ALL_VALUES)]
-    py_bytes = GenericRowSerializer.to_bytes(GenericRow(list(values), py_fields(ALL_DTS)))
+    py_bytes = pypaimon_call("row_to_bytes", list(values), sqls(ALL_DTS))
     assert deserialize_row(py_bytes, ALL_DTS) == arrow_view(values, ALL_DTS)
 
 
 def test_pypaimon_reads_our_rows():
     values = [None if i % 2 else v for i, v in enumerate(ALL_VALUES)]
     ours = serialize_row(values, ALL_DTS)
-    back = GenericRowDeserializer.from_bytes(ours, py_fields(ALL_DTS)).values
+    back = pypaimon_call("row_from_bytes", ours, sqls(ALL_DTS))
     assert back == arrow_view(values, ALL_DTS)
 
 
@@ -311,7 +309,7 @@ def test_shorter_arity_and_empty_rows_decode_as_nulls():
 def test_hash_matches_reference_for_random_byte_rows():
     rng = np.random.default_rng(1)
     rows = [rng.integers(0, 256, 4 * int(rng.integers(0, 40)), dtype=np.uint8).tobytes() for _ in range(500)]
-    expected = np.array([_hash_bytes_by_words(r) for r in rows], np.uint32).view(np.int32)
+    expected = np.array(pypaimon_call("hash_bytes_by_words", rows), np.uint32).view(np.int32)
     assert np.array_equal(hash_rows(pa.array(rows, pa.binary())), expected)
     assert np.array_equal(hash_rows(pa.array(rows, pa.large_binary())), expected)
     assert np.array_equal(hash_rows(pa.chunked_array([rows[:100], rows[100:]], pa.binary())), expected)
@@ -334,9 +332,9 @@ def test_hash_and_bytes_match_pypaimon_serializer(rows):
     encoded = encode_rows(cols, dts).to_pylist()
     hashes = hash_rows(encode_rows(cols, dts))
     for row, ours, h in zip(rows, encoded, hashes):
-        theirs = GenericRowSerializer.to_bytes(GenericRow(list(row), py_fields(dts)))[4:]
+        theirs = pypaimon_call("row_to_bytes", list(row), sqls(dts))[4:]
         assert ours == theirs
-        assert int(h) == np.uint32(_hash_bytes_by_words(theirs)).view(np.int32)
+        assert int(h) == np.uint32(pypaimon_call("hash_bytes_by_words", [theirs])[0]).view(np.int32)
 
 
 # ---- vectorization check ------------------------------------------------------------------------

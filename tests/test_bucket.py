@@ -15,11 +15,8 @@ from paimon_streaming.bucket import bucket_key_hashes, fixed_buckets, hash_to_bu
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.types import DataType, parse_atomic, to_arrow
 
-# pypaimon is a test-only oracle.
-from pypaimon.schema.data_types import AtomicType, DataField as PyField
-from pypaimon.schema.schema import Schema
-from pypaimon.schema.table_schema import TableSchema
-from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
+# pypaimon is a test-only oracle, in its own process (tests/pypaimon_oracle.py).
+from pypaimon_oracle import call as pypaimon_call
 
 
 def T(text: str) -> DataType:
@@ -112,10 +109,7 @@ def test_chunked_and_int_typed_input():
 # ---- pypaimon as oracle ------------------------------------------------------------------------
 def pypaimon_buckets(table: pa.Table, key_types: list[DataType], num_buckets: int) -> list[int]:
     """Buckets as pypaimon's writer assigns them for a PK table with these keys and `bucket` = N."""
-    fields = [PyField(i, name, AtomicType(t.sql())) for i, (name, t) in enumerate(zip(table.column_names, key_types))]
-    schema = Schema(fields=fields, primary_keys=list(table.column_names), options={"bucket": str(num_buckets)})
-    extractor = FixedBucketRowKeyExtractor(TableSchema.from_schema(0, schema))
-    return extractor.extract_partition_bucket_batch(table.combine_chunks().to_batches()[0])[1]
+    return pypaimon_call("fixed_buckets", table, [t.sql() for t in key_types], num_buckets)
 
 
 def decimals(p: int, s: int) -> st.SearchStrategy:

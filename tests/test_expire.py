@@ -13,7 +13,7 @@ from paimon_streaming.commit import CommitMessage, Increment
 from paimon_streaming.consumers import ConsumerManager
 from paimon_streaming.errors import InvalidOptionError
 from paimon_streaming.file_cleanup import FileCleaner
-from conftest import pypaimon_catalog, pypaimon_create, pypaimon_write, rows_by
+from conftest import pypaimon_create, pypaimon_create_tag, pypaimon_read, pypaimon_write, rows_by
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
 FUTURE = 2 ** 62
@@ -257,19 +257,16 @@ def test_mixed_writers_with_pypaimon_tags(catalog, warehouse):
         sid = t.snapshot_manager.latest_id()
         content[sid] = rows_by(t.to_arrow(snapshot_id=sid), "id")
         if i == 1:
-            pypaimon_catalog(warehouse).get_table("db.mixed").create_tag("py-tag")
+            pypaimon_create_tag(warehouse, "db.mixed", "py-tag")
         if i == 2:
             t.create_tag("our-tag")
     tags = {n: t.tag_manager.snapshot(n).id for n in t.tags()}
     t.expire_snapshots(retain_max=2, retain_min=1)
     assert files_on_disk(t) == referenced_files(t)
-    py = pypaimon_catalog(warehouse).get_table("db.mixed")
     for sid in [s.id for s in t.snapshots()]:
-        rb = py.copy({"scan.snapshot-id": str(sid)}).new_read_builder()
-        assert rows_by(rb.new_read().to_arrow(rb.new_scan().plan().splits()), "id") == content[sid]
+        assert rows_by(pypaimon_read(warehouse, "db.mixed", snapshot_id=sid), "id") == content[sid]
     for name, sid in tags.items():
-        rb = py.copy({"scan.tag-name": name}).new_read_builder()
-        assert rows_by(rb.new_read().to_arrow(rb.new_scan().plan().splits()), "id") == content[sid]
+        assert rows_by(pypaimon_read(warehouse, "db.mixed", tag=name), "id") == content[sid]
 
 
 def test_java_interop_of_expiration(catalog, warehouse):

@@ -188,15 +188,11 @@ def test_deletion_vector_table(java_tables):
 
 
 def test_pypaimon_reads_what_java_wrote(java_tables):
-    import pypaimon
+    from pypaimon_oracle import pypaimon_read
 
     wh, r = java_tables
-    catalog = pypaimon.CatalogFactory.create({"warehouse": str(wh)})
     for name, java_rows, key in (("all_types", r["types"], "id"), ("pk", r["pk_after_compact"], "id")):
-        table = catalog.get_table(f"db.{name}")
-        rb = table.new_read_builder()
-        arrow = rb.new_read().to_arrow(rb.new_scan().plan().splits())
-        py_rows = arrow.to_pylist()
+        py_rows = pypaimon_read(str(wh), f"db.{name}").to_pylist()
         if name == "pk":
             key = ("dt", "id")
             assert _sorted(py_rows, *key) == _sorted(java_rows, *key)
@@ -205,11 +201,9 @@ def test_pypaimon_reads_what_java_wrote(java_tables):
 
 
 def test_java_reads_what_pypaimon_wrote(oracle, tmp_path):
-    import pypaimon
+    from pypaimon_oracle import pypaimon_create, pypaimon_read, pypaimon_write
 
     wh = tmp_path / "wh"
-    catalog = pypaimon.CatalogFactory.create({"warehouse": str(wh)})
-    catalog.create_database("db", True)
     pa_schema = pa.schema([
         pa.field("k", pa.int64(), nullable=False),
         pa.field("s", pa.string()),
@@ -219,25 +213,16 @@ def test_java_reads_what_pypaimon_wrote(oracle, tmp_path):
         pa.field("ts", pa.timestamp("us")),
         pa.field("tags", pa.list_(pa.string())),
     ])
-    schema = pypaimon.Schema.from_pyarrow_schema(pa_schema, primary_keys=["k"], options={"bucket": "2"})
-    catalog.create_table("db.t", schema, False)
-    table = catalog.get_table("db.t")
+    pypaimon_create(str(wh), "db.t", pa_schema, primary_keys=["k"], options={"bucket": "2"})
 
     def write(rows):
-        wb = table.new_batch_write_builder()
-        w = wb.new_write()
-        w.write_arrow(pa.Table.from_pylist(rows, schema=pa_schema))
-        c = wb.new_commit()
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
+        pypaimon_write(str(wh), "db.t", pa.Table.from_pylist(rows, schema=pa_schema))
 
     write([{"k": i, "s": f"s{i}", "d": i / 3, "amount": Decimal(i) / 8, "day": dt.date(2020, 1, 1 + i),
             "ts": dt.datetime(2020, 1, 1, 0, 0, i, i), "tags": [str(i)] * (i % 3)} for i in range(20)])
     write([{"k": 5, "s": "five", "d": None, "amount": None, "day": None, "ts": None, "tags": None}])
 
-    rb = table.new_read_builder()
-    py_rows = rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
+    py_rows = pypaimon_read(str(wh), "db.t").to_pylist()
     table_path = wh / "db.db" / "t"
     with oracle.batch() as b:
         java_rows = b.read(table_path)

@@ -12,7 +12,7 @@ import pytest
 from paimon_streaming.errors import (InvalidTagNameError, SnapshotNotFoundError, TagAlreadyExistsError,
                                      TagNotFoundError)
 from paimon_streaming.tag_creation import TagPeriod
-from conftest import pypaimon_catalog, rows_by
+from conftest import pypaimon_create_tag, pypaimon_read, pypaimon_tags, rows_by
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
 
@@ -91,15 +91,12 @@ def test_pypaimon_lists_and_reads_our_tags_and_we_read_theirs(catalog, warehouse
     t.create_tag("ours")
     t.create_tag("ours-ttl", time_retained="1 d")
     t.write_arrow(batch(range(2), "b"))
-    py = pypaimon_catalog(warehouse).get_table("db.t")
-    assert sorted(py.list_tags()) == ["ours", "ours-ttl"]
+    assert sorted(pypaimon_tags(warehouse, "db.t")) == ["ours", "ours-ttl"]
     for name in ("ours", "ours-ttl"):
-        tagged = py.copy({"scan.tag-name": name})
-        rb = tagged.new_read_builder()
-        got = rb.new_read().to_arrow(rb.new_scan().plan().splits())
+        got = pypaimon_read(warehouse, "db.t", tag=name)
         assert rows_by(got, "id") == [{"id": i, "v": "a"} for i in range(4)]
-    py.create_tag("theirs", snapshot_id=1)
-    py.create_tag("theirs-ttl", time_retained="12h")
+    pypaimon_create_tag(warehouse, "db.t", "theirs", snapshot_id=1)
+    pypaimon_create_tag(warehouse, "db.t", "theirs-ttl", time_retained="12h")
     t = catalog.get_table("db.t")
     assert t.tags() == ["ours", "ours-ttl", "theirs", "theirs-ttl"]
     assert rows_by(t.to_arrow(tag="theirs"), "id") == [{"id": i, "v": "a"} for i in range(4)]
