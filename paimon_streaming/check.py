@@ -1,39 +1,52 @@
-"""Verifying a table: `check_table` reads every piece of metadata a reader could follow and
-reports what is missing, truncated or inconsistent, instead of letting a later read fail (or
-worse, silently return wrong rows).
+"""Verifying a table: `check_table` reads every piece of metadata a reader could follow, and
+every data file, and reports what is missing, truncated, garbled or inconsistent, instead of
+letting a later read fail (or worse, silently return wrong rows).
 
 Checked, for every snapshot and tag:
 
-* snapshot/tag JSON decodes, snapshot ids are contiguous, schemas they use exist;
-* manifest lists and manifests exist with their recorded size and decode (read uncached, so a
-  file corrupted after it was cached is still found);
-* every live data file, changelog file and extra file exists, data files with their recorded size;
+* snapshot/tag JSON decodes, snapshot ids are contiguous, every schema file decodes and the
+  schemas snapshots and files use exist;
+* manifest lists and manifests exist with their recorded size and decode, passing their
+  checksums (read uncached, so a file corrupted after it was cached is still found);
+* every live data file, changelog file and extra file exists, data files with their recorded
+  size; data files are read whole (page checksums, row count), unless `verify_data=False`;
 * index files exist with their recorded size; every deletion vector decodes and passes its CRC;
-* the LATEST/EARLIEST hints parse and point inside the snapshot range (a stale hint is only a
-  warning: readers probe past it);
+* the LATEST/EARLIEST hints parse and point inside the snapshot range. A LATEST hint beyond
+  the newest snapshot file is an error: the newest snapshot file(s) were deleted, and readers
+  and writers refuse the table (`SnapshotMissingError`) until the files are restored or
+  `repair_hints` (`paimon-streaming check --repair`) accepts the loss. A stale hint (behind
+  the newest snapshot: hints lag) or a missing one is only a warning: readers list past it;
 * the newest snapshot's totalRecordCount equals the rows of its live files (warning);
 * deletion-vector and first-row tables: no primary key is live twice in the newest snapshot.
 
-Problems are collected, not raised, so one run reports everything; `CheckReport.ok` is False
-when any problem is an error.
+Problems are collected, never raised (an unexpected failure is reported as a `check-failed`
+problem), so one run reports everything; `CheckReport.ok` is False when any problem is an
+error. `check_location` also reports a table whose schema files are damaged.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .datafile import verify_data_file
 from .deletionvectors import decode_vector
-from .errors import PaimonError
+from .errors import MissingFileError, PaimonError
+from .fileio import FileIO
+from .keyvalue import file_fields
 from .manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
 from .manifest.entries import DELETION_VECTORS_INDEX
-from .manifest.files import read_avro
+from .manifest.files import read_records
 from .scan import TableScan
-from .snapshot import Snapshot
+from .schema import SchemaManager, TableSchema
+from .snapshot import Snapshot, SnapshotManager, snapshot_damage
 from .table import Table
+from .tags import TagManager
 
 ERROR, WARNING = "error", "warning"
+HINTS = ("LATEST", "EARLIEST")
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,7 @@ class CheckReport:
     snapshots: int = 0
     files: int = 0
     problems: list[Problem] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -60,66 +74,204 @@ class CheckReport:
 
     def to_dict(self) -> dict:
         return {"table": self.table, "ok": self.ok, "snapshots": self.snapshots, "files": self.files,
-                "problems": [asdict(p) for p in self.problems]}
+                "problems": [asdict(p) for p in self.problems], "repaired": list(self.repaired)}
 
 
-def check_table(table: Table) -> CheckReport:
-    """Verify `table` (see the module docstring); never raises for a problem in the table."""
-    return _Checker(table).run()
+def check_table(table: Table, verify_data: bool = True) -> CheckReport:
+    """Verify `table` (see the module docstring); never raises for a problem in the table.
+    `verify_data=False` checks data files by their size only (no read of their content)."""
+    return _Checker(table.file_io, table.path, table, verify_data).run()
+
+
+def check_location(location: str, verify_data: bool = True, filesystem=None) -> CheckReport:
+    """`check_table` of the table at `location`, also when it cannot be opened (a damaged or
+    missing schema file): then the snapshots, hints and schema files are still checked, and
+    the manifests and data files with the newest schema that decodes. Never raises."""
+    try:
+        file_io, path = FileIO.for_path(location, filesystem)
+    except Exception as exc:  # noqa: BLE001 - a bad location is a report too
+        report = CheckReport(location)
+        report.problems.append(Problem(ERROR, "check-failed", location, f"cannot open {location}: {exc}"))
+        return report
+    table = None
+    opening_error: Exception | None = None
+    try:
+        table = Table(file_io, path)
+    except Exception as exc:  # noqa: BLE001 - reported below
+        opening_error = exc
+    return _Checker(file_io, path, table, verify_data, opening_error).run()
+
+
+def repair_hints(location_or_table: str | Table, filesystem=None) -> list[str]:
+    """Rewrite the LATEST/EARLIEST hints from the snapshot files that exist; returns what was done.
+
+    LATEST is rewritten when it is missing, garbled or names a snapshot beyond the newest
+    snapshot file (its newer snapshots were deleted: this accepts their loss; their files become
+    orphans that `remove-orphans` deletes). EARLIEST is rewritten when garbled or outside the
+    snapshot range. A hint behind the newest snapshot is left alone (hints lag; readers probe past
+    them). Only hints are written, never a value beyond an existing snapshot file, so a commit
+    running meanwhile is unharmed (its snapshot makes the rewritten hint merely stale)."""
+    if isinstance(location_or_table, Table):
+        file_io, path = location_or_table.file_io, location_or_table.path
+    else:
+        file_io, path = FileIO.for_path(location_or_table, filesystem)
+    sm = SnapshotManager(file_io, path)
+    ids = _listed_snapshot_ids(file_io, sm.dir)
+    done = []
+    for name in HINTS:
+        hint_path = sm.hint_path(name)
+        present = file_io.exists(hint_path)
+        value = sm.read_hint(name)
+        if not ids:
+            if present:
+                file_io.delete(hint_path)
+                done.append(f"deleted {hint_path}: the table has no snapshot file")
+            continue
+        target = ids[-1] if name == "LATEST" else ids[0]
+        if name == "LATEST":
+            wrong = value is None or value > ids[-1]
+        else:
+            wrong = present and (value is None or not ids[0] <= value <= ids[-1])
+        if wrong:
+            file_io.overwrite_atomic(hint_path, str(target).encode())
+            was = "missing" if not present else "garbled" if value is None else f"at snapshot {value}"
+            done.append(f"rewrote {hint_path} to {target} (it was {was})")
+    return done
+
+
+def _listed_snapshot_ids(file_io: FileIO, snapshot_dir: str) -> list[int]:
+    names = file_io.list_names(snapshot_dir)
+    return sorted(int(n[9:]) for n in names if n.startswith("snapshot-") and n[9:].isdigit())
 
 
 class _Checker:
-    def __init__(self, table: Table):
+    def __init__(self, file_io: FileIO, path: str, table: Table | None, verify_data: bool = True,
+                 opening_error: Exception | None = None):
+        self.io = file_io
+        self.path = path
         self.table = table
-        self.io = table.file_io
-        self.scan = TableScan(table.file_io, table.path, table.schema)
-        self.report = CheckReport(table.path)
+        self.verify_data = verify_data
+        self.opening_error = opening_error
+        self.snapshot_manager = SnapshotManager(file_io, path)
+        self.tag_manager = TagManager(file_io, path)
+        self.schema_manager = SchemaManager(file_io, path)
+        self.scan: TableScan | None = None
+        self.report = CheckReport(path)
         self._listings: dict[str, dict[str, int]] = {}
-        self._decoded: dict[str, list[dict] | None] = {}
+        self._decoded: dict[str, list | None] = {}
         self._verdicts: dict[str, bool] = {}
         self._schema_ids: set[int] | None = None
+        self._good_schemas: dict[int, TableSchema] = {}
 
     def problem(self, kind: str, path: str, message: str, severity: str = ERROR) -> None:
         self.report.problems.append(Problem(severity, kind, path, message))
 
+    def guarded(self, path: str, what: str, step: Callable[[], None]) -> None:
+        """Run one step; a failure no check foresaw is reported, never raised."""
+        try:
+            step()
+        except PaimonError as exc:
+            kind = "missing-file" if isinstance(exc, MissingFileError) else "corrupt-file"
+            self.problem(kind, path, f"{what}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - check never raises
+            self.problem("check-failed", path, f"{what} failed unexpectedly: {type(exc).__name__}: {exc}")
+
     def run(self) -> CheckReport:
-        snapshots = self._snapshots()
-        for label, snap in snapshots:
-            self._check_snapshot(label, snap)
-        self._check_hints()
-        latest = self.table.snapshot_manager.latest_id()
-        newest = next((s for label, s in snapshots if s.id == latest and label.startswith("snapshot")), None)
-        if newest is not None and self.report.ok:
-            self._check_newest(newest)
+        self.guarded(self.schema_manager.dir, "checking the schema files", self._check_schema_files)
+        schema = self.table.schema if self.table is not None else self._fallback_schema()
+        if schema is not None:
+            self.scan = TableScan(self.io, self.path, schema)
+        snapshots: list[tuple[str, Snapshot]] = []
+        self.guarded(self.snapshot_manager.dir, "reading the snapshots and tags",
+                     lambda: snapshots.extend(self._snapshots()))
+        if self.scan is None and snapshots:
+            self.problem("check-failed", self.schema_manager.dir, "no schema file decodes: the manifests and "
+                         "data files of the snapshots were not checked")
+        if self.scan is not None:
+            for label, snap in snapshots:
+                self.guarded(self._snapshot_path(label, snap), f"checking {label}",
+                             lambda label=label, snap=snap: self._check_snapshot(label, snap))
+        self.guarded(self.snapshot_manager.dir, "checking the hints", self._check_hints)
+        if self.table is not None and self.report.ok:
+            ids = self._snapshot_ids()
+            newest = next((s for label, s in snapshots if ids and s.id == ids[-1] and label.startswith("snapshot")),
+                          None)
+            if newest is not None:
+                self.guarded(self.snapshot_manager.path(newest.id), f"checking snapshot {newest.id}'s rows",
+                             lambda: self._check_newest(newest))
         return self.report
+
+    def _snapshot_path(self, label: str, snap: Snapshot) -> str:
+        if label.startswith("tag "):
+            return self.tag_manager.path(label[4:])
+        return self.snapshot_manager.path(snap.id)
+
+    # ---- schemas ------------------------------------------------------------------------------
+    def _check_schema_files(self) -> None:
+        ids = self.schema_manager.schema_ids()
+        self._schema_ids = set(ids)
+        for sid in ids:
+            try:
+                self._good_schemas[sid] = self.schema_manager.schema(sid)
+            except PaimonError as exc:
+                self.problem("corrupt-file", f"{self.schema_manager.dir}/schema-{sid}", str(exc))
+        if self.opening_error is not None:
+            err = self.opening_error
+            if not ids and not self._snapshot_ids():
+                self.problem("not-a-table", self.path, f"no Paimon table at {self.path}: {err}")
+            elif not ids:
+                pass  # every snapshot's schema is reported missing by _check_schema
+            elif not any(p.path.startswith(self.schema_manager.dir) for p in self.report.problems):
+                self.problem("check-failed", self.path, f"the table cannot be opened: {type(err).__name__}: {err}")
+
+    def _fallback_schema(self) -> TableSchema | None:
+        return self._good_schemas[max(self._good_schemas)] if self._good_schemas else None
+
+    def _check_schema(self, label: str, schema_id: int) -> None:
+        """Readers map every file's columns through the schema it was written with."""
+        if self._schema_ids is None:
+            self._schema_ids = set(self.schema_manager.schema_ids())
+        path = f"{self.schema_manager.dir}/schema-{schema_id}"
+        if schema_id not in self._schema_ids and path not in self._verdicts:
+            self._verdicts[path] = False
+            self.problem("missing-file", path, f"{label} uses schema {schema_id}, whose schema file does not exist")
 
     # ---- snapshots and tags ---------------------------------------------------------------
     def _snapshots(self) -> list[tuple[str, Snapshot]]:
-        sm, tm = self.table.snapshot_manager, self.table.tag_manager
+        sm, tm = self.snapshot_manager, self.tag_manager
         ids = self._snapshot_ids()
         out: list[tuple[str, Snapshot]] = []
         for prev, cur in zip(ids, ids[1:]):
             if cur != prev + 1:
-                self.problem("snapshot-gap", sm.dir, f"snapshots {prev + 1}..{cur - 1} are missing between "
-                             f"{prev} and {cur}; snapshot ids must be contiguous")
+                missing = sm.path(prev + 1) + (f" .. {sm.path(cur - 1)}" if cur - 1 > prev + 1 else "")
+                self.problem("snapshot-gap", sm.dir, f"snapshot file(s) {missing} are missing between snapshots "
+                             f"{prev} and {cur}; snapshot ids must be contiguous (restore the files from a "
+                             "backup, or roll back to a snapshot before the gap)")
         for sid in ids:
             try:
                 out.append((f"snapshot {sid}", sm.snapshot(sid)))
             except PaimonError as exc:
-                self.problem("corrupt-file", sm.path(sid), str(exc))
+                if sm.exists(sid):  # not expired meanwhile
+                    self.problem("corrupt-file", sm.path(sid), str(exc))
         for name in tm.tag_names():
             try:
-                out.append((f"tag {name}", Snapshot.from_json(self.io.read_text(tm.path(name)))))
+                tagged = Snapshot.from_json(self.io.read_bytes(tm.path(name)))
+                damage = snapshot_damage(tagged)
+                if damage:
+                    self.problem("corrupt-file", tm.path(name), f"tag file is damaged: {damage}")
+                else:
+                    out.append((f"tag {name}", tagged))
+            except FileNotFoundError:
+                continue  # deleted meanwhile
             except (ValueError, KeyError, TypeError) as exc:
-                self.problem("corrupt-file", tm.path(name), f"tag file cannot be parsed: {exc}")
+                self.problem("corrupt-file", tm.path(name), f"tag file cannot be parsed: {type(exc).__name__}: {exc}")
         for label, snap in out:
             self._check_schema(label, snap.schema_id)
         self.report.snapshots = len(out)
         return out
 
     def _snapshot_ids(self) -> list[int]:
-        names = self.io.list_names(self.table.snapshot_manager.dir)
-        return sorted(int(n[9:]) for n in names if n.startswith("snapshot-") and n[9:].isdigit())
+        return _listed_snapshot_ids(self.io, self.snapshot_manager.dir)
 
     def _check_snapshot(self, label: str, snap: Snapshot) -> None:
         data = self._entries(label, snap.base_manifest_list, snap.base_manifest_list_size) + \
@@ -127,7 +279,8 @@ class _Checker:
         try:
             live = live_entries(data)
         except PaimonError as exc:
-            self.problem("corrupt-file", snap.base_manifest_list, f"{label}: manifests do not replay: {exc}")
+            self.problem("corrupt-file", self.scan.manifest_list.path(snap.base_manifest_list),
+                         f"{label}: manifests do not replay: {exc}")
             live = []
         for e in live:
             self._check_data_file(label, e)
@@ -135,27 +288,27 @@ class _Checker:
             for e in self._entries(label, snap.changelog_manifest_list, snap.changelog_manifest_list_size):
                 self._check_data_file(label, e)
         if snap.index_manifest is not None:
-            records = self._decode(self.scan.index_manifest.path(snap.index_manifest), None, label)
-            for rec in records or []:
-                self._check_index_file(label, IndexManifestEntry.from_avro(rec))
+            records = self._decode(self.scan.index_manifest.path(snap.index_manifest), None, label,
+                                   IndexManifestEntry.from_avro)
+            for entry in records or []:
+                self._check_index_file(label, entry)
 
     def _entries(self, label: str, list_name: str, list_size: int | None) -> list[ManifestEntry]:
-        metas = self._decode(self.scan.manifest_list.path(list_name), list_size, label)
+        metas = self._decode(self.scan.manifest_list.path(list_name), list_size, label, ManifestFileMeta.from_avro)
         out = []
-        for rec in metas or []:
-            meta = ManifestFileMeta.from_avro(rec)
-            records = self._decode(self.scan.manifest_file.path(meta.file_name), meta.file_size, label)
-            out.extend(ManifestEntry.from_avro(r) for r in records or [])
+        for meta in metas or []:
+            out.extend(self._decode(self.scan.manifest_file.path(meta.file_name), meta.file_size, label,
+                                    ManifestEntry.from_avro) or [])
         return out
 
     # ---- files ------------------------------------------------------------------------------
-    def _decode(self, path: str, size: int | None, label: str) -> list[dict] | None:
-        """Avro records of a metadata file (None when missing or corrupt, reported once)."""
+    def _decode(self, path: str, size: int | None, label: str, convert) -> list | None:
+        """Records of a metadata file (None when missing or corrupt, reported once)."""
         if path not in self._decoded:
             self._decoded[path] = None
             if self._exists(path, size, label):
                 try:
-                    self._decoded[path] = read_avro(self.io, path)
+                    self._decoded[path] = read_records(self.io, path, convert, size)
                 except PaimonError as exc:
                     self.problem("corrupt-file", path, f"{label}: {exc}")
         return self._decoded[path]
@@ -183,23 +336,28 @@ class _Checker:
             return False
         return True
 
-    def _check_schema(self, label: str, schema_id: int) -> None:
-        """Readers map every file's columns through the schema it was written with."""
-        if self._schema_ids is None:
-            self._schema_ids = set(self.table.schema_manager.schema_ids())
-        path = f"{self.table.path}/schema/schema-{schema_id}"
-        if schema_id not in self._schema_ids and path not in self._verdicts:
-            self._verdicts[path] = False
-            self.problem("missing-file", path, f"{label} uses schema {schema_id}, whose schema file does not exist")
-
     def _check_data_file(self, label: str, e: ManifestEntry) -> None:
         f = e.file
         self._check_schema(f"{label} (data file {f.file_name})", f.schema_id)
         directory = self._bucket_dir(e)
         path = f.external_path or f"{directory}/{f.file_name}"
-        self._exists(path, f.file_size, label)
+        if path not in self._verdicts and self._exists(path, f.file_size, label) and self.verify_data:
+            self._verify_content(label, path, e)
         for extra in f.extra_files:
             self._exists(f"{directory}/{extra}", None, label)
+
+    def _verify_content(self, label: str, path: str, e: ManifestEntry) -> None:
+        """Read the whole file: page checksums, footer, row count (datafile.read_data_file)."""
+        try:
+            schema = self.scan.schema_of(e.file.schema_id)
+        except PaimonError:
+            return  # its schema file is missing or damaged: reported on its own
+        try:
+            verify_data_file(self.io, path, file_fields(schema), e.file.file_size, e.file.row_count)
+        except PaimonError as exc:
+            self._verdicts[path] = False
+            kind = "missing-file" if isinstance(exc, MissingFileError) else "corrupt-file"
+            self.problem(kind, path, f"{label}: {exc}")
 
     def _bucket_dir(self, e: ManifestEntry) -> str:
         return self.scan.split_of(e.partition, e.bucket, e.total_buckets, []).bucket_path
@@ -216,27 +374,40 @@ class _Checker:
             try:
                 decode_vector(data, meta, path)
             except PaimonError as exc:
+                self._verdicts[path] = False
                 self.problem("corrupt-file", path, f"{label}: {exc}")
                 return
 
     # ---- hints and the newest snapshot ------------------------------------------------------
     def _check_hints(self) -> None:
-        sm = self.table.snapshot_manager
+        sm = self.snapshot_manager
         ids = self._snapshot_ids()
-        for name in ("LATEST", "EARLIEST"):
-            path = f"{sm.dir}/{name}"
+        for name in HINTS:
+            path = sm.hint_path(name)
             try:
-                text = self.io.read_text(path)
+                raw = self.io.read_bytes(path)
             except FileNotFoundError:
+                if ids and (name == "LATEST" or ids[0] > 1):
+                    self.problem("hint", path, f"hint {path} is missing; readers list {sm.dir} instead "
+                                 "(`paimon-streaming check --repair` rewrites it)", severity=WARNING)
                 continue
-            if not text.strip().isdigit():
-                self.problem("hint", path, f"hint {path} holds {text[:20]!r}, not a snapshot id; readers fall "
-                             "back to listing, rewrite it with the right id or delete it")
+            value = sm.read_hint(name)
+            if value is None:
+                self.problem("hint", path, f"hint {path} holds {raw[:20]!r}, not a snapshot id; readers fall back "
+                             "to listing; `paimon-streaming check --repair` rewrites it")
                 continue
-            value = int(text.strip())
-            if not ids or not ids[0] <= value <= ids[-1]:
-                self.problem("hint", path, f"hint {path} points at snapshot {value}, outside the existing "
-                             f"snapshots {ids[0] if ids else None}..{ids[-1] if ids else None}")
+            if name == "LATEST" and (not ids or value > ids[-1]):
+                newest = ids[-1] if ids else None
+                self.problem("hint", path, f"hint {path} says snapshot {value} was committed, but snapshot file "
+                             f"{sm.path(value)} does not exist and the newest snapshot file is "
+                             f"{sm.path(newest) if ids else 'none'}: snapshot file(s) {(newest or 0) + 1}..{value} "
+                             "were deleted. Readers and writers refuse the table (SnapshotMissingError) rather "
+                             "than silently roll it back; restore the files from a backup, or accept the loss "
+                             "with `paimon-streaming check --repair`")
+            elif not ids or not ids[0] <= value <= ids[-1]:
+                self.problem("hint", path, f"hint {path} points at snapshot {value}, outside the existing snapshots "
+                             f"{ids[0] if ids else None}..{ids[-1] if ids else None}; readers list {sm.dir} instead "
+                             "(`paimon-streaming check --repair` rewrites it)", severity=WARNING)
             elif value != (ids[-1] if name == "LATEST" else ids[0]):
                 self.problem("hint", path, f"hint {path} is stale ({value}); readers probe past it",
                              severity=WARNING)
@@ -245,7 +416,7 @@ class _Checker:
         live = self.scan.live_entries(snap)
         rows = sum(e.file.row_count for e in live)
         if rows != snap.total_record_count:
-            self.problem("record-count", self.table.snapshot_manager.path(snap.id),
+            self.problem("record-count", self.snapshot_manager.path(snap.id),
                          f"snapshot {snap.id} records totalRecordCount {snap.total_record_count} but its live "
                          f"files hold {rows} rows", severity=WARNING)
         opts = self.table.options
@@ -257,13 +428,13 @@ class _Checker:
         try:
             table = self.table.to_arrow(columns=keys, snapshot_id=snap.id)
         except (PaimonError, OSError, pa.ArrowException) as exc:
-            self.problem("corrupt-file", self.table.path, f"snapshot {snap.id} cannot be read: {exc}")
+            self.problem("corrupt-file", self.path, f"snapshot {snap.id} cannot be read: {exc}")
             return
         counts = table.group_by(keys).aggregate([([], "count_all")])
         dup = counts.filter(pc.greater(counts["count_all"], pa.scalar(1, pa.int64())))
         if dup.num_rows:
             sample = dup.slice(0, 3).select(keys).to_pylist()
-            self.problem("duplicate-key", self.table.path,
+            self.problem("duplicate-key", self.path,
                          f"snapshot {snap.id}: {dup.num_rows} primary keys are live more than once (e.g. "
                          f"{sample}); deletion vectors are missing marks — run a full compaction "
                          "(`paimon-streaming compact --full`) after finding the writer at fault")

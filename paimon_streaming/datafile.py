@@ -22,6 +22,16 @@ timestamps with a sub-second part are written with negative nanos that Java reje
 
 Reading accepts files of any Paimon writer (Java, pypaimon, ours) and returns the canonical
 Arrow types of `types.to_arrow`.
+
+Damage is never read as data. Parquet files are written with page checksums (CRC32 of each
+page, `write_page_checksum`; Java's reader ignores them) and read with their verification on;
+files without checksums (other writers) are read as before. Before decoding, the file's size
+is compared with the size its manifest entry records (known from opening the file: no extra
+request on object stores), and its row count with the entry's, so a truncated or replaced
+file is an error, for ORC too. ORC has no checksums: a flipped byte inside an ORC stripe is
+caught only when it breaks decoding or yields invalid strings, otherwise it can read as another
+value (use Parquet, the default, where that matters). Every failure raises `MissingFileError` /
+`CorruptFileError` naming the file.
 """
 from __future__ import annotations
 
@@ -30,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
-from .errors import CorruptFileError, InvalidOptionError, SchemaMismatchError
+from .errors import CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
 from .types import DataField, DataType, arrow_schema, to_arrow
 
@@ -53,6 +63,9 @@ _COMPRESSION_EXT = {"none": None, "gzip": "gz", "bzip2": "bz2", "deflate": "defl
 _COMPRESSION_EXTS = {e for e in _COMPRESSION_EXT.values() if e}
 
 _UNIT_RANK = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+
+# Parquet page checksums: written and verified (module docstring). A switch for benchmarks only.
+PAGE_CHECKSUMS = True
 
 
 # ---- file names ---------------------------------------------------------------------------
@@ -264,16 +277,20 @@ def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str, zs
         store_schema=False,              # Java writes no ARROW:schema; readers use the Paimon schema
         use_compliant_nested_type=True,
         write_statistics=True,
+        write_page_checksum=PAGE_CHECKSUMS,  # CRC32 per page, verified on read (module docstring)
     )
 
 
 # ---- reading ------------------------------------------------------------------------------
 def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
-                   columns: list[str] | None = None) -> pa.Table:
+                   columns: list[str] | None = None, file_size: int | None = None,
+                   row_count: int | None = None) -> pa.Table:
     """Read a data file as the canonical Arrow types of `fields` (projected to `columns`).
 
     Columns are found by name, as Java does; a requested column absent from the file (added
-    by a later schema) comes back as nulls.
+    by a later schema) comes back as nulls. `file_size` and `row_count` (from the file's
+    manifest entry) are verified when given; a missing file raises MissingFileError, a damaged
+    one CorruptFileError, both naming it.
     """
     by_name = {f.name: f for f in fields}
     unknown = [c for c in columns or () if c not in by_name]
@@ -281,22 +298,57 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
         raise SchemaMismatchError(f"columns {unknown} are not among the fields {list(by_name)}")
     wanted = [by_name[c] for c in columns] if columns is not None else list(fields)
     fmt = format_from_file_name(path)
-    with file_io.open_input_file(path) as source:
+    if fmt not in FORMATS:
+        raise InvalidOptionError(f"cannot read {path}: file format {fmt!r} is not supported")
+    try:
+        source = file_io.open_input_file(path)
+    except FileNotFoundError:
+        raise MissingFileError(f"data file {path} is referenced by the table but does not exist (deleted by "
+                               "hand, or expired while this read ran); `paimon-streaming check` lists every "
+                               "missing file") from None
+    with source:
+        if file_size is not None:
+            actual = source.size()
+            if actual != file_size:
+                raise CorruptFileError(f"data file {path} has {actual} bytes but its manifest entry records "
+                                       f"{file_size} (truncated or replaced); `paimon-streaming check` lists "
+                                       "every damaged file")
         try:
             if fmt == PARQUET:
                 raw, num_rows = _read_parquet(source, wanted)
-            elif fmt == ORC:
-                raw, num_rows = _read_orc(source, wanted)
             else:
-                raise InvalidOptionError(f"cannot read {path}: file format {fmt!r} is not supported")
-        except pa.ArrowInvalid as exc:  # truncated or overwritten: pyarrow's message omits the path
-            raise CorruptFileError(f"data file {path} cannot be decoded ({exc}); `paimon-streaming check` "
-                                   "lists every damaged file of the table") from exc
+                raw, num_rows = _read_orc(source, wanted)
+        except PaimonError:
+            raise
+        except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
+            # truncated, overwritten or failing a page checksum: pyarrow's message omits the path
+            # (UnicodeDecodeError, a ValueError, comes from a garbled footer's names)
+            raise CorruptFileError(f"data file {path} cannot be decoded ({type(exc).__name__}: {exc}); "
+                                   "`paimon-streaming check` lists every damaged file") from exc
+    if row_count is not None and num_rows != row_count:
+        raise CorruptFileError(f"data file {path} holds {num_rows} rows but its manifest entry records "
+                               f"{row_count} (damaged footer or replaced file)")
     arrays = [conform(raw[f.name], to_arrow(f.type)) if f.name in raw
               else pa.nulls(num_rows, to_arrow(f.type)) for f in wanted]
     if not arrays:  # keep the row count of a zero-column projection (count queries)
         return pa.table({"_": pa.nulls(num_rows)}).select([])
     return pa.Table.from_arrays(arrays, schema=arrow_schema(wanted))
+
+
+_MAGIC = {PARQUET: b"PAR1", ORC: b"ORC"}
+
+
+def verify_data_file(file_io: FileIO, path: str, fields: list[DataField], file_size: int | None = None,
+                     row_count: int | None = None) -> None:
+    """Read a whole data file as `read_data_file` does (every column: every page checksum), and
+    its leading magic bytes, which readers skip; CorruptFileError / MissingFileError naming it."""
+    read_data_file(file_io, path, fields, None, file_size, row_count)
+    fmt = format_from_file_name(path)
+    with file_io.open_input_file(path) as source:
+        head = source.read(len(_MAGIC[fmt]))
+    if head != _MAGIC[fmt]:
+        raise CorruptFileError(f"data file {path} starts with {head!r}, not the {fmt} magic {_MAGIC[fmt]!r} "
+                               "(damaged header)")
 
 
 def _read_parquet(source, wanted: list[DataField]) -> tuple[dict[str, pa.ChunkedArray], int]:
@@ -305,9 +357,15 @@ def _read_parquet(source, wanted: list[DataField]) -> tuple[dict[str, pa.Chunked
     pyarrow's INT96 unit is per read; reading everything as ns would overflow p<=6 values
     outside 1677-2262, so a file holding INT96 is read once per needed unit.
     """
-    pf = pq.ParquetFile(source, pre_buffer=True)
+    pf = pq.ParquetFile(source, pre_buffer=True, page_checksum_verification=PAGE_CHECKSUMS)
     names = set(pf.schema_arrow.names)
     present = [f for f in wanted if f.name in names]
+    if len(present) < len(wanted):  # absent: added by a later schema, or a damaged name in the footer
+        ids = {fld.metadata.get(_FIELD_ID) for fld in pf.schema_arrow if fld.metadata}
+        renamed = [f.name for f in wanted if f.name not in names and str(f.id).encode() in ids]
+        if renamed:
+            raise ValueError(f"the footer has no column named {renamed} but holds their field ids under other "
+                             "names (a damaged footer)")
     has_int96 = any(pf.schema.column(i).physical_type == "INT96" for i in range(len(pf.schema)))
     by_unit: dict[str, list[str]] = {}
     for f in present:
@@ -315,6 +373,7 @@ def _read_parquet(source, wanted: list[DataField]) -> tuple[dict[str, pa.Chunked
     columns: dict[str, pa.ChunkedArray] = {}
     for unit, names_in_unit in by_unit.items():
         part = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=True,
+                              page_checksum_verification=PAGE_CHECKSUMS,
                               coerce_int96_timestamp_unit=unit)
         table = part.read(columns=names_in_unit, use_threads=True)
         columns.update(zip(table.column_names, table.columns))
@@ -331,6 +390,7 @@ def _read_orc(source, wanted: list[DataField]) -> tuple[dict[str, pa.ChunkedArra
     of = orc.ORCFile(source)
     names = set(of.schema.names)
     table = of.read(columns=[f.name for f in wanted if f.name in names])
+    table.validate(full=True)  # ORC has no checksums: at least no invalid UTF-8 or offsets go on
     chars = {f.name for f in wanted if f.type.root == "CHAR"}
     return {name: pc.utf8_rtrim(col.cast(pa.string()), characters=" ") if name in chars else col
             for name, col in zip(table.column_names, table.columns)}, of.nrows

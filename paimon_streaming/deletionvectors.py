@@ -16,7 +16,8 @@ from typing import Iterable
 import numpy as np
 from pyroaring import BitMap, BitMap64
 
-from .errors import CorruptFileError
+from .errors import CorruptFileError, MissingFileError
+from .fileio import FileIO
 from .manifest import DeletionVectorMeta
 
 VERSION = 1
@@ -100,6 +101,20 @@ def encode_index_file(vectors: dict[str, BitMap | BitMap64],
     return b"".join(parts), metas
 
 
+def read_index_file(file_io: FileIO, path: str, file_size: int | None = None) -> bytes:
+    """The bytes of a deletion-vector index file: MissingFileError when absent, CorruptFileError
+    when it is not the `file_size` bytes its index manifest entry records (when given)."""
+    try:
+        data = file_io.read_bytes(path)
+    except FileNotFoundError:
+        raise MissingFileError(f"deletion vector file {path} is referenced by the index manifest but does not "
+                               "exist; `paimon-streaming check` lists every missing file") from None
+    if file_size is not None and len(data) != file_size:
+        raise CorruptFileError(f"deletion vector file {path} has {len(data)} bytes but its index manifest entry "
+                               f"records {file_size} (truncated or replaced)")
+    return data
+
+
 def record_bytes(data: bytes, meta: DeletionVectorMeta, path: str) -> tuple[bytes, DeletionVectorMeta]:
     """One data file's whole record (size, body, CRC) as stored, CRC-checked, with its meta."""
     body = _checked_body(data, meta, path)
@@ -126,8 +141,12 @@ def decode_vector(data: bytes, meta: DeletionVectorMeta, path: str) -> BitMap | 
     body = _checked_body(data, meta, path)
     (magic_be,) = struct.unpack_from(">i", body, 0)
     (magic_le,) = struct.unpack_from("<i", body, 0)
-    if magic_be == MAGIC32:
-        return BitMap.deserialize(body[4:])
-    if magic_le == MAGIC64:
-        return _decode_bitmap64(body[4:])
+    try:
+        if magic_be == MAGIC32:
+            return BitMap.deserialize(body[4:])
+        if magic_le == MAGIC64:
+            return _decode_bitmap64(body[4:])
+    except (ValueError, struct.error) as exc:  # passed its CRC, yet not a bitmap: a bad writer
+        raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} cannot be decoded: "
+                               f"{exc}") from exc
     raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} has an unknown magic number")

@@ -85,3 +85,18 @@ class StalePlanError(CommitConflictError):
     """A file of the snapshot a write or compaction planned on vanished while it was read:
     a concurrent compaction replaced it and expiration deleted it. Nothing was committed;
     `Table.write_arrow` and `paimon_sink` plan again on the new snapshot."""
+
+
+class SnapshotMissingError(MissingFileError):
+    """A snapshot file the table's history needs does not exist. Raised by readers and writers
+    when the LATEST hint names snapshot n but neither snapshot-n nor any later snapshot exists:
+    the newest snapshot file(s) were deleted, and answering from an older snapshot would be a
+    silent rollback (the next commit would even reuse the id). Restore the file from a backup,
+    or accept the loss with `paimon-streaming check --repair` (`check.repair_hints`), which
+    points LATEST at the newest snapshot that exists."""
+
+
+class SnapshotGapError(SnapshotMissingError, SnapshotNotFoundError):
+    """A snapshot between the earliest and the latest one is missing (deleted by hand, not
+    expired). Also a SnapshotNotFoundError, so tools that skip absent snapshots (expiration,
+    rollback) keep working around it."""

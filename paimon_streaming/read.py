@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from .datafile import read_data_file
-from .deletionvectors import decode_vector, positions_of
+from .deletionvectors import decode_vector, positions_of, read_index_file
+from .errors import CorruptFileError
 from .fileio import FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND, file_fields
 from .manifest import DataFileMeta
@@ -101,7 +102,8 @@ class SplitReader:
                 read_names.append(old.name)
                 renames[old.name] = n
         path = meta.external_path or f"{split.bucket_path}/{meta.file_name}"
-        table = read_data_file(self.file_io, path, fields_in_file, read_names + system)
+        table = read_data_file(self.file_io, path, fields_in_file, read_names + system,
+                               file_size=meta.file_size, row_count=meta.row_count)
         table = table.rename_columns([renames.get(c, c) for c in table.column_names])
         for f in missing:
             table = table.append_column(pa.field(f.name, to_arrow(f.type)),
@@ -118,11 +120,14 @@ class SplitReader:
     def _keep_mask(self, deletion: DeletionFile, num_rows: int) -> np.ndarray:
         data = self._dv_cache.get(deletion.path)
         if data is None:
-            data = self.file_io.read_bytes(deletion.path)
+            data = read_index_file(self.file_io, deletion.path, deletion.file_size)
             self._dv_cache[deletion.path] = data
         positions = positions_of(decode_vector(data, deletion.meta, deletion.path))
+        if positions.size and positions[-1] >= num_rows:  # the CRC matched: the bitmap belongs elsewhere
+            raise CorruptFileError(f"deletion vector of {deletion.meta.data_file_name} in {deletion.path} marks "
+                                   f"position {int(positions[-1])}, beyond the file's {num_rows} rows")
         mask = np.ones(num_rows, dtype=bool)
-        mask[positions[positions < num_rows]] = False
+        mask[positions] = False
         return mask
 
     # ---- merge on read -------------------------------------------------------------------

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .binary_row import deserialize_row
+from .errors import CommitConflictError, CorruptFileError
 from .fileio import FileIO
-from .manifest import (DataFileMeta, IndexManifestFile, ManifestEntry, ManifestFile, ManifestList,
-                       DeletionVectorMeta, live_entries)
+from .manifest import (DataFileMeta, IndexManifestFile, ManifestEntry, ManifestFile, ManifestFileMeta,
+                       ManifestList, DeletionVectorMeta, live_entries)
 from .manifest.entries import DELETION_VECTORS_INDEX
 from .options import CoreOptions
 from .paths import PathFactory, bucket_path, partition_path
@@ -29,9 +30,10 @@ from .snapshot import Snapshot
 
 @dataclass(frozen=True)
 class DeletionFile:
-    """Where the deletion vector of one data file lives."""
+    """Where the deletion vector of one data file lives (`file_size`: of the whole index file)."""
     path: str
     meta: DeletionVectorMeta
+    file_size: int | None = None
 
 
 @dataclass
@@ -82,21 +84,34 @@ class TableScan:
         self._schema_cache: dict[int, TableSchema] = {schema.id: schema}
 
     # ---- entries ------------------------------------------------------------------------
+    # Every metadata file is read with the size its reference records, so a truncated or
+    # replaced file is an error naming it (manifest/files.py), never fewer entries.
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        """The manifests of a snapshot's base and delta manifest lists."""
+        return self.manifest_list.read(snapshot.base_manifest_list, snapshot.base_manifest_list_size) + \
+            self.manifest_list.read(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)
+
     def live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        metas = self.manifest_list.read(snapshot.base_manifest_list) + \
-            self.manifest_list.read(snapshot.delta_manifest_list)
-        return live_entries(e for m in metas for e in self.manifest_file.read(m.file_name))
+        entries = [e for m in self.data_manifests(snapshot) for e in self.manifest_file.read_meta(m)]
+        try:
+            return live_entries(entries)
+        except CommitConflictError as exc:  # a committed snapshot always replays: its metadata is damaged
+            raise CorruptFileError(
+                f"the manifests of snapshot {snapshot.id} of {self.table_path} do not replay ({exc}); manifest "
+                f"lists {self.manifest_list.path(snapshot.base_manifest_list)} and "
+                f"{self.manifest_list.path(snapshot.delta_manifest_list)}") from exc
 
     def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        return [e for m in self.manifest_list.read(snapshot.delta_manifest_list)
-                for e in self.manifest_file.read(m.file_name)]
+        return [e for m in self.manifest_list.read(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)
+                for e in self.manifest_file.read_meta(m)]
 
     def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """The changelog files a snapshot added (empty when it has no changelog manifest list)."""
         if snapshot.changelog_manifest_list is None:
             return []
-        return [e for m in self.manifest_list.read(snapshot.changelog_manifest_list)
-                for e in self.manifest_file.read(m.file_name)]
+        return [e for m in self.manifest_list.read(snapshot.changelog_manifest_list,
+                                                   snapshot.changelog_manifest_list_size)
+                for e in self.manifest_file.read_meta(m)]
 
     def partition_values(self, partition: bytes) -> list[Any]:
         values = self._partition_cache.get(partition)
@@ -118,6 +133,7 @@ class TableScan:
     def plan(self, snapshot: Snapshot | None, flt: Filter | None = None) -> list[DataSplit]:
         if snapshot is None:
             return []
+        self.schema_of(snapshot.schema_id)  # a deleted (newest) schema file is an error, not an older schema
         pk = bool(self.schema.primary_keys)
         dv = self.options.deletion_vectors
         skip_level0 = pk and (dv or self.options.merge_engine == "first-row")
@@ -174,7 +190,7 @@ class TableScan:
             path = f.external_path or f"{self.table_path}/index/{f.file_name}"
             target = out.setdefault((e.partition, e.bucket), {})
             for meta in f.dv_ranges:
-                target[meta.data_file_name] = DeletionFile(path, meta)
+                target[meta.data_file_name] = DeletionFile(path, meta, f.file_size)
         return out
 
     def _partition_may_match(self, partition: bytes, flt: Filter | None) -> bool:

@@ -182,14 +182,49 @@ class SchemaManager:
 
     def latest(self) -> TableSchema | None:
         ids = self.schema_ids()
+        if not ids:
+            self._no_schema_but_snapshots()
         return self.schema(ids[-1]) if ids else None
 
+    def _no_schema_but_snapshots(self) -> None:
+        """A table with snapshots and no schema file lost it: MissingFileError naming the one
+        its newest snapshot uses (not "no table here")."""
+        from .errors import MissingFileError
+        snapshot_dir = f"{self.dir.rsplit('/', 1)[0]}/snapshot"
+        ids = sorted(int(n[9:]) for n in self.file_io.list_names(snapshot_dir)
+                     if n.startswith("snapshot-") and n[9:].isdigit())
+        if not ids:
+            return
+        try:
+            schema_id = int(json.loads(self.file_io.read_bytes(f"{snapshot_dir}/snapshot-{ids[-1]}"))["schemaId"])
+        except (OSError, ValueError, KeyError, TypeError):
+            schema_id = 0
+        raise MissingFileError(f"schema file {self.dir}/schema-{schema_id} does not exist (no schema file is "
+                               f"left in {self.dir}), but the table has snapshots {ids[0]}..{ids[-1]}; restore "
+                               "the schema files from a backup")
+
     def schema(self, schema_id: int) -> TableSchema:
+        """Load schema file `schema_id`: MissingFileError when absent, CorruptFileError when it
+        does not decode (or holds another id); both name the file."""
+        from .errors import CorruptFileError, MissingFileError
         path = f"{self.dir}/schema-{schema_id}"
         try:
-            return TableSchema.from_json(self.file_io.read_text(path))
+            data = self.file_io.read_bytes(path)
         except FileNotFoundError:
-            raise PaimonError(f"schema file {path} does not exist") from None
+            raise MissingFileError(f"schema file {path} does not exist; data files written with schema "
+                                   f"{schema_id} cannot be read without it (restore it from a backup)") from None
+        try:
+            text = data.decode("utf-8")  # strict: a damaged byte is an error
+            schema = TableSchema.from_json(text)
+            damage = _schema_damage(schema, schema_id, json.loads(text))
+        except PaimonError as exc:  # e.g. an unknown type: keep the class, name the file
+            raise type(exc)(f"schema file {path}: {exc}") from exc
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            raise CorruptFileError(f"schema file {path} cannot be parsed ({type(exc).__name__}: {exc}); "
+                                   "restore it from a backup") from exc
+        if damage:
+            raise CorruptFileError(f"schema file {path} is damaged: {damage}; restore it from a backup")
+        return schema
 
     def create(self, schema: TableSchema) -> TableSchema:
         """Write schema 0 (or the next id); fails if that id was taken concurrently."""
@@ -198,6 +233,29 @@ class SchemaManager:
         if not self.file_io.try_create_atomic(f"{self.dir}/schema-{schema.id}", schema.to_json().encode()):
             raise PaimonError(f"schema {schema.id} of {self.dir} was created concurrently")
         return schema
+
+
+_SCHEMA_KEYS = ("version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys", "options", "comment",
+                "timeMillis")
+
+
+def _schema_damage(schema: TableSchema, schema_id: int, obj: dict) -> str | None:
+    """What makes a decoded schema file implausible, or None (JSON has no checksum: this catches
+    what a damaged byte that still parses can do)."""
+    if schema.id != schema_id:
+        return f"it holds schema id {schema.id!r}"
+    names = {f.name for f in schema.fields}
+    ids = [f.id for f in schema.fields]
+    if len(names) < len(schema.fields) or len(set(ids)) < len(ids):
+        return f"its field names or ids repeat ({[(f.id, f.name) for f in schema.fields]})"
+    unknown = [k for k in (*schema.primary_keys, *schema.partition_keys) if k not in names]
+    if unknown:
+        return f"its primary/partition keys {unknown} are not among its fields {sorted(names)}"
+    for key in obj:
+        near = [k for k in _SCHEMA_KEYS if k != key and len(k) == len(key) and sum(a != b for a, b in zip(k, key)) == 1]
+        if near:
+            return f"it has the unknown key {key!r}, one character away from {near[0]!r}"
+    return None
 
 
 _INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")

@@ -2,7 +2,13 @@
 
 Hints may be stale or missing (FORMAT.md §1): LATEST=n is trusted only when
 `snapshot-(n+1)` does not exist, EARLIEST only when its snapshot exists; otherwise the
-snapshot directory is listed.
+snapshot directory is listed. Hints lag (committers write LATEST after publishing the
+snapshot, and concurrent committers may write them out of order), so a hint *behind* the
+newest snapshot is normal. A LATEST hint *beyond* every snapshot file is not: committers
+never write it before the snapshot exists, so the newest snapshot file(s) were deleted.
+Answering from the older snapshot would be a silent rollback (and the next commit would
+reuse the id), so readers and writers raise `SnapshotMissingError` until the file is
+restored or `check.repair_hints` (`paimon-streaming check --repair`) accepts the loss.
 """
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .errors import CorruptFileError, SnapshotNotFoundError
+from .errors import CorruptFileError, SnapshotGapError, SnapshotMissingError, SnapshotNotFoundError
 from .fileio import FileIO
 
 APPEND, COMPACT, OVERWRITE, ANALYZE = "APPEND", "COMPACT", "OVERWRITE", "ANALYZE"
@@ -71,14 +77,48 @@ class Snapshot:
         return json.dumps(self.to_dict(), indent=2)
 
     @staticmethod
-    def from_json(text: str) -> "Snapshot":
+    def from_json(text: str | bytes) -> "Snapshot":
+        """Parse a snapshot (or tag) file; ValueError/KeyError/TypeError when it is not one."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")  # strict: a damaged byte is a UnicodeDecodeError (a ValueError)
         obj = json.loads(text)
+        if not isinstance(obj, dict):
+            raise ValueError(f"a snapshot is a JSON object, not {type(obj).__name__}")
         known = {key for key, _ in _KEYS}
         kwargs = {attr: obj[key] for key, attr in _KEYS if key in obj}
         kwargs.setdefault("total_record_count", 0)
         kwargs.setdefault("delta_record_count", 0)
         kwargs["extra"] = {k: v for k, v in obj.items() if k not in known}
         return Snapshot(**kwargs)
+
+
+_KNOWN_KEYS = {key for key, _ in _KEYS}
+_KINDS = (APPEND, COMPACT, OVERWRITE, ANALYZE)
+_STRINGS = ("base_manifest_list", "delta_manifest_list", "commit_user", "changelog_manifest_list",
+            "index_manifest")
+_INTEGERS = ("id", "schema_id", "commit_identifier", "time_millis", "total_record_count", "delta_record_count")
+
+
+def snapshot_damage(snap: Snapshot, snapshot_id: int | None = None) -> str | None:
+    """What makes a decoded snapshot (or tag) implausible, or None. JSON has no checksum; this
+    catches what a damaged byte that still parses can do: another id, a commit kind or value
+    type no writer writes, or a known key misspelt by one character (then read as absent)."""
+    if snapshot_id is not None and snap.id != snapshot_id:
+        return f"it holds snapshot id {snap.id!r}"
+    if snap.commit_kind not in _KINDS:
+        return f"commitKind {snap.commit_kind!r} is none of {', '.join(_KINDS)}"
+    for attr in _STRINGS:
+        value = getattr(snap, attr)
+        if not isinstance(value, str) and (value is not None or attr in _STRINGS[:3]):
+            return f"{attr} is {value!r}, not a string"
+    for attr in _INTEGERS:
+        if type(getattr(snap, attr)) is not int:
+            return f"{attr} is {getattr(snap, attr)!r}, not an integer"
+    for key in snap.extra:
+        near = [k for k in _KNOWN_KEYS if len(k) == len(key) and sum(a != b for a, b in zip(k, key)) == 1]
+        if near:
+            return f"it has the unknown key {key!r}, one character away from {near[0]!r}"
+    return None
 
 
 class SnapshotManager:
@@ -96,18 +136,45 @@ class SnapshotManager:
         return self.file_io.exists(self.path(snapshot_id))
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Read one snapshot. Absent: SnapshotNotFoundError (expired or not written yet), or
+        SnapshotGapError when older and newer snapshots exist (deleted by hand); undecodable:
+        CorruptFileError. Both name the file."""
         path = self.path(snapshot_id)
         try:
-            text = self.file_io.read_text(path)
+            data = self.file_io.read_bytes(path)
         except FileNotFoundError:
-            raise SnapshotNotFoundError(
-                f"snapshot {snapshot_id} of table {self.table_path} does not exist "
-                f"(expired or never written; earliest is {self.earliest_id()}, latest {self.latest_id()})"
-            ) from None
+            data = self._absent(snapshot_id)
+        return self._parse(snapshot_id, path, data)
+
+    def _absent(self, snapshot_id: int) -> bytes:
+        path = self.path(snapshot_id)
+        earliest, latest = self.earliest_id(), self.latest_id()
+        if earliest is not None and latest is not None and earliest <= snapshot_id <= latest:
+            try:  # published (or expired) while the bounds were looked up: not a gap
+                return self.file_io.read_bytes(path)
+            except FileNotFoundError:
+                if (self.earliest_id() or snapshot_id + 1) <= snapshot_id:
+                    raise SnapshotGapError(
+                        f"snapshot file {path} does not exist, but older and newer snapshots do (snapshots "
+                        f"{earliest}..{latest}): it was deleted, not expired. Restore it from a backup, or roll "
+                        f"back to an older snapshot; `paimon-streaming check {self.table_path}` lists every "
+                        "damaged file") from None
+        raise SnapshotNotFoundError(
+            f"snapshot {snapshot_id} of table {self.table_path} does not exist "
+            f"(expired or never written; earliest is {earliest}, latest {latest})") from None
+
+    @staticmethod
+    def _parse(snapshot_id: int, path: str, data: bytes) -> Snapshot:
         try:
-            return Snapshot.from_json(text)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptFileError(f"snapshot file {path} cannot be parsed: {exc}") from exc
+            snap = Snapshot.from_json(data)
+        except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+            raise CorruptFileError(f"snapshot file {path} cannot be parsed ({type(exc).__name__}: {exc}); "
+                                   "restore it from a backup; `paimon-streaming check` lists every damaged "
+                                   "file") from exc
+        damage = snapshot_damage(snap, snapshot_id)
+        if damage:
+            raise CorruptFileError(f"snapshot file {path} is damaged: {damage}; restore it from a backup")
+        return snap
 
     def _listed_ids(self) -> list[int]:
         ids = []
@@ -116,21 +183,40 @@ class SnapshotManager:
                 ids.append(int(name[9:]))
         return sorted(ids)
 
-    def _read_hint(self, name: str) -> int | None:
+    def hint_path(self, name: str) -> str:
+        return f"{self.dir}/{name}"
+
+    def read_hint(self, name: str) -> int | None:
+        """The id a hint file (LATEST/EARLIEST) holds; None when absent or not a positive id."""
         try:
-            return int(self.file_io.read_text(f"{self.dir}/{name}").strip())
+            text = self.file_io.read_bytes(self.hint_path(name)).decode("utf-8").strip()
         except (FileNotFoundError, ValueError):
             return None
+        return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
 
     def latest_id(self) -> int | None:
-        hint = self._read_hint("LATEST")
-        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
-            return hint
+        """The newest snapshot id (None: no snapshot yet). Raises SnapshotMissingError when the
+        LATEST hint names a snapshot beyond every snapshot file (module docstring)."""
+        hint = self.read_hint("LATEST")
+        if hint is not None and not self.exists(hint + 1):
+            if self.exists(hint):
+                return hint
+            ids = self._listed_ids()
+            if not ids or ids[-1] < hint:
+                newest = ids[-1] if ids else None
+                raise SnapshotMissingError(
+                    f"table {self.table_path}: the hint {self.hint_path('LATEST')} says snapshot {hint} was "
+                    f"committed, but snapshot file {self.path(hint)} does not exist and the newest snapshot "
+                    f"file is {self.path(newest) if ids else 'none'}: snapshot file(s) "
+                    f"{(newest or 0) + 1}..{hint} were deleted. Reading or writing on would silently roll the "
+                    f"table back to snapshot {newest}. Restore the missing file(s) from a backup, or accept "
+                    f"the loss with `paimon-streaming check --repair {self.table_path}` (rewrites the hint)")
+            return ids[-1]
         ids = self._listed_ids()
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
-        hint = self._read_hint("EARLIEST")
+        hint = self.read_hint("EARLIEST")
         if hint is not None and self.exists(hint) and not self.exists(hint - 1):
             return hint
         ids = self._listed_ids()
@@ -141,7 +227,26 @@ class SnapshotManager:
         return None if latest is None else self.snapshot(latest)
 
     def snapshots(self) -> list[Snapshot]:
-        return [self.snapshot(i) for i in self._listed_ids()]
+        """Every snapshot, oldest first. A hole in the ids raises SnapshotGapError and a LATEST
+        hint beyond the files SnapshotMissingError: a listing never silently skips one."""
+        ids = self._listed_ids()
+        if ids:
+            self.latest_id()
+        for prev, cur in zip(ids, ids[1:]):
+            if cur != prev + 1:
+                raise SnapshotGapError(
+                    f"snapshot file {self.path(prev + 1)} does not exist, but older and newer snapshots do "
+                    f"(snapshots {prev + 1}..{cur - 1} are missing between {prev} and {cur}): deleted, not "
+                    f"expired; `paimon-streaming check {self.table_path}` lists every damaged file")
+        out = []
+        for i in ids:
+            try:
+                out.append(self.snapshot(i))
+            except SnapshotGapError:
+                raise
+            except SnapshotNotFoundError:
+                continue  # expired while listing
+        return out
 
     def iter_descending(self, from_id: int | None = None) -> Iterator[Snapshot]:
         """Snapshots from `from_id` (default latest) down to the earliest, stopping at a gap."""
@@ -160,13 +265,13 @@ class SnapshotManager:
 
     def commit_latest_hint(self, snapshot_id: int) -> None:
         try:
-            self.file_io.overwrite_atomic(f"{self.dir}/LATEST", str(snapshot_id).encode())
+            self.file_io.overwrite_atomic(self.hint_path("LATEST"), str(snapshot_id).encode())
         except OSError:
             pass  # a stale hint is corrected by readers
 
     def commit_earliest_hint(self, snapshot_id: int) -> None:
         try:
-            self.file_io.overwrite_atomic(f"{self.dir}/EARLIEST", str(snapshot_id).encode())
+            self.file_io.overwrite_atomic(self.hint_path("EARLIEST"), str(snapshot_id).encode())
         except OSError:
             pass
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .consumers import ConsumerManager, check_consumer_id
-from .errors import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError
+from .errors import InvalidOptionError, SnapshotExpiredError, SnapshotGapError, SnapshotNotFoundError
 from .fileio import FileIO
 from .manifest import ADD, ManifestEntry
 from .options import CoreOptions
@@ -285,8 +285,14 @@ class StreamingScan:
         return units
 
     def _snapshot(self, snapshot_id: int, full: bool) -> Snapshot | None:
+        """The snapshot, None when not committed yet. Raises SnapshotExpiredError when expired,
+        SnapshotGapError when deleted between older and newer ones (damage, not expiration),
+        CorruptFileError when it does not decode."""
+        gap: SnapshotGapError | None = None
         try:
             return self.snapshots.snapshot(snapshot_id)
+        except SnapshotGapError as exc:
+            gap = exc
         except SnapshotNotFoundError:
             pass
         if full:  # a tag keeps its snapshot's files after the snapshot itself expired
@@ -294,6 +300,8 @@ class StreamingScan:
                 tagged = self.tags.snapshot(name)
                 if tagged.id == snapshot_id:
                     return tagged
+        if gap is not None:
+            raise gap
         latest = self.snapshots.latest_id()
         if latest is None or snapshot_id > latest:
             return None

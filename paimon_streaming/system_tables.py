@@ -149,7 +149,7 @@ def _manifests(table: Table, snapshot: Snapshot | None) -> list[dict]:
         return []
     scan = TableScan(table.file_io, table.path, table.schema)
     types = [x.type.copy(nullable=True) for x in scan.partition_fields]
-    metas = scan.manifest_list.read(snapshot.base_manifest_list) + scan.manifest_list.read(snapshot.delta_manifest_list)
+    metas = scan.data_manifests(snapshot)  # sizes checked: a damaged list is an error naming it
     return [{"file_name": m.file_name, "file_size": m.file_size, "num_added_files": m.num_added_files,
              "num_deleted_files": m.num_deleted_files, "schema_id": m.schema_id,
              "min_partition_stats": _row_str(deserialize_row(m.partition_stats.min_values, types), "{", "}"),

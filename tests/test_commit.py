@@ -9,6 +9,8 @@ import threading
 import pyarrow as pa
 import pytest
 
+from paimon_streaming.errors import SnapshotMissingError
+
 import paimon_streaming as ps
 from paimon_streaming.errors import CommitConflictError
 from paimon_streaming.scan import TableScan
@@ -47,7 +49,7 @@ def test_record_counts(pk_table):
     assert [s.delta_record_count for s in snaps] == [10, 3]
 
 
-@pytest.mark.parametrize("hint", ["missing", "stale", "garbage", "ahead"])
+@pytest.mark.parametrize("hint", ["missing", "stale", "garbage"])
 def test_bad_latest_hint_still_reads_latest(pk_table, warehouse, hint):
     for i in range(3):
         pk_table.write_arrow(batch([i], v=f"s{i}"))
@@ -55,12 +57,23 @@ def test_bad_latest_hint_still_reads_latest(pk_table, warehouse, hint):
     if hint == "missing":
         os.remove(latest_path)
     else:
-        open(latest_path, "w").write({"stale": "1", "garbage": "x!", "ahead": "99"}[hint])
+        open(latest_path, "w").write({"stale": "1", "garbage": "x!"}[hint])
     t = ps.Catalog(warehouse).get_table("db.t")
     assert t.latest_snapshot().id == 3
     assert len(t.to_arrow()) == 3
     assert t.write_arrow(batch([7])) == 4
     assert len(pypaimon_read(warehouse, "db.t")) == 4
+
+
+def test_latest_hint_beyond_every_snapshot_is_refused(pk_table):
+    """A LATEST hint naming a snapshot with no file, and no newer file: the newest snapshot
+    file was deleted; reading or writing on would silently roll the table back."""
+    pk_table.write_arrow(batch([1]))
+    open(f"{pk_table.path}/snapshot/LATEST", "w").write("99")
+    with pytest.raises(SnapshotMissingError, match="LATEST"):
+        ps.Table.open(pk_table.path).write_arrow(batch([2]))
+    with pytest.raises(SnapshotMissingError):
+        ps.Table.open(pk_table.path).to_arrow()
 
 
 def test_earliest_hint_fallback(pk_table):

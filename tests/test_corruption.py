@@ -97,9 +97,27 @@ def test_snapshot_pointing_at_a_missing_manifest_list(pk):
 def test_snapshot_pointing_at_a_missing_data_file(pk):
     path = data_file_path(pk)
     os.remove(path)
-    with pytest.raises(FileNotFoundError) as err:
+    with pytest.raises(MissingFileError) as err:  # still a FileNotFoundError
         fresh(pk).to_arrow()
     assert path in str(err.value)
+
+
+def test_missing_deletion_vector_file(dv):
+    path = dv_index_path(dv)
+    os.remove(path)
+    with pytest.raises(MissingFileError) as err:
+        fresh(dv).to_arrow()
+    assert path in str(err.value)
+
+
+def test_undecodable_snapshot_and_schema_files_name_themselves(pk):
+    for path in (f"{pk.path}/snapshot/snapshot-1", f"{pk.path}/schema/schema-0"):
+        data = open(path, "rb").read()
+        open(path, "wb").write(b"\xff" + data[1:])  # not UTF-8: was a bare UnicodeDecodeError
+        with pytest.raises(CorruptFileError) as err:
+            fresh(pk).to_arrow()
+        assert path in str(err.value)
+        open(path, "wb").write(data)
 
 
 def test_truncated_data_file(pk):

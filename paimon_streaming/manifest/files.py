@@ -1,10 +1,16 @@
-"""Reading and writing the three Avro metadata files: manifests, manifest lists, index manifests."""
+"""Reading and writing the three Avro metadata files: manifests, manifest lists, index manifests.
+
+Damage is never read as metadata: files written here carry a zstd content checksum and a
+header check (`avro_container`); files of a known size (manifests, manifest lists of newer
+snapshots) are checked against it; a file that is missing, truncated, garbled or holds
+records of the wrong shape raises `MissingFileError` / `CorruptFileError` naming it.
+"""
 from __future__ import annotations
 
 import io
 from collections import OrderedDict
 from threading import Lock
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
 import fastavro
 
@@ -13,12 +19,14 @@ from ..errors import CorruptFileError, MissingFileError
 from ..fileio import FileIO
 from ..paths import PathFactory
 from ..types import DataField
+from . import avro_container
 from .avro_schemas import INDEX_MANIFEST_ENTRY, MANIFEST_ENTRY, MANIFEST_FILE_META
 from .index_avro import encode_index_manifest
 from .entries import (ADD, DELETE, EMPTY_STATS, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
                       SimpleStats)
 
 _CODECS = {"zstd": "zstandard", "null": "null", "none": "null", "deflate": "deflate", "snappy": "snappy"}
+T = TypeVar("T")
 
 
 class _ImmutableFileCache:
@@ -48,9 +56,7 @@ _CACHE = _ImmutableFileCache()
 
 
 def _encode_avro(schema, records: Sequence[dict], codec: str) -> bytes:
-    buf = io.BytesIO()
-    fastavro.writer(buf, schema, records, codec=_CODECS.get(codec, codec))
-    return buf.getvalue()
+    return avro_container.encode(schema, list(records), _CODECS.get(codec, codec))
 
 
 def _write_avro(file_io: FileIO, path: str, schema, records: Sequence[dict], codec: str) -> int:
@@ -59,18 +65,38 @@ def _write_avro(file_io: FileIO, path: str, schema, records: Sequence[dict], cod
     return len(data)
 
 
-def read_avro(file_io: FileIO, path: str) -> list[dict]:
-    """Decode one Avro metadata file (uncached); missing or undecodable -> CorruptFileError."""
+def read_avro(file_io: FileIO, path: str, size: int | None = None) -> list[dict]:
+    """Decode one Avro metadata file (uncached): MissingFileError when absent, CorruptFileError
+    when it is not `size` bytes long (when known) or does not decode."""
     try:
         data = file_io.read_bytes(path)
     except FileNotFoundError:
         raise MissingFileError(f"metadata file {path} is referenced but does not exist (deleted by hand, or "
                                "expired while this read ran); `paimon-streaming check` lists every such file"
                                ) from None
+    if data[:4] != b"Obj\x01":  # fastavro does not check the magic
+        raise CorruptFileError(f"metadata file {path} is not an Avro file: it starts with {data[:4]!r}")
+    if size is not None and len(data) != size:
+        raise CorruptFileError(f"metadata file {path} has {len(data)} bytes but its reference records {size} "
+                               "(truncated or replaced); `paimon-streaming check` lists every damaged file")
     try:
-        return list(fastavro.reader(io.BytesIO(data)))
+        reader = fastavro.reader(io.BytesIO(data))
+        records = list(reader)
+        avro_container.verify(reader.metadata, len(records))
+        return records
     except Exception as exc:  # fastavro raises many types for truncated/garbled input
-        raise CorruptFileError(f"cannot decode Avro metadata file {path}: {exc}") from exc
+        raise CorruptFileError(f"cannot decode Avro metadata file {path}: {type(exc).__name__}: {exc}") from exc
+
+
+def read_records(file_io: FileIO, path: str, convert: Callable[[dict], T], size: int | None = None) -> list[T]:
+    """`read_avro`, each record converted by `convert`; a record of the wrong shape (a damaged
+    header's schema) is a CorruptFileError too."""
+    records = read_avro(file_io, path, size)
+    try:
+        return [convert(r) for r in records]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptFileError(f"Avro metadata file {path} holds records of an unexpected shape "
+                               f"({type(exc).__name__}: {exc})") from exc
 
 
 def partition_stats(partitions: Iterable[bytes], fields: list[DataField]) -> SimpleStats:
@@ -101,17 +127,26 @@ class ManifestFile:
         self.partition_fields = partition_fields
         self.compression = compression
         self.target_size = target_size
+        self._sizes: dict[str, int] = {}  # recorded sizes of manifests `read_meta` is about to read
 
     def path(self, name: str) -> str:
         return f"{self.paths.manifest_dir}/{name}"
 
     def read(self, name: str) -> list[ManifestEntry]:
+        """Entries of one manifest (checked against its recorded size when read through `read_meta`)."""
         path = self.path(name)
         cached = _CACHE.get(path)
         if cached is None:
-            cached = [ManifestEntry.from_avro(r) for r in read_avro(self.file_io, path)]
+            cached = read_records(self.file_io, path, ManifestEntry.from_avro, self._sizes.pop(name, None))
             _CACHE.put(path, cached)
         return cached
+
+    def read_meta(self, meta: ManifestFileMeta) -> list[ManifestEntry]:
+        """Entries of the manifest `meta` describes, checked against its recorded size. Goes
+        through `read` (one entry point for every manifest read), handing the size over."""
+        if _CACHE.get(self.path(meta.file_name)) is None:
+            self._sizes[meta.file_name] = meta.file_size
+        return self.read(meta.file_name)
 
     def write(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries into one or more manifest files of about `target_size` bytes each."""
@@ -158,11 +193,12 @@ class ManifestList:
     def path(self, name: str) -> str:
         return f"{self.paths.manifest_dir}/{name}"
 
-    def read(self, name: str) -> list[ManifestFileMeta]:
+    def read(self, name: str, size: int | None = None) -> list[ManifestFileMeta]:
+        """Metas of one manifest list; `size` (the snapshot's *ManifestListSize) is checked when given."""
         path = self.path(name)
         cached = _CACHE.get(path)
         if cached is None:
-            cached = [ManifestFileMeta.from_avro(r) for r in read_avro(self.file_io, path)]
+            cached = read_records(self.file_io, path, ManifestFileMeta.from_avro, size)
             _CACHE.put(path, cached)
         return cached
 
@@ -191,7 +227,7 @@ class IndexManifestFile:
         path = self.path(name)
         cached = _CACHE.get(path)
         if cached is None:
-            cached = [IndexManifestEntry.from_avro(r) for r in read_avro(self.file_io, path)]
+            cached = read_records(self.file_io, path, IndexManifestEntry.from_avro)
             _CACHE.put(path, cached)
         return cached
 

@@ -4,8 +4,9 @@ An index manifest lists every live deletion-vector range of the table and is rew
 every commit that changes one (FORMAT.md §4.3, as Java does), so its size follows the number
 of data files with deletions. fastavro resolves the `["null", record]` union of each range
 by validating the value against the branches, about 12 µs a range; this writer emits the
-same bytes directly: the header fastavro writes for the schema and codec, one block of
-records encoded by hand, compressed by fastavro's own block writer. Entries with a global
+same bytes directly: the header (with the check entry of `avro_container`), one block of
+records encoded by hand, compressed by fastavro's own block writer (zstd: a frame with its
+content checksum, `avro_container.block_file`). Entries with a global
 index (a nested record this writer does not encode) go back to fastavro.
 """
 from __future__ import annotations
@@ -13,26 +14,14 @@ from __future__ import annotations
 import io
 from typing import Sequence
 
-import fastavro
 from fastavro._write_py import BLOCK_WRITERS
 from fastavro.io.binary_encoder import BinaryEncoder
 
+from . import avro_container
 from .avro_schemas import INDEX_MANIFEST_ENTRY
 from .entries import INDEX_ENTRY_VERSION, IndexManifestEntry
 
 _NULL, _PRESENT = b"\x00", b"\x02"   # union branch 0 / 1 as zigzag varints
-_HEADERS: dict[str, tuple[bytes, bytes]] = {}
-
-
-def _header(codec: str) -> tuple[bytes, bytes]:
-    """The file header fastavro writes for the index manifest schema and `codec`, and its sync marker."""
-    found = _HEADERS.get(codec)
-    if found is None:
-        buf = io.BytesIO()
-        fastavro.writer(buf, INDEX_MANIFEST_ENTRY, [], codec=codec)
-        data = buf.getvalue()
-        found = _HEADERS[codec] = (data, data[-16:])
-    return found
 
 
 def _long(out: bytearray, n: int) -> None:
@@ -87,12 +76,15 @@ def encode_index_manifest(entries: Sequence[IndexManifestEntry], codec: str) -> 
             out += _PRESENT
             _text(out, f.external_path)
         out += _NULL  # _GLOBAL_INDEX
-    header, sync = _header(codec)
+    header, sync = avro_container.header(INDEX_MANIFEST_ENTRY, codec, len(entries))
+    if not entries:
+        return header
+    if codec == "zstandard":
+        return avro_container.block_file(header, sync, len(entries), bytes(out))
     buf = io.BytesIO()
     buf.write(header)
-    if entries:
-        encoder = BinaryEncoder(buf)
-        encoder.write_long(len(entries))
-        BLOCK_WRITERS[codec](encoder, bytes(out), None)
-        buf.write(sync)
+    encoder = BinaryEncoder(buf)
+    encoder.write_long(len(entries))
+    BLOCK_WRITERS[codec](encoder, bytes(out), None)
+    buf.write(sync)
     return buf.getvalue()

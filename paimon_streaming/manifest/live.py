@@ -156,8 +156,8 @@ class LiveFilesCache:
         if cached is not None and cached[0] < snapshot.id <= cached[0] + self.max_deltas:
             state = self._forward(cached, snapshot.id, snapshots, manifest_list, manifest_file)
         if state is None:
-            state = LiveFiles.replay(e for name in lists for m in manifest_list.read(name)
-                                     for e in manifest_file.read(m.file_name))
+            state = LiveFiles.replay(e for name, size in _sized_lists(snapshot) for m in manifest_list.read(name, size)
+                                     for e in manifest_file.read_meta(m))
         self.put(table, snapshot, state)
         return state
 
@@ -171,9 +171,9 @@ class LiveFilesCache:
             if _lists(snapshots.snapshot(cached_id)) != cached_lists:
                 return None
             for sid in range(cached_id + 1, target + 1):
-                delta = snapshots.snapshot(sid).delta_manifest_list
-                state = state.apply((e for m in manifest_list.read(delta) for e in manifest_file.read(m.file_name)),
-                                    strict=False)[0]
+                snap = snapshots.snapshot(sid)
+                delta = manifest_list.read(snap.delta_manifest_list, snap.delta_manifest_list_size)
+                state = state.apply((e for m in delta for e in manifest_file.read_meta(m)), strict=False)[0]
         except (SnapshotNotFoundError, MissingFileError):
             return None
         return state
@@ -191,6 +191,11 @@ class LiveFilesCache:
 
 def _lists(snapshot: Snapshot) -> tuple[str, str]:
     return snapshot.base_manifest_list, snapshot.delta_manifest_list
+
+
+def _sized_lists(snapshot: Snapshot) -> tuple[tuple[str, int | None], ...]:
+    return ((snapshot.base_manifest_list, snapshot.base_manifest_list_size),
+            (snapshot.delta_manifest_list, snapshot.delta_manifest_list_size))
 
 
 LIVE_FILES = LiveFilesCache()

@@ -63,7 +63,7 @@ def _merge_candidates(candidates: list[ManifestFileMeta], manifest_file: Manifes
                       written: list[str]) -> list[ManifestFileMeta]:
     if len(candidates) <= 1:
         return list(candidates)
-    merged = merge_entries(e for m in candidates for e in manifest_file.read(m.file_name))
+    merged = merge_entries(e for m in candidates for e in manifest_file.read_meta(m))
     new = manifest_file.write(list(merged.values()))
     written.extend(m.file_name for m in new)
     return new
@@ -77,12 +77,12 @@ def _try_full_compaction(metas: list[ManifestFileMeta], manifest_file: ManifestF
     base, delta = metas[:base_end], metas[base_end:]
     if sum(m.file_size for m in delta) < threshold:
         return None
-    delta_entries = [e for m in delta for e in manifest_file.read(m.file_name)]
+    delta_entries = [e for m in delta for e in manifest_file.read_meta(m)]
     deleted = {e.identifier for e in delta_entries if e.kind == DELETE}
     kept: list[ManifestFileMeta] = []
     rewrite: list[ManifestEntry] = []
     for m in base:
-        entries = manifest_file.read(m.file_name)
+        entries = manifest_file.read_meta(m)
         if any(e.identifier in deleted for e in entries):
             rewrite.extend(entries)
         else:

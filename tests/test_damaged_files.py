@@ -1,0 +1,323 @@
+"""Damaged files are never read as data (issue 17).
+
+For every kind of file of a table (data file, deletion-vector index file, manifest, manifest
+list, index manifest, the newest and an older snapshot, schema, LATEST and EARLIEST hints) and
+every damage (a byte flipped in its header, middle and footer, truncation, deletion), on a
+deletion-vector table, a merge-on-read primary-key table and an append table, every read path
+(batch read, time travel, streaming full and delta plans, system tables) either raises the
+documented error naming the damaged file (`CorruptFileError`, `MissingFileError` and their
+subclasses) or answers exactly what the undamaged table answers; and `check` reports the
+damage (`check --json` prints JSON). Each case damages a fresh copy of a table built once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.change_read import read_unit, to_output
+from paimon_streaming.check import check_location, repair_hints
+from paimon_streaming.cli import main
+from paimon_streaming.errors import CorruptFileError, MissingFileError, SnapshotGapError, SnapshotMissingError
+from paimon_streaming.manifest import files as manifest_files
+from paimon_streaming.read import SplitReader
+from paimon_streaming.scan import TableScan
+from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
+from paimon_streaming.system_tables import system_table
+
+SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("d", pa.float64())])
+TABLES = {
+    "dv": dict(primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true"}),
+    "mor": dict(primary_keys=["id"], options={"bucket": "1"}),
+    "append": dict(options={"bucket": "-1"}),
+}
+
+
+def batch(ids, tag):
+    ids = list(ids)
+    return pa.table({"id": ids, "v": [f"{tag}{i % 7}" for i in ids], "d": [i * 0.5 for i in ids]}, schema=SCHEMA)
+
+
+def build(catalog: ps.Catalog, kind: str) -> ps.Table:
+    t = catalog.create_table(f"db.{kind}", SCHEMA, **TABLES[kind])
+    t.write_arrow(batch(range(300), "a"))
+    t.write_arrow(batch([1, 2, 50, 120], "b"))   # DV: marked in deletion vectors; MOR: merged on read
+    t.write_arrow(batch([3, 50, 300], "c"))
+    t.write_arrow(batch([4, 301], "e"))
+    keep = 4 if kind == "dv" else 3              # DV writes two snapshots per batch (APPEND + COMPACT)
+    t.expire_snapshots(retain_max=keep, retain_min=keep)  # so EARLIEST exists and is not 1
+    return t
+
+
+# ---- what each read path answers ------------------------------------------------------------------
+def _sorted(rows: list[dict]) -> list:
+    return sorted((json.dumps(r, sort_keys=True, default=str) for r in rows))
+
+
+def _stream(t: ps.Table, options: dict) -> list:
+    ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, options))
+    units, _ = ss.plan_batch(ss.start_position())
+    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
+    return _sorted([r for u in units for r in to_output(read_unit(reader, u, SCHEMA.names), "_kind").to_pylist()])
+
+
+def _system(t: ps.Table, name: str) -> list:
+    return _sorted([{k: str(v).replace(t.path, "<t>") for k, v in r.items()}
+                    for r in system_table(t, name).to_pylist()])
+
+
+def readers(earliest: int) -> dict:
+    """Every read path, each opening the table afresh with a cold metadata cache."""
+    def opened(path):
+        manifest_files._CACHE = manifest_files._ImmutableFileCache()
+        return ps.Table.open(path)
+    return {
+        "batch": lambda p: _sorted(opened(p).to_arrow().to_pylist()),
+        "time travel": lambda p: _sorted(opened(p).to_arrow(snapshot_id=earliest + 1).to_pylist()),
+        "stream full": lambda p: _stream(opened(p), {"scan.mode": "latest-full"}),
+        "stream deltas": lambda p: _stream(opened(p), {"scan.mode": "from-snapshot",
+                                                       "scan.snapshot-id": str(earliest)}),
+        **{f"{name} table": (lambda p, name=name: _system(opened(p), name))
+           for name in ("snapshots", "files", "manifests", "schemas")},
+    }
+
+
+# ---- the files of each kind -------------------------------------------------------------------------
+def file_kinds(t: ps.Table) -> dict[str, str]:
+    """Relative path of one file of each kind that the newest snapshot's reads depend on."""
+    latest = t.latest_snapshot()
+    scan = TableScan(t.file_io, t.path, t.schema)
+    split = max(t.plan(latest), key=lambda s: len(s.files))
+    out = {"data file": f"{split.bucket_path}/{split.files[-1].file_name}"}
+    manifest = next(m for m in scan.data_manifests(latest) if m.num_added_files)
+    out["manifest"] = scan.manifest_file.path(manifest.file_name)
+    out["manifest list"] = scan.manifest_list.path(latest.base_manifest_list)
+    if latest.index_manifest is not None:
+        out["index manifest"] = scan.index_manifest.path(latest.index_manifest)
+        (deletion,) = {d.path for files in scan.deletion_files(latest).values() for d in files.values()}
+        out["DV index file"] = deletion
+    sm = t.snapshot_manager
+    out["snapshot"] = sm.path(latest.id)
+    out["older snapshot"] = sm.path(sm.earliest_id() + 1)
+    out["schema"] = f"{t.path}/schema/schema-0"
+    out["LATEST hint"] = f"{sm.dir}/LATEST"
+    out["EARLIEST hint"] = f"{sm.dir}/EARLIEST"
+    return {k: os.path.relpath(v, t.path) for k, v in out.items()}
+
+
+def flip_positions(path: str) -> dict[str, int]:
+    """Header, middle and footer bytes worth flipping, by file format."""
+    data = open(path, "rb").read()
+    n = len(data)
+    if n <= 2:
+        return {"only byte": 0}
+    if data[:4] == b"PAR1":
+        meta = pq.ParquetFile(path).metadata
+        chunk = meta.row_group(0).column(0)
+        footer_start = n - 8 - int.from_bytes(data[-8:-4], "little")
+        name_at = data.index(b"\x02id", footer_start) + 1   # a column name in the footer's schema
+        return {"header": 0, "middle (page data)": chunk.data_page_offset + chunk.total_compressed_size - 4,
+                "footer (column name)": name_at, "footer (length)": n - 6}
+    return {"header": 0, "early": min(5, n - 1), "middle": n // 2, "footer": n - 2}
+
+
+def cases():
+    out = []
+    for kind in TABLES:
+        for file_kind in ("data file", "DV index file", "manifest", "manifest list", "index manifest", "snapshot",
+                          "older snapshot", "schema", "LATEST hint", "EARLIEST hint"):
+            if kind != "dv" and file_kind in ("DV index file", "index manifest"):
+                continue
+            for damage in ("flip", "truncate", "delete"):
+                out.append((kind, file_kind, damage))
+    return out
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory):
+    root = tmp_path_factory.mktemp("templates")
+    catalog = ps.Catalog(str(root / "wh"))
+    out = {}
+    for kind in TABLES:
+        t = build(catalog, kind)
+        earliest = t.snapshot_manager.earliest_id()
+        baseline = {name: read(t.path) for name, read in readers(earliest).items()}
+        out[kind] = (t.path, file_kinds(t), earliest, baseline)
+    return out
+
+
+def copy_of(template_path: str, tmp_path) -> str:
+    path = str(tmp_path / "t")
+    shutil.copytree(template_path, path)
+    return path
+
+
+def damage_positions(damage: str, path: str) -> list[tuple[str, int | None]]:
+    """(label, byte to flip) per way of applying `damage` to the file at `path`."""
+    if damage == "flip":
+        return [(f"byte {at} ({where}) flipped", at) for where, at in flip_positions(path).items()]
+    return [(f"{damage}d", None)]
+
+
+def apply(damage: str, path: str, at: int | None) -> None:
+    if damage == "delete":
+        os.remove(path)
+    elif damage == "truncate":
+        os.truncate(path, os.path.getsize(path) // 2)
+    else:
+        data = bytearray(open(path, "rb").read())
+        data[at] ^= 0xFF
+        open(path, "wb").write(bytes(data))
+
+
+@pytest.mark.parametrize("kind,file_kind,damage", cases())
+def test_damage_is_an_error_naming_the_file_or_the_right_answer(templates, tmp_path, capsys, kind, file_kind,
+                                                                damage):
+    template, kinds, earliest, baseline = templates[kind]
+    rel = kinds[file_kind]
+    for i, (label, at) in enumerate(damage_positions(damage, os.path.join(template, rel))):
+        table_path = copy_of(template, tmp_path / str(i))
+        path = os.path.join(table_path, rel)
+        apply(damage, path, at)
+        for name, read in readers(earliest).items():
+            try:
+                answer = read(table_path)
+            except CorruptFileError as exc:  # MissingFileError, SnapshotMissingError, ... are ones too
+                assert path in str(exc), f"{kind} {file_kind} {label}: {name} raised without naming {path}: {exc}"
+                continue
+            assert answer == baseline[name], f"{kind} {file_kind} {label}: {name} read different rows"
+        report = check_location(table_path)
+        assert any(p.path == path or path in p.message for p in report.problems), \
+            f"{kind} {file_kind} {label}: check did not report it: {report.problems}"
+        code = main(["check", table_path, "--json"])
+        printed = json.loads(capsys.readouterr().out)
+        assert printed["ok"] == report.ok and code == (0 if report.ok else 1)
+        assert any(p["path"] == path or path in p["message"] for p in printed["problems"])
+
+
+# ---- the silent rollback: LATEST beyond the newest snapshot file ------------------------------------------
+@pytest.fixture
+def dv_table(catalog):
+    return build(catalog, "dv")
+
+
+def test_deleted_newest_snapshot_is_refused_until_repaired(dv_table, capsys):
+    t = dv_table
+    sm = t.snapshot_manager
+    newest = sm.latest_id()
+    before = t.to_arrow(snapshot_id=newest - 1)
+    os.remove(sm.path(newest))
+    fresh = ps.Table.open(t.path)
+    for attempt in (fresh.to_arrow, fresh.latest_snapshot, lambda: fresh.write_arrow(batch([9], "z")),
+                    fresh.expire_snapshots):
+        with pytest.raises(SnapshotMissingError) as err:
+            attempt()
+        assert sm.path(newest) in str(err.value) and sm.hint_path("LATEST") in str(err.value)
+        assert isinstance(err.value, MissingFileError) and isinstance(err.value, FileNotFoundError)
+    assert not os.path.exists(sm.path(newest))  # the write did not reuse the id
+    assert main(["check", t.path, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert any(p["kind"] == "hint" and sm.path(newest) in p["message"] for p in report["problems"])
+    # the documented repair accepts the loss: LATEST points at the newest snapshot that exists
+    assert main(["check", t.path, "--repair", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["repaired"] and sm.hint_path("LATEST") in report["repaired"][0]
+    fresh = ps.Table.open(t.path)
+    assert fresh.to_arrow().sort_by("id").equals(before.sort_by("id"))
+    assert fresh.write_arrow(batch([9], "z")) >= newest  # ids go on from the newest snapshot that exists
+    assert 9 in fresh.to_arrow().column("id").to_pylist()
+
+
+def test_hint_lagging_behind_is_normal(dv_table):
+    """Committers write LATEST after the snapshot (and may race): a hint behind is fine."""
+    t = dv_table
+    newest = t.snapshot_manager.latest_id()
+    open(t.snapshot_manager.hint_path("LATEST"), "w").write(str(newest - 2))
+    assert ps.Table.open(t.path).latest_snapshot().id == newest
+    os.remove(t.snapshot_manager.path(newest - 2))  # even when the hinted snapshot is gone (expired)
+    assert ps.Table.open(t.path).latest_snapshot().id == newest
+
+
+def test_reader_between_a_snapshot_and_its_hint(dv_table):
+    """Committers publish the snapshot, then the hint: a reader in between sees the new
+    snapshot (the hint is one behind), never an error."""
+    t = dv_table
+    sm = t.snapshot_manager
+    newest = sm.latest_id()
+    obj = json.load(open(sm.path(newest)))
+    obj["id"] = newest + 1
+    json.dump(obj, open(sm.path(newest + 1), "w"))  # published; LATEST still says `newest`
+    assert sm.latest_id() == newest + 1 and ps.Table.open(t.path).latest_snapshot().id == newest + 1
+
+
+def test_repair_never_points_beyond_a_snapshot(dv_table):
+    t = dv_table
+    sm = t.snapshot_manager
+    newest = sm.latest_id()
+    open(sm.hint_path("LATEST"), "w").write("garbage")
+    open(sm.hint_path("EARLIEST"), "w").write(str(newest + 5))
+    done = repair_hints(t.path)
+    assert len(done) == 2
+    assert open(sm.hint_path("LATEST")).read() == str(newest)
+    assert open(sm.hint_path("EARLIEST")).read() == str(sm.earliest_id())
+    assert repair_hints(t.path) == []  # healthy hints are left alone
+    open(sm.hint_path("LATEST"), "w").write(str(newest - 1))  # a lagging hint is no damage
+    assert repair_hints(t.path) == []
+
+
+def test_missing_snapshot_between_others_is_a_gap(dv_table):
+    t = dv_table
+    sm = t.snapshot_manager
+    middle = sm.earliest_id() + 1
+    os.remove(sm.path(middle))
+    with pytest.raises(SnapshotGapError) as err:
+        ps.Table.open(t.path).to_arrow(snapshot_id=middle)
+    assert sm.path(middle) in str(err.value)
+
+
+def test_check_never_raises_and_always_prints_json(tmp_path, catalog, capsys):
+    t = build(catalog, "mor")
+    for name in os.listdir(f"{t.path}/snapshot") + os.listdir(f"{t.path}/schema"):
+        d = "snapshot" if name.startswith(("snapshot", "LATEST", "EARLIEST")) else "schema"
+        open(f"{t.path}/{d}/{name}", "wb").write(b"\xff\xfe garbage")
+    assert main(["check", t.path, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert not report["ok"] and any(p["path"].endswith("schema-0") for p in report["problems"])
+    assert main(["check", str(tmp_path / "nothing-here"), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["ok"] is False
+
+
+def test_data_files_carry_page_checksums(dv_table):
+    split = dv_table.plan(dv_table.latest_snapshot())[0]
+    path = f"{split.bucket_path}/{split.files[0].file_name}"
+    data = open(path, "rb").read()
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(3)   # the `id` column
+    at = chunk.data_page_offset + chunk.total_compressed_size - 4  # inside its last page's values
+    damaged = bytearray(data)
+    damaged[at] ^= 0x01
+    open(path, "wb").write(bytes(damaged))
+    with pytest.raises(CorruptFileError, match="(?i)crc|checksum") as err:
+        ps.Table.open(dv_table.path).to_arrow()
+    assert path in str(err.value)
+
+
+def test_metadata_files_carry_checksums(dv_table):
+    """A single bit flipped anywhere in the zstd block of a manifest is caught."""
+    scan = TableScan(dv_table.file_io, dv_table.path, dv_table.schema)
+    meta = scan.data_manifests(dv_table.latest_snapshot())[0]
+    path = scan.manifest_file.path(meta.file_name)
+    data = open(path, "rb").read()
+    for at in range(len(data) - 120, len(data)):
+        damaged = bytearray(data)
+        damaged[at] ^= 0x01
+        open(path, "wb").write(bytes(damaged))
+        manifest_files._CACHE = manifest_files._ImmutableFileCache()
+        with pytest.raises(CorruptFileError) as err:
+            ps.Table.open(dv_table.path).to_arrow()
+        assert path in str(err.value)
+    open(path, "wb").write(data)
