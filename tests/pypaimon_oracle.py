@@ -1,7 +1,7 @@
 """pypaimon (the test-only oracle) in a virtualenv and a process of its own.
 
 pypaimon 2.1.0 pins pyarrow < 20; the product is tested with the newest pyarrow. So, as the
-Java oracle runs in its own JVM, pypaimon runs in `.venv-oracle` (built by `build()`, i.e.
+Java oracle runs in its own JVM, pypaimon runs in `tests/.venv-oracle` (built by `build()`, i.e.
 `python tests/pypaimon_oracle.py --build`, which tests/run.sh calls), in one long-lived
 process per test process (tests/pypaimon_oracle_server.py). `call(name, ...)` runs one of
 the server's functions; Arrow data crosses as Arrow IPC (tests/arrow_wire.py). A failure in
@@ -22,10 +22,10 @@ import pyarrow as pa
 
 from arrow_wire import receive, send
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV = Path(os.environ.get("PAIMON_PYPAIMON_VENV", ROOT / ".venv-oracle"))
+HERE = Path(__file__).resolve().parent
+VENV = Path(os.environ.get("PAIMON_PYPAIMON_VENV", HERE / ".venv-oracle"))
 REQUIREMENTS = ["pypaimon==2.1.0"]
-SERVER = Path(__file__).resolve().parent / "pypaimon_oracle_server.py"
+SERVER = HERE / "pypaimon_oracle_server.py"
 
 
 class OracleError(Exception):

@@ -1,4 +1,4 @@
-"""The pypaimon oracle's process: runs only under `.venv-oracle` (pypaimon 2.1.0 with its own
+"""The pypaimon oracle's process: runs only under `tests/.venv-oracle` (pypaimon 2.1.0 with its own
 pyarrow < 20), started by tests/pypaimon_oracle.py. Reads requests (function name, args,
 kwargs) from stdin and answers ("ok", result) or ("error", type name, message, traceback)
 on the real stdout; anything pypaimon prints goes to stderr."""

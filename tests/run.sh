@@ -2,7 +2,7 @@
 # Installs everything the tests need and runs them all:
 #   - a virtualenv in .venv with the package (editable), its [spark,kafka] extras at the
 #     newest versions pip resolves (what a user gets), and the test tools (pytest, hypothesis, moto);
-#   - the pypaimon oracle in a virtualenv of its own, .venv-oracle (pypaimon 2.1.0 pins
+#   - the pypaimon oracle in a virtualenv of its own, tests/.venv-oracle (pypaimon 2.1.0 pins
 #     pyarrow<20), run as a subprocess by tests/pypaimon_oracle.py;
 #   - the Java oracle (tests/java, Apache Paimon's paimon-bundle through Maven), built by
 #     tests/java_oracle.py on first use and cached in tests/java/target;
