@@ -116,10 +116,23 @@ class Catalog:
         return Table(self.file_io, path, identifier)
 
     def get_table(self, identifier: str) -> Table:
+        """The table; TableNotFoundError when there is none, MissingFileError when its directory
+        has snapshots but lost its schema files."""
         path = self.table_path(identifier)
-        if not SchemaManager(self.file_io, path).schema_ids():
+        if SchemaManager(self.file_io, path).latest() is None:
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse} (looked in {path})")
         return Table(self.file_io, path, identifier)
+
+    def rename_table(self, identifier: str, new_identifier: str) -> Table:
+        """Rename (or move to another database) a table: one atomic directory rename, so a
+        reader sees the table under one name or the other (local filesystems and HDFS)."""
+        if not self.table_exists(identifier):
+            raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
+        if self.table_exists(new_identifier) or self.file_io.exists(self.table_path(new_identifier)):
+            raise TableAlreadyExistsError(f"table {new_identifier} already exists at {self.table_path(new_identifier)}")
+        self.create_database(split_identifier(new_identifier)[0], ignore_if_exists=True)
+        self.file_io.rename_dir(self.table_path(identifier), self.table_path(new_identifier))
+        return self.get_table(new_identifier)
 
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
         if not self.table_exists(identifier):

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from .datafile import verify_data_file
 from .deletionvectors import decode_vector
-from .errors import MissingFileError, PaimonError
+from .errors import CorruptFileError, MissingFileError, PaimonError, TagNotFoundError
 from .fileio import FileIO
 from .keyvalue import file_fields
 from .manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
@@ -41,7 +41,7 @@ from .manifest.entries import DELETION_VECTORS_INDEX
 from .manifest.files import read_records
 from .scan import TableScan
 from .schema import SchemaManager, TableSchema
-from .snapshot import Snapshot, SnapshotManager, snapshot_damage
+from .snapshot import Snapshot, SnapshotManager
 from .table import Table
 from .tags import TagManager
 
@@ -255,16 +255,11 @@ class _Checker:
                     self.problem("corrupt-file", sm.path(sid), str(exc))
         for name in tm.tag_names():
             try:
-                tagged = Snapshot.from_json(self.io.read_bytes(tm.path(name)))
-                damage = snapshot_damage(tagged)
-                if damage:
-                    self.problem("corrupt-file", tm.path(name), f"tag file is damaged: {damage}")
-                else:
-                    out.append((f"tag {name}", tagged))
-            except FileNotFoundError:
+                out.append((f"tag {name}", tm.snapshot(name)))
+            except TagNotFoundError:
                 continue  # deleted meanwhile
-            except (ValueError, KeyError, TypeError) as exc:
-                self.problem("corrupt-file", tm.path(name), f"tag file cannot be parsed: {type(exc).__name__}: {exc}")
+            except CorruptFileError as exc:
+                self.problem("corrupt-file", tm.path(name), str(exc))
         for label, snap in out:
             self._check_schema(label, snap.schema_id)
         self.report.snapshots = len(out)

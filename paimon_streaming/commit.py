@@ -268,8 +268,11 @@ class FileStoreCommit:
 
             delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
             new_id = latest.id + 1 if latest else 1
+            # a writer that planned under an older schema commits under the newer one another
+            # writer committed with: its files keep their own schema id, readers convert them
+            schema_id = max(self.schema.id, latest.schema_id if latest else 0)
             snapshot = Snapshot(
-                id=new_id, schema_id=self.schema.id,
+                id=new_id, schema_id=schema_id,
                 base_manifest_list=base_name, base_manifest_list_size=base_size,
                 delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
                 changelog_manifest_list=changelog_name, changelog_manifest_list_size=changelog_size,
@@ -280,7 +283,7 @@ class FileStoreCommit:
                 changelog_record_count=sum(e.file.row_count for e in changes.changelog) if changes.changelog
                 else None,
                 watermark=_max_watermark(watermark, latest.watermark if latest else None),
-                statistics=latest.statistics if latest and latest.schema_id == self.schema.id else None,
+                statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
                 properties=properties or None)
             try:
                 published = self.snapshots.try_publish(snapshot)
@@ -307,8 +310,8 @@ class FileStoreCommit:
     def _data_manifests(self, latest: Snapshot | None):
         if latest is None:
             return []
-        return self.manifest_list.read(latest.base_manifest_list) + \
-            self.manifest_list.read(latest.delta_manifest_list)
+        return self.manifest_list.read(latest.base_manifest_list, latest.base_manifest_list_size) + \
+            self.manifest_list.read(latest.delta_manifest_list, latest.delta_manifest_list_size)
 
     def _live_files(self, latest: Snapshot | None) -> LiveFiles:
         """Live files of `latest`, from the cache kept across commits (FORMAT §10 replay)."""

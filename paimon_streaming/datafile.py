@@ -177,12 +177,12 @@ def _conform_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
                     else pa.nulls(len(arr), f.type) for f in target]
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     if pa.types.is_map(target) and pa.types.is_map(src):
-        offsets, start = _offsets(arr)
+        offsets, start = rebased_offsets(arr)
         return pa.MapArray.from_arrays(offsets, _conform_array(arr.keys.slice(start), target.key_type),
                                        _conform_array(arr.items.slice(start), target.item_type),
                                        type=target, mask=mask)
     if pa.types.is_list(target) and (pa.types.is_list(src) or pa.types.is_large_list(src)):
-        offsets, start = _offsets(arr)
+        offsets, start = rebased_offsets(arr)
         values = _conform_array(arr.values.slice(start), target.value_type)
         return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
     if _is_temporal(src) and _is_temporal(target) and \
@@ -191,7 +191,7 @@ def _conform_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
     return pc.cast(arr, target)
 
 
-def _offsets(arr: pa.Array) -> tuple[pa.Array, int]:
+def rebased_offsets(arr: pa.Array) -> tuple[pa.Array, int]:
     """int32 offsets in a fresh buffer starting at 0, and where they start in the child.
 
     pyarrow refuses a null mask together with sliced offsets, so slices are rebased.

@@ -100,3 +100,12 @@ class SnapshotGapError(SnapshotMissingError, SnapshotNotFoundError):
     """A snapshot between the earliest and the latest one is missing (deleted by hand, not
     expired). Also a SnapshotNotFoundError, so tools that skip absent snapshots (expiration,
     rollback) keep working around it."""
+
+
+class UnsupportedOperationError(PaimonError):
+    """The operation cannot be done safely on this table or store (the message says why)."""
+
+
+class SchemaChangedError(PaimonError):
+    """The table's schema changed under a running reader or writer that cannot follow it;
+    restart it (it picks the new schema up)."""

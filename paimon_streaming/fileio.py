@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
+from .errors import UnsupportedOperationError
 from .s3_conditional import S3Settings, put_if_absent
 
 # Catalog options (Paimon's keys) that complete an s3:// location, as pyarrow URI parameters.
@@ -165,6 +166,18 @@ class FileIO:
             return True
         finally:
             self.delete_quietly(tmp)
+
+    def rename_dir(self, src: str, dst: str) -> None:
+        """Move a directory in one atomic step (local rename(2), HDFS rename). Object stores
+        have no directory rename (it would copy every file, visibly half-done on a crash)."""
+        if self.is_local:
+            os.rename(src, dst)
+        elif isinstance(self.fs, pafs.HadoopFileSystem):
+            self.fs.move(src, dst)
+        else:
+            raise UnsupportedOperationError(
+                f"renaming a directory on {self.fs.type_name} is not atomic (object stores copy every file); "
+                "rename tables on a local filesystem or HDFS, or create a new table and copy the rows")
 
     def delete(self, path: str) -> None:
         """Delete a file; a missing file is not an error."""

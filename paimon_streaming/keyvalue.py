@@ -14,12 +14,10 @@ import pyarrow.compute as pc
 
 from .binary_row import deserialize_row
 from .schema import TableSchema
+from .system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND  # noqa: F401 (re-exported)
 from .types import DataField, DataType
 
-KEY_PREFIX = "_KEY_"
 KEY_FIELD_ID_START = 1073741823
-SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
-VALUE_KIND = "_VALUE_KIND"
 SEQUENCE_NUMBER_ID = 2147483646
 VALUE_KIND_ID = 2147483645
 

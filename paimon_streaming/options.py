@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .errors import InvalidOptionError
+from .option_keys import PAIMON_OPTION_KEYS
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
@@ -59,10 +60,15 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+MAX_BUCKETS = 2**31 - 1  # Paimon keeps the bucket count, and each bucket id, in a Java int
+
+
 def _bucket(text: str) -> int:
     value = int(text.strip())
     if value == 0 or value < -2:
         raise ValueError("must be a positive bucket count, -1 (dynamic/unaware) or -2 (postpone)")
+    if value > MAX_BUCKETS:
+        raise ValueError(f"must be at most {MAX_BUCKETS} (Paimon stores the bucket count as a Java int)")
     return value
 
 
@@ -130,10 +136,17 @@ _OPTIONS = [
     Option("write-only", "false", parse_bool),
 ]
 OPTIONS: dict[str, Option] = {o.key: o for o in _OPTIONS}
+KNOWN_KEYS = PAIMON_OPTION_KEYS | OPTIONS.keys()
 
 
 def validate(options: dict[str, str]) -> None:
-    """Reject invalid values of known options, naming the key and what is expected."""
+    """Reject invalid values of known options, naming the key and what is expected, and keys
+    that are misspellings of Paimon's (see `misspelled_key`)."""
+    for key in options:
+        meant = misspelled_key(key)
+        if meant is not None:
+            raise InvalidOptionError(f"unknown table option {key!r}: did you mean {meant!r}? (Paimon would "
+                                     f"ignore {key!r} and use the default of {meant!r})")
     for key, raw in options.items():
         opt = OPTIONS.get(key)
         if opt is None:
@@ -146,6 +159,35 @@ def validate(options: dict[str, str]) -> None:
     if typed.get("snapshot.num-retained.min") > typed.get("snapshot.num-retained.max"):
         raise InvalidOptionError("table option 'snapshot.num-retained.min' must not be greater than "
                                  "'snapshot.num-retained.max' (Paimon rejects it too); set both")
+
+
+def misspelled_key(key: str) -> str | None:
+    """The Paimon option `key` was probably meant as, or None. Paimon accepts any key (engines and
+    users add their own), so only a key that is not Paimon's and is one edit (insertion,
+    deletion, substitution, swap of neighbours) from one is taken as a typo, after case,
+    surrounding spaces and '_' for '-' are ignored; `fields.<column>.*` keys are never
+    judged. Short keys (`path`, `type`) count only for case/space/underscore differences."""
+    if key in KNOWN_KEYS or key.startswith("fields."):
+        return None
+    folded = key.strip().lower().replace("_", "-")
+    if folded in KNOWN_KEYS:
+        return folded
+    for known in KNOWN_KEYS:
+        if len(known) >= 6 and _one_edit_apart(folded, known):
+            return known
+    return None
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((i for i, (x, y) in enumerate(zip(short, long_)) if x != y), len(short))
+    return short[i:] == long_[i + 1:]
 
 
 class CoreOptions:

@@ -14,11 +14,11 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .datafile import read_data_file
 from .deletionvectors import decode_vector, positions_of, read_index_file
 from .errors import CorruptFileError
+from .evolution import read_evolved
 from .fileio import FileIO
-from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND, file_fields
+from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND
 from .manifest import DataFileMeta
 from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retract, last_of_each_key,
                            sort_and_merge)
@@ -89,25 +89,9 @@ class SplitReader:
     def _read_file(self, split: DataSplit, meta: DataFileMeta, names: list[str],
                    system: list[str]) -> pa.Table:
         """Read one file for current column `names` (+ system columns), mapping by field id."""
-        file_schema = self.scan.schema_of(meta.schema_id)
-        fields_in_file = file_fields(file_schema)
-        by_id = {f.id: f for f in file_schema.fields}
-        read_names, renames, missing = [], {}, []
-        for n in names:
-            current = self.schema.field(n)
-            old = by_id.get(current.id)
-            if old is None:
-                missing.append(current)
-            else:
-                read_names.append(old.name)
-                renames[old.name] = n
         path = meta.external_path or f"{split.bucket_path}/{meta.file_name}"
-        table = read_data_file(self.file_io, path, fields_in_file, read_names + system,
-                               file_size=meta.file_size, row_count=meta.row_count)
-        table = table.rename_columns([renames.get(c, c) for c in table.column_names])
-        for f in missing:
-            table = table.append_column(pa.field(f.name, to_arrow(f.type)),
-                                        pa.nulls(table.num_rows, to_arrow(f.type)))
+        table = read_evolved(self.file_io, path, self.scan.schema_of(meta.schema_id), self.schema, names, system,
+                             file_size=meta.file_size, row_count=meta.row_count)
         deletion = split.deletion_files.get(meta.file_name)
         if deletion is not None:
             table = table.filter(pa.array(self._keep_mask(deletion, table.num_rows)))

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from . import options as opts
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .system_fields import is_system_field, reserved_names_message
 from .fileio import FileIO
 from .types import DataField, DataType, arrow_schema, assign_field_ids, from_arrow, max_field_id
 
@@ -104,6 +105,9 @@ class TableSchema:
         names = list(schema.names)
         if len(set(names)) != len(names):
             raise SchemaMismatchError(f"duplicate column names in schema: {names}")
+        reserved = [n for n in names if is_system_field(n)]
+        if reserved:
+            raise SchemaMismatchError(reserved_names_message(reserved))
         for kind, keys in (("primary key", primary_keys), ("partition key", partition_keys)):
             missing = [k for k in keys if k not in names]
             if missing:
@@ -225,6 +229,11 @@ class SchemaManager:
         if damage:
             raise CorruptFileError(f"schema file {path} is damaged: {damage}; restore it from a backup")
         return schema
+
+    def try_commit(self, schema: TableSchema) -> bool:
+        """Publish `schema` as `schema-<its id>` unless that id is taken (then False): schema
+        changes race like snapshot commits."""
+        return self.file_io.try_create_atomic(f"{self.dir}/schema-{schema.id}", schema.to_json().encode())
 
     def create(self, schema: TableSchema) -> TableSchema:
         """Write schema 0 (or the next id); fails if that id was taken concurrently."""

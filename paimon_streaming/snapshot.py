@@ -121,6 +121,21 @@ def snapshot_damage(snap: Snapshot, snapshot_id: int | None = None) -> str | Non
     return None
 
 
+def parse_snapshot_file(path: str, data: bytes, snapshot_id: int | None = None, kind: str = "snapshot") -> Snapshot:
+    """Decode a snapshot (or tag: `kind`) file; undecodable or implausible (`snapshot_damage`)
+    is a CorruptFileError naming the file."""
+    try:
+        snap = Snapshot.from_json(data)
+    except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+        raise CorruptFileError(f"{kind} file {path} cannot be parsed ({type(exc).__name__}: {exc}); "
+                               "restore it from a backup; `paimon-streaming check` lists every damaged "
+                               "file") from exc
+    damage = snapshot_damage(snap, snapshot_id)
+    if damage:
+        raise CorruptFileError(f"{kind} file {path} is damaged: {damage}; restore it from a backup")
+    return snap
+
+
 class SnapshotManager:
     """Finds, reads and publishes the snapshot files of one table."""
 
@@ -144,7 +159,7 @@ class SnapshotManager:
             data = self.file_io.read_bytes(path)
         except FileNotFoundError:
             data = self._absent(snapshot_id)
-        return self._parse(snapshot_id, path, data)
+        return parse_snapshot_file(path, data, snapshot_id)
 
     def _absent(self, snapshot_id: int) -> bytes:
         path = self.path(snapshot_id)
@@ -162,19 +177,6 @@ class SnapshotManager:
         raise SnapshotNotFoundError(
             f"snapshot {snapshot_id} of table {self.table_path} does not exist "
             f"(expired or never written; earliest is {earliest}, latest {latest})") from None
-
-    @staticmethod
-    def _parse(snapshot_id: int, path: str, data: bytes) -> Snapshot:
-        try:
-            snap = Snapshot.from_json(data)
-        except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
-            raise CorruptFileError(f"snapshot file {path} cannot be parsed ({type(exc).__name__}: {exc}); "
-                                   "restore it from a backup; `paimon-streaming check` lists every damaged "
-                                   "file") from exc
-        damage = snapshot_damage(snap, snapshot_id)
-        if damage:
-            raise CorruptFileError(f"snapshot file {path} is damaged: {damage}; restore it from a backup")
-        return snap
 
     def _listed_ids(self) -> list[int]:
         ids = []

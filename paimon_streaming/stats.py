@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidOptionError
+from .system_fields import is_system_field
 from .types import DataField, DataType, to_arrow
 
 DEFAULT_STATS_MODE = "truncate(16)"
@@ -31,7 +32,6 @@ STATS_MODE_OPTION = "metadata.stats-mode"
 KEEP_FIRST_N_OPTION = "metadata.stats-keep-first-n-columns"
 
 _TRUNCATE = re.compile(r"^TRUNCATE\((\d+)\)$")
-_SYSTEM_FIELDS = {"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"}
 _NO_MIN_MAX = {"ARRAY", "MAP", "MULTISET", "ROW", "BINARY", "VARBINARY"}
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
@@ -55,11 +55,6 @@ def parse_stats_mode(text: str, option: str = STATS_MODE_OPTION) -> str:
 
 def _truncate_length(mode: str) -> int | None:
     return int(mode[len("truncate("):-1]) if mode.startswith("truncate(") else None
-
-
-def is_system_field(name: str) -> bool:
-    """Java's `SpecialFields.isSystemField`: key columns and the KeyValue system columns."""
-    return name.startswith("_KEY_") or name in _SYSTEM_FIELDS
 
 
 def stats_modes(options: Mapping[str, str], field_names: Iterable[str]) -> dict[str, str]:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .consumers import ConsumerManager, check_consumer_id
-from .errors import InvalidOptionError, SnapshotExpiredError, SnapshotGapError, SnapshotNotFoundError
+from .errors import (InvalidOptionError, SchemaChangedError, SnapshotExpiredError, SnapshotGapError,
+                     SnapshotNotFoundError)
 from .fileio import FileIO
 from .manifest import ADD, ManifestEntry
 from .options import CoreOptions
@@ -219,6 +220,7 @@ class StreamingScan:
         self.tags = TagManager(file_io, table_path)
         self.consumers = ConsumerManager(file_io, table_path)
         self._plans: OrderedDict[tuple[int, bool], list[ReadUnit]] = OrderedDict()
+        self._newer_schema: dict[int, int] = {}  # snapshot id -> its schema id, when it changes columns
 
     # ---- where a stream starts ------------------------------------------------------------
     def start_position(self) -> StreamPosition:
@@ -278,6 +280,9 @@ class StreamingScan:
         snapshot = self._snapshot(snapshot_id, full)
         if snapshot is None:
             return None
+        if snapshot.schema_id > self.schema.id and \
+                self.scan.schema_of(snapshot.schema_id).fields != self.schema.fields:
+            self._newer_schema[snapshot_id] = snapshot.schema_id
         units = self._full_units(snapshot) if full else self._change_units(snapshot)
         self._plans[key] = units
         while len(self._plans) > self.PLAN_CACHE_SIZE:
@@ -387,6 +392,11 @@ class StreamingScan:
             plan = self.snapshot_units(s, full)
             if plan is None:
                 break
+            if s in self._newer_schema:
+                if units:  # deliver what came before the change first
+                    end = StreamPosition(s, 0, full)
+                    break
+                raise self._schema_changed(s)
             first = start.units if s == start.snapshot else 0
             todo = plan[first:]
             if todo:
@@ -402,6 +412,17 @@ class StreamingScan:
         if not units:
             return [], start
         return units, end if end is not None else StreamPosition(s, 0, False)
+
+    def _schema_changed(self, snapshot_id: int) -> SchemaChangedError:
+        """A stream keeps the schema it started with (Delta's rule): at the first snapshot
+        committed under a schema with other columns it stops; restarted from its checkpoint it
+        continues at that snapshot with the new schema. Never rows shaped by the wrong one."""
+        new = self.scan.schema_of(self._newer_schema[snapshot_id])
+        return SchemaChangedError(
+            f"the schema of {self.table_path} changed: snapshot {snapshot_id} was committed with schema {new.id} "
+            f"(columns {new.field_names}), this stream reads schema {self.schema.id} (columns "
+            f"{self.schema.field_names}); every change before it was delivered. Restart the query from its "
+            "checkpoint to continue with the new schema")
 
     def units_between(self, start: StreamPosition, end: StreamPosition) -> list[ReadUnit]:
         """The units after `start` up to `end` (a micro-batch's content)."""

@@ -21,6 +21,7 @@ from .read import SplitReader
 from .rollback import Rollback
 from .scan import DataSplit, TableScan
 from .schema import SchemaManager, TableSchema
+from .schema_update import SchemaUpdate
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 from .tag_deletion import TagDeletion
 from .tags import TagManager
@@ -266,10 +267,28 @@ class Table:
         a pyarrow.compute.Expression. Tuple filters also prune partitions and files.
         """
         snapshot = self.resolve_snapshot(snapshot_id, tag)
-        flt = parse_filter(filter, self.arrow_schema())
-        scan = TableScan(self.file_io, self.path, self.schema)
+        schema = self.read_schema(snapshot, latest=snapshot_id is None and tag is None)
+        flt = parse_filter(filter, schema.arrow_schema())
+        scan = TableScan(self.file_io, self.path, schema)
         splits = scan.plan(snapshot, flt)
-        return SplitReader(self.file_io, scan, self.schema).read(splits, columns, flt)
+        return SplitReader(self.file_io, scan, schema).read(splits, columns, flt)
+
+    def read_schema(self, snapshot: Snapshot | None, latest: bool) -> TableSchema:
+        """The schema a read of `snapshot` answers in: time travel (a snapshot id or tag) reads
+        a snapshot with the schema it was committed with, as Paimon does; the latest snapshot
+        is read with this table's schema, refreshed when another writer changed it since."""
+        if snapshot is None:
+            return self.schema
+        if not latest:
+            return self.schema_manager.schema(snapshot.schema_id)
+        if snapshot.schema_id > self.schema.id:
+            self.refresh()
+        return self.schema
+
+    def update_schema(self) -> SchemaUpdate:
+        """Change the schema (add, rename, drop, widen columns; options; comment): see
+        `schema_update.SchemaUpdate`. Use `with table.update_schema() as update: ...`."""
+        return SchemaUpdate(self)
 
     def __repr__(self) -> str:
         return f"Table({self.path!r})"

@@ -14,7 +14,7 @@ import re
 
 from .errors import InvalidTagNameError, TagAlreadyExistsError, TagNotFoundError
 from .fileio import FileIO
-from .snapshot import Snapshot
+from .snapshot import Snapshot, parse_snapshot_file
 
 TAG_PREFIX = "tag-"
 _BAD_CHARS = re.compile(r"[/\\\x00-\x1f\x7f]")
@@ -79,11 +79,14 @@ class TagManager:
         return self.file_io.exists(self.path(name))
 
     def snapshot(self, name: str) -> Snapshot:
+        """The tagged snapshot; TagNotFoundError when absent, CorruptFileError when damaged."""
+        path = self.path(name)
         try:
-            return Snapshot.from_json(self.file_io.read_text(self.path(name)))
+            data = self.file_io.read_bytes(path)
         except FileNotFoundError:
             raise TagNotFoundError(
                 f"tag '{name}' of table {self.table_path} does not exist (tags: {self.tag_names()})") from None
+        return parse_snapshot_file(path, data, kind="tag")
 
     def tagged_snapshots(self) -> list[tuple[Snapshot, list[str]]]:
         """Every tagged snapshot (tag fields dropped) with its tag names, by snapshot id.

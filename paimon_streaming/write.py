@@ -38,10 +38,12 @@ from .paths import PathFactory, bucket_path, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
 from .stats import collect_stats, stats_columns, stats_modes
+from .system_fields import is_system_field, reserved_names_message
 from .lsm.changelog import changelog_producer, input_changelog
 from .types import DataField, from_arrow, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1)
+_BUCKET_BITS = 31  # a (partition, bucket) group id holds any bucket Paimon allows (a Java int)
 
 
 def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str,
@@ -50,14 +52,19 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
 
     Row kinds: `row_kind_column` names an input column (not stored unless it is a table
     column) of +I/-U/+U/-D strings (or int8 kind bytes); without it the table option
-    `rowkind.field` (a stored string column, as in Paimon) gives them, and an input column
-    `_VALUE_KIND` (int8 bytes, e.g. an earlier `conform` result) is accepted too. When a batch
-    has row kinds, the result carries them as a trailing int8 `_VALUE_KIND` column.
+    `rowkind.field` (a stored string column, as in Paimon) gives them. Other input columns
+    with names Paimon reserves (`_VALUE_KIND`, `_KEY_*`, ...) are refused: they would be taken
+    for system columns. When a batch has row kinds, the result carries them as a trailing int8
+    `_VALUE_KIND` column.
     """
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     data, kinds = _split_row_kinds(data, schema, table_name, row_kind_column)
     names = schema.field_names
+    reserved = [c for c in data.column_names if is_system_field(c) and c not in names]
+    if reserved:
+        raise SchemaMismatchError(f"input of table {table_name}: {reserved_names_message(reserved)}, or pass "
+                                  "row kinds with row_kind_column=")
     unknown = [c for c in data.column_names if c not in names]
     if unknown:
         raise SchemaMismatchError(f"column(s) {unknown} are not in table {table_name} (columns: {names})")
@@ -96,9 +103,6 @@ def _split_row_kinds(data: pa.Table, schema: TableSchema, table_name: str,
     kind_field = schema.options.get("rowkind.field")
     names = schema.field_names
     kinds = None
-    if VALUE_KIND in data.column_names and VALUE_KIND not in names:
-        kinds = row_kinds(data.column(VALUE_KIND), VALUE_KIND)
-        data = data.drop_columns([VALUE_KIND])
     if row_kind_column is not None:
         if row_kind_column not in data.column_names:
             raise SchemaMismatchError(f"row kind column '{row_kind_column}' is not in the input of table "
@@ -187,7 +191,7 @@ class TableWrite:
         """Split a batch into (partition, bucket) groups, keeping input order within a group."""
         part_ids, part_rows = self._partitions(data)
         buckets = self._buckets(data, part_ids, part_rows, index_entries)
-        combined = part_ids * (1 << 20) + buckets
+        combined = (part_ids << _BUCKET_BITS) | buckets
         order = _stable_group_order(part_ids, buckets, combined)
         bounds = np.flatnonzero(np.diff(combined[order])) + 1
         part_names = [f.name for f in self.partition_fields]
@@ -196,7 +200,7 @@ class TableWrite:
             if not len(chunk):
                 continue
             key = int(combined[chunk[0]])
-            pid, bucket = key >> 20, key & ((1 << 20) - 1)
+            pid, bucket = key >> _BUCKET_BITS, key & ((1 << _BUCKET_BITS) - 1)
             values = data.select(part_names).slice(int(chunk[0]), 1).to_pylist()[0]
             groups.append(_Group(part_rows[pid], [values[n] for n in part_names], bucket,
                                  data.take(pa.array(chunk))))

@@ -13,7 +13,8 @@ column of +I/-U/+U/-D row kinds, not stored); `commitUser` (streaming:
 the stable writer name that makes replayed batches recognizable, required because a Data
 Source writer cannot see the query id; batch: optional); `partitionOverwriteMode`
 (`static` default: overwrite replaces the table; `dynamic`: only the partitions written);
-any other option is a Paimon table option used when the table is created (`primary-key`,
+`mergeSchema` (`true`: input columns the table lacks, and wider types, evolve the table first,
+as Delta's option does; otherwise they are an error naming them); any other option is a Paimon table option used when the table is created (`primary-key`,
 `partition`, `bucket`, ...). Spark lower-cases data source option keys, so options that name
 a column (`fields.<col>.…`) need lower-case column names here; create such tables with the
 Python API instead.
@@ -40,10 +41,11 @@ from paimon_streaming.errors import PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
-from .spark_write import WritePlan, arrow_schema_of, task_index, write_task
+from .spark_write import WritePlan, arrow_schema_of, reconcile_schema, task_index, write_task
 
 log = logging.getLogger("paimon_streaming.sink")
-_READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode", "rowkindcolumn"}
+_READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode", "rowkindcolumn",
+                          "mergeschema"}
 
 
 @dataclass
@@ -64,13 +66,19 @@ def table_location(options: dict[str, str]) -> tuple[str, str | None, str]:
 
 
 def open_or_create(options: dict[str, str], schema: StructType) -> Table:
+    """The table, created from the input's schema when missing; with option `mergeSchema`
+    evolved to hold the input's columns (see `reconcile_schema`)."""
     ref, warehouse, location = table_location(options)
     try:
-        return load_table(ref, warehouse)
+        table = load_table(ref, warehouse)
     except TableNotFoundError:
         table_options = {k: v for k, v in options.items() if k not in _READER_WRITER_OPTIONS}
         create_table_at(location, arrow_schema_of(schema), options=table_options)
         return load_table(ref, warehouse)
+    merge = options.get("mergeschema", "false").strip().lower() == "true"
+    reconcile_schema(table, arrow_schema_of(schema), options.get("rowkindcolumn"), merge,
+                     ".option('mergeSchema', 'true')")
+    return table
 
 
 def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:

@@ -42,8 +42,8 @@ from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
-from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, encode_messages, write_dataframe,
-                          write_task)
+from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, encode_messages,
+                          reconcile_schema, write_dataframe, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 
@@ -86,8 +86,9 @@ class PaimonSink:
 
     def __init__(self, table: str, warehouse: str | None = None, commit_user: str | None = None,
                  options: dict[str, Any] | None = None, row_kind_column: str | None = None,
-                 shuffle: bool | None = None):
+                 shuffle: bool | None = None, merge_schema: bool = False):
         self.table_ref = table
+        self.merge_schema = merge_schema
         self.shuffle = shuffle
         self.warehouse = warehouse
         self.commit_user = commit_user
@@ -117,6 +118,8 @@ class PaimonSink:
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
             return
+        reconcile_schema(table, arrow_schema_of(df.schema), self.row_kind_column, self.merge_schema,
+                         "pass merge_schema=True to paimon_sink")
         retries = table.options.get("commit.max-retries")
         for attempt in range(retries + 1):
             plan = WritePlan.for_table(table, self.location, self.row_kind_column)
@@ -204,7 +207,7 @@ def repair_interrupted_batch(table: Table, commit_user: str) -> None:
 
 def paimon_sink(table: str, *, warehouse: str | None = None, commit_user: str | None = None,
                 options: dict[str, Any] | None = None, row_kind_column: str | None = None,
-                shuffle: bool | None = None) -> PaimonSink:
+                shuffle: bool | None = None, merge_schema: bool = False) -> PaimonSink:
     """The foreachBatch function writing each micro-batch into a Paimon table.
 
     `table`: a table directory or URI, or "db.table" with `warehouse`. A missing table is
@@ -213,5 +216,8 @@ def paimon_sink(table: str, *, warehouse: str | None = None, commit_user: str | 
     `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds for CDC input.
     `shuffle`: True shuffles every batch by bucket across tasks, False writes every batch in
     one task; None (default) picks one task for one-partition batches and in local mode.
+    `merge_schema`: a batch with columns the table lacks (or wider types Paimon can widen to)
+    evolves the table before its data is committed (Delta's mergeSchema); without it such a
+    batch is an error naming the new columns.
     """
-    return PaimonSink(table, warehouse, commit_user, options, row_kind_column, shuffle)
+    return PaimonSink(table, warehouse, commit_user, options, row_kind_column, shuffle, merge_schema)

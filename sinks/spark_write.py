@@ -21,12 +21,30 @@ from pyspark.sql.functions import arrow_udf
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from paimon_streaming.commit import CommitMessage
+from paimon_streaming.errors import SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.manifest import IndexManifestEntry, ManifestEntry
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 from paimon_streaming.write import TableWrite, conform
+
+def reconcile_schema(table: Table, schema: pa.Schema, row_kind_column: str | None, merge_schema: bool,
+                     how_to_merge: str) -> None:
+    """Before a batch is written: with `merge_schema`, evolve the table to hold the input's
+    columns and wider types (idempotent, so a replayed batch finds nothing to change and stays
+    exactly-once); without it, input columns the table lacks are an error naming them and
+    `how_to_merge` (never silently dropped)."""
+    incoming = pa.schema([f for f in schema if f.name != row_kind_column])
+    if merge_schema:
+        table.update_schema().union_by_name(incoming).commit()
+        return
+    new = [n for n in incoming.names if n not in table.schema.field_names]
+    if new:
+        raise SchemaMismatchError(f"the input has column(s) {new} that table {table.name} does not have "
+                                  f"(columns: {table.schema.field_names}); {how_to_merge} to add them to the "
+                                  "table, or drop them from the input")
+
 
 KEY_COL = "__paimon_group"    # (serialized partition, bucket): what rows are shuffled by
 ORDER_COL = "__paimon_order"  # (Spark partition, row index): keeps input order through the shuffle

@@ -22,13 +22,13 @@ from .reader import batch_reader, read_schema
 
 def source_schema(options: Mapping[str, str]) -> StructType:
     """The Spark schema of a read: the table's columns (the time-travel snapshot's schema when
-    one is given), plus the row-kind column when `rowKindColumn` is set; or a system table's."""
+    one is given by `snapshot-id` / `tag` / `timestamp-millis`, see `ReadSpec.reads_old_schema`), plus the row-kind column when `rowKindColumn` is set; or a system table's."""
     spec = ReadSpec.parse(options)
     if spec.system_table is not None:
         return from_arrow_schema(system_table_schema(spec.system_table))
     table = spec.table()
     schema = table.schema
-    if spec.time_travel:
+    if spec.reads_old_schema:
         try:
             schema = read_schema(table, spec)[1]
         except SnapshotNotFoundError:

@@ -106,5 +106,13 @@ class ReadSpec:
     def time_travel(self) -> bool:
         return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_millis))
 
+    @property
+    def reads_old_schema(self) -> bool:
+        """Batch time travel by `snapshot-id` / `tag` / `timestamp-millis` answers in the
+        snapshot's own schema. The `scan.*` spellings are also a stream's start point, and a
+        stream reads in the newest schema (it stops at a later schema change, and a restart must
+        pick the new schema up: Spark asks for the schema again, with the same options)."""
+        return any(key in self.options for key in ("snapshot-id", "tag", "timestamp-millis"))
+
     def table(self) -> Table:
         return Table.open(self.location)

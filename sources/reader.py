@@ -71,7 +71,7 @@ def read_schema(table: Table, spec: ReadSpec) -> tuple[Snapshot | None, TableSch
     schema for time travel, the latest schema otherwise)."""
     snapshot = snapshot_at(table.snapshot_manager, table.tag_manager, spec.snapshot_id, spec.tag,
                            spec.timestamp_millis)
-    if spec.time_travel and snapshot is not None and snapshot.schema_id != table.schema.id:
+    if spec.reads_old_schema and snapshot is not None and snapshot.schema_id != table.schema.id:
         return snapshot, SchemaManager(table.file_io, table.path).schema(snapshot.schema_id)
     return snapshot, table.schema
 

@@ -78,7 +78,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               ReadMaxRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.errors import InvalidOptionError, SchemaChangedError, SchemaMismatchError
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.streaming_scan import ReadLimits, StreamingScan, StreamOptions, StreamPosition
 
@@ -108,7 +108,13 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.name = table.name
         self.schema_json = table.schema.to_json()
         self.stream_options = StreamOptions.from_options(table.schema.options, spec.options)
-        self.ctx = ReadContext.create(spec.location, table.schema, schema, spec.row_kind_column, table.name)
+        try:
+            self.ctx = ReadContext.create(spec.location, table.schema, schema, spec.row_kind_column, table.name)
+        except SchemaMismatchError as exc:
+            raise SchemaChangedError(
+                f"the schema of table {table.name} changed since this stream was defined ({exc}); define the "
+                "stream again (spark.readStream.format('paimon')...load()) to read with schema "
+                f"{table.schema.id}") from exc
         self._scan: StreamingScan | None = None
         self._initial: dict | None = None
         self._last_snapshot: int | None = None

@@ -495,6 +495,13 @@ class Batch:
         return self._add({"op": "buckets", "path": path, "rows": rows_to_json(rows, self._types(path))},
                          lambda r: r["buckets"])
 
+    def alter(self, path, changes: Sequence[Mapping]) -> Pending:
+        """Schema changes by Paimon's SchemaManager: {"kind": "add"|"rename"|"drop"|"type"|
+        "set-option", "path": [names], "type": Paimon JSON type, "after", "newName", "key", "value"}.
+        Writes queued in the same batch encode rows with the old schema: alter in a batch of its own."""
+        return self._add({"op": "alter", "path": str(path), "changes": [dict(c) for c in changes]},
+                         lambda r: r["schemaId"])
+
     def create_tag(self, path, tag: str, snapshot_id: int | None = None) -> Pending:
         op = {"op": "create-tag", "path": str(path), "tag": tag}
         if snapshot_id is not None:
@@ -618,6 +625,10 @@ class JavaOracle:
 
     def create_tag(self, path, tag, snapshot_id=None) -> None:
         self._one("create_tag", path, tag, snapshot_id)
+
+    def alter(self, path, changes) -> int:
+        """Commit schema changes with Paimon's SchemaManager; returns the new schema id."""
+        return self._one("alter", path, changes)
 
 
 _ORACLE: JavaOracle | None = None

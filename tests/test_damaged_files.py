@@ -321,3 +321,32 @@ def test_metadata_files_carry_checksums(dv_table):
             ps.Table.open(dv_table.path).to_arrow()
         assert path in str(err.value)
     open(path, "wb").write(data)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "flip-key"])
+def test_damaged_tag_file_is_named_by_every_reader_and_check(dv_table, capsys, damage):
+    t = dv_table
+    t.create_tag("daily", snapshot_id=t.snapshot_manager.earliest_id())
+    path = t.tag_manager.path("daily")
+    text = open(path).read()
+    damaged = {"garbage": "\xff\xfe not json", "truncate": text[: len(text) // 2],
+               "flip-key": text.replace('"schemaId"', '"schemaJd"')}[damage]
+    open(path, "w", encoding="utf-8", errors="surrogateescape").write(damaged)
+    fresh = ps.Table.open(t.path)
+    for attempt in (lambda: fresh.to_arrow(tag="daily"), lambda: fresh.expire_snapshots(retain_max=1, retain_min=1)):
+        with pytest.raises(CorruptFileError) as err:
+            attempt()
+        assert path in str(err.value)
+    assert main(["check", t.path, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert any(p["kind"] == "corrupt-file" and p["path"] == path for p in report["problems"])
+
+
+def test_catalog_names_the_lost_schema_file_instead_of_calling_the_table_absent(catalog):
+    t = build(catalog, "dv")
+    schema_files = os.listdir(f"{t.path}/schema")
+    for name in schema_files:
+        os.remove(f"{t.path}/schema/{name}")
+    with pytest.raises(MissingFileError) as err:
+        catalog.get_table("db.dv")
+    assert f"{t.path}/schema/schema-0" in str(err.value)

@@ -6,7 +6,7 @@ import os
 import pyarrow as pa
 
 import paimon_streaming as ps
-from paimon_streaming.lsm import dv_compaction
+from paimon_streaming import evolution
 from paimon_streaming.lsm.recent_rows import RECENT_ROWS, RecentRows
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string())])
@@ -41,8 +41,8 @@ def test_compaction_reuses_intermediate_rows_and_forgets_removed_files(tmp_path,
     t = ps.Catalog(str(tmp_path / "wh")).create_table(
         "db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1", "deletion-vectors.enabled": "true"})
     reads = []
-    real = dv_compaction.read_data_file
-    monkeypatch.setattr(dv_compaction, "read_data_file", lambda io, path, *a: reads.append(path) or real(io, path, *a))
+    real = evolution.read_data_file  # how compaction reads a file (through the schema-evolution reader)
+    monkeypatch.setattr(evolution, "read_data_file", lambda io, path, *a: reads.append(path) or real(io, path, *a))
     expected = {}
     intermediate, merged = set(), set()
     for step in range(8):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from typing import Sequence
 
@@ -20,6 +21,7 @@ COMMAND_MODULES = (
     "paimon_streaming.sinks.demo_command",
     "paimon_streaming.sinks.ingest_command",
     "paimon_streaming.cli.table_commands",
+    "paimon_streaming.cli.alter_command",
     "paimon_streaming.cli.check_command",
     "paimon_streaming.cli.lifecycle_commands",
 )
@@ -40,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (PaimonError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if getattr(args, "json", False):  # scripts get the failure as JSON too
+            print(json.dumps({"error": str(exc), "type": type(exc).__name__}))
         return 1
 
 

@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 
 from ..binary_row import encode_rows
 from ..commit import Increment
-from ..datafile import arrow_schema, read_data_file
+from ..datafile import arrow_schema
+from ..evolution import read_evolved
 from ..fileio import FileIO
 from ..keyvalue import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, decode_key, file_fields,
                         key_fields)
@@ -31,7 +32,6 @@ from ..merge_engine import engine_for, sort_and_merge
 from ..options import CoreOptions
 from ..paths import PathFactory
 from ..schema import TableSchema
-from ..types import to_arrow
 from .changelog import lookup_changelog
 from .dv_maintainer import DeletionVectorMaintainer
 from .levels import sorted_runs
@@ -290,23 +290,10 @@ class BucketCompactor:
         if fresh is not None:
             table = fresh.select(columns).cast(self._read_schema(columns))
         else:
-            file_schema = self.schema_of(f.schema_id)
-            by_id = {fld.id: fld.name for fld in file_schema.fields}
-            wanted = {}
-            for name in columns:
-                if name in (SEQUENCE_NUMBER, VALUE_KIND):
-                    wanted[name] = name
-                else:
-                    old = by_id.get(self.schema.field(name).id)
-                    if old is not None:
-                        wanted[old] = name
-            table = read_data_file(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
-                                   file_fields(file_schema), list(wanted))
-            table = table.rename_columns([wanted[c] for c in table.column_names])
-        for name in columns:
-            if name not in table.column_names:
-                field = self.schema.field(name)
-                table = table.append_column(name, pa.nulls(table.num_rows, to_arrow(field.type)))
+            system = [c for c in columns if c in (SEQUENCE_NUMBER, VALUE_KIND)]
+            table = read_evolved(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
+                                 self.schema_of(f.schema_id), self.schema,
+                                 [c for c in columns if c not in system], system, f.file_size, f.row_count)
         positions = np.arange(table.num_rows, dtype=np.int64)
         deleted = vectors.deleted_positions(f.file_name) if vectors is not None else None
         if deleted is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from pyroaring import BitMap, BitMap64
 
-from ..deletionvectors import (bitmap_from_positions, decode_vector, encode_index_file, positions_of,
+from ..deletionvectors import (bitmap_from_positions, decode_vector, encode_index_file, positions_of, read_index_file,
                                record_bytes)
 from ..fileio import FileIO
 from ..manifest import DeletionVectorMeta, IndexFileMeta
@@ -36,7 +36,7 @@ class DeletionVectorMaintainer:
 
     def _bytes(self) -> bytes:
         if self._data is None:
-            self._data = self.file_io.read_bytes(self._path)
+            self._data = read_index_file(self.file_io, self._path, self.index.file_size)
         return self._data
 
     def __contains__(self, name: str) -> bool:

@@ -11,6 +11,7 @@ import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.operation.BaseAppendFileStoreWrite;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaChange;
 import org.apache.paimon.schema.SchemaManager;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.FileStoreTableFactory;
@@ -151,6 +152,8 @@ public final class PaimonOracle {
                 return buckets(path, cmd);
             case "create-tag":
                 return createTag(path, cmd);
+            case "alter":
+                return alter(path, cmd);
             default:
                 throw new IllegalArgumentException("unknown op: " + op);
         }
@@ -177,6 +180,42 @@ public final class PaimonOracle {
         }
         new SchemaManager(LocalFileIO.create(), path).createTable(builder.build());
         return NODES.objectNode();
+    }
+
+    /** Schema changes through Paimon's own SchemaManager: each {"kind": ..., "path": [names], ...}. */
+    static JsonNode alter(Path path, JsonNode cmd) throws Exception {
+        List<SchemaChange> changes = new ArrayList<>();
+        for (JsonNode c : cmd.get("changes")) {
+            String kind = text(c, "kind");
+            String[] names = strings(c.get("path")).toArray(new String[0]);
+            switch (kind) {
+                case "add":
+                    DataType type = DataTypeJsonParser.parseDataType(c.get("type"));
+                    SchemaChange.Move move = c.hasNonNull("after")
+                            ? SchemaChange.Move.after(names[names.length - 1], c.get("after").asText()) : null;
+                    changes.add(SchemaChange.addColumn(names, type, null, move));
+                    break;
+                case "rename":
+                    changes.add(SchemaChange.renameColumn(names, text(c, "newName")));
+                    break;
+                case "drop":
+                    changes.add(SchemaChange.dropColumn(names));
+                    break;
+                case "type":
+                    changes.add(SchemaChange.updateColumnType(
+                            names, DataTypeJsonParser.parseDataType(c.get("type")), true));
+                    break;
+                case "set-option":
+                    changes.add(SchemaChange.setOption(text(c, "key"), text(c, "value")));
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown schema change: " + kind);
+            }
+        }
+        long id = new SchemaManager(LocalFileIO.create(), path).commitChanges(changes).id();
+        ObjectNode out = NODES.objectNode();
+        out.put("schemaId", id);
+        return out;
     }
 
     static JsonNode write(Path path, JsonNode cmd) throws Exception {

@@ -1,0 +1,83 @@
+"""`paimon-streaming alter`: change a table's schema from the command line (one new schema
+file for all the changes given; see `schema_update.SchemaUpdate`)."""
+from __future__ import annotations
+
+import argparse
+import re
+
+from ..schema_update import SchemaUpdate
+from ..table import Table
+from .output import add_table_argument, emit
+
+_ADD = re.compile(r"^\s*(?P<path>\S+)\s+(?P<type>.+?)(?:\s+(?P<first>FIRST)|\s+AFTER\s+(?P<after>\S+))?\s*$",
+                  re.IGNORECASE)
+
+
+def _path(text: str) -> str | tuple[str, ...]:
+    """`addr.zip` names the nested field zip of ROW column addr."""
+    parts = tuple(text.split("."))
+    return parts[0] if len(parts) == 1 else parts
+
+
+def _pair(text: str, what: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+    return name.strip(), value.strip()
+
+
+def _changes(args: argparse.Namespace, update: SchemaUpdate) -> None:
+    for spec in args.add_column:
+        m = _ADD.match(spec)
+        if not m:
+            raise ValueError(f"--add-column expects 'NAME TYPE [FIRST | AFTER COLUMN]', got {spec!r}")
+        update.add_column(_path(m["path"]), m["type"], first=bool(m["first"]), after=m["after"])
+    for spec in args.rename:
+        old, new = _pair(spec, "OLD=NEW")
+        update.rename_column(_path(old), new)
+    for spec in args.type:
+        name, type_name = _pair(spec, "COLUMN=TYPE")
+        update.update_column(_path(name), type_name)
+    for name in args.drop_not_null:
+        update.update_column(_path(name), nullable=True)
+    for name in args.drop:
+        update.drop_column(_path(name))
+    for spec in args.set:
+        key, value = _pair(spec, "KEY=VALUE")
+        update.set_option(key, value)
+    for key in args.unset:
+        update.remove_option(key)
+    if args.comment is not None:
+        update.set_comment(args.comment)
+
+
+def cmd_alter(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    update = table.update_schema()
+    _changes(args, update)
+    schema = update.commit()
+    result = {"table": table.path, "schema_id": schema.id,
+              "columns": [{"name": f.name, "type": str(f.type), "id": f.id} for f in schema.fields],
+              "options": schema.options}
+    emit(args, result, lambda r: print(f"{r['table']}: schema {r['schema_id']}\n" + "\n".join(
+        f"  {c['name']}: {c['type']}" for c in r["columns"])))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("alter", help="change a table's schema: add, rename, drop or widen columns, options",
+                       description="All changes become one new schema file; data files are not rewritten "
+                                   "(older files are read by field id). Nested ROW fields are named "
+                                   "with dots: addr.zip.")
+    add_table_argument(p)
+    p.add_argument("--add-column", action="append", default=[], metavar="'NAME TYPE [FIRST|AFTER COL]'",
+                   help="add a nullable column, e.g. 'coupon STRING AFTER id' (repeatable)")
+    p.add_argument("--rename", action="append", default=[], metavar="OLD=NEW", help="rename a column")
+    p.add_argument("--type", action="append", default=[], metavar="COLUMN=TYPE",
+                   help="widen a column's type losslessly, e.g. qty=BIGINT")
+    p.add_argument("--drop-not-null", action="append", default=[], metavar="COLUMN", help="make a column nullable")
+    p.add_argument("--drop", action="append", default=[], metavar="COLUMN", help="drop a column")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="set a table option")
+    p.add_argument("--unset", action="append", default=[], metavar="KEY", help="remove a table option")
+    p.add_argument("--comment", help="set the table comment")
+    p.set_defaults(func=cmd_alter)

@@ -1,0 +1,66 @@
+"""Reading data files written with older schemas (Paimon's schema evolution on read).
+
+A data file records the id of the schema it was written with. Its columns are matched to the
+reading schema by field id, also inside ROW types: a renamed column or field is the same id
+under another name, an added one is absent from the file (read as nulls), a dropped one is not
+read, and a widened type is cast (losslessly: `schema_update.widening_error`). Files written
+with the reading schema take the fast path: no conversion at all.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .datafile import conform, read_data_file, rebased_offsets
+from .fileio import FileIO
+from .keyvalue import file_fields
+from .schema import TableSchema
+from .types import DataType, arrow_field, to_arrow
+
+
+def read_evolved(file_io: FileIO, path: str, file_schema: TableSchema, schema: TableSchema,
+                 names: list[str], system: list[str] = (), file_size: int | None = None,
+                 row_count: int | None = None) -> pa.Table:
+    """Columns `names` of `schema` (plus `system` columns such as `_SEQUENCE_NUMBER`) from a data
+    file written with `file_schema`, named and typed as `schema` has them."""
+    by_id = {f.id: f for f in file_schema.fields}
+    current = [schema.field(n) for n in names]
+    olds = [by_id.get(f.id) for f in current]
+    table = read_data_file(file_io, path, file_fields(file_schema),
+                           [o.name for o in olds if o is not None] + list(system), file_size, row_count)
+    if file_schema.id == schema.id:
+        return table
+    columns = [pa.nulls(table.num_rows, to_arrow(f.type)) if o is None else evolve(table.column(o.name), o.type, f.type)
+               for f, o in zip(current, olds)]
+    fields = [arrow_field(f) for f in current] + [table.schema.field(s) for s in system]
+    return pa.Table.from_arrays(columns + [table.column(s) for s in system], schema=pa.schema(fields))
+
+
+def evolve(column: pa.ChunkedArray, old: DataType, new: DataType) -> pa.ChunkedArray:
+    """A column stored as `old` read as `new` (same field ids, see the module docstring)."""
+    if old.copy(True) == new.copy(True):
+        return column
+    return pa.chunked_array([_evolve_array(c, old, new) for c in column.chunks], type=to_arrow(new))
+
+
+def _evolve_array(arr: pa.Array, old: DataType, new: DataType) -> pa.Array:
+    if old.copy(True) == new.copy(True):
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    if new.root == "ROW" and old.root == "ROW":
+        by_id = {f.id: f for f in old.fields}
+        children = []
+        for f in new.fields:
+            o = by_id.get(f.id)
+            children.append(pa.nulls(len(arr), to_arrow(f.type)) if o is None
+                            else _evolve_array(arr.field(o.name), o.type, f.type))
+        return pa.StructArray.from_arrays(children, fields=[arrow_field(f) for f in new.fields], mask=mask)
+    if new.root == old.root == "ARRAY":
+        offsets, start = rebased_offsets(arr)
+        values = _evolve_array(arr.values.slice(start), old.element, new.element)
+        return pa.ListArray.from_arrays(offsets, values, type=to_arrow(new), mask=mask)
+    if new.root == old.root == "MAP":
+        offsets, start = rebased_offsets(arr)
+        return pa.MapArray.from_arrays(offsets, _evolve_array(arr.keys.slice(start), old.key, new.key),
+                                       _evolve_array(arr.items.slice(start), old.value, new.value),
+                                       type=to_arrow(new), mask=mask)
+    return conform(arr, to_arrow(new))  # atomic widening (and MULTISET elements)

@@ -1,0 +1,398 @@
+"""Changing a table's schema: add, rename, drop and widen columns, drop NOT NULL, options, comment.
+
+    with table.update_schema() as update:
+        update.add_column("coupon", pa.string(), after="amount")
+        update.rename_column("amount", "total")
+    # one new schema file, schema/schema-<n+1>
+
+Field ids are kept: a renamed column is the same field, an added column (or nested ROW field)
+gets a new id, a dropped id is never reused. Data files keep the id of the schema they were
+written with and readers convert them by field id (`datafile.evolve`), so no file is
+rewritten. The rules are Paimon's (its `SchemaManager`), stricter in one place: a type change
+must be a lossless widening, because every old file is read through that cast and a narrowing
+would change or fail old values.
+
+A schema change is committed like a snapshot: `schema-<n+1>` is created only if absent; when
+another writer took the id first, the changes are applied again to its schema (they are
+recorded as operations, not as a finished schema) and the commit retried.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, Union
+
+import pyarrow as pa
+
+from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .schema import SchemaManager, TableSchema
+from .system_fields import is_system_field, reserved_names_message
+from .types import DataField, DataType, assign_field_ids, from_arrow, parse_atomic
+
+if TYPE_CHECKING:
+    from .table import Table
+
+ColumnPath = Union[str, tuple[str, ...]]
+TypeLike = Union[pa.DataType, str, DataType]
+
+# Options Paimon cannot change once a table has snapshots (CoreOptions' @Immutable keys), plus
+# those whose change would need a rewrite we do not implement, each with the reason.
+_FIXED_OPTIONS = {key: "Paimon does not support changing it" for key in (
+    "type", "bucket-key", "bucket-function.type", "data-file.path-directory", "merge-engine",
+    "sequence.snapshot-ordering", "aggregation.remove-record-on-delete", "partial-update.remove-record-on-delete",
+    "partial-update.remove-record-on-sequence-group", "rowkind.field", "primary-key", "primary-key.nullable",
+    "partition", "dynamic-bucket.initial-buckets", "force-lookup", "row-tracking.enabled",
+    "data-evolution.enabled", "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field",
+    "blob-view-field", "pk-clustering-override", "path")}
+_FIXED_OPTIONS.update({
+    "bucket": "rescaling a table moves every row to another bucket; create a new table and copy the rows",
+    "deletion-vectors.enabled": "switching deletion vectors on or off needs every bucket fully compacted first "
+                                "(Paimon refuses it too)",
+    "deletion-vectors.bitmap64": "existing deletion-vector index files keep their bitmap format",
+})
+
+_INT_RANK = {"TINYINT": 0, "SMALLINT": 1, "INT": 2, "BIGINT": 3}
+_INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}
+_EXACT_IN = {"FLOAT": ("TINYINT", "SMALLINT"), "DOUBLE": ("TINYINT", "SMALLINT", "INT", "FLOAT")}
+_WIDENINGS = ("TINYINT -> SMALLINT -> INT -> BIGINT; integers to a DECIMAL with room for their digits; "
+              "TINYINT/SMALLINT -> FLOAT; TINYINT/SMALLINT/INT/FLOAT -> DOUBLE; DECIMAL(p, s) -> DECIMAL(p', s') "
+              "with s' >= s and p' - s' >= p - s; CHAR/VARCHAR(n) -> VARCHAR(m >= n); BINARY/VARBINARY(n) -> "
+              "VARBINARY(m >= n); TIME/TIMESTAMP precision up; element and value types of ARRAY, MULTISET, MAP")
+
+
+def widening_error(old: DataType, new: DataType) -> str | None:
+    """Why `old` cannot be read as `new` without losing information, or None when it can
+    (nullability is not judged here)."""
+    if old.copy(True) == new.copy(True):
+        return None
+    o, n = old.root, new.root
+    if o in ("ARRAY", "MULTISET") and n == o:
+        return widening_error(old.element, new.element)
+    if o == n == "MAP":
+        if old.key.copy(True) != new.key.copy(True):
+            return f"the key type of a MAP cannot change ({old.key} -> {new.key})"
+        return widening_error(old.value, new.value)
+    if o == "ROW" or n == "ROW":
+        return "a ROW changes field by field: add, rename, drop or widen its fields by their path"
+    ok = (
+        (o in _INT_RANK and n in _INT_RANK and _INT_RANK[n] >= _INT_RANK[o])
+        or (o in _INT_RANK and n == "DECIMAL" and new.precision - new.scale >= _INT_DIGITS[o])
+        or (o in _EXACT_IN.get(n, ()))
+        or (o == n == "DECIMAL" and new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale)
+        or (o in ("CHAR", "VARCHAR") and n == "VARCHAR" and new.precision >= old.precision)
+        or (o in ("BINARY", "VARBINARY") and n == "VARBINARY" and new.precision >= old.precision)
+        or (o == n and o in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ") and new.precision >= old.precision)
+    )
+    if ok:
+        return None
+    return (f"{old.sql()} cannot be widened to {new.sql()} without losing information (every file written "
+            f"before would be read through that cast); lossless widenings: {_WIDENINGS}")
+
+
+@dataclass
+class _Draft:
+    """The schema being edited: what the recorded changes act on."""
+    fields: list[DataField]
+    highest_field_id: int
+    options: dict[str, str]
+    comment: str | None
+    primary_keys: tuple[str, ...]
+    partition_keys: tuple[str, ...]
+    has_snapshots: bool
+
+
+def _path(column: ColumnPath) -> tuple[str, ...]:
+    path = (column,) if isinstance(column, str) else tuple(column)
+    if not path or not all(isinstance(p, str) and p for p in path):
+        raise SchemaMismatchError(f"invalid column path {column!r}: give a name or a tuple of names")
+    return path
+
+
+def _dotted(path: tuple[str, ...]) -> str:
+    return ".".join(path)
+
+
+def _to_type(value: TypeLike) -> DataType:
+    if isinstance(value, DataType):
+        return value
+    if isinstance(value, pa.DataType):
+        return from_arrow(value)
+    if isinstance(value, str):
+        return parse_atomic(value)
+    raise SchemaMismatchError(f"expected a pyarrow type or a Paimon type name, got {value!r}")
+
+
+def _edit_siblings(fields: list[DataField], path: tuple[str, ...], edit: Callable[[list[DataField], str], None],
+                   full: tuple[str, ...] | None = None) -> None:
+    """Apply `edit(siblings, name)` to the field list that holds `path[-1]`, rebuilding the ROW
+    types on the way (nested fields live inside their parent's type)."""
+    full = full or path
+    if len(path) == 1:
+        edit(fields, path[0])
+        return
+    i = _index(fields, path[0], full[:len(full) - len(path) + 1])
+    parent = fields[i]
+    if parent.type.root != "ROW":
+        raise SchemaMismatchError(f"column '{_dotted(full[:len(full) - len(path) + 1])}' is {parent.type}, not a "
+                                  f"ROW: '{_dotted(full)}' does not name a nested field")
+    inner = list(parent.type.fields)
+    _edit_siblings(inner, path[1:], edit, full)
+    fields[i] = replace(parent, type=replace(parent.type, fields=tuple(inner)))
+
+
+def _index(fields: list[DataField], name: str, path: tuple[str, ...]) -> int:
+    for i, f in enumerate(fields):
+        if f.name == name:
+            return i
+    raise SchemaMismatchError(f"column '{_dotted(path)}' does not exist (columns there: {[f.name for f in fields]})")
+
+
+def _absent(fields: list[DataField], name: str, path: tuple[str, ...]) -> None:
+    if any(f.name == name for f in fields):
+        raise SchemaMismatchError(f"column '{_dotted(path)}' already exists")
+    if len(path) == 1 and is_system_field(name):
+        raise SchemaMismatchError(reserved_names_message([name]))
+
+
+class SchemaUpdate:
+    """Changes to one table's schema, committed together as one new schema file.
+
+    Use as a context manager (commits on a clean exit) or call `commit()`. Columns are named
+    by a string, or for nested ROW fields by a tuple path (`("address", "zip")`); types are
+    pyarrow types or Paimon type names (`"BIGINT"`, `"DECIMAL(12, 2)"`).
+    """
+
+    def __init__(self, table: "Table"):
+        self._table = table
+        self._changes: list[Callable[[_Draft], None]] = []
+
+    # ---- columns ----------------------------------------------------------------------------
+    def add_column(self, column: ColumnPath, type: TypeLike, comment: str | None = None,
+                   first: bool = False, after: str | None = None) -> "SchemaUpdate":
+        """Add a nullable column (at the end, `first`, or `after` a sibling): files written
+        before read it as null."""
+        path = _path(column)
+        dtype = _to_type(type)
+        if not dtype.nullable:
+            raise SchemaMismatchError(f"column '{_dotted(path)}' cannot be added as NOT NULL: the rows written "
+                                      "before have no value for it")
+        if first and after is not None:
+            raise SchemaMismatchError("give first=True or after=, not both")
+
+        def change(d: _Draft) -> None:
+            def edit(siblings: list[DataField], name: str) -> None:
+                _absent(siblings, name, path)
+                new = _new_field(d, name, dtype, comment)
+                at = 0 if first else len(siblings) if after is None else _index(siblings, after, path[:-1] + (after,)) + 1
+                siblings.insert(at, new)
+            _edit_siblings(d.fields, path, edit)
+        self._changes.append(change)
+        return self
+
+    def rename_column(self, column: ColumnPath, new_name: str) -> "SchemaUpdate":
+        """Rename a column (or nested field); its id, and so its data, stay."""
+        path = _path(column)
+
+        def change(d: _Draft) -> None:
+            if len(path) == 1 and path[0] in d.partition_keys + d.primary_keys:
+                kind = "partition" if path[0] in d.partition_keys else "primary key"
+                raise SchemaMismatchError(f"cannot rename {kind} column '{path[0]}' (Paimon refuses it: keys name "
+                                          "partition directories and the key columns of data files)")
+
+            def edit(siblings: list[DataField], name: str) -> None:
+                i = _index(siblings, name, path)
+                _absent(siblings, new_name, path[:-1] + (new_name,))
+                siblings[i] = replace(siblings[i], name=new_name)
+            _edit_siblings(d.fields, path, edit)
+            if len(path) == 1:
+                _rename_field_options(d.options, path[0], new_name)
+        self._changes.append(change)
+        return self
+
+    def drop_column(self, column: ColumnPath) -> "SchemaUpdate":
+        """Drop a column (or nested field): it is no longer read; its id is never reused."""
+        path = _path(column)
+
+        def change(d: _Draft) -> None:
+            if len(path) == 1 and path[0] in d.partition_keys + d.primary_keys:
+                raise SchemaMismatchError(f"cannot drop partition key or primary key column '{path[0]}'")
+
+            def edit(siblings: list[DataField], name: str) -> None:
+                del siblings[_index(siblings, name, path)]
+                if not siblings:
+                    what = "table" if len(path) == 1 else f"ROW '{_dotted(path[:-1])}'"
+                    raise SchemaMismatchError(f"cannot drop '{_dotted(path)}': it is the last field of the {what}")
+            _edit_siblings(d.fields, path, edit)
+            if len(path) == 1:
+                for key in [k for k in d.options if k.startswith(f"fields.{path[0]}.")]:
+                    del d.options[key]
+        self._changes.append(change)
+        return self
+
+    def update_column(self, column: ColumnPath, type: TypeLike | None = None, nullable: bool | None = None,
+                      comment: str | None = None) -> "SchemaUpdate":
+        """Widen a column's type (losslessly, see `widening_error`), drop its NOT NULL
+        (`nullable=True`), or set its comment."""
+        path = _path(column)
+        new_type = None if type is None else _to_type(type)
+        if nullable is False:
+            raise SchemaMismatchError(f"column '{_dotted(path)}' cannot become NOT NULL: files written before may "
+                                      "hold nulls (Paimon refuses it by default too)")
+
+        def change(d: _Draft) -> None:
+            key = len(path) == 1 and path[0] in d.partition_keys + d.primary_keys
+            if key and new_type is not None:
+                raise SchemaMismatchError(f"cannot change the type of key column '{path[0]}' (Paimon refuses it: "
+                                          "keys are hashed to buckets and partitions by their type)")
+            if key and nullable:
+                raise SchemaMismatchError(f"primary key column '{path[0]}' must stay NOT NULL")
+
+            def edit(siblings: list[DataField], name: str) -> None:
+                i = _index(siblings, name, path)
+                f = siblings[i]
+                dtype = f.type
+                if new_type is not None:
+                    reason = widening_error(dtype, new_type)
+                    if reason:
+                        raise SchemaMismatchError(f"cannot change column '{_dotted(path)}': {reason}")
+                    dtype = _keep_nested_ids(dtype, new_type).copy(dtype.nullable)
+                if nullable:
+                    dtype = dtype.copy(True)
+                siblings[i] = replace(f, type=dtype, description=f.description if comment is None else comment)
+            _edit_siblings(d.fields, path, edit)
+        self._changes.append(change)
+        return self
+
+    def union_by_name(self, schema: pa.Schema) -> "SchemaUpdate":
+        """Evolve towards an Arrow schema (Delta's mergeSchema): columns and ROW fields it has
+        that the table lacks are added (nullable), types it widens are widened; columns it
+        lacks stay. A narrower or incompatible type is an error naming the column."""
+        def change(d: _Draft) -> None:
+            _union(d, d.fields, list(schema), ())
+        self._changes.append(change)
+        return self
+
+    # ---- table ------------------------------------------------------------------------------
+    def set_option(self, key: str, value: str) -> "SchemaUpdate":
+        def change(d: _Draft) -> None:
+            if d.options.get(key) != str(value):
+                _check_option_change(d, key)
+                d.options[key] = str(value)
+        self._changes.append(change)
+        return self
+
+    def remove_option(self, key: str) -> "SchemaUpdate":
+        def change(d: _Draft) -> None:
+            if key in d.options:
+                _check_option_change(d, key)
+                del d.options[key]
+        self._changes.append(change)
+        return self
+
+    def set_comment(self, comment: str | None) -> "SchemaUpdate":
+        def change(d: _Draft) -> None:
+            d.comment = comment
+        self._changes.append(change)
+        return self
+
+    # ---- committing -------------------------------------------------------------------------
+    def apply(self, base: TableSchema, has_snapshots: bool) -> TableSchema:
+        """The schema these changes make of `base` (id `base.id + 1`), validated; `base` itself
+        when they change nothing."""
+        draft = _Draft(list(base.fields), base.highest_field_id, dict(base.options), base.comment,
+                       base.primary_keys, base.partition_keys, has_snapshots)
+        for change in self._changes:
+            change(draft)
+        new = replace(base, id=base.id + 1, fields=tuple(draft.fields), highest_field_id=draft.highest_field_id,
+                      options=draft.options, comment=draft.comment)
+        if (new.fields, new.options, new.comment) == (base.fields, base.options, base.comment):
+            return base
+        try:
+            new.validate()
+        except PaimonError as exc:
+            raise type(exc)(f"after this schema change: {exc}") from None
+        return new
+
+    def commit(self, max_retries: int = 10) -> TableSchema:
+        """Write the new schema file and point the table at it; returns the new (or unchanged)
+        schema. A concurrent schema change makes this apply the changes again on top of it."""
+        table = self._table
+        manager: SchemaManager = table.schema_manager
+        for _ in range(max_retries + 1):
+            base = manager.latest()
+            new = self.apply(base, table.snapshot_manager.latest_id() is not None)
+            if new is base:
+                table.schema = base
+                return base
+            if manager.try_commit(new):
+                table.schema = new
+                return new
+        raise PaimonError(f"schema change of {table.path} lost the race for a new schema id "
+                          f"{max_retries + 1} times; try again")
+
+    def __enter__(self) -> "SchemaUpdate":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+
+
+def _check_option_change(d: _Draft, key: str) -> None:
+    if key in _FIXED_OPTIONS and d.has_snapshots:
+        raise InvalidOptionError(f"table option '{key}' cannot be changed on a table with snapshots: "
+                                 f"{_FIXED_OPTIONS[key]}")
+
+
+def _rename_field_options(options: dict[str, str], old: str, new: str) -> None:
+    """`fields.<old>.*` options follow the column; options naming it in their value (bucket-key,
+    sequence.field, ...) are caught by the validation of the new schema."""
+    prefix = f"fields.{old}."
+    for key in [k for k in options if k.startswith(prefix)]:
+        options[f"fields.{new}." + key[len(prefix):]] = options.pop(key)
+
+
+def _keep_nested_ids(old: DataType, new: DataType) -> DataType:
+    """`new` (a widening of `old`, so the same shape) with `old`'s nested field ids."""
+    if old.root in ("ARRAY", "MULTISET"):
+        return replace(new, element=_keep_nested_ids(old.element, new.element))
+    if old.root == "MAP":
+        return replace(new, key=old.key, value=_keep_nested_ids(old.value, new.value))
+    return new
+
+
+def _new_field(d: _Draft, name: str, dtype: DataType, comment: str | None = None) -> DataField:
+    """A field with the next id; its nested ROW fields get the ids after it (as Paimon assigns)."""
+    counter = [d.highest_field_id + 1]
+    field_id = counter[0]
+    typed = assign_field_ids(dtype, counter)
+    d.highest_field_id = counter[0]
+    return DataField(field_id, name, typed, comment)
+
+
+def _union(d: _Draft, fields: list[DataField], incoming: list[pa.Field], parent: tuple[str, ...]) -> None:
+    """Edit `fields` in place towards `incoming` (see `SchemaUpdate.union_by_name`)."""
+    by_name = {f.name: i for i, f in enumerate(fields)}
+    for af in incoming:
+        path = parent + (af.name,)
+        wanted = from_arrow(af.type)
+        if af.name not in by_name:
+            if is_system_field(af.name) and not parent:
+                raise SchemaMismatchError(reserved_names_message([af.name]))
+            fields.append(_new_field(d, af.name, wanted))
+            continue
+        current = fields[by_name[af.name]]
+        if current.type.root == "ROW" and pa.types.is_struct(af.type):
+            inner = list(current.type.fields)
+            _union(d, inner, list(af.type), path)
+            fields[by_name[af.name]] = replace(current, type=replace(current.type, fields=tuple(inner)))
+            continue
+        if pa.types.is_null(af.type) or widening_error(wanted, current.type) is None:
+            continue  # the table's type already holds these values
+        reason = widening_error(current.type, wanted)
+        if not reason and not parent and af.name in d.partition_keys + d.primary_keys:
+            reason = "key columns keep their type (they are hashed to buckets and partitions by it)"
+        if reason:
+            raise SchemaMismatchError(f"cannot merge the type of column '{_dotted(path)}' ({af.type}) into the "
+                                      f"table's {current.type}: {reason}")
+        fields[by_name[af.name]] = replace(current, type=_keep_nested_ids(current.type, wanted)
+                                           .copy(current.type.nullable))

@@ -1,0 +1,121 @@
+"""Input that must be refused, not reinterpreted (issue 17, part 4): reserved system column
+names, bucket counts beyond Paimon's limit, and option keys one edit from Paimon's."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from conftest import pypaimon_read, rows_by
+from paimon_streaming.bucket import fixed_buckets
+from paimon_streaming.catalog import create_table_at
+from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
+from paimon_streaming.option_keys import PAIMON_OPTION_KEYS
+from paimon_streaming.options import MAX_BUCKETS, misspelled_key
+from paimon_streaming.system_fields import SYSTEM_FIELD_NAMES
+from paimon_streaming.types import DataType
+
+KV = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string())])
+RESERVED = sorted(SYSTEM_FIELD_NAMES) + ["_KEY_k"]
+
+
+# ---- reserved column names ---------------------------------------------------------------
+@pytest.mark.parametrize("name", RESERVED)
+def test_create_table_refuses_system_column_names(catalog, name):
+    schema = KV.append(pa.field(name, pa.int8()))
+    with pytest.raises(SchemaMismatchError, match=f"'{name}'.*reserved"):
+        catalog.create_table("db.t", schema, primary_keys=["k"], options={"bucket": "1"})
+    assert not catalog.table_exists("db.t")
+
+
+@pytest.mark.parametrize("dv", [False, True])
+@pytest.mark.parametrize("name", RESERVED)
+def test_system_named_input_column_is_refused_and_nothing_is_written(catalog, name, dv):
+    """The issue's reproduction: a `_VALUE_KIND` input column used to turn rows into deletes."""
+    t = catalog.create_table("db.t", KV, primary_keys=["k"],
+                             options={"bucket": "1", "deletion-vectors.enabled": str(dv).lower()})
+    t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}))
+    before = t.latest_snapshot().id, _files(t.path)
+    batch = pa.table({"k": [1, 2, 3], "v": ["x", "y", "z"], name: pa.array([3, 3, 3], pa.int8())})
+    with pytest.raises(SchemaMismatchError, match=f"'{name}'.*reserved.*row_kind_column"):
+        t.write_arrow(batch)
+    with pytest.raises(SchemaMismatchError, match=f"'{name}'"):
+        t.write_messages(batch)
+    assert (t.latest_snapshot().id, _files(t.path)) == before, "a refused batch must leave nothing behind"
+    assert rows_by(t.to_arrow(), "k") == [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}, {"k": 3, "v": "c"}]
+
+
+def _files(path: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs}
+
+
+def test_row_kinds_come_from_the_named_column_even_with_a_system_name(catalog):
+    """Streaming an audit log (its `rowkind` column) into a table is explicit, so allowed."""
+    t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}))
+    t.write_arrow(pa.table({"k": [1, 2], "v": ["x", None], "rowkind": ["+U", "-D"]}), row_kind_column="rowkind")
+    t.write_arrow(pa.table({"k": [3], "v": [None], "_VALUE_KIND": pa.array([3], pa.int8())}),
+                  row_kind_column="_VALUE_KIND")
+    assert rows_by(t.to_arrow(), "k") == [{"k": 1, "v": "x"}]
+
+
+def test_append_table_refuses_system_named_columns_too(catalog):
+    t = catalog.create_table("db.a", KV, options={"bucket": "-1"})
+    with pytest.raises(SchemaMismatchError, match="'_SEQUENCE_NUMBER'"):
+        t.write_arrow(pa.table({"k": [1], "v": ["a"], "_SEQUENCE_NUMBER": [5]}))
+    assert t.latest_snapshot() is None
+
+
+# ---- bucket counts -------------------------------------------------------------------------
+@pytest.mark.parametrize("bucket", [str(MAX_BUCKETS + 1), "99999999999", "-3", "0"])
+def test_create_table_refuses_bucket_counts_paimon_cannot_hold(catalog, bucket):
+    with pytest.raises(InvalidOptionError, match="bucket"):
+        catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": bucket})
+    assert not catalog.table_exists("db.t")
+
+
+@pytest.mark.parametrize("bucket", [16777216, MAX_BUCKETS])
+def test_huge_bucket_counts_write_each_row_to_its_bucket(catalog, warehouse, bucket):
+    """Bucket ids above 2^20 once overflowed the (partition, bucket) group id: 16777216 raised
+    IndexError, 1.5M put rows into another partition's directory."""
+    schema = pa.schema([pa.field("dt", pa.string(), False), pa.field("k", pa.int64(), False), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["dt", "k"], partition_keys=["dt"],
+                             options={"bucket": str(bucket)})
+    keys = np.arange(40, dtype=np.int64) * 7919
+    data = pa.table({"dt": ["d1", "d2"] * 20, "k": keys, "v": [f"v{i}" for i in range(40)]})
+    t.write_arrow(data)
+    expected = fixed_buckets(data, ["k"], [DataType("BIGINT", False)], bucket)
+    assert expected.max() >= 1 << 20, "the keys must reach buckets beyond the old 20-bit limit"
+    on_disk = {(d.split("/")[-2], d.split("/")[-1]) for d, _, fs in os.walk(t.path) if "bucket-" in d and fs}
+    assert on_disk == {(f"dt={dt}", f"bucket-{b}") for dt, b in zip(data.column("dt").to_pylist(), expected.tolist())}
+    assert rows_by(t.to_arrow(), "dt", "k") == rows_by(data, "dt", "k")
+    assert rows_by(pypaimon_read(warehouse, "db.t"), "dt", "k") == rows_by(data, "dt", "k")
+
+
+# ---- option keys ---------------------------------------------------------------------------
+@pytest.mark.parametrize("key,meant", [("buckets", "bucket"), ("bucket ", "bucket"), ("Bucket", "bucket"),
+                                       ("merge_engine", "merge-engine"),
+                                       ("deletion-vectors.enable", "deletion-vectors.enabled"),
+                                       ("changelog-prodcuer", "changelog-producer")])
+def test_option_key_one_edit_from_a_paimon_key_is_refused_with_a_suggestion(catalog, key, meant):
+    with pytest.raises(InvalidOptionError, match=f"{key!r}: did you mean {meant!r}"):
+        catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1", key: "4"})
+    assert not catalog.table_exists("db.t")
+
+
+def test_custom_and_real_option_keys_are_kept(catalog):
+    custom = {"owner": "team-a", "my.pipeline.id": "42", "fields.v.aggregate-function": "max",
+              "sink.parallelism": "2", "tpye": "x"}
+    t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1", **custom})
+    assert {k: t.schema.options[k] for k in custom} == custom
+    refused = sorted(k for k in PAIMON_OPTION_KEYS if misspelled_key(k) is not None)
+    assert refused == [], f"real Paimon option keys taken for typos: {refused}"
+    assert len(PAIMON_OPTION_KEYS) > 300 and {"bucket", "merge-engine", "rowkind.field"} <= PAIMON_OPTION_KEYS
+
+
+def test_create_table_at_refuses_a_misspelled_key_before_any_file(warehouse):
+    with pytest.raises(InvalidOptionError, match="'buckets'"):
+        create_table_at(f"{warehouse}/db.db/x", KV, primary_keys=["k"], options={"buckets": "4"})
+    assert not os.path.exists(f"{warehouse}/db.db/x/schema")

@@ -1,0 +1,286 @@
+"""Schema evolution (issue 18): `Table.update_schema()` adds, renames, drops and widens columns
+(also nested ROW fields), drops NOT NULL, sets options; every older file reads under the new
+schema by field id, time travel reads with the snapshot's schema, concurrent changes and
+writers stay correct, and pypaimon and Paimon Java read the evolved tables as we do."""
+from __future__ import annotations
+
+import decimal
+import json
+import os
+import threading
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from conftest import pypaimon_read, rows_by
+from paimon_streaming.cli import main
+from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError, TableAlreadyExistsError
+from paimon_streaming.schema_update import widening_error
+from paimon_streaming.types import parse_atomic
+
+ADDRESS = pa.struct([("city", pa.string()), ("zip", pa.int32())])
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("qty", pa.int32()), ("price", pa.decimal128(10, 2)),
+                    ("note", pa.string()), ("addr", ADDRESS)])
+TABLES = {"dv": {"bucket": "2", "deletion-vectors.enabled": "true"}, "mor": {"bucket": "2"},
+          "append": {"bucket": "-1"}}
+
+
+def first_batch(ids):
+    return pa.table({"id": ids, "qty": pa.array([i * 10 for i in ids], pa.int32()),
+                     "price": [decimal.Decimal(f"{i}.25") for i in ids], "note": [f"n{i}" for i in ids],
+                     "addr": [{"city": f"c{i}", "zip": 1000 + i} for i in ids]}, schema=SCHEMA)
+
+
+def evolve(t: ps.Table) -> None:
+    """One update with every change kind, as one schema file."""
+    with t.update_schema() as u:
+        u.add_column("coupon", pa.string(), after="id")
+        u.rename_column("note", "remark")
+        u.update_column("qty", pa.int64())
+        u.update_column("price", "DECIMAL(14, 3)")
+        u.drop_column(("addr", "city"))
+        u.rename_column(("addr", "zip"), "postcode")
+        u.update_column(("addr", "postcode"), pa.int64())
+        u.add_column(("addr", "country"), pa.string())
+        u.set_option("snapshot.num-retained.min", "20")
+
+
+def second_batch(ids):
+    return pa.table({"id": ids, "coupon": [f"X{i}" for i in ids], "qty": [2**40 + i for i in ids],
+                     "price": [decimal.Decimal(f"{i}.125") for i in ids], "remark": [f"r{i}" for i in ids],
+                     "addr": [{"postcode": 2**33 + i, "country": "NL"} for i in ids]})
+
+
+def expected_rows(first, second, pk: bool) -> list[dict]:
+    rows = {} if pk else []
+    for i in first:
+        row = {"id": i, "coupon": None, "qty": i * 10, "price": decimal.Decimal(f"{i}.250"), "remark": f"n{i}",
+               "addr": {"postcode": 1000 + i, "country": None}}
+        rows.__setitem__(i, row) if pk else rows.append(row)
+    for i in second:
+        row = {"id": i, "coupon": f"X{i}", "qty": 2**40 + i, "price": decimal.Decimal(f"{i}.125"),
+               "remark": f"r{i}", "addr": {"postcode": 2**33 + i, "country": "NL"}}
+        rows.__setitem__(i, row) if pk else rows.append(row)
+    return rows_by(pa.Table.from_pylist(list(rows.values()) if pk else rows), "id", "coupon")
+
+
+@pytest.fixture
+def evolved(request, catalog):
+    kind = request.param
+    t = catalog.create_table(f"db.{kind}", SCHEMA, primary_keys=None if kind == "append" else ["id"],
+                             options=TABLES[kind])
+    t.write_arrow(first_batch([1, 2, 3, 4]))
+    before = t.latest_snapshot().id
+    evolve(t)
+    t.write_arrow(second_batch([3, 5]))
+    return kind, t, before
+
+
+@pytest.mark.parametrize("evolved", ["dv", "mor", "append"], indirect=True)
+def test_every_change_kind_reads_old_and_new_files_by_field_id(evolved, warehouse):
+    kind, t, before = evolved
+    pk = kind != "append"
+    want = expected_rows([1, 2, 3, 4], [3, 5], pk)
+    assert t.schema.id == 1 and sorted(os.listdir(f"{t.path}/schema")) == ["schema-0", "schema-1"]
+    assert t.schema.field_names == ["id", "coupon", "qty", "price", "remark", "addr"]
+    assert [f.id for f in t.schema.fields] == [0, 7, 1, 2, 3, 4]  # kept ids; the new column got a new one
+    assert rows_by(t.to_arrow(), "id", "coupon") == want
+    assert rows_by(ps.Table.open(t.path).to_arrow(), "id", "coupon") == want
+    # projection and filters by the new names, pruning on widened stats
+    got = t.to_arrow(columns=["id", "remark", "qty"], filter=[("qty", ">=", 30)])
+    assert rows_by(got, "id", "remark") == rows_by(pa.Table.from_pylist(
+        [{"id": r["id"], "remark": r["remark"], "qty": r["qty"]} for r in want if r["qty"] >= 30]), "id", "remark")
+    # time travel: the snapshot before the change, with the schema it was written with
+    old = t.to_arrow(snapshot_id=before)
+    if kind != "dv" or old.num_rows:
+        assert old.column_names == ["id", "qty", "price", "note", "addr"]
+    if pk:  # compaction rewrites old files into the new schema; the answer stays
+        t.compact(full=True)
+    assert rows_by(ps.Table.open(t.path).to_arrow(), "id", "coupon") == want
+    assert rows_by(pypaimon_read(warehouse, f"db.{kind}"), "id", "coupon") == want
+
+
+@pytest.mark.parametrize("evolved", ["dv", "mor"], indirect=True)
+def test_java_reads_our_evolved_tables(evolved):
+    from java_oracle import get_oracle
+    kind, t, _ = evolved
+    java = get_oracle().read(t.path)
+    want = expected_rows([1, 2, 3, 4], [3, 5], True)
+    assert rows_by(pa.Table.from_pylist(java), "id", "coupon") == want
+
+
+def test_drop_then_add_the_same_name_is_a_new_column(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(first_batch([1]))
+    t.update_schema().drop_column("note").commit()
+    t.update_schema().add_column("note", pa.string()).commit()
+    assert t.to_arrow().column("note").to_pylist() == [None]  # old values are not resurrected
+    assert t.schema.field("note").id == t.schema.highest_field_id == 7
+
+
+def test_several_changes_are_one_schema_file_and_no_change_is_none(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    assert t.update_schema().commit().id == 0  # nothing asked: no file
+    t.update_schema().add_column("a", pa.int8()).add_column("b", pa.int8(), first=True).commit()
+    assert sorted(os.listdir(f"{t.path}/schema")) == ["schema-0", "schema-1"]
+    assert t.schema.field_names[:2] == ["b", "id"] and t.schema.field_names[-1] == "a"
+    assert t.update_schema().union_by_name(pa.schema([("a", pa.int8()), ("id", pa.int32())])).commit().id == 1
+    t.update_schema().union_by_name(pa.schema([("a", pa.int16()), ("c", pa.string())])).commit()
+    assert sorted(os.listdir(f"{t.path}/schema")) == ["schema-0", "schema-1", "schema-2"]
+    assert str(t.schema.field("a").type) == "SMALLINT" and t.schema.field_names[-1] == "c"
+
+
+@pytest.mark.parametrize("change,error,match", [
+    (lambda u: u.update_column("qty", pa.int16()), SchemaMismatchError, "INT cannot be widened to SMALLINT"),
+    (lambda u: u.update_column("note", pa.int64()), SchemaMismatchError, "STRING cannot be widened to BIGINT"),
+    (lambda u: u.update_column("price", "DECIMAL(10, 3)"), SchemaMismatchError, "without losing information"),
+    (lambda u: u.update_column("qty", pa.float32()), SchemaMismatchError, "INT cannot be widened to FLOAT"),
+    (lambda u: u.update_column("id", pa.decimal128(20, 0)), SchemaMismatchError, "key column 'id'"),
+    (lambda u: u.drop_column("id"), SchemaMismatchError, "primary key column 'id'"),
+    (lambda u: u.rename_column("id", "key"), SchemaMismatchError, "primary key column 'id'"),
+    (lambda u: u.add_column("n", "INT NOT NULL"), SchemaMismatchError, "cannot be added as NOT NULL"),
+    (lambda u: u.update_column("qty", nullable=False), SchemaMismatchError, "cannot become NOT NULL"),
+    (lambda u: u.add_column("qty", pa.int8()), SchemaMismatchError, "'qty' already exists"),
+    (lambda u: u.add_column("_VALUE_KIND", pa.int8()), SchemaMismatchError, "reserved"),
+    (lambda u: u.rename_column("qty", "note"), SchemaMismatchError, "'note' already exists"),
+    (lambda u: u.drop_column("nope"), SchemaMismatchError, "'nope' does not exist"),
+    (lambda u: u.add_column(("qty", "x"), pa.int8()), SchemaMismatchError, "not a ROW"),
+    (lambda u: u.drop_column(("addr", "city")).drop_column(("addr", "zip")), SchemaMismatchError, "last field"),
+    (lambda u: u.set_option("bucket", "4"), InvalidOptionError, "create a new table"),
+    (lambda u: u.set_option("deletion-vectors.enabled", "true"), InvalidOptionError, "fully compacted"),
+    (lambda u: u.set_option("merge-engine", "first-row"), InvalidOptionError, "'merge-engine'"),
+    (lambda u: u.set_option("buckets", "4"), InvalidOptionError, "did you mean 'bucket'"),
+    (lambda u: u.set_option("snapshot.num-retained.min", "0"), InvalidOptionError, "at least 1"),
+    (lambda u: u.set_option("sequence.field", "gone"), InvalidOptionError, "not in the schema"),
+])
+def test_refused_changes_name_the_reason_and_write_nothing(catalog, change, error, match):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(first_batch([1]))
+    with pytest.raises(error, match=match):
+        change(t.update_schema()).commit()
+    assert os.listdir(f"{t.path}/schema") == ["schema-0"] and t.schema.id == 0
+
+
+def test_options_fixed_by_data_may_change_on_an_empty_table(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.update_schema().set_option("bucket", "4").set_option("deletion-vectors.enabled", "true").commit()
+    assert t.options.bucket == 4 and t.options.deletion_vectors
+
+
+@pytest.mark.parametrize("old,new,ok", [
+    ("TINYINT", "BIGINT", True), ("INT", "DECIMAL(10, 0)", True), ("BIGINT", "DECIMAL(18, 0)", False),
+    ("INT", "DOUBLE", True), ("BIGINT", "DOUBLE", False), ("FLOAT", "DOUBLE", True), ("DOUBLE", "FLOAT", False),
+    ("DECIMAL(10, 2)", "DECIMAL(12, 4)", True), ("DECIMAL(10, 2)", "DECIMAL(11, 4)", False),
+    ("VARCHAR(10)", "STRING", True), ("STRING", "VARCHAR(10)", False), ("CHAR(3)", "VARCHAR(3)", True),
+    ("BINARY(4)", "BYTES", True), ("TIMESTAMP(3)", "TIMESTAMP(6)", True), ("TIMESTAMP(6)", "TIMESTAMP(3)", False),
+    ("DATE", "TIMESTAMP(3)", False), ("INT", "STRING", False), ("BOOLEAN", "INT", False),
+])
+def test_widening_rules(old, new, ok):
+    assert (widening_error(parse_atomic(old), parse_atomic(new)) is None) is ok
+
+
+def test_concurrent_schema_changes_are_both_applied_once(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    barrier = threading.Barrier(4)
+    errors = []
+
+    def add(name):
+        try:
+            table = ps.Table.open(t.path)
+            update = table.update_schema().add_column(name, pa.string())
+            barrier.wait()
+            update.commit()
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+    threads = [threading.Thread(target=add, args=(f"c{i}",)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    t.refresh()
+    assert t.schema.id == 4 and sorted(t.schema.field_names[5:]) == ["c0", "c1", "c2", "c3"]
+    assert len({f.id for f in t.schema.fields}) == 9
+
+
+def test_writer_planned_under_the_old_schema_commits_correctly(catalog):
+    """Its files keep their schema id; the snapshot takes the newer schema id, readers convert."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(first_batch([1]))
+    old_writer = ps.Table.open(t.path)
+    messages = old_writer.write_messages(first_batch([2]))
+    with t.update_schema() as u:
+        u.add_column("coupon", pa.string()).rename_column("note", "remark")
+    old_writer.new_commit().commit(messages, "old-writer", 1)
+    assert t.latest_snapshot().schema_id == 0  # no snapshot of schema 1 yet: the writer's own
+    t.write_arrow(pa.table({"id": [3], "coupon": ["X"], "remark": ["r3"]}))
+    late = old_writer.write_messages(first_batch([4]))  # planned on schema 1's snapshot, schema 0 files
+    old_writer.new_commit().commit(late, "old-writer", 2)
+    assert [s.schema_id for s in t.snapshots()] == [0, 0, 1, 1]
+    got = {r["id"]: (r["remark"], r["coupon"]) for r in ps.Table.open(t.path).to_arrow().to_pylist()}
+    assert got == {1: ("n1", None), 2: ("n2", None), 3: ("r3", "X"), 4: ("n4", None)}
+
+
+def test_a_stale_table_handle_reads_the_newer_schema(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    stale = ps.Table.open(t.path)
+    t.update_schema().add_column("coupon", pa.string()).commit()
+    t.write_arrow(pa.table({"id": [1], "coupon": ["X"]}))
+    assert stale.to_arrow().column("coupon").to_pylist() == ["X"]
+
+
+def test_rename_table(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(first_batch([1, 2]))
+    catalog.create_table("db.other", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    with pytest.raises(TableAlreadyExistsError):
+        catalog.rename_table("db.t", "db.other")
+    moved = catalog.rename_table("db.t", "archive.t2")
+    assert not catalog.table_exists("db.t") and moved.to_arrow().num_rows == 2
+    assert catalog.list_tables("archive") == ["t2"]
+
+
+def test_cli_alter(catalog, capsys):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(first_batch([1]))
+    assert main(["alter", t.path, "--add-column", "coupon STRING AFTER id", "--rename", "note=remark",
+                 "--type", "qty=BIGINT", "--drop", "addr", "--set", "snapshot.num-retained.min=20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["schema_id"] == 1 and [c["name"] for c in out["columns"]] == ["id", "coupon", "qty", "price", "remark"]
+    assert ps.Table.open(t.path).to_arrow().to_pylist() == [
+        {"id": 1, "coupon": None, "qty": 10, "price": decimal.Decimal("1.25"), "remark": "n1"}]
+    assert main(["alter", t.path, "--type", "qty=INT", "--json"]) == 1
+    assert "cannot be widened" in json.loads(capsys.readouterr().out)["error"]
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_we_read_tables_java_evolved(tmp_path, dv):
+    """Every change kind made by Paimon's own SchemaManager, with data written by Java before and
+    after: we read what Java reads."""
+    from java_oracle import get_oracle
+    java = get_oracle()
+    path = tmp_path / "t"
+    options = {"bucket": "2", "deletion-vectors.enabled": str(dv).lower()}
+    java.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "qty", "type": "INT"},
+                             {"name": "note", "type": "STRING"}, {"name": "gone", "type": "STRING"},
+                             {"name": "addr", "type": {"type": "ROW", "fields": [
+                                 {"id": 5, "name": "city", "type": "STRING"}, {"id": 6, "name": "zip", "type": "INT"}]}}],
+                      primary_keys=["id"], options=options)
+    java.write(path, [{"id": i, "qty": i, "note": f"n{i}", "gone": "g", "addr": {"city": f"c{i}", "zip": i}}
+                      for i in range(1, 6)])
+    java.alter(path, [{"kind": "add", "path": ["coupon"], "type": "STRING", "after": "id"},
+                      {"kind": "rename", "path": ["note"], "newName": "remark"},
+                      {"kind": "type", "path": ["qty"], "type": "BIGINT"},
+                      {"kind": "drop", "path": ["gone"]},
+                      {"kind": "rename", "path": ["addr", "zip"], "newName": "postcode"},
+                      {"kind": "add", "path": ["addr", "country"], "type": "STRING"}])
+    java.write(path, [{"id": i, "coupon": f"X{i}", "qty": 2**40 + i, "remark": f"r{i}",
+                       "addr": {"city": f"C{i}", "postcode": i * 7, "country": "NL"}} for i in (4, 6)])
+    ours = ps.Table.open(str(path))
+    assert ours.schema.field_names == ["id", "coupon", "qty", "remark", "addr"]
+    assert rows_by(ours.to_arrow(), "id") == rows_by(pa.Table.from_pylist(java.read(path)), "id")
+    got = {r["id"]: r for r in ours.to_arrow().to_pylist()}
+    assert got[1] == {"id": 1, "coupon": None, "qty": 1, "remark": "n1",
+                      "addr": {"city": "c1", "postcode": 1, "country": None}}
+    assert got[4]["qty"] == 2**40 + 4 and got[4]["addr"] == {"city": "C4", "postcode": 28, "country": "NL"}

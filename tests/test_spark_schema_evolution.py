@@ -1,0 +1,113 @@
+"""Schema evolution through Spark (issue 18): `paimon_sink(merge_schema=True)` and the data source
+option `mergeSchema` evolve the table before a batch's data commits (exactly-once across a crash
+in between); without them new columns are an error naming them; a streaming read stops at the
+first snapshot of a changed schema and a restart continues with the new one."""
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.commit import FileStoreCommit
+from paimon_streaming.errors import SchemaMismatchError
+from paimon_streaming.sinks import paimon_sink
+from conftest import pypaimon_read, rows_by
+from test_spark_source import flat, ok, run_batches, stream
+
+KV = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+
+
+def test_sink_without_merge_schema_names_the_new_columns(spark, catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id"], options={"bucket": "2"})
+    sink = paimon_sink(t.path, commit_user="job")
+    with pytest.raises(SchemaMismatchError, match=r"\['coupon'\].*merge_schema=True"):
+        sink(spark.createDataFrame([(1, "a", "X")], "id long, v string, coupon string"), 0)
+    assert t.latest_snapshot() is None and ps.Table.open(t.path).schema.id == 0
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_sink_merge_schema_evolves_then_commits_exactly_once(spark, catalog, warehouse, monkeypatch, dv):
+    t = catalog.create_table("db.t", KV, primary_keys=["id"],
+                             options={"bucket": "2", "deletion-vectors.enabled": str(dv).lower()})
+    sink = paimon_sink(t.path, commit_user="job", merge_schema=True)
+    sink(spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string"), 0)
+    batch1 = spark.createDataFrame([(2, "b2", "X", 7), (3, "c", None, 8)], "id long, v string, coupon string, n int")
+    # crash between the schema change and the data commit: the schema is evolved, nothing committed
+    real_commit = FileStoreCommit.commit
+
+    def crash(self, *args, **kwargs):
+        raise OSError("injected crash before the data commit")
+    monkeypatch.setattr(FileStoreCommit, "commit", crash)
+    with pytest.raises(OSError, match="injected"):
+        sink(batch1, 1)
+    monkeypatch.setattr(FileStoreCommit, "commit", real_commit)
+    assert ps.Table.open(t.path).schema.field_names == ["id", "v", "coupon", "n"]
+    sink(batch1, 1)  # the restart replays the batch: the schema is already there
+    sink(batch1, 1)  # and a second replay is skipped
+    sink(spark.createDataFrame([(4, "d", 2**40)], "id long, v string, n long"), 2)  # widened INT -> BIGINT
+    fresh = ps.Table.open(t.path)
+    assert fresh.schema.id == 2 and str(fresh.schema.field("n").type) == "BIGINT"
+    want = [{"id": 1, "v": "a", "coupon": None, "n": None}, {"id": 2, "v": "b2", "coupon": "X", "n": 7},
+            {"id": 3, "v": "c", "coupon": None, "n": 8}, {"id": 4, "v": "d", "coupon": None, "n": 2**40}]
+    assert rows_by(fresh.to_arrow(), "id") == want
+    assert rows_by(pypaimon_read(warehouse, "db.t"), "id") == want
+    assert [s.commit_identifier for s in fresh.snapshots() if s.commit_kind == "APPEND"] == [0, 1, 2]
+
+
+def test_datasource_merge_schema_option(spark, tmp_path):
+    path = str(tmp_path / "wh" / "db.db" / "ds")
+    spark.createDataFrame([(1, "a")], "id long, v string").write.format("paimon") \
+        .option("primary-key", "id").option("bucket", "1").mode("append").save(path)
+    wider = spark.createDataFrame([(2, "b", 1.5)], "id long, v string, score double")
+    with pytest.raises(Exception, match="mergeSchema"):
+        wider.write.format("paimon").mode("append").save(path)
+    wider.write.format("paimon").option("mergeSchema", "true").mode("append").save(path)
+    t = ps.Table.open(path)
+    assert "mergeschema" not in t.schema.options
+    assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "a", "score": None}, {"id": 2, "v": "b", "score": 1.5}]
+
+
+def test_stream_stops_at_a_schema_change_and_a_restart_continues_with_it(spark, tmp_path, catalog):
+    t = catalog.create_table("db.s", KV)
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    ckpt = tmp_path / "ck"
+    options = {"scan.mode": "from-snapshot", "scan.snapshot-id": 1}
+    seen: list[dict] = []
+    q = (stream(spark, t.path, **options).writeStream
+         .foreachBatch(lambda df, _: seen.extend(r.asDict() for r in df.collect()))
+         .option("checkpointLocation", str(ckpt)).trigger(processingTime="200 milliseconds").start())
+    try:
+        _wait(lambda: len(seen) == 2)
+        t.write_arrow(pa.table({"id": [3], "v": ["c"]}))
+        t.update_schema().set_option("snapshot.num-retained.min", "15").commit()  # options only: no stop
+        t.write_arrow(pa.table({"id": [4], "v": ["d"]}))
+        _wait(lambda: len(seen) == 4)
+        with t.update_schema() as u:
+            u.add_column("coupon", pa.string()).rename_column("v", "value")
+        t.write_arrow(pa.table({"id": [5], "value": ["e"], "coupon": ["X"]}))
+        with pytest.raises(Exception, match="Restart the query") as stopped:
+            q.awaitTermination(120)
+        assert "snapshot 4 was committed with schema 2" in str(stopped.value)
+    finally:
+        q.stop()
+    assert seen == [{"id": i, "v": v} for i, v in enumerate("abcd", 1)]  # nothing in the wrong shape
+    restarted = ok(run_batches(stream(spark, t.path, **options), ckpt))  # the new schema, from the change on
+    assert flat(restarted) == [{"id": 5, "value": "e", "coupon": "X"}]
+
+
+def test_a_stream_defined_before_a_schema_change_says_so(spark, tmp_path, catalog):
+    t = catalog.create_table("db.s", KV)
+    t.write_arrow(pa.table({"id": [1], "v": ["a"]}))
+    df = stream(spark, t.path)
+    t.update_schema().rename_column("v", "value").commit()
+    _, exc = run_batches(df, tmp_path / "ck")
+    assert "changed since this stream was defined" in str(exc)
+
+
+def _wait(condition, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
