@@ -4,12 +4,9 @@ Paths handed around the core are plain strings in the filesystem's own namespace
 local filesystem: absolute paths). `FileIO.for_path` turns a user's location
 (``/wh``, ``file:///wh``, ``s3://bucket/wh``, ``hdfs://nn/wh``) into a FileIO plus that path.
 
-Snapshot publication needs "create if absent" (`try_create_atomic`): on the local filesystem
-a hard link of a finished temp file (fails if the target exists) gives it atomically; on S3 a
-conditional PUT (`If-None-Match: *`, see `s3_conditional`). Other filesystems (HDFS, GCS, ...)
-get an existence check followed by a rename of a finished temp file: never a torn file, but
-two writers racing for the same snapshot id in the same instant can both succeed there, so
-run one committer per table on them.
+Snapshot publication needs "create if absent" (`try_create_atomic`), which each store
+provides its own way (`stores`: a hard link locally, a conditional PUT on S3, a rename on
+HDFS); a store without one refuses to commit rather than risk two writers both winning.
 """
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ from dataclasses import dataclass
 import pyarrow.fs as pafs
 
 from .errors import UnsupportedOperationError
-from .s3_conditional import S3Settings, put_if_absent
+from .stores import CreateIfAbsent, create_if_absent_for
 
 # Catalog options (Paimon's keys) that complete an s3:// location, as pyarrow URI parameters.
 S3_ENDPOINT, S3_REGION = "s3.endpoint", "s3.region"
@@ -43,7 +40,7 @@ class FileIO:
         self.is_local = isinstance(fs, pafs.LocalFileSystem)
         self.uri_prefix = uri_prefix
         self.uri_query = uri_query
-        self._s3: S3Settings | None = None
+        self._create: CreateIfAbsent | None = None
 
     @staticmethod
     def for_path(location: str, filesystem: pafs.FileSystem | None = None,
@@ -140,32 +137,11 @@ class FileIO:
     def try_create_atomic(self, path: str, data: bytes) -> bool:
         """Create `path` with `data` only if it does not exist. False when it already exists.
 
-        Local: write a temp file then hard-link it to the target; link(2) fails atomically
-        when the target exists, so two writers can never both win. S3: a conditional PUT,
-        equally atomic. Elsewhere: existence check, then rename of a finished temp file.
-        An OSError means the outcome is unknown (the file may exist now).
-        """
-        if isinstance(self.fs, pafs.S3FileSystem):
-            if self._s3 is None:
-                self._s3 = S3Settings.of(self.fs)
-            return put_if_absent(self._s3, path, data)
-        parent = _parent(path)
-        self.mkdirs(parent)
-        tmp = f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4()}.tmp"
-        try:
-            self.write_bytes(tmp, data)
-            if self.is_local:
-                try:
-                    os.link(tmp, path)
-                    return True
-                except FileExistsError:
-                    return False
-            if self.exists(path):
-                return False
-            self.fs.move(tmp, path)
-            return True
-        finally:
-            self.delete_quietly(tmp)
+        Atomic on every store it is allowed on (`stores`): two writers never both win. An
+        OSError means the outcome is unknown (the file may exist now)."""
+        if self._create is None:
+            self._create = create_if_absent_for(self.fs)
+        return self._create(path, data)
 
     def rename_dir(self, src: str, dst: str) -> None:
         """Move a directory in one atomic step (local rename(2), HDFS rename). Object stores

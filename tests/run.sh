@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e ".[test,spark,kafka]"
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e ".[test,spark,kafka,s3]"
 .venv/bin/python -m pip check
 .venv/bin/python -c "import pyarrow, numpy, fastavro, pyspark; print('tested with: pyarrow', pyarrow.__version__, '| numpy', numpy.__version__, '| fastavro', fastavro.__version__, '| pyspark', pyspark.__version__)"
 .venv/bin/python tests/pypaimon_oracle.py --build

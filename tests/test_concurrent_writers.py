@@ -5,6 +5,7 @@ and readers only ever see complete batches."""
 from __future__ import annotations
 
 import multiprocessing
+import types
 from dataclasses import replace
 
 import pyarrow as pa
@@ -148,6 +149,7 @@ def test_sink_redoes_a_compaction_that_lost_to_a_concurrent_writer(tmp_path, mon
     pytest.importorskip("pyspark")
     from paimon_streaming.sinks import foreach_batch
     from paimon_streaming.sinks.spark_write import WriteResult
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     def rows(ids, v):
         return pa.table({"id": ids, "v": [v] * len(ids), "w": [0] * len(ids)}, schema=SCHEMA)
@@ -162,7 +164,8 @@ def test_sink_redoes_a_compaction_that_lost_to_a_concurrent_writer(tmp_path, mon
         return WriteResult(messages, 2)
 
     monkeypatch.setattr(foreach_batch, "write_dataframe", write_then_lose_the_race)
-    foreach_batch.paimon_sink(t.path, commit_user="sink", shuffle=True)(None, 0)  # no DataFrame here
+    batch = types.SimpleNamespace(schema=from_arrow_schema(SCHEMA))  # no rows: the write is replaced above
+    foreach_batch.paimon_sink(t.path, commit_user="sink", shuffle=True)(batch, 0)
     values = {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}
     assert len(values) == t.to_arrow().num_rows == 5000
     assert [values[i] for i in range(6)] == ["old", "other", "other", "sink", "sink", "old"]

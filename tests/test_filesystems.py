@@ -48,3 +48,20 @@ def test_file_suffix_include_compression(catalog, warehouse):
     assert len(names) == 1 and names[0].endswith(".zst.parquet")
     assert t.to_arrow().to_pylist() == [{"id": 1, "v": "a"}]
     assert pypaimon_read(warehouse, "db.sfx").to_pylist() == [{"id": 1, "v": "a"}]
+
+
+def test_a_store_without_atomic_create_refuses_to_commit(monkeypatch):
+    """Never the racy check-then-rename by default: a filesystem with no create-if-absent
+    (here pyarrow's in-memory mock) refuses, naming the store and the supported ones, until
+    the user asserts a single committer per table."""
+    from paimon_streaming.stores import SINGLE_COMMITTER_ENV, UnsupportedStoreError
+    monkeypatch.delenv(SINGLE_COMMITTER_ENV, raising=False)
+    cat = ps.Catalog("wh", filesystem=pafs._MockFileSystem())
+    with pytest.raises(UnsupportedStoreError, match="'mock' filesystem.*S3.*PAIMON_SINGLE_COMMITTER"):
+        cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    monkeypatch.setenv(SINGLE_COMMITTER_ENV, "true")
+    cat = ps.Catalog("wh", filesystem=pafs._MockFileSystem())
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    assert not t.snapshot_manager.try_publish(t.snapshot(1))  # a taken id is still never replaced
+    assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]

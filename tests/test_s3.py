@@ -3,12 +3,11 @@ racing writers never both win a snapshot id; the catalog, concurrent committers 
 processes and the Spark sink work on s3:// tables."""
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import multiprocessing
 import threading
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 import paimon_streaming as ps
@@ -16,7 +15,7 @@ from paimon_streaming.catalog import create_table_at
 from paimon_streaming.check import check_table
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.errors import S3ConfigurationError
-from paimon_streaming.s3_conditional import S3Settings, put_if_absent, sign
+from paimon_streaming.stores.s3 import S3CreateIfAbsent
 from conftest import rows_by
 
 pytest.importorskip("moto")
@@ -41,30 +40,11 @@ def rows(ids, v="a", p="x"):
     return pa.table({"id": list(ids), "v": [f"{v}{i}" for i in ids], "p": [p] * len(ids)}, schema=SCHEMA)
 
 
-def test_signature_matches_botocore():
-    """Our SigV4 signing gives the Authorization header botocore computes for the same request."""
-    botocore = pytest.importorskip("botocore")
-    from botocore.auth import S3SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-    for token in (None, "session-token/x+y"):
-        settings = S3Settings("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", token, "eu-central-1",
-                              "http://127.0.0.1:9000", False)
-        url = settings.url("bucket", "lake/db.db/t/p=a%2Fb c/snapshot/snapshot-1 ü")
-        body = b'{"id": 1}'
-        request = AWSRequest("PUT", url, data=body, headers={"If-None-Match": "*"})
-        request.context["payload_signing_enabled"] = True
-        S3SigV4Auth(Credentials(settings.access_key, settings.secret_key, token), "s3", settings.region).add_auth(request)
-        when = dt.datetime.strptime(request.headers["X-Amz-Date"], "%Y%m%dT%H%M%SZ")
-        ours = sign("PUT", url, {"If-None-Match": "*"}, hashlib.sha256(body).hexdigest(), settings, when)
-        assert ours["authorization"] == request.headers["Authorization"], botocore.__version__
-
-
 def test_conditional_put_creates_once(s3):
-    settings = S3Settings.of(s3.filesystem())
-    assert settings.endpoint == s3.endpoint and not settings.virtual_host
-    assert put_if_absent(settings, "lake/once/snapshot-1", b"first") is True
-    assert put_if_absent(settings, "lake/once/snapshot-1", b"second") is False
+    create = S3CreateIfAbsent(s3.filesystem())
+    assert create.client().meta.endpoint_url == s3.endpoint
+    assert create("lake/once/snapshot-1", b"first") is True
+    assert create("lake/once/snapshot-1", b"second") is False
     assert s3.filesystem().open_input_stream("lake/once/snapshot-1").read() == b"first"
 
 
@@ -91,20 +71,59 @@ def test_racing_writers_exactly_one_wins_every_time(s3):
         assert s3.filesystem().open_input_stream(key).read() == f"writer {wins[0]}".encode()
 
 
-def test_missing_credentials_fail_clearly(s3, monkeypatch):
-    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+def no_static_credentials(monkeypatch, tmp_path) -> None:
+    """Nothing for botocore's chain to find but what a test adds (no real ~/.aws, no IMDS)."""
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def test_missing_credentials_fail_clearly(s3, monkeypatch, tmp_path):
+    no_static_credentials(monkeypatch, tmp_path)
     fs = ps.Catalog(s3.uri("lake/nocreds")).file_io
-    with pytest.raises(S3ConfigurationError, match="AWS_ACCESS_KEY_ID"):
+    with pytest.raises(S3ConfigurationError, match="no AWS credentials.*web identity"):
         fs.try_create_atomic("lake/nocreds/x", b"1")
+
+
+def test_credentials_from_a_profile_file(s3, monkeypatch, tmp_path):
+    """A named profile in a shared credentials file (AWS_PROFILE): the commit's client and
+    pyarrow's data path both find it."""
+    no_static_credentials(monkeypatch, tmp_path)
+    (tmp_path / "credentials").write_text("[lake]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = s\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_PROFILE", "lake")
+    cat = ps.Catalog(s3.uri("lake/profile"))
+    t = cat.create_table("db.t", SCHEMA)
+    assert t.write_arrow(rows(range(3))) == 1 and t.to_arrow().num_rows == 3
+    create = t.file_io._create
+    assert create.client()._request_signer._credentials.access_key == "AKIDPROFILE"
+
+
+def test_credentials_from_a_web_identity_token(s3, monkeypatch, tmp_path):
+    """IRSA-style: AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE; botocore exchanges the token at
+    STS (moto's, on loopback) for temporary credentials that sign the conditional PUT."""
+    no_static_credentials(monkeypatch, tmp_path)
+    (tmp_path / "token").write_text("eyJhbGciOiJub25lIn0.eyJzdWIiOiJsYWtlIn0.")
+    monkeypatch.setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/lake-writer")
+    monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(tmp_path / "token"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", s3.endpoint)
+    create = S3CreateIfAbsent(pafs.S3FileSystem(scheme="http", endpoint_override=f"127.0.0.1:{s3.port}",
+                                                region="us-east-1", anonymous=True))
+    assert create("lake/webid/snapshot/snapshot-1", b"one") is True
+    assert create("lake/webid/snapshot/snapshot-1", b"two") is False
+    credentials = create.client()._request_signer._credentials.get_frozen_credentials()
+    assert credentials.token and credentials.access_key != "testing"  # temporary, from STS
 
 
 def test_endpoint_from_the_environment(s3, monkeypatch):
     """AWS_ENDPOINT_URL configures pyarrow and the conditional PUT alike; plain s3:// URIs work."""
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
     cat = ps.Catalog("s3://lake/envcat")
-    assert S3Settings.of(cat.file_io.fs).endpoint == s3.endpoint
     t = cat.create_table("db.t", SCHEMA)
     assert t.write_arrow(rows(range(2))) == 1 and not t.snapshot_manager.try_publish(t.snapshot(1))
+    assert t.file_io._create.client().meta.endpoint_url == s3.endpoint
     assert ps.Table.open(cat.table_location("db.t")).to_arrow().num_rows == 2
 
 
@@ -132,17 +151,16 @@ def test_catalog_and_tables_on_s3(s3):
 def test_lost_reply_of_the_snapshot_put_commits_once(s3, monkeypatch):
     """The PUT of the snapshot is applied but its reply is lost: the committer cannot know it
     won, re-reads, finds its own snapshot and does not commit the batch a second time."""
-    import paimon_streaming.fileio as fileio
-    real, lost = fileio.put_if_absent, []
+    real, lost = S3CreateIfAbsent.__call__, []
 
-    def reply_lost(settings, path, data):
-        created = real(settings, path, data)
+    def reply_lost(self, path, data):
+        created = real(self, path, data)
         if "/snapshot/" in path and not lost:
             lost.append(path)
             raise OSError("connection reset after the request was applied")
         return created
 
-    monkeypatch.setattr(fileio, "put_if_absent", reply_lost)
+    monkeypatch.setattr(S3CreateIfAbsent, "__call__", reply_lost)
     t = ps.Catalog(s3.uri("lake/lost")).create_table("db.t", SCHEMA)
     assert t.write_arrow(rows(range(3)), commit_user="u", commit_identifier=1) == 1
     assert lost and [s.id for s in t.snapshots()] == [1] and t.to_arrow().num_rows == 3

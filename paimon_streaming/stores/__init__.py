@@ -1,0 +1,60 @@
+"""Atomic create-if-absent, per storage system: the one operation a commit needs atomically.
+
+Paimon publishes a snapshot (and a schema) by creating `snapshot-<id>` only if no writer has
+created it: two writers racing for one id must never both win, or one snapshot silently
+replaces the other. Each store gives that guarantee its own way, so each is one module here:
+
+| store                      | how                                              | module      |
+|----------------------------|--------------------------------------------------|-------------|
+| local filesystem           | hard link of a finished temp file (link(2))      | `local`     |
+| S3 and S3-compatible       | `PutObject` with `If-None-Match: *` (botocore)   | `s3`        |
+| HDFS                       | rename of a finished temp file (fails if taken)  | `rename`    |
+
+Any other filesystem has no atomic create: committing there raises UnsupportedStoreError,
+unless the environment says there is only one committer per table
+(`PAIMON_SINGLE_COMMITTER=true`), which makes an existence check followed by a rename safe.
+A `SubTreeFileSystem` uses its base filesystem's creator with the prefixed path.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import pyarrow.fs as pafs
+
+from ..errors import UnsupportedOperationError
+
+# (path, bytes) -> True when created, False when the path already existed. An OSError means
+# the outcome is unknown (the request may have been applied): callers re-read to find out.
+CreateIfAbsent = Callable[[str, bytes], bool]
+
+SINGLE_COMMITTER_ENV = "PAIMON_SINGLE_COMMITTER"
+
+
+class UnsupportedStoreError(UnsupportedOperationError):
+    """The filesystem offers no atomic create-if-absent, so commits could overwrite each other."""
+
+
+def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:
+    """The atomic create-if-absent of the store behind `fs` (see the module docstring)."""
+    if isinstance(fs, pafs.SubTreeFileSystem):
+        inner, base = create_if_absent_for(fs.base_fs), fs.base_path.rstrip("/")
+        return lambda path, data: inner(f"{base}/{path.lstrip('/')}", data)
+    if isinstance(fs, pafs.LocalFileSystem):
+        from .local import create_if_absent
+        return create_if_absent
+    if isinstance(fs, pafs.S3FileSystem):
+        from .s3 import S3CreateIfAbsent
+        return S3CreateIfAbsent(fs)
+    if isinstance(fs, pafs.HadoopFileSystem) or _single_committer():
+        from .rename import RenameCreateIfAbsent
+        return RenameCreateIfAbsent(fs)
+    raise UnsupportedStoreError(
+        f"the {fs.type_name!r} filesystem has no atomic create-if-absent, so two writers committing at once "
+        "could replace each other's snapshot. Supported: the local filesystem, S3 (and S3-compatible stores "
+        f"with conditional writes), HDFS. If only one process ever commits to each table, set "
+        f"{SINGLE_COMMITTER_ENV}=true to publish by an existence check and a rename")
+
+
+def _single_committer() -> bool:
+    return os.environ.get(SINGLE_COMMITTER_ENV, "").strip().lower() in ("1", "true", "yes")

@@ -1,0 +1,86 @@
+"""Create-if-absent on S3: `PutObject` with `If-None-Match: *`, sent through botocore.
+
+S3 (since 2024) and S3-compatible stores with conditional writes (MinIO, moto, ...) evaluate
+`If-None-Match: *` atomically: the first PUT creates the object, every later one gets 412
+Precondition Failed. pyarrow's S3FileSystem, which reads and writes every other file, cannot
+send that header, so this one request goes through botocore (the `s3` extra), configured
+from the pyarrow filesystem the table was opened with (endpoint, region, addressing,
+credentials given in the URI) and otherwise from botocore's standard chain: environment
+variables, shared config and credentials files (`AWS_PROFILE`), web identity (IRSA), SSO,
+container and instance-profile credentials, `AWS_ENDPOINT_URL[_S3]`, `AWS_REGION`.
+
+botocore's retries are off for this request: a PUT that was applied but whose reply was lost
+would be retried into a 412 and read as "another writer won", and the commit would then
+delete the files its own snapshot references. Instead any transport error surfaces as an
+OSError (outcome unknown), and the committer re-reads to learn whether the snapshot is its own.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from ..errors import S3ConfigurationError
+
+_CONFLICT_RETRIES = 20  # 409 ConditionalRequestConflict: another conditional write on the key in flight
+
+
+class S3CreateIfAbsent:
+    def __init__(self, fs: pafs.S3FileSystem):
+        self.settings = fs.__reduce__()[1][0]  # the keyword arguments pyarrow rebuilds the filesystem from
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _make_client(self.settings)
+        return self._client
+
+    def __call__(self, path: str, data: bytes) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+        bucket, _, key = path.lstrip("/").partition("/")
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                self.client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+                return True
+            except NoCredentialsError:
+                raise S3ConfigurationError(
+                    f"no AWS credentials to publish s3://{path}: none in the table URI, and botocore's chain "
+                    "(environment, AWS_PROFILE / shared credentials file, web identity, SSO, instance profile) "
+                    "found none") from None
+            except ClientError as exc:
+                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+                code = exc.response.get("Error", {}).get("Code")
+                if status == 412 or code == "PreconditionFailed":
+                    return False
+                if status == 409 and attempt + 1 < _CONFLICT_RETRIES:
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                if status is not None and 400 <= status < 500:
+                    raise S3ConfigurationError(f"S3 refused to create s3://{path}: {code} ({status}): {exc}") from exc
+                raise OSError(f"creating s3://{path} failed with an unknown outcome: {exc}") from exc
+            except BotoCoreError as exc:
+                raise OSError(f"creating s3://{path} failed with an unknown outcome: {exc}") from exc
+        raise OSError(f"creating s3://{path}: other conditional writes kept conflicting")
+
+
+def _make_client(args: dict) -> Any:
+    try:
+        import botocore.session
+        from botocore.config import Config
+    except ImportError:
+        raise S3ConfigurationError("committing to an s3:// table needs botocore: pip install "
+                                   "'paimon-streaming[s3]'") from None
+    endpoint = args.get("endpoint_override")
+    if endpoint and "://" not in endpoint:
+        endpoint = f"{args.get('scheme') or 'https'}://{endpoint}"
+    session = botocore.session.get_session()
+    config = Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=60,
+                    s3={"addressing_style": "virtual" if args.get("force_virtual_addressing") else
+                        ("path" if endpoint else "auto")})
+    keys = {}
+    if args.get("access_key"):
+        keys = {"aws_access_key_id": args["access_key"], "aws_secret_access_key": args.get("secret_key"),
+                "aws_session_token": args.get("session_token") or None}
+    region = args.get("region") or session.get_config_variable("region") or "us-east-1"
+    return session.create_client("s3", region_name=region, endpoint_url=endpoint or None, config=config, **keys)
