@@ -46,6 +46,7 @@ def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:
     if isinstance(fs, pafs.S3FileSystem):
         from .s3 import S3CreateIfAbsent
         return S3CreateIfAbsent(fs)
+    # (GCS and Azure Blob stores join here, one branch each, when their modules exist)
     if isinstance(fs, pafs.HadoopFileSystem) or _single_committer():
         from .rename import RenameCreateIfAbsent
         return RenameCreateIfAbsent(fs)
