@@ -172,7 +172,7 @@ def test_processes_committing_concurrently_on_s3(s3):
     create_table_at(location, batch_of(0, 0).schema)
     ctx = multiprocessing.get_context("spawn")
     errors, outcomes = ctx.Queue(), ctx.Queue()
-    writers, batches = 3, 3
+    writers, batches = 4, 3
     procs = [ctx.Process(target=write_batches, args=(location, w, batches, False, outcomes, errors))
              for w in range(writers)]
     for p in procs:
@@ -186,6 +186,18 @@ def test_processes_committing_concurrently_on_s3(s3):
     assert sorted((s.commit_user, s.commit_identifier) for s in snaps if s.commit_kind != "COMPACT") == \
         sorted((f"writer-{w}", b) for w in range(writers) for b in range(batches))
     assert check_snapshot(table, snaps[-1]) is None and table.to_arrow().num_rows == writers * batches * 5
+
+
+def test_crash_between_data_files_and_snapshot_leaves_the_table_readable(s3):
+    t = ps.Catalog(s3.uri("lake/crash")).create_table("db.t", SCHEMA, primary_keys=["id", "p"],
+                                                      options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(rows(range(4)))
+    before = rows_by(t.to_arrow(), "id")
+    t.write_messages(rows(range(2, 6), v="lost"))  # data files written, the process dies before the commit
+    reopened = ps.Table.open(ps.Catalog(s3.uri("lake/crash")).table_location("db.t"))
+    assert rows_by(reopened.to_arrow(), "id") == before and check_table(reopened).ok
+    reopened.write_arrow(rows(range(2, 6), v="b"))  # the next writer goes on
+    assert rows_by(reopened.to_arrow(), "id") == before[:2] + rows_by(rows(range(2, 6), v="b"), "id")
 
 
 def test_spark_sink_on_s3(s3, tmp_path):
