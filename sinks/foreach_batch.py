@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
@@ -109,7 +109,11 @@ class PaimonSink:
             log.info("created Paimon table %s from the stream's schema", self.location)
             return load_table(self.table_ref, self.warehouse)
 
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
+    def __call__(self, df: DataFrame, batch_id: int, before_commit: Callable[[], None] | None = None) -> None:
+        """Write and commit one micro-batch. `before_commit` runs after the batch's files are
+        written (the DataFrame evaluated) and before they are committed: when it raises, the
+        files are deleted and nothing is committed (ingestion uses it to learn, from what the
+        decoding tasks saw, that the batch needs a schema change first)."""
         start = time.perf_counter()
         commit_user = self.commit_user or query_commit_user(df)
         table = self._table(df)
@@ -124,6 +128,12 @@ class PaimonSink:
         for attempt in range(retries + 1):
             plan = WritePlan.for_table(table, self.location, self.row_kind_column)
             result = write_dataframe(df, plan) if shuffles(df, self.shuffle) else write_in_task(df, plan)
+            if before_commit is not None:
+                try:
+                    before_commit()
+                except BaseException:
+                    table.new_commit().discard(result.messages)
+                    raise
             try:
                 snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id,
                                                          best_effort_compaction=True)
