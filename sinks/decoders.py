@@ -4,8 +4,9 @@ Used by `paimon-streaming ingest` on the executors (inside `mapInArrow`), on who
 batches of Kafka records:
 
 - json: one JSON object per record value; the values are joined into one newline-delimited
-  buffer and parsed by `pyarrow.json` with the table's schema (fields not in the table are
-  ignored, missing ones are null);
+  buffer and parsed by `pyarrow.json` with the table's schema (missing fields are null;
+  fields the table lacks are inferred as at table creation and reported by
+  `decode_reporting_new_fields`, so ingestion can evolve the table or refuse, never drop them);
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
 - avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
   fastavro record by record (Avro has no columnar decoder in Python).
@@ -71,9 +72,22 @@ class Decoder:
 
     def decode(self, records: pa.RecordBatch) -> pa.RecordBatch:
         """Kafka records (columns key, value, topic, partition, offset) -> table rows in order."""
+        return self.decode_reporting_new_fields(records)[0]
+
+    def decode_reporting_new_fields(self, records: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Schema]:
+        """`decode`, and the fields (with types inferred from their values) that JSON records
+        carry and the table lacks; those values are not in the rows, so a batch that has any
+        must not be committed as it is. Fields seen only as null tell no type and are left out."""
         values = records.column("value")
         live = pc.is_valid(values)
         rows = self._values(pc.filter(values, live), pc.filter(records, live))
+        new_fields = pa.schema([f for f in rows.schema if f.name not in self.schema.names
+                                and not pa.types.is_null(f.type)])
+        if len(rows.schema) != len(self.schema):
+            rows = rows.select(self.schema.names)
+        return self._with_deletes(rows, records, live), new_fields
+
+    def _with_deletes(self, rows: pa.Table, records: pa.RecordBatch, live: pa.Array) -> pa.RecordBatch:
         if not self.primary_keys:  # append table: a tombstone deletes nothing
             return _as_batch(rows, self.output_schema)
         kinds = pa.array(np.full(rows.num_rows, "+I", dtype=object), pa.string())
@@ -100,7 +114,7 @@ class Decoder:
     def _json(self, buffer: bytes) -> pa.Table:
         return pajson.read_json(io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
                                 parse_options=pajson.ParseOptions(explicit_schema=self.schema,
-                                                                  unexpected_field_behavior="ignore"))
+                                                                  unexpected_field_behavior="infer"))
 
     def _json_one(self, buffer: bytes) -> pa.Table:
         if not isinstance(json.loads(buffer), dict):

@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pyarrow as pa
+from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 import paimon_streaming as ps
 from paimon_streaming.catalog import Catalog
-from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
 from .decoders import KIND_COLUMN, Decoder, avro_to_arrow_schema, infer_json_schema
@@ -43,6 +44,7 @@ from .foreach_batch import paimon_sink
 from .spark_write import arrow_schema_of
 
 SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+_EVOLUTION_ROUNDS = 3  # a batch's new fields are all seen in one pass; more rounds mean a concurrent change
 _SAMPLE_RECORDS = 1000
 
 
@@ -69,6 +71,7 @@ class IngestConfig:
     max_offsets_per_trigger: int | None = None
     source: str = "auto"
     kafka_options: dict[str, str] = field(default_factory=dict)
+    evolve_schema: bool = True  # records' new fields become columns; False: they are an error
 
     def checkpoint_location(self) -> str:
         """Default: <warehouse>/.checkpoints/ingest-<db.table> (stable, so a rerun resumes)."""
@@ -178,31 +181,95 @@ def kafka_source_name(spark: SparkSession, choice: str) -> str:
     return choice
 
 
-def decode_batches(decoder: Decoder, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body (executors): Kafka records -> table rows."""
+def decode_batches(decoder: Decoder, new_fields: Accumulator, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body (executors): Kafka records -> table rows; fields the table lacks go to
+    the `new_fields` accumulator (serialized Arrow schemas), read by the driver before commit."""
     for batch in batches:
         if batch.num_rows:
-            yield decoder.decode(batch)
+            rows, extra = decoder.decode_reporting_new_fields(batch)
+            if len(extra):
+                new_fields.add([extra.serialize().to_pybytes()])
+            yield rows
 
 
-def make_decoder(cfg: IngestConfig, table: Table) -> Decoder:
+class _SchemaList(AccumulatorParam):
+    """Accumulates serialized Arrow schemas (one per decoded chunk that saw new fields)."""
+
+    def zero(self, value: list) -> list:
+        return []
+
+    def addInPlace(self, a: list, b: list) -> list:
+        return a + b
+
+
+class NewFieldsSeen(Exception):
+    """Records of a micro-batch carry fields the table lacks (raised before its commit)."""
+
+    def __init__(self, fields: pa.Schema):
+        super().__init__(f"records carry field(s) {fields.names} that the table does not have")
+        self.fields = fields
+
+
+def _new_fields(accumulated: list) -> pa.Schema:
+    schemas = [pa.ipc.read_schema(pa.py_buffer(b)) for b in accumulated]
+    return pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([])
+
+
+def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = print) -> Decoder:
+    """The decoder for the table's current schema. Avro: the writer schema file is read again
+    for every batch, and fields a new version of it adds evolve the table first."""
     keys = tuple(table.primary_keys)
     key_format = cfg.key_format or ("string" if len(keys) <= 1 else "json")
     avro = read_avro_schema(cfg) if cfg.format == "avro" else None
+    if avro is not None:
+        writer = avro_to_arrow_schema(json.loads(avro))
+        added = pa.schema([f for f in writer if f.name not in table.schema.field_names])
+        if len(added):
+            evolve_table(cfg, table, added, log)
     return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro)
 
 
-def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: str):
-    decoder = make_decoder(cfg, table)
+def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callable[[str], None]) -> None:
+    """Add the records' new fields to the table as nullable columns (Paimon's Kafka sync does
+    the same), or refuse naming them when schema evolution is off."""
+    if not cfg.evolve_schema:
+        raise SchemaMismatchError(f"records carry field(s) {fields.names} that table {cfg.table} does not have, "
+                                  "and schema evolution is off (--no-schema-evolution): add the columns "
+                                  "(paimon-streaming alter --add-column) or drop the flag; nothing was written")
+    schema = table.update_schema().union_by_name(pa.schema([f.with_nullable(True) for f in fields])).commit()
+    log(f"table {cfg.table} evolved to schema {schema.id}: added "
+        + ", ".join(f"{f.name} {f.type}" for f in fields))
+
+
+def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: str,
+                log: Callable[[str], None] = print):
     reader = spark.readStream.format(source)
     for k, v in cfg.source_options().items():
         reader = reader.option(k, v)
-    sink = paimon_sink(table.path, row_kind_column=KIND_COLUMN if decoder.primary_keys else None)
-    out_schema = from_arrow_schema(decoder.output_schema)
-    decode = functools.partial(decode_batches, decoder)
+    sink = paimon_sink(table.path, row_kind_column=KIND_COLUMN if table.primary_keys else None)
 
     def write(df: DataFrame, batch_id: int) -> None:
-        sink(df.select("key", "value", "topic", "partition", "offset").mapInArrow(decode, out_schema), batch_id)
+        """Decode and write the batch; when its records carried new fields, nothing is
+        committed: the table evolves and the batch is decoded again (the schema change is
+        idempotent, so a crash in between replays the batch exactly once)."""
+        records = df.select("key", "value", "topic", "partition", "offset")
+        for _ in range(_EVOLUTION_ROUNDS):
+            table.refresh()
+            decoder = make_decoder(cfg, table, log)
+            seen = spark.sparkContext.accumulator([], _SchemaList())
+
+            def no_new_fields() -> None:
+                fields = _new_fields(seen.value)
+                if len(fields):
+                    raise NewFieldsSeen(fields)
+            rows = records.mapInArrow(functools.partial(decode_batches, decoder, seen),
+                                      from_arrow_schema(decoder.output_schema))
+            try:
+                sink(rows, batch_id, before_commit=no_new_fields)
+                return
+            except NewFieldsSeen as exc:
+                evolve_table(cfg, table, exc.fields, log)
+        raise SchemaMismatchError(f"batch {batch_id} still carried new fields after {_EVOLUTION_ROUNDS} schema changes")
 
     writer = reader.load().writeStream.foreachBatch(write).option("checkpointLocation", cfg.checkpoint_location())
     if cfg.trigger == "available-now":
@@ -259,7 +326,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
     ps.register(spark)
     table = ensure_table(spark, cfg, log)
     source = kafka_source_name(spark, cfg.source)
-    query = start_query(spark, cfg, table, source)
+    query = start_query(spark, cfg, table, source, log)
     log(f"ingesting {cfg.topic_pattern or ','.join(cfg.topics)} ({cfg.format}, source {source}) into "
         f"{cfg.table}; checkpoint {cfg.checkpoint_location()}; Ctrl-C stops")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)

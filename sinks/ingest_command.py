@@ -42,7 +42,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         table_options=dict(args.option), key_format=args.key_format, checkpoint=args.checkpoint,
         trigger=args.trigger, starting_offsets=args.starting_offsets,
         max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source,
-        kafka_options=dict(args.kafka_option))
+        kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution)
     spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table}")
     try:
         return run_ingest(spark, cfg)
@@ -82,6 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "connector when it is on the classpath")
     p.add_argument("--kafka-option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="Kafka consumer option, e.g. security.protocol=SSL")
+    p.add_argument("--no-schema-evolution", action="store_true",
+                   help="records with fields the table lacks are an error naming them (default: the fields "
+                   "become new nullable columns, typed as inferred; Avro: fields of a new writer schema file)")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     p.add_argument("--conf", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="Spark configuration, e.g. spark.driver.extraClassPath=...")
