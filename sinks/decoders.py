@@ -34,7 +34,11 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 
 FORMATS = ("json", "avro", "csv")
+ON_ERROR = ("fail", "skip", "dead-letter")
 KIND_COLUMN = "_kind"
+# what is kept of a record that does not decode (the dead-letter table's columns)
+REJECTED_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+                             ("key", pa.binary()), ("value", pa.binary()), ("error", pa.string())])
 
 
 class DecodeError(PaimonError):
@@ -50,8 +54,11 @@ class Decoder:
     primary_keys: tuple[str, ...] = ()
     key_format: str = "string"
     avro_schema: str | None = None  # JSON text of the writer schema
+    on_error: str = "fail"  # an undecodable record: fail (DecodeError), or set aside (see `Decoded.rejected`)
 
     def __post_init__(self) -> None:
+        if self.on_error not in ON_ERROR:
+            raise DecodeError(f"unknown on-error mode '{self.on_error}'; use one of {', '.join(ON_ERROR)}")
         if self.format not in FORMATS:
             raise DecodeError(f"unknown format '{self.format}'; use one of {', '.join(FORMATS)}")
         if self.format == "avro" and not self.avro_schema:
@@ -72,27 +79,55 @@ class Decoder:
 
     def decode(self, records: pa.RecordBatch) -> pa.RecordBatch:
         """Kafka records (columns key, value, topic, partition, offset) -> table rows in order."""
-        return self.decode_reporting_new_fields(records)[0]
+        return self.decode_all(records).rows
 
-    def decode_reporting_new_fields(self, records: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Schema]:
-        """`decode`, and the fields (with types inferred from their values) that JSON records
-        carry and the table lacks; those values are not in the rows, so a batch that has any
-        must not be committed as it is. Fields seen only as null tell no type and are left out."""
+    def decode_all(self, records: pa.RecordBatch) -> "Decoded":
+        """`decode`, plus what ingestion must act on before committing: the fields JSON records
+        carry that the table lacks (typed as inferred; their values are not in the rows, so a
+        batch with any must not be committed as it is; fields seen only as null tell no type
+        and are left out), and the records set aside as undecodable (`on_error` skip or
+        dead-letter; with fail the first one raises DecodeError naming it)."""
         values = records.column("value")
         live = pc.is_valid(values)
-        rows = self._values(pc.filter(values, live), pc.filter(records, live))
+        live_idx = np.flatnonzero(live.to_numpy(zero_copy_only=False))
+        rows, bad = self._values(pc.filter(values, live), pc.filter(records, live))
         new_fields = pa.schema([f for f in rows.schema if f.name not in self.schema.names
                                 and not pa.types.is_null(f.type)])
         if len(rows.schema) != len(self.schema):
             rows = rows.select(self.schema.names)
-        return self._with_deletes(rows, records, live), new_fields
+        good = np.ones(len(live_idx), bool)
+        good[[i for i, _ in bad]] = False
+        rows, bad = self._refuse_null_keys(rows, live_idx[good], records, bad, good)
+        keep = live.to_numpy(zero_copy_only=False).copy()
+        keep[live_idx[~good]] = False
+        rejected = _rejected(records, [(int(live_idx[i]), error) for i, error in bad])
+        return Decoded(self._with_deletes(rows, records, pa.array(keep)), new_fields, rejected)
+
+    def _refuse_null_keys(self, rows: pa.Table, positions: np.ndarray, records: pa.RecordBatch,
+                          bad: list[tuple[int, str]], good: np.ndarray) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """Records whose primary-key fields are null cannot be upserts: set aside (or fail)."""
+        if not self.primary_keys or not rows.num_rows:
+            return rows, bad
+        null_key = np.zeros(rows.num_rows, bool)
+        for k in self.primary_keys:
+            null_key |= rows.column(k).is_null().to_numpy(zero_copy_only=False)
+        if not null_key.any():
+            return rows, bad
+        first = int(positions[np.flatnonzero(null_key)[0]])
+        if self.on_error == "fail":
+            raise DecodeError(f"record {_where(records, first)} has a null primary key {list(self.primary_keys)}")
+        good_idx = np.flatnonzero(good)
+        bad = sorted(bad + [(int(good_idx[j]), f"null primary key {list(self.primary_keys)}")
+                            for j in np.flatnonzero(null_key)])
+        good[good_idx[null_key]] = False
+        return rows.filter(pa.array(~null_key)), bad
 
     def _with_deletes(self, rows: pa.Table, records: pa.RecordBatch, live: pa.Array) -> pa.RecordBatch:
         if not self.primary_keys:  # append table: a tombstone deletes nothing
             return _as_batch(rows, self.output_schema)
         kinds = pa.array(np.full(rows.num_rows, "+I", dtype=object), pa.string())
         rows = rows.cast(self.output_schema.remove(len(self.schema))).append_column(KIND_COLUMN, kinds)
-        dead = pc.invert(live)
+        dead = pc.invert(pc.is_valid(records.column("value")))
         if pc.any(dead).as_py():
             deletes = self._keys(pc.filter(records, dead))
             live_idx = np.flatnonzero(live.to_numpy(zero_copy_only=False))
@@ -102,13 +137,16 @@ class Decoder:
         return _as_batch(rows, self.output_schema)
 
     # ---- values ------------------------------------------------------------------------
-    def _values(self, values: pa.Array, records: pa.RecordBatch) -> pa.Table:
+    def _values(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """Rows of the values that decode, and (index, error) of those that do not."""
         if len(values) == 0:
-            return self.schema.empty_table()
+            return self.schema.empty_table(), []
         if self.format == "json":
-            return _parse_lines(values, records, self._json, self._json_one, "JSON")
+            return _parse_lines(values, records, self._json, self._json_one, "JSON", self.on_error,
+                                self.schema.empty_table())
         if self.format == "csv":
-            return _parse_lines(values, records, self._csv, self._csv, "CSV")
+            return _parse_lines(values, records, self._csv, self._csv, "CSV", self.on_error,
+                                self.schema.empty_table())
         return self._avro(values, records)
 
     def _json(self, buffer: bytes) -> pa.Table:
@@ -128,18 +166,21 @@ class Decoder:
                               convert_options=pacsv.ConvertOptions(column_types=self.schema,
                                                                    strings_can_be_null=True))
 
-    def _avro(self, values: pa.Array, records: pa.RecordBatch) -> pa.Table:
+    def _avro(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
         import fastavro
         parsed = fastavro.parse_schema(json.loads(self.avro_schema))
         out: list[dict[str, Any]] = []
-        for i, raw in enumerate(values.to_pylist()):
+        bad: list[tuple[int, str]] = []
+        for i, raw in enumerate(values.to_pylist()):  # fastavro has no columnar decoder
             try:
                 out.append(fastavro.schemaless_reader(io.BytesIO(raw), parsed))
             except Exception as exc:
-                raise DecodeError(f"record {_where(records, i)} is not Avro of the given schema: "
-                                  f"{exc.__class__.__name__}: {exc}") from exc
+                error = f"not Avro of the given schema: {exc.__class__.__name__}: {exc}"
+                if self.on_error == "fail":
+                    raise DecodeError(f"record {_where(records, i)} is {error}") from exc
+                bad.append((i, error))
         try:
-            return pa.Table.from_pylist(out, self.schema)
+            return pa.Table.from_pylist(out, self.schema), bad
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise DecodeError(f"Avro records from {_where(records, 0)} on do not fit the table's schema: {exc}") from exc
 
@@ -160,8 +201,9 @@ class Decoder:
                                   f"primary key '{field.name}': {exc}") from exc
             table = pa.table(cols)
         else:
-            table = _parse_lines(keys, records, lambda b: _read_json(b, key_schema),
-                                 lambda b: _read_json(b, key_schema), "JSON key")
+            table, _ = _parse_lines(keys, records, lambda b: _read_json(b, key_schema),
+                                    lambda b: _read_json(b, key_schema), "JSON key", "fail",
+                                    key_schema.empty_table())
         n = table.num_rows
         columns = [table.column(f.name) if f.name in key_schema.names else pa.nulls(n, f.type)
                    for f in self.schema]
@@ -179,25 +221,63 @@ def _where(records: pa.RecordBatch, i: int) -> str:
             f"offset={records.column('offset')[i].as_py()}")
 
 
-def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one, what: str) -> pa.Table:
-    """Parse all values as one newline-delimited buffer; on failure find the culprit record."""
+def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one, what: str,
+                 on_error: str, empty: pa.Table) -> tuple[pa.Table, list[tuple[int, str]]]:
+    """Parse all values as one newline-delimited buffer. When that fails, each record alone
+    finds the culprits (the error path only): the first raises DecodeError with `on_error`
+    fail, else they are returned as (index, error) and the others parsed together again."""
     values = values.cast(pa.binary())
     flat = pc.replace_substring_regex(values, r"[\r\n]+", " ") if what != "CSV" else values
-    buffer = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(flat)], pa.int32()), flat), b"\n")[0].as_py()
-    try:
-        table = parse_all(buffer + b"\n")
-        if table.num_rows == len(values):
-            return table
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
-        pass
-    for i, raw in enumerate(flat.to_pylist()):  # error path only: name the record
+    table = _parse_joined(flat, parse_all)
+    if table is not None and table.num_rows == len(values):
+        return table, []
+    bad: list[tuple[int, str]] = []
+    for i, raw in enumerate(flat.to_pylist()):
         try:
             if parse_one(raw + b"\n").num_rows != 1:
                 raise ValueError("not exactly one row")
         except Exception as exc:
-            raise DecodeError(f"record {_where(records, i)} is not valid {what} for the table's schema: "
-                              f"{exc.__class__.__name__}: {str(exc).strip()[:300]}; value={raw[:200]!r}") from exc
+            error = f"not valid {what} for the table's schema: {exc.__class__.__name__}: {str(exc).strip()[:300]}"
+            if on_error == "fail":
+                raise DecodeError(f"record {_where(records, i)} is {error}; value={raw[:200]!r}") from exc
+            bad.append((i, error))
+    if bad:
+        keep = np.ones(len(values), bool)
+        keep[[i for i, _ in bad]] = False
+        table = _parse_joined(pc.filter(flat, pa.array(keep)), parse_all) if keep.any() else None
+        if table is not None and table.num_rows == int(keep.sum()):
+            return table, bad
+        if not keep.any():
+            return empty, bad
     raise DecodeError(f"records from {_where(records, 0)} on do not parse as {what} one row per record")
+
+
+def _parse_joined(values: pa.Array, parse_all) -> pa.Table | None:
+    buffer = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values), b"\n")[0].as_py()
+    try:
+        return parse_all(buffer + b"\n")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
+        return None
+
+
+def _rejected(records: pa.RecordBatch, bad: list[tuple[int, str]]) -> pa.Table:
+    """The set-aside records as rows of REJECTED_SCHEMA (their Kafka coordinates, key, value, why)."""
+    if not bad:
+        return REJECTED_SCHEMA.empty_table()
+    idx = pa.array([i for i, _ in bad], pa.int64())
+    picked = records.take(idx)
+    return pa.table([picked.column("topic").cast(pa.string()), picked.column("partition").cast(pa.int32()),
+                     picked.column("offset").cast(pa.int64()), picked.column("key").cast(pa.binary()),
+                     picked.column("value").cast(pa.binary()), pa.array([e for _, e in bad], pa.string())],
+                    schema=REJECTED_SCHEMA)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One decoded chunk: the table rows, new fields the table lacks, the rejected records."""
+    rows: pa.RecordBatch
+    new_fields: pa.Schema
+    rejected: pa.Table
 
 
 def _as_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:

@@ -39,11 +39,13 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
-from .decoders import KIND_COLUMN, Decoder, avro_to_arrow_schema, infer_json_schema
-from .foreach_batch import paimon_sink
+from .decoders import KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
+from .foreach_batch import paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
 
 SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+# records set aside per micro-batch (skipped or dead-lettered), for the progress line
+REJECTED_PER_BATCH: dict[int, int] = {}
 _EVOLUTION_ROUNDS = 3  # a batch's new fields are all seen in one pass; more rounds mean a concurrent change
 _SAMPLE_RECORDS = 1000
 
@@ -72,6 +74,8 @@ class IngestConfig:
     source: str = "auto"
     kafka_options: dict[str, str] = field(default_factory=dict)
     evolve_schema: bool = True  # records' new fields become columns; False: they are an error
+    on_error: str = "fail"  # an undecodable record: fail, skip, or dead-letter (see `set_aside`)
+    dead_letter_table: str | None = None  # default <db.table>_dead_letter
 
     def checkpoint_location(self) -> str:
         """Default: <warehouse>/.checkpoints/ingest-<db.table> (stable, so a rerun resumes)."""
@@ -181,19 +185,27 @@ def kafka_source_name(spark: SparkSession, choice: str) -> str:
     return choice
 
 
-def decode_batches(decoder: Decoder, new_fields: Accumulator, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body (executors): Kafka records -> table rows; fields the table lacks go to
-    the `new_fields` accumulator (serialized Arrow schemas), read by the driver before commit."""
+def decode_batches(decoder: Decoder, new_fields: Accumulator, rejected: Accumulator,
+                   batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body (executors): Kafka records -> table rows. What the driver must see before
+    it commits travels in accumulators (empty in the common case, so it costs nothing): fields
+    the table lacks (serialized Arrow schemas) and the records set aside as undecodable
+    (Arrow IPC streams of REJECTED_SCHEMA rows)."""
     for batch in batches:
         if batch.num_rows:
-            rows, extra = decoder.decode_reporting_new_fields(batch)
-            if len(extra):
-                new_fields.add([extra.serialize().to_pybytes()])
-            yield rows
+            decoded = decoder.decode_all(batch)
+            if len(decoded.new_fields):
+                new_fields.add([decoded.new_fields.serialize().to_pybytes()])
+            if decoded.rejected.num_rows:
+                sink = pa.BufferOutputStream()
+                with pa.ipc.new_stream(sink, REJECTED_SCHEMA) as writer:
+                    writer.write_table(decoded.rejected)
+                rejected.add([sink.getvalue().to_pybytes()])
+            yield decoded.rows
 
 
-class _SchemaList(AccumulatorParam):
-    """Accumulates serialized Arrow schemas (one per decoded chunk that saw new fields)."""
+class _BytesList(AccumulatorParam):
+    """Accumulates byte strings (serialized Arrow schemas or tables) from the decoding tasks."""
 
     def zero(self, value: list) -> list:
         return []
@@ -215,6 +227,33 @@ def _new_fields(accumulated: list) -> pa.Schema:
     return pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([])
 
 
+def _rejected_rows(accumulated: list) -> pa.Table:
+    tables = [pa.ipc.open_stream(b).read_all() for b in accumulated]
+    return pa.concat_tables(tables) if tables else REJECTED_SCHEMA.empty_table()
+
+
+def dead_letter_table(cfg: IngestConfig) -> Table:
+    """The append table that keeps undecodable records (created when missing), next to the target."""
+    catalog = Catalog(cfg.warehouse)
+    name = cfg.dead_letter_table or f"{cfg.table}_dead_letter"
+    schema = REJECTED_SCHEMA.append(pa.field("batch_id", pa.int64())).append(
+        pa.field("ingested_at", pa.timestamp("ms", tz="UTC")))
+    return catalog.create_table(name, schema, ignore_if_exists=True,
+                                comment=f"records of {cfg.table} that did not decode (paimon-streaming ingest)")
+
+
+def set_aside(cfg: IngestConfig, rejected: pa.Table, commit_user: str, batch_id: int) -> None:
+    """Commit the batch's undecodable records to the dead-letter table, exactly once per batch:
+    before the batch's own commit, under a commit user derived from the query's, so a replay
+    after a crash between the two commits finds them committed and writes them again nowhere."""
+    if cfg.on_error != "dead-letter" or not rejected.num_rows:
+        return
+    now = pa.array([int(time.time() * 1000)] * rejected.num_rows, pa.timestamp("ms", tz="UTC"))
+    rows = rejected.append_column("batch_id", pa.array([batch_id] * rejected.num_rows, pa.int64())) \
+        .append_column("ingested_at", now)
+    dead_letter_table(cfg).write_arrow(rows, commit_user=f"{commit_user}:dead-letter", commit_identifier=batch_id)
+
+
 def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = print) -> Decoder:
     """The decoder for the table's current schema. Avro: the writer schema file is read again
     for every batch, and fields a new version of it adds evolve the table first."""
@@ -226,7 +265,7 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
         added = pa.schema([f for f in writer if f.name not in table.schema.field_names])
         if len(added):
             evolve_table(cfg, table, added, log)
-    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro)
+    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro, cfg.on_error)
 
 
 def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callable[[str], None]) -> None:
@@ -253,19 +292,24 @@ def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: st
         committed: the table evolves and the batch is decoded again (the schema change is
         idempotent, so a crash in between replays the batch exactly once)."""
         records = df.select("key", "value", "topic", "partition", "offset")
+        commit_user = query_commit_user(df)
         for _ in range(_EVOLUTION_ROUNDS):
             table.refresh()
             decoder = make_decoder(cfg, table, log)
-            seen = spark.sparkContext.accumulator([], _SchemaList())
+            seen = spark.sparkContext.accumulator([], _BytesList())
+            rejected = spark.sparkContext.accumulator([], _BytesList())
 
-            def no_new_fields() -> None:
+            def before_commit() -> None:
                 fields = _new_fields(seen.value)
                 if len(fields):
                     raise NewFieldsSeen(fields)
-            rows = records.mapInArrow(functools.partial(decode_batches, decoder, seen),
+                bad = _rejected_rows(rejected.value)
+                set_aside(cfg, bad, commit_user, batch_id)
+                REJECTED_PER_BATCH[batch_id] = bad.num_rows
+            rows = records.mapInArrow(functools.partial(decode_batches, decoder, seen, rejected),
                                       from_arrow_schema(decoder.output_schema))
             try:
-                sink(rows, batch_id, before_commit=no_new_fields)
+                sink(rows, batch_id, before_commit=before_commit)
                 return
             except NewFieldsSeen as exc:
                 evolve_table(cfg, table, exc.fields, log)
@@ -310,13 +354,16 @@ def _offsets(value) -> dict[tuple[str, str], int] | None:
     return {(t, p): int(o) for t, parts in value.items() if isinstance(parts, dict) for p, o in parts.items()}
 
 
-def progress_line(progress: dict, table: Table) -> str:
+def progress_line(progress: dict, table: Table, on_error: str = "fail") -> str:
     snap = table.snapshot_manager.latest()
     lag = consumer_lag(progress)
     rows = progress.get("numInputRows", 0)
     seconds = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
     rate = rows / seconds if seconds else 0.0
-    return (f"batch {progress.get('batchId')}: {rows:,} rows in {seconds:.1f}s ({rate:,.0f} rows/s), "
+    rejected = REJECTED_PER_BATCH.get(progress.get("batchId"), 0)
+    aside = "" if on_error == "fail" else \
+        f", {rejected:,} {'skipped' if on_error == 'skip' else 'dead-lettered'}"
+    return (f"batch {progress.get('batchId')}: {rows:,} rows in {seconds:.1f}s ({rate:,.0f} rows/s){aside}, "
             f"lag {'n/a' if lag is None else f'{lag:,}'}, last snapshot "
             f"{'none' if snap is None else f'{snap.id} ({snap.total_record_count:,} records)'}")
 
@@ -340,7 +387,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
             progress = query.lastProgress
             if progress and progress.get("batchId") != last_batch and progress.get("numInputRows", 0) > 0:
                 last_batch = progress.get("batchId")
-                log(progress_line(progress, Table.open(table.path)))
+                log(progress_line(progress, Table.open(table.path), cfg.on_error))
     except KeyboardInterrupt:
         log("stopping: the current micro-batch is abandoned and replayed exactly once on the next run")
         query.stop()
@@ -351,7 +398,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
     if query.exception() is not None:
         log(f"error: ingestion failed: {failure_summary(str(query.exception()))}")
         return 1
-    log(f"caught up; {progress_line(query.lastProgress or {}, Table.open(table.path))}")
+    log(f"caught up; {progress_line(query.lastProgress or {}, Table.open(table.path), cfg.on_error)}")
     return 0
 
 

@@ -42,7 +42,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         table_options=dict(args.option), key_format=args.key_format, checkpoint=args.checkpoint,
         trigger=args.trigger, starting_offsets=args.starting_offsets,
         max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source,
-        kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution)
+        kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution,
+        on_error=args.on_error, dead_letter_table=args.dead_letter_table)
     spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table}")
     try:
         return run_ingest(spark, cfg)
@@ -85,6 +86,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-schema-evolution", action="store_true",
                    help="records with fields the table lacks are an error naming them (default: the fields "
                    "become new nullable columns, typed as inferred; Avro: fields of a new writer schema file)")
+    p.add_argument("--on-error", choices=("fail", "skip", "dead-letter"), default="fail",
+                   help="a record that does not decode (bad JSON/CSV/Avro, wrong types, null key): stop "
+                   "(default), skip and count it, or keep it in the dead-letter table")
+    p.add_argument("--dead-letter-table", metavar="DB.TABLE",
+                   help="where --on-error dead-letter keeps them (default <table>_dead_letter)")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     p.add_argument("--conf", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="Spark configuration, e.g. spark.driver.extraClassPath=...")

@@ -1,0 +1,121 @@
+"""Poison records in `paimon-streaming ingest` (issue 18): `--on-error fail|skip|dead-letter`.
+Undecodable records (broken JSON, wrong types, null keys, bad Avro) stop the job by default,
+are counted and dropped with skip, or kept with their Kafka coordinates in a dead-letter table
+committed exactly once together with the batch (also across a crash between the two commits)."""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from kafka_broker import unique_topic
+from paimon_streaming.sinks import ingest as ingest_module
+from paimon_streaming.sinks.decoders import DecodeError, Decoder
+from test_ingest import ingest, model_of, produce, table_state
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string()), ("amount", pa.float64())])
+GOOD = [(str(i), {"id": i, "name": f"n{i}", "amount": i * 0.5}) for i in range(40)]
+POISON = [b'{"id": 7, "name": "broken"', b"not json at all", b'{"id": "seven", "name": "x"}',
+          b'{"id": null, "name": "no key"}', b'["a", "list"]']
+
+
+def records(values: list[bytes | None], keys: list[bytes | None] | None = None) -> pa.RecordBatch:
+    n = len(values)
+    return pa.RecordBatch.from_pydict({
+        "key": pa.array(keys or [str(i).encode() for i in range(n)], pa.binary()),
+        "value": pa.array(values, pa.binary()), "topic": ["t"] * n, "partition": pa.array([1] * n, pa.int32()),
+        "offset": pa.array(range(100, 100 + n), pa.int64())})
+
+
+def test_decoder_sets_poison_records_aside_in_order():
+    values = [b'{"id": 1, "name": "a"}'] + POISON + [None, b'{"id": 2, "name": "b", "amount": 2.5}']
+    decoded = Decoder("json", SCHEMA, ("id",), on_error="dead-letter").decode_all(records(values))
+    assert decoded.rows.to_pylist() == [{"id": 1, "name": "a", "amount": None, "_kind": "+I"},
+                                        {"id": 6, "name": None, "amount": None, "_kind": "-D"},
+                                        {"id": 2, "name": "b", "amount": 2.5, "_kind": "+I"}]
+    rejected = decoded.rejected.to_pylist()
+    assert [r["offset"] for r in rejected] == [101, 102, 103, 104, 105]
+    assert [r["value"] for r in rejected] == POISON and {r["topic"] for r in rejected} == {"t"}
+    assert "null" in rejected[3]["error"] and "JSON" in rejected[0]["error"]
+    with pytest.raises(DecodeError, match="topic=t partition=1 offset=101 is not valid JSON"):
+        Decoder("json", SCHEMA, ("id",)).decode_all(records(values))
+    all_bad = Decoder("json", SCHEMA, ("id",), on_error="skip").decode_all(records(POISON[:2]))
+    assert all_bad.rows.num_rows == 0 and all_bad.rejected.num_rows == 2
+    csv = Decoder("csv", SCHEMA, ("id",), on_error="skip").decode_all(records([b",x,1.0", b"3,y,2.0", b"4,z"]))
+    assert csv.rows.column("id").to_pylist() == [3]
+    assert [(r["offset"], "null primary key" in r["error"] or "CSV" in r["error"])
+            for r in csv.rejected.to_pylist()] == [(100, True), (102, True)]
+
+
+def test_dead_letter_keeps_every_poison_record_once_with_a_real_broker(spark, broker, tmp_path):
+    topic = unique_topic("poison")
+    broker.create_topic(topic)
+    p = broker.producer()
+    messages = []
+    for i, (key, row) in enumerate(GOOD):
+        p.send(topic, key=key.encode(), value=json.dumps(row).encode(), partition=0)
+        messages.append((key, row))
+        if i % 8 == 3:
+            p.send(topic, key=f"bad{i}".encode(), value=POISON[(i // 8) % len(POISON)], partition=0)
+    p.flush()
+    rc, lines = ingest(spark, broker, tmp_path, topic, schema="id BIGINT, name STRING, amount DOUBLE",
+                       primary_keys=("id",), bucket=1, on_error="dead-letter", max_offsets_per_trigger=15)
+    assert rc == 0, lines
+    assert any("dead-lettered" in line for line in lines if line.startswith("batch ")), lines
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    assert table_state(catalog.get_table("db.t").to_arrow()) == model_of(messages)
+    letters = catalog.get_table("db.t_dead_letter").to_arrow().sort_by("offset").to_pylist()
+    assert [r["value"] for r in letters] == [POISON[(i // 8) % len(POISON)] for i in range(40) if i % 8 == 3]
+    assert [r["key"] for r in letters] == [f"bad{i}".encode() for i in range(40) if i % 8 == 3]
+    assert all(r["topic"] == topic and r["partition"] == 0 and r["error"] for r in letters)
+    # skip on another table: counted, dropped, the good records all in
+    rc, lines = ingest(spark, broker, tmp_path / "skip", topic, schema="id BIGINT, name STRING, amount DOUBLE",
+                       primary_keys=("id",), bucket=1, on_error="skip")
+    assert rc == 0 and any(", 5 skipped," in line for line in lines), lines
+    assert table_state(ps.Catalog(str(tmp_path / "skip" / "wh")).get_table("db.t").to_arrow()) == model_of(messages)
+    assert not ps.Catalog(str(tmp_path / "skip" / "wh")).table_exists("db.t_dead_letter")
+
+
+def test_crash_between_the_dead_letter_and_the_batch_commit_is_exactly_once(spark, broker, tmp_path, monkeypatch):
+    topic = unique_topic("poison-crash")
+    broker.create_topic(topic)
+    produce(broker, topic, GOOD[:10], lambda r: json.dumps(r).encode())
+    p = broker.producer()
+    for value in POISON[:3]:
+        p.send(topic, key=b"bad", value=value)
+    p.flush()
+    produce(broker, topic, GOOD[10:20], lambda r: json.dumps(r).encode())
+    real = ingest_module.set_aside
+    crashed = []
+
+    def set_aside_then_crash(*args):
+        real(*args)
+        if not crashed:
+            crashed.append(True)
+            raise RuntimeError("injected crash after the dead-letter commit, before the batch's")
+    monkeypatch.setattr(ingest_module, "set_aside", set_aside_then_crash)
+    kw = dict(schema="id BIGINT, name STRING, amount DOUBLE", primary_keys=("id",), bucket=1, on_error="dead-letter")
+    rc, lines = ingest(spark, broker, tmp_path, topic, **kw)
+    assert rc == 1 and crashed, lines
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    assert catalog.get_table("db.t_dead_letter").to_arrow().num_rows == 3
+    assert catalog.get_table("db.t").to_arrow().num_rows == 0  # the batch itself did not commit
+    rc, lines = ingest(spark, broker, tmp_path, topic, **kw)  # restart from the checkpoint
+    assert rc == 0, lines
+    assert table_state(catalog.get_table("db.t").to_arrow()) == model_of(GOOD[:20])
+    assert catalog.get_table("db.t_dead_letter").to_arrow().num_rows == 3  # not twice
+
+
+def test_fail_is_the_default_and_commits_nothing_of_the_batch(spark, broker, tmp_path):
+    topic = unique_topic("poison-fail")
+    broker.create_topic(topic)
+    p = broker.producer()
+    p.send(topic, key=b"1", value=b'{"id": 1, "name": "a"}', partition=0)
+    p.send(topic, key=b"2", value=b'{"id": 2, "name": ', partition=0)
+    p.flush()
+    rc, lines = ingest(spark, broker, tmp_path, topic, schema="id BIGINT, name STRING, amount DOUBLE",
+                       primary_keys=("id",), bucket=1)
+    assert rc == 1 and f"topic={topic} partition=0 offset=1" in lines[-1], lines[-1]
+    assert ps.Catalog(str(tmp_path / "wh")).get_table("db.t").to_arrow().num_rows == 0
