@@ -65,7 +65,11 @@ class InvalidTagNameError(PaimonError, ValueError):
     """A tag name is blank, purely numeric, or holds a path separator or control character."""
 
 
-class S3ConfigurationError(PaimonError):
+class StoreConfigurationError(PaimonError):
+    """An object store refused a request or lacks what it needs (credentials, a client library)."""
+
+
+class S3ConfigurationError(StoreConfigurationError):
     """Settings an S3 request needs (credentials for a conditional PUT) are missing."""
 
 

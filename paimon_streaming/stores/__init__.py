@@ -8,6 +8,7 @@ replaces the other. Each store gives that guarantee its own way, so each is one 
 |----------------------------|--------------------------------------------------|-------------|
 | local filesystem           | hard link of a finished temp file (link(2))      | `local`     |
 | S3 and S3-compatible       | `PutObject` with `If-None-Match: *` (botocore)   | `s3`        |
+| Google Cloud Storage       | upload with `ifGenerationMatch=0`                | `gcs`       |
 | HDFS                       | rename of a finished temp file (fails if taken)  | `rename`    |
 
 Any other filesystem has no atomic create: committing there raises UnsupportedStoreError,
@@ -46,14 +47,17 @@ def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:
     if isinstance(fs, pafs.S3FileSystem):
         from .s3 import S3CreateIfAbsent
         return S3CreateIfAbsent(fs)
-    # (GCS and Azure Blob stores join here, one branch each, when their modules exist)
+    if isinstance(fs, pafs.GcsFileSystem):
+        from .gcs import GcsCreateIfAbsent
+        return GcsCreateIfAbsent(fs)
+    # (the Azure Blob store joins here when its module exists)
     if isinstance(fs, pafs.HadoopFileSystem) or _single_committer():
         from .rename import RenameCreateIfAbsent
         return RenameCreateIfAbsent(fs)
     raise UnsupportedStoreError(
         f"the {fs.type_name!r} filesystem has no atomic create-if-absent, so two writers committing at once "
         "could replace each other's snapshot. Supported: the local filesystem, S3 (and S3-compatible stores "
-        f"with conditional writes), HDFS. If only one process ever commits to each table, set "
+        f"with conditional writes), Google Cloud Storage, HDFS. If only one process ever commits to each table, set "
         f"{SINGLE_COMMITTER_ENV}=true to publish by an existence check and a rename")
 
 

@@ -1,0 +1,68 @@
+"""Create-if-absent on Google Cloud Storage: an upload with the precondition
+`ifGenerationMatch=0` ("only if no live object has this name"), which GCS decides atomically;
+412 Precondition Failed means another writer created it first.
+
+pyarrow's GcsFileSystem reads and writes every other file but cannot send preconditions, so
+this one request goes through google-cloud-storage (the `gcs` extra), configured from the
+pyarrow filesystem the table was opened with (endpoint, scheme, project, anonymous access,
+access token) and otherwise from Google's Application Default Credentials (the
+GOOGLE_APPLICATION_CREDENTIALS file, gcloud's user credentials, workload identity, the
+metadata server). The client's retries are off for this request, for the reason `stores.s3`
+gives: a create whose reply was lost must stay an unknown outcome (OSError), never look like
+a lost race.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from ..errors import StoreConfigurationError
+
+
+class GcsCreateIfAbsent:
+    def __init__(self, fs: pafs.GcsFileSystem):
+        self.settings = fs.__reduce__()[1][0]  # the keyword arguments pyarrow rebuilds the filesystem from
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _make_client(self.settings)
+        return self._client
+
+    def __call__(self, path: str, data: bytes) -> bool:
+        from google.api_core import exceptions as gexc
+        from google.auth import exceptions as auth_exc
+        bucket, _, name = path.lstrip("/").partition("/")
+        try:
+            self.client().bucket(bucket).blob(name).upload_from_string(data, if_generation_match=0, retry=None)
+            return True
+        except gexc.PreconditionFailed:
+            return False
+        except auth_exc.DefaultCredentialsError as exc:
+            raise StoreConfigurationError(f"no Google credentials to publish gs://{path}: {exc}") from None
+        except gexc.ClientError as exc:  # 4xx other than 412: refused, nothing was created
+            raise StoreConfigurationError(f"GCS refused to create gs://{path}: {exc}") from exc
+        except Exception as exc:  # transport errors, 5xx: the create may have been applied
+            raise OSError(f"creating gs://{path} failed with an unknown outcome: {exc}") from exc
+
+
+def _make_client(args: dict) -> Any:
+    try:
+        from google.cloud import storage
+    except ImportError:
+        raise StoreConfigurationError("committing to a gs:// table needs google-cloud-storage: pip install "
+                                   "'paimon-streaming[gcs]'") from None
+    options = {}
+    if args.get("endpoint_override"):
+        options["api_endpoint"] = f"{args.get('scheme') or 'https'}://{args['endpoint_override']}"
+    project = args.get("project_id") or None
+    if args.get("anonymous"):
+        from google.auth.credentials import AnonymousCredentials
+        return storage.Client(project=project or "anonymous", credentials=AnonymousCredentials(),
+                              client_options=options or None)
+    if args.get("access_token"):
+        from google.oauth2.credentials import Credentials
+        return storage.Client(project=project, credentials=Credentials(args["access_token"]),
+                              client_options=options or None)
+    return storage.Client(project=project, client_options=options or None)
