@@ -20,6 +20,10 @@ import pyarrow.fs as pafs
 from .errors import UnsupportedOperationError
 from .stores import CreateIfAbsent, create_if_absent_for
 
+# Filesystems whose objects appear whole when written (no rename needed for atomic replacement).
+_OBJECT_STORES = tuple(getattr(pafs, name) for name in ("S3FileSystem", "GcsFileSystem", "AzureFileSystem")
+                       if hasattr(pafs, name))
+
 # Catalog options (Paimon's keys) that complete an s3:// location, as pyarrow URI parameters.
 S3_ENDPOINT, S3_REGION = "s3.endpoint", "s3.region"
 
@@ -120,7 +124,7 @@ class FileIO:
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
         """Replace a file so readers see the old or the new content, never a partial one."""
-        if isinstance(self.fs, pafs.S3FileSystem):  # S3 publishes whole objects on close
+        if isinstance(self.fs, _OBJECT_STORES):  # an object appears whole when its upload completes
             self.write_bytes(path, data)
             return
         tmp = f"{_parent(path)}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4()}.tmp"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the tests need and runs them all:
-#   - a virtualenv in .venv with the package (editable), its [spark,kafka,s3,gcs] extras at the
+#   - a virtualenv in .venv with the package (editable), its [spark,kafka,s3,gcs,azure] extras at the
 #     newest versions pip resolves (what a user gets), and the test tools (pytest, hypothesis, moto);
-#   - the GCS emulator fake-gcs-server, built from its Go module into tests/.gcs-emulator;
+#   - the GCS emulator fake-gcs-server, built from its Go module into tests/.gcs-emulator, and the
+#     Azure emulator Azurite, installed from npm into tests/.azurite;
 #   - the pypaimon oracle in a virtualenv of its own, tests/.venv-oracle (pypaimon 2.1.0 pins
 #     pyarrow<20), run as a subprocess by tests/pypaimon_oracle.py;
 #   - the Java oracle (tests/java, Apache Paimon's paimon-bundle through Maven), built by
@@ -15,10 +16,11 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e ".[test,spark,kafka,s3,gcs]"
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e ".[test,spark,kafka,s3,gcs,azure]"
 .venv/bin/python -m pip check
 .venv/bin/python -c "import pyarrow, numpy, fastavro, pyspark; print('tested with: pyarrow', pyarrow.__version__, '| numpy', numpy.__version__, '| fastavro', fastavro.__version__, '| pyspark', pyspark.__version__)"
 .venv/bin/python tests/pypaimon_oracle.py --build
 .venv/bin/python tests/java_oracle.py --build
 .venv/bin/python tests/gcs_server.py  # builds the GCS emulator (fake-gcs-server) from its Go module
+.venv/bin/python tests/azure_server.py  # installs the Azure emulator (Azurite) from npm
 exec .venv/bin/python -m pytest -q tests "$@"

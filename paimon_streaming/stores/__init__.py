@@ -9,6 +9,7 @@ replaces the other. Each store gives that guarantee its own way, so each is one 
 | local filesystem           | hard link of a finished temp file (link(2))      | `local`     |
 | S3 and S3-compatible       | `PutObject` with `If-None-Match: *` (botocore)   | `s3`        |
 | Google Cloud Storage       | upload with `ifGenerationMatch=0`                | `gcs`       |
+| Azure Blob / ADLS Gen2     | upload with `If-None-Match: *`                   | `azure`     |
 | HDFS                       | rename of a finished temp file (fails if taken)  | `rename`    |
 
 Any other filesystem has no atomic create: committing there raises UnsupportedStoreError,
@@ -50,14 +51,16 @@ def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:
     if isinstance(fs, pafs.GcsFileSystem):
         from .gcs import GcsCreateIfAbsent
         return GcsCreateIfAbsent(fs)
-    # (the Azure Blob store joins here when its module exists)
+    if isinstance(fs, getattr(pafs, "AzureFileSystem", ())):  # absent from pyarrow builds without Azure
+        from .azure import AzureCreateIfAbsent
+        return AzureCreateIfAbsent(fs)
     if isinstance(fs, pafs.HadoopFileSystem) or _single_committer():
         from .rename import RenameCreateIfAbsent
         return RenameCreateIfAbsent(fs)
     raise UnsupportedStoreError(
         f"the {fs.type_name!r} filesystem has no atomic create-if-absent, so two writers committing at once "
         "could replace each other's snapshot. Supported: the local filesystem, S3 (and S3-compatible stores "
-        f"with conditional writes), Google Cloud Storage, HDFS. If only one process ever commits to each table, set "
+        f"with conditional writes), Google Cloud Storage, Azure Blob Storage, HDFS. If only one process ever commits to each table, set "
         f"{SINGLE_COMMITTER_ENV}=true to publish by an existence check and a rename")
 
 

@@ -1,0 +1,78 @@
+"""Create-if-absent on Azure Blob Storage / ADLS Gen2: an upload with `If-None-Match: *`, which
+the service decides atomically; 409 BlobAlreadyExists (or 412) means another writer won.
+
+pyarrow's AzureFileSystem reads and writes every other file but cannot send that condition,
+so this one request goes through azure-storage-blob (the `azure` extra), configured from the
+pyarrow filesystem the table was opened with: account, blob endpoint (so the Azurite emulator
+works), and its credential (account key, SAS token, or a service principal's client secret);
+without one, azure-identity's DefaultAzureCredential (environment, workload identity, managed
+identity, Azure CLI). The client's retries are off for this request, for the reason
+`stores.s3` gives: a create whose reply was lost must stay an unknown outcome (OSError).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from ..errors import StoreConfigurationError
+
+
+class AzureCreateIfAbsent:
+    def __init__(self, fs: pafs.AzureFileSystem):
+        self.settings = fs.__reduce__()[1][0]  # the keyword arguments pyarrow rebuilds the filesystem from
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _make_client(self.settings)
+        return self._client
+
+    def __call__(self, path: str, data: bytes) -> bool:
+        from azure.core import exceptions as aexc
+        container, _, name = path.lstrip("/").partition("/")
+        try:
+            self.client().get_blob_client(container, name).upload_blob(data, overwrite=False)
+            return True
+        except aexc.ResourceExistsError:
+            return False
+        except aexc.HttpResponseError as exc:
+            if exc.status_code == 412:
+                return False
+            if exc.status_code is not None and 400 <= exc.status_code < 500:
+                raise StoreConfigurationError(f"Azure refused to create {path}: {exc.message}") from exc
+            raise OSError(f"creating {path} on Azure failed with an unknown outcome: {exc}") from exc
+        except aexc.ClientAuthenticationError as exc:
+            raise StoreConfigurationError(f"no usable Azure credential to publish {path}: {exc}") from exc
+        except Exception as exc:  # transport errors: the create may have been applied
+            raise OSError(f"creating {path} on Azure failed with an unknown outcome: {exc}") from exc
+
+
+def _account_url(args: dict) -> str:
+    account = args["account_name"]
+    authority = args.get("blob_storage_authority") or ".blob.core.windows.net"
+    scheme = args.get("blob_storage_scheme") or "https"
+    if authority.startswith("."):
+        return f"{scheme}://{account}{authority}"
+    return f"{scheme}://{authority}/{account}"  # an emulator's host:port, path-style
+
+
+def _make_client(args: dict) -> Any:
+    try:
+        from azure.storage.blob import BlobServiceClient
+    except ImportError:
+        raise StoreConfigurationError("committing to an Azure table needs azure-storage-blob: pip install "
+                                      "'paimon-streaming[azure]'") from None
+    if args.get("account_key"):
+        credential: Any = {"account_name": args["account_name"], "account_key": args["account_key"]}
+    elif args.get("sas_token"):
+        credential = args["sas_token"]
+    else:
+        try:
+            from azure.identity import ClientSecretCredential, DefaultAzureCredential
+        except ImportError:
+            raise StoreConfigurationError("Azure credentials other than an account key or SAS token need "
+                                          "azure-identity: pip install 'paimon-streaming[azure]'") from None
+        credential = (ClientSecretCredential(args["tenant_id"], args["client_id"], args["client_secret"])
+                      if args.get("client_secret") else DefaultAzureCredential())
+    return BlobServiceClient(_account_url(args), credential=credential, retry_total=0)
