@@ -216,3 +216,16 @@ def test_spark_sink_on_s3(s3, tmp_path):
     got = rows_by(table.to_arrow(), "id")
     assert got == [{"id": i, "v": f"a{i}"} for i in range(3)] + [{"id": i, "v": f"u{i}"} for i in range(3, 9)]
     assert [s.commit_identifier for s in table.snapshots()] == [0, 1]
+    # the "paimon" source reads the same table from S3: a batch read and a stream of every snapshot
+    ps.register(spark)
+    location = ps.Catalog(warehouse).table_location("db.events")
+    assert rows_by(pa.Table.from_pylist([r.asDict() for r in spark.read.format("paimon").load(location).collect()]),
+                   "id") == got
+    seen: list[dict] = []
+    q = (spark.readStream.format("paimon").option("scan.mode", "from-snapshot").option("scan.snapshot-id", 1)
+         .load(location).writeStream.foreachBatch(lambda df, _: seen.extend(r.asDict() for r in df.collect()))
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    assert q.exception() is None, q.exception()
+    assert sorted((r["id"], r["v"]) for r in seen) == sorted([(i, f"a{i}") for i in range(6)] +
+                                                            [(i, f"u{i}") for i in range(3, 9)])
