@@ -18,6 +18,7 @@ recorded as operations, not as a finished schema) and the commit retried.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Union
 
@@ -303,7 +304,7 @@ class SchemaUpdate:
         for change in self._changes:
             change(draft)
         new = replace(base, id=base.id + 1, fields=tuple(draft.fields), highest_field_id=draft.highest_field_id,
-                      options=draft.options, comment=draft.comment)
+                      options=draft.options, comment=draft.comment, time_millis=int(time.time() * 1000))
         if (new.fields, new.options, new.comment) == (base.fields, base.options, base.comment):
             return base
         try:
@@ -373,6 +374,8 @@ def _union(d: _Draft, fields: list[DataField], incoming: list[pa.Field], parent:
     """Edit `fields` in place towards `incoming` (see `SchemaUpdate.union_by_name`)."""
     by_name = {f.name: i for i, f in enumerate(fields)}
     for af in incoming:
+        if pa.types.is_null(af.type):
+            continue  # an all-null input column tells no type: it adds nothing and fits any column
         path = parent + (af.name,)
         wanted = from_arrow(af.type)
         if af.name not in by_name:
@@ -386,7 +389,7 @@ def _union(d: _Draft, fields: list[DataField], incoming: list[pa.Field], parent:
             _union(d, inner, list(af.type), path)
             fields[by_name[af.name]] = replace(current, type=replace(current.type, fields=tuple(inner)))
             continue
-        if pa.types.is_null(af.type) or widening_error(wanted, current.type) is None:
+        if widening_error(wanted, current.type) is None:
             continue  # the table's type already holds these values
         reason = widening_error(current.type, wanted)
         if not reason and not parent and af.name in d.partition_keys + d.primary_keys:

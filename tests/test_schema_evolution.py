@@ -126,7 +126,7 @@ def test_several_changes_are_one_schema_file_and_no_change_is_none(catalog):
     assert sorted(os.listdir(f"{t.path}/schema")) == ["schema-0", "schema-1"]
     assert t.schema.field_names[:2] == ["b", "id"] and t.schema.field_names[-1] == "a"
     assert t.update_schema().union_by_name(pa.schema([("a", pa.int8()), ("id", pa.int32())])).commit().id == 1
-    t.update_schema().union_by_name(pa.schema([("a", pa.int16()), ("c", pa.string())])).commit()
+    t.update_schema().union_by_name(pa.schema([("a", pa.int16()), ("c", pa.string()), ("n", pa.null())])).commit()
     assert sorted(os.listdir(f"{t.path}/schema")) == ["schema-0", "schema-1", "schema-2"]
     assert str(t.schema.field("a").type) == "SMALLINT" and t.schema.field_names[-1] == "c"
 
