@@ -1,18 +1,29 @@
-"""Kafka -> Paimon ingestion throughput: `paimon-streaming ingest` on a local test broker.
+"""Kafka -> table ingestion throughput, against Spark's own pipeline in the same run.
 
-    .venv/bin/python bench/bench_ingest.py [--records 200000] [--source kafka-python]
+    .venv/bin/python bench/bench_ingest.py [--records 200000] [--runs 3] [--dv]
 
-Starts the tests' KRaft broker (tests/kafka_broker.py, jars through Maven), produces keyed
-JSON records (15% tombstones) into a 4-partition topic, then runs the ingest command once
-with Trigger.AvailableNow into a primary-key table and reports records/s of the whole run
-(Spark start-up excluded: timed from the first to the last batch line) and per batch.
+Starts the tests' KRaft broker (tests/kafka_broker.py, jars through Maven) and produces keyed
+JSON records (15% tombstones) into a 4-partition topic once. Then, per run, every system reads
+the whole topic with Trigger.AvailableNow in micro-batches of --max-offsets-per-trigger, each in
+its own process on local[2]:
+
+- `paimon-kafka-python`: `paimon-streaming ingest` with the pip-only kafka-python source;
+- `paimon-kafka`: `paimon-streaming ingest` with Spark's Kafka connector;
+- `spark-parquet` (the anchor): Spark's Kafka connector -> `from_json` -> Spark's Parquet file
+  sink, no upserts (what Spark itself does with the same records).
+
+Each reports records/s from the end of its first micro-batch to the end of its last (Spark
+and Python worker start-up excluded the same way for all); the table prints medians over the
+runs and each system's ratio to the anchor of the same run.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,56 +32,133 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from kafka_broker import connector_jars, get_broker, unique_topic  # noqa: E402
 
+SYSTEMS = ("spark-parquet", "paimon-kafka-python", "paimon-kafka")
+VALUE_DDL = "id BIGINT, customer STRING, amount DOUBLE, status STRING, ts BIGINT"
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--records", type=int, default=200_000)
-    p.add_argument("--keys", type=int, default=50_000)
-    p.add_argument("--source", choices=("kafka-python", "kafka"), default="kafka-python")
-    p.add_argument("--dv", action="store_true", help="deletion-vectors.enabled=true")
-    p.add_argument("--max-offsets-per-trigger", type=int, default=50_000)
-    args = p.parse_args()
-    broker = get_broker()
+
+def produce(broker, records: int, keys: int) -> str:
     topic = unique_topic("bench")
     broker.create_topic(topic, partitions=4)
     producer, rng = broker.producer(linger_ms=20, batch_size=256 * 1024), random.Random(1)
     t0 = time.perf_counter()
-    for i in range(args.records):
-        k = rng.randrange(args.keys)
+    for i in range(records):
+        k = rng.randrange(keys)
         value = None if rng.random() < 0.15 else json.dumps(
             {"id": k, "customer": f"c{k % 997}", "amount": i * 0.01, "status": "paid", "ts": i}).encode()
         producer.send(topic, key=str(k).encode(), value=value)
     producer.flush()
-    print(f"produced {args.records:,} records in {time.perf_counter() - t0:.1f}s")
+    print(f"produced {records:,} records in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    return topic
+
+
+def rate(batches: list[tuple[float, int]]) -> tuple[int, float]:
+    """(records, records/s) after the first batch, from (end time, records) per batch."""
+    if len(batches) < 2:
+        raise SystemExit("too few micro-batches to time; give more --records")
+    (first_end, _), (last_end, _) = batches[0], batches[-1]
+    after = sum(n for _, n in batches[1:])
+    return sum(n for _, n in batches), after / (last_end - first_end)
+
+
+def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int) -> tuple[int, float]:
     wh = tempfile.mkdtemp(prefix="bench-ingest-")
     cmd = [sys.executable, "-u", "-c", "import sys; from paimon_streaming.cli import main; sys.exit(main())",
            "ingest", "--bootstrap-servers", broker.bootstrap, "--topic", topic, "--warehouse", wh,
            "--table", "db.t", "--primary-key", "id", "--bucket", "4", "--trigger", "available-now",
-           "--max-offsets-per-trigger", str(args.max_offsets_per_trigger), "--source", args.source,
+           "--max-offsets-per-trigger", str(max_offsets), "--source", source,
            "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4"]
-    if args.dv:
+    if dv:
         cmd += ["--option", "deletion-vectors.enabled=true"]
-    if args.source == "kafka":
+    if source == "kafka":
         jars = ":".join(connector_jars())
         cmd += ["--conf", f"spark.driver.extraClassPath={jars}", "--conf", f"spark.executor.extraClassPath={jars}"]
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    first = last = None
-    rows = first_rows = 0
+    batches, out = [], []
     for line in proc.stdout:
-        print(line, end="")
+        out.append(line)
         if line.startswith("batch "):
-            now = time.perf_counter()
-            n = int(line.split(":")[1].split(" rows")[0].replace(",", ""))
-            if first is None:
-                first, first_rows = now, n
-            last = now
-            rows += n
-    proc.wait()
-    if proc.returncode or first is None or first == last:
-        raise SystemExit(f"ingest exited with {proc.returncode}")
-    print(json.dumps({"source": args.source, "dv": args.dv, "records": rows,
-                      "records_per_s_after_first_batch": round((rows - first_rows) / (last - first))}))
+            batches.append((time.perf_counter(), int(line.split(":")[1].split(" rows")[0].replace(",", ""))))
+    if proc.wait():
+        raise SystemExit(f"ingest ({source}) exited with {proc.returncode}:\n{''.join(out[-40:])}")
+    return rate(batches)
+
+
+def anchor_job(bootstrap: str, topic: str, max_offsets: int) -> None:
+    """Runs in its own process: Spark's Kafka source -> from_json -> Parquet file sink; prints
+    the (end, records) of each micro-batch as JSON."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    jars = ":".join(connector_jars())
+    spark = (SparkSession.builder.master("local[2]").appName("bench-spark-parquet")
+             .config("spark.driver.extraClassPath", jars).config("spark.executor.extraClassPath", jars)
+             .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    out = tempfile.mkdtemp(prefix="bench-spark-parquet-")
+    records = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+               .option("subscribe", topic).option("startingOffsets", "earliest")
+               .option("maxOffsetsPerTrigger", max_offsets).load())
+    rows = records.select(F.from_json(F.col("value").cast("string"), VALUE_DDL).alias("r")).select("r.*")
+    query = (rows.writeStream.format("parquet").option("path", f"{out}/data")
+             .option("checkpointLocation", f"{out}/ckpt").trigger(availableNow=True).start())
+    query.awaitTermination()
+    batches = []
+    for p in query.recentProgress:
+        if p["numInputRows"]:
+            start = dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
+            batches.append((start + p["durationMs"]["triggerExecution"] / 1000, p["numInputRows"]))
+    print(json.dumps(batches))
+    spark.stop()
+
+
+def run_anchor(broker, topic: str, max_offsets: int) -> tuple[int, float]:
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    proc = subprocess.run([sys.executable, __file__, "--anchor-job", broker.bootstrap, topic, str(max_offsets)],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode:
+        raise SystemExit(f"the Spark anchor failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return rate([tuple(b) for b in json.loads(proc.stdout.strip().splitlines()[-1])])
+
+
+def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--anchor-job":
+        anchor_job(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
+    p = argparse.ArgumentParser()
+    p.add_argument("--records", type=int, default=200_000)
+    p.add_argument("--keys", type=int, default=50_000)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--systems", default=",".join(SYSTEMS))
+    p.add_argument("--dv", action="store_true", help="paimon tables with deletion-vectors.enabled=true")
+    p.add_argument("--max-offsets-per-trigger", type=int, default=50_000)
+    args = p.parse_args()
+    systems = [s for s in args.systems.split(",") if s]
+    broker = get_broker()
+    topic = produce(broker, args.records, args.keys)
+    results: dict[str, list[float]] = {s: [] for s in systems}
+    ratios: dict[str, list[float]] = {s: [] for s in systems}
+    for run in range(args.runs):
+        measured = {}
+        for system in systems:
+            if system == "spark-parquet":
+                records, per_s = run_anchor(broker, topic, args.max_offsets_per_trigger)
+            else:
+                records, per_s = run_ingest(broker, topic, system.removeprefix("paimon-"), args.dv,
+                                            args.max_offsets_per_trigger)
+            measured[system] = per_s
+            results[system].append(per_s)
+            print(json.dumps({"run": run, "system": system, "dv": args.dv, "records": records,
+                              "records_per_s_after_first_batch": round(per_s)}))
+        for system in systems:
+            if "spark-parquet" in measured:
+                ratios[system].append(measured[system] / measured["spark-parquet"])
+    load = os.getloadavg()[0]
+    print(f"\n{args.records:,} records, batches of {args.max_offsets_per_trigger:,}, local[2], "
+          f"dv={args.dv}, medians of {args.runs} runs (load average {load:.1f})")
+    print(f"{'system':<22}{'records/s':>12}{'x spark-parquet':>18}")
+    for system in systems:
+        ratio = f"{statistics.median(ratios[system]):.2f}" if ratios[system] else "-"
+        print(f"{system:<22}{statistics.median(results[system]):>12,.0f}{ratio:>18}")
 
 
 if __name__ == "__main__":

@@ -377,17 +377,22 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
     log(f"ingesting {cfg.topic_pattern or ','.join(cfg.topics)} ({cfg.format}, source {source}) into "
         f"{cfg.table}; checkpoint {cfg.checkpoint_location()}; Ctrl-C stops")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    last_batch = None
+    last_batch = [-1]
+
+    def report_finished_batches() -> None:
+        for progress in query.recentProgress:  # each batch once, also several finished between polls
+            if progress.get("batchId", -1) > last_batch[0]:
+                last_batch[0] = progress["batchId"]
+                if progress.get("numInputRows", 0) > 0:
+                    log(progress_line(progress, Table.open(table.path), cfg.on_error))
     try:
         while query.isActive:
             try:
-                query.awaitTermination(1)
+                query.awaitTermination(0.25)
             except StreamingQueryException:
                 break  # reported below
-            progress = query.lastProgress
-            if progress and progress.get("batchId") != last_batch and progress.get("numInputRows", 0) > 0:
-                last_batch = progress.get("batchId")
-                log(progress_line(progress, Table.open(table.path), cfg.on_error))
+            report_finished_batches()
+        report_finished_batches()
     except KeyboardInterrupt:
         log("stopping: the current micro-batch is abandoned and replayed exactly once on the next run")
         query.stop()
