@@ -60,7 +60,10 @@ class FileIO:
         parts = urllib.parse.urlsplit(location)
         userinfo, _, host = parts.netloc.rpartition("@")
         path = path.rstrip("/")
-        if host and (path == host or path.startswith(host + "/")):  # bucket-style: s3, gs
+        if isinstance(fs, getattr(pafs, "AzureFileSystem", ())):  # abfs[s]://: the account names the store
+            path = path.lstrip("/")  # from_uri gives "/container/..." for account.dfs.core.windows.net/container/...
+            prefix = _azure_uri_prefix(parts.scheme, fs)
+        elif host and (path == host or path.startswith(host + "/")):  # bucket-style: s3, gs
             prefix = f"{parts.scheme}://{userinfo + '@' if userinfo else ''}"
         else:  # host-style: hdfs://namenode:port/path
             prefix = f"{parts.scheme}://{parts.netloc}"
@@ -193,6 +196,16 @@ def _with_s3_options(location: str, options: dict[str, str]) -> str:
     if options.get(S3_REGION):
         query["region"] = options[S3_REGION]
     return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+
+
+def _azure_uri_prefix(scheme: str, fs: pafs.FileSystem) -> str:
+    """`abfs://account.blob.core.windows.net/` (an emulator: `abfs://account@host:port/`): the form
+    pyarrow reads back as the same account and endpoint with the container first in the path,
+    whichever form the user wrote (`container@account.dfs.core.windows.net` has the container
+    outside the path)."""
+    settings = fs.__reduce__()[1][0]
+    account, authority = settings["account_name"], settings["blob_storage_authority"]
+    return f"{scheme}://{account}{authority}/" if authority.startswith(".") else f"{scheme}://{account}@{authority}/"
 
 
 def _parent(path: str) -> str:

@@ -1,11 +1,15 @@
 """An Azure Blob Storage emulator on loopback for the object-store tests: Azurite, installed
-from npm into tests/.azurite by `ensure_installed` (the test command does it once)."""
+from npm into tests/.azurite by `ensure_installed` (the test command does it once).
+
+Azurite serves the flat blob API (no hierarchical namespace, no DFS endpoint): pyarrow detects
+that and uses blob operations, as on a flat storage account."""
 from __future__ import annotations
 
 import socket
 import subprocess
 import time
 import urllib.request
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -56,6 +60,16 @@ class AzureServer:
         return pafs.AzureFileSystem(account_name=ACCOUNT, account_key=KEY, blob_storage_authority=self.authority,
                                     blob_storage_scheme="http", dfs_storage_authority=self.authority,
                                     dfs_storage_scheme="http")
+
+    def uri(self, path: str) -> str:
+        """An abfs:// location on this server. pyarrow's URIs carry no account key, so an account SAS
+        signed with it travels in the query (with enable_tls=false: the emulator speaks http)."""
+        from azure.storage.blob import AccountSasPermissions, ResourceTypes, generate_account_sas
+        sas = generate_account_sas(ACCOUNT, KEY, ResourceTypes(service=True, container=True, object=True),
+                                   AccountSasPermissions(read=True, write=True, delete=True, list=True, add=True,
+                                                         create=True),
+                                   expiry=datetime.now(timezone.utc) + timedelta(hours=2))
+        return f"abfs://{ACCOUNT}@{self.authority}/{path}?enable_tls=false&{sas}"
 
     def create_container(self, name: str) -> None:
         self.filesystem().create_dir(name)

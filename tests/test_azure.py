@@ -1,24 +1,32 @@
 """Tables on Azure Blob Storage (Azurite on loopback): a snapshot is published with
-`If-None-Match: *`, so racing writers never both win an id; tables, concurrent committer
-processes and a crash before the snapshot work on Azure."""
+`If-None-Match: *`, so racing writers never both win an id; abfs:// catalogs and tables,
+concurrent committer processes, a crash or a lost reply around the snapshot work on Azure,
+and the commit's client takes pyarrow's credential and never retries."""
 from __future__ import annotations
 
 import multiprocessing
+import socket
 import threading
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 import paimon_streaming as ps
 from conftest import rows_by
+from paimon_streaming.catalog import create_table_at
 from paimon_streaming.check import check_table
+from paimon_streaming.errors import StoreConfigurationError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.stores.azure import AzureCreateIfAbsent
 
 pytest.importorskip("azure.storage.blob")
+pytest.importorskip("azure.identity")
+from azure.core import exceptions as aexc  # noqa: E402
+from azure.identity import CredentialUnavailableError  # noqa: E402
 from azure_server import ACCOUNT, KEY, AzureServer  # noqa: E402
 
-SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), pa.field("p", pa.string(), False)])
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +37,8 @@ def azure():
     server.stop()
 
 
-def rows(ids, v="a"):
-    return pa.table({"id": list(ids), "v": [f"{v}{i}" for i in ids]}, schema=SCHEMA)
+def rows(ids, v="a", p="x"):
+    return pa.table({"id": list(ids), "v": [f"{v}{i}" for i in ids], "p": [p] * len(ids)}, schema=SCHEMA)
 
 
 def test_create_if_absent_creates_once(azure):
@@ -41,6 +49,7 @@ def test_create_if_absent_creates_once(azure):
 
 
 def test_racing_writers_exactly_one_wins_every_time(azure):
+    """Threads with separate FileIO instances race for the same snapshot file, 20 times."""
     workers = 8
     for round_ in range(20):
         key = f"lake/race/snapshot/snapshot-{round_}"
@@ -48,7 +57,7 @@ def test_racing_writers_exactly_one_wins_every_time(azure):
         wins: list[int] = []
 
         def race(i: int) -> None:
-            file_io = FileIO(azure.filesystem())
+            file_io, _ = FileIO.for_path(azure.uri("lake/race"))
             barrier.wait()
             if file_io.try_create_atomic(key, f"writer {i}".encode()):
                 wins.append(i)
@@ -61,47 +70,165 @@ def test_racing_writers_exactly_one_wins_every_time(azure):
         assert azure.filesystem().open_input_stream(key).read() == f"writer {wins[0]}".encode()
 
 
-def test_tables_on_azure_and_a_crash_before_the_snapshot(azure):
-    cat = ps.Catalog("lake/cat", filesystem=azure.filesystem())
-    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+def test_catalog_and_tables_on_an_abfs_uri(azure):
+    """Everything through an abfs:// location (a SAS in its query signs pyarrow's requests and the
+    conditional upload alike); table locations are abfs:// URIs that open the same table again."""
+    cat = ps.Catalog(azure.uri("lake/cat"))
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
     t.write_arrow(rows(range(10)))
-    t.write_arrow(rows(range(5), v="b"))
-    expected = rows_by(pa.concat_tables([rows(range(5), v="b"), rows(range(5, 10))]), "id")
-    assert rows_by(t.to_arrow(), "id") == expected
-    t.write_messages(rows(range(3), v="lost"))  # data files written, then the process dies
-    reopened = ps.Catalog("lake/cat", filesystem=azure.filesystem()).get_table("db.t")
-    assert rows_by(reopened.to_arrow(), "id") == expected and check_table(reopened).ok
-    assert not t.snapshot_manager.try_publish(t.snapshot(t.latest_snapshot().id))  # taken: never replaced
-
-
-def commit_batches(authority: str, writer: int, batches: int, errors) -> None:
-    """Process body: one committer writing `batches` batches of its own keys."""
-    import pyarrow.fs as pafs
-    try:
-        fs = pafs.AzureFileSystem(account_name=ACCOUNT, account_key=KEY, blob_storage_authority=authority,
-                                  blob_storage_scheme="http", dfs_storage_authority=authority, dfs_storage_scheme="http")
-        table = ps.Table(FileIO(fs), "lake/procs/db.db/t")
-        for b in range(batches):
-            table.write_arrow(rows(range(writer * 100 + b * 10, writer * 100 + b * 10 + 5)),
-                              commit_user=f"writer-{writer}", commit_identifier=b)
-    except BaseException as exc:  # noqa: BLE001 - reported to the test
-        errors.put(f"writer {writer}: {exc!r}")
+    t.write_arrow(rows(range(5), v="b", p="y/z"))
+    t.write_arrow(rows(range(3), v="c"))
+    expected = rows_by(pa.concat_tables([rows(range(3), v="c"), rows(range(3, 10)), rows(range(5), v="b", p="y/z")]),
+                       "p", "id")
+    location = cat.table_location("db.t")
+    assert location.startswith(f"abfs://{ACCOUNT}@{azure.authority}/lake/cat/db.db/t?enable_tls=false&")
+    reopened = ps.Table.open(location)
+    assert cat.list_databases() == ["db"] and cat.list_tables("db") == ["t"]
+    assert rows_by(reopened.to_arrow(), "p", "id") == expected and check_table(reopened).ok
+    assert not reopened.snapshot_manager.try_publish(reopened.snapshot(3))  # taken: never replaced
+    same = ps.Catalog("lake/cat", filesystem=azure.filesystem()).get_table("db.t")  # account key, same blobs
+    assert rows_by(same.to_arrow(), "p", "id") == expected
 
 
 def test_processes_committing_concurrently(azure):
-    ps.Catalog("lake/procs", filesystem=azure.filesystem()).create_table("db.t", SCHEMA)
+    from concurrent_worker import batch_of, check_snapshot, write_batches
+    location = azure.uri("lake/procs/t")
+    create_table_at(location, batch_of(0, 0).schema)
     ctx = multiprocessing.get_context("spawn")
-    errors = ctx.Queue()
+    errors, outcomes = ctx.Queue(), ctx.Queue()
     writers, batches = 4, 3
-    procs = [ctx.Process(target=commit_batches, args=(azure.authority, w, batches, errors)) for w in range(writers)]
+    procs = [ctx.Process(target=write_batches, args=(location, w, batches, False, outcomes, errors))
+             for w in range(writers)]
     for p in procs:
         p.start()
     for p in procs:
-        p.join(180)
+        p.join(120)
     assert errors.empty(), errors.get()
-    table = ps.Catalog("lake/procs", filesystem=azure.filesystem()).get_table("db.t")
+    table = ps.Table.open(location)
     snaps = table.snapshots()
     assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))
-    assert sorted((s.commit_user, s.commit_identifier) for s in snaps) == \
+    assert sorted((s.commit_user, s.commit_identifier) for s in snaps if s.commit_kind != "COMPACT") == \
         sorted((f"writer-{w}", b) for w in range(writers) for b in range(batches))
-    assert table.to_arrow().num_rows == writers * batches * 5 and check_table(table).ok
+    assert check_snapshot(table, snaps[-1]) is None and table.to_arrow().num_rows == writers * batches * 5
+
+
+def test_crash_between_data_files_and_snapshot_leaves_the_table_readable(azure):
+    t = ps.Catalog(azure.uri("lake/crash")).create_table("db.t", SCHEMA, primary_keys=["id", "p"],
+                                                          options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(rows(range(4)))
+    before = rows_by(t.to_arrow(), "id")
+    t.write_messages(rows(range(2, 6), v="lost"))  # data files written, the process dies before the commit
+    reopened = ps.Table.open(ps.Catalog(azure.uri("lake/crash")).table_location("db.t"))
+    assert rows_by(reopened.to_arrow(), "id") == before and check_table(reopened).ok
+    reopened.write_arrow(rows(range(2, 6), v="b"))  # the next writer goes on
+    assert rows_by(reopened.to_arrow(), "id") == before[:2] + rows_by(rows(range(2, 6), v="b"), "id")
+
+
+def test_lost_reply_of_the_snapshot_upload_commits_once(azure, monkeypatch):
+    """The upload of the snapshot is applied but its reply is lost: the committer cannot know it
+    won, re-reads, finds its own snapshot and does not commit the batch a second time."""
+    real, lost = AzureCreateIfAbsent.__call__, []
+
+    def reply_lost(self, path, data):
+        created = real(self, path, data)
+        if "/snapshot/" in path and not lost:
+            lost.append(path)
+            raise OSError("connection reset after the request was applied")
+        return created
+
+    monkeypatch.setattr(AzureCreateIfAbsent, "__call__", reply_lost)
+    t = ps.Catalog(azure.uri("lake/lost")).create_table("db.t", SCHEMA)
+    assert t.write_arrow(rows(range(3)), commit_user="u", commit_identifier=1) == 1
+    assert lost and [s.id for s in t.snapshots()] == [1] and t.to_arrow().num_rows == 3
+
+
+def test_a_wrong_account_key_is_a_configuration_error(azure):
+    """Refused authentication is a definite failure (nothing was created), not an unknown outcome."""
+    fs = pafs.AzureFileSystem(account_name=ACCOUNT, account_key=KEY[:-4] + "AAA=",
+                              blob_storage_authority=azure.authority, blob_storage_scheme="http")
+    with pytest.raises(StoreConfigurationError, match="Azure refused to create lake/badkey/snapshot-1"):
+        AzureCreateIfAbsent(fs)("lake/badkey/snapshot-1", b"1")
+
+
+def service_error(kind, status: int, code: str) -> Exception:
+    error = kind(f"refused: {code}")
+    error.status_code, error.error_code = status, code
+    return error
+
+
+class Raising:
+    """A blob service client whose upload fails with `error`."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def get_blob_client(self, container: str, name: str) -> "Raising":
+        return self
+
+    def upload_blob(self, data: bytes, overwrite: bool) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize("error, outcome", [
+    (service_error(aexc.ResourceExistsError, 409, "BlobAlreadyExists"), False),
+    (service_error(aexc.ResourceModifiedError, 412, "ConditionNotMet"), False),
+    (service_error(aexc.ResourceExistsError, 409, "ContainerBeingDeleted"), StoreConfigurationError),
+    (CredentialUnavailableError("DefaultAzureCredential found no credential"), StoreConfigurationError),
+    (service_error(aexc.HttpResponseError, 500, "InternalError"), OSError),
+    (aexc.ServiceResponseError("connection reset"), OSError),
+], ids=["taken-409", "taken-412", "409-other", "no-credential", "500", "reply-lost"])
+def test_answers_of_the_service_map_to_created_taken_refused_or_unknown(error, outcome):
+    """Only "the blob exists" means another writer won; a credential that finds no token fails
+    definitely (nothing was sent); server and transport errors leave the outcome unknown (OSError)."""
+    create = AzureCreateIfAbsent(pafs.AzureFileSystem(account_name="acct", account_key=KEY))
+    create._client = Raising(error)
+    if outcome is False:
+        assert create("c/t/snapshot/snapshot-1", b"1") is False
+    else:
+        with pytest.raises(outcome) as raised:
+            create("c/t/snapshot/snapshot-1", b"1")
+        assert (outcome is OSError) == isinstance(raised.value, OSError)
+
+
+def test_a_lost_reply_is_an_unknown_outcome_and_never_retried():
+    """A server that reads the upload and closes the connection: one request, then an OSError (a
+    retry could meet the blob the first request created and report a lost race)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    requests: list[bytes] = []
+
+    def swallow() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                requests.append(conn.recv(65536))
+    threading.Thread(target=swallow, daemon=True).start()
+    fs = pafs.AzureFileSystem(account_name=ACCOUNT, account_key=KEY, blob_storage_scheme="http",
+                              blob_storage_authority=f"127.0.0.1:{listener.getsockname()[1]}")
+    try:
+        with pytest.raises(OSError, match="unknown outcome"):
+            AzureCreateIfAbsent(fs)("lake/gone/snapshot-1", b"1")
+        assert len(requests) == 1 and requests[0].startswith(b"PUT /devstoreaccount1/lake/gone/snapshot-1")
+        assert b"if-none-match: *" in requests[0].lower()
+    finally:
+        listener.close()
+
+
+def test_the_commit_uses_the_credential_pyarrow_uses():
+    """Settings of the pyarrow filesystem -> the credential of the conditional upload (no request is sent)."""
+    from azure.identity import ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential
+
+    def credential(**kwargs):
+        return AzureCreateIfAbsent(pafs.AzureFileSystem(account_name="acct", **kwargs)).client().credential
+
+    assert credential(account_key=KEY).account_key == KEY
+    assert isinstance(credential(tenant_id="t", client_id="c", client_secret="s"), ClientSecretCredential)
+    assert isinstance(credential(client_id="user-assigned"), ManagedIdentityCredential)
+    assert isinstance(credential(), DefaultAzureCredential)
+    fs, _ = pafs.FileSystem.from_uri("abfs://acct.blob.core.windows.net/c/p?enable_tls=false&sv=2025-01-05"
+                                     "&sig=a%2Bb%3D")
+    client = AzureCreateIfAbsent(fs).client()
+    assert client.url == "http://acct.blob.core.windows.net/?sv=2025-01-05&sig=a%2Bb%3D"  # only the SAS, as given

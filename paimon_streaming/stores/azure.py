@@ -4,10 +4,12 @@ the service decides atomically; 409 BlobAlreadyExists (or 412) means another wri
 pyarrow's AzureFileSystem reads and writes every other file but cannot send that condition,
 so this one request goes through azure-storage-blob (the `azure` extra), configured from the
 pyarrow filesystem the table was opened with: account, blob endpoint (so the Azurite emulator
-works), and its credential (account key, SAS token, or a service principal's client secret);
-without one, azure-identity's DefaultAzureCredential (environment, workload identity, managed
-identity, Azure CLI). The client's retries are off for this request, for the reason
-`stores.s3` gives: a create whose reply was lost must stay an unknown outcome (OSError).
+works), and its credential, chosen the way pyarrow chooses it: account key, SAS token (from
+an abfs:// URI's query), a service principal's client secret, a user-assigned managed
+identity's client id; without any, azure-identity's DefaultAzureCredential (environment,
+workload identity, managed identity, Azure CLI). The client's retries are off for this
+request, for the reason `stores.s3` gives: a create whose reply was lost must stay an unknown
+outcome (OSError).
 """
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from ..errors import StoreConfigurationError
+
+# Query keys of an abfs:// URI that pyarrow reads itself; its `sas_token` setting keeps the whole query.
+_ARROW_URI_KEYS = {"enable_tls", "blob_storage_authority", "dfs_storage_authority", "credential_kind", "tenant_id",
+                   "client_id", "client_secret", "background_writes"}
 
 
 class AzureCreateIfAbsent:
@@ -34,17 +40,15 @@ class AzureCreateIfAbsent:
         try:
             self.client().get_blob_client(container, name).upload_blob(data, overwrite=False)
             return True
-        except aexc.ResourceExistsError:
-            return False
+        except aexc.ClientAuthenticationError as exc:  # before any request was applied: nothing created
+            raise StoreConfigurationError(f"no usable Azure credential to publish {path}: {exc}") from exc
         except aexc.HttpResponseError as exc:
-            if exc.status_code == 412:
+            if exc.status_code == 412 or exc.error_code == "BlobAlreadyExists":
                 return False
             if exc.status_code is not None and 400 <= exc.status_code < 500:
                 raise StoreConfigurationError(f"Azure refused to create {path}: {exc.message}") from exc
             raise OSError(f"creating {path} on Azure failed with an unknown outcome: {exc}") from exc
-        except aexc.ClientAuthenticationError as exc:
-            raise StoreConfigurationError(f"no usable Azure credential to publish {path}: {exc}") from exc
-        except Exception as exc:  # transport errors: the create may have been applied
+        except aexc.AzureError as exc:  # transport errors: the create may have been applied
             raise OSError(f"creating {path} on Azure failed with an unknown outcome: {exc}") from exc
 
 
@@ -66,13 +70,23 @@ def _make_client(args: dict) -> Any:
     if args.get("account_key"):
         credential: Any = {"account_name": args["account_name"], "account_key": args["account_key"]}
     elif args.get("sas_token"):
-        credential = args["sas_token"]
+        credential = _sas_only(args["sas_token"])
     else:
         try:
-            from azure.identity import ClientSecretCredential, DefaultAzureCredential
+            from azure.identity import ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential
         except ImportError:
             raise StoreConfigurationError("Azure credentials other than an account key or SAS token need "
                                           "azure-identity: pip install 'paimon-streaming[azure]'") from None
-        credential = (ClientSecretCredential(args["tenant_id"], args["client_id"], args["client_secret"])
-                      if args.get("client_secret") else DefaultAzureCredential())
+        if args.get("client_secret"):
+            credential = ClientSecretCredential(args["tenant_id"], args["client_id"], args["client_secret"])
+        elif args.get("client_id"):
+            credential = ManagedIdentityCredential(client_id=args["client_id"])
+        else:
+            credential = DefaultAzureCredential()
     return BlobServiceClient(_account_url(args), credential=credential, retry_total=0)
+
+
+def _sas_only(query: str) -> str:
+    """The SAS parameters of a URI query, as given (their encoding is part of the signature)."""
+    return "&".join(item for item in query.lstrip("?").split("&")
+                    if item and item.partition("=")[0] not in _ARROW_URI_KEYS)
