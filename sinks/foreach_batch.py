@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import CommitConflictError, PaimonError, SequenceConflictError, TableNotFoundError
@@ -48,6 +50,16 @@ from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arr
 log = logging.getLogger("paimon_streaming.sink")
 
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
+
+
+@dataclass(frozen=True)
+class ArrowTransform:
+    """Turns a micro-batch's Arrow batches into the rows to write (ingestion: Kafka records ->
+    table rows), as a `mapInArrow` function does. The sink runs it where the rows are written,
+    so records cross from the JVM into Python once: in the driver in local mode, in the
+    writing task otherwise."""
+    fn: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+    schema: pa.Schema  # of the batches `fn` yields
 
 
 def query_commit_user(df: DataFrame) -> str:
@@ -109,11 +121,13 @@ class PaimonSink:
             log.info("created Paimon table %s from the stream's schema", self.location)
             return load_table(self.table_ref, self.warehouse)
 
-    def __call__(self, df: DataFrame, batch_id: int, before_commit: Callable[[], None] | None = None) -> None:
+    def __call__(self, df: DataFrame, batch_id: int, before_commit: Callable[[], None] | None = None,
+                 transform: ArrowTransform | None = None) -> None:
         """Write and commit one micro-batch. `before_commit` runs after the batch's files are
         written (the DataFrame evaluated) and before they are committed: when it raises, the
         files are deleted and nothing is committed (ingestion uses it to learn, from what the
-        decoding tasks saw, that the batch needs a schema change first)."""
+        decoding saw, that the batch needs a schema change first). `transform` turns the
+        DataFrame's rows into the rows to write (see ArrowTransform)."""
         start = time.perf_counter()
         commit_user = self.commit_user or query_commit_user(df)
         table = self._table(df)
@@ -122,12 +136,13 @@ class PaimonSink:
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
             return
-        reconcile_schema(table, arrow_schema_of(df.schema), self.row_kind_column, self.merge_schema,
+        input_schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
+        reconcile_schema(table, input_schema, self.row_kind_column, self.merge_schema,
                          "pass merge_schema=True to paimon_sink")
         retries = table.options.get("commit.max-retries")
         for attempt in range(retries + 1):
             plan = WritePlan.for_table(table, self.location, self.row_kind_column)
-            result = write_dataframe(df, plan) if shuffles(df, self.shuffle) else write_in_task(df, plan)
+            result = write_batch(df, plan, self.shuffle, transform)
             if before_commit is not None:
                 try:
                     before_commit()
@@ -164,35 +179,68 @@ def is_connect(df: DataFrame) -> bool:
     return type(df).__module__.startswith("pyspark.sql.connect.")
 
 
-def shuffles(df: DataFrame, shuffle: bool | None) -> bool:
-    """Whether the micro-batch is shuffled by bucket and written by many tasks
-    (`write_dataframe`) rather than written whole by one task (`write_in_task`).
+def write_site(df: DataFrame, shuffle: bool | None) -> str:
+    """Where a micro-batch is written: "shuffle" (rows shuffled by bucket, written by many
+    tasks: `write_dataframe`), "task" (the whole batch in one task: `write_in_task`) or
+    "driver" (`write_in_driver`).
 
-    `shuffle=None` decides: one task when one Spark partition holds the batch (as streaming
-    sources often deliver small batches), or when Spark runs in local mode, where one task
-    already uses every core (the core writes buckets on threads) and a shuffle would only add
-    a second trip of every row through the JVM and Arrow (about half the sink's time per
-    200k-row batch). On a cluster a batch in several partitions is shuffled, so executors
-    share its buckets. Spark Connect DataFrames show neither: shuffled."""
+    `shuffle=True` shuffles and `shuffle=False` writes in one task. `shuffle=None` decides: in
+    local mode the driver, which there shares the machine with the executors: the batch
+    crosses from the JVM into Python once, as Arrow, converted by all of its input partitions'
+    tasks at once, and the core writes its buckets on threads (a Python worker would add a
+    second trip of every row, and a coalesced task converts partitions one after another). On
+    a cluster a batch in one Spark partition is written by one task, a batch in several is
+    shuffled, so executors share its buckets. Spark Connect DataFrames show neither: shuffled."""
     if shuffle is not None:
-        return shuffle
+        return "shuffle" if shuffle else "task"
     if is_connect(df):
-        return True
-    return df.rdd.getNumPartitions() > 1 and not df.sparkSession.sparkContext.master.startswith("local")
+        return "shuffle"
+    if df.sparkSession.sparkContext.master.startswith("local"):
+        return "driver"
+    return "shuffle" if df.rdd.getNumPartitions() > 1 else "task"
 
 
-def write_in_task(df: DataFrame, plan: WritePlan) -> WriteResult:
+def write_batch(df: DataFrame, plan: WritePlan, shuffle: bool | None,
+                transform: ArrowTransform | None = None) -> WriteResult:
+    """Write the micro-batch's files where `write_site` says (nothing is committed)."""
+    site = write_site(df, shuffle)
+    if site == "driver":
+        return write_in_driver(df, plan, transform)
+    if site == "task":
+        return write_in_task(df, plan, transform)
+    if transform is not None:
+        df = df.mapInArrow(transform.fn, from_arrow_schema(transform.schema))
+    return write_dataframe(df, plan)
+
+
+def write_in_driver(df: DataFrame, plan: WritePlan, transform: ArrowTransform | None = None) -> WriteResult:
+    """Local mode: the batch is collected as Arrow (`toArrow`: partition by partition, rows in
+    order, converted by the partitions' tasks in parallel) and written by the core here."""
+    schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
+    conform(schema.empty_table(), plan.writer().schema, plan.table_name, plan.row_kind_column)  # fail fast
+    batches = df.toArrow().to_batches()
+    if transform is not None:
+        batches = list(transform.fn(iter(batches)))
+    rows = pa.Table.from_batches([b for b in batches if b.num_rows], schema)
+    return WriteResult(plan.write(rows) if rows.num_rows else [], rows.num_rows)
+
+
+def write_in_task(df: DataFrame, plan: WritePlan, transform: ArrowTransform | None = None) -> WriteResult:
     """Write the whole micro-batch in one task, as the core writes a batch (grouped by bucket
     there, each bucket compacted once; no other task shares a bucket). A batch in several
     partitions is coalesced into one task, without a shuffle; its rows are numbered first
     (`monotonically_increasing_id`: partition, then row) and put back in that input order,
-    which versions of a key need."""
-    conform(arrow_schema_of(df.schema).empty_table(), plan.writer().schema, plan.table_name,
-            plan.row_kind_column)  # fail fast, on the driver
-    if is_connect(df) or df.rdd.getNumPartitions() > 1:
-        df = df.withColumn(ORDER_COL, F.monotonically_increasing_id()).coalesce(1)
+    which versions of a key need. With a `transform` the task applies it to the rows first (one
+    Python pass: decode and write), in the order the coalesced partitions arrive."""
+    schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
+    conform(schema.empty_table(), plan.writer().schema, plan.table_name, plan.row_kind_column)  # fail fast, on the driver
+    if transform is None and (is_connect(df) or df.rdd.getNumPartitions() > 1):
+        df = df.withColumn(ORDER_COL, F.monotonically_increasing_id())
+    df = df.coalesce(1)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if transform is not None:
+            batches = transform.fn(batches)
         batches = [b for b in batches if b.num_rows]
         if batches:
             rows = pa.Table.from_batches(batches)
@@ -225,7 +273,8 @@ def paimon_sink(table: str, *, warehouse: str | None = None, commit_user: str | 
     `partition`, `bucket`). `commit_user` defaults to the streaming query id.
     `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds for CDC input.
     `shuffle`: True shuffles every batch by bucket across tasks, False writes every batch in
-    one task; None (default) picks one task for one-partition batches and in local mode.
+    one task; None (default) writes in the driver in local mode, else in one task for
+    one-partition batches and shuffled for the others (see `write_site`).
     `merge_schema`: a batch with columns the table lacks (or wider types Paimon can widen to)
     evolves the table before its data is committed (Delta's mergeSchema); without it such a
     batch is an error naming the new columns.

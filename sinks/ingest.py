@@ -32,7 +32,6 @@ import pyarrow as pa
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
 import paimon_streaming as ps
 from paimon_streaming.catalog import Catalog
@@ -40,7 +39,7 @@ from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
 from .decoders import KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
-from .foreach_batch import paimon_sink, query_commit_user
+from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
 
 SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
@@ -187,8 +186,8 @@ def kafka_source_name(spark: SparkSession, choice: str) -> str:
 
 def decode_batches(decoder: Decoder, new_fields: Accumulator, rejected: Accumulator,
                    batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body (executors): Kafka records -> table rows. What the driver must see before
-    it commits travels in accumulators (empty in the common case, so it costs nothing): fields
+    """The sink's transform (in the driver in local mode, else in the writing tasks): Kafka
+    records -> table rows. What the driver must see before it commits travels in accumulators (empty in the common case, so it costs nothing): fields
     the table lacks (serialized Arrow schemas) and the records set aside as undecodable
     (Arrow IPC streams of REJECTED_SCHEMA rows)."""
     for batch in batches:
@@ -306,10 +305,10 @@ def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: st
                 bad = _rejected_rows(rejected.value)
                 set_aside(cfg, bad, commit_user, batch_id)
                 REJECTED_PER_BATCH[batch_id] = bad.num_rows
-            rows = records.mapInArrow(functools.partial(decode_batches, decoder, seen, rejected),
-                                      from_arrow_schema(decoder.output_schema))
+            decode = ArrowTransform(functools.partial(decode_batches, decoder, seen, rejected),
+                                    decoder.output_schema)
             try:
-                sink(rows, batch_id, before_commit=before_commit)
+                sink(records, batch_id, before_commit=before_commit, transform=decode)
                 return
             except NewFieldsSeen as exc:
                 evolve_table(cfg, table, exc.fields, log)

@@ -250,20 +250,20 @@ def test_merge_engines_through_foreach_batch(spark, catalog, warehouse, engine, 
     {"partition": "dt"},                                       # dynamic bucket mode
     {"bucket": "3", "deletion-vectors.enabled": "true"},
 ], ids=["fixed-partitioned", "dynamic-partitioned", "dv"])
-@pytest.mark.parametrize("shuffle", [True, None], ids=["shuffled", "one-task"])
+@pytest.mark.parametrize("shuffle", [True, False, None], ids=["shuffled", "one-task", "driver"])
 def test_multi_partition_batch_keeps_key_order(spark, catalog, warehouse, options, shuffle, monkeypatch):
-    """A micro-batch in several Spark partitions (shuffled by bucket to be written, or in local
-    mode coalesced into one task) with keys repeated within and across partitions, updates and
-    deletes: each key ends as its last row in input order (partition by partition, row by row)
-    says, for us and for pypaimon."""
+    """A micro-batch in several Spark partitions (shuffled by bucket to be written, coalesced
+    into one task, or in local mode collected into the driver) with keys repeated within and
+    across partitions, updates and deletes: each key ends as its last row in input order
+    (partition by partition, row by row) says, for us and for pypaimon."""
     pk = ["id", "dt"] if "partition" in options else ["id"]
     t = catalog.create_table("db.mp", pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())]),
                              primary_keys=pk, partition_keys=["dt"] if "partition" in options else None,
                              options=options)
     sink = paimon_sink(t.path, commit_user="mp", row_kind_column="op", shuffle=shuffle)
-    shuffled = []
-    monkeypatch.setattr(foreach_batch, "write_dataframe",
-                        lambda df, plan, write=foreach_batch.write_dataframe: shuffled.append(1) or write(df, plan))
+    sites = []
+    monkeypatch.setattr(foreach_batch, "write_site",
+                        lambda df, shuffle, site=foreach_batch.write_site: sites.append(site(df, shuffle)) or sites[-1])
     kinds = ["+I", "+U", "-D", "+I", "+U", "-U", "+U"]
     batches = [[(i % 40, f"b{b}-{j}", f"d{i % 2}", kinds[(i * 3 + j + b) % len(kinds)]) for j in range(3)
                 for i in range(120)] for b in range(2)]   # each key 3x per slice, in every slice
@@ -278,7 +278,30 @@ def test_multi_partition_batch_keeps_key_order(spark, catalog, warehouse, option
                 model.pop(key, None)
             else:
                 model[key] = {"id": i, "v": v, "dt": dt}
-    assert len(shuffled) == (2 if shuffle else 0)  # local mode: one task unless told to shuffle
+    assert sites == [{True: "shuffle", False: "task", None: "driver"}[shuffle]] * 2  # local mode: the driver
     expected = sorted(model.values(), key=lambda r: (r["id"], r["dt"]))
     assert rows_by(t.to_arrow(), "id", "dt") == expected
     assert rows_by(pypaimon_read(warehouse, "db.mp"), "id", "dt") == expected
+
+
+@pytest.mark.parametrize("shuffle", [True, False, None], ids=["shuffled", "one-task", "driver"])
+def test_transform_runs_where_the_rows_are_written(spark, catalog, shuffle):
+    """A transform (ingestion's decoding) turns the DataFrame's rows into the table's rows
+    wherever the batch is written; rows it drops are not written, its schema is the input's."""
+    t = catalog.create_table("db.tr", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    out_schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+    def parse(batches):  # "id:v" text -> rows; lines without a colon are dropped
+        import pyarrow.compute as pc
+        for b in batches:
+            lines = b.column("line")
+            keep = pc.match_substring(lines, ":")
+            parts = pc.split_pattern(pc.filter(lines, keep), ":")
+            yield pa.RecordBatch.from_arrays([pc.cast(pc.list_element(parts, 0), pa.int64()),
+                                              pc.list_element(parts, 1)], schema=out_schema)
+
+    df = spark.sparkContext.parallelize([(f"{i % 7}:x{i}",) for i in range(30)] + [("junk",)], 3).toDF("line string")
+    paimon_sink(t.path, commit_user="tr", shuffle=shuffle)(df, 0, transform=foreach_batch.ArrowTransform(parse, out_schema))
+    assert rows_by(t.to_arrow(), "id") == [{"id": i, "v": f"x{max(j for j in range(30) if j % 7 == i)}"}
+                                           for i in range(7)]
