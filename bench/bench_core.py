@@ -265,11 +265,22 @@ def growth(latencies: list[float]) -> float | None:
 
 
 # ---- parent: runs, medians, ratios ------------------------------------------------------------
+def child_python(name: str) -> str:
+    """pypaimon 2.1.0 pins pyarrow<20, so it runs in the tests' oracle virtualenv
+    (tests/.venv-oracle, built on first use); every other system runs with this interpreter's
+    packages, the newest a user's `pip install` gets."""
+    if not name.startswith("pypaimon"):
+        return sys.executable
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from pypaimon_oracle import build
+    return str(build())
+
+
 def spawn(name: str, seed: int, rows: int, batches: int, workroot: str | None) -> dict:
     """Run one system in a fresh interpreter and return its measurements (dies loudly on failure)."""
     workdir = tempfile.mkdtemp(prefix=f"bench-{name}-", dir=workroot)
     try:
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--seed", str(seed),
+        cmd = [child_python(name), os.path.abspath(__file__), "--child", name, "--seed", str(seed),
                "--rows", str(rows), "--batches", str(batches), "--workdir", workdir]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:
