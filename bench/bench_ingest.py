@@ -14,7 +14,11 @@ its own process on local[2]:
 
 Each reports records/s from the end of its first micro-batch to the end of its last (Spark
 and Python worker start-up excluded the same way for all); the table prints medians over the
-runs and each system's ratio to the anchor of the same run.
+runs and each system's ratio to the anchor of the same run, then where a batch's time goes:
+for ingest the sink's steps from its log line (read = Kafka fetch and conversion to Arrow,
+transform = decoding, write = files with lookup and compaction, commit) and the rest of the
+trigger (`spark`: offset and commit logs, planning); for the anchor Spark's addBatch (read,
+from_json and Parquet in its tasks) and the rest.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import datetime as dt
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -51,6 +56,37 @@ def produce(broker, records: int, keys: int) -> str:
     return topic
 
 
+# the ingest command with the sink's per-batch log line (its steps' seconds) on stderr
+LOGGED_MAIN = ("import logging, sys; logging.basicConfig(format='%(message)s'); "
+               "logging.getLogger('paimon_streaming.sink').setLevel(logging.INFO); "
+               "from paimon_streaming.cli import main; sys.exit(main())")
+SINK_LINE = re.compile(r"paimon_sink table=\S+ batch=(\d+) .* seconds=([\d.]+) \((.*)\)")
+
+
+PROGRESS_LINE = re.compile(r"^batch (\d+): ([\d,]+) rows in ([\d.]+)s")
+
+
+def stage_breakdown(lines: list[str]) -> dict[str, float]:
+    """Median seconds per step of the full batches after the first, from the sink's log lines:
+    the sink's own steps (prepare, plan, read = Kafka fetch and conversion to Arrow, transform
+    = decoding, write = files with lookup and compaction, commit) and `spark`: the rest of the
+    batch's trigger time (offset and commit logs, planning, scheduling)."""
+    sink, trigger = {}, {}
+    for line in lines:
+        if m := SINK_LINE.search(line):
+            steps = dict((k, float(v)) for k, v in (kv.split("=") for kv in m.group(3).split()))
+            sink[int(m.group(1))] = (float(m.group(2)), steps)
+        elif m := PROGRESS_LINE.match(line):
+            trigger[int(m.group(1))] = float(m.group(3))
+    timed = [sink[b] + (trigger[b],) for b in sorted(sink) if b in trigger and b > 0][:-1]  # the last is partial
+    if not timed:
+        return {}
+    out = {k: statistics.median(steps.get(k, 0.0) for _, steps, _ in timed)
+           for k in dict.fromkeys(k for _, steps, _ in timed for k in steps)}
+    out["spark"] = max(statistics.median(t - total for total, _, t in timed), 0.0)
+    return out
+
+
 def rate(batches: list[tuple[float, int]]) -> tuple[int, float]:
     """(records, records/s) after the first batch, from (end time, records) per batch."""
     if len(batches) < 2:
@@ -62,7 +98,7 @@ def rate(batches: list[tuple[float, int]]) -> tuple[int, float]:
 
 def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int) -> tuple[int, float]:
     wh = tempfile.mkdtemp(prefix="bench-ingest-")
-    cmd = [sys.executable, "-u", "-c", "import sys; from paimon_streaming.cli import main; sys.exit(main())",
+    cmd = [sys.executable, "-u", "-c", LOGGED_MAIN,
            "ingest", "--bootstrap-servers", broker.bootstrap, "--topic", topic, "--warehouse", wh,
            "--table", "db.t", "--primary-key", "id", "--bucket", "4", "--trigger", "available-now",
            "--max-offsets-per-trigger", str(max_offsets), "--source", source,
@@ -81,7 +117,7 @@ def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int) -> t
             batches.append((time.perf_counter(), int(line.split(":")[1].split(" rows")[0].replace(",", ""))))
     if proc.wait():
         raise SystemExit(f"ingest ({source}) exited with {proc.returncode}:\n{''.join(out[-40:])}")
-    return rate(batches)
+    return rate(batches) + (stage_breakdown(out),)
 
 
 def anchor_job(bootstrap: str, topic: str, max_offsets: int) -> None:
@@ -102,12 +138,15 @@ def anchor_job(bootstrap: str, topic: str, max_offsets: int) -> None:
     query = (rows.writeStream.format("parquet").option("path", f"{out}/data")
              .option("checkpointLocation", f"{out}/ckpt").trigger(availableNow=True).start())
     query.awaitTermination()
-    batches = []
+    batches, steps = [], []
     for p in query.recentProgress:
         if p["numInputRows"]:
             start = dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
             batches.append((start + p["durationMs"]["triggerExecution"] / 1000, p["numInputRows"]))
-    print(json.dumps(batches))
+            add = p["durationMs"]["addBatch"] / 1000
+            steps.append({"read+decode+write": add, "spark": p["durationMs"]["triggerExecution"] / 1000 - add})
+    timed = steps[1:-1] or steps
+    print(json.dumps([batches, {k: statistics.median(s[k] for s in timed) for k in timed[0]}]))
     spark.stop()
 
 
@@ -117,7 +156,8 @@ def run_anchor(broker, topic: str, max_offsets: int) -> tuple[int, float]:
                           capture_output=True, text=True, env=env)
     if proc.returncode:
         raise SystemExit(f"the Spark anchor failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return rate([tuple(b) for b in json.loads(proc.stdout.strip().splitlines()[-1])])
+    batches, breakdown = json.loads(proc.stdout.strip().splitlines()[-1])
+    return rate([tuple(b) for b in batches]) + (breakdown,)
 
 
 def main() -> None:
@@ -137,18 +177,21 @@ def main() -> None:
     topic = produce(broker, args.records, args.keys)
     results: dict[str, list[float]] = {s: [] for s in systems}
     ratios: dict[str, list[float]] = {s: [] for s in systems}
+    breakdowns: dict[str, list[dict[str, float]]] = {s: [] for s in systems}
     for run in range(args.runs):
         measured = {}
         for system in systems:
             if system == "spark-parquet":
-                records, per_s = run_anchor(broker, topic, args.max_offsets_per_trigger)
+                records, per_s, steps = run_anchor(broker, topic, args.max_offsets_per_trigger)
             else:
-                records, per_s = run_ingest(broker, topic, system.removeprefix("paimon-"), args.dv,
-                                            args.max_offsets_per_trigger)
+                records, per_s, steps = run_ingest(broker, topic, system.removeprefix("paimon-"), args.dv,
+                                                   args.max_offsets_per_trigger)
             measured[system] = per_s
             results[system].append(per_s)
+            breakdowns[system].append(steps)
             print(json.dumps({"run": run, "system": system, "dv": args.dv, "records": records,
-                              "records_per_s_after_first_batch": round(per_s)}))
+                              "records_per_s_after_first_batch": round(per_s),
+                              "median_batch_seconds_per_step": {k: round(v, 3) for k, v in steps.items()}}))
         for system in systems:
             if "spark-parquet" in measured:
                 ratios[system].append(measured[system] / measured["spark-parquet"])
@@ -159,6 +202,11 @@ def main() -> None:
     for system in systems:
         ratio = f"{statistics.median(ratios[system]):.2f}" if ratios[system] else "-"
         print(f"{system:<22}{statistics.median(results[system]):>12,.0f}{ratio:>18}")
+    print("\nwhere a batch's time goes (seconds per full batch after the first, medians):")
+    for system in systems:
+        steps = dict.fromkeys(k for b in breakdowns[system] for k in b)
+        print(f"  {system:<20}" + "  ".join(
+            f"{k} {statistics.median(b.get(k, 0.0) for b in breakdowns[system]):.3f}" for k in steps))
 
 
 if __name__ == "__main__":

@@ -106,6 +106,7 @@ class PaimonSink:
         self.commit_user = commit_user
         self.options = dict(options or {})
         self.row_kind_column = row_kind_column
+        self.last_stages: dict[str, float] = {}  # seconds per step of the last batch written (StageClock)
 
     @property
     def location(self) -> str:
@@ -128,7 +129,7 @@ class PaimonSink:
         files are deleted and nothing is committed (ingestion uses it to learn, from what the
         decoding saw, that the batch needs a schema change first). `transform` turns the
         DataFrame's rows into the rows to write (see ArrowTransform)."""
-        start = time.perf_counter()
+        clock = StageClock()
         commit_user = self.commit_user or query_commit_user(df)
         table = self._table(df)
         repair_interrupted_batch(table, commit_user)
@@ -139,19 +140,23 @@ class PaimonSink:
         input_schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
         reconcile_schema(table, input_schema, self.row_kind_column, self.merge_schema,
                          "pass merge_schema=True to paimon_sink")
+        clock.lap("prepare")
         retries = table.options.get("commit.max-retries")
         for attempt in range(retries + 1):
             plan = WritePlan.for_table(table, self.location, self.row_kind_column)
-            result = write_batch(df, plan, self.shuffle, transform)
+            clock.lap("plan")
+            result = write_batch(df, plan, self.shuffle, transform, clock)
             if before_commit is not None:
                 try:
                     before_commit()
                 except BaseException:
                     table.new_commit().discard(result.messages)
                     raise
+                clock.lap("before_commit")
             try:
                 snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id,
                                                          best_effort_compaction=True)
+                clock.lap("commit")
                 break
             except SequenceConflictError:
                 # another writer's rows reached this batch's sequence numbers in a bucket: write
@@ -170,9 +175,10 @@ class PaimonSink:
                 snapshot_ids = [table.snapshot_manager.latest_of_user(commit_user).id]
                 break
         files = sum(len(m.data.new_files) + len(m.compact.new_files) for m in result.messages)
-        log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f",
-                 table.name, batch_id, result.rows_in, files, snapshot_ids or "none",
-                 time.perf_counter() - start)
+        self.last_stages = dict(clock.seconds)
+        log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f (%s)",
+                 table.name, batch_id, result.rows_in, files, snapshot_ids or "none", clock.total,
+                 " ".join(f"{k}={v:.3f}" for k, v in clock.seconds.items()))
 
 
 def is_connect(df: DataFrame) -> bool:
@@ -201,28 +207,56 @@ def write_site(df: DataFrame, shuffle: bool | None) -> str:
 
 
 def write_batch(df: DataFrame, plan: WritePlan, shuffle: bool | None,
-                transform: ArrowTransform | None = None) -> WriteResult:
+                transform: ArrowTransform | None = None, clock: "StageClock | None" = None) -> WriteResult:
     """Write the micro-batch's files where `write_site` says (nothing is committed)."""
+    clock = clock or StageClock()
     site = write_site(df, shuffle)
     if site == "driver":
-        return write_in_driver(df, plan, transform)
+        return write_in_driver(df, plan, transform, clock)
     if site == "task":
-        return write_in_task(df, plan, transform)
-    if transform is not None:
-        df = df.mapInArrow(transform.fn, from_arrow_schema(transform.schema))
-    return write_dataframe(df, plan)
+        result = write_in_task(df, plan, transform)
+    else:
+        if transform is not None:
+            df = df.mapInArrow(transform.fn, from_arrow_schema(transform.schema))
+        result = write_dataframe(df, plan)
+    clock.lap("files")  # read, transform and write happen in the tasks: one figure
+    return result
 
 
-def write_in_driver(df: DataFrame, plan: WritePlan, transform: ArrowTransform | None = None) -> WriteResult:
+def write_in_driver(df: DataFrame, plan: WritePlan, transform: ArrowTransform | None,
+                    clock: "StageClock") -> WriteResult:
     """Local mode: the batch is collected as Arrow (`toArrow`: partition by partition, rows in
     order, converted by the partitions' tasks in parallel) and written by the core here."""
     schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
     conform(schema.empty_table(), plan.writer().schema, plan.table_name, plan.row_kind_column)  # fail fast
     batches = df.toArrow().to_batches()
+    clock.lap("read")
     if transform is not None:
         batches = list(transform.fn(iter(batches)))
+        clock.lap("transform")
     rows = pa.Table.from_batches([b for b in batches if b.num_rows], schema)
-    return WriteResult(plan.write(rows) if rows.num_rows else [], rows.num_rows)
+    result = WriteResult(plan.write(rows) if rows.num_rows else [], rows.num_rows)
+    clock.lap("write")
+    return result
+
+
+class StageClock:
+    """Seconds spent per step of one batch (prepare, plan, read, transform, write or files,
+    commit): the sink's log line and ingestion's breakdown show where a batch's time goes."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._start = self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        """Add the time since the previous lap to `stage` (repeated steps of a retry add up)."""
+        now = time.perf_counter()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - self._last
+        self._last = now
+
+    @property
+    def total(self) -> float:
+        return time.perf_counter() - self._start
 
 
 def write_in_task(df: DataFrame, plan: WritePlan, transform: ArrowTransform | None = None) -> WriteResult:
