@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import argparse
 
+from .live_status import LiveStatus, add_progress_argument
+
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo_pipeline import DemoSpec, run_demo
     from .ingest_command import spark_session
     spark = spark_session(args.master, [("spark.sql.shuffle.partitions", "2")], "paimon-streaming-demo")
     try:
-        return run_demo(spark, args.warehouse, DemoSpec(args.batches, args.rows, args.keys, args.seed),
-                        f"{args.interval} seconds")
+        with LiveStatus(enabled=not args.no_progress) as live:
+            return run_demo(spark, args.warehouse, DemoSpec(args.batches, args.rows, args.keys, args.seed),
+                            f"{args.interval} seconds", live.log, live.update)
     finally:
         spark.stop()
 
@@ -35,4 +38,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--seed", type=int, default=7, help="seed of the generated changes")
     demo.add_argument("--interval", type=float, default=1.0, help="seconds between micro-batches (default 1)")
     demo.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    add_progress_argument(demo)
     demo.set_defaults(func=cmd_demo)

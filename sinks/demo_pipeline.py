@@ -145,8 +145,10 @@ class DemoChangesSource(DataSource):
 
 # ---- the job -----------------------------------------------------------------------------
 def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str = "1 second",
-             log: Callable[[str], None] = print) -> int:
-    """Run the round trip; 0 when the table, the streamed mirror and the model agree."""
+             log: Callable[[str], None] = print, status: Callable[[str], None] | None = None) -> int:
+    """Run the round trip; 0 when the table, the streamed mirror and the model agree.
+    `status` (a terminal's live status line, see `live_status.py`) gets `demo_status` text
+    after every batch and every 0.25 s."""
     ps.register(spark)
     spark.dataSource.register(DemoChangesSource)
     catalog = Catalog(warehouse)
@@ -164,6 +166,14 @@ def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str 
     done = threading.Event()
     sink = paimon_sink(table.path, row_kind_column=KIND)
     stats = {"write_s": 0.0, "changes": 0, "streamed": 0}  # sink time and changes after batch 0
+    # Each written batch commits one snapshot with rows and the reader takes one snapshot per
+    # trigger, so the n-th read batch with rows holds the n-th written batch: its write->read latency.
+    written_at: list[float] = []
+    latencies: list[float] = []  # one per read batch with rows
+
+    def show_status() -> None:
+        if status is not None:
+            status(demo_status(spec, len(written_at), latencies, sink_rate(stats), time.perf_counter() - started))
 
     def write(df: DataFrame, batch_id: int) -> None:
         t0 = time.perf_counter()
@@ -173,8 +183,10 @@ def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str 
         if batch_id > 0:  # batch 0 includes starting the Python workers
             stats["write_s"] += took
             stats["changes"] += spec.rows
+        written_at.append(time.perf_counter())
         log(f"write batch {batch_id:>3}: {spec.rows:,} changes -> snapshot {snap.id if snap else '-'} "
             f"({snap.total_record_count if snap else 0:,} records) in {took:.2f}s")
+        show_status()
         if batch_id + 1 >= spec.batches:
             done.set()
 
@@ -184,9 +196,12 @@ def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str 
             return
         mirror.apply_changes(changes)
         stats["streamed"] += changes.num_rows
+        if len(latencies) < len(written_at):
+            latencies.append(time.perf_counter() - written_at[len(latencies)])
         deletes = int(pc.sum(pc.equal(changes.column(KIND), "-D")).as_py() or 0)
         log(f"read  batch {batch_id:>3}: {changes.num_rows:,} rows ({changes.num_rows - deletes:,} upserts, "
             f"{deletes:,} deletes); mirror has {int(mirror.live.sum()):,} keys")
+        show_status()
 
     gen = (spark.readStream.format("paimon-demo-changes").option("batches", spec.batches)
            .option("rows", spec.rows).option("keys", spec.keys).option("seed", spec.seed).load())
@@ -197,7 +212,8 @@ def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str 
     reader = (changes.writeStream.foreachBatch(read).option("checkpointLocation", str(checkpoints / "read"))
               .trigger(processingTime=interval).queryName("demo-read").start())
     try:
-        while not done.wait(1):
+        while not done.wait(0.25):
+            show_status()
             if writer.exception() or reader.exception():
                 raise RuntimeError(f"a demo query failed: {writer.exception() or reader.exception()}")
         writer.stop()
@@ -217,9 +233,8 @@ def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str 
                         f"{int(written.live.sum())} live keys)")
     elapsed = time.perf_counter() - started
     snaps = ps.Table.open(table.path).snapshots()
-    rate = f"{stats['changes'] / stats['write_s']:,.0f}" if stats["write_s"] else "n/a"
     log(f"summary: {spec.batches} batches, {spec.batches * spec.rows:,} changes written "
-        f"({rate} changes/s through the sink after batch 0), "
+        f"({sink_rate(stats)} changes/s through the sink after batch 0), "
         f"{stats['streamed']:,} rows streamed back, {final.num_rows:,} live keys "
         f"({spec.keys - final.num_rows:,} absent or deleted), {len(snaps)} snapshots, {elapsed:.0f}s")
     if problems:
@@ -228,3 +243,16 @@ def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str 
         return 1
     log("verified: the table (batch read) and the streamed mirror equal the model of the generated changes")
     return 0
+
+
+def sink_rate(stats: dict) -> str:
+    """Changes per second through the sink after batch 0 (which includes starting the Python workers)."""
+    return f"{stats['changes'] / stats['write_s']:,.0f}" if stats["write_s"] else "n/a"
+
+
+def demo_status(spec: DemoSpec, written: int, latencies: list[float], rate: str, elapsed: float) -> str:
+    """The live status line of `paimon-streaming demo`."""
+    parts = ["demo", f"written {written}/{spec.batches} batches", f"read {len(latencies)}", f"{rate} changes/s"]
+    if latencies:
+        parts.append(f"write->read {latencies[-1]:.1f}s")
+    return " | ".join(parts + [f"{elapsed:.0f}s"])

@@ -14,7 +14,8 @@ committed with commitUser = query id and commitIdentifier = batch id, so a run k
 moment and restarted from the same checkpoint applies every record exactly once.
 
 While it runs, one line per micro-batch: rows, rows/s, consumer lag (records in Kafka not
-yet ingested) and the table's last snapshot. Ctrl-C (or SIGTERM) stops the query between
+yet ingested) and the table's last snapshot; on a terminal also a live status line below them
+(`ingest_status`, drawn by `live_status.py`). Ctrl-C (or SIGTERM) stops the query between
 batches' commits cleanly; the next run resumes from the checkpoint.
 """
 from __future__ import annotations
@@ -353,22 +354,73 @@ def _offsets(value) -> dict[tuple[str, str], int] | None:
     return {(t, p): int(o) for t, parts in value.items() if isinstance(parts, dict) for p, o in parts.items()}
 
 
+def batch_seconds(progress: dict) -> float:
+    """How long a finished micro-batch took, trigger to commit."""
+    return progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
+
+
+_SET_ASIDE = {"skip": "skipped", "dead-letter": "dead-lettered"}  # per --on-error, how set-aside records are named
+
+
 def progress_line(progress: dict, table: Table, on_error: str = "fail") -> str:
     snap = table.snapshot_manager.latest()
     lag = consumer_lag(progress)
     rows = progress.get("numInputRows", 0)
-    seconds = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
+    seconds = batch_seconds(progress)
     rate = rows / seconds if seconds else 0.0
     rejected = REJECTED_PER_BATCH.get(progress.get("batchId"), 0)
-    aside = "" if on_error == "fail" else \
-        f", {rejected:,} {'skipped' if on_error == 'skip' else 'dead-lettered'}"
+    aside = f", {rejected:,} {_SET_ASIDE[on_error]}" if on_error in _SET_ASIDE else ""
     return (f"batch {progress.get('batchId')}: {rows:,} rows in {seconds:.1f}s ({rate:,.0f} rows/s){aside}, "
             f"lag {'n/a' if lag is None else f'{lag:,}'}, last snapshot "
             f"{'none' if snap is None else f'{snap.id} ({snap.total_record_count:,} records)'}")
 
 
-def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None] = print) -> int:
-    """Run the ingestion until Ctrl-C/SIGTERM (or, with trigger available-now, until caught up)."""
+@dataclass
+class IngestTotals:
+    """What the live status shows, folded from the run's finished micro-batches (Spark's
+    progress dicts): totals over the batches that read rows, and the newest consumer lag."""
+
+    rows: int = 0
+    seconds: float = 0.0
+    set_aside: int = 0
+    last: dict | None = None  # the progress of the newest batch that read rows
+    lag: int | None = None  # of the newest progress, also an idle trigger's
+
+    def add(self, progress: dict) -> None:
+        rows = progress.get("numInputRows", 0)
+        if rows > 0:
+            self.rows += rows
+            self.seconds += batch_seconds(progress)
+            self.set_aside += REJECTED_PER_BATCH.get(progress.get("batchId"), 0)
+            self.last = progress
+
+
+def ingest_status(table: str, totals: IngestTotals, running: float | None, idle: float, on_error: str = "fail",
+                next_batch: int | None = None) -> str:
+    """The live status line of `paimon-streaming ingest`. `running`: seconds the current
+    trigger has been active (None: waiting for the next one); `idle`: seconds since the last
+    batch finished; `next_batch`: the id of the batch that runs next, when known."""
+    if running is not None:
+        state = f"batch {'' if next_batch is None else f'{next_batch} '}running {running:.1f}s"
+    else:
+        state = f"waiting {idle:.1f}s"
+    parts = [f"ingest {table}", state]
+    if totals.last is not None:
+        last_s = batch_seconds(totals.last)
+        last_rate = f"{totals.last.get('numInputRows', 0) / last_s:,.0f}" if last_s else "n/a"
+        avg_rate = f"{totals.rows / totals.seconds:,.0f}" if totals.seconds else "n/a"
+        parts += [f"{last_rate} rows/s (last) {avg_rate} avg",
+                  f"lag {'n/a' if totals.lag is None else f'{totals.lag:,}'}", f"last batch {last_s:.1f}s"]
+    parts.append(f"{totals.rows:,} rows")
+    if on_error in _SET_ASIDE:
+        parts.append(f"{totals.set_aside:,} {_SET_ASIDE[on_error]}")
+    return " | ".join(parts)
+
+
+def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None] = print,
+               status: Callable[[str], None] | None = None) -> int:
+    """Run the ingestion until Ctrl-C/SIGTERM (or, with trigger available-now, until caught up).
+    `status` (a terminal's live status line, see `live_status.py`) gets `ingest_status` at every poll."""
     ps.register(spark)
     table = ensure_table(spark, cfg, log)
     source = kafka_source_name(spark, cfg.source)
@@ -377,13 +429,32 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
         f"{cfg.table}; checkpoint {cfg.checkpoint_location()}; Ctrl-C stops")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     last_batch = [-1]
+    totals = IngestTotals()
+    finished_at = [time.monotonic()]  # when the newest batch with rows finished (or the query started)
+    trigger_since: list[float | None] = [None]  # when the running trigger was first seen active
 
     def report_finished_batches() -> None:
-        for progress in query.recentProgress:  # each batch once, also several finished between polls
+        recent = query.recentProgress
+        if recent:
+            totals.lag = consumer_lag(recent[-1])
+        for progress in recent:  # each batch once, also several finished between polls
             if progress.get("batchId", -1) > last_batch[0]:
                 last_batch[0] = progress["batchId"]
+                totals.add(progress)
                 if progress.get("numInputRows", 0) > 0:
+                    finished_at[0] = time.monotonic()
                     log(progress_line(progress, Table.open(table.path), cfg.on_error))
+
+    def show_status() -> None:
+        now = time.monotonic()
+        if not query.status.get("isTriggerActive"):
+            trigger_since[0] = None
+        elif trigger_since[0] is None:
+            trigger_since[0] = now
+        # back to back (a backlog) the trigger stays active: the batch began when the previous one finished
+        running = None if trigger_since[0] is None else now - max(trigger_since[0], finished_at[0])
+        status(ingest_status(cfg.table, totals, running, now - finished_at[0], cfg.on_error,
+                           last_batch[0] + 1 if last_batch[0] >= 0 else None))
     try:
         while query.isActive:
             try:
@@ -391,6 +462,8 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
             except StreamingQueryException:
                 break  # reported below
             report_finished_batches()
+            if status is not None:
+                show_status()
         report_finished_batches()
     except KeyboardInterrupt:
         log("stopping: the current micro-batch is abandoned and replayed exactly once on the next run")

@@ -9,6 +9,8 @@ import argparse
 import os
 import sys
 
+from .live_status import LiveStatus, add_progress_argument
+
 
 def _key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
@@ -46,7 +48,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         on_error=args.on_error, dead_letter_table=args.dead_letter_table)
     spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table}")
     try:
-        return run_ingest(spark, cfg)
+        with LiveStatus(enabled=not args.no_progress) as live:
+            return run_ingest(spark, cfg, live.log, live.update)
     finally:
         spark.stop()
 
@@ -94,4 +97,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     p.add_argument("--conf", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="Spark configuration, e.g. spark.driver.extraClassPath=...")
+    add_progress_argument(p)
     p.set_defaults(func=cmd_ingest)
