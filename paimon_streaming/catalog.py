@@ -131,7 +131,13 @@ class Catalog:
         if self.table_exists(new_identifier) or self.file_io.exists(self.table_path(new_identifier)):
             raise TableAlreadyExistsError(f"table {new_identifier} already exists at {self.table_path(new_identifier)}")
         self.create_database(split_identifier(new_identifier)[0], ignore_if_exists=True)
-        self.file_io.rename_dir(self.table_path(identifier), self.table_path(new_identifier))
+        try:
+            self.file_io.rename_dir(self.table_path(identifier), self.table_path(new_identifier))
+        except OSError as exc:  # another rename took the name since the check (EEXIST, ENOTEMPTY)
+            if not self.file_io.exists(self.table_path(new_identifier)):
+                raise
+            raise TableAlreadyExistsError(f"table {new_identifier} already exists at "
+                                          f"{self.table_path(new_identifier)}") from exc
         return self.get_table(new_identifier)
 
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:

@@ -7,6 +7,9 @@ local filesystem: absolute paths). `FileIO.for_path` turns a user's location
 Snapshot publication needs "create if absent" (`try_create_atomic`), which each store
 provides its own way (`stores`: a hard link locally, a conditional PUT on S3, a rename on
 HDFS); a store without one refuses to commit rather than risk two writers both winning.
+On HDFS, replacing a file and moving a directory also use that rename (`stores.hdfs`):
+pyarrow's `move` deletes an existing destination file first and nests a directory moved
+onto an existing one.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 import pyarrow.fs as pafs
 
 from .errors import UnsupportedOperationError
-from .stores import CreateIfAbsent, create_if_absent_for
+from .stores import CreateIfAbsent, create_if_absent_for, hdfs
 
 # Filesystems whose objects appear whole when written (no rename needed for atomic replacement).
 _OBJECT_STORES = tuple(getattr(pafs, name) for name in ("S3FileSystem", "GcsFileSystem", "AzureFileSystem")
@@ -126,7 +129,8 @@ class FileIO:
         return self.fs.open_output_stream(path)
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
-        """Replace a file so readers see the old or the new content, never a partial one."""
+        """Replace a file so readers see the old or the new content: never a partial one, and
+        locally, on object stores and on HDFS never none (pyarrow's HDFS move deletes first)."""
         if isinstance(self.fs, _OBJECT_STORES):  # an object appears whole when its upload completes
             self.write_bytes(path, data)
             return
@@ -135,6 +139,8 @@ class FileIO:
             self.write_bytes(tmp, data)
             if self.is_local:
                 os.replace(tmp, path)
+            elif isinstance(self.fs, pafs.HadoopFileSystem):
+                hdfs.rename(self.fs, tmp, path, replace=True)
             else:
                 self.fs.move(tmp, path)
         except BaseException:
@@ -151,12 +157,15 @@ class FileIO:
         return self._create(path, data)
 
     def rename_dir(self, src: str, dst: str) -> None:
-        """Move a directory in one atomic step (local rename(2), HDFS rename). Object stores
-        have no directory rename (it would copy every file, visibly half-done on a crash)."""
+        """Move a directory in one atomic step (local rename(2), HDFS rename). On HDFS an
+        existing `dst` raises FileExistsError, atomically (nothing moves, not even into it).
+        Object stores have no directory rename (it would copy every file, visibly half-done
+        on a crash)."""
         if self.is_local:
             os.rename(src, dst)
         elif isinstance(self.fs, pafs.HadoopFileSystem):
-            self.fs.move(src, dst)
+            if not hdfs.rename(self.fs, src, dst, replace=False):
+                raise FileExistsError(f"cannot move {src} to {dst}: {dst} exists")
         else:
             raise UnsupportedOperationError(
                 f"renaming a directory on {self.fs.type_name} is not atomic (object stores copy every file); "

@@ -9,7 +9,10 @@
 #   - the Java oracle (tests/java, Apache Paimon's paimon-bundle through Maven), built by
 #     tests/java_oracle.py on first use and cached in tests/java/target;
 #   - Apache Kafka's broker jars and Spark's Kafka connector (tests/kafka/*.xml, through
-#     Maven), fetched by tests/kafka_broker.py on first use and cached in tests/kafka/target.
+#     Maven), fetched by tests/kafka_broker.py on first use and cached in tests/kafka/target;
+#   - a real HDFS (Hadoop's MiniDFSCluster, tests/hdfs/pom.xml through Maven) and libhdfs.so for
+#     pyarrow, compiled with cc from the C sources the hdfs-sys crate vendors (tests/hdfs/Cargo.toml,
+#     fetched by cargo: on PATH, else in $CARGO_HOME/bin or ~/.cargo/bin), both cached in tests/hdfs/target.
 # Extra arguments go to pytest (e.g. `bash tests/run.sh -k interop`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,4 +26,5 @@ python=${PYTHON:-python3}
 .venv/bin/python tests/java_oracle.py --build
 .venv/bin/python tests/gcs_server.py  # builds the GCS emulator (fake-gcs-server) from its Go module
 .venv/bin/python tests/azure_server.py  # installs the Azure emulator (Azurite) from npm
+.venv/bin/python tests/hdfs_cluster.py  # fetches Hadoop's jars (Maven) and builds libhdfs from the hdfs-sys crate (cargo, cc)
 exec .venv/bin/python -m pytest -q tests "$@"

@@ -241,6 +241,26 @@ def test_rename_table(catalog):
     assert catalog.list_tables("archive") == ["t2"]
 
 
+def test_rename_onto_a_name_taken_after_the_check_is_table_already_exists(catalog, monkeypatch):
+    """A concurrent rename that takes the name between the existence check and the directory
+    rename: the rename refuses (non-empty directory), reported as TableAlreadyExistsError."""
+    catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    catalog.create_table("db.other", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    table_exists, path_exists, taken = catalog.table_exists, catalog.file_io.exists, catalog.table_path("db.other")
+    checked = []  # the check sees the name free once, as if the other table came right after it
+
+    def exists_after_the_check(path: str) -> bool:
+        if path == taken and not checked:
+            checked.append(path)
+            return False
+        return path_exists(path)
+    monkeypatch.setattr(catalog, "table_exists", lambda ident: ident != "db.other" and table_exists(ident))
+    monkeypatch.setattr(catalog.file_io, "exists", exists_after_the_check)
+    with pytest.raises(TableAlreadyExistsError, match="db.other"):
+        catalog.rename_table("db.t", "db.other")
+    assert catalog.table_exists("db.t")
+
+
 def test_cli_alter(catalog, capsys):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(first_batch([1]))

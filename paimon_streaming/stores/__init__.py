@@ -10,11 +10,12 @@ replaces the other. Each store gives that guarantee its own way, so each is one 
 | S3 and S3-compatible       | `PutObject` with `If-None-Match: *` (botocore)   | `s3`        |
 | Google Cloud Storage       | upload with `ifGenerationMatch=0`                | `gcs`       |
 | Azure Blob / ADLS Gen2     | upload with `If-None-Match: *`                   | `azure`     |
-| HDFS                       | rename of a finished temp file (fails if taken)  | `rename`    |
+| HDFS                       | HDFS rename2 of a finished temp file (JNI)       | `hdfs`      |
 
 Any other filesystem has no atomic create: committing there raises UnsupportedStoreError,
 unless the environment says there is only one committer per table
-(`PAIMON_SINGLE_COMMITTER=true`), which makes an existence check followed by a rename safe.
+(`PAIMON_SINGLE_COMMITTER=true`), which makes an existence check followed by a move safe
+(`rename`).
 A `SubTreeFileSystem` uses its base filesystem's creator with the prefixed path.
 """
 from __future__ import annotations
@@ -54,7 +55,10 @@ def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:
     if isinstance(fs, getattr(pafs, "AzureFileSystem", ())):  # absent from pyarrow builds without Azure
         from .azure import AzureCreateIfAbsent
         return AzureCreateIfAbsent(fs)
-    if isinstance(fs, pafs.HadoopFileSystem) or _single_committer():
+    if isinstance(fs, pafs.HadoopFileSystem):
+        from .hdfs import HdfsCreateIfAbsent
+        return HdfsCreateIfAbsent(fs)
+    if _single_committer():
         from .rename import RenameCreateIfAbsent
         return RenameCreateIfAbsent(fs)
     raise UnsupportedStoreError(
