@@ -24,36 +24,22 @@ import ctypes
 import errno
 import os
 import threading
-import uuid
 
 import pyarrow.fs as pafs
 
 from ..errors import StoreConfigurationError
+from .rename import TempFileCreateIfAbsent
 
 
 class HdfsClientError(StoreConfigurationError):
     """libhdfs or the JVM that pyarrow's HadoopFileSystem runs on cannot be found or used."""
 
 
-class HdfsCreateIfAbsent:
+class HdfsCreateIfAbsent(TempFileCreateIfAbsent):
     """Write a temp file through pyarrow, then rename it onto the target, refusing a taken name."""
 
     def __init__(self, fs: pafs.HadoopFileSystem):
-        self.fs = fs
-
-    def __call__(self, path: str, data: bytes) -> bool:
-        parent, name = path.rsplit("/", 1) if "/" in path else (".", path)
-        self.fs.create_dir(parent, recursive=True)
-        tmp = f"{parent}/.{name}.{uuid.uuid4()}.tmp"
-        try:
-            with self.fs.open_output_stream(tmp) as f:
-                f.write(data)
-            return rename(self.fs, tmp, path, replace=False)
-        finally:  # gone if renamed
-            try:
-                self.fs.delete_file(tmp)
-            except OSError:
-                pass
+        super().__init__(fs, lambda tmp, path: rename(fs, tmp, path, replace=False))
 
 
 def rename(fs: pafs.HadoopFileSystem, src: str, dst: str, replace: bool) -> bool:
