@@ -50,6 +50,7 @@ from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arr
 log = logging.getLogger("paimon_streaming.sink")
 
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
+MAX_RESULT_SIZE = "spark.driver.maxResultSize"  # bounds what the driver may collect (default 1g)
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,18 @@ def write_batch(df: DataFrame, plan: WritePlan, shuffle: bool | None,
     clock = clock or StageClock()
     site = write_site(df, shuffle)
     if site == "driver":
-        return write_in_driver(df, plan, transform, clock)
+        try:
+            return write_in_driver(df, plan, transform, clock)
+        except Exception as exc:
+            if MAX_RESULT_SIZE not in str(exc):
+                raise
+            # nothing was written: the collect failed. One task writes the batch instead (the
+            # batch is computed again, as foreachBatch allows), with no limit on its size
+            log.warning("paimon_sink table=%s: the micro-batch is larger than %s, so one task writes it "
+                        "instead of the driver (raise %s to keep big batches on the faster path)",
+                        plan.table_name, MAX_RESULT_SIZE, MAX_RESULT_SIZE)
+            clock.lap("read")
+            site = "task"
     if site == "task":
         result = write_in_task(df, plan, transform)
     else:
@@ -226,7 +238,8 @@ def write_batch(df: DataFrame, plan: WritePlan, shuffle: bool | None,
 def write_in_driver(df: DataFrame, plan: WritePlan, transform: ArrowTransform | None,
                     clock: "StageClock") -> WriteResult:
     """Local mode: the batch is collected as Arrow (`toArrow`: partition by partition, rows in
-    order, converted by the partitions' tasks in parallel) and written by the core here."""
+    order, converted by the partitions' tasks in parallel) and written by the core here. A
+    batch beyond spark.driver.maxResultSize fails to collect (`write_batch` falls back)."""
     schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
     conform(schema.empty_table(), plan.writer().schema, plan.table_name, plan.row_kind_column)  # fail fast
     batches = df.toArrow().to_batches()

@@ -305,3 +305,23 @@ def test_transform_runs_where_the_rows_are_written(spark, catalog, shuffle):
     paimon_sink(t.path, commit_user="tr", shuffle=shuffle)(df, 0, transform=foreach_batch.ArrowTransform(parse, out_schema))
     assert rows_by(t.to_arrow(), "id") == [{"id": i, "v": f"x{max(j for j in range(30) if j % 7 == i)}"}
                                            for i in range(7)]
+
+
+def test_a_batch_beyond_max_result_size_is_written_by_one_task(tmp_path):
+    """In local mode the driver collects the batch; one larger than spark.driver.maxResultSize
+    cannot be collected, so the sink says so and one task writes it, whole and once."""
+    import subprocess
+    import sys
+    from spark_support import spark_env
+    rows = 200_000  # about 15 MiB as Arrow, against a 1 MiB limit
+    job = os.path.join(os.path.dirname(__file__), "spark_big_batch_job.py")
+    proc = subprocess.run([sys.executable, job, str(tmp_path / "t"), str(rows)], capture_output=True, text=True,
+                          env={**os.environ, **spark_env()}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "larger than spark.driver.maxResultSize, so one task writes it" in proc.stderr
+    t = ps.Table.open(str(tmp_path / "t"))
+    got = t.to_arrow()
+    got = got.sort_by("id")
+    assert got["id"].to_pylist() == list(range(rows))
+    assert got["v"][rows - 1].as_py() == f"value-{'x' * 40}{rows - 1}"
+    assert len(t.snapshots()) == 2  # APPEND + COMPACT of the one batch
