@@ -325,7 +325,8 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
             "read_check": "; ".join(checks),
             "vs": ratios(runs, name),
             "per_run": per_run,
-            "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                     "load_average_1m": round(os.getloadavg()[0], 2)},
         })
     return records
 
@@ -337,7 +338,7 @@ def _fmt(value: float | None, spec: str) -> str:
 def print_table(records: list[dict]) -> None:
     """Medians per system, then the same-run ratios of our systems against the anchors."""
     print(f"\nW1 {records[0]['batches']} x {records[0]['rows_per_batch']:,} rows, median of "
-          f"{records[0]['runs']} run(s); W2 full read")
+          f"{records[0]['runs']} run(s); W2 full read (load average {os.getloadavg()[0]:.1f})")
     head = (f"{'system':<20}{'rows/s':>11}{'first s':>9}{'last s':>9}{'last/1st':>9}"
             f"{'peak MB':>9}{'read s':>8}{'read/raw':>9}  read check")
     print(head + "\n" + "-" * len(head))

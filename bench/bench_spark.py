@@ -166,7 +166,8 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
             "read_check": "; ".join(sorted({r["read_check"] for r in per_run})),
             "vs": vs, "target_vs_floor": 0.5 if vs else None,
             "per_run": per_run,
-            "host": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                     "load_average_1m": round(os.getloadavg()[0], 2)},
         })
     return records
 
@@ -175,7 +176,8 @@ def print_table(records: list[dict]) -> None:
     """Medians per system and the same-run ratio against Spark's df.write.parquet (target >= 0.5)."""
     r0 = records[0]
     print(f"\nW1 through Spark local[2] foreachBatch, {r0['batches']} x {r0['rows_per_batch']:,} rows in "
-          f"{r0['input_partitions']} Spark partition(s) per batch, median of {r0['runs']} run(s)\n")
+          f"{r0['input_partitions']} Spark partition(s) per batch, median of {r0['runs']} run(s) "
+          f"(load average {os.getloadavg()[0]:.1f})\n")
     print("| system | rows/s (in foreachBatch) | end-to-end rows/s | first s | median s | last s "
           f"| x {FLOOR} rows/s | x {FLOOR} e2e | read check |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
