@@ -18,20 +18,18 @@ failure raises, so the HDFS tests fail rather than skip.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
 import shutil
-import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pyarrow.fs as pafs
+
+from service_process import ServiceProcess, shared
 
 HDFS_DIR = Path(__file__).resolve().parent / "hdfs"
 TARGET = HDFS_DIR / "target"
@@ -40,7 +38,6 @@ NATIVE = TARGET / "native"
 LIBHDFS_VERSION = "hdfs_3_3"  # the newest libhdfs that hdfs-sys vendors; talks to Hadoop 3.4 fine
 CLUSTER_MAIN = "org.apache.hadoop.test.MiniDFSClusterManager"  # in hadoop-client-minicluster
 
-_CLUSTER: "HdfsCluster | None" = None
 
 
 @contextlib.contextmanager
@@ -151,16 +148,12 @@ def client_environment():
                 os.environ[k] = v
 
 
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-class HdfsCluster:
+class HdfsCluster(ServiceProcess):
     """One MiniDFSCluster JVM (NameNode + DataNode, every port on 127.0.0.1, chosen free)."""
 
     def __init__(self) -> None:
         classpath = os.pathsep.join(str(j) for j in jars())
-        self.dir = Path(tempfile.mkdtemp(prefix="hdfs-test-"))
+        super().__init__("hdfs-test-", "cluster.log")
         details = self.dir / "details.json"
         cmd = [os.path.join(java_home(), "bin", "java"), "-Xms128m", "-Xmx768m", "-XX:+UseSerialGC",
                f"-Dtest.build.data={self.dir / 'data'}", "-cp", classpath, CLUSTER_MAIN,
@@ -169,9 +162,7 @@ class HdfsCluster:
                "-D", f"hdfs.minidfs.basedir={self.dir / 'data'}",
                "-D", "dfs.replication=1",
                "-D", "dfs.namenode.safemode.extension=0"]
-        self.log = open(self.dir / "cluster.log", "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     preexec_fn=_die_with_parent)
+        self.launch(cmd)
         self.port = self._wait_ready(details)
         self.host = "127.0.0.1"
         self._fs: pafs.HadoopFileSystem | None = None
@@ -179,17 +170,13 @@ class HdfsCluster:
     def _wait_ready(self, details: Path, timeout: float = 120) -> int:
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"MiniDFSCluster exited with {self.proc.returncode}:\n{self.read_log()[-3000:]}")
+            self.fail_if_exited("MiniDFSCluster")
             try:
                 return int(json.loads(details.read_text())["namenode_port"])
             except (OSError, ValueError, KeyError):
                 time.sleep(0.3)  # written once the cluster is up (NameNode out of safe mode, DataNode in)
         self.stop()
         raise RuntimeError(f"MiniDFSCluster not ready after {timeout}s:\n{self.read_log()[-3000:]}")
-
-    def read_log(self) -> str:
-        return (self.dir / "cluster.log").read_text(errors="replace")
 
     def uri(self, path: str) -> str:
         """An hdfs:// location (replication 1: there is one DataNode)."""
@@ -200,25 +187,9 @@ class HdfsCluster:
         with client_environment():
             return pafs.HadoopFileSystem(self.host, self.port, replication=1)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 def get_cluster() -> HdfsCluster:
     """The test run's cluster, started on first use and stopped at exit."""
-    global _CLUSTER
-    if _CLUSTER is None:
-        _CLUSTER = HdfsCluster()
-        atexit.register(_CLUSTER.stop)
-    return _CLUSTER
+    return shared(HdfsCluster)
 
 
 if __name__ == "__main__":  # fetch and build everything (for a setup step), without starting a cluster

@@ -11,26 +11,23 @@ fail rather than skip.
 """
 from __future__ import annotations
 
-import atexit
 import base64
-import ctypes
 import fcntl
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from service_process import ServiceProcess, shared
 
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
 TARGET = KAFKA_DIR / "target"
 BROKER_LIB = TARGET / "broker-lib"
 CONNECTOR_LIB = TARGET / "connector-lib"
 
-_BROKER: "KafkaBroker | None" = None
 
 
 def _mvn(pom: str, lib: Path, *props: str) -> None:
@@ -75,15 +72,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-class KafkaBroker:
+class KafkaBroker(ServiceProcess):
     """One KRaft broker+controller process; `bootstrap` is its host:port."""
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="kafka-test-"))
+        super().__init__("kafka-test-", "broker.log")
         self.port, controller = _free_port(), _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         config = self.dir / "server.properties"
@@ -105,17 +98,14 @@ class KafkaBroker:
                              capture_output=True, text=True, timeout=120)
         if fmt.returncode != 0:
             raise RuntimeError(f"formatting Kafka storage failed:\n{fmt.stdout}{fmt.stderr}")
-        self.log = open(self.dir / "broker.log", "w")
-        self.proc = subprocess.Popen(jvm + ["kafka.Kafka", str(config)], stdout=self.log, stderr=subprocess.STDOUT,
-                                     preexec_fn=_die_with_parent)
+        self.launch(jvm + ["kafka.Kafka", str(config)])
         self._wait_ready()
 
     def _wait_ready(self, timeout: float = 90) -> None:
         from kafka import KafkaAdminClient
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"Kafka broker exited with {self.proc.returncode}:\n{self.read_log()[-3000:]}")
+            self.fail_if_exited("Kafka broker")
             try:
                 admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=3000)
                 admin.list_topics()
@@ -124,9 +114,6 @@ class KafkaBroker:
             except Exception:
                 time.sleep(0.5)
         raise RuntimeError(f"Kafka broker not ready after {timeout}s:\n{self.read_log()[-3000:]}")
-
-    def read_log(self) -> str:
-        return (self.dir / "broker.log").read_text()
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
         from kafka import KafkaAdminClient
@@ -141,25 +128,9 @@ class KafkaBroker:
         from kafka import KafkaProducer
         return KafkaProducer(bootstrap_servers=self.bootstrap, **config)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 def get_broker() -> KafkaBroker:
     """The test run's broker, started on first use and stopped at exit."""
-    global _BROKER
-    if _BROKER is None:
-        _BROKER = KafkaBroker()
-        atexit.register(_BROKER.stop)
-    return _BROKER
+    return shared(KafkaBroker)
 
 
 def unique_topic(prefix: str) -> str:

@@ -8,12 +8,12 @@ import multiprocessing
 import socket
 import threading
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
 import paimon_streaming as ps
 from conftest import rows_by
+from store_checks import SCHEMA, catalog_round_trip, rows
 from paimon_streaming.catalog import create_table_at
 from paimon_streaming.check import check_table
 from paimon_streaming.errors import StoreConfigurationError
@@ -26,7 +26,6 @@ from azure.core import exceptions as aexc  # noqa: E402
 from azure.identity import CredentialUnavailableError  # noqa: E402
 from azure_server import ACCOUNT, KEY, AzureServer  # noqa: E402
 
-SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), pa.field("p", pa.string(), False)])
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +35,6 @@ def azure():
     yield server
     server.stop()
 
-
-def rows(ids, v="a", p="x"):
-    return pa.table({"id": list(ids), "v": [f"{v}{i}" for i in ids], "p": [p] * len(ids)}, schema=SCHEMA)
 
 
 def test_create_if_absent_creates_once(azure):
@@ -73,20 +69,8 @@ def test_racing_writers_exactly_one_wins_every_time(azure):
 def test_catalog_and_tables_on_an_abfs_uri(azure):
     """Everything through an abfs:// location (a SAS in its query signs pyarrow's requests and the
     conditional upload alike); table locations are abfs:// URIs that open the same table again."""
-    cat = ps.Catalog(azure.uri("lake/cat"))
-    t = cat.create_table("db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
-                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
-    t.write_arrow(rows(range(10)))
-    t.write_arrow(rows(range(5), v="b", p="y/z"))
-    t.write_arrow(rows(range(3), v="c"))
-    expected = rows_by(pa.concat_tables([rows(range(3), v="c"), rows(range(3, 10)), rows(range(5), v="b", p="y/z")]),
-                       "p", "id")
-    location = cat.table_location("db.t")
+    location, expected = catalog_round_trip(ps.Catalog(azure.uri("lake/cat")))
     assert location.startswith(f"abfs://{ACCOUNT}@{azure.authority}/lake/cat/db.db/t?enable_tls=false&")
-    reopened = ps.Table.open(location)
-    assert cat.list_databases() == ["db"] and cat.list_tables("db") == ["t"]
-    assert rows_by(reopened.to_arrow(), "p", "id") == expected and check_table(reopened).ok
-    assert not reopened.snapshot_manager.try_publish(reopened.snapshot(3))  # taken: never replaced
     same = ps.Catalog("lake/cat", filesystem=azure.filesystem()).get_table("db.t")  # account key, same blobs
     assert rows_by(same.to_arrow(), "p", "id") == expected
 

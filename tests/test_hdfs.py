@@ -11,12 +11,12 @@ import multiprocessing
 import threading
 import traceback
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
 import paimon_streaming as ps
 from conftest import rows_by
+from store_checks import SCHEMA, catalog_round_trip, rows
 from hdfs_cluster import client_environment, get_cluster
 from paimon_streaming.catalog import create_table_at
 from paimon_streaming.check import check_table
@@ -24,7 +24,6 @@ from paimon_streaming.fileio import FileIO
 from paimon_streaming.stores import create_if_absent_for
 from paimon_streaming.stores.hdfs import HdfsCreateIfAbsent
 
-SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), pa.field("p", pa.string(), False)])
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +32,6 @@ def hdfs():
     cluster.filesystem()  # the first connection starts this process's JVM with the client's classpath
     return cluster
 
-
-def rows(ids, v="a", p="x"):
-    return pa.table({"id": list(ids), "v": [f"{v}{i}" for i in ids], "p": [p] * len(ids)}, schema=SCHEMA)
 
 
 def read(fs: pafs.FileSystem, path: str) -> bytes:
@@ -198,19 +194,9 @@ def test_catalog_and_tables_on_an_hdfs_uri(hdfs):
     """Everything through an hdfs:// location; table locations are hdfs:// URIs that open the same
     table again, and a filesystem object reaches the same files."""
     cat = ps.Catalog(hdfs.uri("/lake/cat"))
-    t = cat.create_table("db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
-                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
-    t.write_arrow(rows(range(10)))
-    t.write_arrow(rows(range(5), v="b", p="y/z"))
-    t.write_arrow(rows(range(3), v="c"))
-    expected = rows_by(pa.concat_tables([rows(range(3), v="c"), rows(range(3, 10)), rows(range(5), v="b", p="y/z")]),
-                       "p", "id")
-    location = cat.table_location("db.t")
+    location, expected = catalog_round_trip(cat)
     assert location == f"hdfs://127.0.0.1:{hdfs.port}/lake/cat/db.db/t?replication=1"
     reopened = ps.Table.open(location)
-    assert cat.list_databases() == ["db"] and cat.list_tables("db") == ["t"]
-    assert rows_by(reopened.to_arrow(), "p", "id") == expected and check_table(reopened).ok
-    assert not reopened.snapshot_manager.try_publish(reopened.snapshot(3))  # taken: never replaced
     assert read(hdfs.filesystem(), "/lake/cat/db.db/t/snapshot/snapshot-3") == reopened.snapshot(3).to_json().encode()
     same = ps.Catalog("/lake/cat", filesystem=hdfs.filesystem()).get_table("db.t")
     assert rows_by(same.to_arrow(), "p", "id") == expected

@@ -17,11 +17,11 @@ from paimon_streaming.fileio import FileIO
 from paimon_streaming.errors import S3ConfigurationError
 from paimon_streaming.stores.s3 import S3CreateIfAbsent
 from conftest import rows_by
+from store_checks import SCHEMA, catalog_round_trip, rows
 
 pytest.importorskip("moto")
 from s3_server import CREDENTIALS, S3Server  # noqa: E402
 
-SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("p", pa.string(), False)])
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +35,6 @@ def s3():
         yield server
         server.stop()
 
-
-def rows(ids, v="a", p="x"):
-    return pa.table({"id": list(ids), "v": [f"{v}{i}" for i in ids], "p": [p] * len(ids)}, schema=SCHEMA)
 
 
 def test_conditional_put_creates_once(s3):
@@ -129,23 +126,8 @@ def test_endpoint_from_the_environment(s3, monkeypatch):
 
 def test_catalog_and_tables_on_s3(s3):
     cat = ps.Catalog("s3://lake/cat", options={"s3.endpoint": s3.endpoint, "s3.region": "us-east-1"})
-    t = cat.create_table("db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
-                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
-    t.write_arrow(rows(range(10)))
-    t.write_arrow(rows(range(5), v="b", p="y/z"))
-    t.write_arrow(rows(range(3), v="c"))
-    assert cat.list_databases() == ["db"] and cat.list_tables("db") == ["t"]
-    expected = rows_by(pa.concat_tables([rows(range(3), v="c"), rows(range(3, 10)), rows(range(5), v="b", p="y/z")]),
-                       "p", "id")
-    location = cat.table_location("db.t")
+    location, _ = catalog_round_trip(cat)
     assert location.startswith("s3://lake/cat/db.db/t?") and "endpoint_override" in location
-    reopened = ps.Table.open(location)
-    assert rows_by(reopened.to_arrow(), "p", "id") == expected
-    assert [s.id for s in reopened.snapshots()] == list(range(1, 7))
-    report = check_table(reopened)
-    assert report.ok and not report.problems, report.problems
-    # a snapshot id that is taken is never overwritten
-    assert not t.snapshot_manager.try_publish(t.snapshot(6))
 
 
 def test_lost_reply_of_the_snapshot_put_commits_once(s3, monkeypatch):
