@@ -35,6 +35,8 @@ value (use Parquet, the default, where that matters). Every failure raises `Miss
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as orc
@@ -219,10 +221,20 @@ def _file_table(data: pa.Table, fields: list[DataField], for_orc: bool) -> pa.Ta
 
 
 # ---- writing ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WrittenFile:
+    """A data file just written: its size in bytes and, for Parquet, the min and max of its
+    top-level string columns from the footer statistics the writer computes anyway (as Java
+    takes a Parquet file's stats from its footer), by column name; a column without footer
+    bounds (ORC, several row groups, values over Parquet's statistics size limit) is absent."""
+    size: int
+    string_bounds: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
 def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[DataField],
                     file_format: str = PARQUET, compression: str = "zstd",
-                    zstd_level: int = 1) -> int:
-    """Write one data file of `data` laid out by `fields`; returns the file size in bytes.
+                    zstd_level: int = 1) -> WrittenFile:
+    """Write one data file of `data` laid out by `fields`.
 
     A partially written file is removed when writing fails.
     """
@@ -233,11 +245,12 @@ def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[Dat
     table = _file_table(data, fields, for_orc=fmt == ORC)
     try:
         with file_io.open_output_stream(path) as out:
+            bounds = {}
             if fmt == PARQUET:
-                _write_parquet(out, table, fields, codec, zstd_level)
+                bounds = _string_bounds(_write_parquet(out, table, fields, codec, zstd_level), table.schema)
             else:
                 orc.write_table(table, out, compression=codec)
-            return out.tell()
+            return WrittenFile(out.tell(), bounds)
     except BaseException:
         file_io.delete_quietly(path)
         raise
@@ -265,10 +278,13 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
             or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
 
 
-def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str, zstd_level: int) -> None:
+def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
+                   zstd_level: int) -> pq.FileMetaData:
     dictionary = _dictionary_columns(table.schema)
+    footer: list[pq.FileMetaData] = []
     pq.write_table(
         table, out,
+        metadata_collector=footer,
         compression=codec,
         use_dictionary=dictionary or False,
         compression_level=zstd_level if codec == "zstd" else None,
@@ -279,6 +295,23 @@ def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str, zs
         write_statistics=True,
         write_page_checksum=PAGE_CHECKSUMS,  # CRC32 per page, verified on read (module docstring)
     )
+    return footer[0]
+
+
+def _string_bounds(metadata: pq.FileMetaData, schema: pa.Schema) -> dict[str, tuple[str, str]]:
+    """Footer min/max of the top-level string columns of a one-row-group file. Parquet orders
+    strings by their UTF-8 bytes, as Paimon does; pyarrow leaves out (never truncates) bounds
+    over its statistics size limit, and all-null columns have none."""
+    if metadata.num_row_groups != 1:
+        return {}
+    strings = {f.name for f in schema if pa.types.is_string(f.type)}
+    group = metadata.row_group(0)
+    bounds = {}
+    for i in range(group.num_columns):
+        column = group.column(i)
+        if column.path_in_schema in strings and column.statistics is not None and column.statistics.has_min_max:
+            bounds[column.path_in_schema] = (column.statistics.min, column.statistics.max)
+    return bounds
 
 
 # ---- reading ------------------------------------------------------------------------------

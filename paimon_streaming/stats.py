@@ -135,8 +135,10 @@ class ColumnStats:
 
 
 def collect_stats(data: pa.Table, fields: list[DataField],
-                  modes: Mapping[str, str] | str = DEFAULT_STATS_MODE) -> ColumnStats:
-    """Stats of `data` for `fields` (columns found by name) under the given mode(s)."""
+                  modes: Mapping[str, str] | str = DEFAULT_STATS_MODE,
+                  string_bounds: Mapping[str, tuple[str, str]] | None = None) -> ColumnStats:
+    """Stats of `data` for `fields` (columns found by name) under the given mode(s).
+    `string_bounds` are exact (min, max) of string columns known already (a Parquet footer's)."""
     kept: list[DataField] = []
     stats: list[ColStats] = []
     for f in fields:
@@ -144,22 +146,21 @@ def collect_stats(data: pa.Table, fields: list[DataField],
         if mode == "none":
             continue
         kept.append(f)
-        stats.append(_column_stats(data.column(f.name), f.type, mode))
+        known = string_bounds.get(f.name) if string_bounds and f.type.is_string else None
+        stats.append(_column_stats(data.column(f.name), f.type, mode, known))
     return ColumnStats(tuple(kept), tuple(s.min for s in stats), tuple(s.max for s in stats),
                        tuple(s.null_count for s in stats))
 
 
-def _column_stats(column: pa.ChunkedArray | pa.Array, t: DataType, mode: str) -> ColStats:
+def _column_stats(column: pa.ChunkedArray | pa.Array, t: DataType, mode: str,
+                  known: tuple[str, str] | None = None) -> ColStats:
     nulls = column.null_count
     if mode == "counts" or t.root in _NO_MIN_MAX or nulls == len(column):
         return ColStats(None, None, nulls)
     target = to_arrow(t)
-    if not column.type.equals(target):
-        column = column.cast(target)
-    if pa.types.is_floating(target) and pc.any(pc.is_nan(column)).as_py():
+    low, high = known if known is not None else _min_max(column, target)
+    if low is None:  # NaN
         return ColStats(None, None, nulls)
-    bounds = pc.min_max(column)
-    low, high = bounds["min"].as_py(), bounds["max"].as_py()
     if pa.types.is_floating(target):
         low, high = (-0.0 if low == 0 else low), (0.0 if high == 0 else high)
     length = _truncate_length(mode)
@@ -168,6 +169,16 @@ def _column_stats(column: pa.ChunkedArray | pa.Array, t: DataType, mode: str) ->
         if high is None:
             return ColStats(None, None, nulls)
     return ColStats(low, high, nulls)
+
+
+def _min_max(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> tuple[Any, Any]:
+    """Min and max of a column with some non-null values; (None, None) for floats with NaN."""
+    if not column.type.equals(target):
+        column = column.cast(target)
+    if pa.types.is_floating(target) and pc.any(pc.is_nan(column)).as_py():
+        return None, None
+    bounds = pc.min_max(column)
+    return bounds["min"].as_py(), bounds["max"].as_py()
 
 
 def truncate_max(value: str, length: int) -> str | None:

@@ -44,6 +44,10 @@ from .types import DataField, from_arrow, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _BUCKET_BITS = 31  # a (partition, bucket) group id holds any bucket Paimon allows (a Java int)
+# Types of a one-column key whose sort order is the stats' min/max order and whose stats keep whole values
+# (not floats: NaN and -0.0; not strings: truncated to 128 characters; binaries have none).
+_BOUNDS_ARE_STATS = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME",
+                               "TIMESTAMP", "TIMESTAMP_LTZ", "DECIMAL"})
 
 
 def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str,
@@ -364,19 +368,23 @@ class TableWrite:
             key_types = [f.type for f in kfields]
             min_key, max_key = serialize_rows([c.take([0, n - 1]) for c in key_table.columns], key_types) \
                 if n else (EMPTY_ROW, EMPTY_ROW)
-            key_stats = self._stats(key_table, kfields, {f.name: "truncate(128)" for f in kfields})
+            if n and not changelog and len(key_types) == 1 and key_types[0].root in _BOUNDS_ARE_STATS:
+                # a data file is sorted by its key: the first and last are the key stats' bounds
+                key_stats = SimpleStats(min_key, max_key, (0,) * len(kfields))
+            else:
+                key_stats = self._stats(key_table, kfields, {f.name: "truncate(128)" for f in kfields})
         else:
             file_table = rows
             min_key = max_key = EMPTY_ROW
             key_stats = EMPTY_STATS
-        size = write_data_file(self.file_io, f"{directory}/{name}", file_table, self.fields,
-                               self.options.file_format, self.options.file_compression,
-                               self.options.get("file.compression.zstd-level"))
+        written = write_data_file(self.file_io, f"{directory}/{name}", file_table, self.fields,
+                                  self.options.file_format, self.options.file_compression,
+                                  self.options.get("file.compression.zstd-level"))
         if self._keep_fresh and not changelog:
             self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
-        value_stats = self._stats(rows, list(self.schema.fields), self.modes)
+        value_stats = self._stats(rows, list(self.schema.fields), self.modes, written.string_bounds)
         return DataFileMeta(
-            file_name=name, file_size=size, row_count=n, min_key=min_key, max_key=max_key,
+            file_name=name, file_size=written.size, row_count=n, min_key=min_key, max_key=max_key,
             key_stats=key_stats, value_stats=value_stats,
             min_sequence_number=int(sequence.min()) if n else 0,
             max_sequence_number=int(sequence.max()) if n else 0,
@@ -398,8 +406,9 @@ class TableWrite:
                 .append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
 
     @staticmethod
-    def _stats(table: pa.Table, fields: list[DataField], modes) -> SimpleStats:
-        stats = collect_stats(table, fields, modes)
+    def _stats(table: pa.Table, fields: list[DataField], modes,
+               string_bounds: dict[str, tuple[str, str]] | None = None) -> SimpleStats:
+        stats = collect_stats(table, fields, modes, string_bounds)
         types = [f.type.copy(nullable=True) for f in stats.fields]
         bounds = [pa.array([low, high], to_arrow(t)) for low, high, t in zip(stats.min_values, stats.max_values, types)]
         min_values, max_values = serialize_rows(bounds, types, num_rows=2)

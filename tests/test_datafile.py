@@ -103,7 +103,7 @@ def test_round_trip_every_type(fio, fmt, with_nanos):
     rows = ROWS if fmt == "parquet" else ROWS[:2] + [{**ROWS[2], "ts6": dt.datetime(1900, 1, 1)}]
     data = _table(fields, rows)
     path = f"{root}/bucket-0/" + data_file_name("data-", "u", 0, fmt)
-    size = write_data_file(file_io, path, data, fields, fmt)
+    size = write_data_file(file_io, path, data, fields, fmt).size
     assert size == file_io.file_size(path) > 0
     back = read_data_file(file_io, path, fields)
     assert back.schema == data.schema

@@ -190,3 +190,79 @@ def test_stats_modes_option_errors():
     fields = _fields(("a", T("INT")))
     with pytest.raises(InvalidOptionError, match="fields.a.stats-mode"):
         collect_stats(pa.table({"a": pa.array([1], pa.int32())}), fields, {"a": "sometimes"})
+
+
+@pytest.mark.parametrize("values", [
+    ["b", "a", None, "ab", ""],                                  # empty string is the minimum
+    ["é", "e\u0301", "z", "\U0001F600", "\uffff"],               # UTF-8 byte order, not UTF-16
+    [None, None],                                                # all null: no bounds
+    ["x" * 5000, "y", "a" * 9000],                               # over Parquet's statistics limit
+    [f"name-{i % 997:05d}" for i in range(5000)],                # dictionary-encoded in the file
+])
+@pytest.mark.parametrize("mode", ["full", "truncate(16)", "truncate(2)"])
+def test_written_string_stats_from_parquet_footer_equal_computed_ones(tmp_path, values, mode):
+    """Data files take string min/max from the Parquet footer: the same stats as computing
+    them, also where the footer has none (all null, long values), under every mode."""
+    from paimon_streaming.catalog import Catalog
+    from paimon_streaming.binary_row import deserialize_row
+    table = Catalog(str(tmp_path)).create_table(
+        "db.t", schema=pa.schema([pa.field("id", pa.int64(), False), pa.field("s", pa.string())]),
+        primary_keys=["id"], options={"bucket": "1", "metadata.stats-mode": mode})
+    data = pa.table({"id": pa.array(range(len(values)), pa.int64()), "s": pa.array(values, pa.string())})
+    table.write_arrow(data)
+    [entry] = _live_files(table)
+    fields = list(table.schema.fields)
+    expected = collect_stats(data, fields, mode)
+    types = [f.type.copy(nullable=True) for f in fields]
+    assert deserialize_row(entry.value_stats.min_values, types) == list(expected.min_values)
+    assert deserialize_row(entry.value_stats.max_values, types) == list(expected.max_values)
+    assert list(entry.value_stats.null_counts) == list(expected.null_counts)
+
+
+def _key_column(t: pa.DataType, ints) -> pa.Array:
+    if t == pa.string():
+        return pa.array([f"k{x:+05d}" for x in ints])
+    if t == pa.date32():
+        return pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=int(x)) for x in ints], t)
+    if pa.types.is_decimal(t):
+        return pa.array([Decimal(int(x)) / 4 for x in ints], t)
+    return pa.array(ints).cast(t)
+
+
+def _live_files(table):
+    from paimon_streaming.scan import TableScan
+    scan = TableScan(table.file_io, table.path, table.schema)
+    return [e.file for e in scan.live_entries(table.latest_snapshot())]
+
+
+@pytest.mark.parametrize("key_specs", [
+    [("k", pa.int64())],
+    [("k", pa.date32())],
+    [("k", pa.timestamp("ns"))],
+    [("k", pa.decimal128(20, 2))],
+    [("k", pa.string())],
+    [("k", pa.float64())],
+    [("a", pa.int32()), ("b", pa.int64())],   # the second column's bounds are not its first/last
+])
+def test_key_stats_of_written_files_equal_computed_ones(tmp_path, key_specs):
+    """A one-column key's stats are taken from the file's first and last keys (the file is
+    sorted by key): they must equal the stats computed from the keys the file holds."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    from paimon_streaming.catalog import Catalog
+    from paimon_streaming.keyvalue import key_fields
+    from paimon_streaming.write import TableWrite
+    rng = np.random.default_rng(7)
+    names = [n for n, _ in key_specs]
+    schema = pa.schema([pa.field(n, t, False) for n, t in key_specs] + [pa.field("v", pa.int64())])
+    table = Catalog(str(tmp_path)).create_table("db.t", schema=schema, primary_keys=names,
+                                                options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    for batch in range(3):
+        keys = {n: _key_column(t, rng.integers(-500, 500, 400)) for n, t in key_specs}
+        table.write_arrow(pa.table({**keys, "v": pa.array([batch] * 400, pa.int64())}))
+    kfields = key_fields(table.schema)
+    for f in _live_files(table):
+        path = next(tmp_path.glob(f"db.db/t/bucket-*/{f.file_name}"))
+        keys = pq.read_table(path, columns=[k.name for k in kfields])
+        expected = TableWrite._stats(keys, kfields, {k.name: "truncate(128)" for k in kfields})
+        assert f.key_stats == expected, f.file_name
