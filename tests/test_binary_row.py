@@ -1,7 +1,10 @@
 """BinaryRow codec and hash: bytes identical to Java 1.4.2, pypaimon as a second oracle."""
 from __future__ import annotations
 
+import math
 import random
+import re
+import struct
 import time
 from datetime import date, datetime, time as dtime, timezone
 from decimal import Decimal
@@ -9,10 +12,10 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from paimon_streaming.binary_row import (
-    deserialize_row, encode_rows, hash_row, hash_rows, null_bits_size, serialize_row)
+    _encode_few, deserialize_row, encode_rows, hash_row, hash_rows, null_bits_size, serialize_row, serialize_rows)
 from paimon_streaming.errors import SchemaMismatchError, UnsupportedTypeError
 from paimon_streaming.types import DataType, parse_atomic, to_arrow
 
@@ -28,9 +31,13 @@ def hexrow(data: bytes) -> str:
     return " ".join(data[i:i + 8].hex() for i in range(0, len(data), 8))
 
 
-def encode_one(values: list, types: list[str]) -> bytes:
+def one_row_columns(values: list, types: list[str]) -> tuple[list[pa.Array], list[DataType]]:
     dts = [T(t) for t in types]
-    cols = [v if isinstance(v, pa.Array) else pa.array([v], to_arrow(dt)) for v, dt in zip(values, dts)]
+    return [v if isinstance(v, pa.Array) else pa.array([v], to_arrow(dt)) for v, dt in zip(values, dts)], dts
+
+
+def encode_one(values: list, types: list[str]) -> bytes:
+    cols, dts = one_row_columns(values, types)
     return encode_rows(cols, dts)[0].as_py()
 
 
@@ -305,6 +312,146 @@ def test_shorter_arity_and_empty_rows_decode_as_nulls():
     assert deserialize_row(b"", []) == []
 
 
+# ---- few rows: the value-by-value encoder of serialize_rows equals encode_rows ---------------------
+@pytest.mark.parametrize("types,value,expected", [([t], [v], e) for t, v, e in FORMAT_EXAMPLES]
+                         + [(t, v, e) for t, v, e, _ in JAVA_ROWS], ids=lambda x: None)
+def test_few_rows_path_gives_java_bytes(types, value, expected):
+    cols, dts = one_row_columns(value, types)
+    assert hexrow(_encode_few(cols, dts, None)[0]) == expected
+
+
+INT_TYPES = {"TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(), "BIGINT": pa.int64()}
+UNITS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+FEW_KINDS = ["BOOLEAN", *INT_TYPES, "FLOAT", "DOUBLE", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ",
+             "DECIMAL", "STRING", "BINARY", "NESTED", "CAST"]
+
+
+def ints(bits: int, signed: bool = True) -> st.SearchStrategy[int]:
+    lo, hi = (-2 ** (bits - 1), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    return st.one_of(st.sampled_from([lo, hi, 0, -1 if signed else 1]), st.integers(lo, hi))
+
+
+@st.composite
+def few_rows_column(draw, n: int, fallbacks: bool) -> tuple[DataType, pa.Array | pa.ChunkedArray, bool]:
+    """A Paimon type, an Arrow column of n rows for it (nulls, extremes, sliced or chunked),
+    and whether the few-rows path must take it (False: an input it leaves to encode_rows,
+    drawn only when `fallbacks`, as one such column sends the whole input there)."""
+    kind = draw(st.sampled_from(FEW_KINDS if fallbacks else FEW_KINDS[:-1]))
+    extra = draw(st.integers(0, 2))                 # values sliced off the front: an array offset
+
+    def values(strategy: st.SearchStrategy) -> list:
+        return draw(st.lists(st.one_of(st.none(), strategy), min_size=n + extra, max_size=n + extra))
+
+    accepted = True
+    if kind == "BOOLEAN":
+        t, arr = T(kind), pa.array(values(st.booleans()), pa.bool_())
+    elif kind in INT_TYPES:
+        t, arr = T(kind), pa.array(values(ints(INT_TYPES[kind].bit_width)), INT_TYPES[kind])
+    elif kind in ("FLOAT", "DOUBLE"):        # every bit pattern: NaN payloads, -0.0, inf, subnormals
+        fmt, bits, at = ("<f", 32, pa.float32()) if kind == "FLOAT" else ("<d", 64, pa.float64())
+        special = [int.from_bytes(struct.pack(fmt, x), "little") for x in (0.0, -0.0, math.inf, -math.inf, math.nan)]
+        exponent, quiet = ((2**8 - 1) << 23, 1 << 22) if bits == 32 else ((2**11 - 1) << 52, 1 << 51)
+        special += [exponent | 1, exponent | 1 << (bits - 1) | 1, exponent | quiet | 5]   # signaling, signed NaNs
+        raw = values(st.one_of(st.sampled_from(special), ints(bits, signed=False)))
+        t, arr = T(kind), pa.array(raw, pa.uint32() if bits == 32 else pa.uint64()).view(at)
+    elif kind == "DATE":
+        t, arr = T(kind), pa.array(values(ints(32)), pa.int32()).view(pa.date32())
+    elif kind == "TIME":
+        unit = draw(st.sampled_from(["s", "ms", "us", "ns"]))
+        storage = pa.int32() if unit in ("s", "ms") else pa.int64()
+        extreme = fallbacks and draw(st.booleans())      # out of a day: the vectorized path may reject
+        accepted = not extreme
+        day = 86400 * UNITS_PER_SECOND[unit]
+        near_day = st.integers(-day, 2 * day)          # before and after the day too: floor division
+        arr = pa.array(values(ints(storage.bit_width) if extreme else near_day), storage)
+        arr = arr.view(pa.time32(unit) if unit in ("s", "ms") else pa.time64(unit))
+        t = T(f"TIME({draw(st.integers(0, 9))})")
+    elif kind in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        unit = draw(st.sampled_from(["s", "ms", "us", "ns"]))
+        tz = draw(st.sampled_from([None, "UTC", "Asia/Tokyo"]))
+        extreme = fallbacks and draw(st.booleans()) and unit in ("s", "ms")   # millis overflow int64
+        accepted = not extreme
+        span = (290 if unit == "ns" else 5000) * 31_557_600 * UNITS_PER_SECOND[unit]   # years either side of 1970
+        moments = st.integers(-span, span)                         # before 1970 too, sub-millisecond parts
+        arr = pa.array(values(st.one_of(moments, ints(64)) if extreme else moments), pa.int64())
+        suffix = " WITH LOCAL TIME ZONE" if kind == "TIMESTAMP_LTZ" else ""
+        t, arr = T(f"TIMESTAMP({draw(st.integers(0, 9))}){suffix}"), arr.view(pa.timestamp(unit, tz))
+    elif kind == "DECIMAL":
+        precision = draw(st.integers(1, 38))
+        scale = draw(st.integers(0, precision))
+        top = 10**precision - 1
+        edges = [v for k in range(1, 17) for v in (2 ** (8 * k - 1), 2 ** (8 * k - 1) - 1) if v <= top]
+        edges += [-v for v in edges] + [top, -top, 0, -1, 1]   # where BigInteger.toByteArray() grows a byte
+        unscaled = values(st.one_of(st.sampled_from(edges), st.integers(-top, top)))
+        decimals = [None if u is None else Decimal(f"{u}E-{scale}") for u in unscaled]   # exact, no context
+        t, arr = T(f"DECIMAL({precision}, {scale})"), pa.array(decimals, pa.decimal128(precision, scale))
+    elif kind == "STRING":
+        text = st.one_of(st.text(min_size=6, max_size=9), st.text(max_size=30),
+                         st.text(alphabet="aé✓𝄞", max_size=12))         # multi-byte around 7/8 bytes
+        encoding = draw(st.sampled_from(["string", "large_string", "dictionary"] + ["string_view"] * fallbacks))
+        accepted = encoding != "string_view"
+        arr = pa.array(values(text), pa.string() if encoding == "dictionary" else getattr(pa, encoding)())
+        arr = arr.dictionary_encode() if encoding == "dictionary" else arr
+        t = T(draw(st.sampled_from(["CHAR(10)", "VARCHAR(20)", "STRING"])))
+    elif kind == "BINARY":
+        at = draw(st.sampled_from([pa.binary(), pa.large_binary()] + [pa.binary_view()] * fallbacks))
+        accepted = at != pa.binary_view()
+        arr = pa.array(values(st.binary(max_size=20)), at)
+        t = T(draw(st.sampled_from(["BINARY(8)", "VARBINARY(20)", "BYTES"])))
+    elif kind == "NESTED":                       # stats rows: the bounds of nested columns are null
+        t = DataType("ARRAY", element=T("BIGINT"))
+        arr = draw(st.sampled_from([pa.nulls(n + extra), pa.nulls(n + extra, to_arrow(t))]))
+    else:                                       # an input encode_rows must cast (int64 for INT), may overflow
+        t, arr, accepted = T("INT"), pa.array(values(ints(33)), pa.int64()), False
+    arr = arr[extra:]
+    if draw(st.booleans()):
+        cut = draw(st.integers(0, n))
+        arr = pa.chunked_array([arr[:cut], arr[cut:]])
+    return t, arr, accepted
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_few_rows_path_equals_vectorized(data):
+    """serialize_rows on 1..8 rows (value by value) gives encode_rows' bytes, or its error."""
+    n = data.draw(st.integers(1, 8), label="rows")
+    arity = data.draw(st.one_of(st.sampled_from([1, 55, 56, 57, 70]), st.integers(1, 70)), label="arity")
+    fallbacks = data.draw(st.sampled_from([False, False, False, True]), label="inputs left to encode_rows")
+    columns = [data.draw(few_rows_column(n, fallbacks)) for _ in range(arity)]
+    types, arrays = [c[0] for c in columns], [c[1] for c in columns]
+    few = _encode_few(arrays, types, None)
+    if all(accepted for _, _, accepted in columns):
+        assert few is not None                   # the comparison below really covers the few-rows path
+    try:
+        expected = encode_rows(arrays, types).to_pylist()
+    except Exception as e:                      # e.g. INT overflow: the same error from serialize_rows
+        assert few is None
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            serialize_rows(arrays, types)
+        return
+    if few is not None:
+        assert few == expected
+    prefix = arity.to_bytes(4, "big")
+    assert serialize_rows(arrays, types) == [prefix + row for row in expected]
+    assert serialize_rows(arrays, types, num_rows=n) == [prefix + row for row in expected]
+
+
+def test_few_rows_path_leaves_other_inputs_to_encode_rows():
+    nine = pa.array(range(9))
+    assert _encode_few([nine], [T("BIGINT")], None) is None
+    assert len(serialize_rows([nine], [T("BIGINT")])) == 9
+    assert _encode_few([pa.array([1])], [T("BIGINT"), T("INT")], None) is None
+    assert _encode_few([pa.array([1]), pa.array([1, 2])], [T("BIGINT")] * 2, None) is None
+    assert _encode_few([], [], 2) == [bytes(8), bytes(8)]
+    with pytest.raises(ValueError):
+        serialize_rows([pa.array([1])], [T("BIGINT"), T("INT")])
+    with pytest.raises(SchemaMismatchError):
+        serialize_rows([pa.array([2**40])], [T("INT")])
+    with pytest.raises(UnsupportedTypeError):
+        serialize_rows([pa.array([[1]])], [DataType("ARRAY", element=T("BIGINT"))])
+
+
 # ---- hashing ----------------------------------------------------------------------------------
 def test_hash_matches_reference_for_random_byte_rows():
     rng = np.random.default_rng(1)
@@ -321,6 +468,53 @@ def test_hash_matches_reference_for_random_byte_rows():
 def test_hash_rejects_non_word_lengths():
     with pytest.raises(ValueError):
         hash_rows(pa.array([b"abc"]))
+
+
+def murmur3_words(data: bytes, seed: int = 42) -> int:
+    """A plain reference: Murmur3_x86_32 over 4-byte little-endian words, as a signed int32."""
+    m = 0xFFFFFFFF
+    h = seed
+    for (k,) in struct.iter_unpack("<I", data):
+        k = k * 0xCC9E2D51 & m
+        k = (k << 15 | k >> 17) & m
+        h ^= k * 0x1B873593 & m
+        h = (h << 13 | h >> 19) & m
+        h = (h * 5 + 0xE6546B64) & m
+    h ^= len(data)
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & m
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & m
+    h ^= h >> 16
+    return h - 2**32 if h >= 2**31 else h
+
+
+def test_reference_murmur_matches_java():
+    for _, _, expected, java_hash in JAVA_ROWS:
+        assert murmur3_words(bytes.fromhex(expected.replace(" ", ""))) == java_hash
+
+
+@pytest.mark.parametrize("width", [0, 4, 8, 16, 24, 64])
+@pytest.mark.parametrize("n", [31, 32, 33, 1000])
+def test_hash_of_equal_length_rows(width, n):
+    """From 32 rows on, equal lengths take the matrix fast path: same as the reference and the sorted path."""
+    rng = np.random.default_rng(width * 10_000 + n)
+    rows = [rng.integers(0, 256, width, dtype=np.uint8).tobytes() for _ in range(n)]
+    for seed in (42, 1234567):
+        expected = np.array([murmur3_words(r, seed) for r in rows], np.int32)
+        longer = pa.array(rows + [bytes(width + 4)], pa.binary())         # one longer row: sorted path
+        assert np.array_equal(hash_rows(longer, seed)[:-1], expected)
+        sliced = pa.array([b"abc"] + rows, pa.binary())[1:]                  # unaligned start offset
+        for arr in (pa.array(rows, pa.binary()), pa.array(rows, pa.large_binary()), sliced,
+                    pa.chunked_array([rows[:10], rows[10:]], pa.binary())):
+            got = hash_rows(arr, seed)
+            assert got.dtype == np.int32 and np.array_equal(got, expected)
+
+
+def test_hash_of_bigint_keys_equals_single_rows():
+    keys = pa.array(np.random.default_rng(3).integers(-2**63, 2**63 - 1, 500))
+    rows = encode_rows([keys], [T("BIGINT")])
+    assert hash_rows(rows).tolist() == [hash_row(r) for r in rows.to_pylist()]   # one row: sorted path
 
 
 @settings(max_examples=40, deadline=None)
