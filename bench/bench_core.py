@@ -161,10 +161,14 @@ def pypaimon_table(workdir: str, dv: bool) -> tuple[WriteFn, ReadFn, str]:
     return write, read, version("pypaimon")
 
 
+# Extra table options for our systems (`--table-option`), e.g. to measure a compaction setting.
+TABLE_OPTIONS: dict[str, str] = {}
+
+
 def paimon_streaming_table(workdir: str, dv: bool) -> tuple[WriteFn, ReadFn, str]:
     """Our core: `Table.write_arrow` (one commit per call), `Table.to_arrow` from a fresh catalog."""
     import paimon_streaming as ps
-    options = {"bucket": BUCKETS, "deletion-vectors.enabled": str(dv).lower()}
+    options = {"bucket": BUCKETS, "deletion-vectors.enabled": str(dv).lower(), **TABLE_OPTIONS}
     table = ps.Catalog(workdir).create_table("db.w1", schema=SCHEMA, primary_keys=["id"], options=options)
 
     def write(batch: pa.Table) -> None:
@@ -282,6 +286,7 @@ def spawn(name: str, seed: int, rows: int, batches: int, workroot: str | None) -
     try:
         cmd = [child_python(name), os.path.abspath(__file__), "--child", name, "--seed", str(seed),
                "--rows", str(rows), "--batches", str(batches), "--workdir", workdir]
+        cmd += [f"--table-option={k}={v}" for k, v in TABLE_OPTIONS.items()]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"{name} failed (exit {proc.returncode}); its stderr is above")
@@ -320,6 +325,7 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
         records.append({
             "bench": "core", "workload": "W1+W2", "system": name, "version": per_run[0]["version"],
             "rows_per_batch": args.rows, "batches": args.batches, "runs": len(per_run), "seed": args.seed,
+            "table_options": TABLE_OPTIONS if name in OURS else {},
             "median": {k: statistics.median(r[k] for r in per_run) for k in NUMBERS},
             "growth": None if per_run[0].get("growth") is None else statistics.median(r["growth"] for r in per_run),
             "read_check": "; ".join(checks),
@@ -339,6 +345,8 @@ def print_table(records: list[dict]) -> None:
     """Medians per system, then the same-run ratios of our systems against the anchors."""
     print(f"\nW1 {records[0]['batches']} x {records[0]['rows_per_batch']:,} rows, median of "
           f"{records[0]['runs']} run(s); W2 full read (load average {os.getloadavg()[0]:.1f})")
+    if TABLE_OPTIONS:
+        print("our table options: " + ", ".join(f"{k}={v}" for k, v in TABLE_OPTIONS.items()))
     head = (f"{'system':<20}{'rows/s':>11}{'first s':>9}{'last s':>9}{'last/1st':>9}"
             f"{'peak MB':>9}{'read s':>8}{'read/raw':>9}  read check")
     print(head + "\n" + "-" * len(head))
@@ -375,12 +383,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="smoke run: 3 batches of 20000 rows, 1 run")
     p.add_argument("--json-out", default=None, help="also write the JSON lines to this file")
     p.add_argument("--workdir", default=None, help="where tables are written (default: system temp dir)")
+    p.add_argument("--table-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a table option for our systems (repeatable), e.g. "
+                        "num-sorted-run.compaction-trigger=10")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.batches, args.runs = 20_000, 3, 1
     if args.rows < 5 or args.batches < 1 or args.runs < 1:
         p.error("need --rows >= 5, --batches >= 1, --runs >= 1")
+    if any("=" not in o for o in args.table_option):
+        p.error("--table-option takes KEY=VALUE")
     return args
 
 
@@ -398,6 +411,7 @@ def selected_systems(spec: str | None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    TABLE_OPTIONS.update(o.split("=", 1) for o in args.table_option)
     if args.child:
         result = run_child(BY_NAME[args.child], args.seed, args.rows, args.batches, args.workdir)
         print(json.dumps(result))
