@@ -198,6 +198,7 @@ def test_stats_modes_option_errors():
     [None, None],                                                # all null: no bounds
     ["x" * 5000, "y", "a" * 9000],                               # over Parquet's statistics limit
     [f"name-{i % 997:05d}" for i in range(5000)],                # dictionary-encoded in the file
+    [f"{i * 7919 % 8000:0200d}" for i in range(8000)],           # dictionary page overflows to plain
 ])
 @pytest.mark.parametrize("mode", ["full", "truncate(16)", "truncate(2)"])
 def test_written_string_stats_from_parquet_footer_equal_computed_ones(tmp_path, values, mode):
