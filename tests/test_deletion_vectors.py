@@ -178,6 +178,24 @@ def test_deleted_rows_are_rewritten_once_the_bucket_passes_the_threshold(catalog
     assert {r["k"]: r["v"] for r in pypaimon_read(warehouse, "db.gate").to_pylist()} == expected
 
 
+def test_the_gate_counts_new_key_files_of_the_same_batch(catalog, warehouse):
+    """A batch's new-key file moves to the top level in the batch's own compaction: its rows
+    are part of the bucket's top level when the deleted share is weighed (30 of 300 rows here,
+    not 30 of 100), so a young table is not rewritten for updates it has just diluted."""
+    t = catalog.create_table("db.dilute", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", **DV, "target-file-size": "64 kb"})  # no file is small
+    t.write_arrow(batch(list(range(100)), "a"))
+    first = {e.file.file_name for e in live_files(t)}
+    t.write_arrow(batch(list(range(30)) + list(range(100, 300)), "b"))
+    live = {e.file.file_name: e.file.level for e in live_files(t)}
+    assert first <= set(live), "the 30%-deleted file was rewritten though the bucket is 10% deleted"
+    assert sorted(live.values()) == [4, 5, 5]  # updates upgraded below the top, new keys moved up
+    expected = {k: ("b" if k < 30 or k >= 100 else "a") + f"-{k}" for k in range(300)}
+    assert {k: v for k, (v, _) in state(t).items()} == expected
+    check_invariants(t)
+    assert {r["k"]: r["v"] for r in pypaimon_read(warehouse, "db.dilute").to_pylist()} == expected
+
+
 @pytest.mark.parametrize("target, bounded", [("128 mb", True), ("1 kb", False)])
 def test_small_commits_of_new_keys_do_not_pile_up_files(catalog, warehouse, target, bounded):
     """Keys new to the bucket move up without a rewrite; small ones then merge by size ratio,

@@ -175,7 +175,7 @@ class BucketCompactor:
         file that passes the threshold on its own would rewrite about 1 / threshold rows per
         deleted row, as much as the batch itself under a steady stream of updates."""
         fresh = {f.file_name for f in inc.new_files}
-        gone = {f.file_name for f in inc.deleted_files}
+        gone = {f.file_name for f in inc.deleted_files} - fresh  # an upgraded file is deleted and added
         top = [f for f in bucket.files if f.level == self.universal.max_level and f.file_name not in gone]
         bounds = [self._key_bounds(f) for f in top]
         if not top or any(b is None for b in bounds):
