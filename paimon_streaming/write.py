@@ -15,6 +15,7 @@ import datetime as dt
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -157,10 +158,17 @@ def _stable_group_order(part_ids: np.ndarray, buckets: np.ndarray, combined: np.
 
 @dataclass
 class _Group:
+    """One (partition, bucket) group of a batch: its rows are `source` at `indices`, taken
+    when first asked for, so that the take runs in the writer thread of the group."""
     partition: bytes
     partition_values: list
     bucket: int
-    rows: pa.Table
+    source: pa.Table
+    indices: np.ndarray
+
+    @cached_property
+    def rows(self) -> pa.Table:
+        return self.source.take(pa.array(self.indices))
 
 
 class TableWrite:
@@ -206,8 +214,7 @@ class TableWrite:
             key = int(combined[chunk[0]])
             pid, bucket = key >> _BUCKET_BITS, key & ((1 << _BUCKET_BITS) - 1)
             values = data.select(part_names).slice(int(chunk[0]), 1).to_pylist()[0]
-            groups.append(_Group(part_rows[pid], [values[n] for n in part_names], bucket,
-                                 data.take(pa.array(chunk))))
+            groups.append(_Group(part_rows[pid], [values[n] for n in part_names], bucket, data, chunk))
         return groups
 
     def partition_and_bucket(self, data: pa.Table) -> tuple[pa.Array, np.ndarray | None]:
