@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 
 from .errors import CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
+from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_bool
 from .types import DataField, DataType, arrow_schema, to_arrow
 
 PARQUET = "parquet"
@@ -231,10 +232,59 @@ class WrittenFile:
     string_bounds: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ParquetSettings:
+    """The `parquet.*` table options Paimon passes to its Parquet writer (parquet-mr), applied
+    with pyarrow (`ParquetSettings.of`):
+
+    * `parquet.writer.version` `v1` (default) or `v2`. As parquet-mr's v2 writer, `v2` writes
+      version-2 data pages and DELTA_BINARY_PACKED integers (here: integer, date, time and
+      timestamp columns not dictionary-encoded): sorted keys and sequence numbers shrink to a
+      few bits per value, so files are smaller and faster to write and read. Readers need
+      DELTA_BINARY_PACKED support (Apache Paimon 1.1 or later, pyarrow, Spark).
+    * `parquet.enable.dictionary` (default true) and `parquet.enable.dictionary#<column>`:
+      false writes no dictionary pages (for that column). When enabled, string and binary
+      columns are dictionary-encoded; other columns only when named per column (building a
+      dictionary of nearly distinct numbers costs more than it saves).
+    """
+    writer_v2: bool = False
+    dictionary: bool = True
+    dictionary_by_column: tuple[tuple[str, bool], ...] = ()
+
+    @staticmethod
+    def of(options: CoreOptions) -> "ParquetSettings":
+        per_column = options.per_column(PARQUET_DICTIONARY)
+        return ParquetSettings(options.get(PARQUET_WRITER_VERSION) == "v2", options.get(PARQUET_DICTIONARY),
+                               tuple(sorted((c, parse_bool(v)) for c, v in per_column.items())))
+
+    def dictionary_columns(self, schema: pa.Schema) -> list[str]:
+        named = dict(self.dictionary_by_column)
+        return [f.name for f in schema if named.get(f.name, self.dictionary and _dictionary_by_default(f.type))]
+
+    def encodings(self, schema: pa.Schema, dictionary: list[str], int96: bool) -> dict[str, str] | None:
+        """Column encodings of a v2 file (None: pyarrow's, PLAIN after any dictionary)."""
+        if not self.writer_v2:
+            return None
+        return {f.name: "DELTA_BINARY_PACKED" for f in schema if f.name not in dictionary
+                and _delta_packable(f.type, int96)} or None
+
+
+def _dictionary_by_default(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+        or pa.types.is_large_binary(t)
+
+
+def _delta_packable(t: pa.DataType, int96: bool) -> bool:
+    """Stored as INT32/INT64 (timestamps are INT96 in a file with a p>6 timestamp)."""
+    return pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_time(t) \
+        or (pa.types.is_timestamp(t) and not int96)
+
+
 def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[DataField],
                     file_format: str = PARQUET, compression: str = "zstd",
-                    zstd_level: int = 1) -> WrittenFile:
-    """Write one data file of `data` laid out by `fields`.
+                    zstd_level: int = 1, parquet: ParquetSettings = ParquetSettings()) -> WrittenFile:
+    """Write one data file of `data` laid out by `fields` (`parquet`: the Parquet writer's
+    table options, see `ParquetSettings`).
 
     A partially written file is removed when writing fails.
     """
@@ -247,7 +297,7 @@ def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[Dat
         with file_io.open_output_stream(path) as out:
             bounds = {}
             if fmt == PARQUET:
-                bounds = _string_bounds(_write_parquet(out, table, fields, codec, zstd_level), table.schema)
+                bounds = _string_bounds(_write_parquet(out, table, fields, codec, zstd_level, parquet), table.schema)
             else:
                 orc.write_table(table, out, compression=codec)
             return WrittenFile(out.tell(), bounds)
@@ -270,25 +320,23 @@ def _needs_int96(fields: list[DataField]) -> bool:
     return max((_max_timestamp_precision(f.type) for f in fields), default=-1) > 6
 
 
-def _dictionary_columns(schema: pa.Schema) -> list[str]:
-    """Dictionary-encode only string and binary columns: on keys, sequence numbers, doubles and
-    timestamps (nearly all distinct) building the dictionary costs more than the whole rest of
-    the write and is then thrown away when the dictionary page overflows."""
-    return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
-
-
 def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
-                   zstd_level: int) -> pq.FileMetaData:
-    dictionary = _dictionary_columns(table.schema)
+                   zstd_level: int, parquet: ParquetSettings) -> pq.FileMetaData:
+    # Only string and binary columns get a dictionary by default: on keys, sequence numbers,
+    # doubles and timestamps (nearly all distinct) building it costs more than the whole rest
+    # of the write and it is then thrown away when the dictionary page overflows.
+    dictionary = parquet.dictionary_columns(table.schema)
+    int96 = _needs_int96(fields)
     footer: list[pq.FileMetaData] = []
     pq.write_table(
         table, out,
         metadata_collector=footer,
         compression=codec,
         use_dictionary=dictionary or False,
+        column_encoding=parquet.encodings(table.schema, dictionary, int96),
+        data_page_version="2.0" if parquet.writer_v2 else "1.0",
         compression_level=zstd_level if codec == "zstd" else None,
-        use_deprecated_int96_timestamps=_needs_int96(fields),
+        use_deprecated_int96_timestamps=int96,
         store_decimal_as_integer=True,   # p<=9 INT32, p<=18 INT64 as Java; larger stay FLBA
         store_schema=False,              # Java writes no ARROW:schema; readers use the Paimon schema
         use_compliant_nested_type=True,

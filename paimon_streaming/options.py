@@ -86,6 +86,19 @@ def _fraction(text: str) -> float:
     return value
 
 
+PARQUET_WRITER_VERSION = "parquet.writer.version"
+PARQUET_DICTIONARY = "parquet.enable.dictionary"
+_PER_COLUMN = (PARQUET_DICTIONARY,)  # `<key>#<column>` overrides, as parquet-mr's ColumnConfigParser
+
+
+def _parquet_writer_version(text: str) -> str:
+    """parquet-mr's WriterVersion.fromString: a short name or the enum's name (case as given)."""
+    version = {"v1": "v1", "PARQUET_1_0": "v1", "v2": "v2", "PARQUET_2_0": "v2"}.get(text.strip())
+    if version is None:
+        raise ValueError("expected v1 or v2 (or PARQUET_1_0, PARQUET_2_0), as parquet-mr")
+    return version
+
+
 _OPTIONS = [
     Option("bucket", "-1", _bucket),
     Option("bucket-key", None, str),
@@ -134,6 +147,8 @@ _OPTIONS = [
     Option("compaction.delete-ratio-threshold", "0.2", _fraction),
     Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1)),
     Option("write-only", "false", parse_bool),
+    Option(PARQUET_WRITER_VERSION, "v1", _parquet_writer_version),
+    Option(PARQUET_DICTIONARY, "true", parse_bool),
 ]
 OPTIONS: dict[str, Option] = {o.key: o for o in _OPTIONS}
 KNOWN_KEYS = PAIMON_OPTION_KEYS | OPTIONS.keys()
@@ -148,7 +163,7 @@ def validate(options: dict[str, str]) -> None:
             raise InvalidOptionError(f"unknown table option {key!r}: did you mean {meant!r}? (Paimon would "
                                      f"ignore {key!r} and use the default of {meant!r})")
     for key, raw in options.items():
-        opt = OPTIONS.get(key)
+        opt = OPTIONS.get(key.split("#", 1)[0] if key.split("#", 1)[0] in _PER_COLUMN else key)
         if opt is None:
             continue
         try:
@@ -167,7 +182,7 @@ def misspelled_key(key: str) -> str | None:
     deletion, substitution, swap of neighbours) from one is taken as a typo, after case,
     surrounding spaces and '_' for '-' are ignored; `fields.<column>.*` keys are never
     judged. Short keys (`path`, `type`) count only for case/space/underscore differences."""
-    if key in KNOWN_KEYS or key.startswith("fields."):
+    if key in KNOWN_KEYS or key.startswith("fields.") or key.split("#", 1)[0] in _PER_COLUMN:
         return None
     folded = key.strip().lower().replace("_", "-")
     if folded in KNOWN_KEYS:
@@ -200,6 +215,10 @@ class CoreOptions:
         opt = OPTIONS[key]
         raw = self.raw.get(key, opt.default)
         return None if raw is None else opt.parse(str(raw))
+
+    def per_column(self, key: str) -> dict[str, str]:
+        """`<key>#<column>` options: raw value by column name."""
+        return {k[len(key) + 1:]: v for k, v in self.raw.items() if k.startswith(key + "#")}
 
     def get_str(self, key: str, default: str | None = None) -> str | None:
         return self.raw.get(key, default)

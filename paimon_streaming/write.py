@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from .binary_row import encode_rows, serialize_row, serialize_rows
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
-from .datafile import write_data_file
+from .datafile import ParquetSettings, write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
@@ -187,6 +187,7 @@ class TableWrite:
         self.pk = bool(schema.primary_keys)
         self.fields = file_fields(schema)
         self.modes = stats_modes(schema.options, schema.field_names)
+        self.parquet = ParquetSettings.of(self.options)
         self.value_stats_cols = stats_columns(list(schema.fields), self.modes)
         self.dynamic = DynamicBucketAssigner(file_io, table_path, self.paths,
                                              self.options.get("dynamic-bucket.target-row-num"))
@@ -386,7 +387,7 @@ class TableWrite:
             key_stats = EMPTY_STATS
         written = write_data_file(self.file_io, f"{directory}/{name}", file_table, self.fields,
                                   self.options.file_format, self.options.file_compression,
-                                  self.options.get("file.compression.zstd-level"))
+                                  self.options.get("file.compression.zstd-level"), self.parquet)
         if self._keep_fresh and not changelog:
             self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
         value_stats = self._stats(rows, list(self.schema.fields), self.modes, written.string_bounds)

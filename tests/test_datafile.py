@@ -125,6 +125,47 @@ def test_compressions(fio, fmt, compression):
             compression, compression.upper())
 
 
+@pytest.mark.parametrize("options, nanos, delta, dictionary", [
+    ({}, False, set(), {"s"}),
+    ({"parquet.writer.version": "v2"}, False, {"id", "d", "t", "ts"}, {"s"}),
+    ({"parquet.writer.version": "PARQUET_2_0", "parquet.enable.dictionary": "false"}, False,
+     {"id", "d", "t", "ts"}, set()),
+    ({"parquet.writer.version": "v2", "parquet.enable.dictionary#id": "true",
+      "parquet.enable.dictionary#s": "false"}, False, {"d", "t", "ts"}, {"id"}),
+    ({"parquet.writer.version": "v2"}, True, {"id", "d", "t"}, {"s"}),  # INT96 timestamps stay plain
+    ({"parquet.writer.version": "v1", "parquet.enable.dictionary#x": "true"}, False, set(), {"s", "x"}),
+])
+def test_parquet_writer_options(fio, options, nanos, delta, dictionary):
+    """`parquet.writer.version` and `parquet.enable.dictionary[#column]` decide the encodings."""
+    from paimon_streaming.datafile import ParquetSettings
+    from paimon_streaming.options import CoreOptions, validate
+    validate(options)
+    file_io, root = fio
+    fields = _fields(("id", T("BIGINT")), ("s", T("STRING")), ("x", T("DOUBLE")), ("d", T("DATE")),
+                     ("t", T("TIME")), ("ts", T("TIMESTAMP(9)" if nanos else "TIMESTAMP(6)")))
+    n = 3000
+    data = pa.table({"id": list(range(n)), "s": [f"v{i % 7}" for i in range(n)], "x": [i / 3 for i in range(n)],
+                     "d": [dt.date(2024, 1, 1) + dt.timedelta(days=i % 300) for i in range(n)],
+                     "t": [dt.time(1, 2, i % 60) for i in range(n)],
+                     "ts": [dt.datetime(2024, 1, 1, 0, 0, i % 60, i) for i in range(n)]}, schema=arrow_schema(fields))
+    path = f"{root}/f.parquet"
+    write_data_file(file_io, path, data, fields, parquet=ParquetSettings.of(CoreOptions(options)))
+    assert read_data_file(file_io, path, fields).equals(data)
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {meta.column(i).path_in_schema: set(meta.column(i).encodings) for i in range(meta.num_columns)}
+    assert {c for c, e in encodings.items() if "DELTA_BINARY_PACKED" in e} == delta
+    assert {c for c, e in encodings.items() if "RLE_DICTIONARY" in e} == dictionary
+
+
+@pytest.mark.parametrize("key, value", [("parquet.writer.version", "v3"), ("parquet.writer.version", "V2"),
+                                        ("parquet.enable.dictionary", "yes"),
+                                        ("parquet.enable.dictionary#s", "1")])
+def test_bad_parquet_writer_options_are_refused(key, value):
+    from paimon_streaming.options import validate
+    with pytest.raises(InvalidOptionError, match=key):
+        validate({key: value})
+
+
 def test_bad_compression_and_format(fio):
     file_io, root = fio
     fields = _fields(("id", T("INT")))
