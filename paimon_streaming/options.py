@@ -147,6 +147,7 @@ _OPTIONS = [
     Option("compaction.delete-ratio-threshold", "0.2", _fraction),
     Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1)),
     Option("write-only", "false", parse_bool),
+    Option("full-compaction.delta-commits", None, lambda text: int(text.strip())),
     Option(PARQUET_WRITER_VERSION, "v1", _parquet_writer_version),
     Option(PARQUET_DICTIONARY, "true", parse_bool),
 ]

@@ -127,9 +127,11 @@ class TableSchema:
         return table_schema
 
     def validate(self) -> None:
-        from .merge_engine import validate_engine_options  # merge_engine imports this module
+        from .full_compaction import validate_schedule  # these import this module
+        from .merge_engine import validate_engine_options
         opts.validate(self.options)
         validate_engine_options(self)
+        validate_schedule(self.core_options, self.primary_keys)
         core = self.core_options
         pk, part = list(self.primary_keys), list(self.partition_keys)
         if pk and not self.trimmed_primary_keys:

@@ -5,10 +5,11 @@ import contextlib
 import datetime
 import logging
 import uuid
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Collection, Iterator, Sequence
 
 import pyarrow as pa
 
+from . import full_compaction
 from .commit import CommitMessage, FileStoreCommit
 from .errors import (CommitConflictError, PaimonError, SequenceConflictError, SnapshotNotFoundError, StalePlanError,
                      TableNotFoundError)
@@ -133,18 +134,20 @@ class Table:
         return FileStoreCommit(self.file_io, self.path, self.schema)
 
     def write_messages(self, data: pa.Table | pa.RecordBatch, row_kind_column: str | None = None,
-                       overwrite: bool = False) -> list[CommitMessage]:
+                       overwrite: bool = False, full_compaction: bool = False) -> list[CommitMessage]:
         """Write files for a batch without committing them (the distributed sink's task step).
 
-        `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds."""
+        `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds.
+        `full_compaction`: the written buckets are compacted fully (see full_compaction.py)."""
         conformed = conform(data, self.schema, self.name, row_kind_column)
         latest = self.latest_snapshot()
         if latest is None:
-            return self.new_write().write(conformed, [])
+            return self.new_write().write(conformed, [], full_compaction=full_compaction)
         scan = TableScan(self.file_io, self.path, self.schema)
         with self._planned_on(latest):
             return self.new_write().write(conformed, scan.live_entries(latest),
-                                          scan.index_manifest.read(latest.index_manifest), overwrite=overwrite)
+                                          scan.index_manifest.read(latest.index_manifest), overwrite=overwrite,
+                                          full_compaction=full_compaction)
 
     @contextlib.contextmanager
     def _planned_on(self, snapshot: Snapshot) -> Iterator[None]:
@@ -183,10 +186,13 @@ class Table:
                 return existing
         user = commit_user or str(uuid.uuid4())
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+        full = bool(self.primary_keys) and full_compaction.is_due(self.options, identifier)
         committer = self.new_commit()
         for attempt in range(self.options.get("commit.max-retries") + 1):
             try:
-                messages = self.write_messages(data, row_kind_column, overwrite)
+                messages = self.write_messages(data, row_kind_column, overwrite, full_compaction=full)
+                if full and not overwrite:
+                    messages += self.scheduled_compaction(user, identifier, messages)
                 ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True)
                 break
             except StalePlanError:
@@ -209,13 +215,15 @@ class Table:
         return ids[-1] if ids else None
 
     def compact(self, full: bool = False, commit_user: str | None = None,
-                commit_identifier: int | None = None) -> int | None:
+                commit_identifier: int | None = None,
+                full_buckets: Collection[tuple[bytes, int]] = ()) -> int | None:
         """Compact a primary-key table; returns the COMPACT snapshot id (None if nothing to do).
 
         Default: every bucket that holds level-0 files gets them pushed up by a universal
         compaction (with lookup and deletion vectors on DV tables), which also repairs a batch
         whose COMPACT snapshot was lost in a crash. `full=True` rewrites every bucket into one
-        sorted run at the highest level, dropping deletes and the deletion vectors it obsoletes.
+        sorted run at the highest level, dropping deletes and the deletion vectors it obsoletes;
+        `full_buckets` (partition, bucket)s are compacted so and the others by default.
         """
         if not self.primary_keys:
             raise PaimonError(f"table {self.name} has no primary key; compaction of append tables "
@@ -223,23 +231,50 @@ class Table:
         latest = self.latest_snapshot()
         if latest is None:
             return None
+        full_buckets = set(full_buckets)
+        messages = self._compaction_messages(latest, lambda bucket: full or bucket in full_buckets)
+        ids = self.new_commit().commit(
+            messages, commit_user or str(uuid.uuid4()),
+            BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier)
+        return ids[-1] if ids else None
+
+    def scheduled_buckets(self, commit_user: str, identifier: int) -> set[tuple[bytes, int]]:
+        """The (partition, bucket)s a due batch `identifier` compacts fully besides its own:
+        those `commit_user` wrote since the previous due batch (see full_compaction.py)."""
+        n = full_compaction.delta_commits(self.options)
+        if n is None or identifier == BATCH_COMMIT_IDENTIFIER:
+            return set()
+        scan = TableScan(self.file_io, self.path, self.schema)
+        return full_compaction.buckets_written_since(self.snapshot_manager, scan, commit_user, identifier, n)
+
+    def scheduled_compaction(self, commit_user: str, identifier: int,
+                             written: Sequence[CommitMessage]) -> list[CommitMessage]:
+        """A due batch's full compaction of its `scheduled_buckets` that it did not write (a
+        write compacts its own buckets): messages to commit with the batch's."""
+        behind = self.scheduled_buckets(commit_user, identifier) - {(m.partition, m.bucket) for m in written}
+        latest = self.latest_snapshot()
+        if not behind or latest is None:
+            return []
+        return self._compaction_messages(latest, lambda bucket: True, only=behind)
+
+    def _compaction_messages(self, latest: Snapshot, full_for: Callable[[tuple[bytes, int]], bool],
+                             only: Collection[tuple[bytes, int]] | None = None) -> list[CommitMessage]:
+        """Compact the buckets of `latest` (those in `only`, if given), fully where `full_for` says."""
         scan = TableScan(self.file_io, self.path, self.schema)
         index = scan.index_manifest.read(latest.index_manifest)
         buckets: dict[tuple[bytes, int], list] = {}
         for e in scan.live_entries(latest):
-            buckets.setdefault((e.partition, e.bucket), []).append(e)
+            if only is None or (e.partition, e.bucket) in only:
+                buckets.setdefault((e.partition, e.bucket), []).append(e)
         writer = self.new_write()
         messages = []
         with self._planned_on(latest):
             for (partition, bucket), entries in buckets.items():
                 inc = writer.compact_bucket(partition, scan.partition_values(partition), bucket,
-                                            [e.file for e in entries], index, full)
+                                            [e.file for e in entries], index, full_for((partition, bucket)))
                 if inc is not None and not inc.is_empty():
                     messages.append(CommitMessage(partition, bucket, entries[0].total_buckets, compact=inc))
-        ids = self.new_commit().commit(
-            messages, commit_user or str(uuid.uuid4()),
-            BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier)
-        return ids[-1] if ids else None
+        return messages
 
     def committed_identifiers(self, commit_user: str, identifiers: Sequence[int]) -> set[int]:
         """Which of `identifiers` `commit_user` has already committed (exactly-once filter)."""

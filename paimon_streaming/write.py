@@ -458,7 +458,7 @@ class TableWrite:
     def write(self, data: pa.Table, live: Sequence[ManifestEntry],
               index_entries: Sequence[IndexManifestEntry] = (), sequence_offset: int = 0,
               row_kind_column: str | None = None, overwrite: bool = False,
-              compact: bool = True) -> list[CommitMessage]:
+              compact: bool = True, full_compaction: bool = False) -> list[CommitMessage]:
         """Write a conformed batch. `live` are the table's live entries (for sequence numbers),
         `index_entries` its index manifest (for dynamic bucket assignment). `sequence_offset`
         shifts this writer's sequence numbers when several writers share a bucket in one batch.
@@ -466,6 +466,8 @@ class TableWrite:
         increment): level 0 pushed up and replaced rows marked, so readers never merge;
         `overwrite=True` compacts the new files alone (the old ones are being replaced);
         `compact=False` leaves that to the caller (several writers sharing a bucket).
+        `full_compaction=True` (primary-key tables) compacts each written bucket fully instead:
+        one sorted run at the top level (see full_compaction.py).
         Row kinds come with the conformed batch (its `_VALUE_KIND` column, see `conform`);
         `row_kind_column` conforms a raw batch with a row-kind column here."""
         if row_kind_column is not None:
@@ -478,21 +480,22 @@ class TableWrite:
         dv = self.pk and self.options.lookup_compaction and compact
         # merge-on-read tables compact as Paimon's writers do: when universal picking asks for it
         universal = self.pk and not dv and compact and not overwrite and not self.options.get("write-only")
-        largest = {} if overwrite or not dv else self._largest_keys(live)
+        full = self.pk and compact and full_compaction
+        largest = {} if overwrite or not dv or full else self._largest_keys(live)
         self._keep_fresh, self._fresh = dv, {}
         try:
-            return self._write_groups(data, live, index_entries, sequence_offset, overwrite, dv, universal,
+            return self._write_groups(data, live, index_entries, sequence_offset, overwrite, dv, universal, full,
                                       max_seq, largest)
         finally:
             self._keep_fresh, self._fresh = False, {}
 
     def _write_groups(self, data: pa.Table, live: Sequence[ManifestEntry],
                       index_entries: Sequence[IndexManifestEntry], sequence_offset: int, overwrite: bool,
-                      dv: bool, universal: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
+                      dv: bool, universal: bool, full: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
         total = self.options.bucket
         groups = self.group(data, index_entries)
         live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
-        if (dv or universal) and not overwrite:
+        if (dv or universal or full) and not overwrite:
             for e in live:
                 live_files.setdefault((e.partition, e.bucket), []).append(e.file)
             self.compactor()  # built once, before the threads share it
@@ -501,11 +504,11 @@ class TableWrite:
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files, changelog = self.write_group(g, start, split_after=largest.get((g.partition, g.bucket)))
             message = CommitMessage(g.partition, g.bucket, total, Increment(new_files=files, changelog_files=changelog))
-            if dv or universal:
+            if dv or universal or full:
                 old = live_files.get((g.partition, g.bucket), [])
                 message.compact = self.compact_bucket(g.partition, g.partition_values, g.bucket, old + files,
                                                       () if overwrite else index_entries,
-                                                      force_level0=dv) or Increment()
+                                                      full=full, force_level0=dv) or Increment()
             return message
 
         threads = write_threads(len(groups))

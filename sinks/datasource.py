@@ -36,6 +36,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
                                     WriterCommitMessage)
 from pyspark.sql.types import StructType
 
+from paimon_streaming import full_compaction
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
@@ -87,12 +88,20 @@ def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> PaimonCommitMe
     return PaimonCommitMessage(pickle.dumps(messages), sum(b.num_rows for b in batches))
 
 
-def compact_level0(table: Table, commit_user: str, identifier: int) -> list[int]:
-    """Deletion-vector tables: tasks sharing a bucket cannot compact it, so the driver pushes
-    the batch's level-0 files up after the commit (same commitIdentifier, COMPACT snapshot)."""
-    if not (table.primary_keys and table.options.lookup_compaction):
+def compact_after_commit(table: Table, commit_user: str, identifier: int, written: list) -> list[int]:
+    """Tasks sharing a bucket cannot compact it, so the driver compacts after the commit (same
+    commitIdentifier, COMPACT snapshot): deletion-vector tables get the batch's level-0 files
+    pushed up, and a batch due for scheduled full compaction (`full-compaction.delta-commits`)
+    fully compacts the buckets it wrote and those its user wrote since the previous due batch."""
+    if not table.primary_keys:
         return []
-    sid = Table.open(table.path).compact(commit_user=commit_user, commit_identifier=identifier)
+    table = Table.open(table.path)
+    full = set()
+    if full_compaction.is_due(table.options, identifier):
+        full = {(m.partition, m.bucket) for m in written} | table.scheduled_buckets(commit_user, identifier)
+    if not (table.options.lookup_compaction or full):
+        return []
+    sid = table.compact(commit_user=commit_user, commit_identifier=identifier, full_buckets=full)
     return [sid] if sid is not None else []
 
 
@@ -120,7 +129,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
             return  # dynamic overwrite of nothing changes nothing
         ids = table.new_commit().commit(msgs, self.commit_user, BATCH_COMMIT_IDENTIFIER,
                                         overwrite=self.overwrite, overwrite_partitions=partitions)
-        ids += compact_level0(table, self.commit_user, BATCH_COMMIT_IDENTIFIER)
+        ids += compact_after_commit(table, self.commit_user, BATCH_COMMIT_IDENTIFIER, msgs)
         log.info("paimon write table=%s rows_in=%d files=%d snapshots=%s", table.name,
                  sum(m.rows_in for m in messages if m is not None),
                  sum(len(m.data.new_files) for m in msgs), ids or "none")
@@ -152,7 +161,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             return
         msgs = _messages(messages)
         ids = table.new_commit().commit(msgs, self.commit_user, batchId)
-        ids += compact_level0(table, self.commit_user, batchId)
+        ids += compact_after_commit(table, self.commit_user, batchId, msgs)
         log.info("paimon stream write table=%s batch=%d rows_in=%d files=%d snapshots=%s", table.name, batchId,
                  sum(m.rows_in for m in messages if m is not None),
                  sum(len(m.data.new_files) for m in msgs), ids or "none")

@@ -38,6 +38,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from paimon_streaming import full_compaction
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import CommitConflictError, PaimonError, SequenceConflictError, TableNotFoundError
 from paimon_streaming.snapshot import COMPACT
@@ -143,10 +144,18 @@ class PaimonSink:
                          "pass merge_schema=True to paimon_sink")
         clock.lap("prepare")
         retries = table.options.get("commit.max-retries")
+        full = bool(table.primary_keys) and full_compaction.is_due(table.options, batch_id)
         for attempt in range(retries + 1):
-            plan = WritePlan.for_table(table, self.location, self.row_kind_column)
+            plan = WritePlan.for_table(table, self.location, self.row_kind_column, full_compaction=full)
             clock.lap("plan")
             result = write_batch(df, plan, self.shuffle, transform, clock)
+            if full:  # the table's scheduled full compaction (full-compaction.delta-commits)
+                try:
+                    result.messages += table.scheduled_compaction(commit_user, batch_id, result.messages)
+                except BaseException:
+                    table.new_commit().discard(result.messages)
+                    raise
+                clock.lap("full_compaction")
             if before_commit is not None:
                 try:
                     before_commit()

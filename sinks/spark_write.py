@@ -61,17 +61,19 @@ class WritePlan:
     index_entries: tuple[IndexManifestEntry, ...] = ()
     row_kind_column: str | None = None
     compact: bool = True            # deletion-vector compaction in the write task
+    full_compaction: bool = False   # written buckets compacted fully (a batch due by the table's schedule)
 
     @staticmethod
     def for_table(table: Table, location: str, row_kind_column: str | None = None,
-                  compact: bool = True) -> "WritePlan":
+                  compact: bool = True, full_compaction: bool = False) -> "WritePlan":
         latest = table.latest_snapshot()
         if latest is None:
             return WritePlan(location, table.name, table.schema.to_json(), row_kind_column=row_kind_column,
-                             compact=compact)
+                             compact=compact, full_compaction=full_compaction)
         scan = TableScan(table.file_io, table.path, table.schema)
         return WritePlan(location, table.name, table.schema.to_json(), tuple(scan.live_entries(latest)),
-                         tuple(scan.index_manifest.read(latest.index_manifest)), row_kind_column, compact)
+                         tuple(scan.index_manifest.read(latest.index_manifest)), row_kind_column, compact,
+                         full_compaction)
 
     def writer(self) -> TableWrite:
         file_io, path = FileIO.for_path(self.location)
@@ -82,7 +84,7 @@ class WritePlan:
         writer = self.writer()
         rows = conform(data, writer.schema, self.table_name, self.row_kind_column)
         return writer.write(rows, self.live, self.index_entries, sequence_offset=sequence_offset,
-                            compact=self.compact)
+                            compact=self.compact, full_compaction=self.full_compaction)
 
 
 def arrow_schema_of(schema) -> pa.Schema:

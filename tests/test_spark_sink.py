@@ -11,6 +11,7 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.errors import PaimonError
+from paimon_streaming.scan import TableScan
 from paimon_streaming.sinks import foreach_batch, paimon_sink
 from conftest import pypaimon_read, rows_by
 
@@ -325,3 +326,53 @@ def test_a_batch_beyond_max_result_size_is_written_by_one_task(tmp_path):
     assert got["id"].to_pylist() == list(range(rows))
     assert got["v"][rows - 1].as_py() == f"value-{'x' * 40}{rows - 1}"
     assert len(t.snapshots()) == 2  # APPEND + COMPACT of the one batch
+
+
+def top_level_only(t) -> bool:
+    """Every live file at the top level (num-sorted-run.compaction-trigger 5: level 5)."""
+    latest = t.latest_snapshot()
+    return {e.file.level for e in TableScan(t.file_io, t.path, t.schema).live_entries(latest)} == {5}
+
+
+FC_SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+FC_BATCHES = [[(1, "a")], [(2, "b")], [(2, "c")], [(3, "d")]]
+
+
+@pytest.mark.parametrize("shuffle", [True, False, None], ids=["shuffled", "one-task", "driver"])
+def test_scheduled_full_compaction_through_foreach_batch(spark, catalog, warehouse, shuffle):
+    """As Paimon's own Spark sink test: with `full-compaction.delta-commits` = 2, batches 1
+    and 3 end in a COMPACT snapshot that leaves one sorted run at the top, 0 and 2 do not."""
+    t = catalog.create_table("db.fcs", FC_SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "full-compaction.delta-commits": "2"})
+    sink = paimon_sink(t.path, commit_user="fc", shuffle=shuffle)
+    for batch_id, rows in enumerate(FC_BATCHES):
+        sink(spark.createDataFrame(rows, "id long, v string"), batch_id)
+        t = ps.Table.open(t.path)
+        assert t.latest_snapshot().commit_kind == ("COMPACT" if batch_id % 2 else "APPEND"), batch_id
+        assert top_level_only(t) == bool(batch_id % 2), batch_id
+    expected = [{"id": 1, "v": "a"}, {"id": 2, "v": "c"}, {"id": 3, "v": "d"}]
+    assert rows_by(t.to_arrow(), "id") == expected
+    assert rows_by(pypaimon_read(warehouse, "db.fcs"), "id") == expected
+
+
+def test_scheduled_full_compaction_through_format_paimon(spark, catalog, warehouse, tmp_path):
+    """writeStream.format("paimon") (tasks share buckets; the driver compacts after the commit)
+    follows the same schedule; a batch write is due at every commit."""
+    t = catalog.create_table("db.fcd", FC_SCHEMA, primary_keys=["id"],
+                             options={"bucket": "2", "full-compaction.delta-commits": "2"})
+    write_input_files(tmp_path / "in", [pa.table({"id": pa.array([r[0] for r in rows], pa.int64()),
+                                                  "v": [r[1] for r in rows]}) for rows in FC_BATCHES])
+    df = spark.readStream.schema("id long, v string").option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+    q = (df.writeStream.format("paimon").option("checkpointLocation", str(tmp_path / "ckpt"))
+         .option("commitUser", "fc-stream").trigger(availableNow=True).start(t.path))
+    q.awaitTermination(300)
+    assert q.exception() is None, q.exception()
+    t = ps.Table.open(t.path)
+    compacted = {s.commit_identifier for s in t.snapshots() if s.commit_kind == "COMPACT"}
+    assert compacted == {1, 3}
+    assert top_level_only(t)
+    spark.createDataFrame([(4, "e")], "id long, v string").write.format("paimon").mode("append").save(t.path)
+    t = ps.Table.open(t.path)
+    assert t.latest_snapshot().commit_kind == "COMPACT" and top_level_only(t)
+    expected = [{"id": 1, "v": "a"}, {"id": 2, "v": "c"}, {"id": 3, "v": "d"}, {"id": 4, "v": "e"}]
+    assert rows_by(pypaimon_read(warehouse, "db.fcd"), "id") == expected
