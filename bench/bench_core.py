@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import os
 import platform
@@ -166,13 +167,15 @@ TABLE_OPTIONS: dict[str, str] = {}
 
 
 def paimon_streaming_table(workdir: str, dv: bool) -> tuple[WriteFn, ReadFn, str]:
-    """Our core: `Table.write_arrow` (one commit per call), `Table.to_arrow` from a fresh catalog."""
+    """Our core: `Table.write_arrow` (one commit per call, numbered as a stream's batches, so a
+    `full-compaction.delta-commits` schedule applies), `Table.to_arrow` from a fresh catalog."""
     import paimon_streaming as ps
     options = {"bucket": BUCKETS, "deletion-vectors.enabled": str(dv).lower(), **TABLE_OPTIONS}
     table = ps.Catalog(workdir).create_table("db.w1", schema=SCHEMA, primary_keys=["id"], options=options)
+    batch_ids = itertools.count()
 
     def write(batch: pa.Table) -> None:
-        table.write_arrow(batch)
+        table.write_arrow(batch, commit_user="bench-w1", commit_identifier=next(batch_ids))
 
     def read() -> pa.Table:
         return ps.Catalog(workdir).get_table("db.w1").to_arrow()

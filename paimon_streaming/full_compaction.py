@@ -8,9 +8,10 @@ every N commits, which merges each bucket into one sorted run at the top level a
 deletion vectors.
 
 When a write is due (`is_due`):
-* streaming writes, whose commits carry an identifier (Spark's batch id, counting from 0), are
-  due every N-th batch: identifiers N-1, 2N-1, ..., as Paimon's Spark writer counts
-  (`(batchId + 1) % N == 0`);
+* streaming writes, whose commits carry an identifier (Spark's batch id), are due when the
+  identifier is a multiple of N: 0, N, 2N, ... That is the identifier Paimon's readers take
+  for a full compaction (FullCompactedStartingScanner.isFullCompactedIdentifier, behind
+  `scan.mode = compacted-full`), and the one Flink's writer compacts at (its checkpoint ids);
 * batch writes (no identifier: Java's Long.MAX_VALUE) are due at every commit, as Java's;
 * N <= 0, or `write-only` tables (whose compaction is someone else's job), are never due.
 
@@ -43,7 +44,12 @@ def is_due(options: CoreOptions, identifier: int) -> bool:
     n = delta_commits(options)
     if n is None:
         return False
-    return identifier == BATCH_COMMIT_IDENTIFIER or (identifier + 1) % n == 0
+    return is_full_compacted_identifier(identifier, n)
+
+
+def is_full_compacted_identifier(identifier: int, n: int) -> bool:
+    """Paimon's mark of a full compaction's commit (readers of `compacted-full` look for it)."""
+    return identifier == BATCH_COMMIT_IDENTIFIER or identifier % n == 0
 
 
 def buckets_written_since(snapshots: SnapshotManager, scan: TableScan, commit_user: str,

@@ -1,6 +1,7 @@
 """Scheduled full compaction (`full-compaction.delta-commits`): a due batch leaves every bucket
 its writer touched since the previous due batch as one sorted run at the top level, without
-deletion vectors; other batches compact as usual; the rows stay right for us and pypaimon."""
+deletion vectors; other batches compact as usual; the rows stay right for us, pypaimon and
+Apache Paimon Java."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,32 +51,35 @@ def updates(rng, partition: str, step: int, first: bool = False) -> pa.Table:
     {},  # merge-on-read
 ], ids=["dv", "merge-on-read"])
 def test_due_batches_fully_compact_what_their_writer_touched(catalog, warehouse, options):
-    """Every third batch (identifiers 2, 5, 8) compacts fully; batch 5 also compacts partition
-    'a', written in batch 3 and not since, found in the writer's snapshots (each batch opens
+    """Every third batch (identifiers 0, 3, 6) compacts fully; batch 6 also compacts partition
+    'a', written in batch 4 and not since, found in the writer's snapshots (each batch opens
     the table afresh, as a restarted writer would)."""
     catalog.create_table("db.fc", SCHEMA, primary_keys=["p", "id"], partition_keys=["p"],
                          options={"bucket": "2", "full-compaction.delta-commits": "3", **options})
     rng = np.random.default_rng(7)
     model: dict = {}
     touched: set[str] = set()
-    for step in range(9):
-        partition = "a" if step < 4 else "b"
-        data = updates(rng, partition, step, first=step in (0, 4))
+    for step in range(8):
+        partition = "a" if step < 5 else "b"
+        data = updates(rng, partition, step, first=step in (0, 5))
         t = catalog.get_table("db.fc")
         t.write_arrow(data, commit_user="writer", commit_identifier=step)
         model.update({(r["p"], r["id"]): r for r in data.to_pylist()})
         touched.add(partition)
         state = bucket_state(catalog.get_table("db.fc"))
-        if step in (2, 5, 8):
+        if step in (0, 3, 6):
             assert all(fully_compacted(state[(p, b)]) for p in touched for b in (0, 1)), (step, state)
             touched = set()
             kinds = [s.commit_kind for s in t.snapshots() if s.commit_identifier == step]
             assert kinds == ["APPEND", "COMPACT"]
-        elif step not in (0, 4):  # updates (batches 0 and 4 write keys new to their partitions): not one run at the top
+        elif step != 5:  # updates (batch 5 writes keys new to its partition): not one run at the top
             assert not all(fully_compacted(state[(partition, b)]) for b in (0, 1)), (step, state)
     expected = sorted(model.values(), key=lambda r: (r["p"], r["id"]))
     assert rows_by(catalog.get_table("db.fc").to_arrow(), "p", "id") == expected
     assert rows_by(pypaimon_read(warehouse, "db.fc"), "p", "id") == expected
+    from java_oracle import get_oracle
+    java_rows = sorted(get_oracle().read(catalog.get_table("db.fc").path), key=lambda r: (r["p"], r["id"]))
+    assert java_rows == expected
 
 
 def test_a_partition_left_between_due_batches_stays_as_it_was(catalog):
@@ -84,11 +88,11 @@ def test_a_partition_left_between_due_batches_stays_as_it_was(catalog):
     t = catalog.create_table("db.left", SCHEMA, primary_keys=["p", "id"], partition_keys=["p"],
                              options={"bucket": "1", "full-compaction.delta-commits": "2"})
     rng = np.random.default_rng(3)
-    t.write_arrow(updates(rng, "a", 0, first=True), commit_user="w", commit_identifier=0)
-    t.write_arrow(updates(rng, "a", 1), commit_user="w", commit_identifier=1)   # due: 'a' compacted
-    t.write_arrow(updates(rng, "b", 2, first=True), commit_user="w", commit_identifier=2)
-    t.write_arrow(updates(rng, "a", 3), commit_user="other", commit_identifier=0)  # another writer's, not due
-    t.write_arrow(updates(rng, "b", 4), commit_user="w", commit_identifier=3)   # due: 'b' only
+    t.write_arrow(updates(rng, "a", 0, first=True), commit_user="w", commit_identifier=1)
+    t.write_arrow(updates(rng, "a", 1), commit_user="w", commit_identifier=2)   # due: 'a' compacted
+    t.write_arrow(updates(rng, "b", 2, first=True), commit_user="w", commit_identifier=3)
+    t.write_arrow(updates(rng, "a", 3), commit_user="other", commit_identifier=1)  # another writer's, not due
+    t.write_arrow(updates(rng, "b", 4), commit_user="w", commit_identifier=4)   # due: 'b' only
     state = bucket_state(catalog.get_table("db.left"))
     assert fully_compacted(state[("b", 0)])
     assert not fully_compacted(state[("a", 0)]), "compacted a bucket only another writer wrote since"
@@ -112,7 +116,7 @@ def test_batch_writes_compact_fully_at_every_commit(catalog, warehouse):
 
 def test_the_schedule():
     three = CoreOptions({"full-compaction.delta-commits": "3"})
-    assert [i for i in range(10) if is_due(three, i)] == [2, 5, 8]   # Spark's batch ids, from 0
+    assert [i for i in range(10) if is_due(three, i)] == [0, 3, 6, 9]   # Paimon's full-compaction identifiers
     assert is_due(three, BATCH_COMMIT_IDENTIFIER)
     assert not is_due(CoreOptions({}), BATCH_COMMIT_IDENTIFIER)
     assert not any(is_due(CoreOptions({"full-compaction.delta-commits": "0"}), i) for i in (0, 1, BATCH_COMMIT_IDENTIFIER))

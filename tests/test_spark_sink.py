@@ -340,16 +340,16 @@ FC_BATCHES = [[(1, "a")], [(2, "b")], [(2, "c")], [(3, "d")]]
 
 @pytest.mark.parametrize("shuffle", [True, False, None], ids=["shuffled", "one-task", "driver"])
 def test_scheduled_full_compaction_through_foreach_batch(spark, catalog, warehouse, shuffle):
-    """As Paimon's own Spark sink test: with `full-compaction.delta-commits` = 2, batches 1
-    and 3 end in a COMPACT snapshot that leaves one sorted run at the top, 0 and 2 do not."""
+    """With `full-compaction.delta-commits` = 2, batches 0 and 2 (Paimon's full-compaction
+    identifiers) end in a COMPACT snapshot that leaves one sorted run at the top, 1 and 3 do not."""
     t = catalog.create_table("db.fcs", FC_SCHEMA, primary_keys=["id"],
                              options={"bucket": "1", "full-compaction.delta-commits": "2"})
     sink = paimon_sink(t.path, commit_user="fc", shuffle=shuffle)
     for batch_id, rows in enumerate(FC_BATCHES):
         sink(spark.createDataFrame(rows, "id long, v string"), batch_id)
         t = ps.Table.open(t.path)
-        assert t.latest_snapshot().commit_kind == ("COMPACT" if batch_id % 2 else "APPEND"), batch_id
-        assert top_level_only(t) == bool(batch_id % 2), batch_id
+        assert t.latest_snapshot().commit_kind == ("APPEND" if batch_id % 2 else "COMPACT"), batch_id
+        assert top_level_only(t) == (batch_id % 2 == 0), batch_id
     expected = [{"id": 1, "v": "a"}, {"id": 2, "v": "c"}, {"id": 3, "v": "d"}]
     assert rows_by(t.to_arrow(), "id") == expected
     assert rows_by(pypaimon_read(warehouse, "db.fcs"), "id") == expected
@@ -369,8 +369,8 @@ def test_scheduled_full_compaction_through_format_paimon(spark, catalog, warehou
     assert q.exception() is None, q.exception()
     t = ps.Table.open(t.path)
     compacted = {s.commit_identifier for s in t.snapshots() if s.commit_kind == "COMPACT"}
-    assert compacted == {1, 3}
-    assert top_level_only(t)
+    assert compacted == {0, 2}
+    assert not top_level_only(t)
     spark.createDataFrame([(4, "e")], "id long, v string").write.format("paimon").mode("append").save(t.path)
     t = ps.Table.open(t.path)
     assert t.latest_snapshot().commit_kind == "COMPACT" and top_level_only(t)
