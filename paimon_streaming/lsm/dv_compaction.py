@@ -26,7 +26,7 @@ from ..datafile import arrow_schema
 from ..evolution import read_evolved
 from ..fileio import FileIO
 from ..keyvalue import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, decode_key, file_fields,
-                        key_fields)
+                        first_key_above, key_fields)
 from ..manifest import DataFileMeta, IndexFileMeta
 from ..merge_engine import engine_for, sort_and_merge
 from ..options import CoreOptions
@@ -263,6 +263,11 @@ class BucketCompactor:
             return None
         unit_names = {f.file_name for f in unit.files}
         older = [f for f in bucket.files if f.file_name not in unit_names]
+        if not older and len(unit.files) > 1:
+            sliced = self._compact_in_slices(bucket, unit, vectors)
+            if sliced is not None:
+                vectors.drop(unit_names)
+                return sliced
         rows, level0 = self._read_unit(bucket, unit, vectors)
         changelog = None
         if self.lookup:
@@ -279,6 +284,67 @@ class BucketCompactor:
         if changelog is not None and changelog.num_rows:
             inc.changelog_files.extend(self.write_changelog(bucket.bucket_dir, changelog, unit.output_level))
         return inc
+
+    # ---- a whole bucket, slice by slice ---------------------------------------------------------
+    def _compact_in_slices(self, bucket: BucketFiles, unit: CompactUnit,
+                           vectors: DeletionVectorMaintainer) -> Increment | None:
+        """Compact a unit that holds the whole bucket (a full compaction, or universal picking
+        every run) one key range at a time, so memory holds a slice rather than the bucket.
+
+        Slices are cut at file key bounds, about an eighth of the target file size of input
+        each. Every run is sorted by key, so a run contributes the rows up to the cut and keeps
+        the rest of its last file read for the next slice: each file is read once. All versions
+        of a key fall in one slice, and nothing outside the unit holds the key, so slices merge
+        independently. Output rows are carried until they fill a target-size file, so files
+        come out as one merge of the whole unit would write them. None: one slice would do, or
+        a file's key bounds cannot be decoded (an older key schema)."""
+        cuts = self._slice_cuts(unit.files)
+        if not cuts:
+            return None
+        runs = []
+        for run in unit.runs:
+            files = sorted(run.files, key=lambda f: self._key_bounds(f)[0])
+            runs.append(_RunCursor(files, run.level == 0, lambda f: self._read_file(
+                bucket, f, self._all_columns(), vectors)[0], self.keys, self._key_bounds,
+                self._read_schema(self._all_columns()).empty_table()))
+        inc = Increment(deleted_files=list(unit.files))
+        carried = None
+        for cut in cuts + [None]:
+            parts = [run.take_through(cut) for run in runs]
+            rows = pa.concat_tables([rows for rows, _ in parts])
+            level0 = np.concatenate([np.full(rows.num_rows, fresh) for rows, fresh in parts])
+            if self.lookup:
+                merged, changelog = self._merge(rows, level0, [], bucket, vectors)
+                if changelog is not None and changelog.num_rows:
+                    inc.changelog_files.extend(self.write_changelog(bucket.bucket_dir, changelog, unit.output_level))
+            else:
+                merged = _without_retractions(sort_and_merge(rows, self.keys, self.engine))
+            carried = merged if carried is None else pa.concat_tables([carried, merged])
+            whole = self._whole_files_rows(carried) if cut is not None else carried.num_rows
+            if whole:
+                inc.new_files.extend(self.write_files(bucket.bucket_dir, carried.slice(0, whole), unit.output_level))
+                carried = carried.slice(whole)
+        return inc
+
+    def _slice_cuts(self, files: list[DataFileMeta]) -> list[tuple]:
+        """Keys to cut a bucket's files at (each slice holds the keys up to its cut)."""
+        bounds = {f.file_name: self._key_bounds(f) for f in files}
+        if any(b is None for b in bounds.values()):
+            return []
+        budget = self.options.target_file_size(True) // 8
+        cuts, size = [], 0
+        for f in sorted(files, key=lambda f: bounds[f.file_name][1]):
+            size += f.file_size
+            if size >= budget:
+                cuts.append(bounds[f.file_name][1])
+                size = 0
+        last = max(b[1] for b in bounds.values())
+        return [c for i, c in enumerate(cuts) if c != last and (i == 0 or c != cuts[i - 1])]
+
+    def _whole_files_rows(self, rows: pa.Table) -> int:
+        """How many leading rows fill whole target-size files (the rest waits for more rows)."""
+        per_file = max(1, int(rows.num_rows * self.options.target_file_size(True) / max(rows.nbytes, 1)))
+        return rows.num_rows // per_file * per_file
 
     # ---- reading ----------------------------------------------------------------------------
     def _read_file(self, bucket: BucketFiles, f: DataFileMeta, columns: list[str],
@@ -463,6 +529,27 @@ class BucketCompactor:
                 RECENT_ROWS.put(f.file_name, merged.slice(start, f.row_count))
                 start += f.row_count
         return outputs
+
+
+class _RunCursor:
+    """Reads one sorted run of a slice-by-slice compaction in key order (`take_through`)."""
+
+    def __init__(self, files: list[DataFileMeta], level0: bool, read: Callable[[DataFileMeta], pa.Table],
+                 keys: list[str], bounds: Callable[[DataFileMeta], tuple[tuple, tuple]], empty: pa.Table):
+        self.files, self.level0, self.read, self.keys, self.bounds = files, level0, read, keys, bounds
+        self.next = 0
+        self.pending: list[pa.Table] = [empty]
+
+    def take_through(self, cut: tuple | None) -> tuple[pa.Table, bool]:
+        """The run's rows with a key up to `cut` (all that remain for None) not taken yet, and
+        whether they come from level 0."""
+        while self.next < len(self.files) and (cut is None or self.bounds(self.files[self.next])[0] <= cut):
+            self.pending.append(self.read(self.files[self.next]))
+            self.next += 1
+        rows = pa.concat_tables(self.pending) if len(self.pending) > 1 else self.pending[0]
+        end = rows.num_rows if cut is None else first_key_above(rows, self.keys, cut)
+        self.pending = [rows.slice(end)]
+        return rows.slice(0, end), self.level0
 
 
 def _without_retractions(rows: pa.Table) -> pa.Table:
