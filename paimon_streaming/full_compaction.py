@@ -52,6 +52,21 @@ def is_full_compacted_identifier(identifier: int, n: int) -> bool:
     return identifier == BATCH_COMMIT_IDENTIFIER or identifier % n == 0
 
 
+def latest_full_compaction(snapshots: SnapshotManager, delta_commits: int | None,
+                           changelog_producer: str) -> int | None:
+    """The snapshot a `scan.mode = compacted-full` read starts from, as Java's starting
+    scanners pick it: the newest COMPACT snapshot whose identifier marks a full compaction when
+    the table schedules them (`full-compaction.delta-commits`, or the `full-compaction`
+    changelog producer, N = 1), else the newest COMPACT snapshot; None when there is none
+    (the read then starts from the latest snapshot)."""
+    scheduled = delta_commits is not None or changelog_producer == "full-compaction"
+    n = max(delta_commits or 1, 1)
+    for snap in snapshots.iter_descending():
+        if snap.commit_kind == COMPACT and (not scheduled or is_full_compacted_identifier(snap.commit_identifier, n)):
+            return snap.id
+    return None
+
+
 def buckets_written_since(snapshots: SnapshotManager, scan: TableScan, commit_user: str,
                           identifier: int, n: int) -> set[tuple[bytes, int]]:
     """The (partition, bucket)s `commit_user` added files to in its commits after the previous

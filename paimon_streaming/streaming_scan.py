@@ -3,7 +3,8 @@
 A stream is a sequence of *read units*, numbered per snapshot. A unit is one split (the files
 of one partition and bucket, or a single file) of one snapshot's plan:
 
-- the *full* plan of the start snapshot (modes latest-full, from-snapshot-full, tag): its
+- the *full* plan of the start snapshot (modes latest-full, from-snapshot-full, tag,
+  compacted-full: the newest full compaction, see full_compaction.py): its
   live files, rows +I: one unit per bucket that must be merged by key, one unit per file
   otherwise (`TableScan.needs_merge`), so a bucket of many files is read in parallel;
 - the *delta* plan of a later snapshot, as Java's DeltaFollowUpScanner (changelog-producer
@@ -27,6 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from . import full_compaction
 from .consumers import ConsumerManager, check_consumer_id
 from .errors import (InvalidOptionError, SchemaChangedError, SnapshotExpiredError, SnapshotGapError,
                      SnapshotNotFoundError)
@@ -44,8 +46,8 @@ log = logging.getLogger("paimon_streaming.source")
 FULL, DELTA, CHANGELOG, OVERWRITE_DIFF = "full", "delta", "changelog", "overwrite"
 
 SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
-              "from-timestamp")
-_UNSUPPORTED_MODES = ("compacted-full", "incremental", "from-file-creation-time", "from-creation-timestamp")
+              "from-timestamp", "compacted-full")
+_UNSUPPORTED_MODES = ("incremental", "from-file-creation-time", "from-creation-timestamp")
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ class StreamOptions:
     consumer_ignore_progress: bool = False
     read_overwrite: bool = False
     changelog_producer: str = "none"
+    full_compaction_delta_commits: int | None = None  # what `compacted-full` starts from
 
     @staticmethod
     def from_options(table_options: Mapping[str, str], read_options: Mapping[str, str]) -> "StreamOptions":
@@ -192,7 +195,8 @@ class StreamOptions:
             timestamp_millis=_int(merged, "scan.timestamp-millis"), tag_name=_get(merged, "scan.tag-name"),
             consumer_id=None if consumer is None else check_consumer_id(consumer),
             consumer_ignore_progress=_bool(merged, "consumer.ignore-progress"),
-            read_overwrite=_bool(merged, "streaming-read-overwrite"), changelog_producer=producer)
+            read_overwrite=_bool(merged, "streaming-read-overwrite"), changelog_producer=producer,
+            full_compaction_delta_commits=_int(merged, full_compaction.DELTA_COMMITS))
 
 
 def units_of_splits(snapshot_id: int, splits: list[DataSplit], kind: str = FULL) -> list[ReadUnit]:
@@ -243,7 +247,12 @@ class StreamingScan:
             else:
                 mode = "latest-full"
         latest, earliest = self.snapshots.latest_id(), self.snapshots.earliest_id()
-        if mode in ("latest-full", "full"):
+        if mode == "compacted-full":  # the newest full compaction, read whole, then what follows
+            compacted = full_compaction.latest_full_compaction(self.snapshots, o.full_compaction_delta_commits,
+                                                               o.changelog_producer)
+            if compacted is not None:
+                return StreamPosition(compacted, 0, True)
+        if mode in ("latest-full", "full", "compacted-full"):
             return StreamPosition(latest, 0, True) if latest is not None else StreamPosition(1)
         if mode == "latest":
             return StreamPosition(latest + 1 if latest is not None else 1)

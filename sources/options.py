@@ -71,6 +71,7 @@ class ReadSpec:
     limits: ReadLimits = field(default_factory=ReadLimits)
     split_target_size: int = 128 << 20
     split_open_file_cost: int = 4 << 20
+    scan_mode: str | None = None
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> "ReadSpec":
@@ -100,7 +101,8 @@ class ReadSpec:
                               max_bytes=None if _lookup(opts, "max-bytes-per-trigger") is None
                               else _size(opts, "max-bytes-per-trigger", "0")),
             split_target_size=_size(opts, "source.split.target-size", "128 mb"),
-            split_open_file_cost=_size(opts, "source.split.open-file-cost", "4 mb"))
+            split_open_file_cost=_size(opts, "source.split.open-file-cost", "4 mb"),
+            scan_mode=(_lookup(opts, "scan.mode") or "").lower() or None)
 
     @property
     def time_travel(self) -> bool:

@@ -16,7 +16,8 @@ primary-key tables without deletion vectors) and return Arrow record batches.
 
 Time travel (one of): `snapshot-id` (alias `scan.snapshot-id`), `tag` (`scan.tag-name`),
 `timestamp-millis` (`scan.timestamp-millis`: the newest snapshot committed at or before that
-instant). The result has the schema of that snapshot.
+instant). The result has the schema of that snapshot. `scan.mode` = `compacted-full` reads
+the newest full compaction instead (see paimon_streaming/full_compaction.py), as Paimon does.
 
 Projection: PySpark's Python Data Source API gives sources no column pruning; give the
 columns to read as the read schema (`.schema("id long, v string")`, names matched to table
@@ -50,6 +51,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from paimon_streaming import full_compaction
 from paimon_streaming.predicate import parse_filter
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import SchemaManager, TableSchema
@@ -71,6 +73,11 @@ def read_schema(table: Table, spec: ReadSpec) -> tuple[Snapshot | None, TableSch
     schema for time travel, the latest schema otherwise)."""
     snapshot = snapshot_at(table.snapshot_manager, table.tag_manager, spec.snapshot_id, spec.tag,
                            spec.timestamp_millis)
+    if spec.scan_mode == "compacted-full" and not spec.time_travel:  # the newest full compaction
+        compacted = full_compaction.latest_full_compaction(
+            table.snapshot_manager, table.options.get(full_compaction.DELTA_COMMITS),
+            table.options.get("changelog-producer"))
+        snapshot = snapshot if compacted is None else table.snapshot(compacted)
     if spec.reads_old_schema and snapshot is not None and snapshot.schema_id != table.schema.id:
         return snapshot, SchemaManager(table.file_io, table.path).schema(snapshot.schema_id)
     return snapshot, table.schema

@@ -254,3 +254,29 @@ def test_a_run_gives_each_slice_every_row_up_to_its_cut():
     taken = [cursor.take_through(cut)[0].column("id").to_pylist() for cut in [(4,), (6,), (6,), (10,), None]]
     assert taken == [[1, 3], [5, 6], [], [8, 9], [12]]
     assert reads == ["a", "b", "c"]
+
+
+# ---- scan.mode = compacted-full -------------------------------------------------------------------
+def test_compacted_full_starts_from_the_newest_full_compaction(catalog):
+    """As Java's FullCompactedStartingScanner: the newest COMPACT snapshot whose identifier
+    marks a full compaction; without a schedule the newest COMPACT snapshot; else the latest."""
+    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions, StreamPosition
+
+    def start(t, **options):
+        opts = {"scan.mode": "compacted-full", **options}
+        return StreamingScan(t.file_io, t.path, t.schema,
+                             StreamOptions.from_options(t.schema.options, opts)).start_position()
+    t = catalog.create_table("db.cf", SCHEMA, primary_keys=["p", "id"], partition_keys=["p"],
+                             options={"bucket": "1", "full-compaction.delta-commits": "3"})
+    rng = np.random.default_rng(4)
+    t.write_arrow(updates(rng, "a", 0, first=True), commit_user="w", commit_identifier=1)
+    assert start(t) == StreamPosition(1, 0, True)  # no full compaction yet: the latest
+    for identifier in (2, 3, 4, 5):
+        t.write_arrow(updates(rng, "a", identifier), commit_user="w", commit_identifier=identifier)
+    full = [s for s in t.snapshots() if s.commit_kind == "COMPACT" and s.commit_identifier == 3]
+    assert len(full) == 1 and full[0].id < t.latest_snapshot().id
+    assert start(t) == StreamPosition(full[0].id, 0, True)
+    # the same table read as if it had no schedule: the newest COMPACT snapshot of any kind
+    newest_compact = max(s.id for s in t.snapshots() if s.commit_kind == "COMPACT")
+    t.update_schema().remove_option("full-compaction.delta-commits").commit()
+    assert start(catalog.get_table("db.cf")) == StreamPosition(newest_compact, 0, True)

@@ -275,6 +275,22 @@ def test_every_scan_mode(spark, tmp_path, catalog):
         q.stop()
 
 
+def test_compacted_full_reads_from_the_newest_full_compaction(spark, tmp_path, catalog):
+    """`scan.mode = compacted-full` on a table with `full-compaction.delta-commits`: a batch read
+    sees the newest full compaction, a stream starts there (read whole) and then follows."""
+    t = catalog.create_table("db.cf", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "full-compaction.delta-commits": "2"})
+    t.write_arrow(batch([1], v="old"), commit_user="w", commit_identifier=1)
+    t.write_arrow(batch([2], v="old"), commit_user="w", commit_identifier=2)   # due: a full compaction
+    t.write_arrow(batch([2], v="new"), commit_user="w", commit_identifier=3)
+    read = spark.read.format("paimon").option("scan.mode", "compacted-full").load(t.path)
+    assert sorted((r["id"], r["v"]) for r in read.collect()) == [(1, "old1"), (2, "old2")]
+    latest = spark.read.format("paimon").load(t.path)
+    assert sorted((r["id"], r["v"]) for r in latest.collect()) == [(1, "old1"), (2, "new2")]
+    rows = flat(ok(run_batches(stream(spark, t.path, **{"scan.mode": "compacted-full"}), tmp_path / "cf")))
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "old1"), (2, "new2"), (2, "old2")]
+
+
 def test_stream_reader_offsets(catalog):
     """The stream reader's Spark-facing methods, called as Spark's planner process calls them."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles

@@ -143,7 +143,7 @@ def test_invalid_start_options(catalog):
     with pytest.raises(InvalidOptionError, match="scan.mode"):
         stream_scan(t, **{"scan.mode": "sometimes"})
     with pytest.raises(InvalidOptionError, match="not supported"):
-        stream_scan(t, **{"scan.mode": "compacted-full"})
+        stream_scan(t, **{"scan.mode": "incremental"})
     with pytest.raises(InvalidOptionError, match="scan.snapshot-id"):
         stream_scan(t, **{"scan.mode": "from-snapshot"}).start_position()
     with pytest.raises(InvalidOptionError, match="scan.timestamp-millis"):
