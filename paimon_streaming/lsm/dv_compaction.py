@@ -311,8 +311,8 @@ class BucketCompactor:
         carried = None
         for cut in cuts + [None]:
             parts = [run.take_through(cut) for run in runs]
-            rows = pa.concat_tables([rows for rows, _ in parts])
-            level0 = np.concatenate([np.full(rows.num_rows, fresh) for rows, fresh in parts])
+            rows = pa.concat_tables([part for part, _ in parts])
+            level0 = np.concatenate([np.full(part.num_rows, fresh) for part, fresh in parts])
             if self.lookup:
                 merged, changelog = self._merge(rows, level0, [], bucket, vectors)
                 if changelog is not None and changelog.num_rows:
