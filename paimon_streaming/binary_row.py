@@ -76,6 +76,24 @@ def encode_rows(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[D
     `num_rows` is needed only when there are no columns (the empty row). The result is
     pa.binary(), or pa.large_binary() when the rows exceed 2 GiB in total.
     """
+    return _assemble(*_encode_words(columns, types, num_rows))
+
+
+def row_hashes(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType],
+               num_rows: int | None = None) -> np.ndarray:
+    """`hash_rows(encode_rows(columns, types))`, without assembling the rows when every field
+    is stored in its slot (fixed-width keys, the common bucket key): their bytes are the
+    words matrix itself, hashed column by column."""
+    words, pieces, cursor = _encode_words(columns, types, num_rows)
+    if pieces:
+        return hash_rows(_assemble(words, pieces, cursor))
+    return _hash_matrix(words.view(np.uint32), _MURMUR_SEED)
+
+
+def _encode_words(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType],
+                  num_rows: int | None) -> tuple[np.ndarray, list[pa.Array], np.ndarray]:
+    """The rows' fixed part (header and slots: one row of uint64 words per row), the pieces of
+    their variable part, and each row's total length."""
     if len(columns) != len(types):
         raise ValueError(f"{len(columns)} columns but {len(types)} types")
     arrays = [_as_array(c) for c in columns]
@@ -91,15 +109,21 @@ def encode_rows(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[D
     pieces: list[pa.Array] = []
     for i, (column, t) in enumerate(zip(arrays, types)):
         f = _encode_column(column, t)
-        bit = i + _HEADER_BITS
-        words[:, bit // 64] |= f.null.astype(np.uint64) << np.uint64(bit % 64)
-        slot = np.where(f.null, np.uint64(0), f.slot)
+        slot = f.slot
+        if f.null.any():
+            bit = i + _HEADER_BITS
+            words[:, bit // 64] |= f.null.astype(np.uint64) << np.uint64(bit % 64)
+            slot = np.where(f.null, np.uint64(0), slot)
         if f.var_len is not None:
             slot |= np.where(f.var_len > 0, cursor, 0).astype(np.uint64) << np.uint64(32)
             cursor += f.var_len
             pieces.extend(f.var)
         words[:, header // 8 + i] = slot
+    return words, pieces, cursor
 
+
+def _assemble(words: np.ndarray, pieces: list[pa.Array], cursor: np.ndarray) -> pa.Array:
+    """The rows' bytes: the fixed part followed by the variable pieces, row by row."""
     large = int(cursor.sum()) > _MAX_BINARY
     fixed = _binary_from_matrix(words.view(np.uint8), large)
     if not pieces:
@@ -497,15 +521,12 @@ def hash_rows(rows: pa.Array | pa.ChunkedArray, seed: int = _MURMUR_SEED) -> np.
         raise ValueError("BinaryRow lengths must be multiples of 4 bytes")
     n = len(rows)
     words = data[offsets[0]:offsets[-1]].view(np.uint32) if n else np.zeros(0, np.uint32)
-    h = np.full(n, seed, np.uint32)
-    spare = np.empty(n, np.uint32)
     if n >= _MIN_VECTOR_ROWS and (lengths == lengths[0]).all():
         # Fixed-width rows (bucket keys of fixed-width types, the common case): row r's
         # words are row r of a matrix, so no sort and no gather.
-        matrix = words.reshape(n, int(lengths[0]) // 4)
-        for w in range(matrix.shape[1]):
-            _mix_column(h, matrix[:, w], spare)
-        return _finish(h, lengths).view(np.int32)
+        return _hash_matrix(words.reshape(n, int(lengths[0]) // 4), seed)
+    h = np.full(n, seed, np.uint32)
+    spare = np.empty(n, np.uint32)
     order = np.argsort(-lengths, kind="stable")
     starts = (offsets[:-1][order] - offsets[0]) // 4
     word_counts = lengths[order] // 4
@@ -520,6 +541,25 @@ def hash_rows(rows: pa.Array | pa.ChunkedArray, seed: int = _MURMUR_SEED) -> np.
     out = np.empty(n, np.int32)
     out[order] = _finish(h, lengths[order]).view(np.int32)
     return out
+
+
+def _hash_matrix(matrix: np.ndarray, seed: int) -> np.ndarray:
+    """Murmur3 of rows of one length: row r's uint32 words are row r of `matrix`.
+
+    Leading words equal in every row (the header of rows without nulls) leave every row in
+    the same state, so they are mixed once for all rows."""
+    n, width = matrix.shape
+    same = 0
+    while same < width and n and (matrix[:, same] == matrix[0, same]).all():
+        same += 1
+    state = np.full(1, seed, np.uint32)
+    for w in range(same):
+        _mix_column(state, matrix[:1, w], np.empty(1, np.uint32))
+    h = np.full(n, state[0], np.uint32)
+    spare = np.empty(n, np.uint32)
+    for w in range(same, width):
+        _mix_column(h, matrix[:, w], spare)
+    return _finish(h, np.uint32(4 * width)).view(np.int32)
 
 
 def _mix_column(h: np.ndarray, words: np.ndarray, spare: np.ndarray) -> None:
@@ -541,9 +581,9 @@ def _mix_column(h: np.ndarray, words: np.ndarray, spare: np.ndarray) -> None:
     h += np.uint32(_C3)
 
 
-def _finish(h: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def _finish(h: np.ndarray, lengths: np.ndarray | np.uint32) -> np.ndarray:
     """Murmur3's finalization (length, then fmix32), in place on the uint32 states."""
-    h ^= lengths.astype(np.uint32)
+    h ^= np.asarray(lengths).astype(np.uint32)
     h ^= h >> np.uint32(16)
     h *= np.uint32(_F1)
     h ^= h >> np.uint32(13)

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .binary_row import encode_rows, hash_rows
+from .binary_row import row_hashes
 from .errors import InvalidOptionError, SchemaMismatchError
 from .types import DataType
 
@@ -28,15 +28,15 @@ def bucket_key_hashes(table: pa.Table, key_names: Sequence[str], key_types: Sequ
             raise SchemaMismatchError(f"bucket key column {name!r} is missing from the data "
                                       f"(columns: {table.column_names})")
         columns.append(table.column(name))
-    return hash_rows(encode_rows(columns, key_types, num_rows=table.num_rows))
+    return row_hashes(columns, key_types, num_rows=table.num_rows)
 
 
 def hash_to_bucket(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
-    """Java's ``Math.abs(hash % N)``: the remainder takes the dividend's sign, so this is
-    abs(hash) mod N (computed in int64, where abs(INT_MIN) does not overflow)."""
+    """Java's ``Math.abs(hash % N)``: `fmod` is the remainder with the dividend's sign, as
+    Java's %, and its magnitude is below N, so abs never overflows (not even for INT_MIN)."""
     if num_buckets <= 0:
         raise InvalidOptionError(f"fixed bucket mode needs 'bucket' > 0, got {num_buckets}")
-    return (np.abs(hashes.astype(np.int64)) % num_buckets).astype(np.int32)
+    return np.abs(np.fmod(hashes.astype(np.int32, copy=False), np.int32(num_buckets)))
 
 
 def fixed_buckets(table: pa.Table, key_names: Sequence[str], key_types: Sequence[DataType],

@@ -45,6 +45,7 @@ from .types import DataField, from_arrow, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _BUCKET_BITS = 31  # a (partition, bucket) group id holds any bucket Paimon allows (a Java int)
+_FEW_GROUPS = 8    # up to this many groups in a batch, each is found by a comparison pass
 # Types of a one-column key whose sort order is the stats' min/max order and whose stats keep whole values
 # (not floats: NaN and -0.0; not strings: truncated to 128 characters; binaries have none).
 _BOUNDS_ARE_STATS = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME",
@@ -144,16 +145,28 @@ def write_threads(groups: int) -> int:
     return max(1, min(groups, limit))
 
 
-def _stable_group_order(part_ids: np.ndarray, buckets: np.ndarray, combined: np.ndarray) -> np.ndarray:
-    """Row order grouping equal `combined` (partition, bucket) values, input order kept within a
-    group. With fewer than 2^15 groups a dense 16-bit group id is sorted instead, which numpy
-    sorts stably by radix sort, several times faster than the 64-bit values."""
-    if not len(buckets) or buckets.min() < 0:
-        return np.argsort(combined, kind="stable")
+def group_rows(part_ids: np.ndarray, buckets: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """(partition id, bucket, row indices) of each group of equal (partition, bucket), in
+    (partition, bucket) order, the rows of a group in input order (which decides which
+    duplicate key wins). A handful of groups (a batch over a few buckets) are found by one
+    comparison pass each, several times faster than sorting the rows; more groups by a stable
+    sort of a dense 16-bit group id (numpy's radix sort) when there are fewer than 2^15
+    possible ones, else of the 64-bit (partition, bucket) values. Buckets are >= 0 here
+    (bucket-unaware tables write bucket 0; postpone mode is refused)."""
+    if not len(buckets):
+        return []
+    dense = None
     width = int(buckets.max()) + 1
     if (int(part_ids.max()) + 1) * width < 1 << 15:
-        return np.argsort((part_ids * width + buckets).astype(np.int16), kind="stable")
-    return np.argsort(combined, kind="stable")
+        dense = part_ids * width + buckets
+        present = np.flatnonzero(np.bincount(dense))
+        if len(present) <= _FEW_GROUPS:
+            return [(int(g) // width, int(g) % width, np.flatnonzero(dense == g)) for g in present]
+    combined = (part_ids << _BUCKET_BITS) | buckets
+    order = np.argsort(dense.astype(np.int16) if dense is not None else combined, kind="stable")
+    bounds = np.flatnonzero(np.diff(combined[order])) + 1
+    return [(int(combined[c[0]]) >> _BUCKET_BITS, int(combined[c[0]]) & ((1 << _BUCKET_BITS) - 1), c)
+            for c in np.split(order, bounds)]
 
 
 @dataclass
@@ -204,18 +217,11 @@ class TableWrite:
         """Split a batch into (partition, bucket) groups, keeping input order within a group."""
         part_ids, part_rows = self._partitions(data)
         buckets = self._buckets(data, part_ids, part_rows, index_entries)
-        combined = (part_ids << _BUCKET_BITS) | buckets
-        order = _stable_group_order(part_ids, buckets, combined)
-        bounds = np.flatnonzero(np.diff(combined[order])) + 1
         part_names = [f.name for f in self.partition_fields]
         groups = []
-        for chunk in np.split(order, bounds):
-            if not len(chunk):
-                continue
-            key = int(combined[chunk[0]])
-            pid, bucket = key >> _BUCKET_BITS, key & ((1 << _BUCKET_BITS) - 1)
-            values = data.select(part_names).slice(int(chunk[0]), 1).to_pylist()[0]
-            groups.append(_Group(part_rows[pid], [values[n] for n in part_names], bucket, data, chunk))
+        for pid, bucket, rows in group_rows(part_ids, buckets):
+            values = data.select(part_names).slice(int(rows[0]), 1).to_pylist()[0]
+            groups.append(_Group(part_rows[pid], [values[n] for n in part_names], bucket, data, rows))
         return groups
 
     def partition_and_bucket(self, data: pa.Table) -> tuple[pa.Array, np.ndarray | None]:
