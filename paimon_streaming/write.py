@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
@@ -506,23 +506,40 @@ class TableWrite:
                 live_files.setdefault((e.partition, e.bucket), []).append(e.file)
             self.compactor()  # built once, before the threads share it
 
+        compacts = dv or universal or full
+
         def write_one(g: _Group) -> CommitMessage:
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset
             files, changelog = self.write_group(g, start, split_after=largest.get((g.partition, g.bucket)))
-            message = CommitMessage(g.partition, g.bucket, total, Increment(new_files=files, changelog_files=changelog))
-            if dv or universal or full:
-                old = live_files.get((g.partition, g.bucket), [])
-                message.compact = self.compact_bucket(g.partition, g.partition_values, g.bucket, old + files,
-                                                      () if overwrite else index_entries,
-                                                      full=full, force_level0=dv) or Increment()
-            return message
+            return CommitMessage(g.partition, g.bucket, total, Increment(new_files=files, changelog_files=changelog))
+
+        def compact_one(g: _Group, message: CommitMessage) -> None:
+            old = live_files.get((g.partition, g.bucket), [])
+            message.compact = self.compact_bucket(g.partition, g.partition_values, g.bucket,
+                                                  old + message.data.new_files, () if overwrite else index_entries,
+                                                  full=full, force_level0=dv) or Increment()
 
         threads = write_threads(len(groups))
         if threads > 1:
+            # Two tasks per group: its files, then (queued once they exist) its compaction. Every
+            # group's files come first, so the threads run out of work only over the last
+            # compactions, not over whole groups, whose cost varies with what they compact.
             with ThreadPoolExecutor(threads, thread_name_prefix="paimon-write") as pool:
-                written = list(pool.map(write_one, groups))
+                def write_then_queue(g: _Group) -> tuple[CommitMessage, Future | None]:
+                    message = write_one(g)
+                    return message, pool.submit(compact_one, g, message) if compacts else None
+                tasks = [pool.submit(write_then_queue, g) for g in groups]
+                written = []
+                for task in tasks:
+                    message, compaction = task.result()
+                    if compaction is not None:
+                        compaction.result()
+                    written.append(message)
         else:
             written = [write_one(g) for g in groups]
+            if compacts:
+                for g, message in zip(groups, written):
+                    compact_one(g, message)
         messages = {(m.partition, m.bucket): m for m in written}
         for change in self.dynamic.changes:
             inc = messages[(change.partition, change.bucket)].data
