@@ -41,6 +41,8 @@ from .schema import SchemaManager, TableSchema, cast_type_check
 from .stats import collect_stats, stats_columns, stats_modes
 from .system_fields import is_system_field, reserved_names_message
 from .lsm.changelog import changelog_producer, input_changelog
+from .lsm.dv_compaction import BucketCompactor, BucketFiles
+from .lsm.lookup import KEY_INDEXES, KeyIndex
 from .types import DataField, from_arrow, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -312,7 +314,6 @@ class TableWrite:
     def compactor(self):
         """Compacts buckets after writes (deletion-vector mode) and for `Table.compact`."""
         if self._compactor is None:
-            from .lsm.dv_compaction import BucketCompactor
             schemas = SchemaManager(self.file_io, self.table_path)
             cache: dict[int, TableSchema] = {self.schema.id: self.schema}
 
@@ -331,7 +332,6 @@ class TableWrite:
         """Compact one bucket: everything (`full`), level 0 pushed up (`force_level0`, what
         lookup tables need at every write and `Table.compact` does), or only what universal
         picking asks for (merge-on-read tables after a write)."""
-        from .lsm.dv_compaction import BucketFiles
         dv_index = next((e.index_file for e in index_entries if e.partition == partition and e.bucket == bucket
                          and e.index_file.index_type == DELETION_VECTORS_INDEX), None)
         directory = self.bucket_dir(partition_values, bucket)
@@ -411,7 +411,6 @@ class TableWrite:
                   keep_rows: bool) -> None:
         """Index a just-written file's keys now, from memory (data files never change, so the
         index stays valid), and keep a level-0 file's rows for this batch's compaction."""
-        from .lsm.lookup import KEY_INDEXES, KeyIndex
         keys = self.schema.trimmed_primary_keys
         key_table = rows.select(keys)
         KEY_INDEXES.get(name, lambda: KeyIndex(key_table, [self.schema.field(k).type for k in keys]))
