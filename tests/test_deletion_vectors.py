@@ -335,6 +335,37 @@ def test_buckets_written_in_parallel_equal_a_sequential_write(catalog, monkeypat
     assert layout(tables["1"]) == layout(tables["4"])
 
 
+@pytest.mark.parametrize("failing", ["files", "compaction"])
+def test_a_bucket_failing_on_the_write_threads_fails_the_whole_batch(catalog, monkeypatch, failing):
+    """One bucket's files or compaction failing on a writer thread (each is its own task) fails
+    the batch: nothing is committed, the other buckets' finished work included, and the batch
+    written again lands whole."""
+    from paimon_streaming.lsm.dv_compaction import BucketCompactor
+    from paimon_streaming.write import TableWrite
+    monkeypatch.setenv("PAIMON_WRITE_THREADS", "2")
+    t = catalog.create_table("db.failing", SCHEMA, primary_keys=["k"], options={"bucket": "4", **DV})
+    t.write_arrow(batch(list(range(0, 400)), "a"))
+    before = (t.latest_snapshot().id, state(t))
+    cls, name = (TableWrite, "write_group") if failing == "files" else (BucketCompactor, "compact")
+    original = getattr(cls, name)
+
+    def fail_bucket_2(self, target, *args, **kwargs):
+        bucket = target.bucket if failing == "files" else int(target.bucket_dir.rsplit("-", 1)[1])
+        if bucket == 2:
+            raise OSError("disk full (injected)")
+        return original(self, target, *args, **kwargs)
+    monkeypatch.setattr(cls, name, fail_bucket_2)
+    update = batch(list(range(200, 600)), "b")
+    with pytest.raises(OSError, match="injected"):
+        t.write_arrow(update)
+    assert (t.latest_snapshot().id, state(t)) == before
+    monkeypatch.setattr(cls, name, original)
+    t.write_arrow(update)
+    expected = {**before[1], **{k: (f"b-{k}", k) for k in range(200, 600)}}
+    assert state(t) == expected
+    check_invariants(t)
+
+
 @pytest.mark.parametrize("value", ["0", "two"])
 def test_write_threads_setting_is_checked(catalog, monkeypatch, value):
     monkeypatch.setenv("PAIMON_WRITE_THREADS", value)
