@@ -117,3 +117,92 @@ def test_option_errors(spark, broker):
     except Exception:
         pass
     assert f"Kafka topic '{missing}' does not exist" in str(q.exception())
+
+
+# ---- consumers lent from task to task -------------------------------------------------------
+def read_offsets(kafka_module, options, topic: str, partition: int, start: int, end: int) -> list[int]:
+    batches = kafka_module.read_range(options, kafka_module.KafkaRange(topic, partition, start, end))
+    return [o for b in batches for o in b.column("offset").to_pylist()]
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The kafka-python source module with a fresh consumer pool, counting consumers made."""
+    from paimon_streaming.sources import kafka as kafka_module
+    monkeypatch.setattr(kafka_module, "CONSUMERS", kafka_module.ConsumerPool())
+    made = []
+    real = kafka_module.KafkaOptions.consumer
+    monkeypatch.setattr(kafka_module.KafkaOptions, "consumer", lambda self: made.append(real(self)) or made[-1])
+    return kafka_module, made
+
+
+def test_a_consumer_serves_the_next_ranges_and_partitions_exactly(broker, counted):
+    kafka_module, made = counted
+    topic = unique_topic("reuse")
+    broker.create_topic(topic, partitions=2)
+    produce(broker, topic, [(f"k{i}", f"v{i}") for i in range(30)], partition=0)
+    produce(broker, topic, [(f"k{i}", f"w{i}") for i in range(10)], partition=1)
+    options = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic})
+    assert read_offsets(kafka_module, options, topic, 0, 0, 10) == list(range(10))
+    assert read_offsets(kafka_module, options, topic, 0, 10, 30) == list(range(10, 30))
+    assert read_offsets(kafka_module, options, topic, 1, 0, 10) == list(range(10))
+    assert read_offsets(kafka_module, options, topic, 0, 5, 12) == list(range(5, 12))  # backwards: a seek
+    assert len(made) == 1 and kafka_module.CONSUMERS.idle_count() == 1
+    other = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
+                                             "kafka.client.id": "another"})
+    assert read_offsets(kafka_module, other, topic, 1, 3, 10) == list(range(3, 10))
+    assert len(made) == 2  # other settings: another consumer
+    kafka_module.CONSUMERS.close_all()
+    assert kafka_module.CONSUMERS.idle_count() == 0
+
+
+def test_a_failed_or_abandoned_read_closes_its_consumer(broker, counted, monkeypatch):
+    kafka_module, made = counted
+    topic = unique_topic("abandon")
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [(f"k{i}", f"v{i}") for i in range(30)])
+    options = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
+                                               "kafkaConsumer.pollTimeoutMs": "1500"})
+    with pytest.raises(kafka_module.KafkaSourceError, match="no record at offset 30"):
+        read_offsets(kafka_module, options, topic, 0, 25, 40)  # beyond the end: the poll times out
+    assert kafka_module.CONSUMERS.idle_count() == 0
+    monkeypatch.setattr(kafka_module, "_BATCH_ROWS", 5)
+    batches = kafka_module.read_range(options, kafka_module.KafkaRange(topic, 0, 0, 30))
+    assert next(batches).column("offset").to_pylist() == [0, 1, 2, 3, 4]
+    batches.close()  # the task stopped reading: the consumer's position is mid-range
+    assert kafka_module.CONSUMERS.idle_count() == 0
+    assert read_offsets(kafka_module, options, topic, 0, 0, 30) == list(range(30))
+    assert len(made) == 3 and kafka_module.CONSUMERS.idle_count() == 1
+    kafka_module.CONSUMERS.close_all()
+
+
+class FakeConsumer:
+    def __init__(self):
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def test_idle_consumers_expire_and_the_pool_is_bounded():
+    from paimon_streaming.sources.kafka import ConsumerPool, KafkaOptions
+    made = []
+
+    class Options(KafkaOptions):
+        def consumer(self):
+            made.append(FakeConsumer())
+            return made[-1]
+
+    options = Options("h:1", ("t",), None, "earliest", None, False, 1000, ())
+    pool = ConsumerPool(idle_timeout_s=3600, max_idle=2)
+    with pool.borrow(options) as a, pool.borrow(options) as b, pool.borrow(options) as c:
+        assert len({id(a), id(b), id(c)}) == 3  # one consumer per concurrent task
+    # returned c, b, a (inner first): the first one back goes when a third comes back
+    assert pool.idle_count() == 2 and c.closed and not b.closed and not a.closed
+    with pool.borrow(options) as d:
+        assert d is a  # the most recently returned
+    pool.idle_timeout_s = 0
+    with pool.borrow(options) as e:
+        assert e not in (a, b) and a.closed and b.closed  # expired ones are closed when the pool is next used
+    pool.close_all()
+    assert e.closed and pool.idle_count() == 0
