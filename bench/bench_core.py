@@ -253,6 +253,7 @@ def run_child(system: System, seed: int, rows: int, batches: int, workdir: str) 
         "first_batch_s": latencies[0],
         "last_batch_s": latencies[-1],
         "last_over_first": latencies[-1] / latencies[0],
+        "slowest_batch_s": max(latencies),
         "growth": growth(latencies),
         "write_peak_rss_mb": write_peak,
         "read_s": read_s,
@@ -298,7 +299,8 @@ def spawn(name: str, seed: int, rows: int, batches: int, workroot: str | None) -
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-NUMBERS = ["rows_per_s", "first_batch_s", "last_batch_s", "last_over_first", "write_peak_rss_mb", "read_s"]
+NUMBERS = ["rows_per_s", "first_batch_s", "last_batch_s", "last_over_first", "slowest_batch_s",
+           "write_peak_rss_mb", "read_s"]
 
 
 def ratios(runs: dict[str, list[dict]], system: str) -> dict[str, dict[str, float | None]]:
@@ -350,7 +352,7 @@ def print_table(records: list[dict]) -> None:
           f"{records[0]['runs']} run(s); W2 full read (load average {os.getloadavg()[0]:.1f})")
     if TABLE_OPTIONS:
         print("our table options: " + ", ".join(f"{k}={v}" for k, v in TABLE_OPTIONS.items()))
-    head = (f"{'system':<20}{'rows/s':>11}{'first s':>9}{'last s':>9}{'last/1st':>9}"
+    head = (f"{'system':<20}{'rows/s':>11}{'first s':>9}{'last s':>9}{'last/1st':>9}{'slowest s':>10}"
             f"{'peak MB':>9}{'read s':>8}{'read/raw':>9}  read check")
     print(head + "\n" + "-" * len(head))
     for r in records:
@@ -358,7 +360,7 @@ def print_table(records: list[dict]) -> None:
         read_ratio = ("1.00" if r["system"] == "raw-parquet"
                       else _fmt(r["vs"].get("raw-parquet", {}).get("read_s"), "{:.2f}"))
         print(f"{r['system']:<20}{m['rows_per_s']:>11,.0f}{m['first_batch_s']:>9.2f}{m['last_batch_s']:>9.2f}"
-              f"{m['last_over_first']:>9.2f}{m['write_peak_rss_mb']:>9.0f}{m['read_s']:>8.2f}{read_ratio:>9}"
+              f"{m['last_over_first']:>9.2f}{m['slowest_batch_s']:>10.2f}{m['write_peak_rss_mb']:>9.0f}{m['read_s']:>8.2f}{read_ratio:>9}"
               f"  {r['read_check']}")
     grown = [r for r in records if r.get("growth") is not None]
     if grown:
