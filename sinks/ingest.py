@@ -141,10 +141,12 @@ def read_avro_schema(cfg: IngestConfig) -> str:
 
 
 def sample_values(cfg: IngestConfig) -> list[bytes]:
-    """Up to 1000 record values from the start of the topic(s), for schema inference."""
-    from kafka import KafkaConsumer, TopicPartition
-    consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers.split(","), enable_auto_commit=False,
-                             group_id=None)
+    """Up to 1000 record values from the start of the topic(s), for schema inference, read with
+    the job's `--kafka-option`s (a secured cluster needs them here as in the query)."""
+    from kafka import TopicPartition
+
+    from paimon_streaming.sources.kafka import KafkaOptions
+    consumer = KafkaOptions.parse(cfg.source_options()).consumer()
     try:
         topics = cfg.topics
         if cfg.topic_pattern:

@@ -60,6 +60,23 @@ def ingest(spark, broker, tmp_path, topic: str, **kw) -> tuple[int, list[str]]:
     return run_ingest(spark, cfg, lines.append), lines
 
 
+def test_schema_inference_reads_with_the_jobs_kafka_options(broker, monkeypatch):
+    import kafka
+
+    from paimon_streaming.sinks.ingest import sample_values
+    topic = unique_topic("infer-options")
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, keyed_messages(5, 5, seed=3), lambda r: json.dumps(r).encode())
+    made = []
+    real = kafka.KafkaConsumer
+    monkeypatch.setattr(kafka, "KafkaConsumer", lambda **kw: made.append(kw) or real(**kw))
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse="unused", table="db.t", topics=(topic,),
+                       kafka_options={"client.id": "inference", "security.protocol": "PLAINTEXT"})
+    values = sample_values(cfg)
+    assert 1 <= len(values) <= 5 and all(json.loads(v)["id"] >= 0 for v in values)
+    assert [(kw["client_id"], kw["security_protocol"]) for kw in made] == [("inference", "PLAINTEXT")]
+
+
 def test_json_upserts_and_deletes_with_inferred_schema_then_resume(spark, broker, tmp_path):
     topic = unique_topic("ingest-json")
     broker.create_topic(topic, partitions=3)
