@@ -22,7 +22,9 @@ from .predicate import Filter
 from .read import SplitReader
 from .streaming_scan import FULL, OVERWRITE_DIFF, ReadUnit
 
-ROW_KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"], pa.string())
+# a tuple, not an Arrow array: pyarrow's first array imports pandas (0.16 s), which the Spark
+# processes that only plan a read never need
+ROW_KIND_NAMES = ("+I", "-U", "+U", "-D")
 
 
 def read_unit(reader: SplitReader, unit: ReadUnit, names: list[str], flt: Filter | None = None) -> pa.Table:
@@ -44,7 +46,7 @@ def to_output(table: pa.Table, row_kind_column: str | None) -> pa.Table:
     if row_kind_column is None:
         keep = pc.invert(pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8())))
         return table.filter(keep)
-    names = ROW_KIND_NAMES.take(pc.cast(kinds, pa.int32()))
+    names = pa.array(ROW_KIND_NAMES, pa.string()).take(pc.cast(kinds, pa.int32()))
     return table.append_column(pa.field(row_kind_column, pa.string(), False), names)
 
 
