@@ -1,5 +1,5 @@
 """Key index cache micro-benchmark: what one lookup probe of a batch against one data file costs
-when the file's key index is in memory, spilled on local disk (memory-mapped back), rebuilt
+when the file's key index is in memory, spilled on local disk (read back), rebuilt
 from the Parquet file, or ruled out by the file's bloom filter; how often a bloom filter rules
 out a batch of absent keys, by batch size; and the filters' false-positive rate at ~10 bits a
 key (`lookup.cache.bloom.filter.fpp` = 0.01).
@@ -7,7 +7,7 @@ key (`lookup.cache.bloom.filter.fpp` = 0.01).
     .venv/bin/python bench/bench_lookup.py                    # 1M-row file, 1,000-key batches
     .venv/bin/python bench/bench_lookup.py --rows 200000 --batch 100
 
-Median of `--repeat` probes each; the disk figure includes opening and mapping the spill file
+Median of `--repeat` probes each; the disk figure includes reading the spill file back
 (the page cache is warm, as it is on an executor that spilled the index recently).
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def run(kind: str, rows: int, batch: int, repeat: int, work: str) -> None:
     def build() -> KeyIndex:
         return KeyIndex(pq.read_table(data, columns=["k"]), types)
     index = build()
-    spill = os.path.join(work, f"{kind}.arrow")
+    spill = os.path.join(work, kind + index.spill_suffix)
     size = index.save(spill)
     assert len(index.positions_of(hit)) == batch
     assert np.array_equal(KeyIndex.load(spill).positions_of(hit), index.positions_of(hit))
@@ -60,7 +60,7 @@ def run(kind: str, rows: int, batch: int, repeat: int, work: str) -> None:
     disk = timed(lambda: KeyIndex.load(spill).positions_of(hit), repeat)
     rebuilt = timed(lambda: build().positions_of(hit), max(3, repeat // 10))
     print(f"{kind:>6} keys, {rows:,}-row file, {batch:,}-key batch of present keys: probe with the index in "
-          f"memory {memory:.3f} ms | on disk (mmap) {disk:.3f} ms | rebuilt from Parquet {rebuilt:.1f} ms "
+          f"memory {memory:.3f} ms | on disk {disk:.3f} ms | rebuilt from Parquet {rebuilt:.1f} ms "
           f"(index {index.nbytes / 2**20:.1f} MiB, spill file {size / 2**20:.1f} MiB)")
 
     cache = KeyIndexCache(max_bytes=1, directory=work)          # holds one index: "f" goes to disk

@@ -185,6 +185,41 @@ def test_memory_bound_holds(tmp_path):
     cache.clear()
 
 
+def test_a_cyclic_scan_over_more_indexes_than_memory_keeps_hitting_memory(tmp_path):
+    """A lookup probes every file of a bucket each batch: with 5 indexes and room for 3, plain
+    LRU would evict each index just before its next probe and never hit memory. Indexes read
+    back from disk do not push resident ones out, so 3 of every 5 probes stay in memory."""
+    values = {f"f{i}": range(i * 1000, i * 1000 + 1000) for i in range(5)}
+    size = KeyIndex(int_keys(values["f0"]), INT).nbytes
+    cache = tiny_cache(tmp_path, max_bytes=3 * size + 100)
+    probe = BatchKeys.of(int_keys([1500, 3999, 4000, 4001]), INT)
+
+    def fail():
+        raise AssertionError("an index on disk was rebuilt from the data file")
+    for name, v in values.items():
+        cache.get(name, lambda v=v: KeyIndex(int_keys(v), INT))
+    for _ in range(4):
+        hits = cache.stats.memory_hits
+        answers = {name: list(cache.positions(name, fail, probe)) for name in values}
+        assert answers == {"f0": [], "f1": [500], "f2": [], "f3": [999], "f4": [0, 1]}
+        assert cache.stats.memory_hits - hits == 3
+    assert cache._bytes <= cache.max_bytes and cache.stats.builds == 5
+    cache.clear()
+
+
+def test_a_damaged_spill_file_is_rebuilt_from_the_data_file(tmp_path):
+    cache = tiny_cache(tmp_path)
+    cache.get("a", lambda: KeyIndex(int_keys(range(0, 100, 2)), INT))
+    cache.get("b", lambda: KeyIndex(int_keys(range(1, 100, 2)), INT))      # "a" is spilled
+    (path,) = [os.path.join(cache.directory, f) for f in os.listdir(cache.directory)]
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 4)
+    builds = cache.stats.builds
+    index = cache.get("a", lambda: KeyIndex(int_keys(range(0, 100, 2)), INT))
+    assert cache.stats.builds == builds + 1 and list(index.positions_of(BatchKeys.of(int_keys([4, 5]), INT))) == [2]
+    cache.clear()
+
+
 def test_discarded_indexes_leave_every_tier(tmp_path):
     """Indexes of files compaction removed are dropped from memory, disk and bloom filters
     at once: nothing is spilled for them, and live indexes keep their room."""
