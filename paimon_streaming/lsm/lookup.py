@@ -197,15 +197,18 @@ class KeyIndex:
         return os.path.getsize(path)
 
     @classmethod
-    def load(cls, path: str) -> "KeyIndex":
+    def load(cls, path: str, size: int | None = None) -> "KeyIndex":
         """An index saved by `save` (an IPC one memory-mapped: its arrays are views of the
         file's pages, and the mapping outlives an unlink of the file). OSError when the file
-        is not whole."""
+        does not have the `size` `save` returned (a raw file cut at a key would lose keys)."""
+        actual = os.path.getsize(path)
+        if size is not None and actual != size:
+            raise OSError(f"spilled key index {path} has {actual} bytes, {size} were written")
         index = cls.__new__(cls)
         if path.endswith(_INTS_SUFFIX):
             words = np.fromfile(path, np.int64)
-            if not len(words) or os.path.getsize(path) != words.nbytes:
-                raise OSError(f"spilled key index {path} is truncated")
+            if not len(words) or actual != words.nbytes:
+                raise OSError(f"spilled key index {path} is damaged")
             index._set(len(words) - 1, ints=words[1:], unique=bool(words[0]))
             return index
         with pa.memory_map(path) as source:
@@ -425,7 +428,7 @@ class KeyIndexCache:
             _unlink(path)
         if entry is not None:
             try:
-                index = KeyIndex.load(entry.path)
+                index = KeyIndex.load(entry.path, entry.size)
             except (OSError, pa.ArrowInvalid):  # removed or damaged underneath: rebuild it
                 self._forget_disk(name, entry)
             else:
@@ -462,7 +465,7 @@ class KeyIndexCache:
         """Keep `index` in memory. With `evict=False` (an index read back from disk) only when it
         fits beside the others: promoting it would push out an index the same lookup may probe
         next, so a lookup cycling over more indexes than memory holds would miss memory on
-        every probe (LRU under a cyclic scan); unpromoted, it answers from its memory map and
+        every probe (LRU under a cyclic scan); unpromoted, it answers this probe only, and
         the resident indexes keep serving their share of the probes."""
         with self._lock:
             if name in self._items or (not evict and self._items and self._bytes + index.nbytes > self.max_bytes):
