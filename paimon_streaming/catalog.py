@@ -119,9 +119,11 @@ class Catalog:
         """The table; TableNotFoundError when there is none, MissingFileError when its directory
         has snapshots but lost its schema files."""
         path = self.table_path(identifier)
-        if SchemaManager(self.file_io, path).latest() is None:
-            raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse} (looked in {path})")
-        return Table(self.file_io, path, identifier)
+        try:
+            return Table(self.file_io, path, identifier)
+        except TableNotFoundError:
+            raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse} "
+                                     f"(looked in {path})") from None
 
     def rename_table(self, identifier: str, new_identifier: str) -> Table:
         """Rename (or move to another database) a table: one atomic directory rename, so a

@@ -17,6 +17,7 @@ import numpy as np
 from pyroaring import BitMap, BitMap64
 
 from .errors import CorruptFileError, MissingFileError
+from .file_cache import ImmutableFileCache
 from .fileio import FileIO
 from .manifest import DeletionVectorMeta
 
@@ -101,9 +102,22 @@ def encode_index_file(vectors: dict[str, BitMap | BitMap64],
     return b"".join(parts), metas
 
 
+# Index files this process wrote or read, by path (file_cache.py): a writer reads each bucket's
+# index file of its previous batch back from here.
+_INDEX_FILES: ImmutableFileCache[bytes] = ImmutableFileCache(1024, max_weight=64 << 20, weigh=len)
+
+
+def write_index_file(file_io: FileIO, path: str, data: bytes) -> None:
+    file_io.write_bytes(path, data)
+    _INDEX_FILES.put(path, data)
+
+
 def read_index_file(file_io: FileIO, path: str, file_size: int | None = None) -> bytes:
     """The bytes of a deletion-vector index file: MissingFileError when absent, CorruptFileError
     when it is not the `file_size` bytes its index manifest entry records (when given)."""
+    cached = _INDEX_FILES.get(path)
+    if cached is not None and (file_size is None or len(cached) == file_size):
+        return cached
     try:
         data = file_io.read_bytes(path)
     except FileNotFoundError:
@@ -112,6 +126,7 @@ def read_index_file(file_io: FileIO, path: str, file_size: int | None = None) ->
     if file_size is not None and len(data) != file_size:
         raise CorruptFileError(f"deletion vector file {path} has {len(data)} bytes but its index manifest entry "
                                f"records {file_size} (truncated or replaced)")
+    _INDEX_FILES.put(path, data)
     return data
 
 

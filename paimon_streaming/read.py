@@ -17,7 +17,7 @@ import pyarrow as pa
 from .deletionvectors import decode_vector, positions_of, read_index_file
 from .errors import CorruptFileError
 from .evolution import read_evolved
-from .fileio import FileIO
+from .fileio import LOCAL_IO_THREADS, FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND
 from .manifest import DataFileMeta
 from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retract, last_of_each_key,
@@ -27,6 +27,9 @@ from .predicate import Filter
 from .scan import DataSplit, DeletionFile, TableScan
 from .schema import TableSchema
 from .types import to_arrow
+
+# Bytes of data files a remote read keeps in flight at most (see SplitReader._threads).
+REMOTE_IN_FLIGHT_BYTES = 512 << 20
 
 
 class SplitReader:
@@ -58,9 +61,17 @@ class SplitReader:
         pieces = [p for s in splits for p in s.pieces()]  # files of raw splits are read in parallel
         if not pieces:
             return out_schema.empty_table()
-        with ThreadPoolExecutor(max_workers=4) as pool:
+        with ThreadPoolExecutor(max_workers=self._threads(pieces)) as pool:
             tables = list(pool.map(lambda s: self.read_split(s, names, flt, with_row_kind), pieces))
         return pa.concat_tables([t.select(out_schema.names).cast(out_schema) for t in tables])
+
+    def _threads(self, pieces: list[DataSplit]) -> int:
+        """Pieces read at once: the store's I/O threads, but on a remote store no more than keep
+        REMOTE_IN_FLIGHT_BYTES of files in flight (each thread holds its piece decoded)."""
+        if self.file_io.is_local:
+            return LOCAL_IO_THREADS
+        largest = max(sum(f.file_size for f in p.files) for p in pieces)
+        return max(LOCAL_IO_THREADS, min(self.file_io.io_threads, REMOTE_IN_FLIGHT_BYTES // max(largest, 1)))
 
     def read_split(self, split: DataSplit, names: list[str], flt: Filter | None,
                    with_row_kind: bool = False) -> pa.Table:

@@ -88,11 +88,16 @@ class TableScan:
     # replaced file is an error naming it (manifest/files.py), never fewer entries.
     def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
         """The manifests of a snapshot's base and delta manifest lists."""
-        return self.manifest_list.read(snapshot.base_manifest_list, snapshot.base_manifest_list_size) + \
-            self.manifest_list.read(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)
+        lists = [(snapshot.base_manifest_list, snapshot.base_manifest_list_size),
+                 (snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)]
+        return [m for ms in self.file_io.map(lambda nl: self.manifest_list.read(*nl), lists) for m in ms]
+
+    def entries_of(self, manifests: list[ManifestFileMeta]) -> list[ManifestEntry]:
+        """The entries of these manifests, in order (read concurrently on a remote store)."""
+        return [e for es in self.file_io.map(self.manifest_file.read_meta, manifests) for e in es]
 
     def live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        entries = [e for m in self.data_manifests(snapshot) for e in self.manifest_file.read_meta(m)]
+        entries = self.entries_of(self.data_manifests(snapshot))
         try:
             return live_entries(entries)
         except CommitConflictError as exc:  # a committed snapshot always replays: its metadata is damaged
@@ -102,16 +107,14 @@ class TableScan:
                 f"{self.manifest_list.path(snapshot.delta_manifest_list)}") from exc
 
     def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        return [e for m in self.manifest_list.read(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)
-                for e in self.manifest_file.read_meta(m)]
+        return self.entries_of(self.manifest_list.read(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size))
 
     def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """The changelog files a snapshot added (empty when it has no changelog manifest list)."""
         if snapshot.changelog_manifest_list is None:
             return []
-        return [e for m in self.manifest_list.read(snapshot.changelog_manifest_list,
-                                                   snapshot.changelog_manifest_list_size)
-                for e in self.manifest_file.read_meta(m)]
+        return self.entries_of(self.manifest_list.read(snapshot.changelog_manifest_list,
+                                                       snapshot.changelog_manifest_list_size))
 
     def partition_values(self, partition: bytes) -> list[Any]:
         values = self._partition_cache.get(partition)

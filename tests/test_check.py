@@ -12,7 +12,7 @@ import pytest
 import paimon_streaming as ps
 from paimon_streaming.check import check_table
 from paimon_streaming.cli import main
-from paimon_streaming.manifest import files as manifest_files
+from paimon_streaming import file_cache
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("p", pa.string(), False)])
 
@@ -34,7 +34,7 @@ def dv(catalog):
 
 
 def problems(t: ps.Table) -> list[tuple[str, str, str]]:
-    manifest_files._CACHE = manifest_files._ImmutableFileCache()
+    file_cache.clear_all()
     return [(p.severity, p.kind, p.path) for p in check_table(ps.Table.open(t.path)).problems]
 
 

@@ -10,18 +10,18 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.errors import CorruptFileError, MissingFileError
-from paimon_streaming.manifest import files as manifest_files
+from paimon_streaming import file_cache
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
 
 
 @pytest.fixture(autouse=True)
-def cold_cache(monkeypatch):
-    monkeypatch.setattr(manifest_files, "_CACHE", manifest_files._ImmutableFileCache())
+def cold_cache():
+    file_cache.clear_all()
 
 
 def fresh(table: ps.Table) -> ps.Table:
-    manifest_files._CACHE = manifest_files._ImmutableFileCache()
+    file_cache.clear_all()
     return ps.Table.open(table.path)
 
 

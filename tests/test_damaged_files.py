@@ -24,7 +24,7 @@ from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.check import check_location, repair_hints
 from paimon_streaming.cli import main
 from paimon_streaming.errors import CorruptFileError, MissingFileError, SnapshotGapError, SnapshotMissingError
-from paimon_streaming.manifest import files as manifest_files
+from paimon_streaming import file_cache
 from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
 from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
@@ -74,7 +74,7 @@ def _system(t: ps.Table, name: str) -> list:
 def readers(earliest: int) -> dict:
     """Every read path, each opening the table afresh with a cold metadata cache."""
     def opened(path):
-        manifest_files._CACHE = manifest_files._ImmutableFileCache()
+        file_cache.clear_all()
         return ps.Table.open(path)
     return {
         "batch": lambda p: _sorted(opened(p).to_arrow().to_pylist()),
@@ -316,7 +316,7 @@ def test_metadata_files_carry_checksums(dv_table):
         damaged = bytearray(data)
         damaged[at] ^= 0x01
         open(path, "wb").write(bytes(damaged))
-        manifest_files._CACHE = manifest_files._ImmutableFileCache()
+        file_cache.clear_all()
         with pytest.raises(CorruptFileError) as err:
             ps.Table.open(dv_table.path).to_arrow()
         assert path in str(err.value)

@@ -12,7 +12,7 @@ import numpy as np
 from pyroaring import BitMap, BitMap64
 
 from ..deletionvectors import (bitmap_from_positions, decode_vector, encode_index_file, positions_of, read_index_file,
-                               record_bytes)
+                               record_bytes, write_index_file)
 from ..fileio import FileIO
 from ..manifest import DeletionVectorMeta, IndexFileMeta
 from ..manifest.entries import DELETION_VECTORS_INDEX
@@ -93,5 +93,5 @@ class DeletionVectorMaintainer:
             return [], removed
         data, metas = encode_index_file(decoded, copied)
         name = paths.new_index_file()
-        self.file_io.write_bytes(f"{self.index_dir}/{name}", data)
+        write_index_file(self.file_io, f"{self.index_dir}/{name}", data)
         return [IndexFileMeta(DELETION_VECTORS_INDEX, name, len(data), len(metas), tuple(metas))], removed

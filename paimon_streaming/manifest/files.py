@@ -8,14 +8,13 @@ records of the wrong shape raises `MissingFileError` / `CorruptFileError` naming
 from __future__ import annotations
 
 import io
-from collections import OrderedDict
-from threading import Lock
 from typing import Callable, Iterable, Sequence, TypeVar
 
 import fastavro
 
 from ..binary_row import deserialize_row, serialize_row
 from ..errors import CorruptFileError, MissingFileError
+from ..file_cache import ImmutableFileCache
 from ..fileio import FileIO
 from ..paths import PathFactory
 from ..types import DataField
@@ -29,30 +28,7 @@ _CODECS = {"zstd": "zstandard", "null": "null", "none": "null", "deflate": "defl
 T = TypeVar("T")
 
 
-class _ImmutableFileCache:
-    """Bounded LRU of decoded metadata files; safe because those files never change."""
-
-    def __init__(self, capacity: int = 512):
-        self.capacity = capacity
-        self._items: OrderedDict[str, list] = OrderedDict()
-        self._lock = Lock()
-
-    def get(self, key: str):
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: list) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-
-
-_CACHE = _ImmutableFileCache()
+_CACHE: ImmutableFileCache[list] = ImmutableFileCache(512)  # decoded records by path
 
 
 def _encode_avro(schema, records: Sequence[dict], codec: str) -> bytes:
@@ -127,26 +103,22 @@ class ManifestFile:
         self.partition_fields = partition_fields
         self.compression = compression
         self.target_size = target_size
-        self._sizes: dict[str, int] = {}  # recorded sizes of manifests `read_meta` is about to read
 
     def path(self, name: str) -> str:
         return f"{self.paths.manifest_dir}/{name}"
 
-    def read(self, name: str) -> list[ManifestEntry]:
-        """Entries of one manifest (checked against its recorded size when read through `read_meta`)."""
+    def read(self, name: str, size: int | None = None) -> list[ManifestEntry]:
+        """Entries of one manifest, checked against its recorded `size` when given."""
         path = self.path(name)
         cached = _CACHE.get(path)
         if cached is None:
-            cached = read_records(self.file_io, path, ManifestEntry.from_avro, self._sizes.pop(name, None))
+            cached = read_records(self.file_io, path, ManifestEntry.from_avro, size)
             _CACHE.put(path, cached)
         return cached
 
     def read_meta(self, meta: ManifestFileMeta) -> list[ManifestEntry]:
-        """Entries of the manifest `meta` describes, checked against its recorded size. Goes
-        through `read` (one entry point for every manifest read), handing the size over."""
-        if _CACHE.get(self.path(meta.file_name)) is None:
-            self._sizes[meta.file_name] = meta.file_size
-        return self.read(meta.file_name)
+        """Entries of the manifest `meta` describes, checked against its recorded size."""
+        return self.read(meta.file_name, meta.file_size)
 
     def write(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries into one or more manifest files of about `target_size` bytes each."""

@@ -156,8 +156,8 @@ class LiveFilesCache:
         if cached is not None and cached[0] < snapshot.id <= cached[0] + self.max_deltas:
             state = self._forward(cached, snapshot.id, snapshots, manifest_list, manifest_file)
         if state is None:
-            state = LiveFiles.replay(e for name, size in _sized_lists(snapshot) for m in manifest_list.read(name, size)
-                                     for e in manifest_file.read_meta(m))
+            metas = [m for name, size in _sized_lists(snapshot) for m in manifest_list.read(name, size)]
+            state = LiveFiles.replay(e for es in manifest_file.file_io.map(manifest_file.read_meta, metas) for e in es)
         self.put(table, snapshot, state)
         return state
 
