@@ -130,10 +130,12 @@ def _split_row_kinds(data: pa.Table, schema: TableSchema, table_name: str,
     return data, kinds
 
 
-def write_threads(groups: int) -> int:
+def write_threads(groups: int, remote: bool = False) -> int:
     """Threads writing a batch's (partition, bucket) groups side by side: one per group, at most
-    one per usable core, or PAIMON_WRITE_THREADS. Groups share nothing but the process-wide key
-    index cache (locked); Parquet encoding, sorting and the compute kernels release the GIL."""
+    one per usable core (on a remote store at least REMOTE_WRITE_THREADS, since a thread then
+    mostly waits for its uploads), or PAIMON_WRITE_THREADS. Groups share nothing but the
+    process-wide key index cache (locked); Parquet encoding, sorting and the compute kernels
+    release the GIL."""
     configured = os.environ.get("PAIMON_WRITE_THREADS", "").strip()
     if configured:
         try:
@@ -144,7 +146,12 @@ def write_threads(groups: int) -> int:
             raise InvalidOptionError(f"PAIMON_WRITE_THREADS must be a positive integer, got {configured!r}")
     else:
         limit = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        if remote:
+            limit = max(limit, REMOTE_WRITE_THREADS)
     return max(1, min(groups, limit))
+
+
+REMOTE_WRITE_THREADS = 8
 
 
 def group_rows(part_ids: np.ndarray, buckets: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
@@ -518,7 +525,7 @@ class TableWrite:
                                                   old + message.data.new_files, () if overwrite else index_entries,
                                                   full=full, force_level0=dv) or Increment()
 
-        threads = write_threads(len(groups))
+        threads = write_threads(len(groups), remote=not self.file_io.is_local)
         if threads > 1:
             # Two tasks per group: its files, then (queued once they exist) its compaction. Every
             # group's files come first, so the threads run out of work only over the last
