@@ -130,35 +130,32 @@ class FileStoreCommit:
     def commit(self, messages: Sequence[CommitMessage], commit_user: str, identifier: int,
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,
                ignore_empty: bool = True, watermark: int | None = None,
-               properties: dict[str, str] | None = None, best_effort_compaction: bool = False,
-               planned_on: Snapshot | None = None) -> list[int]:
+               properties: dict[str, str] | None = None, best_effort_compaction: bool = False) -> list[int]:
         """Commit one committable; returns the ids of the snapshots created (0, 1 or 2).
 
         `overwrite=True` replaces the whole table, or only `overwrite_partitions` when given.
         `best_effort_compaction`: writers pass it for the compaction they did after a write; on
         a merge-on-read table losing that compaction to a concurrent writer is then logged and
         its files removed instead of failing a write whose data is committed.
-        `planned_on`: the snapshot the messages were written on, if the caller read it just
-        before; it is taken as the latest while the id after it is free (see _commit_with_retry).
         """
         created: list[Snapshot] = []
         data = _collect(messages, lambda m: m.data)
         if overwrite:
             created.append(self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
                                                    replace=True, overwrite_partitions=overwrite_partitions,
-                                                   check_conflicts=True, previous=planned_on))
+                                                   check_conflicts=True))
         elif not data.is_empty() or not ignore_empty:
             deletes = any(e.kind == DELETE for e in data.entries) or any(
                 e.index_file.index_type == "DELETION_VECTORS" for e in data.index)
             kind = OVERWRITE if deletes else APPEND
             created.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
-                                                   properties, check_conflicts=deletes, previous=planned_on))
+                                                   properties, check_conflicts=deletes))
         compact = _collect(messages, lambda m: m.compact)
         if not compact.is_empty():
             try:
                 created.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
                                                        properties, check_conflicts=True,
-                                                       previous=created[-1] if created else planned_on))
+                                                       previous=created[-1] if created else None))
             except CommitConflictError as exc:
                 if not best_effort_compaction or self.options.lookup_compaction:
                     raise  # lookup tables' readers need level 0 pushed up: the caller must know
@@ -168,7 +165,7 @@ class FileStoreCommit:
                             self.table_path, exc)
                 self._delete_unused_outputs(messages)
         if created:
-            after_commit(self.file_io, self.table_path, self.schema)  # tags, expiration; never raises
+            after_commit(self.file_io, self.table_path, self.schema, created[-1].id)  # tags, expiration; never raises
         return [s.id for s in created]
 
     # ---- one commit kind, with retries ------------------------------------------------
@@ -176,10 +173,9 @@ class FileStoreCommit:
                            watermark: int | None, properties: dict[str, str] | None,
                            replace: bool = False, overwrite_partitions: list[bytes] | None = None,
                            check_conflicts: bool = False, previous: Snapshot | None = None) -> Snapshot:
-        """`previous`: a snapshot that was the latest a moment ago (the one this commit call just
-        published, or the one its messages were planned on); while the id after it is free it is
-        still the latest, which saves reading the hint and the snapshot again (should another
-        writer take that id first, publishing fails and the next attempt reads)."""
+        """`previous`: the snapshot this commit call just published; while the id after it is
+        free it is the latest, which saves reading the hint and the snapshot again (should
+        another writer take that id first, publishing fails and the next attempt reads)."""
         max_retries = self.options.get("commit.max-retries")
         seen_latest: int | None = None
         outcome_unknown = False

@@ -37,6 +37,10 @@ from .tags import TagManager
 
 log = logging.getLogger(__name__)
 
+# Per table path, in this process: the earliest snapshot id the last expiration kept, and the
+# commit time of the snapshot after it, which held it back (see `SnapshotExpiration.expire`).
+_HELD_BACK: dict[str, tuple[int, int]] = {}
+
 
 @dataclass(frozen=True)
 class ExpireResult:
@@ -59,10 +63,17 @@ class SnapshotExpiration:
 
     def expire(self, retain_max: int | None = None, retain_min: int | None = None,
                older_than_ms: int | None = None, max_deletes: int | None = None,
-               now_ms: int | None = None) -> ExpireResult:
+               now_ms: int | None = None, latest: int | None = None) -> ExpireResult:
         """Expire per the table options; arguments override `snapshot.num-retained.max`,
         `snapshot.num-retained.min`, `now - snapshot.time-retained` and
-        `snapshot.expire.limit`."""
+        `snapshot.expire.limit`.
+
+        `latest`: the id a commit just published. Then a run that would find nothing to expire
+        reads nothing: if the last run here was held back by the time of the snapshot after
+        the earliest, that successor is still within `snapshot.time-retained` and `latest`
+        keeps within `snapshot.num-retained.max` of it, nothing can expire yet (the earliest
+        only moves up, and commit times with it), so the run stops before any request. On an
+        object store that is the 8 round trips every commit would otherwise spend."""
         retain_max = self.options.get("snapshot.num-retained.max") if retain_max is None else retain_max
         retain_min = self.options.get("snapshot.num-retained.min") if retain_min is None else retain_min
         max_deletes = self.options.get("snapshot.expire.limit") if max_deletes is None else max_deletes
@@ -74,6 +85,9 @@ class SnapshotExpiration:
                 f"cannot expire snapshots of {self.table_path}: need 1 <= retain_min ({retain_min}) <= "
                 f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1; retain_min defaults to "
                 "snapshot.num-retained.min, so pass it too when retain_max is smaller")
+        held = _HELD_BACK.get(self.table_path)
+        if latest is not None and held is not None and older_than_ms <= held[1] and latest - retain_max + 1 <= held[0]:
+            return ExpireResult(0, held[0], 0)
         latest = self.snapshots.latest_id()
         earliest = self.snapshots.earliest_id()
         if latest is None or earliest is None:
@@ -91,6 +105,8 @@ class SnapshotExpiration:
                 continue
             if older_than_ms <= successor.time_millis:
                 end = sid
+                if sid == earliest:
+                    _HELD_BACK[self.table_path] = (earliest, successor.time_millis)
                 break
         return self.expire_until(earliest, end)
 

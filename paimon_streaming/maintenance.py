@@ -33,8 +33,9 @@ def expire_consumers(file_io: FileIO, table_path: str, older_than_ms: int) -> li
     return expired
 
 
-def after_commit(file_io: FileIO, table_path: str, schema: TableSchema) -> None:
-    """Run the table's automatic maintenance; called once after every successful commit."""
+def after_commit(file_io: FileIO, table_path: str, schema: TableSchema, latest: int | None = None) -> None:
+    """Run the table's automatic maintenance; called once after every successful commit
+    (`latest`: the id it published)."""
     options = CoreOptions(schema.options)
     if options.get("write-only"):
         return
@@ -44,7 +45,7 @@ def after_commit(file_io: FileIO, table_path: str, schema: TableSchema) -> None:
     if consumer_ttl is not None:
         steps.append(("consumer expiration",
                       lambda: expire_consumers(file_io, table_path, int(time.time() * 1000) - consumer_ttl)))
-    steps.append(("snapshot expiration", lambda: SnapshotExpiration(file_io, table_path, schema).expire()))
+    steps.append(("snapshot expiration", lambda: SnapshotExpiration(file_io, table_path, schema).expire(latest=latest)))
     for what, step in steps:
         try:
             step()

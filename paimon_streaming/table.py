@@ -139,12 +139,8 @@ class Table:
 
         `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds.
         `full_compaction`: the written buckets are compacted fully (see full_compaction.py)."""
-        return self._write_planned(self.latest_snapshot(), data, row_kind_column, overwrite, full_compaction)
-
-    def _write_planned(self, latest: Snapshot | None, data: pa.Table | pa.RecordBatch, row_kind_column: str | None,
-                       overwrite: bool, full_compaction: bool) -> list[CommitMessage]:
-        """`write_messages` on the snapshot `latest` (the newest a moment ago)."""
         conformed = conform(data, self.schema, self.name, row_kind_column)
+        latest = self.latest_snapshot()
         if latest is None:
             return self.new_write().write(conformed, [], full_compaction=full_compaction)
         scan = TableScan(self.file_io, self.path, self.schema)
@@ -194,12 +190,10 @@ class Table:
         committer = self.new_commit()
         for attempt in range(self.options.get("commit.max-retries") + 1):
             try:
-                planned_on = self.latest_snapshot()
-                messages = self._write_planned(planned_on, data, row_kind_column, overwrite, full)
+                messages = self.write_messages(data, row_kind_column, overwrite, full_compaction=full)
                 if full and not overwrite:
                     messages += self.scheduled_compaction(user, identifier, messages)
-                ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
-                                       planned_on=planned_on)
+                ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True)
                 break
             except StalePlanError:
                 if attempt == self.options.get("commit.max-retries"):

@@ -167,6 +167,36 @@ def test_time_retained_and_arguments(catalog):
         t.expire_snapshots(retain_max=1, retain_min=3)
 
 
+def test_expiration_after_a_commit_reads_nothing_while_nothing_can_expire(catalog, monkeypatch):
+    """The expiration after each commit: once a run was held back by the earliest snapshot's
+    successor being younger than snapshot.time-retained, later runs skip every request until
+    that successor ages out or num-retained.max is reached, and then expire as before."""
+    from paimon_streaming.expire import SnapshotExpiration
+    from paimon_streaming.snapshot import SnapshotManager
+    t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1",
+                                                      "snapshot.num-retained.max": "6"})
+    for i in range(4):
+        t.write_arrow(batch([i]))
+    expiration = SnapshotExpiration(t.file_io, t.path, t.schema)
+    successor = t.snapshot(2).time_millis
+    hour = 3_600_000
+    assert expiration.expire(latest=4, now_ms=successor + hour - 1).expired == 0  # held back by snapshot 2
+
+    def no_reads(self):
+        raise AssertionError("read the snapshots although nothing could expire")
+    monkeypatch.setattr(SnapshotManager, "latest_id", no_reads)
+    monkeypatch.setattr(SnapshotManager, "earliest_id", no_reads)
+    assert expiration.expire(latest=6, now_ms=successor + hour - 1).earliest == 1
+    monkeypatch.undo()
+    # a manual run (no `latest`) always looks; so does one past num-retained.max or past the time
+    assert expiration.expire(now_ms=successor + hour - 1).expired == 0
+    assert expiration.expire(latest=4, now_ms=successor + hour + 1).earliest == 2
+    for i in range(4, 8):
+        t.write_arrow(batch([i]))  # 8 snapshots: the commits' own expiration keeps the newest 6
+    assert [s.id for s in t.snapshots()] == [3, 4, 5, 6, 7, 8]
+    assert t.to_arrow().num_rows == 8
+
+
 def test_consumers_protect_their_snapshots(catalog):
     t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1"})
     for i in range(6):
