@@ -37,9 +37,10 @@ from .tags import TagManager
 
 log = logging.getLogger(__name__)
 
-# Per table path, in this process: the earliest snapshot id the last expiration kept, and the
-# commit time of the snapshot after it, which held it back (see `SnapshotExpiration.expire`).
-_HELD_BACK: dict[str, tuple[int, int]] = {}
+# Per table path, in this process: the earliest snapshot id the last expiration that expired
+# nothing kept, and the commit time of the snapshot after it when that time held it back
+# (see `SnapshotExpiration.expire`).
+_HELD_BACK: dict[str, tuple[int, int | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,12 @@ class SnapshotExpiration:
         `snapshot.expire.limit`.
 
         `latest`: the id a commit just published. Then a run that would find nothing to expire
-        reads nothing: if the last run here was held back by the time of the snapshot after
-        the earliest, that successor is still within `snapshot.time-retained` and `latest`
-        keeps within `snapshot.num-retained.max` of it, nothing can expire yet (the earliest
-        only moves up, and commit times with it), so the run stops before any request. On an
-        object store that is the 8 round trips every commit would otherwise spend."""
+        reads nothing. The last run here that expired nothing kept some earliest snapshot E;
+        while `latest` keeps within `snapshot.num-retained.max` of E, and either within
+        `snapshot.num-retained.min` of it or the snapshot after E (whose time held E back) is
+        still within `snapshot.time-retained`, nothing can expire (the earliest only moves up,
+        and commit times with it), so the run stops before any request. On an object store
+        that saves the 8 round trips every commit would otherwise spend."""
         retain_max = self.options.get("snapshot.num-retained.max") if retain_max is None else retain_max
         retain_min = self.options.get("snapshot.num-retained.min") if retain_min is None else retain_min
         max_deletes = self.options.get("snapshot.expire.limit") if max_deletes is None else max_deletes
@@ -86,7 +88,8 @@ class SnapshotExpiration:
                 f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1; retain_min defaults to "
                 "snapshot.num-retained.min, so pass it too when retain_max is smaller")
         held = _HELD_BACK.get(self.table_path)
-        if latest is not None and held is not None and older_than_ms <= held[1] and latest - retain_max + 1 <= held[0]:
+        if latest is not None and held is not None and latest - retain_max + 1 <= held[0] and (
+                latest - retain_min + 1 <= held[0] or (held[1] is not None and older_than_ms <= held[1])):
             return ExpireResult(0, held[0], 0)
         latest = self.snapshots.latest_id()
         earliest = self.snapshots.earliest_id()
@@ -98,6 +101,7 @@ class SnapshotExpiration:
         if consumer_next is not None:
             end = min(end, consumer_next)
         end = min(end, earliest + max_deletes)
+        held_by: int | None = None  # the commit time that keeps the earliest snapshot
         for sid in range(low, end):
             try:
                 successor = self.snapshots.snapshot(sid + 1)
@@ -105,9 +109,10 @@ class SnapshotExpiration:
                 continue
             if older_than_ms <= successor.time_millis:
                 end = sid
-                if sid == earliest:
-                    _HELD_BACK[self.table_path] = (earliest, successor.time_millis)
+                held_by = successor.time_millis if sid == earliest else None
                 break
+        if end <= earliest:
+            _HELD_BACK[self.table_path] = (earliest, held_by)
         return self.expire_until(earliest, end)
 
     def expire_until(self, earliest: int, end: int) -> ExpireResult:

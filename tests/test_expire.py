@@ -197,6 +197,26 @@ def test_expiration_after_a_commit_reads_nothing_while_nothing_can_expire(catalo
     assert t.to_arrow().num_rows == 8
 
 
+def test_expiration_after_a_commit_reads_nothing_below_num_retained_min(catalog, monkeypatch):
+    from paimon_streaming.expire import SnapshotExpiration
+    from paimon_streaming.snapshot import SnapshotManager
+    t = catalog.create_table("db.t", SCHEMA)  # snapshot.num-retained.min 10
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    expiration = SnapshotExpiration(t.file_io, t.path, t.schema)
+    calls = []
+    original = SnapshotManager.latest_id
+
+    def counted(self):
+        calls.append(1)
+        return original(self)
+    monkeypatch.setattr(SnapshotManager, "latest_id", counted)
+    # the commits' own expiration looked once and found the earliest, 1, held by the count
+    assert expiration.expire(latest=10, older_than_ms=FUTURE).expired == 0 and not calls  # 10 kept: no look
+    assert expiration.expire(latest=11, older_than_ms=FUTURE).expired == 0 and calls  # 11 would expire 1: looks
+    assert [s.id for s in t.snapshots()] == [1, 2, 3]  # (only 3 exist)
+
+
 def test_consumers_protect_their_snapshots(catalog):
     t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1"})
     for i in range(6):
