@@ -120,42 +120,46 @@ class FileStoreCommit:
                                commit_user, min(identifiers))
         return {i for i in identifiers if commits.committed(i)}
 
-    def committed_snapshot(self, commit_user: str, identifier: int) -> tuple[bool, int | None]:
-        """Whether (`commit_user`, `identifier`) is committed, and the id of the newest live
-        snapshot that carries it (None once expiration removed it)."""
+    def committed_snapshot(self, commit_user: str, identifier: int) -> tuple[bool, int | None, Snapshot | None]:
+        """Whether (`commit_user`, `identifier`) is committed, the id of the newest live
+        snapshot that carries it (None once expiration removed it), and the table's newest
+        snapshot the check read (None when it read none), for a write to plan on."""
         commits = user_commits(self.snapshots, CommitUserRecords(self.file_io, self.table_path),
                                commit_user, identifier)
-        return commits.committed(identifier), commits.live.get(identifier)
+        return commits.committed(identifier), commits.live.get(identifier), commits.latest
 
     def commit(self, messages: Sequence[CommitMessage], commit_user: str, identifier: int,
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,
                ignore_empty: bool = True, watermark: int | None = None,
-               properties: dict[str, str] | None = None, best_effort_compaction: bool = False) -> list[int]:
+               properties: dict[str, str] | None = None, best_effort_compaction: bool = False,
+               planned_on: Snapshot | None = None) -> list[int]:
         """Commit one committable; returns the ids of the snapshots created (0, 1 or 2).
 
         `overwrite=True` replaces the whole table, or only `overwrite_partitions` when given.
         `best_effort_compaction`: writers pass it for the compaction they did after a write; on
         a merge-on-read table losing that compaction to a concurrent writer is then logged and
         its files removed instead of failing a write whose data is committed.
+        `planned_on`: the snapshot the messages were written on, if the caller read it just
+        before; it is taken as the latest while it still is (see `_still_latest`).
         """
         created: list[Snapshot] = []
         data = _collect(messages, lambda m: m.data)
         if overwrite:
             created.append(self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
                                                    replace=True, overwrite_partitions=overwrite_partitions,
-                                                   check_conflicts=True))
+                                                   check_conflicts=True, previous=planned_on))
         elif not data.is_empty() or not ignore_empty:
             deletes = any(e.kind == DELETE for e in data.entries) or any(
                 e.index_file.index_type == "DELETION_VECTORS" for e in data.index)
             kind = OVERWRITE if deletes else APPEND
             created.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
-                                                   properties, check_conflicts=deletes))
+                                                   properties, check_conflicts=deletes, previous=planned_on))
         compact = _collect(messages, lambda m: m.compact)
         if not compact.is_empty():
             try:
                 created.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
                                                        properties, check_conflicts=True,
-                                                       previous=created[-1] if created else None))
+                                                       previous=created[-1] if created else planned_on))
             except CommitConflictError as exc:
                 if not best_effort_compaction or self.options.lookup_compaction:
                     raise  # lookup tables' readers need level 0 pushed up: the caller must know
@@ -173,14 +177,15 @@ class FileStoreCommit:
                            watermark: int | None, properties: dict[str, str] | None,
                            replace: bool = False, overwrite_partitions: list[bytes] | None = None,
                            check_conflicts: bool = False, previous: Snapshot | None = None) -> Snapshot:
-        """`previous`: the snapshot this commit call just published; while the id after it is
-        free it is the latest, which saves reading the hint and the snapshot again (should
-        another writer take that id first, publishing fails and the next attempt reads)."""
+        """`previous`: a snapshot that was the latest a moment ago (the one this commit call just
+        published, or the one its messages were planned on); while it still is (`_still_latest`)
+        the first attempt builds on it without reading the hint and the snapshot again (should
+        another writer take the next id first, publishing fails and the next attempt reads)."""
         max_retries = self.options.get("commit.max-retries")
         seen_latest: int | None = None
         outcome_unknown = False
         for attempt in range(max_retries + 1):
-            if attempt == 0 and previous is not None and not self.snapshots.exists(previous.id + 1):
+            if attempt == 0 and previous is not None and self._still_latest(previous):
                 latest = previous
             else:
                 latest = self.snapshots.latest()
@@ -202,6 +207,13 @@ class FileStoreCommit:
         raise CommitConflictError(
             f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: "
             "other writers keep taking the next snapshot id")
+
+    def _still_latest(self, snapshot: Snapshot) -> bool:
+        """No snapshot after `snapshot`, and `snapshot` itself still there. The second check
+        matters: expiration deletes snapshot files oldest first, so once `snapshot` is gone the
+        id after it may have been published and expired since, and would look free: publishing
+        it again would put a snapshot below the earliest, which no reader goes back to."""
+        return not self.snapshots.exists(snapshot.id + 1) and self.snapshots.exists(snapshot.id)
 
     def _find_own_commit(self, seen_latest: int | None, latest: Snapshot | None, commit_user: str,
                          identifier: int, kind: str) -> Snapshot | None:

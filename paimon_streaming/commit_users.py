@@ -106,6 +106,7 @@ class UserCommits:
     live: dict[int, int]          # identifier -> id of the newest live snapshot that carries it
     recorded: IdentifierRanges    # identifiers of the user's expired snapshots
     newest: int | None            # the highest identifier committed (batch commits aside)
+    latest: Snapshot | None = None    # the table's newest snapshot when the scan began (None: none read)
 
     def committed(self, identifier: int) -> bool:
         """True if committed; False if new; CommitIdentifierError below the newest but never committed."""
@@ -130,8 +131,10 @@ def user_commits(snapshots: SnapshotManager, records: CommitUserRecords, commit_
     records before it deletes, cannot hide an identifier."""
     live: dict[int, int] = {}
     newest = None
+    latest = None
     settled = False
     for snap in snapshots.iter_descending():
+        latest = latest or snap
         if snap.commit_user != commit_user:
             continue
         ident = snap.commit_identifier
@@ -145,4 +148,4 @@ def user_commits(snapshots: SnapshotManager, records: CommitUserRecords, commit_
     top = recorded.max()
     if top is not None and (newest is None or top > newest):
         newest = top
-    return UserCommits(commit_user, live, recorded, newest)
+    return UserCommits(commit_user, live, recorded, newest, latest)

@@ -251,10 +251,12 @@ class SnapshotManager:
         return out
 
     def iter_descending(self, from_id: int | None = None) -> Iterator[Snapshot]:
-        """Snapshots from `from_id` (default latest) down to the earliest, stopping at a gap."""
+        """Snapshots from `from_id` (default latest) down to the earliest, stopping at a gap.
+
+        The earliest id is not looked up first: scans usually stop near the newest snapshot,
+        and the first id below the earliest has no file (SnapshotNotFoundError ends the scan)."""
         current = self.latest_id() if from_id is None else from_id
-        earliest = self.earliest_id()
-        while current is not None and earliest is not None and current >= earliest:
+        while current is not None and current >= 1:
             try:
                 yield self.snapshot(current)
             except SnapshotNotFoundError:

@@ -139,8 +139,12 @@ class Table:
 
         `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds.
         `full_compaction`: the written buckets are compacted fully (see full_compaction.py)."""
+        return self._write_planned(self.latest_snapshot(), data, row_kind_column, overwrite, full_compaction)
+
+    def _write_planned(self, latest: Snapshot | None, data: pa.Table | pa.RecordBatch, row_kind_column: str | None,
+                       overwrite: bool, full_compaction: bool) -> list[CommitMessage]:
+        """`write_messages` on the snapshot `latest` (the newest a moment ago)."""
         conformed = conform(data, self.schema, self.name, row_kind_column)
-        latest = self.latest_snapshot()
         if latest is None:
             return self.new_write().write(conformed, [], full_compaction=full_compaction)
         scan = TableScan(self.file_io, self.path, self.schema)
@@ -178,8 +182,9 @@ class Table:
         (None once expired), and an identifier below the user's newest that was never
         committed raises CommitIdentifierError.
         """
+        just_read = None  # the newest snapshot, when the exactly-once check has just read it
         if commit_user is not None and commit_identifier is not None:
-            done, existing = self.new_commit().committed_snapshot(commit_user, commit_identifier)
+            done, existing, just_read = self.new_commit().committed_snapshot(commit_user, commit_identifier)
             if done:  # a replay: exactly once
                 log.info("write to %s by %s with identifier %s already committed (snapshot %s): skipped",
                          self.name, commit_user, commit_identifier, existing)
@@ -190,10 +195,14 @@ class Table:
         committer = self.new_commit()
         for attempt in range(self.options.get("commit.max-retries") + 1):
             try:
-                messages = self.write_messages(data, row_kind_column, overwrite, full_compaction=full)
+                # planning on a snapshot read a moment ago is as safe as a concurrent commit during
+                # the write: the commit finds any newer snapshot and checks for conflicts
+                planned_on = just_read if attempt == 0 and just_read is not None else self.latest_snapshot()
+                messages = self._write_planned(planned_on, data, row_kind_column, overwrite, full)
                 if full and not overwrite:
                     messages += self.scheduled_compaction(user, identifier, messages)
-                ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True)
+                ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
+                                       planned_on=planned_on)
                 break
             except StalePlanError:
                 if attempt == self.options.get("commit.max-retries"):

@@ -197,6 +197,26 @@ def test_lost_race_retries_on_new_latest(pk_table, monkeypatch):
     assert sorted(r["id"] for r in pk_table.to_arrow().to_pylist()) == [1, 2, 3]
 
 
+def test_a_commit_planned_on_an_expired_snapshot_is_not_published_below_the_earliest(catalog):
+    """The commit that planned on snapshot 2 finds snapshot 3 free, but only because snapshots
+    3 and 4 were published and then expired meanwhile (expiration deletes oldest first, so 2 is
+    gone too): it must build on the real latest, not publish a second snapshot 3 that readers,
+    starting from the earliest, would never reach (the batch would be lost)."""
+    t = catalog.create_table("db.e", SCHEMA, options={"snapshot.num-retained.min": "1",  # append-only:
+                                                      "snapshot.num-retained.max": "2"})  # no sequence check
+    t.write_arrow(batch([1]))
+    t.write_arrow(batch([2]))
+    planned_on = t.latest_snapshot()
+    messages = t.write_messages(batch([3]))
+    for i in (4, 5, 6):
+        t.write_arrow(batch([i]))  # each commit's expiration keeps the newest 2 snapshots
+    sm = t.snapshot_manager
+    assert not sm.exists(planned_on.id) and not sm.exists(planned_on.id + 1)
+    latest = sm.latest_id()
+    assert t.new_commit().commit(messages, "u", 1, planned_on=planned_on) == [latest + 1]
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2, 3, 4, 5, 6]
+
+
 def test_compact_commit_conflict_detected(pk_table):
     """Deleting a file that a concurrent commit already removed is a conflict, not a silent loss."""
     from paimon_streaming.commit import CommitMessage, Increment

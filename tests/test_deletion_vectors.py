@@ -235,13 +235,13 @@ def test_a_batch_whose_compaction_loses_a_race_is_compacted_again(catalog, wareh
                              options={"bucket": "1", **DV, "target-file-size": "64 kb"})  # no file is small
     t.write_arrow(batch(list(range(10)), "a"))
     t.write_arrow(batch(list(range(10, 20)), "a"))  # a second top-level file: full compaction rewrites both
-    original = ps.Table.write_messages
+    original = ps.Table._write_planned  # what write_arrow writes with, once it read the latest snapshot
 
     def racing(self, *args, **kwargs):
         messages = original(self, *args, **kwargs)
         ps.Table.open(self.path).compact(full=True)  # another writer rewrites what we compacted
         return messages
-    monkeypatch.setattr(ps.Table, "write_messages", racing)
+    monkeypatch.setattr(ps.Table, "_write_planned", racing)
     before = len(t.snapshots())
     t.write_arrow(batch([3, 4, 30], "b"))
     monkeypatch.undo()
