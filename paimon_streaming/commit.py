@@ -298,7 +298,11 @@ class FileStoreCommit:
                 statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
                 properties=properties or None)
             try:
-                published = self.snapshots.try_publish(snapshot)
+                # `latest` expired while the manifests were written: the id after it may have
+                # been published and expired as well, and would be created again below the
+                # earliest snapshot (see _still_latest). A lost race: read the latest again.
+                published = (latest is None or self.snapshots.exists(latest.id)) and \
+                    self.snapshots.try_publish(snapshot)
             except OSError as exc:
                 log.warning("publishing snapshot %s of %s failed with an unknown outcome: %s",
                             new_id, self.table_path, exc)

@@ -217,6 +217,28 @@ def test_a_commit_planned_on_an_expired_snapshot_is_not_published_below_the_earl
     assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2, 3, 4, 5, 6]
 
 
+def test_a_commit_whose_base_expires_while_it_writes_manifests_retries(catalog, monkeypatch):
+    """The same, with the base snapshot read fresh: other writers commit and expire it while
+    this commit writes its manifests. The commit must not publish the freed id."""
+    t = catalog.create_table("db.e", SCHEMA, options={"snapshot.num-retained.min": "1",
+                                                      "snapshot.num-retained.max": "2"})
+    t.write_arrow(batch([1]))
+    commit = t.new_commit()
+    messages = t.write_messages(batch([2]))
+    original = commit.manifest_file.write
+    raced = []
+
+    def racing_write(entries):
+        if not raced:
+            raced.append(True)
+            for i in (3, 4, 5):
+                ps.Table.open(t.path).write_arrow(batch([i]))  # snapshots 2-4; 1 and 2 expire
+        return original(entries)
+    monkeypatch.setattr(commit.manifest_file, "write", racing_write)
+    assert commit.commit(messages, "u", 1) == [5]
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2, 3, 4, 5]
+
+
 def test_compact_commit_conflict_detected(pk_table):
     """Deleting a file that a concurrent commit already removed is a conflict, not a silent loss."""
     from paimon_streaming.commit import CommitMessage, Increment
