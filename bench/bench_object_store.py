@@ -110,11 +110,29 @@ class RoundTripStore(pafs.FileSystemHandler):
         raise NotImplementedError
 
 
-class _RangedReads:
-    """An open object: every read is one ranged GET."""
+class _StoreFile:
+    """A local file seen through the store: what pa.PythonFile asks of a file object."""
+    reading = False
 
     def __init__(self, file, store: RoundTripStore):
         self.file, self.store, self.closed = file, store, False
+
+    def tell(self):
+        return self.file.tell()
+
+    def readable(self):
+        return self.reading
+
+    def seekable(self):
+        return self.reading
+
+    def writable(self):
+        return not self.reading
+
+
+class _RangedReads(_StoreFile):
+    """An open object: every read is one ranged GET."""
+    reading = True
 
     def read(self, n=-1):
         self.store.request()
@@ -123,9 +141,6 @@ class _RangedReads:
     def seek(self, pos, whence=0):
         return self.file.seek(pos, whence)
 
-    def tell(self):
-        return self.file.tell()
-
     def size(self):
         return self.file.size()
 
@@ -133,21 +148,9 @@ class _RangedReads:
         self.closed = True
         self.file.close()
 
-    def readable(self):
-        return True
 
-    def seekable(self):
-        return True
-
-    def writable(self):
-        return False
-
-
-class _Upload:
+class _Upload(_StoreFile):
     """An upload: the object exists once close() returns, one round trip later."""
-
-    def __init__(self, file, store: RoundTripStore):
-        self.file, self.store, self.closed = file, store, False
 
     def write(self, data):
         return self.file.write(data)
@@ -155,23 +158,11 @@ class _Upload:
     def flush(self):
         pass
 
-    def tell(self):
-        return self.file.tell()
-
     def close(self):
         if not self.closed:
             self.closed = True
             self.file.close()
             self.store.request()
-
-    def readable(self):
-        return False
-
-    def seekable(self):
-        return False
-
-    def writable(self):
-        return True
 
 
 def run_ours(store: RoundTripStore, root: str, batches: int, rows: int, seed: int) -> dict:
