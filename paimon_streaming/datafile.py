@@ -447,10 +447,12 @@ def _read_parquet(source, wanted: list[DataField]) -> tuple[dict[str, pa.Chunked
         if renamed:
             raise ValueError(f"the footer has no column named {renamed} but holds their field ids under other "
                              "names (a damaged footer)")
-    has_int96 = any(pf.schema.column(i).physical_type == "INT96" for i in range(len(pf.schema)))
+    if not any(pf.schema.column(i).physical_type == "INT96" for i in range(len(pf.schema))):
+        table = pf.read(columns=[f.name for f in present], use_threads=True)
+        return dict(zip(table.column_names, table.columns)), pf.metadata.num_rows
     by_unit: dict[str, list[str]] = {}
     for f in present:
-        by_unit.setdefault(_int96_unit(f.type) if has_int96 else "ns", []).append(f.name)
+        by_unit.setdefault(_int96_unit(f.type), []).append(f.name)
     columns: dict[str, pa.ChunkedArray] = {}
     for unit, names_in_unit in by_unit.items():
         part = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=True,

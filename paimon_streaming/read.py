@@ -52,10 +52,7 @@ class SplitReader:
     def read(self, splits: Sequence[DataSplit], columns: Sequence[str] | None = None,
              flt: Filter | None = None, with_row_kind: bool = False) -> pa.Table:
         names = list(columns) if columns is not None else self.schema.field_names
-        for n in names:
-            self.schema.field(n)  # raises a clear error for unknown columns
-        out_schema = pa.schema([pa.field(n, to_arrow(self.schema.field(n).type), self.schema.field(n).type.nullable)
-                                for n in names])
+        out_schema = self._arrow_schema(names)
         if with_row_kind:
             out_schema = out_schema.append(pa.field(VALUE_KIND, pa.int8(), False))
         pieces = [p for s in splits for p in s.pieces()]  # files of raw splits are read in parallel
@@ -63,7 +60,12 @@ class SplitReader:
             return out_schema.empty_table()
         with ThreadPoolExecutor(max_workers=self._threads(pieces)) as pool:
             tables = list(pool.map(lambda s: self.read_split(s, names, flt, with_row_kind), pieces))
-        return pa.concat_tables([t.select(out_schema.names).cast(out_schema) for t in tables])
+        return pa.concat_tables([_as(t.select(out_schema.names), out_schema) for t in tables])
+
+    def _arrow_schema(self, names: list[str]) -> pa.Schema:
+        """The Arrow schema of current columns `names` (a clear error for unknown ones)."""
+        fields = [self.schema.field(n) for n in names]
+        return pa.schema([pa.field(f.name, to_arrow(f.type), f.type.nullable) for f in fields])
 
     def _threads(self, pieces: list[DataSplit]) -> int:
         """Pieces read at once: the store's I/O threads, but on a remote store no more than keep
@@ -106,11 +108,7 @@ class SplitReader:
         deletion = split.deletion_files.get(meta.file_name)
         if deletion is not None:
             table = table.filter(pa.array(self._keep_mask(deletion, table.num_rows)))
-        return table.select(names + system).cast(self._target_schema(names, table, system))
-
-    def _target_schema(self, names: list[str], table: pa.Table, system: list[str]) -> pa.Schema:
-        fields = [pa.field(n, to_arrow(self.schema.field(n).type)) for n in names]
-        return pa.schema(fields + [table.schema.field(s) for s in system])
+        return table.select(names + system)
 
     def _keep_mask(self, deletion: DeletionFile, num_rows: int) -> np.ndarray:
         data = self._dv_cache.get(deletion.path)
@@ -140,6 +138,11 @@ class SplitReader:
         table = sort_and_merge(table, keys, engine)
         kinds = table.column(VALUE_KIND).to_numpy()
         return table.filter(pa.array(~is_retract(kinds)))
+
+
+def _as(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` cast to `schema` (field nullability included), without a cast when it already is."""
+    return table if table.schema.equals(schema) else table.cast(schema)
 
 
 __all__ = ["SplitReader", "last_of_each_key", "first_of_each_key"]
