@@ -21,7 +21,8 @@ from .commit_users import CommitUserRecords, user_commits
 from .errors import CommitConflictError, PaimonError, SequenceConflictError
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
-                       ManifestEntry, ManifestFile, ManifestList, combine_index_entries, merge_manifests)
+                       ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries,
+                       merge_manifests)
 from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
 from .options import CoreOptions
@@ -140,34 +141,39 @@ class FileStoreCommit:
         a merge-on-read table losing that compaction to a concurrent writer is then logged and
         its files removed instead of failing a write whose data is committed.
         `planned_on`: the snapshot the messages were written on, if the caller read it just
-        before; it is taken as the latest while it still is (see `_still_latest`).
+        before; the first attempt builds on it while no snapshot follows it.
         """
         created: list[Snapshot] = []
-        data = _collect(messages, lambda m: m.data)
-        if overwrite:
-            created.append(self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
-                                                   replace=True, overwrite_partitions=overwrite_partitions,
-                                                   check_conflicts=True, previous=planned_on))
-        elif not data.is_empty() or not ignore_empty:
-            deletes = any(e.kind == DELETE for e in data.entries) or any(
-                e.index_file.index_type == "DELETION_VECTORS" for e in data.index)
-            kind = OVERWRITE if deletes else APPEND
-            created.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
-                                                   properties, check_conflicts=deletes, previous=planned_on))
-        compact = _collect(messages, lambda m: m.compact)
-        if not compact.is_empty():
-            try:
-                created.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
-                                                       properties, check_conflicts=True,
-                                                       previous=created[-1] if created else planned_on))
-            except CommitConflictError as exc:
-                if not best_effort_compaction or self.options.lookup_compaction:
-                    raise  # lookup tables' readers need level 0 pushed up: the caller must know
-                # a merge-on-read compaction after a write only saves reads; the data is
-                # committed, and the next write compacts again
-                log.warning("compaction of %s lost a race with another writer and was dropped: %s",
-                            self.table_path, exc)
-                self._delete_unused_outputs(messages)
+        try:
+            data = _collect(messages, lambda m: m.data)
+            if overwrite:
+                created.append(self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
+                                                       replace=True, overwrite_partitions=overwrite_partitions,
+                                                       check_conflicts=True, previous=planned_on))
+            elif not data.is_empty() or not ignore_empty:
+                deletes = any(e.kind == DELETE for e in data.entries) or any(
+                    e.index_file.index_type == "DELETION_VECTORS" for e in data.index)
+                kind = OVERWRITE if deletes else APPEND
+                created.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
+                                                       properties, check_conflicts=deletes, previous=planned_on))
+            compact = _collect(messages, lambda m: m.compact)
+            if not compact.is_empty():
+                try:
+                    created.append(self._commit_with_retry(COMPACT, compact, commit_user, identifier, watermark,
+                                                           properties, check_conflicts=True,
+                                                           previous=created[-1] if created else planned_on,
+                                                           previous_is_own=bool(created)))
+                except CommitConflictError as exc:
+                    if not best_effort_compaction or self.options.lookup_compaction:
+                        raise  # lookup tables' readers need level 0 pushed up: the caller must know
+                    # a merge-on-read compaction after a write only saves reads; the data is
+                    # committed, and the next write compacts again
+                    log.warning("compaction of %s lost a race with another writer and was dropped: %s",
+                                self.table_path, exc)
+                    self._delete_unused_outputs(messages)
+        finally:
+            if created:  # once per call: a hint one snapshot behind (a crash) is corrected by readers
+                self.snapshots.commit_latest_hint(created[-1].id)
         if created:
             after_commit(self.file_io, self.table_path, self.schema, created[-1].id)  # tags, expiration; never raises
         return [s.id for s in created]
@@ -176,16 +182,19 @@ class FileStoreCommit:
     def _commit_with_retry(self, kind: str, changes: _Changes, commit_user: str, identifier: int,
                            watermark: int | None, properties: dict[str, str] | None,
                            replace: bool = False, overwrite_partitions: list[bytes] | None = None,
-                           check_conflicts: bool = False, previous: Snapshot | None = None) -> Snapshot:
-        """`previous`: a snapshot that was the latest a moment ago (the one this commit call just
-        published, or the one its messages were planned on); while it still is (`_still_latest`)
-        the first attempt builds on it without reading the hint and the snapshot again (should
-        another writer take the next id first, publishing fails and the next attempt reads)."""
+                           check_conflicts: bool = False, previous: Snapshot | None = None,
+                           previous_is_own: bool = False) -> Snapshot:
+        """`previous`: a snapshot that was the latest a moment ago: the one this commit call just
+        published (`previous_is_own`), or the one its messages were planned on, while no snapshot
+        follows it. The first attempt builds on it without reading the hint and the snapshot
+        again; should another writer have taken the next id, publishing fails and the next
+        attempt reads (and `_try_commit_once` publishes only while `previous` still exists)."""
         max_retries = self.options.get("commit.max-retries")
         seen_latest: int | None = None
         outcome_unknown = False
         for attempt in range(max_retries + 1):
-            if attempt == 0 and previous is not None and self._still_latest(previous):
+            if attempt == 0 and previous is not None and (previous_is_own or
+                                                          not self.snapshots.exists(previous.id + 1)):
                 latest = previous
             else:
                 latest = self.snapshots.latest()
@@ -207,13 +216,6 @@ class FileStoreCommit:
         raise CommitConflictError(
             f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: "
             "other writers keep taking the next snapshot id")
-
-    def _still_latest(self, snapshot: Snapshot) -> bool:
-        """No snapshot after `snapshot`, and `snapshot` itself still there. The second check
-        matters: expiration deletes snapshot files oldest first, so once `snapshot` is gone the
-        id after it may have been published and expired since, and would look free: publishing
-        it again would put a snapshot below the earliest, which no reader goes back to."""
-        return not self.snapshots.exists(snapshot.id + 1) and self.snapshots.exists(snapshot.id)
 
     def _find_own_commit(self, seen_latest: int | None, latest: Snapshot | None, commit_user: str,
                          identifier: int, kind: str) -> Snapshot | None:
@@ -254,29 +256,36 @@ class FileStoreCommit:
         if targets:
             self._check_vector_targets(after or live.apply(entries, strict=False)[0], targets, kind)
 
-        written: list[str] = []
-        try:
+        written: list[str] = []  # appended to by the writing threads (list.append is atomic)
+
+        def write_base() -> tuple[str, int]:
             merged = merge_manifests(
                 base_metas, self.manifest_file, self.options.get("manifest.target-file-size"),
                 self.options.get("manifest.full-compaction-threshold-size"),
                 self.options.get("manifest.merge-min-count"), written)
-            base_name, base_size = self.manifest_list.write(merged)
-            written.append(base_name)
-            delta_metas = self.manifest_file.write(entries)
-            written.extend(m.file_name for m in delta_metas)
-            delta_name, delta_size = self.manifest_list.write(delta_metas)
-            written.append(delta_name)
-            changelog_name = changelog_size = None
-            if changes.changelog:
-                changelog_metas = self.manifest_file.write(changes.changelog)
-                written.extend(m.file_name for m in changelog_metas)
-                changelog_name, changelog_size = self.manifest_list.write(changelog_metas)
-                written.append(changelog_name)
-            index_name = latest.index_manifest if latest else None
-            if index_changes:
-                previous = self.index_manifest.read(index_name)
-                index_name = self.index_manifest.write(combine_index_entries(previous, index_changes))
-                written.append(index_name)
+            return self._write_list(merged, written)
+
+        def write_listed(listed: list[ManifestEntry]) -> tuple[str, int]:
+            metas = self.manifest_file.write(listed)
+            written.extend(m.file_name for m in metas)
+            return self._write_list(metas, written)
+
+        def write_index() -> str | None:
+            if not index_changes:
+                return latest.index_manifest if latest else None
+            previous = self.index_manifest.read(latest.index_manifest if latest else None)
+            name = self.index_manifest.write(combine_index_entries(previous, index_changes))
+            written.append(name)
+            return name
+
+        jobs = [write_base, lambda: write_listed(entries), write_index]
+        if changes.changelog:
+            jobs.append(lambda: write_listed(changes.changelog))
+        try:
+            # independent files: on an object store their uploads overlap (FileIO.map)
+            (base_name, base_size), (delta_name, delta_size), index_name, *changelog = \
+                self.file_io.map(lambda job: job(), jobs)
+            changelog_name, changelog_size = changelog[0] if changelog else (None, None)
 
             delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
             new_id = latest.id + 1 if latest else 1
@@ -298,9 +307,11 @@ class FileStoreCommit:
                 statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
                 properties=properties or None)
             try:
-                # `latest` expired while the manifests were written: the id after it may have
-                # been published and expired as well, and would be created again below the
-                # earliest snapshot (see _still_latest). A lost race: read the latest again.
+                # `latest` expired while the manifests were written (or before: a stale base):
+                # expiration deletes oldest first, so the id after it may have been published
+                # and expired as well, and would look free; creating it again would put this
+                # commit below the earliest snapshot, which no reader goes back to. A lost
+                # race: read the latest again.
                 published = (latest is None or self.snapshots.exists(latest.id)) and \
                     self.snapshots.try_publish(snapshot)
             except OSError as exc:
@@ -315,7 +326,6 @@ class FileStoreCommit:
         if not published:
             self._delete_files(written)
             return None
-        self.snapshots.commit_latest_hint(new_id)
         if after is None and live is not None:
             after = live.apply(entries, strict=False)[0]
         if after is not None:
@@ -323,6 +333,11 @@ class FileStoreCommit:
         return snapshot
 
     # ---- helpers ------------------------------------------------------------------------
+    def _write_list(self, metas: list[ManifestFileMeta], written: list[str]) -> tuple[str, int]:
+        name, size = self.manifest_list.write(metas)
+        written.append(name)
+        return name, size
+
     def _data_manifests(self, latest: Snapshot | None):
         if latest is None:
             return []

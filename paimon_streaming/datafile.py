@@ -382,7 +382,7 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     if fmt not in FORMATS:
         raise InvalidOptionError(f"cannot read {path}: file format {fmt!r} is not supported")
     try:
-        source = file_io.open_input_file(path)
+        source = file_io.open_input_file(path, file_size)
     except FileNotFoundError:
         raise MissingFileError(f"data file {path} is referenced by the table but does not exist (deleted by "
                                "hand, or expired while this read ran); `paimon-streaming check` lists every "

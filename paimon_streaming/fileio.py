@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from .errors import UnsupportedOperationError
@@ -38,6 +39,12 @@ R = TypeVar("R")
 # files (manifests, data files) overlap their waits instead of adding them up.
 LOCAL_IO_THREADS = 4
 REMOTE_IO_THREADS = 16
+
+# A remote file of known size up to this many bytes is fetched whole, in one request, and
+# decoded from memory: read in place it costs a metadata lookup, a footer read and the column
+# reads, each a round trip, and at tens of milliseconds a round trip costs more than the bytes
+# a column projection would have skipped.
+REMOTE_WHOLE_FILE_BYTES = 4 << 20
 
 # Catalog options (Paimon's keys) that complete an s3:// location, as pyarrow URI parameters.
 S3_ENDPOINT, S3_REGION = "s3.endpoint", "s3.region"
@@ -113,7 +120,11 @@ class FileIO:
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
 
-    def open_input_file(self, path: str):
+    def open_input_file(self, path: str, size: int | None = None):
+        """A random-access file; with its `size` known and small on a remote store, its bytes
+        in memory (REMOTE_WHOLE_FILE_BYTES)."""
+        if size is not None and size <= REMOTE_WHOLE_FILE_BYTES and not self.is_local:
+            return pa.BufferReader(self.read_bytes(path))
         return self.fs.open_input_file(path)
 
     def exists(self, path: str) -> bool:

@@ -20,6 +20,7 @@ from .evolution import read_evolved
 from .fileio import LOCAL_IO_THREADS, FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND
 from .manifest import DataFileMeta
+from .numpy_arrow import from_numpy
 from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retract, last_of_each_key,
                            sort_and_merge)
 from .options import CoreOptions
@@ -58,6 +59,7 @@ class SplitReader:
         pieces = [p for s in splits for p in s.pieces()]  # files of raw splits are read in parallel
         if not pieces:
             return out_schema.empty_table()
+        self._load_deletion_files(splits)
         with ThreadPoolExecutor(max_workers=self._threads(pieces)) as pool:
             tables = list(pool.map(lambda s: self.read_split(s, names, flt, with_row_kind), pieces))
         return pa.concat_tables([_as(t.select(out_schema.names), out_schema) for t in tables])
@@ -92,7 +94,7 @@ class SplitReader:
         if flt is not None:
             table = table.filter(flt.expression)
         if with_row_kind and VALUE_KIND not in table.column_names:
-            table = table.append_column(VALUE_KIND, pa.array(np.zeros(table.num_rows, np.int8)))
+            table = table.append_column(VALUE_KIND, from_numpy(np.zeros(table.num_rows, np.int8)))
         return table.select(names + ([VALUE_KIND] if with_row_kind else []))
 
     def _empty(self, names: list[str]) -> pa.Table:
@@ -107,8 +109,17 @@ class SplitReader:
                              file_size=meta.file_size, row_count=meta.row_count)
         deletion = split.deletion_files.get(meta.file_name)
         if deletion is not None:
-            table = table.filter(pa.array(self._keep_mask(deletion, table.num_rows)))
+            table = table.filter(from_numpy(self._keep_mask(deletion, table.num_rows)))
         return table.select(names + system)
+
+    def _load_deletion_files(self, splits: Sequence[DataSplit]) -> None:
+        """Read each index file the splits' deletion vectors live in once, before the pieces
+        (one holds the vectors of a whole bucket: threads reading its files would each miss
+        the cache and fetch it), all at once on a remote store."""
+        wanted = {d.path: d.file_size for s in splits for d in s.deletion_files.values()
+                  if d.path not in self._dv_cache}
+        loaded = self.file_io.map(lambda item: read_index_file(self.file_io, *item), wanted.items())
+        self._dv_cache.update(zip(wanted, loaded))
 
     def _keep_mask(self, deletion: DeletionFile, num_rows: int) -> np.ndarray:
         data = self._dv_cache.get(deletion.path)
@@ -137,7 +148,7 @@ class SplitReader:
             return table
         table = sort_and_merge(table, keys, engine)
         kinds = table.column(VALUE_KIND).to_numpy()
-        return table.filter(pa.array(~is_retract(kinds)))
+        return table.filter(from_numpy(~is_retract(kinds)))
 
 
 def _as(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -140,12 +140,14 @@ class TableScan:
         pk = bool(self.schema.primary_keys)
         dv = self.options.deletion_vectors
         skip_level0 = pk and (dv or self.options.merge_engine == "first-row")
+        # the data manifests and the index manifest are independent reads (overlapping remotely)
+        live, deletion_files = self.file_io.map(lambda read: read(), [
+            lambda: self.live_entries(snapshot), lambda: self.deletion_files(snapshot) if dv else {}])
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
-        for e in self.live_entries(snapshot):
+        for e in live:
             if skip_level0 and e.file.level == 0:
                 continue
             groups.setdefault((e.partition, e.bucket), []).append(e)
-        deletion_files = self.deletion_files(snapshot) if dv else {}
         splits = []
         for (partition, bucket), entries in groups.items():
             if not self._partition_may_match(partition, flt):

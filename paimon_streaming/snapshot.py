@@ -154,12 +154,10 @@ class SnapshotManager:
         """Read one snapshot. Absent: SnapshotNotFoundError (expired or not written yet), or
         SnapshotGapError when older and newer snapshots exist (deleted by hand); undecodable:
         CorruptFileError. Both name the file."""
-        path = self.path(snapshot_id)
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            data = self._absent(snapshot_id)
-        return parse_snapshot_file(path, data, snapshot_id)
+        found = self._read_if_present(snapshot_id)
+        if found is not None:
+            return found
+        return parse_snapshot_file(self.path(snapshot_id), self._absent(snapshot_id), snapshot_id)
 
     def _absent(self, snapshot_id: int) -> bytes:
         path = self.path(snapshot_id)
@@ -225,8 +223,25 @@ class SnapshotManager:
         return ids[0] if ids else None
 
     def latest(self) -> Snapshot | None:
+        """The newest snapshot. When the LATEST hint is current, the probe for a newer snapshot
+        and the read of the hinted one run together (two round trips on an object store, not
+        four); otherwise `latest_id` settles it."""
+        hint = self.read_hint("LATEST")
+        if hint is not None:
+            newer, hinted = self.file_io.map(lambda probe: probe(), [lambda: self.exists(hint + 1),
+                                                                      lambda: self._read_if_present(hint)])
+            if not newer and hinted is not None:
+                return hinted
         latest = self.latest_id()
         return None if latest is None else self.snapshot(latest)
+
+    def _read_if_present(self, snapshot_id: int) -> Snapshot | None:
+        path = self.path(snapshot_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        return parse_snapshot_file(path, data, snapshot_id)
 
     def snapshots(self) -> list[Snapshot]:
         """Every snapshot, oldest first. A hole in the ids raises SnapshotGapError and a LATEST
@@ -255,7 +270,13 @@ class SnapshotManager:
 
         The earliest id is not looked up first: scans usually stop near the newest snapshot,
         and the first id below the earliest has no file (SnapshotNotFoundError ends the scan)."""
-        current = self.latest_id() if from_id is None else from_id
+        if from_id is None:
+            latest = self.latest()
+            if latest is None:
+                return
+            yield latest
+            from_id = latest.id - 1
+        current = from_id
         while current is not None and current >= 1:
             try:
                 yield self.snapshot(current)

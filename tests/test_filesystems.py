@@ -29,6 +29,42 @@ def test_catalog_over_a_non_local_filesystem(tmp_path, warehouse):
     assert rows_by(pypaimon_read(warehouse, "db.t"), "id") == rows_by(t.to_arrow(), "id")
 
 
+def test_small_remote_files_are_fetched_whole_and_still_checked(tmp_path, warehouse, monkeypatch):
+    """On a remote store a data file of known size up to REMOTE_WHOLE_FILE_BYTES is read in one
+    request (no metadata lookup, footer read and column reads); the size in its manifest entry is
+    still verified, and a larger file is read in place."""
+    from paimon_streaming import fileio
+    from paimon_streaming.errors import CorruptFileError
+    os.makedirs(warehouse)
+    fs = pafs.SubTreeFileSystem(warehouse, pafs.LocalFileSystem())
+    t = ps.Catalog("", filesystem=fs).create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": list(range(1000)), "v": [f"v{i}" for i in range(1000)]}))
+    opened: list[type] = []
+    original = fileio.FileIO.open_input_file
+
+    def recording(self, path, size=None):
+        source = original(self, path, size)
+        if path.endswith(".parquet"):
+            opened.append(type(source))
+        return source
+    monkeypatch.setattr(fileio.FileIO, "open_input_file", recording)
+    assert t.to_arrow().num_rows == 1000
+    assert opened == [pa.BufferReader]  # fetched whole
+    monkeypatch.setattr(fileio, "REMOTE_WHOLE_FILE_BYTES", 10)
+    assert t.to_arrow().num_rows == 1000
+    assert len(opened) == 2 and opened[1] is not pa.BufferReader  # read in place
+    monkeypatch.undo()
+    [data_file] = [p for p in _files(warehouse) if p.endswith(".parquet")]
+    with open(data_file, "ab") as f:
+        f.write(b"appended")
+    with pytest.raises(CorruptFileError, match=f"{os.path.basename(data_file)} has .* bytes but its manifest"):
+        t.to_arrow()
+
+
+def _files(root) -> list[str]:
+    return [os.path.join(d, n) for d, _, names in os.walk(root) for n in names]
+
+
 @pytest.mark.parametrize("compression", ["snappy", "none", "lz4", "gzip"])
 @pytest.mark.parametrize("manifest_compression", ["null", "deflate"])
 def test_compression_options(catalog, warehouse, compression, manifest_compression):

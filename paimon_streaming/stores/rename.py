@@ -28,15 +28,18 @@ class TempFileCreateIfAbsent:
         parent, name = path.rsplit("/", 1) if "/" in path else (".", path)
         self.fs.create_dir(parent, recursive=True)
         tmp = f"{parent}/.{name}.{uuid.uuid4()}.tmp"
+        published = False
         try:
             with self.fs.open_output_stream(tmp) as f:
                 f.write(data)
-            return self.publish(tmp, path)
-        finally:  # already gone when published
-            try:
-                self.fs.delete_file(tmp)
-            except OSError:
-                pass
+            published = self.publish(tmp, path)
+            return published
+        finally:
+            if not published:  # a published temp file is gone: deleting it would cost a round trip
+                try:
+                    self.fs.delete_file(tmp)
+                except OSError:
+                    pass
 
 
 class RenameCreateIfAbsent(TempFileCreateIfAbsent):
