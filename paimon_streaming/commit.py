@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .binary_row import deserialize_row
-from .commit_users import CommitUserRecords, user_commits
+from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .errors import CommitConflictError, PaimonError, SequenceConflictError
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
@@ -121,13 +121,10 @@ class FileStoreCommit:
                                commit_user, min(identifiers))
         return {i for i in identifiers if commits.committed(i)}
 
-    def committed_snapshot(self, commit_user: str, identifier: int) -> tuple[bool, int | None, Snapshot | None]:
-        """Whether (`commit_user`, `identifier`) is committed, the id of the newest live
-        snapshot that carries it (None once expiration removed it), and the table's newest
-        snapshot the check read (None when it read none), for a write to plan on."""
-        commits = user_commits(self.snapshots, CommitUserRecords(self.file_io, self.table_path),
-                               commit_user, identifier)
-        return commits.committed(identifier), commits.live.get(identifier), commits.latest
+    def user_commits(self, commit_user: str, lowest: int) -> UserCommits:
+        """What the table knows of `commit_user`'s identifiers from `lowest` up, with the
+        snapshots the check read (the table's newest, for a write to plan on; the user's newest)."""
+        return user_commits(self.snapshots, CommitUserRecords(self.file_io, self.table_path), commit_user, lowest)
 
     def commit(self, messages: Sequence[CommitMessage], commit_user: str, identifier: int,
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,

@@ -107,6 +107,7 @@ class UserCommits:
     recorded: IdentifierRanges    # identifiers of the user's expired snapshots
     newest: int | None            # the highest identifier committed (batch commits aside)
     latest: Snapshot | None = None    # the table's newest snapshot when the scan began (None: none read)
+    own_latest: Snapshot | None = None  # the user's newest snapshot the scan read (None: none live)
 
     def committed(self, identifier: int) -> bool:
         """True if committed; False if new; CommitIdentifierError below the newest but never committed."""
@@ -131,12 +132,13 @@ def user_commits(snapshots: SnapshotManager, records: CommitUserRecords, commit_
     records before it deletes, cannot hide an identifier."""
     live: dict[int, int] = {}
     newest = None
-    latest = None
+    latest = own_latest = None
     settled = False
     for snap in snapshots.iter_descending():
         latest = latest or snap
         if snap.commit_user != commit_user:
             continue
+        own_latest = own_latest or snap
         ident = snap.commit_identifier
         live.setdefault(ident, snap.id)
         if ident != BATCH_COMMIT_IDENTIFIER:
@@ -148,4 +150,4 @@ def user_commits(snapshots: SnapshotManager, records: CommitUserRecords, commit_
     top = recorded.max()
     if top is not None and (newest is None or top > newest):
         newest = top
-    return UserCommits(commit_user, live, recorded, newest, latest)
+    return UserCommits(commit_user, live, recorded, newest, latest, own_latest)

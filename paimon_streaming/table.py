@@ -23,7 +23,7 @@ from .rollback import Rollback
 from .scan import DataSplit, TableScan
 from .schema import SchemaManager, TableSchema
 from .schema_update import SchemaUpdate
-from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+from .snapshot import BATCH_COMMIT_IDENTIFIER, COMPACT, Snapshot, SnapshotManager
 from .tag_deletion import TagDeletion
 from .tags import TagManager
 from .write import TableWrite, conform
@@ -184,8 +184,13 @@ class Table:
         """
         just_read = None  # the newest snapshot, when the exactly-once check has just read it
         if commit_user is not None and commit_identifier is not None:
-            done, existing, just_read = self.new_commit().committed_snapshot(commit_user, commit_identifier)
-            if done:  # a replay: exactly once
+            commits = self.new_commit().user_commits(commit_user, commit_identifier)
+            just_read = commits.latest
+            if self.complete_interrupted_batch(commit_user, commits.own_latest) is not None:
+                just_read = None  # a snapshot was added
+                commits = self.new_commit().user_commits(commit_user, commit_identifier)
+            if commits.committed(commit_identifier):  # a replay: exactly once
+                existing = commits.live.get(commit_identifier)
                 log.info("write to %s by %s with identifier %s already committed (snapshot %s): skipped",
                          self.name, commit_user, commit_identifier, existing)
                 return existing
@@ -219,9 +224,26 @@ class Table:
                     raise
                 # the data landed but its lookup compaction lost to a concurrent writer: redo it
                 # on the new snapshot so deletion-vector readers see the batch
-                sid = self.compact(commit_user=user, commit_identifier=identifier)
+                sid = self.complete_interrupted_batch(user)
                 return sid if sid is not None else self.snapshot_manager.latest_of_user(user).id
         return ids[-1] if ids else None
+
+    def complete_interrupted_batch(self, commit_user: str, own_latest: Snapshot | None = None) -> int | None:
+        """Finish the compaction of `commit_user`'s last batch when it has none: a crash or a
+        failed upload between a batch's APPEND and COMPACT snapshots leaves its level-0 files
+        invisible to deletion-vector readers (tables with lookup compaction). `own_latest`: the
+        user's newest snapshot, when the caller has read it. Returns the COMPACT snapshot id,
+        or None when nothing was interrupted."""
+        if not (self.primary_keys and self.options.lookup_compaction):
+            return None
+        last = own_latest or self.snapshot_manager.latest_of_user(commit_user)
+        if last is None or last.commit_kind == COMPACT:
+            return None
+        sid = self.compact(commit_user=commit_user, commit_identifier=last.commit_identifier)
+        log.warning("%s: completed the compaction of %s's batch %d, interrupted after its %s snapshot %d "
+                    "(compaction snapshot %s)", self.name, commit_user, last.commit_identifier,
+                    last.commit_kind, last.id, sid)
+        return sid
 
     def compact(self, full: bool = False, commit_user: str | None = None,
                 commit_identifier: int | None = None,

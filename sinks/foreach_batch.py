@@ -41,7 +41,6 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from paimon_streaming import full_compaction
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import CommitConflictError, PaimonError, SequenceConflictError, TableNotFoundError
-from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
@@ -134,7 +133,7 @@ class PaimonSink:
         clock = StageClock()
         commit_user = self.commit_user or query_commit_user(df)
         table = self._table(df)
-        repair_interrupted_batch(table, commit_user)
+        table.complete_interrupted_batch(commit_user)  # a crash between a batch's two snapshots
         if table.committed_identifiers(commit_user, [batch_id]):
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
@@ -181,7 +180,7 @@ class PaimonSink:
                     raise
                 # the batch's data landed but its compaction lost to a concurrent one: redo it on
                 # the new snapshot, as a restart would
-                repair_interrupted_batch(table, commit_user)
+                table.complete_interrupted_batch(commit_user)
                 snapshot_ids = [table.snapshot_manager.latest_of_user(commit_user).id]
                 break
         files = sum(len(m.data.new_files) + len(m.compact.new_files) for m in result.messages)
@@ -305,18 +304,6 @@ def write_in_task(df: DataFrame, plan: WritePlan, transform: ArrowTransform | No
             yield from encode_messages(write_task(plan, rows.to_batches()), rows.num_rows).to_batches()
 
     return WriteResult.collect(df.mapInArrow(write, MESSAGE_SCHEMA))
-
-
-def repair_interrupted_batch(table: Table, commit_user: str) -> None:
-    """A crash between a batch's APPEND and COMPACT snapshots leaves its level-0 files
-    invisible to deletion-vector readers; finish that batch's compaction first."""
-    if not (table.primary_keys and table.options.lookup_compaction):
-        return
-    last = table.snapshot_manager.latest_of_user(commit_user)
-    if last is not None and last.commit_kind != COMPACT:
-        sid = table.compact(commit_user=commit_user, commit_identifier=last.commit_identifier)
-        log.warning("paimon_sink table=%s: completed the compaction of batch %d interrupted by a crash "
-                    "(snapshot %s)", table.name, last.commit_identifier, sid)
 
 
 def paimon_sink(table: str, *, warehouse: str | None = None, commit_user: str | None = None,

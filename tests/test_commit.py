@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 from paimon_streaming.errors import SnapshotMissingError
@@ -299,3 +301,39 @@ def test_partition_overwrite_replaces_only_that_partition(pk_table):
     pk_table.new_commit().commit(messages, "u", 1, overwrite=True,
                                  overwrite_partitions=sorted({m.partition for m in messages}))
     assert rows_by(pk_table.to_arrow(), "id") == [{"id": 3, "v": "b3", "p": "b"}, {"id": 7, "v": "n7", "p": "a"}]
+
+
+def test_a_failed_upload_among_a_snapshots_concurrent_metadata_writes_leaves_nothing(tmp_path, monkeypatch):
+    """On a remote store a snapshot's manifest files, lists and index manifest upload at once.
+    When one upload fails, the commit publishes nothing and deletes what the others wrote; the
+    batch, written again under the same commit identifier, completes."""
+    from paimon_streaming.fileio import FileIO
+    fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    t = ps.Catalog("", filesystem=fs).create_table(
+        "db.t", SCHEMA, primary_keys=["id", "p"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    assert not t.file_io.is_local  # FileIO.map runs the uploads concurrently
+    t.write_arrow(batch([1, 2, 3]), commit_user="u", commit_identifier=0)
+    original = FileIO.write_bytes
+    manifests, failed = [], []
+
+    def failing_compact_manifest(self, path, data):
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith("manifest-") and not name.startswith("manifest-list-"):
+            manifests.append(path)
+            if len(manifests) == 2:  # the COMPACT snapshot's (the APPEND wrote the first)
+                time.sleep(0.2)  # the base manifest list, uploaded beside it, lands first
+                failed.append(path)
+                raise OSError(f"injected upload failure of {path}")
+        return original(self, path, data)
+    monkeypatch.setattr(FileIO, "write_bytes", failing_compact_manifest)
+    with pytest.raises(OSError, match="injected upload failure"):
+        t.write_arrow(batch([2, 4], v="new"), commit_user="u", commit_identifier=1)
+    monkeypatch.undo()
+    assert failed
+    # the metadata files uploaded beside the failed one were deleted: no snapshot's, none left
+    orphans = t.remove_orphan_files(older_than=2 ** 50, dry_run=True).paths
+    assert not [p for p in orphans if "/manifest/" in p], orphans
+    assert [s.commit_kind for s in t.snapshots()][-1] == "APPEND"  # the batch's data, not yet compacted
+    t.write_arrow(batch([2, 4], v="new"), commit_user="u", commit_identifier=1)  # the stream replays it
+    assert [s.commit_kind for s in t.snapshots()][-1] == "COMPACT"
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == {1: "x1", 2: "new2", 3: "x3", 4: "new4"}

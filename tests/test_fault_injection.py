@@ -8,7 +8,7 @@ fresh copy of the same table with step n failing. Afterwards, read through a cle
 * the table verifies (`check_table`: no snapshot references a missing or torn file);
 * it reads exactly as before, or — when the failure hit after the snapshot was published —
   exactly as after, with the operation's snapshots each present once;
-* recovering as the sink does after a restart (finish an interrupted DV batch, then ask
+* recovering as the sink does after a restart (`Table.complete_interrupted_batch`, then ask
   `committed_identifiers` with the same commit user and identifier, redo only if missing)
   leaves the table with the operation's effect applied exactly once.
 """
@@ -28,9 +28,6 @@ from paimon_streaming.lsm import dv_compaction
 from paimon_streaming.lsm.lookup import KeyIndexCache
 from faulty_fileio import MODES, FaultyFileIO
 from conftest import rows_by
-
-pytest.importorskip("pyspark")
-from paimon_streaming.sinks.foreach_batch import repair_interrupted_batch  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("p", pa.string(), False)])
 USER, IDENT = "recovering-job", 7
@@ -104,7 +101,7 @@ def _run(path: str, scenario: Scenario, faulty: FaultyFileIO) -> BaseException |
 def _recover(path: str, scenario: Scenario) -> None:
     table = ps.Table.open(path)
     if scenario.writes:
-        repair_interrupted_batch(table, USER)
+        table.complete_interrupted_batch(USER)
     if not table.committed_identifiers(USER, [IDENT]):
         scenario.op(table)
 
