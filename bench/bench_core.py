@@ -183,6 +183,26 @@ def paimon_streaming_table(workdir: str, dv: bool) -> tuple[WriteFn, ReadFn, str
     return write, read, version("paimon-streaming")
 
 
+def live_file_reads(workdir: str) -> dict[str, ReadFn]:
+    """Bare pyarrow reads of our table's live data files, 4 at a time as our reader reads them,
+    deletion vectors not applied: with page checksums verified (as our reader does) and without.
+    Timed beside our read, they say how much of it is the files themselves (their number, codec
+    and checksums) and how much is ours (deletion vectors, schema, assembly)."""
+    import paimon_streaming as ps
+    from concurrent.futures import ThreadPoolExecutor
+    import pyarrow.parquet as pq
+    table = ps.Catalog(workdir).get_table("db.w1")
+    paths = [f"{s.bucket_path}/{f.file_name}" for s in table.plan(table.latest_snapshot()) for f in s.files]
+
+    def reader(verify: bool) -> ReadFn:
+        def read() -> pa.Table:
+            with ThreadPoolExecutor(4) as pool:
+                return pa.concat_tables(pool.map(lambda p: pq.ParquetFile(
+                    p, pre_buffer=True, page_checksum_verification=verify).read(columns=SCHEMA.names), paths))
+        return read
+    return {"read_files_s": reader(True), "read_files_unverified_s": reader(False)}
+
+
 def deltalake_merge(workdir: str) -> tuple[WriteFn, ReadFn, str]:
     """delta-rs MERGE per batch (update matched, insert the rest): Rust, copy-on-write."""
     from deltalake import DeltaTable
@@ -242,6 +262,8 @@ def run_child(system: System, seed: int, rows: int, batches: int, workdir: str) 
     write_peak = _maxrss_mb() - baseline
     out, read_times = timed_reads(read)
     read_s = statistics.median(read_times)
+    breakdown = (interleaved_medians({"read_beside_files_s": read, **live_file_reads(workdir)})
+                 if system.name in OURS else {})
     problem = check_read(out, seed, rows, batches, system.upsert)
     if problem and system.strict:
         raise SystemExit(f"W2 check FAILED for {system.name}: {problem}")
@@ -260,6 +282,7 @@ def run_child(system: System, seed: int, rows: int, batches: int, workdir: str) 
         "read_rows": out.num_rows,
         "read_check": problem or "ok",
         "baseline_rss_mb": baseline,
+        **breakdown,
     }
 
 
@@ -281,6 +304,18 @@ def timed_reads(read: ReadFn) -> tuple[pa.Table, list[float]]:
         out = table if out is None else out
         del table
     return out, times
+
+
+def interleaved_medians(reads: dict[str, ReadFn]) -> dict[str, float]:
+    """Median seconds of each read, READS of each, taken in turn so that none gets a warmer or
+    quieter machine than the others."""
+    times: dict[str, list[float]] = {key: [] for key in reads}
+    for _ in range(READS):
+        for key, read in reads.items():
+            start = time.perf_counter()
+            read()
+            times[key].append(time.perf_counter() - start)
+    return {key: statistics.median(seconds) for key, seconds in times.items()}
 
 
 def growth(latencies: list[float]) -> float | None:
@@ -319,6 +354,7 @@ def spawn(name: str, seed: int, rows: int, batches: int, workroot: str | None) -
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+READ_BREAKDOWN = ["read_beside_files_s", "read_files_s", "read_files_unverified_s"]
 NUMBERS = ["rows_per_s", "first_batch_s", "last_batch_s", "last_over_first", "slowest_batch_s",
            "write_peak_rss_mb", "read_s"]
 
@@ -353,6 +389,7 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
             "table_options": TABLE_OPTIONS if name in OURS else {},
             "median": {k: statistics.median(r[k] for r in per_run) for k in NUMBERS},
             "growth": None if per_run[0].get("growth") is None else statistics.median(r["growth"] for r in per_run),
+            "read_breakdown": {k: statistics.median(r[k] for r in per_run) for k in READ_BREAKDOWN if k in per_run[0]},
             "read_check": "; ".join(checks),
             "vs": ratios(runs, name),
             "per_run": per_run,
@@ -387,6 +424,15 @@ def print_table(records: list[dict]) -> None:
     if grown:
         print("\nupdate batches, median latency of the last 10 over batches 1-10 (table growth alone): "
               + ", ".join(f"{r['system']} {r['growth']:.2f}" for r in grown))
+    raw = next((r["median"]["read_s"] for r in records if r["system"] == "raw-parquet"), None)
+    for r in records:
+        b = r.get("read_breakdown")
+        if b:
+            ours_s, files, unverified = (b[k] for k in READ_BREAKDOWN)
+            print(f"\nwhere {r['system']}'s read goes (medians of reads taken in turn): {ours_s:.3f} s, of which "
+                  f"its live files read bare {files:.3f} s ({unverified:.3f} s without page checksums) and "
+                  f"deletion vectors and assembly {ours_s - files:.3f} s" + ("" if raw is None else
+                  f"; raw Parquet {raw:.3f} s, the bare files {files / raw:.2f}x it"))
     ours = [r for r in records if r["system"] in OURS and r["vs"]]
     if ours:
         print("\nsame-run ratios (median over runs): rows/s is ours / anchor (higher is better); "
