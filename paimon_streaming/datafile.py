@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as orc
@@ -44,6 +45,7 @@ import pyarrow.parquet as pq
 
 from .errors import CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
+from .numpy_arrow import from_numpy
 from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_bool
 from .types import DataField, DataType, arrow_schema, to_arrow
 
@@ -69,6 +71,8 @@ _UNIT_RANK = {"s": 0, "ms": 1, "us": 2, "ns": 3}
 
 # Parquet page checksums: written and verified (module docstring). A switch for benchmarks only.
 PAGE_CHECKSUMS = True
+# A string column chunk up to this size may be read as a dictionary (`_dictionary_columns`).
+DICTIONARY_READ_BYTES = 1 << 20
 
 
 # ---- file names ---------------------------------------------------------------------------
@@ -365,13 +369,15 @@ def _string_bounds(metadata: pq.FileMetaData, schema: pa.Schema) -> dict[str, tu
 # ---- reading ------------------------------------------------------------------------------
 def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                    columns: list[str] | None = None, file_size: int | None = None,
-                   row_count: int | None = None) -> pa.Table:
+                   row_count: int | None = None, keep: np.ndarray | None = None) -> pa.Table:
     """Read a data file as the canonical Arrow types of `fields` (projected to `columns`).
 
     Columns are found by name, as Java does; a requested column absent from the file (added
     by a later schema) comes back as nulls. `file_size` and `row_count` (from the file's
     manifest entry) are verified when given; a missing file raises MissingFileError, a damaged
-    one CorruptFileError, both naming it.
+    one CorruptFileError, both naming it. `keep` (a boolean per row: a deletion vector's
+    complement) drops rows before dictionary-encoded strings are decoded (`_dictionary_columns`),
+    so the dropped rows' strings are never built and the kept ones are built once.
     """
     by_name = {f.name: f for f in fields}
     unknown = [c for c in columns or () if c not in by_name]
@@ -396,7 +402,7 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                                        "every damaged file")
         try:
             if fmt == PARQUET:
-                raw, num_rows = _read_parquet(source, wanted)
+                raw, num_rows = _read_parquet(source, wanted, as_dictionary=keep is not None)
             else:
                 raw, num_rows = _read_orc(source, wanted)
         except PaimonError:
@@ -409,6 +415,12 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     if row_count is not None and num_rows != row_count:
         raise CorruptFileError(f"data file {path} holds {num_rows} rows but its manifest entry records "
                                f"{row_count} (damaged footer or replaced file)")
+    if keep is not None:
+        if len(keep) != num_rows:
+            raise CorruptFileError(f"data file {path} holds {num_rows} rows but its deletion vector covers {len(keep)}")
+        num_rows = int(np.count_nonzero(keep))
+        if raw:
+            raw = dict(zip(raw, pa.table(raw).filter(from_numpy(keep)).columns))
     arrays = [conform(raw[f.name], to_arrow(f.type)) if f.name in raw
               else pa.nulls(num_rows, to_arrow(f.type)) for f in wanted]
     if not arrays:  # keep the row count of a zero-column projection (count queries)
@@ -432,8 +444,9 @@ def verify_data_file(file_io: FileIO, path: str, fields: list[DataField], file_s
                                "(damaged header)")
 
 
-def _read_parquet(source, wanted: list[DataField]) -> tuple[dict[str, pa.ChunkedArray], int]:
+def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) -> tuple[dict[str, pa.ChunkedArray], int]:
     """Columns by name. INT96 columns are read in the unit of their declared precision.
+    `as_dictionary`: string columns that qualify (`_dictionary_columns`) stay dictionary-encoded.
 
     pyarrow's INT96 unit is per read; reading everything as ns would overflow p<=6 values
     outside 1677-2262, so a file holding INT96 is read once per needed unit.
@@ -448,6 +461,10 @@ def _read_parquet(source, wanted: list[DataField]) -> tuple[dict[str, pa.Chunked
             raise ValueError(f"the footer has no column named {renamed} but holds their field ids under other "
                              "names (a damaged footer)")
     if not any(pf.schema.column(i).physical_type == "INT96" for i in range(len(pf.schema))):
+        dictionary = _dictionary_columns(pf, present) if as_dictionary else []
+        if dictionary:
+            pf = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=True, read_dictionary=dictionary,
+                                page_checksum_verification=PAGE_CHECKSUMS)
         table = pf.read(columns=[f.name for f in present], use_threads=True)
         return dict(zip(table.column_names, table.columns)), pf.metadata.num_rows
     by_unit: dict[str, list[str]] = {}
@@ -461,6 +478,25 @@ def _read_parquet(source, wanted: list[DataField]) -> tuple[dict[str, pa.Chunked
         table = part.read(columns=names_in_unit, use_threads=True)
         columns.update(zip(table.column_names, table.columns))
     return columns, pf.metadata.num_rows
+
+
+def _dictionary_columns(pf: pq.ParquetFile, fields: list[DataField]) -> list[str]:
+    """Top-level string and binary columns to read as dictionaries before rows are dropped:
+    those with a dictionary page in every row group and at most DICTIONARY_READ_BYTES of pages.
+    The bound keeps the worst case small: a chunk whose dictionary overflowed into plain pages
+    (which the footer cannot tell) has its plain values hashed into a dictionary, and that
+    costs more than building the strings. Writers overflow at 1 MB of dictionary by default."""
+    leaf = {pf.schema.column(i).path: i for i in range(len(pf.schema))}
+    groups = [pf.metadata.row_group(g) for g in range(pf.metadata.num_row_groups)]
+    out = []
+    for f in fields:
+        t = to_arrow(f.type)
+        if not (pa.types.is_string(t) or pa.types.is_binary(t)) or f.name not in leaf:
+            continue
+        chunks = [g.column(leaf[f.name]) for g in groups]
+        if chunks and all(c.has_dictionary_page and c.total_uncompressed_size <= DICTIONARY_READ_BYTES for c in chunks):
+            out.append(f.name)
+    return out
 
 
 def _int96_unit(t: DataType) -> str:

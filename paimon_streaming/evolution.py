@@ -8,6 +8,7 @@ with the reading schema take the fast path: no conversion at all.
 """
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from .datafile import conform, read_data_file, rebased_offsets
@@ -19,14 +20,15 @@ from .types import DataType, arrow_field, to_arrow
 
 def read_evolved(file_io: FileIO, path: str, file_schema: TableSchema, schema: TableSchema,
                  names: list[str], system: list[str] = (), file_size: int | None = None,
-                 row_count: int | None = None) -> pa.Table:
+                 row_count: int | None = None, keep: np.ndarray | None = None) -> pa.Table:
     """Columns `names` of `schema` (plus `system` columns such as `_SEQUENCE_NUMBER`) from a data
-    file written with `file_schema`, named and typed as `schema` has them."""
+    file written with `file_schema`, named and typed as `schema` has them; only the rows `keep`
+    marks when given (see `read_data_file`)."""
     by_id = {f.id: f for f in file_schema.fields}
     current = [schema.field(n) for n in names]
     olds = [by_id.get(f.id) for f in current]
     table = read_data_file(file_io, path, file_fields(file_schema),
-                           [o.name for o in olds if o is not None] + list(system), file_size, row_count)
+                           [o.name for o in olds if o is not None] + list(system), file_size, row_count, keep)
     if file_schema.id == schema.id:
         return table
     columns = [pa.nulls(table.num_rows, to_arrow(f.type)) if o is None else evolve(table.column(o.name), o.type, f.type)

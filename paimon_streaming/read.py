@@ -105,11 +105,10 @@ class SplitReader:
                    system: list[str]) -> pa.Table:
         """Read one file for current column `names` (+ system columns), mapping by field id."""
         path = meta.external_path or f"{split.bucket_path}/{meta.file_name}"
-        table = read_evolved(self.file_io, path, self.scan.schema_of(meta.schema_id), self.schema, names, system,
-                             file_size=meta.file_size, row_count=meta.row_count)
         deletion = split.deletion_files.get(meta.file_name)
-        if deletion is not None:
-            table = table.filter(from_numpy(self._keep_mask(deletion, table.num_rows)))
+        keep = None if deletion is None else self._keep_mask(deletion, meta.row_count)
+        table = read_evolved(self.file_io, path, self.scan.schema_of(meta.schema_id), self.schema, names, system,
+                             file_size=meta.file_size, row_count=meta.row_count, keep=keep)
         return table.select(names + system)
 
     def _load_deletion_files(self, splits: Sequence[DataSplit]) -> None:

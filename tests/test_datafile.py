@@ -7,6 +7,7 @@ import json
 import os
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
@@ -16,9 +17,10 @@ try:
     from tests.java_oracle import epoch_nanos, get_oracle
 except ImportError:  # tests/ is not a package: pytest puts tests/ itself on sys.path
     from java_oracle import epoch_nanos, get_oracle
-from paimon_streaming.datafile import (conform, data_file_name, format_from_file_name,
+from paimon_streaming import datafile
+from paimon_streaming.datafile import (ParquetSettings, conform, data_file_name, format_from_file_name,
                                        read_data_file, write_data_file)
-from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
+from paimon_streaming.errors import CorruptFileError, InvalidOptionError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.types import DataField, DataType, arrow_schema, parse_atomic
 
@@ -334,6 +336,38 @@ def test_projection_and_added_columns(fio):
         assert read_data_file(file_io, path, new, []).num_rows == 2
         with pytest.raises(SchemaMismatchError):
             read_data_file(file_io, path, new, ["nope"])
+
+
+@pytest.mark.parametrize("layout", ["dictionary", "no dictionary", "over the bound", "row groups"])
+def test_rows_dropped_before_strings_are_decoded_read_as_a_filter_would(fio, monkeypatch, layout):
+    """`keep` (a deletion vector's complement) gives what a full read then a filter gives, for
+    strings read as dictionaries (small chunks with dictionary pages), built directly (no
+    dictionary, or chunks over DICTIONARY_READ_BYTES), and dictionaries per row group."""
+    file_io, root = fio
+    fields = _fields(("id", T("BIGINT NOT NULL")), ("s", T("STRING")), ("b", T("BYTES")), ("c", T("CHAR(2)")))
+    rng = np.random.default_rng(7)
+    words = np.array([f"w{i}" for i in range(20)] + [None], dtype=object)
+    data = pa.table({"id": np.arange(3000), "s": words[rng.integers(0, 21, 3000)],
+                     "b": [None if i % 7 == 0 else bytes([i % 5]) for i in range(3000)],
+                     "c": ["ab", "cd", None] * 1000}, schema=arrow_schema(fields))
+    path = f"{root}/f.parquet"
+    if layout == "row groups":
+        pq.write_table(data, path, row_group_size=1000, store_schema=False)
+    else:
+        write_data_file(file_io, path, data, fields, parquet=ParquetSettings(dictionary=layout != "no dictionary"))
+    if layout == "over the bound":
+        monkeypatch.setattr(datafile, "DICTIONARY_READ_BYTES", 100)
+    chosen = []
+    pick = datafile._dictionary_columns
+    monkeypatch.setattr(datafile, "_dictionary_columns", lambda pf, f: chosen.extend(pick(pf, f)) or pick(pf, f))
+    keep = rng.random(3000) < 0.7
+    for columns in (None, ["c", "s"], []):
+        expected = read_data_file(file_io, path, fields, columns).filter(pa.array(keep))
+        back = read_data_file(file_io, path, fields, columns, row_count=3000, keep=keep)
+        assert back.equals(expected) and back.num_rows == keep.sum()
+    assert sorted(set(chosen)) == ([] if layout in ("no dictionary", "over the bound") else ["b", "c", "s"])
+    with pytest.raises(CorruptFileError, match="deletion vector covers 2999"):
+        read_data_file(file_io, path, fields, keep=keep[:-1])
 
 
 def test_read_foreign_physical_layouts(fio):

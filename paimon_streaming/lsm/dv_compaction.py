@@ -29,6 +29,7 @@ from ..keyvalue import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KI
                         first_key_above, key_fields)
 from ..manifest import DataFileMeta, IndexFileMeta
 from ..merge_engine import engine_for, sort_and_merge
+from ..numpy_arrow import from_numpy
 from ..options import CoreOptions
 from ..paths import PathFactory
 from ..schema import TableSchema
@@ -349,23 +350,26 @@ class BucketCompactor:
     # ---- reading ----------------------------------------------------------------------------
     def _read_file(self, bucket: BucketFiles, f: DataFileMeta, columns: list[str],
                    vectors: DeletionVectorMaintainer | None) -> tuple[pa.Table, np.ndarray]:
-        """Rows of a file (by current column names, mapped by field id) and their positions."""
+        """Rows of a file (by current column names, mapped by field id) and their positions,
+        without the rows its deletion vector marks."""
+        deleted = vectors.deleted_positions(f.file_name) if vectors is not None else None
+        keep = None
+        if deleted is not None:
+            keep = np.ones(f.row_count, bool)
+            keep[deleted] = False
         fresh = bucket.fresh.get(f.file_name)
         if fresh is None and f.schema_id == self.schema.id:
             fresh = RECENT_ROWS.get(f.file_name)
         if fresh is not None:
             table = fresh.select(columns).cast(self._read_schema(columns))
+            if keep is not None:
+                table = table.filter(from_numpy(keep))
         else:
             system = [c for c in columns if c in (SEQUENCE_NUMBER, VALUE_KIND)]
             table = read_evolved(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
                                  self.schema_of(f.schema_id), self.schema,
-                                 [c for c in columns if c not in system], system, f.file_size, f.row_count)
-        positions = np.arange(table.num_rows, dtype=np.int64)
-        deleted = vectors.deleted_positions(f.file_name) if vectors is not None else None
-        if deleted is not None:
-            keep = np.ones(table.num_rows, bool)
-            keep[deleted] = False
-            table, positions = table.filter(pa.array(keep)), positions[keep]
+                                 [c for c in columns if c not in system], system, f.file_size, f.row_count, keep)
+        positions = np.arange(f.row_count, dtype=np.int64) if keep is None else np.flatnonzero(keep)
         return table.select(columns), positions
 
     def _read_schema(self, columns: list[str]) -> pa.Schema:
