@@ -39,12 +39,11 @@ class ConsumerManager:
     def next_snapshot(self, consumer_id: str) -> int | None:
         """The consumer's `nextSnapshot`, or None when it has no progress file."""
         path = self.path(consumer_id)
-        try:
-            text = self.file_io.read_text(path)
-        except FileNotFoundError:
+        data = self.file_io.read_bytes_if_present(path)
+        if data is None:
             return None
         try:
-            return int(json.loads(text)["nextSnapshot"])
+            return int(json.loads(data)["nextSnapshot"])
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptFileError(f"consumer file {path} cannot be parsed: {exc}") from exc
 

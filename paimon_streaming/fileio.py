@@ -120,6 +120,14 @@ class FileIO:
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
 
+    def read_bytes_if_present(self, path: str) -> bytes | None:
+        """The file's bytes, or None when it does not exist: for files whose absence is itself
+        the answer (a snapshot not published yet, a consumer without progress)."""
+        try:
+            return self.read_bytes(path)
+        except FileNotFoundError:
+            return None
+
     def open_input_file(self, path: str, size: int | None = None):
         """A random-access file; with its `size` known and small on a remote store, its bytes
         in memory (REMOTE_WHOLE_FILE_BYTES)."""

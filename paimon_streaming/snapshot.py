@@ -237,11 +237,8 @@ class SnapshotManager:
 
     def _read_if_present(self, snapshot_id: int) -> Snapshot | None:
         path = self.path(snapshot_id)
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            return None
-        return parse_snapshot_file(path, data, snapshot_id)
+        data = self.file_io.read_bytes_if_present(path)
+        return None if data is None else parse_snapshot_file(path, data, snapshot_id)
 
     def snapshots(self) -> list[Snapshot]:
         """Every snapshot, oldest first. A hole in the ids raises SnapshotGapError and a LATEST
