@@ -2,6 +2,10 @@
 
 Columns: `_KEY_<k>` for each trimmed primary key (ids shifted by 1073741823), then
 `_SEQUENCE_NUMBER`, `_VALUE_KIND` (+I 0, -U 1, +U 2, -D 3), then every table column.
+With the table option `data-file.thin-mode` (Paimon 1.0+, Java's `KeyValueThinDataFileWriterImpl`)
+the `_KEY_` columns are left out: they repeat the key's value columns. Readers never need them:
+keys are always read from the value columns (as Java's `FormatReaderMapping` maps `_KEY_<k>` to
+`<k>` by field id), so thin and full files read alike.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .binary_row import deserialize_row
+from .options import parse_bool
 from .schema import TableSchema
 from .system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND  # noqa: F401 (re-exported)
 from .types import DataField, DataType
@@ -30,9 +35,14 @@ def key_fields(schema: TableSchema) -> list[DataField]:
             for f in schema.fields_of(schema.trimmed_primary_keys)]
 
 
+def thin_mode(schema: TableSchema) -> bool:
+    """Whether files written with this schema leave out the `_KEY_` columns."""
+    return parse_bool(schema.options.get("data-file.thin-mode", "false"))
+
+
 def kv_fields(schema: TableSchema) -> list[DataField]:
     """Every column of a primary-key data file written with this schema, in file order."""
-    return key_fields(schema) + [
+    return ([] if thin_mode(schema) else key_fields(schema)) + [
         DataField(SEQUENCE_NUMBER_ID, SEQUENCE_NUMBER, DataType("BIGINT", False)),
         DataField(VALUE_KIND_ID, VALUE_KIND, DataType("TINYINT", False)),
     ] + list(schema.fields)

@@ -124,6 +124,7 @@ _OPTIONS = [
     Option("changelog-file.prefix", "changelog-", str),
     Option("changelog-producer.row-deduplicate", "false", parse_bool),
     Option("file.suffix.include.compression", "false", parse_bool),
+    Option("data-file.thin-mode", "false", parse_bool),
     Option("commit.max-retries", "10", _int_at_least(0)),
     Option("snapshot.num-retained.min", "10", _int_at_least(1)),
     Option("snapshot.num-retained.max", "2147483647", _int_at_least(1)),

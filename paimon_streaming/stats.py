@@ -57,22 +57,25 @@ def _truncate_length(mode: str) -> int | None:
     return int(mode[len("truncate("):-1]) if mode.startswith("truncate(") else None
 
 
-def stats_modes(options: Mapping[str, str], field_names: Iterable[str]) -> dict[str, str]:
+def stats_modes(options: Mapping[str, str], field_names: Iterable[str],
+                key_names: Iterable[str] = ()) -> dict[str, str]:
     """The stats mode of each column from table options, with Java's precedence.
 
-    `fields.<name>.stats-mode` wins; system columns then get truncate(128); the others get
-    `metadata.stats-mode` until `metadata.stats-keep-first-n-columns` columns have stats
-    and `none` after that.
+    `fields.<name>.stats-mode` wins; system columns, and the key columns named in `key_names`
+    (a thin-mode file's keys, whose stats are also its key stats), then get truncate(128); the
+    others get `metadata.stats-mode` until `metadata.stats-keep-first-n-columns` columns have
+    stats and `none` after that.
     """
     default = parse_stats_mode(options.get(STATS_MODE_OPTION, DEFAULT_STATS_MODE))
     keep_first = _int_option(options, KEEP_FIRST_N_OPTION, -1)
+    keys = set(key_names)
     modes: dict[str, str] = {}
     counted = 0
     for name in field_names:
         key = f"fields.{name}.stats-mode"
         if key in options:
             modes[name] = parse_stats_mode(options[key], key)
-        elif is_system_field(name):
+        elif is_system_field(name) or name in keys:
             modes[name] = KEY_STATS_MODE
             continue
         elif 0 <= keep_first <= counted:
@@ -136,14 +139,20 @@ class ColumnStats:
 
 def collect_stats(data: pa.Table, fields: list[DataField],
                   modes: Mapping[str, str] | str = DEFAULT_STATS_MODE,
-                  string_bounds: Mapping[str, tuple[str, str]] | None = None) -> ColumnStats:
+                  string_bounds: Mapping[str, tuple[str, str]] | None = None,
+                  all_fields: bool = False) -> ColumnStats:
     """Stats of `data` for `fields` (columns found by name) under the given mode(s).
-    `string_bounds` are exact (min, max) of string columns known already (a Parquet footer's)."""
+    `string_bounds` are exact (min, max) of string columns known already (a Parquet footer's).
+    Columns of mode `none` are left out, or with `all_fields` (key stats, which have no
+    stats-columns list) kept with every stat unknown, as Java's NoneSimpleColStatsCollector."""
     kept: list[DataField] = []
     stats: list[ColStats] = []
     for f in fields:
         mode = _mode_of(modes, f.name)
         if mode == "none":
+            if all_fields:
+                kept.append(f)
+                stats.append(ColStats(None, None, None))
             continue
         kept.append(f)
         known = string_bounds.get(f.name) if string_bounds and f.type.is_string else None

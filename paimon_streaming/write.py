@@ -29,8 +29,8 @@ from .datafile import ParquetSettings, write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError
 from .fileio import FileIO
-from .keyvalue import (INSERT, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fields,
-                       first_key_above, key_fields)
+from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fields,
+                       first_key_above, key_fields, thin_mode)
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
@@ -38,7 +38,7 @@ from .options import CoreOptions
 from .paths import PathFactory, bucket_path, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
-from .stats import collect_stats, stats_columns, stats_modes
+from .stats import KEY_STATS_MODE, collect_stats, stats_columns, stats_modes
 from .system_fields import is_system_field, reserved_names_message
 from .lsm.changelog import changelog_producer, input_changelog
 from .lsm.dv_compaction import BucketCompactor, BucketFiles
@@ -208,7 +208,10 @@ class TableWrite:
         self.partition_fields = schema.fields_of(schema.partition_keys)
         self.pk = bool(schema.primary_keys)
         self.fields = file_fields(schema)
-        self.modes = stats_modes(schema.options, schema.field_names)
+        # thin mode: files leave out the `_KEY_` columns, and the key's value columns carry the
+        # key stats (Java's KeyValueThinDataFileWriterImpl: their stats mode is the keys')
+        self.thin = self.pk and thin_mode(schema)
+        self.modes = stats_modes(schema.options, schema.field_names, schema.trimmed_primary_keys if self.thin else ())
         self.parquet = ParquetSettings.of(self.options)
         self.value_stats_cols = stats_columns(list(schema.fields), self.modes)
         self.dynamic = DynamicBucketAssigner(file_io, table_path, self.paths,
@@ -380,20 +383,23 @@ class TableWrite:
             else:
                 kinds = np.full(n, INSERT, np.int8)
             delete_rows = int(is_retract(kinds).sum())  # Java counts -U/-D rows
-            key_cols = [rows.column(k) for k in keys]
-            file_table = pa.Table.from_arrays(
-                key_cols + [pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8())] + rows.columns,
-                names=[KEY_PREFIX + k for k in keys] + [SEQUENCE_NUMBER, VALUE_KIND] + rows.column_names)
             kfields = key_fields(self.schema)
-            key_table = file_table.select([f.name for f in kfields])
+            key_table = pa.Table.from_arrays([rows.column(k) for k in keys], names=[f.name for f in kfields])
+            system = [pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8())]
+            key_part = [] if self.thin else key_table.columns
+            file_table = pa.Table.from_arrays(
+                key_part + system + rows.columns,
+                names=[f.name for f in kfields][:len(key_part)] + [SEQUENCE_NUMBER, VALUE_KIND] + rows.column_names)
             key_types = [f.type for f in kfields]
+            key_modes = {f.name: self.modes[k] if self.thin else KEY_STATS_MODE for f, k in zip(kfields, keys)}
             min_key, max_key = serialize_rows([c.take([0, n - 1]) for c in key_table.columns], key_types) \
                 if n else (EMPTY_ROW, EMPTY_ROW)
-            if n and not changelog and len(key_types) == 1 and key_types[0].root in _BOUNDS_ARE_STATS:
+            if n and not changelog and len(key_types) == 1 and key_types[0].root in _BOUNDS_ARE_STATS \
+                    and key_modes[kfields[0].name] not in ("none", "counts"):
                 # a data file is sorted by its key: the first and last are the key stats' bounds
                 key_stats = SimpleStats(min_key, max_key, (0,) * len(kfields))
             else:
-                key_stats = self._stats(key_table, kfields, {f.name: "truncate(128)" for f in kfields})
+                key_stats = self._stats(key_table, kfields, key_modes, all_fields=True)
         else:
             file_table = rows
             min_key = max_key = EMPTY_ROW
@@ -427,8 +433,8 @@ class TableWrite:
 
     @staticmethod
     def _stats(table: pa.Table, fields: list[DataField], modes,
-               string_bounds: dict[str, tuple[str, str]] | None = None) -> SimpleStats:
-        stats = collect_stats(table, fields, modes, string_bounds)
+               string_bounds: dict[str, tuple[str, str]] | None = None, all_fields: bool = False) -> SimpleStats:
+        stats = collect_stats(table, fields, modes, string_bounds, all_fields)
         types = [f.type.copy(nullable=True) for f in stats.fields]
         bounds = [pa.array([low, high], to_arrow(t)) for low, high, t in zip(stats.min_values, stats.max_values, types)]
         min_values, max_values = serialize_rows(bounds, types, num_rows=2)

@@ -235,3 +235,44 @@ def test_parquet_writer_v2_tables_interoperate(java, catalog, warehouse):
     assert normalize(by_id(after.result)) == ours
     assert {r["id"]: r["s"] for r in ours if r["id"] in (5, 45, 60)} == {5: "java-5", 45: "java-45", 60: "java-60"}
     assert len(ours) == 51
+
+
+def test_thin_mode_tables_interoperate(java, catalog, warehouse):
+    """`data-file.thin-mode` (no `_KEY_` columns): Java's thin files and ours have the same
+    columns, key and value stats; each side updates the other's table (lookups against the
+    other's thin files, deletion vectors), Java compacts ours, and both read the same rows."""
+    import pyarrow.parquet as pq
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("s", pa.string(), False), ("v", pa.string())])
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "s", "type": "STRING NOT NULL"},
+              {"name": "v", "type": "STRING"}]
+    options = {"bucket": "1", "deletion-vectors.enabled": "true", "data-file.thin-mode": "true"}
+
+    def rows(ids, tag):
+        return [{"id": i, "s": f"key-{i % 7}-" + "x" * 20, "v": f"{tag}{i}-" + "y" * 30} for i in ids]
+
+    jpath = f"{warehouse}/db.db/jthin"
+    with java.batch() as b:
+        b.create_table(jpath, fields, primary_keys=["id", "s"], options=options)
+        b.write(jpath, rows(range(200), "j"))
+    ours = catalog.create_table("db.othin", schema, primary_keys=["id", "s"], options=options)
+    ours.write_arrow(pa.Table.from_pylist(rows(range(200), "j"), schema=schema))
+    theirs = ps.Table.open(jpath)
+    [je] = TableScan(theirs.file_io, theirs.path, theirs.schema).live_entries(theirs.latest_snapshot())
+    [oe] = TableScan(ours.file_io, ours.path, ours.schema).live_entries(ours.latest_snapshot())
+    for t, e in ((theirs, je), (ours, oe)):
+        names = pq.ParquetFile(f"{t.path}/bucket-0/{e.file.file_name}").schema_arrow.names
+        assert names == ["_SEQUENCE_NUMBER", "_VALUE_KIND", "id", "s", "v"], t.path
+    for attr in ("row_count", "min_key", "max_key", "key_stats", "value_stats", "value_stats_cols"):
+        assert getattr(je.file, attr) == getattr(oe.file, attr), attr
+
+    theirs.write_arrow(pa.Table.from_pylist(rows(range(0, 300, 3), "o"), schema=schema))
+    with java.batch() as b:
+        b.write(ours.path, rows(range(1, 300, 5), "J"))
+        b.compact(ours.path)
+        reads = {name: b.read(path) for name, path in (("theirs", jpath), ("ours", ours.path))}
+    base = {r["id"]: r["v"] for r in rows(range(200), "j")}
+    expected = {"theirs": base | {r["id"]: r["v"] for r in rows(range(0, 300, 3), "o")},
+                "ours": base | {r["id"]: r["v"] for r in rows(range(1, 300, 5), "J")}}
+    for name, path in (("theirs", jpath), ("ours", ours.path)):
+        assert {r["id"]: r["v"] for r in reads[name].result} == expected[name], name
+        assert {r["id"]: r["v"] for r in ps.Table.open(path).to_arrow().to_pylist()} == expected[name], name
