@@ -351,11 +351,26 @@ def spawn(name: str, seed: int, rows: int, batches: int, workroot: str | None) -
                "--rows", str(rows), "--batches", str(batches), "--workdir", workdir]
         cmd += [f"--table-option={k}={v}" for k, v in TABLE_OPTIONS.items()]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        result = _last_json_line(proc.stdout)
         if proc.returncode != 0:
-            raise SystemExit(f"{name} failed (exit {proc.returncode}); its stderr is above")
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+            if result is None or name.startswith("paimon-streaming"):
+                raise SystemExit(f"{name} failed (exit {proc.returncode}); its stderr is above")
+            # deltalake 1.6's process sometimes aborts at interpreter exit ("terminate called
+            # without an active exception"), after its measurements and read check were printed
+            print(f"note: {name} exited with {proc.returncode} after reporting its run; the run is kept",
+                  file=sys.stderr, flush=True)
+        return result
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _last_json_line(stdout: str) -> dict | None:
+    """A child's result: the last line it printed, when that is a whole JSON object."""
+    lines = stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        return None
 
 
 READ_BREAKDOWN = ["read_beside_files_s", "read_files_s", "read_files_unverified_s"]
