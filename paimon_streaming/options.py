@@ -178,6 +178,30 @@ def validate(options: dict[str, str]) -> None:
                                  "'snapshot.num-retained.max' (Paimon rejects it too); set both")
 
 
+# Paimon table features this connector does not implement, with what they change. A table
+# created elsewhere with one of them is still read where its files hold whole rows in their own
+# order; writing to it would break what its other writers and readers rely on.
+UNIMPLEMENTED_FEATURES = {
+    "row-tracking.enabled": "row tracking (each commit numbers the rows of its files)",
+    "data-evolution.enabled": "data evolution (files holding some columns of rows, merged by row id)",
+    "sequence.snapshot-ordering": "snapshot ordering (the snapshot that committed a row decides which "
+                                  "version of a key wins)",
+}
+
+
+def unimplemented_features(options: dict[str, str]) -> list[str]:
+    """The keys of UNIMPLEMENTED_FEATURES switched on in `options`."""
+    return [key for key in UNIMPLEMENTED_FEATURES if str(options.get(key, "false")).strip().lower() == "true"]
+
+
+def refuse_unimplemented(options: dict[str, str]) -> None:
+    """InvalidOptionError when `options` (of a table being created or altered here) switch on a
+    feature of UNIMPLEMENTED_FEATURES."""
+    for key in unimplemented_features(options):
+        raise InvalidOptionError(f"table option '{key}' = true asks for {UNIMPLEMENTED_FEATURES[key]}, "
+                                 "which paimon-streaming does not implement")
+
+
 def misspelled_key(key: str) -> str | None:
     """The Paimon option `key` was probably meant as, or None. Paimon accepts any key (engines and
     users add their own), so only a key that is not Paimon's and is one edit (insertion,

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from .deletionvectors import decode_vector, positions_of, read_index_file
-from .errors import CorruptFileError
+from .errors import CorruptFileError, UnsupportedOperationError
 from .evolution import read_evolved
 from .fileio import LOCAL_IO_THREADS, FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND
@@ -23,7 +23,7 @@ from .manifest import DataFileMeta
 from .numpy_arrow import from_numpy
 from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retract, last_of_each_key,
                            sort_and_merge)
-from .options import CoreOptions
+from .options import CoreOptions, unimplemented_features
 from .predicate import Filter
 from .scan import DataSplit, DeletionFile, TableScan
 from .schema import TableSchema
@@ -105,6 +105,12 @@ class SplitReader:
                    system: list[str]) -> pa.Table:
         """Read one file for current column `names` (+ system columns), mapping by field id."""
         path = meta.external_path or f"{split.bucket_path}/{meta.file_name}"
+        if meta.write_cols is not None:
+            missing = [n for n in self.scan.schema_of(meta.schema_id).field_names if n not in meta.write_cols]
+            if missing:  # a data-evolution file: the rest of its rows' columns are in other files
+                raise UnsupportedOperationError(
+                    f"data file {path} holds only the columns {list(meta.write_cols)} of its rows (data evolution); "
+                    f"merging them with {missing} from other files by row id is not implemented")
         deletion = split.deletion_files.get(meta.file_name)
         keep = None if deletion is None else self._keep_mask(deletion, meta.row_count)
         table = read_evolved(self.file_io, path, self.scan.schema_of(meta.schema_id), self.schema, names, system,
@@ -135,6 +141,11 @@ class SplitReader:
 
     # ---- merge on read -------------------------------------------------------------------
     def _merge(self, split: DataSplit, names: list[str]) -> pa.Table | None:
+        if "sequence.snapshot-ordering" in unimplemented_features(self.schema.options):
+            raise UnsupportedOperationError(
+                f"table {self.scan.table_path} orders versions of a key by the snapshot that committed them "
+                "('sequence.snapshot-ordering' = true), which merge-on-read does not implement; its buckets read "
+                "without a merge once compacted (or with deletion vectors)")
         engine = self.engine
         keys = list(self.schema.trimmed_primary_keys)
         seq_fields = self.options.sequence_field

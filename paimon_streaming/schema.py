@@ -123,6 +123,7 @@ class TableSchema:
             fields.append(DataField(fid, f.name, t))
         table_schema = TableSchema(0, tuple(fields), max_field_id(fields), tuple(partition_keys),
                                    tuple(primary_keys), options, comment, int(time.time() * 1000))
+        opts.refuse_unimplemented(options)
         table_schema.validate()
         return table_schema
 

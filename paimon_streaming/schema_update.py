@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Callable, Union
 import pyarrow as pa
 
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .options import refuse_unimplemented
 from .schema import SchemaManager, TableSchema
 from .system_fields import is_system_field, reserved_names_message
 from .types import DataField, DataType, assign_field_ids, from_arrow, parse_atomic
@@ -278,6 +279,7 @@ class SchemaUpdate:
             if d.options.get(key) != str(value):
                 _check_option_change(d, key)
                 d.options[key] = str(value)
+                refuse_unimplemented({key: str(value)})
         self._changes.append(change)
         return self
 

@@ -27,14 +27,14 @@ from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import ParquetSettings, write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
-from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError
+from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError, UnsupportedOperationError
 from .fileio import FileIO
 from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fields,
                        first_key_above, key_fields, thin_mode)
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
-from .options import CoreOptions
+from .options import UNIMPLEMENTED_FEATURES, CoreOptions, unimplemented_features
 from .paths import PathFactory, bucket_path, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
@@ -201,6 +201,11 @@ class TableWrite:
         self.table_path = table_path
         self.schema = schema
         self.table_name = table_name
+        for key in unimplemented_features(schema.options):
+            raise UnsupportedOperationError(
+                f"cannot write to {table_name}: its option '{key}' = true asks for {UNIMPLEMENTED_FEATURES[key]}, "
+                "which paimon-streaming does not implement (writing would break it for Paimon's own writers and "
+                "readers); write to this table with Apache Paimon")
         self.options = CoreOptions(schema.options)
         self.paths = PathFactory(table_path, self.options.file_format,
                                  self.options.get("data-file.prefix"), self.options.get("changelog-file.prefix"),
