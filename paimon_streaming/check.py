@@ -354,12 +354,12 @@ class _Checker:
             kind = "missing-file" if isinstance(exc, MissingFileError) else "corrupt-file"
             self.problem(kind, path, f"{label}: {exc}")
 
-    def _bucket_dir(self, e: ManifestEntry) -> str:
-        return self.scan.split_of(e.partition, e.bucket, e.total_buckets, []).bucket_path
+    def _bucket_dir(self, e: ManifestEntry | IndexManifestEntry) -> str:
+        return self.scan.dirs.bucket(self.scan.partition_dir(e.partition), e.bucket)
 
     def _check_index_file(self, label: str, e: IndexManifestEntry) -> None:
         f = e.index_file
-        path = f.external_path or f"{self.scan.table_path}/index/{f.file_name}"
+        path = self.scan.dirs.index_file(self._bucket_dir(e), f)
         if path in self._verdicts or not self._exists(path, f.file_size, label):
             return
         if f.index_type != DELETION_VECTORS_INDEX or not f.dv_ranges:

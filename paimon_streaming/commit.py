@@ -26,7 +26,7 @@ from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEn
 from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
 from .options import CoreOptions
-from .paths import PathFactory, bucket_path, partition_path
+from .paths import PathFactory, TableDirs, partition_path
 from .schema import TableSchema
 from .snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
 
@@ -100,6 +100,7 @@ class FileStoreCommit:
         self.options = CoreOptions(schema.options)
         self.snapshots = SnapshotManager(file_io, table_path)
         self.paths = path_factory or PathFactory(table_path, self.options.file_format)
+        self.dirs = TableDirs.of(table_path, schema.options)
         compression = self.options.get("manifest.compression")
         self.partition_fields = schema.fields_of(schema.partition_keys)
         self.manifest_file = ManifestFile(file_io, self.paths, self.partition_fields, compression,
@@ -399,7 +400,7 @@ class FileStoreCommit:
         """Delete the files `messages` wrote (data, changelog and index files of a batch that
         will not be committed), so a write that is redone leaves no orphans behind."""
         for m in messages:
-            bucket_dir = bucket_path(self.table_path, self._partition_path(m.partition), m.bucket)
+            bucket_dir = self.dirs.bucket(self._partition_path(m.partition), m.bucket)
             removed = {f.file_name for f in m.compact.deleted_files}
             for inc in (m.data, m.compact):
                 for f in inc.new_files + inc.changelog_files:
@@ -407,7 +408,7 @@ class FileStoreCommit:
                         for name in (f.file_name, *f.extra_files):
                             self.file_io.delete_quietly(f"{bucket_dir}/{name}")
                 for f in inc.new_index_files:
-                    self.file_io.delete_quietly(f"{self.paths.index_dir}/{f.file_name}")
+                    self.file_io.delete_quietly(self.dirs.index_file(bucket_dir, f))
 
     def _check_index_conflicts(self, latest: Snapshot | None, changes: list[IndexManifestEntry],
                                kind: str) -> None:
@@ -483,7 +484,7 @@ class FileStoreCommit:
             for f in m.compact.new_files:
                 if f.file_name not in kept:
                     self.file_io.delete_quietly(
-                        f"{bucket_path(self.table_path, self._partition_path(m.partition), m.bucket)}/{f.file_name}")
+                        f"{self.dirs.bucket(self._partition_path(m.partition), m.bucket)}/{f.file_name}")
 
     def _partition_path(self, partition: bytes) -> str:
         values = deserialize_row(partition, [f.type for f in self.partition_fields])

@@ -9,6 +9,7 @@ Like Paimon's single assigner, this assumes one writer per partition at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -34,20 +35,20 @@ def read_hash_file(file_io: FileIO, path: str) -> np.ndarray:
 class DynamicBucketAssigner:
     """Assigns buckets to key hashes of one batch and writes the changed HASH files."""
 
-    def __init__(self, file_io: FileIO, table_path: str, paths: PathFactory, target_row_num: int,
-                 max_buckets: int = -1):
+    def __init__(self, file_io: FileIO, paths: PathFactory, target_row_num: int, max_buckets: int = -1):
         self.file_io = file_io
-        self.index_dir = f"{table_path}/index"
         self.paths = paths
         self.target = target_row_num
         self.max_buckets = max_buckets if max_buckets > 0 else 32767
         self.changes: list[HashIndexChange] = []
 
-    def assign(self, partition: bytes, hashes: np.ndarray, existing: list[IndexManifestEntry]) -> np.ndarray:
-        """Buckets for `hashes` (int32 key hashes of one partition's rows)."""
+    def assign(self, partition: bytes, hashes: np.ndarray, existing: list[IndexManifestEntry],
+               index_dir: Callable[[int], str]) -> np.ndarray:
+        """Buckets for `hashes` (int32 key hashes of one partition's rows); `index_dir` says
+        where a bucket's index files live (TableDirs)."""
         files = {e.bucket: e.index_file for e in existing
                  if e.partition == partition and e.index_file.index_type == HASH_INDEX}
-        known_hashes, known_buckets = self._load(files)
+        known_hashes, known_buckets = self._load(files, index_dir)
         order = np.argsort(known_hashes, kind="stable")
         known_hashes, known_buckets = known_hashes[order], known_buckets[order]
         pos = np.searchsorted(known_hashes, hashes)
@@ -66,13 +67,14 @@ class DynamicBucketAssigner:
         buckets[~found] = new_buckets[idx]
         for b in np.unique(new_buckets):
             all_hashes = np.concatenate([known_hashes[known_buckets == b], new_hashes[new_buckets == b]])
-            self.changes.append(HashIndexChange(partition, int(b), self._write(all_hashes), files.get(int(b))))
+            self.changes.append(HashIndexChange(partition, int(b), self._write(all_hashes, index_dir(int(b))),
+                                                files.get(int(b))))
         return buckets
 
-    def _load(self, files: dict[int, IndexFileMeta]) -> tuple[np.ndarray, np.ndarray]:
+    def _load(self, files: dict[int, IndexFileMeta], index_dir: Callable[[int], str]) -> tuple[np.ndarray, np.ndarray]:
         hashes, buckets = [np.empty(0, np.int32)], [np.empty(0, np.int64)]
         for bucket, meta in files.items():
-            h = read_hash_file(self.file_io, meta.external_path or f"{self.index_dir}/{meta.file_name}")
+            h = read_hash_file(self.file_io, meta.external_path or f"{index_dir(bucket)}/{meta.file_name}")
             hashes.append(h)
             buckets.append(np.full(h.size, bucket, np.int64))
         return np.concatenate(hashes), np.concatenate(buckets)
@@ -93,8 +95,8 @@ class DynamicBucketAssigner:
             caps.append(self.target)
         return np.repeat(np.asarray(ids, np.int64), caps)[:count]
 
-    def _write(self, hashes: np.ndarray) -> IndexFileMeta:
+    def _write(self, hashes: np.ndarray, directory: str) -> IndexFileMeta:
         name = self.paths.new_index_file()
         data = hashes.astype(">i4").tobytes()
-        self.file_io.write_bytes(f"{self.index_dir}/{name}", data)
+        self.file_io.write_bytes(f"{directory}/{name}", data)
         return IndexFileMeta(HASH_INDEX, name, len(data), int(hashes.size))

@@ -22,8 +22,7 @@ from typing import Iterable
 
 from .errors import CorruptFileError
 from .fileio import FileIO
-from .manifest import ADD, DELETE, ManifestEntry, live_entries
-from .paths import bucket_path
+from .manifest import ADD, DELETE, IndexManifestEntry, ManifestEntry, live_entries
 from .scan import TableScan
 from .schema import TableSchema
 from .snapshot import Snapshot
@@ -70,7 +69,7 @@ class FileCleaner:
             out.update(self._manifest_path(m.file_name) for m in self.scan.manifest_list.read(name))
         if snapshot.index_manifest:
             out.add(self._manifest_path(snapshot.index_manifest))
-            out.update(self.index_file_path(e.index_file)
+            out.update(self.index_file_path(e)
                        for e in self.scan.index_manifest.read(snapshot.index_manifest))
         if snapshot.statistics:
             out.add(f"{self.table_path}/statistics/{snapshot.statistics}")
@@ -118,7 +117,7 @@ class FileCleaner:
                        for m in self._tolerant(lambda: self.scan.manifest_list.read(name), name))
         if snapshot.index_manifest:
             out.add(self._manifest_path(snapshot.index_manifest))
-            out.update(self.index_file_path(e.index_file) for e in self._tolerant(
+            out.update(self.index_file_path(e) for e in self._tolerant(
                 lambda: self.scan.index_manifest.read(snapshot.index_manifest), snapshot.index_manifest))
         if snapshot.statistics:
             out.add(f"{self.table_path}/statistics/{snapshot.statistics}")
@@ -136,8 +135,8 @@ class FileCleaner:
         parent = main.rsplit("/", 1)[0]
         return [main] + [f"{parent}/{extra}" for extra in entry.file.extra_files]
 
-    def index_file_path(self, meta) -> str:
-        return meta.external_path or f"{self.table_path}/index/{meta.file_name}"
+    def index_file_path(self, entry: IndexManifestEntry) -> str:
+        return self.scan.dirs.index_file(self._bucket_dir(entry), entry.index_file)
 
     def delete_data_files(self, entries: Iterable[ManifestEntry]) -> int:
         paths = {p for e in entries for p in self.data_file_paths(e)}
@@ -153,8 +152,8 @@ class FileCleaner:
                 log.warning("could not delete %s (left for orphan cleanup): %s", path, exc)
         return count
 
-    def _bucket_dir(self, entry: ManifestEntry) -> str:
-        return bucket_path(self.table_path, self.scan.partition_dir(entry.partition), entry.bucket)
+    def _bucket_dir(self, entry: ManifestEntry | IndexManifestEntry) -> str:
+        return self.scan.dirs.bucket(self.scan.partition_dir(entry.partition), entry.bucket)
 
     def _manifest_path(self, name: str) -> str:
         return f"{self.manifest_dir}/{name}"

@@ -110,7 +110,7 @@ class OrphanFilesClean:
         out: list[FileStatus] = []
         for sub in ("manifest", "index", "statistics"):
             out.extend(s for s in self.file_io.list_status(f"{self.table_path}/{sub}") if not s.is_dir)
-        for bucket in self._bucket_dirs(self.table_path, self.partition_depth):
+        for bucket in self._bucket_dirs(self.cleaner.scan.dirs.data_root, self.partition_depth):
             out.extend(s for s in self.file_io.list_status(bucket) if not s.is_dir)
         for sub in ("snapshot", "tag", "consumer", "schema"):
             out.extend(s for s in self.file_io.list_status(f"{self.table_path}/{sub}")

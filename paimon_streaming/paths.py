@@ -13,7 +13,8 @@ import itertools
 import math
 import struct
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from .datafile import data_file_name
 from .types import DataField, DataType
@@ -162,10 +163,6 @@ class PathFactory:
     def manifest_dir(self) -> str:
         return f"{self.table_path}/manifest"
 
-    @property
-    def index_dir(self) -> str:
-        return f"{self.table_path}/index"
-
     def new_manifest(self) -> str:
         return f"manifest-{self.uuid}-{self._next('manifest')}"
 
@@ -192,3 +189,36 @@ class PathFactory:
 def bucket_path(table_path: str, partition_dir: str, bucket: int) -> str:
     base = f"{table_path}/{partition_dir}" if partition_dir else table_path
     return f"{base}/{bucket_dir(bucket)}"
+
+
+@dataclass(frozen=True)
+class TableDirs:
+    """Where a table's data and index files live (Java's FileStorePathFactory): partition and
+    bucket directories under the table, or under `data-file.path-directory`; index files
+    (deletion vectors, HASH) in `index/`, or with `index-file-in-data-file-dir` beside the data
+    files of their bucket. Both options are immutable, so the table's options decide for all
+    its files. A file with an external path is where that path says."""
+    table_path: str
+    data_directory: str | None = None
+    index_in_bucket: bool = False
+
+    @staticmethod
+    def of(table_path: str, options: Mapping[str, str]) -> "TableDirs":
+        return TableDirs(table_path, options.get("data-file.path-directory") or None,
+                         str(options.get("index-file-in-data-file-dir", "false")).strip().lower() == "true")
+
+    @property
+    def data_root(self) -> str:
+        """The directory partition and bucket directories are under."""
+        return f"{self.table_path}/{self.data_directory}" if self.data_directory else self.table_path
+
+    def bucket(self, partition_dir: str, bucket: int) -> str:
+        return bucket_path(self.data_root, partition_dir, bucket)
+
+    def index_dir(self, bucket_dir: str) -> str:
+        """Where the index files of the bucket in `bucket_dir` live."""
+        return bucket_dir if self.index_in_bucket else f"{self.table_path}/index"
+
+    def index_file(self, bucket_dir: str, meta) -> str:
+        """The path of an index file (an IndexFileMeta) of the bucket in `bucket_dir`."""
+        return meta.external_path or f"{self.index_dir(bucket_dir)}/{meta.file_name}"

@@ -22,7 +22,7 @@ from .manifest import (DataFileMeta, IndexManifestFile, ManifestEntry, ManifestF
                        ManifestList, DeletionVectorMeta, live_entries)
 from .manifest.entries import DELETION_VECTORS_INDEX
 from .options import CoreOptions
-from .paths import PathFactory, bucket_path, partition_path
+from .paths import PathFactory, TableDirs, partition_path
 from .predicate import Filter, may_match
 from .schema import SchemaManager, TableSchema
 from .snapshot import Snapshot
@@ -75,6 +75,7 @@ class TableScan:
         self.schema = schema
         self.options = CoreOptions(schema.options)
         self.schemas = SchemaManager(file_io, table_path)
+        self.dirs = TableDirs.of(table_path, schema.options)
         paths = PathFactory(table_path, self.options.file_format)
         self.partition_fields = schema.fields_of(schema.partition_keys)
         self.manifest_file = ManifestFile(file_io, paths, self.partition_fields)
@@ -181,7 +182,7 @@ class TableScan:
         """A split of the given files of one (partition, bucket), with their deletion files."""
         dfs = deletion_files or {}
         return DataSplit(partition, self.partition_values(partition), bucket, total_buckets,
-                         bucket_path(self.table_path, self.partition_dir(partition), bucket), list(files),
+                         self.dirs.bucket(self.partition_dir(partition), bucket), list(files),
                          {f.file_name: dfs[f.file_name] for f in files if f.file_name in dfs},
                          needs_merge=needs_merge)
 
@@ -192,7 +193,7 @@ class TableScan:
             f = e.index_file
             if f.index_type != DELETION_VECTORS_INDEX or not f.dv_ranges:
                 continue
-            path = f.external_path or f"{self.table_path}/index/{f.file_name}"
+            path = self.dirs.index_file(self.dirs.bucket(self.partition_dir(e.partition), e.bucket), f)
             target = out.setdefault((e.partition, e.bucket), {})
             for meta in f.dv_ranges:
                 target[meta.data_file_name] = DeletionFile(path, meta, f.file_size)

@@ -20,7 +20,6 @@ import pyarrow as pa
 from .binary_row import deserialize_row
 from .consumers import ConsumerManager
 from .manifest import DataFileMeta
-from .paths import bucket_path
 from .scan import TableScan
 from .schema import SchemaManager, TableSchema
 from .snapshot import Snapshot
@@ -124,7 +123,7 @@ def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
     rows = []
     for e in scan.live_entries(snapshot):
         f = e.file
-        path = f.external_path or f"{bucket_path(table.path, scan.partition_dir(e.partition), e.bucket)}/{f.file_name}"
+        path = f.external_path or f"{scan.dirs.bucket(scan.partition_dir(e.partition), e.bucket)}/{f.file_name}"
         file_schema = scan.schema_of(f.schema_id)
         nulls, mins, maxs = _value_stats(f, file_schema)
         rows.append({

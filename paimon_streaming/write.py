@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .binary_row import encode_rows, serialize_row, serialize_rows
+from .binary_row import deserialize_row, encode_rows, serialize_row, serialize_rows
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import ParquetSettings, write_data_file
@@ -35,7 +35,7 @@ from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleSta
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
 from .options import UNIMPLEMENTED_FEATURES, CoreOptions, unimplemented_features
-from .paths import PathFactory, bucket_path, partition_path
+from .paths import PathFactory, TableDirs, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
 from .stats import KEY_STATS_MODE, collect_stats, stats_columns, stats_modes
@@ -210,6 +210,7 @@ class TableWrite:
         self.paths = PathFactory(table_path, self.options.file_format,
                                  self.options.get("data-file.prefix"), self.options.get("changelog-file.prefix"),
                                  self.options.file_compression, self.options.get("file.suffix.include.compression"))
+        self.dirs = TableDirs.of(table_path, schema.options)
         self.partition_fields = schema.fields_of(schema.partition_keys)
         self.pk = bool(schema.primary_keys)
         self.fields = file_fields(schema)
@@ -219,8 +220,7 @@ class TableWrite:
         self.modes = stats_modes(schema.options, schema.field_names, schema.trimmed_primary_keys if self.thin else ())
         self.parquet = ParquetSettings.of(self.options)
         self.value_stats_cols = stats_columns(list(schema.fields), self.modes)
-        self.dynamic = DynamicBucketAssigner(file_io, table_path, self.paths,
-                                             self.options.get("dynamic-bucket.target-row-num"))
+        self.dynamic = DynamicBucketAssigner(file_io, self.paths, self.options.get("dynamic-bucket.target-row-num"))
         self.engine = engine_for(schema) if self.pk else None
         self.changelog = changelog_producer(self.options, schema.primary_keys, table_name) if self.pk else "none"
         self._compactor = None
@@ -275,7 +275,9 @@ class TableWrite:
         for pid, partition in enumerate(part_rows):
             mask = part_ids == pid
             if mask.any():
-                buckets[mask] = self.dynamic.assign(partition, hashes[mask], list(index_entries))
+                values = deserialize_row(partition, [f.type for f in self.partition_fields])
+                buckets[mask] = self.dynamic.assign(partition, hashes[mask], list(index_entries),
+                                                    lambda b, v=values: self.dirs.index_dir(self.bucket_dir(v, b)))
         return buckets
 
     # ---- files ---------------------------------------------------------------------------
@@ -305,7 +307,7 @@ class TableWrite:
                 for a, b in pieces for s, e in self._roll(rows.slice(a, b - a))], changelog
 
     def bucket_dir(self, partition_values: list, bucket: int) -> str:
-        return bucket_path(self.table_path, partition_path(
+        return self.dirs.bucket(partition_path(
             partition_values, self.partition_fields, self.options.partition_default_name,
             self.options.get("partition.legacy-name")), bucket)
 
@@ -351,7 +353,7 @@ class TableWrite:
                          and e.index_file.index_type == DELETION_VECTORS_INDEX), None)
         directory = self.bucket_dir(partition_values, bucket)
         fresh = self._fresh.pop(directory, {})
-        return self.compactor().compact(BucketFiles(directory, files, dv_index, f"{self.table_path}/index",
+        return self.compactor().compact(BucketFiles(directory, files, dv_index, self.dirs.index_dir(directory),
                                                     fresh), full, force_level0)
 
     @staticmethod

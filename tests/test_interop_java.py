@@ -296,3 +296,58 @@ def test_javas_row_tracking_table_is_read_not_written(java, warehouse):
     with pytest.raises(UnsupportedOperationError, match="row-tracking.enabled"):
         t.write_arrow(pa.table({"id": [99], "v": ["ours"]}))
     assert len(ps.Table.open(path).snapshots()) == 2
+
+
+@pytest.mark.parametrize("options", [
+    {"bucket": "2", "deletion-vectors.enabled": "true"},   # deletion-vector index files
+    {"bucket": "-1", "dynamic-bucket.target-row-num": "40"},  # HASH index files (Java only reads these)
+])
+def test_layout_options_interoperate(java, catalog, warehouse, options):
+    """`data-file.path-directory` (buckets under a sub-directory) and
+    `index-file-in-data-file-dir` (index files beside their bucket's data files): Java's tables
+    and ours put every file where the other looks for it, through writes, reads, expiration,
+    `check` and orphan cleanup. (Java's plain table write cannot assign dynamic buckets, so
+    there Java only reads.)"""
+    import datetime
+    import glob
+    from paimon_streaming.check import check_table
+    java_writes = options["bucket"] != "-1"
+    options = {**options, "data-file.path-directory": "data", "index-file-in-data-file-dir": "true"}
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
+
+    def rows(ids, v):
+        return [{"id": i, "v": v} for i in ids]
+    tables = {"ours": catalog.create_table("db.olayout", schema, primary_keys=["id"], options=options).path}
+    expected = {"ours": {}}
+    for ids, v in ((range(100), "o"), (range(0, 140, 7), "o1")):  # updates and new keys
+        ps.Table.open(tables["ours"]).write_arrow(pa.Table.from_pylist(rows(ids, v), schema=schema))
+        expected["ours"].update((i, v) for i in ids)
+    if java_writes:
+        tables["theirs"] = f"{warehouse}/db.db/jlayout"
+        with java.batch() as b:
+            b.create_table(tables["theirs"], fields, primary_keys=["id"], options=options)
+            b.write(tables["theirs"], rows(range(100), "j"))
+            b.write(tables["theirs"], rows(range(0, 100, 4), "j2"))
+        ps.Table.open(tables["theirs"]).write_arrow(pa.Table.from_pylist(rows(range(1, 120, 3), "o2"), schema=schema))
+        expected["theirs"] = {i: "j" for i in range(100)} | {i: "j2" for i in range(0, 100, 4)} | \
+            {i: "o2" for i in range(1, 120, 3)}
+    with java.batch() as b:
+        if java_writes:
+            b.write(tables["ours"], rows(range(2, 130, 5), "j3"))
+            expected["ours"].update((i, "j3") for i in range(2, 130, 5))
+        reads = {name: b.read(path) for name, path in tables.items()}
+    for name, path in tables.items():
+        assert not glob.glob(f"{path}/bucket-*") and glob.glob(f"{path}/data/bucket-*/data-*"), name
+        assert glob.glob(f"{path}/data/bucket-*/index-*") and not glob.glob(f"{path}/index/*"), name
+        t = ps.Table.open(path)
+        assert {r["id"]: r["v"] for r in reads[name].result} == expected[name], name
+        assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == expected[name], name
+        assert check_table(t).ok, check_table(t).problems
+        before = set(glob.glob(f"{path}/data/bucket-*/index-*"))
+        t.expire_snapshots(retain_max=1, retain_min=1, older_than=datetime.datetime.now())
+        t.remove_orphan_files(older_than=datetime.datetime.now() + datetime.timedelta(seconds=1))
+        after = set(glob.glob(f"{path}/data/bucket-*/index-*"))
+        assert after and after < before, name  # replaced index files are gone, the live ones stay
+        assert {r["id"]: r["v"] for r in ps.Table.open(path).to_arrow().to_pylist()} == expected[name], name
+        assert check_table(ps.Table.open(path)).ok, name
