@@ -141,12 +141,13 @@ class TableScan:
         pk = bool(self.schema.primary_keys)
         dv = self.options.deletion_vectors
         skip_level0 = pk and (dv or self.options.merge_engine == "first-row")
+        postponed = self.postponed_bucket
         # the data manifests and the index manifest are independent reads (overlapping remotely)
         live, deletion_files = self.file_io.map(lambda read: read(), [
             lambda: self.live_entries(snapshot), lambda: self.deletion_files(snapshot) if dv else {}])
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for e in live:
-            if skip_level0 and e.file.level == 0:
+            if (skip_level0 and e.file.level == 0) or postponed(e):
                 continue
             groups.setdefault((e.partition, e.bucket), []).append(e)
         splits = []
@@ -161,6 +162,12 @@ class TableScan:
                                         deletion_files.get((partition, bucket)),
                                         needs_merge=self.needs_merge(files)))
         return splits
+
+    def postponed_bucket(self, entry: ManifestEntry) -> bool:
+        """A file of a postpone-bucket table (`bucket` = -2) still waiting in bucket -2: Java's
+        writers leave rows there, unmerged, until a compaction places them in real buckets, and
+        its batch reads (and streaming reads of changelogs) leave them out until then."""
+        return entry.bucket < 0 and self.options.bucket == -2
 
     def needs_merge(self, files: list[DataFileMeta]) -> bool:
         """Whether these files of one bucket must be merged by key to be read (module docstring).

@@ -351,7 +351,8 @@ class StreamingScan:
                 return []
             entries, kind = [e for e in self.scan.delta_entries(snapshot) if e.kind == ADD], DELTA
         else:
-            entries, kind = [e for e in self.scan.changelog_entries(snapshot) if e.kind == ADD], CHANGELOG
+            entries, kind = [e for e in self.scan.changelog_entries(snapshot)
+                             if e.kind == ADD and not self.scan.postponed_bucket(e)], CHANGELOG
         return self._file_units(snapshot, entries, kind)
 
     def _file_units(self, snapshot: Snapshot, entries: list[ManifestEntry], kind: str) -> list[ReadUnit]:

@@ -201,6 +201,10 @@ class TableWrite:
         self.table_path = table_path
         self.schema = schema
         self.table_name = table_name
+        if str(schema.options.get("bucket", "")).strip() == "-2":
+            raise UnsupportedOperationError(
+                f"cannot write to {table_name}: it is a postpone-bucket table ('bucket' = -2), whose rows wait "
+                "unmerged until Paimon's postpone compaction places them in buckets; write to it with Apache Paimon")
         for key in unimplemented_features(schema.options):
             raise UnsupportedOperationError(
                 f"cannot write to {table_name}: its option '{key}' = true asks for {UNIMPLEMENTED_FEATURES[key]}, "
