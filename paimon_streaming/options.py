@@ -102,7 +102,7 @@ def _parquet_writer_version(text: str) -> str:
 _OPTIONS = [
     Option("bucket", "-1", _bucket),
     Option("bucket-key", None, str),
-    Option("file.format", "parquet", _choice("parquet", "orc")),
+    Option("file.format", "parquet", _choice("parquet", "orc", "avro")),  # avro: read, not written
     Option("file.compression", "zstd", _choice("zstd", "snappy", "lz4", "gzip", "none", "uncompressed")),
     Option("file.compression.zstd-level", "1", _int_at_least(1)),
     Option("manifest.format", "avro", _choice("avro")),
@@ -196,10 +196,16 @@ def unimplemented_features(options: dict[str, str]) -> list[str]:
 
 def refuse_unimplemented(options: dict[str, str]) -> None:
     """InvalidOptionError when `options` (of a table being created or altered here) switch on a
-    feature of UNIMPLEMENTED_FEATURES."""
+    feature of UNIMPLEMENTED_FEATURES, or ask for Avro data files, which are read, not written."""
     for key in unimplemented_features(options):
         raise InvalidOptionError(f"table option '{key}' = true asks for {UNIMPLEMENTED_FEATURES[key]}, "
                                  "which paimon-streaming does not implement")
+    if str(options.get("file.format", "")).strip().lower() == "avro":
+        raise InvalidOptionError(AVRO_WRITES)
+
+
+AVRO_WRITES = ("'file.format' = 'avro': paimon-streaming reads Avro data files (of Java's writers) but writes "
+               "Parquet or ORC; use 'parquet' (Paimon's default) or 'orc'")
 
 
 def misspelled_key(key: str) -> str | None:

@@ -34,7 +34,7 @@ from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fie
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
-from .options import UNIMPLEMENTED_FEATURES, CoreOptions, unimplemented_features
+from .options import AVRO_WRITES, UNIMPLEMENTED_FEATURES, CoreOptions, unimplemented_features
 from .paths import PathFactory, TableDirs, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
@@ -205,6 +205,9 @@ class TableWrite:
             raise UnsupportedOperationError(
                 f"cannot write to {table_name}: it is a postpone-bucket table ('bucket' = -2), whose rows wait "
                 "unmerged until Paimon's postpone compaction places them in buckets; write to it with Apache Paimon")
+        if CoreOptions(schema.options).file_format == "avro":
+            raise UnsupportedOperationError(f"cannot write to {table_name}: {AVRO_WRITES}; files already written "
+                                            "stay readable after the option changes")
         for key in unimplemented_features(schema.options):
             raise UnsupportedOperationError(
                 f"cannot write to {table_name}: its option '{key}' = true asks for {UNIMPLEMENTED_FEATURES[key]}, "

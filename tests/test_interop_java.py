@@ -371,3 +371,40 @@ def test_javas_postpone_bucket_table(java, warehouse):
     assert t.to_arrow().to_pylist() == java_read.result == []
     with pytest.raises(UnsupportedOperationError, match="postpone"):
         t.write_arrow(pa.table({"id": pa.array([9], pa.int64()), "v": ["ours"]}))
+
+
+def test_javas_avro_data_files_read_by_us(java, warehouse):
+    """Java writes Avro data files for `file.format` = avro, or for some levels with
+    `file.format.per.level` (Paimon's write-performance guide suggests '0:avro,1:avro'): we
+    read every type from them, and lookups and merges read them too; we write Parquet only."""
+    from test_java_oracle import ALL_TYPES as JAVA_TYPES, ALL_TYPES_ROWS
+    from paimon_streaming.errors import UnsupportedOperationError
+    import glob
+    types = [t for t in JAVA_TYPES if t["name"] != "f_ts9"]  # Java's Avro writer refuses p > 6
+    rows = [{k: v for k, v in r.items() if k != "f_ts9"} for r in ALL_TYPES_ROWS]
+    avro, per_level = f"{warehouse}/db.db/javro", f"{warehouse}/db.db/jlevels"
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
+    with java.batch() as b:
+        b.create_table(avro, types, primary_keys=["id"], options={"bucket": "1", "file.format": "avro"})
+        b.write(avro, rows)
+        avro_read = b.read(avro)
+        b.create_table(per_level, fields, primary_keys=["id"],
+                       options={"bucket": "2", "file.format.per.level": "0:avro,1:avro"})
+        b.write(per_level, [{"id": i, "v": "a"} for i in range(50)])
+        b.write(per_level, [{"id": i, "v": "b"} for i in range(0, 50, 3)])
+    assert glob.glob(f"{avro}/bucket-0/*.avro") and glob.glob(f"{per_level}/bucket-*/*.avro")
+    assert_same_rows(by_id(ps.Table.open(avro).to_arrow().to_pylist()), by_id(avro_read.result))
+    with pytest.raises(UnsupportedOperationError, match="avro"):
+        t = ps.Table.open(avro)
+        t.write_arrow(t.to_arrow().slice(0, 1))
+    ours = ps.Table.open(per_level)
+    expected = {i: "a" for i in range(50)} | {i: "b" for i in range(0, 50, 3)}
+    assert {r["id"]: r["v"] for r in ours.to_arrow().to_pylist()} == expected  # merge-on-read over Avro files
+    ours.write_arrow(pa.table({"id": list(range(1, 60, 4)), "v": ["ours"] * 15}, schema=schema))
+    ours.compact(full=True)  # reads Java's Avro files to merge them into Parquet
+    expected |= {i: "ours" for i in range(1, 60, 4)}
+    with java.batch() as b:
+        java_read = b.read(per_level)
+    assert {r["id"]: r["v"] for r in java_read.result} == expected
+    assert {r["id"]: r["v"] for r in ps.Table.open(per_level).to_arrow().to_pylist()} == expected
