@@ -9,6 +9,10 @@ ADD or DELETE, with extra files), changelog manifests, index manifests, index fi
 statistics. Where Java skips a snapshot whose manifests cannot be read, we stop: an
 unreadable reference set would make live files look orphaned.
 
+Branches (Java's `branch/branch-<name>/`, with their own snapshots, tags and schemas) share the
+main branch's data files, manifests and index files, so what their snapshots and tags reference
+is in use too, as in Java; a branch without a schema aborts the cleanup, as in Java.
+
 Looked at: `manifest/`, `index/`, `statistics/`, the bucket directories under the
 partition directories, and leftover temp files (`.name.uuid.tmp`) of snapshot, tag,
 consumer and schema files.
@@ -19,7 +23,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from .errors import CorruptFileError
+from .errors import CorruptFileError, UnsupportedOperationError
 from .file_cleanup import FileCleaner
 from .fileio import FileIO, FileStatus
 from .schema import TableSchema
@@ -44,8 +48,6 @@ class OrphanFilesClean:
         self.file_io = file_io
         self.table_path = table_path
         self.partition_depth = len(schema.partition_keys)
-        self.snapshots = SnapshotManager(file_io, table_path)
-        self.tags = TagManager(file_io, table_path)
         self.cleaner = FileCleaner(file_io, table_path, schema)
 
     def clean(self, older_than_ms: int | None = None, dry_run: bool = False) -> OrphanResult:
@@ -67,26 +69,40 @@ class OrphanFilesClean:
         return OrphanResult(sorted(s.path for s in orphans), sum(s.size for s in orphans))
 
     def used_file_names(self) -> set[str]:
-        """Names of every file a snapshot or tag references."""
+        """Names of every file a snapshot or tag of any branch references."""
         used: set[str] = set()
-        for snap, is_snapshot in self._referencing_snapshots():
-            try:
-                used |= self._names_of(snap)
-            except CorruptFileError:
-                if is_snapshot and not self.snapshots.exists(snap.id):
-                    continue  # expired while we were reading it
-                raise
+        for root in self._branch_roots():
+            snapshots = SnapshotManager(self.file_io, root)
+            for snap, is_snapshot in self._referencing_snapshots(snapshots, TagManager(self.file_io, root)):
+                try:
+                    used |= self._names_of(snap)
+                except CorruptFileError:
+                    if is_snapshot and not snapshots.exists(snap.id):
+                        continue  # expired while we were reading it
+                    raise
         return used
 
-    def _referencing_snapshots(self) -> list[tuple[Snapshot, bool]]:
+    def _branch_roots(self) -> list[str]:
+        """The table's directory (the main branch) and each branch's."""
+        roots = [self.table_path]
+        for status in self.file_io.list_status(f"{self.table_path}/branch"):
+            if status.is_dir and _name(status.path).startswith("branch-"):
+                if not any(n.startswith("schema-") for n in self.file_io.list_names(f"{status.path}/schema")):
+                    raise UnsupportedOperationError(
+                        f"branch {status.path} has no schema: orphan file cleanup stops (as Java's does) rather "
+                        "than miss the files it uses; check the branch by hand")
+                roots.append(status.path)
+        return roots
+
+    def _referencing_snapshots(self, snapshots: SnapshotManager, tags: TagManager) -> list[tuple[Snapshot, bool]]:
         out = []
-        for name in self.file_io.list_names(self.snapshots.dir):
+        for name in self.file_io.list_names(snapshots.dir):
             if name.startswith("snapshot-") and name[len("snapshot-"):].isdigit():
                 try:
-                    out.append((self.snapshots.snapshot(int(name[len("snapshot-"):])), True))
+                    out.append((snapshots.snapshot(int(name[len("snapshot-"):])), True))
                 except LookupError:
                     continue  # expired since listing
-        out.extend((s, False) for s, _ in self.tags.tagged_snapshots())
+        out.extend((s, False) for s, _ in tags.tagged_snapshots())
         return out
 
     def _names_of(self, snap: Snapshot) -> set[str]:

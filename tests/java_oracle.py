@@ -454,10 +454,13 @@ class Batch:
 
     def write(self, path, rows: Sequence[Mapping], commit_user: str | None = None,
               commit_identifier: int | None = None, overwrite: bool = False,
-              static_partition: Mapping[str, Any] | None = None) -> Pending:
-        """Batch write + commit; with commit_user/commit_identifier the stream write path."""
+              static_partition: Mapping[str, Any] | None = None, branch: str | None = None) -> Pending:
+        """Batch write + commit; with commit_user/commit_identifier the stream write path; to a
+        branch of the table when `branch` names one."""
         path = str(path)
         op = {"op": "write", "path": path, "rows": rows_to_json(rows, self._types(path))}
+        if branch is not None:
+            op["branch"] = branch
         if commit_user is not None:
             op["commitUser"] = commit_user
         if commit_identifier is not None:
@@ -470,8 +473,10 @@ class Batch:
 
     def read(self, path, snapshot_id: int | None = None, tag: str | None = None,
              columns: Sequence[str] | None = None, with_row_kind: bool = False,
-             incremental_between: tuple[int, int] | None = None) -> Pending:
+             incremental_between: tuple[int, int] | None = None, branch: str | None = None) -> Pending:
         op = {"op": "read", "path": str(path)}
+        if branch is not None:
+            op["branch"] = branch
         if incremental_between is not None:
             op["incrementalBetween"] = f"{incremental_between[0]},{incremental_between[1]}"
         if snapshot_id is not None:
@@ -506,6 +511,13 @@ class Batch:
         op = {"op": "create-tag", "path": str(path), "tag": tag}
         if snapshot_id is not None:
             op["snapshotId"] = int(snapshot_id)
+        return self._add(op)
+
+    def create_branch(self, path, branch: str, tag: str | None = None) -> Pending:
+        """A branch of the table (from `tag`, else empty with the latest schema)."""
+        op = {"op": "create-branch", "path": str(path), "branch": branch}
+        if tag is not None:
+            op["tag"] = tag
         return self._add(op)
 
 

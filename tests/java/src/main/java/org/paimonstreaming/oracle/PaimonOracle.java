@@ -152,6 +152,8 @@ public final class PaimonOracle {
                 return buckets(path, cmd);
             case "create-tag":
                 return createTag(path, cmd);
+            case "create-branch":
+                return createBranch(path, cmd);
             case "alter":
                 return alter(path, cmd);
             default:
@@ -219,7 +221,7 @@ public final class PaimonOracle {
     }
 
     static JsonNode write(Path path, JsonNode cmd) throws Exception {
-        FileStoreTable table = table(path);
+        FileStoreTable table = onBranch(table(path), cmd);
         RowType rowType = table.rowType();
         List<InternalRow> rows = new ArrayList<>();
         for (JsonNode row : cmd.get("rows")) {
@@ -278,7 +280,7 @@ public final class PaimonOracle {
     }
 
     static JsonNode read(Path path, JsonNode cmd) throws Exception {
-        FileStoreTable table = table(path);
+        FileStoreTable table = onBranch(table(path), cmd);
         Map<String, String> dynamic = new HashMap<>();
         if (cmd.hasNonNull("snapshotId")) {
             dynamic.put("scan.snapshot-id", cmd.get("snapshotId").asText());
@@ -448,7 +450,23 @@ public final class PaimonOracle {
         return NODES.objectNode();
     }
 
+    static JsonNode createBranch(Path path, JsonNode cmd) throws Exception {
+        FileStoreTable table = table(path);
+        String branch = text(cmd, "branch");
+        if (cmd.hasNonNull("tag")) {
+            table.createBranch(branch, cmd.get("tag").asText());
+        } else {
+            table.createBranch(branch);
+        }
+        return NODES.objectNode();
+    }
+
     // ------------------------------------------------------------------ helpers
+
+    /** The table, or its branch when the command names one ({"branch": name}). */
+    static FileStoreTable onBranch(FileStoreTable table, JsonNode cmd) {
+        return cmd.hasNonNull("branch") ? table.switchToBranch(cmd.get("branch").asText()) : table;
+    }
 
     static FileStoreTable table(Path path) {
         return FileStoreTableFactory.create(LocalFileIO.create(), path);
