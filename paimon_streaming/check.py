@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from .datafile import verify_data_file
 from .deletionvectors import decode_vector
-from .errors import CorruptFileError, MissingFileError, PaimonError, TagNotFoundError
+from .errors import CorruptFileError, MissingFileError, PaimonError, TagNotFoundError, UnsupportedOperationError
 from .fileio import FileIO
 from .keyvalue import file_fields
 from .manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
@@ -52,7 +52,8 @@ HINTS = ("LATEST", "EARLIEST")
 @dataclass(frozen=True)
 class Problem:
     severity: str   # ERROR or WARNING
-    kind: str       # missing-file, size-mismatch, corrupt-file, snapshot-gap, hint, duplicate-key, ...
+    kind: str       # missing-file, size-mismatch, corrupt-file, unreadable-file (a codec library missing),
+                    # snapshot-gap, hint, duplicate-key, ...
     path: str       # the file (or directory) concerned
     message: str
 
@@ -351,7 +352,8 @@ class _Checker:
             verify_data_file(self.io, path, file_fields(schema), e.file.file_size, e.file.row_count)
         except PaimonError as exc:
             self._verdicts[path] = False
-            kind = "missing-file" if isinstance(exc, MissingFileError) else "corrupt-file"
+            kind = "missing-file" if isinstance(exc, MissingFileError) else \
+                "unreadable-file" if isinstance(exc, UnsupportedOperationError) else "corrupt-file"
             self.problem(kind, path, f"{label}: {exc}")
 
     def _bucket_dir(self, e: ManifestEntry | IndexManifestEntry) -> str:

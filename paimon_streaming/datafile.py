@@ -46,7 +46,8 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
-from .errors import CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError
+from .errors import (CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError,
+                     UnsupportedOperationError)
 from .fileio import FileIO
 from .numpy_arrow import from_numpy
 from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_bool
@@ -411,7 +412,7 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
             elif fmt == ORC:
                 raw, num_rows = _read_orc(source, wanted)
             else:
-                raw, num_rows = _read_avro(source, wanted)
+                raw, num_rows = _read_avro(source, wanted, path)
         except PaimonError:
             raise
         except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
@@ -511,16 +512,24 @@ def _int96_unit(t: DataType) -> str:
     return "ns" if precision > 6 else "us" if precision > 3 else "ms"
 
 
-def _read_avro(source, wanted: list[DataField]) -> tuple[dict[str, pa.ChunkedArray], int]:
+def _read_avro(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa.ChunkedArray], int]:
     """Columns by name. fastavro decodes the records in C, logical types included (decimals,
     dates, times; timestamps as instants, which pyarrow stores as the epoch value Java wrote),
     and pyarrow builds the wanted columns from them in C++. Avro has sync markers but no
-    checksums, as ORC: damage is caught when it breaks decoding."""
+    checksums, as ORC: damage is caught when it breaks decoding. fastavro decodes the null,
+    deflate, bzip2, xz and zstandard codecs with what this package depends on; snappy and lz4
+    (`file.compression` of Java's writer) need cramjam installed, which is said as such, not
+    as a damaged file."""
+    codec = "?"
     try:
         reader = fastavro.reader(source)
         names = {f["name"] for f in reader.writer_schema["fields"]}
+        codec = reader.metadata.get("avro.codec", "null")
         records = list(reader)
-    except (ValueError, EOFError, OSError):
+    except (ValueError, EOFError, OSError) as exc:
+        if "need to install" in str(exc):  # fastavro knows the codec but not its library
+            raise UnsupportedOperationError(f"data file {path} is Avro compressed with {codec!r}, which fastavro "
+                                            f"reads only with another library installed: {exc}") from None
         raise
     except Exception as exc:  # fastavro's own errors (schema resolution, bad unions, ...)
         raise ValueError(f"{type(exc).__name__}: {exc}") from exc

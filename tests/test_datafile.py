@@ -591,3 +591,58 @@ def test_java_interop(tmp_path):
         _ids(pq.ParquetFile(data_file("parquet", "java_us")).schema_arrow)
     int96 = {path for path, phys, *_ in _leaves(data_file("parquet", "java")) if phys == "INT96"}
     assert int96 == {"ts9", "ltz9"}
+
+
+def _avro_file(path: str, codec: str = "deflate") -> pa.Table:
+    """An Avro data file as Java's Avro writer lays one out (nullable columns as unions with
+    null, timestamps as `timestamp-micros` longs), and the table it holds."""
+    import fastavro
+    rows = [{"id": i, "s": None if i % 3 == 0 else f"s{i}", "d": Decimal(i) / 4,
+             "ts": dt.datetime(2024, 1, 1, 0, 0, i % 60, i, tzinfo=dt.timezone.utc)} for i in range(200)]
+    schema = {"type": "record", "name": "record", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "s", "type": ["null", "string"], "default": None},
+        {"name": "d", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}]},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]}]}
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, rows, codec=codec)
+    return pa.table({"id": pa.array(range(200), pa.int64()), "s": [r["s"] for r in rows],
+                     "d": pa.array([r["d"] for r in rows], pa.decimal128(10, 2)),
+                     "ts": pa.array([r["ts"].replace(tzinfo=None) for r in rows], pa.timestamp("us"))})
+
+
+AVRO_FIELDS = _fields(("id", T("BIGINT NOT NULL")), ("s", T("STRING")), ("d", T("DECIMAL(10, 2)")),
+                      ("ts", T("TIMESTAMP(6)")))
+
+
+def test_avro_data_files_are_read(fio, monkeypatch):
+    """Java's Avro data files read as the table's types (projections, added columns, a mask);
+    a damaged one is a CorruptFileError, and one whose codec needs a library fastavro lacks
+    says so instead of calling the file damaged."""
+    import fastavro.read
+    from paimon_streaming.errors import UnsupportedOperationError
+    file_io, root = fio
+    path = f"{root}/data-x-0.avro"
+    expected = _avro_file(path)
+    size = os.path.getsize(path)
+    assert read_data_file(file_io, path, AVRO_FIELDS, file_size=size, row_count=200).to_pylist() == expected.to_pylist()
+    added = AVRO_FIELDS + [DataField(9, "new", T("INT"))]
+    keep = np.arange(200) % 2 == 0
+    got = read_data_file(file_io, path, added, ["new", "s"], keep=keep)
+    assert got.column("s").to_pylist() == expected.column("s").filter(pa.array(keep)).to_pylist()
+    assert got.column("new").null_count == 100
+    with pytest.raises(CorruptFileError, match="holds 200 rows but its manifest entry records 7"):
+        read_data_file(file_io, path, AVRO_FIELDS, row_count=7)
+    with open(path, "r+b") as f:
+        f.seek(size // 2)
+        f.write(b"\xff" * 64)
+    with pytest.raises(CorruptFileError, match="data-x-0.avro cannot be decoded"):
+        read_data_file(file_io, path, AVRO_FIELDS)
+    _avro_file(path)
+
+    def missing(*args, **kwargs):
+        raise ValueError("snappy codec is supported but you need to install one of the following libraries: "
+                         "('cramjam',)")
+    monkeypatch.setitem(fastavro.read.BLOCK_READERS, "deflate", missing)
+    with pytest.raises(UnsupportedOperationError, match=r"data-x-0.avro is Avro compressed with 'deflate'.*cramjam"):
+        read_data_file(file_io, path, AVRO_FIELDS)
