@@ -192,15 +192,18 @@ def _unit_for(precision: int) -> str:
     return "s" if precision == 0 else "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
 
 
+_SIMPLE_ARROW = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
+                 "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32(),
+                 "CHAR": pa.string(), "VARCHAR": pa.string(), "BINARY": pa.binary(),
+                 "VARBINARY": pa.binary(), "TIME": pa.time32("ms")}
+
+
 def to_arrow(t: DataType) -> pa.DataType:
     """The Arrow type users see for a Paimon type."""
     r = t.root
-    simple = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
-              "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32(),
-              "CHAR": pa.string(), "VARCHAR": pa.string(), "BINARY": pa.binary(),
-              "VARBINARY": pa.binary(), "TIME": pa.time32("ms")}
-    if r in simple:
-        return simple[r]
+    simple = _SIMPLE_ARROW.get(r)
+    if simple is not None:
+        return simple
     if r == "DECIMAL":
         return pa.decimal128(t.precision, t.scale)
     if r == "TIMESTAMP":

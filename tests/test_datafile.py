@@ -338,12 +338,16 @@ def test_projection_and_added_columns(fio):
             read_data_file(file_io, path, new, ["nope"])
 
 
+@pytest.mark.parametrize("pooled", [False, True], ids=["small-file reads", "pooled reads"])
 @pytest.mark.parametrize("layout", ["dictionary", "no dictionary", "over the bound", "row groups"])
-def test_rows_dropped_before_strings_are_decoded_read_as_a_filter_would(fio, monkeypatch, layout):
+def test_rows_dropped_before_strings_are_decoded_read_as_a_filter_would(fio, monkeypatch, layout, pooled):
     """`keep` (a deletion vector's complement) gives what a full read then a filter gives, for
     strings read as dictionaries (small chunks with dictionary pages), built directly (no
-    dictionary, or chunks over DICTIONARY_READ_BYTES), and dictionaries per row group."""
+    dictionary, or chunks over DICTIONARY_READ_BYTES), and dictionaries per row group; read
+    inline as small files are, and with pre-buffering and column threads as large ones are."""
     file_io, root = fio
+    monkeypatch.setattr(datafile, "PREBUFFER_MIN_BYTES", 0 if pooled else 1 << 62)
+    monkeypatch.setattr(datafile, "COLUMN_THREADS_MIN_BYTES", 0 if pooled else 1 << 62)
     fields = _fields(("id", T("BIGINT NOT NULL")), ("s", T("STRING")), ("b", T("BYTES")), ("c", T("CHAR(2)")))
     rng = np.random.default_rng(7)
     words = np.array([f"w{i}" for i in range(20)] + [None], dtype=object)
