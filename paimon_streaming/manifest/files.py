@@ -8,7 +8,7 @@ records of the wrong shape raises `MissingFileError` / `CorruptFileError` naming
 from __future__ import annotations
 
 import io
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 import fastavro
 
@@ -93,28 +93,41 @@ def partition_stats(partitions: Iterable[bytes], fields: list[DataField]) -> Sim
     return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
 
 
-class ManifestFile:
-    """Manifest files (ManifestEntry records) of one table, rolled at the target size."""
+class _MetadataFiles(Generic[T]):
+    """One kind of Avro metadata file in the table's manifest directory. Such a file never
+    changes once written, so its decoded records are cached by path (`_CACHE`)."""
 
-    def __init__(self, file_io: FileIO, path_factory: PathFactory, partition_fields: list[DataField],
-                 compression: str = "zstd", target_size: int = 8 << 20):
+    def __init__(self, file_io: FileIO, path_factory: PathFactory, compression: str = "zstd"):
         self.file_io = file_io
         self.paths = path_factory
-        self.partition_fields = partition_fields
         self.compression = compression
-        self.target_size = target_size
+
+    @staticmethod
+    def decode(record: dict) -> T:
+        raise NotImplementedError
 
     def path(self, name: str) -> str:
         return f"{self.paths.manifest_dir}/{name}"
 
-    def read(self, name: str, size: int | None = None) -> list[ManifestEntry]:
-        """Entries of one manifest, checked against its recorded `size` when given."""
+    def read(self, name: str, size: int | None = None) -> list[T]:
+        """The records of one file, checked against its recorded `size` when given."""
         path = self.path(name)
         cached = _CACHE.get(path)
         if cached is None:
-            cached = read_records(self.file_io, path, ManifestEntry.from_avro, size)
+            cached = read_records(self.file_io, path, self.decode, size)
             _CACHE.put(path, cached)
         return cached
+
+
+class ManifestFile(_MetadataFiles[ManifestEntry]):
+    """Manifest files (ManifestEntry records) of one table, rolled at the target size."""
+    decode = staticmethod(ManifestEntry.from_avro)
+
+    def __init__(self, file_io: FileIO, path_factory: PathFactory, partition_fields: list[DataField],
+                 compression: str = "zstd", target_size: int = 8 << 20):
+        super().__init__(file_io, path_factory, compression)
+        self.partition_fields = partition_fields
+        self.target_size = target_size
 
     def read_meta(self, meta: ManifestFileMeta) -> list[ManifestEntry]:
         """Entries of the manifest `meta` describes, checked against its recorded size."""
@@ -154,25 +167,10 @@ class ManifestFile:
             max(r + e.file.row_count - 1 for r, e in zip(row_ids, entries)) if has_row_ids else None)
 
 
-class ManifestList:
-    """Manifest list files: one Avro file of ManifestFileMeta records (never rolled)."""
-
-    def __init__(self, file_io: FileIO, path_factory: PathFactory, compression: str = "zstd"):
-        self.file_io = file_io
-        self.paths = path_factory
-        self.compression = compression
-
-    def path(self, name: str) -> str:
-        return f"{self.paths.manifest_dir}/{name}"
-
-    def read(self, name: str, size: int | None = None) -> list[ManifestFileMeta]:
-        """Metas of one manifest list; `size` (the snapshot's *ManifestListSize) is checked when given."""
-        path = self.path(name)
-        cached = _CACHE.get(path)
-        if cached is None:
-            cached = read_records(self.file_io, path, ManifestFileMeta.from_avro, size)
-            _CACHE.put(path, cached)
-        return cached
+class ManifestList(_MetadataFiles[ManifestFileMeta]):
+    """Manifest list files: one Avro file of ManifestFileMeta records (never rolled); `read`'s
+    `size` is the snapshot's *ManifestListSize."""
+    decode = staticmethod(ManifestFileMeta.from_avro)
 
     def write(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
         name = self.paths.new_manifest_list()
@@ -182,26 +180,12 @@ class ManifestList:
         return name, size
 
 
-class IndexManifestFile:
+class IndexManifestFile(_MetadataFiles[IndexManifestEntry]):
     """The index manifest: a full list of the live index files (HASH, DELETION_VECTORS)."""
+    decode = staticmethod(IndexManifestEntry.from_avro)
 
-    def __init__(self, file_io: FileIO, path_factory: PathFactory, compression: str = "zstd"):
-        self.file_io = file_io
-        self.paths = path_factory
-        self.compression = compression
-
-    def path(self, name: str) -> str:
-        return f"{self.paths.manifest_dir}/{name}"
-
-    def read(self, name: str | None) -> list[IndexManifestEntry]:
-        if name is None:
-            return []
-        path = self.path(name)
-        cached = _CACHE.get(path)
-        if cached is None:
-            cached = read_records(self.file_io, path, IndexManifestEntry.from_avro)
-            _CACHE.put(path, cached)
-        return cached
+    def read(self, name: str | None, size: int | None = None) -> list[IndexManifestEntry]:
+        return [] if name is None else super().read(name, size)
 
     def write(self, entries: Sequence[IndexManifestEntry]) -> str:
         name = self.paths.new_index_manifest()

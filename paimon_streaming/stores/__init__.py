@@ -21,7 +21,7 @@ A `SubTreeFileSystem` uses its base filesystem's creator with the prefixed path.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import Any, Callable
 
 import pyarrow.fs as pafs
 
@@ -36,6 +36,25 @@ SINGLE_COMMITTER_ENV = "PAIMON_SINGLE_COMMITTER"
 
 class UnsupportedStoreError(UnsupportedOperationError):
     """The filesystem offers no atomic create-if-absent, so commits could overwrite each other."""
+
+
+class ConditionalUpload:
+    """Base of the object stores' creators, a conditional upload through the store's own SDK
+    (pyarrow has no conditional writes). The SDK client is made on first use from the keyword
+    arguments pyarrow rebuilds the filesystem from, so the creator pickles to Spark executors
+    as plain settings."""
+
+    def __init__(self, fs: pafs.FileSystem):
+        self.settings = fs.__reduce__()[1][0]
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self.make_client(self.settings)
+        return self._client
+
+    def make_client(self, settings: dict) -> Any:
+        raise NotImplementedError
 
 
 def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:

@@ -15,24 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow.fs as pafs
-
 from ..errors import StoreConfigurationError
+from . import ConditionalUpload
 
 # Query keys of an abfs:// URI that pyarrow reads itself; its `sas_token` setting keeps the whole query.
 _ARROW_URI_KEYS = {"enable_tls", "blob_storage_authority", "dfs_storage_authority", "credential_kind", "tenant_id",
                    "client_id", "client_secret", "background_writes"}
 
 
-class AzureCreateIfAbsent:
-    def __init__(self, fs: pafs.AzureFileSystem):
-        self.settings = fs.__reduce__()[1][0]  # the keyword arguments pyarrow rebuilds the filesystem from
-        self._client: Any = None
-
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = _make_client(self.settings)
-        return self._client
+class AzureCreateIfAbsent(ConditionalUpload):
+    def make_client(self, settings: dict) -> Any:
+        return _make_client(settings)
 
     def __call__(self, path: str, data: bytes) -> bool:
         from azure.core import exceptions as aexc

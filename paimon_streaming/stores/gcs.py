@@ -15,20 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow.fs as pafs
-
 from ..errors import StoreConfigurationError
+from . import ConditionalUpload
 
 
-class GcsCreateIfAbsent:
-    def __init__(self, fs: pafs.GcsFileSystem):
-        self.settings = fs.__reduce__()[1][0]  # the keyword arguments pyarrow rebuilds the filesystem from
-        self._client: Any = None
-
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = _make_client(self.settings)
-        return self._client
+class GcsCreateIfAbsent(ConditionalUpload):
+    def make_client(self, settings: dict) -> Any:
+        return _make_client(settings)
 
     def __call__(self, path: str, data: bytes) -> bool:
         from google.api_core import exceptions as gexc

@@ -19,22 +19,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pyarrow.fs as pafs
-
 from ..errors import S3ConfigurationError
+from . import ConditionalUpload
 
 _CONFLICT_RETRIES = 20  # 409 ConditionalRequestConflict: another conditional write on the key in flight
 
 
-class S3CreateIfAbsent:
-    def __init__(self, fs: pafs.S3FileSystem):
-        self.settings = fs.__reduce__()[1][0]  # the keyword arguments pyarrow rebuilds the filesystem from
-        self._client: Any = None
-
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = _make_client(self.settings)
-        return self._client
+class S3CreateIfAbsent(ConditionalUpload):
+    def make_client(self, settings: dict) -> Any:
+        return _make_client(settings)
 
     def __call__(self, path: str, data: bytes) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
