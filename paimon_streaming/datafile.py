@@ -74,6 +74,8 @@ _COMPRESSION_EXT = {"none": None, "gzip": "gz", "bzip2": "bz2", "deflate": "defl
 _COMPRESSION_EXTS = {e for e in _COMPRESSION_EXT.values() if e}
 
 _UNIT_RANK = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+# Types whose Parquet columns may be INT96 (timestamps, also inside nested types).
+_MAY_HOLD_TIMESTAMPS = {"TIMESTAMP", "TIMESTAMP_LTZ", "ARRAY", "MAP", "MULTISET", "ROW"}
 
 # Parquet page checksums: written and verified (module docstring). A switch for benchmarks only.
 PAGE_CHECKSUMS = True
@@ -229,7 +231,8 @@ def _is_temporal(t: pa.DataType) -> bool:
 def _file_table(data: pa.Table, fields: list[DataField], for_orc: bool) -> pa.Table:
     """The data as the file stores it: columns by field name, file types, field-id schema."""
     schema = pa.schema([_file_field(f, for_orc) for f in fields])
-    missing = [f.name for f in fields if f.name not in data.column_names]
+    present = set(data.column_names)
+    missing = [f.name for f in fields if f.name not in present]
     if missing:
         raise SchemaMismatchError(f"data has no column(s) {missing} for the data file "
                                   f"(columns: {data.column_names})")
@@ -479,7 +482,8 @@ def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) 
         if renamed:
             raise ValueError(f"the footer has no column named {renamed} but holds their field ids under other "
                              "names (a damaged footer)")
-    if not any(pf.schema.column(i).physical_type == "INT96" for i in range(len(pf.schema))):
+    maybe_int96 = any(f.type.root in _MAY_HOLD_TIMESTAMPS for f in present)
+    if not maybe_int96 or not any(pf.schema.column(i).physical_type == "INT96" for i in range(len(pf.schema))):
         if strings:
             dictionary = _dictionary_columns(pf, present)
             if dictionary != [n for n in strings if n in names]:  # some do not qualify: open as those that do

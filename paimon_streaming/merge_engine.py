@@ -152,10 +152,19 @@ def sort_and_merge(table: pa.Table, keys: Sequence[str], engine: MergeEngine) ->
 def _merge_order(table: pa.Table, keys: Sequence[str], seq_fields: Sequence[str]) -> np.ndarray:
     order = _int_key_order(table, keys[0]) if len(keys) == 1 and not seq_fields else None
     if order is None:
-        sort_keys = [(k, "ascending") for k in keys] + [(s, "ascending") for s in seq_fields] + \
-            [(SEQUENCE_NUMBER, "ascending")]
-        order = pc.sort_indices(table, sort_keys=sort_keys, null_placement="at_start").to_numpy()
+        order = sort_nulls_first(table, [*keys, *seq_fields, SEQUENCE_NUMBER])
     return order
+
+
+# pyarrow 25 moved null placement into each sort key (the options-wide one is deprecated).
+_NULLS_PER_SORT_KEY = int(pa.__version__.split(".")[0]) >= 25
+
+
+def sort_nulls_first(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
+    """Row order by `columns` ascending, nulls first (as Java's comparators)."""
+    if _NULLS_PER_SORT_KEY:
+        return pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in columns]).to_numpy()
+    return pc.sort_indices(table, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start").to_numpy()
 
 
 def _int_key_order(table: pa.Table, key: str) -> np.ndarray | None:
@@ -479,7 +488,8 @@ class PartialUpdateEngine(MergeEngine):
                 "'partial-update.remove-record-on-delete' = 'true' (remove the whole row), or "
                 "'fields.<seq>.sequence-group' (retract the group's columns)")
         pos = np.arange(n, dtype=np.int64)
-        groups = [gr for gr in self.groups if all(s in t.column_names for s in gr.seq)]
+        present = set(t.column_names)
+        groups = [gr for gr in self.groups if all(s in present for s in gr.seq)]
         ranks = [_dense_rank(t, gr.seq) for gr in groups]
         processed = add if self.ignore_delete else np.ones(n, bool)
         if self.remove_on_delete:
@@ -515,7 +525,7 @@ class PartialUpdateEngine(MergeEngine):
             for name in gr.seq:
                 columns[name] = _take(t.column(name), idx)
             for name in gr.values:
-                if name in t.column_names and name not in gr.seq:
+                if name in present and name not in gr.seq:
                     columns[name] = _take(t.column(name), idx, keep_values)
         last = g.ends
         deleted = ~g.any(add)
@@ -570,7 +580,7 @@ def _dense_rank(t: pa.Table, cols: Sequence[str]) -> np.ndarray:
     every column is null (an empty sequence group)."""
     n = t.num_rows
     sub = t.select(list(cols))
-    order = pc.sort_indices(sub, sort_keys=[(c, "ascending") for c in cols], null_placement="at_start").to_numpy()
+    order = sort_nulls_first(sub, list(cols))
     srt = sub.take(pa.array(order))
     change = _key_change(srt, list(cols))
     dense = np.concatenate([[0], np.cumsum(change)]).astype(np.int64) if n else np.zeros(0, np.int64)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -34,11 +35,15 @@ class TableSchema:
     def field_names(self) -> list[str]:
         return [f.name for f in self.fields]
 
+    @cached_property
+    def _fields_by_name(self) -> dict[str, DataField]:
+        return {f.name: f for f in self.fields}
+
     def field(self, name: str) -> DataField:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise SchemaMismatchError(f"column '{name}' is not in the table schema {self.field_names}")
+        found = self._fields_by_name.get(name)
+        if found is None:
+            raise SchemaMismatchError(f"column '{name}' is not in the table schema {self.field_names}")
+        return found
 
     def fields_of(self, names: list[str] | tuple[str, ...]) -> list[DataField]:
         return [self.field(n) for n in names]

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -184,8 +185,13 @@ def _min_max(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> tuple[A
     """Min and max of a column with some non-null values; (None, None) for floats with NaN."""
     if not column.type.equals(target):
         column = column.cast(target)
-    if pa.types.is_floating(target) and pc.any(pc.is_nan(column)).as_py():
-        return None, None
+    if pa.types.is_floating(target):
+        if not column.null_count:  # numpy's min and max propagate NaN: one pass each, no kernel calls
+            values = column.to_numpy()
+            low, high = values.min(), values.max()
+            return (None, None) if np.isnan(low) or np.isnan(high) else (float(low), float(high))
+        if pc.any(pc.is_nan(column)).as_py():
+            return None, None
     bounds = pc.min_max(column)
     return bounds["min"].as_py(), bounds["max"].as_py()
 

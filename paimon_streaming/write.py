@@ -69,17 +69,18 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
         data = pa.Table.from_batches([data])
     data, kinds = _split_row_kinds(data, schema, table_name, row_kind_column)
     names = schema.field_names
-    reserved = [c for c in data.column_names if is_system_field(c) and c not in names]
+    table_columns, input_columns = set(names), set(data.column_names)
+    reserved = [c for c in data.column_names if is_system_field(c) and c not in table_columns]
     if reserved:
         raise SchemaMismatchError(f"input of table {table_name}: {reserved_names_message(reserved)}, or pass "
                                   "row kinds with row_kind_column=")
-    unknown = [c for c in data.column_names if c not in names]
+    unknown = [c for c in data.column_names if c not in table_columns]
     if unknown:
         raise SchemaMismatchError(f"column(s) {unknown} are not in table {table_name} (columns: {names})")
     columns = []
     for f in schema.fields:
         target = to_arrow(f.type)
-        if f.name not in data.column_names:
+        if f.name not in input_columns:
             if not f.type.nullable:
                 raise SchemaMismatchError(
                     f"column '{f.name}' of table {table_name} is NOT NULL but missing from the input")
