@@ -79,9 +79,10 @@ class SplitReader:
 
     def read_split(self, split: DataSplit, names: list[str], flt: Filter | None,
                    with_row_kind: bool = False) -> pa.Table:
-        filter_cols = [c for c in (flt.columns if flt else []) if c not in names]
+        named = set(names)
+        filter_cols = [c for c in (flt.columns if flt else []) if c not in named]
         if flt is not None and flt.disjuncts is None:
-            filter_cols = [n for n in self.schema.field_names if n not in names]  # opaque expression
+            filter_cols = [n for n in self.schema.field_names if n not in named]  # opaque expression
         wanted = names + filter_cols
         if split.needs_merge:
             table = self._merge(split, wanted)

@@ -264,7 +264,8 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
     avro = read_avro_schema(cfg) if cfg.format == "avro" else None
     if avro is not None:
         writer = avro_to_arrow_schema(json.loads(avro))
-        added = pa.schema([f for f in writer if f.name not in table.schema.field_names])
+        known = set(table.schema.field_names)
+        added = pa.schema([f for f in writer if f.name not in known])
         if len(added):
             evolve_table(cfg, table, added, log)
     return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro, cfg.on_error)

@@ -39,7 +39,8 @@ def reconcile_schema(table: Table, schema: pa.Schema, row_kind_column: str | Non
     if merge_schema:
         table.update_schema().union_by_name(incoming).commit()
         return
-    new = [n for n in incoming.names if n not in table.schema.field_names]
+    known = set(table.schema.field_names)
+    new = [n for n in incoming.names if n not in known]
     if new:
         raise SchemaMismatchError(f"the input has column(s) {new} that table {table.name} does not have "
                                   f"(columns: {table.schema.field_names}); {how_to_merge} to add them to the "

@@ -216,6 +216,27 @@ def test_small_commits_of_new_keys_do_not_pile_up_files(catalog, warehouse, targ
     assert {r["k"]: (r["v"], r["n"]) for r in pypaimon_read(warehouse, "db.tail").to_pylist()} == model
 
 
+def test_small_files_of_wide_tables_merge_by_column_chunk_size(catalog):
+    """A 200-column file of 400 rows is over half of 1 MB, which alone would never merge, but
+    its column chunks are 3 KB each: such files merge too, up to 32 KB a column chunk."""
+    columns = 200
+    schema = pa.schema([pa.field("k", pa.int64(), False)] + [(f"c{i}", pa.float64()) for i in range(columns)])
+    t = catalog.create_table("db.wide", schema, primary_keys=["k"], options={"bucket": "1", **DV})
+    rng = np.random.default_rng(3)
+    written = []
+    for step in range(12):
+        rows = pa.table([np.arange(step * 400, step * 400 + 400)] + [rng.random(400) for _ in range(columns)],
+                        schema=schema)
+        t.write_arrow(rows)
+        written.append(rows)
+    top = [e.file for e in live_files(t) if e.file.level == 5]
+    assert min(f.file_size for f in top) > 512 << 10  # each commit's file alone is "not small" by bytes
+    assert len(top) <= 4, [f.row_count for f in top]  # 12 of them merged as a binary counter
+    assert max(f.file_size for f in top) <= (columns + 3) * (32 << 10)  # 128 MB / 4096 a column
+    assert t.to_arrow().sort_by("k").equals(pa.concat_tables(written))
+    check_invariants(t)
+
+
 @pytest.mark.parametrize("buckets", ["1", "2"])
 def test_sequence_field_lets_an_older_row_win(catalog, warehouse, buckets):
     """With sequence.field the old row found by lookup can outrank the batch's row."""

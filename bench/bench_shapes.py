@@ -1,0 +1,224 @@
+"""Table shapes W1 does not exercise: many small files (W5) and wide rows (W6).
+
+W5 `small-files`: an append table `(id BIGINT, p INT, payload STRING, amount DOUBLE)`
+partitioned by `p` gets `--commits` commits (default 100) of 20,000 rows spread over 100
+partitions: each commit adds one small file to every partition (10,000 files of 200 rows), the
+shape a streaming writer leaves in a partitioned table. Read whole, and one partition alone.
+
+W6 `wide`: a primary-key table `(id BIGINT, c0 ... c199 DOUBLE)` with 4 buckets and deletion
+vectors gets `--commits` commits (default 100) of 2,000 rows, 80% new ids and 20% updates.
+Read whole.
+
+Per run and system, in fresh processes: the write (one commit a batch, rows/s), then the first
+read of a fresh process and the median of 5 reads after it (and for W5 the median of 5 reads of
+one partition, a filter that prunes the others). Systems, in the same run:
+- `raw-parquet`: pyarrow writing each batch as Parquet (W5: `write_to_dataset` with hive
+  partitioning, one file per partition and batch; W6: one `write_table` per batch), read with
+  `pyarrow.parquet.read_table` on the directory: the floor, no table format, no upserts;
+- `paimon-streaming`: `Table.write_arrow` and `to_arrow` with Paimon's defaults.
+
+    .venv/bin/python bench/bench_shapes.py small-files [--commits 100] [--runs 3]
+    .venv/bin/python bench/bench_shapes.py wide [--commits 100] [--columns 200] [--runs 3]
+
+Prints one JSON line per system (medians, same-run ratios to raw Parquet, per-run numbers) and a
+table. Ratios are ours / raw Parquet: higher is better for rows/s, lower for read times.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+
+READS = 5
+SYSTEMS = ("raw-parquet", "paimon-streaming")
+PARTITIONS = 100     # W5
+ONE_PARTITION = 7    # W5's filtered read
+
+
+class SmallFiles:
+    """W5: one small file per partition and commit."""
+    rows = 20_000
+    partition_keys = ["p"]
+    primary_keys: list[str] | None = None
+    options: dict[str, str] = {}
+
+    def __init__(self, columns: int):
+        self.schema = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("payload", pa.string()),
+                                 ("amount", pa.float64())])
+
+    def batch(self, index: int) -> pa.Table:
+        rng = np.random.default_rng(index)
+        ids = np.arange(index * self.rows, (index + 1) * self.rows, dtype=np.int64)
+        return pa.table({"id": ids, "p": (ids % PARTITIONS).astype(np.int32),
+                         "payload": pa.array(np.char.add("event-", rng.integers(0, 10_000, self.rows).astype(str))),
+                         "amount": rng.random(self.rows)}, schema=self.schema)
+
+    def expected_rows(self, commits: int) -> int:
+        return commits * self.rows
+
+
+class Wide:
+    """W6: wide rows, upserts with deletion vectors."""
+    rows = 2_000
+    partition_keys: list[str] = []
+    primary_keys = ["id"]
+    options = {"bucket": "4", "deletion-vectors.enabled": "true"}
+
+    def __init__(self, columns: int):
+        self.columns = columns
+        self.schema = pa.schema([pa.field("id", pa.int64(), False)] + [(f"c{i}", pa.float64()) for i in range(columns)])
+
+    def batch(self, index: int) -> pa.Table:
+        """Batch 0 inserts `rows` ids; later ones 80% new ids and 20% updates of earlier ids."""
+        rng = np.random.default_rng(index)
+        if index == 0:
+            ids = np.arange(self.rows, dtype=np.int64)
+        else:
+            written = self._ids_before(index)
+            new = np.arange(written, written + self.rows * 4 // 5, dtype=np.int64)
+            ids = np.concatenate([new, rng.choice(written, self.rows - len(new), replace=False)])
+        return pa.table([ids] + [rng.random(len(ids)) for _ in range(self.columns)], schema=self.schema)
+
+    def _ids_before(self, index: int) -> int:
+        return 0 if index == 0 else self.rows + (index - 1) * (self.rows * 4 // 5)
+
+    def expected_rows(self, commits: int) -> int:
+        return self._ids_before(commits)
+
+
+WORKLOADS = {"small-files": SmallFiles, "wide": Wide}
+
+
+def raw_parquet(workload, workdir: str):
+    import pyarrow.parquet as pq
+
+    def write(batch: pa.Table, index: int) -> None:
+        if workload.partition_keys:
+            pq.write_to_dataset(batch, workdir, partition_cols=workload.partition_keys,
+                                basename_template=f"c{index}-{{i}}.parquet")
+        else:
+            pq.write_table(batch, f"{workdir}/c{index}.parquet")
+
+    def read(partition: int | None = None) -> pa.Table:
+        return pq.read_table(workdir, filters=None if partition is None else [("p", "=", partition)])
+    return write, read
+
+
+def paimon_streaming(workload, workdir: str):
+    import paimon_streaming as ps
+    opened: list = []  # the table, created by the first write and kept open, as a streaming writer does
+
+    def write(batch: pa.Table, index: int) -> None:
+        if not opened:
+            opened.append(ps.Catalog(workdir).create_table(
+                "db.t", workload.schema, partition_keys=workload.partition_keys,
+                primary_keys=workload.primary_keys, options=workload.options))
+        opened[0].write_arrow(batch)
+
+    def read(partition: int | None = None) -> pa.Table:
+        fresh = ps.Catalog(workdir).get_table("db.t")
+        return fresh.to_arrow(filter=None if partition is None else [("p", "=", partition)])
+    return write, read
+
+
+def median_seconds(fn) -> float:
+    times = []
+    for _ in range(READS):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def child(args: argparse.Namespace) -> None:
+    """One system, one phase, in this fresh process: `write` builds the table, `read` reads it."""
+    workload = WORKLOADS[args.workload](args.columns)
+    write, read = {"raw-parquet": raw_parquet, "paimon-streaming": paimon_streaming}[args.child](workload, args.workdir)
+    if args.phase == "write":
+        batches = [workload.batch(i) for i in range(args.commits)]
+        start = time.perf_counter()
+        for i, batch in enumerate(batches):
+            write(batch, i)
+        print(json.dumps({"rows_per_s": args.commits * workload.rows / (time.perf_counter() - start)}))
+        return
+    start = time.perf_counter()
+    out = read()
+    result = {"first_read_s": time.perf_counter() - start}
+    expected = args.commits * workload.rows if args.child == "raw-parquet" else workload.expected_rows(args.commits)
+    if out.num_rows != expected:
+        raise SystemExit(f"{args.child} read {out.num_rows} rows, expected {expected}")
+    result["read_s"] = median_seconds(read)
+    if workload.partition_keys:
+        one = read(ONE_PARTITION)
+        if one.num_rows != expected // PARTITIONS:
+            raise SystemExit(f"{args.child} read {one.num_rows} rows of partition {ONE_PARTITION}")
+        result["partition_read_s"] = median_seconds(lambda: read(ONE_PARTITION))
+    print(json.dumps(result))
+
+
+def spawn(system: str, phase: str, workdir: str, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), args.workload, "--child", system, "--phase", phase,
+           "--workdir", workdir, "--commits", str(args.commits), "--columns", str(args.columns)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{system} {phase} failed (exit {proc.returncode}); its stderr is above")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def report(args: argparse.Namespace, runs: dict[str, list[dict]]) -> None:
+    keys = [k for k in ("rows_per_s", "first_read_s", "read_s", "partition_read_s") if k in runs["raw-parquet"][0]]
+    raw = runs["raw-parquet"]
+    medians = {s: {k: statistics.median(r[k] for r in per_run) for k in keys} for s, per_run in runs.items()}
+    ratios = {s: {k: statistics.median(a[k] / b[k] for a, b in zip(per_run, raw)) for k in keys}
+              for s, per_run in runs.items()}
+    for system, per_run in runs.items():
+        print(json.dumps({"bench": "shapes", "workload": args.workload, "system": system, "commits": args.commits,
+                          "columns": args.columns if args.workload == "wide" else None,
+                          "median": medians[system], "vs_raw_parquet": ratios[system], "per_run": per_run,
+                          "load_average_1m": round(os.getloadavg()[0], 2)}))
+    print(f"\n{'system':<18}" + "".join(f"{k:>18}" for k in keys))
+    for system in runs:
+        print(f"{system:<18}" + "".join(f"{medians[system][k]:>18,.3f}" for k in keys))
+        if system != "raw-parquet":
+            print(f"{'  / raw Parquet':<18}" + "".join(f"{ratios[system][k]:>17.2f}x" for k in keys))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    parser.add_argument("--commits", type=int, default=100)
+    parser.add_argument("--columns", type=int, default=200, help="wide: DOUBLE columns besides the key")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--child", choices=SYSTEMS, help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=("write", "read"), help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    runs: dict[str, list[dict]] = {s: [] for s in SYSTEMS}
+    for run in range(args.runs):
+        for system in SYSTEMS:  # interleaved: run 1 of each, then run 2 of each, ...
+            workdir = tempfile.mkdtemp(prefix=f"bench-{args.workload}-{system}-")
+            try:
+                result = spawn(system, "write", workdir, args)
+                result.update(spawn(system, "read", workdir, args))
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+            runs[system].append(result)
+            print(f"run {run + 1} {system}: " + ", ".join(f"{k}={v:.3f}" for k, v in result.items()),
+                  file=sys.stderr, flush=True)
+    report(args, runs)
+
+
+if __name__ == "__main__":
+    main()
