@@ -471,9 +471,7 @@ def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) 
     size = source.size()
     pre_buffer = size >= PREBUFFER_MIN_BYTES
     use_threads = size >= COLUMN_THREADS_MIN_BYTES
-    strings = [f.name for f in wanted if _is_string_like(f.type)] if as_dictionary else []
-    pf = pq.ParquetFile(source, pre_buffer=pre_buffer, read_dictionary=strings or None,
-                        page_checksum_verification=PAGE_CHECKSUMS)
+    pf = pq.ParquetFile(source, pre_buffer=pre_buffer, page_checksum_verification=PAGE_CHECKSUMS)
     names = set(pf.schema_arrow.names)
     present = [f for f in wanted if f.name in names]
     if len(present) < len(wanted):  # absent: added by a later schema, or a damaged name in the footer
@@ -484,11 +482,10 @@ def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) 
                              "names (a damaged footer)")
     maybe_int96 = any(f.type.root in _MAY_HOLD_TIMESTAMPS for f in present)
     if not maybe_int96 or not any(pf.schema.column(i).physical_type == "INT96" for i in range(len(pf.schema))):
-        if strings:
-            dictionary = _dictionary_columns(pf, present)
-            if dictionary != [n for n in strings if n in names]:  # some do not qualify: open as those that do
-                pf = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=pre_buffer,
-                                    read_dictionary=dictionary or None, page_checksum_verification=PAGE_CHECKSUMS)
+        dictionary = _dictionary_columns(pf, present) if as_dictionary else []
+        if dictionary:  # known from the footer only: open again on it, not read again
+            pf = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=pre_buffer, read_dictionary=dictionary,
+                                page_checksum_verification=PAGE_CHECKSUMS)
         table = pf.read(columns=[f.name for f in present], use_threads=use_threads)
         return dict(zip(table.column_names, table.columns)), pf.metadata.num_rows
     by_unit: dict[str, list[str]] = {}

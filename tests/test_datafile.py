@@ -336,6 +336,10 @@ def test_projection_and_added_columns(fio):
         assert read_data_file(file_io, path, new, []).num_rows == 2
         with pytest.raises(SchemaMismatchError):
             read_data_file(file_io, path, new, ["nope"])
+        # with a deletion mask, string columns are read as dictionaries: an added one is absent
+        noted = new + [DataField(3, "note", T("STRING"))]
+        kept = read_data_file(file_io, path, noted, ["id", "note"], row_count=2, keep=np.array([False, True]))
+        assert kept.to_pylist() == [{"id": 2, "note": None}]
 
 
 @pytest.mark.parametrize("pooled", [False, True], ids=["small-file reads", "pooled reads"])
