@@ -162,10 +162,10 @@ class FileStoreCommit:
                                                            previous=created[-1] if created else planned_on,
                                                            previous_is_own=bool(created)))
                 except CommitConflictError as exc:
-                    if not best_effort_compaction or self.options.lookup_compaction:
+                    if not best_effort_compaction or (self.schema.primary_keys and self.options.lookup_compaction):
                         raise  # lookup tables' readers need level 0 pushed up: the caller must know
-                    # a merge-on-read compaction after a write only saves reads; the data is
-                    # committed, and the next write compacts again
+                    # a merge-on-read (or append table's) compaction after a write only saves
+                    # reads; the data is committed, and the next write compacts again
                     log.warning("compaction of %s lost a race with another writer and was dropped: %s",
                                 self.table_path, exc)
                     self._delete_unused_outputs(messages)

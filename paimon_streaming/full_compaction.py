@@ -96,5 +96,5 @@ def validate_schedule(options: CoreOptions, primary_keys: list[str] | tuple[str,
             f"remove '{DELTA_COMMITS}', or produce the changelog with 'input'")
     if not primary_keys:
         raise InvalidOptionError(
-            f"'{DELTA_COMMITS}' schedules compactions of primary-key tables; this writer does not compact "
-            "append tables, so it would be ignored: remove it")
+            f"'{DELTA_COMMITS}' schedules full compactions of primary-key tables; append tables merge their "
+            "small files as they gather ('compaction.min.file-num'), so it would be ignored: remove it")

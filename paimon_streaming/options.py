@@ -146,6 +146,7 @@ _OPTIONS = [
     Option("compaction.max-size-amplification-percent", "200", _int_at_least(0)),
     Option("compaction.size-ratio", "1", _int_at_least(0)),
     Option("compaction.delete-ratio-threshold", "0.2", _fraction),
+    Option("compaction.min.file-num", "5", _int_at_least(1)),
     Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1)),
     Option("write-only", "false", parse_bool),
     Option("full-compaction.delta-commits", None, lambda text: int(text.strip())),

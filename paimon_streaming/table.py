@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from . import full_compaction
 from .commit import CommitMessage, FileStoreCommit
-from .errors import (CommitConflictError, PaimonError, SequenceConflictError, SnapshotNotFoundError, StalePlanError,
+from .errors import (CommitConflictError, SequenceConflictError, SnapshotNotFoundError, StalePlanError,
                      TableNotFoundError)
 from .fileio import FileIO
 from .expire import ExpireResult, SnapshotExpiration
@@ -247,26 +247,30 @@ class Table:
 
     def compact(self, full: bool = False, commit_user: str | None = None,
                 commit_identifier: int | None = None,
-                full_buckets: Collection[tuple[bytes, int]] = ()) -> int | None:
-        """Compact a primary-key table; returns the COMPACT snapshot id (None if nothing to do).
+                full_buckets: Collection[tuple[bytes, int]] = (),
+                only: Collection[tuple[bytes, int]] | None = None, best_effort: bool = False) -> int | None:
+        """Compact the table; returns the COMPACT snapshot id (None if nothing to do).
 
-        Default: every bucket that holds level-0 files gets them pushed up by a universal
-        compaction (with lookup and deletion vectors on DV tables), which also repairs a batch
-        whose COMPACT snapshot was lost in a crash. `full=True` rewrites every bucket into one
-        sorted run at the highest level, dropping deletes and the deletion vectors it obsoletes;
-        `full_buckets` (partition, bucket)s are compacted so and the others by default.
+        Primary-key tables, by default: every bucket that holds level-0 files gets them pushed
+        up by a universal compaction (with lookup and deletion vectors on DV tables), which also
+        repairs a batch whose COMPACT snapshot was lost in a crash. `full=True` rewrites every
+        bucket into one sorted run at the highest level, dropping deletes and the deletion
+        vectors it obsoletes; `full_buckets` (partition, bucket)s are compacted so and the
+        others by default. Append tables: small files merged as Paimon's writers merge them,
+        and with `full=True` every small file and every file with a deletion vector
+        (append_compaction.py). `only`: just these (partition, bucket)s. `best_effort`: a
+        compaction of a merge-on-read or append table that loses a race with another writer's
+        is dropped (logged, None) instead of raising CommitConflictError.
         """
-        if not self.primary_keys:
-            raise PaimonError(f"table {self.name} has no primary key; compaction of append tables "
-                              "is not supported")
         latest = self.latest_snapshot()
         if latest is None:
             return None
         full_buckets = set(full_buckets)
-        messages = self._compaction_messages(latest, lambda bucket: full or bucket in full_buckets)
+        messages = self._compaction_messages(latest, lambda bucket: full or bucket in full_buckets, only)
         ids = self.new_commit().commit(
             messages, commit_user or str(uuid.uuid4()),
-            BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier)
+            BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
+            best_effort_compaction=best_effort)
         return ids[-1] if ids else None
 
     def scheduled_buckets(self, commit_user: str, identifier: int) -> set[tuple[bytes, int]]:

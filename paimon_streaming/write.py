@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .append_compaction import AppendBucket, AppendCompactor
 from .binary_row import deserialize_row, encode_rows, serialize_row, serialize_rows
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
@@ -326,6 +327,13 @@ class TableWrite:
         return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], level, FILE_SOURCE_COMPACT)
                 for s, e in self._roll(rows)]
 
+    def write_appended(self, directory: str, rows: pa.Table, first_sequence: int,
+                       rows_per_file: int) -> list[DataFileMeta]:
+        """Write an append table's compaction output: level 0, numbered from `first_sequence`."""
+        sequence = np.arange(first_sequence, first_sequence + rows.num_rows, dtype=np.int64)
+        return [self._write_file(directory, rows.slice(s, rows_per_file), sequence[s:s + rows_per_file], 0,
+                                 FILE_SOURCE_COMPACT) for s in range(0, rows.num_rows, rows_per_file)]
+
     def write_changelog(self, directory: str, rows: pa.Table, level: int = 0) -> list[DataFileMeta]:
         """Write changelog rows (table columns + `_SEQUENCE_NUMBER` + `_VALUE_KIND`) as
         `changelog-*` files, laid out like data files. Compaction's changelog carries the
@@ -336,8 +344,8 @@ class TableWrite:
                 for s, e in self._roll(rows)]
 
     # ---- deletion vectors -------------------------------------------------------------------
-    def compactor(self):
-        """Compacts buckets after writes (deletion-vector mode) and for `Table.compact`."""
+    def compactor(self) -> BucketCompactor | AppendCompactor:
+        """Compacts buckets after writes and for `Table.compact`."""
         if self._compactor is None:
             schemas = SchemaManager(self.file_io, self.table_path)
             cache: dict[int, TableSchema] = {self.schema.id: self.schema}
@@ -346,9 +354,13 @@ class TableWrite:
                 if schema_id not in cache:
                     cache[schema_id] = schemas.schema(schema_id)
                 return cache[schema_id]
-            self._compactor = BucketCompactor(self.file_io, self.schema, schema_of, self.paths,
-                                              self.write_compacted, self.options.lookup_compaction,
-                                              self.write_changelog)
+            if self.pk:
+                self._compactor = BucketCompactor(self.file_io, self.schema, schema_of, self.paths,
+                                                  self.write_compacted, self.options.lookup_compaction,
+                                                  self.write_changelog)
+            else:
+                self._compactor = AppendCompactor(self.file_io, self.schema, schema_of, self.paths,
+                                                  self.write_appended)
         return self._compactor
 
     def compact_bucket(self, partition: bytes, partition_values: list, bucket: int,
@@ -356,13 +368,17 @@ class TableWrite:
                        full: bool = False, force_level0: bool = True) -> Increment | None:
         """Compact one bucket: everything (`full`), level 0 pushed up (`force_level0`, what
         lookup tables need at every write and `Table.compact` does), or only what universal
-        picking asks for (merge-on-read tables after a write)."""
-        dv_index = next((e.index_file for e in index_entries if e.partition == partition and e.bucket == bucket
-                         and e.index_file.index_type == DELETION_VECTORS_INDEX), None)
+        picking asks for (merge-on-read tables after a write). Append tables: small files
+        merged (append_compaction.py)."""
+        dv_indexes = [e.index_file for e in index_entries if e.partition == partition and e.bucket == bucket
+                      and e.index_file.index_type == DELETION_VECTORS_INDEX]
         directory = self.bucket_dir(partition_values, bucket)
+        if not self.pk:
+            return self.compactor().compact(AppendBucket(directory, files, dv_indexes, self.dirs.index_dir(directory)),
+                                            full)
         fresh = self._fresh.pop(directory, {})
-        return self.compactor().compact(BucketFiles(directory, files, dv_index, self.dirs.index_dir(directory),
-                                                    fresh), full, force_level0)
+        return self.compactor().compact(BucketFiles(directory, files, dv_indexes[0] if dv_indexes else None,
+                                                    self.dirs.index_dir(directory), fresh), full, force_level0)
 
     @staticmethod
     def _with_kind(rows: pa.Table) -> pa.Table:
@@ -511,29 +527,30 @@ class TableWrite:
             k = (e.partition, e.bucket)
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
         dv = self.pk and self.options.lookup_compaction and compact
-        # merge-on-read tables compact as Paimon's writers do: when universal picking asks for it
-        universal = self.pk and not dv and compact and not overwrite and not self.options.get("write-only")
+        # merge-on-read tables compact as Paimon's writers do: when universal picking asks for it;
+        # append tables when small files gather (append_compaction.py)
+        picked = not dv and compact and not overwrite and not self.options.get("write-only")
         full = self.pk and compact and full_compaction
         largest = {} if overwrite or not dv or full else self._largest_keys(live)
         self._keep_fresh, self._fresh = dv, {}
         try:
-            return self._write_groups(data, live, index_entries, sequence_offset, overwrite, dv, universal, full,
+            return self._write_groups(data, live, index_entries, sequence_offset, overwrite, dv, picked, full,
                                       max_seq, largest)
         finally:
             self._keep_fresh, self._fresh = False, {}
 
     def _write_groups(self, data: pa.Table, live: Sequence[ManifestEntry],
                       index_entries: Sequence[IndexManifestEntry], sequence_offset: int, overwrite: bool,
-                      dv: bool, universal: bool, full: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
+                      dv: bool, picked: bool, full: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
         total = self.options.bucket
         groups = self.group(data, index_entries)
         live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
-        if (dv or universal or full) and not overwrite:
+        if (dv or picked or full) and not overwrite:
             for e in live:
                 live_files.setdefault((e.partition, e.bucket), []).append(e.file)
             self.compactor()  # built once, before the threads share it
 
-        compacts = dv or universal or full
+        compacts = dv or picked or full
 
         def write_one(g: _Group) -> CommitMessage:
             start = max_seq.get((g.partition, g.bucket), -1) + 1 + sequence_offset

@@ -36,13 +36,12 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
                                     WriterCommitMessage)
 from pyspark.sql.types import StructType
 
-from paimon_streaming import full_compaction
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
-from .spark_write import WritePlan, arrow_schema_of, reconcile_schema, task_index, write_task
+from .spark_write import WritePlan, arrow_schema_of, compact_after_commit, reconcile_schema, task_index, write_task
 
 log = logging.getLogger("paimon_streaming.sink")
 _READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode", "rowkindcolumn",
@@ -86,23 +85,6 @@ def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> PaimonCommitMe
     batches = [b for b in batches if b.num_rows]
     messages = write_task(plan, batches, task_index())
     return PaimonCommitMessage(pickle.dumps(messages), sum(b.num_rows for b in batches))
-
-
-def compact_after_commit(table: Table, commit_user: str, identifier: int, written: list) -> list[int]:
-    """Tasks sharing a bucket cannot compact it, so the driver compacts after the commit (same
-    commitIdentifier, COMPACT snapshot): deletion-vector tables get the batch's level-0 files
-    pushed up, and a batch due for scheduled full compaction (`full-compaction.delta-commits`)
-    fully compacts the buckets it wrote and those its user wrote since the previous due batch."""
-    if not table.primary_keys:
-        return []
-    table = Table.open(table.path)
-    full = set()
-    if full_compaction.is_due(table.options, identifier):
-        full = {(m.partition, m.bucket) for m in written} | table.scheduled_buckets(commit_user, identifier)
-    if not (table.options.lookup_compaction or full):
-        return []
-    sid = table.compact(commit_user=commit_user, commit_identifier=identifier, full_buckets=full)
-    return [sid] if sid is not None else []
 
 
 def _messages(commit_messages) -> list:

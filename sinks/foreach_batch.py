@@ -44,8 +44,8 @@ from paimon_streaming.errors import CommitConflictError, PaimonError, SequenceCo
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
-from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, encode_messages,
-                          reconcile_schema, write_dataframe, write_task)
+from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, compact_after_commit,
+                          encode_messages, reconcile_schema, write_dataframe, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 
@@ -183,6 +183,9 @@ class PaimonSink:
                 table.complete_interrupted_batch(commit_user)
                 snapshot_ids = [table.snapshot_manager.latest_of_user(commit_user).id]
                 break
+        if not result.compacted:  # tasks shared buckets: the small files are merged here
+            snapshot_ids += compact_after_commit(table, commit_user, batch_id, result.messages)
+            clock.lap("compaction")
         files = sum(len(m.data.new_files) + len(m.compact.new_files) for m in result.messages)
         self.last_stages = dict(clock.seconds)
         log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f (%s)",

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from paimon_streaming import full_compaction
 from paimon_streaming.commit import CommitMessage
 from paimon_streaming.errors import SchemaMismatchError
 from paimon_streaming.fileio import FileIO
@@ -28,6 +29,29 @@ from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 from paimon_streaming.write import TableWrite, conform
+
+
+def compact_after_commit(table: Table, commit_user: str, identifier: int, written: list) -> list[int]:
+    """Tasks sharing a bucket cannot compact it, so the driver compacts after the commit (same
+    commitIdentifier, COMPACT snapshot): deletion-vector tables get the batch's level-0 files
+    pushed up, and a batch due for scheduled full compaction (`full-compaction.delta-commits`)
+    fully compacts the buckets it wrote and those its user wrote since the previous due batch;
+    append tables get the small files of the buckets it wrote merged (unless `write-only`)."""
+    table = Table.open(table.path)
+    if not table.primary_keys:
+        if table.options.get("write-only") or not written:
+            return []
+        sid = table.compact(commit_user=commit_user, commit_identifier=identifier,
+                            only={(m.partition, m.bucket) for m in written}, best_effort=True)
+        return [sid] if sid is not None else []
+    full = set()
+    if full_compaction.is_due(table.options, identifier):
+        full = {(m.partition, m.bucket) for m in written} | table.scheduled_buckets(commit_user, identifier)
+    if not (table.options.lookup_compaction or full):
+        return []
+    sid = table.compact(commit_user=commit_user, commit_identifier=identifier, full_buckets=full)
+    return [sid] if sid is not None else []
+
 
 def reconcile_schema(table: Table, schema: pa.Schema, row_kind_column: str | None, merge_schema: bool,
                      how_to_merge: str) -> None:
@@ -107,6 +131,7 @@ def decode_messages(blobs: Iterable[bytes]) -> list[CommitMessage]:
 class WriteResult:
     messages: list[CommitMessage]
     rows_in: int
+    compacted: bool = True  # False: tasks shared buckets and left their compaction to the driver
 
     @staticmethod
     def collect(df: DataFrame) -> "WriteResult":
@@ -162,13 +187,17 @@ def group_key_udf(plan: WritePlan, key_names: list[str]):
 
 
 def _write_unbucketed(df: DataFrame, plan: WritePlan) -> WriteResult:
-    """Append tables without buckets need no shuffle: every task writes what it holds."""
+    """Append tables without buckets need no shuffle: every task writes what it holds. The
+    tasks share each partition's bucket, so none merges small files; the caller compacts
+    after the commit (`WriteResult.compacted` is False)."""
+    plan = replace(plan, compact=False)
+
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         batches = [b for b in batches if b.num_rows]
         if batches:
             yield encode_messages(write_task(plan, batches), sum(b.num_rows for b in batches)).to_batches()[0]
 
-    return WriteResult.collect(df.mapInArrow(write_partition, MESSAGE_SCHEMA))
+    return replace(WriteResult.collect(df.mapInArrow(write_partition, MESSAGE_SCHEMA)), compacted=False)
 
 
 def task_index() -> int:

@@ -17,6 +17,8 @@ from conftest import pypaimon_create, pypaimon_create_tag, pypaimon_read, pypaim
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
 FUTURE = 2 ** 62
+# histories counted snapshot by snapshot: no COMPACT snapshot merging the small files in between
+ONE_SNAPSHOT_PER_WRITE = {"compaction.min.file-num": "1000"}
 
 
 def batch(ids, v="x"):
@@ -79,7 +81,7 @@ def test_tags_document_scenarios(catalog):
     """Tags at 100, 200, 300. A file committed at 105 and deleted at 120 is held by no tag and
     goes when its deleting snapshot expires; deleted at 201 it stays for tag 200 until that
     tag is deleted; and so on for every way a life span can straddle the tags."""
-    t = catalog.create_table("db.doc", SCHEMA)
+    t = catalog.create_table("db.doc", SCHEMA, options=ONE_SNAPSHOT_PER_WRITE)
     life = {"c105_d120": (105, 120), "c105_d201": (105, 201), "c50_d150": (50, 150),
             "c201_d300": (201, 300), "c100_d101": (100, 101), "c150_d250": (150, 250),
             "c120_d305": (120, 305), "c101_d199": (101, 199), "c1_live": (1, None)}
@@ -153,7 +155,7 @@ def test_min_above_max_is_rejected_at_creation(catalog):
 
 
 def test_time_retained_and_arguments(catalog):
-    t = catalog.create_table("db.t", SCHEMA)
+    t = catalog.create_table("db.t", SCHEMA, options=ONE_SNAPSHOT_PER_WRITE)
     for i in range(5):
         t.write_arrow(batch([i]))
         time.sleep(0.003)
@@ -174,7 +176,7 @@ def test_expiration_after_a_commit_reads_nothing_while_nothing_can_expire(catalo
     from paimon_streaming.expire import SnapshotExpiration
     from paimon_streaming.snapshot import SnapshotManager
     t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1",
-                                                      "snapshot.num-retained.max": "6"})
+                                                      "snapshot.num-retained.max": "6", **ONE_SNAPSHOT_PER_WRITE})
     for i in range(4):
         t.write_arrow(batch([i]))
     expiration = SnapshotExpiration(t.file_io, t.path, t.schema)
@@ -218,7 +220,7 @@ def test_expiration_after_a_commit_reads_nothing_below_num_retained_min(catalog,
 
 
 def test_consumers_protect_their_snapshots(catalog):
-    t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1"})
+    t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1", **ONE_SNAPSHOT_PER_WRITE})
     for i in range(6):
         t.write_arrow(batch([i]))
     consumers = ConsumerManager(t.file_io, t.path)
@@ -232,7 +234,8 @@ def test_consumers_protect_their_snapshots(catalog):
 
 def test_consumer_expiration_time(catalog):
     t = catalog.create_table("db.t", SCHEMA, options={
-        "snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1", "consumer.expiration-time": "1 h"})
+        "snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1", "consumer.expiration-time": "1 h",
+        **ONE_SNAPSHOT_PER_WRITE})
     for i in range(3):
         t.write_arrow(batch([i]))
     consumers = ConsumerManager(t.file_io, t.path)

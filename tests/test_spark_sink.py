@@ -75,16 +75,36 @@ def test_foreach_batch_primary_key_tables(spark, tmp_path, options, caplog):
     assert len(lines) == 4 and "rows_in=60" in lines[0] and "files=" in lines[0] and "seconds=" in lines[0]
 
 
-def test_foreach_batch_append_tables(spark, tmp_path):
-    batches = upsert_batches(3, 40)
+@pytest.mark.parametrize("shuffle", [None, True])
+def test_foreach_batch_append_tables(spark, tmp_path, shuffle):
+    """Six batches: the fifth file of each bucket merges the five small ones (in the write, or
+    after the commit when tasks share a bucket: shuffle=True without buckets)."""
+    batches = upsert_batches(6, 40)
     write_input_files(tmp_path / "in", batches)
     for name, options in (("unaware", {"partition": "dt"}), ("bucketed", {"bucket": "2", "bucket-key": "id"})):
         path = str(tmp_path / "wh" / "db.db" / name)
-        run_stream(spark, tmp_path / "in", "id long, v string, dt string", paimon_sink(path, options=options),
-                   tmp_path / f"ckpt-{name}")
+        run_stream(spark, tmp_path / "in", "id long, v string, dt string",
+                   paimon_sink(path, options=options, shuffle=shuffle), tmp_path / f"ckpt-{name}")
         expected = rows_by(pa.concat_tables(batches), "id", "v")
-        assert rows_by(ps.Table.open(path).to_arrow(), "id", "v") == expected
+        t = ps.Table.open(path)
+        assert rows_by(t.to_arrow(), "id", "v") == expected
         assert rows_by(pypaimon_read(str(tmp_path / "wh"), f"db.{name}"), "id", "v") == expected
+        assert "COMPACT" in {s.commit_kind for s in t.snapshots()}
+        live = TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())
+        per_bucket: dict = {}
+        for e in live:
+            per_bucket[(e.partition, e.bucket)] = per_bucket.get((e.partition, e.bucket), 0) + 1
+        assert max(per_bucket.values()) <= 2, per_bucket
+
+
+def test_datasource_writes_merge_small_files_of_append_tables(spark, tmp_path):
+    path = str(tmp_path / "wh" / "db.db" / "small")
+    for i in range(5):
+        spark.createDataFrame([(i, f"v{i}")], "id long, v string").write.format("paimon").mode("append").save(path)
+    t = ps.Table.open(path)
+    (only,) = TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())
+    assert only.file.row_count == 5 and t.latest_snapshot().commit_kind == "COMPACT"
+    assert sorted(t.to_arrow().column("id").to_pylist()) == list(range(5))
 
 
 def test_timestamps_and_dates_through_the_sink(spark, tmp_path):

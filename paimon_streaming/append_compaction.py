@@ -1,0 +1,172 @@
+"""Compaction of append tables: small files merged into bigger ones, as Paimon's writers do.
+
+A stream into an append table adds a file per (partition, bucket) and batch; left alone, every
+reader opens all of them (W5: 10,000 files of 200 rows). Paimon's writers merge them
+(`BucketedAppendCompactManager` for tables with buckets, `AppendCompactCoordinator` for
+`bucket` = -1, Paimon 1.4), and this module follows their rules:
+
+- a file is a candidate when it is smaller than 70% of `target-file-size` (256 MB for append
+  tables) or its deletion vector marks more than `compaction.delete-ratio-threshold` of its
+  rows;
+- candidates, in sequence order (the order of their rows in the bucket), are cut into groups
+  of at most twice `target-file-size`; a group of `compaction.min.file-num` (5) files or more
+  is rewritten, and so is any group holding a file with too many deleted rows;
+- a rewrite reads the group's files in order (deletion vectors applied, older schemas read as
+  the current one) into files of about `target-file-size` at level 0, numbered from the
+  group's first sequence number (file source COMPACT), and takes the rewritten files'
+  vectors out of their index files.
+
+`full` compaction (`Table.compact(full=True)`) rewrites, per bucket, every candidate and
+every file with a deletion vector, when there are two or more of them or any vector: files
+already near the target size stay, as in Paimon's full compaction of append tables.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from .commit import Increment
+from .evolution import read_evolved
+from .fileio import FileIO
+from .lsm.dv_maintainer import DeletionVectorMaintainer
+from .manifest import DataFileMeta, IndexFileMeta
+from .options import CoreOptions
+from .paths import PathFactory
+from .schema import TableSchema
+
+
+@dataclass(frozen=True)
+class AppendBucket:
+    """One bucket of an append table: its live files and the deletion-vector index files
+    that may hold their vectors (Paimon keeps several per partition for `bucket` = -1)."""
+    bucket_dir: str
+    files: list[DataFileMeta]
+    dv_indexes: list[IndexFileMeta]
+    index_dir: str
+
+
+@dataclass(frozen=True)
+class CompactionRules:
+    target_file_size: int
+    min_file_num: int
+    delete_ratio: float
+
+    @staticmethod
+    def of(options: CoreOptions) -> "CompactionRules":
+        return CompactionRules(options.target_file_size(False), options.get("compaction.min.file-num"),
+                               options.get("compaction.delete-ratio-threshold"))
+
+    @property
+    def compaction_file_size(self) -> int:
+        """Files from this size up are left alone (Paimon: 7/10 of the target, so that output
+        files, which land near the target, are not picked again)."""
+        return self.target_file_size // 10 * 7
+
+
+def pick(files: list[DataFileMeta], deleted: Callable[[str], int], rules: CompactionRules,
+         full: bool = False) -> list[list[DataFileMeta]]:
+    """The groups of `files` (one bucket's) to rewrite, each in sequence order.
+    `deleted(name)`: the rows a file's deletion vector marks."""
+    def too_many_deleted(f: DataFileMeta) -> bool:
+        return deleted(f.file_name) > f.row_count * rules.delete_ratio
+
+    ordered = sorted(files, key=lambda f: (f.min_sequence_number, f.file_name))
+    if full:
+        chosen = [f for f in ordered if f.file_size < rules.compaction_file_size or deleted(f.file_name)]
+        return [chosen] if len(chosen) > 1 or any(deleted(f.file_name) for f in chosen) else []
+    candidates = [f for f in ordered if f.file_size < rules.compaction_file_size or too_many_deleted(f)]
+    groups: list[list[DataFileMeta]] = []
+    size = 0
+    for f in candidates:
+        if groups and size + f.file_size <= 2 * rules.target_file_size:
+            groups[-1].append(f)
+            size += f.file_size
+        else:
+            groups.append([f])
+            size = f.file_size
+    return [g for g in groups if len(g) >= rules.min_file_num or any(too_many_deleted(f) for f in g)]
+
+
+class AppendCompactor:
+    """Rewrites picked groups of an append table's buckets (schema fixed for its lifetime).
+
+    `write_files(bucket_dir, rows, first_sequence, rows_per_file)` writes rows as level-0
+    compaction output, numbered from `first_sequence`, cut every `rows_per_file` rows."""
+
+    def __init__(self, file_io: FileIO, schema: TableSchema, schema_of: Callable[[int], TableSchema],
+                 paths: PathFactory, write_files: Callable[[str, pa.Table, int, int], list[DataFileMeta]]):
+        self.file_io = file_io
+        self.schema = schema
+        self.schema_of = schema_of
+        self.paths = paths
+        self.write_files = write_files
+        self.options = CoreOptions(schema.options)
+        self.rules = CompactionRules.of(self.options)
+
+    def compact(self, bucket: AppendBucket, full: bool = False) -> Increment | None:
+        live = {f.file_name for f in bucket.files}
+        vectors = [DeletionVectorMaintainer(self.file_io, bucket.index_dir, index, live,
+                                            self.options.get("deletion-vectors.bitmap64"))
+                   for index in bucket.dv_indexes]
+        holder = {name: v for v in vectors for name in live if name in v}
+
+        def deleted(name: str) -> int:
+            return holder[name].deleted_count(name) if name in holder else 0
+
+        groups = pick(bucket.files, deleted, self.rules, full)
+        if not groups:
+            return None
+        inc = Increment()
+        for group in groups:
+            inc.new_files.extend(self._rewrite(bucket.bucket_dir, group, holder))
+            inc.deleted_files.extend(group)
+        rewritten = {f.file_name for f in inc.deleted_files}
+        for v in vectors:
+            v.drop(rewritten)
+            added, removed = v.write(self.paths)
+            inc.new_index_files.extend(added)
+            inc.deleted_index_files.extend(removed)
+        return inc
+
+    def _rewrite(self, bucket_dir: str, group: list[DataFileMeta],
+                 holder: dict[str, DeletionVectorMaintainer]) -> list[DataFileMeta]:
+        """Read the group file by file and write it out in files of about the target size,
+        holding at most one output file's rows (plus one input file) in memory."""
+        rows_per_file = _rows_per_file(group, self.rules.target_file_size)
+        names = self.schema.field_names
+        out: list[DataFileMeta] = []
+        pending: list[pa.Table] = []
+        buffered = 0
+        sequence = group[0].min_sequence_number
+        for f in group:
+            vector = holder[f.file_name].deleted_positions(f.file_name) if f.file_name in holder else None
+            keep = None
+            if vector is not None and len(vector):
+                keep = np.ones(f.row_count, bool)
+                keep[vector] = False
+            rows = read_evolved(self.file_io, f.external_path or f"{bucket_dir}/{f.file_name}",
+                                self.schema_of(f.schema_id), self.schema, names, file_size=f.file_size,
+                                row_count=f.row_count, keep=keep)
+            pending.append(rows)
+            buffered += rows.num_rows
+            if buffered >= rows_per_file:
+                whole = pa.concat_tables(pending)
+                cut = buffered - buffered % rows_per_file
+                out += self.write_files(bucket_dir, whole.slice(0, cut), sequence, rows_per_file)
+                sequence += cut
+                pending, buffered = [whole.slice(cut)], buffered - cut
+        if buffered:
+            out += self.write_files(bucket_dir, pa.concat_tables(pending), sequence, rows_per_file)
+        return out
+
+
+def _rows_per_file(group: list[DataFileMeta], target_file_size: int) -> int:
+    """Rows that fill a file of the target size, estimated from the group's own files (their
+    bytes per row): in-memory sizes overstate encoded ones many times, so outputs cut by them
+    would stay small and be picked again and again."""
+    rows = sum(f.row_count for f in group)
+    size = sum(f.file_size for f in group)
+    return max(1, int(target_file_size * rows / max(size, 1)))
