@@ -15,7 +15,10 @@ one partition, a filter that prunes the others). Systems, in the same run:
 - `raw-parquet`: pyarrow writing each batch as Parquet (W5: `write_to_dataset` with hive
   partitioning, one file per partition and batch; W6: one `write_table` per batch), read with
   `pyarrow.parquet.read_table` on the directory: the floor, no table format, no upserts;
-- `paimon-streaming`: `Table.write_arrow` and `to_arrow` with Paimon's defaults.
+- `paimon-streaming`: `Table.write_arrow` and `to_arrow` with Paimon's defaults (W5: the
+  writer merges each partition's small files once `compaction.min.file-num`, 5, gather);
+- `paimon-streaming-write-only` (W5 only): the same with `write-only` = true, so the 10,000
+  small files stay, as a dedicated compaction job would leave them between its runs.
 
     .venv/bin/python bench/bench_shapes.py small-files [--commits 100] [--runs 3]
     .venv/bin/python bench/bench_shapes.py wide [--commits 100] [--columns 200] [--runs 3]
@@ -39,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 READS = 5
-SYSTEMS = ("raw-parquet", "paimon-streaming")
+SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only")
 PARTITIONS = 100     # W5
 ONE_PARTITION = 7    # W5's filtered read
 
@@ -113,7 +116,7 @@ def raw_parquet(workload, workdir: str):
     return write, read
 
 
-def paimon_streaming(workload, workdir: str):
+def paimon_streaming(workload, workdir: str, extra_options: dict[str, str] | None = None):
     import paimon_streaming as ps
     opened: list = []  # the table, created by the first write and kept open, as a streaming writer does
 
@@ -121,7 +124,7 @@ def paimon_streaming(workload, workdir: str):
         if not opened:
             opened.append(ps.Catalog(workdir).create_table(
                 "db.t", workload.schema, partition_keys=workload.partition_keys,
-                primary_keys=workload.primary_keys, options=workload.options))
+                primary_keys=workload.primary_keys, options={**workload.options, **(extra_options or {})}))
         opened[0].write_arrow(batch)
 
     def read(partition: int | None = None) -> pa.Table:
@@ -142,7 +145,11 @@ def median_seconds(fn) -> float:
 def child(args: argparse.Namespace) -> None:
     """One system, one phase, in this fresh process: `write` builds the table, `read` reads it."""
     workload = WORKLOADS[args.workload](args.columns)
-    write, read = {"raw-parquet": raw_parquet, "paimon-streaming": paimon_streaming}[args.child](workload, args.workdir)
+    if args.child == "raw-parquet":
+        write, read = raw_parquet(workload, args.workdir)
+    else:
+        write, read = paimon_streaming(workload, args.workdir,
+                                       {"write-only": "true"} if args.child.endswith("write-only") else None)
     if args.phase == "write":
         batches = [workload.batch(i) for i in range(args.commits)]
         start = time.perf_counter()
@@ -185,11 +192,11 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict]]) -> None:
                           "columns": args.columns if args.workload == "wide" else None,
                           "median": medians[system], "vs_raw_parquet": ratios[system], "per_run": per_run,
                           "load_average_1m": round(os.getloadavg()[0], 2)}))
-    print(f"\n{'system':<18}" + "".join(f"{k:>18}" for k in keys))
+    print(f"\n{'system':<28}" + "".join(f"{k:>18}" for k in keys))
     for system in runs:
-        print(f"{system:<18}" + "".join(f"{medians[system][k]:>18,.3f}" for k in keys))
+        print(f"{system:<28}" + "".join(f"{medians[system][k]:>18,.3f}" for k in keys))
         if system != "raw-parquet":
-            print(f"{'  / raw Parquet':<18}" + "".join(f"{ratios[system][k]:>17.2f}x" for k in keys))
+            print(f"{'  / raw Parquet':<28}" + "".join(f"{ratios[system][k]:>17.2f}x" for k in keys))
 
 
 def main() -> None:
@@ -198,6 +205,8 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=100)
     parser.add_argument("--columns", type=int, default=200, help="wide: DOUBLE columns besides the key")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--systems", help="comma-separated, of " + ", ".join(SYSTEMS) +
+                        " (default: all for small-files, the first two for wide)")
     parser.add_argument("--child", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--phase", choices=("write", "read"), help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -205,9 +214,13 @@ def main() -> None:
     if args.child:
         child(args)
         return
-    runs: dict[str, list[dict]] = {s: [] for s in SYSTEMS}
+    systems = args.systems.split(",") if args.systems else SYSTEMS if args.workload == "small-files" else SYSTEMS[:2]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown or "raw-parquet" not in systems:
+        raise SystemExit(f"--systems: {sorted(unknown)} unknown (raw-parquet, the anchor, is needed)")
+    runs: dict[str, list[dict]] = {s: [] for s in systems}
     for run in range(args.runs):
-        for system in SYSTEMS:  # interleaved: run 1 of each, then run 2 of each, ...
+        for system in systems:  # interleaved: run 1 of each, then run 2 of each, ...
             workdir = tempfile.mkdtemp(prefix=f"bench-{args.workload}-{system}-")
             try:
                 result = spawn(system, "write", workdir, args)

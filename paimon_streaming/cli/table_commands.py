@@ -62,11 +62,14 @@ def cmd_compact(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     for name, func, text in (("info", cmd_info, "show a table's schema, keys, options and size"),
                              ("snapshots", cmd_snapshots, "list a table's snapshots"),
-                             ("compact", cmd_compact, "compact a primary-key table (push level 0 up; "
-                                                      "--full: one sorted run per bucket)")):
+                             ("compact", cmd_compact, "compact a table (primary keys: push level 0 up, "
+                                                      "--full: one sorted run per bucket; append tables: merge "
+                                                      "small files, --full: all of them)")):
         p = sub.add_parser(name, help=text)
         add_table_argument(p)
         if name == "compact":
             p.add_argument("--full", action="store_true", help="full compaction: rewrite every bucket "
-                                                                 "and drop obsolete deletion vectors")
+                                                                 "(append tables: every small file and every "
+                                                                 "file with deleted rows) and drop obsolete "
+                                                                 "deletion vectors")
         p.set_defaults(func=func)
