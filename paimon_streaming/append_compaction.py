@@ -23,6 +23,7 @@ already near the target size stay, as in Paimon's full compaction of append tabl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -90,21 +91,25 @@ def pick(files: list[DataFileMeta], deleted: Callable[[str], int], rules: Compac
     return [g for g in groups if len(g) >= rules.min_file_num or any(too_many_deleted(f) for f in g)]
 
 
+@dataclass
 class AppendCompactor:
     """Rewrites picked groups of an append table's buckets (schema fixed for its lifetime).
 
     `write_files(bucket_dir, rows, first_sequence, rows_per_file)` writes rows as level-0
     compaction output, numbered from `first_sequence`, cut every `rows_per_file` rows."""
+    file_io: FileIO
+    schema: TableSchema
+    schema_of: Callable[[int], TableSchema]
+    paths: PathFactory
+    write_files: Callable[[str, pa.Table, int, int], list[DataFileMeta]]
 
-    def __init__(self, file_io: FileIO, schema: TableSchema, schema_of: Callable[[int], TableSchema],
-                 paths: PathFactory, write_files: Callable[[str, pa.Table, int, int], list[DataFileMeta]]):
-        self.file_io = file_io
-        self.schema = schema
-        self.schema_of = schema_of
-        self.paths = paths
-        self.write_files = write_files
-        self.options = CoreOptions(schema.options)
-        self.rules = CompactionRules.of(self.options)
+    @cached_property
+    def options(self) -> CoreOptions:
+        return CoreOptions(self.schema.options)
+
+    @cached_property
+    def rules(self) -> CompactionRules:
+        return CompactionRules.of(self.options)
 
     def compact(self, bucket: AppendBucket, full: bool = False) -> Increment | None:
         live = {f.file_name for f in bucket.files}
