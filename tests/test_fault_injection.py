@@ -46,6 +46,7 @@ class Scenario:
     op: Callable[[ps.Table], object]
     writes: bool = True   # a write (sink recovery applies) rather than a compaction
     non_local: bool = False  # through a non-local filesystem: publication by check + rename
+    primary_keys: tuple[str, ...] = ("id", "p")
 
     def file_io(self, fail_at: int | None = None, mode: str = "fail") -> FaultyFileIO:
         fs = pafs.SubTreeFileSystem("/", pafs.LocalFileSystem()) if self.non_local else None
@@ -65,6 +66,10 @@ SCENARIOS = [
     Scenario("pk-append-non-local-fs", {"bucket": "2"},
              lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT),
              non_local=True),
+    # an append table's write that merges its partition's small files (APPEND + COMPACT)
+    Scenario("append-merge", {"compaction.min.file-num": "2"},
+             lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT),
+             primary_keys=()),
 ]
 
 
@@ -113,7 +118,7 @@ def templates(tmp_path_factory):
     for sc in SCENARIOS:
         base = tmp_path_factory.mktemp(sc.name)
         t = ps.Catalog(str(base / "wh")).create_table(
-            "db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"], options=sc.options)
+            "db.t", SCHEMA, primary_keys=list(sc.primary_keys), partition_keys=["p"], options=sc.options)
         t.write_arrow(batch(range(4)), commit_user="earlier", commit_identifier=1)
         t.write_arrow(batch([1, 2, 9], v="y", p="b"), commit_user="earlier", commit_identifier=2)
         clean = str(base / "clean")
@@ -161,7 +166,10 @@ def test_failure_at_every_io_step(templates, tmp_path, scenario, mode):
 
         _recover(path, scenario)
         snaps, rows = _state(path)
-        assert [s[1:] for s in snaps] == [s[1:] for s in after_snaps], f"{where}: not applied exactly once"
+        recovered, expected = [s[1:] for s in snaps], [s[1:] for s in after_snaps]
+        if not scenario.primary_keys and recovered == expected[:-1]:
+            expected = expected[:-1]  # an append table's merge is not redone: the next write merges
+        assert recovered == expected, f"{where}: not applied exactly once"
         assert rows == after_rows, where
         shutil.rmtree(path)
 
@@ -171,3 +179,5 @@ def test_clean_runs_touch_storage_in_each_step_kind(templates):
     for name, (_, _, _, steps, calls) in templates.items():
         assert {"read_bytes", "write_bytes", "try_create_atomic"} <= set(calls), name
         assert steps > 10, name
+    (_, before, after, _, _) = templates["append-merge"]
+    assert [s[1] for s in after[0][len(before[0]):]] == ["APPEND", "COMPACT"]  # the merge is swept too
