@@ -22,7 +22,7 @@ already near the target size stay, as in Paimon's full compaction of append tabl
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
@@ -33,6 +33,7 @@ from .commit import Increment
 from .evolution import read_evolved
 from .fileio import FileIO
 from .lsm.dv_maintainer import DeletionVectorMaintainer
+from .lsm.recent_rows import RECENT_ROWS
 from .manifest import DataFileMeta, IndexFileMeta
 from .options import CoreOptions
 from .paths import PathFactory
@@ -42,11 +43,13 @@ from .schema import TableSchema
 @dataclass(frozen=True)
 class AppendBucket:
     """One bucket of an append table: its live files and the deletion-vector index files
-    that may hold their vectors (Paimon keeps several per partition for `bucket` = -1)."""
+    that may hold their vectors (Paimon keeps several per partition for `bucket` = -1).
+    `fresh`: the rows of files this writer has just written, so they need not be read back."""
     bucket_dir: str
     files: list[DataFileMeta]
     dv_indexes: list[IndexFileMeta]
     index_dir: str
+    fresh: dict[str, pa.Table] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -122,13 +125,17 @@ class AppendCompactor:
             return holder[name].deleted_count(name) if name in holder else 0
 
         groups = pick(bucket.files, deleted, self.rules, full)
+        for f in bucket.files:  # the small files just written wait in memory for their merge
+            if f.file_name in bucket.fresh and f.file_size < self.rules.compaction_file_size:
+                RECENT_ROWS.put(f.file_name, bucket.fresh[f.file_name])
         if not groups:
             return None
         inc = Increment()
         for group in groups:
-            inc.new_files.extend(self._rewrite(bucket.bucket_dir, group, holder))
+            inc.new_files.extend(self._rewrite(bucket, group, holder))
             inc.deleted_files.extend(group)
         rewritten = {f.file_name for f in inc.deleted_files}
+        RECENT_ROWS.discard(rewritten)
         for v in vectors:
             v.drop(rewritten)
             added, removed = v.write(self.paths)
@@ -136,36 +143,55 @@ class AppendCompactor:
             inc.deleted_index_files.extend(removed)
         return inc
 
-    def _rewrite(self, bucket_dir: str, group: list[DataFileMeta],
+    def _rewrite(self, bucket: AppendBucket, group: list[DataFileMeta],
                  holder: dict[str, DeletionVectorMaintainer]) -> list[DataFileMeta]:
         """Read the group file by file and write it out in files of about the target size,
         holding at most one output file's rows (plus one input file) in memory."""
         rows_per_file = _rows_per_file(group, self.rules.target_file_size)
-        names = self.schema.field_names
         out: list[DataFileMeta] = []
         pending: list[pa.Table] = []
         buffered = 0
         sequence = group[0].min_sequence_number
+
+        def write(rows: pa.Table) -> None:
+            nonlocal sequence
+            written = self.write_files(bucket.bucket_dir, rows, sequence, rows_per_file)
+            for i, f in enumerate(written):  # a small output is merged again soon: keep its rows
+                if f.file_size < self.rules.compaction_file_size:
+                    RECENT_ROWS.put(f.file_name, rows.slice(i * rows_per_file, rows_per_file))
+            out.extend(written)
+            sequence += rows.num_rows
+
+        target = self.schema.arrow_schema()
         for f in group:
-            vector = holder[f.file_name].deleted_positions(f.file_name) if f.file_name in holder else None
-            keep = None
-            if vector is not None and len(vector):
-                keep = np.ones(f.row_count, bool)
-                keep[vector] = False
-            rows = read_evolved(self.file_io, f.external_path or f"{bucket_dir}/{f.file_name}",
-                                self.schema_of(f.schema_id), self.schema, names, file_size=f.file_size,
-                                row_count=f.row_count, keep=keep)
-            pending.append(rows)
+            rows = self._read(bucket, f, holder)
+            pending.append(rows if rows.schema.equals(target) else rows.cast(target))
             buffered += rows.num_rows
             if buffered >= rows_per_file:
-                whole = pa.concat_tables(pending)
+                whole = pa.concat_tables(pending).combine_chunks()  # one chunk: cheaper to encode and slice
                 cut = buffered - buffered % rows_per_file
-                out += self.write_files(bucket_dir, whole.slice(0, cut), sequence, rows_per_file)
-                sequence += cut
+                write(whole.slice(0, cut))
                 pending, buffered = [whole.slice(cut)], buffered - cut
         if buffered:
-            out += self.write_files(bucket_dir, pa.concat_tables(pending), sequence, rows_per_file)
+            write(pa.concat_tables(pending).combine_chunks())
         return out
+
+    def _read(self, bucket: AppendBucket, f: DataFileMeta, holder: dict[str, DeletionVectorMaintainer]) -> pa.Table:
+        """A file's rows as the current schema has them, without the rows its vector deletes;
+        from memory when this process has just written it with the current schema."""
+        vector = holder[f.file_name].deleted_positions(f.file_name) if f.file_name in holder else None
+        keep = None
+        if vector is not None and len(vector):
+            keep = np.ones(f.row_count, bool)
+            keep[vector] = False
+        rows = bucket.fresh.get(f.file_name)
+        if rows is None and f.schema_id == self.schema.id:
+            rows = RECENT_ROWS.get(f.file_name)
+        if rows is not None and rows.num_rows == f.row_count and rows.schema.names == self.schema.field_names:
+            return rows if keep is None else rows.filter(pa.array(keep))
+        return read_evolved(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
+                            self.schema_of(f.schema_id), self.schema, self.schema.field_names,
+                            file_size=f.file_size, row_count=f.row_count, keep=keep)
 
 
 def _rows_per_file(group: list[DataFileMeta], target_file_size: int) -> int:

@@ -373,10 +373,10 @@ class TableWrite:
         dv_indexes = [e.index_file for e in index_entries if e.partition == partition and e.bucket == bucket
                       and e.index_file.index_type == DELETION_VECTORS_INDEX]
         directory = self.bucket_dir(partition_values, bucket)
-        if not self.pk:
-            return self.compactor().compact(AppendBucket(directory, files, dv_indexes, self.dirs.index_dir(directory)),
-                                            full)
         fresh = self._fresh.pop(directory, {})
+        if not self.pk:
+            return self.compactor().compact(AppendBucket(directory, files, dv_indexes, self.dirs.index_dir(directory),
+                                                         fresh), full)
         return self.compactor().compact(BucketFiles(directory, files, dv_indexes[0] if dv_indexes else None,
                                                     self.dirs.index_dir(directory), fresh), full, force_level0)
 
@@ -439,7 +439,10 @@ class TableWrite:
                                   self.options.file_format, self.options.file_compression,
                                   self.options.get("file.compression.zstd-level"), self.parquet)
         if self._keep_fresh and not changelog:
-            self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
+            if self.pk:
+                self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
+            else:  # an append file: its compaction (same batch) takes the rows from here
+                self._fresh.setdefault(directory, {})[name] = rows
         value_stats = self._stats(rows, list(self.schema.fields), self.modes, written.string_bounds)
         return DataFileMeta(
             file_name=name, file_size=written.size, row_count=n, min_key=min_key, max_key=max_key,
@@ -532,7 +535,7 @@ class TableWrite:
         picked = not dv and compact and not overwrite and not self.options.get("write-only")
         full = self.pk and compact and full_compaction
         largest = {} if overwrite or not dv or full else self._largest_keys(live)
-        self._keep_fresh, self._fresh = dv, {}
+        self._keep_fresh, self._fresh = dv or (picked and not self.pk), {}
         try:
             return self._write_groups(data, live, index_entries, sequence_offset, overwrite, dv, picked, full,
                                       max_seq, largest)

@@ -195,3 +195,21 @@ def test_java_reads_what_we_merged_and_we_merge_what_java_wrote(catalog):
     assert all(len(fs) == 1 and fs[0].file_source == FILE_SOURCE_COMPACT for fs in files_per_bucket(t).values())
     java_ids = sorted(r["id"] for r in java.read(t.path))
     assert java_ids == sorted(t.to_arrow().column("id").to_pylist()) == list(range(500))
+
+
+def test_a_streaming_writer_merges_from_memory(catalog, monkeypatch):
+    """Files this process just wrote (its batches' and its merges' small outputs) are merged
+    from memory; only files it did not write are read back."""
+    import paimon_streaming.append_compaction as append_compaction
+    reads = []
+    original = append_compaction.read_evolved
+    monkeypatch.setattr(append_compaction, "read_evolved", lambda *a, **k: reads.append(a[1]) or original(*a, **k))
+    t = catalog.create_table("db.mem", SCHEMA, partition_keys=["p"])
+    for i in range(13):                              # merges at writes 5, 9 and 13
+        t.write_arrow(batch(i * 100))
+    assert reads == [] and sum(s.commit_kind == "COMPACT" for s in t.snapshots()) == 3
+    append_compaction.RECENT_ROWS.discard([e.file.file_name for e in live(t)])  # as a new process
+    for i in range(13, 17):
+        t.write_arrow(batch(i * 100))
+    assert len(reads) == 2                           # each partition's merged file, read once
+    assert sorted(t.to_arrow().column("id").to_pylist()) == list(range(1700))

@@ -26,38 +26,42 @@ ENV_SIZE = "PAIMON_COMPACTION_ROWS_CACHE_SIZE"
 class RecentRows:
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
-        self._items: OrderedDict[str, pa.Table] = OrderedDict()
+        # rows and their size (Table.nbytes walks every buffer of a slice: taken once)
+        self._items: OrderedDict[str, tuple[pa.Table, int]] = OrderedDict()
         self._bytes = 0
         self._lock = Lock()
 
     def put(self, name: str, rows: pa.Table) -> None:
         """Keep the rows of data file `name` (ignored when larger than the whole bound)."""
+        if not self.max_bytes:
+            return
         size = rows.nbytes
-        if not self.max_bytes or size > self.max_bytes:
+        if size > self.max_bytes:
             return
         with self._lock:
             old = self._items.pop(name, None)
             if old is not None:
-                self._bytes -= old.nbytes
-            self._items[name] = rows
+                self._bytes -= old[1]
+            self._items[name] = (rows, size)
             self._bytes += size
             while self._bytes > self.max_bytes:
-                _, evicted = self._items.popitem(last=False)
-                self._bytes -= evicted.nbytes
+                _, (_, evicted) = self._items.popitem(last=False)
+                self._bytes -= evicted
 
     def get(self, name: str) -> pa.Table | None:
         with self._lock:
-            rows = self._items.get(name)
-            if rows is not None:
-                self._items.move_to_end(name)
-            return rows
+            item = self._items.get(name)
+            if item is None:
+                return None
+            self._items.move_to_end(name)
+            return item[0]
 
     def discard(self, names: Iterable[str]) -> None:
         with self._lock:
             for name in names:
-                rows = self._items.pop(name, None)
-                if rows is not None:
-                    self._bytes -= rows.nbytes
+                item = self._items.pop(name, None)
+                if item is not None:
+                    self._bytes -= item[1]
 
     @property
     def nbytes(self) -> int:
