@@ -160,6 +160,10 @@ def test_deletion_vectors_are_applied_and_leave_their_index(catalog, warehouse):
     assert sum(e.file.row_count for e in live(t)) == len(expected)
     assert sorted(t.to_arrow().column("id").to_pylist()) == expected
     assert sorted(pypaimon_read(warehouse, "db.dv").column("id").to_pylist()) == expected
+    from java_oracle import get_oracle
+    with get_oracle().batch() as jb:                 # the moved vector, and the end state
+        moved, end = jb.read(t.path, snapshot_id=sid), jb.read(t.path)
+    assert sorted(r["id"] for r in moved.result) == sorted(r["id"] for r in end.result) == expected
     assert sorted(t.to_arrow(snapshot_id=sid - 1).column("id").to_pylist()) == expected  # time travel
 
 
