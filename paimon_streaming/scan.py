@@ -12,6 +12,7 @@ column could hide the newest version of a row and resurrect an older one).
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,8 +98,14 @@ class TableScan:
         """The entries of these manifests, in order (read concurrently on a remote store)."""
         return [e for es in self.file_io.map(self.manifest_file.read_meta, manifests) for e in es]
 
-    def live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        entries = self.entries_of(self.data_manifests(snapshot))
+    def live_entries(self, snapshot: Snapshot, flt: Filter | None = None) -> list[ManifestEntry]:
+        """The snapshot's live data files; with a filter on partition columns, only manifests
+        whose partition statistics may hold a matching partition are read (those left out hold
+        every ADD and DELETE of their partitions, so the replay of the others stays whole)."""
+        manifests = self.data_manifests(snapshot)
+        if flt is not None and flt.columns & set(self.schema.partition_keys):
+            manifests = [m for m in manifests if self._manifest_may_match(m, flt)]
+        entries = self.entries_of(manifests)
         try:
             return live_entries(entries)
         except CommitConflictError as exc:  # a committed snapshot always replays: its metadata is damaged
@@ -144,7 +151,7 @@ class TableScan:
         postponed = self.postponed_bucket
         # the data manifests and the index manifest are independent reads (overlapping remotely)
         live, deletion_files = self.file_io.map(lambda read: read(), [
-            lambda: self.live_entries(snapshot), lambda: self.deletion_files(snapshot) if dv else {}])
+            lambda: self.live_entries(snapshot, flt), lambda: self.deletion_files(snapshot) if dv else {}])
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for e in live:
             if (skip_level0 and e.file.level == 0) or postponed(e):
@@ -205,6 +212,21 @@ class TableScan:
             for meta in f.dv_ranges:
                 target[meta.data_file_name] = DeletionFile(path, meta, f.file_size)
         return out
+
+    def _manifest_may_match(self, manifest: ManifestFileMeta, flt: Filter) -> bool:
+        """Whether a manifest's partition statistics (min, max and null count of each partition
+        column over its entries) leave room for a partition `flt` matches."""
+        types = [f.type.copy(nullable=True) for f in self.partition_fields]
+        stats = manifest.partition_stats
+        try:
+            mins, maxs = deserialize_row(stats.min_values, types), deserialize_row(stats.max_values, types)
+        except (ValueError, TypeError, IndexError, struct.error):  # statistics we cannot decode: read it
+            return True
+        nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(types)
+        if not (len(mins) == len(maxs) == len(nulls) == len(types)):
+            return True
+        columns = {f.name: (lo, hi, n) for f, lo, hi, n in zip(self.partition_fields, mins, maxs, nulls)}
+        return may_match(flt, columns, manifest.num_added_files + manifest.num_deleted_files)
 
     def _partition_may_match(self, partition: bytes, flt: Filter | None) -> bool:
         if flt is None or not (flt.columns & set(self.schema.partition_keys)):
