@@ -58,13 +58,13 @@ def test_partition_filters_skip_manifests_and_agree_with_every_writer(catalog, w
     for day in range(1, 7):                          # ours: a day per commit
         t.write_arrow(rows(day, [day % 3, None, 7], day * 10))
     t.write_arrow(rows(None, [1, 2], 500))
-    for day in (7, 8):                               # pypaimon's
-        pypaimon_write(warehouse, "db.parts", rows(day, [1, 2], day * 10))
+    for day in (7, 8, None):                         # pypaimon's
+        pypaimon_write(warehouse, "db.parts", rows(day, [1, None], (day or 70) * 10))
     with get_oracle().batch() as jb:                 # Java's
-        for day in (9, 10):
-            jb.write(t.path, rows(day, [day % 3, 5], day * 10).to_pylist())
+        for day in (9, 10, None):
+            jb.write(t.path, rows(day, [(day or 0) % 3, None], (day or 90) * 10).to_pylist())
     everything = t.to_arrow().to_pylist()
-    assert len(everything) == 6 * 3 + 2 + 2 * 2 + 2 * 2
+    assert len(everything) == 6 * 3 + 2 + 3 * 2 + 3 * 2
     read = []
     original = scan_module.TableScan.entries_of
     scan_module.TableScan.entries_of = lambda self, manifests: read.append(len(manifests)) or original(self, manifests)
@@ -72,7 +72,8 @@ def test_partition_filters_skip_manifests_and_agree_with_every_writer(catalog, w
         cases = [([("dt", "=", "2024-02-03")], lambda r: r["dt"] == "2024-02-03"),
                  ([("dt", "in", ["2024-02-01", "2024-02-08", "2024-02-10"])],
                   lambda r: r["dt"] in ("2024-02-01", "2024-02-08", "2024-02-10")),
-                 ([("dt", ">=", "2024-02-09"), ("h", "=", 5)], lambda r: (r["dt"] or "") >= "2024-02-09" and r["h"] == 5),
+                 ([("dt", ">=", "2024-02-09"), ("h", "=", 0)], lambda r: (r["dt"] or "") >= "2024-02-09" and r["h"] == 0),
+                 ([("dt", "is null"), ("h", "is null")], lambda r: r["dt"] is None and r["h"] is None),
                  ([("dt", "is null")], lambda r: r["dt"] is None),
                  ([("h", "is null")], lambda r: r["h"] is None),
                  ([("dt", "!=", "2024-02-02")], lambda r: r["dt"] is not None and r["dt"] != "2024-02-02"),
