@@ -8,9 +8,11 @@ reader opens all of them (W5: 10,000 files of 200 rows). Paimon's writers merge 
 - a file is a candidate when it is smaller than 70% of `target-file-size` (256 MB for append
   tables) or its deletion vector marks more than `compaction.delete-ratio-threshold` of its
   rows;
-- candidates, in sequence order (the order of their rows in the bucket), are cut into groups
-  of at most twice `target-file-size`; a group of `compaction.min.file-num` (5) files or more
-  is rewritten, and so is any group holding a file with too many deleted rows;
+- candidates, in sequence order (the order of their rows in the bucket), are taken as
+  Paimon's bucketed writer picks them: a window of consecutive candidates slides along, its
+  oldest file leaving whenever it reaches twice `target-file-size`, and is rewritten once it
+  holds `compaction.min.file-num` (5) files; a file with too many deleted rows is rewritten
+  even in a shorter group;
 - a rewrite reads the group's files in order (deletion vectors applied, older schemas read as
   the current one) into files of about `target-file-size` at level 0, numbered from the
   group's first sequence number (file source COMPACT), and takes the rewritten files'
@@ -83,15 +85,22 @@ def pick(files: list[DataFileMeta], deleted: Callable[[str], int], rules: Compac
         return [chosen] if len(chosen) > 1 or any(deleted(f.file_name) for f in chosen) else []
     candidates = [f for f in ordered if f.file_size < rules.compaction_file_size or too_many_deleted(f)]
     groups: list[list[DataFileMeta]] = []
+    window: list[DataFileMeta] = []  # consecutive candidates under twice the target size
     size = 0
     for f in candidates:
-        if groups and size + f.file_size <= 2 * rules.target_file_size:
-            groups[-1].append(f)
-            size += f.file_size
-        else:
-            groups.append([f])
-            size = f.file_size
-    return [g for g in groups if len(g) >= rules.min_file_num or any(too_many_deleted(f) for f in g)]
+        window.append(f)
+        size += f.file_size
+        if len(window) >= rules.min_file_num:
+            groups.append(window)
+            window, size = [], 0
+        elif size >= 2 * rules.target_file_size:  # slide: the oldest leaves (alone, if it must go)
+            oldest = window.pop(0)
+            size -= oldest.file_size
+            if too_many_deleted(oldest):
+                groups.append([oldest])
+    if any(too_many_deleted(f) for f in window):
+        groups.append(window)
+    return groups
 
 
 @dataclass
