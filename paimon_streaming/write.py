@@ -343,7 +343,7 @@ class TableWrite:
         return [self._write_file(directory, rows.slice(s, e - s), sequence[s:e], level, changelog=True)
                 for s, e in self._roll(rows)]
 
-    # ---- deletion vectors -------------------------------------------------------------------
+    # ---- compaction -----------------------------------------------------------------------------
     def compactor(self) -> BucketCompactor | AppendCompactor:
         """Compacts buckets after writes and for `Table.compact`."""
         if self._compactor is None:
