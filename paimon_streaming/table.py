@@ -5,6 +5,7 @@ import contextlib
 import datetime
 import logging
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Collection, Iterator, Sequence
 
 import pyarrow as pa
@@ -26,7 +27,8 @@ from .schema_update import SchemaUpdate
 from .snapshot import BATCH_COMMIT_IDENTIFIER, COMPACT, Snapshot, SnapshotManager
 from .tag_deletion import TagDeletion
 from .tags import TagManager
-from .write import TableWrite, conform
+from .manifest import ManifestEntry
+from .write import TableWrite, conform, write_threads
 
 log = logging.getLogger(__name__)
 
@@ -302,14 +304,20 @@ class Table:
             if only is None or (e.partition, e.bucket) in only:
                 buckets.setdefault((e.partition, e.bucket), []).append(e)
         writer = self.new_write()
-        messages = []
-        with self._planned_on(latest):
-            for (partition, bucket), entries in buckets.items():
-                inc = writer.compact_bucket(partition, scan.partition_values(partition), bucket,
-                                            [e.file for e in entries], index, full_for((partition, bucket)))
-                if inc is not None and not inc.is_empty():
-                    messages.append(CommitMessage(partition, bucket, entries[0].total_buckets, compact=inc))
-        return messages
+        writer.compactor()  # built once, before the threads share it
+
+        def compact_one(item: tuple[tuple[bytes, int], list[ManifestEntry]]) -> CommitMessage | None:
+            (partition, bucket), entries = item
+            inc = writer.compact_bucket(partition, scan.partition_values(partition), bucket,
+                                        [e.file for e in entries], index, full_for((partition, bucket)))
+            if inc is None or inc.is_empty():
+                return None
+            return CommitMessage(partition, bucket, entries[0].total_buckets, compact=inc)
+
+        # buckets side by side, as a write compacts them (see write_threads)
+        with self._planned_on(latest), ThreadPoolExecutor(
+                write_threads(len(buckets), remote=not self.file_io.is_local), thread_name_prefix="paimon-compact") as pool:
+            return [m for m in pool.map(compact_one, buckets.items()) if m is not None]
 
     def committed_identifiers(self, commit_user: str, identifiers: Sequence[int]) -> set[int]:
         """Which of `identifiers` `commit_user` has already committed (exactly-once filter)."""
