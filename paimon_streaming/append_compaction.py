@@ -8,11 +8,13 @@ reader opens all of them (W5: 10,000 files of 200 rows). Paimon's writers merge 
 - a file is a candidate when it is smaller than 70% of `target-file-size` (256 MB for append
   tables) or its deletion vector marks more than `compaction.delete-ratio-threshold` of its
   rows;
-- candidates, in sequence order (the order of their rows in the bucket), are taken as
-  Paimon's bucketed writer picks them: a window of consecutive candidates slides along, its
-  oldest file leaving whenever it reaches twice `target-file-size`, and is rewritten once it
-  holds `compaction.min.file-num` (5) files; a file with too many deleted rows is rewritten
-  even in a shorter group;
+- candidates, in sequence order (the order of their rows in the bucket), are taken as a
+  window of consecutive files within twice `target-file-size`: a window of
+  `compaction.min.file-num` (5) files or more is rewritten, as one group up to that size
+  (Paimon's bucketed writer merges five at a time and merges a small output again with the
+  next ones, which ends in the same files after more rewrites); a shorter window slides, its
+  oldest file leaving for the next; a file with too many deleted rows is rewritten even in a
+  shorter group;
 - a rewrite reads the group's files in order (deletion vectors applied, older schemas read as
   the current one) into files of about `target-file-size` at level 0, numbered from the
   group's first sequence number (file source COMPACT), and takes the rewritten files'
@@ -84,21 +86,22 @@ def pick(files: list[DataFileMeta], deleted: Callable[[str], int], rules: Compac
         chosen = [f for f in ordered if f.file_size < rules.compaction_file_size or deleted(f.file_name)]
         return [chosen] if len(chosen) > 1 or any(deleted(f.file_name) for f in chosen) else []
     candidates = [f for f in ordered if f.file_size < rules.compaction_file_size or too_many_deleted(f)]
+    limit = 2 * rules.target_file_size
     groups: list[list[DataFileMeta]] = []
-    window: list[DataFileMeta] = []  # consecutive candidates under twice the target size
+    window: list[DataFileMeta] = []  # consecutive candidates within twice the target size
     size = 0
     for f in candidates:
-        window.append(f)
-        size += f.file_size
-        if len(window) >= rules.min_file_num:
-            groups.append(window)
+        if window and size + f.file_size > limit and len(window) >= rules.min_file_num:
+            groups.append(window)  # full: merge it
             window, size = [], 0
-        elif size >= 2 * rules.target_file_size:  # slide: the oldest leaves (alone, if it must go)
+        while window and size + f.file_size > limit:  # slide: the oldest leaves (alone, if it must go)
             oldest = window.pop(0)
             size -= oldest.file_size
             if too_many_deleted(oldest):
                 groups.append([oldest])
-    if any(too_many_deleted(f) for f in window):
+        window.append(f)
+        size += f.file_size
+    if len(window) >= rules.min_file_num or any(too_many_deleted(f) for f in window):
         groups.append(window)
     return groups
 

@@ -220,17 +220,19 @@ def test_a_streaming_writer_merges_from_memory(catalog, monkeypatch):
 
 
 def test_the_window_slides_past_files_too_large_to_merge_five_of():
-    """Paimon's bucketed picking: consecutive candidates under twice the target size; the
-    oldest leaves the window when it reaches that, so of three 170 MB files (candidates: under
-    70% of 256 MB) the first leaves and the other two merge with three small ones."""
+    """Consecutive candidates within twice the target size: of three 170 MB files (candidates:
+    under 70% of 256 MB) the first leaves the window, and the other two merge with the four
+    small ones; a full window is merged whole."""
     from types import SimpleNamespace
     from paimon_streaming.append_compaction import CompactionRules, pick
     mb = 1 << 20
     files = [SimpleNamespace(file_name=f"f{i}", file_size=size * mb, row_count=100, min_sequence_number=i * 100)
              for i, size in enumerate([170, 170, 170, 10, 10, 10, 10, 200])]
     rules = CompactionRules(256 * mb, 5, 0.2)
-    assert [[f.file_name for f in g] for g in pick(files, lambda name: 0, rules)] == [["f1", "f2", "f3", "f4", "f5"]]
+    assert [[f.file_name for f in g] for g in pick(files, lambda name: 0, rules)] == [["f1", "f2", "f3", "f4", "f5", "f6"]]
     # a file with a third of its rows deleted is rewritten even when it leaves the window
     deleted = {"f0": 34}
     assert [[f.file_name for f in g] for g in pick(files, lambda name: deleted.get(name, 0), rules)] == \
-        [["f0"], ["f1", "f2", "f3", "f4", "f5"]]
+        [["f0"], ["f1", "f2", "f3", "f4", "f5", "f6"]]
+    many = [SimpleNamespace(file_name=f"s{i}", file_size=mb, row_count=10, min_sequence_number=i) for i in range(100)]
+    assert [len(g) for g in pick(many, lambda name: 0, rules)] == [100]  # e.g. after write-only writers
