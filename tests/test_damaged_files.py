@@ -307,20 +307,29 @@ def test_data_files_carry_page_checksums(dv_table):
 
 
 def test_metadata_files_carry_checksums(dv_table):
-    """A single bit flipped anywhere in the zstd block of a manifest is caught."""
+    """A single bit flipped anywhere in the zstd block of a manifest is caught, or changes
+    nothing the file decodes to: a few bits of a zstd frame are padding of its bitstreams (in
+    about one table of 200 a flip 30 bytes from the end decoded to the same entries)."""
     scan = TableScan(dv_table.file_io, dv_table.path, dv_table.schema)
     meta = scan.data_manifests(dv_table.latest_snapshot())[0]
     path = scan.manifest_file.path(meta.file_name)
     data = open(path, "rb").read()
+    intact = ps.Table.open(dv_table.path).to_arrow()
+    caught = 0
     for at in range(len(data) - 120, len(data)):
         damaged = bytearray(data)
         damaged[at] ^= 0x01
         open(path, "wb").write(bytes(damaged))
         file_cache.clear_all()
-        with pytest.raises(CorruptFileError) as err:
-            ps.Table.open(dv_table.path).to_arrow()
-        assert path in str(err.value)
+        try:
+            read = ps.Table.open(dv_table.path).to_arrow()
+        except CorruptFileError as err:
+            assert path in str(err)
+            caught += 1
+        else:
+            assert read.equals(intact), f"a bit flipped at byte {at} of {path} changed what readers see"
     open(path, "wb").write(data)
+    assert caught >= 110
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncate", "flip-key"])
