@@ -235,13 +235,23 @@ class Table:
         failed upload between a batch's APPEND and COMPACT snapshots leaves its level-0 files
         invisible to deletion-vector readers (tables with lookup compaction). `own_latest`: the
         user's newest snapshot, when the caller has read it. Returns the COMPACT snapshot id,
-        or None when nothing was interrupted."""
+        or None when nothing was interrupted. A compaction that loses a race with a concurrent
+        one is planned again on the new snapshot (it cannot be dropped: readers need it)."""
         if not (self.primary_keys and self.options.lookup_compaction):
             return None
         last = own_latest or self.snapshot_manager.latest_of_user(commit_user)
         if last is None or last.commit_kind == COMPACT:
             return None
-        sid = self.compact(commit_user=commit_user, commit_identifier=last.commit_identifier)
+        retries = self.options.get("commit.max-retries")
+        for attempt in range(retries + 1):
+            try:
+                sid = self.compact(commit_user=commit_user, commit_identifier=last.commit_identifier)
+                break
+            except CommitConflictError:
+                if attempt == retries:
+                    raise
+                log.info("%s: the compaction completing %s's batch %d lost a race; planning it again",
+                         self.name, commit_user, last.commit_identifier)
         log.warning("%s: completed the compaction of %s's batch %d, interrupted after its %s snapshot %d "
                     "(compaction snapshot %s)", self.name, commit_user, last.commit_identifier,
                     last.commit_kind, last.id, sid)

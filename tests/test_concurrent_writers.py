@@ -171,3 +171,33 @@ def test_sink_redoes_a_compaction_that_lost_to_a_concurrent_writer(tmp_path, mon
     assert [values[i] for i in range(6)] == ["old", "other", "other", "sink", "sink", "old"]
     assert [s.commit_kind for s in t.snapshots() if s.commit_user == "sink"] == ["APPEND", "COMPACT"]
     assert check_table(t).ok
+
+
+def test_completing_an_interrupted_batch_plans_again_after_losing_a_race(tmp_path, monkeypatch):
+    """A DV batch's APPEND landed without its COMPACT; completing it races a compaction of
+    another process that rewrites the same files: the completion loses, plans again on the new
+    snapshot and lands (CI once saw the lost race end the writer's next batch instead)."""
+    t = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    rows = lambda ids, v: pa.table({"id": ids, "v": [v] * len(ids), "w": [0] * len(ids)}, schema=SCHEMA)  # noqa: E731
+    t.write_arrow(rows([1, 2, 3], "old"))
+    messages = t.write_messages(rows([2, 3, 4], "new"))
+    t.new_commit().commit([replace(m, compact=Increment()) for m in messages], "sink", 7)  # APPEND only
+    original = ps.commit.FileStoreCommit.commit
+    raced = []
+
+    def commit(self, messages, commit_user, *args, **kwargs):
+        if commit_user == "sink" and not raced:  # first try: another process compacts first
+            raced.append(1)
+            ps.Table.open(t.path).compact(full=True)
+        return original(self, messages, commit_user, *args, **kwargs)
+
+    monkeypatch.setattr(ps.commit.FileStoreCommit, "commit", commit)
+    t.write_arrow(rows([5], "next"), commit_user="sink", commit_identifier=8)
+    assert raced
+    # planned again, batch 7's compaction had nothing left to do: the rival's full one took its files
+    assert [(s.commit_identifier, s.commit_kind) for s in t.snapshots() if s.commit_user == "sink"] == [
+        (7, "APPEND"), (8, "APPEND"), (8, "COMPACT")]
+    assert sorted((r["id"], r["v"]) for r in t.to_arrow().to_pylist()) == [
+        (1, "old"), (2, "new"), (3, "new"), (4, "new"), (5, "next")]
+    assert check_table(t).ok
