@@ -227,7 +227,10 @@ class Table:
                 # the data landed but its lookup compaction lost to a concurrent writer: redo it
                 # on the new snapshot so deletion-vector readers see the batch
                 sid = self.complete_interrupted_batch(user)
-                return sid if sid is not None else self.snapshot_manager.latest_of_user(user).id
+                if sid is None:  # nothing left to compact: a concurrent compaction took the files
+                    own = self.snapshot_manager.latest_of_user(user)
+                    sid = own.id if own is not None else None  # None: expired since
+                return sid
         return ids[-1] if ids else None
 
     def complete_interrupted_batch(self, commit_user: str, own_latest: Snapshot | None = None) -> int | None:

@@ -180,8 +180,8 @@ class PaimonSink:
                     raise
                 # the batch's data landed but its compaction lost to a concurrent one: redo it on
                 # the new snapshot, as a restart would
-                table.complete_interrupted_batch(commit_user)
-                snapshot_ids = [table.snapshot_manager.latest_of_user(commit_user).id]
+                completed = table.complete_interrupted_batch(commit_user)
+                snapshot_ids = [completed] if completed is not None else []
                 break
         if not result.compacted:  # tasks shared buckets: the small files are merged here
             snapshot_ids += compact_after_commit(table, commit_user, batch_id, result.messages)
