@@ -11,6 +11,7 @@ import datetime as dt
 import decimal
 import itertools
 import math
+import re
 import struct
 import uuid
 from dataclasses import dataclass
@@ -19,19 +20,13 @@ from typing import Any, Mapping
 from .datafile import data_file_name
 from .types import DataField, DataType
 
-_ESCAPED = set('"#%\'*/:=?\\{}[]^')
+# Characters Paimon escapes in partition directory names: controls, DEL and these.
+_ESCAPED = re.compile(r'[\x00-\x1f\x7f"#%\'*/:=?\\{}\[\]^]')
 _EPOCH_DATE = dt.date(1970, 1, 1)
 
 
 def escape_path_name(text: str) -> str:
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if code < 0x20 or code == 0x7F or ch in _ESCAPED:
-            out.append(f"%{code:02X}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return _ESCAPED.sub(lambda m: f"%{ord(m.group()):02X}", text)
 
 
 def unescape_path_name(text: str) -> str:
