@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import itertools
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -238,23 +239,13 @@ class Table:
         failed upload between a batch's APPEND and COMPACT snapshots leaves its level-0 files
         invisible to deletion-vector readers (tables with lookup compaction). `own_latest`: the
         user's newest snapshot, when the caller has read it. Returns the COMPACT snapshot id,
-        or None when nothing was interrupted. A compaction that loses a race with a concurrent
-        one is planned again on the new snapshot (it cannot be dropped: readers need it)."""
+        or None when nothing was interrupted."""
         if not (self.primary_keys and self.options.lookup_compaction):
             return None
         last = own_latest or self.snapshot_manager.latest_of_user(commit_user)
         if last is None or last.commit_kind == COMPACT:
             return None
-        retries = self.options.get("commit.max-retries")
-        for attempt in range(retries + 1):
-            try:
-                sid = self.compact(commit_user=commit_user, commit_identifier=last.commit_identifier)
-                break
-            except CommitConflictError:
-                if attempt == retries:
-                    raise
-                log.info("%s: the compaction completing %s's batch %d lost a race; planning it again",
-                         self.name, commit_user, last.commit_identifier)
+        sid = self.compact(commit_user=commit_user, commit_identifier=last.commit_identifier)
         log.warning("%s: completed the compaction of %s's batch %d, interrupted after its %s snapshot %d "
                     "(compaction snapshot %s)", self.name, commit_user, last.commit_identifier,
                     last.commit_kind, last.id, sid)
@@ -275,18 +266,29 @@ class Table:
         and with `full=True` every small file and every file with a deletion vector
         (append_compaction.py). `only`: just these (partition, bucket)s. `best_effort`: a
         compaction of a merge-on-read or append table that loses a race with another writer's
-        is dropped (logged, None) instead of raising CommitConflictError.
+        is dropped (logged, None). Otherwise a compaction that loses such a race (another
+        compaction took its files, or rewrote a bucket's index) is discarded and planned again
+        on the new snapshot, up to `commit.max-retries` times, then CommitConflictError.
         """
-        latest = self.latest_snapshot()
-        if latest is None:
-            return None
         full_buckets = set(full_buckets)
-        messages = self._compaction_messages(latest, lambda bucket: full or bucket in full_buckets, only)
-        ids = self.new_commit().commit(
-            messages, commit_user or str(uuid.uuid4()),
-            BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
-            best_effort_compaction=best_effort)
-        return ids[-1] if ids else None
+        user = commit_user or str(uuid.uuid4())
+        identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+        committer = self.new_commit()
+        retries = self.options.get("commit.max-retries")
+        for attempt in itertools.count():
+            messages: list[CommitMessage] = []
+            try:
+                latest = self.latest_snapshot()
+                if latest is None:
+                    return None
+                messages = self._compaction_messages(latest, lambda bucket: full or bucket in full_buckets, only)
+                ids = committer.commit(messages, user, identifier, best_effort_compaction=best_effort)
+                return ids[-1] if ids else None
+            except CommitConflictError:
+                committer.discard(messages)
+                if attempt == retries:
+                    raise
+                log.info("compaction of %s lost a race with another writer; planning it again", self.name)
 
     def scheduled_buckets(self, commit_user: str, identifier: int) -> set[tuple[bytes, int]]:
         """The (partition, bucket)s a due batch `identifier` compacts fully besides its own:

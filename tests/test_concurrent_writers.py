@@ -201,3 +201,32 @@ def test_completing_an_interrupted_batch_plans_again_after_losing_a_race(tmp_pat
     assert sorted((r["id"], r["v"]) for r in t.to_arrow().to_pylist()) == [
         (1, "old"), (2, "new"), (3, "new"), (4, "new"), (5, "next")]
     assert check_table(t).ok
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["merge-on-read", "deletion-vectors"])
+def test_compaction_that_loses_a_race_is_planned_again(tmp_path, monkeypatch, dv):
+    """`Table.compact` whose files another process compacted first: its outputs are deleted
+    and it plans again on the new snapshot (a user's compaction beside a streaming writer)."""
+    import time
+    options = {"bucket": "1", "write-only": "true", "deletion-vectors.enabled": str(dv).lower()}
+    t = ps.Catalog(str(tmp_path / "wh")).create_table("db.t", SCHEMA, primary_keys=["id"], options=options)
+    for i in range(3):  # three files, not compacted together
+        t.write_arrow(pa.table({"id": [i, i + 1], "v": [f"b{i}"] * 2, "w": [0, 0]}, schema=SCHEMA))
+    before = len(t.snapshots())
+    original = ps.commit.FileStoreCommit.commit
+    raced = []
+
+    def commit(self, messages, commit_user, *args, **kwargs):
+        if commit_user == "mine" and not raced:
+            raced.append(1)
+            ps.Table.open(t.path).compact(full=True)
+        return original(self, messages, commit_user, *args, **kwargs)
+
+    monkeypatch.setattr(ps.commit.FileStoreCommit, "commit", commit)
+    t.compact(full=True, commit_user="mine")
+    assert raced  # planned again, it found the rival's single sorted run: nothing left to do
+    assert [(s.commit_kind, s.commit_user == "mine") for s in t.snapshots()[before:]] == [("COMPACT", False)]
+    assert sorted((r["id"], r["v"]) for r in t.to_arrow().to_pylist()) == [
+        (0, "b0"), (1, "b1"), (2, "b2"), (3, "b2")]
+    assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 1000).paths == []  # the lost attempt's files
+    assert check_table(t).ok
