@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from .errors import InvalidOptionError
 from .option_keys import PAIMON_OPTION_KEYS
+from .stats import parse_stats_mode
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
@@ -49,6 +50,26 @@ def _choice(*allowed: str) -> Callable[[str], str]:
             raise ValueError(f"expected one of {', '.join(allowed)}")
         return low
     return parse
+
+
+def _by_level(parse_value: Callable[[str], str]) -> Callable[[str], dict[int, str]]:
+    """A per-level map option as Paimon writes it, `0:lz4,1:zstd`: level -> parsed value."""
+    def parse(text: str) -> dict[int, str]:
+        levels: dict[int, str] = {}
+        for pair in filter(None, (p.strip() for p in text.split(","))):
+            level, sep, value = pair.partition(":")
+            if not sep or not level.strip().isdigit():
+                raise ValueError(f"expected level:value pairs such as 0:lz4,1:zstd, not {pair!r}")
+            levels[int(level)] = parse_value(value)
+        return levels
+    return parse
+
+
+def _stats_mode(text: str) -> str:
+    try:
+        return parse_stats_mode(text)
+    except InvalidOptionError:
+        raise ValueError("expected none, counts, full or truncate(N) with N > 0") from None
 
 
 def _int_at_least(minimum: int) -> Callable[[str], int]:
@@ -99,11 +120,18 @@ def _parquet_writer_version(text: str) -> str:
     return version
 
 
+_FORMAT = _choice("parquet", "orc", "avro")
+_COMPRESSION = _choice("zstd", "snappy", "lz4", "gzip", "none", "uncompressed")
+
 _OPTIONS = [
     Option("bucket", "-1", _bucket),
     Option("bucket-key", None, str),
-    Option("file.format", "parquet", _choice("parquet", "orc", "avro")),  # avro: read, not written
-    Option("file.compression", "zstd", _choice("zstd", "snappy", "lz4", "gzip", "none", "uncompressed")),
+    Option("file.format", "parquet", _FORMAT),  # avro: read, not written
+    Option("file.compression", "zstd", _COMPRESSION),
+    Option("file.format.per.level", "", _by_level(_FORMAT)),
+    Option("file.compression.per.level", "", _by_level(_COMPRESSION)),
+    Option("changelog-file.format", None, _FORMAT),
+    Option("changelog-file.compression", None, _COMPRESSION),
     Option("file.compression.zstd-level", "1", _int_at_least(1)),
     Option("manifest.format", "avro", _choice("avro")),
     Option("manifest.compression", "zstd", _choice("zstd", "null", "none", "deflate", "snappy")),
@@ -119,7 +147,9 @@ _OPTIONS = [
     Option("deletion-vectors.enabled", "false", parse_bool),
     Option("deletion-vectors.bitmap64", "false", parse_bool),
     Option("changelog-producer", "none", _choice("none", "input", "lookup", "full-compaction")),
-    Option("metadata.stats-mode", "truncate(16)", str),
+    Option("metadata.stats-mode", "truncate(16)", _stats_mode),
+    Option("metadata.stats-mode.per.level", "", _by_level(_stats_mode)),
+    Option("changelog-file.stats-mode", None, _stats_mode),
     Option("data-file.prefix", "data-", str),
     Option("changelog-file.prefix", "changelog-", str),
     Option("changelog-producer.row-deduplicate", "false", parse_bool),

@@ -170,15 +170,16 @@ class PathFactory:
     def new_index_file(self) -> str:
         return f"index-{self.uuid}-{self._next('index')}"
 
-    def _file_name(self, prefix: str) -> str:
-        return data_file_name(prefix, self.uuid, self._next("data"), self.file_format, self.compression,
-                              self.include_compression)
+    def _file_name(self, prefix: str, file_format: str | None) -> str:
+        return data_file_name(prefix, self.uuid, self._next("data"), file_format or self.file_format,
+                              self.compression, self.include_compression)
 
-    def new_data_file(self) -> str:
-        return self._file_name(self.data_prefix)
+    def new_data_file(self, file_format: str | None = None) -> str:
+        """A data file's name; `file_format` when its level's format is not the table's."""
+        return self._file_name(self.data_prefix, file_format)
 
-    def new_changelog_file(self) -> str:
-        return self._file_name(self.changelog_prefix)
+    def new_changelog_file(self, file_format: str | None = None) -> str:
+        return self._file_name(self.changelog_prefix, file_format)
 
 
 def bucket_path(table_path: str, partition_dir: str, bucket: int) -> str:

@@ -29,6 +29,7 @@ from .commit import CommitMessage, Increment
 from .datafile import ParquetSettings, write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError, UnsupportedOperationError
+from .file_settings import FileSettingsByLevel
 from .fileio import FileIO
 from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fields,
                        first_key_above, key_fields, thin_mode)
@@ -39,7 +40,7 @@ from .options import AVRO_WRITES, UNIMPLEMENTED_FEATURES, CoreOptions, unimpleme
 from .paths import PathFactory, TableDirs, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
-from .stats import KEY_STATS_MODE, collect_stats, stats_columns, stats_modes
+from .stats import KEY_STATS_MODE, collect_stats
 from .system_fields import is_system_field, reserved_names_message
 from .lsm.changelog import changelog_producer, input_changelog
 from .lsm.dv_compaction import BucketCompactor, BucketFiles
@@ -226,9 +227,8 @@ class TableWrite:
         # thin mode: files leave out the `_KEY_` columns, and the key's value columns carry the
         # key stats (Java's KeyValueThinDataFileWriterImpl: their stats mode is the keys')
         self.thin = self.pk and thin_mode(schema)
-        self.modes = stats_modes(schema.options, schema.field_names, schema.trimmed_primary_keys if self.thin else ())
+        self.settings = FileSettingsByLevel(schema, schema.trimmed_primary_keys if self.thin else ())
         self.parquet = ParquetSettings.of(self.options)
-        self.value_stats_cols = stats_columns(list(schema.fields), self.modes)
         self.dynamic = DynamicBucketAssigner(file_io, self.paths, self.options.get("dynamic-bucket.target-row-num"))
         self.engine = engine_for(schema) if self.pk else None
         self.changelog = changelog_producer(self.options, schema.primary_keys, table_name) if self.pk else "none"
@@ -403,7 +403,9 @@ class TableWrite:
 
     def _write_file(self, directory: str, rows: pa.Table, sequence: np.ndarray, level: int,
                     file_source: int = FILE_SOURCE_APPEND, changelog: bool = False) -> DataFileMeta:
-        name = self.paths.new_changelog_file() if changelog else self.paths.new_data_file()
+        settings = self.settings.of(level, changelog)
+        name = self.paths.new_changelog_file(settings.file_format) if changelog \
+            else self.paths.new_data_file(settings.file_format)
         n = rows.num_rows
         delete_rows = 0
         if self.pk:
@@ -422,7 +424,7 @@ class TableWrite:
                 key_part + system + rows.columns,
                 names=[f.name for f in kfields][:len(key_part)] + [SEQUENCE_NUMBER, VALUE_KIND] + rows.column_names)
             key_types = [f.type for f in kfields]
-            key_modes = {f.name: self.modes[k] if self.thin else KEY_STATS_MODE for f, k in zip(kfields, keys)}
+            key_modes = {f.name: settings.modes[k] if self.thin else KEY_STATS_MODE for f, k in zip(kfields, keys)}
             min_key, max_key = serialize_rows([c.take([0, n - 1]) for c in key_table.columns], key_types) \
                 if n else (EMPTY_ROW, EMPTY_ROW)
             if n and not changelog and len(key_types) == 1 and key_types[0].root in _BOUNDS_ARE_STATS \
@@ -436,14 +438,14 @@ class TableWrite:
             min_key = max_key = EMPTY_ROW
             key_stats = EMPTY_STATS
         written = write_data_file(self.file_io, f"{directory}/{name}", file_table, self.fields,
-                                  self.options.file_format, self.options.file_compression,
+                                  settings.file_format, settings.compression,
                                   self.options.get("file.compression.zstd-level"), self.parquet)
         if self._keep_fresh and not changelog:
             if self.pk:
                 self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
             else:  # an append file: its compaction (same batch) takes the rows from here
                 self._fresh.setdefault(directory, {})[name] = rows
-        value_stats = self._stats(rows, list(self.schema.fields), self.modes, written.string_bounds)
+        value_stats = self._stats(rows, list(self.schema.fields), settings.modes, written.string_bounds)
         return DataFileMeta(
             file_name=name, file_size=written.size, row_count=n, min_key=min_key, max_key=max_key,
             key_stats=key_stats, value_stats=value_stats,
@@ -452,7 +454,7 @@ class TableWrite:
             schema_id=self.schema.id, level=level,
             creation_time=int((dt.datetime.now() - _EPOCH) / dt.timedelta(milliseconds=1)),
             delete_row_count=delete_rows, file_source=file_source,
-            value_stats_cols=None if self.value_stats_cols is None else tuple(self.value_stats_cols))
+            value_stats_cols=settings.value_stats_cols)
 
     def _remember(self, directory: str, name: str, rows: pa.Table, sequence: np.ndarray, kinds: np.ndarray,
                   keep_rows: bool) -> None:

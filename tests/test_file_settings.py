@@ -1,0 +1,91 @@
+"""Per-level file settings (`file.format.per.level`, `file.compression.per.level`,
+`metadata.stats-mode.per.level`): each file is written as its level asks, as Java's writers do,
+and every reader reads the mix. The changelog's (`changelog-file.*`): test_changelog_producer.py."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.scan import TableScan
+from conftest import pypaimon_read
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+PER_LEVEL = {"file.compression.per.level": "0:none,5:snappy", "file.format.per.level": "4:orc",
+             "metadata.stats-mode.per.level": "0:none"}
+
+
+def rows(ids, v: str) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": [v] * len(ids)}, schema=SCHEMA)
+
+
+def live_files(t: ps.Table) -> list[tuple[int, str, str, tuple | None]]:
+    """(level, format, codec, value stats columns) of each live file, by level."""
+    out = []
+    for e in TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot()):
+        f = e.file
+        path = f"{t.path}/bucket-{e.bucket}/{f.file_name}"
+        if path.endswith(".parquet"):
+            fmt, codec = "parquet", pq.ParquetFile(path).metadata.row_group(0).column(0).compression
+        else:
+            fmt, codec = path.rsplit(".", 1)[1], None
+        out.append((f.level, fmt, codec, f.value_stats_cols))
+    return sorted(out)
+
+
+def test_each_level_is_written_as_its_options_say(catalog, warehouse):
+    t = catalog.create_table("db.levels", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true", **PER_LEVEL})
+    t.write_arrow(rows(range(1000), "a"))  # level 0, moved to the top as it is
+    assert live_files(t) == [(5, "parquet", "UNCOMPRESSED", ())]
+    t.write_arrow(rows(range(50), "b"))    # level 0, moved to level 4 as it is
+    assert live_files(t) == [(4, "parquet", "UNCOMPRESSED", ()), (5, "parquet", "UNCOMPRESSED", ())]
+    t.write_arrow(rows(range(50), "c"))    # level 0 and level 4 merged into a new level-4 file
+    assert live_files(t) == [(4, "orc", None, None), (5, "parquet", "UNCOMPRESSED", ())]
+    t.compact(full=True)                   # one rewrite at the top: the table's stats mode
+    assert live_files(t) == [(5, "parquet", "SNAPPY", None)]
+    expected = {i: "c" if i < 50 else "a" for i in range(1000)}
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == expected
+    assert {r["id"]: r["v"] for r in pypaimon_read(warehouse, "db.levels").to_pylist()} == expected
+
+
+def test_level_zero_files_without_stats_still_prune_by_key(catalog):
+    """A level whose stats mode is none keeps its key stats (Java's `_KEY_` columns always get
+    truncate(128)), so key filters still skip it."""
+    t = catalog.create_table("db.nostats", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "metadata.stats-mode.per.level": "0:none"})
+    t.write_arrow(rows(range(10), "a"))
+    t.write_arrow(rows(range(100, 110), "b"))
+    [first, second] = sorted(TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot()),
+                             key=lambda e: e.file.min_sequence_number)
+    assert first.file.value_stats_cols == () and first.file.key_stats.min_values == first.file.min_key
+    [split] = t.plan(t.latest_snapshot(), filter=[("id", ">=", 100)])
+    assert [f.file_name for f in split.files] == [second.file.file_name]
+    assert t.to_arrow(filter=[("id", ">=", 100)]).num_rows == 10
+
+
+def test_levels_asking_for_avro_are_written_as_the_table_format(catalog):
+    """Avro is read here, not written: where a level asks for it (as Paimon's write-performance
+    guide suggests for levels 0 and 1), the level is written as the table's format, and the
+    level's compression (meant for Avro) gives way to the table's too."""
+    t = catalog.create_table("db.avrolevels", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "file.format.per.level": "0:avro",
+                                      "file.compression.per.level": "0:none"})
+    t.write_arrow(rows(range(10), "a"))
+    assert live_files(t) == [(0, "parquet", "ZSTD", None)]
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("file.compression.per.level", "x:lz4", "level:value pairs"),
+    ("file.compression.per.level", "0:brotlix", "expected one of"),
+    ("file.format.per.level", "1:csv", "expected one of"),
+    ("metadata.stats-mode.per.level", "0:some", "truncate"),
+    ("metadata.stats-mode", "bogus", "truncate"),
+    ("changelog-file.format", "json", "expected one of"),
+])
+def test_bad_values_are_refused_at_create(catalog, key, value, says):
+    with pytest.raises(InvalidOptionError, match=f"'{key}'.*{says}"):
+        catalog.create_table("db.bad", SCHEMA, primary_keys=["id"], options={key: value})
