@@ -14,7 +14,9 @@ Which files go, for the expired range [begin, end) where `end` is the new earlie
   nearest tag below s is one of them (tags 100, 200, 300: a file committed at 105 and
   deleted at 120 goes; deleted at 201 it stays for tag 200). As a second guard no file the
   new earliest snapshot reads is ever deleted;
-* changelog files of the expired snapshots (changelog is not decoupled from snapshots);
+* changelog files of the expired snapshots. A table that keeps its changelog longer than its
+  snapshots (`changelog.*` retention, Java's decoupled lifecycle) keeps its snapshots that long
+  instead (`retention`); files Java's long-lived changelogs reference are never deleted;
 * manifest lists, manifests, index manifests and index files of the expired snapshots that
   neither the new earliest snapshot nor a tag overlapping the range references;
 * then the snapshot files, then the EARLIEST hint.
@@ -30,6 +32,7 @@ from .consumers import ConsumerManager
 from .errors import CorruptFileError, InvalidOptionError, SnapshotNotFoundError
 from .file_cleanup import FileCleaner, FileKey, file_key
 from .fileio import FileIO
+from .long_lived_changelogs import long_lived_changelogs, referenced_names
 from .options import CoreOptions
 from .schema import TableSchema
 from .snapshot import Snapshot, SnapshotManager
@@ -76,12 +79,13 @@ class SnapshotExpiration:
         still within `snapshot.time-retained`, nothing can expire (the earliest only moves up,
         and commit times with it), so the run stops before any request. On an object store
         that saves the 8 round trips every commit would otherwise spend."""
-        retain_max = self.options.get("snapshot.num-retained.max") if retain_max is None else retain_max
-        retain_min = self.options.get("snapshot.num-retained.min") if retain_min is None else retain_min
+        kept = retention(self.options)
+        retain_max = kept.num_max if retain_max is None else retain_max
+        retain_min = kept.num_min if retain_min is None else retain_min
         max_deletes = self.options.get("snapshot.expire.limit") if max_deletes is None else max_deletes
         if older_than_ms is None:
             now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-            older_than_ms = now_ms - self.options.get("snapshot.time-retained")
+            older_than_ms = now_ms - kept.time_ms
         if retain_min < 1 or retain_max < retain_min or max_deletes < 1:
             raise InvalidOptionError(
                 f"cannot expire snapshots of {self.table_path}: need 1 <= retain_min ({retain_min}) <= "
@@ -130,9 +134,11 @@ class SnapshotExpiration:
         # exactly-once outlives the snapshots: their identifiers are recorded before anything goes
         CommitUserRecords(self.file_io, self.table_path).record(expiring)
         tagged = [s for s, _ in self.tags.tagged_snapshots()]
-        deleted = self._delete_data_files(including_end, tagged)
-        deleted += self.cleaner.delete_data_files(e for s in expiring for e in self.cleaner.changelog_files(s))
-        deleted += self._delete_metadata(expiring, end_snapshot, tagged)
+        held = referenced_names(self.cleaner, long_lived_changelogs(self.file_io, self.table_path))
+        deleted = self._delete_data_files(including_end, tagged, held)
+        deleted += self.cleaner.delete_data_files(e for s in expiring for e in self.cleaner.changelog_files(s)
+                                                  if e.file.file_name not in held)
+        deleted += self._delete_metadata(expiring, end_snapshot, tagged, held)
         for s in expiring:
             self.file_io.delete(self.snapshots.path(s.id))
         self.snapshots.commit_earliest_hint(end)
@@ -141,7 +147,7 @@ class SnapshotExpiration:
         return ExpireResult(len(expiring), end, deleted)
 
     # ---- steps ------------------------------------------------------------------------------
-    def _delete_data_files(self, including_end: list[Snapshot], tagged: list[Snapshot]) -> int:
+    def _delete_data_files(self, including_end: list[Snapshot], tagged: list[Snapshot], held: set[str]) -> int:
         try:
             keep_end = self.cleaner.live_data_files(including_end[-1])
         except CorruptFileError as exc:
@@ -159,10 +165,11 @@ class SnapshotExpiration:
                                 s.id, tag.id, exc)
                     continue
             doomed.extend(e for e in self.cleaner.deleted_in_delta(s)
-                          if file_key(e) not in keep and file_key(e) not in keep_end)
+                          if file_key(e) not in keep and file_key(e) not in keep_end and e.file.file_name not in held)
         return self.cleaner.delete_data_files(doomed)
 
-    def _delete_metadata(self, expiring: list[Snapshot], end_snapshot: Snapshot, tagged: list[Snapshot]) -> int:
+    def _delete_metadata(self, expiring: list[Snapshot], end_snapshot: Snapshot, tagged: list[Snapshot],
+                         held: set[str]) -> int:
         if not expiring:
             return 0
         keepers = overlapping_tags(tagged, expiring[0].id, end_snapshot.id) + [end_snapshot]
@@ -172,13 +179,35 @@ class SnapshotExpiration:
             log.warning("not deleting manifests of expired snapshots of %s: %s", self.table_path, exc)
             return 0
         candidates = set().union(*(self.cleaner.metadata_files_tolerant(s, changelog=True) for s in expiring))
-        return self.cleaner.delete_paths(candidates - keep)
+        return self.cleaner.delete_paths(p for p in candidates - keep if p.rsplit("/", 1)[-1] not in held)
 
     def _try_snapshot(self, snapshot_id: int) -> Snapshot | None:
         try:
             return self.snapshots.snapshot(snapshot_id)
         except SnapshotNotFoundError:
             return None
+
+
+@dataclass(frozen=True)
+class Retention:
+    num_max: int
+    num_min: int
+    time_ms: int
+
+
+def retention(options: CoreOptions) -> Retention:
+    """How long snapshots are kept: `snapshot.num-retained.max`, `.min` and
+    `snapshot.time-retained`, each raised to its `changelog.*` counterpart when the table keeps
+    its changelog longer (Java's decoupled changelog lifecycle). Java then moves an expired
+    snapshot's changelog to `changelog/changelog-<id>`; we keep the snapshot, which carries the
+    changelog, as long instead (long_lived_changelogs.py), so a stream can start as far back as
+    the options promise, reading us or Java."""
+    def longer(snapshot_key: str, changelog_key: str) -> int:
+        changelog = options.get(changelog_key)
+        return max(options.get(snapshot_key), changelog if changelog is not None else 0)
+    return Retention(longer("snapshot.num-retained.max", "changelog.num-retained.max"),
+                     longer("snapshot.num-retained.min", "changelog.num-retained.min"),
+                     longer("snapshot.time-retained", "changelog.time-retained"))
 
 
 def nearest_tag_below(tagged: list[Snapshot], snapshot_id: int) -> Snapshot | None:

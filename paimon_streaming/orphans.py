@@ -6,8 +6,9 @@ such files. Only files older than a threshold (default one day, as Java's
 it has not committed yet. Like Java, files are matched by name against everything any
 snapshot or tag references: manifest lists, manifests (and every file their entries name,
 ADD or DELETE, with extra files), changelog manifests, index manifests, index files and
-statistics. Where Java skips a snapshot whose manifests cannot be read, we stop: an
-unreadable reference set would make live files look orphaned.
+statistics; and what Java's long-lived changelogs (`changelog/changelog-<id>`) reference.
+Where Java skips a snapshot whose manifests cannot be read, we stop: an unreadable reference
+set would make live files look orphaned.
 
 Branches (Java's `branch/branch-<name>/`, with their own snapshots, tags and schemas) share the
 main branch's data files, manifests and index files, so what their snapshots and tags reference
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from .errors import CorruptFileError, UnsupportedOperationError
 from .file_cleanup import FileCleaner
 from .fileio import FileIO, FileStatus
+from .long_lived_changelogs import long_lived_changelogs, referenced_names
 from .schema import TableSchema
 from .snapshot import Snapshot, SnapshotManager
 from .tags import TagManager
@@ -72,6 +74,7 @@ class OrphanFilesClean:
         """Names of every file a snapshot or tag of any branch references."""
         used: set[str] = set()
         for root in self._branch_roots():
+            used |= referenced_names(self.cleaner, long_lived_changelogs(self.file_io, root))
             snapshots = SnapshotManager(self.file_io, root)
             for snap, is_snapshot in self._referencing_snapshots(snapshots, TagManager(self.file_io, root)):
                 try:

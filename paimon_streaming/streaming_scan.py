@@ -33,6 +33,7 @@ from .consumers import ConsumerManager, check_consumer_id
 from .errors import (InvalidOptionError, SchemaChangedError, SnapshotExpiredError, SnapshotGapError,
                      SnapshotNotFoundError)
 from .fileio import FileIO
+from .long_lived_changelogs import long_lived_changelog
 from .manifest import ADD, ManifestEntry
 from .options import CoreOptions
 from .scan import DataSplit, TableScan
@@ -319,6 +320,10 @@ class StreamingScan:
         latest = self.snapshots.latest_id()
         if latest is None or snapshot_id > latest:
             return None
+        if not full:  # its changes may outlive it in Java's long-lived changelog (not its full state)
+            changelog = long_lived_changelog(self.file_io, self.table_path, snapshot_id)
+            if changelog is not None:
+                return changelog
         raise self._expired(snapshot_id, "the stream")
 
     def _expired(self, snapshot_id: int, who: str) -> SnapshotExpiredError:

@@ -119,7 +119,8 @@ class Table:
         """Expire old snapshots now and delete the files no retained snapshot, tag or consumer
         needs. Arguments override `snapshot.num-retained.max`, `snapshot.num-retained.min`,
         `snapshot.time-retained` (`older_than`: a datetime, or epoch millis, before which
-        snapshots may go) and `snapshot.expire.limit`. Returns an ExpireResult."""
+        snapshots may go; each option raised to its `changelog.*` counterpart when that is
+        longer) and `snapshot.expire.limit`. Returns an ExpireResult."""
         return SnapshotExpiration(self.file_io, self.path, self.schema).expire(
             retain_max, retain_min, _epoch_millis(older_than), max_deletes)
 

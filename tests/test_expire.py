@@ -149,6 +149,24 @@ def test_retention_options_run_after_commits(catalog):
     assert open(f"{t.path}/snapshot/EARLIEST").read() == str(t.snapshots()[0].id)
 
 
+@pytest.mark.parametrize("changelog_options, kept", [
+    ({}, 2),
+    ({"changelog.num-retained.max": "5"}, 5),             # the changelog kept longer: snapshots too
+    ({"changelog.num-retained.max": "1"}, 2),             # shorter: the snapshot options decide
+])
+def test_changelog_retention_keeps_snapshots_as_long(catalog, changelog_options, kept):
+    """Java keeps a longer-retained changelog in `changelog/` after its snapshot expires; we keep
+    the snapshot (and with it its changelog) as long instead, so streams can start that far back."""
+    t = catalog.create_table("db.cl", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "changelog-producer": "input", "snapshot.num-retained.max": "2",
+                                      "snapshot.num-retained.min": "1", **ONE_SNAPSHOT_PER_WRITE, **changelog_options})
+    for i in range(8):
+        t.write_arrow(batch([i], f"v{i}"))
+    latest = t.latest_snapshot().id
+    assert [s.id for s in t.snapshots()] == list(range(latest - kept + 1, latest + 1))
+    assert files_on_disk(t) == referenced_files(t)
+
+
 def test_min_above_max_is_rejected_at_creation(catalog):
     with pytest.raises(InvalidOptionError, match="num-retained.min' must not be greater"):
         catalog.create_table("db.bad", SCHEMA, options={"snapshot.num-retained.max": "2"})

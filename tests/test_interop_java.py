@@ -437,6 +437,62 @@ def test_javas_avro_data_files_read_by_us(java, warehouse):
     assert {r["id"]: r["v"] for r in ps.Table.open(per_level).to_arrow().to_pylist()} == expected
 
 
+@pytest.mark.parametrize("producer, dv", [("input", "false"), ("none", "true"), ("none", "false")])
+def test_javas_long_lived_changelog_is_streamed_and_kept(java, warehouse, producer, dv):
+    """`changelog.num-retained.max` above `snapshot.num-retained.max`: Java's expiration moves
+    expired snapshots' changelog to `changelog/changelog-<id>`. Our stream reads those changes
+    where the snapshots are gone; our writes keep snapshots as long as the changelog retention
+    asks; our expiration and orphan cleanup keep every file those changelogs need (before,
+    orphan cleanup deleted them)."""
+    import datetime
+    import glob
+    from paimon_streaming.change_read import read_unit, to_output
+    from paimon_streaming.read import SplitReader
+    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
+    path = f"{warehouse}/db.db/longcl_{producer}_{dv}"
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
+    options = {"bucket": "1", "changelog-producer": producer, "deletion-vectors.enabled": dv,
+               "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3", "changelog.num-retained.max": "50"}
+    batches = [[{"id": k, "v": f"v{i}"} for k in range(i, i + 5)] for i in range(6)]
+    with java.batch() as b:
+        b.create_table(path, fields, primary_keys=["id"], options=options)
+        for rows in batches:
+            b.write(path, rows)
+    changelogs = glob.glob(f"{path}/changelog/changelog-*")
+    assert len(changelogs) >= 4, "Java moved the expired snapshots' changelog"
+
+    def streamed(last: int | None = None) -> list[list[tuple]]:
+        """Each snapshot's changes, from snapshot 1 through `last` (default: the latest)."""
+        t = ps.Table.open(path)
+        ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(
+            t.schema.options, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}))
+        reader = SplitReader(ss.file_io, ss.scan, ss.schema)
+        out = []
+        for sid in range(1, (last or t.latest_snapshot().id) + 1):
+            rows = [r for u in ss.snapshot_units(sid, False)
+                    for r in to_output(read_unit(reader, u, ["id", "v"]), "_kind").to_pylist()]
+            out.append(sorted((r["id"], r["v"]) for r in rows if r["_kind"] in ("+I", "+U")))
+        return [c for c in out if c]
+    expected = [sorted((r["id"], r["v"]) for r in rows) for rows in batches]
+    assert streamed() == expected
+    t = ps.Table.open(path)
+    before = len(t.snapshots())
+    for i in range(3):  # our commits: snapshots kept by the changelog retention, not the snapshot one
+        t.write_arrow(pa.table({"id": pa.array([100 + i], pa.int64()), "v": ["ours"]}))
+    assert len(ps.Table.open(path).snapshots()) > before
+    expected += [[(100 + i, "ours")] for i in range(3)]
+    t.expire_snapshots(retain_max=1, retain_min=1, older_than=datetime.datetime.now())  # an explicit expiration
+    assert len(ps.Table.open(path).snapshots()) == 1
+    t.remove_orphan_files(older_than=datetime.datetime.now() + datetime.timedelta(seconds=1))
+    kept = max(int(p.rsplit("-", 1)[1]) for p in changelogs)  # what Java moved stays readable
+    assert streamed(kept) == expected[:len(streamed(kept))] and len(streamed(kept)) >= 3
+    with java.batch() as b:
+        java_read = b.read(path)
+    final = {r["id"]: r["v"] for rows in batches for r in rows} | {100 + i: "ours" for i in range(3)}
+    assert {r["id"]: r["v"] for r in java_read.result} == final
+    assert {r["id"]: r["v"] for r in ps.Table.open(path).to_arrow().to_pylist()} == final
+
+
 def test_orphan_cleanup_keeps_the_files_of_javas_branches(java, warehouse):
     """A branch (Java's `branch/branch-<name>/`) has its own snapshots and tags but writes its
     data files and manifests beside the main branch's: orphan cleanup must count what branch

@@ -1,0 +1,92 @@
+"""Java's long-lived changelogs (`changelog/changelog-<id>`): kept, never broken.
+
+When a table keeps its changelog longer than its snapshots (`changelog.num-retained.max`,
+`.min` or `changelog.time-retained` above the `snapshot.*` value: Java's
+`changelogLifecycleDecoupled`), Java's snapshot expiration writes each expired snapshot as
+`changelog/changelog-<id>` (the snapshot's JSON) and leaves the files that changelog needs:
+the changelog manifests and files, or with `changelog-producer` = none the delta manifests
+and their level-0 files. Java's changelog expiration removes them later.
+
+We write no such entries: our expiration keeps such a table's snapshots themselves as long
+as its changelog is to be kept (expire.py), so the changelog stays in the snapshots. But a
+table Java expired holds entries: streams read their changes where the snapshot is gone (as
+Java's do), and orphan cleanup and snapshot expiration count what they reference as used, as
+Java's do, or a stream reading that changelog finds its files gone. Parts an entry no longer
+needs Java deletes already (e.g. its base manifest list), so references are collected from
+whatever still exists.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .errors import MissingFileError
+from .file_cleanup import FileCleaner
+from .fileio import FileIO
+from .snapshot import Snapshot, parse_snapshot_file
+
+PREFIX = "changelog-"
+
+
+def long_lived_changelogs(file_io: FileIO, root: str) -> list[Snapshot]:
+    """The long-lived changelogs under a table (or branch) directory, by id; a damaged one is
+    a CorruptFileError naming it (its references unknown, nothing can be judged unused)."""
+    directory = f"{root}/changelog"
+    out = []
+    for name in file_io.list_names(directory):
+        if not (name.startswith(PREFIX) and name[len(PREFIX):].isdigit()):
+            continue  # the LATEST / EARLIEST hints
+        path = f"{directory}/{name}"
+        data = file_io.read_bytes_if_present(path)
+        if data is not None:  # else expired by Java since the listing
+            out.append(parse_snapshot_file(path, data, int(name[len(PREFIX):]), kind="changelog"))
+    return sorted(out, key=lambda s: s.id)
+
+
+def long_lived_changelog(file_io: FileIO, root: str, snapshot_id: int) -> Snapshot | None:
+    """The long-lived changelog of an expired snapshot (to read its changes), None when there
+    is none. Java deletes its index manifest (a changelog's files have no deletion vectors):
+    then it comes without one."""
+    path = f"{root}/changelog/{PREFIX}{snapshot_id}"
+    data = file_io.read_bytes_if_present(path)
+    if data is None:
+        return None
+    changelog = parse_snapshot_file(path, data, snapshot_id, kind="changelog")
+    if changelog.index_manifest and not file_io.exists(f"{root}/manifest/{changelog.index_manifest}"):
+        changelog = replace(changelog, index_manifest=None)
+    return changelog
+
+
+def referenced_names(cleaner: FileCleaner, changelogs: list[Snapshot]) -> set[str]:
+    """Names of every manifest list, manifest, data file (and its extra files), index
+    manifest, index file and statistics file that the changelogs reference and that exist."""
+    scan = cleaner.scan
+    names: set[str] = set()
+    for c in changelogs:
+        for name in (c.base_manifest_list, c.delta_manifest_list, c.changelog_manifest_list):
+            if not name:
+                continue
+            try:
+                manifests = scan.manifest_list.read(name)
+            except MissingFileError:
+                continue
+            names.add(name)
+            for meta in manifests:
+                try:
+                    entries = scan.manifest_file.read(meta.file_name)
+                except MissingFileError:
+                    continue
+                names.add(meta.file_name)
+                for e in entries:
+                    names.add(e.file.file_name)
+                    names.update(e.file.extra_files)
+        if c.index_manifest:
+            try:
+                index_entries = scan.index_manifest.read(c.index_manifest)
+            except MissingFileError:
+                index_entries = []
+            else:
+                names.add(c.index_manifest)
+            names.update(e.index_file.file_name for e in index_entries)
+        if c.statistics:
+            names.add(c.statistics)
+    return names
