@@ -208,6 +208,13 @@ class TableWrite:
             raise UnsupportedOperationError(
                 f"cannot write to {table_name}: it is a postpone-bucket table ('bucket' = -2), whose rows wait "
                 "unmerged until Paimon's postpone compaction places them in buckets; write to it with Apache Paimon")
+        missing = [k for k in schema.partition_keys if k not in schema.primary_keys]
+        if schema.primary_keys and missing and CoreOptions(schema.options).bucket == -1:
+            raise UnsupportedOperationError(
+                f"cannot write to {table_name}: it is a cross-partition upsert table (primary key "
+                f"{list(schema.primary_keys)} without the partition keys {missing}, 'bucket' = -1), whose "
+                "writers move a key between partitions through a table-wide key index; writing by partition "
+                "would leave a key in two partitions. Write to it with Apache Paimon (Flink or Spark)")
         if CoreOptions(schema.options).file_format == "avro":
             raise UnsupportedOperationError(f"cannot write to {table_name}: {AVRO_WRITES}; files already written "
                                             "stay readable after the option changes")

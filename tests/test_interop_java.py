@@ -400,6 +400,28 @@ def test_javas_postpone_bucket_table(java, warehouse):
         t.write_arrow(pa.table({"id": pa.array([9], pa.int64()), "v": ["ours"]}))
 
 
+def test_javas_cross_partition_upsert_table_is_read_not_written(java, warehouse):
+    """A primary key without the partition keys and 'bucket' = -1 (Java's KEY_DYNAMIC mode: a key
+    moves between partitions through a table-wide index): our partition-by-partition writes
+    would leave a key in two partitions, so they are refused, naming the mode; the table reads."""
+    from paimon_streaming.errors import UnsupportedOperationError
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "dt", "type": "STRING NOT NULL"},
+              {"name": "v", "type": "STRING"}]
+    paths = {bucket: f"{warehouse}/db.db/xpart{bucket.strip('-')}" for bucket in ("-1", "2")}
+    with java.batch() as b:
+        for bucket, path in paths.items():
+            b.create_table(path, fields, primary_keys=["id"], partition_keys=["dt"], options={"bucket": bucket})
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False), ("v", pa.string())])
+    rows = pa.table({"id": [1, 2], "dt": ["a", "b"], "v": ["x", "y"]}, schema=schema)
+    with pytest.raises(UnsupportedOperationError, match="cross-partition upsert"):
+        ps.Table.open(paths["-1"]).write_arrow(rows)
+    assert ps.Table.open(paths["-1"]).to_arrow().num_rows == 0 and not ps.Table.open(paths["-1"]).snapshots()
+    ps.Table.open(paths["2"]).write_arrow(rows)  # fixed buckets: a key is one row per partition, as in Java
+    with java.batch() as b:
+        java_read = b.read(paths["2"])
+    assert sorted((r["id"], r["dt"]) for r in java_read.result) == [(1, "a"), (2, "b")]
+
+
 def test_javas_avro_data_files_read_by_us(java, warehouse):
     """Java writes Avro data files for `file.format` = avro, or for some levels with
     `file.format.per.level` (Paimon's write-performance guide suggests '0:avro,1:avro'): we
