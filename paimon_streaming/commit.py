@@ -131,7 +131,7 @@ class FileStoreCommit:
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,
                ignore_empty: bool = True, watermark: int | None = None,
                properties: dict[str, str] | None = None, best_effort_compaction: bool = False,
-               planned_on: Snapshot | None = None) -> list[int]:
+               planned_on: Snapshot | None = None, maintain: bool = True) -> list[int]:
         """Commit one committable; returns the ids of the snapshots created (0, 1 or 2).
 
         `overwrite=True` replaces the whole table, or only `overwrite_partitions` when given.
@@ -140,6 +140,7 @@ class FileStoreCommit:
         its files removed instead of failing a write whose data is committed.
         `planned_on`: the snapshot the messages were written on, if the caller read it just
         before; the first attempt builds on it while no snapshot follows it.
+        `maintain=False`: no maintenance after it (a commit of the maintenance itself).
         """
         created: list[Snapshot] = []
         try:
@@ -172,8 +173,9 @@ class FileStoreCommit:
         finally:
             if created:  # once per call: a hint one snapshot behind (a crash) is corrected by readers
                 self.snapshots.commit_latest_hint(created[-1].id)
-        if created:
-            after_commit(self.file_io, self.table_path, self.schema, created[-1].id)  # tags, expiration; never raises
+        if created and maintain:
+            # tags, expiration; never raises
+            after_commit(self.file_io, self.table_path, self.schema, created[-1].id, commit_user, identifier)
         return [s.id for s in created]
 
     # ---- one commit kind, with retries ------------------------------------------------

@@ -1,5 +1,6 @@
 """Table maintenance after each commit, in Java's order (`TableCommitImpl.maintain`):
-automatic tags, tags past their retention, expired consumers, then snapshot expiration.
+automatic tags, tags past their retention, expired partitions, expired consumers, then
+snapshot expiration.
 
 Nothing runs for `write-only` tables. Maintenance never fails a commit: the snapshot is
 already published, so errors are logged and the next commit tries again.
@@ -13,6 +14,7 @@ from .consumers import CONSUMER_PREFIX, ConsumerManager
 from .expire import SnapshotExpiration
 from .fileio import FileIO
 from .options import CoreOptions
+from .partition_expire import expire_partitions
 from .schema import TableSchema
 from .tag_creation import TagAutoCreation
 from .tag_deletion import TagDeletion
@@ -33,14 +35,19 @@ def expire_consumers(file_io: FileIO, table_path: str, older_than_ms: int) -> li
     return expired
 
 
-def after_commit(file_io: FileIO, table_path: str, schema: TableSchema, latest: int | None = None) -> None:
+def after_commit(file_io: FileIO, table_path: str, schema: TableSchema, latest: int | None = None,
+                 commit_user: str | None = None, identifier: int | None = None) -> None:
     """Run the table's automatic maintenance; called once after every successful commit
-    (`latest`: the id it published)."""
+    (`latest`: the id it published, by `commit_user` with `identifier`, who also drops expired
+    partitions, as in Java)."""
     options = CoreOptions(schema.options)
     if options.get("write-only"):
         return
     steps = [("automatic tag creation", lambda: TagAutoCreation(file_io, table_path, schema).run()),
              ("tag expiration", lambda: TagDeletion(file_io, table_path, schema).expire_by_time())]
+    if commit_user is not None and identifier is not None:
+        steps.append(("partition expiration", lambda: expire_partitions(file_io, table_path, schema, commit_user,
+                                                                        identifier)))
     consumer_ttl = options.get("consumer.expiration-time")
     if consumer_ttl is not None:
         steps.append(("consumer expiration",

@@ -515,6 +515,28 @@ def test_javas_long_lived_changelog_is_streamed_and_kept(java, warehouse, produc
     assert {r["id"]: r["v"] for r in ps.Table.open(path).to_arrow().to_pylist()} == final
 
 
+def test_partition_expiration_agrees_with_java(java, catalog):
+    """`partition.expiration-time`: our commit drops the expired partitions; Java reads what we
+    left, and Java's own commit into the table expires partitions by the same rule."""
+    import datetime
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False)])
+
+    def day(n):
+        return (datetime.datetime.now() - datetime.timedelta(days=n)).strftime("%Y%m%d")
+    t = catalog.create_table("db.pexp", schema, partition_keys=["dt"], options={
+        "partition.expiration-time": "2 d", "partition.expiration-check-interval": "0 s",
+        "partition.timestamp-formatter": "yyyyMMdd"})
+    t.write_arrow(pa.table({"id": [0, 1, 2, 3], "dt": [day(6), day(3), day(1), day(0)]}, schema=schema))
+    assert sorted(r["dt"] for r in t.to_arrow().to_pylist()) == [day(1), day(0)]
+    with java.batch() as b:
+        java_read = b.read(t.path)
+        b.write(t.path, [{"id": 4, "dt": day(9)}, {"id": 5, "dt": day(0)}])  # Java's maintenance expires day 9
+        after = b.read(t.path)
+    assert sorted(r["dt"] for r in java_read.result) == [day(1), day(0)]
+    assert sorted(r["id"] for r in after.result) == [2, 3, 5]
+    assert sorted(r["id"] for r in ps.Table.open(t.path).to_arrow().to_pylist()) == [2, 3, 5]
+
+
 def test_orphan_cleanup_keeps_the_files_of_javas_branches(java, warehouse):
     """A branch (Java's `branch/branch-<name>/`) has its own snapshots and tags but writes its
     data files and manifests beside the main branch's: orphan cleanup must count what branch

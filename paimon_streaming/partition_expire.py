@@ -1,0 +1,194 @@
+"""Partition expiration (`partition.expiration-time`), as Java's PartitionExpire runs it after
+a commit (Paimon 1.4: `PartitionExpire`, `PartitionValuesTimeExpireStrategy`,
+`PartitionUpdateTimeExpireStrategy`, `PartitionTimeExtractor`).
+
+A partition expires once its time is older than now minus `partition.expiration-time` (local
+wall-clock time, as Java's LocalDateTime), and expired partitions are dropped by one OVERWRITE
+commit that deletes their files (their rows leave the latest snapshot; older snapshots and tags
+keep them until they expire). The partition's time comes from
+`partition.expiration-strategy`:
+
+* `values-time` (default): from the partition's values: the first value, or
+  `partition.timestamp-pattern` with each `$<key>` replaced by that key's value; parsed with
+  `partition.timestamp-formatter` (a Java DateTimeFormatter pattern such as `yyyyMMdd`; a
+  pattern without a time of day means midnight), else as `yyyy-MM-dd[ HH:mm:ss[.fraction]]`.
+  A value that does not parse (or is null) never expires, as in Java: values are taken as Java
+  holds them, so a DATE partition (held as its day number) never parses.
+* `update-time`: from the newest creation time of the partition's files.
+
+Checked at most every `partition.expiration-check-interval` (default 1 h; 0: after every
+commit) per table in a process, the first check within one interval of the first commit (the
+phase is random, as Java's, so many writers do not check at once). At most
+`partition.expiration-max-num` (100) partitions per check, the oldest by value first, dropped
+`partition.expiration-batch-size` at a time (default: all in one commit).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import random
+import re
+import time
+from typing import Any
+
+from .errors import InvalidOptionError
+from .fileio import FileIO
+from .options import CoreOptions
+from .paths import partition_value_str
+from .scan import TableScan
+from .schema import TableSchema
+from .snapshot import SnapshotManager
+
+log = logging.getLogger(__name__)
+
+_EPOCH = dt.datetime(1970, 1, 1)
+# per table path in this process: when its partitions were last checked (time.monotonic())
+_LAST_CHECK: dict[str, float] = {}
+
+_DEFAULT_TIME = re.compile(r"(\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")
+# Java DateTimeFormatter letters -> strptime directives (strptime takes 1 or 2 digits for %m %d %H %M %S)
+_JAVA_LETTERS = {"y": "%Y", "u": "%Y", "M": "%m", "d": "%d", "H": "%H", "m": "%M", "s": "%S", "S": "%f"}
+
+
+def strptime_format(java_pattern: str) -> str:
+    """A Java DateTimeFormatter pattern (`yyyyMMdd`, `yyyy-MM-dd HH:mm:ss`, quoted literals) as a
+    strptime format; ValueError for letters other than y/u M d H m s S."""
+    out, i = [], 0
+    while i < len(java_pattern):
+        c = java_pattern[i]
+        if c == "'":
+            end = java_pattern.find("'", i + 1)
+            if end < 0:
+                raise ValueError(f"unclosed quote in {java_pattern!r}")
+            out.append(java_pattern[i + 1:end].replace("%", "%%") or "'")
+            i = end + 1
+            continue
+        run = i
+        while run < len(java_pattern) and java_pattern[run] == c:
+            run += 1
+        if c.isalpha():
+            if c not in _JAVA_LETTERS or (c in "yu" and run - i not in (2, 4)) or (c != "S" and c not in "yu" and run - i > 2):
+                raise ValueError(f"pattern letters {java_pattern[i:run]!r} are not supported (use y, M, d, H, m, s, S)")
+            out.append("%y" if c in "yu" and run - i == 2 else _JAVA_LETTERS[c])
+        else:
+            out.append(java_pattern[i:run].replace("%", "%%"))
+        i = run
+    return "".join(out)
+
+
+def validate_partition_expiration(options: CoreOptions) -> None:
+    """InvalidOptionError for a timestamp formatter this module cannot apply."""
+    formatter = options.get("partition.timestamp-formatter")
+    if formatter is not None:
+        try:
+            strptime_format(formatter)
+        except ValueError as exc:
+            raise InvalidOptionError(f"invalid value {formatter!r} for table option "
+                                     f"'partition.timestamp-formatter': {exc}") from None
+
+
+def partition_time(keys: list[str], values: list[str | None], pattern: str | None,
+                   formatter: str | None) -> dt.datetime | None:
+    """The time of a partition from its values (Java's PartitionTimeExtractor); None when they
+    do not parse."""
+    if any(v is None for v in values) or not values:
+        return None
+    text = values[0]
+    if pattern is not None:
+        text = pattern
+        for key, value in zip(keys, values):
+            text = text.replace(f"${key}", value)
+    if formatter is None:
+        m = _DEFAULT_TIME.fullmatch(text)
+        if m is None:
+            return None
+        y, mo, d, h, mi, s, frac = m.groups()
+        try:
+            return dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0),
+                               int((frac or "0").ljust(6, "0")[:6]))
+        except ValueError:
+            return None
+    try:
+        return dt.datetime.strptime(text, strptime_format(formatter))
+    except ValueError:
+        return None
+
+
+class PartitionExpiration:
+    """Finds and drops the expired partitions of one table."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+        self.file_io = file_io
+        self.table_path = table_path
+        self.schema = schema
+        self.options = CoreOptions(schema.options)
+
+    def due(self, now: float | None = None) -> bool:
+        """Whether this process checks the table now (`partition.expiration-check-interval`)."""
+        interval = self.options.get("partition.expiration-check-interval") / 1000
+        now = time.monotonic() if now is None else now
+        last = _LAST_CHECK.setdefault(self.table_path, now - random.uniform(0, interval))
+        if interval and now <= last + interval:
+            return False
+        _LAST_CHECK[self.table_path] = now
+        return True
+
+    def expired(self, now: dt.datetime | None = None) -> list[tuple[bytes, dict[str, str]]]:
+        """(serialized partition, its values as text) of the latest snapshot's expired
+        partitions, oldest values first, at most `partition.expiration-max-num`."""
+        ttl = self.options.get("partition.expiration-time")
+        if ttl is None or not self.schema.partition_keys:
+            return []
+        threshold = (dt.datetime.now() if now is None else now) - dt.timedelta(milliseconds=ttl)
+        latest = SnapshotManager(self.file_io, self.table_path).latest()
+        if latest is None:
+            return []
+        scan = TableScan(self.file_io, self.table_path, self.schema)
+        newest: dict[bytes, int] = {}
+        for e in scan.live_entries(latest):
+            created = e.file.creation_time if e.file.creation_time is not None else 0
+            newest[e.partition] = max(newest.get(e.partition, 0), created)
+        keys = list(self.schema.partition_keys)
+        fields = self.schema.fields_of(keys)
+        by_update_time = self.options.get("partition.expiration-strategy") == "update-time"
+        out = []
+        for partition, created in newest.items():
+            values = [partition_value_str(v, f.type) for v, f in zip(scan.partition_values(partition), fields)]
+            if by_update_time:
+                when: dt.datetime | None = _EPOCH + dt.timedelta(milliseconds=created)
+            else:
+                when = partition_time(keys, values, self.options.get("partition.timestamp-pattern"),
+                                      self.options.get("partition.timestamp-formatter"))
+                if when is None:
+                    log.warning("partition %s of %s has no time in its values; it never expires (drop it by "
+                                "hand, or use 'partition.expiration-strategy' = 'update-time')",
+                                dict(zip(keys, values)), self.table_path)
+            if when is not None and when < threshold:
+                text = [self.options.partition_default_name if v is None else v for v in values]
+                out.append((partition, dict(zip(keys, text))))
+        out.sort(key=lambda p: ",".join(p[1].values()))
+        return out[:self.options.get("partition.expiration-max-num")]
+
+    def expire(self, commit_user: str, identifier: int, now: dt.datetime | None = None) -> list[dict[str, str]]:
+        """Drop the expired partitions (OVERWRITE commits by `commit_user`); their values."""
+        doomed = self.expired(now)
+        if not doomed:
+            return []
+        from .commit import FileStoreCommit  # commits run this module after them
+        batch = self.options.get("partition.expiration-batch-size") or len(doomed)
+        committer = FileStoreCommit(self.file_io, self.table_path, self.schema)
+        for start in range(0, len(doomed), batch):
+            part = doomed[start:start + batch]
+            committer.commit([], commit_user, identifier, overwrite=True,
+                             overwrite_partitions=[p for p, _ in part], maintain=False)
+            log.info("expired partitions %s of %s", [values for _, values in part], self.table_path)
+        return [values for _, values in doomed]
+
+
+def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, commit_user: str,
+                      identifier: int) -> list[dict[str, Any]]:
+    """After a commit: drop expired partitions when a check is due."""
+    expiration = PartitionExpiration(file_io, table_path, schema)
+    if expiration.options.get("partition.expiration-time") is None or not expiration.due():
+        return []
+    return expiration.expire(commit_user, identifier)

@@ -1,0 +1,132 @@
+"""Partition expiration (`partition.expiration-time`) after commits, as Java's PartitionExpire:
+which partitions expire (values-time with formatters and patterns, update-time), how many per
+check, when checks run, and what the drop commits leave readable."""
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import pyarrow as pa
+import pytest
+
+from paimon_streaming import partition_expire
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.partition_expire import PartitionExpiration, partition_time, strptime_format
+from paimon_streaming.snapshot import OVERWRITE
+from conftest import pypaimon_read, rows_by
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False), ("v", pa.string())])
+EVERY_COMMIT = {"partition.expiration-check-interval": "0 s"}
+
+
+def day(days_ago: int, fmt: str = "%Y-%m-%d") -> str:
+    return (dt.datetime.now() - dt.timedelta(days=days_ago)).strftime(fmt)
+
+
+def rows(ids, dts, v="x") -> pa.Table:
+    return pa.table({"id": list(ids), "dt": list(dts), "v": [v] * len(dts)}, schema=SCHEMA)
+
+
+@pytest.mark.parametrize("keys, values, pattern, formatter, expected", [
+    (["dt"], ["2024-03-05"], None, None, dt.datetime(2024, 3, 5)),
+    (["dt"], ["2024-3-5 7:08:09.5"], None, None, dt.datetime(2024, 3, 5, 7, 8, 9, 500000)),
+    (["dt"], ["20240305"], None, "yyyyMMdd", dt.datetime(2024, 3, 5)),
+    (["dt", "hr"], ["20240305", "07"], "$dt $hr:00:00", "yyyyMMdd HH:mm:ss", dt.datetime(2024, 3, 5, 7)),
+    (["y", "m", "d"], ["2024", "03", "05"], "$y-$m-$d", None, dt.datetime(2024, 3, 5)),
+    (["dt"], ["2024-03-05T07"], None, "yyyy-MM-dd'T'HH", dt.datetime(2024, 3, 5, 7)),
+    (["dt"], ["19787"], None, None, None),             # a DATE partition, held as its day number
+    (["dt"], ["not a date"], None, "yyyyMMdd", None),
+    (["dt"], [None], None, None, None),                # null (the default partition)
+])
+def test_partition_time_from_values(keys, values, pattern, formatter, expected):
+    assert partition_time(keys, values, pattern, formatter) == expected
+
+
+def test_java_patterns_become_strptime_formats():
+    assert strptime_format("yyyyMMdd") == "%Y%m%d"
+    assert strptime_format("yyyy-MM-dd HH:mm:ss") == "%Y-%m-%d %H:%M:%S"
+    assert strptime_format("yy/M/d'T'H") == "%y/%m/%dT%H"
+    for bad in ("yyyy-MM-dd EEE", "yyyy-MMM-dd", "'open"):
+        with pytest.raises(ValueError):
+            strptime_format(bad)
+
+
+def test_bad_formatter_is_refused_at_create(catalog):
+    with pytest.raises(InvalidOptionError, match="partition.timestamp-formatter"):
+        catalog.create_table("db.bad", SCHEMA, partition_keys=["dt"], options={"partition.timestamp-formatter": "EEE"})
+    with pytest.raises(InvalidOptionError, match="partition.expiration-strategy"):
+        catalog.create_table("db.bad", SCHEMA, partition_keys=["dt"],
+                             options={"partition.expiration-strategy": "sometimes"})
+
+
+@pytest.mark.parametrize("options", [{}, {"bucket": "2", "deletion-vectors.enabled": "true"}])
+def test_old_partitions_are_dropped_after_a_commit(catalog, warehouse, options):
+    t = catalog.create_table("db.events", SCHEMA, primary_keys=["id", "dt"] if options else [],
+                             partition_keys=["dt"],
+                             options={"partition.expiration-time": "2 d", **EVERY_COMMIT, **options})
+    t.write_arrow(rows(range(4), [day(5), day(3), day(1), day(0)]))
+    latest = t.latest_snapshot()
+    assert latest.commit_kind == OVERWRITE, "the commit's maintenance dropped two partitions"
+    assert [r["id"] for r in rows_by(t.to_arrow(), "id")] == [2, 3]
+    assert sorted(r["dt"] for r in pypaimon_read(warehouse, "db.events").to_pylist()) == [day(1), day(0)]
+    before = t.snapshots()[-2].id
+    assert t.to_arrow(snapshot_id=before).num_rows == 4, "older snapshots keep the rows until they expire"
+    t.write_arrow(rows([9], [day(0)], "y"))  # nothing more expires: no drop commit
+    assert t.latest_snapshot().commit_kind != OVERWRITE and t.to_arrow().num_rows == 3
+
+
+def test_multi_key_partitions_with_a_pattern_and_formatter(catalog):
+    schema = pa.schema([("id", pa.int64()), ("d", pa.string()), ("h", pa.int32())])
+    t = catalog.create_table("db.hours", schema, partition_keys=["d", "h"],
+                             options={"partition.expiration-time": "3 h", **EVERY_COMMIT,
+                                      "partition.timestamp-pattern": "$d $h:00:00",
+                                      "partition.timestamp-formatter": "yyyyMMdd H:mm:ss"})
+    now = dt.datetime.now()
+    hours = [now - dt.timedelta(hours=n) for n in (6, 5, 1)]
+    t.write_arrow(pa.table({"id": [0, 1, 2], "d": [h.strftime("%Y%m%d") for h in hours],
+                            "h": pa.array([h.hour for h in hours], pa.int32())}, schema=schema))
+    assert [r["id"] for r in rows_by(t.to_arrow(), "id")] == [2]
+
+
+def test_update_time_strategy_uses_the_newest_file(catalog):
+    t = catalog.create_table("db.upd", SCHEMA, partition_keys=["dt"],
+                             options={"partition.expiration-time": "300 ms", **EVERY_COMMIT,
+                                      "partition.expiration-strategy": "update-time"})
+    t.write_arrow(rows([0], ["quiet"]))
+    t.write_arrow(rows([1], ["busy"]))
+    time.sleep(0.4)
+    t.write_arrow(rows([2], ["busy"]))  # busy has a new file; quiet's newest is 0.4 s old
+    assert {r["dt"] for r in t.to_arrow().to_pylist()} == {"busy"}
+
+
+def test_values_that_are_not_times_never_expire(catalog, caplog):
+    t = catalog.create_table("db.names", SCHEMA, partition_keys=["dt"],
+                             options={"partition.expiration-time": "1 d", **EVERY_COMMIT})
+    t.write_arrow(rows([0, 1], ["eu", day(9)]))
+    assert [r["dt"] for r in t.to_arrow().to_pylist()] == ["eu"]
+    assert "never expires" in caplog.text
+
+
+def test_at_most_max_num_partitions_a_check_in_batches(catalog):
+    t = catalog.create_table("db.many", SCHEMA, partition_keys=["dt"],
+                             options={"partition.expiration-time": "1 d", **EVERY_COMMIT,
+                                      "partition.expiration-max-num": "3", "partition.expiration-batch-size": "2"})
+    t.write_arrow(rows(range(6), [day(n) for n in (10, 9, 8, 7, 6, 0)]))
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND", OVERWRITE, OVERWRITE]  # the oldest 3, by 2
+    assert sorted(r["dt"] for r in t.to_arrow().to_pylist()) == [day(7), day(6), day(0)]
+    t.write_arrow(rows([6], [day(0)]))  # the next commit's check takes the rest
+    assert sorted(r["dt"] for r in t.to_arrow().to_pylist()) == [day(0), day(0)]
+
+
+def test_checks_run_once_an_interval(catalog, monkeypatch):
+    t = catalog.create_table("db.interval", SCHEMA, partition_keys=["dt"],
+                             options={"partition.expiration-time": "1 d", "partition.expiration-check-interval": "1 h"})
+    expiration = PartitionExpiration(t.file_io, t.path, t.schema)
+    checked = time.monotonic()
+    monkeypatch.setitem(partition_expire._LAST_CHECK, t.path, checked)
+    t.write_arrow(rows([0], [day(5)]))  # checked a moment ago in this process: not due, the partition stays
+    assert t.to_arrow().num_rows == 1
+    assert [p for _, p in expiration.expired()] == [{"dt": day(5)}]
+    assert not expiration.due(now=checked + 3599)
+    assert expiration.due(now=checked + 3601)
+    assert not expiration.due(now=checked + 3602)
