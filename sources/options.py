@@ -4,6 +4,7 @@ Spark lower-cases data source option keys, so every key is looked up in lower ca
 """
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -13,6 +14,7 @@ from paimon_streaming.options import parse_memory_size
 from paimon_streaming.streaming_scan import ReadLimits
 from paimon_streaming.system_tables import split_system_table
 from paimon_streaming.table import Table
+from paimon_streaming.tags import TagManager
 
 # option -> aliases (Paimon's Spark connector keys, Spark's file source keys)
 _ALIASES = {
@@ -27,6 +29,68 @@ _ALIASES = {
     "source.split.open-file-cost": ("source.split.open-file-cost",),
     "rowkindcolumn": ("rowkindcolumn", "row-kind-column"),
 }
+
+
+# Paimon read options that change what a read returns and that we do not implement: ignoring
+# one would answer a different question without a word (the whole table for an incremental
+# query, say), so each is refused, naming what it asks for.
+UNSUPPORTED_READ_OPTIONS = {
+    "incremental-between": "the changes between two snapshots or tags (a batch incremental query)",
+    "incremental-between-timestamp": "the changes between two instants (a batch incremental query)",
+    "incremental-between-scan-mode": "how a batch incremental query reads its changes",
+    "incremental-between-tag-to-snapshot": "a batch incremental query between tags by their snapshots",
+    "incremental-to-auto-tag": "the changes up to an automatic tag (a batch incremental query)",
+    "scan.watermark": "the first snapshot with a watermark at or after a value",
+    "scan.file-creation-time-millis": "only files created after an instant",
+    "scan.creation-time-millis": "only files created after an instant",
+    "scan.partitions": "only some partitions, by option",
+    "scan.bounded.watermark": "a stream that ends at a watermark",
+    "scan.bucket": "one bucket",
+    "scan.fallback-branch": "partitions missing here read from another branch",
+    "scan.primary-branch": "another branch first",
+    "branch": "another branch",
+    "streaming-read-append-overwrite": "an append table's overwritten files as new rows of a stream",
+    "stream-scan-mode": "a stream of a special scan (file monitor, compacted changelog)",
+    "consumer.changelog-only": "consumers that hold only the changelog back",
+}
+
+
+def refuse_unsupported(options: Mapping[str, str]) -> None:
+    """InvalidOptionError for a read option of UNSUPPORTED_READ_OPTIONS (keys in lower case)."""
+    for key, what in UNSUPPORTED_READ_OPTIONS.items():
+        if str(options.get(key, "")).strip():
+            raise InvalidOptionError(
+                f"read option '{key}' asks for {what}, which paimon-streaming does not implement; the read "
+                "would answer something else, so it is refused. Time travel: 'snapshot-id', 'tag', "
+                "'timestamp-millis', 'scan.timestamp', 'scan.version'; changes: a stream from "
+                "'scan.snapshot-id' (e.g. with Trigger.AvailableNow)")
+
+
+def parse_local_timestamp(text: str, key: str) -> int:
+    """Epoch millis of a 'yyyy-MM-dd[ HH:mm:ss[.SSS]]' local time (Java's `scan.timestamp`,
+    read in the JVM's default time zone, which here is the driver's)."""
+    try:
+        value = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidOptionError(f"option '{key}' must be a local time such as '2024-05-01 12:00:00', "
+                                 f"got {text!r}") from None
+    if value.tzinfo is None:
+        value = value.astimezone()  # the local time zone
+    return int(value.timestamp() * 1000)
+
+
+def _resolve_version(opts: dict[str, str], location: str) -> None:
+    """`scan.version` (Paimon's VERSION AS OF): a tag of that name, else a snapshot id."""
+    version = opts.get("scan.version", "").strip()
+    if not version:
+        return
+    if TagManager(Table.open(location).file_io, location).exists(version):
+        opts.setdefault("scan.tag-name", version)
+    elif version.isdigit():
+        opts.setdefault("scan.snapshot-id", version)
+    else:
+        raise InvalidOptionError(f"option 'scan.version' = {version!r} is neither a tag of {location} nor a "
+                                 "snapshot id")
 
 
 def _lookup(options: Mapping[str, str], name: str) -> str | None:
@@ -84,6 +148,10 @@ class ReadSpec:
         ref, system = split_system_table(ref)
         warehouse = opts.get("warehouse")
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
+        refuse_unsupported(opts)
+        if opts.get("scan.timestamp", "").strip() and not opts.get("scan.timestamp-millis"):
+            opts["scan.timestamp-millis"] = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
+        _resolve_version(opts, location)
         snapshot_id = _positive_int(opts, "snapshot-id")
         timestamp = _lookup(opts, "timestamp-millis")
         try:

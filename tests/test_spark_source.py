@@ -4,6 +4,7 @@ travel, system tables), on tables written by our sink, our core and pypaimon."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 
 import pyarrow as pa
@@ -383,6 +384,17 @@ def test_batch_projection_time_travel_and_table_option(spark, tmp_path, catalog)
     assert {(r.id, r.k) for r in by_name.collect()} == {(2, "+I"), (3, "+I")}
     with pytest.raises(Exception, match="snapshot 9"):
         spark.read.format("paimon").option("snapshot-id", 9).load(t.path).collect()
+    # Paimon 1.1's spellings: scan.timestamp (local time), scan.version (a tag, else a snapshot id)
+    local = (datetime.datetime.fromtimestamp(t2 // 1000) + datetime.timedelta(milliseconds=t2 % 1000)) \
+        .strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    assert {(r.id, r.v) for r in spark.read.format("paimon").option("scan.timestamp", local).load(t.path)
+            .collect()} == {(1, "v1"), (2, "u2"), (3, "u3")}
+    for version, expected in (("first", {(1, "v1"), (2, "v2")}), ("2", {(1, "v1"), (2, "u2"), (3, "u3")})):
+        assert {(r.id, r.v) for r in spark.read.format("paimon").option("scan.version", version).load(t.path)
+                .collect()} == expected
+    for key, value in (("incremental-between", "1,2"), ("scan.partitions", "dt=1"), ("branch", "dev")):
+        with pytest.raises(Exception, match=f"read option '{key}'.*does not implement"):
+            spark.read.format("paimon").option(key, value).load(t.path).collect()
     empty = catalog.create_table("db.empty", SCHEMA)
     assert spark.read.format("paimon").load(empty.path).count() == 0
 

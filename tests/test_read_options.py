@@ -1,0 +1,40 @@
+"""The read options of format("paimon") (sources/options.py) that need no Spark session: time
+travel spellings resolved to what the reader uses, and options we do not implement refused."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.sources.options import UNSUPPORTED_READ_OPTIONS, ReadSpec
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False)])
+
+
+def test_scan_timestamp_is_local_time(tmp_path):
+    spec = ReadSpec.parse({"path": str(tmp_path), "scan.timestamp": "2024-05-01 12:00:00.250"})
+    assert spec.timestamp_millis == int(dt.datetime(2024, 5, 1, 12, 0, 0, 250000).astimezone().timestamp() * 1000)
+    assert ReadSpec.parse({"path": str(tmp_path), "scan.timestamp": "2024-05-01"}).timestamp_millis == \
+        int(dt.datetime(2024, 5, 1).astimezone().timestamp() * 1000)
+    with pytest.raises(InvalidOptionError, match="'scan.timestamp' must be a local time"):
+        ReadSpec.parse({"path": str(tmp_path), "scan.timestamp": "yesterday"})
+
+
+def test_scan_version_is_a_tag_else_a_snapshot_id(catalog):
+    t = catalog.create_table("db.v", SCHEMA)
+    t.write_arrow(pa.table({"id": [1]}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [2]}, schema=SCHEMA))
+    t.create_tag("keep", 2)
+    assert ReadSpec.parse({"path": t.path, "scan.version": "keep"}).tag == "keep"
+    assert ReadSpec.parse({"path": t.path, "scan.version": "1"}).snapshot_id == 1
+    with pytest.raises(InvalidOptionError, match="neither a tag"):
+        ReadSpec.parse({"path": t.path, "scan.version": "nope"})
+
+
+@pytest.mark.parametrize("key", sorted(UNSUPPORTED_READ_OPTIONS))
+def test_options_that_would_change_the_answer_are_refused(tmp_path, key):
+    with pytest.raises(InvalidOptionError, match=f"read option '{key}'"):
+        ReadSpec.parse({"path": str(tmp_path), key: "1"})
+    ReadSpec.parse({"path": str(tmp_path), key: " "})  # blank: not set
