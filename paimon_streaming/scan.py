@@ -247,25 +247,30 @@ class TableScan:
         return may_match(flt, stats, f.row_count)
 
     def _file_stats(self, f: DataFileMeta, wanted: set[str], keys_only: bool) -> dict[str, tuple]:
-        file_schema = self.schema_of(f.schema_id)
-        if keys_only:
-            names = list(file_schema.trimmed_primary_keys)
-            stats = f.key_stats
-        else:
-            names = list(f.value_stats_cols) if f.value_stats_cols is not None else file_schema.field_names
-            stats = f.value_stats
-        if not names or not (set(names) & wanted):
-            return {}
-        # Stats are stored under the file's schema names; map them to current names by field id.
-        by_name = {fld.name: fld for fld in file_schema.fields}
-        current = {fld.id: fld.name for fld in self.schema.fields}
-        types = [by_name[n].type.copy(nullable=True) for n in names]
-        mins = deserialize_row(stats.min_values, types)
-        maxs = deserialize_row(stats.max_values, types)
-        nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(names)
-        out = {}
-        for i, name in enumerate(names):
-            cur = current.get(by_name[name].id)
-            if cur in wanted and i < len(nulls):
-                out[cur] = (mins[i], maxs[i], nulls[i])
-        return out
+        return file_stats(f, self.schema_of(f.schema_id), self.schema, wanted, keys_only)
+
+
+def file_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema, wanted: set[str],
+               keys_only: bool = False) -> dict[str, tuple]:
+    """(min, max, null count) of the `wanted` columns (by current name) a file has stats for."""
+    if keys_only:
+        names = list(file_schema.trimmed_primary_keys)
+        stats = f.key_stats
+    else:
+        names = list(f.value_stats_cols) if f.value_stats_cols is not None else file_schema.field_names
+        stats = f.value_stats
+    if not names or not (set(names) & wanted):
+        return {}
+    # Stats are stored under the file's schema names; map them to current names by field id.
+    by_name = {fld.name: fld for fld in file_schema.fields}
+    current = {fld.id: fld.name for fld in schema.fields}
+    types = [by_name[n].type.copy(nullable=True) for n in names]
+    mins = deserialize_row(stats.min_values, types)
+    maxs = deserialize_row(stats.max_values, types)
+    nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(names)
+    out = {}
+    for i, name in enumerate(names):
+        cur = current.get(by_name[name].id)
+        if cur in wanted and i < len(nulls):
+            out[cur] = (mins[i], maxs[i], nulls[i])
+    return out

@@ -136,9 +136,11 @@ class TableSchema:
         from .full_compaction import validate_schedule  # these import this module
         from .merge_engine import validate_engine_options
         from .partition_expire import validate_partition_expiration
+        from .record_expire import validate_record_expiry
         opts.validate(self.options)
         validate_engine_options(self)
         validate_partition_expiration(self.core_options)
+        validate_record_expiry(self)
         validate_schedule(self.core_options, self.primary_keys)
         core = self.core_options
         pk, part = list(self.primary_keys), list(self.partition_keys)

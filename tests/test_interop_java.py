@@ -537,6 +537,30 @@ def test_partition_expiration_agrees_with_java(java, catalog):
     assert sorted(r["id"] for r in ps.Table.open(t.path).to_arrow().to_pylist()) == [2, 3, 5]
 
 
+def test_record_level_expiration_agrees_with_java(java, catalog):
+    """`record-level.expire-time`: the same rows compacted by Java and by us leave the same rows
+    (seconds and milliseconds in a BIGINT time field, nulls, a key whose newest row expired)."""
+    import time
+    now, day = int(time.time()), 86400
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), ("ts", pa.int64())])
+    options = {"bucket": "1", "record-level.expire-time": "1 d", "record-level.time-field": "ts"}
+    batches = [pa.table({"id": [1, 2, 3, 4, 5], "v": ["old", "new", "old-ms", "none", "new-ms"],
+                         "ts": [now - 3 * day, now, (now - 2 * day) * 1000, None, now * 1000]}, schema=schema),
+               pa.table({"id": [2], "v": ["expired update"], "ts": [now - 9 * day]}, schema=schema)]
+    ours, theirs = (catalog.create_table(name, schema, primary_keys=["id"], options=options)
+                    for name in ("db.rexp_ours", "db.rexp_java"))
+    for t in (ours, theirs):
+        for b in batches:
+            t.write_arrow(b)
+    ours.compact(full=True)
+    with java.batch() as b:
+        b.compact(theirs.path)
+        java_read = b.read(theirs.path)
+    expected = {2: "new", 4: "none", 5: "new-ms"}
+    assert {r["id"]: r["v"] for r in java_read.result} == expected
+    assert {r["id"]: r["v"] for r in ours.to_arrow().to_pylist()} == expected
+
+
 def test_orphan_cleanup_keeps_the_files_of_javas_branches(java, warehouse):
     """A branch (Java's `branch/branch-<name>/`) has its own snapshots and tags but writes its
     data files and manifests beside the main branch's: orphan cleanup must count what branch

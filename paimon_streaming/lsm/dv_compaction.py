@@ -32,6 +32,7 @@ from ..merge_engine import engine_for, sort_and_merge
 from ..numpy_arrow import from_numpy
 from ..options import CoreOptions
 from ..paths import PathFactory
+from ..record_expire import RecordExpiry
 from ..schema import TableSchema
 from .changelog import lookup_changelog
 from .dv_maintainer import DeletionVectorMaintainer
@@ -88,6 +89,7 @@ class BucketCompactor:
         self._bounds: dict[str, tuple[tuple, tuple] | None] = {}
         # changelog-producer = lookup: compaction also writes what changed (see lsm/changelog.py)
         self.write_changelog = write_changelog if self.options.get("changelog-producer") == "lookup" else None
+        self.expiry = RecordExpiry.of(schema)  # record-level.expire-time: rows compaction drops
 
     # ---- entry point ------------------------------------------------------------------------
     def compact(self, bucket: BucketFiles, full: bool = False, force_level0: bool = True) -> Increment | None:
@@ -218,7 +220,7 @@ class BucketCompactor:
                      vectors: DeletionVectorMaintainer) -> None:
         """Replace adjacent top-level files by one rewrite of their live rows (key-disjoint and
         sorted files, so their concatenation is sorted), dropping their deletion vectors."""
-        rows = pa.concat_tables([self._read_file(bucket, f, self._all_columns(), vectors)[0] for f in window])
+        rows = pa.concat_tables([self._unit_rows(bucket, f, vectors) for f in window])
         inc.deleted_files.extend(window)
         if rows.num_rows:
             inc.new_files.extend(self.write_files(bucket.bucket_dir, rows, self.universal.max_level))
@@ -235,7 +237,7 @@ class BucketCompactor:
             return []
         out = []
         for f, (lo, hi) in ranges:
-            if f.level != 0 or f.delete_row_count or not f.row_count:
+            if f.level != 0 or f.delete_row_count or not f.row_count or self._holds_expired(f):
                 continue
             if all(g is f or ghi < lo or glo > hi for g, (glo, ghi) in ranges):
                 out.append(f)
@@ -312,8 +314,8 @@ class BucketCompactor:
         runs = []
         for run in unit.runs:
             files = sorted(run.files, key=lambda f: self._key_bounds(f)[0])
-            runs.append(_RunCursor(files, run.level == 0, lambda f: self._read_file(
-                bucket, f, self._all_columns(), vectors)[0], self.keys, self._key_bounds,
+            runs.append(_RunCursor(files, run.level == 0, lambda f: self._unit_rows(bucket, f, vectors),
+                                   self.keys, self._key_bounds,
                 self._read_schema(self._all_columns()).empty_table()))
         inc = Increment(deleted_files=list(unit.files))
         carried = None
@@ -379,6 +381,15 @@ class BucketCompactor:
         positions = np.arange(f.row_count, dtype=np.int64) if keep is None else np.flatnonzero(keep)
         return table.select(columns), positions
 
+    def _unit_rows(self, bucket: BucketFiles, f: DataFileMeta, vectors: DeletionVectorMaintainer) -> pa.Table:
+        """The rows a compaction merges from a file: live ones, without expired records."""
+        rows = self._read_file(bucket, f, self._all_columns(), vectors)[0]
+        return rows if self.expiry is None else self.expiry.live(rows)
+
+    def _holds_expired(self, f: DataFileMeta) -> bool:
+        """A file that must be rewritten, not moved up: it holds rows past record-level expiry."""
+        return self.expiry is not None and self.expiry.holds_expired(f, self.schema_of(f.schema_id))
+
     def _read_schema(self, columns: list[str]) -> pa.Schema:
         """The Arrow schema `read_data_file` gives these columns (fresh rows are cast to it)."""
         by_name = {f.name: f for f in file_fields(self.schema)}
@@ -390,7 +401,7 @@ class BucketCompactor:
     def _read_unit(self, bucket: BucketFiles, unit: CompactUnit,
                    vectors: DeletionVectorMaintainer) -> tuple[pa.Table, np.ndarray]:
         """The unit's live rows, and which of them come from level-0 files."""
-        parts = [self._read_file(bucket, f, self._all_columns(), vectors)[0] for f in unit.files]
+        parts = [self._unit_rows(bucket, f, vectors) for f in unit.files]
         level0 = np.concatenate([np.full(p.num_rows, f.level == 0) for p, f in zip(parts, unit.files)])
         return pa.concat_tables(parts), level0
 
