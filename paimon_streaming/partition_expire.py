@@ -117,11 +117,12 @@ def partition_time(keys: list[str], values: list[str | None], pattern: str | Non
 class PartitionExpiration:
     """Finds and drops the expired partitions of one table."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, ttl_ms: int | None = None):
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
         self.options = CoreOptions(schema.options)
+        self.ttl_ms = self.options.get("partition.expiration-time") if ttl_ms is None else ttl_ms
 
     def due(self, now: float | None = None) -> bool:
         """Whether this process checks the table now (`partition.expiration-check-interval`)."""
@@ -136,10 +137,9 @@ class PartitionExpiration:
     def expired(self, now: dt.datetime | None = None) -> list[tuple[bytes, dict[str, str]]]:
         """(serialized partition, its values as text) of the latest snapshot's expired
         partitions, oldest values first, at most `partition.expiration-max-num`."""
-        ttl = self.options.get("partition.expiration-time")
-        if ttl is None or not self.schema.partition_keys:
+        if self.ttl_ms is None or not self.schema.partition_keys:
             return []
-        threshold = (dt.datetime.now() if now is None else now) - dt.timedelta(milliseconds=ttl)
+        threshold = (dt.datetime.now() if now is None else now) - dt.timedelta(milliseconds=self.ttl_ms)
         latest = SnapshotManager(self.file_io, self.table_path).latest()
         if latest is None:
             return []
@@ -189,6 +189,6 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, com
                       identifier: int) -> list[dict[str, Any]]:
     """After a commit: drop expired partitions when a check is due."""
     expiration = PartitionExpiration(file_io, table_path, schema)
-    if expiration.options.get("partition.expiration-time") is None or not expiration.due():
+    if expiration.ttl_ms is None or not expiration.due():
         return []
     return expiration.expire(commit_user, identifier)

@@ -13,12 +13,13 @@ import pyarrow as pa
 
 from . import full_compaction
 from .commit import CommitMessage, FileStoreCommit
-from .errors import (CommitConflictError, SequenceConflictError, SnapshotNotFoundError, StalePlanError,
-                     TableNotFoundError)
+from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
+                     StalePlanError, TableNotFoundError)
 from .fileio import FileIO
 from .expire import ExpireResult, SnapshotExpiration
 from .options import CoreOptions, parse_duration_ms
 from .orphans import OrphanFilesClean, OrphanResult
+from .partition_expire import PartitionExpiration
 from .predicate import parse_filter
 from .read import SplitReader
 from .rollback import Rollback
@@ -123,6 +124,18 @@ class Table:
         longer) and `snapshot.expire.limit`. Returns an ExpireResult."""
         return SnapshotExpiration(self.file_io, self.path, self.schema).expire(
             retain_max, retain_min, _epoch_millis(older_than), max_deletes)
+
+    def expire_partitions(self, expiration_time: str | None = None, dry_run: bool = False) -> list[dict[str, str]]:
+        """Drop the partitions older than `expiration_time` (e.g. '7 d'; default the table's
+        `partition.expiration-time`) now, as after a commit (partition_expire.py); returns their
+        values, oldest first. `dry_run`: only list them."""
+        ttl = None if expiration_time is None else parse_duration_ms(expiration_time)
+        expiration = PartitionExpiration(self.file_io, self.path, self.schema, ttl)
+        if expiration.ttl_ms is None:
+            raise InvalidOptionError(f"{self.name} has no 'partition.expiration-time'; pass expiration_time")
+        if dry_run:
+            return [values for _, values in expiration.expired()]
+        return expiration.expire(str(uuid.uuid4()), BATCH_COMMIT_IDENTIFIER)
 
     def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False) -> OrphanResult:
         """Delete files no snapshot or tag references, last modified before `older_than`

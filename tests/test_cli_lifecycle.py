@@ -83,3 +83,19 @@ def test_help_everywhere(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["expire", "/x", "--older-than", "yesterday"])
     assert exit_info.value.code == 2 and "expected a local time" in capsys.readouterr().err
+
+
+def test_expire_partitions(catalog, capsys):
+    import datetime as dt
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+    t = catalog.create_table("db.parts", schema, partition_keys=["dt"])
+    days = [(dt.date.today() - dt.timedelta(days=n)).isoformat() for n in (9, 8, 0)]
+    t.write_arrow(pa.table({"id": [0, 1, 2], "dt": days}, schema=schema))
+    code, _, err = run(capsys, "expire-partitions", t.path)
+    assert code != 0 and "partition.expiration-time" in err
+    code, out, _ = run(capsys, "expire-partitions", t.path, "--expiration-time", "2 d", "--dry-run")
+    assert code == 0 and f"dt={days[0]}" in out and "would drop 2 expired partitions" in out
+    assert t.to_arrow().num_rows == 3
+    code, out, _ = run(capsys, "expire-partitions", t.path, "--expiration-time", "2 d", "--json")
+    assert code == 0 and json.loads(out)["partitions"] == [{"dt": days[0]}, {"dt": days[1]}]
+    assert [r["dt"] for r in t.to_arrow().to_pylist()] == [days[2]]

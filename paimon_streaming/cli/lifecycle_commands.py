@@ -1,4 +1,5 @@
-"""Snapshot lifecycle commands: `tag create|delete|list`, `rollback`, `expire`, `remove-orphans`."""
+"""Snapshot lifecycle commands: `tag create|delete|list`, `rollback`, `expire`, `expire-partitions`,
+`remove-orphans`."""
 from __future__ import annotations
 
 import argparse
@@ -71,6 +72,20 @@ def cmd_expire(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_expire_partitions(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    dropped = table.expire_partitions(args.expiration_time, args.dry_run)
+    out = {"table": table.path, "dry_run": args.dry_run, "partitions": dropped}
+
+    def human(r: dict) -> None:
+        for values in r["partitions"]:
+            print("/".join(f"{k}={v}" for k, v in values.items()))
+        verb = "would drop" if r["dry_run"] else "dropped"
+        print(f"{verb} {len(r['partitions'])} expired partitions of {r['table']}")
+    emit(args, out, human)
+    return 0
+
+
 def cmd_remove_orphans(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     result = table.remove_orphan_files(args.older_than, args.dry_run)
@@ -117,6 +132,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="snapshots before this local time may expire (instead of snapshot.time-retained)")
     p.add_argument("--max-deletes", type=int, help="expire at most this many snapshots in this run")
     p.set_defaults(func=cmd_expire)
+
+    p = sub.add_parser("expire-partitions", help="drop partitions older than partition.expiration-time now")
+    add_table_argument(p)
+    p.add_argument("--expiration-time", help="instead of the table's partition.expiration-time, e.g. '7 d'")
+    p.add_argument("--dry-run", action="store_true", help="list the partitions, drop nothing")
+    p.set_defaults(func=cmd_expire_partitions)
 
     p = sub.add_parser("remove-orphans", help="delete files no snapshot or tag references")
     add_table_argument(p)
