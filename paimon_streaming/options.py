@@ -65,6 +65,11 @@ def _by_level(parse_value: Callable[[str], str]) -> Callable[[str], dict[int, st
     return parse
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of column names."""
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
 def _stats_mode(text: str) -> str:
     try:
         return parse_stats_mode(text)
@@ -153,6 +158,7 @@ _OPTIONS = [
     Option("data-file.prefix", "data-", str),
     Option("changelog-file.prefix", "changelog-", str),
     Option("changelog-producer.row-deduplicate", "false", parse_bool),
+    Option("changelog-producer.row-deduplicate-ignore-fields", "", _names),
     Option("file.suffix.include.compression", "false", parse_bool),
     Option("data-file.thin-mode", "false", parse_bool),
     Option("commit.max-retries", "10", _int_at_least(0)),

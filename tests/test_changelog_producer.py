@@ -79,6 +79,21 @@ def test_lookup_changelog_with_partial_update_and_row_deduplicate(catalog):
     assert per_snapshot[5] == [(2, "a-2", 2, "-U"), (2, "a-2", 20, "+U")]
 
 
+def test_row_deduplicate_ignores_the_named_fields(catalog):
+    """`changelog-producer.row-deduplicate-ignore-fields`: a change in those columns alone makes
+    no -U/+U (an updated-at column, say); a change elsewhere still does, carrying them."""
+    t = catalog.create_table("db.ignore", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", **DV, "changelog-producer": "lookup",
+                                      "changelog-producer.row-deduplicate": "true",
+                                      "changelog-producer.row-deduplicate-ignore-fields": "n"})
+    t.write_arrow(rows([1], "a"))
+    t.write_arrow(rows([1], "a").set_column(2, "n", pa.array([10], pa.int64())))   # only n changes
+    t.write_arrow(rows([1], "b").set_column(2, "n", pa.array([11], pa.int64())))   # v changes
+    assert [c for c in changes_per_snapshot(t) if c] == [
+        [(1, "a-1", 1, "+I")], [(1, "a-1", 10, "-U"), (1, "b-1", 11, "+U")]]
+    assert [r["n"] for r in t.to_arrow().to_pylist()] == [11]
+
+
 def test_first_row_changelog_has_only_first_versions(catalog):
     t = catalog.create_table("db.fr", SCHEMA, primary_keys=["k"],
                              options={"bucket": "1", "merge-engine": "first-row", "changelog-producer": "lookup"})

@@ -9,7 +9,7 @@ snapshot's changelog manifest list.
   live old row gives -U (old values) and +U (new values); a delete of a live key gives -D
   with the old values; a delete of an absent key gives nothing. Committed with the COMPACT
   snapshot, as Paimon does. `changelog-producer.row-deduplicate` drops -U/+U pairs whose
-  values did not change.
+  values did not change (`changelog-producer.row-deduplicate-ignore-fields`: but for these).
 
 `full-compaction` is not produced here; writing such a table fails with a clear error rather
 than leaving its changelog readers without rows.
@@ -51,7 +51,7 @@ def changelog_producer(options: CoreOptions, primary_keys: Sequence[str], table:
 
 
 def lookup_changelog(new: pa.Table, old: pa.Table, keys: Sequence[str], key_types: Sequence[DataType],
-                     row_deduplicate: bool = False) -> pa.Table:
+                     row_deduplicate: bool = False, ignore_fields: Sequence[str] = ()) -> pa.Table:
     """The changelog of replacing `old` (the live rows of some keys, one per key) with `new`
     (the merged rows of the batch's keys, one per key, kinds as merged). Both carry the
     table columns plus `_SEQUENCE_NUMBER` and `_VALUE_KIND`; the result is sorted by key with
@@ -70,7 +70,7 @@ def lookup_changelog(new: pa.Table, old: pa.Table, keys: Sequence[str], key_type
     before = np.where(old_deleted, DELETE, UPDATE_BEFORE).astype(np.int8)
     removes = old.set_column(old.column_names.index(VALUE_KIND), VALUE_KIND, pa.array(before, pa.int8()))
     if row_deduplicate:
-        adds, removes = _drop_unchanged(adds, removes, keys, key_types)
+        adds, removes = _drop_unchanged(adds, removes, keys, key_types, ignore_fields)
     both = pa.concat_tables([
         removes.append_column(_ORDER, pa.array(np.zeros(removes.num_rows, np.int8))),
         adds.append_column(_ORDER, pa.array(np.ones(adds.num_rows, np.int8)))])
@@ -93,14 +93,15 @@ def _member(table: pa.Table, other: pa.Table, keys: Sequence[str], key_types: Se
     return pc.is_in(mine, value_set=theirs).to_numpy(zero_copy_only=False)
 
 
-def _drop_unchanged(adds: pa.Table, removes: pa.Table, keys: Sequence[str],
-                    key_types: Sequence[DataType]) -> tuple[pa.Table, pa.Table]:
-    """Drop -U/+U pairs whose value columns are equal (values compared as BinaryRows)."""
+def _drop_unchanged(adds: pa.Table, removes: pa.Table, keys: Sequence[str], key_types: Sequence[DataType],
+                    ignore_fields: Sequence[str] = ()) -> tuple[pa.Table, pa.Table]:
+    """Drop -U/+U pairs whose value columns are equal (values compared as BinaryRows), the
+    `ignore_fields` left out of the comparison."""
     updates = adds.filter(pc.equal(adds.column(VALUE_KIND), UPDATE_AFTER))
     befores = removes.filter(pc.equal(removes.column(VALUE_KIND), UPDATE_BEFORE))
     if not updates.num_rows:
         return adds, removes
-    values = [c for c in adds.column_names if c not in (SEQUENCE_NUMBER, VALUE_KIND)]
+    values = [c for c in adds.column_names if c not in (SEQUENCE_NUMBER, VALUE_KIND) and c not in ignore_fields]
     key_order = [(k, "ascending") for k in keys]
     updates = updates.take(pc.sort_indices(updates, sort_keys=key_order))
     befores = befores.take(pc.sort_indices(befores, sort_keys=key_order))

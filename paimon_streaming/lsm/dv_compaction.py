@@ -523,7 +523,8 @@ class BucketCompactor:
             new = new.filter(_not_in(new, old.select(self.keys), self.keys, self.key_types))
             old = old.slice(0, 0)
         return lookup_changelog(new, old, self.keys, self.key_types,
-                                self.options.get("changelog-producer.row-deduplicate"))
+                                self.options.get("changelog-producer.row-deduplicate"),
+                                self.options.get("changelog-producer.row-deduplicate-ignore-fields"))
 
     def _rows_at(self, bucket: BucketFiles, files: list[DataFileMeta], name: str,
                  positions: np.ndarray) -> pa.Table:
