@@ -65,6 +65,13 @@ def _by_level(parse_value: Callable[[str], str]) -> Callable[[str], dict[int, st
     return parse
 
 
+def _positive_duration_ms(text: str) -> int:
+    value = parse_duration_ms(text)
+    if value <= 0:
+        raise ValueError("must be a positive duration such as 30 min")
+    return value
+
+
 def _names(text: str) -> tuple[str, ...]:
     """A comma-separated list of column names."""
     return tuple(n.strip() for n in text.split(",") if n.strip())
@@ -182,6 +189,7 @@ _OPTIONS = [
     Option("tag.automatic-creation", "none", _choice("none", "process-time", "watermark")),
     Option("tag.creation-period", "daily", _choice("daily", "hourly", "two-hours")),
     Option("tag.creation-delay", "0 ms", parse_duration_ms),
+    Option("tag.creation-period-duration", None, _positive_duration_ms),
     Option("tag.period-formatter", "with_dashes",
            _choice("with_dashes", "without_dashes", "without_dashes_and_spaces")),
     Option("tag.num-retained-max", None, _int_at_least(1)),

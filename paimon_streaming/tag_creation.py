@@ -7,7 +7,8 @@ after the last automatic tag, the period that just completed is tagged on that s
 a commit at 2024-05-07 00:10 of a daily table creates tag `2024-05-06`; the very first
 snapshot tags the period before its own. Names follow `tag.period-formatter`
 (daily `2024-05-06` / `20240506`, hourly `2024-05-06 13` / `20240506 13` / `2024050613`,
-two-hours always `2024-05-06 12`). With `tag.num-retained-max` the oldest automatic tags
+two-hours always `2024-05-06 12`; `tag.creation-period-duration`, e.g. `30 min`, instead of the
+period: `202405061330`). With `tag.num-retained-max` the oldest automatic tags
 beyond that number are deleted, with their files. Progress is not kept in memory: it is
 the newest automatic tag, so any writer process continues where another stopped.
 """
@@ -38,9 +39,13 @@ _FORMATS = {
 
 
 class TagPeriod:
-    """Tag names <-> period start times for one `tag.creation-period` and formatter."""
+    """Tag names <-> period start times for one `tag.creation-period` and formatter, or a
+    `tag.creation-period-duration` (which wins; tags named `yyyyMMddHHmm`, as Java names them)."""
 
-    def __init__(self, period: str, formatter: str):
+    def __init__(self, period: str, formatter: str, duration_ms: int | None = None):
+        if duration_ms is not None:
+            self.length, self.format = dt.timedelta(milliseconds=duration_ms), "%Y%m%d%H%M"
+            return
         self.length = _PERIODS[period]
         self.format = "%Y-%m-%d %H" if period == "two-hours" else _FORMATS[(period, formatter)]
 
@@ -67,7 +72,8 @@ class TagAutoCreation:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
         options = CoreOptions(schema.options)
         self.mode = options.get("tag.automatic-creation")
-        self.period = TagPeriod(options.get("tag.creation-period"), options.get("tag.period-formatter"))
+        self.period = TagPeriod(options.get("tag.creation-period"), options.get("tag.period-formatter"),
+                                options.get("tag.creation-period-duration"))
         self.delay = dt.timedelta(milliseconds=options.get("tag.creation-delay"))
         if self.delay >= self.period.length:
             raise InvalidOptionError(f"tag.creation-delay of table {table_path} must be shorter than the "

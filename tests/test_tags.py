@@ -132,6 +132,10 @@ def test_period_names_and_parsing():
     two = TagPeriod("two-hours", "without_dashes")
     assert two.previous_period(dt.datetime(2024, 5, 6, 13, 59)) == dt.datetime(2024, 5, 6, 10)
     assert two.name(dt.datetime(2024, 5, 6, 10)) == "2024-05-06 10"
+    half_hour = TagPeriod("daily", "with_dashes", 30 * 60 * 1000)  # tag.creation-period-duration wins
+    assert half_hour.previous_period(dt.datetime(2024, 5, 6, 13, 59)) == dt.datetime(2024, 5, 6, 13, 0)
+    assert half_hour.name(dt.datetime(2024, 5, 6, 13)) == "202405061300"
+    assert half_hour.start_of("202405061330") == dt.datetime(2024, 5, 6, 13, 30)
 
 
 class FakeClock:
@@ -166,6 +170,18 @@ def test_process_time_hourly_with_retention(catalog, monkeypatch):
     t.write_arrow(batch([4]))
     assert t.tags() == ["2024-05-06 10", "2024-05-06 12", "manual"]   # max 2 automatic ones kept
     assert t.tag_manager.snapshot("manual").id == manual.id
+
+
+def test_process_time_with_a_period_duration(catalog, monkeypatch):
+    import paimon_streaming.commit as commit_module
+    clock = FakeClock(dt.datetime(2024, 5, 6, 10, 20))
+    monkeypatch.setattr(commit_module.time, "time", clock)
+    t = pk_table(catalog, **{"tag.automatic-creation": "process-time", "tag.creation-period-duration": "15 min",
+                             "sink.process-time-zone": "UTC"})
+    t.write_arrow(batch([1]))
+    clock.set(dt.datetime(2024, 5, 6, 10, 31))
+    t.write_arrow(batch([2]))
+    assert t.tags() == ["202405061000", "202405061015"]  # the first tags the period before its own
 
 
 def test_watermark_daily_with_delay(catalog):
