@@ -43,8 +43,9 @@ def after_commit(file_io: FileIO, table_path: str, schema: TableSchema, latest: 
     options = CoreOptions(schema.options)
     if options.get("write-only"):
         return
-    steps = [("automatic tag creation", lambda: TagAutoCreation(file_io, table_path, schema).run()),
-             ("tag expiration", lambda: TagDeletion(file_io, table_path, schema).expire_by_time())]
+    steps = [("automatic tag creation", lambda: TagAutoCreation(file_io, table_path, schema).run())]
+    if options.get("tag.time-expire-enabled"):
+        steps.append(("tag expiration", lambda: TagDeletion(file_io, table_path, schema).expire_by_time()))
     if commit_user is not None and identifier is not None:
         steps.append(("partition expiration", lambda: expire_partitions(file_io, table_path, schema, commit_user,
                                                                         identifier)))

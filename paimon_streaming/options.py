@@ -190,6 +190,7 @@ _OPTIONS = [
     Option("tag.creation-period", "daily", _choice("daily", "hourly", "two-hours")),
     Option("tag.creation-delay", "0 ms", parse_duration_ms),
     Option("tag.creation-period-duration", None, _positive_duration_ms),
+    Option("tag.time-expire-enabled", "true", parse_bool),
     Option("tag.period-formatter", "with_dashes",
            _choice("with_dashes", "without_dashes", "without_dashes_and_spaces")),
     Option("tag.num-retained-max", None, _int_at_least(1)),

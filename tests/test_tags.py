@@ -211,6 +211,12 @@ def test_tags_past_their_retention_expire_after_commits(catalog):
     time.sleep(0.01)
     t.write_arrow(batch([2]))
     assert t.tags() == ["hour"]
+    t.update_schema().set_option("tag.time-expire-enabled", "false").commit()  # Java's switch: none expire
+    t.refresh()
+    t.create_tag("brief2", time_retained=1)
+    time.sleep(0.01)
+    t.write_arrow(batch([3]))
+    assert t.tags() == ["brief2", "hour"]
 
 
 def test_two_tags_on_one_expired_snapshot_share_its_files(catalog):
