@@ -13,8 +13,9 @@ column of +I/-U/+U/-D row kinds, not stored); `commitUser` (streaming:
 the stable writer name that makes replayed batches recognizable, required because a Data
 Source writer cannot see the query id; batch: optional); `partitionOverwriteMode`
 (`static` default: overwrite replaces the table; `dynamic`: only the partitions written);
-`mergeSchema` (`true`: input columns the table lacks, and wider types, evolve the table first,
-as Delta's option does; otherwise they are an error naming them); any other option is a Paimon table option used when the table is created (`primary-key`,
+`mergeSchema` (or Paimon's `write.merge-schema`; `true`: input columns the table lacks, and
+wider types, evolve the table first, as Delta's option does; otherwise they are an error naming
+them); any other option is a Paimon table option used when the table is created (`primary-key`,
 `partition`, `bucket`, ...). Spark lower-cases data source option keys, so options that name
 a column (`fields.<col>.…`) need lower-case column names here; create such tables with the
 Python API instead.
@@ -45,7 +46,7 @@ from .spark_write import WritePlan, arrow_schema_of, compact_after_commit, recon
 
 log = logging.getLogger("paimon_streaming.sink")
 _READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode", "rowkindcolumn",
-                          "mergeschema"}
+                          "mergeschema", "write.merge-schema"}
 
 
 @dataclass
@@ -75,7 +76,7 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
         table_options = {k: v for k, v in options.items() if k not in _READER_WRITER_OPTIONS}
         create_table_at(location, arrow_schema_of(schema), options=table_options)
         return load_table(ref, warehouse)
-    merge = options.get("mergeschema", "false").strip().lower() == "true"
+    merge = (options.get("mergeschema") or options.get("write.merge-schema") or "false").strip().lower() == "true"
     reconcile_schema(table, arrow_schema_of(schema), options.get("rowkindcolumn"), merge,
                      ".option('mergeSchema', 'true')")
     return table

@@ -67,6 +67,9 @@ def test_datasource_merge_schema_option(spark, tmp_path):
     t = ps.Table.open(path)
     assert "mergeschema" not in t.schema.options
     assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "a", "score": None}, {"id": 2, "v": "b", "score": 1.5}]
+    spark.createDataFrame([(3, "c", 2.5, True)], "id long, v string, score double, ok boolean").write \
+        .format("paimon").option("write.merge-schema", "true").mode("append").save(path)  # Paimon's spelling
+    assert ps.Table.open(path).schema.field_names == ["id", "v", "score", "ok"]
 
 
 def test_stream_stops_at_a_schema_change_and_a_restart_continues_with_it(spark, tmp_path, catalog):
