@@ -67,9 +67,10 @@ def strptime_format(java_pattern: str) -> str:
         while run < len(java_pattern) and java_pattern[run] == c:
             run += 1
         if c.isalpha():
-            if c not in _JAVA_LETTERS or (c in "yu" and run - i not in (2, 4)) or (c != "S" and c not in "yu" and run - i > 2):
+            width, year = run - i, c in "yu"
+            if c not in _JAVA_LETTERS or (year and width not in (2, 4)) or (not year and c != "S" and width > 2):
                 raise ValueError(f"pattern letters {java_pattern[i:run]!r} are not supported (use y, M, d, H, m, s, S)")
-            out.append("%y" if c in "yu" and run - i == 2 else _JAVA_LETTERS[c])
+            out.append("%y" if year and width == 2 else _JAVA_LETTERS[c])
         else:
             out.append(java_pattern[i:run].replace("%", "%%"))
         i = run
