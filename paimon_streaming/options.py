@@ -247,6 +247,27 @@ UNIMPLEMENTED_FEATURES = {
 }
 
 
+# Table options with which Java's batch reads also take partitions from other branches. We read
+# a table's own branch only, so such a read is refused rather than answered without them.
+OTHER_BRANCH_READS = {
+    "scan.fallback-branch": "partitions missing here are read from branch '{value}'",
+    "chain-table.enabled": "a chain table's partitions are read from its snapshot and delta branches",
+}
+
+
+def refuse_other_branch_reads(options: dict[str, str], table_name: str) -> None:
+    """UnsupportedOperationError for a batch read of a table whose options (OTHER_BRANCH_READS)
+    make Java's batch reads answer from other branches too."""
+    from .errors import UnsupportedOperationError
+    for key, what in OTHER_BRANCH_READS.items():
+        value = str(options.get(key, "")).strip()
+        if value and value.lower() != "false":
+            raise UnsupportedOperationError(
+                f"cannot read {table_name} as a batch: its option '{key}' = '{value}' means "
+                f"{what.format(value=value)} (Java's batch reads), which paimon-streaming does not do; "
+                "read it with Apache Paimon, or stream it (streams read the table's own branch, as Java's)")
+
+
 def unimplemented_features(options: dict[str, str]) -> list[str]:
     """The keys of UNIMPLEMENTED_FEATURES switched on in `options`."""
     return [key for key in UNIMPLEMENTED_FEATURES if str(options.get(key, "false")).strip().lower() == "true"]

@@ -17,7 +17,7 @@ from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictEr
                      StalePlanError, TableNotFoundError)
 from .fileio import FileIO
 from .expire import ExpireResult, SnapshotExpiration
-from .options import CoreOptions, parse_duration_ms
+from .options import CoreOptions, parse_duration_ms, refuse_other_branch_reads
 from .orphans import OrphanFilesClean, OrphanResult
 from .partition_expire import PartitionExpiration
 from .predicate import parse_filter
@@ -363,6 +363,7 @@ class Table:
         return self.snapshot_manager.latest()
 
     def plan(self, snapshot: Snapshot | None, filter: Any = None) -> list[DataSplit]:
+        refuse_other_branch_reads(self.schema.options, self.name)
         flt = parse_filter(filter, self.arrow_schema())
         return TableScan(self.file_io, self.path, self.schema).plan(snapshot, flt)
 
@@ -373,6 +374,7 @@ class Table:
         `filter` is a list of (column, op, value) tuples (AND), a list of such lists (OR), or
         a pyarrow.compute.Expression. Tuple filters also prune partitions and files.
         """
+        refuse_other_branch_reads(self.schema.options, self.name)
         snapshot = self.resolve_snapshot(snapshot_id, tag)
         schema = self.read_schema(snapshot, latest=snapshot_id is None and tag is None)
         flt = parse_filter(filter, schema.arrow_schema())

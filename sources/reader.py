@@ -52,6 +52,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from paimon_streaming import full_compaction
+from paimon_streaming.options import refuse_other_branch_reads
 from paimon_streaming.predicate import parse_filter
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import SchemaManager, TableSchema
@@ -88,6 +89,7 @@ class PaimonBatchReader(DataSourceReader):
 
     def __init__(self, spec: ReadSpec, schema: StructType):
         table = spec.table()
+        refuse_other_branch_reads(table.schema.options, table.name)
         snapshot, table_schema = read_schema(table, spec)
         self.spec = spec
         self.snapshot_id = None if snapshot is None else snapshot.id

@@ -38,3 +38,19 @@ def test_options_that_would_change_the_answer_are_refused(tmp_path, key):
     with pytest.raises(InvalidOptionError, match=f"read option '{key}'"):
         ReadSpec.parse({"path": str(tmp_path), key: "1"})
     ReadSpec.parse({"path": str(tmp_path), key: " "})  # blank: not set
+
+
+@pytest.mark.parametrize("key, value", [("scan.fallback-branch", "dev"), ("chain-table.enabled", "true")])
+def test_tables_whose_batch_reads_span_branches_are_refused(catalog, key, value):
+    """Java's batch reads of such a table also take partitions from other branches; ours would
+    answer without them, so they are refused, naming the option. Streams read the table's own
+    branch, as Java's do."""
+    from paimon_streaming.errors import UnsupportedOperationError
+    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
+    t = catalog.create_table("db.fallback", SCHEMA, options={key: value})
+    t.write_arrow(pa.table({"id": [1]}, schema=SCHEMA))
+    for read in (t.to_arrow, lambda: t.plan(t.latest_snapshot())):
+        with pytest.raises(UnsupportedOperationError, match=f"'{key}' = '{value}'"):
+            read()
+    ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, {}))
+    assert ss.snapshot_units(1, True)
