@@ -180,6 +180,7 @@ _OPTIONS = [
     Option("partition.expiration-batch-size", None, _int_at_least(1)),
     Option("partition.timestamp-formatter", None, str),
     Option("partition.timestamp-pattern", None, str),
+    Option("partition.timestamp-format.strict", "false", parse_bool),
     Option("record-level.expire-time", None, parse_duration_ms),
     Option("record-level.time-field", None, str),
     Option("changelog.num-retained.max", None, _int_at_least(1)),

@@ -31,7 +31,7 @@ import re
 import time
 from typing import Any
 
-from .errors import InvalidOptionError
+from .errors import InvalidOptionError, SchemaMismatchError
 from .fileio import FileIO
 from .options import CoreOptions
 from .paths import partition_value_str
@@ -113,6 +113,33 @@ def partition_time(keys: list[str], values: list[str | None], pattern: str | Non
         return dt.datetime.strptime(text, strptime_format(formatter))
     except ValueError:
         return None
+
+
+class PartitionTimeCheck:
+    """`partition.timestamp-format.strict`: a write whose partition values do not parse with
+    `partition.timestamp-pattern` / `-formatter` is refused (SchemaMismatchError naming the
+    partition; nothing is committed), as Java's writers refuse it, so no partition is written
+    that would never expire."""
+
+    def __init__(self, schema: TableSchema):
+        options = CoreOptions(schema.options)
+        self.keys = list(schema.partition_keys)
+        self.fields = schema.fields_of(self.keys)
+        self.pattern = options.get("partition.timestamp-pattern")
+        self.formatter = options.get("partition.timestamp-formatter")
+        self.enabled = bool(options.get("partition.timestamp-format.strict") and self.keys
+                            and (self.pattern is not None or self.formatter is not None))
+
+    def check(self, values: list[Any], table_name: str) -> None:
+        if not self.enabled:
+            return
+        text = [partition_value_str(v, f.type) for v, f in zip(values, self.fields)]
+        if partition_time(self.keys, text, self.pattern, self.formatter) is None:
+            shown = ", ".join(f"{k}={v}" for k, v in zip(self.keys, text))
+            raise SchemaMismatchError(
+                f"cannot write to {table_name}: partition {shown} does not match 'partition.timestamp-formatter' "
+                f"({self.formatter}) / 'partition.timestamp-pattern' ({self.pattern}), and "
+                "'partition.timestamp-format.strict' is true; check the partition column's values")
 
 
 class PartitionExpiration:

@@ -37,6 +37,7 @@ from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleSta
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
 from .options import AVRO_WRITES, UNIMPLEMENTED_FEATURES, CoreOptions, unimplemented_features
+from .partition_expire import PartitionTimeCheck
 from .paths import PathFactory, TableDirs, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
@@ -235,6 +236,7 @@ class TableWrite:
         # key stats (Java's KeyValueThinDataFileWriterImpl: their stats mode is the keys')
         self.thin = self.pk and thin_mode(schema)
         self.settings = FileSettingsByLevel(schema, schema.trimmed_primary_keys if self.thin else ())
+        self.partition_times = PartitionTimeCheck(schema)
         self.parquet = ParquetSettings.of(self.options)
         self.dynamic = DynamicBucketAssigner(file_io, self.paths, self.options.get("dynamic-bucket.target-row-num"))
         self.engine = engine_for(schema) if self.pk else None
@@ -255,6 +257,7 @@ class TableWrite:
         for pid, bucket, rows in group_rows(part_ids, buckets):
             values = data.select(part_names).slice(int(rows[0]), 1).to_pylist()[0]
             groups.append(_Group(part_rows[pid], [values[n] for n in part_names], bucket, data, rows))
+            self.partition_times.check(groups[-1].partition_values, self.table_name)
         return groups
 
     def partition_and_bucket(self, data: pa.Table) -> tuple[pa.Array, np.ndarray | None]:

@@ -130,3 +130,18 @@ def test_checks_run_once_an_interval(catalog, monkeypatch):
     assert not expiration.due(now=checked + 3599)
     assert expiration.due(now=checked + 3601)
     assert not expiration.due(now=checked + 3602)
+
+
+def test_strict_format_refuses_partitions_that_are_no_time(catalog):
+    from paimon_streaming.errors import SchemaMismatchError
+    t = catalog.create_table("db.strict", SCHEMA, partition_keys=["dt"],
+                             options={"partition.timestamp-formatter": "yyyyMMdd",
+                                      "partition.timestamp-format.strict": "true"})
+    t.write_arrow(rows([0], ["20240501"]))
+    with pytest.raises(SchemaMismatchError, match="partition dt=2024-05-01 does not match"):
+        t.write_arrow(rows([1, 2], ["20240502", "2024-05-01"]))
+    assert [r["dt"] for r in t.to_arrow().to_pylist()] == ["20240501"] and len(t.snapshots()) == 1
+    lax = catalog.create_table("db.lax", SCHEMA, partition_keys=["dt"],
+                               options={"partition.timestamp-formatter": "yyyyMMdd"})
+    lax.write_arrow(rows([1], ["2024-05-01"]))  # not strict: written (and never expires)
+    assert lax.to_arrow().num_rows == 1
