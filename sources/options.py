@@ -58,7 +58,8 @@ UNSUPPORTED_READ_OPTIONS = {
 def refuse_unsupported(options: Mapping[str, str]) -> None:
     """InvalidOptionError for a read option of UNSUPPORTED_READ_OPTIONS (keys in lower case)."""
     for key, what in UNSUPPORTED_READ_OPTIONS.items():
-        if str(options.get(key, "")).strip():
+        value = str(options.get(key, "")).strip()
+        if value and not (key == "branch" and value == "main"):  # the table's own branch is what we read
             raise InvalidOptionError(
                 f"read option '{key}' asks for {what}, which paimon-streaming does not implement; the read "
                 "would answer something else, so it is refused. Time travel: 'snapshot-id', 'tag', "

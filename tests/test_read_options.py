@@ -38,6 +38,7 @@ def test_options_that_would_change_the_answer_are_refused(tmp_path, key):
     with pytest.raises(InvalidOptionError, match=f"read option '{key}'"):
         ReadSpec.parse({"path": str(tmp_path), key: "1"})
     ReadSpec.parse({"path": str(tmp_path), key: " "})  # blank: not set
+    ReadSpec.parse({"path": str(tmp_path), "branch": "main"})  # the table's own branch
 
 
 @pytest.mark.parametrize("key, value", [("scan.fallback-branch", "dev"), ("chain-table.enabled", "true")])
