@@ -2,7 +2,8 @@
 
 Each (partition, bucket) has a HASH index file: the big-endian int32 hashes of the keys in
 that bucket. A known key hash keeps its bucket; new hashes fill buckets below
-`dynamic-bucket.target-row-num` in bucket order, then open the smallest unused bucket ids.
+`dynamic-bucket.target-row-num` in bucket order, then open the smallest unused bucket ids, up
+to `dynamic-bucket.max-buckets` per partition (-1: no limit).
 When a bucket gains keys a new full HASH file replaces the old one in the index manifest.
 Like Paimon's single assigner, this assumes one writer per partition at a time.
 """
@@ -80,17 +81,19 @@ class DynamicBucketAssigner:
         return np.concatenate(hashes), np.concatenate(buckets)
 
     def _fill(self, count: int, known_buckets: np.ndarray) -> np.ndarray:
-        """Bucket ids for `count` new keys: top up non-full buckets, then open new ones."""
+        """Bucket ids for `count` new keys: top up non-full buckets, then open new ones; past
+        `dynamic-bucket.max-buckets` the rest go round the partition's buckets (Java picks one
+        at random per key; the HASH files record either choice)."""
         used, sizes = np.unique(known_buckets, return_counts=True)
         room = [(int(b), self.target - int(s)) for b, s in zip(used, sizes) if s < self.target]
         ids, caps = [b for b, _ in room], [c for _, c in room]
         candidates = (b for b in range(self.max_buckets) if b not in set(used.tolist()))
         while sum(caps) < count:
             nxt = next(candidates, None)
-            if nxt is None:  # every bucket id is taken: spread the rest over existing buckets
-                ids.append(int(used[0]) if len(used) else 0)
-                caps.append(count - sum(caps))
-                break
+            if nxt is None:  # every bucket id is taken
+                pool = np.asarray(sorted(set(used.tolist()) | set(ids)), np.int64)
+                spread = pool[np.arange(count - sum(caps)) % len(pool)]
+                return np.concatenate([np.repeat(np.asarray(ids, np.int64), caps), spread])
             ids.append(nxt)
             caps.append(self.target)
         return np.repeat(np.asarray(ids, np.int64), caps)[:count]

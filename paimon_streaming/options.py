@@ -65,6 +65,13 @@ def _by_level(parse_value: Callable[[str], str]) -> Callable[[str], dict[int, st
     return parse
 
 
+def _max_buckets(text: str) -> int:
+    value = int(text.strip())
+    if value == 0 or value < -1:
+        raise ValueError("must be -1 (no limit) or a positive number of buckets")
+    return value
+
+
 def _positive_duration_ms(text: str) -> int:
     value = parse_duration_ms(text)
     if value <= 0:
@@ -206,6 +213,7 @@ _OPTIONS = [
     Option("compaction.delete-ratio-threshold", "0.2", _fraction),
     Option("compaction.min.file-num", "5", _int_at_least(1)),
     Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1)),
+    Option("dynamic-bucket.max-buckets", "-1", _max_buckets),
     Option("write-only", "false", parse_bool),
     Option("full-compaction.delta-commits", None, lambda text: int(text.strip())),
     Option(PARQUET_WRITER_VERSION, "v1", _parquet_writer_version),

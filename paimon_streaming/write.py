@@ -238,7 +238,8 @@ class TableWrite:
         self.settings = FileSettingsByLevel(schema, schema.trimmed_primary_keys if self.thin else ())
         self.partition_times = PartitionTimeCheck(schema)
         self.parquet = ParquetSettings.of(self.options)
-        self.dynamic = DynamicBucketAssigner(file_io, self.paths, self.options.get("dynamic-bucket.target-row-num"))
+        self.dynamic = DynamicBucketAssigner(file_io, self.paths, self.options.get("dynamic-bucket.target-row-num"),
+                                             self.options.get("dynamic-bucket.max-buckets"))
         self.engine = engine_for(schema) if self.pk else None
         self.changelog = changelog_producer(self.options, schema.primary_keys, table_name) if self.pk else "none"
         self._compactor = None

@@ -56,3 +56,18 @@ def test_dynamic_bucket_upserts_interop(catalog, warehouse):
     # every key's hash is in exactly one bucket of its partition
     total = sum(len(h) for h in index.values())
     assert total == len(model)
+
+
+def test_max_buckets_caps_each_partition(catalog):
+    """`dynamic-bucket.max-buckets`: past it, new keys go round the partition's buckets (Java
+    picks one at random); every key stays in one bucket, and updates find it."""
+    t = catalog.create_table("db.cap", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "-1", "dynamic-bucket.target-row-num": "10",
+                                      "dynamic-bucket.max-buckets": "3"})
+    t.write_arrow(batch(list(range(25)), "a"))
+    t.write_arrow(batch(list(range(20, 70)), "b"))
+    index = hash_index(t)
+    assert sorted(b for _, b in index) == [0, 1, 2]
+    assert sum(len(h) for h in index.values()) == 70 == len({h for hs in index.values() for h in hs.tolist()})
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == \
+        {i: f"a{i}" for i in range(20)} | {i: f"b{i}" for i in range(20, 70)}
