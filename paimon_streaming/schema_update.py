@@ -171,7 +171,9 @@ class SchemaUpdate:
     def add_column(self, column: ColumnPath, type: TypeLike, comment: str | None = None,
                    first: bool = False, after: str | None = None) -> "SchemaUpdate":
         """Add a nullable column (at the end, `first`, or `after` a sibling): files written
-        before read it as null."""
+        before read it as null. With the table option `add-column-before-partition` = true a
+        top-level column added without a position goes before the first partition column, as
+        Java places it."""
         path = _path(column)
         dtype = _to_type(type)
         if not dtype.nullable:
@@ -184,7 +186,14 @@ class SchemaUpdate:
             def edit(siblings: list[DataField], name: str) -> None:
                 _absent(siblings, name, path)
                 new = _new_field(d, name, dtype, comment)
-                at = 0 if first else len(siblings) if after is None else _index(siblings, after, path[:-1] + (after,)) + 1
+                if first:
+                    at = 0
+                elif after is not None:
+                    at = _index(siblings, after, path[:-1] + (after,)) + 1
+                elif len(path) == 1 and str(d.options.get("add-column-before-partition", "")).lower() == "true":
+                    at = next((i for i, f in enumerate(siblings) if f.name in d.partition_keys), len(siblings))
+                else:
+                    at = len(siblings)
                 siblings.insert(at, new)
             _edit_siblings(d.fields, path, edit)
         self._changes.append(change)

@@ -119,6 +119,19 @@ def test_drop_then_add_the_same_name_is_a_new_column(catalog):
     assert t.schema.field("note").id == t.schema.highest_field_id == 7
 
 
+def test_add_column_before_partition(catalog):
+    """`add-column-before-partition` = true: a column added without a position goes before the
+    first partition column (Java's SchemaManager), nested ones and placed ones as asked."""
+    schema = pa.schema([("id", pa.int64(), False), ("dt", pa.string()), ("v", pa.string())])
+    t = catalog.create_table("db.before", schema, partition_keys=["dt"],
+                             options={"add-column-before-partition": "true"})
+    t.update_schema().add_column("a", "INT").add_column("z", "STRING", after="v").commit()
+    assert ps.Table.open(t.path).schema.field_names == ["id", "a", "dt", "v", "z"]
+    plain = catalog.create_table("db.plain", schema, partition_keys=["dt"])
+    plain.update_schema().add_column("a", "INT").commit()
+    assert ps.Table.open(plain.path).schema.field_names == ["id", "dt", "v", "a"]
+
+
 def test_several_changes_are_one_schema_file_and_no_change_is_none(catalog):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     assert t.update_schema().commit().id == 0  # nothing asked: no file
