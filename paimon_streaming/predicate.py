@@ -8,6 +8,7 @@ statistics); the same filter becomes an Arrow expression for the rows that remai
 from __future__ import annotations
 
 import decimal
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -119,11 +120,33 @@ def _or(exprs: Sequence[pc.Expression]) -> pc.Expression:
     return out
 
 
-def _cmp(a: Any, b: Any) -> int | None:
+def compare_values(a: Any, b: Any) -> int | None:
+    """-1, 0 or 1 as a < b, a == b, a > b; None when they do not compare. Numbers with a float
+    among them compare as Java's Double.compare (the order Paimon's statistics are kept in):
+    NaN above everything and equal to itself, -0.0 below 0.0; Python's own comparisons would
+    call NaN equal to anything, and a NaN bound would then prune files it must not."""
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
+                and not isinstance(a, bool) and not isinstance(b, bool):
+            return _double_compare(float(a), float(b))
     try:
         return (a > b) - (a < b)
     except TypeError:
         return None
+
+
+def _double_compare(a: float, b: float) -> int:
+    if a < b:
+        return -1
+    if a > b:
+        return 1
+    a_nan, b_nan = math.isnan(a), math.isnan(b)
+    if a_nan or b_nan:
+        return (a_nan > b_nan) - (a_nan < b_nan)
+    a_sign, b_sign = math.copysign(1.0, a), math.copysign(1.0, b)
+    return (a_sign > b_sign) - (a_sign < b_sign)
+
+
 
 
 def term_may_match(t: Term, lo: Any, hi: Any, null_count: int | None, row_count: int) -> bool:
@@ -138,10 +161,10 @@ def term_may_match(t: Term, lo: Any, hi: Any, null_count: int | None, row_count:
         return True
     values = list(t.value) if t.op in ("in", "not in") else [t.value]
     if t.op == "not in" or t.op == "!=":
-        return not (_cmp(lo, hi) == 0 and lo in values)
+        return not (compare_values(lo, hi) == 0 and lo in values)
     results = []
     for v in values:
-        c_lo, c_hi = _cmp(v, lo), _cmp(v, hi)
+        c_lo, c_hi = compare_values(v, lo), compare_values(v, hi)
         if c_lo is None or c_hi is None:
             return True
         if t.op in ("=", "==", "in"):

@@ -139,6 +139,26 @@ def same_rows(got: list[dict], want: list[dict]) -> bool:
     return len(got) == len(want) and all(same(g[k], w[k]) for g, w in zip(got, want) for k in w)
 
 
+@pytest.mark.parametrize("order", [[math.nan, 1.0, math.inf], [1.0, math.inf, math.nan], [math.inf, math.nan, -0.0, 0.0]])
+def test_partition_stats_keep_java_order_whatever_order_partitions_come_in(order):
+    """A manifest's partition statistics in Java's order (NaN the maximum, -0.0 below 0.0)
+    whatever order the partitions come in; before, a NaN partition met first became both
+    bounds (Python calls NaN equal to anything), and the manifest was pruned for `pd > 1e300`:
+    a filter that returned nothing, depending on the process's hash seed."""
+    from paimon_streaming.binary_row import deserialize_row, serialize_row
+    from paimon_streaming.manifest.files import partition_stats
+    from paimon_streaming.predicate import Term, term_may_match
+    from paimon_streaming.types import DataField, parse_atomic
+    fields = [DataField(0, "pd", parse_atomic("DOUBLE"))]
+    stats = partition_stats([serialize_row([v], [fields[0].type]) for v in order], fields)
+    [lo], [hi] = deserialize_row(stats.min_values, [fields[0].type]), deserialize_row(stats.max_values, [fields[0].type])
+    assert math.isnan(hi) and lo == min(v for v in order if not math.isnan(v))
+    if -0.0 in order:
+        assert math.copysign(1.0, lo) == -1.0
+    assert term_may_match(Term("pd", ">", 1e300), lo, hi, 0, len(order))
+    assert not term_may_match(Term("pd", "<", -1e300), 1.0, hi, 0, len(order))
+
+
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_nan_and_infinities_round_trip_and_filter(catalog, warehouse, partitioned):
     """Float partition directories use Java's text (NaN, Infinity, 4.9E-324); pypaimon uses

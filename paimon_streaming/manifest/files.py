@@ -17,6 +17,7 @@ from ..errors import CorruptFileError, MissingFileError
 from ..file_cache import ImmutableFileCache
 from ..fileio import FileIO
 from ..paths import PathFactory
+from ..predicate import compare_values
 from ..types import DataField
 from . import avro_container
 from .avro_schemas import INDEX_MANIFEST_ENTRY, MANIFEST_ENTRY, MANIFEST_FILE_META
@@ -76,7 +77,8 @@ def read_records(file_io: FileIO, path: str, convert: Callable[[dict], T], size:
 
 
 def partition_stats(partitions: Iterable[bytes], fields: list[DataField]) -> SimpleStats:
-    """Min/max/null count of each partition column over the given partition rows."""
+    """Min/max/null count of each partition column over the given partition rows, in Java's
+    order (`compare_values`: a NaN partition is the maximum, whatever order the rows come in)."""
     if not fields:
         return EMPTY_STATS  # unpartitioned: every manifest has the same empty stats
     types = [f.type.copy(nullable=True) for f in fields]
@@ -88,8 +90,8 @@ def partition_stats(partitions: Iterable[bytes], fields: list[DataField]) -> Sim
             if v is None:
                 nulls[i] += 1
                 continue
-            mins[i] = v if mins[i] is None or v < mins[i] else mins[i]
-            maxs[i] = v if maxs[i] is None or v > maxs[i] else maxs[i]
+            mins[i] = v if mins[i] is None or compare_values(v, mins[i]) < 0 else mins[i]
+            maxs[i] = v if maxs[i] is None or compare_values(v, maxs[i]) > 0 else maxs[i]
     return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
 
 
