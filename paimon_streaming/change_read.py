@@ -5,8 +5,10 @@ Every unit becomes a table of the requested columns plus an int8 `_VALUE_KIND` c
 
 - full units (the starting state): every row is +I;
 - delta and changelog units: each row keeps the kind it was written with;
-- overwrite units of primary-key tables: the difference between the replaced files and the
-  new ones, per key: only before -> -D, only after -> +I, changed -> -U (old) and +U (new).
+- overwrite units of primary-key tables and diff units (a batch incremental diff): the
+  difference between the replaced files and the new ones, per key: only before -> -D, only
+  after -> +I, changed -> -U (old) and +U (new); on append tables (diff units), per row, as a
+  multiset: a row only after -> +I, only before -> -D.
 
 `to_output` turns that column into a user-visible row-kind column ('+I', '-U', '+U', '-D'),
 or, without one, drops the -U/-D rows so the result holds the upserted values only.
@@ -17,10 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .binary_row import encode_rows
 from .keyvalue import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
 from .predicate import Filter
 from .read import SplitReader
-from .streaming_scan import FULL, OVERWRITE_DIFF, ReadUnit
+from .streaming_scan import DIFF, FULL, OVERWRITE_DIFF, ReadUnit
 
 # a tuple, not an Arrow array: pyarrow's first array imports pandas (0.16 s), which the Spark
 # processes that only plan a read never need
@@ -29,8 +32,9 @@ ROW_KIND_NAMES = ("+I", "-U", "+U", "-D")
 
 def read_unit(reader: SplitReader, unit: ReadUnit, names: list[str], flt: Filter | None = None) -> pa.Table:
     """Rows of one unit: columns `names` plus `_VALUE_KIND` (rows matching `flt`, if given)."""
-    if unit.kind == OVERWRITE_DIFF and unit.before is not None:
-        table = _overwrite_diff(reader, unit, names)
+    if unit.kind in (OVERWRITE_DIFF, DIFF) and unit.before is not None:
+        diff = _keyed_diff if reader.schema.primary_keys else _multiset_diff
+        table = diff(reader, unit, names)
         return table if flt is None else table.filter(flt.expression)
     table = reader.read_split(unit.split, names, flt, with_row_kind=True)
     if unit.kind == FULL:
@@ -50,7 +54,7 @@ def to_output(table: pa.Table, row_kind_column: str | None) -> pa.Table:
     return table.append_column(pa.field(row_kind_column, pa.string(), False), names)
 
 
-def _overwrite_diff(reader: SplitReader, unit: ReadUnit, names: list[str]) -> pa.Table:
+def _keyed_diff(reader: SplitReader, unit: ReadUnit, names: list[str]) -> pa.Table:
     keys = list(reader.schema.trimmed_primary_keys)
     cols = names + [k for k in keys if k not in names]
     before = reader.read_split(unit.before, cols, None, with_row_kind=True).drop_columns([VALUE_KIND])
@@ -83,6 +87,35 @@ def _overwrite_diff(reader: SplitReader, unit: ReadUnit, names: list[str]) -> pa
         keep[idx] = keep[idx + 1] = True
     rows = np.nonzero(keep)[0]
     return _with_kinds(ordered.select(names).take(pa.array(rows)), kinds[rows])
+
+
+def _multiset_diff(reader: SplitReader, unit: ReadUnit, names: list[str]) -> pa.Table:
+    """Rows of an append table's diff unit: each distinct row (all columns compared) as many
+    times more as the end state holds it than the start state (+I), or fewer (-D)."""
+    fields = reader.schema.field_names
+    before = reader.read_split(unit.before, fields, None)
+    after = reader.read_split(unit.split, fields, None)
+    both = pa.concat_tables([before, after])
+    side = np.concatenate([np.zeros(before.num_rows, np.int8), np.ones(after.num_rows, np.int8)])
+    if both.num_rows == 0:
+        return _with_kinds(both.select(names), np.zeros(0, np.int8))
+    rows = encode_rows(both.columns, [f.type for f in reader.schema.fields])
+    order = pc.sort_indices(pa.table({"row": rows, "side": side}),
+                            [("row", "ascending"), ("side", "ascending")]).to_numpy()
+    rows, side = rows.take(pa.array(order)), side[order]
+    n = len(side)
+    starts = np.ones(n, bool)
+    starts[1:] = pc.not_equal(rows.slice(0, n - 1), rows.slice(1)).to_numpy(zero_copy_only=False)
+    group = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    n_before = np.bincount(group[side == 0], minlength=len(first))
+    n_after = np.bincount(group[side == 1], minlength=len(first))
+    at = np.arange(n) - first[group]          # position within the row's group (befores first)
+    keep_after = (side == 1) & (at - n_before[group] >= n_before[group])
+    keep_before = (side == 0) & (at >= n_after[group])
+    keep = np.flatnonzero(keep_after | keep_before)
+    kinds = np.where(side[keep] == 1, INSERT, DELETE).astype(np.int8)
+    return _with_kinds(both.select(names).take(pa.array(order[keep])), kinds)
 
 
 def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:

@@ -91,15 +91,15 @@ class SplitReader:
             parts = [self._read_file(split, f, wanted, system) for f in split.files]
             table = pa.concat_tables(parts) if parts else None
         if table is None:
-            return self._empty(wanted)
-        if flt is not None:
+            table = self._empty(wanted)
+        elif flt is not None:
             table = table.filter(flt.expression)
         if with_row_kind and VALUE_KIND not in table.column_names:
             table = table.append_column(VALUE_KIND, from_numpy(np.zeros(table.num_rows, np.int8)))
         return table.select(names + ([VALUE_KIND] if with_row_kind else []))
 
     def _empty(self, names: list[str]) -> pa.Table:
-        return pa.schema([pa.field(n, to_arrow(self.schema.field(n).type)) for n in names]).empty_table()
+        return self._arrow_schema(names).empty_table()
 
     # ---- one file --------------------------------------------------------------------------
     def _read_file(self, split: DataSplit, meta: DataFileMeta, names: list[str],

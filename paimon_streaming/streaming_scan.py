@@ -45,6 +45,7 @@ from .time_travel import earlier_than
 log = logging.getLogger("paimon_streaming.source")
 
 FULL, DELTA, CHANGELOG, OVERWRITE_DIFF = "full", "delta", "changelog", "overwrite"
+DIFF = "diff"  # a batch incremental diff (incremental.py): the end state against the start state
 
 SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
               "from-timestamp", "compacted-full")
@@ -77,9 +78,9 @@ class ReadUnit:
     """One split of one snapshot's streaming plan (see the module docstring)."""
     snapshot_id: int
     index: int
-    kind: str                       # FULL, DELTA, CHANGELOG or OVERWRITE_DIFF
+    kind: str                       # FULL, DELTA, CHANGELOG, OVERWRITE_DIFF or DIFF
     split: DataSplit
-    before: DataSplit | None = None  # OVERWRITE_DIFF on primary-key tables: the replaced files
+    before: DataSplit | None = None  # OVERWRITE_DIFF on primary-key tables, DIFF: the replaced files
 
     @property
     def files(self) -> int:

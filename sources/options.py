@@ -10,6 +10,7 @@ from typing import Mapping
 
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
+from paimon_streaming.incremental import IncrementalRange, parse_pair
 from paimon_streaming.options import parse_memory_size
 from paimon_streaming.streaming_scan import ReadLimits
 from paimon_streaming.system_tables import split_system_table
@@ -32,14 +33,9 @@ _ALIASES = {
 
 
 # Paimon read options that change what a read returns and that we do not implement: ignoring
-# one would answer a different question without a word (the whole table for an incremental
-# query, say), so each is refused, naming what it asks for.
+# one would answer a different question without a word (every partition for `scan.partitions`,
+# say), so each is refused, naming what it asks for.
 UNSUPPORTED_READ_OPTIONS = {
-    "incremental-between": "the changes between two snapshots or tags (a batch incremental query)",
-    "incremental-between-timestamp": "the changes between two instants (a batch incremental query)",
-    "incremental-between-scan-mode": "how a batch incremental query reads its changes",
-    "incremental-between-tag-to-snapshot": "a batch incremental query between tags by their snapshots",
-    "incremental-to-auto-tag": "the changes up to an automatic tag (a batch incremental query)",
     "scan.watermark": "the first snapshot with a watermark at or after a value",
     "scan.file-creation-time-millis": "only files created after an instant",
     "scan.creation-time-millis": "only files created after an instant",
@@ -94,6 +90,41 @@ def _resolve_version(opts: dict[str, str], location: str) -> None:
                                  "snapshot id")
 
 
+INCREMENTAL_OPTIONS = ("incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag")
+
+
+def _incremental(opts: Mapping[str, str]) -> IncrementalRange | None:
+    """The batch incremental query the options ask for (Java's keys), None for none."""
+    given = {k: opts[k].strip() for k in INCREMENTAL_OPTIONS if opts.get(k, "").strip()}
+    if not given:
+        for key in ("incremental-between-scan-mode", "incremental-between-tag-to-snapshot"):
+            if opts.get(key, "").strip():
+                raise InvalidOptionError(f"option '{key}' needs 'incremental-between' or "
+                                         "'incremental-between-timestamp'")
+        return None
+    if len(given) > 1:
+        raise InvalidOptionError(f"give one of {', '.join(INCREMENTAL_OPTIONS)}, not {', '.join(given)}")
+    travel = [k for k in ("snapshot-id", "tag", "timestamp-millis", "scan.snapshot-id", "scan.tag-name",
+                          "scan.timestamp-millis", "scan.timestamp", "scan.version") if opts.get(k, "").strip()]
+    if travel:
+        raise InvalidOptionError(f"an incremental query ({', '.join(given)}) takes no time travel option "
+                                 f"({', '.join(travel)})")
+    mode = opts.get("incremental-between-scan-mode", "auto").strip().lower() or "auto"
+    tag_to_snapshot = opts.get("incremental-between-tag-to-snapshot", "false").strip().lower()
+    if tag_to_snapshot not in ("true", "false"):
+        raise InvalidOptionError("option 'incremental-between-tag-to-snapshot' must be true or false, "
+                                 f"got {opts['incremental-between-tag-to-snapshot']!r}")
+    if "incremental-between" in given:
+        return IncrementalRange(between=parse_pair(given["incremental-between"], "incremental-between"),
+                                mode=mode, tag_to_snapshot=tag_to_snapshot == "true")
+    if "incremental-between-timestamp" in given:
+        key = "incremental-between-timestamp"
+        pair = parse_pair(given[key], key)
+        millis = tuple(int(p) if p.isdigit() else parse_local_timestamp(p, key) for p in pair)
+        return IncrementalRange(between_timestamps=millis, mode=mode)
+    return IncrementalRange(to_auto_tag=given["incremental-to-auto-tag"], mode=mode)
+
+
 def _lookup(options: Mapping[str, str], name: str) -> str | None:
     for key in _ALIASES.get(name, (name,)):
         value = options.get(key)
@@ -137,6 +168,7 @@ class ReadSpec:
     split_target_size: int = 128 << 20
     split_open_file_cost: int = 4 << 20
     scan_mode: str | None = None
+    incremental: IncrementalRange | None = None
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> "ReadSpec":
@@ -171,7 +203,8 @@ class ReadSpec:
                               else _size(opts, "max-bytes-per-trigger", "0")),
             split_target_size=_size(opts, "source.split.target-size", "128 mb"),
             split_open_file_cost=_size(opts, "source.split.open-file-cost", "4 mb"),
-            scan_mode=(_lookup(opts, "scan.mode") or "").lower() or None)
+            scan_mode=(_lookup(opts, "scan.mode") or "").lower() or None,
+            incremental=_incremental(opts))
 
     @property
     def time_travel(self) -> bool:

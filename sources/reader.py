@@ -38,8 +38,16 @@ group consecutive files into one Spark task, as Paimon does; for small reads the
 shrinks so the read still spreads over `source.split.min-partitions` tasks (default: the
 driver's CPU count), as Spark's file sources do with the default parallelism.
 
-`rowKindColumn`: adds a string column of that name holding '+I' for every row, so batch and
-streaming reads of a table can share one schema.
+Incremental queries (Java's options, see paimon_streaming/incremental.py): `incremental-between`
+= 'start,end' (snapshot ids, or two tags: a diff of their states), `incremental-between-timestamp`
+= 'start,end' (epoch millis or local 'yyyy-MM-dd HH:mm:ss'), `incremental-to-auto-tag` = an
+automatic tag (the diff from the automatic tag before it); `incremental-between-scan-mode` auto,
+delta, changelog or diff; `incremental-between-tag-to-snapshot`. The rows as they are after the
+changes, in the table's latest schema; with `rowKindColumn`, every change with its kind.
+
+`rowKindColumn`: adds a string column of that name holding each row's kind: '+I' for every
+row of a plain read, so batch and streaming reads of a table can share one schema; '+I', '-U',
+'+U', '-D' for an incremental query.
 """
 from __future__ import annotations
 
@@ -52,6 +60,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from paimon_streaming import full_compaction
+from paimon_streaming.incremental import IncrementalScan
 from paimon_streaming.options import refuse_other_branch_reads
 from paimon_streaming.predicate import parse_filter
 from paimon_streaming.scan import TableScan
@@ -104,10 +113,14 @@ class PaimonBatchReader(DataSourceReader):
         return state
 
     def partitions(self) -> list[InputPartition]:
-        if self._snapshot is None:
-            return []
         table = self.spec.table()
         schema = TableSchema.from_json(self.table_schema_json)
+        if self.spec.incremental is not None:  # filters apply to rows as read (a diff first compares whole rows)
+            units = IncrementalScan(table.file_io, table.path, schema).plan(self.spec.incremental)
+            return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
+                        read_min_partitions(self.spec.options))
+        if self._snapshot is None:
+            return []
         flt = parse_filter(self.terms, schema.arrow_schema()) if self.terms else None
         splits = TableScan(table.file_io, table.path, schema).plan(self._snapshot, flt)
         units = units_of_splits(self._snapshot.id, splits)

@@ -103,6 +103,9 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if key in spec.options:
                 raise InvalidOptionError(f"option '{key}' is for batch time travel; a stream starts with "
                                          f"'{use}' (and 'scan.mode')")
+        if spec.incremental is not None:
+            raise InvalidOptionError("an incremental query (incremental-between*) is a batch read: use spark.read; "
+                                     "a stream of changes starts with 'scan.snapshot-id' (and 'scan.mode')")
         table = spec.table()
         self.spec = spec
         self.name = table.name

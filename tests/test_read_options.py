@@ -55,3 +55,27 @@ def test_tables_whose_batch_reads_span_branches_are_refused(catalog, key, value)
             read()
     ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, {}))
     assert ss.snapshot_units(1, True)
+
+
+def test_incremental_options_parse_as_java_spells_them(tmp_path):
+    from paimon_streaming.incremental import IncrementalRange
+    base = {"path": str(tmp_path)}
+    assert ReadSpec.parse({**base, "incremental-between": "5, 10"}).incremental == IncrementalRange(between=("5", "10"))
+    spec = ReadSpec.parse({**base, "incremental-between": "t1,t2", "incremental-between-scan-mode": "DIFF",
+                           "incremental-between-tag-to-snapshot": "true"})
+    assert spec.incremental == IncrementalRange(between=("t1", "t2"), mode="diff", tag_to_snapshot=True)
+    local = ReadSpec.parse({**base, "incremental-between-timestamp": "2024-05-01 00:00:00,1714600000000"})
+    assert local.incremental.between_timestamps == (int(dt.datetime(2024, 5, 1).astimezone().timestamp() * 1000),
+                                                    1714600000000)
+    assert ReadSpec.parse({**base, "incremental-to-auto-tag": "2024-12-02"}).incremental.to_auto_tag == "2024-12-02"
+    assert ReadSpec.parse(base).incremental is None
+    for bad, message in (({"incremental-between": "5"}, "'start,end'"),
+                         ({"incremental-between": "5,"}, "'start,end'"),
+                         ({"incremental-between": "1,2", "incremental-to-auto-tag": "x"}, "give one of"),
+                         ({"incremental-between": "1,2", "incremental-between-scan-mode": "all"}, "scan-mode"),
+                         ({"incremental-between": "1,2", "incremental-between-tag-to-snapshot": "yes"}, "true or false"),
+                         ({"incremental-between-scan-mode": "delta"}, "needs 'incremental-between'"),
+                         ({"incremental-between": "1,2", "scan.snapshot-id": "1"}, "no time travel"),
+                         ({"incremental-between-timestamp": "1,soon"}, "must be a local time")):
+        with pytest.raises(InvalidOptionError, match=message):
+            ReadSpec.parse({**base, **bad})
