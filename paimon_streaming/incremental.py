@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .branches import branch_path
 from .errors import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError
 from .fileio import FileIO
 from .long_lived_changelogs import long_lived_changelog
@@ -71,14 +72,14 @@ def parse_pair(text: str, key: str) -> tuple[str, str]:
 class IncrementalScan:
     """Plans the read units of an incremental query on one table (schema: the table's latest)."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str | None = None):
         self.file_io = file_io
-        self.table_path = table_path
+        self.table_path = branch_path(table_path, branch)  # where the branch's snapshots and tags live
         self.schema = schema
         self.options = CoreOptions(schema.options)
-        self.scan = TableScan(file_io, table_path, schema)
-        self.snapshots = SnapshotManager(file_io, table_path)
-        self.tags = TagManager(file_io, table_path)
+        self.scan = TableScan(file_io, table_path, schema, branch)
+        self.snapshots = SnapshotManager(file_io, self.table_path)
+        self.tags = TagManager(file_io, self.table_path)
 
     def plan(self, query: IncrementalRange) -> list[ReadUnit]:
         if query.between is not None:

@@ -24,6 +24,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from .branches import branch_names, branch_path
 from .errors import CorruptFileError, UnsupportedOperationError
 from .file_cleanup import FileCleaner
 from .fileio import FileIO, FileStatus
@@ -88,13 +89,13 @@ class OrphanFilesClean:
     def _branch_roots(self) -> list[str]:
         """The table's directory (the main branch) and each branch's."""
         roots = [self.table_path]
-        for status in self.file_io.list_status(f"{self.table_path}/branch"):
-            if status.is_dir and _name(status.path).startswith("branch-"):
-                if not any(n.startswith("schema-") for n in self.file_io.list_names(f"{status.path}/schema")):
-                    raise UnsupportedOperationError(
-                        f"branch {status.path} has no schema: orphan file cleanup stops (as Java's does) rather "
-                        "than miss the files it uses; check the branch by hand")
-                roots.append(status.path)
+        for name in branch_names(self.file_io, self.table_path):
+            root = branch_path(self.table_path, name)
+            if not any(n.startswith("schema-") for n in self.file_io.list_names(f"{root}/schema")):
+                raise UnsupportedOperationError(
+                    f"branch {root} has no schema: orphan file cleanup stops (as Java's does) rather "
+                    "than miss the files it uses; check the branch by hand")
+            roots.append(root)
         return roots
 
     def _referencing_snapshots(self, snapshots: SnapshotManager, tags: TagManager) -> list[tuple[Snapshot, bool]]:

@@ -25,6 +25,7 @@ from .manifest.entries import DELETION_VECTORS_INDEX
 from .options import CoreOptions
 from .paths import PathFactory, TableDirs, partition_path
 from .predicate import Filter, may_match
+from .branches import branch_path
 from .schema import SchemaManager, TableSchema
 from .snapshot import Snapshot
 
@@ -70,12 +71,12 @@ class DataSplit:
 class TableScan:
     """Plans splits of one table at one snapshot."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str | None = None):
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
         self.options = CoreOptions(schema.options)
-        self.schemas = SchemaManager(file_io, table_path)
+        self.schemas = SchemaManager(file_io, branch_path(table_path, branch))  # a branch's own schema files
         self.dirs = TableDirs.of(table_path, schema.options)
         paths = PathFactory(table_path, self.options.file_format)
         self.partition_fields = schema.fields_of(schema.partition_keys)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import full_compaction
+from .branches import branch_path
 from .consumers import ConsumerManager, check_consumer_id
 from .errors import (InvalidOptionError, SchemaChangedError, SnapshotExpiredError, SnapshotGapError,
                      SnapshotNotFoundError)
@@ -216,15 +217,16 @@ class StreamingScan:
 
     PLAN_CACHE_SIZE = 64
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, options: StreamOptions):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, options: StreamOptions,
+                 branch: str | None = None):
         self.file_io = file_io
-        self.table_path = table_path
+        self.table_path = branch_path(table_path, branch)  # where the branch's snapshots, tags, consumers live
         self.schema = schema
         self.options = options
-        self.scan = TableScan(file_io, table_path, schema)
-        self.snapshots = SnapshotManager(file_io, table_path)
-        self.tags = TagManager(file_io, table_path)
-        self.consumers = ConsumerManager(file_io, table_path)
+        self.scan = TableScan(file_io, table_path, schema, branch)
+        self.snapshots = SnapshotManager(file_io, self.table_path)
+        self.tags = TagManager(file_io, self.table_path)
+        self.consumers = ConsumerManager(file_io, self.table_path)
         self._plans: OrderedDict[tuple[int, bool], list[ReadUnit]] = OrderedDict()
         self._newer_schema: dict[int, int] = {}  # snapshot id -> its schema id, when it changes columns
 

@@ -18,10 +18,11 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from .binary_row import deserialize_row
+from .branches import branch_path
 from .consumers import ConsumerManager
 from .manifest import DataFileMeta
 from .scan import TableScan
-from .schema import SchemaManager, TableSchema
+from .schema import TableSchema
 from .snapshot import Snapshot
 from .table import Table
 
@@ -119,7 +120,7 @@ def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
     snapshot = snapshot or table.latest_snapshot()
     if snapshot is None:
         return []
-    scan = TableScan(table.file_io, table.path, table.schema)
+    scan = TableScan(table.file_io, table.path, table.schema, table.branch)
     rows = []
     for e in scan.live_entries(snapshot):
         f = e.file
@@ -146,7 +147,7 @@ def _manifests(table: Table, snapshot: Snapshot | None) -> list[dict]:
     snapshot = snapshot or table.latest_snapshot()
     if snapshot is None:
         return []
-    scan = TableScan(table.file_io, table.path, table.schema)
+    scan = TableScan(table.file_io, table.path, table.schema, table.branch)
     types = [x.type.copy(nullable=True) for x in scan.partition_fields]
     metas = scan.data_manifests(snapshot)  # sizes checked: a damaged list is an error naming it
     return [{"file_name": m.file_name, "file_size": m.file_size, "num_added_files": m.num_added_files,
@@ -157,7 +158,7 @@ def _manifests(table: Table, snapshot: Snapshot | None) -> list[dict]:
 
 
 def _schemas(table: Table, _: Snapshot | None) -> list[dict]:
-    manager = SchemaManager(table.file_io, table.path)
+    manager = table.schema_manager
     rows = []
     for sid in manager.schema_ids():
         s = manager.schema(sid)
@@ -174,7 +175,7 @@ def _options(table: Table, _: Snapshot | None) -> list[dict]:
 
 def _consumers(table: Table, _: Snapshot | None) -> list[dict]:
     return [{"consumer_id": cid, "next_snapshot_id": n}
-            for cid, n in sorted(ConsumerManager(table.file_io, table.path).consumers().items())]
+            for cid, n in sorted(ConsumerManager(table.file_io, branch_path(table.path, table.branch)).consumers().items())]
 
 
 _BUILDERS: dict[str, Callable[[Table, Snapshot | None], list[dict]]] = {

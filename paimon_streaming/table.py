@@ -15,7 +15,8 @@ from . import full_compaction
 from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
-                     StalePlanError, TableNotFoundError)
+                     StalePlanError, TableNotFoundError, UnsupportedOperationError)
+from .branches import MAIN, branch_names, branch_path
 from .fileio import FileIO
 from .incremental import IncrementalRange, IncrementalScan
 from .expire import ExpireResult, SnapshotExpiration
@@ -41,25 +42,40 @@ log = logging.getLogger(__name__)
 class Table:
     """A Paimon table: batch writes with `write_arrow`, reads with `to_arrow`, snapshot history.
 
-    Open one with `Catalog.get_table("db.t")` or directly with `Table.open(path)`.
+    Open one with `Catalog.get_table("db.t")` or directly with `Table.open(path)`; a branch
+    made by Java with `Table.open(path, branch="dev")` (read-only here: branches.py).
     """
 
-    def __init__(self, file_io: FileIO, path: str, name: str | None = None):
+    def __init__(self, file_io: FileIO, path: str, name: str | None = None, branch: str | None = None):
         self.file_io = file_io
         self.path = path
+        self.branch = branch or MAIN
         self.name = name or path.rstrip("/").rsplit("/", 1)[-1]
-        self.schema_manager = SchemaManager(file_io, path)
-        self.snapshot_manager = SnapshotManager(file_io, path)
-        self.tag_manager = TagManager(file_io, path)
+        meta = branch_path(path, self.branch)  # snapshots, schemas and tags; data stays in `path`
+        self.schema_manager = SchemaManager(file_io, meta)
+        self.snapshot_manager = SnapshotManager(file_io, meta)
+        self.tag_manager = TagManager(file_io, meta)
         schema = self.schema_manager.latest()
+        if schema is None and self.branch != MAIN:
+            raise TableNotFoundError(f"table {self.name} has no branch '{self.branch}' (branches: "
+                                     f"{branch_names(file_io, path)})")
         if schema is None:
             raise TableNotFoundError(f"no Paimon table at {path} (no schema/schema-* file)")
         self.schema: TableSchema = schema
+        if self.branch != MAIN:
+            self.name = f"{self.name}$branch_{self.branch}"
 
     @staticmethod
-    def open(location: str, filesystem=None) -> "Table":
+    def open(location: str, filesystem=None, branch: str | None = None) -> "Table":
         file_io, path = FileIO.for_path(location, filesystem)
-        return Table(file_io, path)
+        return Table(file_io, path, branch=branch)
+
+    def _on_main(self, what: str) -> None:
+        """Changes go to the main branch only: a branch is read here (Java writes branches)."""
+        if self.branch != MAIN:
+            raise UnsupportedOperationError(
+                f"{what} on branch '{self.branch}' of {self.path}: paimon-streaming reads branches but does not "
+                "change them (write, compact, tag or expire them with Apache Paimon, or open the main branch)")
 
     # ---- metadata -------------------------------------------------------------------------
     @property
@@ -101,6 +117,7 @@ class Table:
         `time_retained` (a duration such as "7 d", or millis) makes the tag expire that long
         after its creation; default: the table option `tag.default-time-retained`.
         """
+        self._on_main("creating a tag")
         snapshot = self.snapshot_manager.latest() if snapshot_id is None else self.snapshot(snapshot_id)
         if snapshot is None:
             raise SnapshotNotFoundError(f"cannot tag table {self.name}: it has no snapshot yet; write first")
@@ -111,11 +128,13 @@ class Table:
 
     def delete_tag(self, name: str) -> int:
         """Delete a tag and the files only it kept alive; returns how many files went."""
+        self._on_main("deleting a tag")
         return TagDeletion(self.file_io, self.path, self.schema).delete(name)
 
     def rollback_to(self, target: int | str) -> Snapshot:
         """Make snapshot `target` (int) or tag `target` (str) the latest: later snapshots and
         tags are removed with the files only they used. Returns the new latest snapshot."""
+        self._on_main("a rollback")
         return Rollback(self.file_io, self.path, self.schema).rollback_to(target)
 
     def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,
@@ -125,6 +144,7 @@ class Table:
         `snapshot.time-retained` (`older_than`: a datetime, or epoch millis, before which
         snapshots may go; each option raised to its `changelog.*` counterpart when that is
         longer) and `snapshot.expire.limit`. Returns an ExpireResult."""
+        self._on_main("snapshot expiration")
         return SnapshotExpiration(self.file_io, self.path, self.schema).expire(
             retain_max, retain_min, _epoch_millis(older_than), max_deletes)
 
@@ -132,6 +152,7 @@ class Table:
         """Drop the partitions older than `expiration_time` (e.g. '7 d'; default the table's
         `partition.expiration-time`) now, as after a commit (partition_expire.py); returns their
         values, oldest first. `dry_run`: only list them."""
+        self._on_main("partition expiration")
         ttl = None if expiration_time is None else parse_duration_ms(expiration_time)
         expiration = PartitionExpiration(self.file_io, self.path, self.schema, ttl)
         if expiration.ttl_ms is None:
@@ -144,13 +165,16 @@ class Table:
         """Delete files no snapshot or tag references, last modified before `older_than`
         (datetime or epoch millis; default one day ago, so files of running writers stay).
         Returns an OrphanResult with the paths."""
+        self._on_main("orphan file cleanup")
         return OrphanFilesClean(self.file_io, self.path, self.schema).clean(_epoch_millis(older_than), dry_run)
 
     # ---- writing --------------------------------------------------------------------------
     def new_write(self) -> TableWrite:
+        self._on_main("a write")
         return TableWrite(self.file_io, self.path, self.schema, self.name)
 
     def new_commit(self) -> FileStoreCommit:
+        self._on_main("a commit")
         return FileStoreCommit(self.file_io, self.path, self.schema)
 
     def write_messages(self, data: pa.Table | pa.RecordBatch, row_kind_column: str | None = None,
@@ -368,7 +392,7 @@ class Table:
     def plan(self, snapshot: Snapshot | None, filter: Any = None) -> list[DataSplit]:
         refuse_other_branch_reads(self.schema.options, self.name)
         flt = parse_filter(filter, self.arrow_schema())
-        return TableScan(self.file_io, self.path, self.schema).plan(snapshot, flt)
+        return TableScan(self.file_io, self.path, self.schema, self.branch).plan(snapshot, flt)
 
     def to_arrow(self, columns: Sequence[str] | None = None, filter: Any = None,
                  snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
@@ -381,7 +405,7 @@ class Table:
         snapshot = self.resolve_snapshot(snapshot_id, tag)
         schema = self.read_schema(snapshot, latest=snapshot_id is None and tag is None)
         flt = parse_filter(filter, schema.arrow_schema())
-        scan = TableScan(self.file_io, self.path, schema)
+        scan = TableScan(self.file_io, self.path, schema, self.branch)
         splits = scan.plan(snapshot, flt)
         return SplitReader(self.file_io, scan, schema).read(splits, columns, flt)
 
@@ -411,8 +435,8 @@ class Table:
         if row_kind_column is not None and row_kind_column in self.schema.field_names:
             raise InvalidOptionError(f"row kind column '{row_kind_column}' is a column of table {self.name}")
         flt = parse_filter(filter, self.arrow_schema())
-        units = IncrementalScan(self.file_io, self.path, self.schema).plan(query)
-        reader = SplitReader(self.file_io, TableScan(self.file_io, self.path, self.schema), self.schema)
+        units = IncrementalScan(self.file_io, self.path, self.schema, self.branch).plan(query)
+        reader = SplitReader(self.file_io, TableScan(self.file_io, self.path, self.schema, self.branch), self.schema)
         parts = [to_output(read_unit(reader, u, names, flt), row_kind_column) for u in units]
         if parts:
             return pa.concat_tables(parts)
@@ -435,6 +459,7 @@ class Table:
     def update_schema(self) -> SchemaUpdate:
         """Change the schema (add, rename, drop, widen columns; options; comment): see
         `schema_update.SchemaUpdate`. Use `with table.update_schema() as update: ...`."""
+        self._on_main("a schema change")
         return SchemaUpdate(self)
 
     def __repr__(self) -> str:

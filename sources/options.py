@@ -8,6 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from paimon_streaming.branches import MAIN, validate_branch_name
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
 from paimon_streaming.incremental import IncrementalRange, parse_pair
@@ -15,7 +16,6 @@ from paimon_streaming.options import parse_memory_size
 from paimon_streaming.streaming_scan import ReadLimits
 from paimon_streaming.system_tables import split_system_table
 from paimon_streaming.table import Table
-from paimon_streaming.tags import TagManager
 
 # option -> aliases (Paimon's Spark connector keys, Spark's file source keys)
 _ALIASES = {
@@ -44,7 +44,6 @@ UNSUPPORTED_READ_OPTIONS = {
     "scan.bucket": "one bucket",
     "scan.fallback-branch": "partitions missing here read from another branch",
     "scan.primary-branch": "another branch first",
-    "branch": "another branch",
     "streaming-read-append-overwrite": "an append table's overwritten files as new rows of a stream",
     "stream-scan-mode": "a stream of a special scan (file monitor, compacted changelog)",
     "consumer.changelog-only": "consumers that hold only the changelog back",
@@ -55,7 +54,7 @@ def refuse_unsupported(options: Mapping[str, str]) -> None:
     """InvalidOptionError for a read option of UNSUPPORTED_READ_OPTIONS (keys in lower case)."""
     for key, what in UNSUPPORTED_READ_OPTIONS.items():
         value = str(options.get(key, "")).strip()
-        if value and not (key == "branch" and value == "main"):  # the table's own branch is what we read
+        if value:
             raise InvalidOptionError(
                 f"read option '{key}' asks for {what}, which paimon-streaming does not implement; the read "
                 "would answer something else, so it is refused. Time travel: 'snapshot-id', 'tag', "
@@ -76,12 +75,12 @@ def parse_local_timestamp(text: str, key: str) -> int:
     return int(value.timestamp() * 1000)
 
 
-def _resolve_version(opts: dict[str, str], location: str) -> None:
+def _resolve_version(opts: dict[str, str], location: str, branch: str | None) -> None:
     """`scan.version` (Paimon's VERSION AS OF): a tag of that name, else a snapshot id."""
     version = opts.get("scan.version", "").strip()
     if not version:
         return
-    if TagManager(Table.open(location).file_io, location).exists(version):
+    if Table.open(location, branch=branch).tag_manager.exists(version):
         opts.setdefault("scan.tag-name", version)
     elif version.isdigit():
         opts.setdefault("scan.snapshot-id", version)
@@ -169,6 +168,7 @@ class ReadSpec:
     split_open_file_cost: int = 4 << 20
     scan_mode: str | None = None
     incremental: IncrementalRange | None = None
+    branch: str | None = None
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> "ReadSpec":
@@ -182,9 +182,11 @@ class ReadSpec:
         warehouse = opts.get("warehouse")
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
         refuse_unsupported(opts)
+        branch = opts.get("branch", "").strip() or None
+        branch = None if branch == MAIN else validate_branch_name(branch) if branch else None
         if opts.get("scan.timestamp", "").strip() and not opts.get("scan.timestamp-millis"):
             opts["scan.timestamp-millis"] = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
-        _resolve_version(opts, location)
+        _resolve_version(opts, location, branch)
         snapshot_id = _positive_int(opts, "snapshot-id")
         timestamp = _lookup(opts, "timestamp-millis")
         try:
@@ -204,7 +206,7 @@ class ReadSpec:
             split_target_size=_size(opts, "source.split.target-size", "128 mb"),
             split_open_file_cost=_size(opts, "source.split.open-file-cost", "4 mb"),
             scan_mode=(_lookup(opts, "scan.mode") or "").lower() or None,
-            incremental=_incremental(opts))
+            incremental=_incremental(opts), branch=branch)
 
     @property
     def time_travel(self) -> bool:
@@ -219,4 +221,4 @@ class ReadSpec:
         return any(key in self.options for key in ("snapshot-id", "tag", "timestamp-millis"))
 
     def table(self) -> Table:
-        return Table.open(self.location)
+        return Table.open(self.location, branch=self.branch)

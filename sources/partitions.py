@@ -96,10 +96,11 @@ class ReadContext:
     columns: tuple[tuple[str, str | None], ...]   # output name -> table column (None: the row kind)
     row_kind_column: str | None = None
     filter_terms: tuple = ()
+    branch: str | None = None    # whose schema files the units' files were written with
 
     @staticmethod
     def create(location: str, schema: TableSchema, output: StructType, row_kind_column: str | None,
-               table_name: str) -> "ReadContext":
+               table_name: str, branch: str | None = None) -> "ReadContext":
         names = schema.field_names
         lower = {}
         for n in names:
@@ -116,11 +117,11 @@ class ReadContext:
                 raise SchemaMismatchError(
                     f"column '{f.name}' of the read schema is not a column of Paimon table {table_name} "
                     f"(columns: {names}{'' if row_kind_column is None else f', row kind column {row_kind_column!r}'})")
-        return ReadContext(location, schema.to_json(), output.json(), tuple(columns), row_kind_column)
+        return ReadContext(location, schema.to_json(), output.json(), tuple(columns), row_kind_column, (), branch)
 
     def with_filter(self, terms: Sequence[tuple]) -> "ReadContext":
         return ReadContext(self.location, self.schema_json, self.output_json, self.columns,
-                           self.row_kind_column, tuple(terms))
+                           self.row_kind_column, tuple(terms), self.branch)
 
     @property
     def table_columns(self) -> list[str]:
@@ -138,7 +139,7 @@ def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.R
         return
     file_io, path = FileIO.for_path(ctx.location)
     schema = TableSchema.from_json(ctx.schema_json)
-    scan = TableScan(file_io, path, schema)
+    scan = TableScan(file_io, path, schema, ctx.branch)
     reader = SplitReader(file_io, scan, schema)
     output = StructType.fromJson(json.loads(ctx.output_json))
     target = to_arrow_schema(output, timezone="UTC")

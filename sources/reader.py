@@ -64,7 +64,7 @@ from paimon_streaming.incremental import IncrementalScan
 from paimon_streaming.options import refuse_other_branch_reads
 from paimon_streaming.predicate import parse_filter
 from paimon_streaming.scan import TableScan
-from paimon_streaming.schema import SchemaManager, TableSchema
+from paimon_streaming.schema import TableSchema
 from paimon_streaming.snapshot import Snapshot
 from paimon_streaming.streaming_scan import units_of_splits
 from paimon_streaming.system_tables import system_table
@@ -89,7 +89,7 @@ def read_schema(table: Table, spec: ReadSpec) -> tuple[Snapshot | None, TableSch
             table.options.get("changelog-producer"))
         snapshot = snapshot if compacted is None else table.snapshot(compacted)
     if spec.reads_old_schema and snapshot is not None and snapshot.schema_id != table.schema.id:
-        return snapshot, SchemaManager(table.file_io, table.path).schema(snapshot.schema_id)
+        return snapshot, table.schema_manager.schema(snapshot.schema_id)
     return snapshot, table.schema
 
 
@@ -105,7 +105,8 @@ class PaimonBatchReader(DataSourceReader):
         self._snapshot = snapshot  # resolved once: every later step reads the same snapshot
         self.table_schema_json = table_schema.to_json()
         self.terms: list[tuple] = []
-        self.ctx = ReadContext.create(spec.location, table_schema, schema, spec.row_kind_column, table.name)
+        self.ctx = ReadContext.create(spec.location, table_schema, schema, spec.row_kind_column, table.name,
+                                      table.branch)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -116,13 +117,13 @@ class PaimonBatchReader(DataSourceReader):
         table = self.spec.table()
         schema = TableSchema.from_json(self.table_schema_json)
         if self.spec.incremental is not None:  # filters apply to rows as read (a diff first compares whole rows)
-            units = IncrementalScan(table.file_io, table.path, schema).plan(self.spec.incremental)
+            units = IncrementalScan(table.file_io, table.path, schema, table.branch).plan(self.spec.incremental)
             return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
                         read_min_partitions(self.spec.options))
         if self._snapshot is None:
             return []
         flt = parse_filter(self.terms, schema.arrow_schema()) if self.terms else None
-        splits = TableScan(table.file_io, table.path, schema).plan(self._snapshot, flt)
+        splits = TableScan(table.file_io, table.path, schema, table.branch).plan(self._snapshot, flt)
         units = units_of_splits(self._snapshot.id, splits)
         return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
                     read_min_partitions(self.spec.options))

@@ -112,7 +112,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema_json = table.schema.to_json()
         self.stream_options = StreamOptions.from_options(table.schema.options, spec.options)
         try:
-            self.ctx = ReadContext.create(spec.location, table.schema, schema, spec.row_kind_column, table.name)
+            self.ctx = ReadContext.create(spec.location, table.schema, schema, spec.row_kind_column, table.name,
+                                          table.branch)
         except SchemaMismatchError as exc:
             raise SchemaChangedError(
                 f"the schema of table {table.name} changed since this stream was defined ({exc}); define the "
@@ -132,7 +133,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._scan is None:
             table = self.spec.table()
             self._scan = StreamingScan(table.file_io, table.path, TableSchema.from_json(self.schema_json),
-                                       self.stream_options)
+                                       self.stream_options, table.branch)
         return self._scan
 
     # ---- offsets ------------------------------------------------------------------------

@@ -419,7 +419,10 @@ class Batch:
         self._pending.append(p)
         return p
 
-    def _types(self, path: str) -> dict[str, PType]:
+    def _types(self, path: str, branch: str | None = None) -> dict[str, PType]:
+        if branch is not None and (Path(path) / "branch" / f"branch-{branch}" / "schema").is_dir():
+            # a branch's schema may differ from the main branch's (one created in this batch is the main's)
+            return _field_types(read_schema(f"{path}/branch/branch-{branch}")["fields"])
         if path in self._created:
             return self._created[path]
         return _field_types(read_schema(path)["fields"])
@@ -458,7 +461,7 @@ class Batch:
         """Batch write + commit; with commit_user/commit_identifier the stream write path; to a
         branch of the table when `branch` names one."""
         path = str(path)
-        op = {"op": "write", "path": path, "rows": rows_to_json(rows, self._types(path))}
+        op = {"op": "write", "path": path, "rows": rows_to_json(rows, self._types(path, branch))}
         if branch is not None:
             op["branch"] = branch
         if commit_user is not None:
@@ -500,12 +503,15 @@ class Batch:
         return self._add({"op": "buckets", "path": path, "rows": rows_to_json(rows, self._types(path))},
                          lambda r: r["buckets"])
 
-    def alter(self, path, changes: Sequence[Mapping]) -> Pending:
+    def alter(self, path, changes: Sequence[Mapping], branch: str | None = None) -> Pending:
         """Schema changes by Paimon's SchemaManager: {"kind": "add"|"rename"|"drop"|"type"|
         "set-option", "path": [names], "type": Paimon JSON type, "after", "newName", "key", "value"}.
-        Writes queued in the same batch encode rows with the old schema: alter in a batch of its own."""
-        return self._add({"op": "alter", "path": str(path), "changes": [dict(c) for c in changes]},
-                         lambda r: r["schemaId"])
+        Writes queued in the same batch encode rows with the old schema: alter in a batch of its own.
+        `branch`: change that branch's schema."""
+        op = {"op": "alter", "path": str(path), "changes": [dict(c) for c in changes]}
+        if branch is not None:
+            op["branch"] = branch
+        return self._add(op, lambda r: r["schemaId"])
 
     def create_tag(self, path, tag: str, snapshot_id: int | None = None) -> Pending:
         op = {"op": "create-tag", "path": str(path), "tag": tag}

@@ -582,3 +582,51 @@ def test_orphan_cleanup_keeps_the_files_of_javas_branches(java, warehouse):
         main = b.read(path)
     assert {r["id"]: r["v"] for r in dev.result} == {i: "main" for i in range(5)} | {i: "dev" for i in range(5, 15)}
     assert {r["id"]: r["v"] for r in main.result} == {i: "main" for i in range(10)}
+
+
+def test_we_read_javas_branches(java, warehouse):
+    """A branch made and written by Java (its own snapshots, tags and, here, a schema with one
+    more column; the table's data directories): batch reads, time travel, incremental queries
+    and streams of the branch answer as Java's reads do; the main branch is untouched; changes
+    to a branch are refused, and an unknown branch is an error naming the branches."""
+    from paimon_streaming.errors import TableNotFoundError, UnsupportedOperationError
+    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
+    path = f"{warehouse}/db.db/branches"
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
+    with java.batch() as b:
+        b.create_table(path, fields, primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+        b.write(path, [{"id": i, "v": "main"} for i in range(10)])
+        b.create_tag(path, "t1")
+        b.create_branch(path, "dev", tag="t1")
+    with java.batch() as b:
+        b.alter(path, [{"kind": "add", "path": ["note"], "type": "STRING"}], branch="dev")
+    with java.batch() as b:
+        b.write(path, [{"id": i, "v": "dev", "note": f"n{i}"} for i in range(5, 15)], branch="dev")
+        b.write(path, [{"id": 0, "v": "main2"}])
+    with java.batch() as b:
+        java_dev = b.read(path, branch="dev")
+        java_main = b.read(path)
+    dev = ps.Table.open(path, branch="dev")
+    assert dev.schema.field_names == ["id", "v", "note"] and ps.Table.open(path).schema.field_names == ["id", "v"]
+    ours = {r["id"]: (r["v"], r["note"]) for r in dev.to_arrow().to_pylist()}
+    assert ours == {r["id"]: (r["v"], r["note"]) for r in java_dev.result}
+    assert ours == {i: ("main", None) for i in range(5)} | {i: ("dev", f"n{i}") for i in range(5, 15)}
+    assert {r["id"]: r["v"] for r in ps.Table.open(path).to_arrow().to_pylist()} == \
+        {r["id"]: r["v"] for r in java_main.result}
+    # the branch's own history: its tag t1 and first snapshot hold the main rows of t1
+    assert {r["id"]: r["v"] for r in dev.to_arrow(tag="t1").to_pylist()} == {i: "main" for i in range(10)}
+    first = dev.snapshots()[0].id
+    assert dev.to_arrow(snapshot_id=first).num_rows == 10
+    changed = dev.changes_between(first, dev.latest_snapshot().id, mode="diff")
+    assert sorted(changed.column("id").to_pylist()) == list(range(5, 15))
+    ss = StreamingScan(dev.file_io, dev.path, dev.schema,
+                       StreamOptions.from_options(dev.schema.options, {"scan.mode": "latest-full"}), dev.branch)
+    units, _ = ss.plan_batch(ss.start_position())
+    assert sum(u.rows for u in units) >= 15
+    for change in (lambda: dev.write_arrow(pa.table({"id": [1], "v": ["x"], "note": ["y"]})),
+                   lambda: dev.create_tag("t2"), lambda: dev.expire_snapshots(), lambda: dev.compact(),
+                   lambda: dev.remove_orphan_files(), lambda: dev.update_schema()):
+        with pytest.raises(UnsupportedOperationError, match="branch 'dev'"):
+            change()
+    with pytest.raises(TableNotFoundError, match=r"no branch 'nope' \(branches: \['dev'\]\)"):
+        ps.Table.open(path, branch="nope")

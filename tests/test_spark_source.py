@@ -392,7 +392,7 @@ def test_batch_projection_time_travel_and_table_option(spark, tmp_path, catalog)
     for version, expected in (("first", {(1, "v1"), (2, "v2")}), ("2", {(1, "v1"), (2, "u2"), (3, "u3")})):
         assert {(r.id, r.v) for r in spark.read.format("paimon").option("scan.version", version).load(t.path)
                 .collect()} == expected
-    for key, value in (("scan.partitions", "dt=1"), ("branch", "dev")):
+    for key, value in (("scan.partitions", "dt=1"),):
         with pytest.raises(Exception, match=f"read option '{key}'.*does not implement"):
             spark.read.format("paimon").option(key, value).load(t.path).collect()
     empty = catalog.create_table("db.empty", SCHEMA)
@@ -431,6 +431,36 @@ def test_batch_incremental_queries(spark, catalog):
     with pytest.raises(Exception, match="batch read: use spark.read"):
         stream(spark, t.path, **{"incremental-between": "1,3"}).writeStream.format("memory") \
             .queryName("incr").start().processAllAvailable()
+
+
+def branch_from_tag(t, branch: str, tag: str) -> None:
+    """A branch as Java's createBranch(branch, tag) lays it out: the tag, its snapshot and the
+    schemas up to the snapshot's, under branch/branch-<name>/ (the data stays shared)."""
+    root = f"{t.path}/branch/branch-{branch}"
+    tagged = t.tag_manager.snapshot(tag)
+    data = t.file_io.read_bytes(t.tag_manager.path(tag))
+    t.file_io.write_bytes(f"{root}/tag/tag-{tag}", data)
+    t.file_io.write_bytes(f"{root}/snapshot/snapshot-{tagged.id}", data)
+    for sid in range(tagged.schema_id + 1):
+        t.file_io.write_bytes(f"{root}/schema/schema-{sid}", t.file_io.read_bytes(f"{t.path}/schema/schema-{sid}"))
+
+
+def test_branch_reads(spark, tmp_path, catalog):
+    """option("branch", ...): batch reads, time travel and streams of a branch (Java's layout;
+    tests/test_interop_java.py reads branches Java made and wrote)."""
+    t = pk_table(catalog, "db.branched")
+    t.write_arrow(batch([1, 2]))
+    create_tag(t, "first", 1)
+    branch_from_tag(t, "dev", "first")
+    t.write_arrow(batch([3]))
+    main = {r.id for r in spark.read.format("paimon").load(t.path).collect()}
+    dev = {r.id for r in spark.read.format("paimon").option("branch", "dev").load(t.path).collect()}
+    assert main == {1, 2, 3} and dev == {1, 2}
+    assert spark.read.format("paimon").option("branch", "dev").option("tag", "first").load(t.path).count() == 2
+    assert spark.read.format("paimon").option("branch", "main").load(t.path).count() == 3
+    assert {r["id"] for r in flat(ok(run_batches(stream(spark, t.path, branch="dev"), tmp_path / "ck")))} == {1, 2}
+    with pytest.raises(Exception, match="no branch 'qa'"):
+        spark.read.format("paimon").option("branch", "qa").load(t.path).collect()
 
 
 def test_system_tables(spark, tmp_path, catalog):

@@ -214,7 +214,8 @@ public final class PaimonOracle {
                     throw new IllegalArgumentException("unknown schema change: " + kind);
             }
         }
-        long id = new SchemaManager(LocalFileIO.create(), path).commitChanges(changes).id();
+        String branch = cmd.hasNonNull("branch") ? cmd.get("branch").asText() : "main";
+        long id = new SchemaManager(LocalFileIO.create(), path, branch).commitChanges(changes).id();
         ObjectNode out = NODES.objectNode();
         out.put("schemaId", id);
         return out;
