@@ -256,20 +256,24 @@ UNIMPLEMENTED_FEATURES = {
 }
 
 
-# Table options with which Java's batch reads also take partitions from other branches. We read
-# a table's own branch only, so such a read is refused rather than answered without them.
+# Table options with which Java's batch reads also take partitions from other branches. Reads
+# that do not take them (fallback_read.py does for plain batch reads) are refused rather than
+# answered without them.
 OTHER_BRANCH_READS = {
     "scan.fallback-branch": "partitions missing here are read from branch '{value}'",
     "chain-table.enabled": "a chain table's partitions are read from its snapshot and delta branches",
 }
 
 
-def refuse_other_branch_reads(options: dict[str, str], table_name: str) -> None:
+def refuse_other_branch_reads(options: dict[str, str], table_name: str, fallback_ok: bool = False) -> None:
     """UnsupportedOperationError for a batch read of a table whose options (OTHER_BRANCH_READS)
-    make Java's batch reads answer from other branches too."""
+    make Java's batch reads answer from other branches too; `fallback_ok`: the read does
+    `scan.fallback-branch` as Java (fallback_read.py)."""
     from .errors import UnsupportedOperationError
     for key, what in OTHER_BRANCH_READS.items():
         value = str(options.get(key, "")).strip()
+        if fallback_ok and key == "scan.fallback-branch":
+            continue
         if value and value.lower() != "false":
             raise UnsupportedOperationError(
                 f"cannot read {table_name} as a batch: its option '{key}' = '{value}' means "

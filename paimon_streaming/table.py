@@ -17,6 +17,7 @@ from .commit import CommitMessage, FileStoreCommit
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from .branches import MAIN, branch_names, branch_path
+from .fallback_read import FallbackBranch
 from .fileio import FileIO
 from .incremental import IncrementalRange, IncrementalScan
 from .expire import ExpireResult, SnapshotExpiration
@@ -401,13 +402,23 @@ class Table:
         `filter` is a list of (column, op, value) tuples (AND), a list of such lists (OR), or
         a pyarrow.compute.Expression. Tuple filters also prune partitions and files.
         """
-        refuse_other_branch_reads(self.schema.options, self.name)
+        refuse_other_branch_reads(self.schema.options, self.name, fallback_ok=True)
         snapshot = self.resolve_snapshot(snapshot_id, tag)
         schema = self.read_schema(snapshot, latest=snapshot_id is None and tag is None)
         flt = parse_filter(filter, schema.arrow_schema())
         scan = TableScan(self.file_io, self.path, schema, self.branch)
         splits = scan.plan(snapshot, flt)
-        return SplitReader(self.file_io, scan, schema).read(splits, columns, flt)
+        table = SplitReader(self.file_io, scan, schema).read(splits, columns, flt)
+        fallback = FallbackBranch.of(self.file_io, self.path, schema, self.name)
+        if fallback is None:
+            return table
+        at = fallback.snapshot(snapshot, snapshot_id, tag, None)
+        more = fallback.plan(self.file_io, self.path, scan, snapshot, at, flt)
+        if not more:
+            return table
+        rest = SplitReader(self.file_io, TableScan(self.file_io, self.path, fallback.schema, fallback.name),
+                           fallback.schema).read(more, columns, flt)
+        return pa.concat_tables([table, rest.cast(table.schema)])
 
     def changes_between(self, start: int | str | datetime.datetime, end: int | str | datetime.datetime,
                         mode: str = "auto", columns: Sequence[str] | None = None, filter: Any = None,

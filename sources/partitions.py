@@ -37,11 +37,13 @@ MAX_BATCH_ROWS = 64 * 1024
 
 
 class PaimonInputPartition(InputPartition):
-    """Consecutive read units of one micro-batch or batch read (picklable)."""
+    """Consecutive read units of one micro-batch or batch read (picklable); `fallback`: units of
+    the table's fallback branch (fallback_read.py)."""
 
-    def __init__(self, index: int, units: list[ReadUnit]):
+    def __init__(self, index: int, units: list[ReadUnit], fallback: bool = False):
         self.index = index
         self.units = units
+        self.fallback = fallback
 
     def __repr__(self) -> str:
         return f"PaimonInputPartition(index={self.index}, units={len(self.units)}, " \

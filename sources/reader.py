@@ -60,6 +60,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from paimon_streaming import full_compaction
+from paimon_streaming.fallback_read import FallbackBranch
 from paimon_streaming.incremental import IncrementalScan
 from paimon_streaming.options import refuse_other_branch_reads
 from paimon_streaming.predicate import parse_filter
@@ -73,7 +74,7 @@ from paimon_streaming.time_travel import snapshot_at
 
 from .filters import split_filters
 from .options import ReadSpec
-from .partitions import ReadContext, pack, read_min_partitions, read_partition
+from .partitions import PaimonInputPartition, ReadContext, pack, read_min_partitions, read_partition
 
 _PUSHDOWN_WORKER = "data_source_pushdown_filters"
 
@@ -98,7 +99,7 @@ class PaimonBatchReader(DataSourceReader):
 
     def __init__(self, spec: ReadSpec, schema: StructType):
         table = spec.table()
-        refuse_other_branch_reads(table.schema.options, table.name)
+        refuse_other_branch_reads(table.schema.options, table.name, fallback_ok=spec.incremental is None)
         snapshot, table_schema = read_schema(table, spec)
         self.spec = spec
         self.snapshot_id = None if snapshot is None else snapshot.id
@@ -107,10 +108,19 @@ class PaimonBatchReader(DataSourceReader):
         self.terms: list[tuple] = []
         self.ctx = ReadContext.create(spec.location, table_schema, schema, spec.row_kind_column, table.name,
                                       table.branch)
+        self._fallback = None if spec.incremental is not None else \
+            FallbackBranch.of(table.file_io, table.path, table_schema, table.name)
+        self._fallback_snapshot = None
+        self.fallback_ctx = None
+        if self._fallback is not None:
+            self._fallback_snapshot = self._fallback.snapshot(snapshot, spec.snapshot_id, spec.tag,
+                                                              spec.timestamp_millis)
+            self.fallback_ctx = ReadContext.create(spec.location, self._fallback.schema, schema,
+                                                   spec.row_kind_column, table.name, self._fallback.name)
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_snapshot"] = None  # executors get the units, not the snapshot
+        state["_snapshot"] = state["_fallback"] = state["_fallback_snapshot"] = None  # executors get units
         return state
 
     def partitions(self) -> list[InputPartition]:
@@ -120,16 +130,21 @@ class PaimonBatchReader(DataSourceReader):
             units = IncrementalScan(table.file_io, table.path, schema, table.branch).plan(self.spec.incremental)
             return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
                         read_min_partitions(self.spec.options))
-        if self._snapshot is None:
-            return []
         flt = parse_filter(self.terms, schema.arrow_schema()) if self.terms else None
-        splits = TableScan(table.file_io, table.path, schema, table.branch).plan(self._snapshot, flt)
-        units = units_of_splits(self._snapshot.id, splits)
-        return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
-                    read_min_partitions(self.spec.options))
+        scan = TableScan(table.file_io, table.path, schema, table.branch)
+        units = [] if self._snapshot is None else units_of_splits(self._snapshot.id, scan.plan(self._snapshot, flt))
+        parts = pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
+                     read_min_partitions(self.spec.options))
+        if self._fallback is not None and self._fallback_snapshot is not None:
+            splits = self._fallback.plan(table.file_io, table.path, scan, self._snapshot, self._fallback_snapshot, flt)
+            more = pack(units_of_splits(self._fallback_snapshot.id, splits), self.spec.split_target_size,
+                        self.spec.split_open_file_cost, read_min_partitions(self.spec.options))
+            parts += [PaimonInputPartition(len(parts) + i, p.units, fallback=True) for i, p in enumerate(more)]
+        return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_partition(self.ctx.with_filter(self.terms), partition)
+        ctx = self.fallback_ctx if getattr(partition, "fallback", False) else self.ctx
+        yield from read_partition(ctx.with_filter(self.terms), partition)
 
 
 class PaimonPushdownReader(PaimonBatchReader):

@@ -630,3 +630,39 @@ def test_we_read_javas_branches(java, warehouse):
             change()
     with pytest.raises(TableNotFoundError, match=r"no branch 'nope' \(branches: \['dev'\]\)"):
         ps.Table.open(path, branch="nope")
+
+
+def test_fallback_branch_reads_as_javas(java, warehouse):
+    """`scan.fallback-branch`: a batch read takes the table's own partitions from it and every
+    other partition from the branch, as Java's reads do (also through a filter and through
+    time travel); streams read the table's own branch."""
+    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
+    path = f"{warehouse}/db.db/fallback"
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "dt", "type": "STRING NOT NULL"},
+              {"name": "v", "type": "STRING"}]
+    with java.batch() as b:
+        b.create_table(path, fields, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "1"})
+        b.create_branch(path, "batch")
+    with java.batch() as b:
+        b.alter(path, [{"kind": "set-option", "path": [], "key": "scan.fallback-branch", "value": "batch"}])
+    with java.batch() as b:
+        b.write(path, [{"id": i, "dt": dt, "v": "batch"} for i in range(3) for dt in ("d1", "d2")], branch="batch")
+        b.write(path, [{"id": i, "dt": dt, "v": "main"} for i in range(2) for dt in ("d2", "d3")])
+    with java.batch() as b:
+        java_rows = b.read(path)
+    t = ps.Table.open(path)
+
+    def rows(table):
+        return sorted((r["id"], r["dt"], r["v"]) for r in table.to_pylist())
+    ours = rows(t.to_arrow())
+    assert ours == sorted((r["id"], r["dt"], r["v"]) for r in java_rows.result)
+    assert ours == sorted([(i, "d1", "batch") for i in range(3)] + [(i, dt, "main") for i in range(2)
+                                                                       for dt in ("d2", "d3")])
+    # a filter on another column does not make the table's partition d2 look absent
+    assert rows(t.to_arrow(filter=[("id", "=", 2)])) == [(2, "d1", "batch")]
+    with java.batch() as b:
+        java_first = b.read(path, snapshot_id=1)
+    assert rows(t.to_arrow(snapshot_id=1)) == ours == sorted((r["id"], r["dt"], r["v"]) for r in java_first.result)
+    ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, {}))
+    units, _ = ss.plan_batch(ss.start_position())
+    assert sum(u.rows for u in units) == 4

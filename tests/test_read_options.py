@@ -42,15 +42,22 @@ def test_options_that_would_change_the_answer_are_refused(tmp_path, key):
 
 
 @pytest.mark.parametrize("key, value", [("scan.fallback-branch", "dev"), ("chain-table.enabled", "true")])
-def test_tables_whose_batch_reads_span_branches_are_refused(catalog, key, value):
-    """Java's batch reads of such a table also take partitions from other branches; ours would
-    answer without them, so they are refused, naming the option. Streams read the table's own
-    branch, as Java's do."""
+def test_tables_whose_batch_reads_span_branches_are_refused(catalog, caplog, key, value):
+    """Java's batch reads of such a table also take partitions from other branches; reads that
+    would answer without them are refused, naming the option: chain tables always, fallback
+    branches in `plan` (one branch's splits) and incremental queries (`to_arrow` reads them:
+    test_interop_java.py; a fallback branch that does not exist is ignored, as Java). Streams
+    read the table's own branch, as Java's do."""
     from paimon_streaming.errors import UnsupportedOperationError
     from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
     t = catalog.create_table("db.fallback", SCHEMA, options={key: value})
     t.write_arrow(pa.table({"id": [1]}, schema=SCHEMA))
-    for read in (t.to_arrow, lambda: t.plan(t.latest_snapshot())):
+    refused = [lambda: t.plan(t.latest_snapshot()), lambda: t.changes_between(0, 1)]
+    if key == "chain-table.enabled":
+        refused.append(t.to_arrow)
+    else:
+        assert t.to_arrow().num_rows == 1 and "fallback branch 'dev'" in caplog.text
+    for read in refused:
         with pytest.raises(UnsupportedOperationError, match=f"'{key}' = '{value}'"):
             read()
     ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, {}))

@@ -463,6 +463,24 @@ def test_branch_reads(spark, tmp_path, catalog):
         spark.read.format("paimon").option("branch", "qa").load(t.path).collect()
 
 
+def test_fallback_branch_batch_reads(spark, catalog):
+    """A table with `scan.fallback-branch`: partitions it lacks come from the branch (Java's
+    FallbackReadFileStoreTable; tests/test_interop_java.py checks it against Java)."""
+    t = pk_table(catalog, "db.fallback")
+    t.write_arrow(batch([1, 2, 3]))                   # d1, d2, d0
+    create_tag(t, "first", 1)
+    branch_from_tag(t, "old", "first")
+    with t.update_schema() as update:
+        update.set_option("scan.fallback-branch", "old")
+    t.write_arrow(batch([2], v="u"), overwrite=True)  # the table now holds partition d2 only
+    got = {(r.id, r.v) for r in spark.read.format("paimon").load(t.path).collect()}
+    assert got == {(1, "v1"), (3, "v3"), (2, "u2")}
+    with conf(spark, "spark.sql.python.filterPushdown.enabled", "true"):
+        assert {r.id for r in spark.read.format("paimon").load(t.path).filter("dt = 'd2'").collect()} == {2}
+    with pytest.raises(Exception, match="'scan.fallback-branch' = 'old'"):
+        spark.read.format("paimon").option("incremental-between", "1,2").load(t.path).collect()
+
+
 def test_system_tables(spark, tmp_path, catalog):
     t = pk_table(catalog)
     t.write_arrow(batch([1, 2, 3]))
