@@ -4,7 +4,9 @@ and index files (its snapshots reference them in the table's own directories). T
 branch is the table directory itself.
 
 Here branches are read (batch reads, time travel, streams, incremental queries); they are
-created and written by Java (`create_branch`, `write` to `table$branch_<name>`).
+created and written by Java (`create_branch`, `write` to `table$branch_<name>`). A branch is
+named as Java names it: `Catalog.get_table("db.orders$branch_dev")`, Spark's
+`load(".../orders$branch_dev")` (system tables: `orders$branch_dev$snapshots`).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from .fileio import FileIO
 
 MAIN = "main"
 PREFIX = "branch-"
+SUFFIX = "$branch_"  # Java's table name of a branch: `orders$branch_dev`
 
 
 def branch_path(table_path: str, branch: str | None) -> str:
@@ -20,6 +23,14 @@ def branch_path(table_path: str, branch: str | None) -> str:
     if branch is None or branch == MAIN:
         return table_path
     return f"{table_path}/branch/{PREFIX}{validate_branch_name(branch)}"
+
+
+def split_branch(ref: str) -> tuple[str, str | None]:
+    """'<table>$branch_<name>' -> (table, name); any other reference -> (ref, None)."""
+    base, sep, name = ref.rpartition(SUFFIX)
+    if sep and base and name:
+        return base, validate_branch_name(name)
+    return ref, None
 
 
 def validate_branch_name(name: str) -> str:

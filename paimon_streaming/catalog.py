@@ -7,6 +7,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from .branches import split_branch
 from .errors import InvalidNameError, TableAlreadyExistsError, TableNotFoundError
 from .fileio import FileIO
 from .schema import SchemaManager, TableSchema
@@ -118,10 +119,13 @@ class Catalog:
     def get_table(self, identifier: str) -> Table:
         """The table; TableNotFoundError when there is none, MissingFileError when its directory
         has snapshots but lost its schema files."""
+        identifier, branch = split_branch(identifier)
         path = self.table_path(identifier)
         try:
-            return Table(self.file_io, path, identifier)
+            return Table(self.file_io, path, identifier, branch)
         except TableNotFoundError:
+            if branch is not None and self.table_exists(identifier):
+                raise  # the table exists, the branch does not: the error names the branches
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse} "
                                      f"(looked in {path})") from None
 

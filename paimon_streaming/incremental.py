@@ -92,7 +92,7 @@ class IncrementalScan:
     def _between(self, start: str, end: str, mode: str, tag_to_snapshot: bool) -> list[ReadUnit]:
         if self.tags.exists(start) and self.tags.exists(end):
             before, after = self.tags.snapshot(start), self.tags.snapshot(end)
-            if tag_to_snapshot:
+            if tag_to_snapshot and mode != "diff":
                 return self._changes(before.id, after.id, mode)
             if after.id < before.id:
                 raise InvalidOptionError(f"incremental query of {self.table_path}: end tag '{end}' (snapshot "
@@ -109,8 +109,9 @@ class IncrementalScan:
                                      f"start snapshot {start_id}")
         if self.snapshots.earliest_id() is None or start_id == end_id:
             return []
-        if mode == "diff":
-            return self.diff(self.snapshots.snapshot(start_id), self.snapshots.snapshot(end_id))
+        if mode == "diff":  # snapshot 0: the empty table before the first commit
+            before = None if start_id == 0 and self.snapshots.earliest_id() == 1 else self.snapshots.snapshot(start_id)
+            return self.diff(before, self.snapshots.snapshot(end_id))
         return self._changes(start_id, end_id, mode)
 
     def _between_timestamps(self, start_ms: int, end_ms: int, mode: str) -> list[ReadUnit]:
@@ -198,10 +199,10 @@ class IncrementalScan:
                 for i, e in enumerate(entries)]
 
     # ---- diff ------------------------------------------------------------------------------
-    def diff(self, before: Snapshot, after: Snapshot) -> list[ReadUnit]:
+    def diff(self, before: Snapshot | None, after: Snapshot) -> list[ReadUnit]:
         """One unit per partition and bucket whose live rows differ: the end state's split and
-        the start state's, without the files both hold with the same deletion vector (their rows
-        are the same on both sides) where rows need no merge by key."""
+        the start state's (None: the empty table), without the files both hold with the same
+        deletion vector (their rows are the same on both sides) where rows need no merge by key."""
         old = {(s.partition, s.bucket): s for s in self.scan.plan(before)}
         new = {(s.partition, s.bucket): s for s in self.scan.plan(after)}
         units: list[ReadUnit] = []

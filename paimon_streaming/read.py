@@ -29,7 +29,7 @@ from .scan import DataSplit, DeletionFile, TableScan
 from .schema import TableSchema
 from .types import to_arrow
 
-# Bytes of data files a remote read keeps in flight at most (see SplitReader._threads).
+# Bytes of data files a remote read keeps in flight at most (see SplitReader.threads).
 REMOTE_IN_FLIGHT_BYTES = 512 << 20
 
 
@@ -60,7 +60,7 @@ class SplitReader:
         if not pieces:
             return out_schema.empty_table()
         self._load_deletion_files(splits)
-        with ThreadPoolExecutor(max_workers=self._threads(pieces)) as pool:
+        with ThreadPoolExecutor(max_workers=self.threads(pieces)) as pool:
             tables = list(pool.map(lambda s: self.read_split(s, names, flt, with_row_kind), pieces))
         return pa.concat_tables([_as(t.select(out_schema.names), out_schema) for t in tables])
 
@@ -69,7 +69,7 @@ class SplitReader:
         fields = [self.schema.field(n) for n in names]
         return pa.schema([pa.field(f.name, to_arrow(f.type), f.type.nullable) for f in fields])
 
-    def _threads(self, pieces: list[DataSplit]) -> int:
+    def threads(self, pieces: list[DataSplit]) -> int:
         """Pieces read at once: the store's I/O threads, but on a remote store no more than keep
         REMOTE_IN_FLIGHT_BYTES of files in flight (each thread holds its piece decoded)."""
         if self.file_io.is_local:

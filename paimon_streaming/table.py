@@ -448,7 +448,8 @@ class Table:
         flt = parse_filter(filter, self.arrow_schema())
         units = IncrementalScan(self.file_io, self.path, self.schema, self.branch).plan(query)
         reader = SplitReader(self.file_io, TableScan(self.file_io, self.path, self.schema, self.branch), self.schema)
-        parts = [to_output(read_unit(reader, u, names, flt), row_kind_column) for u in units]
+        with ThreadPoolExecutor(max_workers=reader.threads([u.split for u in units]) if units else 1) as pool:
+            parts = list(pool.map(lambda u: to_output(read_unit(reader, u, names, flt), row_kind_column), units))
         if parts:
             return pa.concat_tables(parts)
         fields = self.arrow_schema()

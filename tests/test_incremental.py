@@ -7,6 +7,8 @@ import time
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from paimon_streaming.errors import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError
 from paimon_streaming.incremental import IncrementalRange
@@ -169,3 +171,48 @@ def test_bad_ranges_are_refused(catalog):
     with pytest.raises(SnapshotExpiredError, match="has expired"):
         t.changes_between(first, third)
     assert plain(t.changes_between(third - 1, third)) == [(6, "c-6")]
+
+
+ops = st.lists(st.tuples(st.sampled_from(["upsert", "upsert", "delete", "compact"]),
+                         st.lists(st.integers(0, 25), min_size=1, max_size=12)), min_size=2, max_size=8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=ops, options=st.sampled_from([{}, DV, {"bucket": "-1"}]), data=st.data())
+def test_diff_matches_a_model_of_the_states(ops, options, data):
+    """A diff between any two snapshots is the per-key (append tables: per-row) difference of
+    the table's states at them, whatever compactions ran in between."""
+    import tempfile
+    from paimon_streaming.catalog import Catalog
+    append = options.get("bucket") == "-1"
+    t = Catalog(tempfile.mkdtemp()).create_table(
+        "db.m", SCHEMA, primary_keys=[] if append else ["k"],
+        options={"bucket": "2", "num-sorted-run.compaction-trigger": "2", **options})
+    states = [(0, {} if not append else [])]
+    for step, (op, keys) in enumerate(ops):
+        keys = sorted(set(keys))
+        if op == "compact":
+            t.compact(full=step % 2 == 0)
+        elif op == "delete" and not append:
+            t.write_arrow(rows(keys, f"d{step}", ["-D"] * len(keys)), row_kind_column="op")
+        else:
+            t.write_arrow(rows(keys, f"u{step}"))
+        state = sorted((r["k"], r["v"]) for r in t.to_arrow().to_pylist())
+        latest = t.latest_snapshot()
+        states.append((0 if latest is None else latest.id, state if append else dict(state)))
+    i, j = sorted(data.draw(st.lists(st.integers(0, len(states) - 1), min_size=2, max_size=2, unique=True)))
+    (a, before), (b, after) = states[i], states[j]
+    if a == b:
+        return
+    got = kinds(t.changes_between(a, b, mode="diff", row_kind_column="kind"))
+    if append:
+        from collections import Counter
+        plus, minus = Counter(after) - Counter(before), Counter(before) - Counter(after)
+        want = sorted([(k, v, "+I") for (k, v), n in plus.items() for _ in range(n)] +
+                      [(k, v, "-D") for (k, v), n in minus.items() for _ in range(n)])
+    else:
+        want = sorted([(k, v, "+I") for k, v in after.items() if k not in before] +
+                      [(k, v, "-D") for k, v in before.items() if k not in after] +
+                      [x for k, v in after.items() if k in before and before[k] != v
+                       for x in ((k, before[k], "-U"), (k, v, "+U"))])
+    assert got == want

@@ -607,6 +607,7 @@ def test_we_read_javas_branches(java, warehouse):
         java_dev = b.read(path, branch="dev")
         java_main = b.read(path)
     dev = ps.Table.open(path, branch="dev")
+    assert ps.Catalog(warehouse).get_table("db.branches$branch_dev").to_arrow().equals(dev.to_arrow())
     assert dev.schema.field_names == ["id", "v", "note"] and ps.Table.open(path).schema.field_names == ["id", "v"]
     ours = {r["id"]: (r["v"], r["note"]) for r in dev.to_arrow().to_pylist()}
     assert ours == {r["id"]: (r["v"], r["note"]) for r in java_dev.result}

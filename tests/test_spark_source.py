@@ -458,6 +458,9 @@ def test_branch_reads(spark, tmp_path, catalog):
     assert main == {1, 2, 3} and dev == {1, 2}
     assert spark.read.format("paimon").option("branch", "dev").option("tag", "first").load(t.path).count() == 2
     assert spark.read.format("paimon").option("branch", "main").load(t.path).count() == 3
+    assert {r.id for r in spark.read.format("paimon").load(t.path + "$branch_dev").collect()} == {1, 2}
+    assert [r.snapshot_id for r in spark.read.format("paimon").load(t.path + "$branch_dev$snapshots").collect()] \
+        == [1]
     assert {r["id"] for r in flat(ok(run_batches(stream(spark, t.path, branch="dev"), tmp_path / "ck")))} == {1, 2}
     with pytest.raises(Exception, match="no branch 'qa'"):
         spark.read.format("paimon").option("branch", "qa").load(t.path).collect()
