@@ -15,6 +15,11 @@ reader opens all of them (W5: 10,000 files of 200 rows). Paimon's writers merge 
   next ones, which ends in the same files after more rewrites); a shorter window slides, its
   oldest file leaving for the next; a file with too many deleted rows is rewritten even in a
   shorter group;
+- unlike Paimon, a group's oldest files stay out while each is larger than all the newer
+  files of the group together: a stream of small commits then merges like a binary counter
+  (a file is rewritten when as many new rows have come after it), so a row is rewritten about
+  log2(commits) times rather than once every four commits until its file reaches 70% of the
+  target size (W5: 12 rewrites a row over 100 commits, bench/HISTORY.md);
 - a rewrite reads the group's files in order (deletion vectors applied, older schemas read as
   the current one) into files of about `target-file-size` at level 0, numbered from the
   group's first sequence number (file source COMPACT), and takes the rewritten files'
@@ -89,10 +94,19 @@ def pick(files: list[DataFileMeta], deleted: Callable[[str], int], rules: Compac
     limit = 2 * rules.target_file_size
     groups: list[list[DataFileMeta]] = []
     window: list[DataFileMeta] = []  # consecutive candidates within twice the target size
+
+    def merge(files: list[DataFileMeta]) -> None:
+        """Take `files` as a group once the newer files together have caught up with the older
+        ones: a file larger than all that follow it waits (unless its deleted rows must go)."""
+        while len(files) > 1 and not too_many_deleted(files[0]) and \
+                files[0].file_size > sum(f.file_size for f in files[1:]):
+            files = files[1:]
+        if len(files) >= rules.min_file_num or any(too_many_deleted(f) for f in files):
+            groups.append(files)
     size = 0
     for f in candidates:
         if window and size + f.file_size > limit and len(window) >= rules.min_file_num:
-            groups.append(window)  # full: merge it
+            merge(window)  # full
             window, size = [], 0
         while window and size + f.file_size > limit:  # slide: the oldest leaves (alone, if it must go)
             oldest = window.pop(0)
@@ -101,8 +115,7 @@ def pick(files: list[DataFileMeta], deleted: Callable[[str], int], rules: Compac
                 groups.append([oldest])
         window.append(f)
         size += f.file_size
-    if len(window) >= rules.min_file_num or any(too_many_deleted(f) for f in window):
-        groups.append(window)
+    merge(window)
     return groups
 
 

@@ -236,3 +236,28 @@ def test_the_window_slides_past_files_too_large_to_merge_five_of():
         [["f0"], ["f1", "f2", "f3", "f4", "f5", "f6"]]
     many = [SimpleNamespace(file_name=f"s{i}", file_size=mb, row_count=10, min_sequence_number=i) for i in range(100)]
     assert [len(g) for g in pick(many, lambda name: 0, rules)] == [100]  # e.g. after write-only writers
+
+
+def test_a_stream_of_small_commits_rewrites_each_row_about_log2_times():
+    """A file waits while it is larger than all newer files of its group together, so small
+    commits merge like a binary counter: over 500 commits of equal files each row is rewritten
+    about 4 times (Paimon's rule, merging the growing file with every four new ones until it
+    reaches 70% of the target size, rewrites it 62 times), and the bucket keeps a few files."""
+    from types import SimpleNamespace
+    from paimon_streaming.append_compaction import CompactionRules, pick
+    rules = CompactionRules(256 << 20, 5, 0.2)
+    files, rewritten, seq = [], 0, 0
+    for commit in range(500):
+        files.append(SimpleNamespace(file_name=f"c{commit}", file_size=1 << 10, row_count=1,
+                                     min_sequence_number=seq))
+        seq += 1
+        for group in pick(files, lambda name: 0, rules):
+            names = {f.file_name for f in group}
+            rewritten += sum(f.row_count for f in group)
+            merged = SimpleNamespace(file_name=f"m{commit}-{len(files)}", file_size=sum(f.file_size for f in group),
+                                     row_count=sum(f.row_count for f in group),
+                                     min_sequence_number=group[0].min_sequence_number)
+            files = sorted([f for f in files if f.file_name not in names] + [merged],
+                           key=lambda f: f.min_sequence_number)
+    assert sum(f.row_count for f in files) == 500
+    assert rewritten / 500 <= 6 and len(files) <= 10, (rewritten / 500, len(files))  # 3.8 and 3 here
