@@ -187,10 +187,13 @@ class SnapshotManager:
         return f"{self.dir}/{name}"
 
     def read_hint(self, name: str) -> int | None:
-        """The id a hint file (LATEST/EARLIEST) holds; None when absent or not a positive id."""
+        """The id a hint file (LATEST/EARLIEST) holds; None when absent, not a positive id, or
+        unreadable: a hint only saves a listing, and a read that races its rewrite on an object
+        store can fail (Azure: 416 when the blob changed size between the size check and the
+        read), so callers then list the snapshot files."""
         try:
             text = self.file_io.read_bytes(self.hint_path(name)).decode("utf-8").strip()
-        except (FileNotFoundError, ValueError):
+        except (OSError, ValueError):
             return None
         return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
 

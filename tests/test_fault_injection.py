@@ -66,9 +66,10 @@ SCENARIOS = [
     Scenario("pk-append-non-local-fs", {"bucket": "2"},
              lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT),
              non_local=True),
-    # an append table's write that merges its partition's small files (APPEND + COMPACT)
+    # an append table's write that merges its partition's small files (APPEND + COMPACT; the new
+    # file outweighs the older one, so the older one does not wait: append_compaction.pick)
     Scenario("append-merge", {"compaction.min.file-num": "2"},
-             lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT),
+             lambda t: t.write_arrow(batch(range(2, 14), v="n"), commit_user=USER, commit_identifier=IDENT),
              primary_keys=()),
 ]
 
