@@ -3,15 +3,21 @@ consumers under `<table>/branch/branch-<name>/`, and shares the table's data fil
 and index files (its snapshots reference them in the table's own directories). The main
 branch is the table directory itself.
 
-Here branches are read (batch reads, time travel, streams, incremental queries); they are
-created and written by Java (`create_branch`, `write` to `table$branch_<name>`). A branch is
-named as Java names it: `Catalog.get_table("db.orders$branch_dev")`, Spark's
-`load(".../orders$branch_dev")` (system tables: `orders$branch_dev$snapshots`).
+A branch is named as Java names it: `Catalog.get_table("db.orders$branch_dev")`, Spark's
+`load(".../orders$branch_dev")` (system tables: `orders$branch_dev$snapshots`); it is read and
+written like the main branch. `create_branch`, `delete_branch` and `fast_forward` change the
+branch directories as Java's FileSystemBranchManager does, in an order that leaves a readable
+table after a crash at any step. Cleanup on one branch never deletes what another references
+(shared_files.py).
 """
 from __future__ import annotations
 
-from .errors import InvalidOptionError
+from .errors import (BranchAlreadyExistsError, InvalidOptionError, SnapshotNotFoundError, TableNotFoundError,
+                     UnsupportedOperationError)
 from .fileio import FileIO
+from .schema import SchemaManager
+from .snapshot import SnapshotManager
+from .tags import TagManager, snapshot_json
 
 MAIN = "main"
 PREFIX = "branch-"
@@ -33,6 +39,17 @@ def split_branch(ref: str) -> tuple[str, str | None]:
     return ref, None
 
 
+def resolve_branch(ref: str, option: str | None) -> tuple[str, str | None]:
+    """(table reference, branch or None for main) from a reference that may end in
+    `$branch_<name>` and a `branch` option, which must agree when both are given."""
+    ref, named = split_branch(ref)
+    option = (option or "").strip() or None
+    if named is not None and option is not None and option != named:
+        raise InvalidOptionError(f"the table names branch '{named}' and option 'branch' '{option}'")
+    branch = named or option
+    return ref, None if branch is None or branch == MAIN else validate_branch_name(branch)
+
+
 def validate_branch_name(name: str) -> str:
     """Java's rules: not blank, not all digits (a snapshot id), no path separator."""
     if not isinstance(name, str) or not name.strip():
@@ -48,3 +65,107 @@ def branch_names(file_io: FileIO, table_path: str) -> list[str]:
     return sorted(status.path.rstrip("/").rsplit("/", 1)[-1][len(PREFIX):]
                   for status in file_io.list_status(f"{table_path}/branch")
                   if status.is_dir and status.path.rstrip("/").rsplit("/", 1)[-1].startswith(PREFIX))
+
+
+def create_branch(file_io: FileIO, table_path: str, name: str, tag: str | None = None) -> None:
+    """A new branch: empty with the latest schema, or (`tag`) starting from that tag's snapshot
+    with the tag and the schemas up to the snapshot's. Schemas are written first and the
+    snapshot last, so a crash leaves a valid (perhaps empty) branch."""
+    validate_branch_name(name)
+    if name == MAIN:
+        raise InvalidOptionError(f"'{MAIN}' is the main branch's name; pick another for a new branch")
+    root = branch_path(table_path, name)
+    if SchemaManager(file_io, root).schema_ids():
+        raise BranchAlreadyExistsError(f"branch '{name}' of {table_path} already exists (branches: "
+                                       f"{branch_names(file_io, table_path)}); delete it first or pick another name")
+    schemas = SchemaManager(file_io, table_path)
+    snapshot = TagManager(file_io, table_path).snapshot(tag) if tag is not None else None
+    last_schema = snapshot.schema_id if snapshot is not None else max(schemas.schema_ids(), default=-1)
+    for schema_id in schemas.schema_ids():
+        if schema_id <= last_schema:
+            _copy(file_io, schemas.path(schema_id), SchemaManager(file_io, root).path(schema_id))
+    if tag is not None:
+        tags = TagManager(file_io, table_path)
+        _copy(file_io, tags.path(tag), TagManager(file_io, root).path(tag))
+        _write(file_io, SnapshotManager(file_io, root).path(snapshot.id), snapshot_json(snapshot))
+
+
+def delete_branch(file_io: FileIO, table_path: str, name: str, fallback_branch: str | None) -> None:
+    """Remove a branch's directory (its snapshots, schemas and tags). The data files only it
+    used are left to orphan cleanup, as Java leaves them."""
+    validate_branch_name(name)
+    if name == fallback_branch:
+        raise UnsupportedOperationError(
+            f"cannot delete branch '{name}' of {table_path}: the table's 'scan.fallback-branch' names it; "
+            "reset that option first")
+    if name not in branch_names(file_io, table_path):
+        raise TableNotFoundError(f"table {table_path} has no branch '{name}' (branches: "
+                                 f"{branch_names(file_io, table_path)})")
+    file_io.delete_dir(branch_path(table_path, name))
+
+
+def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
+    """Make the main branch what branch `name` is (Java's fast-forward): main's snapshots and
+    tags from the branch's earliest snapshot on, and its schemas from that snapshot's on, are
+    replaced by the branch's. Returns main's new latest snapshot id.
+
+    Crash-safe order: main first rolls back (LATEST hint, then snapshot files newest first,
+    then tags), then takes the branch's schemas, then its snapshots oldest first and its tags,
+    so at every step main is some consistent table: its old history cut back, or a prefix of
+    the branch's. The files main's removed snapshots alone used are left to orphan cleanup, as
+    Java leaves them."""
+    validate_branch_name(name)
+    if name == MAIN:
+        raise InvalidOptionError("fast-forward takes a branch other than main")
+    if name not in branch_names(file_io, table_path):
+        raise TableNotFoundError(f"table {table_path} has no branch '{name}' (branches: "
+                                 f"{branch_names(file_io, table_path)})")
+    root = branch_path(table_path, name)
+    source = SnapshotManager(file_io, root)
+    first, last = source.earliest_id(), source.latest_id()
+    if first is None or last is None:
+        raise SnapshotNotFoundError(f"cannot fast-forward {table_path} to branch '{name}': it has no snapshot")
+    main = SnapshotManager(file_io, table_path)
+    main_earliest, main_latest = main.earliest_id(), main.latest_id()
+    if main_latest is not None and main_earliest < first and first > main_latest + 1:
+        raise UnsupportedOperationError(
+            f"cannot fast-forward {table_path} to branch '{name}': the branch's earliest snapshot {first} is past "
+            f"main's latest {main_latest} + 1, so main's history would have a gap (the branch expired the "
+            "snapshots that continued main's)")
+    first_schema = source.snapshot(first).schema_id
+    if main_latest is not None and main_latest >= first:
+        main.commit_latest_hint(max(first - 1, 1))
+        for sid in range(main_latest, max(first, main_earliest) - 1, -1):
+            file_io.delete(main.path(sid))
+    main_tags, branch_tags = TagManager(file_io, table_path), TagManager(file_io, root)
+    for snap, names in main_tags.tagged_snapshots():
+        if snap.id >= first:
+            for tag in names:
+                main_tags.delete_file(tag)
+    main_schemas, branch_schemas = SchemaManager(file_io, table_path), SchemaManager(file_io, root)
+    wanted = set(branch_schemas.schema_ids())
+    for schema_id in reversed(main_schemas.schema_ids()):
+        if schema_id >= first_schema and schema_id not in wanted:
+            file_io.delete(main_schemas.path(schema_id))
+    for schema_id in sorted(wanted):
+        if schema_id >= first_schema:
+            _copy(file_io, branch_schemas.path(schema_id), main_schemas.path(schema_id), replace=True)
+    for sid in range(first, last + 1):
+        _copy(file_io, source.path(sid), main.path(sid), replace=True)
+    for tag in branch_tags.tag_names():
+        _copy(file_io, branch_tags.path(tag), main_tags.path(tag), replace=True)
+    main.commit_earliest_hint(min(first, main_earliest) if main_earliest is not None else first)
+    main.commit_latest_hint(last)
+    return last
+
+
+def _copy(file_io: FileIO, source: str, target: str, replace: bool = False) -> None:
+    _write(file_io, target, file_io.read_bytes(source), replace)
+
+
+def _write(file_io: FileIO, target: str, data: bytes, replace: bool = False) -> None:
+    if replace:
+        file_io.overwrite_atomic(target, data)
+    elif not file_io.try_create_atomic(target, data):
+        raise BranchAlreadyExistsError(f"cannot create {target}: it already exists (another process is "
+                                       "creating the same branch)")

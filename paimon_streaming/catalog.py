@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .branches import split_branch
+from .branches import SUFFIX, branch_path, resolve_branch, split_branch
 from .errors import InvalidNameError, TableAlreadyExistsError, TableNotFoundError
 from .fileio import FileIO
 from .schema import SchemaManager, TableSchema
@@ -99,12 +99,17 @@ class Catalog:
         return sorted(out)
 
     def table_exists(self, identifier: str) -> bool:
-        return bool(SchemaManager(self.file_io, self.table_path(identifier)).schema_ids())
+        """Whether the table (or its branch: `db.t$branch_dev`) exists."""
+        identifier, branch = split_branch(identifier)
+        return bool(SchemaManager(self.file_io, branch_path(self.table_path(identifier), branch)).schema_ids())
 
     def create_table(self, identifier: str, schema: pa.Schema, primary_keys: list[str] | None = None,
                      partition_keys: list[str] | None = None, options: dict[str, Any] | None = None,
                      ignore_if_exists: bool = False, comment: str | None = None) -> Table:
         """Create a table from an Arrow schema. The database is created when missing."""
+        if split_branch(identifier)[1] is not None:
+            raise InvalidNameError(f"{identifier} names a branch: create it from its table with "
+                                   "Table.create_branch (or `paimon-streaming branch create`)")
         db, _ = split_identifier(identifier)
         if self.table_exists(identifier):
             if ignore_if_exists:
@@ -163,11 +168,13 @@ def create_table_at(location: str, schema: pa.Schema, primary_keys: list[str] | 
     return Table(file_io, path)
 
 
-def load_table(table: str, warehouse: str | None = None) -> Table:
-    """Open a table given as a directory/URI, or as "db.table" inside `warehouse`."""
+def load_table(table: str, warehouse: str | None = None, branch: str | None = None) -> Table:
+    """Open a table given as a directory/URI, or as "db.table" inside `warehouse`; a branch
+    with `branch` or Java's `$branch_<name>` suffix on either."""
+    ref, branch = resolve_branch(table, branch)
     if warehouse is not None:
-        return Catalog(warehouse).get_table(table)
-    if "/" not in table and "://" not in table:
+        return Catalog(warehouse).get_table(ref if branch is None else f"{ref}{SUFFIX}{branch}")
+    if "/" not in ref and "://" not in ref:
         raise ValueError(f"table {table!r} is not a path; give a table directory (or URI), "
                          "or pass warehouse= to resolve a 'db.table' name")
-    return Table.open(table)
+    return Table.open(ref, branch=branch)

@@ -21,7 +21,8 @@ Checked, for every snapshot and tag:
 
 Problems are collected, never raised (an unexpected failure is reported as a `check-failed`
 problem), so one run reports everything; `CheckReport.ok` is False when any problem is an
-error. `check_location` also reports a table whose schema files are damaged.
+error. `check_location` also reports a table whose schema files are damaged. The main
+branch's check covers every branch too (their snapshots, tags and schemas, over shared files).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .branches import MAIN, branch_names, branch_path
 from .datafile import verify_data_file
 from .deletionvectors import decode_vector
 from .errors import CorruptFileError, MissingFileError, PaimonError, TagNotFoundError, UnsupportedOperationError
@@ -79,9 +81,37 @@ class CheckReport:
 
 
 def check_table(table: Table, verify_data: bool = True) -> CheckReport:
-    """Verify `table` (see the module docstring); never raises for a problem in the table.
-    `verify_data=False` checks data files by their size only (no read of their content)."""
-    return _Checker(table.file_io, table.path, table, verify_data).run()
+    """Verify `table` (see the module docstring), and every branch when it is the main branch;
+    never raises for a problem in the table. `verify_data=False` checks data files by their
+    size only (no read of their content)."""
+    checker = _Checker(table.file_io, table.path, table, verify_data, branch=table.branch)
+    report = checker.run()
+    if table.branch == MAIN:
+        _check_branches(checker, report)
+    return report
+
+
+def _check_branches(main: "_Checker", report: CheckReport) -> None:
+    """Each branch's snapshots, tags and schemas, over the files they share with main (each
+    file verified once)."""
+    try:
+        names = branch_names(main.io, main.path)
+    except OSError as exc:
+        report.problems.append(Problem(ERROR, "check-failed", f"{main.path}/branch", f"cannot list branches: {exc}"))
+        return
+    for name in names:
+        root = branch_path(main.path, name)
+        try:
+            table = Table(main.io, main.path, branch=name)
+        except Exception as exc:  # noqa: BLE001 - a branch that cannot be opened is a problem to report
+            report.problems.append(Problem(ERROR, "corrupt-file", root, f"branch '{name}' cannot be opened: {exc}"))
+            continue
+        checker = _Checker(main.io, main.path, table, main.verify_data, branch=name)
+        checker.share_verdicts(main)
+        sub = checker.run()
+        report.problems.extend(sub.problems)
+        report.snapshots += sub.snapshots
+        report.files += sub.files
 
 
 def check_location(location: str, verify_data: bool = True, filesystem=None) -> CheckReport:
@@ -100,6 +130,8 @@ def check_location(location: str, verify_data: bool = True, filesystem=None) -> 
         table = Table(file_io, path)
     except Exception as exc:  # noqa: BLE001 - reported below
         opening_error = exc
+    if table is not None:
+        return check_table(table, verify_data)
     return _Checker(file_io, path, table, verify_data, opening_error).run()
 
 
@@ -147,22 +179,28 @@ def _listed_snapshot_ids(file_io: FileIO, snapshot_dir: str) -> list[int]:
 
 class _Checker:
     def __init__(self, file_io: FileIO, path: str, table: Table | None, verify_data: bool = True,
-                 opening_error: Exception | None = None):
+                 opening_error: Exception | None = None, branch: str = MAIN):
         self.io = file_io
         self.path = path
+        self.branch = branch
         self.table = table
         self.verify_data = verify_data
         self.opening_error = opening_error
-        self.snapshot_manager = SnapshotManager(file_io, path)
-        self.tag_manager = TagManager(file_io, path)
-        self.schema_manager = SchemaManager(file_io, path)
+        root = branch_path(path, branch)  # snapshots, tags and schemas; files stay in `path`
+        self.snapshot_manager = SnapshotManager(file_io, root)
+        self.tag_manager = TagManager(file_io, root)
+        self.schema_manager = SchemaManager(file_io, root)
         self.scan: TableScan | None = None
-        self.report = CheckReport(path)
+        self.report = CheckReport(root)
         self._listings: dict[str, dict[str, int]] = {}
         self._decoded: dict[str, list | None] = {}
         self._verdicts: dict[str, bool] = {}
         self._schema_ids: set[int] | None = None
         self._good_schemas: dict[int, TableSchema] = {}
+
+    def share_verdicts(self, other: "_Checker") -> None:
+        """Reuse what `other` found of the files both read (branches share main's files)."""
+        self._listings, self._decoded, self._verdicts = other._listings, other._decoded, other._verdicts
 
     def problem(self, kind: str, path: str, message: str, severity: str = ERROR) -> None:
         self.report.problems.append(Problem(severity, kind, path, message))
@@ -181,7 +219,7 @@ class _Checker:
         self.guarded(self.schema_manager.dir, "checking the schema files", self._check_schema_files)
         schema = self.table.schema if self.table is not None else self._fallback_schema()
         if schema is not None:
-            self.scan = TableScan(self.io, self.path, schema)
+            self.scan = TableScan(self.io, self.path, schema, self.branch)
         snapshots: list[tuple[str, Snapshot]] = []
         self.guarded(self.snapshot_manager.dir, "reading the snapshots and tags",
                      lambda: snapshots.extend(self._snapshots()))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .binary_row import deserialize_row
+from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .errors import CommitConflictError, PaimonError, SequenceConflictError
 from .fileio import FileIO
@@ -93,12 +94,14 @@ class FileStoreCommit:
     """Commits messages of one table as snapshots; safe against concurrent committers."""
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema,
-                 path_factory: PathFactory | None = None):
+                 path_factory: PathFactory | None = None, branch: str = MAIN):
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
+        self.branch = branch
         self.options = CoreOptions(schema.options)
-        self.snapshots = SnapshotManager(file_io, table_path)
+        self.meta = branch_path(table_path, branch)  # the branch's snapshots; files stay in the table's dirs
+        self.snapshots = SnapshotManager(file_io, self.meta)
         self.paths = path_factory or PathFactory(table_path, self.options.file_format)
         self.dirs = TableDirs.of(table_path, schema.options)
         compression = self.options.get("manifest.compression")
@@ -118,14 +121,14 @@ class FileStoreCommit:
         filterCommitted would call it committed and drop the data silently)."""
         if not identifiers:
             return set()
-        commits = user_commits(self.snapshots, CommitUserRecords(self.file_io, self.table_path),
+        commits = user_commits(self.snapshots, CommitUserRecords(self.file_io, self.meta),
                                commit_user, min(identifiers))
         return {i for i in identifiers if commits.committed(i)}
 
     def user_commits(self, commit_user: str, lowest: int) -> UserCommits:
         """What the table knows of `commit_user`'s identifiers from `lowest` up, with the
         snapshots the check read (the table's newest, for a write to plan on; the user's newest)."""
-        return user_commits(self.snapshots, CommitUserRecords(self.file_io, self.table_path), commit_user, lowest)
+        return user_commits(self.snapshots, CommitUserRecords(self.file_io, self.meta), commit_user, lowest)
 
     def commit(self, messages: Sequence[CommitMessage], commit_user: str, identifier: int,
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,
@@ -175,7 +178,8 @@ class FileStoreCommit:
                 self.snapshots.commit_latest_hint(created[-1].id)
         if created and maintain:
             # tags, expiration; never raises
-            after_commit(self.file_io, self.table_path, self.schema, created[-1].id, commit_user, identifier)
+            after_commit(self.file_io, self.table_path, self.schema, created[-1].id, commit_user, identifier,
+                         self.branch)
         return [s.id for s in created]
 
     # ---- one commit kind, with retries ------------------------------------------------
@@ -329,7 +333,7 @@ class FileStoreCommit:
         if after is None and live is not None:
             after = live.apply(entries, strict=False)[0]
         if after is not None:
-            LIVE_FILES.put(self.table_path, snapshot, after)  # the next commit starts from here
+            LIVE_FILES.put(self.meta, snapshot, after)  # the next commit starts from here
         return snapshot
 
     # ---- helpers ------------------------------------------------------------------------

@@ -61,6 +61,10 @@ class TagAlreadyExistsError(PaimonError):
     """create_tag was asked for a name that is already taken."""
 
 
+class BranchAlreadyExistsError(PaimonError):
+    """create_branch was asked for a name that is already taken."""
+
+
 class InvalidTagNameError(PaimonError, ValueError):
     """A tag name is blank, purely numeric, or holds a path separator or control character."""
 

@@ -20,6 +20,8 @@ Which files go, for the expired range [begin, end) where `end` is the new earlie
 * manifest lists, manifests, index manifests and index files of the expired snapshots that
   neither the new earliest snapshot nor a tag overlapping the range references;
 * then the snapshot files, then the EARLIEST hint.
+
+On a table with branches, nothing another branch references is deleted (shared_files.py).
 """
 from __future__ import annotations
 
@@ -27,14 +29,17 @@ import logging
 import time
 from dataclasses import dataclass
 
+from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords
 from .consumers import ConsumerManager
 from .errors import CorruptFileError, InvalidOptionError, SnapshotNotFoundError
 from .file_cleanup import FileCleaner, FileKey, file_key
 from .fileio import FileIO
+from .manifest import ManifestEntry
 from .long_lived_changelogs import long_lived_changelogs, referenced_names
 from .options import CoreOptions
 from .schema import TableSchema
+from .shared_files import OtherBranches
 from .snapshot import Snapshot, SnapshotManager
 from .tags import TagManager
 
@@ -56,14 +61,16 @@ class ExpireResult:
 class SnapshotExpiration:
     """Expires the snapshots of one table and deletes the files only they needed."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str = MAIN):
         self.file_io = file_io
         self.table_path = table_path
+        self.meta = branch_path(table_path, branch)  # the branch's snapshots, tags and consumers
         self.options = CoreOptions(schema.options)
-        self.snapshots = SnapshotManager(file_io, table_path)
-        self.tags = TagManager(file_io, table_path)
-        self.consumers = ConsumerManager(file_io, table_path)
+        self.snapshots = SnapshotManager(file_io, self.meta)
+        self.tags = TagManager(file_io, self.meta)
+        self.consumers = ConsumerManager(file_io, self.meta)
         self.cleaner = FileCleaner(file_io, table_path, schema)
+        self.other_branches = OtherBranches(self.cleaner, branch)
 
     def expire(self, retain_max: int | None = None, retain_min: int | None = None,
                older_than_ms: int | None = None, max_deletes: int | None = None,
@@ -91,7 +98,7 @@ class SnapshotExpiration:
                 f"cannot expire snapshots of {self.table_path}: need 1 <= retain_min ({retain_min}) <= "
                 f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1; retain_min defaults to "
                 "snapshot.num-retained.min, so pass it too when retain_max is smaller")
-        held = _HELD_BACK.get(self.table_path)
+        held = _HELD_BACK.get(self.meta)
         if latest is not None and held is not None and latest - retain_max + 1 <= held[0] and (
                 latest - retain_min + 1 <= held[0] or (held[1] is not None and older_than_ms <= held[1])):
             return ExpireResult(0, held[0], 0)
@@ -116,7 +123,7 @@ class SnapshotExpiration:
                 held_by = successor.time_millis if sid == earliest else None
                 break
         if end <= earliest:
-            _HELD_BACK[self.table_path] = (earliest, held_by)
+            _HELD_BACK[self.meta] = (earliest, held_by)
         return self.expire_until(earliest, end)
 
     def expire_until(self, earliest: int, end: int) -> ExpireResult:
@@ -132,12 +139,11 @@ class SnapshotExpiration:
         end_snapshot = including_end[-1]
         expiring = including_end[:-1]
         # exactly-once outlives the snapshots: their identifiers are recorded before anything goes
-        CommitUserRecords(self.file_io, self.table_path).record(expiring)
+        CommitUserRecords(self.file_io, self.meta).record(expiring)
         tagged = [s for s, _ in self.tags.tagged_snapshots()]
-        held = referenced_names(self.cleaner, long_lived_changelogs(self.file_io, self.table_path))
+        held = referenced_names(self.cleaner, long_lived_changelogs(self.file_io, self.meta))
         deleted = self._delete_data_files(including_end, tagged, held)
-        deleted += self.cleaner.delete_data_files(e for s in expiring for e in self.cleaner.changelog_files(s)
-                                                  if e.file.file_name not in held)
+        deleted += self._delete_changelog_files(expiring, held)
         deleted += self._delete_metadata(expiring, end_snapshot, tagged, held)
         for s in expiring:
             self.file_io.delete(self.snapshots.path(s.id))
@@ -166,7 +172,20 @@ class SnapshotExpiration:
                     continue
             doomed.extend(e for e in self.cleaner.deleted_in_delta(s)
                           if file_key(e) not in keep and file_key(e) not in keep_end and e.file.file_name not in held)
-        return self.cleaner.delete_data_files(doomed)
+        return self.cleaner.delete_data_files(self._not_shared(doomed, "data files"))
+
+    def _delete_changelog_files(self, expiring: list[Snapshot], held: set[str]) -> int:
+        doomed = [e for s in expiring for e in self.cleaner.changelog_files(s) if e.file.file_name not in held]
+        return self.cleaner.delete_data_files(self._not_shared(doomed, "changelog files"))
+
+    def _not_shared(self, entries: list[ManifestEntry], what: str) -> list[ManifestEntry]:
+        """The `entries` no other branch references; none when another branch is unreadable."""
+        try:
+            return [e for e in entries if not self.other_branches.keeps(e.file.file_name)]
+        except CorruptFileError as exc:
+            log.warning("not deleting %s of expired snapshots of %s: another branch is unreadable: %s",
+                        what, self.table_path, exc)
+            return []
 
     def _delete_metadata(self, expiring: list[Snapshot], end_snapshot: Snapshot, tagged: list[Snapshot],
                          held: set[str]) -> int:
@@ -175,11 +194,13 @@ class SnapshotExpiration:
         keepers = overlapping_tags(tagged, expiring[0].id, end_snapshot.id) + [end_snapshot]
         try:
             keep = set().union(*(self.cleaner.metadata_files(s, changelog=False) for s in keepers))
+            candidates = set().union(*(self.cleaner.metadata_files_tolerant(s, changelog=True) for s in expiring))
+            doomed = [p for p in candidates - keep
+                      if p.rsplit("/", 1)[-1] not in held and not self.other_branches.keeps(p)]
         except CorruptFileError as exc:
             log.warning("not deleting manifests of expired snapshots of %s: %s", self.table_path, exc)
             return 0
-        candidates = set().union(*(self.cleaner.metadata_files_tolerant(s, changelog=True) for s in expiring))
-        return self.cleaner.delete_paths(p for p in candidates - keep if p.rsplit("/", 1)[-1] not in held)
+        return self.cleaner.delete_paths(doomed)
 
     def _try_snapshot(self, snapshot_id: int) -> Snapshot | None:
         try:

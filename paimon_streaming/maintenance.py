@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 
+from .branches import MAIN, branch_path
 from .consumers import CONSUMER_PREFIX, ConsumerManager
 from .expire import SnapshotExpiration
 from .fileio import FileIO
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 def expire_consumers(file_io: FileIO, table_path: str, older_than_ms: int) -> list[str]:
-    """Remove consumer files not updated since `older_than_ms` (`consumer.expiration-time`),
+    """Remove consumer files (of the branch whose snapshots live at `table_path`) not updated since `older_than_ms` (`consumer.expiration-time`),
     so an abandoned streaming reader stops holding snapshots back."""
     consumers = ConsumerManager(file_io, table_path)
     expired = []
@@ -36,24 +37,25 @@ def expire_consumers(file_io: FileIO, table_path: str, older_than_ms: int) -> li
 
 
 def after_commit(file_io: FileIO, table_path: str, schema: TableSchema, latest: int | None = None,
-                 commit_user: str | None = None, identifier: int | None = None) -> None:
-    """Run the table's automatic maintenance; called once after every successful commit
-    (`latest`: the id it published, by `commit_user` with `identifier`, who also drops expired
-    partitions, as in Java)."""
+                 commit_user: str | None = None, identifier: int | None = None, branch: str = MAIN) -> None:
+    """Run the table's (or `branch`'s) automatic maintenance; called once after every
+    successful commit (`latest`: the id it published, by `commit_user` with `identifier`, who
+    also drops expired partitions, as in Java)."""
     options = CoreOptions(schema.options)
     if options.get("write-only"):
         return
-    steps = [("automatic tag creation", lambda: TagAutoCreation(file_io, table_path, schema).run())]
+    steps = [("automatic tag creation", lambda: TagAutoCreation(file_io, table_path, schema, branch).run())]
     if options.get("tag.time-expire-enabled"):
-        steps.append(("tag expiration", lambda: TagDeletion(file_io, table_path, schema).expire_by_time()))
+        steps.append(("tag expiration", lambda: TagDeletion(file_io, table_path, schema, branch).expire_by_time()))
     if commit_user is not None and identifier is not None:
         steps.append(("partition expiration", lambda: expire_partitions(file_io, table_path, schema, commit_user,
-                                                                        identifier)))
+                                                                        identifier, branch)))
     consumer_ttl = options.get("consumer.expiration-time")
     if consumer_ttl is not None:
-        steps.append(("consumer expiration",
-                      lambda: expire_consumers(file_io, table_path, int(time.time() * 1000) - consumer_ttl)))
-    steps.append(("snapshot expiration", lambda: SnapshotExpiration(file_io, table_path, schema).expire(latest=latest)))
+        steps.append(("consumer expiration", lambda: expire_consumers(
+            file_io, branch_path(table_path, branch), int(time.time() * 1000) - consumer_ttl)))
+    steps.append(("snapshot expiration",
+                  lambda: SnapshotExpiration(file_io, table_path, schema, branch).expire(latest=latest)))
     for what, step in steps:
         try:
             step()

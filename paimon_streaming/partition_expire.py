@@ -31,6 +31,7 @@ import re
 import time
 from typing import Any
 
+from .branches import MAIN, branch_path
 from .errors import InvalidOptionError, SchemaMismatchError
 from .fileio import FileIO
 from .options import CoreOptions
@@ -145,10 +146,12 @@ class PartitionTimeCheck:
 class PartitionExpiration:
     """Finds and drops the expired partitions of one table."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, ttl_ms: int | None = None):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, ttl_ms: int | None = None,
+                 branch: str = MAIN):
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
+        self.branch = branch
         self.options = CoreOptions(schema.options)
         self.ttl_ms = self.options.get("partition.expiration-time") if ttl_ms is None else ttl_ms
 
@@ -156,10 +159,10 @@ class PartitionExpiration:
         """Whether this process checks the table now (`partition.expiration-check-interval`)."""
         interval = self.options.get("partition.expiration-check-interval") / 1000
         now = time.monotonic() if now is None else now
-        last = _LAST_CHECK.setdefault(self.table_path, now - random.uniform(0, interval))
+        last = _LAST_CHECK.setdefault(branch_path(self.table_path, self.branch), now - random.uniform(0, interval))
         if interval and now <= last + interval:
             return False
-        _LAST_CHECK[self.table_path] = now
+        _LAST_CHECK[branch_path(self.table_path, self.branch)] = now
         return True
 
     def expired(self, now: dt.datetime | None = None) -> list[tuple[bytes, dict[str, str]]]:
@@ -168,7 +171,7 @@ class PartitionExpiration:
         if self.ttl_ms is None or not self.schema.partition_keys:
             return []
         threshold = (dt.datetime.now() if now is None else now) - dt.timedelta(milliseconds=self.ttl_ms)
-        latest = SnapshotManager(self.file_io, self.table_path).latest()
+        latest = SnapshotManager(self.file_io, branch_path(self.table_path, self.branch)).latest()
         if latest is None:
             return []
         scan = TableScan(self.file_io, self.table_path, self.schema)
@@ -204,7 +207,7 @@ class PartitionExpiration:
             return []
         from .commit import FileStoreCommit  # commits run this module after them
         batch = self.options.get("partition.expiration-batch-size") or len(doomed)
-        committer = FileStoreCommit(self.file_io, self.table_path, self.schema)
+        committer = FileStoreCommit(self.file_io, self.table_path, self.schema, branch=self.branch)
         for start in range(0, len(doomed), batch):
             part = doomed[start:start + batch]
             committer.commit([], commit_user, identifier, overwrite=True,
@@ -214,9 +217,9 @@ class PartitionExpiration:
 
 
 def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, commit_user: str,
-                      identifier: int) -> list[dict[str, Any]]:
+                      identifier: int, branch: str = MAIN) -> list[dict[str, Any]]:
     """After a commit: drop expired partitions when a check is due."""
-    expiration = PartitionExpiration(file_io, table_path, schema)
+    expiration = PartitionExpiration(file_io, table_path, schema, branch=branch)
     if expiration.ttl_ms is None or not expiration.due():
         return []
     return expiration.expire(commit_user, identifier)

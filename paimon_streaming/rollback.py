@@ -7,21 +7,23 @@ EARLIEST at it. Unlike Java 1.4 (which leaves them to orphan cleanup) we then de
 files only the removed snapshots and tags used: the full file set of the first removed
 snapshot, the files later removed snapshots added, their changelog, the files of removed
 tags, and their manifests and index files, minus everything the retained snapshot
-references. Files are deleted only after no snapshot or tag points at them, so a crash
+references, and minus what another branch references (shared_files.py). Files are deleted
+only after no snapshot or tag points at them, so a crash
 half-way leaves orphans, never a snapshot with missing files.
 """
 from __future__ import annotations
 
-import json
 import logging
 
+from .branches import MAIN, branch_path
 from .errors import CorruptFileError, SnapshotNotFoundError
 from .file_cleanup import FileCleaner, file_key
 from .fileio import FileIO
 from .manifest import ManifestEntry
 from .schema import TableSchema
+from .shared_files import OtherBranches
 from .snapshot import Snapshot, SnapshotManager
-from .tags import TagManager
+from .tags import TagManager, snapshot_json
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +31,13 @@ log = logging.getLogger(__name__)
 class Rollback:
     """Rolls one table back to a snapshot id or a tag name."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str = MAIN):
         self.file_io = file_io
         self.table_path = table_path
-        self.snapshots = SnapshotManager(file_io, table_path)
-        self.tags = TagManager(file_io, table_path)
+        self.snapshots = SnapshotManager(file_io, branch_path(table_path, branch))
+        self.tags = TagManager(file_io, branch_path(table_path, branch))
         self.cleaner = FileCleaner(file_io, table_path, schema)
+        self.other_branches = OtherBranches(self.cleaner, branch)
 
     def target(self, target: int | str) -> Snapshot:
         """The snapshot to roll back to: a tag by name, or a snapshot id (from a tag when the
@@ -64,6 +67,8 @@ class Rollback:
         try:
             keep_data = self.cleaner.live_data_files(retained)
             keep_meta = self.cleaner.metadata_files(retained, changelog=False)
+            data = [e for e in data if not self.other_branches.keeps(e.file.file_name)]
+            meta = {p for p in meta if not self.other_branches.keeps(p)}
         except CorruptFileError as exc:
             raise CorruptFileError(
                 f"cannot roll back {self.table_path} to snapshot {retained.id}: its metadata is unreadable "
@@ -76,8 +81,7 @@ class Rollback:
             for name in names:
                 self.tags.delete_file(name)
         if restore:
-            body = {k: v for k, v in retained.to_dict().items() if k not in ("tagCreateTime", "tagTimeRetained")}
-            self.file_io.write_bytes(self.snapshots.path(retained.id), json.dumps(body, indent=2).encode())
+            self.file_io.write_bytes(self.snapshots.path(retained.id), snapshot_json(retained))
             self.snapshots.commit_earliest_hint(retained.id)
             self.snapshots.commit_latest_hint(retained.id)
 

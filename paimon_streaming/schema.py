@@ -189,6 +189,9 @@ class SchemaManager:
         self.file_io = file_io
         self.dir = f"{table_path}/schema"
 
+    def path(self, schema_id: int) -> str:
+        return f"{self.dir}/schema-{schema_id}"
+
     def schema_ids(self) -> list[int]:
         ids = []
         for name in self.file_io.list_names(self.dir):
@@ -223,7 +226,7 @@ class SchemaManager:
         """Load schema file `schema_id`: MissingFileError when absent, CorruptFileError when it
         does not decode (or holds another id); both name the file."""
         from .errors import CorruptFileError, MissingFileError
-        path = f"{self.dir}/schema-{schema_id}"
+        path = self.path(schema_id)
         try:
             data = self.file_io.read_bytes(path)
         except FileNotFoundError:
@@ -245,13 +248,13 @@ class SchemaManager:
     def try_commit(self, schema: TableSchema) -> bool:
         """Publish `schema` as `schema-<its id>` unless that id is taken (then False): schema
         changes race like snapshot commits."""
-        return self.file_io.try_create_atomic(f"{self.dir}/schema-{schema.id}", schema.to_json().encode())
+        return self.file_io.try_create_atomic(self.path(schema.id), schema.to_json().encode())
 
     def create(self, schema: TableSchema) -> TableSchema:
         """Write schema 0 (or the next id); fails if that id was taken concurrently."""
         ids = self.schema_ids()
         schema = replace(schema, id=(ids[-1] + 1) if ids else 0)
-        if not self.file_io.try_create_atomic(f"{self.dir}/schema-{schema.id}", schema.to_json().encode()):
+        if not self.file_io.try_create_atomic(self.path(schema.id), schema.to_json().encode()):
             raise PaimonError(f"schema {schema.id} of {self.dir} was created concurrently")
         return schema
 

@@ -5,7 +5,7 @@ are instants (snapshot commit times, schema update times) are UTC timestamps; ti
 stores as local date-times (tag creation time, file creation time) are naive timestamps.
 
     system_table(table, "snapshots")           # or "tags", "files", "manifests", "schemas",
-                                                #    "options", "consumers"
+                                                #    "options", "consumers", "branches"
     split_system_table("/wh/db.db/t$files")    # -> ("/wh/db.db/t", "files")
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from .binary_row import deserialize_row
-from .branches import branch_path
+from .branches import PREFIX as BRANCH_PREFIX, branch_path
 from .consumers import ConsumerManager
 from .manifest import DataFileMeta
 from .scan import TableScan
@@ -67,6 +67,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         _f("options", pa.string(), False), _f("comment", pa.string()), _f("update_time", _TS, False)]),
     "options": pa.schema([_f("key", pa.string(), False), _f("value", pa.string(), False)]),
     "consumers": pa.schema([_f("consumer_id", pa.string(), False), _f("next_snapshot_id", pa.int64(), False)]),
+    "branches": pa.schema([_f("branch_name", pa.string(), False), _f("create_time", _LOCAL_TS, False)]),
 }
 SYSTEM_TABLES = tuple(SCHEMAS)
 SEPARATOR = "$"
@@ -178,9 +179,20 @@ def _consumers(table: Table, _: Snapshot | None) -> list[dict]:
             for cid, n in sorted(ConsumerManager(table.file_io, branch_path(table.path, table.branch)).consumers().items())]
 
 
+def _branches(table: Table, _: Snapshot | None) -> list[dict]:
+    """Java's BranchesTable: the branch directories, created when last modified (local time)."""
+    rows = []
+    for status in table.file_io.list_status(f"{table.path}/branch"):
+        name = status.path.rstrip("/").rsplit("/", 1)[-1]
+        if status.is_dir and name.startswith(BRANCH_PREFIX):
+            rows.append({"branch_name": name[len(BRANCH_PREFIX):],
+                         "create_time": dt.datetime.fromtimestamp(status.mtime_ms / 1000).replace(microsecond=0)})
+    return sorted(rows, key=lambda r: r["branch_name"])
+
+
 _BUILDERS: dict[str, Callable[[Table, Snapshot | None], list[dict]]] = {
     "snapshots": _snapshots, "tags": _tags, "files": _files, "manifests": _manifests,
-    "schemas": _schemas, "options": _options, "consumers": _consumers}
+    "schemas": _schemas, "options": _options, "consumers": _consumers, "branches": _branches}
 
 
 # ---- value formatting (as Java prints them) -------------------------------------------------

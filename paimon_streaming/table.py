@@ -16,7 +16,8 @@ from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
-from .branches import MAIN, branch_names, branch_path
+from .branches import (MAIN, branch_names, branch_path, create_branch, delete_branch, fast_forward,
+                       resolve_branch)
 from .fallback_read import FallbackBranch
 from .fileio import FileIO
 from .incremental import IncrementalRange, IncrementalScan
@@ -44,7 +45,7 @@ class Table:
     """A Paimon table: batch writes with `write_arrow`, reads with `to_arrow`, snapshot history.
 
     Open one with `Catalog.get_table("db.t")` or directly with `Table.open(path)`; a branch
-    made by Java with `Table.open(path, branch="dev")` (read-only here: branches.py).
+    with `Table.open(path, branch="dev")` or `Catalog.get_table("db.t$branch_dev")` (branches.py).
     """
 
     def __init__(self, file_io: FileIO, path: str, name: str | None = None, branch: str | None = None):
@@ -68,15 +69,17 @@ class Table:
 
     @staticmethod
     def open(location: str, filesystem=None, branch: str | None = None) -> "Table":
+        """The table at `location`; a branch with `branch` or Java's `$branch_<name>` suffix."""
+        location, branch = resolve_branch(location, branch)
         file_io, path = FileIO.for_path(location, filesystem)
         return Table(file_io, path, branch=branch)
 
     def _on_main(self, what: str) -> None:
-        """Changes go to the main branch only: a branch is read here (Java writes branches)."""
+        """Table-wide maintenance runs on the main branch (it covers every branch)."""
         if self.branch != MAIN:
             raise UnsupportedOperationError(
-                f"{what} on branch '{self.branch}' of {self.path}: paimon-streaming reads branches but does not "
-                "change them (write, compact, tag or expire them with Apache Paimon, or open the main branch)")
+                f"{what} on branch '{self.branch}' of {self.path}: it covers the whole table, every branch "
+                "included; run it on the main branch")
 
     # ---- metadata -------------------------------------------------------------------------
     @property
@@ -118,7 +121,6 @@ class Table:
         `time_retained` (a duration such as "7 d", or millis) makes the tag expire that long
         after its creation; default: the table option `tag.default-time-retained`.
         """
-        self._on_main("creating a tag")
         snapshot = self.snapshot_manager.latest() if snapshot_id is None else self.snapshot(snapshot_id)
         if snapshot is None:
             raise SnapshotNotFoundError(f"cannot tag table {self.name}: it has no snapshot yet; write first")
@@ -129,14 +131,39 @@ class Table:
 
     def delete_tag(self, name: str) -> int:
         """Delete a tag and the files only it kept alive; returns how many files went."""
-        self._on_main("deleting a tag")
-        return TagDeletion(self.file_io, self.path, self.schema).delete(name)
+        return TagDeletion(self.file_io, self.path, self.schema, self.branch).delete(name)
 
     def rollback_to(self, target: int | str) -> Snapshot:
         """Make snapshot `target` (int) or tag `target` (str) the latest: later snapshots and
         tags are removed with the files only they used. Returns the new latest snapshot."""
-        self._on_main("a rollback")
-        return Rollback(self.file_io, self.path, self.schema).rollback_to(target)
+        return Rollback(self.file_io, self.path, self.schema, self.branch).rollback_to(target)
+
+    # ---- branches (branches.py) ---------------------------------------------------------
+    def branches(self) -> list[str]:
+        """The table's branches other than main."""
+        return branch_names(self.file_io, self.path)
+
+    def create_branch(self, name: str, tag: str | None = None) -> "Table":
+        """Create branch `name`, empty with the latest schema or starting at `tag`'s snapshot,
+        as Java's `create_branch`; returns it. Write it like any table, then `fast_forward` it
+        into main (write-audit-publish) or `delete_branch` it."""
+        self._on_main("creating a branch")
+        create_branch(self.file_io, self.path, name, tag)
+        return Table(self.file_io, self.path, name=self.name, branch=name)
+
+    def delete_branch(self, name: str) -> None:
+        """Remove branch `name`; files only it used are left to orphan cleanup, as in Java."""
+        self._on_main("deleting a branch")
+        delete_branch(self.file_io, self.path, name, self.schema.options.get("scan.fallback-branch"))
+
+    def fast_forward(self, branch: str) -> Snapshot:
+        """Make main what `branch` is (Java's fast-forward: main's snapshots, tags and schemas
+        from the branch's earliest snapshot on are replaced by the branch's); returns main's new
+        latest snapshot."""
+        self._on_main("a fast-forward")
+        latest = fast_forward(self.file_io, self.path, branch)
+        self.refresh()
+        return self.snapshot(latest)
 
     def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,
                          older_than: Any = None, max_deletes: int | None = None) -> ExpireResult:
@@ -145,17 +172,15 @@ class Table:
         `snapshot.time-retained` (`older_than`: a datetime, or epoch millis, before which
         snapshots may go; each option raised to its `changelog.*` counterpart when that is
         longer) and `snapshot.expire.limit`. Returns an ExpireResult."""
-        self._on_main("snapshot expiration")
-        return SnapshotExpiration(self.file_io, self.path, self.schema).expire(
+        return SnapshotExpiration(self.file_io, self.path, self.schema, self.branch).expire(
             retain_max, retain_min, _epoch_millis(older_than), max_deletes)
 
     def expire_partitions(self, expiration_time: str | None = None, dry_run: bool = False) -> list[dict[str, str]]:
         """Drop the partitions older than `expiration_time` (e.g. '7 d'; default the table's
         `partition.expiration-time`) now, as after a commit (partition_expire.py); returns their
         values, oldest first. `dry_run`: only list them."""
-        self._on_main("partition expiration")
         ttl = None if expiration_time is None else parse_duration_ms(expiration_time)
-        expiration = PartitionExpiration(self.file_io, self.path, self.schema, ttl)
+        expiration = PartitionExpiration(self.file_io, self.path, self.schema, ttl, self.branch)
         if expiration.ttl_ms is None:
             raise InvalidOptionError(f"{self.name} has no 'partition.expiration-time'; pass expiration_time")
         if dry_run:
@@ -171,12 +196,10 @@ class Table:
 
     # ---- writing --------------------------------------------------------------------------
     def new_write(self) -> TableWrite:
-        self._on_main("a write")
-        return TableWrite(self.file_io, self.path, self.schema, self.name)
+        return TableWrite(self.file_io, self.path, self.schema, self.name, self.branch)
 
     def new_commit(self) -> FileStoreCommit:
-        self._on_main("a commit")
-        return FileStoreCommit(self.file_io, self.path, self.schema)
+        return FileStoreCommit(self.file_io, self.path, self.schema, branch=self.branch)
 
     def write_messages(self, data: pa.Table | pa.RecordBatch, row_kind_column: str | None = None,
                        overwrite: bool = False, full_compaction: bool = False) -> list[CommitMessage]:
@@ -192,7 +215,7 @@ class Table:
         conformed = conform(data, self.schema, self.name, row_kind_column)
         if latest is None:
             return self.new_write().write(conformed, [], full_compaction=full_compaction)
-        scan = TableScan(self.file_io, self.path, self.schema)
+        scan = TableScan(self.file_io, self.path, self.schema, self.branch)
         with self._planned_on(latest):
             return self.new_write().write(conformed, scan.live_entries(latest),
                                           scan.index_manifest.read(latest.index_manifest), overwrite=overwrite,
@@ -338,7 +361,7 @@ class Table:
         n = full_compaction.delta_commits(self.options)
         if n is None or identifier == BATCH_COMMIT_IDENTIFIER:
             return set()
-        scan = TableScan(self.file_io, self.path, self.schema)
+        scan = TableScan(self.file_io, self.path, self.schema, self.branch)
         return full_compaction.buckets_written_since(self.snapshot_manager, scan, commit_user, identifier, n)
 
     def scheduled_compaction(self, commit_user: str, identifier: int,
@@ -354,7 +377,7 @@ class Table:
     def _compaction_messages(self, latest: Snapshot, full_for: Callable[[tuple[bytes, int]], bool],
                              only: Collection[tuple[bytes, int]] | None = None) -> list[CommitMessage]:
         """Compact the buckets of `latest` (those in `only`, if given), fully where `full_for` says."""
-        scan = TableScan(self.file_io, self.path, self.schema)
+        scan = TableScan(self.file_io, self.path, self.schema, self.branch)
         index = scan.index_manifest.read(latest.index_manifest)
         buckets: dict[tuple[bytes, int], list] = {}
         for e in scan.live_entries(latest):
@@ -471,7 +494,6 @@ class Table:
     def update_schema(self) -> SchemaUpdate:
         """Change the schema (add, rename, drop, widen columns; options; comment): see
         `schema_update.SchemaUpdate`. Use `with table.update_schema() as update: ...`."""
-        self._on_main("a schema change")
         return SchemaUpdate(self)
 
     def __repr__(self) -> str:

@@ -18,6 +18,7 @@ import datetime as dt
 import logging
 from zoneinfo import ZoneInfo
 
+from .branches import MAIN, branch_path
 from .errors import InvalidOptionError, SnapshotNotFoundError
 from .fileio import FileIO
 from .options import CoreOptions
@@ -69,7 +70,7 @@ class TagPeriod:
 class TagAutoCreation:
     """Creates (and trims) the automatic tags of one table after commits."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str = MAIN):
         options = CoreOptions(schema.options)
         self.mode = options.get("tag.automatic-creation")
         self.period = TagPeriod(options.get("tag.creation-period"), options.get("tag.period-formatter"),
@@ -88,9 +89,9 @@ class TagAutoCreation:
         except (KeyError, ValueError) as exc:
             raise InvalidOptionError(f"table option '{zone_key}' of {table_path}: unknown time zone {zone!r}") from exc
         self.table_path = table_path
-        self.snapshots = SnapshotManager(file_io, table_path)
-        self.tags = TagManager(file_io, table_path)
-        self.deletion = TagDeletion(file_io, table_path, schema)
+        self.snapshots = SnapshotManager(file_io, branch_path(table_path, branch))
+        self.tags = TagManager(file_io, branch_path(table_path, branch))
+        self.deletion = TagDeletion(file_io, table_path, schema, branch)
 
     @property
     def enabled(self) -> bool:

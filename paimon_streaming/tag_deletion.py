@@ -5,7 +5,8 @@ file goes. Otherwise the tag's files are candidates, and the neighbours decide: 
 tag shares with any other snapshot or tag is also in the tag just before it or in the
 nearest of (earliest snapshot, tag just after it), because a file lives in one contiguous
 run of snapshots. What neither neighbour references is deleted: data files, manifests,
-index files. Another tag on the same snapshot keeps everything.
+index files. Another tag on the same snapshot keeps everything, and so does another branch
+that references a file (a branch made from this tag, say: shared_files.py).
 """
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import datetime as dt
 import logging
 
 from .errors import CorruptFileError
+from .branches import MAIN, branch_path
 from .file_cleanup import FileCleaner, file_key
 from .fileio import FileIO
 from .schema import TableSchema
+from .shared_files import OtherBranches
 from .snapshot import Snapshot, SnapshotManager
 from .tags import TagManager, tag_create_time_from_json
 
@@ -25,11 +28,12 @@ log = logging.getLogger(__name__)
 class TagDeletion:
     """Deletes tags of one table with their no longer needed files."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str = MAIN):
         self.table_path = table_path
-        self.snapshots = SnapshotManager(file_io, table_path)
-        self.tags = TagManager(file_io, table_path)
+        self.snapshots = SnapshotManager(file_io, branch_path(table_path, branch))
+        self.tags = TagManager(file_io, branch_path(table_path, branch))
         self.cleaner = FileCleaner(file_io, table_path, schema)
+        self.other_branches = OtherBranches(self.cleaner, branch)
 
     def delete(self, name: str) -> int:
         """Delete tag `name` (TagNotFoundError if absent); returns how many files went with it."""
@@ -61,20 +65,22 @@ class TagDeletion:
         deleted = 0
         try:
             keep = frozenset().union(*(self.cleaner.live_data_files(s) for s in neighbours))
+            doomed = [e for e in self.cleaner.live_entries_tolerant(tagged)
+                      if file_key(e) not in keep and not self.other_branches.keeps(e.file.file_name)]
         except CorruptFileError as exc:
             log.warning("not deleting data files of the tag of snapshot %s of %s: %s", tagged.id,
                         self.table_path, exc)
         else:
-            deleted += self.cleaner.delete_data_files(
-                e for e in self.cleaner.live_entries_tolerant(tagged) if file_key(e) not in keep)
+            deleted += self.cleaner.delete_data_files(doomed)
         try:
             keep_meta = set().union(*(self.cleaner.metadata_files(s, changelog=False) for s in neighbours))
+            doomed_meta = [p for p in self.cleaner.metadata_files_tolerant(tagged, changelog=False) - keep_meta
+                           if not self.other_branches.keeps(p)]
         except CorruptFileError as exc:
             log.warning("not deleting manifests of the tag of snapshot %s of %s: %s", tagged.id,
                         self.table_path, exc)
             return deleted
-        return deleted + self.cleaner.delete_paths(
-            self.cleaner.metadata_files_tolerant(tagged, changelog=False) - keep_meta)
+        return deleted + self.cleaner.delete_paths(doomed_meta)
 
     def expire_by_time(self, now: dt.datetime | None = None) -> list[str]:
         """Delete the tags whose `tagCreateTime + tagTimeRetained` has passed (Java's

@@ -61,6 +61,15 @@ def tag_create_time_from_json(value) -> dt.datetime | None:
     return dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
 
 
+def snapshot_fields(snapshot: Snapshot) -> dict:
+    """A tag's snapshot as a snapshot file holds it: without the tag's own fields."""
+    return {k: v for k, v in snapshot.to_dict().items() if k not in ("tagCreateTime", "tagTimeRetained")}
+
+
+def snapshot_json(snapshot: Snapshot) -> bytes:
+    return json.dumps(snapshot_fields(snapshot), indent=2).encode()
+
+
 class TagManager:
     """Lists, reads, writes and removes the tag files of one table."""
 
@@ -109,7 +118,7 @@ class TagManager:
             raise TagAlreadyExistsError(
                 f"tag '{name}' of table {self.table_path} already exists (snapshot {self.snapshot(name).id}); "
                 "delete it first or pick another name")
-        body = {k: v for k, v in snapshot.to_dict().items() if k not in ("tagCreateTime", "tagTimeRetained")}
+        body = snapshot_fields(snapshot)
         if time_retained_ms is not None:
             body["tagCreateTime"] = tag_create_time_json(now or dt.datetime.now())
             body["tagTimeRetained"] = time_retained_ms / 1000

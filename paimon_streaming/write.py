@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from .append_compaction import AppendBucket, AppendCompactor
 from .binary_row import deserialize_row, encode_rows, serialize_row, serialize_rows
+from .branches import MAIN, branch_path
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import ParquetSettings, write_data_file
@@ -200,11 +201,12 @@ class _Group:
 class TableWrite:
     """Writes batches of one table into files under a fresh path factory (one UUID per writer)."""
 
-    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, table_name: str):
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, table_name: str, branch: str = MAIN):
         self.file_io = file_io
         self.table_path = table_path
         self.schema = schema
         self.table_name = table_name
+        self.branch = branch  # whose schemas the written files' schema ids name
         if str(schema.options.get("bucket", "")).strip() == "-2":
             raise UnsupportedOperationError(
                 f"cannot write to {table_name}: it is a postpone-bucket table ('bucket' = -2), whose rows wait "
@@ -358,7 +360,7 @@ class TableWrite:
     def compactor(self) -> BucketCompactor | AppendCompactor:
         """Compacts buckets after writes and for `Table.compact`."""
         if self._compactor is None:
-            schemas = SchemaManager(self.file_io, self.table_path)
+            schemas = SchemaManager(self.file_io, branch_path(self.table_path, self.branch))
             cache: dict[int, TableSchema] = {self.schema.id: self.schema}
 
             def schema_of(schema_id: int) -> TableSchema:

@@ -37,6 +37,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
                                     WriterCommitMessage)
 from pyspark.sql.types import StructType
 
+from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import PaimonError, TableNotFoundError
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
@@ -45,7 +46,7 @@ from paimon_streaming.table import Table
 from .spark_write import WritePlan, arrow_schema_of, compact_after_commit, reconcile_schema, task_index, write_task
 
 log = logging.getLogger("paimon_streaming.sink")
-_READER_WRITER_OPTIONS = {"path", "table", "warehouse", "commituser", "partitionoverwritemode", "rowkindcolumn",
+_READER_WRITER_OPTIONS = {"path", "table", "warehouse", "branch", "commituser", "partitionoverwritemode", "rowkindcolumn",
                           "mergeschema", "write.merge-schema"}
 
 
@@ -55,27 +56,41 @@ class PaimonCommitMessage(WriterCommitMessage):
     rows_in: int
 
 
-def table_location(options: dict[str, str]) -> tuple[str, str | None, str]:
-    """(table reference, warehouse, location) from the data source options."""
-    warehouse = options.get("warehouse")
-    ref = options.get("table") or options.get("path")
-    if not ref:
-        raise PaimonError("format('paimon') needs a path (load/save argument or option 'path'), "
-                          "or option 'table' ('db.table') with option 'warehouse'")
-    location = Catalog(warehouse).table_location(ref) if warehouse else ref
-    return ref, warehouse, location
+@dataclass(frozen=True)
+class TableRef:
+    """Where the data source writes: the table (reference, warehouse, location) and branch."""
+    ref: str
+    warehouse: str | None
+    location: str
+    branch: str | None
+
+    @staticmethod
+    def of(options: dict[str, str]) -> "TableRef":
+        warehouse = options.get("warehouse")
+        ref = options.get("table") or options.get("path")
+        if not ref:
+            raise PaimonError("format('paimon') needs a path (load/save argument or option 'path'), "
+                              "or option 'table' ('db.table') with option 'warehouse'")
+        ref, branch = resolve_branch(ref, options.get("branch"))
+        location = Catalog(warehouse).table_location(ref) if warehouse else ref
+        return TableRef(ref, warehouse, location, branch)
+
+    def open(self) -> Table:
+        return Table.open(self.location, branch=self.branch)
 
 
 def open_or_create(options: dict[str, str], schema: StructType) -> Table:
     """The table, created from the input's schema when missing; with option `mergeSchema`
     evolved to hold the input's columns (see `reconcile_schema`)."""
-    ref, warehouse, location = table_location(options)
+    where = TableRef.of(options)
     try:
-        table = load_table(ref, warehouse)
+        table = load_table(where.ref, where.warehouse, where.branch)
     except TableNotFoundError:
+        if where.branch is not None:
+            raise  # a missing branch is created with Table.create_branch, not by a write
         table_options = {k: v for k, v in options.items() if k not in _READER_WRITER_OPTIONS}
-        create_table_at(location, arrow_schema_of(schema), options=table_options)
-        return load_table(ref, warehouse)
+        create_table_at(where.location, arrow_schema_of(schema), options=table_options)
+        return load_table(where.ref, where.warehouse)
     merge = (options.get("mergeschema") or options.get("write.merge-schema") or "false").strip().lower() == "true"
     reconcile_schema(table, arrow_schema_of(schema), options.get("rowkindcolumn"), merge,
                      ".option('mergeSchema', 'true')")
@@ -95,8 +110,8 @@ def _messages(commit_messages) -> list:
 class PaimonBatchWriter(DataSourceArrowWriter):
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool):
         table = open_or_create(options, schema)
-        self.location = table_location(options)[2]
-        self.plan = WritePlan.for_table(table, self.location, options.get("rowkindcolumn"), compact=False)
+        self.where = TableRef.of(options)
+        self.plan = WritePlan.for_table(table, self.where.location, options.get("rowkindcolumn"), compact=False)
         self.overwrite = overwrite
         self.dynamic_overwrite = options.get("partitionoverwritemode", "static").lower() == "dynamic"
         self.commit_user = options.get("commituser") or str(uuid.uuid4())
@@ -105,7 +120,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         return _write(self.plan, iterator)
 
     def commit(self, messages: list[PaimonCommitMessage]) -> None:
-        table = Table.open(self.location)
+        table = self.where.open()
         msgs = _messages(messages)
         partitions = sorted({m.partition for m in msgs}) if self.dynamic_overwrite else None
         if self.overwrite and self.dynamic_overwrite and not msgs:
@@ -130,15 +145,15 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 "replayed micro-batches are recognized (exactly-once); or use foreachBatch(paimon_sink(...)), "
                 "which takes the streaming query id on classic Spark")
         open_or_create(options, schema)
-        self.location = table_location(options)[2]
+        self.where = TableRef.of(options)
         self.row_kind_column = options.get("rowkindcolumn")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
-        return _write(WritePlan.for_table(Table.open(self.location), self.location, self.row_kind_column,
+        return _write(WritePlan.for_table(self.where.open(), self.where.location, self.row_kind_column,
                                           compact=False), iterator)
 
     def commit(self, messages: list[PaimonCommitMessage], batchId: int) -> None:
-        table = Table.open(self.location)
+        table = self.where.open()
         if table.committed_identifiers(self.commit_user, [batchId]):
             log.info("paimon stream write table=%s batch=%d already committed: skipped", table.name, batchId)
             return

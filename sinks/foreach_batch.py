@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from paimon_streaming import full_compaction
+from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import CommitConflictError, PaimonError, SequenceConflictError, TableNotFoundError
 from paimon_streaming.table import Table
@@ -111,14 +112,18 @@ class PaimonSink:
 
     @property
     def location(self) -> str:
+        """The table's directory (a branch's files live in it too)."""
+        ref, _ = resolve_branch(self.table_ref, None)
         if self.warehouse is None:
-            return self.table_ref
-        return Catalog(self.warehouse).table_location(self.table_ref)
+            return ref
+        return Catalog(self.warehouse).table_location(ref)
 
     def _table(self, df: DataFrame) -> Table:
         try:
             return load_table(self.table_ref, self.warehouse)
         except TableNotFoundError:
+            if resolve_branch(self.table_ref, None)[1] is not None:
+                raise  # a missing branch is created with Table.create_branch, not from a stream
             create_table_at(self.location, arrow_schema_of(df.schema), options=self.options)
             log.info("created Paimon table %s from the stream's schema", self.location)
             return load_table(self.table_ref, self.warehouse)
@@ -314,7 +319,8 @@ def paimon_sink(table: str, *, warehouse: str | None = None, commit_user: str | 
                 shuffle: bool | None = None, merge_schema: bool = False) -> PaimonSink:
     """The foreachBatch function writing each micro-batch into a Paimon table.
 
-    `table`: a table directory or URI, or "db.table" with `warehouse`. A missing table is
+    `table`: a table directory or URI, or "db.table" with `warehouse`; a branch with Java's
+    suffix ("db.table$branch_dev", "/path/table$branch_dev"). A missing table is
     created from the stream's schema with `options` (Paimon keys, e.g. `primary-key`,
     `partition`, `bucket`). `commit_user` defaults to the streaming query id.
     `row_kind_column`: an input column (not stored) of +I/-U/+U/-D row kinds for CDC input.

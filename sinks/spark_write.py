@@ -21,6 +21,7 @@ from pyspark.sql.functions import arrow_udf
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from paimon_streaming import full_compaction
+from paimon_streaming.branches import MAIN
 from paimon_streaming.commit import CommitMessage
 from paimon_streaming.errors import SchemaMismatchError
 from paimon_streaming.fileio import FileIO
@@ -37,7 +38,7 @@ def compact_after_commit(table: Table, commit_user: str, identifier: int, writte
     pushed up, and a batch due for scheduled full compaction (`full-compaction.delta-commits`)
     fully compacts the buckets it wrote and those its user wrote since the previous due batch;
     append tables get the small files of the buckets it wrote merged (unless `write-only`)."""
-    table = Table.open(table.path)
+    table = Table.open(table.path, branch=table.branch)
     if not table.primary_keys:
         if table.options.get("write-only") or not written:
             return []
@@ -87,6 +88,7 @@ class WritePlan:
     row_kind_column: str | None = None
     compact: bool = True            # deletion-vector compaction in the write task
     full_compaction: bool = False   # written buckets compacted fully (a batch due by the table's schedule)
+    branch: str = MAIN
 
     @staticmethod
     def for_table(table: Table, location: str, row_kind_column: str | None = None,
@@ -94,15 +96,15 @@ class WritePlan:
         latest = table.latest_snapshot()
         if latest is None:
             return WritePlan(location, table.name, table.schema.to_json(), row_kind_column=row_kind_column,
-                             compact=compact, full_compaction=full_compaction)
+                             compact=compact, full_compaction=full_compaction, branch=table.branch)
         scan = TableScan(table.file_io, table.path, table.schema)
         return WritePlan(location, table.name, table.schema.to_json(), tuple(scan.live_entries(latest)),
                          tuple(scan.index_manifest.read(latest.index_manifest)), row_kind_column, compact,
-                         full_compaction)
+                         full_compaction, table.branch)
 
     def writer(self) -> TableWrite:
         file_io, path = FileIO.for_path(self.location)
-        return TableWrite(file_io, path, TableSchema.from_json(self.schema_json), self.table_name)
+        return TableWrite(file_io, path, TableSchema.from_json(self.schema_json), self.table_name, self.branch)
 
     def write(self, data: pa.Table, sequence_offset: int = 0) -> list[CommitMessage]:
         """Write one group of rows (conformed here, on the executor) into files."""

@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from paimon_streaming.branches import MAIN, split_branch, validate_branch_name
+from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
 from paimon_streaming.incremental import IncrementalRange, parse_pair
@@ -179,14 +179,10 @@ class ReadSpec:
                               "'table' ('db.table') with option 'warehouse'; append '$snapshots', '$files', ... "
                               "for a system table")
         ref, system = split_system_table(ref)
-        ref, named_branch = split_branch(ref)
+        ref, branch = resolve_branch(ref, opts.get("branch"))
         warehouse = opts.get("warehouse")
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
         refuse_unsupported(opts)
-        branch = opts.get("branch", "").strip() or named_branch
-        if named_branch is not None and branch != named_branch:
-            raise InvalidOptionError(f"the table names branch '{named_branch}' and option 'branch' '{branch}'")
-        branch = None if branch == MAIN else validate_branch_name(branch) if branch else None
         if opts.get("scan.timestamp", "").strip() and not opts.get("scan.timestamp-millis"):
             opts["scan.timestamp-millis"] = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
         _resolve_version(opts, location, branch)

@@ -526,6 +526,10 @@ class Batch:
             op["tag"] = tag
         return self._add(op)
 
+    def fast_forward(self, path, branch: str) -> Pending:
+        """Java's fast-forward: the main branch becomes what `branch` is."""
+        return self._add({"op": "fast-forward", "path": str(path), "branch": branch})
+
 
 class JavaOracle:
     """Runs Apache Paimon's Java library on tables; one JVM per call (or per :meth:`batch`)."""

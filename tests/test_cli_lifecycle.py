@@ -1,4 +1,5 @@
-"""The lifecycle commands: tag create/list/delete, rollback, expire, remove-orphans."""
+"""The lifecycle commands: tag create/list/delete, branch create/list/delete/fast-forward, rollback,
+expire, remove-orphans."""
 from __future__ import annotations
 
 import json
@@ -60,6 +61,26 @@ def test_rollback_expire_remove_orphans(table, capsys):
     assert code == 0 and json.loads(out)["files"] == [stray] and not os.path.exists(stray)
 
 
+def test_branches(table, capsys):
+    """Write-audit-publish from the shell: a branch from a tag, written and tagged as
+    TABLE$branch_<name>, listed, published with fast-forward, deleted."""
+    import paimon_streaming as ps
+    assert run(capsys, "tag", "create", table.path, "v1", "--snapshot", "2")[0] == 0
+    code, out, _ = run(capsys, "branch", "create", table.path, "dev", "--tag", "v1")
+    assert code == 0 and "created branch 'dev'" in out and "t$branch_dev" in out
+    dev = ps.Table.open(table.path + "$branch_dev")
+    dev.write_arrow(pa.table({"id": [9], "v": ["dev"]}, schema=SCHEMA))
+    assert run(capsys, "tag", "create", table.path + "$branch_dev", "audited")[0] == 0
+    code, out, _ = run(capsys, "branch", "list", table.path, "--json")
+    assert json.loads(out) == [{"branch": "dev", "snapshots": 2, "latest": 3, "total_rows": 3, "tags": 2}]
+    code, out, _ = run(capsys, "branch", "fast-forward", table.path, "dev", "--json")
+    assert code == 0 and json.loads(out)["snapshot"] == 3
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 9] and "audited" in table.tags()
+    assert run(capsys, "branch", "delete", table.path, "dev")[0] == 0
+    code, _, err = run(capsys, "branch", "delete", table.path, "dev")
+    assert code == 1 and "no branch 'dev'" in err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["tag", "create", "{t}", "12"], "purely numeric"),
     (["tag", "create", "{t}", "a/b"], "must not contain"),
@@ -75,7 +96,7 @@ def test_errors_exit_non_zero_with_a_message(table, capsys, argv, message):
 
 def test_help_everywhere(capsys):
     for argv in (["tag"], ["tag", "create"], ["tag", "list"], ["tag", "delete"], ["rollback"], ["expire"],
-                 ["remove-orphans"]):
+                 ["remove-orphans"], ["branch"], ["branch", "create"], ["branch", "fast-forward"]):
         with pytest.raises(SystemExit) as exit_info:
             main(argv + ["--help"])
         assert exit_info.value.code == 0

@@ -189,6 +189,30 @@ def test_datasource_streaming_write(spark, tmp_path):
     assert [s.commit_identifier for s in t.snapshots()] == [0, 1, 2]
 
 
+def test_streams_and_writes_to_a_branch(spark, tmp_path, catalog, warehouse):
+    """A stream stages its batches on a branch (foreachBatch with Java's `$branch_` name, and
+    writeStream / write with option `branch`); main stays as it was until the branch is
+    fast-forwarded. A missing branch is an error, not a new table."""
+    t = catalog.create_table("db.staged", schema=pa.schema([pa.field("id", pa.int64(), nullable=False),
+                                                             pa.field("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["main", "main"]}))
+    t.create_branch("dev", tag=None)
+    sink = paimon_sink("db.staged$branch_dev", warehouse=warehouse, commit_user="staging")
+    sink(spark.createDataFrame([(2, "dev"), (3, "dev")], "id long, v string"), 0)
+    sink(spark.createDataFrame([(2, "dev"), (3, "dev")], "id long, v string"), 0)  # a replay: skipped
+    spark.createDataFrame([(4, "ds")], "id long, v string").write.format("paimon").option("branch", "dev") \
+        .mode("append").save(t.path)
+    dev = ps.Table.open(t.path, branch="dev")
+    assert rows_by(dev.to_arrow(), "id") == [{"id": 2, "v": "dev"}, {"id": 3, "v": "dev"}, {"id": 4, "v": "ds"}]
+    assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "main"}, {"id": 2, "v": "main"}]
+    assert [s.commit_user for s in dev.snapshots()][:2] == ["staging", "staging"]
+    with pytest.raises(Exception, match="no branch 'qa'"):
+        paimon_sink(t.path + "$branch_qa", commit_user="x")(spark.createDataFrame([(1, "a")], "id long, v string"), 0)
+    t.fast_forward("dev")
+    assert rows_by(ps.Table.open(t.path).to_arrow(), "id") == rows_by(dev.to_arrow(), "id")
+
+
 def test_deletion_vector_table_with_cdc_input(spark, tmp_path, catalog, warehouse):
     """foreachBatch into a DV table with a row-kind column: each batch is visible to DV readers
     (ours, pypaimon) right after the call, deletes included."""

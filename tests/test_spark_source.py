@@ -433,25 +433,13 @@ def test_batch_incremental_queries(spark, catalog):
             .queryName("incr").start().processAllAvailable()
 
 
-def branch_from_tag(t, branch: str, tag: str) -> None:
-    """A branch as Java's createBranch(branch, tag) lays it out: the tag, its snapshot and the
-    schemas up to the snapshot's, under branch/branch-<name>/ (the data stays shared)."""
-    root = f"{t.path}/branch/branch-{branch}"
-    tagged = t.tag_manager.snapshot(tag)
-    data = t.file_io.read_bytes(t.tag_manager.path(tag))
-    t.file_io.write_bytes(f"{root}/tag/tag-{tag}", data)
-    t.file_io.write_bytes(f"{root}/snapshot/snapshot-{tagged.id}", data)
-    for sid in range(tagged.schema_id + 1):
-        t.file_io.write_bytes(f"{root}/schema/schema-{sid}", t.file_io.read_bytes(f"{t.path}/schema/schema-{sid}"))
-
-
 def test_branch_reads(spark, tmp_path, catalog):
     """option("branch", ...): batch reads, time travel and streams of a branch (Java's layout;
     tests/test_interop_java.py reads branches Java made and wrote)."""
     t = pk_table(catalog, "db.branched")
     t.write_arrow(batch([1, 2]))
     create_tag(t, "first", 1)
-    branch_from_tag(t, "dev", "first")
+    t.create_branch("dev", tag="first")
     t.write_arrow(batch([3]))
     main = {r.id for r in spark.read.format("paimon").load(t.path).collect()}
     dev = {r.id for r in spark.read.format("paimon").option("branch", "dev").load(t.path).collect()}
@@ -472,7 +460,7 @@ def test_fallback_branch_batch_reads(spark, catalog):
     t = pk_table(catalog, "db.fallback")
     t.write_arrow(batch([1, 2, 3]))                   # d1, d2, d0
     create_tag(t, "first", 1)
-    branch_from_tag(t, "old", "first")
+    t.create_branch("old", tag="first")
     with t.update_schema() as update:
         update.set_option("scan.fallback-branch", "old")
     t.write_arrow(batch([2], v="u"), overwrite=True)  # the table now holds partition d2 only

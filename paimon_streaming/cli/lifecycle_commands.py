@@ -1,5 +1,6 @@
-"""Snapshot lifecycle commands: `tag create|delete|list`, `rollback`, `expire`, `expire-partitions`,
-`remove-orphans`."""
+"""Snapshot lifecycle commands: `tag create|delete|list`, `branch create|delete|list|fast-forward`,
+`rollback`, `expire`, `expire-partitions`, `remove-orphans` (a branch: TABLE ending in
+`$branch_<name>`)."""
 from __future__ import annotations
 
 import argparse
@@ -53,6 +54,44 @@ def cmd_tag_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_branch_list(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    rows = []
+    for name in table.branches():
+        branch = Table(table.file_io, table.path, branch=name)
+        latest = branch.latest_snapshot()
+        rows.append({"branch": name, "snapshots": len(branch.snapshots()), "latest": latest and latest.id,
+                     "total_rows": latest and latest.total_record_count, "tags": len(branch.tags())})
+    emit(args, rows, lambda r: print_rows([{k: "" if v is None else v for k, v in row.items()} for row in r],
+                                          ["branch", "snapshots", "latest", "total_rows", "tags"]))
+    return 0
+
+
+def cmd_branch_create(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    branch = table.create_branch(args.name, args.tag)
+    emit(args, {"table": table.path, "branch": args.name, "tag": args.tag, "name": branch.name},
+         lambda r: print(f"created branch '{r['branch']}' of {r['table']}"
+                         + (f" from tag '{r['tag']}'" if r["tag"] else " (empty)") + f"; write to it as {r['name']}"))
+    return 0
+
+
+def cmd_branch_delete(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    table.delete_branch(args.name)
+    emit(args, {"table": table.path, "branch": args.name},
+         lambda r: print(f"deleted branch '{r['branch']}' of {r['table']} (its own files go with remove-orphans)"))
+    return 0
+
+
+def cmd_fast_forward(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    snap = table.fast_forward(args.name)
+    emit(args, {"table": table.path, "branch": args.name, "snapshot": snap.id},
+         lambda r: print(f"fast-forwarded {r['table']} to branch '{r['branch']}': latest snapshot {r['snapshot']}"))
+    return 0
+
+
 def cmd_rollback(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     target: int | str = args.target if args.tag or not args.target.isdigit() else int(args.target)
@@ -100,22 +139,36 @@ def cmd_remove_orphans(args: argparse.Namespace) -> int:
     return 0
 
 
+def _action(actions: argparse._SubParsersAction, name: str, text: str, func, what: str | None = None):
+    """One ACTION of `tag` or `branch`: TABLE, then NAME (the tag's or branch's) when `what` says."""
+    p = actions.add_parser(name, help=text)
+    add_table_argument(p)
+    if what is not None:
+        p.add_argument("name", help=what)
+    p.set_defaults(func=func)
+    return p
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     tag = sub.add_parser("tag", help="create, delete and list tags (named snapshots)")
     tag_sub = tag.add_subparsers(dest="tag_command", required=True, metavar="ACTION")
-    p = tag_sub.add_parser("list", help="list a table's tags")
-    add_table_argument(p)
-    p.set_defaults(func=cmd_tag_list)
-    p = tag_sub.add_parser("create", help="tag the latest (or a given) snapshot")
-    add_table_argument(p)
-    p.add_argument("name", help="tag name (not purely numeric, no '/', '\\' or control characters)")
+    _action(tag_sub, "list", "list a table's tags", cmd_tag_list)
+    p = _action(tag_sub, "create", "tag the latest (or a given) snapshot", cmd_tag_create,
+                "tag name (not purely numeric, no '/', '\\' or control characters)")
     p.add_argument("--snapshot", type=int, help="snapshot id to tag (default: the latest)")
     p.add_argument("--time-retained", help="expire the tag this long after creation, e.g. '7 d'")
-    p.set_defaults(func=cmd_tag_create)
-    p = tag_sub.add_parser("delete", help="delete a tag and the files only it kept alive")
-    add_table_argument(p)
-    p.add_argument("name", help="tag name")
-    p.set_defaults(func=cmd_tag_delete)
+    _action(tag_sub, "delete", "delete a tag and the files only it kept alive", cmd_tag_delete, "tag name")
+
+    branch = sub.add_parser("branch", help="create, delete, list and fast-forward branches (write one as "
+                                           "TABLE$branch_<name>)")
+    branch_sub = branch.add_subparsers(dest="branch_command", required=True, metavar="ACTION")
+    _action(branch_sub, "list", "list a table's branches", cmd_branch_list)
+    p = _action(branch_sub, "create", "create a branch, empty or from a tag", cmd_branch_create,
+                "branch name (not 'main', not purely numeric, no '/')")
+    p.add_argument("--tag", help="start the branch at this tag's snapshot (default: empty, the latest schema)")
+    _action(branch_sub, "delete", "delete a branch", cmd_branch_delete, "branch name")
+    _action(branch_sub, "fast-forward", "make the main branch what the branch is (publish it)", cmd_fast_forward,
+            "branch name")
 
     p = sub.add_parser("rollback", help="make an older snapshot or a tag the latest again "
                                         "(later snapshots, tags and their files are removed)")

@@ -154,6 +154,9 @@ public final class PaimonOracle {
                 return createTag(path, cmd);
             case "create-branch":
                 return createBranch(path, cmd);
+            case "fast-forward":
+                table(path).fastForward(text(cmd, "branch"));
+                return NODES.objectNode();
             case "alter":
                 return alter(path, cmd);
             default:

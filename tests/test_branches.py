@@ -1,0 +1,204 @@
+"""Branches written here: create, write, maintain, fast-forward and delete them, as Java's
+branch manager does; cleanup on one branch never deletes what another branch reads.
+(Java reading what we write on branches, and the reverse: test_interop_java.py.)"""
+from __future__ import annotations
+
+import datetime
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.check import check_table
+from paimon_streaming.errors import (BranchAlreadyExistsError, InvalidOptionError, TableNotFoundError,
+                                     UnsupportedOperationError)
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+
+
+def rows(table, **kw) -> dict:
+    return {r["id"]: r["v"] for r in table.to_arrow(**kw).to_pylist()}
+
+
+def batch(ids, v) -> pa.Table:
+    return pa.table({"id": list(ids), "v": [v] * len(ids)}, schema=SCHEMA)
+
+
+@pytest.fixture(params=["dv", "merge-on-read", "append"])
+def table(request, catalog):
+    options = {"bucket": "2"}
+    keys = ["id"]
+    if request.param == "dv":
+        options["deletion-vectors.enabled"] = "true"
+    if request.param == "append":
+        keys, options = [], {"bucket": "-1"}
+    return catalog.create_table("db.t", schema=SCHEMA, primary_keys=keys, options=options)
+
+
+def test_write_audit_publish(table, catalog):
+    """Stage changes on a branch made from a tag, read them there (main unchanged), publish
+    them with fast_forward; main's own later commits are replaced, as Java's fast-forward does."""
+    table.write_arrow(batch(range(10), "main"))
+    table.create_tag("t1")
+    table.write_arrow(batch([0], "main2"))
+    dev = table.create_branch("dev", tag="t1")
+    assert table.branches() == ["dev"] and dev.name == "db.t$branch_dev"
+    assert rows(dev) == rows(table, tag="t1")
+    dev.write_arrow(batch(range(5, 15), "dev"))
+    staged = {i: "main" for i in range(5)} | {i: "dev" for i in range(5, 15)}
+    if not table.primary_keys:
+        staged = None
+    audit = catalog.get_table("db.t$branch_dev")
+    assert audit.to_arrow().num_rows == (15 if table.primary_keys else 20)
+    if staged is not None:
+        assert rows(audit) == staged
+    assert rows(table) == {i: "main" for i in range(1, 10)} | {0: "main2"}  # main untouched
+    assert [s.id for s in dev.snapshots()][0] == table.tag_manager.snapshot("t1").id
+
+    latest = table.fast_forward("dev")
+    assert latest.id == dev.latest_snapshot().id
+    published = catalog.get_table("db.t")
+    assert published.to_arrow().sort_by("id").equals(dev.to_arrow().sort_by("id"))
+    assert check_table(published).ok
+    published.write_arrow(batch([99], "after"))  # main goes on from the branch's history
+    assert published.to_arrow().num_rows == dev.to_arrow().num_rows + 1
+    table.delete_branch("dev")
+    assert table.branches() == [] and check_table(published).ok
+    with pytest.raises(TableNotFoundError, match="no branch 'dev'"):
+        ps.Table.open(table.path, branch="dev")
+
+
+def test_a_branch_has_its_own_schema_tags_and_history(catalog):
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(batch(range(3), "a"))
+    dev = t.create_branch("dev")  # empty, the latest schema
+    assert dev.latest_snapshot() is None and dev.to_arrow().num_rows == 0
+    with dev.update_schema() as update:
+        update.add_column("note", pa.string())
+    dev.write_arrow(pa.table({"id": [7], "v": ["b"], "note": ["n"]}))
+    dev.create_tag("d1")
+    dev.write_arrow(pa.table({"id": [7], "v": ["c"], "note": ["m"]}))
+    assert dev.to_arrow(tag="d1").to_pylist() == [{"id": 7, "v": "b", "note": "n"}]
+    assert t.schema.field_names == ["id", "v"] and t.tags() == [] and dev.tags() == ["d1"]
+    assert rows(t) == {0: "a", 1: "a", 2: "a"}
+    dev.rollback_to("d1")
+    assert dev.to_arrow().to_pylist() == [{"id": 7, "v": "b", "note": "n"}]
+    assert rows(t) == {0: "a", 1: "a", 2: "a"} and check_table(t).ok
+
+
+def test_cleanup_never_deletes_what_another_branch_reads(catalog):
+    """A branch made from tag t1 shares t1's files. Expiring main and deleting t1 on main, and
+    expiring the branch after its compactions replaced t1's files, would each delete files the
+    other branch still reads, were they not checked against it."""
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true",
+                                      "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    t.write_arrow(batch(range(100), "base"))
+    t.create_tag("t1")
+    dev = t.create_branch("dev", tag="t1")
+    for i in range(4):  # main rewrites everything: full compactions replace t1's files
+        t.write_arrow(batch(range(100), f"main{i}"))
+        t.compact(full=True)
+    t.delete_tag("t1")
+    for i in range(4):
+        dev.write_arrow(batch(range(50), f"dev{i}"))
+        dev.compact(full=True)
+    assert len(t.snapshots()) == 1 and len(dev.snapshots()) == 1  # both expired down to one snapshot
+    assert rows(dev) == {i: "dev3" for i in range(50)} | {i: "base" for i in range(50, 100)}
+    assert rows(t) == {i: "main3" for i in range(100)}
+    dev.create_tag("keep", snapshot_id=dev.latest_snapshot().id)
+    dev.write_arrow(batch(range(100), "dev4"))
+    dev.compact(full=True)
+    t.delete_branch("dev")
+    # the files only the deleted branch used are orphans now, and orphan cleanup removes them
+    removed = t.remove_orphan_files(older_than=datetime.datetime.now() + datetime.timedelta(seconds=1))
+    assert removed.paths and check_table(t).ok
+    assert rows(t) == {i: "main3" for i in range(100)}
+
+
+def test_branch_commits_are_exactly_once_per_branch(catalog):
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch([1], "a"), commit_user="u", commit_identifier=5)
+    dev = t.create_branch("dev")
+    # the same user and identifier on the branch is a commit of its own, not a replay of main's
+    sid = dev.write_arrow(batch([2], "b"), commit_user="u", commit_identifier=5)
+    assert sid is not None and rows(dev) == {2: "b"}
+    assert dev.write_arrow(batch([3], "c"), commit_user="u", commit_identifier=5) == sid  # replay
+    assert rows(dev) == {2: "b"} and rows(t) == {1: "a"}
+
+
+def test_branch_management_refusals(catalog):
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch([1], "a"))
+    t.create_tag("t1")
+    t.create_branch("dev", tag="t1")
+    with pytest.raises(BranchAlreadyExistsError, match="branch 'dev' .* already exists"):
+        t.create_branch("dev")
+    for bad in ("main", "123", "", "a/b"):
+        with pytest.raises(InvalidOptionError):
+            t.create_branch(bad)
+    with pytest.raises(ps.SnapshotNotFoundError, match="tag 'nope'"):
+        t.create_branch("x", tag="nope")
+    with pytest.raises(TableNotFoundError, match=r"no branch 'nope' \(branches: \['dev'\]\)"):
+        t.fast_forward("nope")
+    t.create_branch("empty")
+    with pytest.raises(ps.SnapshotNotFoundError, match="branch 'empty': it has no snapshot"):
+        t.fast_forward("empty")
+    dev = ps.Table.open(t.path, branch="dev")
+    for change in (lambda: dev.create_branch("x"), lambda: dev.fast_forward("empty"),
+                   lambda: dev.delete_branch("empty"), lambda: dev.remove_orphan_files()):
+        with pytest.raises(UnsupportedOperationError, match="run it on the main branch"):
+            change()
+    assert catalog.table_exists("db.t$branch_dev") and not catalog.table_exists("db.t$branch_qa")
+    with pytest.raises(ps.PaimonError, match="names a branch: create it from its table"):
+        catalog.create_table("db.t$branch_qa", schema=SCHEMA)
+    with t.update_schema() as update:
+        update.set_option("scan.fallback-branch", "dev")
+    with pytest.raises(UnsupportedOperationError, match="'scan.fallback-branch' names it"):
+        t.delete_branch("dev")
+
+
+def test_fast_forward_refuses_to_leave_a_gap_in_mains_history(catalog):
+    """A branch that expired the snapshots right after main's latest cannot be fast-forwarded
+    (main would jump from its latest to the branch's earliest); Java leaves such a gap."""
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch([1], "a"))
+    t.create_tag("t1")
+    dev = t.create_branch("dev", tag="t1")
+    for i in range(5):
+        dev.write_arrow(batch([i], "d"))
+    dev.expire_snapshots(retain_max=1, retain_min=1)
+    with pytest.raises(UnsupportedOperationError, match="history would have a gap"):
+        t.fast_forward("dev")
+    assert rows(t) == {1: "a"}
+
+
+def test_check_covers_every_branch(catalog):
+    """`check` of a table verifies its branches too: a file only a branch uses, deleted by hand,
+    is reported (as a missing file of that branch), and main alone would look whole."""
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch(range(3), "a"))
+    t.create_tag("t1")
+    dev = t.create_branch("dev", tag="t1")
+    dev.write_arrow(batch([7], "b"))
+    assert check_table(t).ok
+    [added] = [e for e in dev.plan(dev.latest_snapshot())[0].files if e.file_name not in
+               {f.file_name for s in t.plan(t.latest_snapshot()) for f in s.files}]
+    t.file_io.delete(f"{t.path}/bucket-0/{added.file_name}")
+    report = check_table(t)
+    assert not report.ok and [p.kind for p in report.errors()] == ["missing-file"]
+    assert added.file_name in report.errors()[0].path
+    assert check_table(ps.Table.open(t.path, branch="dev")).errors() == report.errors()
+
+
+def test_branches_system_table(catalog):
+    from paimon_streaming.system_tables import system_table
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    assert system_table(t, "branches").num_rows == 0
+    before = datetime.datetime.now().replace(microsecond=0) - datetime.timedelta(seconds=1)
+    t.create_branch("b2")
+    t.create_branch("b1")
+    out = system_table(t, "branches").to_pylist()
+    assert [r["branch_name"] for r in out] == ["b1", "b2"]
+    assert all(before <= r["create_time"] <= datetime.datetime.now() for r in out)
