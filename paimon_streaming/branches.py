@@ -107,10 +107,12 @@ def delete_branch(file_io: FileIO, table_path: str, name: str, fallback_branch: 
 def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
     """Make the main branch what branch `name` is (Java's fast-forward): main's snapshots and
     tags from the branch's earliest snapshot on, and its schemas from that snapshot's on, are
-    replaced by the branch's. Returns main's new latest snapshot id.
+    replaced by the branch's. Returns main's new latest snapshot id. Refused when main would
+    keep older snapshots the branch's history does not continue (the branch expired the
+    snapshot it was made from); Java splices the two histories then.
 
-    Crash-safe order: main first rolls back (LATEST hint, then snapshot files newest first,
-    then tags), then takes the branch's schemas, then its snapshots oldest first and its tags,
+    Crash-safe order: main first rolls back (the LATEST hint goes, then snapshot files newest
+    first, then tags), then takes the branch's schemas, then its snapshots oldest first and its tags,
     so at every step main is some consistent table: its old history cut back, or a prefix of
     the branch's. The files main's removed snapshots alone used are left to orphan cleanup, as
     Java leaves them."""
@@ -127,15 +129,19 @@ def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
         raise SnapshotNotFoundError(f"cannot fast-forward {table_path} to branch '{name}': it has no snapshot")
     main = SnapshotManager(file_io, table_path)
     main_earliest, main_latest = main.earliest_id(), main.latest_id()
-    if main_latest is not None and main_earliest < first and first > main_latest + 1:
+    base = source.snapshot(first)
+    shared_base = _same_snapshot(main, first, base)  # kept until the copy replaces it: a retry sees it
+    if main_earliest is not None and main_earliest < first and not shared_base:
         raise UnsupportedOperationError(
-            f"cannot fast-forward {table_path} to branch '{name}': the branch's earliest snapshot {first} is past "
-            f"main's latest {main_latest} + 1, so main's history would have a gap (the branch expired the "
-            "snapshots that continued main's)")
-    first_schema = source.snapshot(first).schema_id
+            f"cannot fast-forward {table_path} to branch '{name}': the branch's earliest snapshot {first} is not "
+            f"main's (the branch expired the snapshot it started from), so main's snapshots {main_earliest}.."
+            f"{min(first - 1, main_latest)} would be followed by a history that does not continue them (a gap, "
+            "or their schemas replaced): Java splices them so. Fast-forward before the branch expires its first "
+            f"snapshot, or once main has expired every snapshot below {first}")
+    first_schema = base.schema_id
     if main_latest is not None and main_latest >= first:
-        main.commit_latest_hint(max(first - 1, 1))
-        for sid in range(main_latest, max(first, main_earliest) - 1, -1):
+        file_io.delete(main.hint_path("LATEST"))  # readers list instead (Java's do too, and Java deletes it)
+        for sid in range(main_latest, max(first + 1 if shared_base else first, main_earliest) - 1, -1):
             file_io.delete(main.path(sid))
     main_tags, branch_tags = TagManager(file_io, table_path), TagManager(file_io, root)
     for snap, names in main_tags.tagged_snapshots():
@@ -157,6 +163,16 @@ def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
     main.commit_earliest_hint(min(first, main_earliest) if main_earliest is not None else first)
     main.commit_latest_hint(last)
     return last
+
+
+def _same_snapshot(snapshots: SnapshotManager, snapshot_id: int, other) -> bool:
+    """Whether `snapshots` holds `other` as its snapshot `snapshot_id` (a branch's copy of a
+    tagged snapshot names the same manifest lists)."""
+    if not snapshots.exists(snapshot_id):
+        return False
+    mine = snapshots.snapshot(snapshot_id)
+    return (mine.base_manifest_list, mine.delta_manifest_list) == (other.base_manifest_list,
+                                                                   other.delta_manifest_list)
 
 
 def _copy(file_io: FileIO, source: str, target: str, replace: bool = False) -> None:

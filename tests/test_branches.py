@@ -159,19 +159,30 @@ def test_branch_management_refusals(catalog):
         t.delete_branch("dev")
 
 
-def test_fast_forward_refuses_to_leave_a_gap_in_mains_history(catalog):
-    """A branch that expired the snapshots right after main's latest cannot be fast-forwarded
-    (main would jump from its latest to the branch's earliest); Java leaves such a gap."""
+def test_fast_forward_refuses_to_splice_unrelated_histories(catalog):
+    """A branch that expired the snapshot it was made from cannot be fast-forwarded while main
+    keeps snapshots before the branch's earliest: they would be followed by a history that
+    does not continue them (a gap, or main's own snapshots and schemas replaced under them);
+    Java splices them. Once main has expired them, or when the branch keeps its base, it can."""
     t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(batch([1], "a"))
     t.create_tag("t1")
+    t.write_arrow(batch([2], "main"))
+    t.write_arrow(batch([3], "main"))
     dev = t.create_branch("dev", tag="t1")
     for i in range(5):
-        dev.write_arrow(batch([i], "d"))
-    dev.expire_snapshots(retain_max=1, retain_min=1)
-    with pytest.raises(UnsupportedOperationError, match="history would have a gap"):
-        t.fast_forward("dev")
-    assert rows(t) == {1: "a"}
+        dev.write_arrow(batch([10 + i], "d"))
+    for retain, gap in ((5, False), (1, True)):  # the branch's earliest: 3 (main has its own 3), then 6
+        dev.expire_snapshots(retain_max=retain, retain_min=1)
+        with pytest.raises(UnsupportedOperationError, match="does not continue them"):
+            t.fast_forward("dev")
+        assert rows(t) == {1: "a", 2: "main", 3: "main"} and (dev.snapshots()[0].id > 4) == gap
+    for i in range(6):  # main goes on past the branch's earliest, then expires all below it
+        t.write_arrow(batch([4 + i], "main"))
+    t.expire_snapshots(retain_max=1, retain_min=1)
+    t.fast_forward("dev")
+    assert rows(ps.Table.open(t.path)) == rows(dev) == {1: "a"} | {10 + i: "d" for i in range(5)}
+    assert check_table(t).ok
 
 
 def test_check_covers_every_branch(catalog):
@@ -202,3 +213,66 @@ def test_branches_system_table(catalog):
     out = system_table(t, "branches").to_pylist()
     assert [r["branch_name"] for r in out] == ["b1", "b2"]
     assert all(before <= r["create_time"] <= datetime.datetime.now() for r in out)
+
+
+@pytest.mark.parametrize("mode", ["fail", "lost-reply", "torn", "crash"])
+def test_fast_forward_and_create_branch_survive_a_failure_at_every_io_step(tmp_path, mode):
+    """A failure at any I/O step of `create_branch` or `fast_forward` leaves a table that checks
+    whole and reads some state it had or the branch has (main cut back, or a prefix of the
+    branch's history); the branch is untouched; running the operation again finishes it."""
+    import shutil
+    from faulty_fileio import FaultyFileIO
+    t = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(batch(range(4), "a"))
+    t.create_tag("t1")
+    t.write_arrow(batch([0, 9], "main"))
+    t.create_tag("t2")
+    dev = t.create_branch("dev", tag="t1")
+    with dev.update_schema() as update:
+        update.add_column("note", pa.string())
+    for i in range(2):
+        dev.write_arrow(pa.table({"id": [1, 20 + i], "v": [f"d{i}"] * 2, "note": ["n"] * 2}))
+    dev.create_tag("d")
+
+    def state(table, snapshot_id=None) -> frozenset:
+        return frozenset((r["id"], r["v"]) for r in table.to_arrow(snapshot_id=snapshot_id, columns=["id", "v"])
+                         .to_pylist())
+    main, branch = ps.Table.open(t.path), ps.Table.open(t.path, branch="dev")
+    allowed = ({state(main, s.id) for s in main.snapshots()} | {state(branch, s.id) for s in branch.snapshots()}
+               | {frozenset()})
+    dev_state = state(branch)
+
+    operations = {"fast-forward": lambda table: table.fast_forward("dev"),
+                  "create-branch": lambda table: table.create_branch("qa", tag="t2")}
+    for name, operation in operations.items():
+        template = str(tmp_path / f"template-{name}")
+        shutil.copytree(t.path, template)
+        counter = FaultyFileIO()
+        operation(ps.Table(counter, template))
+        done = state(ps.Table.open(template) if name == "fast-forward" else ps.Table.open(template, branch="qa"))
+        targets = [n for n in range(1, len(counter.calls) + 1)
+                   if mode != "torn" or counter.calls[n - 1] == "write_bytes"]
+        if mode in ("lost-reply", "crash"):
+            targets = [n for n in targets if counter.calls[n - 1] not in
+                       {"read_bytes", "exists", "list_status", "list_names", "file_size", "is_dir"}]
+        assert targets or mode == "torn"
+        for n in targets:
+            path = str(tmp_path / f"{name}-{n}")
+            shutil.copytree(t.path, path)
+            faulty = FaultyFileIO(n, mode)
+            where = f"{name}: {mode} at step {n} ({counter.calls[n - 1]})"
+            try:
+                operation(ps.Table(faulty, path))
+            except OSError:
+                pass
+            assert check_table(ps.Table.open(path)).ok, where
+            assert state(ps.Table.open(path)) in allowed, where
+            assert state(ps.Table.open(path, branch="dev")) == dev_state, where
+            again = ps.Table.open(path)
+            if name == "create-branch" and "qa" in again.branches():
+                again.delete_branch("qa")  # a half-made branch is deleted and made again
+            operation(again)
+            out = ps.Table.open(path) if name == "fast-forward" else ps.Table.open(path, branch="qa")
+            assert state(out) == done, where
+            shutil.rmtree(path)
