@@ -31,6 +31,11 @@ def branch_path(table_path: str, branch: str | None) -> str:
     return f"{table_path}/branch/{PREFIX}{validate_branch_name(branch)}"
 
 
+def branch_ref(location: str, branch: str | None) -> str:
+    """A table location naming its branch as Java does (`.../orders$branch_dev`); main's is plain."""
+    return location if branch is None or branch == MAIN else f"{location}{SUFFIX}{branch}"
+
+
 def split_branch(ref: str) -> tuple[str, str | None]:
     """'<table>$branch_<name>' -> (table, name); any other reference -> (ref, None)."""
     base, sep, name = ref.rpartition(SUFFIX)
@@ -108,8 +113,10 @@ def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
     """Make the main branch what branch `name` is (Java's fast-forward): main's snapshots and
     tags from the branch's earliest snapshot on, and its schemas from that snapshot's on, are
     replaced by the branch's. Returns main's new latest snapshot id. Refused when main would
-    keep older snapshots the branch's history does not continue (the branch expired the
-    snapshot it was made from); Java splices the two histories then.
+    keep older snapshots the branch's history does not continue: main keeps what is below the
+    branch's earliest snapshot, which must then be main's own too (the branch's base), or
+    follow the snapshot the branch was made from (the branch's tag of it); Java splices the
+    two histories otherwise.
 
     Crash-safe order: main first rolls back (the LATEST hint goes, then snapshot files newest
     first, then tags), then takes the branch's schemas, then its snapshots oldest first and its tags,
@@ -131,19 +138,21 @@ def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
     main_earliest, main_latest = main.earliest_id(), main.latest_id()
     base = source.snapshot(first)
     shared_base = _same_snapshot(main, first, base)  # kept until the copy replaces it: a retry sees it
-    if main_earliest is not None and main_earliest < first and not shared_base:
+    main_tags, branch_tags = TagManager(file_io, table_path), TagManager(file_io, root)
+    made_from = [t for t, _ in branch_tags.tagged_snapshots() if t.id == first - 1]
+    continues = shared_base or any(_same_snapshot(main, first - 1, t) for t in made_from)
+    if main_earliest is not None and main_earliest < first and not continues:
         raise UnsupportedOperationError(
-            f"cannot fast-forward {table_path} to branch '{name}': the branch's earliest snapshot {first} is not "
-            f"main's (the branch expired the snapshot it started from), so main's snapshots {main_earliest}.."
-            f"{min(first - 1, main_latest)} would be followed by a history that does not continue them (a gap, "
-            "or their schemas replaced): Java splices them so. Fast-forward before the branch expires its first "
-            f"snapshot, or once main has expired every snapshot below {first}")
+            f"cannot fast-forward {table_path} to branch '{name}': main's snapshots {main_earliest}.."
+            f"{min(first - 1, main_latest)} would be followed by the branch's from {first}, which do not continue "
+            "them (the branch expired the snapshots after the one it was made from, so main would get a gap or "
+            "its own snapshots under the branch's schemas): Java splices them so. Fast-forward before the branch "
+            f"expires those, or once main has expired every snapshot below {first}")
     first_schema = base.schema_id
     if main_latest is not None and main_latest >= first:
         file_io.delete(main.hint_path("LATEST"))  # readers list instead (Java's do too, and Java deletes it)
         for sid in range(main_latest, max(first + 1 if shared_base else first, main_earliest) - 1, -1):
             file_io.delete(main.path(sid))
-    main_tags, branch_tags = TagManager(file_io, table_path), TagManager(file_io, root)
     for snap, names in main_tags.tagged_snapshots():
         if snap.id >= first:
             for tag in names:

@@ -16,7 +16,7 @@ from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
-from .branches import (MAIN, branch_names, branch_path, create_branch, delete_branch, fast_forward,
+from .branches import (MAIN, branch_names, branch_path, branch_ref, create_branch, delete_branch, fast_forward,
                        resolve_branch)
 from .fallback_read import FallbackBranch
 from .fileio import FileIO
@@ -73,6 +73,11 @@ class Table:
         location, branch = resolve_branch(location, branch)
         file_io, path = FileIO.for_path(location, filesystem)
         return Table(file_io, path, branch=branch)
+
+    @property
+    def ref(self) -> str:
+        """This table's (or branch's) location as `Table.open`, `paimon_sink` and Spark take it."""
+        return branch_ref(self.path, self.branch)
 
     def _on_main(self, what: str) -> None:
         """Table-wide maintenance runs on the main branch (it covers every branch)."""

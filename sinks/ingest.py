@@ -288,7 +288,7 @@ def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: st
     reader = spark.readStream.format(source)
     for k, v in cfg.source_options().items():
         reader = reader.option(k, v)
-    sink = paimon_sink(table.path, row_kind_column=KIND_COLUMN if table.primary_keys else None)
+    sink = paimon_sink(table.ref, row_kind_column=KIND_COLUMN if table.primary_keys else None)
 
     def write(df: DataFrame, batch_id: int) -> None:
         """Decode and write the batch; when its records carried new fields, nothing is
@@ -446,7 +446,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
                 totals.add(progress)
                 if progress.get("numInputRows", 0) > 0:
                     finished_at[0] = time.monotonic()
-                    log(progress_line(progress, Table.open(table.path), cfg.on_error))
+                    log(progress_line(progress, Table.open(table.ref), cfg.on_error))
 
     def show_status() -> None:
         now = time.monotonic()
@@ -478,7 +478,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
     if query.exception() is not None:
         log(f"error: ingestion failed: {failure_summary(str(query.exception()))}")
         return 1
-    log(f"caught up; {progress_line(query.lastProgress or {}, Table.open(table.path), cfg.on_error)}")
+    log(f"caught up; {progress_line(query.lastProgress or {}, Table.open(table.ref), cfg.on_error)}")
     return 0
 
 

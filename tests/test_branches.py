@@ -160,29 +160,35 @@ def test_branch_management_refusals(catalog):
 
 
 def test_fast_forward_refuses_to_splice_unrelated_histories(catalog):
-    """A branch that expired the snapshot it was made from cannot be fast-forwarded while main
-    keeps snapshots before the branch's earliest: they would be followed by a history that
-    does not continue them (a gap, or main's own snapshots and schemas replaced under them);
-    Java splices them. Once main has expired them, or when the branch keeps its base, it can."""
+    """Main keeps its snapshots below the branch's earliest, so they must be the branch's
+    history: the branch's base, or up to the snapshot the branch was made from. A branch that
+    expired more than that would follow main's own snapshots (or leave a gap): refused, where
+    Java splices; once main has expired everything below the branch's earliest, allowed."""
     t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(batch([1], "a"))
     t.create_tag("t1")
     t.write_arrow(batch([2], "main"))
     t.write_arrow(batch([3], "main"))
-    dev = t.create_branch("dev", tag="t1")
-    for i in range(5):
-        dev.write_arrow(batch([10 + i], "d"))
-    for retain, gap in ((5, False), (1, True)):  # the branch's earliest: 3 (main has its own 3), then 6
-        dev.expire_snapshots(retain_max=retain, retain_min=1)
-        with pytest.raises(UnsupportedOperationError, match="does not continue them"):
-            t.fast_forward("dev")
-        assert rows(t) == {1: "a", 2: "main", 3: "main"} and (dev.snapshots()[0].id > 4) == gap
+    for name, earliest in (("next", 2), ("behind", 3), ("gap", None)):  # None: only the latest stays
+        dev = t.create_branch(name, tag="t1")
+        for i in range(5):
+            dev.write_arrow(batch([10 + i], "d"))
+        latest = dev.latest_snapshot().id
+        dev.expire_snapshots(retain_max=latest - (earliest or latest) + 1, retain_min=1)
+        assert dev.snapshots()[0].id == (earliest or latest) and latest > 4
+    with pytest.raises(UnsupportedOperationError, match="do not continue"):
+        t.fast_forward("behind")  # main's own snapshot 2 would precede the branch's 3
+    with pytest.raises(UnsupportedOperationError, match="do not continue"):
+        t.fast_forward("gap")
+    assert rows(t) == {1: "a", 2: "main", 3: "main"}
+    t.fast_forward("next")  # the branch's 2 follows t1, main's 1
+    assert rows(ps.Table.open(t.path)) == rows(dev) == {1: "a"} | {10 + i: "d" for i in range(5)}
+    assert [s.id for s in t.snapshots()] == list(range(1, latest + 1)) and check_table(t).ok
     for i in range(6):  # main goes on past the branch's earliest, then expires all below it
         t.write_arrow(batch([4 + i], "main"))
     t.expire_snapshots(retain_max=1, retain_min=1)
-    t.fast_forward("dev")
-    assert rows(ps.Table.open(t.path)) == rows(dev) == {1: "a"} | {10 + i: "d" for i in range(5)}
-    assert check_table(t).ok
+    t.fast_forward("gap")
+    assert rows(ps.Table.open(t.path)) == {1: "a"} | {10 + i: "d" for i in range(5)} and check_table(t).ok
 
 
 def test_check_covers_every_branch(catalog):

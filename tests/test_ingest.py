@@ -102,6 +102,32 @@ def test_json_upserts_and_deletes_with_inferred_schema_then_resume(spark, broker
     assert table_state(pypaimon_read(str(tmp_path / "wh"), "db.t")) == expected
 
 
+def test_ingest_into_a_branch(spark, broker, tmp_path):
+    """`--table db.t$branch_x`: the records land on the branch (its own checkpoint and commit
+    identifiers), main keeps what it had until the branch is fast-forwarded."""
+    topic = unique_topic("ingest-branch")
+    broker.create_topic(topic, partitions=1)
+    first = keyed_messages(300, 50, seed=5)
+    produce(broker, topic, first, lambda r: json.dumps(r).encode())
+    rc, lines = ingest(spark, broker, tmp_path, topic, primary_keys=("id",), bucket=1)
+    assert rc == 0, lines
+    main = ps.Catalog(str(tmp_path / "wh")).get_table("db.t")
+    main.create_tag("before")
+    main.create_branch("staging", tag="before")
+    second = keyed_messages(200, 50, seed=6, start=300)
+    produce(broker, topic, second, lambda r: json.dumps(r).encode())
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"),
+                       table="db.t$branch_staging", topics=(topic,), trigger="available-now",
+                       checkpoint=str(tmp_path / "ckpt-staging"), primary_keys=("id",))
+    lines = []
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    staged = ps.Catalog(str(tmp_path / "wh")).get_table("db.t$branch_staging")
+    assert table_state(staged.to_arrow()) == model_of(first + second)  # the branch read the topic from the start
+    assert table_state(ps.Catalog(str(tmp_path / "wh")).get_table("db.t").to_arrow()) == model_of(first)
+    main.fast_forward("staging")
+    assert table_state(ps.Catalog(str(tmp_path / "wh")).get_table("db.t").to_arrow()) == model_of(first + second)
+
+
 def test_avro_and_csv_records(spark, broker, tmp_path):
     avro_schema = {"type": "record", "name": "row", "fields": [
         {"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"]},

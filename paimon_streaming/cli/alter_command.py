@@ -56,7 +56,7 @@ def cmd_alter(args: argparse.Namespace) -> int:
     update = table.update_schema()
     _changes(args, update)
     schema = update.commit()
-    result = {"table": table.path, "schema_id": schema.id,
+    result = {"table": table.ref, "schema_id": schema.id,
               "columns": [{"name": f.name, "type": str(f.type), "id": f.id} for f in schema.fields],
               "options": schema.options}
     emit(args, result, lambda r: print(f"{r['table']}: schema {r['schema_id']}\n" + "\n".join(

@@ -41,7 +41,7 @@ def cmd_tag_list(args: argparse.Namespace) -> int:
 def cmd_tag_create(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     snap = table.create_tag(args.name, args.snapshot, args.time_retained)
-    emit(args, {"table": table.path, "tag": args.name, "snapshot": snap.id},
+    emit(args, {"table": table.ref, "tag": args.name, "snapshot": snap.id},
          lambda r: print(f"created tag '{r['tag']}' of {r['table']} on snapshot {r['snapshot']}"))
     return 0
 
@@ -49,7 +49,7 @@ def cmd_tag_create(args: argparse.Namespace) -> int:
 def cmd_tag_delete(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     deleted = table.delete_tag(args.name)
-    emit(args, {"table": table.path, "tag": args.name, "deleted_files": deleted},
+    emit(args, {"table": table.ref, "tag": args.name, "deleted_files": deleted},
          lambda r: print(f"deleted tag '{r['tag']}' of {r['table']} ({r['deleted_files']} files removed)"))
     return 0
 
@@ -70,7 +70,7 @@ def cmd_branch_list(args: argparse.Namespace) -> int:
 def cmd_branch_create(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     branch = table.create_branch(args.name, args.tag)
-    emit(args, {"table": table.path, "branch": args.name, "tag": args.tag, "name": branch.name},
+    emit(args, {"table": table.ref, "branch": args.name, "tag": args.tag, "name": branch.name},
          lambda r: print(f"created branch '{r['branch']}' of {r['table']}"
                          + (f" from tag '{r['tag']}'" if r["tag"] else " (empty)") + f"; write to it as {r['name']}"))
     return 0
@@ -79,7 +79,7 @@ def cmd_branch_create(args: argparse.Namespace) -> int:
 def cmd_branch_delete(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     table.delete_branch(args.name)
-    emit(args, {"table": table.path, "branch": args.name},
+    emit(args, {"table": table.ref, "branch": args.name},
          lambda r: print(f"deleted branch '{r['branch']}' of {r['table']} (its own files go with remove-orphans)"))
     return 0
 
@@ -87,7 +87,7 @@ def cmd_branch_delete(args: argparse.Namespace) -> int:
 def cmd_fast_forward(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     snap = table.fast_forward(args.name)
-    emit(args, {"table": table.path, "branch": args.name, "snapshot": snap.id},
+    emit(args, {"table": table.ref, "branch": args.name, "snapshot": snap.id},
          lambda r: print(f"fast-forwarded {r['table']} to branch '{r['branch']}': latest snapshot {r['snapshot']}"))
     return 0
 
@@ -96,7 +96,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     target: int | str = args.target if args.tag or not args.target.isdigit() else int(args.target)
     snap = table.rollback_to(target)
-    emit(args, {"table": table.path, "target": target, "snapshot": snap.id},
+    emit(args, {"table": table.ref, "target": target, "snapshot": snap.id},
          lambda r: print(f"rolled {r['table']} back to snapshot {r['snapshot']}"))
     return 0
 
@@ -104,7 +104,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 def cmd_expire(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     result = table.expire_snapshots(args.retain_max, args.retain_min, args.older_than, args.max_deletes)
-    out = {"table": table.path, "expired": result.expired, "earliest": result.earliest,
+    out = {"table": table.ref, "expired": result.expired, "earliest": result.earliest,
            "deleted_files": result.deleted_files}
     emit(args, out, lambda r: print(f"expired {r['expired']} snapshots of {r['table']}; earliest is now "
                                     f"{r['earliest']}; {r['deleted_files']} files removed"))
@@ -114,7 +114,7 @@ def cmd_expire(args: argparse.Namespace) -> int:
 def cmd_expire_partitions(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     dropped = table.expire_partitions(args.expiration_time, args.dry_run)
-    out = {"table": table.path, "dry_run": args.dry_run, "partitions": dropped}
+    out = {"table": table.ref, "dry_run": args.dry_run, "partitions": dropped}
 
     def human(r: dict) -> None:
         for values in r["partitions"]:
@@ -128,7 +128,7 @@ def cmd_expire_partitions(args: argparse.Namespace) -> int:
 def cmd_remove_orphans(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     result = table.remove_orphan_files(args.older_than, args.dry_run)
-    out = {"table": table.path, "dry_run": args.dry_run, "files": result.paths, "bytes": result.bytes}
+    out = {"table": table.ref, "dry_run": args.dry_run, "files": result.paths, "bytes": result.bytes}
 
     def human(r: dict) -> None:
         for path in r["files"]:

@@ -30,7 +30,7 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     latest = table.latest_snapshot()
-    info = {"path": table.path, "schema_id": table.schema.id,
+    info = {"path": table.path, "branch": table.branch, "schema_id": table.schema.id,
             "columns": [{"name": f.name, "type": str(f.type)} for f in table.schema.fields],
             "primary_keys": table.primary_keys, "partition_keys": table.partition_keys,
             "options": table.schema.options, "latest_snapshot": latest.id if latest else None,
@@ -51,11 +51,11 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     sid = table.compact(full=args.full)
-    result = {"table": table.path, "full": args.full, "snapshot": sid}
+    result = {"table": table.ref, "full": args.full, "snapshot": sid}
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"compacted {table.path}: " + (f"snapshot {sid}" if sid is not None else "nothing to do"))
+        print(f"compacted {table.ref}: " + (f"snapshot {sid}" if sid is not None else "nothing to do"))
     return 0
 
 
