@@ -35,7 +35,8 @@ import pyarrow.compute as pc
 from .branches import MAIN, branch_names, branch_path
 from .datafile import verify_data_file
 from .deletionvectors import decode_vector
-from .errors import CorruptFileError, MissingFileError, PaimonError, TagNotFoundError, UnsupportedOperationError
+from .errors import (CorruptFileError, MissingFileError, PaimonError, TableNotFoundError, TagNotFoundError,
+                     UnsupportedOperationError)
 from .fileio import FileIO
 from .keyvalue import file_fields
 from .manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
@@ -104,7 +105,11 @@ def _check_branches(main: "_Checker", report: CheckReport) -> None:
         try:
             table = Table(main.io, main.path, branch=name)
         except Exception as exc:  # noqa: BLE001 - a branch that cannot be opened is a problem to report
-            report.problems.append(Problem(ERROR, "corrupt-file", root, f"branch '{name}' cannot be opened: {exc}"))
+            if isinstance(exc, TableNotFoundError) and not _listed_snapshot_ids(main.io, f"{root}/snapshot"):
+                report.problems.append(Problem(WARNING, "empty-branch", root, str(exc)))  # nothing to read
+            else:
+                report.problems.append(Problem(ERROR, "corrupt-file", root, f"branch '{name}' cannot be opened: "
+                                               f"{exc}"))
             continue
         checker = _Checker(main.io, main.path, table, main.verify_data, branch=name)
         checker.share_verdicts(main)

@@ -92,6 +92,10 @@ class OrphanFilesClean:
         for name in branch_names(self.file_io, self.table_path):
             root = branch_path(self.table_path, name)
             if not any(n.startswith("schema-") for n in self.file_io.list_names(f"{root}/schema")):
+                if not any(self.file_io.list_names(f"{root}/{sub}") for sub in ("snapshot", "tag")):
+                    log.warning("branch %s has no schema, snapshot or tag (an interrupted create_branch): it "
+                                "references nothing", root)
+                    continue
                 raise UnsupportedOperationError(
                     f"branch {root} has no schema: orphan file cleanup stops (as Java's does) rather "
                     "than miss the files it uses; check the branch by hand")

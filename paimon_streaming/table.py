@@ -59,8 +59,11 @@ class Table:
         self.tag_manager = TagManager(file_io, meta)
         schema = self.schema_manager.latest()
         if schema is None and self.branch != MAIN:
-            raise TableNotFoundError(f"table {self.name} has no branch '{self.branch}' (branches: "
-                                     f"{branch_names(file_io, path)})")
+            branches = branch_names(file_io, path)
+            if self.branch in branches:
+                raise TableNotFoundError(f"branch '{self.branch}' of table {self.name} has no schema file (a "
+                                         "create_branch interrupted: delete the branch or create it again)")
+            raise TableNotFoundError(f"table {self.name} has no branch '{self.branch}' (branches: {branches})")
         if schema is None:
             raise TableNotFoundError(f"no Paimon table at {path} (no schema/schema-* file)")
         self.schema: TableSchema = schema

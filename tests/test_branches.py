@@ -282,3 +282,21 @@ def test_fast_forward_and_create_branch_survive_a_failure_at_every_io_step(tmp_p
             out = ps.Table.open(path) if name == "fast-forward" else ps.Table.open(path, branch="qa")
             assert state(out) == done, where
             shutil.rmtree(path)
+
+
+def test_a_half_made_branch_is_reported_and_made_again(catalog):
+    """A crash inside create_branch can leave a branch directory without a schema (local and
+    HDFS directories exist before their files): `check` warns, orphan cleanup goes on (it
+    references nothing), opening it says so, and create_branch or delete_branch clear it."""
+    import os
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch([1], "a"))
+    os.makedirs(f"{t.path}/branch/branch-x/schema")
+    report = check_table(t)
+    assert report.ok and [p.kind for p in report.problems] == ["empty-branch"]
+    with pytest.raises(TableNotFoundError, match="branch 'x' of table .* has no schema file"):
+        ps.Table.open(t.path, branch="x")
+    t.remove_orphan_files(older_than=datetime.datetime.now() + datetime.timedelta(seconds=1))
+    assert rows(t) == {1: "a"}
+    t.create_branch("x")
+    assert ps.Table.open(t.path, branch="x").latest_snapshot() is None and check_table(t).problems == []
