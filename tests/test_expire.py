@@ -38,7 +38,8 @@ def referenced_files(t) -> set[str]:
 
 
 def files_on_disk(t) -> set[str]:
-    skip = {"snapshot", "schema", "tag", "consumer", "commit-user"}
+    """Data, manifest and index files under the table (branch directories hold only metadata)."""
+    skip = {"snapshot", "schema", "tag", "consumer", "commit-user", "branch"}
     out = set()
     for root, dirs, files in os.walk(t.path):
         dirs[:] = [d for d in dirs if not (root == t.path and d in skip)]
