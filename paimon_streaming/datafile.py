@@ -30,7 +30,10 @@ page, `write_page_checksum`; Java's reader ignores them) and read with their ver
 files without checksums (other writers) are read as before. Before decoding, the file's size
 is compared with the size its manifest entry records (known from opening the file: no extra
 request on object stores), and its row count with the entry's, so a truncated or replaced
-file is an error, for ORC too. ORC has no checksums: a flipped byte inside an ORC stripe is
+file is an error, for ORC too. Footers have no checksum, so what they declare is checked
+against the schema the file was written with (`_check_decoded`, `_misdeclared`): every
+column and ROW field present, every column as long as the file, and, in Parquet columns a
+Paimon writer wrote, timestamps in the unit of their precision and decimals at their scale. ORC has no checksums: a flipped byte inside an ORC stripe is
 caught only when it breaks decoding or yields invalid strings, otherwise it can read as another
 value (use Parquet, the default, where that matters). Every failure raises `MissingFileError` /
 `CorruptFileError` naming the file.
@@ -51,6 +54,7 @@ from .errors import (CorruptFileError, InvalidOptionError, MissingFileError, Pai
 from .fileio import FileIO
 from .numpy_arrow import from_numpy
 from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_bool
+from .system_fields import KEY_PREFIX
 from .types import DataField, DataType, arrow_schema, to_arrow
 
 PARQUET = "parquet"
@@ -387,10 +391,11 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                    row_count: int | None = None, keep: np.ndarray | None = None) -> pa.Table:
     """Read a data file as the canonical Arrow types of `fields` (projected to `columns`).
 
-    Columns are found by name, as Java does; a requested column absent from the file (added
-    by a later schema) comes back as nulls. `file_size` and `row_count` (from the file's
-    manifest entry) are verified when given; a missing file raises MissingFileError, a damaged
-    one CorruptFileError, both naming it. `keep` (a boolean per row: a deletion vector's
+    `fields` are those of the schema the file was written with (`evolution.read_evolved` maps
+    newer schemas onto them). Columns are found by name, as Java does; one the footer lacks, or
+    declares other than a Paimon writer would, is a damaged footer (`_check_decoded`).
+    `file_size` and `row_count` (from the file's manifest entry) are verified when given; a
+    missing file raises MissingFileError, a damaged one CorruptFileError, both naming it. `keep` (a boolean per row: a deletion vector's
     complement) drops rows before dictionary-encoded strings are decoded (`_dictionary_columns`),
     so the dropped rows' strings are never built and the kept ones are built once.
     """
@@ -432,17 +437,95 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     if row_count is not None and num_rows != row_count:
         raise CorruptFileError(f"data file {path} holds {num_rows} rows but its manifest entry records "
                                f"{row_count} (damaged footer or replaced file)")
+    _check_decoded(path, raw, wanted, num_rows)
     if keep is not None:
         if len(keep) != num_rows:
             raise CorruptFileError(f"data file {path} holds {num_rows} rows but its deletion vector covers {len(keep)}")
         num_rows = int(np.count_nonzero(keep))
         if raw:
             raw = dict(zip(raw, pa.table(raw).filter(from_numpy(keep)).columns))
-    arrays = [conform(raw[f.name], to_arrow(f.type)) if f.name in raw
-              else pa.nulls(num_rows, to_arrow(f.type)) for f in wanted]
+    arrays = [_conformed(path, raw[f.name], f) if f.name in raw else pa.nulls(num_rows, to_arrow(f.type))
+              for f in wanted]
     if not arrays:  # keep the row count of a zero-column projection (count queries)
         return pa.table({"_": pa.nulls(num_rows)}).select([])
     return pa.Table.from_arrays(arrays, schema=arrow_schema(wanted))
+
+
+def _check_decoded(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[DataField], num_rows: int) -> None:
+    """The decoded columns against the schema the file was written with (`wanted` are fields
+    of that schema): footers carry no checksum, and a flipped bit there can rename a column or
+    drop rows of a row group, which would otherwise read as nulls or as fewer rows. Every
+    Paimon writer (Java, pypaimon, ours) writes every column of the file's schema (`_KEY_`
+    ones only outside thin mode)."""
+    missing = [f.name for f in wanted if f.name not in raw and not f.name.startswith(KEY_PREFIX)]
+    if missing:
+        raise CorruptFileError(f"data file {path} has no column {missing[0]!r}, which the schema it was written "
+                               "with has (a damaged footer); `paimon-streaming check` lists every damaged file")
+    for f in wanted:
+        column = raw.get(f.name)
+        if column is None:
+            continue
+        if len(column) != num_rows:
+            raise CorruptFileError(f"data file {path}: column {f.name!r} decodes to {len(column)} rows, its footer "
+                                   f"says {num_rows} (a damaged footer)")
+        lacking = _lacking_field(column.type, f.type)
+        if lacking:
+            raise CorruptFileError(f"data file {path}: column {f.name!r} has no field {lacking!r}, which the schema "
+                                   "it was written with has (a damaged footer)")
+
+
+def _lacking_field(arrow: pa.DataType, t: DataType) -> str | None:
+    """A ROW field of `t`, at any depth, that the decoded type lacks (None: all there)."""
+    return next((where for where, found, _ in _nodes(arrow, t) if found is None), None)
+
+
+def _nodes(arrow: pa.DataType, t: DataType, where: str = ""):
+    """(path, decoded type or None when absent, Paimon type) for `t` and every type nested in
+    it, ROW fields matched by name as readers match them."""
+    if pa.types.is_dictionary(arrow):
+        arrow = arrow.value_type
+    yield where, arrow, t
+    if t.root == "ROW" and pa.types.is_struct(arrow):
+        children = {arrow.field(i).name: arrow.field(i).type for i in range(arrow.num_fields)}
+        for f in t.fields:
+            inner = f"{where}.{f.name}" if where else f.name
+            if f.name in children:
+                yield from _nodes(children[f.name], f.type, inner)
+            else:
+                yield inner, None, f.type
+    elif t.root == "ARRAY" and (pa.types.is_list(arrow) or pa.types.is_large_list(arrow)):
+        yield from _nodes(arrow.value_type, t.element, f"{where}[]")
+    elif t.root in ("MAP", "MULTISET") and pa.types.is_map(arrow):
+        yield from _nodes(arrow.key_type, t.key or t.element, f"{where}[key]")
+        if t.root == "MAP":
+            yield from _nodes(arrow.item_type, t.value, f"{where}[value]")
+
+
+def _misdeclared(arrow: pa.DataType, t: DataType) -> str | None:
+    """Why a Parquet column a Paimon writer wrote (it carries a field id) cannot hold values of
+    `t`, or None. Java and we write a timestamp in the unit of its precision and a decimal at
+    its scale, and Java decodes by the declared type alone, so a footer saying otherwise was
+    damaged (a unit or scale flipped there would read as values 1000 or 10 times off). Files
+    from other writers (adopted by a migration, say) may use other units: those are converted."""
+    for where, found, declared in _nodes(arrow, t):
+        at = f" (at {where})" if where else ""
+        if found is None:
+            continue
+        if declared.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+            unit = "ms" if declared.precision <= 3 else "us" if declared.precision <= 6 else "ns"
+            if not pa.types.is_timestamp(found) or found.unit != unit:
+                return f"is stored as {found}, not in {unit}{at}"
+        elif declared.root == "DECIMAL" and (not pa.types.is_decimal(found) or found.scale != declared.scale):
+            return f"is stored as {found}{at}"
+    return None
+
+
+def _conformed(path: str, column: pa.ChunkedArray, f: DataField) -> pa.ChunkedArray:
+    try:
+        return conform(column, to_arrow(f.type))
+    except (pa.ArrowException, ValueError) as exc:
+        raise CorruptFileError(f"data file {path}: column {f.name!r} holds {column.type}, which does not read as "
+                               f"{f.type.sql()} ({exc}; a damaged footer or a foreign writer)") from exc
 
 
 _MAGIC = {PARQUET: b"PAR1", ORC: b"ORC", AVRO: b"Obj\x01"}
@@ -487,6 +570,7 @@ def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) 
             pf = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=pre_buffer, read_dictionary=dictionary,
                                 page_checksum_verification=PAGE_CHECKSUMS)
         table = pf.read(columns=[f.name for f in present], use_threads=use_threads)
+        _check_declared(table.schema, present)
         return dict(zip(table.column_names, table.columns)), pf.metadata.num_rows
     by_unit: dict[str, list[str]] = {}
     for f in present:
@@ -497,8 +581,22 @@ def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) 
                               page_checksum_verification=PAGE_CHECKSUMS,
                               coerce_int96_timestamp_unit=unit)
         table = part.read(columns=names_in_unit, use_threads=use_threads)
+        _check_declared(table.schema, [f for f in present if f.name in names_in_unit])
         columns.update(zip(table.column_names, table.columns))
     return columns, pf.metadata.num_rows
+
+
+def _check_declared(schema: pa.Schema, fields: list[DataField]) -> None:
+    """`_misdeclared` for the columns with a field id (ValueError: the caller names the file)."""
+    for f in fields:
+        index = schema.get_field_index(f.name)
+        if index < 0:
+            raise ValueError(f"the footer names column {f.name!r} more than once (a damaged footer)")
+        column = schema.field(index)
+        if column.metadata and _FIELD_ID in column.metadata:
+            wrong = _misdeclared(column.type, f.type)
+            if wrong:
+                raise ValueError(f"column {f.name!r} of type {f.type.sql()} {wrong} (a damaged footer)")
 
 
 def _dictionary_columns(pf: pq.ParquetFile, fields: list[DataField]) -> list[str]:

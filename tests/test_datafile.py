@@ -5,6 +5,7 @@ import datetime as dt
 import glob
 import json
 import os
+import re
 from decimal import Decimal
 
 import numpy as np
@@ -319,27 +320,30 @@ def test_orc_types(fio):
 
 
 # ---- reading: projection, evolution, other writers ---------------------------------------------
-def test_projection_and_added_columns(fio):
+def test_projection_and_columns_the_footer_lacks(fio):
+    """Fields are those of the schema the file was written with (`read_evolved` maps newer
+    schemas onto them), so a column or ROW field the footer lacks is a damaged footer, never
+    a column of nulls."""
     file_io, root = fio
     old = _fields(("id", T("INT")), ("r", _row(DataField(100, "x", T("INT")))))
     data = pa.Table.from_pylist([{"id": 1, "r": {"x": 5}}, {"id": 2, "r": None}], schema=arrow_schema(old))
     for fmt in ("parquet", "orc"):
         path = f"{root}/a.{fmt}"
         write_data_file(file_io, path, data, old, fmt)
-        new = old[:1] + [DataField(1, "r", _row(DataField(100, "x", T("INT")), DataField(101, "y", T("STRING")))),
-                         DataField(2, "added", T("DECIMAL(20, 2)"))]
-        back = read_data_file(file_io, path, new, ["added", "r", "id"])
-        assert back.column_names == ["added", "r", "id"]
-        assert back.schema == arrow_schema([new[2], new[1], new[0]])
-        assert back.to_pylist() == [{"added": None, "r": {"x": 5, "y": None}, "id": 1},
-                                    {"added": None, "r": None, "id": 2}]
-        assert read_data_file(file_io, path, new, []).num_rows == 2
+        back = read_data_file(file_io, path, old, ["r", "id"])
+        assert back.column_names == ["r", "id"]
+        assert back.to_pylist() == [{"r": {"x": 5}, "id": 1}, {"r": None, "id": 2}]
+        assert read_data_file(file_io, path, old, []).num_rows == 2
         with pytest.raises(SchemaMismatchError):
-            read_data_file(file_io, path, new, ["nope"])
-        # with a deletion mask, string columns are read as dictionaries: an added one is absent
-        noted = new + [DataField(3, "note", T("STRING"))]
-        kept = read_data_file(file_io, path, noted, ["id", "note"], row_count=2, keep=np.array([False, True]))
-        assert kept.to_pylist() == [{"id": 2, "note": None}]
+            read_data_file(file_io, path, old, ["nope"])
+        added = old + [DataField(2, "added", T("DECIMAL(20, 2)"))]
+        with pytest.raises(CorruptFileError, match="has no column 'added'"):
+            read_data_file(file_io, path, added, ["id", "added"])
+        with pytest.raises(CorruptFileError, match="has no column 'added'"):  # strings read as dictionaries
+            read_data_file(file_io, path, added, ["id", "added"], row_count=2, keep=np.array([False, True]))
+        nested = old[:1] + [DataField(1, "r", _row(DataField(100, "x", T("INT")), DataField(101, "y", T("STRING"))))]
+        with pytest.raises(CorruptFileError, match="has no field 'y'"):
+            read_data_file(file_io, path, nested, ["r"])
 
 
 @pytest.mark.parametrize("pooled", [False, True], ids=["small-file reads", "pooled reads"])
@@ -403,6 +407,34 @@ def test_read_foreign_physical_layouts(fio):
         "ts6": dt.datetime(1970, 1, 1, 0, 0, 1, 1), "ts3": dt.datetime(1970, 1, 1, 0, 0, 0, 1000),
         "ltz": dt.datetime(1970, 1, 1, 0, 0, 0, 5, tzinfo=UTC), "dec": Decimal("1.25"), "s": "x", "d": "y",
         "arr": ["a", None], "time": dt.time(1), "bin": b"ab"}]
+
+
+def test_units_and_scales_a_paimon_writer_would_not_write_are_damage(fio):
+    """A column with a Paimon field id was written by Java or by us, which store a timestamp in
+    the unit of its precision and a decimal at its scale (Java decodes by the declared type):
+    a footer saying otherwise was damaged, at any depth. The same layouts without field ids
+    (other writers') read converted (test_read_foreign_physical_layouts)."""
+    file_io, root = fio
+    fields = _fields(("ts", T("TIMESTAMP(6)")), ("decs", _array(T("DECIMAL(10, 2)"))))
+
+    def with_id(name, arrow_type, field_id):
+        return pa.field(name, arrow_type, metadata={b"PARQUET:field_id": str(field_id).encode()})
+    cases = {
+        "'ts' of type TIMESTAMP(6) is stored as timestamp[ms], not in us":
+            pa.table({"ts": pa.array([1], pa.timestamp("ms")), "decs": pa.array([[Decimal("1.25")]])}),
+        "'decs' of type ARRAY<DECIMAL(10, 2)> is stored as decimal128(10, 3) (at [])":
+            pa.table({"ts": pa.array([1], pa.timestamp("us")),
+                      "decs": pa.array([[Decimal("1.250")]], pa.list_(pa.decimal128(10, 3)))}),
+    }
+    for message, data in cases.items():
+        path = f"{root}/x.parquet"
+        ids = pa.schema([with_id(f.name, f.type, i) for i, f in enumerate(data.schema)])
+        pq.write_table(data.cast(ids), path)
+        with pytest.raises(CorruptFileError, match=re.escape(message)) as err:
+            read_data_file(file_io, path, fields)
+        assert path in str(err.value)
+        pq.write_table(data, path)  # no field ids: another writer's layout, converted
+        assert read_data_file(file_io, path, fields).num_rows == 1
 
 
 def test_orc_char_is_right_trimmed_like_java(fio):
@@ -624,7 +656,7 @@ AVRO_FIELDS = _fields(("id", T("BIGINT NOT NULL")), ("s", T("STRING")), ("d", T(
 
 
 def test_avro_data_files_are_read(fio, monkeypatch):
-    """Java's Avro data files read as the table's types (projections, added columns, a mask);
+    """Java's Avro data files read as the table's types (projections, a mask);
     a damaged one is a CorruptFileError, and one whose codec needs a library fastavro lacks
     says so instead of calling the file damaged."""
     import fastavro.read
@@ -634,11 +666,11 @@ def test_avro_data_files_are_read(fio, monkeypatch):
     expected = _avro_file(path)
     size = os.path.getsize(path)
     assert read_data_file(file_io, path, AVRO_FIELDS, file_size=size, row_count=200).to_pylist() == expected.to_pylist()
-    added = AVRO_FIELDS + [DataField(9, "new", T("INT"))]
     keep = np.arange(200) % 2 == 0
-    got = read_data_file(file_io, path, added, ["new", "s"], keep=keep)
+    got = read_data_file(file_io, path, AVRO_FIELDS, ["s"], keep=keep)
     assert got.column("s").to_pylist() == expected.column("s").filter(pa.array(keep)).to_pylist()
-    assert got.column("new").null_count == 100
+    with pytest.raises(CorruptFileError, match="has no column 'new'"):
+        read_data_file(file_io, path, AVRO_FIELDS + [DataField(9, "new", T("INT"))], ["new", "s"], keep=keep)
     with pytest.raises(CorruptFileError, match="holds 200 rows but its manifest entry records 7"):
         read_data_file(file_io, path, AVRO_FIELDS, row_count=7)
     with open(path, "r+b") as f:
