@@ -32,8 +32,9 @@ is compared with the size its manifest entry records (known from opening the fil
 request on object stores), and its row count with the entry's, so a truncated or replaced
 file is an error, for ORC too. Footers have no checksum, so what they declare is checked
 against the schema the file was written with (`_check_decoded`, `_misdeclared`): every
-column and ROW field present, every column as long as the file, and, in Parquet columns a
-Paimon writer wrote, timestamps in the unit of their precision and decimals at their scale. ORC has no checksums: a flipped byte inside an ORC stripe is
+column and ROW field present, every column as long as the file and of its type's family,
+and, in Parquet columns a Paimon writer wrote, timestamps in the unit of their precision and
+decimals at their scale (in ORC, decimals at their scale). ORC has no checksums: a flipped byte inside an ORC stripe is
 caught only when it breaks decoding or yields invalid strings, otherwise it can read as another
 value (use Parquet, the default, where that matters). Every failure raises `MissingFileError` /
 `CorruptFileError` naming the file.
@@ -437,7 +438,7 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     if row_count is not None and num_rows != row_count:
         raise CorruptFileError(f"data file {path} holds {num_rows} rows but its manifest entry records "
                                f"{row_count} (damaged footer or replaced file)")
-    _check_decoded(path, raw, wanted, num_rows)
+    _check_decoded(path, raw, wanted, num_rows, exact_scale=fmt == ORC)
     if keep is not None:
         if len(keep) != num_rows:
             raise CorruptFileError(f"data file {path} holds {num_rows} rows but its deletion vector covers {len(keep)}")
@@ -451,12 +452,15 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     return pa.Table.from_arrays(arrays, schema=arrow_schema(wanted))
 
 
-def _check_decoded(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[DataField], num_rows: int) -> None:
+def _check_decoded(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[DataField], num_rows: int,
+                   exact_scale: bool) -> None:
     """The decoded columns against the schema the file was written with (`wanted` are fields
-    of that schema): footers carry no checksum, and a flipped bit there can rename a column or
-    drop rows of a row group, which would otherwise read as nulls or as fewer rows. Every
-    Paimon writer (Java, pypaimon, ours) writes every column of the file's schema (`_KEY_`
-    ones only outside thin mode)."""
+    of that schema): footers carry no checksum, and a flipped bit there can rename a column,
+    change its type or drop rows of a row group, which would otherwise read as nulls, as other
+    values or as fewer rows. Every Paimon writer (Java, pypaimon, ours) writes every column and
+    ROW field of the file's schema (`_KEY_` columns only outside thin mode) in its type's family
+    (`_decodes_as`); decimals at their scale in ORC (`exact_scale`), as Java's and Hive's writers
+    do (Parquet: `_check_declared`)."""
     missing = [f.name for f in wanted if f.name not in raw and not f.name.startswith(KEY_PREFIX)]
     if missing:
         raise CorruptFileError(f"data file {path} has no column {missing[0]!r}, which the schema it was written "
@@ -468,15 +472,45 @@ def _check_decoded(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[Data
         if len(column) != num_rows:
             raise CorruptFileError(f"data file {path}: column {f.name!r} decodes to {len(column)} rows, its footer "
                                    f"says {num_rows} (a damaged footer)")
-        lacking = _lacking_field(column.type, f.type)
-        if lacking:
-            raise CorruptFileError(f"data file {path}: column {f.name!r} has no field {lacking!r}, which the schema "
-                                   "it was written with has (a damaged footer)")
+        for where, found, declared in _nodes(column.type, f.type):
+            at = f" (at {where})" if where else ""
+            if found is None:
+                raise CorruptFileError(f"data file {path}: column {f.name!r} has no field {where!r}, which the "
+                                       "schema it was written with has (a damaged footer)")
+            if not _decodes_as(found, declared, exact_scale):
+                raise CorruptFileError(f"data file {path}: column {f.name!r} of type {f.type.sql()} is stored as "
+                                       f"{found}{at} (a damaged footer, or a writer mixing up types)")
 
 
-def _lacking_field(arrow: pa.DataType, t: DataType) -> str | None:
-    """A ROW field of `t`, at any depth, that the decoded type lacks (None: all there)."""
-    return next((where for where, found, _ in _nodes(arrow, t) if found is None), None)
+# Arrow types each Paimon type decodes to from any writer's files (other writers' strings may lack
+# their UTF-8 annotation, ORC stores TIME as an integer, integers may be of another width: the
+# cast that `conform` makes checks that the values fit).
+_FAMILIES = {
+    "BOOLEAN": pa.types.is_boolean, "TINYINT": pa.types.is_integer, "SMALLINT": pa.types.is_integer,
+    "INT": pa.types.is_integer, "BIGINT": pa.types.is_integer, "FLOAT": pa.types.is_float32,
+    "DOUBLE": pa.types.is_float64, "DATE": lambda a: pa.types.is_date32(a) or pa.types.is_int32(a),
+    "TIME": lambda a: pa.types.is_time(a) or pa.types.is_integer(a),
+    "TIMESTAMP": pa.types.is_timestamp, "TIMESTAMP_LTZ": pa.types.is_timestamp,
+    "CHAR": lambda a: _is_string_or_binary(a), "VARCHAR": lambda a: _is_string_or_binary(a),
+    "BINARY": lambda a: _is_string_or_binary(a), "VARBINARY": lambda a: _is_string_or_binary(a),
+    "ROW": pa.types.is_struct, "ARRAY": lambda a: pa.types.is_list(a) or pa.types.is_large_list(a),
+    "MAP": pa.types.is_map, "MULTISET": pa.types.is_map,
+}
+
+
+def _is_string_or_binary(a: pa.DataType) -> bool:
+    return pa.types.is_string(a) or pa.types.is_large_string(a) or pa.types.is_binary(a) \
+        or pa.types.is_large_binary(a) or pa.types.is_fixed_size_binary(a)
+
+
+def _decodes_as(found: pa.DataType, declared: DataType, exact_scale: bool) -> bool:
+    """Whether a decoded type can hold `declared`'s values: a column decoding as another family
+    (a string column as booleans, a DOUBLE as floats) is a damaged footer, which the cast would
+    otherwise turn into other values. Decimals: at the declared scale when `exact_scale`."""
+    if declared.root == "DECIMAL":
+        return pa.types.is_decimal(found) and (found.scale == declared.scale or not exact_scale)
+    family = _FAMILIES.get(declared.root)
+    return family is None or family(found)
 
 
 def _nodes(arrow: pa.DataType, t: DataType, where: str = ""):

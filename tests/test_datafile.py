@@ -437,6 +437,27 @@ def test_units_and_scales_a_paimon_writer_would_not_write_are_damage(fio):
         assert read_data_file(file_io, path, fields).num_rows == 1
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_a_column_decoding_as_another_type_family_is_damage(fio, fmt):
+    """A footer can say a DOUBLE column holds floats, or a STRING column booleans (a flipped
+    type, or names swapped): the cast would turn them into other values, so it is an error."""
+    file_io, root = fio
+    fields = _fields(("f", T("DOUBLE")), ("s", T("STRING")), ("dec", T("DECIMAL(10, 2)")))
+    cases = {
+        "'f' of type DOUBLE is stored as float": pa.table({"f": pa.array([0.5], pa.float32()), "s": ["x"],
+                                                           "dec": pa.array([Decimal("1.25")])}),
+        "'s' of type STRING is stored as bool": pa.table({"f": [0.5], "s": [True], "dec": pa.array([Decimal("1.25")])}),
+    }
+    if fmt == "orc":  # ORC writers (Java's, Hive's) keep the declared scale
+        cases["'dec' of type DECIMAL(10, 2) is stored as decimal128(10, 3)"] = pa.table(
+            {"f": [0.5], "s": ["x"], "dec": pa.array([Decimal("1.250")], pa.decimal128(10, 3))})
+    for message, data in cases.items():
+        path = f"{root}/x.{fmt}"
+        (pq.write_table if fmt == "parquet" else orc.write_table)(data, path)
+        with pytest.raises(CorruptFileError, match=re.escape(message)):
+            read_data_file(file_io, path, fields)
+
+
 def test_orc_char_is_right_trimmed_like_java(fio):
     file_io, root = fio
     fields = _fields(("c", T("CHAR(4)")), ("v", T("VARCHAR(4)")))
