@@ -34,10 +34,10 @@ file is an error, for ORC too. Footers have no checksum, so what they declare is
 against the schema the file was written with (`_check_decoded`, `_misdeclared`): every
 column and ROW field present, every column as long as the file and of its type's family,
 and, in Parquet columns a Paimon writer wrote, timestamps in the unit of their precision and
-decimals at their scale (in ORC, decimals at their scale). ORC has no checksums: a flipped byte inside an ORC stripe is
-caught only when it breaks decoding or yields invalid strings, otherwise it can read as another
-value (use Parquet, the default, where that matters). Every failure raises `MissingFileError` /
-`CorruptFileError` naming the file.
+decimals at their scale (in ORC, decimals at their scale). ORC has no checksums: a flipped
+byte inside an ORC stripe is caught only when it breaks decoding or yields invalid strings,
+otherwise it can read as another value (use Parquet, the default, where that matters).
+Every failure raises `MissingFileError` / `CorruptFileError` naming the file.
 """
 from __future__ import annotations
 
@@ -396,9 +396,10 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     newer schemas onto them). Columns are found by name, as Java does; one the footer lacks, or
     declares other than a Paimon writer would, is a damaged footer (`_check_decoded`).
     `file_size` and `row_count` (from the file's manifest entry) are verified when given; a
-    missing file raises MissingFileError, a damaged one CorruptFileError, both naming it. `keep` (a boolean per row: a deletion vector's
-    complement) drops rows before dictionary-encoded strings are decoded (`_dictionary_columns`),
-    so the dropped rows' strings are never built and the kept ones are built once.
+    missing file raises MissingFileError, a damaged one CorruptFileError, both naming it.
+    `keep` (a boolean per row: a deletion vector's complement) drops rows before
+    dictionary-encoded strings are decoded (`_dictionary_columns`), so the dropped rows'
+    strings are never built and the kept ones are built once.
     """
     by_name = {f.name: f for f in fields}
     unknown = [c for c in columns or () if c not in by_name]
@@ -482,6 +483,11 @@ def _check_decoded(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[Data
                                        f"{found}{at} (a damaged footer, or a writer mixing up types)")
 
 
+def _is_string_or_binary(a: pa.DataType) -> bool:
+    return pa.types.is_string(a) or pa.types.is_large_string(a) or pa.types.is_binary(a) \
+        or pa.types.is_large_binary(a) or pa.types.is_fixed_size_binary(a)
+
+
 # Arrow types each Paimon type decodes to from any writer's files (other writers' strings may lack
 # their UTF-8 annotation, ORC stores TIME as an integer, integers may be of another width: the
 # cast that `conform` makes checks that the values fit).
@@ -491,16 +497,11 @@ _FAMILIES = {
     "DOUBLE": pa.types.is_float64, "DATE": lambda a: pa.types.is_date32(a) or pa.types.is_int32(a),
     "TIME": lambda a: pa.types.is_time(a) or pa.types.is_integer(a),
     "TIMESTAMP": pa.types.is_timestamp, "TIMESTAMP_LTZ": pa.types.is_timestamp,
-    "CHAR": lambda a: _is_string_or_binary(a), "VARCHAR": lambda a: _is_string_or_binary(a),
-    "BINARY": lambda a: _is_string_or_binary(a), "VARBINARY": lambda a: _is_string_or_binary(a),
+    "CHAR": _is_string_or_binary, "VARCHAR": _is_string_or_binary,
+    "BINARY": _is_string_or_binary, "VARBINARY": _is_string_or_binary,
     "ROW": pa.types.is_struct, "ARRAY": lambda a: pa.types.is_list(a) or pa.types.is_large_list(a),
     "MAP": pa.types.is_map, "MULTISET": pa.types.is_map,
 }
-
-
-def _is_string_or_binary(a: pa.DataType) -> bool:
-    return pa.types.is_string(a) or pa.types.is_large_string(a) or pa.types.is_binary(a) \
-        or pa.types.is_large_binary(a) or pa.types.is_fixed_size_binary(a)
 
 
 def _decodes_as(found: pa.DataType, declared: DataType, exact_scale: bool) -> bool:
@@ -549,7 +550,7 @@ def _misdeclared(arrow: pa.DataType, t: DataType) -> str | None:
             unit = "ms" if declared.precision <= 3 else "us" if declared.precision <= 6 else "ns"
             if not pa.types.is_timestamp(found) or found.unit != unit:
                 return f"is stored as {found}, not in {unit}{at}"
-        elif declared.root == "DECIMAL" and (not pa.types.is_decimal(found) or found.scale != declared.scale):
+        elif declared.root == "DECIMAL" and not _decodes_as(found, declared, exact_scale=True):
             return f"is stored as {found}{at}"
     return None
 

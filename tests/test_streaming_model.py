@@ -64,7 +64,8 @@ class Consumer:
         return True
 
 
-@settings(max_examples=int(os.environ.get("STREAMING_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("STREAMING_EXAMPLES", 40)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(sorted(TABLES)), start=st.sampled_from(["first", "latest"]), ops=steps)
 def test_the_stream_applied_is_the_table(kind, start, ops):
     with tempfile.TemporaryDirectory() as wh:
