@@ -11,6 +11,8 @@ Checked, for every snapshot and tag:
 * every live data file, changelog file and extra file exists, data files with their recorded
   size; data files are read whole (page checksums, row count), unless `verify_data=False`;
 * index files exist with their recorded size; every deletion vector decodes and passes its CRC;
+* consumer progress files and commit-user records (what expiration and exactly-once replays
+  follow) decode and pass their checks;
 * the LATEST/EARLIEST hints parse and point inside the snapshot range. A LATEST hint beyond
   the newest snapshot file is an error: the newest snapshot file(s) were deleted, and readers
   and writers refuse the table (`SnapshotMissingError`) until the files are restored or
@@ -33,6 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .branches import MAIN, branch_names, branch_path
+from .commit_users import CommitUserRecords
+from .consumers import ConsumerManager
 from .datafile import verify_data_file
 from .deletionvectors import decode_vector
 from .errors import (CorruptFileError, MissingFileError, PaimonError, TableNotFoundError, TagNotFoundError,
@@ -192,6 +196,7 @@ class _Checker:
         self.verify_data = verify_data
         self.opening_error = opening_error
         root = branch_path(path, branch)  # snapshots, tags and schemas; files stay in `path`
+        self.root = root
         self.snapshot_manager = SnapshotManager(file_io, root)
         self.tag_manager = TagManager(file_io, root)
         self.schema_manager = SchemaManager(file_io, root)
@@ -236,6 +241,7 @@ class _Checker:
                 self.guarded(self._snapshot_path(label, snap), f"checking {label}",
                              lambda label=label, snap=snap: self._check_snapshot(label, snap))
         self.guarded(self.snapshot_manager.dir, "checking the hints", self._check_hints)
+        self._check_progress_files()
         if self.table is not None and self.report.ok:
             ids = self._snapshot_ids()
             newest = next((s for label, s in snapshots if ids and s.id == ids[-1] and label.startswith("snapshot")),
@@ -249,6 +255,17 @@ class _Checker:
         if label.startswith("tag "):
             return self.tag_manager.path(label[4:])
         return self.snapshot_manager.path(snap.id)
+
+    def _check_progress_files(self) -> None:
+        """Consumer positions and commit-user records: expiration keeps what the first say a
+        stream still needs, and exactly-once replays trust the second."""
+        consumers = ConsumerManager(self.io, self.root)
+        for cid in consumers.consumer_ids():
+            self.guarded(consumers.path(cid), f"reading consumer {cid!r}",
+                         lambda cid=cid: consumers.next_snapshot(cid))
+        records = CommitUserRecords(self.io, self.root)
+        for path in records.record_files():
+            self.guarded(path, "reading a commit-user record", lambda path=path: records.read(path))
 
     # ---- schemas ------------------------------------------------------------------------------
     def _check_schema_files(self) -> None:

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from .errors import CommitIdentifierError, CorruptFileError
 from .fileio import FileIO
+from .json_check import CHECK_KEY, check_mismatch, json_check
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
 RECORDS_DIR = "commit-user"
@@ -63,22 +64,37 @@ class CommitUserRecords:
         return f"{self.dir}/u-{quote(commit_user, safe='')}"
 
     def _files(self, commit_user: str) -> list[str]:
-        return [f"{self.user_dir(commit_user)}/{n}" for n in self.file_io.list_names(self.user_dir(commit_user))
+        return self._files_in(self.user_dir(commit_user))
+
+    def _files_in(self, user_dir: str) -> list[str]:
+        return [f"{user_dir}/{n}" for n in self.file_io.list_names(user_dir)
                 if n.startswith("identifiers-") and n.endswith(".json")]
 
-    def _read(self, path: str) -> IdentifierRanges:
+    def read(self, path: str) -> IdentifierRanges:
+        """The identifiers one record file holds; CorruptFileError naming it when damaged."""
         try:
             obj = json.loads(self.file_io.read_bytes(path).decode("utf-8"))
-            return IdentifierRanges.of((), [(int(lo), int(hi)) for lo, hi in obj["ranges"]])
+            ranges = [(int(lo), int(hi)) for lo, hi in obj["ranges"]]
+            mismatch = (check_mismatch(obj[CHECK_KEY], json_check([obj["commitUser"], obj["ranges"]]))
+                        if CHECK_KEY in obj else None)  # none in records of earlier versions
         except FileNotFoundError:
             return IdentifierRanges()  # merged into a newer record by a concurrent expiration
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptFileError(f"commit-user record {path} cannot be parsed: {exc}") from exc
+        if mismatch:
+            raise CorruptFileError(f"commit-user record {path} is damaged: {mismatch}; without it, batches of "
+                                   "expired snapshots could be committed twice: restore it from a backup")
+        return IdentifierRanges.of((), ranges)
+
+    def record_files(self) -> list[str]:
+        """Every record file of every commit user."""
+        return [path for user_dir in self.file_io.list_names(self.dir)
+                for path in self._files_in(f"{self.dir}/{user_dir}")]
 
     def recorded(self, commit_user: str) -> IdentifierRanges:
         ranges: list[tuple[int, int]] = []
         for path in self._files(commit_user):
-            ranges.extend(self._read(path).ranges)
+            ranges.extend(self.read(path).ranges)
         return IdentifierRanges.of((), ranges)
 
     def record(self, expiring: Iterable[Snapshot]) -> None:
@@ -92,8 +108,9 @@ class CommitUserRecords:
                 by_user.setdefault(snap.commit_user, set()).add(snap.commit_identifier)
         for user, identifiers in by_user.items():
             old = self._files(user)
-            merged = IdentifierRanges.of(identifiers, [r for path in old for r in self._read(path).ranges])
-            body = json.dumps({"commitUser": user, "ranges": merged.ranges}).encode()
+            merged = IdentifierRanges.of(identifiers, [r for path in old for r in self.read(path).ranges])
+            body = json.dumps({"commitUser": user, "ranges": merged.ranges,
+                               CHECK_KEY: json_check([user, merged.ranges])}).encode()
             self.file_io.overwrite_atomic(f"{self.user_dir(user)}/identifiers-{uuid.uuid4().hex}.json", body)
             for path in old:
                 self.file_io.delete_quietly(path)

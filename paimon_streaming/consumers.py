@@ -13,6 +13,7 @@ import re
 
 from .errors import CorruptFileError
 from .fileio import FileIO
+from .json_check import CHECK_KEY, check_mismatch, json_check
 
 CONSUMER_PREFIX = "consumer-"
 _BAD_ID = re.compile(r"[/\\\x00-\x1f]")
@@ -43,14 +44,24 @@ class ConsumerManager:
         if data is None:
             return None
         try:
-            return int(json.loads(data)["nextSnapshot"])
+            obj = json.loads(data)
+            next_snapshot = obj["nextSnapshot"]
+            if type(next_snapshot) is not int:
+                raise TypeError(f"nextSnapshot is {next_snapshot!r}, not an integer")
+            mismatch = check_mismatch(obj[CHECK_KEY], json_check([next_snapshot])) if CHECK_KEY in obj else None
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptFileError(f"consumer file {path} cannot be parsed: {exc}") from exc
+        if mismatch:
+            raise CorruptFileError(f"consumer file {path} is damaged: {mismatch}; the stream's position is unknown: "
+                                   f"restore the file from a backup, or delete it to start the consumer afresh")
+        return next_snapshot
 
     def record(self, consumer_id: str, next_snapshot: int) -> None:
-        """Record that `consumer_id` has consumed everything before `next_snapshot`."""
+        """Record that `consumer_id` has consumed everything before `next_snapshot` (with a check
+        of it, json_check.py, which Java's reader skips)."""
+        n = int(next_snapshot)
         self.file_io.overwrite_atomic(self.path(consumer_id),
-                                      json.dumps({"nextSnapshot": int(next_snapshot)}, indent=2).encode())
+                                      json.dumps({"nextSnapshot": n, CHECK_KEY: json_check([n])}, indent=2).encode())
 
     def delete(self, consumer_id: str) -> None:
         self.file_io.delete_quietly(self.path(consumer_id))

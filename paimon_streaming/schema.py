@@ -13,6 +13,7 @@ from . import options as opts
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .system_fields import is_system_field, reserved_names_message
 from .fileio import FileIO
+from .json_check import CHECK_KEY, check_mismatch, json_check
 from .types import DataField, DataType, arrow_schema, assign_field_ids, from_arrow, max_field_id
 
 SCHEMA_VERSION = 3
@@ -78,6 +79,7 @@ class TableSchema:
         if self.comment is not None:  # Java reads a JSON null comment as the string "null"
             obj["comment"] = self.comment
         obj["timeMillis"] = self.time_millis
+        obj[CHECK_KEY] = json_check(obj)  # a key Java's schema reader skips (json_check.py)
         return json.dumps(obj, indent=2)
 
     @staticmethod
@@ -234,8 +236,11 @@ class SchemaManager:
                                    f"{schema_id} cannot be read without it (restore it from a backup)") from None
         try:
             text = data.decode("utf-8")  # strict: a damaged byte is an error
-            schema = TableSchema.from_json(text)
-            damage = _schema_damage(schema, schema_id, json.loads(text))
+            obj = json.loads(text)
+            damage = _check_failure(obj)
+            if not damage:
+                schema = TableSchema.from_json(text)
+                damage = _schema_damage(schema, schema_id, obj)
         except PaimonError as exc:  # e.g. an unknown type: keep the class, name the file
             raise type(exc)(f"schema file {path}: {exc}") from exc
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
@@ -261,6 +266,14 @@ class SchemaManager:
 
 _SCHEMA_KEYS = ("version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys", "options", "comment",
                 "timeMillis")
+
+
+def _check_failure(obj: Any) -> str | None:
+    """Why a schema file we wrote fails its check (json_check.py), or None; checked before its
+    values are decoded, so damage is never taken for, say, a type of a newer Paimon."""
+    if not isinstance(obj, dict) or CHECK_KEY not in obj:
+        return None
+    return check_mismatch(obj[CHECK_KEY], json_check({k: v for k, v in obj.items() if k != CHECK_KEY}))
 
 
 def _schema_damage(schema: TableSchema, schema_id: int, obj: dict) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from .errors import CorruptFileError, SnapshotGapError, SnapshotMissingError, SnapshotNotFoundError
 from .fileio import FileIO
+from .json_check import CHECK_KEY, check_mismatch, json_check
 
 APPEND, COMPACT, OVERWRITE, ANALYZE = "APPEND", "COMPACT", "OVERWRITE", "ANALYZE"
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX_VALUE, as Java batch writes
@@ -36,6 +37,10 @@ _KEYS = [
     ("watermark", "watermark"), ("statistics", "statistics"), ("properties", "properties"),
     ("nextRowId", "next_row_id"),
 ]
+# What the check in `properties` covers (json_check.py): every field but the format version and
+# the properties themselves, each null when absent (Java writes no nulls), as Java copies them
+# into the tags and changelogs it makes of a snapshot.
+_CHECKED = [(key, attr) for key, attr in _KEYS if key not in ("version", "properties")]
 
 
 @dataclass(frozen=True)
@@ -62,12 +67,19 @@ class Snapshot:
     next_row_id: int | None = None
     version: int = 3
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    stored_check: str | None = field(default=None, compare=False, repr=False)  # as read from the file
+
+    def check(self) -> str:
+        """The check of this snapshot's values, written into its `properties`."""
+        return json_check([getattr(self, attr) for _, attr in _CHECKED])
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, attr in _KEYS:  # getattr, not dataclasses.asdict: that deep-copies every value
             v = getattr(self, attr)
-            if v is not None and not (attr == "properties" and not v):
+            if attr == "properties":
+                v = {**(v or {}), CHECK_KEY: self.check()}
+            if v is not None:
                 out[key] = v
         for key, v in self.extra.items():
             out.setdefault(key, v)
@@ -86,6 +98,10 @@ class Snapshot:
             raise ValueError(f"a snapshot is a JSON object, not {type(obj).__name__}")
         known = {key for key, _ in _KEYS}
         kwargs = {attr: obj[key] for key, attr in _KEYS if key in obj}
+        properties = dict(kwargs.get("properties") or {})  # TypeError when damaged into a non-object
+        if CHECK_KEY in properties:
+            kwargs["stored_check"] = properties.pop(CHECK_KEY)
+            kwargs["properties"] = properties or None
         kwargs.setdefault("total_record_count", 0)
         kwargs.setdefault("delta_record_count", 0)
         kwargs["extra"] = {k: v for k, v in obj.items() if k not in known}
@@ -100,9 +116,14 @@ _INTEGERS = ("id", "schema_id", "commit_identifier", "time_millis", "total_recor
 
 
 def snapshot_damage(snap: Snapshot, snapshot_id: int | None = None) -> str | None:
-    """What makes a decoded snapshot (or tag) implausible, or None. JSON has no checksum; this
-    catches what a damaged byte that still parses can do: another id, a commit kind or value
-    type no writer writes, or a known key misspelt by one character (then read as absent)."""
+    """What makes a decoded snapshot (or tag) implausible, or None. JSON has no checksum: ours
+    carry one (json_check.py) and must match it; for every writer's this catches what a
+    damaged byte that still parses can do: another id, a commit kind or value type no writer
+    writes, or a known key misspelt by one character (then read as absent)."""
+    if snap.stored_check is not None:
+        mismatch = check_mismatch(snap.stored_check, snap.check())
+        if mismatch:
+            return mismatch
     if snapshot_id is not None and snap.id != snapshot_id:
         return f"it holds snapshot id {snap.id!r}"
     if snap.commit_kind not in _KINDS:

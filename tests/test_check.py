@@ -14,6 +14,8 @@ from paimon_streaming.check import check_table
 from paimon_streaming.cli import main
 from paimon_streaming import file_cache
 
+from metadata_edits import edit_snapshot
+
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("p", pa.string(), False)])
 
 
@@ -76,10 +78,7 @@ def _flip(path: str, at: int) -> None:
 
 
 def _set_schema_id(t: ps.Table, schema_id: int) -> None:
-    path = f"{t.path}/snapshot/snapshot-{t.latest_snapshot().id}"
-    obj = json.load(open(path))
-    obj["schemaId"] = schema_id
-    open(path, "w").write(json.dumps(obj))
+    edit_snapshot(f"{t.path}/snapshot/snapshot-{t.latest_snapshot().id}", schema_id=schema_id)
 
 
 DAMAGE = {
@@ -121,9 +120,6 @@ def test_stale_latest_hint_is_only_a_warning(dv):
 
 def test_key_live_twice_in_a_deletion_vector_table(dv):
     """A snapshot whose deletion vectors were lost (index manifest dropped) shows old rows again."""
-    path = f"{dv.path}/snapshot/snapshot-{dv.latest_snapshot().id}"
-    obj = json.load(open(path))
-    del obj["indexManifest"]
-    open(path, "w").write(json.dumps(obj))
+    edit_snapshot(f"{dv.path}/snapshot/snapshot-{dv.latest_snapshot().id}", index_manifest=None)
     found = problems(dv)
     assert ("error", "duplicate-key", dv.path) in found, found

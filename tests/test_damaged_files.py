@@ -32,6 +32,8 @@ from paimon_streaming.scan import TableScan
 from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
 from paimon_streaming.system_tables import system_table
 
+from metadata_edits import edit_snapshot
+
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("d", pa.float64())])
 TABLES = {
     "dv": dict(primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true"}),
@@ -251,9 +253,7 @@ def test_reader_between_a_snapshot_and_its_hint(dv_table):
     t = dv_table
     sm = t.snapshot_manager
     newest = sm.latest_id()
-    obj = json.load(open(sm.path(newest)))
-    obj["id"] = newest + 1
-    json.dump(obj, open(sm.path(newest + 1), "w"))  # published; LATEST still says `newest`
+    edit_snapshot(sm.path(newest), to=sm.path(newest + 1), id=newest + 1)  # published; LATEST still `newest`
     assert sm.latest_id() == newest + 1 and ps.Table.open(t.path).latest_snapshot().id == newest + 1
 
 
@@ -400,3 +400,93 @@ def test_every_bit_flip_in_a_data_files_footer_is_caught_or_harmless(tmp_path, k
             if not read.equals(intact):
                 silent.append(at)
     assert not silent, f"bit flips at bytes {silent} of the footer of {path} changed what readers see"
+
+
+# ---- JSON metadata: every bit flip caught by the check, or harmless ------------------------------------
+def _metadata_readers(t: ps.Table) -> dict[str, tuple[str, object]]:
+    """Per JSON metadata file we write: its path and a function reading what it holds (the
+    values that matter, comparable), as the table's readers and writers decode it."""
+    from paimon_streaming.commit_users import CommitUserRecords
+    from paimon_streaming.consumers import ConsumerManager
+    from paimon_streaming.schema import SchemaManager
+    from paimon_streaming.snapshot import parse_snapshot_file
+
+    def snapshot_values(snap):  # a flip in the check's key leaves the values unchecked, and intact
+        return {k: v for k, v in snap.to_dict().items() if k != "properties"}
+    sm, latest = t.snapshot_manager, t.latest_snapshot().id
+    records = CommitUserRecords(t.file_io, t.path)
+    (record,) = [f"{records.user_dir('job')}/{n}" for n in os.listdir(records.user_dir("job"))]
+    return {
+        "snapshot": (sm.path(latest), lambda p: snapshot_values(
+            parse_snapshot_file(p, open(p, "rb").read(), latest))),
+        "tag": (t.tag_manager.path("daily"), lambda p: snapshot_values(ps.Table.open(t.path).tag_manager.snapshot("daily"))),
+        "schema": (f"{t.path}/schema/schema-0", lambda p: SchemaManager(t.file_io, t.path).schema(0)),
+        "consumer": (ConsumerManager(t.file_io, t.path).path("reader"),
+                     lambda p: ConsumerManager(t.file_io, t.path).next_snapshot("reader")),
+        "commit-user record": (record, lambda p: records.recorded("job")),
+    }
+
+
+def test_every_bit_flip_in_a_json_metadata_file_is_caught_or_harmless(catalog):
+    """Snapshot, tag, schema, consumer and commit-user files are JSON without a checksum: a
+    digit flipped there used to be read as another value (a commit identifier taken for
+    committed, a consumer resumed past unread changes, another bucket count). Ours carry a
+    check (json_check.py): one bit flipped per byte, each read raises CorruptFileError naming
+    the file, or reads exactly the values written."""
+    from paimon_streaming.consumers import ConsumerManager
+    from paimon_streaming.json_check import CHECK_KEY
+    t = catalog.create_table("db.json", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "4", "deletion-vectors.enabled": "true"})
+    for i in range(4):
+        t.write_arrow(batch(range(i * 10, i * 10 + 20), f"w{i}"), commit_user="job", commit_identifier=i + 1)
+    t.create_tag("daily")
+    t.expire_snapshots(retain_max=2, retain_min=2)  # records the expired identifiers of "job"
+    ConsumerManager(t.file_io, t.path).record("reader", t.latest_snapshot().id)
+    caught = {}
+    for kind, (path, read) in _metadata_readers(t).items():
+        data = open(path, "rb").read()
+        intact = read(path)
+        caught[kind] = 0
+        for at in range(len(data)):
+            flipped = bytearray(data)
+            flipped[at] ^= 1 << (at % 8)
+            open(path, "wb").write(bytes(flipped))
+            try:
+                value = read(path)
+            except CorruptFileError as exc:
+                assert path in str(exc), f"{kind}: a flip at byte {at} raised without naming {path}: {exc}"
+                caught[kind] += 1
+            else:
+                assert value == intact, f"{kind}: a bit flipped at byte {at} of {path} read as other values"
+        open(path, "wb").write(data)
+        # every flip but those in the check's own key name (values intact, then unchecked)
+        assert caught[kind] >= len(data) - len(CHECK_KEY), (kind, caught[kind], len(data))
+
+
+def test_check_reports_damaged_consumer_and_commit_user_files(catalog, capsys):
+    """Expiration keeps what consumer files say a stream needs, and exactly-once replays trust
+    the commit-user records: `check` names either file when it fails its check."""
+    from paimon_streaming.commit_users import CommitUserRecords
+    from paimon_streaming.consumers import ConsumerManager
+    t = catalog.create_table("db.progress", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    for i in range(3):
+        t.write_arrow(batch([i], "x"), commit_user="job", commit_identifier=i + 1)
+    t.expire_snapshots(retain_max=1, retain_min=1)
+    consumers = ConsumerManager(t.file_io, t.path)
+    consumers.record("reader", 3)
+    assert check_location(t.path).ok
+    (record,) = CommitUserRecords(t.file_io, t.path).record_files()
+    for path, old, new in ((consumers.path("reader"), '"nextSnapshot": 3', '"nextSnapshot": 2'),
+                           (record, "[[1, 2]]", "[[1, 3]]")):
+        text = open(path).read()
+        assert old in text
+        open(path, "w").write(text.replace(old, new))
+        report = check_location(t.path)
+        assert [(p.kind, p.path) for p in report.problems] == [("corrupt-file", path)], report.problems
+        assert "do not match the paimon-streaming.check" in report.problems[0].message
+        open(path, "w").write(text)
+    path = consumers.path("reader")
+    text = open(path).read()
+    open(path, "w").write(text.replace('"nextSnapshot": 3', '"nextSnapshot": 2'))
+    with pytest.raises(CorruptFileError, match="consumer-reader is damaged"):  # what to keep is unknown
+        t.expire_snapshots(retain_max=1, retain_min=1)

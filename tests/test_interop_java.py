@@ -721,3 +721,37 @@ def test_fallback_branch_reads_as_javas(java, warehouse):
     ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, {}))
     units, _ = ss.plan_batch(ss.start_position())
     assert sum(u.rows for u in units) == 4
+
+
+def test_the_checks_of_our_metadata_files_survive_javas_copies(java, catalog):
+    """Our snapshot, schema and consumer files carry a check (json_check.py) in places Java
+    ignores. Java's tags and branches of our snapshots keep the snapshot's check valid (Java
+    copies `properties` with the values), Java's schema change writes a schema without one, and
+    we read all of them; Java reads what we write after that; a value altered in our files is
+    an error naming the file."""
+    import json
+    from paimon_streaming.errors import CorruptFileError
+    from paimon_streaming.json_check import CHECK_KEY
+    t = catalog.create_table("db.checks", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=t.arrow_schema()))
+    ours = t.latest_snapshot()
+    with java.batch() as b:
+        b.create_tag(t.path, "j1", snapshot_id=ours.id)
+        b.create_branch(t.path, "jb", tag="j1")
+        b.alter(t.path, [{"kind": "add", "path": ["note"], "type": "STRING"}])
+    text = open(f"{t.path}/tag/tag-j1").read()
+    assert '"id" : ' in text  # Java's serialization of our snapshot, with our check
+    assert json.loads(text)["properties"][CHECK_KEY] == ours.check()
+    assert ps.Table.open(t.path).to_arrow(tag="j1").num_rows == 3
+    assert ps.Table.open(t.path, branch="jb").to_arrow().num_rows == 3
+    altered = ps.Table.open(t.path)
+    assert CHECK_KEY not in json.load(open(f"{t.path}/schema/schema-1"))  # Java's schema file
+    altered.write_arrow(pa.table({"id": [4], "v": ["d"], "note": ["n"]}, schema=altered.arrow_schema()))
+    assert {r["id"]: r["note"] for r in java.read(t.path)} == {1: None, 2: None, 3: None, 4: "n"}
+    # Java's tag of our snapshot, a value altered: the check fails
+    damaged = json.load(open(f"{t.path}/tag/tag-j1"))
+    damaged["totalRecordCount"] += 1
+    json.dump(damaged, open(f"{t.path}/tag/tag-j1", "w"))
+    with pytest.raises(CorruptFileError, match=r"tag-j1 is damaged: its values do not match"):
+        ps.Table.open(t.path).to_arrow(tag="j1")

@@ -12,6 +12,7 @@ from paimon_streaming.errors import (InvalidOptionError, NullKeyError, SchemaMis
                                      TableAlreadyExistsError, TableNotFoundError)
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.types import DataType, from_arrow, to_arrow
+from paimon_streaming.json_check import CHECK_KEY
 
 
 def test_schema_file_matches_java_serializer(catalog):
@@ -23,7 +24,7 @@ def test_schema_file_matches_java_serializer(catalog):
                              options={"bucket": 2})
     obj = json.loads(open(f"{t.path}/schema/schema-0").read())
     assert list(obj) == ["version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys",
-                         "options", "timeMillis"]  # no "comment": Java would read null as "null"
+                         "options", "timeMillis", CHECK_KEY]  # no "comment": Java would read null as "null"
     assert obj["version"] == 3
     assert obj["fields"][0] == {"id": 0, "name": "id", "type": "BIGINT NOT NULL"}
     assert obj["fields"][1]["type"] == "DECIMAL(10, 2)"

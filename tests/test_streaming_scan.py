@@ -23,6 +23,7 @@ from paimon_streaming.streaming_scan import (CHANGELOG, DELTA, FULL, OVERWRITE_D
 from paimon_streaming.system_tables import SYSTEM_TABLES, split_system_table, system_table, system_table_schema
 from paimon_streaming.time_travel import earlier_or_equal, earlier_than, snapshot_at
 from conftest import pypaimon_create, pypaimon_write
+from paimon_streaming.json_check import CHECK_KEY, json_check
 
 KIND = "_kind"
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
@@ -367,7 +368,7 @@ def test_consumer_files(catalog):
     cm.record("a", 5)
     cm.record("b", 3)
     cm.record("a", 7)
-    assert json.loads(t.file_io.read_text(f"{t.path}/consumer/consumer-a")) == {"nextSnapshot": 7}
+    assert json.loads(t.file_io.read_text(f"{t.path}/consumer/consumer-a")) == {"nextSnapshot": 7, CHECK_KEY: json_check([7])}
     assert cm.consumers() == {"a": 7, "b": 3} and cm.min_next_snapshot() == 3
     cm.delete("b")
     assert cm.consumer_ids() == ["a"]

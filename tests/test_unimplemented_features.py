@@ -4,7 +4,6 @@ reads that would need them raise instead of answering wrongly."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import pyarrow as pa
@@ -16,18 +15,15 @@ from paimon_streaming.options import UNIMPLEMENTED_FEATURES
 from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
 
+from metadata_edits import edit_schema
+
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
 
 
 def _with_options_written_elsewhere(table: ps.Table, options: dict[str, str]) -> ps.Table:
     """The table as another writer (Apache Paimon 2.0, say) would have created it: the options
     in its first schema file."""
-    path = os.path.join(table.path, "schema", "schema-0")
-    with open(path) as f:
-        schema = json.load(f)
-    schema["options"].update(options)
-    with open(path, "w") as f:
-        json.dump(schema, f)
+    edit_schema(os.path.join(table.path, "schema", "schema-0"), lambda schema: schema["options"].update(options))
     return ps.Table.open(table.path)
 
 
