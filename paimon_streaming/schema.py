@@ -285,6 +285,9 @@ def _schema_damage(schema: TableSchema, schema_id: int, obj: dict) -> str | None
     ids = [f.id for f in schema.fields]
     if len(names) < len(schema.fields) or len(set(ids)) < len(ids):
         return f"its field names or ids repeat ({[(f.id, f.name) for f in schema.fields]})"
+    top = max_field_id(schema.fields)
+    if top > schema.highest_field_id:  # every writer counts each id, nested ones too, into highestFieldId
+        return f"its field ids reach {top}, above its highestFieldId {schema.highest_field_id}"
     unknown = [k for k in (*schema.primary_keys, *schema.partition_keys) if k not in names]
     if unknown:
         return f"its primary/partition keys {unknown} are not among its fields {sorted(names)}"

@@ -490,3 +490,20 @@ def test_check_reports_damaged_consumer_and_commit_user_files(catalog, capsys):
     open(path, "w").write(text.replace('"nextSnapshot": 3', '"nextSnapshot": 2'))
     with pytest.raises(CorruptFileError, match="consumer-reader is damaged"):  # what to keep is unknown
         t.expire_snapshots(retain_max=1, retain_min=1)
+
+
+def test_a_field_id_above_the_schemas_highest_is_damage(catalog):
+    """A schema file of another writer has no check: a field id flipped above `highestFieldId`
+    (which every writer keeps at the highest id, nested ones included) is still caught, instead
+    of reading that column as one added later (all nulls)."""
+    from metadata_edits import edit_schema
+    t = catalog.create_table("db.ids", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch(range(3), "a"))
+    path = f"{t.path}/schema/schema-0"
+
+    def flip_id(obj):
+        obj["fields"][2]["id"] = obj["highestFieldId"] + 4
+    edit_schema(path, flip_id)
+    file_cache.clear_all()
+    with pytest.raises(CorruptFileError, match=r"schema-0 is damaged: its field ids reach 6, above its highestFieldId 2"):
+        ps.Table.open(t.path)
