@@ -499,3 +499,36 @@ def test_system_tables(spark, tmp_path, catalog):
     by_table = (spark.read.format("paimon").option("table", "db.pk$snapshots")
                 .option("warehouse", catalog.warehouse).load())
     assert by_table.count() == 2
+
+
+def test_timestamps_in_a_session_time_zone_other_than_utc(spark, catalog):
+    """The other tests run Spark in UTC, where an instant and a wall time print alike. In Los
+    Angeles: TIMESTAMP (a wall time, Spark's TimestampNTZ; 02:30 on the day clocks skip it)
+    and TIMESTAMP_LTZ (an instant) keep their values through our core, `df.write`, the
+    foreachBatch sink, batch reads with pushed-down filters and streams."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("ntz", pa.timestamp("us")),
+                        ("ltz", pa.timestamp("us", tz="UTC")), ("day", pa.date32())])
+    wall = datetime.datetime(2024, 3, 10, 2, 30)
+    instant = datetime.datetime(2024, 1, 1, 12, 0, tzinfo=datetime.timezone.utc)  # 04:00 in Los Angeles
+    t = catalog.create_table("db.zones", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "ntz": [wall], "ltz": [instant], "day": [datetime.date(2024, 1, 1)]},
+                           schema=schema))
+    with conf(spark, "spark.sql.session.timeZone", "America/Los_Angeles"):
+        row = "timestamp_ntz'2024-03-10 02:30:00' as ntz, timestamp'2024-01-01 04:00:00' as ltz, date'2024-01-01' as day"
+        spark.sql(f"select 2L as id, {row}").write.format("paimon").mode("append").save(t.path)
+        paimon_sink(t.path, commit_user="zones")(spark.sql(f"select 3L as id, {row}"), 0)
+        assert {r["id"]: (r["ntz"], r["ltz"]) for r in t.to_arrow().to_pylist()} == \
+            {i: (wall, instant) for i in (1, 2, 3)}
+        df = spark.read.format("paimon").load(t.path)
+        shown = df.selectExpr("cast(ntz as string) n", "cast(ltz as string) l").collect()
+        assert {(r.n, r.l) for r in shown} == {("2024-03-10 02:30:00", "2024-01-01 04:00:00")}
+        for cond in ["ltz = timestamp'2024-01-01 04:00:00'", "ltz > timestamp'2024-01-01 03:59:59'",
+                     "ltz < timestamp'2024-01-01 04:00:01'", "ntz = timestamp_ntz'2024-03-10 02:30:00'",
+                     "ntz < timestamp_ntz'2024-03-10 02:30:01'", "day = date'2024-01-01'"]:
+            assert df.filter(cond).count() == 3, cond
+        assert df.filter("ltz = timestamp'2024-01-01 12:00:00'").count() == 0  # 12:00 UTC is 04:00 here
+        q = (stream(spark, t.path).writeStream.format("memory").queryName("zones")
+             .trigger(availableNow=True).start())
+        q.awaitTermination()
+        streamed = spark.sql("select cast(ntz as string) n, cast(ltz as string) l from zones").collect()
+        assert sorted((r.n, r.l) for r in streamed) == [("2024-03-10 02:30:00", "2024-01-01 04:00:00")] * 3
