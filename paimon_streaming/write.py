@@ -99,6 +99,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 raise SchemaMismatchError(
                     f"column '{f.name}' cannot be cast from {col.type} to {target}: {exc}") from None
+        check_decimals_fit(f.name, col)
         if not f.type.nullable and col.null_count:
             kind = "primary key" if f.name in schema.primary_keys else "NOT NULL"
             raise NullKeyError(f"{kind} column '{f.name}' of table {table_name} contains "
@@ -108,6 +109,31 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     if kinds is not None:
         out = out.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(kinds, pa.int8()))
     return out
+
+
+def check_decimals_fit(name: str, column: pa.Array | pa.ChunkedArray) -> None:
+    """SchemaMismatchError naming the column when a decimal in it has more digits than its
+    type's precision: Arrow lets an array hold such values (pyarrow's JSON and CSV readers
+    build them from long numbers, and a cast to the same type checks nothing); Parquet would
+    store them and Java read them back as nulls."""
+    if _holds_decimals(column.type):
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise SchemaMismatchError(f"column '{name}' holds a value that does not fit its type "
+                                      f"{column.type}: {str(exc).split('Invalid: ')[-1]}") from None
+
+
+def _holds_decimals(t: pa.DataType) -> bool:
+    if pa.types.is_decimal(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_holds_decimals(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _holds_decimals(t.key_type) or _holds_decimals(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _holds_decimals(t.value_type)
+    return False
 
 
 def _split_row_kinds(data: pa.Table, schema: TableSchema, table_name: str,

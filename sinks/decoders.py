@@ -32,6 +32,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
 from paimon_streaming.errors import PaimonError
+from paimon_streaming.write import check_decimals_fit
 
 FORMATS = ("json", "avro", "csv")
 ON_ERROR = ("fail", "skip", "dead-letter")
@@ -150,9 +151,9 @@ class Decoder:
         return self._avro(values, records)
 
     def _json(self, buffer: bytes) -> pa.Table:
-        return pajson.read_json(io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-                                parse_options=pajson.ParseOptions(explicit_schema=self.schema,
-                                                                  unexpected_field_behavior="infer"))
+        return _fitting(pajson.read_json(
+            io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+            parse_options=pajson.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="infer")))
 
     def _json_one(self, buffer: bytes) -> pa.Table:
         if not isinstance(json.loads(buffer), dict):
@@ -160,11 +161,11 @@ class Decoder:
         return self._json(buffer)
 
     def _csv(self, buffer: bytes) -> pa.Table:
-        return pacsv.read_csv(io.BytesIO(buffer),
-                              read_options=pacsv.ReadOptions(column_names=self.schema.names,
-                                                             block_size=max(len(buffer), 1 << 20)),
-                              convert_options=pacsv.ConvertOptions(column_types=self.schema,
-                                                                   strings_can_be_null=True))
+        return _fitting(pacsv.read_csv(io.BytesIO(buffer),
+                                       read_options=pacsv.ReadOptions(column_names=self.schema.names,
+                                                                      block_size=max(len(buffer), 1 << 20)),
+                                       convert_options=pacsv.ConvertOptions(column_types=self.schema,
+                                                                            strings_can_be_null=True)))
 
     def _avro(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
         import fastavro
@@ -209,6 +210,15 @@ class Decoder:
                    for f in self.schema]
         columns.append(pa.array(np.full(n, "-D", dtype=object), pa.string()))
         return pa.Table.from_arrays(columns, schema=self.output_schema)
+
+
+def _fitting(table: pa.Table) -> pa.Table:
+    """The parsed rows, or a ValueError naming the column when a number has more digits than its
+    DECIMAL column's precision (pyarrow's readers keep them), so the record is set aside as
+    undecodable rather than failing the whole batch at the write."""
+    for name, column in zip(table.column_names, table.columns):
+        check_decimals_fit(name, column)
+    return table
 
 
 def _read_json(buffer: bytes, schema: pa.Schema) -> pa.Table:

@@ -49,6 +49,21 @@ def test_decoder_sets_poison_records_aside_in_order():
             for r in csv.rejected.to_pylist()] == [(100, True), (102, True)]
 
 
+def test_a_number_wider_than_its_decimal_column_is_a_poison_record():
+    """pyarrow's JSON and CSV readers keep a number with more digits than its DECIMAL column's
+    precision (an 11-digit 123456789.50 in DECIMAL(10, 2)); written, Java would read it back as
+    null. Such a record is set aside naming the column, the others kept."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("price", pa.decimal128(10, 2))])
+    values = [b'{"id": 1, "price": 12345678.5}', b'{"id": 2, "price": 123456789.5}', b'{"id": 3, "price": -0.5}']
+    for fmt, raw in (("json", values), ("csv", [b"1,12345678.5", b"2,123456789.5", b"3,-0.5"])):
+        decoded = Decoder(fmt, schema, ("id",), on_error="dead-letter").decode_all(records(raw))
+        assert decoded.rows.column("id").to_pylist() == [1, 3], fmt
+        (rejected,) = decoded.rejected.to_pylist()
+        assert rejected["offset"] == 101 and "column 'price'" in rejected["error"], rejected
+        with pytest.raises(DecodeError, match="offset=101 .*column 'price' holds a value that does not fit"):
+            Decoder(fmt, schema, ("id",)).decode_all(records(raw))
+
+
 def test_dead_letter_keeps_every_poison_record_once_with_a_real_broker(spark, broker, tmp_path):
     topic = unique_topic("poison")
     broker.create_topic(topic)

@@ -145,3 +145,25 @@ def test_integer_overflow_names_column(catalog):
     with pytest.raises(SchemaMismatchError, match="'small'"):
         t.write_arrow(pa.table({"id": [1], "small": [1000]}))
     assert t.latest_snapshot() is None
+
+
+def test_a_decimal_wider_than_its_precision_names_column(catalog):
+    """Arrow lets a DECIMAL(10, 2) array hold 11 digits (pyarrow's JSON and CSV readers build
+    such arrays); Parquet would store them and Java read them back as nulls. Refused, naming
+    the column, also inside a ROW, and nothing is committed."""
+    import io
+    import pyarrow.json as pajson
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("d", pa.decimal128(10, 2)),
+                        ("r", pa.struct([("x", pa.decimal128(4, 2))]))])
+    t = catalog.create_table("db.dec", schema, primary_keys=["id"], options={"bucket": "1"})
+
+    def parsed(text: bytes, fields=schema) -> pa.Table:
+        return pajson.read_json(io.BytesIO(text), parse_options=pajson.ParseOptions(explicit_schema=fields))
+    t.write_arrow(parsed(b'{"id": 1, "d": 99999999.99, "r": {"x": 99.99}}\n'))
+    # 100.5 has 4 digits, 5 at scale 2: the readers check a number's own digits, not the rescaled ones
+    wide_x = parsed(b'{"x": 100.5}\n', pa.schema([("x", pa.decimal128(4, 2))])).column("x").combine_chunks()
+    nested = pa.table({"id": [3], "r": pa.StructArray.from_arrays([wide_x], names=["x"])})
+    for bad, column in ((parsed(b'{"id": 2, "d": 123456789.5}\n'), "d"), (nested, "r")):
+        with pytest.raises(SchemaMismatchError, match=f"column '{column}' holds a value that does not fit"):
+            t.write_arrow(bad)
+    assert t.to_arrow().column("id").to_pylist() == [1] and t.latest_snapshot().id == 1
