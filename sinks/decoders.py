@@ -4,7 +4,8 @@ Used by `paimon-streaming ingest` on the executors (inside `mapInArrow`), on who
 batches of Kafka records:
 
 - json: one JSON object per record value; the values are joined into one newline-delimited
-  buffer and parsed by `pyarrow.json` with the table's schema (missing fields are null;
+  buffer and parsed by `pyarrow.json` with the table's schema (BYTES fields as base64 text, as
+  Spark's `from_json` reads them, base64_columns.py; missing fields are null;
   fields the table lacks are inferred as at table creation and reported by
   `decode_reporting_new_fields`, so ingestion can evolve the table or refuse, never drop them);
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
@@ -33,6 +34,7 @@ import pyarrow.json as pajson
 
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.write import check_decimals_fit
+from .base64_columns import base64_decoded, holds_binary
 
 FORMATS = ("json", "avro", "csv")
 ON_ERROR = ("fail", "skip", "dead-letter")
@@ -151,9 +153,9 @@ class Decoder:
         return self._avro(values, records)
 
     def _json(self, buffer: bytes) -> pa.Table:
-        return _fitting(pajson.read_json(
+        return _fitting(_read_json_bytes(pajson.read_json(
             io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-            parse_options=pajson.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="infer")))
+            parse_options=pajson.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="infer"))))
 
     def _json_one(self, buffer: bytes) -> pa.Table:
         if not isinstance(json.loads(buffer), dict):
@@ -221,9 +223,19 @@ def _fitting(table: pa.Table) -> pa.Table:
     return table
 
 
+def _read_json_bytes(table: pa.Table) -> pa.Table:
+    """BYTES columns of parsed JSON hold base64 text (base64_columns.py): the bytes it encodes."""
+    for i, (name, column) in enumerate(zip(table.column_names, table.columns)):
+        if holds_binary(column.type):
+            table = table.set_column(i, table.field(i), pa.chunked_array(
+                [base64_decoded(name, chunk) for chunk in column.chunks], column.type))
+    return table
+
+
 def _read_json(buffer: bytes, schema: pa.Schema) -> pa.Table:
-    return pajson.read_json(io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-                            parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
+    return _read_json_bytes(pajson.read_json(
+        io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+        parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")))
 
 
 def _where(records: pa.RecordBatch, i: int) -> str:

@@ -64,6 +64,30 @@ def test_a_number_wider_than_its_decimal_column_is_a_poison_record():
             Decoder(fmt, schema, ("id",)).decode_all(records(raw))
 
 
+def test_bytes_fields_are_base64_in_json_as_sparks_from_json_reads_them():
+    """JSON has no bytes: Kafka Connect, Debezium and Jackson write BYTES as base64 text, and
+    Spark's from_json decodes it. So do we, nested fields too; text that is not padded base64
+    is a poison record naming the column, never stored as its own bytes."""
+    import base64
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("raw", pa.binary()),
+                        ("parts", pa.list_(pa.binary())), ("meta", pa.struct([("sig", pa.binary())]))])
+    payload = bytes(range(256))
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+    values = [json.dumps({"id": 1, "raw": b64(payload), "parts": [b64(b"a"), b64(b"")], "meta": {"sig": b64(b"s")}}),
+              json.dumps({"id": 2, "raw": "hello"}), json.dumps({"id": 3, "raw": None, "meta": {"sig": "a!=="}}),
+              json.dumps({"id": 4, "raw": b64(b"xy")})]
+    decoded = Decoder("json", schema, ("id",), on_error="dead-letter").decode_all(records([v.encode() for v in values]))
+    assert decoded.rows.to_pylist() == [
+        {"id": 1, "raw": payload, "parts": [b"a", b""], "meta": {"sig": b"s"}, "_kind": "+I"},
+        {"id": 4, "raw": b"xy", "parts": None, "meta": None, "_kind": "+I"}]
+    errors = {r["offset"]: r["error"] for r in decoded.rejected.to_pylist()}
+    assert sorted(errors) == [101, 102]
+    assert "column 'raw' is BYTES, written in JSON as base64 text, but b'hello' is not base64" in errors[101]
+    assert "column 'meta.sig'" in errors[102]
+
+
 def test_dead_letter_keeps_every_poison_record_once_with_a_real_broker(spark, broker, tmp_path):
     topic = unique_topic("poison")
     broker.create_topic(topic)
