@@ -4,8 +4,9 @@ Used by `paimon-streaming ingest` on the executors (inside `mapInArrow`), on who
 batches of Kafka records:
 
 - json: one JSON object per record value; the values are joined into one newline-delimited
-  buffer and parsed by `pyarrow.json` with the table's schema (BYTES fields as base64 text, as
-  Spark's `from_json` reads them, base64_columns.py; missing fields are null;
+  buffer and parsed by `pyarrow.json` with the table's schema (as Spark's `from_json` reads
+  them: BYTES fields as base64 text, base64_columns.py, and a TIMESTAMP field's time with a
+  zone is no wall time, so refused; missing fields are null;
   fields the table lacks are inferred as at table creation and reported by
   `decode_reporting_new_fields`, so ingestion can evolve the table or refuse, never drop them);
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
@@ -153,9 +154,7 @@ class Decoder:
         return self._avro(values, records)
 
     def _json(self, buffer: bytes) -> pa.Table:
-        return _fitting(_read_json_bytes(pajson.read_json(
-            io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-            parse_options=pajson.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="infer"))))
+        return _fitting(_read_json(buffer, self.schema, unexpected="infer"))
 
     def _json_one(self, buffer: bytes) -> pa.Table:
         if not isinstance(json.loads(buffer), dict):
@@ -223,6 +222,38 @@ def _fitting(table: pa.Table) -> pa.Table:
     return table
 
 
+def _wall_times_as_text(schema: pa.Schema) -> pa.Schema:
+    """The schema to parse JSON with: TIMESTAMP (wall time, no zone) fields as text, which
+    `_wall_times` then casts. pyarrow's JSON reader would take "00:00+02:00" as 22:00 of the
+    day before; Spark's from_json reads it as no value. Arrow's cast refuses a zone offset."""
+    return pa.schema([f.with_type(_text_for_wall_times(f.type)) for f in schema])
+
+
+def _text_for_wall_times(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(t) and t.tz is None:
+        return pa.string()
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_text_for_wall_times(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_text_for_wall_times(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_text_for_wall_times(t.key_type)),
+                       t.item_field.with_type(_text_for_wall_times(t.item_type)))
+    return t
+
+
+def _wall_times(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Columns parsed as text by `_wall_times_as_text`, cast to their TIMESTAMP types; a value
+    with a zone (an instant, not a wall time) is a ValueError naming the column."""
+    for i, name in enumerate(table.column_names):
+        if name in schema.names and table.field(i).type != schema.field(name).type:
+            try:
+                table = table.set_column(i, schema.field(name), table.column(i).cast(schema.field(name).type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise ValueError(f"column '{name}' is a TIMESTAMP (a wall time, without zone): {exc}") from None
+    return table
+
+
 def _read_json_bytes(table: pa.Table) -> pa.Table:
     """BYTES columns of parsed JSON hold base64 text (base64_columns.py): the bytes it encodes."""
     for i, (name, column) in enumerate(zip(table.column_names, table.columns)):
@@ -232,10 +263,15 @@ def _read_json_bytes(table: pa.Table) -> pa.Table:
     return table
 
 
-def _read_json(buffer: bytes, schema: pa.Schema) -> pa.Table:
-    return _read_json_bytes(pajson.read_json(
+def _read_json(buffer: bytes, schema: pa.Schema, unexpected: str = "ignore") -> pa.Table:
+    """Newline-delimited JSON objects as rows of `schema` (fields it lacks: `unexpected`, as
+    pyarrow's `unexpected_field_behavior`), with Spark's from_json readings of wall times and
+    bytes."""
+    parsed = pajson.read_json(
         io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-        parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")))
+        parse_options=pajson.ParseOptions(explicit_schema=_wall_times_as_text(schema),
+                                          unexpected_field_behavior=unexpected))
+    return _read_json_bytes(_wall_times(parsed, schema))
 
 
 def _where(records: pa.RecordBatch, i: int) -> str:

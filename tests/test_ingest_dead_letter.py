@@ -4,6 +4,7 @@ are counted and dropped with skip, or kept with their Kafka coordinates in a dea
 committed exactly once together with the batch (also across a crash between the two commits)."""
 from __future__ import annotations
 
+import datetime
 import json
 
 import pyarrow as pa
@@ -86,6 +87,30 @@ def test_bytes_fields_are_base64_in_json_as_sparks_from_json_reads_them():
     assert sorted(errors) == [101, 102]
     assert "column 'raw' is BYTES, written in JSON as base64 text, but b'hello' is not base64" in errors[101]
     assert "column 'meta.sig'" in errors[102]
+
+
+def test_a_zoned_time_in_a_wall_time_column_is_a_poison_record():
+    """A TIMESTAMP column holds wall times; "2024-01-01T00:00:00+02:00" is an instant, which
+    pyarrow's JSON reader would store as 22:00 the day before (Spark's from_json reads it as no
+    value). Set aside naming the column, nested fields too; TIMESTAMP_LTZ columns take instants
+    (a time without zone as UTC)."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("wall", pa.timestamp("us")),
+                        ("at", pa.timestamp("us", tz="UTC")), ("ev", pa.struct([("wall", pa.timestamp("us"))]))])
+    values = [b'{"id": 1, "wall": "2024-01-01T00:00:00.5", "at": "2024-01-01T00:00:00+02:00", "ev": {"wall": "2024-02-01 08:00:00"}}',
+              b'{"id": 2, "wall": "2024-01-01T00:00:00+02:00"}', b'{"id": 3, "wall": "2024-01-01T00:00:00Z"}',
+              b'{"id": 4, "ev": {"wall": "2024-01-01T00:00:00-05:00"}}', b'{"id": 5, "at": "2024-01-01T00:00:00"}']
+    decoded = Decoder("json", schema, ("id",), on_error="dead-letter").decode_all(records(values))
+    utc = datetime.timezone.utc
+    assert decoded.rows.to_pylist() == [
+        {"id": 1, "wall": datetime.datetime(2024, 1, 1, 0, 0, 0, 500000),
+         "at": datetime.datetime(2023, 12, 31, 22, tzinfo=utc), "ev": {"wall": datetime.datetime(2024, 2, 1, 8)},
+         "_kind": "+I"},
+        {"id": 5, "wall": None, "at": datetime.datetime(2024, 1, 1, tzinfo=utc), "ev": None, "_kind": "+I"}]
+    errors = {r["offset"]: r["error"] for r in decoded.rejected.to_pylist()}
+    assert sorted(errors) == [101, 102, 103]
+    assert all("is a TIMESTAMP (a wall time, without zone)" in e and "expected no zone offset" in e
+               for e in errors.values()), errors
+    assert "column 'ev'" in errors[103]
 
 
 def test_dead_letter_keeps_every_poison_record_once_with_a_real_broker(spark, broker, tmp_path):
