@@ -183,8 +183,21 @@ class Decoder:
                 bad.append((i, error))
         try:
             return pa.Table.from_pylist(out, self.schema), bad
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise DecodeError(f"Avro records from {_where(records, 0)} on do not fit the table's schema: {exc}") from exc
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            pass  # the error path: find the records whose values do not fit, one at a time
+        decoded = [i for i in range(len(values)) if i not in {j for j, _ in bad}]
+        fitting = []
+        for i, row in zip(decoded, out):
+            try:
+                pa.Table.from_pylist([row], self.schema)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                error = f"Avro whose values do not fit the table's schema: {exc.__class__.__name__}: {exc}"
+                if self.on_error == "fail":
+                    raise DecodeError(f"record {_where(records, i)} is {error}") from exc
+                bad.append((i, error))
+            else:
+                fitting.append(row)
+        return pa.Table.from_pylist(fitting, self.schema), sorted(bad)
 
     # ---- keys of tombstones ------------------------------------------------------------
     def _keys(self, records: pa.RecordBatch) -> pa.Table:

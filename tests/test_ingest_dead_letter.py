@@ -113,6 +113,33 @@ def test_a_zoned_time_in_a_wall_time_column_is_a_poison_record():
     assert "column 'ev'" in errors[103]
 
 
+def test_an_avro_value_that_does_not_fit_its_column_is_one_poison_record():
+    """An Avro long too big for an INT column, or a decimal wider than the column's, sets that
+    record aside; the others of the chunk are kept (before, the whole chunk failed)."""
+    import io
+    import fastavro
+    avro_schema = {"type": "record", "name": "row", "fields": [
+        {"name": "id", "type": "long"}, {"name": "qty", "type": "long"},
+        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}}]}
+    parsed = fastavro.parse_schema(avro_schema)
+
+    def avro(row) -> bytes:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, row)
+        return out.getvalue()
+    from decimal import Decimal
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("qty", pa.int32()), ("price", pa.decimal128(10, 2))])
+    rows = [{"id": 1, "qty": 5, "price": Decimal("1.50")}, {"id": 2, "qty": 2**40, "price": Decimal("1.00")},
+            {"id": 3, "qty": 1, "price": Decimal("1234567890.00")}, {"id": 4, "qty": 7, "price": Decimal("-2.25")}]
+    decoder = Decoder("avro", schema, ("id",), avro_schema=json.dumps(avro_schema), on_error="dead-letter")
+    decoded = decoder.decode_all(records([avro(r) for r in rows]))
+    assert decoded.rows.column("id").to_pylist() == [1, 4]
+    assert [r["offset"] for r in decoded.rejected.to_pylist()] == [101, 102]
+    assert all("do not fit the table's schema" in r["error"] for r in decoded.rejected.to_pylist())
+    with pytest.raises(DecodeError, match="offset=101 is Avro whose values do not fit"):
+        Decoder("avro", schema, ("id",), avro_schema=json.dumps(avro_schema)).decode_all(records([avro(r) for r in rows]))
+
+
 def test_dead_letter_keeps_every_poison_record_once_with_a_real_broker(spark, broker, tmp_path):
     topic = unique_topic("poison")
     broker.create_topic(topic)
