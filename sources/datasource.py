@@ -39,7 +39,23 @@ def source_schema(options: Mapping[str, str]) -> StructType:
             raise SchemaMismatchError(f"rowKindColumn '{spec.row_kind_column}' is already a column of table "
                                       f"{table.name}; choose another name")
         arrow = arrow.append(pa.field(spec.row_kind_column, pa.string(), False))
-    return from_arrow_schema(arrow)
+    return from_arrow_schema(pa.schema([f.with_type(_spark_arrow_type(f.type)) for f in arrow]))
+
+
+def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
+    """The Arrow type Spark gets for a column: Paimon TIME (milliseconds of the day, time32 in
+    Arrow, which PySpark cannot convert) as an INT of those milliseconds, as Paimon's own Spark
+    connector maps it; the readers cast the data to it (`partitions._conform`)."""
+    if pa.types.is_time(t):
+        return pa.int32()
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_spark_arrow_type(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_spark_arrow_type(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_spark_arrow_type(t.key_type)),
+                       t.item_field.with_type(_spark_arrow_type(t.item_type)))
+    return t
 
 
 def reader(options: Mapping[str, str], schema: StructType) -> DataSourceReader:
