@@ -306,6 +306,7 @@ _WRITABLE_FROM = {  # target root -> input roots Arrow can cast safely (overflow
     "CHAR": ("CHAR", "VARCHAR"), "VARCHAR": ("CHAR", "VARCHAR"),
     "BINARY": ("BINARY", "VARBINARY"), "VARBINARY": ("BINARY", "VARBINARY"),
     "TIMESTAMP": ("TIMESTAMP", "TIMESTAMP_LTZ"), "TIMESTAMP_LTZ": ("TIMESTAMP", "TIMESTAMP_LTZ"),
+    "TIME": ("TIME", "INT"),  # milliseconds of the day, as Spark reads TIME (write.conform checks the range)
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
@@ -220,6 +220,19 @@ def to_arrow(t: DataType) -> pa.DataType:
     if r == "ROW":
         return pa.struct([arrow_field(f) for f in t.fields])
     raise UnsupportedTypeError(f"Paimon type {t} has no Arrow equivalent")
+
+
+def map_arrow_leaves(t: pa.DataType, leaf: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
+    """`t` with every type that is not a struct, list or map replaced by `leaf(type)`, field
+    names and nullability kept (readers that parse or present some types as others)."""
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(map_arrow_leaves(t.field(i).type, leaf)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(map_arrow_leaves(t.key_type, leaf)),
+                       t.item_field.with_type(map_arrow_leaves(t.item_type, leaf)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(map_arrow_leaves(t.value_type, leaf)))
+    return leaf(t)
 
 
 def arrow_field(f: DataField) -> pa.Field:

@@ -99,6 +99,8 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 raise SchemaMismatchError(
                     f"column '{f.name}' cannot be cast from {col.type} to {target}: {exc}") from None
+            for chunk in col.chunks:
+                _check_milliseconds_of_day(f.name, chunk)
         check_decimals_fit(f.name, col)
         if not f.type.nullable and col.null_count:
             kind = "primary key" if f.name in schema.primary_keys else "NOT NULL"
@@ -109,6 +111,27 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     if kinds is not None:
         out = out.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(kinds, pa.int8()))
     return out
+
+
+def _check_milliseconds_of_day(name: str, arr: pa.Array) -> None:
+    """TIME values cast from the input (an integer is milliseconds of the day: Paimon's own
+    value, and what Spark reads TIME as), nested ones too: SchemaMismatchError naming the
+    column outside 0..86,399,999."""
+    t = arr.type
+    if pa.types.is_time32(t):
+        low, high = pc.min_max(arr.view(pa.int32())).values()
+        if low.is_valid and (low.as_py() < 0 or high.as_py() >= 86_400_000):
+            bad = low.as_py() if low.as_py() < 0 else high.as_py()
+            raise SchemaMismatchError(f"column '{name}' is a TIME: an integer written to it is milliseconds of "
+                                      f"the day, 0 to 86399999, not {bad}")
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _check_milliseconds_of_day(f"{name}.{t.field(i).name}", arr.field(i))
+    elif pa.types.is_map(t):
+        _check_milliseconds_of_day(f"{name}.key", arr.keys)
+        _check_milliseconds_of_day(f"{name}.value", arr.items)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        _check_milliseconds_of_day(f"{name}[]", arr.flatten())
 
 
 def check_decimals_fit(name: str, column: pa.Array | pa.ChunkedArray) -> None:

@@ -34,6 +34,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
 from paimon_streaming.errors import PaimonError
+from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
 from .base64_columns import base64_decoded, holds_binary
 
@@ -239,20 +240,9 @@ def _wall_times_as_text(schema: pa.Schema) -> pa.Schema:
     """The schema to parse JSON with: TIMESTAMP (wall time, no zone) fields as text, which
     `_wall_times` then casts. pyarrow's JSON reader would take "00:00+02:00" as 22:00 of the
     day before; Spark's from_json reads it as no value. Arrow's cast refuses a zone offset."""
-    return pa.schema([f.with_type(_text_for_wall_times(f.type)) for f in schema])
-
-
-def _text_for_wall_times(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_timestamp(t) and t.tz is None:
-        return pa.string()
-    if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_text_for_wall_times(t.field(i).type)) for i in range(t.num_fields)])
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_text_for_wall_times(t.value_type)))
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_text_for_wall_times(t.key_type)),
-                       t.item_field.with_type(_text_for_wall_times(t.item_type)))
-    return t
+    def as_text(t: pa.DataType) -> pa.DataType:
+        return pa.string() if pa.types.is_timestamp(t) and t.tz is None else t
+    return pa.schema([f.with_type(map_arrow_leaves(f.type, as_text)) for f in schema])
 
 
 def _wall_times(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 
 from paimon_streaming.errors import SchemaMismatchError, SnapshotNotFoundError
 from paimon_streaming.system_tables import system_table_schema
+from paimon_streaming.types import map_arrow_leaves
 
 from .options import ReadSpec
 from .reader import batch_reader, read_schema
@@ -46,16 +47,7 @@ def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
     """The Arrow type Spark gets for a column: Paimon TIME (milliseconds of the day, time32 in
     Arrow, which PySpark cannot convert) as an INT of those milliseconds, as Paimon's own Spark
     connector maps it; the readers cast the data to it (`partitions._conform`)."""
-    if pa.types.is_time(t):
-        return pa.int32()
-    if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_spark_arrow_type(t.field(i).type)) for i in range(t.num_fields)])
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_spark_arrow_type(t.value_type)))
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_spark_arrow_type(t.key_type)),
-                       t.item_field.with_type(_spark_arrow_type(t.item_type)))
-    return t
+    return map_arrow_leaves(t, lambda leaf: pa.int32() if pa.types.is_time(leaf) else leaf)
 
 
 def reader(options: Mapping[str, str], schema: StructType) -> DataSourceReader:

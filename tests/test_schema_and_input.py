@@ -1,6 +1,7 @@
 """Schema files, options validation, catalog operations and bad input handling."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 
@@ -167,3 +168,20 @@ def test_a_decimal_wider_than_its_precision_names_column(catalog):
         with pytest.raises(SchemaMismatchError, match=f"column '{column}' holds a value that does not fit"):
             t.write_arrow(bad)
     assert t.to_arrow().column("id").to_pylist() == [1] and t.latest_snapshot().id == 1
+
+
+def test_integers_written_to_time_columns_are_milliseconds_of_the_day(catalog):
+    """Paimon keeps TIME as milliseconds of the day and Spark reads it as such an INT: an INT
+    is taken as one (nested too), and one outside the day is refused naming the column."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("t", pa.time32("ms")),
+                        ("ev", pa.struct([("at", pa.time32("ms"))]))])
+    t = catalog.create_table("db.times", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "t": pa.array([45296789], pa.int32()),
+                            "ev": pa.array([{"at": 1000}], pa.struct([("at", pa.int32())]))}))
+    assert t.to_arrow().to_pylist() == [{"id": 1, "t": dt.time(12, 34, 56, 789000), "ev": {"at": dt.time(0, 0, 1)}}]
+    for bad, column in (({"t": pa.array([-1], pa.int32())}, "t"),
+                        ({"ev": pa.array([{"at": 86_400_000}], pa.struct([("at", pa.int32())]))}, "ev.at")):
+        with pytest.raises(SchemaMismatchError, match=f"column '{column}' is a TIME: .* not (-1|86400000)"):
+            t.write_arrow(pa.table({"id": [2], **bad}))
+    with pytest.raises(SchemaMismatchError, match="column 't' has type BIGINT which cannot be written"):
+        t.write_arrow(pa.table({"id": [2], "t": [5]}))

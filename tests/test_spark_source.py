@@ -538,7 +538,7 @@ def test_time_columns_read_as_milliseconds_of_the_day(spark, catalog):
     """Paimon TIME (a MySQL TIME through CDC, say) is milliseconds of the day, which PySpark's
     Arrow conversion cannot take as a time; before, a table with one could not be read through
     Spark at all. Paimon's Spark connector reads it as INT milliseconds; so do batch reads and
-    streams here, nested too."""
+    streams here, nested too, and INTs written to a TIME column are taken as such."""
     schema = pa.schema([pa.field("id", pa.int64(), False), ("t", pa.time32("ms")),
                         ("ev", pa.struct([("at", pa.time32("ms"))]))])
     t = catalog.create_table("db.times", schema, primary_keys=["id"], options={"bucket": "1"})
@@ -553,3 +553,9 @@ def test_time_columns_read_as_milliseconds_of_the_day(spark, catalog):
          .trigger(availableNow=True).start())
     q.awaitTermination()
     assert sorted((r.id, r.t, r.ev.at if r.ev else None) for r in spark.sql("select * from times").collect()) == expected
+    # and back: Spark's INTs are written to TIME columns as those milliseconds (a copy of the table)
+    copy = catalog.create_table("db.times_copy", schema, primary_keys=["id"], options={"bucket": "1"})
+    df.write.format("paimon").mode("append").save(copy.path)
+    assert copy.to_arrow().sort_by("id").equals(t.to_arrow().sort_by("id"))
+    with pytest.raises(Exception, match="column 't' is a TIME: an integer written to it is milliseconds of the day"):
+        spark.sql("select 3L as id, 86400000 as t").write.format("paimon").mode("append").save(copy.path)
