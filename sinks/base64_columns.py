@@ -36,6 +36,8 @@ def holds_binary(t: pa.DataType) -> bool:
 def base64_decoded(column: str, arr: pa.Array) -> pa.Array:
     """`arr` with every binary value (nested ones too) replaced by the bytes its base64 text
     encodes; ValueError naming `column` when a value is not padded standard base64."""
+    if arr.offset:
+        arr = pa.concat_arrays([arr])  # a slice: its own buffers and offsets, from 0
     t = arr.type
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return _decode_binary(column, arr)
@@ -57,8 +59,6 @@ def base64_decoded(column: str, arr: pa.Array) -> pa.Array:
 
 def _decode_binary(column: str, arr: pa.Array) -> pa.Array:
     offset_type = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
-    if arr.offset:
-        arr = pa.concat_arrays([arr])  # a slice: its own buffers, offsets from 0
     _, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, offset_type, len(arr) + 1).astype(np.int64)
     lengths = np.diff(offsets)

@@ -186,7 +186,8 @@ class Decoder:
             return pa.Table.from_pylist(out, self.schema), bad
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass  # the error path: find the records whose values do not fit, one at a time
-        decoded = [i for i in range(len(values)) if i not in {j for j, _ in bad}]
+        undecodable = {i for i, _ in bad}
+        decoded = [i for i in range(len(values)) if i not in undecodable]
         fitting = []
         for i, row in zip(decoded, out):
             try:
