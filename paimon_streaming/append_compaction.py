@@ -45,7 +45,7 @@ from .lsm.dv_maintainer import DeletionVectorMaintainer
 from .lsm.recent_rows import RECENT_ROWS
 from .manifest import DataFileMeta, IndexFileMeta
 from .options import CoreOptions
-from .paths import PathFactory
+from .paths import PathFactory, TableDirs
 from .schema import TableSchema
 
 
@@ -214,7 +214,7 @@ class AppendCompactor:
             rows = RECENT_ROWS.get(f.file_name)
         if rows is not None and rows.num_rows == f.row_count and rows.schema.names == self.schema.field_names:
             return rows if keep is None else rows.filter(pa.array(keep))
-        return read_evolved(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
+        return read_evolved(self.file_io, TableDirs.data_file(bucket.bucket_dir, f),
                             self.schema_of(f.schema_id), self.schema, self.schema.field_names,
                             file_size=f.file_size, row_count=f.row_count, keep=keep)
 

@@ -604,6 +604,18 @@ def _mix_words(h: int, words: np.ndarray) -> int:
     return h
 
 
+def murmur3_32(data: bytes, seed: int = 0) -> int:
+    """Standard Murmur3 x86_32 of any bytes (unsigned), as Guava's `murmur3_32` gives it: the
+    tail's 1-3 bytes are mixed too, where Paimon's row hash only ever sees whole words."""
+    whole = len(data) // 4 * 4
+    h = _mix_words(seed, np.frombuffer(data[:whole], "<u4"))
+    if whole < len(data):
+        k = (int.from_bytes(data[whole:], "little") * _C1) & 0xFFFFFFFF
+        k = (((k << 15) | (k >> 17)) * _C2) & 0xFFFFFFFF
+        h ^= k
+    return int(_finish(np.array([h], np.uint32), np.uint32(len(data)))[0])
+
+
 def hash_row(data: bytes) -> int:
     """BinaryRow.hashCode() of one row's bytes (without the arity prefix)."""
     return int(hash_rows(pa.array([data], pa.binary()))[0])

@@ -46,6 +46,7 @@ from .keyvalue import file_fields
 from .manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
 from .manifest.entries import DELETION_VECTORS_INDEX
 from .manifest.files import read_records
+from .paths import TableDirs
 from .scan import TableScan
 from .schema import SchemaManager, TableSchema
 from .snapshot import Snapshot, SnapshotManager
@@ -396,7 +397,7 @@ class _Checker:
         f = e.file
         self._check_schema(f"{label} (data file {f.file_name})", f.schema_id)
         directory = self._bucket_dir(e)
-        path = f.external_path or f"{directory}/{f.file_name}"
+        path = TableDirs.data_file(directory, f)
         if path not in self._verdicts and self._exists(path, f.file_size, label) and self.verify_data:
             self._verify_content(label, path, e)
         for extra in f.extra_files:

@@ -411,8 +411,8 @@ class FileStoreCommit:
             for inc in (m.data, m.compact):
                 for f in inc.new_files + inc.changelog_files:
                     if inc is m.data or f.file_name not in removed:
-                        for name in (f.file_name, *f.extra_files):
-                            self.file_io.delete_quietly(f"{bucket_dir}/{name}")
+                        for path in TableDirs.data_file_paths(bucket_dir, f):
+                            self.file_io.delete_quietly(path)
                 for f in inc.new_index_files:
                     self.file_io.delete_quietly(self.dirs.index_file(bucket_dir, f))
 
@@ -490,7 +490,7 @@ class FileStoreCommit:
             for f in m.compact.new_files:
                 if f.file_name not in kept:
                     self.file_io.delete_quietly(
-                        f"{self.dirs.bucket(self._partition_path(m.partition), m.bucket)}/{f.file_name}")
+                        TableDirs.data_file(self.dirs.bucket(self._partition_path(m.partition), m.bucket), f))
 
     def _partition_path(self, partition: bytes) -> str:
         values = deserialize_row(partition, [f.type for f in self.partition_fields])

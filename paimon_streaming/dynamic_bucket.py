@@ -101,5 +101,6 @@ class DynamicBucketAssigner:
     def _write(self, hashes: np.ndarray, directory: str) -> IndexFileMeta:
         name = self.paths.new_index_file()
         data = hashes.astype(">i4").tobytes()
-        self.file_io.write_bytes(f"{directory}/{name}", data)
-        return IndexFileMeta(HASH_INDEX, name, len(data), int(hashes.size))
+        path, external_path = self.paths.place(directory, name)
+        self.file_io.write_bytes(path, data)
+        return IndexFileMeta(HASH_INDEX, name, len(data), int(hashes.size), external_path=external_path)

@@ -23,6 +23,7 @@ from typing import Iterable
 from .errors import CorruptFileError
 from .fileio import FileIO
 from .manifest import ADD, DELETE, IndexManifestEntry, ManifestEntry, live_entries
+from .paths import TableDirs
 from .scan import TableScan
 from .schema import TableSchema
 from .snapshot import Snapshot
@@ -125,15 +126,10 @@ class FileCleaner:
 
     # ---- paths and deletion -------------------------------------------------------------
     def data_file_path(self, entry: ManifestEntry) -> str:
-        if entry.file.external_path:
-            return entry.file.external_path
-        return f"{self._bucket_dir(entry)}/{entry.file.file_name}"
+        return TableDirs.data_file(self._bucket_dir(entry), entry.file)
 
     def data_file_paths(self, entry: ManifestEntry) -> list[str]:
-        """The file and its extra files (e.g. `.index` file indexes), which live beside it."""
-        main = self.data_file_path(entry)
-        parent = main.rsplit("/", 1)[0]
-        return [main] + [f"{parent}/{extra}" for extra in entry.file.extra_files]
+        return TableDirs.data_file_paths(self._bucket_dir(entry), entry.file)
 
     def index_file_path(self, entry: IndexManifestEntry) -> str:
         return self.scan.dirs.index_file(self._bucket_dir(entry), entry.index_file)

@@ -3,6 +3,8 @@
 Paths handed around the core are plain strings in the filesystem's own namespace (for the
 local filesystem: absolute paths). `FileIO.for_path` turns a user's location
 (``/wh``, ``file:///wh``, ``s3://bucket/wh``, ``hdfs://nn/wh``) into a FileIO plus that path.
+A data file's external path (`data-file.external-paths`) is a URI instead (``file:/cold/t/...``,
+``s3://cold/t/...``): the file operations take those too, on the store the URI names.
 
 Snapshot publication needs "create if absent" (`try_create_atomic`), which each store
 provides its own way (`stores`: a hard link locally, a conditional PUT on S3, a rename on
@@ -14,6 +16,8 @@ onto an existing one.
 from __future__ import annotations
 
 import os
+import re
+import threading
 import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +33,9 @@ from .stores import CreateIfAbsent, create_if_absent_for, hdfs
 # Filesystems whose objects appear whole when written (no rename needed for atomic replacement).
 _OBJECT_STORES = tuple(getattr(pafs, name) for name in ("S3FileSystem", "GcsFileSystem", "AzureFileSystem")
                        if hasattr(pafs, name))
+
+# A URI's scheme and colon; paths of the FileIO's own namespace start with "/" or a bucket name.
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -67,6 +74,8 @@ class FileIO:
         self.uri_prefix = uri_prefix
         self.uri_query = uri_query
         self._create: CreateIfAbsent | None = None
+        self._other_stores: dict[str, FileIO] = {}
+        self._other_stores_lock = threading.Lock()
 
     @staticmethod
     def for_path(location: str, filesystem: pafs.FileSystem | None = None,
@@ -98,6 +107,34 @@ class FileIO:
             return path
         return f"{self.uri_prefix}{path}" + (f"?{self.uri_query}" if self.uri_query else "")
 
+    def _at(self, path: str) -> tuple["FileIO", str]:
+        """The FileIO and path for `path`: this one for its own paths; for a URI (an external
+        data file) the store it names, this one when the URI is under its own prefix."""
+        if not _URI_SCHEME.match(path):
+            return self, path
+        scheme, _, rest = path.partition(":")
+        authority, local_path = "", rest
+        if rest.startswith("//"):
+            authority, slash, tail = rest[2:].partition("/")
+            local_path = slash + tail
+        if scheme.lower() == "file":
+            return (self if self.is_local else _local_file_io()), local_path or "/"
+        if self.uri_prefix and path.startswith(self.uri_prefix):
+            return self, path[len(self.uri_prefix):]
+        store = f"{scheme.lower()}://{authority}"
+        with self._other_stores_lock:
+            other = self._other_stores.get(store)
+        if other is not None and other.uri_prefix and path.startswith(other.uri_prefix):
+            return other, path[len(other.uri_prefix):]
+        try:
+            other, other_path = FileIO.for_path(path)
+        except (pa.ArrowInvalid, ValueError) as exc:
+            raise UnsupportedOperationError(f"cannot open {path}: no filesystem here for its scheme "
+                                            f"'{scheme}' ({exc})") from None
+        with self._other_stores_lock:
+            self._other_stores.setdefault(store, other)
+        return other, other_path
+
     # ---- reading ------------------------------------------------------------------------
     @property
     def io_threads(self) -> int:
@@ -114,7 +151,8 @@ class FileIO:
             return list(pool.map(fn, items))
 
     def read_bytes(self, path: str) -> bytes:
-        with self.fs.open_input_stream(path) as f:
+        io, path = self._at(path)
+        with io.fs.open_input_stream(path) as f:
             return f.read()
 
     def read_text(self, path: str) -> str:
@@ -131,29 +169,36 @@ class FileIO:
     def open_input_file(self, path: str, size: int | None = None):
         """A random-access file; with its `size` known and small on a remote store, its bytes
         in memory (REMOTE_WHOLE_FILE_BYTES)."""
-        if size is not None and size <= REMOTE_WHOLE_FILE_BYTES and not self.is_local:
-            return pa.BufferReader(self.read_bytes(path))
-        return self.fs.open_input_file(path)
+        io, path = self._at(path)
+        if size is not None and size <= REMOTE_WHOLE_FILE_BYTES and not io.is_local:
+            return pa.BufferReader(io.read_bytes(path))
+        return io.fs.open_input_file(path)
 
     def exists(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+        io, path = self._at(path)
+        return io.fs.get_file_info(path).type != pafs.FileType.NotFound
 
     def is_dir(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type == pafs.FileType.Directory
+        io, path = self._at(path)
+        return io.fs.get_file_info(path).type == pafs.FileType.Directory
 
     def file_size(self, path: str) -> int:
-        info = self.fs.get_file_info(path)
+        io, path = self._at(path)
+        info = io.fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
             raise FileNotFoundError(path)
         return info.size
 
     def list_status(self, path: str) -> list[FileStatus]:
         """Direct children of a directory; empty when it does not exist."""
+        io, local = self._at(path)
         try:
-            infos = self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+            infos = io.fs.get_file_info(pafs.FileSelector(local, allow_not_found=True))
         except FileNotFoundError:
             return []
-        return [FileStatus(i.path, i.size or 0, int(i.mtime_ns // 1_000_000) if i.mtime_ns else 0,
+        # children of a URI are named as URIs too, so that this FileIO opens them again
+        base, cut = (path.rstrip("/"), len(local.rstrip("/"))) if local != path else ("", 0)
+        return [FileStatus(base + i.path[cut:], i.size or 0, int(i.mtime_ns // 1_000_000) if i.mtime_ns else 0,
                            i.type == pafs.FileType.Directory) for i in infos]
 
     def list_names(self, path: str) -> list[str]:
@@ -161,17 +206,18 @@ class FileIO:
 
     # ---- writing ------------------------------------------------------------------------
     def mkdirs(self, path: str) -> None:
-        self.fs.create_dir(path, recursive=True)
+        io, path = self._at(path)
+        io.fs.create_dir(path, recursive=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write (or overwrite) a whole file."""
-        self.mkdirs(_parent(path))
-        with self.fs.open_output_stream(path) as f:
+        with self.open_output_stream(path) as f:
             f.write(data)
 
     def open_output_stream(self, path: str):
-        self.mkdirs(_parent(path))
-        return self.fs.open_output_stream(path)
+        io, path = self._at(path)
+        io.fs.create_dir(_parent(path), recursive=True)
+        return io.fs.open_output_stream(path)
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
         """Replace a file so readers see the old or the new content: never a partial one, and
@@ -218,8 +264,9 @@ class FileIO:
 
     def delete(self, path: str) -> None:
         """Delete a file; a missing file is not an error."""
+        io, path = self._at(path)
         try:
-            self.fs.delete_file(path)
+            io.fs.delete_file(path)
         except FileNotFoundError:
             pass
 
@@ -230,8 +277,9 @@ class FileIO:
             pass
 
     def delete_dir(self, path: str) -> None:
+        io, path = self._at(path)
         try:
-            self.fs.delete_dir(path)
+            io.fs.delete_dir(path)
         except FileNotFoundError:
             pass
 
@@ -260,6 +308,16 @@ def _azure_uri_prefix(scheme: str, fs: pafs.FileSystem) -> str:
     settings = fs.__reduce__()[1][0]
     account, authority = settings["account_name"], settings["blob_storage_authority"]
     return f"{scheme}://{account}{authority}/" if authority.startswith(".") else f"{scheme}://{account}@{authority}/"
+
+
+_LOCAL: list[FileIO] = []
+
+
+def _local_file_io() -> FileIO:
+    """The local filesystem's FileIO, for `file:` URIs met by a FileIO of another store."""
+    if not _LOCAL:
+        _LOCAL.append(FileIO(pafs.LocalFileSystem()))
+    return _LOCAL[0]
 
 
 def _parent(path: str) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .errors import InvalidOptionError
+from .external_paths import ExternalPaths
 from .option_keys import PAIMON_OPTION_KEYS
 from .stats import parse_stats_mode
 
@@ -239,6 +240,7 @@ def validate(options: dict[str, str]) -> None:
             opt.parse(str(raw))
         except ValueError as exc:
             raise InvalidOptionError(f"invalid value {raw!r} for table option '{key}': {exc}") from None
+    ExternalPaths.of(options)
     typed = CoreOptions(options)
     if typed.get("snapshot.num-retained.min") > typed.get("snapshot.num-retained.max"):
         raise InvalidOptionError("table option 'snapshot.num-retained.min' must not be greater than "

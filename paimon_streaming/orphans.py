@@ -15,7 +15,8 @@ main branch's data files, manifests and index files, so what their snapshots and
 is in use too, as in Java; a branch without a schema aborts the cleanup, as in Java.
 
 Looked at: `manifest/`, `index/`, `statistics/`, the bucket directories under the
-partition directories, and leftover temp files (`.name.uuid.tmp`) of snapshot, tag,
+partition directories, the same bucket directories under each external data path
+(`data-file.external-paths`, any depth below them), and leftover temp files (`.name.uuid.tmp`) of snapshot, tag,
 consumer and schema files.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 from .branches import branch_names, branch_path
 from .errors import CorruptFileError, UnsupportedOperationError
+from .external_paths import PATHS, java_uri
 from .file_cleanup import FileCleaner
 from .fileio import FileIO, FileStatus
 from .long_lived_changelogs import long_lived_changelogs, referenced_names
@@ -52,6 +54,8 @@ class OrphanFilesClean:
         self.table_path = table_path
         self.partition_depth = len(schema.partition_keys)
         self.cleaner = FileCleaner(file_io, table_path, schema)
+        # every root of `data-file.external-paths` (as Java's cleanup, whichever the strategy uses)
+        self.external_roots = [java_uri(p) for p in str(schema.options.get(PATHS) or "").split(",") if p.strip()]
 
     def clean(self, older_than_ms: int | None = None, dry_run: bool = False) -> OrphanResult:
         """Remove unreferenced files last modified before `older_than_ms` (epoch millis;
@@ -136,10 +140,21 @@ class OrphanFilesClean:
             out.extend(s for s in self.file_io.list_status(f"{self.table_path}/{sub}") if not s.is_dir)
         for bucket in self._bucket_dirs(self.cleaner.scan.dirs.data_root, self.partition_depth):
             out.extend(s for s in self.file_io.list_status(bucket) if not s.is_dir)
+        relative_root = self.cleaner.scan.dirs.data_root[len(self.table_path):]
+        for root in self.external_roots:
+            for bucket in self._bucket_dirs(root + relative_root, self.partition_depth):
+                out.extend(self._files_under(bucket))
         for sub in ("snapshot", "tag", "consumer", "schema"):
             out.extend(s for s in self.file_io.list_status(f"{self.table_path}/{sub}")
                        if not s.is_dir and _is_temp(_name(s.path)))
         return out
+
+    def _files_under(self, directory: str) -> list[FileStatus]:
+        """Every file below `directory` (an external bucket directory: with `entropy-inject`
+        its files are in hash directories below it)."""
+        statuses = self.file_io.list_status(directory)
+        return [s for s in statuses if not s.is_dir] + \
+            [f for s in statuses if s.is_dir for f in self._files_under(s.path)]
 
     def _bucket_dirs(self, path: str, depth: int) -> list[str]:
         dirs = [s for s in self.file_io.list_status(path) if s.is_dir]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .datafile import data_file_name
+from .external_paths import ExternalPaths
 from .types import DataField, DataType
 
 # Characters Paimon escapes in partition directory names: controls, DEL and these.
@@ -137,12 +138,14 @@ def bucket_dir(bucket: int) -> str:
 
 
 class PathFactory:
-    """Names new files of one writer: one UUID per instance plus a counter per file kind."""
+    """Names new files of one writer: one UUID per instance plus a counter per file kind; and
+    places the files of bucket directories under the table's external paths, if it has any."""
 
     def __init__(self, table_path: str, file_format: str, data_prefix: str = "data-",
                  changelog_prefix: str = "changelog-", compression: str | None = None,
-                 include_compression: bool = False):
+                 include_compression: bool = False, external: ExternalPaths | None = None):
         self.table_path = table_path
+        self.external = external
         self.file_format = file_format
         self.data_prefix = data_prefix
         self.changelog_prefix = changelog_prefix
@@ -173,6 +176,14 @@ class PathFactory:
     def _file_name(self, prefix: str, file_format: str | None) -> str:
         return data_file_name(prefix, self.uuid, self._next("data"), file_format or self.file_format,
                               self.compression, self.include_compression)
+
+    def place(self, directory: str, file_name: str) -> tuple[str, str | None]:
+        """(where to write a new file `file_name` of `directory`, its external path or None):
+        a file of a bucket directory goes under an external path when the table has them."""
+        if self.external is None or not directory.rsplit("/", 1)[-1].startswith("bucket-"):
+            return f"{directory}/{file_name}", None
+        uri = self.external.locate(directory[len(self.table_path) + 1:], file_name)
+        return uri, uri
 
     def new_data_file(self, file_format: str | None = None) -> str:
         """A data file's name; `file_format` when its level's format is not the table's."""
@@ -214,6 +225,18 @@ class TableDirs:
     def index_dir(self, bucket_dir: str) -> str:
         """Where the index files of the bucket in `bucket_dir` live."""
         return bucket_dir if self.index_in_bucket else f"{self.table_path}/index"
+
+    @staticmethod
+    def data_file(bucket_dir: str, meta) -> str:
+        """The path of a data file (a DataFileMeta) of the bucket in `bucket_dir`."""
+        return meta.external_path or f"{bucket_dir}/{meta.file_name}"
+
+    @staticmethod
+    def data_file_paths(bucket_dir: str, meta) -> list[str]:
+        """A data file's path and its extra files' (e.g. `.index` file indexes), which live beside it."""
+        main = TableDirs.data_file(bucket_dir, meta)
+        parent = main.rsplit("/", 1)[0]
+        return [main] + [f"{parent}/{extra}" for extra in meta.extra_files]
 
     def index_file(self, bucket_dir: str, meta) -> str:
         """The path of an index file (an IndexFileMeta) of the bucket in `bucket_dir`."""

@@ -24,6 +24,7 @@ from .numpy_arrow import from_numpy
 from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retract, last_of_each_key,
                            sort_and_merge)
 from .options import CoreOptions, unimplemented_features
+from .paths import TableDirs
 from .predicate import Filter
 from .scan import DataSplit, DeletionFile, TableScan
 from .schema import TableSchema
@@ -105,7 +106,7 @@ class SplitReader:
     def _read_file(self, split: DataSplit, meta: DataFileMeta, names: list[str],
                    system: list[str]) -> pa.Table:
         """Read one file for current column `names` (+ system columns), mapping by field id."""
-        path = meta.external_path or f"{split.bucket_path}/{meta.file_name}"
+        path = TableDirs.data_file(split.bucket_path, meta)
         if meta.write_cols is not None:
             missing = [n for n in self.scan.schema_of(meta.schema_id).field_names if n not in meta.write_cols]
             if missing:  # a data-evolution file: the rest of its rows' columns are in other files

@@ -21,6 +21,7 @@ from .binary_row import deserialize_row
 from .branches import PREFIX as BRANCH_PREFIX, branch_path
 from .consumers import ConsumerManager
 from .manifest import DataFileMeta
+from .paths import TableDirs
 from .scan import TableScan
 from .schema import TableSchema
 from .snapshot import Snapshot
@@ -125,7 +126,7 @@ def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
     rows = []
     for e in scan.live_entries(snapshot):
         f = e.file
-        path = f.external_path or f"{scan.dirs.bucket(scan.partition_dir(e.partition), e.bucket)}/{f.file_name}"
+        path = TableDirs.data_file(scan.dirs.bucket(scan.partition_dir(e.partition), e.bucket), f)
         file_schema = scan.schema_of(f.schema_id)
         nulls, mins, maxs = _value_stats(f, file_schema)
         rows.append({

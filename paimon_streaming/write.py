@@ -30,6 +30,7 @@ from .commit import CommitMessage, Increment
 from .datafile import ParquetSettings, write_data_file
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError, UnsupportedOperationError
+from .external_paths import ExternalPaths
 from .file_settings import FileSettingsByLevel
 from .fileio import FileIO
 from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fields,
@@ -278,7 +279,8 @@ class TableWrite:
         self.options = CoreOptions(schema.options)
         self.paths = PathFactory(table_path, self.options.file_format,
                                  self.options.get("data-file.prefix"), self.options.get("changelog-file.prefix"),
-                                 self.options.file_compression, self.options.get("file.suffix.include.compression"))
+                                 self.options.file_compression, self.options.get("file.suffix.include.compression"),
+                                 ExternalPaths.of(schema.options))
         self.dirs = TableDirs.of(table_path, schema.options)
         self.partition_fields = schema.fields_of(schema.partition_keys)
         self.pk = bool(schema.primary_keys)
@@ -499,7 +501,8 @@ class TableWrite:
             file_table = rows
             min_key = max_key = EMPTY_ROW
             key_stats = EMPTY_STATS
-        written = write_data_file(self.file_io, f"{directory}/{name}", file_table, self.fields,
+        path, external_path = self.paths.place(directory, name)
+        written = write_data_file(self.file_io, path, file_table, self.fields,
                                   settings.file_format, settings.compression,
                                   self.options.get("file.compression.zstd-level"), self.parquet)
         if self._keep_fresh and not changelog:
@@ -516,7 +519,7 @@ class TableWrite:
             schema_id=self.schema.id, level=level,
             creation_time=int((dt.datetime.now() - _EPOCH) / dt.timedelta(milliseconds=1)),
             delete_row_count=delete_rows, file_source=file_source,
-            value_stats_cols=settings.value_stats_cols)
+            value_stats_cols=settings.value_stats_cols, external_path=external_path)
 
     def _remember(self, directory: str, name: str, rows: pa.Table, sequence: np.ndarray, kinds: np.ndarray,
                   keep_rows: bool) -> None:

@@ -4,7 +4,9 @@ processes and the Spark sink work on s3:// tables."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
+import time
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -14,6 +16,7 @@ import paimon_streaming as ps
 from paimon_streaming.catalog import create_table_at
 from paimon_streaming.check import check_table
 from paimon_streaming.fileio import FileIO
+from paimon_streaming.scan import TableScan
 from paimon_streaming.errors import S3ConfigurationError
 from paimon_streaming.stores.s3 import S3CreateIfAbsent
 from conftest import rows_by
@@ -211,3 +214,32 @@ def test_spark_sink_on_s3(s3, tmp_path):
     assert q.exception() is None, q.exception()
     assert sorted((r["id"], r["v"]) for r in seen) == sorted([(i, f"a{i}") for i in range(6)] +
                                                             [(i, f"u{i}") for i in range(3, 9)])
+
+
+def test_local_table_with_its_data_files_on_s3(s3, catalog, monkeypatch):
+    """A table on local disk whose data files live on S3 (`data-file.external-paths`; the store
+    opened from the URI, its endpoint from the environment): written, read, compacted, expired
+    and checked there, with only metadata on the local disk."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    t = catalog.create_table("db.tiered", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                      "data-file.external-paths": "s3://lake/cold/,file:///not/this",
+                                      "data-file.external-paths.strategy": "specific-fs",
+                                      "data-file.external-paths.specific-fs": "s3"})
+    t.write_arrow(rows(range(10)))
+    t.write_arrow(rows(range(5), v="b"))
+    t.compact(full=True)
+    expected = rows_by(pa.concat_tables([rows(range(5), v="b"), rows(range(5, 10))]), "p", "id")
+    assert rows_by(ps.Table.open(t.path).to_arrow(), "p", "id") == expected
+
+    def on_s3() -> set[str]:
+        infos = s3.filesystem().get_file_info(pafs.FileSelector("lake/cold", recursive=True))
+        return {f"s3://{i.path}" for i in infos if i.type == pafs.FileType.File}
+
+    assert not [f for d, _, fs in os.walk(t.path) for f in fs if "/bucket-" in f"{d}/"]
+    assert on_s3() and all(p.startswith("s3://lake/cold/p=x/bucket-") for p in on_s3())
+    t.expire_snapshots(retain_max=1, retain_min=1, older_than=int(time.time() * 1000) + 60_000)
+    live = {e.file.external_path for e in TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())}
+    assert on_s3() == live
+    assert rows_by(t.to_arrow(), "p", "id") == expected
+    assert check_table(t).ok

@@ -31,7 +31,7 @@ from ..manifest import DataFileMeta, IndexFileMeta
 from ..merge_engine import engine_for, sort_and_merge
 from ..numpy_arrow import from_numpy
 from ..options import CoreOptions
-from ..paths import PathFactory
+from ..paths import PathFactory, TableDirs
 from ..record_expire import RecordExpiry
 from ..schema import TableSchema
 from .changelog import lookup_changelog
@@ -375,7 +375,7 @@ class BucketCompactor:
                 table = table.filter(from_numpy(keep))
         else:
             system = [c for c in columns if c in (SEQUENCE_NUMBER, VALUE_KIND)]
-            table = read_evolved(self.file_io, f.external_path or f"{bucket.bucket_dir}/{f.file_name}",
+            table = read_evolved(self.file_io, TableDirs.data_file(bucket.bucket_dir, f),
                                  self.schema_of(f.schema_id), self.schema,
                                  [c for c in columns if c not in system], system, f.file_size, f.row_count, keep)
         positions = np.arange(f.row_count, dtype=np.int64) if keep is None else np.flatnonzero(keep)

@@ -93,5 +93,7 @@ class DeletionVectorMaintainer:
             return [], removed
         data, metas = encode_index_file(decoded, copied)
         name = paths.new_index_file()
-        write_index_file(self.file_io, f"{self.index_dir}/{name}", data)
-        return [IndexFileMeta(DELETION_VECTORS_INDEX, name, len(data), len(metas), tuple(metas))], removed
+        path, external_path = paths.place(self.index_dir, name)
+        write_index_file(self.file_io, path, data)
+        return [IndexFileMeta(DELETION_VECTORS_INDEX, name, len(data), len(metas), tuple(metas),
+                              external_path=external_path)], removed
