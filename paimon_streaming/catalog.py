@@ -7,8 +7,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .branches import SUFFIX, branch_path, resolve_branch, split_branch
+from .branches import SUFFIX, branch_names, branch_path, resolve_branch, split_branch
 from .errors import InvalidNameError, TableAlreadyExistsError, TableNotFoundError
+from .external_paths import listed_roots
 from .fileio import FileIO
 from .schema import SchemaManager, TableSchema
 from .table import Table
@@ -156,7 +157,21 @@ class Catalog:
             if ignore_if_not_exists:
                 return
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
-        self.file_io.delete_dir(self.table_path(identifier))
+        path = self.table_path(identifier)
+        roots = external_roots(self.file_io, path)
+        self.file_io.delete_dir(path)
+        for root in roots:  # as Java's drop: the table's external data paths go with it
+            self.file_io.delete_dir(root)
+
+
+def external_roots(file_io: FileIO, table_path: str) -> set[str]:
+    """Every `data-file.external-paths` root any schema of the table (any branch) names."""
+    roots = set()
+    for branch in [None, *branch_names(file_io, table_path)]:
+        schemas = SchemaManager(file_io, branch_path(table_path, branch))
+        for schema_id in schemas.schema_ids():
+            roots.update(listed_roots(schemas.schema(schema_id).options))
+    return roots
 
 
 def create_table_at(location: str, schema: pa.Schema, primary_keys: list[str] | None = None,

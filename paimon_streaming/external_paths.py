@@ -44,6 +44,12 @@ def java_uri(location: str) -> str:
     return f"{scheme}://{authority}{path}" if authority else f"{scheme}:{path or '/'}"
 
 
+def listed_roots(options: Mapping[str, str]) -> list[str]:
+    """Every root `data-file.external-paths` lists, whatever the strategy (what Java's orphan
+    cleanup looks in and its drop deletes)."""
+    return [java_uri(p) for p in str(options.get(PATHS) or "").split(",") if p.strip()]
+
+
 def entropy_dirs(file_name: str) -> str:
     """Java's entropy directories for a file: the low 20 bits of Murmur3 of its name, as binary
     digits in directories of 4, 4, 4 and 8 (`1001/1001/1001/10011001`)."""

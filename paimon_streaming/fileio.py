@@ -86,7 +86,7 @@ class FileIO:
             return FileIO(filesystem), location.rstrip("/") or "/"
         if "://" not in location:
             return FileIO(pafs.LocalFileSystem()), os.path.abspath(location)
-        location = _with_s3_options(location, options or {})
+        location = _with_s3_options(_s3_scheme(location), options or {})
         fs, path = pafs.FileSystem.from_uri(location)
         parts = urllib.parse.urlsplit(location)
         userinfo, _, host = parts.netloc.rpartition("@")
@@ -112,6 +112,7 @@ class FileIO:
         data file) the store it names, this one when the URI is under its own prefix."""
         if not _URI_SCHEME.match(path):
             return self, path
+        path = _s3_scheme(path)
         scheme, _, rest = path.partition(":")
         authority, local_path = "", rest
         if rest.startswith("//"):
@@ -282,6 +283,13 @@ class FileIO:
             io.fs.delete_dir(path)
         except FileNotFoundError:
             pass
+
+
+def _s3_scheme(location: str) -> str:
+    """`s3a://` and `s3n://` (Hadoop's S3 connectors, which Java tables may name) as `s3://`:
+    the same buckets and keys, and the scheme pyarrow's S3 filesystem takes."""
+    scheme, sep, rest = location.partition("://")
+    return f"s3://{rest}" if sep and scheme.lower() in ("s3a", "s3n") else location
 
 
 def _with_s3_options(location: str, options: dict[str, str]) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .branches import branch_names, branch_path
 from .errors import CorruptFileError, UnsupportedOperationError
-from .external_paths import PATHS, java_uri
+from .external_paths import listed_roots
 from .file_cleanup import FileCleaner
 from .fileio import FileIO, FileStatus
 from .long_lived_changelogs import long_lived_changelogs, referenced_names
@@ -54,8 +54,7 @@ class OrphanFilesClean:
         self.table_path = table_path
         self.partition_depth = len(schema.partition_keys)
         self.cleaner = FileCleaner(file_io, table_path, schema)
-        # every root of `data-file.external-paths` (as Java's cleanup, whichever the strategy uses)
-        self.external_roots = [java_uri(p) for p in str(schema.options.get(PATHS) or "").split(",") if p.strip()]
+        self.external_roots = listed_roots(schema.options)
 
     def clean(self, older_than_ms: int | None = None, dry_run: bool = False) -> OrphanResult:
         """Remove unreferenced files last modified before `older_than_ms` (epoch millis;

@@ -15,7 +15,9 @@ import pytest
 import paimon_streaming as ps
 from paimon_streaming.check import check_table
 from paimon_streaming.external_paths import ExternalPaths, entropy_dirs, java_uri
+from paimon_streaming.fileio import FileIO
 from paimon_streaming.scan import TableScan
+from conftest import pypaimon_read
 
 try:
     from java_oracle import get_oracle
@@ -60,11 +62,11 @@ def by_id(rows_):
 
 
 @pytest.mark.parametrize("strategy", ["round-robin", "entropy-inject", "weight-robin", "specific-fs"])
-def test_java_and_we_read_each_others_external_files(java, catalog, tmp_path, strategy):
+def test_java_and_we_read_each_others_external_files(java, catalog, warehouse, tmp_path, strategy):
     """Each of Java's strategies, a primary-key table with deletion vectors and lookup
     changelogs, partitioned, index files beside the data: what we write lands under the
-    external roots only, and Java reads it; what Java writes (into our table and its own) we
-    read; both answer the same."""
+    external roots only, and Java (and pypaimon) read it; what Java writes (into our table and
+    its own) we read; all answer the same."""
     roots = [str(tmp_path / "cold1"), str(tmp_path / "cold2")]
     options = {"bucket": "2", "deletion-vectors.enabled": "true", "changelog-producer": "lookup",
                "index-file-in-data-file-dir": "true", **strategy_options(strategy, roots)}
@@ -87,6 +89,7 @@ def test_java_and_we_read_each_others_external_files(java, catalog, tmp_path, st
         expected.update({r["id"]: r for r in batch.to_pylist()})
     assert by_id(ours.to_arrow().to_pylist()) == by_id(expected.values())
     assert by_id(java_read.result) == by_id(expected.values())
+    assert by_id(pypaimon_read(warehouse, "db.ours").to_pylist()) == by_id(expected.values())
     java_table = ps.Table.open(theirs)
     twice = {r["id"]: r for r in rows(range(20), "a").to_pylist()} | \
         {r["id"]: r for r in rows(range(0, 30, 3), "b").to_pylist()}
@@ -173,3 +176,29 @@ def test_java_path_strings_and_strategies():
     counts = [weighted.locate("bucket-0", "f").startswith("file:/b/") for _ in range(2000)]
     assert 0.85 < sum(counts) / len(counts) < 0.95
     assert entropy_dirs("data-x.parquet").count("/") == 3 and len(entropy_dirs("data-x.parquet")) == 23
+
+
+def test_an_external_path_on_a_store_we_cannot_open_is_named(tmp_path):
+    file_io, _ = FileIO.for_path(str(tmp_path))
+    with pytest.raises(ps.errors.UnsupportedOperationError, match="oss://b/t/bucket-0/data-1.parquet.*'oss'"):
+        file_io.open_input_file("oss://b/t/bucket-0/data-1.parquet")
+    assert file_io.exists(f"file:{tmp_path}") and file_io.exists(f"file://{tmp_path}")
+
+
+def test_dropping_a_table_deletes_its_external_paths_as_java_does(catalog, tmp_path):
+    """Java's drop deletes the table directory and every external root any schema (any branch)
+    names; a root the table never named stays."""
+    roots = [tmp_path / "cold1", tmp_path / "cold2", tmp_path / "branch-cold"]
+    t = catalog.create_table("db.t", SCHEMA, options=strategy_options("round-robin", [str(r) for r in roots[:2]]))
+    t.write_arrow(rows(range(10), "a"))
+    t.create_tag("t1")
+    b = t.create_branch("b", tag="t1")
+    b.update_schema().set_option("data-file.external-paths", f"file://{roots[2]}").commit()
+    b.write_arrow(rows(range(3), "b"))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep").write_bytes(b"x")
+    assert (files_under(roots[0]) or files_under(roots[1])) and files_under(roots[2])
+    catalog.drop_table("db.t")
+    assert not os.path.exists(t.path) and not any(os.path.exists(r) for r in roots)
+    assert files_under(other)

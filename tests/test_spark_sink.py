@@ -420,3 +420,21 @@ def test_scheduled_full_compaction_through_format_paimon(spark, catalog, warehou
     assert t.latest_snapshot().commit_kind == "COMPACT" and top_level_only(t)
     expected = [{"id": 1, "v": "a"}, {"id": 2, "v": "c"}, {"id": 3, "v": "d"}, {"id": 4, "v": "e"}]
     assert rows_by(pypaimon_read(warehouse, "db.fcd"), "id") == expected
+
+
+def test_sink_and_reader_with_external_data_paths(spark, tmp_path, catalog):
+    """Executors write a table's data files under its external path (`data-file.external-paths`)
+    and Spark's reads open them there."""
+    cold = tmp_path / "cold"
+    t = catalog.create_table("db.ext", pa.schema([("id", pa.int64(), False), ("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                                           "data-file.external-paths": f"file://{cold}",
+                                                           "data-file.external-paths.strategy": "round-robin"})
+    sink = paimon_sink(t.path, commit_user="ext")
+    sink(spark.createDataFrame([(i, f"a{i}") for i in range(30)], "id long, v string").repartition(3), 0)
+    sink(spark.createDataFrame([(i, f"b{i}") for i in range(0, 30, 4)], "id long, v string").repartition(2), 1)
+    expected = sorted(({"id": i, "v": f"b{i}" if i % 4 == 0 else f"a{i}"} for i in range(30)), key=lambda r: r["id"])
+    assert rows_by(spark.read.format("paimon").load(t.path).toArrow(), "id") == expected
+    files = [e.file for e in TableScan(t.file_io, t.path, t.schema).live_entries(ps.Table.open(t.path).latest_snapshot())]
+    assert files and all(f.external_path.startswith(f"file:{cold}/bucket-") for f in files)
+    assert not [f for d, _, fs in os.walk(t.path) for f in fs if "bucket-" in d]
