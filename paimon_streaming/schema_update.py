@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Callable, Union
 
 import pyarrow as pa
 
+from .default_values import default_scalar
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .options import refuse_unimplemented
 from .schema import SchemaManager, TableSchema
@@ -269,6 +270,25 @@ class SchemaUpdate:
                 if nullable:
                     dtype = dtype.copy(True)
                 siblings[i] = replace(f, type=dtype, description=f.description if comment is None else comment)
+            _edit_siblings(d.fields, path, edit)
+        self._changes.append(change)
+        return self
+
+    def set_default(self, column: str, value: str | None) -> "SchemaUpdate":
+        """Give a top-level column a default value (text, cast as Paimon casts a STRING; None
+        removes it): Java's writers and ours then write it in place of each null of the column
+        (default_values.py). Files written before keep their nulls."""
+        path = _path(column)
+        if len(path) != 1:
+            raise SchemaMismatchError(f"a default value is for a top-level column, not '{_dotted(path)}' "
+                                      "(Paimon's writers fill only those)")
+
+        def change(d: _Draft) -> None:
+            def edit(siblings: list[DataField], name: str) -> None:
+                i = _index(siblings, name, path)
+                siblings[i] = replace(siblings[i], default_value=None if value is None else str(value))
+                if value is not None:
+                    default_scalar(siblings[i])
             _edit_siblings(d.fields, path, edit)
         self._changes.append(change)
         return self

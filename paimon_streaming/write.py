@@ -28,6 +28,7 @@ from .branches import MAIN, branch_path
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import ParquetSettings, write_data_file
+from .default_values import with_defaults
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError, UnsupportedOperationError
 from .external_paths import ExternalPaths
@@ -61,7 +62,8 @@ _BOUNDS_ARE_STATS = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT"
 
 def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str,
             row_kind_column: str | None = None) -> pa.Table:
-    """Match columns by name and cast to the table's types; errors name the column.
+    """Match columns by name and cast to the table's types, nulls of columns with a default
+    value replaced by it (default_values.py); errors name the column.
 
     Row kinds: `row_kind_column` names an input column (not stored unless it is a table
     column) of +I/-U/+U/-D strings (or int8 kind bytes); without it the table option
@@ -86,10 +88,10 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     for f in schema.fields:
         target = to_arrow(f.type)
         if f.name not in input_columns:
-            if not f.type.nullable:
+            if not f.type.nullable and f.default_value is None:
                 raise SchemaMismatchError(
                     f"column '{f.name}' of table {table_name} is NOT NULL but missing from the input")
-            columns.append(pa.nulls(data.num_rows, target))
+            columns.append(with_defaults(pa.nulls(data.num_rows, target), f))
             continue
         col = data.column(f.name)
         if not pa.types.is_null(col.type):  # an all-null column of Arrow type null fits any column
@@ -103,6 +105,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             for chunk in col.chunks:
                 _check_milliseconds_of_day(f.name, chunk)
         check_decimals_fit(f.name, col)
+        col = with_defaults(col, f)
         if not f.type.nullable and col.null_count:
             kind = "primary key" if f.name in schema.primary_keys else "NOT NULL"
             raise NullKeyError(f"{kind} column '{f.name}' of table {table_name} contains "

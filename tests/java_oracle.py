@@ -505,7 +505,8 @@ class Batch:
 
     def alter(self, path, changes: Sequence[Mapping], branch: str | None = None) -> Pending:
         """Schema changes by Paimon's SchemaManager: {"kind": "add"|"rename"|"drop"|"type"|
-        "set-option", "path": [names], "type": Paimon JSON type, "after", "newName", "key", "value"}.
+        "default"|"set-option", "path": [names], "type": Paimon JSON type, "after", "newName",
+        "key", "value" (the option's, or the column's default value)}.
         Writes queued in the same batch encode rows with the old schema: alter in a batch of its own.
         `branch`: change that branch's schema."""
         op = {"op": "alter", "path": str(path), "changes": [dict(c) for c in changes]}
@@ -622,7 +623,8 @@ class JavaOracle:
         return p.result
 
     def create_table(self, path, fields, primary_keys=(), partition_keys=(), options=None) -> None:
-        """Create a table; fields are ``{"name": ..., "type": <Paimon type as in schema files>}``."""
+        """Create a table; fields are ``{"name": ..., "type": <Paimon type as in schema files>}``
+        (optionally with "description" and "defaultValue")."""
         self._one("create_table", path, fields, primary_keys, partition_keys, options)
 
     def write(self, path, rows, commit_user=None, commit_identifier=None, overwrite=False,

@@ -10,6 +10,7 @@ import os
 import threading
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import paimon_streaming as ps
@@ -285,6 +286,14 @@ def test_cli_alter(catalog, capsys):
         {"id": 1, "coupon": None, "qty": 10, "price": decimal.Decimal("1.25"), "remark": "n1"}]
     assert main(["alter", t.path, "--type", "qty=INT", "--json"]) == 1
     assert "cannot be widened" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["alter", t.path, "--default", "remark='none'", "--json"]) == 0
+    capsys.readouterr()
+    t = ps.Table.open(t.path)
+    assert t.schema.field("remark").default_value == "'none'"
+    t.write_arrow(pa.table({"id": [2]}))
+    assert t.to_arrow().filter(pc.field("id") == 2).column("remark").to_pylist() == ["none"]
+    assert main(["alter", t.path, "--drop-default", "remark", "--json"]) == 0
+    assert ps.Table.open(t.path).schema.field("remark").default_value is None
 
 
 @pytest.mark.parametrize("dv", [False, True])

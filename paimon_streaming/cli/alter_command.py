@@ -40,6 +40,11 @@ def _changes(args: argparse.Namespace, update: SchemaUpdate) -> None:
         update.update_column(_path(name), type_name)
     for name in args.drop_not_null:
         update.update_column(_path(name), nullable=True)
+    for spec in args.default:
+        name, value = _pair(spec, "COLUMN=VALUE")
+        update.set_default(name, value)
+    for name in args.drop_default:
+        update.set_default(name, None)
     for name in args.drop:
         update.drop_column(_path(name))
     for spec in args.set:
@@ -76,6 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--type", action="append", default=[], metavar="COLUMN=TYPE",
                    help="widen a column's type losslessly, e.g. qty=BIGINT")
     p.add_argument("--drop-not-null", action="append", default=[], metavar="COLUMN", help="make a column nullable")
+    p.add_argument("--default", action="append", default=[], metavar="COLUMN=VALUE",
+                   help="give a column a default value, written in place of its nulls")
+    p.add_argument("--drop-default", action="append", default=[], metavar="COLUMN", help="remove a column's default")
     p.add_argument("--drop", action="append", default=[], metavar="COLUMN", help="drop a column")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="set a table option")
     p.add_argument("--unset", action="append", default=[], metavar="KEY", help="remove a table option")

@@ -171,7 +171,8 @@ public final class PaimonOracle {
         for (JsonNode field : cmd.get("fields")) {
             DataType type = DataTypeJsonParser.parseDataType(field.get("type"));
             String description = field.hasNonNull("description") ? field.get("description").asText() : null;
-            builder.column(text(field, "name"), type, description);
+            String defaultValue = field.hasNonNull("defaultValue") ? field.get("defaultValue").asText() : null;
+            builder.column(text(field, "name"), type, description, defaultValue);
         }
         builder.primaryKey(strings(cmd.get("primaryKeys")));
         builder.partitionKeys(strings(cmd.get("partitionKeys")));
@@ -209,6 +210,9 @@ public final class PaimonOracle {
                 case "type":
                     changes.add(SchemaChange.updateColumnType(
                             names, DataTypeJsonParser.parseDataType(c.get("type")), true));
+                    break;
+                case "default":
+                    changes.add(SchemaChange.updateColumnDefaultValue(names, text(c, "value")));
                     break;
                 case "set-option":
                     changes.add(SchemaChange.setOption(text(c, "key"), text(c, "value")));
