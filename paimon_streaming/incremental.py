@@ -22,6 +22,7 @@ change (Java drops -D rows of batch reads; ask for the row kind, as Java's audit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from .branches import branch_path
 from .errors import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError
@@ -35,7 +36,7 @@ from .snapshot import APPEND, OVERWRITE, Snapshot, SnapshotManager
 from .streaming_scan import CHANGELOG, DELTA, DIFF, ReadUnit
 from .tag_creation import TagPeriod
 from .tags import TagManager
-from .time_travel import earlier_or_equal
+from .time_travel import earlier_or_equal, parse_local_timestamp
 
 MODES = ("auto", "delta", "changelog", "diff")
 
@@ -58,6 +59,42 @@ class IncrementalRange:
         if self.mode not in MODES:
             raise InvalidOptionError(f"incremental-between-scan-mode must be one of {', '.join(MODES)}, "
                                      f"got {self.mode!r}")
+
+
+INCREMENTAL_OPTIONS = ("incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag")
+TIME_TRAVEL_OPTIONS = ("snapshot-id", "tag", "timestamp-millis", "scan.snapshot-id", "scan.tag-name",
+                       "scan.timestamp-millis", "scan.timestamp", "scan.version")
+
+
+def incremental_query(opts: Mapping[str, str]) -> IncrementalRange | None:
+    """The batch incremental query options ask for (Java's keys, in lower case), None for none."""
+    given = {k: str(opts[k]).strip() for k in INCREMENTAL_OPTIONS if str(opts.get(k, "")).strip()}
+    if not given:
+        for key in ("incremental-between-scan-mode", "incremental-between-tag-to-snapshot"):
+            if str(opts.get(key, "")).strip():
+                raise InvalidOptionError(f"option '{key}' needs 'incremental-between' or "
+                                         "'incremental-between-timestamp'")
+        return None
+    if len(given) > 1:
+        raise InvalidOptionError(f"give one of {', '.join(INCREMENTAL_OPTIONS)}, not {', '.join(given)}")
+    travel = [k for k in TIME_TRAVEL_OPTIONS if str(opts.get(k, "")).strip()]
+    if travel:
+        raise InvalidOptionError(f"an incremental query ({', '.join(given)}) takes no time travel option "
+                                 f"({', '.join(travel)})")
+    mode = str(opts.get("incremental-between-scan-mode", "auto")).strip().lower() or "auto"
+    tag_to_snapshot = str(opts.get("incremental-between-tag-to-snapshot", "false")).strip().lower()
+    if tag_to_snapshot not in ("true", "false"):
+        raise InvalidOptionError("option 'incremental-between-tag-to-snapshot' must be true or false, "
+                                 f"got {opts['incremental-between-tag-to-snapshot']!r}")
+    if "incremental-between" in given:
+        return IncrementalRange(between=parse_pair(given["incremental-between"], "incremental-between"),
+                                mode=mode, tag_to_snapshot=tag_to_snapshot == "true")
+    if "incremental-between-timestamp" in given:
+        key = "incremental-between-timestamp"
+        pair = parse_pair(given[key], key)
+        millis = tuple(int(p) if p.isdigit() else parse_local_timestamp(p, key) for p in pair)
+        return IncrementalRange(between_timestamps=millis, mode=mode)
+    return IncrementalRange(to_auto_tag=given["incremental-to-auto-tag"], mode=mode)
 
 
 def parse_pair(text: str, key: str) -> tuple[str, str]:

@@ -32,6 +32,7 @@ from .scan import DataSplit, TableScan
 from .schema import SchemaManager, TableSchema
 from .schema_update import SchemaUpdate
 from .snapshot import BATCH_COMMIT_IDENTIFIER, COMPACT, Snapshot, SnapshotManager
+from .table_scan_options import TableScanOptions
 from .tag_deletion import TagDeletion
 from .tags import TagManager
 from .keyvalue import VALUE_KIND
@@ -428,13 +429,21 @@ class Table:
 
     def to_arrow(self, columns: Sequence[str] | None = None, filter: Any = None,
                  snapshot_id: int | None = None, tag: str | None = None) -> pa.Table:
-        """Read the table (latest, or a snapshot id, or a tag) as one Arrow table.
+        """Read the table (latest, or a snapshot id, or a tag) as one Arrow table. Without
+        `snapshot_id` or `tag`, scan options kept in the table's options (`scan.snapshot-id`,
+        `incremental-between`, ...) steer the read, as Java's (table_scan_options.py).
 
         `filter` is a list of (column, op, value) tuples (AND), a list of such lists (OR), or
         a pyarrow.compute.Expression. Tuple filters also prune partitions and files.
         """
+        if snapshot_id is None and tag is None:
+            kept = TableScanOptions.of(self.schema.options, self.name)
+            if kept.incremental is not None:
+                return self.read_incremental(kept.incremental, columns, filter)
+            snapshot = kept.snapshot(self.snapshot_manager, self.tag_manager, self.options)
+        else:
+            snapshot = self.resolve_snapshot(snapshot_id, tag)
         refuse_other_branch_reads(self.schema.options, self.name, fallback_ok=True)
-        snapshot = self.resolve_snapshot(snapshot_id, tag)
         schema = self.read_schema(snapshot, latest=snapshot_id is None and tag is None)
         flt = parse_filter(filter, schema.arrow_schema())
         scan = TableScan(self.file_io, self.path, schema, self.branch)

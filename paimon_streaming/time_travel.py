@@ -6,9 +6,24 @@ both lookups are binary searches over [earliest, latest], as Java's
 """
 from __future__ import annotations
 
-from .errors import SnapshotNotFoundError
+import datetime as dt
+
+from .errors import InvalidOptionError, SnapshotNotFoundError
 from .snapshot import Snapshot, SnapshotManager
 from .tags import TagManager
+
+
+def parse_local_timestamp(text: str, key: str) -> int:
+    """Epoch millis of a 'yyyy-MM-dd[ HH:mm:ss[.SSS]]' local time (Java's `scan.timestamp`,
+    read in the JVM's default time zone, which here is this process's)."""
+    try:
+        value = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidOptionError(f"option '{key}' must be a local time such as '2024-05-01 12:00:00', "
+                                 f"got {text!r}") from None
+    if value.tzinfo is None:
+        value = value.astimezone()  # the local time zone
+    return int(value.timestamp() * 1000)
 
 
 def _last_with(manager: SnapshotManager, millis: int, inclusive: bool) -> int | None:

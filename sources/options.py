@@ -4,18 +4,19 @@ Spark lower-cases data source option keys, so every key is looked up in lower ca
 """
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
-from paimon_streaming.incremental import IncrementalRange, parse_pair
+from paimon_streaming.incremental import IncrementalRange, incremental_query
 from paimon_streaming.options import parse_memory_size
 from paimon_streaming.streaming_scan import ReadLimits
 from paimon_streaming.system_tables import split_system_table
 from paimon_streaming.table import Table
+from paimon_streaming.table_scan_options import TableScanOptions
+from paimon_streaming.time_travel import parse_local_timestamp
 
 # option -> aliases (Paimon's Spark connector keys, Spark's file source keys)
 _ALIASES = {
@@ -62,19 +63,6 @@ def refuse_unsupported(options: Mapping[str, str]) -> None:
                 "'scan.snapshot-id' (e.g. with Trigger.AvailableNow)")
 
 
-def parse_local_timestamp(text: str, key: str) -> int:
-    """Epoch millis of a 'yyyy-MM-dd[ HH:mm:ss[.SSS]]' local time (Java's `scan.timestamp`,
-    read in the JVM's default time zone, which here is the driver's)."""
-    try:
-        value = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidOptionError(f"option '{key}' must be a local time such as '2024-05-01 12:00:00', "
-                                 f"got {text!r}") from None
-    if value.tzinfo is None:
-        value = value.astimezone()  # the local time zone
-    return int(value.timestamp() * 1000)
-
-
 def _resolve_version(opts: dict[str, str], location: str, branch: str | None) -> None:
     """`scan.version` (Paimon's VERSION AS OF): a tag of that name, else a snapshot id."""
     version = opts.get("scan.version", "").strip()
@@ -87,41 +75,6 @@ def _resolve_version(opts: dict[str, str], location: str, branch: str | None) ->
     else:
         raise InvalidOptionError(f"option 'scan.version' = {version!r} is neither a tag of {location} nor a "
                                  "snapshot id")
-
-
-INCREMENTAL_OPTIONS = ("incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag")
-
-
-def _incremental(opts: Mapping[str, str]) -> IncrementalRange | None:
-    """The batch incremental query the options ask for (Java's keys), None for none."""
-    given = {k: opts[k].strip() for k in INCREMENTAL_OPTIONS if opts.get(k, "").strip()}
-    if not given:
-        for key in ("incremental-between-scan-mode", "incremental-between-tag-to-snapshot"):
-            if opts.get(key, "").strip():
-                raise InvalidOptionError(f"option '{key}' needs 'incremental-between' or "
-                                         "'incremental-between-timestamp'")
-        return None
-    if len(given) > 1:
-        raise InvalidOptionError(f"give one of {', '.join(INCREMENTAL_OPTIONS)}, not {', '.join(given)}")
-    travel = [k for k in ("snapshot-id", "tag", "timestamp-millis", "scan.snapshot-id", "scan.tag-name",
-                          "scan.timestamp-millis", "scan.timestamp", "scan.version") if opts.get(k, "").strip()]
-    if travel:
-        raise InvalidOptionError(f"an incremental query ({', '.join(given)}) takes no time travel option "
-                                 f"({', '.join(travel)})")
-    mode = opts.get("incremental-between-scan-mode", "auto").strip().lower() or "auto"
-    tag_to_snapshot = opts.get("incremental-between-tag-to-snapshot", "false").strip().lower()
-    if tag_to_snapshot not in ("true", "false"):
-        raise InvalidOptionError("option 'incremental-between-tag-to-snapshot' must be true or false, "
-                                 f"got {opts['incremental-between-tag-to-snapshot']!r}")
-    if "incremental-between" in given:
-        return IncrementalRange(between=parse_pair(given["incremental-between"], "incremental-between"),
-                                mode=mode, tag_to_snapshot=tag_to_snapshot == "true")
-    if "incremental-between-timestamp" in given:
-        key = "incremental-between-timestamp"
-        pair = parse_pair(given[key], key)
-        millis = tuple(int(p) if p.isdigit() else parse_local_timestamp(p, key) for p in pair)
-        return IncrementalRange(between_timestamps=millis, mode=mode)
-    return IncrementalRange(to_auto_tag=given["incremental-to-auto-tag"], mode=mode)
 
 
 def _lookup(options: Mapping[str, str], name: str) -> str | None:
@@ -205,7 +158,7 @@ class ReadSpec:
             split_target_size=_size(opts, "source.split.target-size", "128 mb"),
             split_open_file_cost=_size(opts, "source.split.open-file-cost", "4 mb"),
             scan_mode=(_lookup(opts, "scan.mode") or "").lower() or None,
-            incremental=_incremental(opts), branch=branch)
+            incremental=incremental_query(opts), branch=branch)
 
     @property
     def time_travel(self) -> bool:
@@ -221,3 +174,14 @@ class ReadSpec:
 
     def table(self) -> Table:
         return Table.open(self.location, branch=self.branch)
+
+    def with_table_scan_options(self) -> "ReadSpec":
+        """This batch read with the scan options kept in the table's options when it gives no
+        time travel, `scan.mode` or incremental query of its own (Java's batch reads take them:
+        table_scan_options.py)."""
+        if self.time_travel or self.scan_mode or self.incremental is not None:
+            return self
+        table = self.table()
+        kept = TableScanOptions.of(table.schema.options, table.name)
+        return replace(self, snapshot_id=kept.snapshot_id, tag=kept.tag, timestamp_millis=kept.timestamp_millis,
+                       scan_mode="compacted-full" if kept.compacted_full else None, incremental=kept.incremental)

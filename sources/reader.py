@@ -175,7 +175,8 @@ def called_for_pushdown() -> bool:
 def batch_reader(spec: ReadSpec, schema: StructType) -> DataSourceReader:
     if spec.system_table is not None:
         return PaimonSystemTableReader(spec, schema)
-    return (PaimonPushdownReader if called_for_pushdown() else PaimonBatchReader)(spec, schema)
+    return (PaimonPushdownReader if called_for_pushdown() else PaimonBatchReader)(spec.with_table_scan_options(),
+                                                                                  schema)
 
 
 class PaimonSystemTableReader(DataSourceReader):

@@ -433,6 +433,29 @@ def test_batch_incremental_queries(spark, catalog):
             .queryName("incr").start().processAllAvailable()
 
 
+def test_batch_reads_take_scan_options_kept_in_the_table(spark, catalog):
+    """A table altered with `scan.snapshot-id` or `incremental-between` reads as that snapshot or
+    query in Spark too (as Java's batch reads: table_scan_options.py); a read's own options win."""
+    t = pk_table(catalog, "db.kept")
+    t.write_arrow(batch([1, 2]))
+    t.write_arrow(batch([2], v="u"))
+    t.write_arrow(batch([3]))
+
+    def ids_and_values(**options):
+        reader = spark.read.format("paimon")
+        for k, v in options.items():
+            reader = reader.option(k, str(v))
+        return sorted((r.id, r.v) for r in reader.load(t.path).collect())
+    t.update_schema().set_option("scan.snapshot-id", "2").commit()
+    assert ids_and_values() == [(1, "v1"), (2, "u2")]
+    assert ids_and_values(**{"snapshot-id": 1}) == [(1, "v1"), (2, "v2")]
+    with t.update_schema() as update:
+        update.remove_option("scan.snapshot-id")
+        update.set_option("incremental-between", "2,3")
+    assert ids_and_values() == [(3, "v3")]
+    assert ids_and_values(**{"scan.mode": "latest"}) == [(1, "v1"), (2, "u2"), (3, "v3")]
+
+
 def test_branch_reads(spark, tmp_path, catalog):
     """option("branch", ...): batch reads, time travel and streams of a branch (Java's layout;
     tests/test_interop_java.py reads branches Java made and wrote)."""

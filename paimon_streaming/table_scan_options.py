@@ -1,0 +1,96 @@
+"""Scan options kept in a table's own options, which steer every batch read of it.
+
+Java's batch reads take `scan.*` and `incremental-*` from the table's options, a read's own
+(dynamic) options overriding them: a table altered with `scan.snapshot-id` = 1 reads as
+snapshot 1 everywhere, one with `incremental-between` = '1,2' reads as that incremental query
+(probed against Java 1.4.2, tests/test_table_scan_options.py). So do ours: `Table.to_arrow`
+and Spark batch reads without time travel or an incremental query of their own take them:
+`scan.snapshot-id`, `scan.tag-name`, `scan.timestamp-millis` / `scan.timestamp`, `scan.mode`
+(`compacted-full`; a start mode is answered with the snapshot it starts from), and the
+incremental keys. Ones Java's batch reads honour that are not implemented here
+(`scan.file-creation-time-millis`, `scan.watermark`, `scan.mode` = `from-file-creation-time`)
+make those reads refuse, naming the option, rather than answer with every file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from . import full_compaction
+from .errors import InvalidOptionError, UnsupportedOperationError
+from .incremental import IncrementalRange, incremental_query
+from .options import CoreOptions
+from .snapshot import Snapshot, SnapshotManager
+from .tags import TagManager
+from .time_travel import parse_local_timestamp, snapshot_at
+
+_REFUSED = {
+    "scan.file-creation-time-millis": "only files created after an instant",
+    "scan.creation-time-millis": "only files created after an instant",
+    "scan.watermark": "the first snapshot with a watermark at or after a value",
+}
+_LATEST_MODES = ("default", "latest", "latest-full", "full")
+_SNAPSHOT_MODES = ("from-snapshot", "from-snapshot-full")
+
+
+@dataclass(frozen=True)
+class TableScanOptions:
+    """What a batch read without options of its own reads, by the table's options."""
+    snapshot_id: int | None = None
+    tag: str | None = None
+    timestamp_millis: int | None = None
+    compacted_full: bool = False
+    incremental: IncrementalRange | None = None
+
+    @property
+    def time_travel(self) -> bool:
+        return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_millis))
+
+    @staticmethod
+    def of(table_options: Mapping[str, str], table_name: str) -> "TableScanOptions":
+        opts = {k.lower(): str(v).strip() for k, v in table_options.items() if str(v).strip()}
+        for key, what in _REFUSED.items():
+            if key in opts:
+                raise UnsupportedOperationError(
+                    f"cannot read {table_name} as a batch: its option '{key}' = '{opts[key]}' makes Java's batch "
+                    f"reads of it read {what}, which paimon-streaming does not implement; remove the option "
+                    "or read with Apache Paimon")
+        mode = opts.get("scan.mode", "default").lower()
+        if mode not in _LATEST_MODES + _SNAPSHOT_MODES + ("from-timestamp", "compacted-full", "incremental"):
+            raise UnsupportedOperationError(f"cannot read {table_name} as a batch: its option 'scan.mode' = "
+                                            f"'{mode}' is not implemented by paimon-streaming")
+        incremental = incremental_query(opts)
+        if mode == "incremental" and incremental is None:
+            raise InvalidOptionError(f"{table_name}: 'scan.mode' = 'incremental' needs 'incremental-between', "
+                                     "'incremental-between-timestamp' or 'incremental-to-auto-tag'")
+        if incremental is not None:
+            return TableScanOptions(incremental=incremental)
+        timestamp = opts.get("scan.timestamp-millis")
+        if timestamp is None and "scan.timestamp" in opts:
+            timestamp = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
+        try:
+            snapshot_id = None if "scan.snapshot-id" not in opts else int(opts["scan.snapshot-id"])
+            timestamp_millis = None if timestamp is None else int(timestamp)
+        except ValueError as exc:
+            raise InvalidOptionError(f"{table_name}: option 'scan.snapshot-id' / 'scan.timestamp-millis' must "
+                                     f"be an integer ({exc})") from None
+        tag = opts.get("scan.tag-name")
+        if mode == "from-timestamp" and timestamp_millis is None:
+            raise InvalidOptionError(f"{table_name}: 'scan.mode' = 'from-timestamp' needs 'scan.timestamp-millis' "
+                                     "or 'scan.timestamp'")
+        if mode in _SNAPSHOT_MODES and snapshot_id is None and tag is None:
+            raise InvalidOptionError(f"{table_name}: 'scan.mode' = '{mode}' needs 'scan.snapshot-id' or "
+                                     "'scan.tag-name'")
+        if sum(x is not None for x in (snapshot_id, tag, timestamp_millis)) > 1:
+            raise InvalidOptionError(f"{table_name}: its options give more than one of 'scan.snapshot-id', "
+                                     "'scan.tag-name' and 'scan.timestamp-millis'")
+        return TableScanOptions(snapshot_id, tag, timestamp_millis, compacted_full=mode == "compacted-full")
+
+    def snapshot(self, snapshots: SnapshotManager, tags: TagManager, options: CoreOptions) -> Snapshot | None:
+        """The snapshot such a read sees (not for an incremental query)."""
+        if self.compacted_full:
+            compacted = full_compaction.latest_full_compaction(
+                snapshots, options.get(full_compaction.DELTA_COMMITS), options.get("changelog-producer"))
+            if compacted is not None:
+                return snapshots.snapshot(compacted)
+        return snapshot_at(snapshots, tags, self.snapshot_id, self.tag, self.timestamp_millis)

@@ -1,0 +1,72 @@
+"""Scan options kept in a table's options steer its batch reads, as Java's (table_scan_options.py).
+
+Java 1.4.2, probed: a table altered with `scan.snapshot-id` = 1 reads as snapshot 1, with
+`incremental-between` = '1,2' as that query, with `scan.file-creation-time-millis` only newer
+files; reading the latest snapshot instead would answer another question without a word.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
+
+try:
+    from java_oracle import get_oracle
+except ImportError:  # pragma: no cover
+    from tests.java_oracle import get_oracle
+
+FIELDS = [{"name": "id", "type": "INT NOT NULL"}, {"name": "v", "type": "STRING"}]
+# table options -> the ids a batch read returns, on a table whose snapshots 1, 2, 3 added ids
+# 1, 2, 3 (tag t1 on snapshot 1) and then a full compaction (snapshot 4) and id 4 (snapshot 5)
+CASES = {
+    "snapshot": ({"scan.snapshot-id": "2"}, [1, 2]),
+    "tag": ({"scan.tag-name": "t1"}, [1]),
+    "from-snapshot": ({"scan.mode": "from-snapshot", "scan.snapshot-id": "3"}, [1, 2, 3]),
+    "incremental": ({"incremental-between": "1,3"}, [2, 3]),
+    "compacted-full": ({"scan.mode": "compacted-full"}, [1, 2, 3]),
+    "latest": ({"scan.mode": "latest"}, [1, 2, 3, 4]),
+}
+
+
+def ids(rows) -> list[int]:
+    return sorted(r["id"] for r in rows)
+
+
+def test_batch_reads_take_the_tables_scan_options_as_java(tmp_path):
+    java = get_oracle()
+    paths = {name: str(tmp_path / "db.db" / name) for name in CASES}
+    with java.batch() as b:
+        for path in paths.values():
+            b.create_table(path, FIELDS, primary_keys=["id"], options={"bucket": "1"})
+            for i in (1, 2, 3):
+                b.write(path, [{"id": i, "v": f"v{i}"}])
+            b.create_tag(path, "t1", 1)
+            b.compact(path)
+            b.write(path, [{"id": 4, "v": "v4"}])
+    with java.batch() as b:
+        for name, (options, _) in CASES.items():
+            b.alter(paths[name], [{"kind": "set-option", "key": k, "value": v} for k, v in options.items()])
+    with java.batch() as b:
+        java_reads = {name: b.read(path) for name, path in paths.items()}
+    for name, (_, expected) in CASES.items():
+        assert ids(java_reads[name].result) == expected, name
+        table = ps.Table.open(paths[name])
+        assert ids(table.to_arrow().to_pylist()) == expected, name
+        assert ids(table.to_arrow(snapshot_id=5).to_pylist()) == [1, 2, 3, 4]  # a read's own choice wins
+
+
+def test_options_java_honours_that_are_not_implemented_are_refused(catalog):
+    t = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+    t.write_arrow(pa.table({"id": [1]}))
+    for key, value in [("scan.file-creation-time-millis", "1"), ("scan.watermark", "5"),
+                       ("scan.mode", "from-file-creation-time")]:
+        t.update_schema().set_option(key, value).commit()
+        with pytest.raises(UnsupportedOperationError, match=key):
+            t.to_arrow()
+        t.update_schema().remove_option(key).commit()
+    t.update_schema().set_option("scan.mode", "from-timestamp").commit()
+    with pytest.raises(InvalidOptionError, match="scan.timestamp"):
+        t.to_arrow()
+    assert t.to_arrow(snapshot_id=1).num_rows == 1
