@@ -66,6 +66,11 @@ SCENARIOS = [
     Scenario("pk-append-non-local-fs", {"bucket": "2"},
              lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT),
              non_local=True),
+    # data files under an external path (`data-file.external-paths`; `{external}` is set per run)
+    Scenario("dv-external-paths", {"bucket": "1", "deletion-vectors.enabled": "true",
+                                   "data-file.external-paths": "file://{external}",
+                                   "data-file.external-paths.strategy": "round-robin"},
+             lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT)),
     # an append table's write that merges its partition's small files (APPEND + COMPACT; the new
     # file outweighs the older one, so the older one does not wait: append_compaction.pick)
     Scenario("append-merge", {"compaction.min.file-num": "2"},
@@ -118,8 +123,9 @@ def templates(tmp_path_factory):
     out = {}
     for sc in SCENARIOS:
         base = tmp_path_factory.mktemp(sc.name)
+        options = {k: v.format(external=base / "external") for k, v in sc.options.items()}
         t = ps.Catalog(str(base / "wh")).create_table(
-            "db.t", SCHEMA, primary_keys=list(sc.primary_keys), partition_keys=["p"], options=sc.options)
+            "db.t", SCHEMA, primary_keys=list(sc.primary_keys), partition_keys=["p"], options=options)
         t.write_arrow(batch(range(4)), commit_user="earlier", commit_identifier=1)
         t.write_arrow(batch([1, 2, 9], v="y", p="b"), commit_user="earlier", commit_identifier=2)
         clean = str(base / "clean")
