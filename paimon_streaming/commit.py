@@ -22,7 +22,7 @@ from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .errors import CommitConflictError, PaimonError, SequenceConflictError
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
-                       ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries,
+                       ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries, index_key,
                        merge_manifests)
 from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
@@ -100,6 +100,8 @@ class FileStoreCommit:
         self.schema = schema
         self.branch = branch
         self.options = CoreOptions(schema.options)
+        # Java's BUCKET_UNAWARE mode: its deletion-vector index files are kept by name
+        self.bucket_unaware = not schema.primary_keys and self.options.bucket == -1
         self.meta = branch_path(table_path, branch)  # the branch's snapshots; files stay in the table's dirs
         self.snapshots = SnapshotManager(file_io, self.meta)
         self.paths = path_factory or PathFactory(table_path, self.options.file_format)
@@ -278,7 +280,7 @@ class FileStoreCommit:
             if not index_changes:
                 return latest.index_manifest if latest else None
             previous = self.index_manifest.read(latest.index_manifest if latest else None)
-            name = self.index_manifest.write(combine_index_entries(previous, index_changes))
+            name = self.index_manifest.write(combine_index_entries(previous, index_changes, self.bucket_unaware))
             written.append(name)
             return name
 
@@ -421,20 +423,20 @@ class FileStoreCommit:
         """A bucket's index file (deletion vectors, HASH) is rewritten whole, so a commit must
         replace exactly the file that is live now: deleting one that is gone, or adding one
         while another writer's file is live and not deleted, would silently drop that writer's
-        deletion vectors (keys live twice) or hash entries."""
-        live = {e.bucket_key: e.index_file.file_name
-                for e in self.index_manifest.read(latest.index_manifest if latest else None)
-                if e.index_file.global_index is None}
+        deletion vectors (keys live twice) or hash entries. Index files kept by name (the
+        deletion vectors of bucket-unaware append tables, other index types) are only added
+        beside the others; deleting one that is gone is the conflict."""
+        live = {index_key(e, self.bucket_unaware): e.index_file.file_name
+                for e in self.index_manifest.read(latest.index_manifest if latest else None)}
         deleted: dict[tuple, set[str]] = {}
         for e in changes:
-            if e.kind == DELETE and e.index_file.global_index is None:
-                deleted.setdefault(e.bucket_key, set()).add(e.index_file.file_name)
+            if e.kind == DELETE:
+                deleted.setdefault(index_key(e, self.bucket_unaware), set()).add(e.index_file.file_name)
         for e in changes:
-            if e.index_file.global_index is not None:
-                continue
-            current = live.get(e.bucket_key)
+            key = index_key(e, self.bucket_unaware)
+            current = live.get(key)
             gone = e.kind == DELETE and e.index_file.file_name != current
-            replaced = e.kind == ADD and current is not None and current not in deleted.get(e.bucket_key, ())
+            replaced = e.kind == ADD and key[0] != "file" and current is not None and current not in deleted.get(key, ())
             if gone or replaced:
                 raise CommitConflictError(
                     f"{kind} commit to {self.table_path} conflicts on the {e.index_file.index_type} index of bucket "

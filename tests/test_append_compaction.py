@@ -167,6 +167,33 @@ def test_deletion_vectors_are_applied_and_leave_their_index(catalog, warehouse):
     assert sorted(t.to_arrow(snapshot_id=sid - 1).column("id").to_pylist()) == expected  # time travel
 
 
+def test_each_delete_keeps_its_own_index_file_on_bucket_unaware_tables(catalog, warehouse):
+    """Java's DELETE on a bucket-unaware append table adds an index file of its own beside the
+    partition's others (its index manifest keeps them by file name): a later commit must keep
+    them all, and compaction apply them all."""
+    t = catalog.create_table("db.dels", pa.schema([("id", pa.int64()), ("s", pa.string())]),
+                             options={"deletion-vectors.enabled": "true", "compaction.min.file-num": "10"})
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        t.write_arrow(random_rows(rng, 100))
+    first, second, _ = sorted((e.file for e in live(t)), key=lambda f: f.min_sequence_number)
+    ids = t.to_arrow().column("id").to_pylist()  # in file order
+    mark_deleted(t, {first.file_name: [0, 1]})
+    mark_deleted(t, {second.file_name: [7]})     # a second DELETE: a second index file
+    more = random_rows(rng, 10)
+    t.write_arrow(more)                          # an unrelated commit keeps both
+    scan = TableScan(t.file_io, t.path, t.schema)
+    assert len(scan.index_manifest.read(t.latest_snapshot().index_manifest)) == 2
+    expected = sorted(set(ids) - {ids[0], ids[1], ids[107]}) + more.column("id").to_pylist()
+    assert sorted(t.to_arrow().column("id").to_pylist()) == sorted(expected)
+    from java_oracle import get_oracle
+    assert sorted(r["id"] for r in get_oracle().read(t.path)) == sorted(expected)
+    t.compact(full=True)
+    assert scan.deletion_files(t.latest_snapshot()) == {}
+    assert sorted(t.to_arrow().column("id").to_pylist()) == sorted(expected)
+    assert sorted(pypaimon_read(warehouse, "db.dels").column("id").to_pylist()) == sorted(expected)
+
+
 def test_a_compaction_that_loses_a_race_is_dropped_not_the_data(catalog):
     t = catalog.create_table("db.race", SCHEMA, options={"compaction.min.file-num": "3"})
     for i in range(2):

@@ -25,8 +25,8 @@ from ..types import DataField
 from . import avro_container
 from .avro_schemas import INDEX_MANIFEST_ENTRY, MANIFEST_ENTRY, MANIFEST_FILE_META
 from .index_avro import encode_index_manifest
-from .entries import (ADD, DELETE, EMPTY_STATS, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
-                      SimpleStats)
+from .entries import (ADD, DELETE, DELETION_VECTORS_INDEX, EMPTY_STATS, HASH_INDEX, IndexManifestEntry,
+                      ManifestEntry, ManifestFileMeta, SimpleStats)
 
 _CODECS = {"zstd": "zstandard", "null": "null", "none": "null", "deflate": "deflate", "snappy": "snappy"}
 T = TypeVar("T")
@@ -230,16 +230,19 @@ class IndexManifestFile(_MetadataFiles[IndexManifestEntry]):
         return name
 
 
-def combine_index_entries(previous: Sequence[IndexManifestEntry],
-                          changes: Sequence[IndexManifestEntry]) -> list[IndexManifestEntry]:
-    """Apply index changes to the previous full list (FORMAT §4.3).
+def combine_index_entries(previous: Sequence[IndexManifestEntry], changes: Sequence[IndexManifestEntry],
+                          bucket_unaware: bool) -> list[IndexManifestEntry]:
+    """Apply index changes to the previous full list (FORMAT §4.3), as Java's
+    IndexManifestFileHandler combines them.
 
-    Bucketed HASH and DV files are keyed by (partition, bucket, type): an ADD replaces, a
-    DELETE removes. Global entries (bucket-unaware DVs, global indexes) are keyed by file name.
+    HASH files, and DV files of bucketed tables, are keyed by (partition, bucket, type): an ADD
+    replaces, a DELETE removes. DV files of a bucket-unaware append table (`bucket_unaware`:
+    several per partition, each DELETE adds its own) and every other index type are keyed by
+    file name.
     """
-    state: dict[tuple, IndexManifestEntry] = {_index_key(e): e for e in previous}
+    state: dict[tuple, IndexManifestEntry] = {index_key(e, bucket_unaware): e for e in previous}
     for e in changes:
-        key = _index_key(e)
+        key = index_key(e, bucket_unaware)
         if e.kind == ADD:
             state[key] = e
         elif key in state and state[key].index_file.file_name == e.index_file.file_name:
@@ -247,7 +250,9 @@ def combine_index_entries(previous: Sequence[IndexManifestEntry],
     return list(state.values())
 
 
-def _index_key(e: IndexManifestEntry) -> tuple:
-    if e.index_file.global_index is not None:
+def index_key(e: IndexManifestEntry, bucket_unaware: bool) -> tuple:
+    """What identifies an index manifest entry (see `combine_index_entries`)."""
+    kind = e.index_file.index_type
+    if kind not in (DELETION_VECTORS_INDEX, HASH_INDEX) or (kind == DELETION_VECTORS_INDEX and bucket_unaware):
         return ("file", e.index_file.file_name)
     return e.bucket_key
