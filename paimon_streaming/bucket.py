@@ -1,8 +1,15 @@
-"""Fixed-bucket assignment (`bucket` = N > 0), identical to Java's DefaultBucketFunction.
+"""Fixed-bucket assignment (`bucket` = N > 0), identical to Java's bucket functions.
 
-A row's bucket is derived from the hash of the BinaryRow of its bucket-key columns, built
-with the table types (FORMAT.md §7.1); any byte difference moves rows to other buckets and
-breaks key uniqueness across writers, so everything goes through `binary_row`.
+`bucket-function.type` picks the function (Java's BucketFunction, Paimon 1.2+):
+- `default` (DefaultBucketFunction): the hash of the BinaryRow of the bucket-key columns,
+  built with the table types (FORMAT.md §7.1); any byte difference moves rows to other buckets
+  and breaks key uniqueness across writers, so everything goes through `binary_row`;
+- `mod` (ModBucketFunction): `floorMod(key, N)` of a single INT or BIGINT bucket key;
+- `hive` (HiveBucketFunction): Hive's bucketing hash, `31 * h + hash(field)` over the fields,
+  then `(h & Integer.MAX_VALUE) % N`; a field hashes as Hive's: integers and DATE/TIME as the
+  int, BIGINT as Long.hashCode, FLOAT/DOUBLE by their bits (-0.0 as 0), strings and binaries as
+  `31 * h + byte` over their (signed) bytes, null as 0. Java refuses other types (TIMESTAMP);
+  DECIMAL, which Java hashes by BigDecimal.hashCode of a normalized value, is refused here.
 """
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .binary_row import row_hashes
 from .errors import InvalidOptionError, SchemaMismatchError
@@ -39,7 +47,88 @@ def hash_to_bucket(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
     return np.abs(np.fmod(hashes.astype(np.int32, copy=False), np.int32(num_buckets)))
 
 
+FUNCTIONS = ("default", "mod", "hive")
+_MOD_TYPES = ("INT", "BIGINT")
+_HIVE_INTS = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "DATE", "TIME")
+_HIVE_TYPES = _HIVE_INTS + ("BIGINT", "FLOAT", "DOUBLE", "CHAR", "VARCHAR", "BINARY", "VARBINARY")
+
+
+def check_bucket_function(function: str, key_names: Sequence[str], key_types: Sequence[DataType]) -> None:
+    """InvalidOptionError when `bucket-function.type` cannot hash these bucket keys (as Java
+    refuses them, or, for `hive` DECIMAL keys, as this connector does)."""
+    if function == "mod" and (len(key_types) != 1 or key_types[0].root not in _MOD_TYPES):
+        raise InvalidOptionError(f"'bucket-function.type' = 'mod' needs a single INT or BIGINT bucket key, "
+                                 f"not {list(key_names)} ({', '.join(t.root for t in key_types)})")
+    if function == "hive":
+        bad = [n for n, t in zip(key_names, key_types) if t.root not in _HIVE_TYPES]
+        if bad:
+            raise InvalidOptionError(f"'bucket-function.type' = 'hive' cannot hash bucket key column(s) {bad}: "
+                                     f"supported are {', '.join(_HIVE_TYPES)}")
+
+
 def fixed_buckets(table: pa.Table, key_names: Sequence[str], key_types: Sequence[DataType],
-                  num_buckets: int) -> np.ndarray:
+                  num_buckets: int, function: str = "default") -> np.ndarray:
     """The bucket (int32, 0..N-1) of every row of `table` for a table with `bucket` = N."""
-    return hash_to_bucket(bucket_key_hashes(table, key_names, key_types), num_buckets)
+    if function == "default":
+        return hash_to_bucket(bucket_key_hashes(table, key_names, key_types), num_buckets)
+    check_bucket_function(function, key_names, key_types)
+    columns = [_bucket_key_column(table, name) for name in key_names]
+    if function == "mod":  # a null key reads as 0 from its BinaryRow slot
+        values = pc.fill_null(columns[0], 0).to_numpy().astype(np.int64)
+        return np.mod(values, num_buckets).astype(np.int32)  # numpy's mod is floorMod for a positive N
+    h = np.zeros(table.num_rows, np.uint32)
+    for column, t in zip(columns, key_types):
+        h = h * np.uint32(31) + _hive_hash(column, t)
+    return ((h & np.uint32(0x7FFFFFFF)) % np.uint32(num_buckets)).astype(np.int32)
+
+
+def _bucket_key_column(table: pa.Table, name: str) -> pa.Array:
+    if name not in table.column_names:
+        raise SchemaMismatchError(f"bucket key column {name!r} is missing from the data (columns: {table.column_names})")
+    return table.column(name).combine_chunks()
+
+
+def _hive_hash(column: pa.Array, t: DataType) -> np.ndarray:
+    """Hive's hash of each value of one column (uint32 bits of Java's int), null as 0."""
+    valid = ~column.is_null().to_numpy(zero_copy_only=False)
+    if t.root in _HIVE_INTS:
+        return pc.fill_null(column.cast(pa.int32()), 0).to_numpy().astype(np.int64).astype(np.uint32)
+    if t.root in ("BIGINT", "DOUBLE"):
+        values = pc.fill_null(column, 0).to_numpy()
+        if t.root == "DOUBLE":
+            values = np.where(values == 0, 0.0, values)  # -0.0 hashes as 0
+            values = np.where(np.isnan(values), np.nan, values)  # Java's canonical NaN bits
+        bits = values.astype(np.float64 if t.root == "DOUBLE" else np.int64).view(np.uint64)
+        return np.where(valid, (bits ^ (bits >> np.uint64(32))).astype(np.uint32), np.uint32(0))
+    if t.root == "FLOAT":
+        values = pc.fill_null(column, 0).to_numpy().astype(np.float32)
+        values = np.where(values == 0, np.float32(0), values)
+        values = np.where(np.isnan(values), np.float32(np.nan), values).astype(np.float32)
+        return np.where(valid, values.view(np.uint32), np.uint32(0))
+    return _hive_bytes_hash(column.cast(pa.binary()))  # strings and binaries: over their bytes
+
+
+def _hive_bytes_hash(column: pa.Array) -> np.ndarray:
+    """`31 * h + b` over each value's signed bytes (null or empty: 0), vectorized: byte i of a
+    value of length n contributes b * 31^(n-1-i), all modulo 2^32."""
+    n = len(column)
+    offsets = np.frombuffer(column.buffers()[1], np.int32, n + 1, column.offset * 4).astype(np.int64)
+    first, size = int(offsets[0]), int(offsets[-1] - offsets[0])
+    offsets -= first
+    raw = np.frombuffer(column.buffers()[2], np.int8, size, first) if size else np.zeros(0, np.int8)
+    lengths = np.diff(offsets)
+    row = np.repeat(np.arange(n), lengths)
+    exponent = offsets[1:][row] - 1 - np.arange(size)
+    terms = raw.astype(np.int64).astype(np.uint64) * _powers_of_31(int(lengths.max(initial=0)))[exponent]
+    sums = np.concatenate([np.zeros(1, np.uint64), np.cumsum(terms, dtype=np.uint64)])
+    hashes = ((sums[offsets[1:]] - sums[offsets[:-1]]) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return np.where(column.is_null().to_numpy(zero_copy_only=False), np.uint32(0), hashes)
+
+
+def _powers_of_31(count: int) -> np.ndarray:
+    """31^0 .. 31^(count-1) modulo 2^32, by doubling blocks (log2(count) numpy steps)."""
+    powers = np.ones(1, np.uint64)
+    while len(powers) < count:
+        step = powers[-1] * np.uint64(31) & np.uint64(0xFFFFFFFF)  # 31^len
+        powers = np.concatenate([powers, powers * step & np.uint64(0xFFFFFFFF)])
+    return powers[:max(count, 1)]

@@ -146,6 +146,7 @@ _COMPRESSION = _choice("zstd", "snappy", "lz4", "gzip", "none", "uncompressed")
 _OPTIONS = [
     Option("bucket", "-1", _bucket),
     Option("bucket-key", None, str),
+    Option("bucket-function.type", "default", _choice("default", "mod", "hive")),
     Option("file.format", "parquet", _FORMAT),  # avro: read, not written
     Option("file.compression", "zstd", _COMPRESSION),
     Option("file.format.per.level", "", _by_level(_FORMAT)),

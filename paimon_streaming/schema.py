@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import options as opts
+from .bucket import check_bucket_function
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .system_fields import is_system_field, reserved_names_message
 from .fileio import FileIO
@@ -163,6 +164,9 @@ class TableSchema:
             raise InvalidOptionError(f"bucket-key {bucket_keys} must be a subset of the primary key {pk}")
         if not pk and bucket > 0 and not self.options.get("bucket-key"):
             raise InvalidOptionError("an append table with a fixed 'bucket' needs the 'bucket-key' option")
+        if bucket > 0:
+            check_bucket_function(core.get("bucket-function.type"), bucket_keys,
+                                  [self.field(k).type for k in bucket_keys])
         if pk and not set(part) <= set(pk):
             raise InvalidOptionError(
                 f"the primary key {pk} must contain every partition key {part} "

@@ -342,7 +342,8 @@ class TableWrite:
         num = self.options.bucket
         if num > 0:
             keys = self.schema.bucket_keys
-            return fixed_buckets(data, keys, [self.schema.field(k).type for k in keys], num).astype(np.int64)
+            return fixed_buckets(data, keys, [self.schema.field(k).type for k in keys], num,
+                                 self.options.get("bucket-function.type")).astype(np.int64)
         if not self.pk:
             return np.zeros(data.num_rows, np.int64)  # bucket-unaware append table
         keys = self.schema.trimmed_primary_keys
