@@ -284,16 +284,29 @@ def refuse_other_branch_reads(options: dict[str, str], table_name: str, fallback
                 "read it with Apache Paimon, or stream it (streams read the table's own branch, as Java's)")
 
 
+# Set to any value, these change what a write means, and are not implemented here.
+UNIMPLEMENTED_SETTINGS = {
+    "upsert-key": "upserts into an append table by that key (Java's Spark writes rewrite an INSERT into a MERGE "
+                  "INTO: a row replaces the row with its key)",
+}
+
+
 def unimplemented_features(options: dict[str, str]) -> list[str]:
-    """The keys of UNIMPLEMENTED_FEATURES switched on in `options`."""
-    return [key for key in UNIMPLEMENTED_FEATURES if str(options.get(key, "false")).strip().lower() == "true"]
+    """The keys of UNIMPLEMENTED_FEATURES switched on in `options`, and of UNIMPLEMENTED_SETTINGS set."""
+    return [key for key in UNIMPLEMENTED_FEATURES if str(options.get(key, "false")).strip().lower() == "true"] + \
+        [key for key in UNIMPLEMENTED_SETTINGS if str(options.get(key, "")).strip()]
+
+
+def unimplemented_feature(key: str) -> str:
+    """What an unimplemented option asks for (UNIMPLEMENTED_FEATURES, UNIMPLEMENTED_SETTINGS)."""
+    return UNIMPLEMENTED_FEATURES.get(key) or UNIMPLEMENTED_SETTINGS[key]
 
 
 def refuse_unimplemented(options: dict[str, str]) -> None:
     """InvalidOptionError when `options` (of a table being created or altered here) switch on a
     feature of UNIMPLEMENTED_FEATURES, or ask for Avro data files, which are read, not written."""
     for key in unimplemented_features(options):
-        raise InvalidOptionError(f"table option '{key}' = true asks for {UNIMPLEMENTED_FEATURES[key]}, "
+        raise InvalidOptionError(f"table option '{key}' = '{options[key]}' asks for {unimplemented_feature(key)}, "
                                  "which paimon-streaming does not implement")
     if str(options.get("file.format", "")).strip().lower() == "avro":
         raise InvalidOptionError(AVRO_WRITES)

@@ -39,7 +39,7 @@ from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fie
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
-from .options import AVRO_WRITES, UNIMPLEMENTED_FEATURES, CoreOptions, unimplemented_features
+from .options import AVRO_WRITES, CoreOptions, unimplemented_feature, unimplemented_features
 from .partition_expire import PartitionTimeCheck
 from .paths import PathFactory, TableDirs, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
@@ -276,7 +276,8 @@ class TableWrite:
                                             "stay readable after the option changes")
         for key in unimplemented_features(schema.options):
             raise UnsupportedOperationError(
-                f"cannot write to {table_name}: its option '{key}' = true asks for {UNIMPLEMENTED_FEATURES[key]}, "
+                f"cannot write to {table_name}: its option '{key}' = '{schema.options[key]}' asks for "
+                f"{unimplemented_feature(key)}, "
                 "which paimon-streaming does not implement (writing would break it for Paimon's own writers and "
                 "readers); write to this table with Apache Paimon")
         self.options = CoreOptions(schema.options)

@@ -325,6 +325,24 @@ def test_javas_row_tracking_table_is_read_not_written(java, warehouse):
     assert len(ps.Table.open(path).snapshots()) == 2
 
 
+def test_an_append_table_with_an_upsert_key_is_read_not_written(java, catalog, warehouse):
+    """`upsert-key` (Java 1.4): Java's Spark turns an INSERT into such an append table into a
+    MERGE INTO by that key; appending would leave both rows of a key, so writes are refused
+    (and the option at create), naming it."""
+    from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
+    path = f"{warehouse}/db.db/up"
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}],
+                       options={"upsert-key": "id"})
+        b.write(path, [{"id": 1, "v": "a"}])
+    t = ps.Table.open(path)
+    assert t.to_arrow().to_pylist() == [{"id": 1, "v": "a"}]
+    with pytest.raises(UnsupportedOperationError, match="upsert-key"):
+        t.write_arrow(pa.table({"id": [1], "v": ["b"]}))
+    with pytest.raises(InvalidOptionError, match="upsert-key"):
+        catalog.create_table("db.up2", pa.schema([("id", pa.int64())]), options={"upsert-key": "id"})
+
+
 @pytest.mark.parametrize("options", [
     {"bucket": "2", "deletion-vectors.enabled": "true"},   # deletion-vector index files
     {"bucket": "-1", "dynamic-bucket.target-row-num": "40"},  # HASH index files (Java only reads these)
