@@ -29,6 +29,10 @@ KINDS = {  # name: (primary keys, partition keys, options)
     "dv-partitioned": (["id", "p"], ["p"], {"bucket": "2", **DV}),
     "dynamic-bucket": (["id"], [], {"bucket": "-1", "dynamic-bucket.target-row-num": "4"}),
     "partial-update": (["id"], [], {"bucket": "2", "merge-engine": "partial-update", **DV}),
+    "aggregation": (["id"], [], {"bucket": "2", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
+                                 "fields.w.aggregate-function": "max", **DV}),
+    "first-row": (["id"], [], {"bucket": "2", "merge-engine": "first-row"}),
+    "sequence-field": (["id"], [], {"bucket": "2", "sequence.field": "v", **DV}),
     "append": (None, [], {}),
 }
 DELETES = ("pk", "dv", "dv-partitioned", "dynamic-bucket")
@@ -66,8 +70,16 @@ class TableModel:
             return
         for r in batch:
             old = self.by_key.get(r["id"])
-            if self.kind == "partial-update" and old is not None:  # nulls keep the old value
-                r = {c: old[c] if r[c] is None else r[c] for c in r}
+            if old is not None:
+                if self.kind == "partial-update":  # nulls keep the old value
+                    r = {c: old[c] if r[c] is None else r[c] for c in r}
+                elif self.kind == "aggregation":  # sum and max skip nulls; the rest: last non-null
+                    r = {"id": r["id"], "v": _skip_nulls(sum, old["v"], r["v"]),
+                         "w": _skip_nulls(max, old["w"], r["w"]), "p": r["p"] if r["p"] is not None else old["p"]}
+                elif self.kind == "first-row":
+                    r = old
+                elif self.kind == "sequence-field" and _sequence(r["v"]) < _sequence(old["v"]):
+                    r = old  # a null sequence is the lowest; equal ones: the later write wins
             self.by_key[r["id"]] = r
 
     def delete(self, ids: list[int]) -> None:
@@ -76,6 +88,15 @@ class TableModel:
 
     def expected(self) -> list[tuple]:
         return _sorted(self.appended if self.kind == "append" else list(self.by_key.values()))
+
+
+def _skip_nulls(combine, old, new):
+    values = [x for x in (old, new) if x is not None]
+    return combine(values) if values else None
+
+
+def _sequence(value) -> tuple:
+    return (value is not None, value if value is not None else 0)
 
 
 def _sorted(rows: list[dict]) -> list[tuple]:
