@@ -51,6 +51,13 @@ DIFF = "diff"  # a batch incremental diff (incremental.py): the end state agains
 SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
               "from-timestamp", "compacted-full")
 _UNSUPPORTED_MODES = ("incremental", "from-file-creation-time", "from-creation-timestamp")
+# Scan options Java's reads honour, from the table's options too, that are not implemented here:
+# a read that ignored one would answer another question, so reads refuse them.
+UNIMPLEMENTED_SCAN_OPTIONS = {
+    "scan.file-creation-time-millis": "only files created after an instant",
+    "scan.creation-time-millis": "only files created after an instant",
+    "scan.watermark": "the first snapshot with a watermark at or after a value",
+}
 
 
 @dataclass(frozen=True)
@@ -184,6 +191,10 @@ class StreamOptions:
         """Table options overridden by the reader's options (keys compared case-insensitively)."""
         merged = {k.lower(): v for k, v in table_options.items()}
         merged.update({k.lower(): v for k, v in read_options.items()})
+        for key, what in UNIMPLEMENTED_SCAN_OPTIONS.items():
+            if _get(merged, key) is not None:
+                raise InvalidOptionError(f"option '{key}' (the table's or the stream's) asks for {what}, which "
+                                         "paimon-streaming does not implement; the stream would answer something else")
         mode = (_get(merged, "scan.mode") or "default").lower()
         if mode in _UNSUPPORTED_MODES:
             raise InvalidOptionError(f"scan.mode '{mode}' is not supported by paimon-streaming; "

@@ -21,14 +21,10 @@ from .errors import InvalidOptionError, UnsupportedOperationError
 from .incremental import IncrementalRange, incremental_query
 from .options import CoreOptions
 from .snapshot import Snapshot, SnapshotManager
+from .streaming_scan import UNIMPLEMENTED_SCAN_OPTIONS
 from .tags import TagManager
 from .time_travel import parse_local_timestamp, snapshot_at
 
-_REFUSED = {
-    "scan.file-creation-time-millis": "only files created after an instant",
-    "scan.creation-time-millis": "only files created after an instant",
-    "scan.watermark": "the first snapshot with a watermark at or after a value",
-}
 _LATEST_MODES = ("default", "latest", "latest-full", "full")
 _SNAPSHOT_MODES = ("from-snapshot", "from-snapshot-full")
 
@@ -49,7 +45,7 @@ class TableScanOptions:
     @staticmethod
     def of(table_options: Mapping[str, str], table_name: str) -> "TableScanOptions":
         opts = {k.lower(): str(v).strip() for k, v in table_options.items() if str(v).strip()}
-        for key, what in _REFUSED.items():
+        for key, what in UNIMPLEMENTED_SCAN_OPTIONS.items():
             if key in opts:
                 raise UnsupportedOperationError(
                     f"cannot read {table_name} as a batch: its option '{key}' = '{opts[key]}' makes Java's batch "

@@ -11,6 +11,7 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
+from paimon_streaming.streaming_scan import StreamOptions
 
 try:
     from java_oracle import get_oracle
@@ -65,6 +66,8 @@ def test_options_java_honours_that_are_not_implemented_are_refused(catalog):
         t.update_schema().set_option(key, value).commit()
         with pytest.raises(UnsupportedOperationError, match=key):
             t.to_arrow()
+        with pytest.raises(InvalidOptionError, match=key if key != "scan.mode" else "from-file-creation-time"):
+            StreamOptions.from_options(t.schema.options, {})   # streams too (the key is the table's)
         t.update_schema().remove_option(key).commit()
     t.update_schema().set_option("scan.mode", "from-timestamp").commit()
     with pytest.raises(InvalidOptionError, match="scan.timestamp"):
