@@ -284,22 +284,26 @@ def refuse_other_branch_reads(options: dict[str, str], table_name: str, fallback
                 "read it with Apache Paimon, or stream it (streams read the table's own branch, as Java's)")
 
 
-# Set to any value, these change what a write means, and are not implemented here.
+# Set to any value but the ones given, these change what a write means (or must do), and are
+# not implemented here.
 UNIMPLEMENTED_SETTINGS = {
-    "upsert-key": "upserts into an append table by that key (Java's Spark writes rewrite an INSERT into a MERGE "
-                  "INTO: a row replaces the row with its key)",
+    "upsert-key": ("upserts into an append table by that key (Java's Spark writes rewrite an INSERT into a MERGE "
+                   "INTO: a row replaces the row with its key)", ()),
+    "metadata.iceberg.storage": ("Iceberg metadata written after every commit (Java's Iceberg compatibility); "
+                                 "a commit without it would leave Iceberg readers on an older snapshot", ("disabled",)),
 }
 
 
 def unimplemented_features(options: dict[str, str]) -> list[str]:
     """The keys of UNIMPLEMENTED_FEATURES switched on in `options`, and of UNIMPLEMENTED_SETTINGS set."""
     return [key for key in UNIMPLEMENTED_FEATURES if str(options.get(key, "false")).strip().lower() == "true"] + \
-        [key for key in UNIMPLEMENTED_SETTINGS if str(options.get(key, "")).strip()]
+        [key for key, (_, off) in UNIMPLEMENTED_SETTINGS.items()
+         if str(options.get(key, "")).strip() and str(options[key]).strip().lower() not in off]
 
 
 def unimplemented_feature(key: str) -> str:
     """What an unimplemented option asks for (UNIMPLEMENTED_FEATURES, UNIMPLEMENTED_SETTINGS)."""
-    return UNIMPLEMENTED_FEATURES.get(key) or UNIMPLEMENTED_SETTINGS[key]
+    return UNIMPLEMENTED_FEATURES.get(key) or UNIMPLEMENTED_SETTINGS[key][0]
 
 
 def refuse_unimplemented(options: dict[str, str]) -> None:

@@ -325,22 +325,25 @@ def test_javas_row_tracking_table_is_read_not_written(java, warehouse):
     assert len(ps.Table.open(path).snapshots()) == 2
 
 
-def test_an_append_table_with_an_upsert_key_is_read_not_written(java, catalog, warehouse):
-    """`upsert-key` (Java 1.4): Java's Spark turns an INSERT into such an append table into a
-    MERGE INTO by that key; appending would leave both rows of a key, so writes are refused
-    (and the option at create), naming it."""
+@pytest.mark.parametrize("key,value", [("upsert-key", "id"), ("metadata.iceberg.storage", "table-location")])
+def test_tables_whose_writes_do_more_are_read_not_written(java, catalog, warehouse, key, value):
+    """`upsert-key` (Java 1.4: Java's Spark turns an INSERT into such an append table into a
+    MERGE INTO by that key; appending would leave both rows of a key) and
+    `metadata.iceberg.storage` (each commit also writes Iceberg metadata; ours would leave
+    Iceberg readers behind): writes are refused, and the option at create, naming it."""
     from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
     path = f"{warehouse}/db.db/up"
     with java.batch() as b:
-        b.create_table(path, [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}],
-                       options={"upsert-key": "id"})
+        b.create_table(path, [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}], options={key: value})
         b.write(path, [{"id": 1, "v": "a"}])
     t = ps.Table.open(path)
     assert t.to_arrow().to_pylist() == [{"id": 1, "v": "a"}]
-    with pytest.raises(UnsupportedOperationError, match="upsert-key"):
+    with pytest.raises(UnsupportedOperationError, match=key):
         t.write_arrow(pa.table({"id": [1], "v": ["b"]}))
-    with pytest.raises(InvalidOptionError, match="upsert-key"):
-        catalog.create_table("db.up2", pa.schema([("id", pa.int64())]), options={"upsert-key": "id"})
+    assert len(ps.Table.open(path).snapshots()) == 1
+    with pytest.raises(InvalidOptionError, match=key):
+        catalog.create_table("db.up2", pa.schema([("id", pa.int64())]), options={key: value})
+    catalog.create_table("db.up3", pa.schema([("id", pa.int64())]), options={"metadata.iceberg.storage": "disabled"})
 
 
 @pytest.mark.parametrize("options", [
