@@ -256,6 +256,8 @@ UNIMPLEMENTED_FEATURES = {
     "data-evolution.enabled": "data evolution (files holding some columns of rows, merged by row id)",
     "sequence.snapshot-ordering": "snapshot ordering (the snapshot that committed a row decides which "
                                   "version of a key wins)",
+    "metastore.partitioned-table": "new partitions added to the Hive metastore with each commit (Java's Hive "
+                                   "catalog), without which metastore readers miss them",
 }
 
 
@@ -291,6 +293,7 @@ UNIMPLEMENTED_SETTINGS = {
                    "INTO: a row replaces the row with its key)", ()),
     "metadata.iceberg.storage": ("Iceberg metadata written after every commit (Java's Iceberg compatibility); "
                                  "a commit without it would leave Iceberg readers on an older snapshot", ("disabled",)),
+    "commit.callbacks": ("Java classes called after every commit", ()),
 }
 
 

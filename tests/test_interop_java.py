@@ -325,12 +325,14 @@ def test_javas_row_tracking_table_is_read_not_written(java, warehouse):
     assert len(ps.Table.open(path).snapshots()) == 2
 
 
-@pytest.mark.parametrize("key,value", [("upsert-key", "id"), ("metadata.iceberg.storage", "table-location")])
+@pytest.mark.parametrize("key,value", [("upsert-key", "id"), ("metadata.iceberg.storage", "table-location"),
+                                       ("metastore.partitioned-table", "true")])
 def test_tables_whose_writes_do_more_are_read_not_written(java, catalog, warehouse, key, value):
     """`upsert-key` (Java 1.4: Java's Spark turns an INSERT into such an append table into a
     MERGE INTO by that key; appending would leave both rows of a key) and
     `metadata.iceberg.storage` (each commit also writes Iceberg metadata; ours would leave
-    Iceberg readers behind): writes are refused, and the option at create, naming it."""
+    Iceberg readers behind) and `metastore.partitioned-table` (Java's Hive catalog adds each new
+    partition to the metastore): writes are refused, and the option at create, naming it."""
     from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
     path = f"{warehouse}/db.db/up"
     with java.batch() as b:
