@@ -8,8 +8,9 @@
 - `hive` (HiveBucketFunction): Hive's bucketing hash, `31 * h + hash(field)` over the fields,
   then `(h & Integer.MAX_VALUE) % N`; a field hashes as Hive's: integers and DATE/TIME as the
   int, BIGINT as Long.hashCode, FLOAT/DOUBLE by their bits (-0.0 as 0), strings and binaries as
-  `31 * h + byte` over their (signed) bytes, null as 0. Java refuses other types (TIMESTAMP);
-  DECIMAL, which Java hashes by BigDecimal.hashCode of a normalized value, is refused here.
+  `31 * h + byte` over their (signed) bytes, DECIMAL as `BigDecimal.hashCode()` of the value
+  with its trailing zeros stripped (down to scale 0), null as 0. Java refuses other types
+  (TIMESTAMP); DECIMAL with more than 18 digits (a 128-bit unscaled value) is refused here.
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def hash_to_bucket(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
 FUNCTIONS = ("default", "mod", "hive")
 _MOD_TYPES = ("INT", "BIGINT")
 _HIVE_INTS = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "DATE", "TIME")
-_HIVE_TYPES = _HIVE_INTS + ("BIGINT", "FLOAT", "DOUBLE", "CHAR", "VARCHAR", "BINARY", "VARBINARY")
+_HIVE_TYPES = _HIVE_INTS + ("BIGINT", "FLOAT", "DOUBLE", "CHAR", "VARCHAR", "BINARY", "VARBINARY", "DECIMAL")
+_HIVE_MAX_DECIMAL_DIGITS = 18  # unscaled values in an int64: BigDecimal's compact form
 
 
 def check_bucket_function(function: str, key_names: Sequence[str], key_types: Sequence[DataType]) -> None:
@@ -60,10 +62,12 @@ def check_bucket_function(function: str, key_names: Sequence[str], key_types: Se
         raise InvalidOptionError(f"'bucket-function.type' = 'mod' needs a single INT or BIGINT bucket key, "
                                  f"not {list(key_names)} ({', '.join(t.root for t in key_types)})")
     if function == "hive":
-        bad = [n for n, t in zip(key_names, key_types) if t.root not in _HIVE_TYPES]
+        bad = [n for n, t in zip(key_names, key_types) if t.root not in _HIVE_TYPES
+               or (t.root == "DECIMAL" and t.precision > _HIVE_MAX_DECIMAL_DIGITS)]
         if bad:
             raise InvalidOptionError(f"'bucket-function.type' = 'hive' cannot hash bucket key column(s) {bad}: "
-                                     f"supported are {', '.join(_HIVE_TYPES)}")
+                                     f"supported are {', '.join(_HIVE_TYPES)} (DECIMAL up to "
+                                     f"{_HIVE_MAX_DECIMAL_DIGITS} digits)")
 
 
 def fixed_buckets(table: pa.Table, key_names: Sequence[str], key_types: Sequence[DataType],
@@ -105,7 +109,28 @@ def _hive_hash(column: pa.Array, t: DataType) -> np.ndarray:
         values = np.where(values == 0, np.float32(0), values)
         values = np.where(np.isnan(values), np.float32(np.nan), values).astype(np.float32)
         return np.where(valid, values.view(np.uint32), np.uint32(0))
+    if t.root == "DECIMAL":
+        return np.where(valid, _hive_decimal_hash(column, t.scale), np.uint32(0))
     return _hive_bytes_hash(column.cast(pa.binary()))  # strings and binaries: over their bytes
+
+
+def _hive_decimal_hash(column: pa.Array, scale: int) -> np.ndarray:
+    """Java's BigDecimal.hashCode() of each value with trailing zeros stripped (not below scale
+    0; zero is 0 at scale 0), for unscaled values in an int64 (the compact form): with
+    v = |unscaled|, `31 * sign * (int)((int)(v >>> 32) * 31 + (v & 0xFFFFFFFF)) + scale`."""
+    words = np.frombuffer(column.buffers()[1], np.int64, 2 * len(column), column.offset * 16)
+    unscaled = words[0::2].copy()  # little-endian: the low word holds the value (|v| < 10^18)
+    scales = np.full(len(column), scale, np.int64)
+    for _ in range(scale):  # strip one trailing zero per step, at most `scale` steps
+        strip = (unscaled % 10 == 0) & (scales > 0) & (unscaled != 0)
+        unscaled = np.where(strip, unscaled // 10, unscaled)
+        scales -= strip
+    scales[unscaled == 0] = 0
+    magnitude = np.abs(unscaled).astype(np.uint64)
+    high = (magnitude >> np.uint64(32)).astype(np.uint32) * np.uint32(31)
+    temp = (high.astype(np.uint64) + (magnitude & np.uint64(0xFFFFFFFF))).astype(np.uint32)
+    signed = np.where(unscaled < 0, -temp.astype(np.int64), temp.astype(np.int64)).astype(np.uint32)
+    return signed * np.uint32(31) + scales.astype(np.uint32)
 
 
 def _hive_bytes_hash(column: pa.Array) -> np.ndarray:

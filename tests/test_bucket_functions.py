@@ -4,6 +4,7 @@ merged). Java 1.4.2's own bucket for every row is the oracle."""
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +30,10 @@ KEYS = {  # column type -> values (with the edge cases each hash has)
     "DOUBLE": [0.0, -0.0, 1.5, float("inf"), float("nan")] + RNG.normal(0, 1e6, N).tolist(),
     "FLOAT": [0.0, -0.0, 1.5, float("-inf"), float("nan")] + RNG.normal(0, 1e3, N).astype(np.float32).tolist(),
     "BYTES": [b"", b"\x00", b"\xff\x80\x7f", bytes(range(256))] + [RNG.bytes(i % 50) for i in range(N)],
+    "DECIMAL(10, 2)": [Decimal("0.00"), Decimal("1.50"), Decimal("-1.50"), Decimal("100.00"),
+                       Decimal("99999999.99")] + [Decimal(int(x)) / 100 for x in RNG.integers(-10**10, 10**10, N)],
+    "DECIMAL(18, 4)": [Decimal("0.0001"), Decimal("-99999999999999.9999"), Decimal("12345678901234.5000")] +
+                      [Decimal(int(x)) / 10000 for x in RNG.integers(-10**18 + 1, 10**18, N, dtype=np.int64)],
     "DATE": [dt.date(1970, 1, 1), dt.date(1969, 12, 31), dt.date(2024, 2, 29)] +
             [dt.date(2000, 1, 1) + dt.timedelta(days=int(d)) for d in RNG.integers(-20000, 20000, N)],
 }
@@ -42,7 +47,7 @@ def test_every_key_goes_to_javas_bucket(tmp_path, buckets):
     with java.batch() as b:
         pending = {}
         for function, key_type in CASES:
-            path = str(tmp_path / "db.db" / f"{function}_{key_type.lower()}")
+            path = str(tmp_path / "db.db" / f"{function}_{key_type.lower().replace(', ', '_').replace('(', '_').rstrip(')')}")
             paths[(function, key_type)] = path
             b.create_table(path, [{"name": "k", "type": f"{key_type} NOT NULL"}, {"name": "v", "type": "INT"}],
                            primary_keys=["k"], options={"bucket": str(buckets), "bucket-function.type": function})
@@ -75,12 +80,12 @@ def test_a_table_written_by_both_keeps_each_key_once(tmp_path):
 @pytest.mark.parametrize("function,keys,message", [
     ("mod", ["a", "b"], "single INT or BIGINT"),
     ("mod", ["s"], "single INT or BIGINT"),
-    ("hive", ["d"], "cannot hash bucket key column"),
+    ("hive", ["d"], "cannot hash bucket key column"),  # DECIMAL(20, 2): a 128-bit unscaled value
     ("random", ["a"], "bucket-function.type"),
 ])
 def test_keys_a_function_cannot_hash_are_refused(catalog, function, keys, message):
     schema = pa.schema([pa.field("a", pa.int32(), False), pa.field("b", pa.int64(), False),
-                        pa.field("s", pa.string(), False), pa.field("d", pa.decimal128(10, 2), False)])
+                        pa.field("s", pa.string(), False), pa.field("d", pa.decimal128(20, 2), False)])
     with pytest.raises(InvalidOptionError, match=message):
         catalog.create_table("db.t", schema, primary_keys=keys,
                              options={"bucket": "2", "bucket-function.type": function})
