@@ -66,11 +66,13 @@ class CompactionRules:
     target_file_size: int
     min_file_num: int
     delete_ratio: float
+    rewrite_all: bool = False  # `compaction.force-rewrite-all-files`: a full compaction rewrites every file
 
     @staticmethod
     def of(options: CoreOptions) -> "CompactionRules":
         return CompactionRules(options.target_file_size(False), options.get("compaction.min.file-num"),
-                               options.get("compaction.delete-ratio-threshold"))
+                               options.get("compaction.delete-ratio-threshold"),
+                               options.get("compaction.force-rewrite-all-files"))
 
     @property
     def compaction_file_size(self) -> int:
@@ -87,6 +89,8 @@ def pick(files: list[DataFileMeta], deleted: Callable[[str], int], rules: Compac
         return deleted(f.file_name) > f.row_count * rules.delete_ratio
 
     ordered = sorted(files, key=lambda f: (f.min_sequence_number, f.file_name))
+    if full and rules.rewrite_all:
+        return [ordered] if ordered else []
     if full:
         chosen = [f for f in ordered if f.file_size < rules.compaction_file_size or deleted(f.file_name)]
         return [chosen] if len(chosen) > 1 or any(deleted(f.file_name) for f in chosen) else []

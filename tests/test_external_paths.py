@@ -202,3 +202,29 @@ def test_dropping_a_table_deletes_its_external_paths_as_java_does(catalog, tmp_p
     catalog.drop_table("db.t")
     assert not os.path.exists(t.path) and not any(os.path.exists(r) for r in roots)
     assert files_under(other)
+
+
+@pytest.mark.parametrize("primary_keys", [["id", "p"], []], ids=["dv", "append"])
+def test_a_forced_full_compaction_moves_every_file_to_new_external_paths(java, catalog, tmp_path, primary_keys):
+    """External paths set on a table that has files: new files go there, and a full compaction
+    with `compaction.force-rewrite-all-files` (Java's option for this) rewrites the old ones
+    there too, even files a full compaction would leave as they are."""
+    options = {"bucket": "1", "deletion-vectors.enabled": "true"} if primary_keys else {}
+    t = catalog.create_table("db.m", SCHEMA, primary_keys=primary_keys, partition_keys=["p"], options=options)
+    t.write_arrow(rows(range(20), "a"))
+    t.compact(full=True)
+    assert all(f.external_path is None for f in data_files_of(t))
+    cold = tmp_path / "cold"
+    with t.update_schema() as update:
+        update.set_option("data-file.external-paths", f"file://{cold}")
+        update.set_option("data-file.external-paths.strategy", "round-robin")
+    before = data_files_of(t)
+    t.compact(full=True)
+    assert {f.file_name for f in data_files_of(t)} == {f.file_name for f in before}  # nothing to do without it
+    t.update_schema().set_option("compaction.force-rewrite-all-files", "true").commit()
+    t.compact(full=True)
+    files = data_files_of(t)
+    assert files and all(f.external_path and f.external_path.startswith(f"file:{cold}/p=") for f in files)
+    expected = sorted(rows(range(20), "a").to_pylist(), key=lambda r: r["id"])
+    assert by_id(t.to_arrow().to_pylist()) == expected
+    assert by_id(java.read(t.path)) == expected

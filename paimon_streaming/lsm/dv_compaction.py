@@ -90,6 +90,8 @@ class BucketCompactor:
         # changelog-producer = lookup: compaction also writes what changed (see lsm/changelog.py)
         self.write_changelog = write_changelog if self.options.get("changelog-producer") == "lookup" else None
         self.expiry = RecordExpiry.of(schema)  # record-level.expire-time: rows compaction drops
+        # a full compaction rewrites every file (Java's option, e.g. to move them to new external paths)
+        self.rewrite_all = self.options.get("compaction.force-rewrite-all-files")
 
     # ---- entry point ------------------------------------------------------------------------
     def compact(self, bucket: BucketFiles, full: bool = False, force_level0: bool = True) -> Increment | None:
@@ -286,7 +288,7 @@ class BucketCompactor:
             merged = sort_and_merge(rows, self.keys, self.engine)
             if not older:
                 merged = _without_retractions(merged)
-        outputs = self._output(bucket, unit, merged, vectors)
+        outputs = self._output(bucket, unit, merged, vectors, rewrite=full and self.rewrite_all)
         if outputs == list(unit.files):
             return None  # a lone, clean file already at the output level: nothing changes
         vectors.drop(unit_names)
@@ -534,9 +536,11 @@ class BucketCompactor:
 
     # ---- output -----------------------------------------------------------------------------
     def _output(self, bucket: BucketFiles, unit: CompactUnit, merged: pa.Table,
-                vectors: DeletionVectorMaintainer) -> list[DataFileMeta]:
+                vectors: DeletionVectorMaintainer, rewrite: bool = False) -> list[DataFileMeta]:
+        """The unit's output files; a lone clean file moves up a level as it is, unless
+        `rewrite` (a full compaction with `compaction.force-rewrite-all-files`)."""
         files = unit.files
-        single = files[0] if len(files) == 1 else None
+        single = files[0] if len(files) == 1 and not rewrite else None
         if single is not None and single.file_name not in vectors and (single.delete_row_count == 0) \
                 and merged.num_rows == single.row_count and self.engine.name == "deduplicate" \
                 and not self.engine.sequence_fields:  # else an old row may have won the merge
