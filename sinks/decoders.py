@@ -11,9 +11,12 @@ batches of Kafka records:
   `decode_reporting_new_fields`, so ingestion can evolve the table or refuse, never drop them);
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
 - avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
-  fastavro record by record (Avro has no columnar decoder in Python).
+  fastavro record by record (Avro has no columnar decoder in Python);
+- debezium-json: Debezium's change events, each an insert, update or delete of its own
+  (debezium.py).
 
-A record with a null value (a Kafka tombstone) deletes its key: its Kafka key gives the
+A record with a null value (a Kafka tombstone) deletes its key (debezium-json: it follows a
+delete event, and adds nothing): its Kafka key gives the
 primary-key columns (`key_format` "string": the key's text is the one key column's value;
 "json": a JSON object holding the key columns) and the row is emitted with row kind -D;
 every other record is an upsert (+I). Rows keep the records' order, so the last version of
@@ -22,6 +25,7 @@ topic, partition and offset.
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 from dataclasses import dataclass
@@ -36,9 +40,10 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
+from . import debezium
 from .base64_columns import base64_decoded, holds_binary
 
-FORMATS = ("json", "avro", "csv")
+FORMATS = ("json", "avro", "csv", debezium.FORMAT)
 ON_ERROR = ("fail", "skip", "dead-letter")
 KIND_COLUMN = "_kind"
 # what is kept of a record that does not decode (the dead-letter table's columns)
@@ -60,6 +65,7 @@ class Decoder:
     key_format: str = "string"
     avro_schema: str | None = None  # JSON text of the writer schema
     on_error: str = "fail"  # an undecodable record: fail (DecodeError), or set aside (see `Decoded.rejected`)
+    decimal_handling: str = "precise"  # debezium-json without a schema envelope: Debezium's decimal.handling.mode
 
     def __post_init__(self) -> None:
         if self.on_error not in ON_ERROR:
@@ -68,6 +74,12 @@ class Decoder:
             raise DecodeError(f"unknown format '{self.format}'; use one of {', '.join(FORMATS)}")
         if self.format == "avro" and not self.avro_schema:
             raise DecodeError("format avro needs the writer schema (--avro-schema FILE)")
+        if self.format == debezium.FORMAT and not self.primary_keys:
+            raise DecodeError("format debezium-json needs a primary-key table: its updates and deletes "
+                              "find rows by key")
+        if self.decimal_handling not in debezium.DECIMAL_HANDLING:
+            raise DecodeError(f"unknown decimal handling '{self.decimal_handling}'; use one of "
+                              f"{', '.join(debezium.DECIMAL_HANDLING)}")
         if self.key_format not in ("string", "json"):
             raise DecodeError(f"unknown key format '{self.key_format}'; use string or json")
         if self.key_format == "string" and len(self.primary_keys) > 1:
@@ -81,6 +93,11 @@ class Decoder:
         if self.primary_keys:
             fields.append(pa.field(KIND_COLUMN, pa.string()))
         return pa.schema(fields)
+
+    @property
+    def _parsed_schema(self) -> pa.Schema:
+        """What `_values` returns (change events: with their row kinds)."""
+        return self.output_schema if self.format == debezium.FORMAT else self.schema
 
     def decode(self, records: pa.RecordBatch) -> pa.RecordBatch:
         """Kafka records (columns key, value, topic, partition, offset) -> table rows in order."""
@@ -97,9 +114,10 @@ class Decoder:
         live_idx = np.flatnonzero(live.to_numpy(zero_copy_only=False))
         rows, bad = self._values(pc.filter(values, live), pc.filter(records, live))
         new_fields = pa.schema([f for f in rows.schema if f.name not in self.schema.names
-                                and not pa.types.is_null(f.type)])
-        if len(rows.schema) != len(self.schema):
-            rows = rows.select(self.schema.names)
+                                and f.name != KIND_COLUMN and not pa.types.is_null(f.type)])
+        names = self.schema.names + [KIND_COLUMN] * (KIND_COLUMN in rows.column_names)
+        if rows.column_names != names:
+            rows = rows.select(names)
         good = np.ones(len(live_idx), bool)
         good[[i for i, _ in bad]] = False
         rows, bad = self._refuse_null_keys(rows, live_idx[good], records, bad, good)
@@ -130,6 +148,8 @@ class Decoder:
     def _with_deletes(self, rows: pa.Table, records: pa.RecordBatch, live: pa.Array) -> pa.RecordBatch:
         if not self.primary_keys:  # append table: a tombstone deletes nothing
             return _as_batch(rows, self.output_schema)
+        if self.format == debezium.FORMAT:  # change events carry their kinds; their tombstones add nothing
+            return _as_batch(rows, self.output_schema)
         kinds = pa.array(np.full(rows.num_rows, "+I", dtype=object), pa.string())
         rows = rows.cast(self.output_schema.remove(len(self.schema))).append_column(KIND_COLUMN, kinds)
         dead = pc.invert(pc.is_valid(records.column("value")))
@@ -145,14 +165,50 @@ class Decoder:
     def _values(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
         """Rows of the values that decode, and (index, error) of those that do not."""
         if len(values) == 0:
-            return self.schema.empty_table(), []
+            return self._parsed_schema.empty_table(), []
         if self.format == "json":
             return _parse_lines(values, records, self._json, self._json_one, "JSON", self.on_error,
                                 self.schema.empty_table())
         if self.format == "csv":
             return _parse_lines(values, records, self._csv, self._csv, "CSV", self.on_error,
                                 self.schema.empty_table())
+        if self.format == debezium.FORMAT:
+            return self._debezium(values, records)
         return self._avro(values, records)
+
+    def _debezium(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """Change events, parsed in groups of one envelope schema each (usually one group: a
+        schema changes only when the source table does)."""
+        payloads, schemas = debezium.split_envelopes(values.cast(pa.binary()))
+        groups = schemas.dictionary_encode()
+        codes = groups.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        tables, positions, bad = [], [], []
+        for code in np.unique(codes):
+            idx = np.flatnonzero(codes == code)
+            group = records.take(pa.array(idx))
+            try:
+                columns = debezium.default_columns(self.schema, self.decimal_handling) if code < 0 else \
+                    debezium.envelope_columns(self.schema, debezium.envelope_schema_text(groups.dictionary[code].as_py()))
+            except (ValueError, TypeError, KeyError) as exc:
+                if self.on_error == "fail":
+                    raise DecodeError(f"record {_where(group, 0)} has a schema envelope that is not Debezium's: {exc}") from None
+                bad.extend((int(i), f"a schema envelope that is not Debezium's: {exc}") for i in idx)
+                continue
+            empty = pa.schema([(c.name, c.type) for c in columns] + [(KIND_COLUMN, pa.string())]).empty_table()
+            parse = functools.partial(debezium.parse_events, columns=columns, kind_column=KIND_COLUMN)
+            rows, group_bad = _parse_lines(payloads.take(pa.array(idx)), group, parse, parse, "Debezium JSON",
+                                           self.on_error, empty)
+            failed = np.zeros(len(idx), bool)
+            failed[[i for i, _ in group_bad]] = True
+            bad.extend((int(idx[i]), error) for i, error in group_bad)
+            tables.append(rows)
+            positions.append(idx[~failed])
+        if len(tables) == 1:
+            return tables[0], sorted(bad)
+        if not tables:
+            return self._parsed_schema.empty_table(), sorted(bad)
+        order = np.argsort(np.concatenate(positions), kind="stable")
+        return pa.concat_tables(tables, promote_options="permissive").take(pa.array(order)), sorted(bad)
 
     def _json(self, buffer: bytes) -> pa.Table:
         return _fitting(_read_json(buffer, self.schema, unexpected="infer"))

@@ -39,6 +39,7 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
+from . import debezium
 from .decoders import KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
@@ -75,6 +76,7 @@ class IngestConfig:
     kafka_options: dict[str, str] = field(default_factory=dict)
     evolve_schema: bool = True  # records' new fields become columns; False: they are an error
     on_error: str = "fail"  # an undecodable record: fail, skip, or dead-letter (see `set_aside`)
+    decimal_handling: str = "precise"  # debezium-json without schema envelopes: the connector's decimal.handling.mode
     dead_letter_table: str | None = None  # default <db.table>_dead_letter
 
     def checkpoint_location(self) -> str:
@@ -103,6 +105,8 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
             raise InvalidOptionError(f"table {cfg.table} exists with primary key {table.primary_keys}, not "
                                      f"{list(cfg.primary_keys)}")
         return table
+    if cfg.format == debezium.FORMAT and not cfg.primary_keys:
+        raise InvalidOptionError(f"format debezium-json needs --primary-key to create table {cfg.table}")
     schema, origin = _table_schema(spark, cfg)
     options = dict(cfg.table_options)
     if cfg.bucket is not None:
@@ -131,7 +135,22 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, st
     if cfg.format == "json":
         sample = sample_values(cfg)
         return infer_json_schema(sample), f"inferred from {len(sample)} records"
+    if cfg.format == debezium.FORMAT:
+        return _debezium_table_schema(cfg), "from the first change event's schema envelope"
     raise InvalidOptionError(f"table {cfg.table} does not exist: format {cfg.format} needs --schema to create it")
+
+
+def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
+    for value in sample_values(cfg)[:1]:
+        payload, schema = debezium.split_envelopes(pa.array([value], pa.binary()))
+        if schema.is_valid()[0].as_py():
+            try:
+                return debezium.table_schema_of(debezium.envelope_schema_text(schema[0].as_py()))
+            except ValueError as exc:
+                raise InvalidOptionError(f"cannot create table {cfg.table} from the change events: {exc}; "
+                                         "pass --schema") from None
+    raise InvalidOptionError(f"table {cfg.table} does not exist and the change events carry no schema envelope "
+                             "(value.converter.schemas.enable=false): pass --schema")
 
 
 def read_avro_schema(cfg: IngestConfig) -> str:
@@ -268,7 +287,8 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
         added = pa.schema([f for f in writer if f.name not in known])
         if len(added):
             evolve_table(cfg, table, added, log)
-    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro, cfg.on_error)
+    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro, cfg.on_error,
+                   cfg.decimal_handling)
 
 
 def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callable[[str], None]) -> None:

@@ -45,7 +45,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         trigger=args.trigger, starting_offsets=args.starting_offsets,
         max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source,
         kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution,
-        on_error=args.on_error, dead_letter_table=args.dead_letter_table)
+        on_error=args.on_error, dead_letter_table=args.dead_letter_table, decimal_handling=args.decimal_handling)
     spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table}")
     try:
         with LiveStatus(enabled=not args.no_progress) as live:
@@ -64,8 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topic-pattern", help="regex of topics to read instead of --topic")
     p.add_argument("--warehouse", required=True, help="Paimon warehouse (directory or URI)")
     p.add_argument("--table", required=True, metavar="DB.TABLE", help="target table")
-    p.add_argument("--format", choices=("json", "avro", "csv"), default="json", help="record value format")
+    p.add_argument("--format", choices=("json", "avro", "csv", "debezium-json"), default="json",
+                   help="record value format; debezium-json: Debezium's change events (inserts, updates, deletes)")
     p.add_argument("--avro-schema", metavar="FILE", help="Avro writer schema (.avsc) for --format avro")
+    p.add_argument("--decimal-handling", choices=("precise", "string", "double"), default="precise",
+                   help="debezium-json events without a schema envelope: the connector's decimal.handling.mode")
     p.add_argument("--schema", metavar="DDL", help="columns of a new table, e.g. 'id BIGINT, name STRING' "
                    "(default: from the Avro schema, or inferred from a sample of JSON records)")
     p.add_argument("--primary-key", action="append", default=[], metavar="COL", help="primary key column(s)")

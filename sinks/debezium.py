@@ -1,0 +1,331 @@
+"""Debezium change events (JSON) -> table rows with their row kinds.
+
+A Debezium connector (MySQL, Postgres, ...) writes one Kafka record per row change::
+
+    {"before": {...} | null, "after": {...} | null, "source": {...}, "op": "c", "ts_ms": ...}
+
+or, with Kafka Connect's `schemas.enable`, the same event as the `payload` of an envelope
+whose `schema` says how each column is encoded. `op` c (insert) and r (snapshot read) become
++I rows of the after image, u a +U row of it, d a -D row of the before image (a delete needs
+only the key columns there). Truncate (t) and message (m) events, and events missing the image
+they need, are undecodable records: applying them partially would leave a table that differs
+from the source without a word. The tombstone Debezium writes after a delete (a null value)
+deletes nothing more and is dropped.
+
+Debezium's JSON does not carry every type as itself. The schema envelope, when present, names
+each column's encoding (`io.debezium.time.Date`, `MicroTimestamp`, Kafka Connect's `Decimal`,
+...); without it the table's column types decide, with Debezium's defaults: DATE as days since
+the epoch, TIMESTAMP(0-3) as epoch milliseconds, (4-6) microseconds, (7-9) nanoseconds,
+TIMESTAMP WITH LOCAL TIME ZONE as ISO-8601 text with its offset (`ZonedTimestamp`), BYTES as
+base64 and DECIMAL as `decimal.handling.mode` says (`precise`, Debezium's default: base64 of the
+big-endian unscaled value; `string`; `double`). A TIME needs the envelope: Debezium writes it in
+milliseconds or microseconds of the day by the source column's precision, which the table's
+TIME (kept in milliseconds) does not tell. Variable-scale decimals are not decoded.
+Each encoding is decoded for a whole column at once; a value that does not fit its column
+(a wider decimal, a lost fraction of a timestamp) is a ValueError naming the column, which the
+decoder turns into an undecodable record.
+"""
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from paimon_streaming.write import check_decimals_fit
+from .base64_columns import base64_decoded, holds_binary
+
+FORMAT = "debezium-json"
+DECIMAL_HANDLING = ("precise", "string", "double")
+# the Kafka Connect JSON converter's envelope (schema first, as it writes it); a JSON string
+# cannot hold `,"payload":` unescaped, so the first one after the schema ends the schema
+_ENVELOPE = r'^\s*\{\s*"schema"\s*:\s*(?P<schema>.*?)\s*,\s*"payload"\s*:\s*(?P<payload>.*)\}\s*$'
+_KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
+
+# Debezium / Kafka Connect logical type names -> encoding
+_LOGICAL = {
+    "io.debezium.time.Date": "days", "org.apache.kafka.connect.data.Date": "days",
+    "io.debezium.time.Timestamp": "epoch-ms", "org.apache.kafka.connect.data.Timestamp": "epoch-ms",
+    "io.debezium.time.MicroTimestamp": "epoch-us", "io.debezium.time.NanoTimestamp": "epoch-ns",
+    "io.debezium.time.ZonedTimestamp": "zoned",
+    "io.debezium.time.Time": "time-ms", "org.apache.kafka.connect.data.Time": "time-ms",
+    "io.debezium.time.MicroTime": "time-us", "io.debezium.time.NanoTime": "time-ns",
+    "org.apache.kafka.connect.data.Decimal": "decimal-bytes",
+    "io.debezium.data.VariableScaleDecimal": "variable-scale",
+}
+# encodings not decoded: why, for the record's error
+_UNDECODABLE = {
+    "variable-scale": "a variable-scale decimal (io.debezium.data.VariableScaleDecimal), not decoded here: "
+                      "set the connector's decimal.handling.mode to string or precise",
+    "time": "a TIME without the schema envelope: Debezium writes it in milliseconds or microseconds of the day "
+            "by the source column's precision; enable value.converter.schemas.enable",
+}
+_CONNECT_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+                  "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(),
+                  "string": pa.string(), "bytes": pa.binary()}
+_EPOCH_UNITS = {"epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
+_TIME_UNITS = {"time-ms": "ms", "time-us": "us", "time-ns": "ns"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column as Debezium's JSON carries it: the encoding and the Arrow type to parse it as."""
+
+    name: str
+    encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-text/-double, or _UNDECODABLE
+    wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
+    type: pa.DataType  # what it becomes: the table column's type, or a new column's
+
+    @staticmethod
+    def of(name: str, encoding: str, target: pa.DataType) -> "Column":
+        return Column(name, encoding, _wire_type(encoding, target), target)
+
+
+def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
+    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned"):
+        return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
+    if encoding == "days":
+        return pa.int32()
+    if encoding in _EPOCH_UNITS or encoding in _TIME_UNITS:
+        return pa.int64()
+    if encoding == "decimal-double":
+        return pa.float64()
+    if encoding in _UNDECODABLE:
+        return None
+    return target
+
+
+def default_columns(schema: pa.Schema, decimal_handling: str = "precise") -> list[Column]:
+    """The table's columns as a connector writes them without a schema envelope."""
+    if decimal_handling not in DECIMAL_HANDLING:
+        raise ValueError(f"unknown decimal handling '{decimal_handling}'; use one of {', '.join(DECIMAL_HANDLING)}")
+    out = []
+    for f in schema:
+        t = f.type
+        if pa.types.is_decimal(t):
+            encoding = {"precise": "decimal-bytes", "string": "decimal-text", "double": "decimal-double"}[decimal_handling]
+        elif pa.types.is_date(t):
+            encoding = "days"
+        elif pa.types.is_timestamp(t):
+            encoding = "zoned" if t.tz is not None else ("epoch-ms" if t.unit in ("s", "ms") else f"epoch-{t.unit}")
+        elif pa.types.is_time(t):
+            encoding = "time"
+        elif holds_binary(t):
+            encoding = "base64"
+        else:
+            encoding = "plain"
+        out.append(Column.of(f.name, encoding, t))
+    return out
+
+
+def envelope_columns(schema: pa.Schema, envelope_schema: dict) -> list[Column]:
+    """The table's columns, and the after image's fields the table lacks, as the envelope's
+    schema says they are encoded (table columns it does not list: as without an envelope)."""
+    fields = {}
+    for image in envelope_schema.get("fields") or ():
+        if image.get("field") in ("before", "after") and image.get("type") == "struct":
+            fields.update({f["field"]: f for f in image.get("fields") or () if "field" in f})
+    defaults = {c.name: c for c in default_columns(schema)}
+    out = []
+    for f in schema:
+        spec = fields.get(f.name)
+        out.append(defaults[f.name] if spec is None else Column.of(f.name, _encoding(spec, f.type), f.type))
+    for name, spec in fields.items():
+        if name not in schema.names:
+            t = _new_column_type(spec)
+            if t is not None:
+                out.append(Column.of(name, _encoding(spec, t), t))
+    return out
+
+
+def _encoding(spec: dict, target: pa.DataType) -> str:
+    logical = _LOGICAL.get(spec.get("name") or "")
+    if logical is not None:
+        return logical
+    if spec.get("type") == "bytes" or holds_binary(target):
+        return "base64"
+    if spec.get("type") == "string" and pa.types.is_decimal(target):
+        return "decimal-text"  # decimal.handling.mode=string
+    if spec.get("type") == "float64" and pa.types.is_decimal(target):
+        return "decimal-double"
+    return "plain"
+
+
+def _new_column_type(spec: dict) -> pa.DataType | None:
+    """The Arrow type of a column the source added (None: nested; the JSON reader infers it)."""
+    encoding = _LOGICAL.get(spec.get("name") or "")
+    if encoding == "days":
+        return pa.date32()
+    if encoding in _EPOCH_UNITS:
+        return pa.timestamp(_EPOCH_UNITS[encoding])
+    if encoding == "zoned":
+        return pa.timestamp("us", tz="UTC")
+    if encoding in _TIME_UNITS:
+        return pa.time32("ms")
+    if encoding == "decimal-bytes":
+        params = spec.get("parameters") or {}
+        return pa.decimal128(int(params.get("connect.decimal.precision", 38)), int(params.get("scale", 0)))
+    return _CONNECT_TYPES.get(spec.get("type"))
+
+
+def split_envelopes(values: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(payload text, schema text or null) of each value; a value without an envelope is its
+    own payload."""
+    parts = pc.extract_regex(values, _ENVELOPE)
+    payload = pc.if_else(parts.is_valid(), parts.field("payload"), values)
+    schema = pc.if_else(parts.is_valid(), parts.field("schema"), pa.nulls(len(values), values.type))
+    return payload, schema
+
+
+def parse_events(buffer: bytes, columns: list[Column], kind_column: str) -> pa.Table:
+    """Newline-delimited Debezium payloads -> rows (the columns, then fields of the after image
+    no column names, as inferred) and their row kinds (+I, +U, -D) in `kind_column`; ValueError for an event that is not a row change."""
+    image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
+    events = pajson.read_json(
+        io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+        parse_options=pajson.ParseOptions(
+            explicit_schema=pa.schema([("op", pa.string()), ("before", image), ("after", image)]),
+            unexpected_field_behavior="infer"))
+    op = events.column("op").combine_chunks()
+    known = pc.is_in(op, pa.array(list(_KINDS)))
+    if not pc.all(pc.fill_null(known, False)).as_py():
+        bad = op[int(np.flatnonzero(~known.fill_null(False).to_numpy(zero_copy_only=False))[0])].as_py()
+        what = {"t": "a truncate", "m": "a message"}.get(bad, f"operation {bad!r}")
+        raise ValueError(f"{what} event is not a row change: not applied (a table that skipped it would "
+                         "differ from the source)")
+    is_delete = pc.equal(op, "d")
+    before = events.column("before").combine_chunks()
+    after = events.column("after").combine_chunks()
+    missing = pc.if_else(is_delete, before.is_null(), after.is_null())
+    if pc.any(missing).as_py():
+        i = int(np.flatnonzero(missing.to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"a '{op[i].as_py()}' event without its {'before' if op[i].as_py() == 'd' else 'after'} image")
+    names, arrays = [], []
+    for c in columns:
+        if c.wire is None:  # only there when some event has it
+            raw = _field_or_nulls(after, c.name) if after.type.get_field_index(c.name) >= 0 else \
+                _field_or_nulls(before, c.name)
+        else:
+            raw = pc.if_else(is_delete, before.field(c.name), after.field(c.name))
+        names.append(c.name)
+        arrays.append(_decoded(c, raw))
+    for i in range(after.type.num_fields):  # fields the source added that no column or envelope names
+        f = after.type.field(i)
+        if f.name not in names:
+            names.append(f.name)
+            arrays.append(after.field(i))
+    kinds = pc.if_else(is_delete, "-D", pc.if_else(pc.equal(op, "u"), "+U", "+I"))
+    return pa.Table.from_arrays(arrays + [kinds], names + [kind_column])
+
+
+def _field_or_nulls(image: pa.StructArray, name: str) -> pa.Array:
+    return image.field(name) if image.type.get_field_index(name) >= 0 else pa.nulls(len(image))
+
+
+def _decoded(c: Column, raw: pa.Array) -> pa.Array:
+    """One column's wire values -> values of its type (ValueError naming the column when one
+    does not fit)."""
+    try:
+        value = _natural(c, raw)
+        if pa.types.is_timestamp(value.type) and pa.types.is_timestamp(c.type) and \
+                (value.type.tz is None) != (c.type.tz is None):
+            raise ValueError(f"column '{c.name}' is a TIMESTAMP {'WITH' if c.type.tz else 'WITHOUT'} LOCAL TIME ZONE "
+                             f"but Debezium sends {'a wall time' if value.type.tz is None else 'an instant'} "
+                             f"({c.encoding}); declare the column as the source's type")
+        if value.type != c.type:
+            value = pc.cast(value, c.type, safe=True)
+        check_decimals_fit(c.name, value)
+        return value
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise ValueError(f"column '{c.name}' ({c.encoding} in Debezium's JSON) does not fit {c.type}: {exc}") from None
+
+
+def _natural(c: Column, raw: pa.Array) -> pa.Array:
+    """The values an encoding stands for, in their own Arrow type."""
+    e = c.encoding
+    if e == "plain":
+        return raw
+    if e == "base64":
+        return base64_decoded(c.name, raw)
+    if e == "days":
+        return raw.cast(pa.date32())
+    if e in _EPOCH_UNITS:
+        return raw.cast(pa.timestamp(_EPOCH_UNITS[e]))
+    if e == "zoned":
+        return raw.cast(pa.timestamp("ns", tz="UTC"))
+    if e in _TIME_UNITS:
+        # Paimon keeps a TIME in milliseconds of the day: finer digits are cut, as Java's writers do
+        per_ms = {"ms": 1, "us": 1000, "ns": 1_000_000}[_TIME_UNITS[e]]
+        return pc.divide(raw, per_ms).cast(pa.int32()).cast(pa.time32("ms"))
+    if e == "decimal-bytes":
+        return _unscaled_decimals(c.name, base64_decoded(c.name, raw.cast(pa.binary())), c.type)
+    if e == "decimal-text":
+        return raw
+    if e == "decimal-double":
+        exact = pc.cast(raw, pa.decimal128(38, c.type.scale), safe=False)  # precision: checked after
+        if not pc.all(pc.fill_null(pc.equal(exact.cast(pa.float64()), raw), True)).as_py():
+            raise ValueError(f"column '{c.name}' has a double with more digits than the scale of {c.type}")
+        return exact
+    if raw.null_count < len(raw):
+        raise ValueError(f"column '{c.name}' is {_UNDECODABLE[e]}")
+    return pa.nulls(len(raw), c.type)
+
+
+def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.Array:
+    """Kafka Connect's Decimal: each value the big-endian two's-complement bytes of the unscaled
+    integer, placed into 16-byte little-endian decimal128 slots in one numpy pass."""
+    if not pa.types.is_decimal(target):
+        raise ValueError(f"column '{column}' holds Kafka Connect decimals but is {target}")
+    if data.offset:
+        data = pa.concat_arrays([data])
+    n = len(data)
+    offsets = np.frombuffer(data.buffers()[1], np.int32, n + 1)
+    raw = np.frombuffer(data.buffers()[2], np.uint8) if data.buffers()[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    if (lengths > 16).any():
+        raise ValueError(f"column '{column}' has a decimal wider than 38 digits")
+    starts = offsets[:-1]
+    slots = np.zeros((n, 16), np.uint8)
+    has_bytes = lengths > 0
+    negative = np.zeros(n, bool)
+    negative[has_bytes] = raw[starts[has_bytes]] >= 0x80
+    slots[negative] = 0xFF  # sign extension
+    rows = np.repeat(np.arange(n), lengths)
+    from_end = np.repeat(offsets[1:], lengths) - np.arange(offsets[0], offsets[-1])  # 1 = the last byte
+    slots[rows, 16 - from_end] = raw[offsets[0]:offsets[-1]]
+    little = np.ascontiguousarray(slots[:, ::-1])
+    wide = pa.Array.from_buffers(pa.decimal128(38, target.scale), n,
+                                 [data.buffers()[0], pa.py_buffer(little.tobytes())], null_count=data.null_count)
+    narrowed = wide.cast(target, safe=False)
+    check_decimals_fit(column, narrowed)
+    return narrowed
+
+
+def table_schema_of(envelope_schema: dict) -> pa.Schema:
+    """A new table's columns from an event's envelope: the after image's fields, typed by their
+    encodings (ValueError when one has no flat type here: declare the table's schema)."""
+    columns = envelope_columns(pa.schema([]), envelope_schema)
+    fields = {}
+    for image in envelope_schema.get("fields") or ():
+        if image.get("field") == "after":
+            fields = {f.get("field"): f for f in image.get("fields") or ()}
+    untyped = [name for name in fields if name not in {c.name for c in columns}]
+    if not fields or untyped:
+        raise ValueError(f"the envelope has no typed after image{f' for {untyped}' if untyped else ''}")
+    return pa.schema([pa.field(c.name, c.type, fields[c.name].get("optional", True)) for c in columns])
+
+
+def envelope_schema_text(text: Any) -> dict:
+    """The envelope's schema as a dict (ValueError when it is not JSON)."""
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the envelope's schema is not JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise ValueError("the envelope's schema is not a JSON object")
+    return parsed
