@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +43,13 @@ from .base64_columns import base64_decoded, holds_binary
 
 FORMAT = "debezium-json"
 DECIMAL_HANDLING = ("precise", "string", "double")
-# the Kafka Connect JSON converter's envelope (schema first, as it writes it); a JSON string
-# cannot hold `,"payload":` unescaped, so the first one after the schema ends the schema
-_ENVELOPE = r'^\s*\{\s*"schema"\s*:\s*(?P<schema>.*?)\s*,\s*"payload"\s*:\s*(?P<payload>.*)\}\s*$'
+# the Kafka Connect JSON converter's envelope, {"schema": ..., "payload": ...} (schema first, as
+# it writes it). A JSON string cannot hold `"payload":` (its quotes would be escaped) and no key
+# of a Connect schema is "payload", so the first one ends the schema.
+_ENVELOPE_START = r'^\s*\{\s*"schema"\s*:'
+_ENVELOPE_PREFIX = re.compile(rb'^\s*\{\s*"schema"\s*:')
+_PAYLOAD_KEY = r'"payload"\s*:'
+_MAX_SCHEMA_GROUPS = 8
 _KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
 
 # Debezium / Kafka Connect logical type names -> encoding
@@ -173,13 +178,72 @@ def _new_column_type(spec: dict) -> pa.DataType | None:
     return _CONNECT_TYPES.get(spec.get("type"))
 
 
-def split_envelopes(values: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """(payload text, schema text or null) of each value; a value without an envelope is its
-    own payload."""
-    parts = pc.extract_regex(values, _ENVELOPE)
-    payload = pc.if_else(parts.is_valid(), parts.field("payload"), values)
-    schema = pc.if_else(parts.is_valid(), parts.field("schema"), pa.nulls(len(values), values.type))
-    return payload, schema
+def split_envelopes(values: pa.Array) -> tuple[pa.Array, np.ndarray, list[bytes]]:
+    """(each value's payload, its envelope group (-1: no envelope, the value is its own
+    payload), each group's schema text). Found with numpy over the values' bytes: regex captures
+    over whole envelopes (schemas of kilobytes) are 30x slower."""
+    values = values.cast(pa.binary())
+    if values.offset:
+        values = pa.concat_arrays([values])
+    n = len(values)
+    groups = np.full(n, -1, np.int64)
+    enveloped = pc.match_substring_regex(values, _ENVELOPE_START).fill_null(False).to_numpy(zero_copy_only=False)
+    if not enveloped.any():
+        return values, groups, []
+    offsets = np.frombuffer(values.buffers()[1], np.int32, n + 1).astype(np.int64)
+    data = np.frombuffer(values.buffers()[2], np.uint8)
+    key = pc.find_substring_regex(values, _PAYLOAD_KEY).to_numpy(zero_copy_only=False).astype(np.int64)
+    colon = _first_at_or_after(data, offsets[:-1] + np.maximum(key, 0) + len('"payload"'), ord(":"))
+    close = _last_before(data, offsets[1:], ord("}"))
+    enveloped &= (key >= 0) & (colon >= 0) & (close >= 0)
+    starts = np.where(enveloped, colon + 1, offsets[:-1])
+    ends = np.where(enveloped, close, offsets[1:])
+    payloads = _views(values, data, starts, ends).cast(pa.binary())  # what the JSON reader takes
+    schemas = _views(values, data, offsets[:-1], offsets[:-1] + np.maximum(key, 0))
+    texts: list[bytes] = []
+    while (left := enveloped & (groups < 0)).any():
+        first = int(np.flatnonzero(left)[0])
+        if len(texts) == _MAX_SCHEMA_GROUPS:  # a schema per record: hash them instead
+            codes = schemas.filter(pa.array(left)).cast(pa.binary()).dictionary_encode()
+            groups[left] = codes.indices.to_numpy(zero_copy_only=False) + len(texts)
+            texts.extend(codes.dictionary.to_pylist())
+            break
+        groups[left & pc.equal(schemas, schemas[first]).to_numpy(zero_copy_only=False)] = len(texts)
+        texts.append(schemas[first].as_py())
+    return payloads, groups, [_ENVELOPE_PREFIX.sub(b"", t).rstrip().rstrip(b",") for t in texts]
+
+
+def _first_at_or_after(data: np.ndarray, at: np.ndarray, byte: int, reach: int = 64) -> np.ndarray:
+    """Per row, the position of the first `byte` in data[at:at + reach], or -1."""
+    window = np.minimum(at[:, None] + np.arange(reach), len(data) - 1)
+    hits = data[window] == byte
+    found = hits.any(axis=1)
+    return np.where(found, at + hits.argmax(axis=1), -1)
+
+
+def _last_before(data: np.ndarray, end: np.ndarray, byte: int, reach: int = 64) -> np.ndarray:
+    """Per row, the position of the last `byte` in data[end - reach:end], or -1."""
+    window = np.maximum(end[:, None] - 1 - np.arange(reach), 0)
+    hits = data[window] == byte
+    found = hits.any(axis=1)
+    return np.where(found, end - 1 - hits.argmax(axis=1), -1)
+
+
+def _views(values: pa.Array, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """A binary_view array of data[starts:ends] per row, over the values' own data buffer."""
+    n = len(starts)
+    lengths = (ends - starts).astype(np.int32)
+    views = np.zeros((n, 16), np.uint8)
+    views[:, :4] = lengths.view(np.uint8).reshape(n, 4)
+    inline = lengths <= 12
+    take = np.minimum(starts[:, None] + np.arange(12), max(len(data) - 1, 0))
+    head = data[take] if len(data) else np.zeros((n, 12), np.uint8)
+    head = np.where(np.arange(12) < lengths[:, None], head, 0)
+    views[inline, 4:16] = head[inline]
+    views[~inline, 4:8] = head[~inline, :4]  # the value's first 4 bytes; buffer index 0
+    views[~inline, 12:16] = starts[~inline].astype(np.int32).view(np.uint8).reshape(-1, 4)
+    return pa.Array.from_buffers(pa.binary_view(), n, [values.buffers()[0], pa.py_buffer(views.tobytes()),
+                                                       values.buffers()[2]], null_count=values.null_count)
 
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str) -> pa.Table:

@@ -179,16 +179,14 @@ class Decoder:
     def _debezium(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
         """Change events, parsed in groups of one envelope schema each (usually one group: a
         schema changes only when the source table does)."""
-        payloads, schemas = debezium.split_envelopes(values.cast(pa.binary()))
-        groups = schemas.dictionary_encode()
-        codes = groups.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        payloads, codes, schemas = debezium.split_envelopes(values)
         tables, positions, bad = [], [], []
         for code in np.unique(codes):
             idx = np.flatnonzero(codes == code)
             group = records.take(pa.array(idx))
             try:
                 columns = debezium.default_columns(self.schema, self.decimal_handling) if code < 0 else \
-                    debezium.envelope_columns(self.schema, debezium.envelope_schema_text(groups.dictionary[code].as_py()))
+                    debezium.envelope_columns(self.schema, debezium.envelope_schema_text(schemas[code]))
             except (ValueError, TypeError, KeyError) as exc:
                 if self.on_error == "fail":
                     raise DecodeError(f"record {_where(group, 0)} has a schema envelope that is not Debezium's: {exc}") from None

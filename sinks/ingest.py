@@ -142,10 +142,10 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, st
 
 def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
     for value in sample_values(cfg)[:1]:
-        payload, schema = debezium.split_envelopes(pa.array([value], pa.binary()))
-        if schema.is_valid()[0].as_py():
+        _, _, schemas = debezium.split_envelopes(pa.array([value], pa.binary()))
+        if schemas:
             try:
-                return debezium.table_schema_of(debezium.envelope_schema_text(schema[0].as_py()))
+                return debezium.table_schema_of(debezium.envelope_schema_text(schemas[0]))
             except ValueError as exc:
                 raise InvalidOptionError(f"cannot create table {cfg.table} from the change events: {exc}; "
                                          "pass --schema") from None
