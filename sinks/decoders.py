@@ -40,7 +40,7 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
-from . import debezium
+from . import debezium, schema_registry
 from .base64_columns import base64_decoded, holds_binary
 
 FORMATS = ("json", "avro", "csv", debezium.FORMAT)
@@ -64,6 +64,7 @@ class Decoder:
     primary_keys: tuple[str, ...] = ()
     key_format: str = "string"
     avro_schema: str | None = None  # JSON text of the writer schema
+    schema_registry: str | None = None  # avro: the Confluent Schema Registry naming each record's writer schema
     on_error: str = "fail"  # an undecodable record: fail (DecodeError), or set aside (see `Decoded.rejected`)
     decimal_handling: str = "precise"  # debezium-json without a schema envelope: Debezium's decimal.handling.mode
 
@@ -72,16 +73,18 @@ class Decoder:
             raise DecodeError(f"unknown on-error mode '{self.on_error}'; use one of {', '.join(ON_ERROR)}")
         if self.format not in FORMATS:
             raise DecodeError(f"unknown format '{self.format}'; use one of {', '.join(FORMATS)}")
-        if self.format == "avro" and not self.avro_schema:
-            raise DecodeError("format avro needs the writer schema (--avro-schema FILE)")
+        if self.format == "avro" and not (self.avro_schema or self.schema_registry):
+            raise DecodeError("format avro needs the writer schema (--avro-schema FILE or --schema-registry URL)")
+        if self.key_format == "avro" and not self.schema_registry:
+            raise DecodeError("Avro keys need the schema registry (--schema-registry URL)")
         if self.format == debezium.FORMAT and not self.primary_keys:
             raise DecodeError("format debezium-json needs a primary-key table: its updates and deletes "
                               "find rows by key")
         if self.decimal_handling not in debezium.DECIMAL_HANDLING:
             raise DecodeError(f"unknown decimal handling '{self.decimal_handling}'; use one of "
                               f"{', '.join(debezium.DECIMAL_HANDLING)}")
-        if self.key_format not in ("string", "json"):
-            raise DecodeError(f"unknown key format '{self.key_format}'; use string or json")
+        if self.key_format not in ("string", "json", "avro"):
+            raise DecodeError(f"unknown key format '{self.key_format}'; use string, json or avro")
         if self.key_format == "string" and len(self.primary_keys) > 1:
             raise DecodeError(f"a composite primary key {list(self.primary_keys)} needs JSON keys (key format json)")
 
@@ -224,20 +227,31 @@ class Decoder:
                                                                             strings_can_be_null=True)))
 
     def _avro(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """Avro bodies, decoded by fastavro one at a time (it has no columnar decoder). With a
+        schema registry each record names its writer schema, and the fields of writer schemas
+        the table lacks come back as new columns (typed from the schema), as JSON's do."""
         import fastavro
-        parsed = fastavro.parse_schema(json.loads(self.avro_schema))
         out: list[dict[str, Any]] = []
         bad: list[tuple[int, str]] = []
-        for i, raw in enumerate(values.to_pylist()):  # fastavro has no columnar decoder
+        writers: dict[int, Any] = {}
+        for i, raw in enumerate(values.to_pylist()):
             try:
-                out.append(fastavro.schemaless_reader(io.BytesIO(raw), parsed))
+                writer, body = self._avro_writer(raw, writers)
+                out.append(fastavro.schemaless_reader(io.BytesIO(body), writer))
+            except schema_registry.SchemaRegistryError as exc:
+                raise DecodeError(f"record {_where(records, i)}: {exc}") from None
             except Exception as exc:
-                error = f"not Avro of the given schema: {exc.__class__.__name__}: {exc}"
+                error = f"not Avro of its writer schema: {exc.__class__.__name__}: {exc}"
                 if self.on_error == "fail":
                     raise DecodeError(f"record {_where(records, i)} is {error}") from exc
                 bad.append((i, error))
+        target = self.schema
+        for writer in writers.values():
+            added = [_avro_field(f["name"], f["type"]).with_nullable(True) for f in writer.get("fields", ())
+                     if f["name"] not in target.names]
+            target = pa.schema(list(target) + added)
         try:
-            return pa.Table.from_pylist(out, self.schema), bad
+            return pa.Table.from_pylist(out, target), bad
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass  # the error path: find the records whose values do not fit, one at a time
         undecodable = {i for i, _ in bad}
@@ -245,7 +259,7 @@ class Decoder:
         fitting = []
         for i, row in zip(decoded, out):
             try:
-                pa.Table.from_pylist([row], self.schema)
+                pa.Table.from_pylist([row], target)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
                 error = f"Avro whose values do not fit the table's schema: {exc.__class__.__name__}: {exc}"
                 if self.on_error == "fail":
@@ -253,7 +267,20 @@ class Decoder:
                 bad.append((i, error))
             else:
                 fitting.append(row)
-        return pa.Table.from_pylist(fitting, self.schema), sorted(bad)
+        return pa.Table.from_pylist(fitting, target), sorted(bad)
+
+    def _avro_writer(self, raw: bytes, writers: dict[int, Any]) -> tuple[Any, bytes]:
+        """(parsed writer schema, Avro body) of one value; the registry's schemas are collected
+        in `writers` by id."""
+        if not self.schema_registry:
+            if -1 not in writers:
+                import fastavro
+                writers[-1] = fastavro.parse_schema(json.loads(self.avro_schema))
+            return writers[-1], raw
+        sid = schema_registry.schema_id(raw)
+        if sid not in writers:
+            writers[sid] = schema_registry.writer_schema(self.schema_registry, sid)
+        return writers[sid], raw[schema_registry.HEADER:]
 
     # ---- keys of tombstones ------------------------------------------------------------
     def _keys(self, records: pa.RecordBatch) -> pa.Table:
@@ -263,7 +290,9 @@ class Decoder:
             raise DecodeError(f"record {_where(records, i)} has neither a key nor a value: a tombstone needs "
                               f"the key {list(self.primary_keys)} to delete")
         key_schema = pa.schema([self.schema.field(k) for k in self.primary_keys])
-        if self.key_format == "string":
+        if self.key_format == "avro":
+            table = self._avro_keys(keys, records, key_schema)
+        elif self.key_format == "string":
             field = key_schema.field(0)
             try:
                 cols = {field.name: pc.cast(keys.cast(pa.string()), field.type)}
@@ -280,6 +309,33 @@ class Decoder:
                    for f in self.schema]
         columns.append(pa.array(np.full(n, "-D", dtype=object), pa.string()))
         return pa.Table.from_arrays(columns, schema=self.output_schema)
+
+    def _avro_keys(self, keys: pa.Array, records: pa.RecordBatch, key_schema: pa.Schema) -> pa.Table:
+        """Tombstone keys framed for the schema registry: a record of the key columns, or the one
+        key column's value itself (a primitive key schema)."""
+        import fastavro
+        rows = []
+        for i, raw in enumerate(keys.to_pylist()):
+            try:
+                writer = schema_registry.writer_schema(self.schema_registry, schema_registry.schema_id(raw))
+                key = fastavro.schemaless_reader(io.BytesIO(raw[schema_registry.HEADER:]), writer)
+            except schema_registry.SchemaRegistryError as exc:
+                raise DecodeError(f"record {_where(records, i)}: {exc}") from None
+            except Exception as exc:
+                raise DecodeError(f"tombstone key of record {_where(records, i)} is not Avro of its writer "
+                                  f"schema: {exc}") from exc
+            rows.append(key if isinstance(key, dict) else {key_schema.names[0]: key})
+        try:
+            table = pa.Table.from_pylist(rows, key_schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise DecodeError(f"tombstone keys from {_where(records, 0)} on do not hold the primary key "
+                              f"{list(self.primary_keys)}: {exc}") from exc
+        for name in self.primary_keys:
+            if table.column(name).null_count:
+                i = int(np.flatnonzero(table.column(name).is_null().to_numpy(zero_copy_only=False))[0])
+                raise DecodeError(f"tombstone key of record {_where(records, i)} has no '{name}' "
+                                  f"(primary key {list(self.primary_keys)})")
+        return table
 
 
 def _fitting(table: pa.Table) -> pa.Table:

@@ -39,7 +39,7 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
-from . import debezium
+from . import debezium, schema_registry
 from .decoders import KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
@@ -62,6 +62,7 @@ class IngestConfig:
     topic_pattern: str | None = None
     format: str = "json"
     avro_schema: str | None = None  # path of an .avsc file
+    schema_registry: str | None = None  # Confluent Schema Registry URL: framed Avro values (and keys)
     schema: str | None = None  # Spark DDL, e.g. "id BIGINT, name STRING"
     primary_keys: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
@@ -130,6 +131,8 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, st
     if cfg.schema:
         ddl = spark.createDataFrame([], cfg.schema).schema
         return arrow_schema_of(ddl), "from --schema"
+    if cfg.format == "avro" and cfg.schema_registry:
+        return _registry_table_schema(cfg), "from the first record's writer schema in the registry"
     if cfg.format == "avro":
         return avro_to_arrow_schema(json.loads(read_avro_schema(cfg))), "from the Avro schema"
     if cfg.format == "json":
@@ -151,6 +154,17 @@ def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
                                          "pass --schema") from None
     raise InvalidOptionError(f"table {cfg.table} does not exist and the change events carry no schema envelope "
                              "(value.converter.schemas.enable=false): pass --schema")
+
+
+def _registry_table_schema(cfg: IngestConfig) -> pa.Schema:
+    sample = sample_values(cfg)[:1]
+    if not sample:
+        raise InvalidOptionError(f"table {cfg.table} does not exist and the topic has no records yet: pass --schema")
+    try:
+        writer = schema_registry.writer_schema(cfg.schema_registry, schema_registry.schema_id(sample[0]))
+    except ValueError as exc:
+        raise InvalidOptionError(f"the first record of the topic is {exc}") from None
+    return avro_to_arrow_schema(writer)
 
 
 def read_avro_schema(cfg: IngestConfig) -> str:
@@ -280,15 +294,15 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
     for every batch, and fields a new version of it adds evolve the table first."""
     keys = tuple(table.primary_keys)
     key_format = cfg.key_format or ("string" if len(keys) <= 1 else "json")
-    avro = read_avro_schema(cfg) if cfg.format == "avro" else None
+    avro = read_avro_schema(cfg) if cfg.format == "avro" and not cfg.schema_registry else None
     if avro is not None:
         writer = avro_to_arrow_schema(json.loads(avro))
         known = set(table.schema.field_names)
         added = pa.schema([f for f in writer if f.name not in known])
         if len(added):
             evolve_table(cfg, table, added, log)
-    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro, cfg.on_error,
-                   cfg.decimal_handling)
+    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro, cfg.schema_registry,
+                   cfg.on_error, cfg.decimal_handling)
 
 
 def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callable[[str], None]) -> None:

@@ -39,7 +39,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise ValueError("give --topic T (repeatable, or comma-separated) or --topic-pattern REGEX")
     cfg = IngestConfig(
         bootstrap_servers=args.bootstrap_servers, warehouse=args.warehouse, table=args.table, topics=topics,
-        topic_pattern=args.topic_pattern, format=args.format, avro_schema=args.avro_schema, schema=args.schema,
+        topic_pattern=args.topic_pattern, format=args.format, avro_schema=args.avro_schema,
+        schema_registry=args.schema_registry, schema=args.schema,
         primary_keys=tuple(args.primary_key), partition_keys=tuple(args.partition_key), bucket=args.bucket,
         table_options=dict(args.option), key_format=args.key_format, checkpoint=args.checkpoint,
         trigger=args.trigger, starting_offsets=args.starting_offsets,
@@ -67,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("json", "avro", "csv", "debezium-json"), default="json",
                    help="record value format; debezium-json: Debezium's change events (inserts, updates, deletes)")
     p.add_argument("--avro-schema", metavar="FILE", help="Avro writer schema (.avsc) for --format avro")
+    p.add_argument("--schema-registry", metavar="URL", help="--format avro: records framed by Confluent's serializers, "
+                   "their writer schemas fetched from this Schema Registry (credentials as https://user:secret@host)")
     p.add_argument("--decimal-handling", choices=("precise", "string", "double"), default="precise",
                    help="debezium-json events without a schema envelope: the connector's decimal.handling.mode")
     p.add_argument("--schema", metavar="DDL", help="columns of a new table, e.g. 'id BIGINT, name STRING' "
@@ -76,8 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bucket", type=int, help="number of buckets of a new table (Paimon's default: -1, dynamic)")
     p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="Paimon table option for a new table, e.g. deletion-vectors.enabled=true")
-    p.add_argument("--key-format", choices=("string", "json"),
-                   help="Kafka key of tombstones: the key column's text (default for one key column) or a JSON object")
+    p.add_argument("--key-format", choices=("string", "json", "avro"),
+                   help="Kafka key of tombstones: the key column's text (default for one key column), a JSON "
+                   "object, or Avro framed for --schema-registry")
     p.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint (default <warehouse>/.checkpoints/ingest-<table>)")
     p.add_argument("--trigger", default="10s", help="micro-batch interval (10s, 500ms, 1m) or available-now "
                    "(ingest what is there, then stop)")

@@ -1,0 +1,175 @@
+"""Avro records framed for Confluent's Schema Registry (`--schema-registry URL`): writer schemas
+fetched by id from a registry on loopback (Confluent's REST paths), schema evolution by new
+writer schemas, Avro tombstone keys, and the errors that name the record or the schema."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import fastavro
+import pyarrow as pa
+import pytest
+
+from paimon_streaming.sinks import schema_registry
+from paimon_streaming.sinks.decoders import DecodeError, Decoder
+
+V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"], "default": None},
+    {"name": "amount", "type": ["null", "double"], "default": None}]}
+# the producer's next version: a field added with a default (a compatible change) and one removed
+V2 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"], "default": None},
+    {"name": "price", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}],
+     "default": None}]}
+KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields": [{"name": "id", "type": "long"}]}
+
+
+class Registry:
+    """Confluent's `GET /schemas/ids/<id>` on loopback, with basic authentication."""
+
+    def __init__(self, schemas: dict[int, dict], user: str = "ingest", secret: str = "s3cret:x"):
+        self.schemas = {i: {"schema": json.dumps(s)} for i, s in schemas.items()}
+        self.requests: list[str] = []
+        expected = "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
+        registry = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                registry.requests.append(self.path)
+                parts = self.path.strip("/").split("/")
+                if self.headers.get("Authorization") != expected:
+                    return self._send(401, {"error_code": 401, "message": "Unauthorized"})
+                if parts[:2] == ["schemas", "ids"] and int(parts[2]) in registry.schemas:
+                    return self._send(200, registry.schemas[int(parts[2])])
+                self._send(404, {"error_code": 40403, "message": "Schema not found"})
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://{user}:{secret.replace(':', '%3A')}@127.0.0.1:{self.server.server_port}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def registry():
+    schema_registry._cache.clear()
+    r = Registry({1: V1, 2: V2, 7: KEY, 9: "long"})
+    yield r
+    r.close()
+
+
+def framed(sid: int, schema, row) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), row)
+    return schema_registry.frame(sid, out.getvalue())
+
+
+def records(keys: list, values: list) -> pa.RecordBatch:
+    n = len(values)
+    return pa.RecordBatch.from_pydict({
+        "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()), "topic": ["orders"] * n,
+        "partition": pa.array([0] * n, pa.int32()), "offset": pa.array(range(n), pa.int64())})
+
+
+TABLE = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string()), ("amount", pa.float64())])
+
+
+def test_records_of_two_writer_schemas_and_avro_tombstone_keys(registry):
+    import decimal
+    values = [framed(1, V1, {"id": 1, "name": "a", "amount": 1.5}),
+              framed(2, V2, {"id": 2, "name": "b", "price": decimal.Decimal("9.99")}), None, None]
+    keys = [None, None, framed(7, KEY, {"id": 1}), framed(9, "long", 2)]
+    decoder = Decoder("avro", TABLE, ("id",), key_format="avro", schema_registry=registry.url)
+    decoded = decoder.decode_all(records(keys, values))
+    # the fields a writer schema adds are reported, typed from it; the batch is decoded again after
+    assert decoded.new_fields == pa.schema([("price", pa.decimal128(9, 2))])
+    assert decoded.rows.to_pylist() == [{"id": 1, "name": "a", "amount": 1.5, "_kind": "+I"},
+                                        {"id": 2, "name": "b", "amount": None, "_kind": "+I"},
+                                        {"id": 1, "name": None, "amount": None, "_kind": "-D"},
+                                        {"id": 2, "name": None, "amount": None, "_kind": "-D"}]
+    decoder.decode(records(keys, values))
+    assert sorted(set(registry.requests)) == ["/schemas/ids/1", "/schemas/ids/2", "/schemas/ids/7", "/schemas/ids/9"]
+    assert len(registry.requests) == 4  # each id fetched once per process
+
+
+def test_errors_name_the_record_and_the_schema(registry):
+    good = framed(1, V1, {"id": 1, "name": "a", "amount": 1.5})
+    decoder = Decoder("avro", TABLE, ("id",), schema_registry=registry.url)
+    with pytest.raises(DecodeError, match="offset=1 is not Avro of its writer schema: .*wire format"):
+        decoder.decode(records([None] * 2, [good, b'{"id": 2}']))
+    with pytest.raises(DecodeError, match=r"offset=1: the registry at http://127.0.0.1:\d+ answered 404 "
+                                          r"for /schemas/ids/5: .*Schema not found"):
+        decoder.decode(records([None] * 2, [good, schema_registry.frame(5, b"\x02")]))
+    skipped = Decoder("avro", TABLE, ("id",), schema_registry=registry.url, on_error="skip").decode_all(
+        records([None] * 3, [good, good[:6], good]))
+    assert skipped.rows.num_rows == 2 and skipped.rejected.column("offset").to_pylist() == [1]
+    wrong_secret = registry.url.replace("s3cret", "guess")
+    with pytest.raises(DecodeError, match="answered 401") as info:
+        Decoder("avro", TABLE, ("id",), schema_registry=wrong_secret).decode(records([None], [good]))
+    assert "guess" not in str(info.value)  # credentials never reach messages
+    with pytest.raises(DecodeError, match="unreachable"):
+        Decoder("avro", TABLE, ("id",), schema_registry="http://127.0.0.1:9").decode(records([None], [good]))
+    with pytest.raises(DecodeError, match="Avro keys need the schema registry"):
+        Decoder("avro", TABLE, ("id",), avro_schema=json.dumps(V1), key_format="avro")
+
+
+def test_ingest_with_a_registry_evolves_the_table(spark, broker, registry, tmp_path):
+    """A new table from the first record's writer schema; the producer moves to V2 mid-topic
+    (a new column); deletes by Avro keys; pypaimon reads what the model says."""
+    import decimal
+
+    import paimon_streaming as ps
+    from conftest import pypaimon_read
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
+
+    topic = unique_topic("registry")
+    broker.create_topic(topic, partitions=2)
+    rng = random.Random(5)
+    state: dict[int, dict] = {}
+    producer = broker.producer(linger_ms=5)
+    for i in range(800):
+        k = rng.randrange(150)
+        if k in state and rng.random() < 0.2:
+            producer.send(topic, key=framed(7, KEY, {"id": k}), value=None)
+            state.pop(k)
+        elif i < 400:
+            row = {"id": k, "name": f"n{i}", "amount": i / 4}
+            producer.send(topic, key=framed(7, KEY, {"id": k}), value=framed(1, V1, row))
+            state[k] = dict(row, price=None)
+        else:
+            row = {"id": k, "name": f"n{i}", "price": decimal.Decimal(i).scaleb(-2)}
+            producer.send(topic, key=framed(7, KEY, {"id": k}), value=framed(2, V2, row))
+            state[k] = dict(row, amount=None)
+    producer.flush()
+    producer.close()
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.orders",
+                       topics=(topic,), format="avro", schema_registry=registry.url, key_format="avro",
+                       primary_keys=("id",), bucket=2, trigger="available-now", checkpoint=str(tmp_path / "ckpt"),
+                       max_offsets_per_trigger=300)
+    lines: list[str] = []
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    assert any("from the first record's writer schema in the registry" in line for line in lines), lines
+    assert any("added price decimal128(9, 2)" in line for line in lines), lines
+    expected = sorted(({"id": k, "name": v["name"], "amount": v["amount"], "price": v["price"]}
+                       for k, v in state.items()), key=lambda r: r["id"])
+    table = ps.Catalog(str(tmp_path / "wh")).get_table("db.orders")
+    assert table.to_arrow().sort_by("id").to_pylist() == expected
+    assert pypaimon_read(str(tmp_path / "wh"), "db.orders").sort_by("id").to_pylist() == expected
