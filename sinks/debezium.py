@@ -42,6 +42,7 @@ from paimon_streaming.write import check_decimals_fit
 from .base64_columns import base64_decoded, holds_binary
 
 FORMAT = "debezium-json"
+AVRO_FORMAT = "debezium-avro"
 DECIMAL_HANDLING = ("precise", "string", "double")
 # the Kafka Connect JSON converter's envelope, {"schema": ..., "payload": ...} (schema first, as
 # it writes it). A JSON string cannot hold `"payload":` (its quotes would be escaped) and no key
@@ -82,7 +83,7 @@ class Column:
     """One column as Debezium's JSON carries it: the encoding and the Arrow type to parse it as."""
 
     name: str
-    encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-text/-double, or _UNDECODABLE
+    encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double, _UNDECODABLE
     wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
     type: pa.DataType  # what it becomes: the table column's type, or a new column's
 
@@ -94,6 +95,8 @@ class Column:
 def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
     if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned"):
         return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
+    if encoding == "decimal-unscaled":
+        return pa.binary()
     if encoding == "days":
         return pa.int32()
     if encoding in _EPOCH_UNITS or encoding in _TIME_UNITS:
@@ -178,6 +181,78 @@ def _new_column_type(spec: dict) -> pa.DataType | None:
     return _CONNECT_TYPES.get(spec.get("type"))
 
 
+# ---- debezium-avro: Confluent's AvroConverter writes the envelope as an Avro record ------
+_AVRO_TO_CONNECT = {"int": "int32", "long": "int64", "float": "float32", "double": "float64",
+                    "boolean": "boolean", "string": "string", "bytes": "bytes", "enum": "string", "fixed": "bytes"}
+_AVRO_LOGICAL_NAMES = {"date": "org.apache.kafka.connect.data.Date",
+                       "timestamp-millis": "org.apache.kafka.connect.data.Timestamp",
+                       "timestamp-micros": "io.debezium.time.MicroTimestamp",
+                       "time-millis": "org.apache.kafka.connect.data.Time", "time-micros": "io.debezium.time.MicroTime",
+                       "decimal": "org.apache.kafka.connect.data.Decimal"}
+
+
+def avro_columns(schema: pa.Schema, writer: dict) -> list[Column]:
+    """`envelope_columns` for an Avro envelope (its images' fields carry Connect's names as
+    `connect.name`, or Avro logical types); bytes and decimals arrive as bytes, not base64.
+    A field the table lacks and no flat type describes is a ValueError (never dropped)."""
+    images = []
+    for f in writer.get("fields", ()):
+        if f.get("name") in ("before", "after"):
+            record = _non_null(f["type"])
+            if isinstance(record, str):  # `after` names the record `before` defined
+                record = next((i["record"] for i in images if record in (i["record"].get("name"),
+                               f'{i["record"].get("namespace", "")}.{i["record"].get("name")}')), None)
+            if isinstance(record, dict) and record.get("type") == "record":
+                images.append({"field": f["name"], "type": "struct", "record": record,
+                               "fields": [_connect_field(x) for x in record.get("fields", ())]})
+    columns = envelope_columns(schema, {"fields": images})
+    named = {c.name for c in columns}
+    lost = [x["field"] for i in images for x in i["fields"] if x["field"] not in named]
+    if lost:
+        raise ValueError(f"field(s) {sorted(set(lost))} of the change events have types not decoded here: "
+                         "add them to the table first")
+    plain = {"base64": "plain", "decimal-bytes": "decimal-unscaled"}
+    return [Column.of(c.name, plain.get(c.encoding, c.encoding), c.type) for c in columns]
+
+
+def without_logical_types(schema: Any) -> Any:
+    """An Avro schema read without logical types: the values as they are encoded (ints, bytes),
+    for the same decoding as JSON's."""
+    if isinstance(schema, dict):
+        return {k: without_logical_types(v) for k, v in schema.items() if k != "logicalType"}
+    if isinstance(schema, list):
+        return [without_logical_types(x) for x in schema]
+    return schema
+
+
+def avro_change_rows(events: list[dict], columns: list[Column], kind_column: str) -> pa.Table:
+    """Decoded Avro envelopes -> `change_rows`."""
+    image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
+    return change_rows(pa.array([e.get("op") for e in events], pa.string()),
+                       pa.array([e.get("before") for e in events], image),
+                       pa.array([e.get("after") for e in events], image), columns, kind_column)
+
+
+def _non_null(t: Any) -> Any:
+    if isinstance(t, list):
+        branches = [b for b in t if b != "null"]
+        return branches[0] if len(branches) == 1 else t
+    return t
+
+
+def _connect_field(field: dict) -> dict:
+    """An Avro field as Kafka Connect's JSON schema describes it."""
+    t = _non_null(field["type"])
+    if not isinstance(t, dict):
+        return {"field": field["name"], "type": _AVRO_TO_CONNECT.get(t, t) if isinstance(t, str) else "union"}
+    params = dict(t.get("connect.parameters") or {})
+    if t.get("logicalType") == "decimal":
+        params.setdefault("scale", str(t.get("scale", 0)))
+        params.setdefault("connect.decimal.precision", str(t.get("precision", 38)))
+    return {"field": field["name"], "type": t.get("connect.type") or _AVRO_TO_CONNECT.get(t.get("type"), t.get("type")),
+            "name": t.get("connect.name") or _AVRO_LOGICAL_NAMES.get(t.get("logicalType")), "parameters": params}
+
+
 def split_envelopes(values: pa.Array) -> tuple[pa.Array, np.ndarray, list[bytes]]:
     """(each value's payload, its envelope group (-1: no envelope, the value is its own
     payload), each group's schema text). Found with numpy over the values' bytes: regex captures
@@ -247,15 +322,21 @@ def _views(values: pa.Array, data: np.ndarray, starts: np.ndarray, ends: np.ndar
 
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str) -> pa.Table:
-    """Newline-delimited Debezium payloads -> rows (the columns, then fields of the after image
-    no column names, as inferred) and their row kinds (+I, +U, -D) in `kind_column`; ValueError for an event that is not a row change."""
+    """Newline-delimited Debezium payloads -> `change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
     events = pajson.read_json(
         io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
         parse_options=pajson.ParseOptions(
             explicit_schema=pa.schema([("op", pa.string()), ("before", image), ("after", image)]),
             unexpected_field_behavior="infer"))
-    op = events.column("op").combine_chunks()
+    return change_rows(*(events.column(c).combine_chunks() for c in ("op", "before", "after")), columns, kind_column)
+
+
+def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, columns: list[Column],
+                kind_column: str) -> pa.Table:
+    """Events (their op, before and after images as wire values) -> rows of the columns, then
+    the fields of the after image no column names (new fields, as parsed), and their row kinds
+    (+I, +U, -D) in `kind_column`; ValueError for an event that is not a row change."""
     known = pc.is_in(op, pa.array(list(_KINDS)))
     if not pc.all(pc.fill_null(known, False)).as_py():
         bad = op[int(np.flatnonzero(~known.fill_null(False).to_numpy(zero_copy_only=False))[0])].as_py()
@@ -263,32 +344,28 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str) -> pa.T
         raise ValueError(f"{what} event is not a row change: not applied (a table that skipped it would "
                          "differ from the source)")
     is_delete = pc.equal(op, "d")
-    before = events.column("before").combine_chunks()
-    after = events.column("after").combine_chunks()
     missing = pc.if_else(is_delete, before.is_null(), after.is_null())
     if pc.any(missing).as_py():
         i = int(np.flatnonzero(missing.to_numpy(zero_copy_only=False))[0])
         raise ValueError(f"a '{op[i].as_py()}' event without its {'before' if op[i].as_py() == 'd' else 'after'} image")
+    olds = dict(zip((f.name for f in before.type), before.flatten()))
+    news = dict(zip((f.name for f in after.type), after.flatten()))
+    n = len(op)
     names, arrays = [], []
     for c in columns:
-        if c.wire is None:  # only there when some event has it
-            raw = _field_or_nulls(after, c.name) if after.type.get_field_index(c.name) >= 0 else \
-                _field_or_nulls(before, c.name)
+        old, new = olds.get(c.name), news.get(c.name)
+        if old is None or new is None or old.type != new.type:  # undeclared fields: where some event has them
+            raw = new if new is not None else (old if old is not None else pa.nulls(n))
         else:
-            raw = pc.if_else(is_delete, before.field(c.name), after.field(c.name))
+            raw = pc.if_else(is_delete, old, new)
         names.append(c.name)
         arrays.append(_decoded(c, raw))
-    for i in range(after.type.num_fields):  # fields the source added that no column or envelope names
-        f = after.type.field(i)
-        if f.name not in names:
-            names.append(f.name)
-            arrays.append(after.field(i))
+    for name, values in news.items():  # fields the source added that no column or envelope names
+        if name not in names:
+            names.append(name)
+            arrays.append(values)
     kinds = pc.if_else(is_delete, "-D", pc.if_else(pc.equal(op, "u"), "+U", "+I"))
     return pa.Table.from_arrays(arrays + [kinds], names + [kind_column])
-
-
-def _field_or_nulls(image: pa.StructArray, name: str) -> pa.Array:
-    return image.field(name) if image.type.get_field_index(name) >= 0 else pa.nulls(len(image))
 
 
 def _decoded(c: Column, raw: pa.Array) -> pa.Array:
@@ -328,6 +405,8 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         return pc.divide(raw, per_ms).cast(pa.int32()).cast(pa.time32("ms"))
     if e == "decimal-bytes":
         return _unscaled_decimals(c.name, base64_decoded(c.name, raw.cast(pa.binary())), c.type)
+    if e == "decimal-unscaled":
+        return _unscaled_decimals(c.name, raw.cast(pa.binary()), c.type)
     if e == "decimal-text":
         return raw
     if e == "decimal-double":

@@ -12,8 +12,8 @@ batches of Kafka records:
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
 - avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
   fastavro record by record (Avro has no columnar decoder in Python);
-- debezium-json: Debezium's change events, each an insert, update or delete of its own
-  (debezium.py).
+- debezium-json / debezium-avro: Debezium's change events, each an insert, update or delete
+  of its own (debezium.py; Avro framed for a schema registry, schema_registry.py).
 
 A record with a null value (a Kafka tombstone) deletes its key (debezium-json: it follows a
 delete event, and adds nothing): its Kafka key gives the
@@ -43,7 +43,8 @@ from paimon_streaming.write import check_decimals_fit
 from . import debezium, schema_registry
 from .base64_columns import base64_decoded, holds_binary
 
-FORMATS = ("json", "avro", "csv", debezium.FORMAT)
+FORMATS = ("json", "avro", "csv", debezium.FORMAT, debezium.AVRO_FORMAT)
+CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT)
 ON_ERROR = ("fail", "skip", "dead-letter")
 KIND_COLUMN = "_kind"
 # what is kept of a record that does not decode (the dead-letter table's columns)
@@ -77,9 +78,11 @@ class Decoder:
             raise DecodeError("format avro needs the writer schema (--avro-schema FILE or --schema-registry URL)")
         if self.key_format == "avro" and not self.schema_registry:
             raise DecodeError("Avro keys need the schema registry (--schema-registry URL)")
-        if self.format == debezium.FORMAT and not self.primary_keys:
-            raise DecodeError("format debezium-json needs a primary-key table: its updates and deletes "
+        if self.format in CHANGE_EVENT_FORMATS and not self.primary_keys:
+            raise DecodeError(f"format {self.format} needs a primary-key table: its updates and deletes "
                               "find rows by key")
+        if self.format == debezium.AVRO_FORMAT and not self.schema_registry:
+            raise DecodeError("format debezium-avro needs the schema registry (--schema-registry URL)")
         if self.decimal_handling not in debezium.DECIMAL_HANDLING:
             raise DecodeError(f"unknown decimal handling '{self.decimal_handling}'; use one of "
                               f"{', '.join(debezium.DECIMAL_HANDLING)}")
@@ -100,7 +103,7 @@ class Decoder:
     @property
     def _parsed_schema(self) -> pa.Schema:
         """What `_values` returns (change events: with their row kinds)."""
-        return self.output_schema if self.format == debezium.FORMAT else self.schema
+        return self.output_schema if self.format in CHANGE_EVENT_FORMATS else self.schema
 
     def decode(self, records: pa.RecordBatch) -> pa.RecordBatch:
         """Kafka records (columns key, value, topic, partition, offset) -> table rows in order."""
@@ -151,7 +154,7 @@ class Decoder:
     def _with_deletes(self, rows: pa.Table, records: pa.RecordBatch, live: pa.Array) -> pa.RecordBatch:
         if not self.primary_keys:  # append table: a tombstone deletes nothing
             return _as_batch(rows, self.output_schema)
-        if self.format == debezium.FORMAT:  # change events carry their kinds; their tombstones add nothing
+        if self.format in CHANGE_EVENT_FORMATS:  # change events carry their kinds; their tombstones add nothing
             return _as_batch(rows, self.output_schema)
         kinds = pa.array(np.full(rows.num_rows, "+I", dtype=object), pa.string())
         rows = rows.cast(self.output_schema.remove(len(self.schema))).append_column(KIND_COLUMN, kinds)
@@ -177,6 +180,8 @@ class Decoder:
                                 self.schema.empty_table())
         if self.format == debezium.FORMAT:
             return self._debezium(values, records)
+        if self.format == debezium.AVRO_FORMAT:
+            return self._debezium_avro(values, records)
         return self._avro(values, records)
 
     def _debezium(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
@@ -250,24 +255,59 @@ class Decoder:
             added = [_avro_field(f["name"], f["type"]).with_nullable(True) for f in writer.get("fields", ())
                      if f["name"] not in target.names]
             target = pa.schema(list(target) + added)
-        try:
-            return pa.Table.from_pylist(out, target), bad
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            pass  # the error path: find the records whose values do not fit, one at a time
         undecodable = {i for i, _ in bad}
-        decoded = [i for i in range(len(values)) if i not in undecodable]
-        fitting = []
-        for i, row in zip(decoded, out):
+        table, unfit = _build_or_find_culprits(out, [i for i in range(len(values)) if i not in undecodable],
+                                               lambda rows: pa.Table.from_pylist(rows, target), records,
+                                               "Avro whose values do not fit the table's schema", self.on_error)
+        return table, sorted(bad + unfit)
+
+    def _debezium_avro(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """Debezium's envelopes as Avro records (Confluent's AvroConverter), read without logical
+        types and decoded as debezium-json's, in groups of one writer schema each."""
+        import fastavro
+        bad: list[tuple[int, str]] = []
+        groups: dict[int, list[int]] = {}
+        raws = values.to_pylist()
+        for i, raw in enumerate(raws):
             try:
-                pa.Table.from_pylist([row], target)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-                error = f"Avro whose values do not fit the table's schema: {exc.__class__.__name__}: {exc}"
+                groups.setdefault(schema_registry.schema_id(raw), []).append(i)
+            except ValueError as exc:
                 if self.on_error == "fail":
-                    raise DecodeError(f"record {_where(records, i)} is {error}") from exc
-                bad.append((i, error))
-            else:
-                fitting.append(row)
-        return pa.Table.from_pylist(fitting, target), sorted(bad)
+                    raise DecodeError(f"record {_where(records, i)} is {exc}") from None
+                bad.append((i, str(exc)))
+        tables, positions = [], []
+        for sid, idx in groups.items():
+            try:
+                writer = schema_registry.writer_schema_json(self.schema_registry, sid)
+                columns = debezium.avro_columns(self.schema, writer)
+            except schema_registry.SchemaRegistryError as exc:
+                raise DecodeError(f"record {_where(records, idx[0])}: {exc}") from None
+            except ValueError as exc:
+                if self.on_error == "fail":
+                    raise DecodeError(f"record {_where(records, idx[0])} (writer schema {sid}): {exc}") from None
+                bad.extend((i, f"writer schema {sid}: {exc}") for i in idx)
+                continue
+            reader = fastavro.parse_schema(debezium.without_logical_types(writer))
+            events, decoded = [], []
+            for i in idx:
+                try:
+                    events.append(fastavro.schemaless_reader(io.BytesIO(raws[i][schema_registry.HEADER:]), reader))
+                    decoded.append(i)
+                except Exception as exc:
+                    if self.on_error == "fail":
+                        raise DecodeError(f"record {_where(records, i)} is not Avro of writer schema {sid}: {exc}") from exc
+                    bad.append((i, f"not Avro of writer schema {sid}: {exc.__class__.__name__}: {exc}"))
+            table, unfit = _build_or_find_culprits(
+                events, decoded, lambda e: debezium.avro_change_rows(e, columns, KIND_COLUMN), records,
+                "a Debezium change event that does not fit the table", self.on_error)
+            failed = {i for i, _ in unfit}
+            bad.extend(unfit)
+            tables.append(table)
+            positions.append([i for i in decoded if i not in failed])
+        if not tables:
+            return self._parsed_schema.empty_table(), sorted(bad)
+        order = np.argsort(np.concatenate(positions), kind="stable")
+        return pa.concat_tables(tables, promote_options="permissive").take(pa.array(order)), sorted(bad)
 
     def _avro_writer(self, raw: bytes, writers: dict[int, Any]) -> tuple[Any, bytes]:
         """(parsed writer schema, Avro body) of one value; the registry's schemas are collected
@@ -336,6 +376,30 @@ class Decoder:
                 raise DecodeError(f"tombstone key of record {_where(records, i)} has no '{name}' "
                                   f"(primary key {list(self.primary_keys)})")
         return table
+
+
+def _build_or_find_culprits(items: list, positions: list[int], build, records: pa.RecordBatch, what: str,
+                            on_error: str) -> tuple[pa.Table, list[tuple[int, str]]]:
+    """`build(items)`; when that fails, each item alone finds the culprits (the error path only):
+    the first raises DecodeError naming its record with `on_error` fail, else they come back as
+    (position, error) and the others are built together."""
+    errors = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, TypeError)
+    try:
+        return build(items), []
+    except errors:
+        pass
+    bad, good = [], []
+    for position, item in zip(positions, items):
+        try:
+            build([item])
+        except errors as exc:
+            error = f"{what}: {exc.__class__.__name__}: {exc}"
+            if on_error == "fail":
+                raise DecodeError(f"record {_where(records, position)} is {error}") from exc
+            bad.append((position, error))
+        else:
+            good.append(item)
+    return build(good), bad
 
 
 def _fitting(table: pa.Table) -> pa.Table:

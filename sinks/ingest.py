@@ -40,7 +40,7 @@ from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
 from . import debezium, schema_registry
-from .decoders import KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
+from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
 
@@ -106,8 +106,8 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
             raise InvalidOptionError(f"table {cfg.table} exists with primary key {table.primary_keys}, not "
                                      f"{list(cfg.primary_keys)}")
         return table
-    if cfg.format == debezium.FORMAT and not cfg.primary_keys:
-        raise InvalidOptionError(f"format debezium-json needs --primary-key to create table {cfg.table}")
+    if cfg.format in CHANGE_EVENT_FORMATS and not cfg.primary_keys:
+        raise InvalidOptionError(f"format {cfg.format} needs --primary-key to create table {cfg.table}")
     schema, origin = _table_schema(spark, cfg)
     options = dict(cfg.table_options)
     if cfg.bucket is not None:
@@ -131,7 +131,7 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, st
     if cfg.schema:
         ddl = spark.createDataFrame([], cfg.schema).schema
         return arrow_schema_of(ddl), "from --schema"
-    if cfg.format == "avro" and cfg.schema_registry:
+    if cfg.format in ("avro", debezium.AVRO_FORMAT) and cfg.schema_registry:
         return _registry_table_schema(cfg), "from the first record's writer schema in the registry"
     if cfg.format == "avro":
         return avro_to_arrow_schema(json.loads(read_avro_schema(cfg))), "from the Avro schema"
@@ -161,9 +161,12 @@ def _registry_table_schema(cfg: IngestConfig) -> pa.Schema:
     if not sample:
         raise InvalidOptionError(f"table {cfg.table} does not exist and the topic has no records yet: pass --schema")
     try:
-        writer = schema_registry.writer_schema(cfg.schema_registry, schema_registry.schema_id(sample[0]))
+        writer = schema_registry.writer_schema_json(cfg.schema_registry, schema_registry.schema_id(sample[0]))
+        if cfg.format == debezium.AVRO_FORMAT:
+            return pa.schema([(c.name, c.type) for c in debezium.avro_columns(pa.schema([]), writer)])
     except ValueError as exc:
-        raise InvalidOptionError(f"the first record of the topic is {exc}") from None
+        raise InvalidOptionError(f"cannot create table {cfg.table} from the first record of the topic: {exc}; "
+                                 "pass --schema") from None
     return avro_to_arrow_schema(writer)
 
 

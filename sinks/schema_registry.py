@@ -22,7 +22,7 @@ from paimon_streaming.errors import PaimonError
 MAGIC = 0
 HEADER = 5
 _ATTEMPTS = 3
-_cache: dict[tuple[str, int], Any] = {}
+_cache: dict[tuple, Any] = {}
 _lock = threading.Lock()
 
 
@@ -44,25 +44,39 @@ def schema_id(value: bytes) -> int:
 
 def writer_schema(url: str, sid: int, timeout: float = 10.0) -> Any:
     """The parsed Avro writer schema of id `sid` (fetched once per process)."""
-    key = (url, sid)
+    import fastavro
+    return _cached((url, sid, "parsed"), lambda: fastavro.parse_schema(writer_schema_json(url, sid, timeout)))
+
+
+def writer_schema_json(url: str, sid: int, timeout: float = 10.0) -> Any:
+    """The Avro writer schema of id `sid` as the registry gives it (JSON), fetched once per process."""
+    def fetch() -> Any:
+        document = _get(url, f"/schemas/ids/{sid}", timeout)
+        kind = document.get("schemaType", "AVRO")
+        if kind != "AVRO":
+            raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} is {kind}, not Avro")
+        if document.get("references"):
+            raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} references other schemas, "
+                                      "which are not resolved here")
+        try:
+            schema = json.loads(document["schema"])
+            import fastavro
+            fastavro.parse_schema(schema)
+        except (KeyError, ValueError, fastavro.schema.SchemaParseException) as exc:
+            raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} is not an Avro schema: "
+                                      f"{exc}") from None
+        return schema
+    return _cached((url, sid, "json"), fetch)
+
+
+def _cached(key: tuple, make) -> Any:
     with _lock:
         if key in _cache:
             return _cache[key]
-    import fastavro
-    document = _get(url, f"/schemas/ids/{sid}", timeout)
-    kind = document.get("schemaType", "AVRO")
-    if kind != "AVRO":
-        raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} is {kind}, not Avro")
-    if document.get("references"):
-        raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} references other schemas, "
-                                  "which are not resolved here")
-    try:
-        parsed = fastavro.parse_schema(json.loads(document["schema"]))
-    except (KeyError, ValueError, fastavro.schema.SchemaParseException) as exc:
-        raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} is not an Avro schema: {exc}") from None
+    value = make()
     with _lock:
-        _cache[key] = parsed
-    return parsed
+        _cache[key] = value
+    return value
 
 
 def _get(url: str, path: str, timeout: float) -> dict:
