@@ -31,7 +31,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -225,12 +225,14 @@ def without_logical_types(schema: Any) -> Any:
     return schema
 
 
-def avro_change_rows(events: list[dict], columns: list[Column], kind_column: str) -> pa.Table:
+def avro_change_rows(events: list[dict], columns: list[Column], kind_column: str, event_column: str,
+                     keys: Sequence[str] = (), partitioned: bool = False) -> pa.Table:
     """Decoded Avro envelopes -> `change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
     return change_rows(pa.array([e.get("op") for e in events], pa.string()),
                        pa.array([e.get("before") for e in events], image),
-                       pa.array([e.get("after") for e in events], image), columns, kind_column)
+                       pa.array([e.get("after") for e in events], image), columns, kind_column, event_column,
+                       keys, partitioned)
 
 
 def _non_null(t: Any) -> Any:
@@ -321,7 +323,8 @@ def _views(values: pa.Array, data: np.ndarray, starts: np.ndarray, ends: np.ndar
                                                        values.buffers()[2]], null_count=values.null_count)
 
 
-def parse_events(buffer: bytes, columns: list[Column], kind_column: str) -> pa.Table:
+def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
+                 keys: Sequence[str] = (), partitioned: bool = False) -> pa.Table:
     """Newline-delimited Debezium payloads -> `change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
     events = pajson.read_json(
@@ -329,14 +332,21 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str) -> pa.T
         parse_options=pajson.ParseOptions(
             explicit_schema=pa.schema([("op", pa.string()), ("before", image), ("after", image)]),
             unexpected_field_behavior="infer"))
-    return change_rows(*(events.column(c).combine_chunks() for c in ("op", "before", "after")), columns, kind_column)
+    return change_rows(*(events.column(c).combine_chunks() for c in ("op", "before", "after")), columns, kind_column,
+                       event_column, keys, partitioned)
 
 
 def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, columns: list[Column],
-                kind_column: str) -> pa.Table:
+                kind_column: str, event_column: str, keys: Sequence[str] = (), partitioned: bool = False) -> pa.Table:
     """Events (their op, before and after images as wire values) -> rows of the columns, then
-    the fields of the after image no column names (new fields, as parsed), and their row kinds
-    (+I, +U, -D) in `kind_column`; ValueError for an event that is not a row change."""
+    the fields of the after image no column names (new fields, as parsed), their row kinds
+    (+I, +U, -D) in `kind_column` and the event each row comes from in `event_column`;
+    ValueError for an event that is not a row change.
+
+    An update whose before image holds other values of the table's primary key `keys` (a row
+    moving to another partition: the source's key stays, the table's includes the partition)
+    also deletes the old key, in a -D row just before it. Without the before image such a move
+    cannot be seen, so a `partitioned` table refuses updates that lack it."""
     known = pc.is_in(op, pa.array(list(_KINDS)))
     if not pc.all(pc.fill_null(known, False)).as_py():
         bad = op[int(np.flatnonzero(~known.fill_null(False).to_numpy(zero_copy_only=False))[0])].as_py()
@@ -365,7 +375,31 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
             names.append(name)
             arrays.append(values)
     kinds = pc.if_else(is_delete, "-D", pc.if_else(pc.equal(op, "u"), "+U", "+I"))
-    return pa.Table.from_arrays(arrays + [kinds], names + [kind_column])
+    rows = pa.Table.from_arrays(arrays + [kinds, pa.array(np.arange(n))], names + [kind_column, event_column])
+    is_update = pc.equal(op, "u").to_numpy(zero_copy_only=False)
+    if not keys or not is_update.any():
+        return rows
+    has_before = before.is_valid().to_numpy(zero_copy_only=False)
+    if partitioned and (is_update & ~has_before).any():
+        raise ValueError("an update without its before image, into a partitioned table: a row moving to another "
+                         "partition could not be deleted from the old one (Postgres: set REPLICA IDENTITY FULL)")
+    by_name = {c.name: c for c in columns}
+    moved = np.zeros(n, bool)
+    for k in keys:
+        if k in olds and k in by_name:
+            differs = pc.not_equal(_decoded(by_name[k], olds[k]), rows.column(k))
+            moved |= pc.fill_null(differs, False).to_numpy(zero_copy_only=False)
+    moved &= is_update & has_before
+    if not moved.any():
+        return rows
+    idx = pa.array(np.flatnonzero(moved))
+    rows = rows.set_column(len(names), kind_column, pc.if_else(pa.array(moved), "+I", rows.column(kind_column)))
+    old_rows = pa.Table.from_arrays(
+        [_decoded(by_name[f.name], olds[f.name].take(idx)) if f.name in olds and f.name in by_name
+         else pa.nulls(len(idx), f.type) for f in list(rows.schema)[:len(names)]]
+        + [pa.array(["-D"] * len(idx), pa.string()), idx.cast(pa.int64())], schema=rows.schema)
+    order = np.argsort(np.concatenate([2 * np.arange(n) + 1, 2 * np.flatnonzero(moved)]), kind="stable")
+    return pa.concat_tables([rows, old_rows]).take(pa.array(order))
 
 
 def _decoded(c: Column, raw: pa.Array) -> pa.Array:

@@ -45,6 +45,7 @@ from .base64_columns import base64_decoded, holds_binary
 
 FORMATS = ("json", "avro", "csv", debezium.FORMAT, debezium.AVRO_FORMAT)
 CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT)
+EVENT_COLUMN = "_event"  # change events: which event of a chunk a row comes from (an update can make two)
 ON_ERROR = ("fail", "skip", "dead-letter")
 KIND_COLUMN = "_kind"
 # what is kept of a record that does not decode (the dead-letter table's columns)
@@ -68,6 +69,7 @@ class Decoder:
     schema_registry: str | None = None  # avro: the Confluent Schema Registry naming each record's writer schema
     on_error: str = "fail"  # an undecodable record: fail (DecodeError), or set aside (see `Decoded.rejected`)
     decimal_handling: str = "precise"  # debezium-json without a schema envelope: Debezium's decimal.handling.mode
+    partition_keys: tuple[str, ...] = ()  # change events: updates must show a row moving between partitions
 
     def __post_init__(self) -> None:
         if self.on_error not in ON_ERROR:
@@ -188,7 +190,7 @@ class Decoder:
         """Change events, parsed in groups of one envelope schema each (usually one group: a
         schema changes only when the source table does)."""
         payloads, codes, schemas = debezium.split_envelopes(values)
-        tables, positions, bad = [], [], []
+        tables, origins, bad = [], [], []
         for code in np.unique(codes):
             idx = np.flatnonzero(codes == code)
             group = records.take(pa.array(idx))
@@ -200,21 +202,19 @@ class Decoder:
                     raise DecodeError(f"record {_where(group, 0)} has a schema envelope that is not Debezium's: {exc}") from None
                 bad.extend((int(i), f"a schema envelope that is not Debezium's: {exc}") for i in idx)
                 continue
-            empty = pa.schema([(c.name, c.type) for c in columns] + [(KIND_COLUMN, pa.string())]).empty_table()
-            parse = functools.partial(debezium.parse_events, columns=columns, kind_column=KIND_COLUMN)
+            empty = pa.schema([(c.name, c.type) for c in columns] + [(KIND_COLUMN, pa.string()),
+                                                                     (EVENT_COLUMN, pa.int64())]).empty_table()
+            parse = functools.partial(debezium.parse_events, columns=columns, kind_column=KIND_COLUMN,
+                                      event_column=EVENT_COLUMN, keys=self.primary_keys,
+                                      partitioned=bool(self.partition_keys))
             rows, group_bad = _parse_lines(payloads.take(pa.array(idx)), group, parse, parse, "Debezium JSON",
-                                           self.on_error, empty)
+                                           self.on_error, empty, count=_events)
             failed = np.zeros(len(idx), bool)
             failed[[i for i, _ in group_bad]] = True
             bad.extend((int(idx[i]), error) for i, error in group_bad)
-            tables.append(rows)
-            positions.append(idx[~failed])
-        if len(tables) == 1:
-            return tables[0], sorted(bad)
-        if not tables:
-            return self._parsed_schema.empty_table(), sorted(bad)
-        order = np.argsort(np.concatenate(positions), kind="stable")
-        return pa.concat_tables(tables, promote_options="permissive").take(pa.array(order)), sorted(bad)
+            tables.append(rows.drop_columns([EVENT_COLUMN]))
+            origins.append(idx[~failed][rows.column(EVENT_COLUMN).to_numpy()])
+        return _in_record_order(tables, origins, self._parsed_schema), sorted(bad)
 
     def _json(self, buffer: bytes) -> pa.Table:
         return _fitting(_read_json(buffer, self.schema, unexpected="infer"))
@@ -275,7 +275,7 @@ class Decoder:
                 if self.on_error == "fail":
                     raise DecodeError(f"record {_where(records, i)} is {exc}") from None
                 bad.append((i, str(exc)))
-        tables, positions = [], []
+        tables, origins = [], []
         for sid, idx in groups.items():
             try:
                 writer = schema_registry.writer_schema_json(self.schema_registry, sid)
@@ -298,16 +298,14 @@ class Decoder:
                         raise DecodeError(f"record {_where(records, i)} is not Avro of writer schema {sid}: {exc}") from exc
                     bad.append((i, f"not Avro of writer schema {sid}: {exc.__class__.__name__}: {exc}"))
             table, unfit = _build_or_find_culprits(
-                events, decoded, lambda e: debezium.avro_change_rows(e, columns, KIND_COLUMN), records,
-                "a Debezium change event that does not fit the table", self.on_error)
+                events, decoded, lambda e: debezium.avro_change_rows(e, columns, KIND_COLUMN, EVENT_COLUMN,
+                                                                     self.primary_keys, bool(self.partition_keys)),
+                records, "a Debezium change event that does not fit the table", self.on_error)
             failed = {i for i, _ in unfit}
             bad.extend(unfit)
-            tables.append(table)
-            positions.append([i for i in decoded if i not in failed])
-        if not tables:
-            return self._parsed_schema.empty_table(), sorted(bad)
-        order = np.argsort(np.concatenate(positions), kind="stable")
-        return pa.concat_tables(tables, promote_options="permissive").take(pa.array(order)), sorted(bad)
+            tables.append(table.drop_columns([EVENT_COLUMN]))
+            origins.append(np.array([i for i in decoded if i not in failed], np.int64)[table.column(EVENT_COLUMN).to_numpy()])
+        return _in_record_order(tables, origins, self._parsed_schema), sorted(bad)
 
     def _avro_writer(self, raw: bytes, writers: dict[int, Any]) -> tuple[Any, bytes]:
         """(parsed writer schema, Avro body) of one value; the registry's schemas are collected
@@ -376,6 +374,21 @@ class Decoder:
                 raise DecodeError(f"tombstone key of record {_where(records, i)} has no '{name}' "
                                   f"(primary key {list(self.primary_keys)})")
         return table
+
+
+def _events(table: pa.Table) -> int:
+    """How many change events a parsed chunk holds (an update can make two rows)."""
+    return 0 if not table.num_rows else int(pc.max(table.column(EVENT_COLUMN)).as_py()) + 1
+
+
+def _in_record_order(tables: list[pa.Table], origins: list[np.ndarray], empty: pa.Schema) -> pa.Table:
+    """Rows parsed in groups, back in the order of the records they come from."""
+    if not tables:
+        return empty.empty_table()
+    if len(tables) == 1:
+        return tables[0]
+    order = np.argsort(np.concatenate(origins), kind="stable")
+    return pa.concat_tables(tables, promote_options="permissive").take(pa.array(order))
 
 
 def _build_or_find_culprits(items: list, positions: list[int], build, records: pa.RecordBatch, what: str,
@@ -458,19 +471,19 @@ def _where(records: pa.RecordBatch, i: int) -> str:
 
 
 def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one, what: str,
-                 on_error: str, empty: pa.Table) -> tuple[pa.Table, list[tuple[int, str]]]:
+                 on_error: str, empty: pa.Table, count=lambda t: t.num_rows) -> tuple[pa.Table, list[tuple[int, str]]]:
     """Parse all values as one newline-delimited buffer. When that fails, each record alone
     finds the culprits (the error path only): the first raises DecodeError with `on_error`
     fail, else they are returned as (index, error) and the others parsed together again."""
     values = values.cast(pa.binary())
     flat = pc.replace_substring_regex(values, r"[\r\n]+", " ") if what != "CSV" else values
     table = _parse_joined(flat, parse_all)
-    if table is not None and table.num_rows == len(values):
+    if table is not None and count(table) == len(values):
         return table, []
     bad: list[tuple[int, str]] = []
     for i, raw in enumerate(flat.to_pylist()):
         try:
-            if parse_one(raw + b"\n").num_rows != 1:
+            if count(parse_one(raw + b"\n")) != 1:
                 raise ValueError("not exactly one row")
         except Exception as exc:
             error = f"not valid {what} for the table's schema: {exc.__class__.__name__}: {str(exc).strip()[:300]}"
@@ -481,7 +494,7 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
         keep = np.ones(len(values), bool)
         keep[[i for i, _ in bad]] = False
         table = _parse_joined(pc.filter(flat, pa.array(keep)), parse_all) if keep.any() else None
-        if table is not None and table.num_rows == int(keep.sum()):
+        if table is not None and count(table) == int(keep.sum()):
             return table, bad
         if not keep.any():
             return empty, bad
