@@ -1,16 +1,20 @@
 """Kafka -> table ingestion throughput, against Spark's own pipeline in the same run.
 
     .venv/bin/python bench/bench_ingest.py [--records 200000] [--runs 3] [--dv]
+        [--format json|debezium-json [--envelope]]
 
 Starts the tests' KRaft broker (tests/kafka_broker.py, jars through Maven) and produces keyed
-JSON records (15% tombstones) into a 4-partition topic once. Then, per run, every system reads
+JSON records (15% tombstones) into a 4-partition topic once; with `--format debezium-json`,
+Debezium change events of the same rows instead (inserts of new keys, updates, 15% deletes;
+`--envelope`: each in Kafka Connect's schema envelope, as with `schemas.enable=true`). Then, per run, every system reads
 the whole topic with Trigger.AvailableNow in micro-batches of --max-offsets-per-trigger, each in
 its own process on local[2]:
 
 - `paimon-kafka-python`: `paimon-streaming ingest` with the pip-only kafka-python source;
 - `paimon-kafka`: `paimon-streaming ingest` with Spark's Kafka connector;
 - `spark-parquet` (the anchor): Spark's Kafka connector -> `from_json` -> Spark's Parquet file
-  sink, no upserts (what Spark itself does with the same records).
+  sink, no upserts (what Spark itself does with the same records; change events: the image each
+  event carries, parsed from the same envelope, without applying them).
 
 Each reports records/s from the end of its first micro-batch to the end of its last (Spark
 and Python worker start-up excluded the same way for all); the table prints medians over the
@@ -39,21 +43,49 @@ from kafka_broker import connector_jars, get_broker, unique_topic  # noqa: E402
 
 SYSTEMS = ("spark-parquet", "paimon-kafka-python", "paimon-kafka")
 VALUE_DDL = "id BIGINT, customer STRING, amount DOUBLE, status STRING, ts BIGINT"
+ROW_STRUCT = "STRUCT<" + ", ".join(c.replace(" ", ": ", 1) for c in VALUE_DDL.split(", ")) + ">"
+EVENT_DDL = f"op STRING, before {ROW_STRUCT}, after {ROW_STRUCT}"
+ENVELOPE_DDL = f"payload STRUCT<op: STRING, before: {ROW_STRUCT}, after: {ROW_STRUCT}>"
+CONNECT_TYPES = {"BIGINT": "int64", "STRING": "string", "DOUBLE": "float64"}
 
 
-def produce(broker, records: int, keys: int) -> str:
+def produce(broker, records: int, keys: int, fmt: str = "json", envelope: bool = False) -> str:
     topic = unique_topic("bench")
     broker.create_topic(topic, partitions=4)
     producer, rng = broker.producer(linger_ms=20, batch_size=256 * 1024), random.Random(1)
+    state: dict[int, dict] = {}
     t0 = time.perf_counter()
     for i in range(records):
         k = rng.randrange(keys)
-        value = None if rng.random() < 0.15 else json.dumps(
-            {"id": k, "customer": f"c{k % 997}", "amount": i * 0.01, "status": "paid", "ts": i}).encode()
+        row = {"id": k, "customer": f"c{k % 997}", "amount": i * 0.01, "status": "paid", "ts": i}
+        if fmt == "json":
+            value = None if rng.random() < 0.15 else json.dumps(row).encode()
+        else:
+            value = json.dumps(change_event(state, row, rng, envelope)).encode()
         producer.send(topic, key=str(k).encode(), value=value)
     producer.flush()
     print(f"produced {records:,} records in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     return topic
+
+
+def change_event(state: dict[int, dict], row: dict, rng: random.Random, envelope: bool) -> dict:
+    """A Debezium event for `row`'s key (the model `state` says which): create, update, or delete."""
+    k = row["id"]
+    if k in state and rng.random() < 0.15:
+        event = {"op": "d", "before": state.pop(k), "after": None}
+    else:
+        event = {"op": "u" if k in state else "c", "before": state.get(k), "after": row}
+        state[k] = row
+    event.update(source={"connector": "postgresql", "db": "shop", "table": "orders", "lsn": row["ts"]},
+                 ts_ms=1_700_000_000_000 + row["ts"], transaction=None)
+    if not envelope:
+        return event
+    image = {"type": "struct", "optional": True, "name": "shop.orders.Value", "fields": [
+        {"type": CONNECT_TYPES[t], "optional": name != "id", "field": name}
+        for name, t in (c.split(" ") for c in VALUE_DDL.split(", "))]}
+    return {"schema": {"type": "struct", "name": "shop.orders.Envelope", "optional": False, "fields": [
+        dict(image, field="before"), dict(image, field="after"),
+        {"type": "string", "optional": False, "field": "op"}]}, "payload": event}
 
 
 # the ingest command with the sink's per-batch log line (its steps' seconds) on stderr
@@ -96,15 +128,17 @@ def rate(batches: list[tuple[float, int]]) -> tuple[int, float]:
     return sum(n for _, n in batches), after / (last_end - first_end)
 
 
-def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int) -> tuple[int, float]:
+def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int, fmt: str) -> tuple[int, float]:
     wh = tempfile.mkdtemp(prefix="bench-ingest-")
-    cmd = [sys.executable, "-u", "-c", LOGGED_MAIN,
-           "ingest", "--bootstrap-servers", broker.bootstrap, "--topic", topic, "--warehouse", wh,
+    cmd = [sys.executable, "-u", "-c", LOGGED_MAIN, "ingest", "--format", fmt,
+           "--bootstrap-servers", broker.bootstrap, "--topic", topic, "--warehouse", wh,
            "--table", "db.t", "--primary-key", "id", "--bucket", "4", "--trigger", "available-now",
            "--max-offsets-per-trigger", str(max_offsets), "--source", source,
            "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4"]
     if dv:
         cmd += ["--option", "deletion-vectors.enabled=true"]
+    if fmt != "json":
+        cmd += ["--schema", VALUE_DDL]
     if source == "kafka":
         jars = ":".join(connector_jars())
         cmd += ["--conf", f"spark.driver.extraClassPath={jars}", "--conf", f"spark.executor.extraClassPath={jars}"]
@@ -120,7 +154,7 @@ def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int) -> t
     return rate(batches) + (stage_breakdown(out),)
 
 
-def anchor_job(bootstrap: str, topic: str, max_offsets: int) -> None:
+def anchor_job(bootstrap: str, topic: str, max_offsets: int, fmt: str, envelope: bool) -> None:
     """Runs in its own process: Spark's Kafka source -> from_json -> Parquet file sink; prints
     the (end, records) of each micro-batch as JSON."""
     from pyspark.sql import SparkSession
@@ -134,7 +168,14 @@ def anchor_job(bootstrap: str, topic: str, max_offsets: int) -> None:
     records = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
                .option("subscribe", topic).option("startingOffsets", "earliest")
                .option("maxOffsetsPerTrigger", max_offsets).load())
-    rows = records.select(F.from_json(F.col("value").cast("string"), VALUE_DDL).alias("r")).select("r.*")
+    text = F.col("value").cast("string")
+    if fmt == "json":
+        rows = records.select(F.from_json(text, VALUE_DDL).alias("r")).select("r.*")
+    else:
+        event = F.from_json(text, ENVELOPE_DDL).getField("payload") if envelope else F.from_json(text, EVENT_DDL)
+        rows = records.select(event.alias("e")).select(
+            F.when(F.col("e.op") == "d", F.col("e.before")).otherwise(F.col("e.after")).alias("r"),
+            F.col("e.op")).select("r.*", "op")
     query = (rows.writeStream.format("parquet").option("path", f"{out}/data")
              .option("checkpointLocation", f"{out}/ckpt").trigger(availableNow=True).start())
     query.awaitTermination()
@@ -150,10 +191,10 @@ def anchor_job(bootstrap: str, topic: str, max_offsets: int) -> None:
     spark.stop()
 
 
-def run_anchor(broker, topic: str, max_offsets: int) -> tuple[int, float]:
+def run_anchor(broker, topic: str, max_offsets: int, fmt: str, envelope: bool) -> tuple[int, float]:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    proc = subprocess.run([sys.executable, __file__, "--anchor-job", broker.bootstrap, topic, str(max_offsets)],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run([sys.executable, __file__, "--anchor-job", broker.bootstrap, topic, str(max_offsets),
+                           fmt, str(envelope)], capture_output=True, text=True, env=env)
     if proc.returncode:
         raise SystemExit(f"the Spark anchor failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     batches, breakdown = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -161,8 +202,8 @@ def run_anchor(broker, topic: str, max_offsets: int) -> tuple[int, float]:
 
 
 def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--anchor-job":
-        anchor_job(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    if len(sys.argv) == 7 and sys.argv[1] == "--anchor-job":
+        anchor_job(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6] == "True")
         return
     p = argparse.ArgumentParser()
     p.add_argument("--records", type=int, default=200_000)
@@ -171,10 +212,12 @@ def main() -> None:
     p.add_argument("--systems", default=",".join(SYSTEMS))
     p.add_argument("--dv", action="store_true", help="paimon tables with deletion-vectors.enabled=true")
     p.add_argument("--max-offsets-per-trigger", type=int, default=50_000)
+    p.add_argument("--format", choices=("json", "debezium-json"), default="json")
+    p.add_argument("--envelope", action="store_true", help="debezium-json: events in Kafka Connect's schema envelope")
     args = p.parse_args()
     systems = [s for s in args.systems.split(",") if s]
     broker = get_broker()
-    topic = produce(broker, args.records, args.keys)
+    topic = produce(broker, args.records, args.keys, args.format, args.envelope)
     results: dict[str, list[float]] = {s: [] for s in systems}
     ratios: dict[str, list[float]] = {s: [] for s in systems}
     breakdowns: dict[str, list[dict[str, float]]] = {s: [] for s in systems}
@@ -182,22 +225,24 @@ def main() -> None:
         measured = {}
         for system in systems:
             if system == "spark-parquet":
-                records, per_s, steps = run_anchor(broker, topic, args.max_offsets_per_trigger)
+                records, per_s, steps = run_anchor(broker, topic, args.max_offsets_per_trigger, args.format,
+                                                   args.envelope)
             else:
                 records, per_s, steps = run_ingest(broker, topic, system.removeprefix("paimon-"), args.dv,
-                                                   args.max_offsets_per_trigger)
+                                                   args.max_offsets_per_trigger, args.format)
             measured[system] = per_s
             results[system].append(per_s)
             breakdowns[system].append(steps)
-            print(json.dumps({"run": run, "system": system, "dv": args.dv, "records": records,
+            print(json.dumps({"run": run, "system": system, "dv": args.dv, "format": args.format,
+                              "envelope": args.envelope, "records": records,
                               "records_per_s_after_first_batch": round(per_s),
                               "median_batch_seconds_per_step": {k: round(v, 3) for k, v in steps.items()}}))
         for system in systems:
             if "spark-parquet" in measured:
                 ratios[system].append(measured[system] / measured["spark-parquet"])
     load = os.getloadavg()[0]
-    print(f"\n{args.records:,} records, batches of {args.max_offsets_per_trigger:,}, local[2], "
-          f"dv={args.dv}, medians of {args.runs} runs (load average {load:.1f})")
+    print(f"\n{args.records:,} {args.format} records{' (schema envelopes)' * args.envelope}, batches of "
+          f"{args.max_offsets_per_trigger:,}, local[2], dv={args.dv}, medians of {args.runs} runs (load average {load:.1f})")
     print(f"{'system':<22}{'records/s':>12}{'x spark-parquet':>18}")
     for system in systems:
         ratio = f"{statistics.median(ratios[system]):.2f}" if ratios[system] else "-"

@@ -1,4 +1,5 @@
-"""Debezium change events (JSON) -> table rows with their row kinds.
+"""Debezium change events (JSON, or Avro through a schema registry) -> table rows with their
+row kinds.
 
 A Debezium connector (MySQL, Postgres, ...) writes one Kafka record per row change::
 
@@ -10,7 +11,8 @@ whose `schema` says how each column is encoded. `op` c (insert) and r (snapshot 
 only the key columns there). Truncate (t) and message (m) events, and events missing the image
 they need, are undecodable records: applying them partially would leave a table that differs
 from the source without a word. The tombstone Debezium writes after a delete (a null value)
-deletes nothing more and is dropped.
+deletes nothing more and is dropped. An update that moves a row to another partition (its
+before image holds another value of the table's key) also deletes the old key.
 
 Debezium's JSON does not carry every type as itself. The schema envelope, when present, names
 each column's encoding (`io.debezium.time.Date`, `MicroTimestamp`, Kafka Connect's `Decimal`,
@@ -23,7 +25,9 @@ milliseconds or microseconds of the day by the source column's precision, which 
 TIME (kept in milliseconds) does not tell. Variable-scale decimals are not decoded.
 Each encoding is decoded for a whole column at once; a value that does not fit its column
 (a wider decimal, a lost fraction of a timestamp) is a ValueError naming the column, which the
-decoder turns into an undecodable record.
+decoder turns into an undecodable record. Confluent's AvroConverter writes the same envelope
+as an Avro record whose fields name their encodings (`connect.name`); those are read without
+Avro's logical types and decoded the same way (`avro_columns`).
 """
 from __future__ import annotations
 
