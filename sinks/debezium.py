@@ -56,6 +56,9 @@ _ENVELOPE_PREFIX = re.compile(rb'^\s*\{\s*"schema"\s*:')
 _PAYLOAD_KEY = r'"payload"\s*:'
 _MAX_SCHEMA_GROUPS = 8
 _KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
+# what Debezium's Postgres connector writes for an unchanged TOASTed value it does not have
+# (its `unavailable.value.placeholder` default)
+UNAVAILABLE = "__debezium_unavailable_value"
 
 # Debezium / Kafka Connect logical type names -> encoding
 _LOGICAL = {
@@ -230,13 +233,13 @@ def without_logical_types(schema: Any) -> Any:
 
 
 def avro_change_rows(events: list[dict], columns: list[Column], kind_column: str, event_column: str,
-                     keys: Sequence[str] = (), partitioned: bool = False) -> pa.Table:
+                     keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Decoded Avro envelopes -> `change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
     return change_rows(pa.array([e.get("op") for e in events], pa.string()),
                        pa.array([e.get("before") for e in events], image),
                        pa.array([e.get("after") for e in events], image), columns, kind_column, event_column,
-                       keys, partitioned)
+                       keys, partitioned, partial)
 
 
 def _non_null(t: Any) -> Any:
@@ -328,7 +331,7 @@ def _views(values: pa.Array, data: np.ndarray, starts: np.ndarray, ends: np.ndar
 
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
-                 keys: Sequence[str] = (), partitioned: bool = False) -> pa.Table:
+                 keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited Debezium payloads -> `change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
     events = pajson.read_json(
@@ -337,11 +340,12 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
             explicit_schema=pa.schema([("op", pa.string()), ("before", image), ("after", image)]),
             unexpected_field_behavior="infer"))
     return change_rows(*(events.column(c).combine_chunks() for c in ("op", "before", "after")), columns, kind_column,
-                       event_column, keys, partitioned)
+                       event_column, keys, partitioned, partial)
 
 
 def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, columns: list[Column],
-                kind_column: str, event_column: str, keys: Sequence[str] = (), partitioned: bool = False) -> pa.Table:
+                kind_column: str, event_column: str, keys: Sequence[str] = (), partitioned: bool = False,
+                partial: bool = False) -> pa.Table:
     """Events (their op, before and after images as wire values) -> rows of the columns, then
     the fields of the after image no column names (new fields, as parsed), their row kinds
     (+I, +U, -D) in `kind_column` and the event each row comes from in `event_column`;
@@ -350,7 +354,11 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
     An update whose before image holds other values of the table's primary key `keys` (a row
     moving to another partition: the source's key stays, the table's includes the partition)
     also deletes the old key, in a -D row just before it. Without the before image such a move
-    cannot be seen, so a `partitioned` table refuses updates that lack it."""
+    cannot be seen, so a `partitioned` table refuses updates that lack it.
+
+    A value Debezium did not have (`UNAVAILABLE`: an unchanged TOASTed Postgres value) is refused
+    naming its column, or with `partial` (a partial-update table, which keeps a column's stored
+    value where a row brings null) written as null."""
     known = pc.is_in(op, pa.array(list(_KINDS)))
     if not pc.all(pc.fill_null(known, False)).as_py():
         bad = op[int(np.flatnonzero(~known.fill_null(False).to_numpy(zero_copy_only=False))[0])].as_py()
@@ -373,7 +381,7 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
         else:
             raw = pc.if_else(is_delete, old, new)
         names.append(c.name)
-        arrays.append(_decoded(c, raw))
+        arrays.append(_without_placeholders(c.name, _decoded(c, raw), partial))
     for name, values in news.items():  # fields the source added that no column or envelope names
         if name not in names:
             names.append(name)
@@ -404,6 +412,20 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
         + [pa.array(["-D"] * len(idx), pa.string()), idx.cast(pa.int64())], schema=rows.schema)
     order = np.argsort(np.concatenate([2 * np.arange(n) + 1, 2 * np.flatnonzero(moved)]), kind="stable")
     return pa.concat_tables([rows, old_rows]).take(pa.array(order))
+
+
+def _without_placeholders(name: str, values: pa.Array, partial: bool) -> pa.Array:
+    if not (pa.types.is_string(values.type) or pa.types.is_binary(values.type)):
+        return values
+    placeholder = pc.fill_null(pc.equal(values, pa.scalar(UNAVAILABLE.encode() if pa.types.is_binary(values.type)
+                                                              else UNAVAILABLE, values.type)), False)
+    if not pc.any(placeholder).as_py():
+        return values
+    if not partial:
+        raise ValueError(f"column '{name}' is '{UNAVAILABLE}': the source did not send its value (an unchanged "
+                         "TOASTed Postgres value); set REPLICA IDENTITY FULL on the source table, or ingest into a "
+                         "table with merge-engine partial-update, which keeps the stored value")
+    return pc.if_else(placeholder, pa.nulls(len(values), values.type), values)
 
 
 def _decoded(c: Column, raw: pa.Array) -> pa.Array:

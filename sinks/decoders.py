@@ -70,6 +70,7 @@ class Decoder:
     on_error: str = "fail"  # an undecodable record: fail (DecodeError), or set aside (see `Decoded.rejected`)
     decimal_handling: str = "precise"  # debezium-json without a schema envelope: Debezium's decimal.handling.mode
     partition_keys: tuple[str, ...] = ()  # change events: updates must show a row moving between partitions
+    partial_update: bool = False  # change events: values the source did not send become nulls (kept by the table)
 
     def __post_init__(self) -> None:
         if self.on_error not in ON_ERROR:
@@ -206,7 +207,7 @@ class Decoder:
                                                                      (EVENT_COLUMN, pa.int64())]).empty_table()
             parse = functools.partial(debezium.parse_events, columns=columns, kind_column=KIND_COLUMN,
                                       event_column=EVENT_COLUMN, keys=self.primary_keys,
-                                      partitioned=bool(self.partition_keys))
+                                      partitioned=bool(self.partition_keys), partial=self.partial_update)
             rows, group_bad = _parse_lines(payloads.take(pa.array(idx)), group, parse, parse, "Debezium JSON",
                                            self.on_error, empty, count=_events)
             failed = np.zeros(len(idx), bool)
@@ -299,7 +300,8 @@ class Decoder:
                     bad.append((i, f"not Avro of writer schema {sid}: {exc.__class__.__name__}: {exc}"))
             table, unfit = _build_or_find_culprits(
                 events, decoded, lambda e: debezium.avro_change_rows(e, columns, KIND_COLUMN, EVENT_COLUMN,
-                                                                     self.primary_keys, bool(self.partition_keys)),
+                                                                     self.primary_keys, bool(self.partition_keys),
+                                                                     self.partial_update),
                 records, "a Debezium change event that does not fit the table", self.on_error)
             failed = {i for i, _ in unfit}
             bad.extend(unfit)

@@ -305,7 +305,8 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
         if len(added):
             evolve_table(cfg, table, added, log)
     return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro, cfg.schema_registry,
-                   cfg.on_error, cfg.decimal_handling, tuple(table.partition_keys))
+                   cfg.on_error, cfg.decimal_handling, tuple(table.partition_keys),
+                   table.options.merge_engine == "partial-update")
 
 
 def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callable[[str], None]) -> None:

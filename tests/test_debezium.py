@@ -438,3 +438,17 @@ def test_a_row_moving_between_partitions_is_deleted_from_the_old_one(tmp_path):
         d.decode(records([no_before]))
     unpartitioned = Decoder("debezium-json", table_schema, ("region", "id"), key_format="json")
     assert unpartitioned.decode(records([no_before])).column("_kind").to_pylist() == ["+U"]
+
+
+def test_values_debezium_did_not_have_are_refused_or_left_to_partial_update():
+    table = pa.schema([pa.field("id", pa.int64(), False), ("doc", pa.string()), ("blob", pa.binary())])
+    events = [{"op": "c", "after": {"id": 1, "doc": "long text", "blob": base64.b64encode(b"x").decode()}},
+              {"op": "u", "before": None, "after": {"id": 1, "doc": "__debezium_unavailable_value", "blob": None}}]
+    values = [json.dumps(e).encode() for e in events]
+    with pytest.raises(DecodeError, match="offset=1 .*column 'doc' is '__debezium_unavailable_value'.*REPLICA IDENTITY FULL"):
+        Decoder("debezium-json", table, ("id",)).decode(records(values))
+    rows = Decoder("debezium-json", table, ("id",), partial_update=True).decode(records(values))
+    assert rows.column("doc").to_pylist() == ["long text", None]
+    toasted_bytes = {"op": "u", "after": {"id": 1, "blob": base64.b64encode(b"__debezium_unavailable_value").decode()}}
+    with pytest.raises(DecodeError, match="column 'blob' is '__debezium_unavailable_value'"):
+        Decoder("debezium-json", table, ("id",)).decode(records([json.dumps(toasted_bytes).encode()]))
