@@ -25,7 +25,7 @@ import json
 import re
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -107,7 +107,8 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
                                      f"{list(cfg.primary_keys)}")
         return table
     if cfg.format in CHANGE_EVENT_FORMATS and not cfg.primary_keys:
-        raise InvalidOptionError(f"format {cfg.format} needs --primary-key to create table {cfg.table}")
+        cfg = replace(cfg, primary_keys=_source_primary_key(cfg))
+        log(f"primary key {list(cfg.primary_keys)} from the change events' Kafka key")
     schema, origin = _table_schema(spark, cfg)
     options = dict(cfg.table_options)
     if cfg.bucket is not None:
@@ -156,6 +157,26 @@ def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
                              "(value.converter.schemas.enable=false): pass --schema")
 
 
+def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:
+    """The source table's key columns, from the first change event's Kafka key (Debezium keys
+    each event by the source's primary key: a JSON object, in an envelope or not, or an Avro
+    record framed for the registry)."""
+    for key, _ in sample_records(cfg)[:1]:
+        try:
+            if cfg.format == debezium.AVRO_FORMAT:
+                fields = schema_registry.writer_schema_json(cfg.schema_registry, schema_registry.schema_id(key))["fields"]
+                return tuple(f["name"] for f in fields)
+            doc = json.loads(key)
+            if isinstance(doc, dict) and set(doc) == {"schema", "payload"}:
+                return tuple(f["field"] for f in doc["schema"]["fields"])
+            if isinstance(doc, dict) and doc:
+                return tuple(doc)
+        except (TypeError, ValueError, KeyError):
+            pass
+    raise InvalidOptionError(f"format {cfg.format}: the change events carry no key naming the source's primary key; "
+                             f"pass --primary-key to create table {cfg.table}")
+
+
 def _registry_table_schema(cfg: IngestConfig) -> pa.Schema:
     sample = sample_values(cfg)[:1]
     if not sample:
@@ -179,6 +200,11 @@ def read_avro_schema(cfg: IngestConfig) -> str:
 def sample_values(cfg: IngestConfig) -> list[bytes]:
     """Up to 1000 record values from the start of the topic(s), for schema inference, read with
     the job's `--kafka-option`s (a secured cluster needs them here as in the query)."""
+    return [value for _, value in sample_records(cfg)]
+
+
+def sample_records(cfg: IngestConfig) -> list[tuple[bytes | None, bytes]]:
+    """(key, value) of up to 1000 records with values from the start of the topic(s)."""
     from kafka import TopicPartition
 
     from paimon_streaming.sources.kafka import KafkaOptions
@@ -193,12 +219,12 @@ def sample_values(cfg: IngestConfig) -> list[bytes]:
         consumer.assign(tps)
         consumer.seek_to_beginning()
         end = consumer.end_offsets(tps)
-        values: list[bytes] = []
+        values: list[tuple[bytes | None, bytes]] = []
         deadline = time.monotonic() + 15
         while len(values) < _SAMPLE_RECORDS and time.monotonic() < deadline and \
                 any(consumer.position(tp) < end[tp] for tp in tps):
             for msgs in consumer.poll(timeout_ms=500, max_records=_SAMPLE_RECORDS).values():
-                values.extend(m.value for m in msgs if m.value is not None)
+                values.extend((m.key, m.value) for m in msgs if m.value is not None)
         return values[:_SAMPLE_RECORDS]
     finally:
         consumer.close()

@@ -255,7 +255,7 @@ def test_ingest_change_events_end_to_end_with_a_column_added_upstream(spark, bro
 
     def ingest():
         cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.items",
-                           topics=(topic,), format="debezium-json", primary_keys=("id",), bucket=2,
+                           topics=(topic,), format="debezium-json", bucket=2,
                            table_options={"deletion-vectors.enabled": "true"}, trigger="available-now",
                            checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=700)
         lines: list[str] = []
@@ -265,6 +265,7 @@ def test_ingest_change_events_end_to_end_with_a_column_added_upstream(spark, bro
     produce(history)
     lines = ingest()
     assert any("from the first change event's schema envelope" in line for line in lines), lines
+    assert any("primary key ['id'] from the change events' Kafka key" in line for line in lines), lines
     table = ps.Catalog(str(tmp_path / "wh")).get_table("db.items")
     assert [f.name for f in table.schema.fields] == [c[0] for c in SOURCE]
     expected = sorted((stored(v) for v in final.values()), key=lambda r: r["id"])
@@ -362,7 +363,9 @@ def registry():
     schema_registry._cache.clear()
     widened = SOURCE + [("rating", "bytes", "org.apache.kafka.connect.data.Decimal",
                          {"scale": "3", "connect.decimal.precision": "7"})]
-    r = Registry({3: avro_envelope(), 4: avro_envelope(widened)})
+    key = {"type": "record", "name": "Key", "namespace": "dbserver1.shop.items", "fields": [{"name": "id", "type": "long"}]}
+    r = Registry({3: avro_envelope(), 4: avro_envelope(widened), 5: key})
+    r.key = key
     r.widened = widened
     yield r
     r.close()
@@ -399,16 +402,21 @@ def test_ingest_debezium_avro_end_to_end(spark, broker, registry, tmp_path):
     broker.create_topic(topic, partitions=2)
     history, final = changes(random.Random(12), 600, 120)
     p = broker.producer(linger_ms=5)
+    import fastavro
+
+    from paimon_streaming.sinks import schema_registry
     for op, before, after in history:
-        key = json.dumps({"id": (after or before)["id"]}).encode()
-        p.send(topic, key=key, value=avro_event(3, avro_envelope(), op, before, after))
+        key = io.BytesIO()
+        fastavro.schemaless_writer(key, fastavro.parse_schema(registry.key), {"id": (after or before)["id"]})
+        p.send(topic, key=schema_registry.frame(5, key.getvalue()),
+               value=avro_event(3, avro_envelope(), op, before, after))
     p.flush()
     p.close()
     cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.items",
-                       topics=(topic,), format="debezium-avro", schema_registry=registry.url, primary_keys=("id",),
-                       bucket=2, trigger="available-now", checkpoint=str(tmp_path / "ckpt"))
+                       topics=(topic,), format="debezium-avro", schema_registry=registry.url, bucket=2, trigger="available-now", checkpoint=str(tmp_path / "ckpt"))
     lines: list[str] = []
     assert run_ingest(spark, cfg, lines.append) == 0, lines
+    assert any("primary key ['id'] from the change events' Kafka key" in line for line in lines), lines
     ours = ps.Catalog(str(tmp_path / "wh")).get_table("db.items").to_arrow().sort_by("id").to_pylist()
     assert ours == sorted((stored(v) for v in final.values()), key=lambda r: r["id"])
     assert sorted(get_oracle().read(str(tmp_path / "wh" / "db.db" / "items")), key=lambda r: r["id"]) == ours
