@@ -388,6 +388,9 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
             arrays.append(values)
     kinds = pc.if_else(is_delete, "-D", pc.if_else(pc.equal(op, "u"), "+U", "+I"))
     rows = pa.Table.from_arrays(arrays + [kinds, pa.array(np.arange(n))], names + [kind_column, event_column])
+    for k in keys:  # here, where each row is its event's (a moved row adds one below)
+        if rows.column(k).null_count:
+            raise ValueError(f"null primary key {list(keys)}")
     is_update = pc.equal(op, "u").to_numpy(zero_copy_only=False)
     if not keys or not is_update.any():
         return rows

@@ -6,10 +6,11 @@
 
 One streaming query: the Kafka source (Spark's `format("kafka")` when its connector is on
 the classpath, else the pip-only `format("kafka-python")`; `source` chooses) -> decoding of
-the record values on the executors (`decoders.py`: JSON, CSV, Avro; tombstones delete their
-key) -> `foreachBatch(paimon_sink(...))`. The table is created when missing: columns from
-`schema` (a Spark DDL string), from the Avro schema, or inferred from a sample of the
-topic's JSON records. Kafka offsets live in the query's checkpoint and every batch is
+the record values on the executors (`decoders.py`: JSON, CSV, Avro from a schema file or a
+schema registry, Debezium's change events; tombstones delete their key) ->
+`foreachBatch(paimon_sink(...))`. The table is created when missing: columns from `schema` (a
+Spark DDL string), from the Avro schema (the registry's: the first record's), from the first
+change event's envelope, or inferred from a sample of the topic's JSON records. Kafka offsets live in the query's checkpoint and every batch is
 committed with commitUser = query id and commitIdentifier = batch id, so a run killed at any
 moment and restarted from the same checkpoint applies every record exactly once.
 

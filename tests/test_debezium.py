@@ -460,3 +460,17 @@ def test_values_debezium_did_not_have_are_refused_or_left_to_partial_update():
     toasted_bytes = {"op": "u", "after": {"id": 1, "blob": base64.b64encode(b"__debezium_unavailable_value").decode()}}
     with pytest.raises(DecodeError, match="column 'blob' is '__debezium_unavailable_value'"):
         Decoder("debezium-json", table, ("id",)).decode(records([json.dumps(toasted_bytes).encode()]))
+
+
+def test_a_moved_row_and_a_poison_record_in_one_chunk():
+    table_schema = pa.schema([pa.field("region", pa.string(), False), pa.field("id", pa.int64(), False)])
+    events = [{"op": "u", "before": {"region": "eu", "id": 1}, "after": {"region": "us", "id": 1}},
+              {"op": "c", "after": {"region": None, "id": 2}},
+              {"op": "c", "after": {"region": "eu", "id": 3}}]
+    d = Decoder("debezium-json", table_schema, ("region", "id"), key_format="json", partition_keys=("region",),
+                on_error="skip")
+    decoded = d.decode_all(records([json.dumps(e).encode() for e in events]))
+    assert [(r["region"], r["id"], r["_kind"]) for r in decoded.rows.to_pylist()] == [
+        ("eu", 1, "-D"), ("us", 1, "+I"), ("eu", 3, "+I")]
+    assert decoded.rejected.column("offset").to_pylist() == [1]
+    assert "null primary key" in decoded.rejected.column("error")[0].as_py()
