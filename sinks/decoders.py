@@ -194,7 +194,8 @@ class Decoder:
         tables, origins, bad = [], [], []
         for code in np.unique(codes):
             idx = np.flatnonzero(codes == code)
-            group = records.take(pa.array(idx))
+            whole = len(idx) == len(codes)  # the common case: no copies
+            group = records if whole else records.take(pa.array(idx))
             try:
                 columns = debezium.default_columns(self.schema, self.decimal_handling) if code < 0 else \
                     debezium.envelope_columns(self.schema, debezium.envelope_schema_text(schemas[code]))
@@ -208,8 +209,8 @@ class Decoder:
             parse = functools.partial(debezium.parse_events, columns=columns, kind_column=KIND_COLUMN,
                                       event_column=EVENT_COLUMN, keys=self.primary_keys,
                                       partitioned=bool(self.partition_keys), partial=self.partial_update)
-            rows, group_bad = _parse_lines(payloads.take(pa.array(idx)), group, parse, parse, "Debezium JSON",
-                                           self.on_error, empty, count=_events)
+            rows, group_bad = _parse_lines(payloads if whole else payloads.take(pa.array(idx)), group, parse, parse,
+                                           "Debezium JSON", self.on_error, empty, count=_events)
             failed = np.zeros(len(idx), bool)
             failed[[i for i, _ in group_bad]] = True
             bad.extend((int(idx[i]), error) for i, error in group_bad)
