@@ -140,7 +140,8 @@ def default_columns(schema: pa.Schema, decimal_handling: str = "precise") -> lis
 
 def envelope_columns(schema: pa.Schema, envelope_schema: dict) -> list[Column]:
     """The table's columns, and the after image's fields the table lacks, as the envelope's
-    schema says they are encoded (table columns it does not list: as without an envelope)."""
+    schema says they are encoded (table columns it does not list: as without an envelope;
+    columns it declares wider than the table's: of the declared type, see `_wider`)."""
     fields = {}
     for image in envelope_schema.get("fields") or ():
         if image.get("field") in ("before", "after") and image.get("type") == "struct":
@@ -149,7 +150,12 @@ def envelope_columns(schema: pa.Schema, envelope_schema: dict) -> list[Column]:
     out = []
     for f in schema:
         spec = fields.get(f.name)
-        out.append(defaults[f.name] if spec is None else Column.of(f.name, _encoding(spec, f.type), f.type))
+        if spec is None:
+            out.append(defaults[f.name])
+            continue
+        declared = _new_column_type(spec)
+        target = declared if declared is not None and _wider(declared, f.type) else f.type
+        out.append(Column.of(f.name, _encoding(spec, target), target))
     for name, spec in fields.items():
         if name not in schema.names:
             t = _new_column_type(spec)
@@ -169,6 +175,18 @@ def _encoding(spec: dict, target: pa.DataType) -> str:
     if spec.get("type") == "float64" and pa.types.is_decimal(target):
         return "decimal-double"
     return "plain"
+
+
+def _wider(declared: pa.DataType, current: pa.DataType) -> bool:
+    """Whether the source now declares a column wider than the table's (a widened INT, FLOAT or
+    DECIMAL upstream): decoded as declared, the table widens before the batch is written."""
+    ints = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+    if declared in ints and current in ints:
+        return ints.index(declared) > ints.index(current)
+    if declared == pa.float64() and current == pa.float32():
+        return True
+    return pa.types.is_decimal(declared) and pa.types.is_decimal(current) and declared.scale == current.scale \
+        and declared.precision > current.precision
 
 
 def _new_column_type(spec: dict) -> pa.DataType | None:

@@ -127,6 +127,13 @@ class Decoder:
         names = self.schema.names + [KIND_COLUMN] * (KIND_COLUMN in rows.column_names)
         if rows.column_names != names:
             rows = rows.select(names)
+        widened = [f for f in rows.schema if f.name in self.schema.names and f.type != self.schema.field(f.name).type]
+        if widened:  # change events declaring a wider column: reported as new fields, the batch decoded again
+            new_fields = pa.schema(list(new_fields) + widened)
+            rows = rows.drop_columns([f.name for f in widened])
+            for f in widened:
+                rows = rows.add_column(self.schema.get_field_index(f.name), self.schema.field(f.name),
+                                       pa.nulls(rows.num_rows, self.schema.field(f.name).type))
         good = np.ones(len(live_idx), bool)
         good[[i for i, _ in bad]] = False
         rows, bad = self._refuse_null_keys(rows, live_idx[good], records, bad, good)

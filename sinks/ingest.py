@@ -343,9 +343,10 @@ def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callab
         raise SchemaMismatchError(f"records carry field(s) {fields.names} that table {cfg.table} does not have, "
                                   "and schema evolution is off (--no-schema-evolution): add the columns "
                                   "(paimon-streaming alter --add-column) or drop the flag; nothing was written")
+    known = set(table.schema.field_names)
     schema = table.update_schema().union_by_name(pa.schema([f.with_nullable(True) for f in fields])).commit()
-    log(f"table {cfg.table} evolved to schema {schema.id}: added "
-        + ", ".join(f"{f.name} {f.type}" for f in fields))
+    log(f"table {cfg.table} evolved to schema {schema.id}: "
+        + ", ".join(f"{'widened' if f.name in known else 'added'} {f.name} {f.type}" for f in fields))
 
 
 def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: str,

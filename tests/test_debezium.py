@@ -474,3 +474,28 @@ def test_a_moved_row_and_a_poison_record_in_one_chunk():
         ("eu", 1, "-D"), ("us", 1, "+I"), ("eu", 3, "+I")]
     assert decoded.rejected.column("offset").to_pylist() == [1]
     assert "null primary key" in decoded.rejected.column("error")[0].as_py()
+
+
+def test_a_column_widened_upstream_widens_the_table(tmp_path):
+    """The source turns `qty INT` into BIGINT and `price DECIMAL(6,2)` into DECIMAL(12,2): the
+    envelope declares the wider types, which are reported like new fields (ingestion widens
+    the table and decodes the batch again) instead of failing on the first big value."""
+    import paimon_streaming as ps
+    table = ps.Catalog(str(tmp_path)).create_table(
+        "db.t", pa.schema([pa.field("id", pa.int64(), False), ("qty", pa.int32()), ("price", pa.decimal128(6, 2))]),
+        primary_keys=["id"], options={"bucket": "1"})
+    source = [("id", "int64", None, None), ("qty", "int64", None, None),
+              ("price", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "2", "connect.decimal.precision": "12"})]
+    big = {"schema": envelope_schema(source), "payload": {"op": "c", "after": {
+        "id": 1, "qty": 2**40, "price": base64.b64encode((10**10).to_bytes(5, "big", signed=True)).decode()}}}
+    values = records([json.dumps(big).encode()])
+    decoded = Decoder("debezium-json", table.schema.arrow_schema(), ("id",)).decode_all(values)
+    assert decoded.new_fields == pa.schema([("qty", pa.int64()), ("price", pa.decimal128(12, 2))])
+    table.update_schema().union_by_name(decoded.new_fields).commit()
+    table.refresh()
+    rows = Decoder("debezium-json", table.schema.arrow_schema(), ("id",)).decode(values)
+    table.write_arrow(pa.Table.from_batches([rows]), row_kind_column="_kind")
+    assert table.to_arrow().to_pylist() == [{"id": 1, "qty": 2**40, "price": decimal.Decimal("100000000.00")}]
+    narrower = {"schema": envelope_schema(source[:2]), "payload": {"op": "c", "after": {"id": 2, "qty": 5}}}
+    assert len(Decoder("debezium-json", table.schema.arrow_schema(), ("id",)).decode_all(
+        records([json.dumps(narrower).encode()])).new_fields) == 0
