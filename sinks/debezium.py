@@ -297,7 +297,8 @@ def split_envelopes(values: pa.Array) -> tuple[pa.Array, np.ndarray, list[bytes]
     key = pc.find_substring_regex(values, _PAYLOAD_KEY).to_numpy(zero_copy_only=False).astype(np.int64)
     colon = _first_at_or_after(data, offsets[:-1] + np.maximum(key, 0) + len('"payload"'), ord(":"))
     close = _last_before(data, offsets[1:], ord("}"))
-    enveloped &= (key >= 0) & (colon >= 0) & (close >= 0)
+    # each found within its own value, in order (the windows may reach into the neighbours)
+    enveloped &= (key >= 0) & (colon >= 0) & (colon < close) & (close < offsets[1:])
     starts = np.where(enveloped, colon + 1, offsets[:-1])
     ends = np.where(enveloped, close, offsets[1:])
     payloads = _views(values, data, starts, ends).cast(pa.binary())  # what the JSON reader takes

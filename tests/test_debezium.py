@@ -499,3 +499,38 @@ def test_a_column_widened_upstream_widens_the_table(tmp_path):
     narrower = {"schema": envelope_schema(source[:2]), "payload": {"op": "c", "after": {"id": 2, "qty": 5}}}
     assert len(Decoder("debezium-json", table.schema.arrow_schema(), ("id",)).decode_all(
         records([json.dumps(narrower).encode()])).new_fields) == 0
+
+
+def test_envelopes_split_as_a_plain_reading_would_split_them():
+    """`split_envelopes` (numpy over the values' bytes) against a regex over each value alone:
+    envelopes with and without whitespace, bare payloads, broken and empty values, slices."""
+    import re
+
+    from paimon_streaming.sinks import debezium
+
+    def expected(v: bytes) -> tuple[bytes, bytes | None]:
+        key = re.search(rb'"payload"\s*:', v) if re.match(rb'^\s*\{\s*"schema"\s*:', v) else None
+        end = v.rstrip().rfind(b"}")
+        if key is None or end < key.end():
+            return v, None
+        schema = re.sub(rb'^\s*\{\s*"schema"\s*:', b"", v[:key.start()]).rstrip().rstrip(b",")
+        return v[key.end():end], schema
+
+    rng = random.Random(4)
+    for _ in range(400):
+        values = []
+        for _ in range(rng.randrange(1, 6)):
+            payload = json.dumps({"op": "c", "after": {"id": rng.randrange(99), "s": "x" * rng.randrange(30)}})
+            schema = json.dumps({"fields": [{"field": "id", "type": rng.choice(["int32", "int64"])}]})
+            values.append(rng.choice([
+                '{"schema":' + schema + rng.choice([",", ", ", " ,\n "]) + '"payload":' + payload
+                + rng.choice(["}", " }", "}\n"]),
+                payload, "", "{", '{"schema":1,"payload":', '{"schema": {}, "payload": {}', "x" * rng.randrange(20)]).encode())
+        array = pa.array(values, pa.binary())
+        if rng.random() < 0.3 and len(values) > 1:
+            array, values = array.slice(1), values[1:]
+        payloads, groups, schemas = debezium.split_envelopes(array)
+        for i, v in enumerate(values):
+            payload, schema = expected(v)
+            assert payloads[i].as_py() == payload
+            assert (schemas[groups[i]] if groups[i] >= 0 else None) == schema
