@@ -59,6 +59,7 @@ _KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
 # what Debezium's Postgres connector writes for an unchanged TOASTed value it does not have
 # (its `unavailable.value.placeholder` default)
 UNAVAILABLE = "__debezium_unavailable_value"
+EVENTS_METADATA = b"events"  # in a parsed chunk's schema metadata: how many records it came from
 
 # Debezium / Kafka Connect logical type names -> encoding
 _LOGICAL = {
@@ -90,7 +91,8 @@ class Column:
     """One column as Debezium's JSON carries it: the encoding and the Arrow type to parse it as."""
 
     name: str
-    encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double, _UNDECODABLE
+    encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double,
+    #               text, utc-text (Maxwell's), or one of _UNDECODABLE
     wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
     type: pa.DataType  # what it becomes: the table column's type, or a new column's
 
@@ -100,7 +102,7 @@ class Column:
 
 
 def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
-    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned"):
+    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "utc-text"):
         return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
     if encoding == "decimal-unscaled":
         return pa.binary()
@@ -378,9 +380,9 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
     A value Debezium did not have (`UNAVAILABLE`: an unchanged TOASTed Postgres value) is refused
     naming its column, or with `partial` (a partial-update table, which keeps a column's stored
     value where a row brings null) written as null."""
-    known = pc.is_in(op, pa.array(list(_KINDS)))
-    if not pc.all(pc.fill_null(known, False)).as_py():
-        bad = op[int(np.flatnonzero(~known.fill_null(False).to_numpy(zero_copy_only=False))[0])].as_py()
+    known = pc.fill_null(pc.is_in(op, pa.array(list(_KINDS))), False)
+    if not known.to_numpy(zero_copy_only=False).all():
+        bad = op[int(np.flatnonzero(~known.to_numpy(zero_copy_only=False))[0])].as_py()
         what = {"t": "a truncate", "m": "a message"}.get(bad, f"operation {bad!r}")
         raise ValueError(f"{what} event is not a row change: not applied (a table that skipped it would "
                          "differ from the source)")
@@ -411,6 +413,7 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
         if rows.column(k).null_count:
             raise ValueError(f"null primary key {list(keys)}")
     is_update = pc.equal(op, "u").to_numpy(zero_copy_only=False)
+    rows = rows.replace_schema_metadata({EVENTS_METADATA: str(n).encode()})
     if not keys or not is_update.any():
         return rows
     has_before = before.is_valid().to_numpy(zero_copy_only=False)
@@ -433,7 +436,7 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
          else pa.nulls(len(idx), f.type) for f in list(rows.schema)[:len(names)]]
         + [pa.array(["-D"] * len(idx), pa.string()), idx.cast(pa.int64())], schema=rows.schema)
     order = np.argsort(np.concatenate([2 * np.arange(n) + 1, 2 * np.flatnonzero(moved)]), kind="stable")
-    return pa.concat_tables([rows, old_rows]).take(pa.array(order))
+    return pa.concat_tables([rows, old_rows]).take(pa.array(order)).replace_schema_metadata(rows.schema.metadata)
 
 
 def _without_placeholders(name: str, values: pa.Array, partial: bool) -> pa.Array:
@@ -465,7 +468,7 @@ def _decoded(c: Column, raw: pa.Array) -> pa.Array:
         check_decimals_fit(c.name, value)
         return value
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise ValueError(f"column '{c.name}' ({c.encoding} in Debezium's JSON) does not fit {c.type}: {exc}") from None
+        raise ValueError(f"column '{c.name}' ({c.encoding} in the change events) does not fit {c.type}: {exc}") from None
 
 
 def _natural(c: Column, raw: pa.Array) -> pa.Array:
@@ -473,6 +476,13 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
     e = c.encoding
     if e == "plain":
         return raw
+    if e == "text" and pa.types.is_time(c.type):  # "05:33:37.5": a time of the epoch's first day, cut to ms
+        stamps = pc.binary_join_element_wise("1970-01-01 ", raw, "").cast(pa.timestamp("ns"))
+        return pc.divide(stamps.cast(pa.int64()), 1_000_000).cast(pa.int32()).cast(pa.time32("ms"))
+    if e == "text":
+        return raw  # cast to the column's type below
+    if e == "utc-text":
+        return pc.assume_timezone(raw.cast(pa.timestamp("ns")), "UTC")
     if e == "base64":
         return base64_decoded(c.name, raw)
     if e == "days":

@@ -12,8 +12,9 @@ batches of Kafka records:
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
 - avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
   fastavro record by record (Avro has no columnar decoder in Python);
-- debezium-json / debezium-avro: Debezium's change events, each an insert, update or delete
-  of its own (debezium.py; Avro framed for a schema registry, schema_registry.py).
+- debezium-json / debezium-avro / maxwell-json: change events, each an insert, update or
+  delete of its own (debezium.py, Avro framed for a schema registry: schema_registry.py;
+  maxwell.py).
 
 A record with a null value (a Kafka tombstone) deletes its key (debezium-json: it follows a
 delete event, and adds nothing): its Kafka key gives the
@@ -40,11 +41,11 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
-from . import debezium, schema_registry
+from . import debezium, maxwell, schema_registry
 from .base64_columns import base64_decoded, holds_binary
 
-FORMATS = ("json", "avro", "csv", debezium.FORMAT, debezium.AVRO_FORMAT)
-CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT)
+FORMATS = ("json", "avro", "csv", debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT)
+CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT)
 EVENT_COLUMN = "_event"  # change events: which event of a chunk a row comes from (an update can make two)
 ON_ERROR = ("fail", "skip", "dead-letter")
 KIND_COLUMN = "_kind"
@@ -188,23 +189,29 @@ class Decoder:
         if self.format == "csv":
             return _parse_lines(values, records, self._csv, self._csv, "CSV", self.on_error,
                                 self.schema.empty_table())
-        if self.format == debezium.FORMAT:
-            return self._debezium(values, records)
+        if self.format in (debezium.FORMAT, maxwell.FORMAT):
+            return self._json_change_events(values, records)
         if self.format == debezium.AVRO_FORMAT:
             return self._debezium_avro(values, records)
         return self._avro(values, records)
 
-    def _debezium(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
-        """Change events, parsed in groups of one envelope schema each (usually one group: a
-        schema changes only when the source table does)."""
-        payloads, codes, schemas = debezium.split_envelopes(values)
+    def _json_change_events(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """Change events, parsed in groups of one Debezium envelope schema each (usually one
+        group: a schema changes only when the source table does)."""
+        if self.format == maxwell.FORMAT:
+            payloads, codes, schemas = values, np.full(len(values), -1), []
+            parser, what = maxwell.parse_events, "Maxwell JSON"
+        else:
+            payloads, codes, schemas = debezium.split_envelopes(values)
+            parser, what = debezium.parse_events, "Debezium JSON"
         tables, origins, bad = [], [], []
         for code in np.unique(codes):
             idx = np.flatnonzero(codes == code)
             whole = len(idx) == len(codes)  # the common case: no copies
             group = records if whole else records.take(pa.array(idx))
             try:
-                columns = debezium.default_columns(self.schema, self.decimal_handling) if code < 0 else \
+                columns = (maxwell.columns_of(self.schema) if self.format == maxwell.FORMAT
+                           else debezium.default_columns(self.schema, self.decimal_handling)) if code < 0 else \
                     debezium.envelope_columns(self.schema, debezium.envelope_schema_text(schemas[code]))
             except (ValueError, TypeError, KeyError) as exc:
                 if self.on_error == "fail":
@@ -213,11 +220,11 @@ class Decoder:
                 continue
             empty = pa.schema([(c.name, c.type) for c in columns] + [(KIND_COLUMN, pa.string()),
                                                                      (EVENT_COLUMN, pa.int64())]).empty_table()
-            parse = functools.partial(debezium.parse_events, columns=columns, kind_column=KIND_COLUMN,
+            parse = functools.partial(parser, columns=columns, kind_column=KIND_COLUMN,
                                       event_column=EVENT_COLUMN, keys=self.primary_keys,
                                       partitioned=bool(self.partition_keys), partial=self.partial_update)
             rows, group_bad = _parse_lines(payloads if whole else payloads.take(pa.array(idx)), group, parse, parse,
-                                           "Debezium JSON", self.on_error, empty, count=_events)
+                                           what, self.on_error, empty, count=_events)
             failed = np.zeros(len(idx), bool)
             failed[[i for i, _ in group_bad]] = True
             bad.extend((int(idx[i]), error) for i, error in group_bad)
@@ -387,8 +394,9 @@ class Decoder:
 
 
 def _events(table: pa.Table) -> int:
-    """How many change events a parsed chunk holds (an update can make two rows)."""
-    return 0 if not table.num_rows else int(pc.max(table.column(EVENT_COLUMN)).as_py()) + 1
+    """How many records a parsed chunk of change events came from (an update can make two
+    rows, a marker none)."""
+    return int((table.schema.metadata or {}).get(debezium.EVENTS_METADATA, b"0"))
 
 
 def _in_record_order(tables: list[pa.Table], origins: list[np.ndarray], empty: pa.Schema) -> pa.Table:
