@@ -355,13 +355,28 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited Debezium payloads -> `change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    events = pajson.read_json(
-        io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-        parse_options=pajson.ParseOptions(
-            explicit_schema=pa.schema([("op", pa.string()), ("before", image), ("after", image)]),
-            unexpected_field_behavior="infer"))
+    events = read_events(buffer, pa.schema([("op", pa.string()), ("before", image), ("after", image)]))
     return change_rows(*(events.column(c).combine_chunks() for c in ("op", "before", "after")), columns, kind_column,
                        event_column, keys, partitioned, partial)
+
+
+def read_events(buffer: bytes, schema: pa.Schema) -> pa.Table:
+    """The columns `schema` names of newline-delimited JSON events; fields it does not name are
+    inferred (new columns inside the images). When only those conflict between events (a
+    connector's `source` or `ts` changing type is nothing to us), the events are read one by
+    one, keeping the named columns (the error path only)."""
+    def read(text: bytes) -> pa.Table:
+        return pajson.read_json(
+            io.BytesIO(text), read_options=pajson.ReadOptions(block_size=max(len(text), 1 << 20)),
+            parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+        ).select(schema.names)
+    try:
+        return read(buffer)
+    except pa.ArrowInvalid:
+        lines = [line for line in buffer.split(b"\n") if line.strip()]
+        if len(lines) < 2:
+            raise
+        return pa.concat_tables([read(line + b"\n") for line in lines], promote_options="permissive")
 
 
 def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, columns: list[Column],

@@ -18,16 +18,14 @@ MySQL TIMESTAMP as UTC text without a zone, and binary columns as base64.
 """
 from __future__ import annotations
 
-import io
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pajson
 
 from .base64_columns import holds_binary
-from .debezium import EVENTS_METADATA, Column, change_rows
+from .debezium import EVENTS_METADATA, Column, change_rows, read_events
 
 FORMAT = "maxwell-json"
 _OPS = {"insert": "c", "bootstrap-insert": "r", "update": "u", "delete": "d"}
@@ -56,11 +54,7 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     """Newline-delimited Maxwell records -> rows as `debezium.change_rows` makes them, the
     number of records in the schema's metadata (`EVENTS_METADATA`)."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    events = pajson.read_json(
-        io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-        parse_options=pajson.ParseOptions(
-            explicit_schema=pa.schema([("type", pa.string()), ("data", image), ("old", image)]),
-            unexpected_field_behavior="infer"))
+    events = read_events(buffer, pa.schema([("type", pa.string()), ("data", image), ("old", image)]))
     kinds = events.column("type").combine_chunks()
     rows = pc.invert(pc.fill_null(pc.is_in(kinds, pa.array(_MARKERS)), False)).to_numpy(zero_copy_only=False)
     kept = np.flatnonzero(rows)

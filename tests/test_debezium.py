@@ -534,3 +534,16 @@ def test_envelopes_split_as_a_plain_reading_would_split_them():
             payload, schema = expected(v)
             assert payloads[i].as_py() == payload
             assert (schemas[groups[i]] if groups[i] >= 0 else None) == schema
+
+
+def test_fields_we_do_not_read_may_change_type_between_events():
+    """A connector's `source` block (or Maxwell's `ts`) is inferred, not declared: a field of it
+    changing type between events must not make the batch undecodable."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("qty", pa.int32())])
+    values = [json.dumps({"op": "c", "after": {"id": 1, "qty": 1}, "source": {"lsn": 5}}).encode(),
+              json.dumps({"op": "c", "after": {"id": 2, "qty": 2}, "source": {"lsn": "0/16B3748"}}).encode()]
+    rows = Decoder("debezium-json", table, ("id",)).decode(records(values))
+    assert rows.column("id").to_pylist() == [1, 2]
+    maxwell = [json.dumps({"type": "insert", "ts": 1, "data": {"id": 1}}).encode(),
+               json.dumps({"type": "insert", "ts": "late", "data": {"id": 2}}).encode()]
+    assert Decoder("maxwell-json", table, ("id",)).decode(records(maxwell)).column("id").to_pylist() == [1, 2]
