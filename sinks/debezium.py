@@ -78,6 +78,10 @@ _UNDECODABLE = {
                       "set the connector's decimal.handling.mode to string or precise",
     "time": "a TIME without the schema envelope: Debezium writes it in milliseconds or microseconds of the day "
             "by the source column's precision; enable value.converter.schemas.enable",
+    "canal-zone": "a TIMESTAMP WITH LOCAL TIME ZONE, which Canal writes in the MySQL server's zone without "
+                  "naming it; declare the column as TIMESTAMP (a wall time)",
+    "canal-binary": "binary, which Canal writes as ISO-8859-1 text, not decoded here",
+    "canal-nested": "a nested type, which Canal's text does not carry",
 }
 _CONNECT_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
                   "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(),

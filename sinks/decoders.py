@@ -12,9 +12,9 @@ batches of Kafka records:
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
 - avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
   fastavro record by record (Avro has no columnar decoder in Python);
-- debezium-json / debezium-avro / maxwell-json: change events, each an insert, update or
-  delete of its own (debezium.py, Avro framed for a schema registry: schema_registry.py;
-  maxwell.py).
+- debezium-json / debezium-avro / maxwell-json / canal-json: change events, inserts, updates
+  and deletes (debezium.py, Avro framed for a schema registry: schema_registry.py; maxwell.py;
+  canal.py).
 
 A record with a null value (a Kafka tombstone) deletes its key (debezium-json: it follows a
 delete event, and adds nothing): its Kafka key gives the
@@ -41,11 +41,14 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
-from . import debezium, maxwell, schema_registry
+from . import canal, debezium, maxwell, schema_registry
 from .base64_columns import base64_decoded, holds_binary
 
-FORMATS = ("json", "avro", "csv", debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT)
-CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT)
+FORMATS = ("json", "avro", "csv", debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT, canal.FORMAT)
+CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT, canal.FORMAT)
+# change events in JSON without Debezium's envelopes: (columns of a table, parser, name in errors)
+_PLAIN_CHANGE_EVENTS = {maxwell.FORMAT: (maxwell.columns_of, maxwell.parse_events, "Maxwell JSON"),
+                        canal.FORMAT: (canal.columns_of, canal.parse_events, "Canal JSON")}
 EVENT_COLUMN = "_event"  # change events: which event of a chunk a row comes from (an update can make two)
 ON_ERROR = ("fail", "skip", "dead-letter")
 KIND_COLUMN = "_kind"
@@ -189,20 +192,21 @@ class Decoder:
         if self.format == "csv":
             return _parse_lines(values, records, self._csv, self._csv, "CSV", self.on_error,
                                 self.schema.empty_table())
-        if self.format in (debezium.FORMAT, maxwell.FORMAT):
+        if self.format in (debezium.FORMAT, *_PLAIN_CHANGE_EVENTS):
             return self._json_change_events(values, records)
         if self.format == debezium.AVRO_FORMAT:
             return self._debezium_avro(values, records)
         return self._avro(values, records)
 
     def _json_change_events(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
-        """Change events, parsed in groups of one Debezium envelope schema each (usually one
-        group: a schema changes only when the source table does)."""
-        if self.format == maxwell.FORMAT:
+        """Change events in JSON, parsed in groups of one Debezium envelope schema each (usually
+        one group: a schema changes only when the source table does)."""
+        if self.format in _PLAIN_CHANGE_EVENTS:
             payloads, codes, schemas = values, np.full(len(values), -1), []
-            parser, what = maxwell.parse_events, "Maxwell JSON"
+            columns_of, parser, what = _PLAIN_CHANGE_EVENTS[self.format]
         else:
             payloads, codes, schemas = debezium.split_envelopes(values)
+            columns_of = functools.partial(debezium.default_columns, decimal_handling=self.decimal_handling)
             parser, what = debezium.parse_events, "Debezium JSON"
         tables, origins, bad = [], [], []
         for code in np.unique(codes):
@@ -210,8 +214,7 @@ class Decoder:
             whole = len(idx) == len(codes)  # the common case: no copies
             group = records if whole else records.take(pa.array(idx))
             try:
-                columns = (maxwell.columns_of(self.schema) if self.format == maxwell.FORMAT
-                           else debezium.default_columns(self.schema, self.decimal_handling)) if code < 0 else \
+                columns = columns_of(self.schema) if code < 0 else \
                     debezium.envelope_columns(self.schema, debezium.envelope_schema_text(schemas[code]))
             except (ValueError, TypeError, KeyError) as exc:
                 if self.on_error == "fail":

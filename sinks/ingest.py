@@ -40,7 +40,7 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
-from . import debezium, maxwell, schema_registry
+from . import canal, debezium, maxwell, schema_registry
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
@@ -161,11 +161,11 @@ def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
 def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:
     """The source table's key columns, from the first change event: its Kafka key (Debezium keys
     each event by the source's primary key: a JSON object, in an envelope or not, or an Avro
-    record framed for the registry), or Maxwell's `primary_key_columns`."""
+    record framed for the registry), Maxwell's `primary_key_columns` or Canal's `pkNames`."""
     for key, value in sample_records(cfg):  # the first that tells (Maxwell's markers do not)
         try:
-            if cfg.format == maxwell.FORMAT:  # Maxwell names them in each record
-                return tuple(json.loads(value)["primary_key_columns"])
+            if cfg.format in (maxwell.FORMAT, canal.FORMAT):  # they name them in each record
+                return tuple(json.loads(value)["primary_key_columns" if cfg.format == maxwell.FORMAT else "pkNames"])
             if cfg.format == debezium.AVRO_FORMAT:
                 fields = schema_registry.writer_schema_json(cfg.schema_registry, schema_registry.schema_id(key))["fields"]
                 return tuple(f["name"] for f in fields)

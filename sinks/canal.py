@@ -1,0 +1,163 @@
+"""Canal's change messages (MySQL binlog as canal-json) -> table rows with their row kinds.
+
+Canal writes one record per statement, holding every row it changed::
+
+    {"data": [{"id": "1", "price": "1.20"}], "old": [{"price": "1.10"}], "type": "UPDATE",
+     "isDdl": false, "pkNames": ["id"], "mysqlType": {"id": "int(11)", "price": "decimal(10,2)"},
+     "database": "shop", "table": "items", "es": 1589373560000, "ts": 1589373560798}
+
+Every value is text. `data` holds the rows after an INSERT or UPDATE and the deleted rows of a
+DELETE; `old` the previous values of the columns an UPDATE changed, row by row. The rows become
+those of `debezium.change_rows`: INSERT +I, UPDATE +U (and a -D of the old key when `old`
+shows the table's key changed), DELETE -D. DDL records are skipped (their columns reach the
+table with later rows), except TRUNCATE and ERASE (a dropped table), whose effect a table that
+skipped them would lack: those are undecodable records.
+
+Text becomes each column's type by Arrow's casts; ENUM values arrive as their 1-based index and
+SET values as a bit mask, turned into labels (`[a,b]` for a SET, as Paimon's CDC writes it)
+from the record's `mysqlType`. Binary columns (ISO-8859-1 text) and TIMESTAMP WITH LOCAL TIME
+ZONE columns (Canal's text is in the MySQL server's zone, which it does not name) are not
+decoded: a record with such a value is undecodable.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .base64_columns import holds_binary
+from .debezium import EVENTS_METADATA, Column, change_rows, read_events
+
+FORMAT = "canal-json"
+_OPS = {"INSERT": "c", "UPDATE": "u", "DELETE": "d"}
+_UNAPPLIED_DDL = {"TRUNCATE": "a TRUNCATE", "ERASE": "a dropped table (ERASE)"}
+_OPTION = re.compile(r"'((?:[^']|'')*)'")
+
+
+def columns_of(schema: pa.Schema) -> list[Column]:
+    """The table's columns as Canal writes them: text, cast to the column's type."""
+    out = []
+    for f in schema:
+        t = f.type
+        if pa.types.is_timestamp(t) and t.tz is not None:
+            encoding = "canal-zone"
+        elif holds_binary(t):
+            encoding = "canal-binary"
+        elif pa.types.is_nested(t):
+            encoding = "canal-nested"
+        else:
+            encoding = "text"
+        out.append(Column.of(f.name, encoding, t))
+    return out
+
+
+def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
+                 keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
+    """Newline-delimited Canal records -> rows as `debezium.change_rows` makes them, in record
+    order, the number of records in the schema's metadata (`EVENTS_METADATA`)."""
+    image = pa.struct([pa.field(c.name, pa.string()) for c in columns if c.wire is not None])
+    events = read_events(buffer, pa.schema([("type", pa.string()), ("isDdl", pa.bool_()), ("data", pa.list_(image)),
+                                            ("old", pa.list_(image)), ("mysqlType", image)]))
+    n = events.num_rows
+    kinds = events.column("type").combine_chunks()
+    ddl = pc.fill_null(events.column("isDdl").combine_chunks(), False).to_numpy(zero_copy_only=False)
+    for kind, what in _UNAPPLIED_DDL.items():
+        hit = ddl & pc.fill_null(pc.equal(kinds, kind), False).to_numpy(zero_copy_only=False)
+        if hit.any():
+            raise ValueError(f"{what} is not a row change: not applied (a table that skipped it would differ "
+                             "from the source)")
+    kept = np.flatnonzero(~ddl)
+    data = events.column("data").combine_chunks().take(pa.array(kept))
+    empty = pc.fill_null(pc.list_value_length(data), 0).to_numpy(zero_copy_only=False) == 0
+    if empty.any():
+        raise ValueError(f"a {kinds[int(kept[np.flatnonzero(empty)[0]])].as_py()} record without rows in 'data'")
+    old = events.column("old").combine_chunks().take(pa.array(kept))
+    types = events.column("mysqlType").combine_chunks().take(pa.array(kept))
+    parents = pc.list_parent_indices(data).to_numpy(zero_copy_only=False)
+    rows = pc.list_flatten(data)
+    row_types = types.take(pa.array(parents))
+    after = _labelled(rows, row_types, columns)
+    before = _labelled(_old_rows(data, old, parents, rows), row_types, columns)
+    op = kinds.take(pa.array(kept[parents]))
+    op = pc.if_else(pc.is_in(op, pa.array(list(_OPS))), _op_codes(op), pc.fill_null(op, "?"))
+    is_update, is_delete = pc.equal(op, "u"), pc.equal(op, "d")
+    before = _rows_where(pc.or_(is_update, is_delete), before)
+    after = _rows_where(pc.invert(is_delete), after)
+    table = change_rows(op, before, after, columns, kind_column, event_column, keys, partitioned, partial)
+    events_of_rows = pa.array(kept[parents]).take(table.column(event_column))
+    table = table.set_column(table.schema.get_field_index(event_column), event_column, events_of_rows)
+    return table.replace_schema_metadata({EVENTS_METADATA: str(n).encode()})
+
+
+def _op_codes(op: pa.Array) -> pa.Array:
+    out = op
+    for kind, code in _OPS.items():
+        out = pc.if_else(pc.equal(op, kind), code, out)
+    return out
+
+
+def _old_rows(data: pa.ListArray, old: pa.ListArray, parents: np.ndarray, rows: pa.StructArray) -> pa.StructArray:
+    """Each data row's previous values: its `old` entry (the same position in the record's
+    list) over the row itself."""
+    lengths = pc.fill_null(pc.list_value_length(old), 0).to_numpy(zero_copy_only=False)
+    data_lengths = pc.fill_null(pc.list_value_length(data), 0).to_numpy(zero_copy_only=False)
+    mismatch = (lengths > 0) & (lengths != data_lengths)
+    if mismatch.any():
+        raise ValueError("'old' does not hold one entry per row of 'data'")
+    data_starts = np.concatenate([[0], np.cumsum(data_lengths)[:-1]]).astype(np.int64)
+    old_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    position = np.arange(len(parents)) - data_starts[parents]
+    has_old = lengths[parents] > 0
+    flat_old = pc.list_flatten(old)
+    picked = flat_old.take(pa.array(np.where(has_old, old_starts[parents] + position, 0), mask=~has_old)) \
+        if len(flat_old) else pa.nulls(len(parents), rows.type)
+    names = [f.name for f in rows.type]
+    olds = dict(zip((f.name for f in picked.type), picked.flatten())) if len(flat_old) else {}
+    fields = [pc.coalesce(olds[n], v) if n in olds and olds[n].type == v.type else v
+              for n, v in zip(names, rows.flatten())]
+    return pa.StructArray.from_arrays(fields, names=names)
+
+
+def _rows_where(keep: pa.Array, rows: pa.StructArray) -> pa.StructArray:
+    """`rows` with the others null (the image an event does not have)."""
+    return pa.StructArray.from_arrays(rows.flatten(), names=[f.name for f in rows.type],
+                                      mask=pc.invert(pc.fill_null(keep, False)))
+
+
+def _labelled(rows: pa.StructArray, types: pa.StructArray, columns: list[Column]) -> pa.StructArray:
+    """ENUM indexes and SET bit masks as their labels, by each row's `mysqlType`."""
+    names = [f.name for f in rows.type]
+    values = dict(zip(names, rows.flatten()))
+    declared = dict(zip((f.name for f in types.type), types.flatten()))
+    for c in columns:
+        if c.name not in values or c.name not in declared or not pa.types.is_string(declared[c.name].type):
+            continue
+        for definition in pc.unique(declared[c.name].drop_null()).to_pylist():
+            kind = definition.split("(", 1)[0].strip().lower()
+            if kind in ("enum", "set"):
+                rows_of_it = pc.fill_null(pc.equal(declared[c.name], definition), False)
+                labelled = _labels(c.name, kind, definition,
+                                   pc.if_else(rows_of_it, values[c.name], pa.scalar(None, pa.string())))
+                values[c.name] = pc.if_else(rows_of_it, labelled, values[c.name])
+    return pa.StructArray.from_arrays([values[n] for n in names], names=names, mask=rows.is_null())
+
+
+def _labels(column: str, kind: str, definition: str, text: pa.Array) -> pa.Array:
+    """An ENUM's 1-based indexes or a SET's bit masks (as text) -> their labels (a SET: `[a,b]`);
+    values that are not numbers (labels already) stay as they are."""
+    labels = [o.replace("''", "'") for o in _OPTION.findall(definition)]
+    number = pc.cast(pc.if_else(pc.match_substring_regex(text, r"^\d+$"), text, pa.scalar(None, pa.string())), pa.int64())
+    if kind == "enum":
+        outside = pc.or_(pc.less(number, 1), pc.greater(number, len(labels)))
+        if pc.any(outside).as_py():
+            raise ValueError(f"column '{column}' holds an index outside its ENUM {definition}")
+        return pc.if_else(number.is_null(), text, pa.array(labels, pa.string()).take(pc.subtract(number, 1)))
+    if pc.any(pc.greater_equal(number, 1 << len(labels))).as_py():
+        raise ValueError(f"column '{column}' holds a bit outside its SET {definition}")
+    pieces = [pc.if_else(pc.not_equal(pc.bit_wise_and(number, 1 << i), 0), label + ",", "")
+              for i, label in enumerate(labels)]
+    joined = pc.utf8_rtrim(pc.binary_join_element_wise(*pieces, ""), characters=",")
+    return pc.if_else(number.is_null(), text, pc.binary_join_element_wise("[", joined, "]", ""))
