@@ -8,7 +8,7 @@ Canal writes one record per statement, holding every row it changed::
 
 Every value is text. `data` holds the rows after an INSERT or UPDATE and the deleted rows of a
 DELETE; `old` the previous values of the columns an UPDATE changed, row by row. The rows become
-those of `debezium.change_rows`: INSERT +I, UPDATE +U (and a -D of the old key when `old`
+those of `change_events.change_rows`: INSERT +I, UPDATE +U (and a -D of the old key when `old`
 shows the table's key changed), DELETE -D. DDL records are skipped (their columns reach the
 table with later rows), except TRUNCATE and ERASE (a dropped table), whose effect a table that
 skipped them would lack: those are undecodable records.
@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
-from .debezium import EVENTS_METADATA, Column, change_rows, read_events
+from .change_events import EVENTS_METADATA, Column, change_rows, read_events
 
 FORMAT = "canal-json"
 _OPS = {"INSERT": "c", "UPDATE": "u", "DELETE": "d"}
@@ -56,7 +56,7 @@ def columns_of(schema: pa.Schema) -> list[Column]:
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
-    """Newline-delimited Canal records -> rows as `debezium.change_rows` makes them, in record
+    """Newline-delimited Canal records -> rows as `change_events.change_rows` makes them, in record
     order, the number of records in the schema's metadata (`EVENTS_METADATA`)."""
     image = pa.struct([pa.field(c.name, pa.string()) for c in columns if c.wire is not None])
     events = read_events(buffer, pa.schema([("type", pa.string()), ("isDdl", pa.bool_()), ("data", pa.list_(image)),

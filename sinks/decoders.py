@@ -41,7 +41,7 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
-from . import canal, debezium, maxwell, schema_registry
+from . import canal, change_events, debezium, maxwell, schema_registry
 from .base64_columns import base64_decoded, holds_binary
 
 FORMATS = ("json", "avro", "csv", debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT, canal.FORMAT)
@@ -399,7 +399,7 @@ class Decoder:
 def _events(table: pa.Table) -> int:
     """How many records a parsed chunk of change events came from (an update can make two
     rows, a marker none)."""
-    return int((table.schema.metadata or {}).get(debezium.EVENTS_METADATA, b"0"))
+    return int((table.schema.metadata or {}).get(change_events.EVENTS_METADATA, b"0"))
 
 
 def _in_record_order(tables: list[pa.Table], origins: list[np.ndarray], empty: pa.Schema) -> pa.Table:

@@ -7,7 +7,7 @@ Maxwell writes one record per row change::
 
 `data` is the row after an insert or update and the deleted row of a delete; `old` holds the
 previous values of the columns an update changed. They become the same rows as Debezium's
-events (`debezium.change_rows`): insert and bootstrap-insert +I, update +U (and a -D of the old
+events (`change_events.change_rows`): insert and bootstrap-insert +I, update +U (and a -D of the old
 key when the update changed the table's key, a row moving partitions), delete -D. The markers
 around a bootstrap (bootstrap-start, bootstrap-complete) carry no row and are skipped; any other
 type (DDL with `output_ddl`, which reaches the table as the columns of later rows) is an
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
-from .debezium import EVENTS_METADATA, Column, change_rows, read_events
+from .change_events import EVENTS_METADATA, Column, change_rows, read_events
 
 FORMAT = "maxwell-json"
 _OPS = {"insert": "c", "bootstrap-insert": "r", "update": "u", "delete": "d"}
@@ -51,7 +51,7 @@ def columns_of(schema: pa.Schema) -> list[Column]:
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
-    """Newline-delimited Maxwell records -> rows as `debezium.change_rows` makes them, the
+    """Newline-delimited Maxwell records -> rows as `change_events.change_rows` makes them, the
     number of records in the schema's metadata (`EVENTS_METADATA`)."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
     events = read_events(buffer, pa.schema([("type", pa.string()), ("data", image), ("old", image)]))

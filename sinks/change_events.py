@@ -1,0 +1,269 @@
+"""Change events -> table rows with their row kinds: what Debezium's, Maxwell's and Canal's
+formats share (debezium.py, maxwell.py, canal.py parse them into before and after images).
+
+Each column travels in an encoding (`Column`): its values as the format writes them (epoch
+days, epoch milliseconds, base64, text, ...) are parsed as a "wire" Arrow type and decoded to
+the column's type for a whole column at once; a value that does not fit its column (a wider
+decimal, a lost fraction of a timestamp) is a ValueError naming the column, which the decoder
+turns into an undecodable record. `change_rows` turns events (their op and images) into rows
+of +I, +U and -D, deleting the old key of an update that moves a row between partitions.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from paimon_streaming.write import check_decimals_fit
+from .base64_columns import base64_decoded
+
+_KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
+# what Debezium's Postgres connector writes for an unchanged TOASTed value it does not have
+# (its `unavailable.value.placeholder` default)
+UNAVAILABLE = "__debezium_unavailable_value"
+EVENTS_METADATA = b"events"  # in a parsed chunk's schema metadata: how many records it came from
+# encodings not decoded: why, for the record's error
+_UNDECODABLE = {
+    "variable-scale": "a variable-scale decimal (io.debezium.data.VariableScaleDecimal), not decoded here: "
+                      "set the connector's decimal.handling.mode to string or precise",
+    "time": "a TIME without the schema envelope: Debezium writes it in milliseconds or microseconds of the day "
+            "by the source column's precision; enable value.converter.schemas.enable",
+    "canal-zone": "a TIMESTAMP WITH LOCAL TIME ZONE, which Canal writes in the MySQL server's zone without "
+                  "naming it; declare the column as TIMESTAMP (a wall time)",
+    "canal-binary": "binary, which Canal writes as ISO-8859-1 text, not decoded here",
+    "canal-nested": "a nested type, which Canal's text does not carry",
+}
+EPOCH_UNITS = {"epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
+TIME_UNITS = {"time-ms": "ms", "time-us": "us", "time-ns": "ns"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column as a change event carries it: the encoding and the Arrow type to parse it as."""
+
+    name: str
+    encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double,
+    #               text, utc-text (Maxwell's), or one of _UNDECODABLE
+    wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
+    type: pa.DataType  # what it becomes: the table column's type, or a new column's
+
+    @staticmethod
+    def of(name: str, encoding: str, target: pa.DataType) -> "Column":
+        return Column(name, encoding, _wire_type(encoding, target), target)
+
+
+def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
+    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "utc-text"):
+        return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
+    if encoding == "decimal-unscaled":
+        return pa.binary()
+    if encoding == "days":
+        return pa.int32()
+    if encoding in EPOCH_UNITS or encoding in TIME_UNITS:
+        return pa.int64()
+    if encoding == "decimal-double":
+        return pa.float64()
+    if encoding in _UNDECODABLE:
+        return None
+    return target
+
+
+def read_events(buffer: bytes, schema: pa.Schema) -> pa.Table:
+    """The columns `schema` names of newline-delimited JSON events; fields it does not name are
+    inferred (new columns inside the images). When only those conflict between events (a
+    connector's `source` or `ts` changing type is nothing to us), the events are read one by
+    one, keeping the named columns (the error path only)."""
+    def read(text: bytes) -> pa.Table:
+        return pajson.read_json(
+            io.BytesIO(text), read_options=pajson.ReadOptions(block_size=max(len(text), 1 << 20)),
+            parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+        ).select(schema.names)
+    try:
+        return read(buffer)
+    except pa.ArrowInvalid:
+        lines = [line for line in buffer.split(b"\n") if line.strip()]
+        if len(lines) < 2:
+            raise
+        return pa.concat_tables([read(line + b"\n") for line in lines], promote_options="permissive")
+
+
+def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, columns: list[Column],
+                kind_column: str, event_column: str, keys: Sequence[str] = (), partitioned: bool = False,
+                partial: bool = False) -> pa.Table:
+    """Events (their op, before and after images as wire values) -> rows of the columns, then
+    the fields of the after image no column names (new fields, as parsed), their row kinds
+    (+I, +U, -D) in `kind_column` and the event each row comes from in `event_column`;
+    ValueError for an event that is not a row change.
+
+    An update whose before image holds other values of the table's primary key `keys` (a row
+    moving to another partition: the source's key stays, the table's includes the partition)
+    also deletes the old key, in a -D row just before it. Without the before image such a move
+    cannot be seen, so a `partitioned` table refuses updates that lack it.
+
+    A value Debezium did not have (`UNAVAILABLE`: an unchanged TOASTed Postgres value) is refused
+    naming its column, or with `partial` (a partial-update table, which keeps a column's stored
+    value where a row brings null) written as null."""
+    known = pc.fill_null(pc.is_in(op, pa.array(list(_KINDS))), False)
+    if not known.to_numpy(zero_copy_only=False).all():
+        bad = op[int(np.flatnonzero(~known.to_numpy(zero_copy_only=False))[0])].as_py()
+        what = {"t": "a truncate", "m": "a message"}.get(bad, f"operation {bad!r}")
+        raise ValueError(f"{what} event is not a row change: not applied (a table that skipped it would "
+                         "differ from the source)")
+    is_delete = pc.equal(op, "d")
+    missing = pc.if_else(is_delete, before.is_null(), after.is_null())
+    if pc.any(missing).as_py():
+        i = int(np.flatnonzero(missing.to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"a '{op[i].as_py()}' event without its {'before' if op[i].as_py() == 'd' else 'after'} image")
+    olds = dict(zip((f.name for f in before.type), before.flatten()))
+    news = dict(zip((f.name for f in after.type), after.flatten()))
+    n = len(op)
+    names, arrays = [], []
+    for c in columns:
+        old, new = olds.get(c.name), news.get(c.name)
+        if old is None or new is None or old.type != new.type:  # undeclared fields: where some event has them
+            raw = new if new is not None else (old if old is not None else pa.nulls(n))
+        else:
+            raw = pc.if_else(is_delete, old, new)
+        names.append(c.name)
+        arrays.append(_without_placeholders(c.name, _decoded(c, raw), partial))
+    for name, values in news.items():  # fields the source added that no column or envelope names
+        if name not in names:
+            names.append(name)
+            arrays.append(values)
+    kinds = pc.if_else(is_delete, "-D", pc.if_else(pc.equal(op, "u"), "+U", "+I"))
+    rows = pa.Table.from_arrays(arrays + [kinds, pa.array(np.arange(n))], names + [kind_column, event_column])
+    for k in keys:  # here, where each row is its event's (a moved row adds one below)
+        if rows.column(k).null_count:
+            raise ValueError(f"null primary key {list(keys)}")
+    is_update = pc.equal(op, "u").to_numpy(zero_copy_only=False)
+    rows = rows.replace_schema_metadata({EVENTS_METADATA: str(n).encode()})
+    if not keys or not is_update.any():
+        return rows
+    has_before = before.is_valid().to_numpy(zero_copy_only=False)
+    if partitioned and (is_update & ~has_before).any():
+        raise ValueError("an update without its before image, into a partitioned table: a row moving to another "
+                         "partition could not be deleted from the old one (Postgres: set REPLICA IDENTITY FULL)")
+    by_name = {c.name: c for c in columns}
+    moved = np.zeros(n, bool)
+    for k in keys:
+        if k in olds and k in by_name:
+            differs = pc.not_equal(_decoded(by_name[k], olds[k]), rows.column(k))
+            moved |= pc.fill_null(differs, False).to_numpy(zero_copy_only=False)
+    moved &= is_update & has_before
+    if not moved.any():
+        return rows
+    idx = pa.array(np.flatnonzero(moved))
+    rows = rows.set_column(len(names), kind_column, pc.if_else(pa.array(moved), "+I", rows.column(kind_column)))
+    old_rows = pa.Table.from_arrays(
+        [_decoded(by_name[f.name], olds[f.name].take(idx)) if f.name in olds and f.name in by_name
+         else pa.nulls(len(idx), f.type) for f in list(rows.schema)[:len(names)]]
+        + [pa.array(["-D"] * len(idx), pa.string()), idx.cast(pa.int64())], schema=rows.schema)
+    order = np.argsort(np.concatenate([2 * np.arange(n) + 1, 2 * np.flatnonzero(moved)]), kind="stable")
+    return pa.concat_tables([rows, old_rows]).take(pa.array(order)).replace_schema_metadata(rows.schema.metadata)
+
+
+def _without_placeholders(name: str, values: pa.Array, partial: bool) -> pa.Array:
+    if not (pa.types.is_string(values.type) or pa.types.is_binary(values.type)):
+        return values
+    placeholder = pc.fill_null(pc.equal(values, pa.scalar(UNAVAILABLE.encode() if pa.types.is_binary(values.type)
+                                                              else UNAVAILABLE, values.type)), False)
+    if not pc.any(placeholder).as_py():
+        return values
+    if not partial:
+        raise ValueError(f"column '{name}' is '{UNAVAILABLE}': the source did not send its value (an unchanged "
+                         "TOASTed Postgres value); set REPLICA IDENTITY FULL on the source table, or ingest into a "
+                         "table with merge-engine partial-update, which keeps the stored value")
+    return pc.if_else(placeholder, pa.nulls(len(values), values.type), values)
+
+
+def _decoded(c: Column, raw: pa.Array) -> pa.Array:
+    """One column's wire values -> values of its type (ValueError naming the column when one
+    does not fit)."""
+    try:
+        value = _natural(c, raw)
+        if pa.types.is_timestamp(value.type) and pa.types.is_timestamp(c.type) and \
+                (value.type.tz is None) != (c.type.tz is None):
+            raise ValueError(f"column '{c.name}' is a TIMESTAMP {'WITH' if c.type.tz else 'WITHOUT'} LOCAL TIME ZONE "
+                             f"but Debezium sends {'a wall time' if value.type.tz is None else 'an instant'} "
+                             f"({c.encoding}); declare the column as the source's type")
+        if value.type != c.type:
+            value = pc.cast(value, c.type, safe=True)
+        check_decimals_fit(c.name, value)
+        return value
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise ValueError(f"column '{c.name}' ({c.encoding} in the change events) does not fit {c.type}: {exc}") from None
+
+
+def _natural(c: Column, raw: pa.Array) -> pa.Array:
+    """The values an encoding stands for, in their own Arrow type."""
+    e = c.encoding
+    if e == "plain":
+        return raw
+    if e == "text" and pa.types.is_time(c.type):  # "05:33:37.5": a time of the epoch's first day, cut to ms
+        stamps = pc.binary_join_element_wise("1970-01-01 ", raw, "").cast(pa.timestamp("ns"))
+        return pc.divide(stamps.cast(pa.int64()), 1_000_000).cast(pa.int32()).cast(pa.time32("ms"))
+    if e == "text":
+        return raw  # cast to the column's type below
+    if e == "utc-text":
+        return pc.assume_timezone(raw.cast(pa.timestamp("ns")), "UTC")
+    if e == "base64":
+        return base64_decoded(c.name, raw)
+    if e == "days":
+        return raw.cast(pa.date32())
+    if e in EPOCH_UNITS:
+        return raw.cast(pa.timestamp(EPOCH_UNITS[e]))
+    if e == "zoned":
+        return raw.cast(pa.timestamp("ns", tz="UTC"))
+    if e in TIME_UNITS:
+        # Paimon keeps a TIME in milliseconds of the day: finer digits are cut, as Java's writers do
+        per_ms = {"ms": 1, "us": 1000, "ns": 1_000_000}[TIME_UNITS[e]]
+        return pc.divide(raw, per_ms).cast(pa.int32()).cast(pa.time32("ms"))
+    if e == "decimal-bytes":
+        return _unscaled_decimals(c.name, base64_decoded(c.name, raw.cast(pa.binary())), c.type)
+    if e == "decimal-unscaled":
+        return _unscaled_decimals(c.name, raw.cast(pa.binary()), c.type)
+    if e == "decimal-text":
+        return raw
+    if e == "decimal-double":
+        exact = pc.cast(raw, pa.decimal128(38, c.type.scale), safe=False)  # precision: checked after
+        if not pc.all(pc.fill_null(pc.equal(exact.cast(pa.float64()), raw), True)).as_py():
+            raise ValueError(f"column '{c.name}' has a double with more digits than the scale of {c.type}")
+        return exact
+    if raw.null_count < len(raw):
+        raise ValueError(f"column '{c.name}' is {_UNDECODABLE[e]}")
+    return pa.nulls(len(raw), c.type)
+
+
+def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.Array:
+    """Kafka Connect's Decimal: each value the big-endian two's-complement bytes of the unscaled
+    integer, placed into 16-byte little-endian decimal128 slots in one numpy pass."""
+    if not pa.types.is_decimal(target):
+        raise ValueError(f"column '{column}' holds Kafka Connect decimals but is {target}")
+    if data.offset:
+        data = pa.concat_arrays([data])
+    n = len(data)
+    offsets = np.frombuffer(data.buffers()[1], np.int32, n + 1)
+    raw = np.frombuffer(data.buffers()[2], np.uint8) if data.buffers()[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    if (lengths > 16).any():
+        raise ValueError(f"column '{column}' has a decimal wider than 38 digits")
+    starts = offsets[:-1]
+    slots = np.zeros((n, 16), np.uint8)
+    has_bytes = lengths > 0
+    negative = np.zeros(n, bool)
+    negative[has_bytes] = raw[starts[has_bytes]] >= 0x80
+    slots[negative] = 0xFF  # sign extension
+    rows = np.repeat(np.arange(n), lengths)
+    from_end = np.repeat(offsets[1:], lengths) - np.arange(offsets[0], offsets[-1])  # 1 = the last byte
+    slots[rows, 16 - from_end] = raw[offsets[0]:offsets[-1]]
+    little = np.ascontiguousarray(slots[:, ::-1])
+    wide = pa.Array.from_buffers(pa.decimal128(38, target.scale), n,
+                                 [data.buffers()[0], pa.py_buffer(little.tobytes())], null_count=data.null_count)
+    narrowed = wide.cast(target, safe=False)
+    check_decimals_fit(column, narrowed)
+    return narrowed
