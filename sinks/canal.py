@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
+from . import change_events
 from .change_events import EVENTS_METADATA, Column, change_rows, read_events
 
 FORMAT = "canal-json"
@@ -39,19 +40,15 @@ _OPTION = re.compile(r"'((?:[^']|'')*)'")
 
 def columns_of(schema: pa.Schema) -> list[Column]:
     """The table's columns as Canal writes them: text, cast to the column's type."""
-    out = []
-    for f in schema:
-        t = f.type
-        if pa.types.is_timestamp(t) and t.tz is not None:
-            encoding = "canal-zone"
-        elif holds_binary(t):
-            encoding = "canal-binary"
-        elif pa.types.is_nested(t):
-            encoding = "canal-nested"
-        else:
-            encoding = "text"
-        out.append(Column.of(f.name, encoding, t))
-    return out
+    return change_events.columns_of(schema, _encoding_of)
+
+
+def _encoding_of(t: pa.DataType) -> str:
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return "canal-zone"
+    if holds_binary(t):
+        return "canal-binary"
+    return "canal-nested" if pa.types.is_nested(t) else "text"
 
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
@@ -82,7 +79,7 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     after = _labelled(rows, row_types, columns)
     before = _labelled(_old_rows(data, old, parents, rows), row_types, columns)
     op = kinds.take(pa.array(kept[parents]))
-    op = pc.if_else(pc.is_in(op, pa.array(list(_OPS))), _op_codes(op), pc.fill_null(op, "?"))
+    op = change_events.op_codes(op, _OPS)
     is_update, is_delete = pc.equal(op, "u"), pc.equal(op, "d")
     before = _rows_where(pc.or_(is_update, is_delete), before)
     after = _rows_where(pc.invert(is_delete), after)
@@ -90,13 +87,6 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     events_of_rows = pa.array(kept[parents]).take(table.column(event_column))
     table = table.set_column(table.schema.get_field_index(event_column), event_column, events_of_rows)
     return table.replace_schema_metadata({EVENTS_METADATA: str(n).encode()})
-
-
-def _op_codes(op: pa.Array) -> pa.Array:
-    out = op
-    for kind, code in _OPS.items():
-        out = pc.if_else(pc.equal(op, kind), code, out)
-    return out
 
 
 def _old_rows(data: pa.ListArray, old: pa.ListArray, parents: np.ndarray, rows: pa.StructArray) -> pa.StructArray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -55,6 +55,20 @@ class Column:
     @staticmethod
     def of(name: str, encoding: str, target: pa.DataType) -> "Column":
         return Column(name, encoding, _wire_type(encoding, target), target)
+
+
+def columns_of(schema: pa.Schema, encoding_of: Callable[[pa.DataType], str]) -> list[Column]:
+    """A table's columns, each in the encoding a format gives its type."""
+    return [Column.of(f.name, encoding_of(f.type), f.type) for f in schema]
+
+
+def op_codes(kinds: pa.Array, codes: dict[str, str]) -> pa.Array:
+    """A format's operation names as Debezium's op codes (c, r, u, d); names it does not list
+    stay as they are (nulls become "?"), for `change_rows` to refuse by name."""
+    out = pc.fill_null(kinds, "?")
+    for kind, code in codes.items():
+        out = pc.if_else(pc.equal(kinds, kind), code, out)
+    return out
 
 
 def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:

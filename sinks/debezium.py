@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
+from . import change_events
 from .change_events import EPOCH_UNITS, TIME_UNITS, Column, change_rows, read_events
 
 FORMAT = "debezium-json"
@@ -73,23 +74,19 @@ def default_columns(schema: pa.Schema, decimal_handling: str = "precise") -> lis
     """The table's columns as a connector writes them without a schema envelope."""
     if decimal_handling not in DECIMAL_HANDLING:
         raise ValueError(f"unknown decimal handling '{decimal_handling}'; use one of {', '.join(DECIMAL_HANDLING)}")
-    out = []
-    for f in schema:
-        t = f.type
+    decimals = {"precise": "decimal-bytes", "string": "decimal-text", "double": "decimal-double"}[decimal_handling]
+
+    def encoding_of(t: pa.DataType) -> str:
         if pa.types.is_decimal(t):
-            encoding = {"precise": "decimal-bytes", "string": "decimal-text", "double": "decimal-double"}[decimal_handling]
-        elif pa.types.is_date(t):
-            encoding = "days"
-        elif pa.types.is_timestamp(t):
-            encoding = "zoned" if t.tz is not None else ("epoch-ms" if t.unit in ("s", "ms") else f"epoch-{t.unit}")
-        elif pa.types.is_time(t):
-            encoding = "time"
-        elif holds_binary(t):
-            encoding = "base64"
-        else:
-            encoding = "plain"
-        out.append(Column.of(f.name, encoding, t))
-    return out
+            return decimals
+        if pa.types.is_date(t):
+            return "days"
+        if pa.types.is_timestamp(t):
+            return "zoned" if t.tz is not None else ("epoch-ms" if t.unit in ("s", "ms") else f"epoch-{t.unit}")
+        if pa.types.is_time(t):
+            return "time"
+        return "base64" if holds_binary(t) else "plain"
+    return change_events.columns_of(schema, encoding_of)
 
 
 def envelope_columns(schema: pa.Schema, envelope_schema: dict) -> list[Column]:

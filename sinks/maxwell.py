@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
+from . import change_events
 from .change_events import EVENTS_METADATA, Column, change_rows, read_events
 
 FORMAT = "maxwell-json"
@@ -34,19 +35,15 @@ _MARKERS = ("bootstrap-start", "bootstrap-complete")
 
 def columns_of(schema: pa.Schema) -> list[Column]:
     """The table's columns as Maxwell writes them."""
-    out = []
-    for f in schema:
-        t = f.type
-        if pa.types.is_timestamp(t) and t.tz is not None:
-            encoding = "utc-text"
-        elif pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
-            encoding = "text"
-        elif holds_binary(t):
-            encoding = "base64"
-        else:
-            encoding = "plain"
-        out.append(Column.of(f.name, encoding, t))
-    return out
+    return change_events.columns_of(schema, _encoding_of)
+
+
+def _encoding_of(t: pa.DataType) -> str:
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return "utc-text"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
+        return "text"
+    return "base64" if holds_binary(t) else "plain"
 
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
@@ -60,7 +57,7 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     kept = np.flatnonzero(rows)
     events = events.take(pa.array(kept)) if len(kept) < len(kinds) else events
     op = pc.fill_null(kinds.take(pa.array(kept)), "?")
-    op = pc.if_else(pc.is_in(op, pa.array(list(_OPS))), _op_codes(op), op)
+    op = change_events.op_codes(op, _OPS)
     data = events.column("data").combine_chunks()
     old = events.column("old").combine_chunks()
     table = change_rows(op, _before(op, data, old), pc.if_else(pc.equal(op, "d"), pa.nulls(len(op), data.type), data),
@@ -68,13 +65,6 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     table = table.set_column(table.schema.get_field_index(event_column), event_column,
                              pa.array(kept).take(table.column(event_column)))
     return table.replace_schema_metadata({EVENTS_METADATA: str(len(kinds)).encode()})
-
-
-def _op_codes(op: pa.Array) -> pa.Array:
-    out = op
-    for kind, code in _OPS.items():
-        out = pc.if_else(pc.equal(op, kind), code, out)
-    return out
 
 
 def _before(op: pa.Array, data: pa.StructArray, old: pa.StructArray) -> pa.StructArray:

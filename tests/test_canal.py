@@ -12,6 +12,7 @@ import random
 import pyarrow as pa
 import pytest
 
+from change_event_support import applied, records
 from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 MYSQL_TYPES = {"id": "bigint(20)", "name": "varchar(64)", "price": "decimal(10,2)", "born": "date",
@@ -86,24 +87,6 @@ def history(rng: random.Random, n: int, keys: int) -> tuple[list[dict], dict]:
             out.append({"type": "ALTER", "isDdl": True, "sql": "ALTER TABLE items ADD note TEXT", "data": None,
                         "database": "shop", "table": "items"})
     return out, state
-
-
-def records(values: list, topic: str = "canal") -> pa.RecordBatch:
-    n = len(values)
-    return pa.RecordBatch.from_pydict({
-        "key": pa.array([None] * n, pa.binary()), "value": pa.array(values, pa.binary()), "topic": [topic] * n,
-        "partition": pa.array([0] * n, pa.int32()), "offset": pa.array(range(n), pa.int64())})
-
-
-def applied(rows: list[dict]) -> dict[int, dict]:
-    state: dict[int, dict] = {}
-    for r in rows:
-        kind = r.pop("_kind")
-        if kind == "-D":
-            state.pop(r["id"], None)
-        else:
-            state[r["id"]] = r
-    return state
 
 
 def test_messages_of_several_rows_round_trip():

@@ -13,6 +13,7 @@ import random
 import pyarrow as pa
 import pytest
 
+from change_event_support import applied, records
 from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -116,30 +117,12 @@ def changes(rng: random.Random, n: int, keys: int, with_time: bool = True) -> tu
     return out, state
 
 
-def records(values: list, topic: str = "dbserver1.shop.items") -> pa.RecordBatch:
-    n = len(values)
-    return pa.RecordBatch.from_pydict({
-        "key": pa.array([None] * n, pa.binary()), "value": pa.array(values, pa.binary()), "topic": [topic] * n,
-        "partition": pa.array([0] * n, pa.int32()), "offset": pa.array(range(n), pa.int64())})
-
-
 def stored(row: dict) -> dict:
     """What the table keeps of a source row (TIME in milliseconds, as Paimon stores it)."""
     out = dict(row)
     t = out["opens"]
     out["opens"] = None if t is None else t.replace(microsecond=t.microsecond // 1000 * 1000)
     return out
-
-
-def applied(rows: list[dict]) -> dict[int, dict]:
-    state: dict[int, dict] = {}
-    for r in rows:
-        kind = r.pop("_kind")
-        if kind == "-D":
-            state.pop(r["id"], None)
-        else:
-            state[r["id"]] = r
-    return state
 
 
 @pytest.mark.parametrize("with_schema", [False, True])

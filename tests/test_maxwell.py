@@ -13,6 +13,7 @@ import random
 import pyarrow as pa
 import pytest
 
+from change_event_support import applied, records
 from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 TABLE = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string()), ("price", pa.decimal128(10, 2)),
@@ -65,24 +66,6 @@ def history(rng: random.Random, n: int, keys: int) -> tuple[list[dict], dict]:
             out.append(dict(base, type=rng.choice(["insert", "bootstrap-insert"]), data=wire(state[k])))
     out.append({"database": "shop", "table": "items", "type": "bootstrap-complete", "ts": 2, "data": {}})
     return out, state
-
-
-def records(values: list, topic: str = "maxwell") -> pa.RecordBatch:
-    n = len(values)
-    return pa.RecordBatch.from_pydict({
-        "key": pa.array([None] * n, pa.binary()), "value": pa.array(values, pa.binary()), "topic": [topic] * n,
-        "partition": pa.array([0] * n, pa.int32()), "offset": pa.array(range(n), pa.int64())})
-
-
-def applied(rows: list[dict]) -> dict[int, dict]:
-    state: dict[int, dict] = {}
-    for r in rows:
-        kind = r.pop("_kind")
-        if kind == "-D":
-            state.pop(r["id"], None)
-        else:
-            state[r["id"]] = r
-    return state
 
 
 def test_every_encoding_and_event_type_round_trips():
