@@ -339,13 +339,17 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
 
 
 def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callable[[str], None]) -> None:
-    """Add the records' new fields to the table as nullable columns (Paimon's Kafka sync does
-    the same), or refuse naming them when schema evolution is off."""
-    if not cfg.evolve_schema:
-        raise SchemaMismatchError(f"records carry field(s) {fields.names} that table {cfg.table} does not have, "
-                                  "and schema evolution is off (--no-schema-evolution): add the columns "
-                                  "(paimon-streaming alter --add-column) or drop the flag; nothing was written")
+    """Add the records' new fields to the table as nullable columns and widen the columns change
+    events declare wider (Paimon's Kafka sync does the same), or refuse naming them when schema
+    evolution is off."""
     known = set(table.schema.field_names)
+    if not cfg.evolve_schema:
+        widened = [n for n in fields.names if n in known]
+        raise SchemaMismatchError(
+            f"records carry field(s) {[n for n in fields.names if n not in known]} that table {cfg.table} does not have"
+            + (f" and wider types of {widened}" if widened else "")
+            + ", and schema evolution is off (--no-schema-evolution): add or widen the columns "
+            "(paimon-streaming alter) or drop the flag; nothing was written")
     schema = table.update_schema().union_by_name(pa.schema([f.with_nullable(True) for f in fields])).commit()
     log(f"table {cfg.table} evolved to schema {schema.id}: "
         + ", ".join(f"{'widened' if f.name in known else 'added'} {f.name} {f.type}" for f in fields))

@@ -530,3 +530,20 @@ def test_fields_we_do_not_read_may_change_type_between_events():
     maxwell = [json.dumps({"type": "insert", "ts": 1, "data": {"id": 1}}).encode(),
                json.dumps({"type": "insert", "ts": "late", "data": {"id": 2}}).encode()]
     assert Decoder("maxwell-json", table, ("id",)).decode(records(maxwell)).column("id").to_pylist() == [1, 2]
+
+
+def test_without_schema_evolution_new_and_wider_columns_are_named(tmp_path):
+    import paimon_streaming as ps
+    from paimon_streaming.errors import SchemaMismatchError
+    from paimon_streaming.sinks.ingest import IngestConfig, evolve_table
+    table = ps.Catalog(str(tmp_path)).create_table("db.t", pa.schema([pa.field("id", pa.int64(), False),
+                                                                      ("qty", pa.int32())]), primary_keys=["id"])
+    cfg = IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t", evolve_schema=False)
+    with pytest.raises(SchemaMismatchError, match=r"field\(s\) \['note'\] that table db.t does not have and wider "
+                                                  r"types of \['qty'\], and schema evolution is off"):
+        evolve_table(cfg, table, pa.schema([("qty", pa.int64()), ("note", pa.string())]), print)
+    lines: list[str] = []
+    evolve_table(IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t"), table,
+                 pa.schema([("qty", pa.int64()), ("note", pa.string())]), lines.append)
+    assert lines == ["table db.t evolved to schema 1: widened qty int64, added note string"]
+    assert [(f.name, str(f.type)) for f in table.schema.fields][1:] == [("qty", "BIGINT"), ("note", "STRING")]
