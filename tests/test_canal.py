@@ -131,7 +131,7 @@ def test_ingest_canal_end_to_end(spark, broker, tmp_path):
 
     topic = unique_topic("canal")
     broker.create_topic(topic, partitions=1)
-    messages, final = history(random.Random(6), 400, 100)
+    messages, final = history(random.Random(6), 200, 80)
     p = broker.producer(linger_ms=5)
     for m in messages:
         p.send(topic, value=json.dumps(m).encode())
@@ -141,7 +141,7 @@ def test_ingest_canal_end_to_end(spark, broker, tmp_path):
            "ok BOOLEAN, score DOUBLE, color STRING, tags STRING")
     cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.items",
                        topics=(topic,), format="canal-json", schema=ddl, bucket=2, trigger="available-now",
-                       checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=150)
+                       checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=100)
     lines: list[str] = []
     assert run_ingest(spark, cfg, lines.append) == 0, lines
     assert any("primary key ['id'] from the change events" in line for line in lines), lines
