@@ -333,9 +333,10 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
         added = pa.schema([f for f in writer if f.name not in known])
         if len(added):
             evolve_table(cfg, table, added, log)
-    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format, avro, cfg.schema_registry,
-                   cfg.on_error, cfg.decimal_handling, tuple(table.partition_keys),
-                   table.options.merge_engine == "partial-update")
+    return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format=key_format, avro_schema=avro,
+                   schema_registry=cfg.schema_registry, on_error=cfg.on_error, decimal_handling=cfg.decimal_handling,
+                   partition_keys=tuple(table.partition_keys),
+                   partial_update=table.options.merge_engine == "partial-update")
 
 
 def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callable[[str], None]) -> None:
