@@ -23,3 +23,29 @@ def applied(rows: list[dict]) -> dict[int, dict]:
         else:
             state[r["id"]] = r
     return state
+
+
+def produce(broker, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+    """(key, value) records into `topic`, in order."""
+    producer = broker.producer(linger_ms=5)
+    for key, value in records:
+        producer.send(topic, key=key, value=value)
+    producer.flush()
+    producer.close()
+
+
+def ingest_items(spark, broker, tmp_path, topic: str, **options) -> tuple[list[dict], list[dict], list[str]]:
+    """`paimon-streaming ingest` of `topic` into a new db.items (2 buckets, available-now), its
+    primary key taken from the change events: (our rows, Java's rows, both by id; the log)."""
+    import paimon_streaming as ps
+    from java_oracle import get_oracle
+    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
+
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.items",
+                       topics=(topic,), bucket=2, trigger="available-now", checkpoint=str(tmp_path / "ckpt"), **options)
+    lines: list[str] = []
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    assert any("primary key ['id'] from the change events" in line for line in lines), lines
+    ours = ps.Catalog(str(tmp_path / "wh")).get_table("db.items").to_arrow().sort_by("id").to_pylist()
+    java = sorted(get_oracle().read(str(tmp_path / "wh" / "db.db" / "items")), key=lambda r: r["id"])
+    return ours, java, lines

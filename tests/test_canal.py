@@ -12,7 +12,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from change_event_support import applied, records
+from change_event_support import applied, ingest_items, produce, records
 from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 MYSQL_TYPES = {"id": "bigint(20)", "name": "varchar(64)", "price": "decimal(10,2)", "born": "date",
@@ -124,28 +124,16 @@ def test_key_moves_truncate_and_values_not_decoded():
 
 
 def test_ingest_canal_end_to_end(spark, broker, tmp_path):
-    import paimon_streaming as ps
-    from java_oracle import get_oracle
     from kafka_broker import unique_topic
-    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
 
     topic = unique_topic("canal")
     broker.create_topic(topic, partitions=1)
     messages, final = history(random.Random(6), 200, 80)
-    p = broker.producer(linger_ms=5)
-    for m in messages:
-        p.send(topic, value=json.dumps(m).encode())
-    p.flush()
-    p.close()
+    produce(broker, topic, [(None, json.dumps(m).encode()) for m in messages])
     ddl = ("id BIGINT NOT NULL, name STRING, price DECIMAL(10,2), born DATE, seen TIMESTAMP_NTZ, opens STRING, "
            "ok BOOLEAN, score DOUBLE, color STRING, tags STRING")
-    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.items",
-                       topics=(topic,), format="canal-json", schema=ddl, bucket=2, trigger="available-now",
-                       checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=100)
-    lines: list[str] = []
-    assert run_ingest(spark, cfg, lines.append) == 0, lines
-    assert any("primary key ['id'] from the change events" in line for line in lines), lines
-    ours = ps.Catalog(str(tmp_path / "wh")).get_table("db.items").to_arrow().sort_by("id").to_pylist()
-    expected = sorted(({**stored(v), "opens": v["opens"].isoformat()} for v in final.values()), key=lambda r: r["id"])
-    assert ours == expected
-    assert sorted(get_oracle().read(str(tmp_path / "wh" / "db.db" / "items")), key=lambda r: r["id"]) == ours
+    ours, java, _ = ingest_items(spark, broker, tmp_path, topic, format="canal-json", schema=ddl,
+                                 max_offsets_per_trigger=100)
+    assert ours == sorted(({**stored(v), "opens": v["opens"].isoformat()} for v in final.values()),
+                          key=lambda r: r["id"])
+    assert java == ours

@@ -13,7 +13,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from change_event_support import applied, records
+from change_event_support import applied, ingest_items, produce, records
 from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -226,15 +226,14 @@ def test_ingest_change_events_end_to_end_with_a_column_added_upstream(spark, bro
     rng = random.Random(11)
     history, final = changes(rng, 1500, 300)
 
-    def produce(events, source=SOURCE):
-        p = broker.producer(linger_ms=5)
+    def send(events, source=SOURCE):
+        records = []
         for op, before, after in events:
-            key = (after or before)["id"]
-            p.send(topic, key=json.dumps({"id": key}).encode(), value=event(op, before, after, True, source))
+            key = json.dumps({"id": (after or before)["id"]}).encode()
+            records.append((key, event(op, before, after, True, source)))
             if op == "d":
-                p.send(topic, key=json.dumps({"id": key}).encode(), value=None)  # Debezium's tombstone
-        p.flush()
-        p.close()
+                records.append((key, None))  # Debezium's tombstone
+        produce(broker, topic, records)
 
     def ingest():
         cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.items",
@@ -245,7 +244,7 @@ def test_ingest_change_events_end_to_end_with_a_column_added_upstream(spark, bro
         assert run_ingest(spark, cfg, lines.append) == 0, lines
         return lines
 
-    produce(history)
+    send(history)
     lines = ingest()
     assert any("from the first change event's schema envelope" in line for line in lines), lines
     assert any("primary key ['id'] from the change events" in line for line in lines), lines
@@ -263,7 +262,7 @@ def test_ingest_change_events_end_to_end_with_a_column_added_upstream(spark, bro
         more.append(("u", final[k], new))
         final[k] = new
     more.append(("d", final.pop(sorted(final)[-1]), None))
-    produce(more, widened)
+    send(more, widened)
     lines = ingest()
     assert any("added rating decimal128(7, 3)" in line for line in lines), lines
     ours = ps.Catalog(str(tmp_path / "wh")).get_table("db.items").to_arrow().sort_by("id").to_pylist()
@@ -376,33 +375,24 @@ def test_debezium_avro_every_encoding_and_a_new_column(registry):
 
 
 def test_ingest_debezium_avro_end_to_end(spark, broker, registry, tmp_path):
-    import paimon_streaming as ps
-    from java_oracle import get_oracle
+    import fastavro
+
     from kafka_broker import unique_topic
-    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
+    from paimon_streaming.sinks import schema_registry
 
     topic = unique_topic("debezium-avro")
     broker.create_topic(topic, partitions=2)
     history, final = changes(random.Random(12), 600, 120)
-    p = broker.producer(linger_ms=5)
-    import fastavro
 
-    from paimon_streaming.sinks import schema_registry
-    for op, before, after in history:
-        key = io.BytesIO()
-        fastavro.schemaless_writer(key, fastavro.parse_schema(registry.key), {"id": (after or before)["id"]})
-        p.send(topic, key=schema_registry.frame(5, key.getvalue()),
-               value=avro_event(3, avro_envelope(), op, before, after))
-    p.flush()
-    p.close()
-    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.items",
-                       topics=(topic,), format="debezium-avro", schema_registry=registry.url, bucket=2, trigger="available-now", checkpoint=str(tmp_path / "ckpt"))
-    lines: list[str] = []
-    assert run_ingest(spark, cfg, lines.append) == 0, lines
-    assert any("primary key ['id'] from the change events" in line for line in lines), lines
-    ours = ps.Catalog(str(tmp_path / "wh")).get_table("db.items").to_arrow().sort_by("id").to_pylist()
+    def key(row: dict) -> bytes:
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, fastavro.parse_schema(registry.key), {"id": row["id"]})
+        return schema_registry.frame(5, body.getvalue())
+    produce(broker, topic, [(key(after or before), avro_event(3, avro_envelope(), op, before, after))
+                            for op, before, after in history])
+    ours, java, _ = ingest_items(spark, broker, tmp_path, topic, format="debezium-avro", schema_registry=registry.url)
     assert ours == sorted((stored(v) for v in final.values()), key=lambda r: r["id"])
-    assert sorted(get_oracle().read(str(tmp_path / "wh" / "db.db" / "items")), key=lambda r: r["id"]) == ours
+    assert java == ours
 
 
 def test_a_row_moving_between_partitions_is_deleted_from_the_old_one(tmp_path):

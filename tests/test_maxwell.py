@@ -13,7 +13,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from change_event_support import applied, records
+from change_event_support import applied, ingest_items, produce, records
 from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 TABLE = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string()), ("price", pa.decimal128(10, 2)),
@@ -96,29 +96,16 @@ def test_updates_moving_partitions_ddl_and_new_fields():
 
 
 def test_ingest_maxwell_end_to_end(spark, broker, tmp_path):
-    import paimon_streaming as ps
-    from java_oracle import get_oracle
     from kafka_broker import unique_topic
-    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
 
     topic = unique_topic("maxwell")
     broker.create_topic(topic, partitions=2)
     events, final = history(random.Random(8), 600, 120)
-    p = broker.producer(linger_ms=5)
-    for e in events:
-        p.send(topic, key=json.dumps({"database": "shop", "table": "items", "pk.id": e.get("primary_key", [0])[0]})
-               .encode(), value=json.dumps(e).encode())
-    p.flush()
-    p.close()
+    produce(broker, topic, [(json.dumps({"database": "shop", "table": "items", "pk.id": e.get("primary_key", [0])[0]})
+                             .encode(), json.dumps(e).encode()) for e in events])
     ddl = ("id BIGINT NOT NULL, name STRING, price DECIMAL(10,2), born DATE, seen TIMESTAMP_NTZ, at TIMESTAMP, "
            "opens STRING, blob BINARY, ok TINYINT, score DOUBLE")
-    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.items",
-                       topics=(topic,), format="maxwell-json", schema=ddl, bucket=2, trigger="available-now",
-                       checkpoint=str(tmp_path / "ckpt"), table_options={"deletion-vectors.enabled": "true"})
-    lines: list[str] = []
-    assert run_ingest(spark, cfg, lines.append) == 0, lines
-    assert any("primary key ['id'] from the change events" in line for line in lines), lines
-    ours = ps.Catalog(str(tmp_path / "wh")).get_table("db.items").to_arrow().sort_by("id").to_pylist()
-    expected = sorted(({**v, "opens": v["opens"].isoformat()} for v in final.values()), key=lambda r: r["id"])
-    assert ours == expected
-    assert sorted(get_oracle().read(str(tmp_path / "wh" / "db.db" / "items")), key=lambda r: r["id"]) == ours
+    ours, java, _ = ingest_items(spark, broker, tmp_path, topic, format="maxwell-json", schema=ddl,
+                                 table_options={"deletion-vectors.enabled": "true"})
+    assert ours == sorted(({**v, "opens": v["opens"].isoformat()} for v in final.values()), key=lambda r: r["id"])
+    assert java == ours
