@@ -34,6 +34,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import file_index
 from .branches import MAIN, branch_names, branch_path
 from .commit_users import CommitUserRecords
 from .consumers import ConsumerManager
@@ -400,8 +401,19 @@ class _Checker:
         path = TableDirs.data_file(directory, f)
         if path not in self._verdicts and self._exists(path, f.file_size, label) and self.verify_data:
             self._verify_content(label, path, e)
-        for extra in f.extra_files:
-            self._exists(f"{directory}/{extra}", None, label)
+        for extra in TableDirs.data_file_paths(directory, f)[1:]:
+            self._exists(extra, None, label)
+        if self.verify_data and (f.embedded_index is not None or f.extra_files):
+            self._verify_file_index(label, path, f)
+
+    def _verify_file_index(self, label: str, path: str, f) -> None:
+        """Decode a data file's file index (file_index.py): our check, its structure, its filters."""
+        try:
+            file_index.verify(file_index.indexes_of(self.io, path, f.embedded_index, f.extra_files), path)
+        except MissingFileError:
+            return  # reported by the existence check
+        except CorruptFileError as exc:
+            self.problem("corrupt-file", path, f"{label}: {exc}")
 
     def _verify_content(self, label: str, path: str, e: ManifestEntry) -> None:
         """Read the whole file: page checksums, footer, row count (datafile.read_data_file)."""

@@ -221,6 +221,8 @@ _OPTIONS = [
     Option("full-compaction.delta-commits", None, lambda text: int(text.strip())),
     Option(PARQUET_WRITER_VERSION, "v1", _parquet_writer_version),
     Option(PARQUET_DICTIONARY, "true", parse_bool),
+    Option("file-index.in-manifest-threshold", "500 b", parse_memory_size),
+    Option("file-index.read.enabled", "true", parse_bool),
 ]
 OPTIONS: dict[str, Option] = {o.key: o for o in _OPTIONS}
 KNOWN_KEYS = PAIMON_OPTION_KEYS | OPTIONS.keys()

@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import file_index
 from .binary_row import deserialize_row
 from .errors import CommitConflictError, CorruptFileError
 from .fileio import FileIO
@@ -27,6 +28,7 @@ from .paths import PathFactory, TableDirs, partition_path
 from .predicate import Filter, may_match
 from .branches import branch_path
 from .schema import SchemaManager, TableSchema
+from .types import DataField
 from .snapshot import Snapshot
 
 
@@ -158,18 +160,61 @@ class TableScan:
             if (skip_level0 and e.file.level == 0) or postponed(e):
                 continue
             groups.setdefault((e.partition, e.bucket), []).append(e)
-        splits = []
+        selected = {}
         for (partition, bucket), entries in groups.items():
             if not self._partition_may_match(partition, flt):
                 continue
             merged = self.needs_merge([e.file for e in entries])
             files = [e.file for e in entries if self._file_may_match(e.file, flt, merged)]
-            if not files:
-                continue
-            splits.append(self.split_of(partition, bucket, entries[0].total_buckets, files,
-                                        deletion_files.get((partition, bucket)),
-                                        needs_merge=self.needs_merge(files)))
-        return splits
+            if files:
+                selected[(partition, bucket)] = (entries[0].total_buckets, merged, files)
+        if flt is not None and file_index.read_enabled(self.options.raw):
+            self._drop_by_file_index(selected, flt)
+        return [self.split_of(partition, bucket, total, files, deletion_files.get((partition, bucket)),
+                              needs_merge=self.needs_merge(files))
+                for (partition, bucket), (total, _, files) in selected.items() if files]
+
+    def _drop_by_file_index(self, selected: dict[tuple[bytes, int], tuple[int, bool, list[DataFileMeta]]],
+                            flt: Filter) -> None:
+        """Drop the files whose file index (file_index.py) rules `flt` out, in place; in a bucket
+        that must be merged, on key columns only (as statistics)."""
+        asked = {t.column for conj in flt.disjuncts or () for t in conj if t.op in ("=", "==", "in")}
+        asked -= set(self.schema.partition_keys)
+        if not asked:
+            return
+        jobs = []
+        for key, (_, merged, files) in selected.items():
+            wanted = asked & set(self.schema.trimmed_primary_keys) if merged else asked
+            for f in files:
+                if wanted and (f.embedded_index is not None or f.extra_files):
+                    columns = self._same_columns(f, wanted)
+                    if columns:
+                        jobs.append((key, f, columns))
+        if not jobs:
+            return
+
+        def may_match(job) -> bool:
+            (partition, bucket), f, columns = job
+            path = TableDirs.data_file(self.dirs.bucket(self.partition_dir(partition), bucket), f)
+            indexes = file_index.indexes_of(self.file_io, path, f.embedded_index, f.extra_files)
+            return indexes is None or file_index.may_match(indexes, flt, columns, path)
+
+        ruled_out = {(key, f.file_name) for (key, f, _), keep in zip(jobs, self.file_io.map(may_match, jobs))
+                     if not keep}
+        for key, (total, merged, files) in selected.items():
+            files[:] = [f for f in files if (key, f.file_name) not in ruled_out]
+
+    def _same_columns(self, f: DataFileMeta, names: set[str]) -> dict[str, DataField]:
+        """Of the current columns `names`, those the file holds as a field of the same type (by
+        field id), with that field (its name in the file's index)."""
+        by_id = {fld.id: fld for fld in self.schema_of(f.schema_id).fields}
+        out = {}
+        for name in names:
+            current = self.schema.field(name)
+            old = by_id.get(current.id)
+            if old is not None and old.type.copy(nullable=True) == current.type.copy(nullable=True):
+                out[name] = old
+        return out
 
     def postponed_bucket(self, entry: ManifestEntry) -> bool:
         """A file of a postpone-bucket table (`bucket` = -2) still waiting in bucket -2: Java's

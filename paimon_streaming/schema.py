@@ -136,7 +136,8 @@ class TableSchema:
         return table_schema
 
     def validate(self) -> None:
-        from .full_compaction import validate_schedule  # these import this module
+        from .file_index import FileIndexSpec  # these import this module
+        from .full_compaction import validate_schedule
         from .merge_engine import validate_engine_options
         from .partition_expire import validate_partition_expiration
         from .record_expire import validate_record_expiry
@@ -145,6 +146,7 @@ class TableSchema:
         validate_partition_expiration(self.core_options)
         validate_record_expiry(self)
         validate_schedule(self.core_options, self.primary_keys)
+        FileIndexSpec.of(self.options, self.fields)
         core = self.core_options
         pk, part = list(self.primary_keys), list(self.partition_keys)
         if pk and not self.trimmed_primary_keys:

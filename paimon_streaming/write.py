@@ -28,6 +28,7 @@ from .branches import MAIN, branch_path
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import ParquetSettings, write_data_file
+from .file_index import INDEX_SUFFIX, FileIndexSpec
 from .default_values import with_defaults
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError, UnsupportedOperationError
@@ -295,6 +296,8 @@ class TableWrite:
         self.settings = FileSettingsByLevel(schema, schema.trimmed_primary_keys if self.thin else ())
         self.partition_times = PartitionTimeCheck(schema)
         self.parquet = ParquetSettings.of(self.options)
+        self.file_indexes = FileIndexSpec.of(schema.options, schema.fields)
+        self._fields_by_name = {f.name: f for f in schema.fields}
         self.dynamic = DynamicBucketAssigner(file_io, self.paths, self.options.get("dynamic-bucket.target-row-num"),
                                              self.options.get("dynamic-bucket.max-buckets"))
         self.engine = engine_for(schema) if self.pk else None
@@ -510,6 +513,7 @@ class TableWrite:
         written = write_data_file(self.file_io, path, file_table, self.fields,
                                   settings.file_format, settings.compression,
                                   self.options.get("file.compression.zstd-level"), self.parquet)
+        embedded_index, extra_files = self._write_file_index(path, rows)
         if self._keep_fresh and not changelog:
             if self.pk:
                 self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
@@ -524,7 +528,25 @@ class TableWrite:
             schema_id=self.schema.id, level=level,
             creation_time=int((dt.datetime.now() - _EPOCH) / dt.timedelta(milliseconds=1)),
             delete_row_count=delete_rows, file_source=file_source,
-            value_stats_cols=settings.value_stats_cols, external_path=external_path)
+            value_stats_cols=settings.value_stats_cols, external_path=external_path,
+            embedded_index=embedded_index, extra_files=extra_files)
+
+    def _write_file_index(self, data_path: str, rows: pa.Table) -> tuple[bytes | None, tuple[str, ...]]:
+        """The file index of a data file's rows (file_index.py): embedded in its manifest entry
+        when small, else written beside it as `<data file>.index`."""
+        index = self.file_indexes.build(rows, self._fields_by_name)
+        if index is None:
+            return None, ()
+        if len(index) <= self.file_indexes.in_manifest_threshold:
+            return index, ()
+        path = data_path + INDEX_SUFFIX
+        try:
+            self.file_io.write_bytes(path, index)
+        except BaseException:
+            self.file_io.delete_quietly(data_path)
+            self.file_io.delete_quietly(path)
+            raise
+        return None, (path.rsplit("/", 1)[-1],)
 
     def _remember(self, directory: str, name: str, rows: pa.Table, sequence: np.ndarray, kinds: np.ndarray,
                   keep_rows: bool) -> None:

@@ -476,8 +476,13 @@ class Batch:
 
     def read(self, path, snapshot_id: int | None = None, tag: str | None = None,
              columns: Sequence[str] | None = None, with_row_kind: bool = False,
-             incremental_between: tuple[int, int] | None = None, branch: str | None = None) -> Pending:
+             incremental_between: tuple[int, int] | None = None, branch: str | None = None,
+             equal: tuple[str, Any] | None = None) -> Pending:
+        """`equal`: (column, value) pushed down as a filter: Java skips files by statistics and
+        file indexes, and returns the rows of the files it reads unfiltered."""
         op = {"op": "read", "path": str(path)}
+        if equal is not None:
+            op["equal"] = {"column": equal[0], "value": _to_json(equal[1], self._types(path, branch)[equal[0]])}
         if branch is not None:
             op["branch"] = branch
         if incremental_between is not None:
@@ -632,8 +637,8 @@ class JavaOracle:
         self._one("write", path, rows, commit_user, commit_identifier, overwrite, static_partition)
 
     def read(self, path, snapshot_id=None, tag=None, columns=None, with_row_kind=False,
-             incremental_between=None) -> list[dict]:
-        return self._one("read", path, snapshot_id, tag, columns, with_row_kind, incremental_between)
+             incremental_between=None, equal=None) -> list[dict]:
+        return self._one("read", path, snapshot_id, tag, columns, with_row_kind, incremental_between, equal=equal)
 
     def snapshots(self, path) -> list[dict]:
         """[{id, schemaId, commitUser, commitIdentifier, commitKind, timeMillis,

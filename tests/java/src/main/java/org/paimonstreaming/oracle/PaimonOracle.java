@@ -9,6 +9,7 @@ import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.operation.BaseAppendFileStoreWrite;
+import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaChange;
@@ -72,7 +73,7 @@ import java.util.UUID;
  * <ul>
  *   <li>create: {"fields": [{"name", "type"}], "primaryKeys", "partitionKeys", "options"} -> {}
  *   <li>write: {"rows": [row...], "commitUser"?, "commitIdentifier"?, "overwrite"?} -> {}
- *   <li>read: {"snapshotId"?, "tag"?, "columns"?, "withRowKind"?} -> {"fields": [field...],
+ *   <li>read: {"snapshotId"?, "tag"?, "columns"?, "withRowKind"?, "equal"?} -> {"fields": [field...],
  *       "rows": [row...]} where fields is the row type read, as in schema files
  *   <li>snapshots: {} -> {"snapshots": [...]}
  *   <li>compact: {} -> {"compacted": n}
@@ -317,6 +318,15 @@ public final class PaimonOracle {
             }
             rb = rb.withProjection(projection);
             readType = table.rowType().project(projection);
+        }
+        if (cmd.hasNonNull("equal")) {
+            // {"column": name, "value": v}: pushed down as Java's readers push a WHERE clause
+            // (files skipped by statistics and file indexes; rows of files read are not filtered)
+            JsonNode eq = cmd.get("equal");
+            int index = table.rowType().getFieldIndex(eq.get("column").asText());
+            DataType columnType = table.rowType().getTypeAt(index);
+            rb = rb.withFilter(new PredicateBuilder(table.rowType())
+                    .equal(index, ValueCodec.fromJson(eq.get("value"), columnType)));
         }
         boolean withKind = cmd.path("withRowKind").asBoolean(false);
         List<Split> splits = rb.newScan().plan().splits();

@@ -1,0 +1,326 @@
+"""File indexes: per data file, an index of some columns that lets a filtered read skip the
+file (Paimon's `file-index.<type>.columns`; the format in FORMAT.md and Paimon's fileindex spec).
+
+Written here: the bloom-filter index (bloom_filter.py), for every data and changelog file a
+table with `file-index.bloom-filter.columns` writes, as Java's writers do. An index of at most
+`file-index.in-manifest-threshold` bytes (default 500) travels in the file's manifest entry
+(`embedded_index`), a larger one is the file `<data file>.index` beside it (`extra_files`).
+Read here: the bloom filters of any writer's files, to skip files an equality or IN filter
+cannot match (`file-index.read.enabled`, default true). Other index types (bitmap, bsi,
+range-bitmap) are neither written nor read: files without them are read whole, by Java too.
+
+The container: magic, version 1, head length, then per column its index types with the
+offset and length of each index's bytes, the head's "redundant" bytes, then the bodies. Ours
+carry a CRC32 in the redundant bytes (Java reads past them), so a damaged index of ours is an
+error, never a file wrongly skipped; Java's have no check (their structure is verified).
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .bloom_filter import DEFAULT_FPP, DEFAULT_ITEMS, HASHABLE, BloomFilter64, value_hashes
+from .errors import CorruptFileError, InvalidOptionError, MissingFileError
+from .file_cache import ImmutableFileCache
+from .fileio import FileIO
+from .options import parse_bool, parse_memory_size
+from .predicate import Filter, Term
+from .types import DataField, to_arrow
+
+PREFIX = "file-index."
+BLOOM_FILTER = "bloom-filter"
+INDEX_SUFFIX = ".index"
+IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
+READ_ENABLED = "file-index.read.enabled"
+
+_MAGIC = 1493475289347502
+_VERSION = 1
+_EMPTY = -1  # an index with no bytes (Java: a map column's key never seen)
+_CHECK_MARK = b"PSC1"  # our redundant bytes: this mark, then the CRC32 of the file without them
+
+
+@dataclass(frozen=True)
+class BloomFilterColumn:
+    column: str
+    items: int
+    fpp: float
+
+
+@dataclass(frozen=True)
+class FileIndexSpec:
+    """What a table's options ask its writers to index in each file."""
+    bloom_filters: tuple[BloomFilterColumn, ...] = ()
+    in_manifest_threshold: int = 500
+
+    @staticmethod
+    def of(options: dict[str, str], fields: tuple[DataField, ...] | list[DataField]) -> "FileIndexSpec":
+        """The spec of a table's options; InvalidOptionError for what Java's writers reject (an
+        unknown or unhashable column, a column option of a column not indexed) or that is not
+        implemented here (map key indexes such as `col[key]`)."""
+        by_name = {f.name: f for f in fields}
+        columns: dict[str, dict[str, dict[str, str]]] = {}  # index type -> column -> options
+        for key, value in options.items():
+            if key.startswith(PREFIX) and key.endswith(".columns"):
+                kind = key[len(PREFIX):-len(".columns")]
+                for name in str(value).split(","):
+                    if not name.strip():
+                        raise InvalidOptionError(f"table option '{key}' = '{value}' names an empty column")
+                    columns.setdefault(kind, {})[name.strip()] = {}
+        for key, value in options.items():
+            parts = key[len(PREFIX):].split(".") if key.startswith(PREFIX) else []
+            if len(parts) == 3 and not key.endswith(".columns"):
+                kind, column, option = parts
+                if column not in columns.get(kind, {}):
+                    raise InvalidOptionError(f"table option '{key}' is for column '{column}', which "
+                                             f"'{PREFIX}{kind}.columns' does not name")
+                columns[kind][column][option] = str(value)
+        blooms = []
+        for column, opts in columns.get(BLOOM_FILTER, {}).items():
+            where = f"'{PREFIX}{BLOOM_FILTER}.columns'"
+            if "[" in column:
+                raise InvalidOptionError(f"{where} names '{column}': indexes of map keys are not implemented "
+                                         "in paimon-streaming; index whole columns")
+            field = by_name.get(column)
+            if field is None:
+                raise InvalidOptionError(f"{where} names '{column}', which is not a column of the table "
+                                         f"{list(by_name)}")
+            if field.type.root not in HASHABLE:
+                raise InvalidOptionError(f"{where} names '{column}' of type {field.type}: Paimon's bloom filter "
+                                         "indexes numbers (not DECIMAL), strings, binary, dates, times and "
+                                         "timestamps")
+            blooms.append(BloomFilterColumn(column, _items(opts, column), _fpp(opts, column)))
+        threshold = options.get(IN_MANIFEST_THRESHOLD)
+        return FileIndexSpec(tuple(blooms), 500 if threshold is None else parse_memory_size(str(threshold)))
+
+    def build(self, rows: pa.Table, fields: dict[str, DataField]) -> bytes | None:
+        """The index file of one data file's `rows` (its table columns), or None to write none."""
+        if not self.bloom_filters:
+            return None
+        indexes = {}
+        for spec in self.bloom_filters:
+            bloom = BloomFilter64.sized(spec.items, spec.fpp)
+            bloom.add(value_hashes(rows.column(spec.column), fields[spec.column].type))
+            indexes[spec.column] = {BLOOM_FILTER: bloom.to_bytes()}
+        return encode(indexes)
+
+
+def _items(opts: dict[str, str], column: str) -> int:
+    try:
+        items = int(opts.get("items", DEFAULT_ITEMS))
+    except ValueError:
+        items = 0
+    if items < 1:
+        raise InvalidOptionError(f"table option '{PREFIX}{BLOOM_FILTER}.{column}.items' = '{opts['items']}' "
+                                 "must be a positive number of distinct values a file holds")
+    return items
+
+
+def _fpp(opts: dict[str, str], column: str) -> float:
+    try:
+        fpp = float(opts.get("fpp", DEFAULT_FPP))
+    except ValueError:
+        fpp = 0.0
+    if not 0.0 < fpp < 1.0:
+        raise InvalidOptionError(f"table option '{PREFIX}{BLOOM_FILTER}.{column}.fpp' = '{opts['fpp']}' "
+                                 "must be a false positive rate between 0 and 1")
+    return fpp
+
+
+def read_enabled(options: dict[str, str]) -> bool:
+    return parse_bool(str(options.get(READ_ENABLED, "true")))
+
+
+# ---- the container -------------------------------------------------------------------------
+def _java_utf(text: str) -> bytes:
+    """Java's DataOutput.writeUTF: a 2-byte length, then modified UTF-8."""
+    units = np.frombuffer(text.encode("utf-16-be", "surrogatepass"), ">u2")
+    out = bytearray()
+    for u in units.tolist():
+        if 0 < u < 0x80:
+            out.append(u)
+        elif u < 0x800:
+            out += bytes((0xC0 | u >> 6, 0x80 | u & 0x3F))
+        else:
+            out += bytes((0xE0 | u >> 12, 0x80 | (u >> 6) & 0x3F, 0x80 | u & 0x3F))
+    return struct.pack(">H", len(out)) + bytes(out)
+
+
+def _read_java_utf(data: bytes, at: int) -> tuple[str, int]:
+    (n,) = struct.unpack_from(">H", data, at)
+    raw = data[at + 2:at + 2 + n]
+    if len(raw) != n:
+        raise ValueError("a name past the head's end")
+    text = raw.replace(b"\xc0\x80", b"\x00").decode("utf-8", "surrogatepass")
+    return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be"), at + 2 + n
+
+
+def encode(indexes: dict[str, dict[str, bytes | None]]) -> bytes:
+    """An index file of `indexes` (column -> index type -> bytes), with our check."""
+    names = b"".join(_java_utf(c) + b"".join(_java_utf(k) for k in kinds) for c, kinds in indexes.items())
+    entries = sum(len(kinds) for kinds in indexes.values())
+    head_length = 8 + 4 + 4 + 4 + 8 * entries + 4 * len(indexes) + 4 + len(names) + len(_CHECK_MARK) + 4
+    head = [struct.pack(">qiii", _MAGIC, _VERSION, head_length, len(indexes))]
+    body = []
+    at = head_length
+    for column, kinds in indexes.items():
+        head.append(_java_utf(column) + struct.pack(">i", len(kinds)))
+        for kind, data in kinds.items():
+            if data is None:
+                head.append(_java_utf(kind) + struct.pack(">ii", _EMPTY, 0))
+            else:
+                head.append(_java_utf(kind) + struct.pack(">ii", at, len(data)))
+                body.append(data)
+                at += len(data)
+    head.append(struct.pack(">i", len(_CHECK_MARK) + 4))
+    unchecked = b"".join(head)
+    crc = zlib.crc32(b"".join(body), zlib.crc32(unchecked))
+    return unchecked + _CHECK_MARK + struct.pack(">I", crc) + b"".join(body)
+
+
+def decode(data: bytes, where: str) -> dict[str, dict[str, bytes | None]]:
+    """The indexes (column -> index type -> bytes) of an index file; CorruptFileError naming
+    `where` when it is not one, its structure is broken, or our check fails."""
+    try:
+        magic, version, head_length, columns = struct.unpack_from(">qiii", data)
+        if magic != _MAGIC:
+            raise ValueError("not a file index (wrong magic number)")
+        if version != _VERSION:
+            raise ValueError(f"file index version {version}, not 1")
+        if not 24 <= head_length <= len(data):
+            raise ValueError(f"a head of {head_length} bytes in {len(data)}")
+        at = 20
+        out: dict[str, dict[str, bytes | None]] = {}
+        for _ in range(columns):
+            column, at = _read_java_utf(data, at)
+            (kinds,) = struct.unpack_from(">i", data, at)
+            at += 4
+            for _ in range(kinds):
+                kind, at = _read_java_utf(data, at)
+                start, length = struct.unpack_from(">ii", data, at)
+                at += 8
+                if start == _EMPTY:
+                    out.setdefault(column, {})[kind] = None
+                    continue
+                if start < head_length or length < 0 or start + length > len(data):
+                    raise ValueError(f"index {kind!r} of column {column!r} at bytes {start}+{length} "
+                                     f"of {len(data)}")
+                out.setdefault(column, {})[kind] = data[start:start + length]
+        if at > head_length:
+            raise ValueError("the head's entries run past its length")
+        _verify_check(data, at, head_length)
+        return out
+    except (ValueError, struct.error, UnicodeDecodeError) as exc:
+        raise CorruptFileError(f"file index {where} is damaged: {exc}") from None
+
+
+def _verify_check(data: bytes, at: int, head_length: int) -> None:
+    """Our CRC32 when the redundant bytes carry it (Java's files have none)."""
+    (redundant,) = struct.unpack_from(">i", data, at)
+    mark = data[at + 4:at + 4 + len(_CHECK_MARK)]
+    if redundant != len(_CHECK_MARK) + 4 or mark != _CHECK_MARK:
+        return
+    end = at + 4 + redundant
+    if end != head_length:
+        raise ValueError("the check does not end the head")
+    (expected,) = struct.unpack_from(">I", data, at + 4 + len(_CHECK_MARK))
+    if zlib.crc32(data[end:], zlib.crc32(data[:at + 4])) != expected:
+        raise ValueError("checksum mismatch")
+
+
+# ---- skipping files ------------------------------------------------------------------------
+Indexes = dict[str, dict[str, bytes | None]]
+
+# Decoded `.index` files by path (file_cache.py): a filtered read repeated in a process (point
+# lookups) reads each file's index once.
+_INDEX_FILES: ImmutableFileCache[Indexes] = ImmutableFileCache(
+    4096, max_weight=256 << 20, weigh=lambda indexes: sum(len(b or b"") for kinds in indexes.values()
+                                                           for b in kinds.values()))
+
+
+def indexes_of(file_io: FileIO, data_file_path: str, embedded: bytes | None, extra_files: tuple[str, ...]) \
+        -> Indexes | None:
+    """A data file's indexes: embedded in its manifest entry, or its `.index` extra file (read
+    beside the data file); None when it has none (or several, which Java refuses to read)."""
+    if embedded is not None:
+        return decode(embedded, f"embedded in the manifest entry of {data_file_path}")
+    names = [name for name in extra_files if name.endswith(INDEX_SUFFIX)]
+    if len(names) != 1:
+        return None
+    path = f"{data_file_path.rsplit('/', 1)[0]}/{names[0]}"
+    cached = _INDEX_FILES.get(path)
+    if cached is None:
+        try:
+            data = file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise MissingFileError(f"file index {path} of data file {data_file_path} is referenced by the "
+                                   "manifest but does not exist; `paimon-streaming check` lists every "
+                                   "missing file") from None
+        cached = decode(data, path)
+        _INDEX_FILES.put(path, cached)
+    return cached
+
+
+def verify(indexes: Indexes | None, where: str) -> None:
+    """CorruptFileError naming `where` when one of the bloom filters in `indexes` is not one."""
+    for column, kinds in (indexes or {}).items():
+        data = kinds.get(BLOOM_FILTER)
+        if data is not None:
+            try:
+                BloomFilter64.from_bytes(data)
+            except ValueError as exc:
+                raise CorruptFileError(f"file index of {where} is damaged: column {column!r}: {exc}") from None
+
+
+def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField],
+              where: str) -> bool:
+    """Whether a file with these `indexes` may hold rows `flt` matches: False only when every
+    disjunct has an equality or IN term whose values the column's bloom filter surely lacks.
+
+    `columns`: the filter's columns (by current name) the file's index can answer, each the
+    file's own field (its name in the index) of the same type as now."""
+    if flt.disjuncts is None:
+        return True
+    filters: dict[str, BloomFilter64 | None] = {}
+    for conj in flt.disjuncts:
+        if all(_term_may_match(t, indexes, columns, filters, where) for t in conj):
+            return True
+    return False
+
+
+def _term_may_match(t: Term, indexes: dict, columns: dict[str, DataField], filters: dict, where: str) -> bool:
+    if t.op not in ("=", "==", "in") or t.column not in columns:
+        return True
+    field = columns[t.column]
+    if t.column not in filters:
+        data = indexes.get(field.name, {}).get(BLOOM_FILTER)
+        try:
+            filters[t.column] = None if data is None else BloomFilter64.from_bytes(data)
+        except ValueError as exc:
+            raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}: {exc}") from None
+    bloom = filters[t.column]
+    if bloom is None:
+        return True
+    values = _literals(list(t.value) if t.op == "in" else [t.value], field)
+    return values is None or bool(bloom.may_contain(values).any())
+
+
+def _literals(values: list[Any], field: DataField) -> np.ndarray | None:
+    """The hashes of a term's values as the column's, or None when one of them is not exactly a
+    value of the column (the file cannot be ruled out by it) or is a float zero or NaN (SQL's
+    0.0 = -0.0 differ in their bits)."""
+    if any(v is None for v in values):
+        return None
+    try:
+        array = pa.array(values, to_arrow(field.type))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None
+    if field.type.root in ("FLOAT", "DOUBLE"):
+        floats = array.to_numpy(zero_copy_only=False)
+        if (floats == 0).any() or np.isnan(floats).any():
+            return None
+    return value_hashes(array, field.type)

@@ -1,0 +1,373 @@
+"""Bloom-filter file indexes (`file-index.bloom-filter.columns`): written bit for bit as Java's
+writers write them (Java 1.4.2 skips our files by them, and reads every row it should), read
+to skip files of filtered reads (ours and Java's indexes), and refused where Java refuses."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import xxhash
+
+import paimon_streaming as ps
+from paimon_streaming import file_index
+from paimon_streaming.check import check_table
+from paimon_streaming.bloom_filter import BloomFilter64, thomas_wang
+from paimon_streaming.errors import CorruptFileError, InvalidOptionError, MissingFileError
+from paimon_streaming.file_cache import clear_all
+from paimon_streaming.xxhash64 import xxh64
+
+try:
+    from java_oracle import get_oracle
+except ImportError:  # pragma: no cover
+    from tests.java_oracle import get_oracle
+
+# (column, Paimon type): every type family Paimon's bloom filter hashes
+COLUMNS = [
+    ("c_tiny", "TINYINT"), ("c_small", "SMALLINT"), ("c_int", "INT"), ("c_big", "BIGINT"),
+    ("c_float", "FLOAT"), ("c_double", "DOUBLE"), ("c_str", "STRING"), ("c_char", "VARCHAR(40)"),
+    ("c_bin", "BYTES"), ("c_date", "DATE"), ("c_time", "TIME(3)"), ("c_ts0", "TIMESTAMP(0)"),
+    ("c_ts3", "TIMESTAMP(3)"), ("c_ts6", "TIMESTAMP(6)"), ("c_ts9", "TIMESTAMP(9)"),
+    ("c_ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+]
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _value(column: str, rng: random.Random):
+    n = rng.randrange(-10**6, 10**6)
+    if column == "c_tiny":
+        return rng.randrange(-128, 128)
+    if column == "c_small":
+        return rng.randrange(-2**15, 2**15)
+    if column in ("c_int", "c_big"):
+        return n * (1 if column == "c_int" else 10**9 + 7)
+    if column in ("c_float", "c_double"):
+        return n / 8
+    if column == "c_str":
+        return "".join(rng.choice("abcé€😀") for _ in range(rng.randrange(0, 50)))
+    if column == "c_char":
+        return f"k{n}"
+    if column == "c_bin":
+        return rng.randbytes(rng.randrange(0, 40))
+    if column == "c_date":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=n // 100)
+    if column == "c_time":
+        return (dt.datetime(2000, 1, 1) + dt.timedelta(milliseconds=rng.randrange(86_400_000))).time()
+    at = EPOCH + dt.timedelta(microseconds=n * 7_919_993)  # negative instants too
+    if column == "c_ts0":
+        return at.replace(microsecond=0)
+    if column == "c_ts3":
+        return at.replace(microsecond=at.microsecond // 1000 * 1000)
+    if column == "c_ltz":
+        return at.replace(tzinfo=dt.timezone.utc)
+    return at
+
+
+def _rows(rng: random.Random, ids: range, columns=COLUMNS) -> list[dict]:
+    return [{"id": i, **{c: None if rng.random() < 0.05 else _value(c, rng) for c, _ in columns}} for i in ids]
+
+
+# Java's Parquet reader refuses a pushed-down filter on an INT96 column, and pyarrow writes every
+# timestamp of a file as INT96 once one needs it (TIMESTAMP(9)): Java reads our files with such a
+# filter only without TIMESTAMP(9) columns (README, "Left").
+JAVA_FILTERABLE = [(c, t) for c, t in COLUMNS if c != "c_ts9"]
+
+
+def _options(items: int, threshold: str = "500 b", columns=COLUMNS) -> dict[str, str]:
+    options = {"file-index.bloom-filter.columns": ",".join(c for c, _ in columns),
+               "file-index.in-manifest-threshold": threshold}
+    options.update({f"file-index.bloom-filter.{c}.items": str(items) for c, _ in columns})
+    options.update({f"file-index.bloom-filter.{c}.fpp": "0.01" for c, _ in columns})
+    return options
+
+
+def _fields(columns=COLUMNS) -> list[dict]:
+    return [{"name": "id", "type": "INT NOT NULL"}] + [{"name": c, "type": t} for c, t in columns]
+TABLE_OPTIONS = {"bucket": "2", "deletion-vectors.enabled": "true"}
+
+
+@pytest.fixture(scope="module")
+def java():
+    return get_oracle()
+
+
+def _write_ours(path: str, batches: list[list[dict]]) -> ps.Table:
+    table = ps.Table.open(path)
+    schema = table.arrow_schema()
+    for rows in batches:
+        table.write_arrow(pa.Table.from_pylist(rows, schema))
+    return table
+
+
+def _batches(seed: int, columns=COLUMNS) -> list[list[dict]]:
+    rng = random.Random(seed)
+    return [_rows(rng, ids, columns) for ids in (range(0, 150), range(150, 300), range(100, 200))]  # updates too
+
+
+def _live(batches: list[list[dict]]) -> list[dict]:
+    return list({row["id"]: row for rows in batches for row in rows}.values())
+
+
+def _index_files(path: str) -> list[str]:
+    return [os.path.join(d, f) for d, _, files in os.walk(path) for f in files if f.endswith(".index")
+            and "bucket-" in d]
+
+
+def test_java_skips_our_files_by_our_indexes_and_reads_every_matching_row(java, tmp_path):
+    """Java 1.4.2 reads our table with a pushed-down equality: for present values it must return
+    every row holding them (a wrong bit in our filter would make it skip the file), for absent
+    values it skips the files by our filters; with our filters' bits cleared it skips
+    everything, so it does consult them."""
+    path = str(tmp_path / "db.db" / "ours")
+    java.create_table(path, _fields(JAVA_FILTERABLE), primary_keys=["id"],
+                      options={**TABLE_OPTIONS, **_options(200, columns=JAVA_FILTERABLE)})
+    batches = _batches(1, JAVA_FILTERABLE)
+    table = _write_ours(path, batches)
+    assert _index_files(path), "an index this size lives beside its data file"
+    live = _live(batches)
+    rng = random.Random(2)
+    asks = [(c, row[c]) for c, _ in JAVA_FILTERABLE for row in rng.sample(live, 4) if row[c] is not None]
+    absent = [(c, _value(c, rng)) for c, _ in JAVA_FILTERABLE if c not in ("c_tiny",)]  # few tinyint values
+    absent = [(c, v) for c, v in absent if all(row[c] != v for row in live)]
+    with java.batch() as b:
+        everything = b.read(path)
+        present_reads = [b.read(path, equal=ask) for ask in asks]
+        absent_reads = [b.read(path, equal=ask) for ask in absent]
+    total = len(everything.result)
+    assert total == len(live) == table.to_arrow().num_rows
+    for (column, value), read in zip(asks, present_reads):
+        got = {row["id"] for row in read.result}
+        want = {row["id"] for row in live if row[column] == value}
+        assert want <= got, f"Java skipped a file holding {column} = {value!r}"
+    assert sum(len(read.result) for read in absent_reads) < total * len(absent) / 4
+
+    for index_path in _index_files(path):  # the control: every bit cleared
+        with open(index_path, "rb") as f:
+            indexes = file_index.decode(f.read(), index_path)
+        cleared = {c: {k: b[:4] + bytes(len(b) - 4) for k, b in kinds.items()} for c, kinds in indexes.items()}
+        with open(index_path, "wb") as f:
+            f.write(file_index.encode(cleared))
+    assert len(java.read(path, equal=asks[0])) == 0
+
+
+def test_we_skip_javas_files_by_javas_indexes(java, tmp_path):
+    """Java writes the indexes (embedded in its manifests when small, files beside the data when
+    not): our filtered reads plan fewer files for absent values and return exactly the rows of
+    an unfiltered read that match, for every column type."""
+    batches = _batches(3)
+    live = _live(batches)
+    paths = {}
+    for name, items, threshold in (("embedded", 300, "100 kb"), ("files", 300, "500 b")):
+        paths[name] = str(tmp_path / "db.db" / name)
+        java.create_table(paths[name], _fields(), primary_keys=["id"], options={**TABLE_OPTIONS,
+                                                                              **_options(items, threshold)})
+        with java.batch() as b:
+            for rows in batches:
+                b.write(paths[name], rows)
+            b.compact(paths[name])
+    rng = random.Random(4)
+    for name, path in paths.items():
+        table = ps.Table.open(path)
+        assert bool(_index_files(path)) == (name == "files")
+        everything = table.to_arrow()
+        snapshot = table.latest_snapshot()
+        planned = lambda flt: sum(len(s.files) for s in table.plan(snapshot, flt))  # noqa: E731
+        all_files = planned(None)
+        for column, _ in COLUMNS:
+            values = [row[column] for row in rng.sample(live, 5) if row[column] is not None]
+            for value in values:
+                got = table.to_arrow(filter=[(column, "=", value)])
+                assert sorted(got.column("id").to_pylist()) == sorted(
+                    r["id"] for r in everything.to_pylist() if r[column] == value), (name, column, value)
+            got = table.to_arrow(filter=[(column, "in", values)])
+            assert got.num_rows == sum(1 for r in everything.to_pylist() if r[column] in values)
+        ruled_out = [c for c, _ in COLUMNS if c != "c_tiny" and planned([(c, "=", _value(c, rng))]) < all_files]
+        assert len(ruled_out) >= len(COLUMNS) - 3, ruled_out
+
+
+@pytest.mark.parametrize("kind", ["append", "primary-key", "merge-on-read"])
+def test_filtered_reads_skip_files_and_return_the_same_rows(tmp_path, kind):
+    """Our own tables: for random present and absent values of every column, the filtered read
+    returns what an unfiltered read filtered by hand does, while planning fewer files; files of
+    a bucket read merged are skipped on key columns only."""
+    schema = pa.schema([("id", pa.int32(), False), ("name", pa.string()), ("score", pa.float64())])
+    pk = [] if kind == "append" else ["id"]
+    options = {"bucket": "2", "file-index.bloom-filter.columns": "id,name,score",
+               "file-index.bloom-filter.id.items": "100", "file-index.bloom-filter.name.items": "100",
+               "file-index.bloom-filter.score.items": "100"}
+    if kind == "primary-key":
+        options["deletion-vectors.enabled"] = "true"
+    if kind == "append":
+        options["bucket-key"] = "id"
+    table = ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=pk, options=options)
+    rng = np.random.default_rng(5)
+    for batch in range(6):
+        ids = rng.choice(2000, 100, replace=False).astype(np.int32) if kind != "append" \
+            else np.arange(batch * 200, batch * 200 + 200, 2, dtype=np.int32)
+        table.write_arrow(pa.table({"id": ids, "name": [f"name-{i % 300}-{batch}" for i in ids],
+                                    "score": rng.integers(0, 10**6, 100) / 4}, schema))
+    everything = table.to_arrow().to_pylist()
+    snapshot = table.latest_snapshot()
+    planned = lambda flt: sum(len(s.files) for s in table.plan(snapshot, flt))  # noqa: E731
+    all_files = planned(None)
+    for column in ("id", "name", "score"):
+        for row in random.Random(6).sample(everything, 5):
+            got = table.to_arrow(filter=[(column, "=", row[column])]).to_pylist()
+            assert sorted(r["id"] for r in got) == sorted(r["id"] for r in everything if r[column] == row[column])
+    ids = {r["id"] for r in everything}
+    absent = {"id": next(i for i in range(min(ids), max(ids)) if i not in ids),  # inside the min/max range
+              "name": "name-150-9", "score": 12345.3}
+    for column, value in absent.items():
+        skipped = planned([(column, "=", value)]) < all_files
+        assert skipped == (kind != "merge-on-read" or column == "id"), (column, skipped)
+        assert table.to_arrow(filter=[(column, "=", value)]).num_rows == 0
+    # a disjunct the index cannot answer keeps every file
+    assert planned([[("name", "=", "name-150-9")], [("score", ">", -1.0)]]) == all_files
+    table.update_schema().set_option("file-index.read.enabled", "false").commit()
+    table = ps.Table.open(table.path)
+    assert sum(len(s.files) for s in table.plan(table.latest_snapshot(), [("name", "=", "name-150-9")])) == all_files
+
+
+def test_indexes_follow_renames_and_ignore_retyped_columns(tmp_path):
+    """An index names a column as its file's schema did: a renamed column still skips old files,
+    a widened one (INT -> BIGINT hashes alike, FLOAT -> DOUBLE would not) no longer uses them."""
+    schema = pa.schema([("id", pa.int32(), False), ("v", pa.float32()), ("s", pa.string())])
+    table = ps.Catalog(str(tmp_path)).create_table(
+        "db.t", schema, primary_keys=["id"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true", "file-index.bloom-filter.columns": "v,s",
+                 "file-index.bloom-filter.v.items": "50", "file-index.bloom-filter.s.items": "50"})
+    table.write_arrow(pa.table({"id": pa.array([1, 2], pa.int32()), "v": pa.array([1.5, 2.5], pa.float32()),
+                                "s": ["a", "b"]}, schema))
+    update = table.update_schema().rename_column("s", "t").update_column("v", pa.float64())
+    update.set_option("file-index.bloom-filter.columns", "v,t").remove_option("file-index.bloom-filter.s.items")
+    update.set_option("file-index.bloom-filter.t.items", "50").commit()
+    table = ps.Table.open(table.path)
+    snapshot = table.latest_snapshot()
+    planned = lambda flt: sum(len(s.files) for s in table.plan(snapshot, flt))  # noqa: E731
+    assert planned([("t", "=", "zzz")]) == 0 and planned([("t", "=", "b")]) == 1
+    # the file's filter hashed floats, the column now holds doubles: their hashes would miss it
+    assert planned([("v", "=", 2.5)]) == 1 and planned([("v", "=", 2.0)]) == 1
+    assert table.to_arrow(filter=[("t", "=", "b")]).column("id").to_pylist() == [2]
+
+
+def test_xxh64_is_the_xxhash_packages():
+    """Every length around the algorithm's 32-, 8-, 4- and 1-byte steps, sliced arrays, strings
+    and large binaries: the same 64 bits as the reference implementation."""
+    rng = random.Random(7)
+    values = [rng.randbytes(n) for n in list(range(0, 80)) + [rng.randrange(80, 3000) for _ in range(300)]]
+    rng.shuffle(values)
+    want = np.array([xxhash.xxh64_intdigest(v) for v in values], np.uint64)
+    for array in (pa.array(values, pa.binary()), pa.array(values, pa.large_binary())):
+        assert (xxh64(array) == want).all()
+        assert (xxh64(array.slice(17, 200)) == want[17:217]).all()
+    text = ["", "a", "é€😀" * 20, "paimon"]
+    assert (xxh64(pa.array(text)) == [xxhash.xxh64_intdigest(t.encode()) for t in text]).all()
+    assert xxh64(pa.array([], pa.string())).size == 0
+
+
+def _java_long_hash(key: int) -> int:
+    """Thomas Wang's hash as Java's FastHash writes it, on Python ints wrapped to 64 bits."""
+    def wrap(x: int) -> int:
+        x &= (1 << 64) - 1
+        return x - (1 << 64) if x >> 63 else x
+    key = wrap(~key + (key << 21))
+    key = wrap(key ^ (key >> 24))
+    key = wrap(key + (key << 3) + (key << 8))
+    key = wrap(key ^ (key >> 14))
+    key = wrap(key + (key << 2) + (key << 4))
+    key = wrap(key ^ (key >> 28))
+    return wrap(key + (key << 31))
+
+
+def test_integer_hash_is_javas():
+    keys = [0, 1, -1, 2**31 - 1, -2**31, 2**63 - 1, -2**63] + [random.Random(8).randrange(-2**63, 2**63) for _ in range(200)]
+    assert thomas_wang(np.array(keys, np.int64)).tolist() == [_java_long_hash(k) for k in keys]
+
+
+def test_bloom_filter_sizes_as_javas_and_never_forgets_a_value():
+    bloom = BloomFilter64.sized(1_000_000, 0.1)  # Java's defaults: 4,792,536 bits, 3 probes
+    assert (bloom.num_bits, bloom.probes) == (4_792_536, 3)
+    bloom = BloomFilter64.sized(100, 0.01)
+    hashes = thomas_wang(np.arange(100, dtype=np.int64))
+    bloom.add(hashes)
+    assert bloom.may_contain(hashes).all()
+    again = BloomFilter64.from_bytes(bloom.to_bytes())
+    assert again.may_contain(hashes).all()
+    assert again.may_contain(thomas_wang(np.arange(1000, 11000, dtype=np.int64))).mean() < 0.05
+
+
+def test_every_damaged_byte_of_our_index_is_caught():
+    """A flipped byte anywhere in an index we wrote is a CorruptFileError, except in the mark of
+    our check, which makes it read as Java's (unchecked) with the same, intact indexes."""
+    bloom = BloomFilter64.sized(20, 0.1)
+    bloom.add(thomas_wang(np.arange(20, dtype=np.int64)))
+    indexes = {"col": {"bloom-filter": bloom.to_bytes()}, "naïve": {"bloom-filter": bloom.to_bytes()}}
+    data = file_index.encode(indexes)
+    assert file_index.decode(data, "x") == indexes
+    for i in range(len(data)):
+        damaged = bytearray(data)
+        damaged[i] ^= 0x10
+        try:
+            assert file_index.decode(bytes(damaged), "x") == indexes, i
+        except CorruptFileError as exc:
+            assert "file index x is damaged" in str(exc)
+
+
+def test_a_missing_index_file_is_an_error_naming_it(tmp_path):
+    table = ps.Catalog(str(tmp_path)).create_table(
+        "db.t", pa.schema([("id", pa.int64(), False), ("s", pa.string())]), primary_keys=["id"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true", "file-index.bloom-filter.columns": "s"})
+    table.write_arrow(pa.table({"id": [1, 2], "s": ["a", "b"]}))
+    (index_path,) = _index_files(table.path)
+    os.remove(index_path)
+    clear_all()
+    assert table.to_arrow().num_rows == 2  # unfiltered reads do not need it
+    with pytest.raises(MissingFileError, match=os.path.basename(index_path)):
+        table.to_arrow(filter=[("s", "=", "a")])
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"file-index.bloom-filter.columns": "nope"}, "'nope', which is not a column"),
+    ({"file-index.bloom-filter.columns": "flag"}, "'flag' of type BOOLEAN"),
+    ({"file-index.bloom-filter.columns": "price"}, "'price' of type DECIMAL"),
+    ({"file-index.bloom-filter.columns": "tags[a]"}, "indexes of map keys are not implemented"),
+    ({"file-index.bloom-filter.columns": "s,"}, "names an empty column"),
+    ({"file-index.bloom-filter.columns": "s", "file-index.bloom-filter.id.fpp": "0.1"},
+     "is for column 'id', which 'file-index.bloom-filter.columns' does not name"),
+    ({"file-index.bloom-filter.columns": "s", "file-index.bloom-filter.s.fpp": "2"}, "between 0 and 1"),
+    ({"file-index.bloom-filter.columns": "s", "file-index.bloom-filter.s.items": "-5"}, "positive number"),
+    ({"file-index.in-manifest-threshold": "lots"}, "file-index.in-manifest-threshold"),
+])
+def test_options_javas_writers_reject_are_refused_at_create(tmp_path, options, message):
+    schema = pa.schema([("id", pa.int64(), False), ("s", pa.string()), ("flag", pa.bool_()),
+                        ("price", pa.decimal128(10, 2)), ("tags", pa.map_(pa.string(), pa.string()))])
+    with pytest.raises(InvalidOptionError, match=message.replace("[", r"\[")):
+        ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=["id"], options=options)
+
+
+def test_expired_files_take_their_indexes_with_them(tmp_path):
+    """Compaction rewrites files; expiring the snapshots that used the old ones deletes their
+    `.index` files too, and the table checks clean."""
+    table = ps.Catalog(str(tmp_path)).create_table(
+        "db.t", pa.schema([("id", pa.int64(), False), ("s", pa.string())]), primary_keys=["id"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true", "file-index.bloom-filter.columns": "s",
+                 "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    for i in range(8):
+        table.write_arrow(pa.table({"id": [i, i + 1], "s": [f"v{i}", f"w{i}"]}))
+    table.compact(full=True)
+    table.expire_snapshots()
+    live = {f.file_name for s in table.plan(table.latest_snapshot()) for f in s.files}
+    assert {os.path.basename(p)[:-len(".index")] for p in _index_files(table.path)} == live
+    assert check_table(table).ok
+    (index_path,) = _index_files(table.path)
+    with open(index_path, "r+b") as f:  # a damaged filter: the table check names it
+        f.seek(-3, os.SEEK_END)
+        f.write(b"\xff\xff\xff")
+    clear_all()
+    report = check_table(ps.Table.open(table.path))
+    assert [(p.kind, "checksum mismatch" in p.message) for p in report.errors()] == [("corrupt-file", True)]
+    with pytest.raises(CorruptFileError, match="checksum mismatch"):
+        ps.Table.open(table.path).to_arrow(filter=[("s", "=", "v1")])
