@@ -1,4 +1,4 @@
-"""Table shapes W1 does not exercise: many small files (W5) and wide rows (W6).
+"""Table shapes W1 does not exercise: many small files (W5), wide rows (W6), point lookups (W7).
 
 W5 `small-files`: an append table `(id BIGINT, p INT, payload STRING, amount DOUBLE)`
 partitioned by `p` gets `--commits` commits (default 100) of 20,000 rows spread over 100
@@ -9,19 +9,27 @@ W6 `wide`: a primary-key table `(id BIGINT, c0 ... c199 DOUBLE)` with 4 buckets 
 vectors gets `--commits` commits (default 100) of 2,000 rows, 80% new ids and 20% updates.
 Read whole.
 
+W7 `lookup`: a primary-key table `(id BIGINT, email STRING, amount DOUBLE)` with 4 buckets and
+deletion vectors gets `--commits` commits (default 100) of 20,000 rows, 80% new ids and 20%
+updates; each id has its own email. Read whole, and one email (`email = 'user-7@example.com'`,
+one row: a filter on a column that is not the key, which min/max statistics cannot prune).
+
 Per run and system, in fresh processes: the write (one commit a batch, rows/s), then the first
 read of a fresh process and the median of 5 reads after it (and for W5 the median of 5 reads of
-one partition, a filter that prunes the others). Systems, in the same run:
+one partition, a filter that prunes the others; for W7 of the one email). Systems, in the same run:
 - `raw-parquet`: pyarrow writing each batch as Parquet (W5: `write_to_dataset` with hive
   partitioning, one file per partition and batch; W6: one `write_table` per batch), read with
   `pyarrow.parquet.read_table` on the directory: the floor, no table format, no upserts;
 - `paimon-streaming`: `Table.write_arrow` and `to_arrow` with Paimon's defaults (W5: the
   writer merges each partition's small files once `compaction.min.file-num`, 5, gather);
 - `paimon-streaming-write-only` (W5 only): the same with `write-only` = true, so the 10,000
-  small files stay, as a dedicated compaction job would leave them between its runs.
+  small files stay, as a dedicated compaction job would leave them between its runs;
+- `paimon-streaming-bloom` (W7 only): the same with a bloom-filter file index on `email`
+  (`file-index.bloom-filter.columns`, `items` = 20,000 a file), which filtered reads skip files by.
 
     .venv/bin/python bench/bench_shapes.py small-files [--commits 100] [--runs 3]
     .venv/bin/python bench/bench_shapes.py wide [--commits 100] [--columns 200] [--runs 3]
+    .venv/bin/python bench/bench_shapes.py lookup [--commits 100] [--runs 3]
 
 Prints one JSON line per system (medians, same-run ratios to raw Parquet, per-run numbers) and a
 table. Ratios are ours / raw Parquet: higher is better for rows/s, lower for read times.
@@ -42,7 +50,10 @@ import numpy as np
 import pyarrow as pa
 
 READS = 5
-SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only")
+SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only", "paimon-streaming-bloom")
+EXTRA_OPTIONS = {"paimon-streaming-write-only": {"write-only": "true"},
+                 "paimon-streaming-bloom": {"file-index.bloom-filter.columns": "email",
+                                            "file-index.bloom-filter.email.items": "20000"}}
 PARTITIONS = 100     # W5
 ONE_PARTITION = 7    # W5's filtered read
 
@@ -67,6 +78,11 @@ class SmallFiles:
 
     def expected_rows(self, commits: int) -> int:
         return commits * self.rows
+
+    probe = [("p", "=", ONE_PARTITION)]
+
+    def probe_rows(self, commits: int) -> int:
+        return commits * self.rows // PARTITIONS
 
 
 class Wide:
@@ -97,8 +113,35 @@ class Wide:
     def expected_rows(self, commits: int) -> int:
         return self._ids_before(commits)
 
+    probe = None
 
-WORKLOADS = {"small-files": SmallFiles, "wide": Wide}
+
+class Lookup(Wide):
+    """W7: one email looked up in a primary-key table with deletion vectors."""
+    rows = 20_000
+    probe = [("email", "=", "user-7@example.com")]
+
+    def __init__(self, columns: int):
+        self.schema = pa.schema([pa.field("id", pa.int64(), False), ("email", pa.string()), ("amount", pa.float64())])
+
+    def batch(self, index: int) -> pa.Table:
+        """As W6's, the updates leaving ids below 100 (so the probed id is written once)."""
+        rng = np.random.default_rng(index)
+        if index == 0:
+            ids = np.arange(self.rows, dtype=np.int64)
+        else:
+            written = self._ids_before(index)
+            new = np.arange(written, written + self.rows * 4 // 5, dtype=np.int64)
+            ids = np.concatenate([new, 100 + rng.choice(written - 100, self.rows - len(new), replace=False)])
+        emails = np.char.add(np.char.add("user-", ids.astype(str)), "@example.com")
+        return pa.table([ids, pa.array(emails), rng.random(len(ids))], schema=self.schema)
+
+    def probe_rows(self, commits: int) -> int:
+        return 1
+
+
+WORKLOADS = {"small-files": SmallFiles, "wide": Wide, "lookup": Lookup}
+DEFAULT_SYSTEMS = {"small-files": SYSTEMS[:3], "wide": SYSTEMS[:2], "lookup": SYSTEMS[:2] + SYSTEMS[3:]}
 
 
 def raw_parquet(workload, workdir: str):
@@ -111,8 +154,8 @@ def raw_parquet(workload, workdir: str):
         else:
             pq.write_table(batch, f"{workdir}/c{index}.parquet")
 
-    def read(partition: int | None = None) -> pa.Table:
-        return pq.read_table(workdir, filters=None if partition is None else [("p", "=", partition)])
+    def read(probe: list | None = None) -> pa.Table:
+        return pq.read_table(workdir, filters=probe)
     return write, read
 
 
@@ -127,9 +170,9 @@ def paimon_streaming(workload, workdir: str, extra_options: dict[str, str] | Non
                 primary_keys=workload.primary_keys, options={**workload.options, **(extra_options or {})}))
         opened[0].write_arrow(batch)
 
-    def read(partition: int | None = None) -> pa.Table:
+    def read(probe: list | None = None) -> pa.Table:
         fresh = ps.Catalog(workdir).get_table("db.t")
-        return fresh.to_arrow(filter=None if partition is None else [("p", "=", partition)])
+        return fresh.to_arrow(filter=probe)
     return write, read
 
 
@@ -148,8 +191,7 @@ def child(args: argparse.Namespace) -> None:
     if args.child == "raw-parquet":
         write, read = raw_parquet(workload, args.workdir)
     else:
-        write, read = paimon_streaming(workload, args.workdir,
-                                       {"write-only": "true"} if args.child.endswith("write-only") else None)
+        write, read = paimon_streaming(workload, args.workdir, EXTRA_OPTIONS.get(args.child))
     if args.phase == "write":
         batches = [workload.batch(i) for i in range(args.commits)]
         start = time.perf_counter()
@@ -164,11 +206,11 @@ def child(args: argparse.Namespace) -> None:
     if out.num_rows != expected:
         raise SystemExit(f"{args.child} read {out.num_rows} rows, expected {expected}")
     result["read_s"] = median_seconds(read)
-    if workload.partition_keys:
-        one = read(ONE_PARTITION)
-        if one.num_rows != expected // PARTITIONS:
-            raise SystemExit(f"{args.child} read {one.num_rows} rows of partition {ONE_PARTITION}")
-        result["partition_read_s"] = median_seconds(lambda: read(ONE_PARTITION))
+    if workload.probe is not None:
+        one = read(workload.probe)
+        if one.num_rows != workload.probe_rows(args.commits):
+            raise SystemExit(f"{args.child} read {one.num_rows} rows of {workload.probe}")
+        result["probe_read_s"] = median_seconds(lambda: read(workload.probe))
     print(json.dumps(result))
 
 
@@ -182,7 +224,7 @@ def spawn(system: str, phase: str, workdir: str, args: argparse.Namespace) -> di
 
 
 def report(args: argparse.Namespace, runs: dict[str, list[dict]]) -> None:
-    keys = [k for k in ("rows_per_s", "first_read_s", "read_s", "partition_read_s") if k in runs["raw-parquet"][0]]
+    keys = [k for k in ("rows_per_s", "first_read_s", "read_s", "probe_read_s") if k in runs["raw-parquet"][0]]
     raw = runs["raw-parquet"]
     medians = {s: {k: statistics.median(r[k] for r in per_run) for k in keys} for s, per_run in runs.items()}
     ratios = {s: {k: statistics.median(a[k] / b[k] for a, b in zip(per_run, raw)) for k in keys}
@@ -206,7 +248,7 @@ def main() -> None:
     parser.add_argument("--columns", type=int, default=200, help="wide: DOUBLE columns besides the key")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--systems", help="comma-separated, of " + ", ".join(SYSTEMS) +
-                        " (default: all for small-files, the first two for wide)")
+                        " (default: the ones each workload names above)")
     parser.add_argument("--child", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--phase", choices=("write", "read"), help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -214,7 +256,7 @@ def main() -> None:
     if args.child:
         child(args)
         return
-    systems = args.systems.split(",") if args.systems else SYSTEMS if args.workload == "small-files" else SYSTEMS[:2]
+    systems = args.systems.split(",") if args.systems else DEFAULT_SYSTEMS[args.workload]
     unknown = set(systems) - set(SYSTEMS)
     if unknown or "raw-parquet" not in systems:
         raise SystemExit(f"--systems: {sorted(unknown)} unknown (raw-parquet, the anchor, is needed)")
