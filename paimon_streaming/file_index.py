@@ -276,23 +276,26 @@ def verify(indexes: Indexes | None, where: str) -> None:
                 raise CorruptFileError(f"file index of {where} is damaged: column {column!r}: {exc}") from None
 
 
-def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField],
-              where: str) -> bool:
+def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField], where: str,
+              literal_hashes: dict | None = None) -> bool:
     """Whether a file with these `indexes` may hold rows `flt` matches: False only when every
     disjunct has an equality or IN term whose values the column's bloom filter surely lacks.
 
     `columns`: the filter's columns (by current name) the file's index can answer, each the
-    file's own field (its name in the index) of the same type as now."""
+    file's own field (its name in the index) of the same type as now. `literal_hashes`: a dict
+    kept over the files of one plan, so each term's values are hashed once."""
     if flt.disjuncts is None:
         return True
+    memo = {} if literal_hashes is None else literal_hashes
     filters: dict[str, BloomFilter64 | None] = {}
     for conj in flt.disjuncts:
-        if all(_term_may_match(t, indexes, columns, filters, where) for t in conj):
+        if all(_term_may_match(t, indexes, columns, filters, memo, where) for t in conj):
             return True
     return False
 
 
-def _term_may_match(t: Term, indexes: dict, columns: dict[str, DataField], filters: dict, where: str) -> bool:
+def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], filters: dict, memo: dict,
+                    where: str) -> bool:
     if t.op not in ("=", "==", "in") or t.column not in columns:
         return True
     field = columns[t.column]
@@ -305,10 +308,11 @@ def _term_may_match(t: Term, indexes: dict, columns: dict[str, DataField], filte
     bloom = filters[t.column]
     if bloom is None:
         return True
-    values = _literals(list(t.value) if t.op == "in" else [t.value], field)
+    key = (id(t), field.type)
+    if key not in memo:
+        memo[key] = _literals(list(t.value) if t.op == "in" else [t.value], field)
+    values = memo[key]
     return values is None or bool(bloom.may_contain(values).any())
-
-
 def _literals(values: list[Any], field: DataField) -> np.ndarray | None:
     """The hashes of a term's values as the column's, or None when one of them is not exactly a
     value of the column (the file cannot be ruled out by it) or is a float zero or NaN (SQL's

@@ -26,7 +26,7 @@ def _round(acc: np.ndarray, lane: np.ndarray) -> np.ndarray:
 
 
 def _merge_round(acc: np.ndarray, lane: np.ndarray) -> np.ndarray:
-    return (acc ^ _round(np.zeros_like(lane), lane)) * _P1 + _P4
+    return (acc ^ _round(np.uint64(0), lane)) * _P1 + _P4
 
 
 def _word_views(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,20 +67,22 @@ def xxh64(array: pa.Array) -> np.ndarray:
         h += length.astype(np.uint64)
         done = at + 32 * stripes  # where each value's tail starts
         tail = length - 32 * stripes
+
+        def step(has: np.ndarray, new) -> None:
+            """h = new(rows) for the rows that `has` this step (all of them without indexing)."""
+            rows = slice(None) if has.all() else np.flatnonzero(has)
+            if isinstance(rows, slice) or rows.size:
+                h[rows] = new(rows)
+
         for j in range(3):  # the tail's 8-byte words
-            has = tail >= 8 * (j + 1)
-            if has.any():
-                word = _round(np.zeros_like(h), words8[done + 8 * j].astype(np.uint64))
-                h = np.where(has, _rotl(h ^ word, 27) * _P1 + _P4, h)
+            step(tail >= 8 * (j + 1),
+                 lambda r: _rotl(h[r] ^ _round(np.uint64(0), words8[done[r] + 8 * j]), 27) * _P1 + _P4)
         done += 8 * (tail // 8)
-        has = tail % 8 >= 4  # then one 4-byte word
-        if has.any():
-            h = np.where(has, _rotl(h ^ (words4[done].astype(np.uint64) * _P1), 23) * _P2 + _P3, h)
-        done += 4 * has
+        has_word = tail % 8 >= 4  # then one 4-byte word
+        step(has_word, lambda r: _rotl(h[r] ^ (words4[done[r]].astype(np.uint64) * _P1), 23) * _P2 + _P3)
+        done += 4 * has_word
         for j in range(3):  # then single bytes
-            has = tail % 4 > j
-            if has.any():
-                h = np.where(has, _rotl(h ^ (data[done + j].astype(np.uint64) * _P5), 11) * _P1, h)
+            step(tail % 4 > j, lambda r: _rotl(h[r] ^ (data[done[r] + j].astype(np.uint64) * _P5), 11) * _P1)
         h ^= h >> np.uint64(33)
         h *= _P2
         h ^= h >> np.uint64(29)
