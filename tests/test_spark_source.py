@@ -362,6 +362,28 @@ def test_batch_filters_prune_and_filter_exactly(spark, tmp_path, catalog):
         assert df.rdd.getNumPartitions() == 3
 
 
+def test_pushed_down_equalities_skip_files_by_their_bloom_filters(spark, catalog):
+    """`=` and `IN` on a column min/max statistics cannot prune: the files' bloom-filter indexes
+    (file-index.bloom-filter.columns) leave only the files holding the values to read."""
+    t = catalog.create_table("db.bloom", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                             options={"file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "100",
+                                      "file-index.bloom-filter.v.fpp": "0.001"})
+    for p in range(3):
+        ids = list(range(p * 100, p * 100 + 50))
+        t.write_arrow(pa.table({"id": ids, "v": [f"s{i}" for i in ids]}))  # "s0".."s49" spans "s120"
+
+    def read():
+        return spark.read.format("paimon").option("source.split.target-size", "1 b").load(t.path)
+
+    with conf(spark, "spark.sql.python.filterPushdown.enabled", "true"):
+        df = read().where("v = 's120'")
+        assert [r.id for r in df.collect()] == [120] and df.rdd.getNumPartitions() == 1
+        df = read().where("v in ('s7', 's207', 's77')")
+        assert sorted(r.id for r in df.collect()) == [7, 207] and df.rdd.getNumPartitions() == 2
+        assert read().where("v = 's1200'").collect() == []
+        assert read().where("v > 's120'").rdd.getNumPartitions() == 3
+
+
 def test_batch_projection_time_travel_and_table_option(spark, tmp_path, catalog):
     t = pk_table(catalog)
     t.write_arrow(batch([1, 2]))
