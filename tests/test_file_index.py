@@ -116,17 +116,19 @@ def _index_files(path: str) -> list[str]:
             and "bucket-" in d]
 
 
-def test_java_skips_our_files_by_our_indexes_and_reads_every_matching_row(java, tmp_path):
+@pytest.mark.parametrize("threshold", ["500 b", "1 mb"])
+def test_java_skips_our_files_by_our_indexes_and_reads_every_matching_row(java, tmp_path, threshold):
     """Java 1.4.2 reads our table with a pushed-down equality: for present values it must return
     every row holding them (a wrong bit in our filter would make it skip the file), for absent
-    values it skips the files by our filters; with our filters' bits cleared it skips
-    everything, so it does consult them."""
+    values it skips the files by our filters; with our `.index` files' bits cleared it skips
+    everything, so it does consult them. Indexes in files beside the data, and embedded in the
+    manifest entries (a threshold above their size)."""
     path = str(tmp_path / "db.db" / "ours")
     java.create_table(path, _fields(JAVA_FILTERABLE), primary_keys=["id"],
-                      options={**TABLE_OPTIONS, **_options(200, columns=JAVA_FILTERABLE)})
+                      options={**TABLE_OPTIONS, **_options(200, threshold, JAVA_FILTERABLE)})
     batches = _batches(1, JAVA_FILTERABLE)
     table = _write_ours(path, batches)
-    assert _index_files(path), "an index this size lives beside its data file"
+    assert bool(_index_files(path)) == (threshold == "500 b")
     live = _live(batches)
     rng = random.Random(2)
     asks = [(c, row[c]) for c, _ in JAVA_FILTERABLE for row in rng.sample(live, 4) if row[c] is not None]
@@ -143,7 +145,8 @@ def test_java_skips_our_files_by_our_indexes_and_reads_every_matching_row(java, 
         want = {row["id"] for row in live if row[column] == value}
         assert want <= got, f"Java skipped a file holding {column} = {value!r}"
     assert sum(len(read.result) for read in absent_reads) < total * len(absent) / 4
-
+    if threshold != "500 b":
+        return
     for index_path in _index_files(path):  # the control: every bit cleared
         with open(index_path, "rb") as f:
             indexes = file_index.decode(f.read(), index_path)
@@ -371,3 +374,38 @@ def test_expired_files_take_their_indexes_with_them(tmp_path):
     assert [(p.kind, "checksum mismatch" in p.message) for p in report.errors()] == [("corrupt-file", True)]
     with pytest.raises(CorruptFileError, match="checksum mismatch"):
         ps.Table.open(table.path).to_arrow(filter=[("s", "=", "v1")])
+
+
+def test_edge_values_never_skip_a_file_they_match(tmp_path):
+    """One file per row, so any wrong skip loses the row: float zeros of either sign (equal in
+    SQL, not in their bits), NaN, infinities, empty strings and bytes, integer extremes, nulls,
+    each looked up with `=` and `in`; every answer is the unfiltered read's rows that match."""
+    schema = pa.schema([("k", pa.int64(), False), ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()),
+                        ("b", pa.binary()), ("i", pa.int64())])
+    table = ps.Catalog(str(tmp_path)).create_table(
+        "db.t", schema, options={"bucket": "1", "bucket-key": "k", "write-only": "true",
+                                 "file-index.bloom-filter.columns": "f,d,s,b,i",
+                                 **{f"file-index.bloom-filter.{c}.items": "10" for c in "fdsbi"}})
+    values = {"f": [0.0, -0.0, float("nan"), float("inf"), 1.5, None], "d": [-0.0, 0.0, float("-inf"), 2.5, None, 1e300],
+              "s": ["", "a", "é", None, "x" * 100, " "], "b": [b"", b"\x00", b"\xff" * 33, None, b"a", b"b"],
+              "i": [-2**63, 2**63 - 1, 0, -1, None, 7]}
+    for k in range(6):
+        table.write_arrow(pa.table({"k": [k], **{c: [v[k]] for c, v in values.items()}}, schema))
+    everything = table.to_arrow().to_pylist()
+    assert len({f.file_name for s in table.plan(table.latest_snapshot()) for f in s.files}) == 6
+
+    def same(a, b) -> bool:
+        return a is not None and b is not None and a == b  # SQL's =: -0.0 = 0.0, NaN = nothing
+
+    for column, column_values in values.items():
+        for value in column_values:
+            if value is None:
+                continue
+            want = sorted(r["k"] for r in everything if same(r[column], value))
+            assert sorted(r["k"] for r in table.to_arrow(filter=[(column, "=", value)]).to_pylist()) == want, \
+                (column, value)
+        present = [v for v in column_values if v is not None]
+        nan = [v for v in present if isinstance(v, float) and v != v]  # Arrow's is_in matches NaN to NaN
+        want = sorted(r["k"] for r in everything if any(same(r[column], v) for v in present)
+                      or (nan and isinstance(r[column], float) and r[column] != r[column]))
+        assert sorted(r["k"] for r in table.to_arrow(filter=[(column, "in", present)]).to_pylist()) == want
