@@ -96,16 +96,21 @@ class Wide:
         self.columns = columns
         self.schema = pa.schema([pa.field("id", pa.int64(), False)] + [(f"c{i}", pa.float64()) for i in range(columns)])
 
+    updates_from = 0  # the smallest id updates pick
+
     def batch(self, index: int) -> pa.Table:
-        """Batch 0 inserts `rows` ids; later ones 80% new ids and 20% updates of earlier ids."""
         rng = np.random.default_rng(index)
-        if index == 0:
-            ids = np.arange(self.rows, dtype=np.int64)
-        else:
-            written = self._ids_before(index)
-            new = np.arange(written, written + self.rows * 4 // 5, dtype=np.int64)
-            ids = np.concatenate([new, rng.choice(written, self.rows - len(new), replace=False)])
+        ids = self._ids(index, rng)
         return pa.table([ids] + [rng.random(len(ids)) for _ in range(self.columns)], schema=self.schema)
+
+    def _ids(self, index: int, rng: np.random.Generator) -> np.ndarray:
+        """Batch 0 inserts `rows` ids; later ones 80% new ids and 20% updates of earlier ids."""
+        if index == 0:
+            return np.arange(self.rows, dtype=np.int64)
+        written = self._ids_before(index)
+        new = np.arange(written, written + self.rows * 4 // 5, dtype=np.int64)
+        updated = self.updates_from + rng.choice(written - self.updates_from, self.rows - len(new), replace=False)
+        return np.concatenate([new, updated])
 
     def _ids_before(self, index: int) -> int:
         return 0 if index == 0 else self.rows + (index - 1) * (self.rows * 4 // 5)
@@ -124,15 +129,11 @@ class Lookup(Wide):
     def __init__(self, columns: int):
         self.schema = pa.schema([pa.field("id", pa.int64(), False), ("email", pa.string()), ("amount", pa.float64())])
 
+    updates_from = 100  # the probed id is written once
+
     def batch(self, index: int) -> pa.Table:
-        """As W6's, the updates leaving ids below 100 (so the probed id is written once)."""
         rng = np.random.default_rng(index)
-        if index == 0:
-            ids = np.arange(self.rows, dtype=np.int64)
-        else:
-            written = self._ids_before(index)
-            new = np.arange(written, written + self.rows * 4 // 5, dtype=np.int64)
-            ids = np.concatenate([new, 100 + rng.choice(written - 100, self.rows - len(new), replace=False)])
+        ids = self._ids(index, rng)
         emails = np.char.add(np.char.add("user-", ids.astype(str)), "@example.com")
         return pa.table([ids, pa.array(emails), rng.random(len(ids))], schema=self.schema)
 
