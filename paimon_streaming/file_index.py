@@ -60,8 +60,9 @@ class FileIndexSpec:
     @staticmethod
     def of(options: dict[str, str], fields: tuple[DataField, ...] | list[DataField]) -> "FileIndexSpec":
         """The spec of a table's options; InvalidOptionError for what Java's writers reject (an
-        unknown or unhashable column, a column option of a column not indexed) or that is not
-        implemented here (map key indexes such as `col[key]`)."""
+        unknown or unhashable column, a column option of a column not indexed). Indexes of map
+        values by key (`col[key]`) are not written here (nor read): Java reads files without
+        them whole, so a table that asks for them is still written, only less prunable."""
         by_name = {f.name: f for f in fields}
         columns: dict[str, dict[str, dict[str, str]]] = {}  # index type -> column -> options
         for key, value in options.items():
@@ -83,8 +84,7 @@ class FileIndexSpec:
         for column, opts in columns.get(BLOOM_FILTER, {}).items():
             where = f"'{PREFIX}{BLOOM_FILTER}.columns'"
             if "[" in column:
-                raise InvalidOptionError(f"{where} names '{column}': indexes of map keys are not implemented "
-                                         "in paimon-streaming; index whole columns")
+                continue  # a map value by key (`col[key]`): not written here; files without it are read whole
             field = by_name.get(column)
             if field is None:
                 raise InvalidOptionError(f"{where} names '{column}', which is not a column of the table "
