@@ -209,11 +209,11 @@ class TableScan:
         """Of the current columns `names`, those the file holds as a field of the same type (by
         field id), with that field (its name in the file's index)."""
         by_id = {fld.id: fld for fld in self.schema_of(f.schema_id).fields}
+        now = {fld.name: fld for fld in self.schema.fields}  # a fallback branch may lack a filter's column
         out = {}
-        for name in names:
-            current = self.schema.field(name)
-            old = by_id.get(current.id)
-            if old is not None and old.type.copy(nullable=True) == current.type.copy(nullable=True):
+        for name in names & now.keys():
+            old = by_id.get(now[name].id)
+            if old is not None and old.type.copy(nullable=True) == now[name].type.copy(nullable=True):
                 out[name] = old
         return out
 

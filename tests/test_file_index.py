@@ -423,3 +423,18 @@ def test_map_value_indexes_are_not_written_and_the_rest_is(tmp_path):
     (f,) = [f for s in table.plan(table.latest_snapshot()) for f in s.files]
     assert list(file_index.decode(f.embedded_index, "x")) == ["s"]
     assert table.to_arrow(filter=[("s", "=", "b")]).num_rows == 0
+
+
+def test_a_filter_on_a_column_the_scanned_schema_lacks_keeps_the_files(tmp_path):
+    """A fallback branch's scan plans with the main branch's filter: a column it does not have
+    rules nothing out (and is no error)."""
+    from paimon_streaming.predicate import parse_filter
+    from paimon_streaming.scan import TableScan
+    table = ps.Catalog(str(tmp_path)).create_table(
+        "db.t", pa.schema([("id", pa.int64(), False), ("s", pa.string())]), primary_keys=["id"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true", "file-index.bloom-filter.columns": "s"})
+    table.write_arrow(pa.table({"id": [1], "s": ["a"]}))
+    wider = pa.schema([("id", pa.int64(), False), ("s", pa.string()), ("extra", pa.string())])
+    flt = parse_filter([[("extra", "=", "x")], [("s", "=", "zzz")]], wider)
+    scan = TableScan(table.file_io, table.path, table.schema, table.branch)
+    assert sum(len(s.files) for s in scan.plan(table.latest_snapshot(), flt)) == 1
