@@ -94,7 +94,8 @@ class KafkaBroker(ServiceProcess):
         jvm = [_java(), "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                "-cp", cp]
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        fmt = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
+        # `--cluster-id=` and not `-t <id>`: an id starting with "-" (1 in 64 of them) would read as an option
+        fmt = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)],
                              capture_output=True, text=True, timeout=120)
         if fmt.returncode != 0:
             raise RuntimeError(f"formatting Kafka storage failed:\n{fmt.stdout}{fmt.stderr}")
