@@ -16,8 +16,8 @@ import struct
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .index_values import FLOATS, INTEGERS, TIMESTAMPS, java_numbers, non_null
 from .types import DataType
 from .xxhash64 import xxh64
 
@@ -25,10 +25,8 @@ DEFAULT_ITEMS = 1_000_000
 DEFAULT_FPP = 0.1
 _MAX_PROBES = 64  # Java's writer needs an fpp below 1e-19 to reach this
 
-_INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME")
 _BYTES = ("CHAR", "VARCHAR", "BINARY", "VARBINARY")
-_TIMESTAMPS = ("TIMESTAMP", "TIMESTAMP_LTZ")
-HASHABLE = _INTEGERS + _BYTES + _TIMESTAMPS + ("FLOAT", "DOUBLE")
+HASHABLE = INTEGERS + _BYTES + TIMESTAMPS + FLOATS
 
 
 def thomas_wang(key: np.ndarray) -> np.ndarray:
@@ -47,37 +45,11 @@ def thomas_wang(key: np.ndarray) -> np.ndarray:
 
 def value_hashes(values: pa.Array | pa.ChunkedArray, t: DataType) -> np.ndarray:
     """The 64-bit hashes (int64) of the non-null `values` of a column of type `t`, as Java's
-    FastHash computes them; UnsupportedTypeError-free: callers check `t.root in HASHABLE`."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    if values.null_count:
-        values = values.drop_null()
-    if isinstance(values, pa.DictionaryArray):
-        values = values.dictionary_decode()
-    root = t.root
-    if root in _BYTES:
+    FastHash computes them; callers check `t.root in HASHABLE`."""
+    values = non_null(values)
+    if t.root in _BYTES:
         return xxh64(values).view(np.int64)
-    if root == "FLOAT":
-        bits = values.to_numpy(zero_copy_only=False).astype(np.float32).view(np.int32)
-        bits = np.where(bits & 0x7FFFFFFF > 0x7F800000, np.int32(0x7FC00000), bits)  # NaN as floatToIntBits
-        return thomas_wang(bits.astype(np.int64))
-    if root == "DOUBLE":
-        floats = values.to_numpy(zero_copy_only=False).astype(np.float64)
-        bits = np.where(np.isnan(floats), np.int64(0x7FF8000000000000), floats.view(np.int64))
-        return thomas_wang(bits)
-    if root in _TIMESTAMPS:
-        unit = values.type.unit
-        ticks = values.cast(pa.int64()).to_numpy(zero_copy_only=False)
-        per_second = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[unit]
-        wanted = 1_000 if t.precision <= 3 else 1_000_000
-        if per_second <= wanted:
-            return thomas_wang(ticks * (wanted // per_second))
-        return thomas_wang(np.floor_divide(ticks, per_second // wanted))  # Java's floor (negative instants)
-    if root == "TIME":
-        return thomas_wang(pc.cast(values, pa.time32("ms")).cast(pa.int32()).to_numpy(zero_copy_only=False))
-    if pa.types.is_date(values.type):
-        values = values.cast(pa.int32())
-    return thomas_wang(values.to_numpy(zero_copy_only=False))
+    return thomas_wang(java_numbers(values, t))
 
 
 class BloomFilter64:

@@ -407,9 +407,13 @@ class _Checker:
             self._verify_file_index(label, path, f)
 
     def _verify_file_index(self, label: str, path: str, f) -> None:
-        """Decode a data file's file index (file_index.py): our check, its structure, its filters."""
+        """Decode a data file's file index (file_index.py): our check, its structure, its indexes."""
         try:
-            file_index.verify(file_index.indexes_of(self.io, path, f.embedded_index, f.extra_files), path)
+            fields = {fld.name: fld for fld in self.scan.schema_of(f.schema_id).fields}
+        except PaimonError:
+            return  # its schema file is missing or damaged: reported on its own
+        try:
+            file_index.verify(file_index.indexes_of(self.io, path, f.embedded_index, f.extra_files), path, fields)
         except MissingFileError:
             return  # reported by the existence check
         except CorruptFileError as exc:

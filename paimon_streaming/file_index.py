@@ -1,13 +1,14 @@
 """File indexes: per data file, an index of some columns that lets a filtered read skip the
 file (Paimon's `file-index.<type>.columns`; the format in FORMAT.md and Paimon's fileindex spec).
 
-Written here: the bloom-filter index (bloom_filter.py), for every data and changelog file a
-table with `file-index.bloom-filter.columns` writes, as Java's writers do. An index of at most
+Written here: bloom-filter indexes (bloom_filter.py) and bitmap indexes (bitmap_index.py), for
+every data and changelog file of a table with `file-index.bloom-filter.columns` or
+`file-index.bitmap.columns`, as Java's writers write them. An index of at most
 `file-index.in-manifest-threshold` bytes (default 500) travels in the file's manifest entry
 (`embedded_index`), a larger one is the file `<data file>.index` beside it (`extra_files`).
-Read here: the bloom filters of any writer's files, to skip files an equality or IN filter
-cannot match (`file-index.read.enabled`, default true). Other index types (bitmap, bsi,
-range-bitmap) are neither written nor read: files without them are read whole, by Java too.
+Read here: both kinds in any writer's files, to skip files an equality or IN filter cannot
+match (`file-index.read.enabled`, default true). The bsi and range-bitmap indexes are neither
+written nor read: files without them are read whole, by Java too.
 
 The container: magic, version 1, head length, then per column its index types with the
 offset and length of each index's bytes, the head's "redundant" bytes, then the bodies. Ours
@@ -24,7 +25,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import bitmap_index
+from .bitmap_index import BITMAPPABLE, BitmapIndex
 from .bloom_filter import DEFAULT_FPP, DEFAULT_ITEMS, HASHABLE, BloomFilter64, value_hashes
+from .index_values import java_numbers
 from .errors import CorruptFileError, InvalidOptionError, MissingFileError
 from .file_cache import ImmutableFileCache
 from .fileio import FileIO
@@ -34,6 +38,7 @@ from .types import DataField, to_arrow
 
 PREFIX = "file-index."
 BLOOM_FILTER = "bloom-filter"
+BITMAP = "bitmap"
 INDEX_SUFFIX = ".index"
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
 READ_ENABLED = "file-index.read.enabled"
@@ -42,6 +47,8 @@ _MAGIC = 1493475289347502
 _VERSION = 1
 _EMPTY = -1  # an index with no bytes (Java: a map column's key never seen)
 _CHECK_MARK = b"PSC1"  # our redundant bytes: this mark, then the CRC32 of the file without them
+
+Indexes = dict[str, dict[str, bytes | None]]  # column -> index type -> its bytes (None: empty)
 
 
 @dataclass(frozen=True)
@@ -52,17 +59,24 @@ class BloomFilterColumn:
 
 
 @dataclass(frozen=True)
+class BitmapColumn:
+    column: str
+    version: int
+    block_size: int
+
+
+@dataclass(frozen=True)
 class FileIndexSpec:
     """What a table's options ask its writers to index in each file."""
     bloom_filters: tuple[BloomFilterColumn, ...] = ()
+    bitmaps: tuple[BitmapColumn, ...] = ()
     in_manifest_threshold: int = 500
 
     @staticmethod
     def of(options: dict[str, str], fields: tuple[DataField, ...] | list[DataField]) -> "FileIndexSpec":
         """The spec of a table's options; InvalidOptionError for what Java's writers reject (an
-        unknown or unhashable column, a column option of a column not indexed). Indexes of map
-        values by key (`col[key]`) are not written here (nor read): Java reads files without
-        them whole, so a table that asks for them is still written, only less prunable."""
+        unknown column or one of a type the index cannot take, a column option of a column not
+        indexed, a bad option value)."""
         by_name = {f.name: f for f in fields}
         columns: dict[str, dict[str, dict[str, str]]] = {}  # index type -> column -> options
         for key, value in options.items():
@@ -80,33 +94,73 @@ class FileIndexSpec:
                     raise InvalidOptionError(f"table option '{key}' is for column '{column}', which "
                                              f"'{PREFIX}{kind}.columns' does not name")
                 columns[kind][column][option] = str(value)
-        blooms = []
-        for column, opts in columns.get(BLOOM_FILTER, {}).items():
-            where = f"'{PREFIX}{BLOOM_FILTER}.columns'"
-            if "[" in column:
-                continue  # a map value by key (`col[key]`): not written here; files without it are read whole
-            field = by_name.get(column)
-            if field is None:
-                raise InvalidOptionError(f"{where} names '{column}', which is not a column of the table "
-                                         f"{list(by_name)}")
-            if field.type.root not in HASHABLE:
-                raise InvalidOptionError(f"{where} names '{column}' of type {field.type}: Paimon's bloom filter "
-                                         "indexes numbers (not DECIMAL), strings, binary, dates, times and "
-                                         "timestamps")
-            blooms.append(BloomFilterColumn(column, _items(opts, column), _fpp(opts, column)))
+        blooms = [BloomFilterColumn(column, _items(opts, column), _fpp(opts, column))
+                  for column, opts in _indexed(columns, BLOOM_FILTER, by_name, HASHABLE,
+                                               "numbers (not DECIMAL), strings, binary, dates, times and "
+                                               "timestamps")]
+        bitmaps = [BitmapColumn(column, _bitmap_version(opts, column), _block_size(opts, column))
+                   for column, opts in _indexed(columns, BITMAP, by_name, BITMAPPABLE,
+                                                "numbers (not DECIMAL), strings, booleans, dates, times "
+                                                "and timestamps")]
         threshold = options.get(IN_MANIFEST_THRESHOLD)
-        return FileIndexSpec(tuple(blooms), 500 if threshold is None else parse_memory_size(str(threshold)))
+        return FileIndexSpec(tuple(blooms), tuple(bitmaps),
+                             500 if threshold is None else parse_memory_size(str(threshold)))
 
     def build(self, rows: pa.Table, fields: dict[str, DataField]) -> bytes | None:
         """The index file of one data file's `rows` (its table columns), or None to write none."""
-        if not self.bloom_filters:
+        if not self.bloom_filters and not self.bitmaps:
             return None
-        indexes = {}
+        indexes: Indexes = {}
         for spec in self.bloom_filters:
             bloom = BloomFilter64.sized(spec.items, spec.fpp)
             bloom.add(value_hashes(rows.column(spec.column), fields[spec.column].type))
-            indexes[spec.column] = {BLOOM_FILTER: bloom.to_bytes()}
+            indexes.setdefault(spec.column, {})[BLOOM_FILTER] = bloom.to_bytes()
+        for spec in self.bitmaps:
+            try:
+                indexes.setdefault(spec.column, {})[BITMAP] = bitmap_index.build(
+                    rows.column(spec.column), fields[spec.column].type, spec.version, spec.block_size)
+            except bitmap_index.BlockSizeError as exc:
+                raise InvalidOptionError(f"table option '{PREFIX}{BITMAP}.{spec.column}.index-block-size' "
+                                         f"is too small for column '{spec.column}': {exc} (Java's writers "
+                                         "fail alike)") from None
         return encode(indexes)
+
+
+def _indexed(columns: dict[str, dict[str, dict[str, str]]], kind: str, by_name: dict[str, DataField],
+             types: tuple[str, ...], what: str) -> list[tuple[str, dict[str, str]]]:
+    """The columns and options of index `kind`, each a column of the table of a type it indexes.
+    Map values by key (`col[key]`) are skipped: not written here (nor read), and Java reads files
+    without them whole, so a table that asks for them is still written, only less prunable."""
+    out = []
+    for column, opts in columns.get(kind, {}).items():
+        where = f"'{PREFIX}{kind}.columns'"
+        if "[" in column:
+            continue
+        field = by_name.get(column)
+        if field is None:
+            raise InvalidOptionError(f"{where} names '{column}', which is not a column of the table "
+                                     f"{list(by_name)}")
+        if field.type.root not in types:
+            raise InvalidOptionError(f"{where} names '{column}' of type {field.type}: Paimon's {kind} index "
+                                     f"indexes {what}")
+        out.append((column, opts))
+    return out
+
+
+def _bitmap_version(opts: dict[str, str], column: str) -> int:
+    version = opts.get("version", str(bitmap_index.VERSION_2)).strip()
+    if version not in ("1", "2"):
+        raise InvalidOptionError(f"table option '{PREFIX}{BITMAP}.{column}.version' = '{version}': Paimon's "
+                                 "bitmap index has versions 1 and 2")
+    return int(version)
+
+
+def _block_size(opts: dict[str, str], column: str) -> int:
+    size = parse_memory_size(opts.get("index-block-size", str(bitmap_index.DEFAULT_BLOCK_SIZE)))
+    if not 16 <= size < 1 << 31:
+        raise InvalidOptionError(f"table option '{PREFIX}{BITMAP}.{column}.index-block-size' = "
+                                 f"'{opts['index-block-size']}' must be a size of at least 16 bytes")
+    return size
 
 
 def _items(opts: dict[str, str], column: str) -> int:
@@ -159,7 +213,7 @@ def _read_java_utf(data: bytes, at: int) -> tuple[str, int]:
     return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be"), at + 2 + n
 
 
-def encode(indexes: dict[str, dict[str, bytes | None]]) -> bytes:
+def encode(indexes: Indexes) -> bytes:
     """An index file of `indexes` (column -> index type -> bytes), with our check."""
     names = b"".join(_java_utf(c) + b"".join(_java_utf(k) for k in kinds) for c, kinds in indexes.items())
     entries = sum(len(kinds) for kinds in indexes.values())
@@ -182,7 +236,7 @@ def encode(indexes: dict[str, dict[str, bytes | None]]) -> bytes:
     return unchecked + _CHECK_MARK + struct.pack(">I", crc) + b"".join(body)
 
 
-def decode(data: bytes, where: str) -> dict[str, dict[str, bytes | None]]:
+def decode(data: bytes, where: str) -> Indexes:
     """The indexes (column -> index type -> bytes) of an index file; CorruptFileError naming
     `where` when it is not one, its structure is broken, or our check fails."""
     try:
@@ -194,7 +248,7 @@ def decode(data: bytes, where: str) -> dict[str, dict[str, bytes | None]]:
         if not 24 <= head_length <= len(data):
             raise ValueError(f"a head of {head_length} bytes in {len(data)}")
         at = 20
-        out: dict[str, dict[str, bytes | None]] = {}
+        out: Indexes = {}
         for _ in range(columns):
             column, at = _read_java_utf(data, at)
             (kinds,) = struct.unpack_from(">i", data, at)
@@ -233,7 +287,6 @@ def _verify_check(data: bytes, at: int, head_length: int) -> None:
 
 
 # ---- skipping files ------------------------------------------------------------------------
-Indexes = dict[str, dict[str, bytes | None]]
 
 # Decoded `.index` files by path (file_cache.py): a filtered read repeated in a process (point
 # lookups) reads each file's index once.
@@ -265,58 +318,81 @@ def indexes_of(file_io: FileIO, data_file_path: str, embedded: bytes | None, ext
     return cached
 
 
-def verify(indexes: Indexes | None, where: str) -> None:
-    """CorruptFileError naming `where` when one of the bloom filters in `indexes` is not one."""
+def verify(indexes: Indexes | None, where: str, fields: dict[str, DataField]) -> None:
+    """CorruptFileError naming `where` when an index in `indexes` of the file's columns
+    (`fields`, by name) is not one: bloom filters parse, bitmap indexes parse and cover every
+    row exactly once."""
     for column, kinds in (indexes or {}).items():
-        data = kinds.get(BLOOM_FILTER)
-        if data is not None:
+        for kind, data in kinds.items():
+            field = fields.get(column)
+            if data is None or kind not in (BLOOM_FILTER, BITMAP) or field is None:
+                continue
             try:
-                BloomFilter64.from_bytes(data)
-            except ValueError as exc:
-                raise CorruptFileError(f"file index of {where} is damaged: column {column!r}: {exc}") from None
+                if kind == BLOOM_FILTER:
+                    BloomFilter64.from_bytes(data)
+                else:
+                    BitmapIndex(data, field.type).verify()
+            except (ValueError, struct.error) as exc:
+                raise CorruptFileError(f"file index of {where} is damaged: column {column!r}, "
+                                       f"{kind} index: {exc}") from None
 
 
 def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField], where: str,
-              literal_hashes: dict | None = None) -> bool:
+              literal_memo: dict | None = None) -> bool:
     """Whether a file with these `indexes` may hold rows `flt` matches: False only when every
-    disjunct has an equality or IN term whose values the column's bloom filter surely lacks.
+    disjunct has an equality or IN term whose values the column's bloom filter or bitmap index
+    surely lacks.
 
     `columns`: the filter's columns (by current name) the file's index can answer, each the
-    file's own field (its name in the index) of the same type as now. `literal_hashes`: a dict
-    kept over the files of one plan, so each term's values are hashed once."""
+    file's own field (its name in the index) of the same type as now. `literal_memo`: a dict
+    kept over the files of one plan, so each term's values are converted once."""
     if flt.disjuncts is None:
         return True
-    memo = {} if literal_hashes is None else literal_hashes
-    filters: dict[str, BloomFilter64 | None] = {}
+    memo = {} if literal_memo is None else literal_memo
+    parsed: dict[tuple[str, str], BloomFilter64 | BitmapIndex] = {}
     for conj in flt.disjuncts:
-        if all(_term_may_match(t, indexes, columns, filters, memo, where) for t in conj):
+        if all(_term_may_match(t, indexes, columns, parsed, memo, where) for t in conj):
             return True
     return False
 
 
-def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], filters: dict, memo: dict,
+def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], parsed: dict, memo: dict,
                     where: str) -> bool:
     if t.op not in ("=", "==", "in") or t.column not in columns:
         return True
     field = columns[t.column]
-    if t.column not in filters:
-        data = indexes.get(field.name, {}).get(BLOOM_FILTER)
+    for kind, data in indexes.get(field.name, {}).items():
+        if data is None or kind not in (BLOOM_FILTER, BITMAP):
+            continue
+        if (field.name, kind) not in parsed:
+            try:
+                parsed[field.name, kind] = BloomFilter64.from_bytes(data) if kind == BLOOM_FILTER \
+                    else BitmapIndex(data, field.type)
+            except (ValueError, struct.error) as exc:
+                raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}, {kind} "
+                                       f"index: {exc}") from None
+        key = (id(t), field.type, kind)
+        if key not in memo:
+            memo[key] = _literals(list(t.value) if t.op == "in" else [t.value], field, kind)
+        literals = memo[key]
+        if literals is None:
+            continue
         try:
-            filters[t.column] = None if data is None else BloomFilter64.from_bytes(data)
-        except ValueError as exc:
-            raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}: {exc}") from None
-    bloom = filters[t.column]
-    if bloom is None:
-        return True
-    key = (id(t), field.type)
-    if key not in memo:
-        memo[key] = _literals(list(t.value) if t.op == "in" else [t.value], field)
-    values = memo[key]
-    return values is None or bool(bloom.may_contain(values).any())
-def _literals(values: list[Any], field: DataField) -> np.ndarray | None:
-    """The hashes of a term's values as the column's, or None when one of them is not exactly a
-    value of the column (the file cannot be ruled out by it) or is a float zero or NaN (SQL's
-    0.0 = -0.0 differ in their bits)."""
+            if kind == BLOOM_FILTER and not parsed[field.name, kind].may_contain(literals).any():
+                return False
+            if kind == BITMAP and not parsed[field.name, kind].may_contain(literals):
+                return False
+        except (ValueError, struct.error) as exc:
+            raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}, {kind} "
+                                   f"index: {exc}") from None
+    return True
+
+
+def _literals(values: list[Any], field: DataField, kind: str) -> np.ndarray | list[bytes] | None:
+    """A term's values as the column's index `kind` holds them (bloom filters: their hashes;
+    bitmaps: Java numbers, or UTF-8 bytes), or None when one of them is not exactly a value of
+    the column (the file cannot be ruled out by it) or is a float zero or NaN (SQL's 0.0 = -0.0
+    differ in their bits)."""
     if any(v is None for v in values):
         return None
     try:
@@ -327,4 +403,8 @@ def _literals(values: list[Any], field: DataField) -> np.ndarray | None:
         floats = array.to_numpy(zero_copy_only=False)
         if (floats == 0).any() or np.isnan(floats).any():
             return None
-    return value_hashes(array, field.type)
+    if kind == BLOOM_FILTER:
+        return value_hashes(array, field.type)
+    if bitmap_index.key_dtype(field.type) is None:
+        return array.cast(pa.binary()).to_pylist()
+    return java_numbers(array, field.type)

@@ -192,13 +192,13 @@ class TableScan:
                         jobs.append((key, f, columns))
         if not jobs:
             return
-        literal_hashes: dict = {}  # each term's values hashed once per type, for all files
+        literal_memo: dict = {}  # each term's values converted once per type and index, for all files
 
         def may_match(job) -> bool:
             (partition, bucket), f, columns = job
             path = TableDirs.data_file(self.dirs.bucket(self.partition_dir(partition), bucket), f)
             indexes = file_index.indexes_of(self.file_io, path, f.embedded_index, f.extra_files)
-            return indexes is None or file_index.may_match(indexes, flt, columns, path, literal_hashes)
+            return indexes is None or file_index.may_match(indexes, flt, columns, path, literal_memo)
 
         ruled_out = {(key, f.file_name) for (key, f, _), keep in zip(jobs, self.file_io.map(may_match, jobs))
                      if not keep}
