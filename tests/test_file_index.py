@@ -1,6 +1,7 @@
 """Bloom-filter file indexes (`file-index.bloom-filter.columns`): written bit for bit as Java's
 writers write them (Java 1.4.2 skips our files by them, and reads every row it should), read
-to skip files of filtered reads (ours and Java's indexes), and refused where Java refuses."""
+to skip files of filtered reads (ours and Java's indexes), and refused where Java refuses.
+The tests of filtered reads run with bitmap indexes too (test_bitmap_index.py for the rest)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -191,16 +192,22 @@ def test_we_skip_javas_files_by_javas_indexes(java, tmp_path):
         assert len(ruled_out) >= len(COLUMNS) - 3, ruled_out
 
 
+INDEX_OPTIONS = {  # index type: the options indexing columns id, name and score
+    "bloom-filter": {"file-index.bloom-filter.columns": "id,name,score", "file-index.bloom-filter.id.items": "100",
+                     "file-index.bloom-filter.name.items": "100", "file-index.bloom-filter.score.items": "100"},
+    "bitmap": {"file-index.bitmap.columns": "id,name,score", "file-index.bitmap.name.version": "1"},
+}
+
+
+@pytest.mark.parametrize("index", list(INDEX_OPTIONS))
 @pytest.mark.parametrize("kind", ["append", "primary-key", "merge-on-read"])
-def test_filtered_reads_skip_files_and_return_the_same_rows(tmp_path, kind):
+def test_filtered_reads_skip_files_and_return_the_same_rows(tmp_path, kind, index):
     """Our own tables: for random present and absent values of every column, the filtered read
     returns what an unfiltered read filtered by hand does, while planning fewer files; files of
     a bucket read merged are skipped on key columns only."""
     schema = pa.schema([("id", pa.int32(), False), ("name", pa.string()), ("score", pa.float64())])
     pk = [] if kind == "append" else ["id"]
-    options = {"bucket": "2", "file-index.bloom-filter.columns": "id,name,score",
-               "file-index.bloom-filter.id.items": "100", "file-index.bloom-filter.name.items": "100",
-               "file-index.bloom-filter.score.items": "100"}
+    options = {"bucket": "2", **INDEX_OPTIONS[index]}
     if kind == "primary-key":
         options["deletion-vectors.enabled"] = "true"
     if kind == "append":
@@ -375,16 +382,19 @@ def test_expired_files_take_their_indexes_with_them(tmp_path):
         ps.Table.open(table.path).to_arrow(filter=[("s", "=", "v1")])
 
 
-def test_edge_values_never_skip_a_file_they_match(tmp_path):
+@pytest.mark.parametrize("index", ["bloom-filter", "bitmap"])
+def test_edge_values_never_skip_a_file_they_match(tmp_path, index):
     """One file per row, so any wrong skip loses the row: float zeros of either sign (equal in
     SQL, not in their bits), NaN, infinities, empty strings and bytes, integer extremes, nulls,
     each looked up with `=` and `in`; every answer is the unfiltered read's rows that match."""
     schema = pa.schema([("k", pa.int64(), False), ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()),
                         ("b", pa.binary()), ("i", pa.int64())])
+    columns = "fdsbi" if index == "bloom-filter" else "fdsi"  # bitmaps do not index binary
     table = ps.Catalog(str(tmp_path)).create_table(
         "db.t", schema, options={"bucket": "1", "bucket-key": "k", "write-only": "true",
-                                 "file-index.bloom-filter.columns": "f,d,s,b,i",
-                                 **{f"file-index.bloom-filter.{c}.items": "10" for c in "fdsbi"}})
+                                 f"file-index.{index}.columns": ",".join(columns),
+                                 **{f"file-index.bloom-filter.{c}.items": "10" for c in columns
+                                    if index == "bloom-filter"}})
     values = {"f": [0.0, -0.0, float("nan"), float("inf"), 1.5, None], "d": [-0.0, 0.0, float("-inf"), 2.5, None, 1e300],
               "s": ["", "a", "é", None, "x" * 100, " "], "b": [b"", b"\x00", b"\xff" * 33, None, b"a", b"b"],
               "i": [-2**63, 2**63 - 1, 0, -1, None, 7]}

@@ -12,6 +12,7 @@ import os
 import tempfile
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import paimon_streaming as ps
@@ -36,9 +37,11 @@ KINDS = {  # name: (primary keys, partition keys, options)
     "append": (None, [], {}),
     "dv-indexed": (["id"], [], {"bucket": "2", **DV, "file-index.bloom-filter.columns": "v,w",
                                 "file-index.bloom-filter.v.items": "8", "file-index.bloom-filter.w.items": "8"}),
+    "dv-bitmap": (["id"], [], {"bucket": "2", **DV, "file-index.bitmap.columns": "v,w", "file-index.bitmap.v.version": "1",
+                               "file-index.bitmap.w.index-block-size": "32 b"}),
 }
-INDEXED = {"dv-indexed"}  # checked at the end with filtered reads too (ours exact, Java's a superset)
-DELETES = ("pk", "dv", "dv-partitioned", "dynamic-bucket", "dv-indexed")
+INDEXED = {"dv-indexed", "dv-bitmap"}  # checked at the end with filtered reads too (ours exact, Java's a superset)
+DELETES = ("pk", "dv", "dv-partitioned", "dynamic-bucket", "dv-indexed", "dv-bitmap")
 # Java's batch writer cannot assign dynamic buckets (its engines' bucket-assigner operators
 # do): on such a table Java reads and compacts what we write.
 JAVA_WRITES = set(KINDS) - {"dynamic-bucket"}
@@ -120,9 +123,11 @@ def test_random_histories_written_by_us_and_java(kind, steps):
 @settings(max_examples=int(os.environ.get("INTEROP_MODEL_EXAMPLES", 3)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(steps=ops)
-def test_random_histories_of_a_table_with_bloom_filter_indexes(steps):
-    """Files indexed by both writers, compacted by both: filtered reads skip none they need."""
-    _history("dv-indexed", steps)
+@pytest.mark.parametrize("kind", ["dv-indexed", "dv-bitmap"])
+def test_random_histories_of_a_table_with_file_indexes(kind, steps):
+    """Files indexed by both writers (bloom filters; bitmaps), compacted by both: filtered reads
+    skip none they need."""
+    _history(kind, steps)
 
 
 def _history(kind: str, steps: list[tuple]) -> None:
