@@ -25,7 +25,9 @@ one partition, a filter that prunes the others; for W7 of the one email). System
 - `paimon-streaming-write-only` (W5 only): the same with `write-only` = true, so the 10,000
   small files stay, as a dedicated compaction job would leave them between its runs;
 - `paimon-streaming-bloom` (W7 only): the same with a bloom-filter file index on `email`
-  (`file-index.bloom-filter.columns`, `items` = 20,000 a file), which filtered reads skip files by.
+  (`file-index.bloom-filter.columns`, `items` = 20,000 a file), which filtered reads skip files by;
+- `paimon-streaming-bitmap` (W7 only): the same with a bitmap file index on `email`
+  (`file-index.bitmap.columns`): exact, but a dictionary of every email of a file.
 
     .venv/bin/python bench/bench_shapes.py small-files [--commits 100] [--runs 3]
     .venv/bin/python bench/bench_shapes.py wide [--commits 100] [--columns 200] [--runs 3]
@@ -50,10 +52,12 @@ import numpy as np
 import pyarrow as pa
 
 READS = 5
-SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only", "paimon-streaming-bloom")
+SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only", "paimon-streaming-bloom",
+           "paimon-streaming-bitmap")
 EXTRA_OPTIONS = {"paimon-streaming-write-only": {"write-only": "true"},
                  "paimon-streaming-bloom": {"file-index.bloom-filter.columns": "email",
-                                            "file-index.bloom-filter.email.items": "20000"}}
+                                            "file-index.bloom-filter.email.items": "20000"},
+                 "paimon-streaming-bitmap": {"file-index.bitmap.columns": "email"}}
 PARTITIONS = 100     # W5
 ONE_PARTITION = 7    # W5's filtered read
 

@@ -336,5 +336,7 @@ class BitmapIndex:
         bitmaps = self.bitmaps().values()
         marks = sum(len(rows) for rows in bitmaps)
         covered = pyroaring.BitMap.union(pyroaring.BitMap(), *bitmaps)
-        if marks != self.rows or len(covered) != self.rows or (self.rows and covered.max() >= self.rows):
-            raise ValueError(f"the bitmaps cover {len(covered)} of {self.rows} rows ({marks} marks)")
+        if covered and covered.max() >= self.rows:
+            raise ValueError(f"a bitmap names row {covered.max()}, past the file's {self.rows} rows")
+        if marks != self.rows or len(covered) != self.rows:
+            raise ValueError(f"the bitmaps mark {marks} rows, {len(covered)} distinct, of {self.rows}")
