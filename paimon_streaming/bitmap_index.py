@@ -39,6 +39,7 @@ _WIDTH = {"TINYINT": ">i1", "BOOLEAN": ">i1", "SMALLINT": ">i2", "INT": ">i4", "
 _ROARING_COOKIE = 12346
 _ARRAY_MAX = 4096
 _BITSET_BYTES = 8192
+_EMPTY_ROARING = struct.pack("<II", _ROARING_COOKIE, 0)
 
 
 class BlockSizeError(ValueError):
@@ -68,13 +69,13 @@ def build(values: pa.Array | pa.ChunkedArray, t: DataType, version: int = VERSIO
 
     multi = counts > 1  # a value on one row has no bitmap: its offset is -1 - row
     owner = np.repeat(np.cumsum(multi) - 1, counts)[np.repeat(multi, counts)]
-    bodies = _roaring_many(grouped_rows[np.repeat(multi, counts)], owner, int(multi.sum()))
-    null_bitmap = _roaring_many(nulls.astype(np.uint32), np.zeros(len(nulls), np.int64), 1)[0]
+    bodies, sizes = _roaring_many(grouped_rows[np.repeat(multi, counts)], owner, int(multi.sum()))
+    null_bitmap, _ = _roaring_many(nulls.astype(np.uint32), np.zeros(len(nulls), np.int64), 1)
     first = len(null_bitmap) if len(nulls) > 1 else 0
     lengths = np.full(len(distinct), -1, np.int64)
-    lengths[multi] = [len(b) for b in bodies]
+    lengths[multi] = sizes
     offsets = -1 - grouped_rows[starts].astype(np.int64)
-    offsets[multi] = first + np.cumsum(lengths[multi]) - lengths[multi]
+    offsets[multi] = first + np.cumsum(sizes) - sizes
     null_offset = -1 - int(nulls[0]) if len(nulls) == 1 else 0
 
     head = struct.pack(">bii?", version, rows, len(distinct), len(nulls) > 0)
@@ -84,7 +85,7 @@ def build(values: pa.Array | pa.ChunkedArray, t: DataType, version: int = VERSIO
     else:
         head += struct.pack(">ii", null_offset, len(null_bitmap)) if len(nulls) else b""
         dictionary = _index_blocks(distinct, t, np.stack([offsets, lengths], axis=1), block_size)
-    return head + dictionary + (null_bitmap if len(nulls) > 1 else b"") + b"".join(bodies)
+    return head + dictionary + (null_bitmap if len(nulls) > 1 else b"") + bodies
 
 
 def _distinct(values: pa.Array, t: DataType) -> tuple[pa.Array | np.ndarray, np.ndarray]:
@@ -119,19 +120,22 @@ def _serialized_entries(distinct: pa.Array | np.ndarray, t: DataType, tails: np.
             entries[f"t{i}"] = tails[:, i]
         width = dtype["v"].itemsize
         return entries.tobytes(), np.arange(n, dtype=np.int64) * dtype.itemsize, np.full(n, width, np.int64)
-    bounds = np.frombuffer(distinct.buffers()[1], np.int32, n + 1, distinct.offset * 4).astype(np.int64)
-    text = np.frombuffer(distinct.buffers()[2], np.uint8) if n else np.zeros(0, np.uint8)
-    value_sizes = 4 + np.diff(bounds)
-    entry_sizes = value_sizes + 4 * k
-    starts = np.cumsum(entry_sizes) - entry_sizes
-    out = np.zeros(int(entry_sizes.sum()), np.uint8)
-    _put(out, starts, value_sizes - 4, ">i4")
-    for i in range(k):
-        _put(out, starts + value_sizes + 4 * i, tails[:, i], ">i4")
-    byte_owner = np.repeat(np.arange(n), value_sizes - 4)
-    source = np.arange(bounds[0], bounds[-1])
-    out[starts[byte_owner] + 4 + source - bounds[byte_owner]] = text[source]
-    return out.tobytes(), starts, value_sizes
+    if n == 0:
+        return b"", np.zeros(0, np.int64), np.zeros(0, np.int64)
+    value_sizes = 4 + pc.binary_length(distinct).to_numpy(zero_copy_only=False).astype(np.int64)
+    entries = pc.binary_join_element_wise(_as_binary(value_sizes - 4), distinct, _as_binary(*tails.T),
+                                          pa.scalar(b"", pa.binary()))
+    bounds = np.frombuffer(entries.buffers()[1], np.int32, n + 1, entries.offset * 4)
+    data = entries.buffers()[2].to_pybytes()[bounds[0]:bounds[-1]]
+    return data, (bounds[:-1] - bounds[0]).astype(np.int64), value_sizes
+
+
+def _as_binary(*columns: np.ndarray) -> pa.Array:
+    """A binary array whose element i is columns' values at i as 4-byte big-endian ints."""
+    raw = np.stack(columns, axis=1).astype(">i4")
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * len(columns)), len(raw),
+                                                  [None, pa.py_buffer(raw.tobytes())])
+    return fixed.cast(pa.binary())
 
 
 def _index_blocks(distinct: pa.Array | np.ndarray, t: DataType, tails: np.ndarray, block_size: int) -> bytes:
@@ -154,14 +158,13 @@ def _index_blocks(distinct: pa.Array | np.ndarray, t: DataType, tails: np.ndarra
     return struct.pack(">i", len(blocks)) + b"".join(directory) + struct.pack(">i", at) + b"".join(blocks)
 
 
-def _roaring_many(rows: np.ndarray, owner: np.ndarray, count: int) -> list[bytes]:
-    """`count` Roaring bitmaps in the portable format, bitmap `owner[i]` holding `rows[i]`
-    (rows ascending within a bitmap, bitmaps in order): array containers, and bitset ones past
-    4,096 values of a 65,536-row chunk; every bitmap assembled at once with numpy."""
-    if count == 0:
-        return []
+def _roaring_many(rows: np.ndarray, owner: np.ndarray, count: int) -> tuple[bytes, np.ndarray]:
+    """`count` Roaring bitmaps in the portable format, one after the other, and each one's size:
+    bitmap `owner[i]` holds `rows[i]` (rows ascending within a bitmap, bitmaps in order). Array
+    containers, and bitset ones past 4,096 values of a 65,536-row chunk; every bitmap assembled
+    at once with numpy."""
     if len(rows) == 0:
-        return [_EMPTY_ROARING] * count
+        return _EMPTY_ROARING * count, np.full(count, len(_EMPTY_ROARING), np.int64)
     high = (rows >> 16).astype(np.int64)
     low = (rows & 0xFFFF).astype(np.uint16)
     n = len(rows)
@@ -195,9 +198,7 @@ def _roaring_many(rows: np.ndarray, owner: np.ndarray, count: int) -> list[bytes
     if in_bitset.any():
         byte_at = body_start[container][in_bitset] + (low[in_bitset] >> 3)
         np.bitwise_or.at(out, byte_at, (1 << (low[in_bitset] & 7)).astype(np.uint8))
-    ends = np.append(bitmap_start[1:], len(out))
-    data = out.tobytes()
-    return [data[s:e] for s, e in zip(bitmap_start.tolist(), ends.tolist())]
+    return out.tobytes(), totals
 
 
 def _put(out: np.ndarray, at: np.ndarray, values: np.ndarray, dtype: str) -> None:
@@ -206,9 +207,6 @@ def _put(out: np.ndarray, at: np.ndarray, values: np.ndarray, dtype: str) -> Non
         return
     raw = np.asarray(values).astype(dtype).view(np.uint8).reshape(len(at), -1)
     out[np.asarray(at, np.int64)[:, None] + np.arange(raw.shape[1])] = raw
-
-
-_EMPTY_ROARING = struct.pack("<II", _ROARING_COOKIE, 0)
 
 
 # ---- reading ------------------------------------------------------------------------------

@@ -169,8 +169,10 @@ def test_roaring_bitmaps_are_the_portable_format():
                 for _ in range(count)]
         rows = np.concatenate(sets).astype(np.uint32)
         owner = np.repeat(np.arange(count), [len(s) for s in sets])
-        for want, data in zip(sets, bitmap_index._roaring_many(rows, owner, count)):
-            assert list(pyroaring.BitMap.deserialize(data)) == want.tolist()
+        data, sizes = bitmap_index._roaring_many(rows, owner, count)
+        assert sizes.sum() == len(data)
+        for want, start, size in zip(sets, np.cumsum(sizes) - sizes, sizes):
+            assert list(pyroaring.BitMap.deserialize(data[start:start + size])) == want.tolist()
 
 
 @pytest.mark.parametrize("version", [1, 2])
