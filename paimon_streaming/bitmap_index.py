@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyroaring
 
 from .index_values import FLOATS, INTEGERS, TIMESTAMPS, java_numbers
+from .roaring import roaring_many
 from .types import DataType
 
 VERSION_1 = 1
@@ -35,11 +36,6 @@ BITMAPPABLE = INTEGERS + TIMESTAMPS + FLOATS + _STRINGS + ("BOOLEAN",)
 _WIDTH = {"TINYINT": ">i1", "BOOLEAN": ">i1", "SMALLINT": ">i2", "INT": ">i4", "DATE": ">i4", "TIME": ">i4",
           "FLOAT": ">i4", "BIGINT": ">i8", "DOUBLE": ">i8", "TIMESTAMP": ">i8", "TIMESTAMP_LTZ": ">i8"}
 
-# Roaring's portable format without run containers (Roaring's format spec).
-_ROARING_COOKIE = 12346
-_ARRAY_MAX = 4096
-_BITSET_BYTES = 8192
-_EMPTY_ROARING = struct.pack("<II", _ROARING_COOKIE, 0)
 
 
 class BlockSizeError(ValueError):
@@ -69,8 +65,8 @@ def build(values: pa.Array | pa.ChunkedArray, t: DataType, version: int = VERSIO
 
     multi = counts > 1  # a value on one row has no bitmap: its offset is -1 - row
     owner = np.repeat(np.cumsum(multi) - 1, counts)[np.repeat(multi, counts)]
-    bodies, sizes = _roaring_many(grouped_rows[np.repeat(multi, counts)], owner, int(multi.sum()))
-    null_bitmap, _ = _roaring_many(nulls.astype(np.uint32), np.zeros(len(nulls), np.int64), 1)
+    bodies, sizes = roaring_many(grouped_rows[np.repeat(multi, counts)], owner, int(multi.sum()))
+    null_bitmap, _ = roaring_many(nulls.astype(np.uint32), np.zeros(len(nulls), np.int64), 1)
     first = len(null_bitmap) if len(nulls) > 1 else 0
     lengths = np.full(len(distinct), -1, np.int64)
     lengths[multi] = sizes
@@ -156,57 +152,6 @@ def _index_blocks(distinct: pa.Array | np.ndarray, t: DataType, tails: np.ndarra
         at += len(block)
         begin = end
     return struct.pack(">i", len(blocks)) + b"".join(directory) + struct.pack(">i", at) + b"".join(blocks)
-
-
-def _roaring_many(rows: np.ndarray, owner: np.ndarray, count: int) -> tuple[bytes, np.ndarray]:
-    """`count` Roaring bitmaps in the portable format, one after the other, and each one's size:
-    bitmap `owner[i]` holds `rows[i]` (rows ascending within a bitmap, bitmaps in order). Array
-    containers, and bitset ones past 4,096 values of a 65,536-row chunk; every bitmap assembled
-    at once with numpy."""
-    if len(rows) == 0:
-        return _EMPTY_ROARING * count, np.full(count, len(_EMPTY_ROARING), np.int64)
-    high = (rows >> 16).astype(np.int64)
-    low = (rows & 0xFFFF).astype(np.uint16)
-    n = len(rows)
-    starts = np.flatnonzero(np.concatenate([[True], (owner[1:] != owner[:-1]) | (high[1:] != high[:-1])]))
-    cards = np.diff(np.append(starts, n))
-    bitset = cards > _ARRAY_MAX
-    sizes = np.where(bitset, _BITSET_BYTES, 2 * cards)
-    c_owner = owner[starts]
-    per_bitmap = np.bincount(c_owner, minlength=count)
-    header = 8 + 8 * per_bitmap
-    totals = header + np.bincount(c_owner, weights=sizes, minlength=count).astype(np.int64)
-    bitmap_start = np.concatenate([[0], np.cumsum(totals)[:-1]])
-    first_container = np.concatenate([[0], np.cumsum(per_bitmap)[:-1]])
-    index_in_bitmap = np.arange(len(starts)) - first_container[c_owner]
-    sizes_before = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    body_offset = header[c_owner] + sizes_before - sizes_before[first_container[c_owner]]
-
-    out = np.zeros(int(totals.sum()), np.uint8)
-    _put(out, bitmap_start, np.full(count, _ROARING_COOKIE), "<u4")
-    _put(out, bitmap_start + 4, per_bitmap, "<u4")
-    descriptive = bitmap_start[c_owner] + 8 + 4 * index_in_bitmap
-    _put(out, descriptive, high[starts], "<u2")
-    _put(out, descriptive + 2, cards - 1, "<u2")
-    _put(out, bitmap_start[c_owner] + 8 + 4 * per_bitmap[c_owner] + 4 * index_in_bitmap, body_offset, "<u4")
-    container = np.repeat(np.arange(len(starts)), cards)
-    body_start = bitmap_start[c_owner] + body_offset
-    in_array = ~bitset[container]
-    position = np.arange(n) - starts[container]
-    _put(out, (body_start[container] + 2 * position)[in_array], low[in_array], "<u2")
-    in_bitset = ~in_array
-    if in_bitset.any():
-        byte_at = body_start[container][in_bitset] + (low[in_bitset] >> 3)
-        np.bitwise_or.at(out, byte_at, (1 << (low[in_bitset] & 7)).astype(np.uint8))
-    return out.tobytes(), totals
-
-
-def _put(out: np.ndarray, at: np.ndarray, values: np.ndarray, dtype: str) -> None:
-    """Write `values` as `dtype` at byte positions `at` of `out`."""
-    if len(at) == 0:
-        return
-    raw = np.asarray(values).astype(dtype).view(np.uint8).reshape(len(at), -1)
-    out[np.asarray(at, np.int64)[:, None] + np.arange(raw.shape[1])] = raw
 
 
 # ---- reading ------------------------------------------------------------------------------

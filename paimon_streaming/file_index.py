@@ -1,14 +1,14 @@
 """File indexes: per data file, an index of some columns that lets a filtered read skip the
 file (Paimon's `file-index.<type>.columns`; the format in FORMAT.md and Paimon's fileindex spec).
 
-Written here: bloom-filter indexes (bloom_filter.py) and bitmap indexes (bitmap_index.py), for
-every data and changelog file of a table with `file-index.bloom-filter.columns` or
-`file-index.bitmap.columns`, as Java's writers write them. An index of at most
+Written here, for every data and changelog file of a table that asks for them, as Java's
+writers write them: bloom filters (`bloom-filter`, bloom_filter.py), bitmap indexes (`bitmap`,
+bitmap_index.py) and bit-sliced indexes (`bsi`, bsi_index.py). An index of at most
 `file-index.in-manifest-threshold` bytes (default 500) travels in the file's manifest entry
 (`embedded_index`), a larger one is the file `<data file>.index` beside it (`extra_files`).
-Read here: both kinds in any writer's files, to skip files an equality or IN filter cannot
-match (`file-index.read.enabled`, default true). The bsi and range-bitmap indexes are neither
-written nor read: files without them are read whole, by Java too.
+Read here: all three in any writer's files, to skip files an equality or IN filter cannot
+match (`file-index.read.enabled`, default true). The range-bitmap index is neither written nor
+read: files without it are read whole, by Java too.
 
 The container: magic, version 1, head length, then per column its index types with the
 offset and length of each index's bytes, the head's "redundant" bytes, then the bodies. Ours
@@ -20,13 +20,14 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
 
-from . import bitmap_index
+from . import bitmap_index, bsi_index
 from .bitmap_index import BITMAPPABLE, BitmapIndex
+from .bsi_index import BitSlicedIndex
 from .bloom_filter import DEFAULT_FPP, DEFAULT_ITEMS, HASHABLE, BloomFilter64, value_hashes
 from .index_values import java_numbers
 from .errors import CorruptFileError, InvalidOptionError, MissingFileError
@@ -34,11 +35,13 @@ from .file_cache import ImmutableFileCache
 from .fileio import FileIO
 from .options import parse_bool, parse_memory_size
 from .predicate import Filter, Term
-from .types import DataField, to_arrow
+from .types import DataField, DataType, to_arrow
 
 PREFIX = "file-index."
 BLOOM_FILTER = "bloom-filter"
 BITMAP = "bitmap"
+BSI = "bsi"
+KINDS = (BLOOM_FILTER, BITMAP, BSI)  # the index types read here
 INDEX_SUFFIX = ".index"
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
 READ_ENABLED = "file-index.read.enabled"
@@ -70,6 +73,7 @@ class FileIndexSpec:
     """What a table's options ask its writers to index in each file."""
     bloom_filters: tuple[BloomFilterColumn, ...] = ()
     bitmaps: tuple[BitmapColumn, ...] = ()
+    bit_sliced: tuple[str, ...] = ()  # columns
     in_manifest_threshold: int = 500
 
     @staticmethod
@@ -95,20 +99,23 @@ class FileIndexSpec:
                                              f"'{PREFIX}{kind}.columns' does not name")
                 columns[kind][column][option] = str(value)
         blooms = [BloomFilterColumn(column, _items(opts, column), _fpp(opts, column))
-                  for column, opts in _indexed(columns, BLOOM_FILTER, by_name, HASHABLE,
+                  for column, opts in _indexed(columns, BLOOM_FILTER, by_name, lambda t: t.root in HASHABLE,
                                                "numbers (not DECIMAL), strings, binary, dates, times and "
                                                "timestamps")]
         bitmaps = [BitmapColumn(column, _bitmap_version(opts, column), _block_size(opts, column))
-                   for column, opts in _indexed(columns, BITMAP, by_name, BITMAPPABLE,
+                   for column, opts in _indexed(columns, BITMAP, by_name, lambda t: t.root in BITMAPPABLE,
                                                 "numbers (not DECIMAL), strings, booleans, dates, times "
                                                 "and timestamps")]
+        bit_sliced = [column for column, _ in _indexed(columns, BSI, by_name, bsi_index.indexable,
+                                                       "integers, DECIMALs of up to 18 digits, dates, times "
+                                                       "and timestamps")]
         threshold = options.get(IN_MANIFEST_THRESHOLD)
-        return FileIndexSpec(tuple(blooms), tuple(bitmaps),
+        return FileIndexSpec(tuple(blooms), tuple(bitmaps), tuple(bit_sliced),
                              500 if threshold is None else parse_memory_size(str(threshold)))
 
     def build(self, rows: pa.Table, fields: dict[str, DataField]) -> bytes | None:
         """The index file of one data file's `rows` (its table columns), or None to write none."""
-        if not self.bloom_filters and not self.bitmaps:
+        if not self.bloom_filters and not self.bitmaps and not self.bit_sliced:
             return None
         indexes: Indexes = {}
         for spec in self.bloom_filters:
@@ -123,11 +130,15 @@ class FileIndexSpec:
                 raise InvalidOptionError(f"table option '{PREFIX}{BITMAP}.{spec.column}.index-block-size' "
                                          f"is too small for column '{spec.column}': {exc} (Java's writers "
                                          "fail alike)") from None
-        return encode(indexes)
+        for column in self.bit_sliced:
+            data = bsi_index.build(rows.column(column), fields[column].type)
+            if data is not None:  # None: a value Java cannot index; Java reads the file whole
+                indexes.setdefault(column, {})[BSI] = data
+        return encode(indexes) if indexes else None
 
 
 def _indexed(columns: dict[str, dict[str, dict[str, str]]], kind: str, by_name: dict[str, DataField],
-             types: tuple[str, ...], what: str) -> list[tuple[str, dict[str, str]]]:
+             accepts: Callable[[DataType], bool], what: str) -> list[tuple[str, dict[str, str]]]:
     """The columns and options of index `kind`, each a column of the table of a type it indexes.
     Map values by key (`col[key]`) are skipped: not written here (nor read), and Java reads files
     without them whole, so a table that asks for them is still written, only less prunable."""
@@ -140,7 +151,7 @@ def _indexed(columns: dict[str, dict[str, dict[str, str]]], kind: str, by_name: 
         if field is None:
             raise InvalidOptionError(f"{where} names '{column}', which is not a column of the table "
                                      f"{list(by_name)}")
-        if field.type.root not in types:
+        if not accepts(field.type):
             raise InvalidOptionError(f"{where} names '{column}' of type {field.type}: Paimon's {kind} index "
                                      f"indexes {what}")
         out.append((column, opts))
@@ -320,28 +331,32 @@ def indexes_of(file_io: FileIO, data_file_path: str, embedded: bytes | None, ext
 
 def verify(indexes: Indexes | None, where: str, fields: dict[str, DataField]) -> None:
     """CorruptFileError naming `where` when an index in `indexes` of the file's columns
-    (`fields`, by name) is not one: bloom filters parse, bitmap indexes parse and cover every
-    row exactly once."""
+    (`fields`, by name) is not one: bloom filters parse; bitmap and bit-sliced indexes parse and
+    their bitmaps name only the file's rows (a bitmap index's each row once)."""
     for column, kinds in (indexes or {}).items():
+        field = fields.get(column)
         for kind, data in kinds.items():
-            field = fields.get(column)
-            if data is None or kind not in (BLOOM_FILTER, BITMAP) or field is None:
+            if data is None or kind not in KINDS or field is None:
                 continue
             try:
-                if kind == BLOOM_FILTER:
-                    BloomFilter64.from_bytes(data)
-                else:
-                    BitmapIndex(data, field.type).verify()
+                index = _parse(kind, data, field.type)
+                if kind != BLOOM_FILTER:
+                    index.verify()
             except (ValueError, struct.error) as exc:
                 raise CorruptFileError(f"file index of {where} is damaged: column {column!r}, "
                                        f"{kind} index: {exc}") from None
 
 
+def _parse(kind: str, data: bytes, t: DataType) -> BloomFilter64 | BitmapIndex | BitSlicedIndex:
+    if kind == BLOOM_FILTER:
+        return BloomFilter64.from_bytes(data)
+    return BitmapIndex(data, t) if kind == BITMAP else BitSlicedIndex(data, t)
+
+
 def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField], where: str,
               literal_memo: dict | None = None) -> bool:
     """Whether a file with these `indexes` may hold rows `flt` matches: False only when every
-    disjunct has an equality or IN term whose values the column's bloom filter or bitmap index
-    surely lacks.
+    disjunct has an equality or IN term whose values one of the column's indexes surely lacks.
 
     `columns`: the filter's columns (by current name) the file's index can answer, each the
     file's own field (its name in the index) of the same type as now. `literal_memo`: a dict
@@ -349,7 +364,7 @@ def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField], wher
     if flt.disjuncts is None:
         return True
     memo = {} if literal_memo is None else literal_memo
-    parsed: dict[tuple[str, str], BloomFilter64 | BitmapIndex] = {}
+    parsed: dict[tuple[str, str], BloomFilter64 | BitmapIndex | BitSlicedIndex] = {}
     for conj in flt.disjuncts:
         if all(_term_may_match(t, indexes, columns, parsed, memo, where) for t in conj):
             return True
@@ -362,15 +377,8 @@ def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], pa
         return True
     field = columns[t.column]
     for kind, data in indexes.get(field.name, {}).items():
-        if data is None or kind not in (BLOOM_FILTER, BITMAP):
+        if data is None or kind not in KINDS:
             continue
-        if (field.name, kind) not in parsed:
-            try:
-                parsed[field.name, kind] = BloomFilter64.from_bytes(data) if kind == BLOOM_FILTER \
-                    else BitmapIndex(data, field.type)
-            except (ValueError, struct.error) as exc:
-                raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}, {kind} "
-                                       f"index: {exc}") from None
         key = (id(t), field.type, kind)
         if key not in memo:
             memo[key] = _literals(list(t.value) if t.op == "in" else [t.value], field, kind)
@@ -378,9 +386,9 @@ def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], pa
         if literals is None:
             continue
         try:
-            if kind == BLOOM_FILTER and not parsed[field.name, kind].may_contain(literals).any():
-                return False
-            if kind == BITMAP and not parsed[field.name, kind].may_contain(literals):
+            if (field.name, kind) not in parsed:
+                parsed[field.name, kind] = _parse(kind, data, field.type)
+            if not np.any(parsed[field.name, kind].may_contain(literals)):
                 return False
         except (ValueError, struct.error) as exc:
             raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}, {kind} "
@@ -390,9 +398,9 @@ def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], pa
 
 def _literals(values: list[Any], field: DataField, kind: str) -> np.ndarray | list[bytes] | None:
     """A term's values as the column's index `kind` holds them (bloom filters: their hashes;
-    bitmaps: Java numbers, or UTF-8 bytes), or None when one of them is not exactly a value of
-    the column (the file cannot be ruled out by it) or is a float zero or NaN (SQL's 0.0 = -0.0
-    differ in their bits)."""
+    bitmap and bit-sliced indexes: Java's numbers, or UTF-8 bytes), or None when one of them is
+    not exactly a value of the column (the file cannot be ruled out by it) or is a float zero or
+    NaN (SQL's 0.0 = -0.0 differ in their bits)."""
     if any(v is None for v in values):
         return None
     try:
@@ -405,6 +413,8 @@ def _literals(values: list[Any], field: DataField, kind: str) -> np.ndarray | li
             return None
     if kind == BLOOM_FILTER:
         return value_hashes(array, field.type)
+    if kind == BSI:
+        return bsi_index.numbers_of(array, field.type)
     if bitmap_index.key_dtype(field.type) is None:
         return array.cast(pa.binary()).to_pylist()
     return java_numbers(array, field.type)

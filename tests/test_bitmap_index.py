@@ -15,7 +15,7 @@ import pyroaring
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming import bitmap_index, file_index
+from paimon_streaming import bitmap_index, file_index, roaring
 from paimon_streaming.bitmap_index import BitmapIndex
 from paimon_streaming.check import check_table
 from paimon_streaming.errors import InvalidOptionError
@@ -161,18 +161,31 @@ def test_our_bitmaps_of_javas_files_are_javas(java, tmp_path):
 
 def test_roaring_bitmaps_are_the_portable_format():
     """Our numpy-built bitmaps read back in CRoaring (pyroaring): array and bitset containers,
-    several 65,536-row chunks, single rows, many bitmaps at once."""
+    several 65,536-row chunks, single rows, empty ones, many bitmaps at once; and the length of
+    any portable bitmap (CRoaring's, with run containers too) is found inside a larger buffer."""
     rng = np.random.default_rng(5)
     for _ in range(40):
         count = int(rng.integers(1, 12))
-        sets = [np.unique(rng.integers(0, rng.choice([50, 70_000, 400_000]), rng.integers(1, 20_000)))
+        sets = [np.unique(rng.integers(0, rng.choice([50, 70_000, 400_000]), rng.integers(0, 20_000)))
                 for _ in range(count)]
         rows = np.concatenate(sets).astype(np.uint32)
         owner = np.repeat(np.arange(count), [len(s) for s in sets])
-        data, sizes = bitmap_index._roaring_many(rows, owner, count)
+        data, sizes = roaring.roaring_many(rows, owner, count)
         assert sizes.sum() == len(data)
-        for want, start, size in zip(sets, np.cumsum(sizes) - sizes, sizes):
-            assert list(pyroaring.BitMap.deserialize(data[start:start + size])) == want.tolist()
+        at = 0
+        for want in sets:
+            bitmap, at = roaring.roaring_at(data, at)
+            assert list(bitmap) == want.tolist()
+        assert at == len(data)
+        present = np.unique(np.concatenate(sets)).astype(np.uint32)
+        masks = np.array([np.isin(present, want) for want in sets]).reshape(count, len(present))
+        data, sizes = roaring.roaring_of_masks(present, masks)
+        assert [list(pyroaring.BitMap.deserialize(data[s:s + n])) for s, n in zip(np.cumsum(sizes) - sizes, sizes)] \
+            == [want.tolist() for want in sets]
+    runs = pyroaring.BitMap(list(range(100, 90_000)) + [5, 200_000])
+    runs.run_optimize()
+    data = runs.serialize() + b"tail"
+    assert roaring.roaring_at(data, 0) == (runs, len(data) - 4)
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -71,10 +71,11 @@ SCENARIOS = [
                                    "data-file.external-paths": "file://{external}",
                                    "data-file.external-paths.strategy": "round-robin"},
              lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT)),
-    # bloom-filter and bitmap file indexes in `.index` files beside the data files (file_index.py)
+    # bloom-filter, bitmap and bit-sliced file indexes in `.index` files beside the data files
     Scenario("dv-file-indexes", {"bucket": "1", "deletion-vectors.enabled": "true",
                                  "file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "10",
-                                 "file-index.bitmap.columns": "v", "file-index.in-manifest-threshold": "1 b"},
+                                 "file-index.bitmap.columns": "v", "file-index.bsi.columns": "id",
+                                 "file-index.in-manifest-threshold": "1 b"},
              lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT)),
     # an append table's write that merges its partition's small files (APPEND + COMPACT; the new
     # file outweighs the older one, so the older one does not wait: append_compaction.pick)

@@ -1,7 +1,8 @@
 """Bloom-filter file indexes (`file-index.bloom-filter.columns`): written bit for bit as Java's
 writers write them (Java 1.4.2 skips our files by them, and reads every row it should), read
 to skip files of filtered reads (ours and Java's indexes), and refused where Java refuses.
-The tests of filtered reads run with bitmap indexes too (test_bitmap_index.py for the rest)."""
+The tests of filtered reads run with bitmap and bit-sliced indexes too (test_bitmap_index.py and
+test_bsi_index.py for the rest)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -382,14 +383,14 @@ def test_expired_files_take_their_indexes_with_them(tmp_path):
         ps.Table.open(table.path).to_arrow(filter=[("s", "=", "v1")])
 
 
-@pytest.mark.parametrize("index", ["bloom-filter", "bitmap"])
+@pytest.mark.parametrize("index", ["bloom-filter", "bitmap", "bsi"])
 def test_edge_values_never_skip_a_file_they_match(tmp_path, index):
     """One file per row, so any wrong skip loses the row: float zeros of either sign (equal in
     SQL, not in their bits), NaN, infinities, empty strings and bytes, integer extremes, nulls,
     each looked up with `=` and `in`; every answer is the unfiltered read's rows that match."""
     schema = pa.schema([("k", pa.int64(), False), ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()),
                         ("b", pa.binary()), ("i", pa.int64())])
-    columns = "fdsbi" if index == "bloom-filter" else "fdsi"  # bitmaps do not index binary
+    columns = {"bloom-filter": "fdsbi", "bitmap": "fdsi", "bsi": "i"}[index]  # the types each indexes
     table = ps.Catalog(str(tmp_path)).create_table(
         "db.t", schema, options={"bucket": "1", "bucket-key": "k", "write-only": "true",
                                  f"file-index.{index}.columns": ",".join(columns),

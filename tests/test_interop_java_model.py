@@ -38,7 +38,7 @@ KINDS = {  # name: (primary keys, partition keys, options)
     "dv-indexed": (["id"], [], {"bucket": "2", **DV, "file-index.bloom-filter.columns": "v,w",
                                 "file-index.bloom-filter.v.items": "8", "file-index.bloom-filter.w.items": "8"}),
     "dv-bitmap": (["id"], [], {"bucket": "2", **DV, "file-index.bitmap.columns": "v,w", "file-index.bitmap.v.version": "1",
-                               "file-index.bitmap.w.index-block-size": "32 b"}),
+                               "file-index.bitmap.w.index-block-size": "32 b", "file-index.bsi.columns": "v"}),
 }
 INDEXED = {"dv-indexed", "dv-bitmap"}  # checked at the end with filtered reads too (ours exact, Java's a superset)
 DELETES = ("pk", "dv", "dv-partitioned", "dynamic-bucket", "dv-indexed", "dv-bitmap")
@@ -125,8 +125,8 @@ def test_random_histories_written_by_us_and_java(kind, steps):
 @given(steps=ops)
 @pytest.mark.parametrize("kind", ["dv-indexed", "dv-bitmap"])
 def test_random_histories_of_a_table_with_file_indexes(kind, steps):
-    """Files indexed by both writers (bloom filters; bitmaps), compacted by both: filtered reads
-    skip none they need."""
+    """Files indexed by both writers (bloom filters; bitmaps and bit-sliced indexes), compacted
+    by both: filtered reads skip none they need."""
     _history(kind, steps)
 
 
