@@ -112,9 +112,9 @@ class BitSlicedIndex:
     def may_contain(self, numbers: np.ndarray) -> bool:
         """Whether any of `numbers` (Java's values) occurs in the file (O'Neil's equality over
         the slices)."""
-        return any(self._rows_equal(int(n)) for n in numbers)
+        return any(self._holds(int(n)) for n in numbers)
 
-    def _rows_equal(self, number: int) -> bool:
+    def _holds(self, number: int) -> bool:
         part = self.parts[0 if number >= 0 else 1]
         if part is None:
             return False
