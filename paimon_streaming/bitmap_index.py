@@ -202,18 +202,19 @@ class BitmapIndex:
         dtype = np.dtype(_WIDTH[self.type.root])
         return np.frombuffer(self.data, dtype, 1, at)[0], at + dtype.itemsize
 
-    def _dictionary_region(self) -> bytes:
+    def _dictionary_region(self) -> tuple[int, int]:
+        """Where the dictionary's entries lie (version 1: up to the end, its length unknown)."""
         if self.version == VERSION_1:
-            return self.data[self.dictionary_start:]
-        return self.data[self.blocks_start:self.body_start]
+            return self.dictionary_start, len(self.data)
+        return self.blocks_start, self.body_start
 
     def may_contain(self, literals: np.ndarray | list[bytes]) -> bool:
         """Whether any of `literals` (index keys: Java numbers, or UTF-8 bytes) occurs in the
         file. Strings are searched as their encoded entries in the dictionary's bytes (a match
         elsewhere only keeps the file); numbers are compared with every dictionary value."""
         if self.type.root in _STRINGS:
-            region = self._dictionary_region()
-            return any(struct.pack(">i", len(v)) + v in region for v in literals)
+            start, end = self._dictionary_region()
+            return any(self.data.find(struct.pack(">i", len(v)) + v, start, end) >= 0 for v in literals)
         return bool(np.isin(np.asarray(literals), self._numeric_values()).any())
 
     def _numeric_values(self) -> np.ndarray:
