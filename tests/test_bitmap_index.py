@@ -24,10 +24,13 @@ from paimon_streaming.types import from_arrow
 
 try:
     from java_oracle import get_oracle
-    from test_file_index import COLUMNS, _fields, _index_files, _value
+    from test_file_index import (COLUMNS, _fields, _index_files, _live, _value, assert_equalities_read_exactly,
+                                 assert_java_filters_rows_exactly, written_by_java)
 except ImportError:  # pragma: no cover
     from tests.java_oracle import get_oracle
-    from tests.test_file_index import COLUMNS, _fields, _index_files, _value
+    from tests.test_file_index import (COLUMNS, _fields, _index_files, _live, _value,
+                                       assert_equalities_read_exactly, assert_java_filters_rows_exactly,
+                                       written_by_java)
 
 # Every type family Java's bitmap index takes (not binary; booleans too). TIMESTAMP(9) is left
 # out of Java's filtered reads for the INT96 reason in test_file_index.py.
@@ -65,10 +68,6 @@ def _batches(seed: int) -> list[list[dict]]:
     return [_rows(seed + n, ids) for n, ids in enumerate((range(0, 200), range(200, 400), range(100, 250)))]
 
 
-def _live(batches: list[list[dict]]) -> list[dict]:
-    return list({row["id"]: row for rows in batches for row in rows}.values())
-
-
 @pytest.fixture(scope="module")
 def java():
     return get_oracle()
@@ -95,13 +94,7 @@ def test_java_filters_rows_by_our_bitmaps_exactly(java, tmp_path, threshold):
             for v in {row[c] for row in rng.sample(live, 8)} | {row[c] for row in live[:3]} if v is not None]
     absent = [(c, v) for c, _ in BITMAP_COLUMNS if c not in ("c_tiny", "c_bool")
               for v in [_value(c, rng)] if all(row[c] != v for row in live)]
-    with java.batch() as b:
-        reads = [b.read(path, equal=ask) for ask in asks + absent]
-    for (column, value), read in zip(asks, reads):
-        want = sorted(row["id"] for row in live if row[column] == value)
-        assert sorted(row["id"] for row in read.result) == want, (column, value)
-        assert sorted(table.to_arrow(filter=[(column, "=", value)]).column("id").to_pylist()) == want
-    assert [len(read.result) for read in reads[len(asks):]] == [0] * len(absent)
+    assert_java_filters_rows_exactly(java, table, live, asks, absent)
     assert check_table(table).ok
 
 
@@ -117,13 +110,8 @@ def test_our_bitmaps_of_javas_files_are_javas(java, tmp_path):
     values; `check` decodes every bitmap."""
     path = str(tmp_path / "db.db" / "java")
     options = _bitmap_options("1 b")
-    java.create_table(path, _fields(BITMAP_COLUMNS), primary_keys=["id"], options={**TABLE_OPTIONS, **options})
     batches = _batches(3)
-    with java.batch() as b:
-        for rows in batches:
-            b.write(path, rows)
-        b.compact(path)
-    table = ps.Table.open(path)
+    table = written_by_java(java, path, _fields(BITMAP_COLUMNS), {**TABLE_OPTIONS, **options}, batches)
     types = {f.name: f.type for f in table.schema.fields}
     compared = 0
     for data_path in _data_files(path):
@@ -140,19 +128,10 @@ def test_our_bitmaps_of_javas_files_are_javas(java, tmp_path):
                 assert [k for k, _ in ours.block_keys] == [k for k, _ in java_index.block_keys], column
             compared += 1
     assert compared >= 2 * len(BITMAP_COLUMNS)
-    live = _live(batches)
-    everything = table.to_arrow().to_pylist()
-    assert len(everything) == len(live)
+    assert_equalities_read_exactly(table, _live(batches), BITMAP_COLUMNS, seed=4)
     snapshot = table.latest_snapshot()
     planned = lambda flt: sum(len(s.files) for s in table.plan(snapshot, flt))  # noqa: E731
-    rng = random.Random(4)
-    for column, _ in BITMAP_COLUMNS:
-        values = [row[column] for row in rng.sample(live, 5) if row[column] is not None]
-        for value in values:
-            got = table.to_arrow(filter=[(column, "=", value)]).column("id").to_pylist()
-            assert sorted(got) == sorted(r["id"] for r in everything if r[column] == value), (column, value)
-        assert table.to_arrow(filter=[(column, "in", values)]).num_rows == \
-            sum(1 for r in everything if r[column] in values)
+    rng = random.Random(5)
     absent = [c for c, _ in BITMAP_COLUMNS if c not in ("c_tiny", "c_bool")
               if planned([(c, "=", _value(c, rng))]) < planned(None)]
     assert len(absent) >= len(BITMAP_COLUMNS) - 4, absent

@@ -21,8 +21,11 @@ from paimon_streaming.errors import InvalidOptionError
 
 try:
     from java_oracle import get_oracle
+    from test_file_index import _live, assert_equalities_read_exactly, assert_java_filters_rows_exactly, written_by_java
 except ImportError:  # pragma: no cover
     from tests.java_oracle import get_oracle
+    from tests.test_file_index import (_live, assert_equalities_read_exactly, assert_java_filters_rows_exactly,
+                                       written_by_java)
 
 # every type family Java's bit-sliced index takes
 COLUMNS = [("c_tiny", "TINYINT"), ("c_small", "SMALLINT"), ("c_int", "INT"), ("c_big", "BIGINT"),
@@ -69,10 +72,6 @@ def _batches() -> list[list[dict]]:
     return [_rows(n, ids) for n, ids in enumerate((range(0, 200), range(200, 400), range(100, 250)))]
 
 
-def _live(batches: list[list[dict]]) -> list[dict]:
-    return list({row["id"]: row for rows in batches for row in rows}.values())
-
-
 @pytest.fixture(scope="module")
 def java():
     return get_oracle()
@@ -92,13 +91,7 @@ def test_java_filters_rows_by_our_slices_exactly(java, tmp_path):
     rng = random.Random(2)
     asks = [(c, v) for c, _ in COLUMNS for v in {row[c] for row in rng.sample(live, 8)} if v is not None]
     absent = [(c, v) for c, _ in COLUMNS if c != "c_tiny" for v in [_value(c, rng)] if all(r[c] != v for r in live)]
-    with java.batch() as b:
-        reads = [b.read(path, equal=ask) for ask in asks + absent]
-    for (column, value), read in zip(asks, reads):
-        want = sorted(row["id"] for row in live if row[column] == value)
-        assert sorted(row["id"] for row in read.result) == want, (column, value)
-        assert sorted(table.to_arrow(filter=[(column, "=", value)]).column("id").to_pylist()) == want
-    assert [len(read.result) for read in reads[len(asks):]] == [0] * len(absent)
+    assert_java_filters_rows_exactly(java, table, live, asks, absent)
     assert check_table(table).ok
 
 
@@ -107,13 +100,8 @@ def test_our_slices_of_javas_files_are_javas(java, tmp_path):
     same maximum, rows and slices; our filtered reads of Java's table return exactly the rows
     that match and skip files for absent values."""
     path = str(tmp_path / "db.db" / "java")
-    java.create_table(path, _fields(), primary_keys=["id"], options=OPTIONS)
     batches = _batches()
-    with java.batch() as b:
-        for rows in batches:
-            b.write(path, rows)
-        b.compact(path)
-    table = ps.Table.open(path)
+    table = written_by_java(java, path, _fields(), OPTIONS, batches)
     types = {f.name: f.type for f in table.schema.fields}
     files = sorted(glob.glob(os.path.join(path, "bucket-*", "data-*.parquet")))
     for data_path in files:
@@ -126,16 +114,9 @@ def test_our_slices_of_javas_files_are_javas(java, tmp_path):
             assert (ours.rows, ours.parts) == (theirs.rows, theirs.parts), (data_path, column)
     assert len(files) >= 2
     live = _live(batches)
-    everything = table.to_arrow().to_pylist()
-    assert len(everything) == len(live)
+    assert_equalities_read_exactly(table, live, COLUMNS, seed=4)
     snapshot = table.latest_snapshot()
     planned = lambda flt: sum(len(s.files) for s in table.plan(snapshot, flt))  # noqa: E731
-    rng = random.Random(4)
-    for column, _ in COLUMNS:
-        values = [row[column] for row in rng.sample(live, 5) if row[column] is not None]
-        for value in values:
-            got = table.to_arrow(filter=[(column, "=", value)]).column("id").to_pylist()
-            assert sorted(got) == sorted(r["id"] for r in everything if r[column] == value), (column, value)
     # small values fall inside every file's min/max: only the slices rule the files out
     absent = [v for v in range(-20, 20) if all(r["c_int"] != v for r in live)]
     assert absent and planned([("c_int", "in", absent)]) < planned(None)

@@ -113,6 +113,46 @@ def _live(batches: list[list[dict]]) -> list[dict]:
     return list({row["id"]: row for rows in batches for row in rows}.values())
 
 
+def written_by_java(java, path: str, fields: list[dict], options: dict[str, str], batches: list[list[dict]]) \
+        -> ps.Table:
+    """A primary-key table (`id`) Java creates, writes `batches` to, one commit each, and compacts."""
+    java.create_table(path, fields, primary_keys=["id"], options=options)
+    with java.batch() as b:
+        for rows in batches:
+            b.write(path, rows)
+        b.compact(path)
+    return ps.Table.open(path)
+
+
+def assert_equalities_read_exactly(table: ps.Table, live: list[dict], columns, seed: int) -> list[dict]:
+    """For values of live rows of each column: `=` and `in` filtered reads return exactly the
+    rows of an unfiltered read that hold them. Returns the unfiltered read."""
+    everything = table.to_arrow().to_pylist()
+    assert len(everything) == len(live)
+    rng = random.Random(seed)
+    for column, _ in columns:
+        values = [row[column] for row in rng.sample(live, 5) if row[column] is not None]
+        for value in values:
+            got = table.to_arrow(filter=[(column, "=", value)]).column("id").to_pylist()
+            assert sorted(got) == sorted(r["id"] for r in everything if r[column] == value), (column, value)
+        got = table.to_arrow(filter=[(column, "in", values)]).column("id").to_pylist()
+        assert sorted(got) == sorted(r["id"] for r in everything if r[column] in values), column
+    return everything
+
+
+def assert_java_filters_rows_exactly(java, table: ps.Table, live: list[dict], asks: list[tuple],
+                                     absent: list[tuple]) -> None:
+    """Java's read with each pushed-down equality (column, value) of `asks` returns exactly the
+    live rows holding the value, as ours does; with each of `absent`, nothing."""
+    with java.batch() as b:
+        reads = [b.read(table.path, equal=ask) for ask in asks + absent]
+    for (column, value), read in zip(asks, reads):
+        want = sorted(row["id"] for row in live if row[column] == value)
+        assert sorted(row["id"] for row in read.result) == want, (column, value)
+        assert sorted(table.to_arrow(filter=[(column, "=", value)]).column("id").to_pylist()) == want
+    assert [len(read.result) for read in reads[len(asks):]] == [0] * len(absent)
+
+
 def _index_files(path: str) -> list[str]:
     return [os.path.join(d, f) for d, _, files in os.walk(path) for f in files if f.endswith(".index")
             and "bucket-" in d]

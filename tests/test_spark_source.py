@@ -362,12 +362,15 @@ def test_batch_filters_prune_and_filter_exactly(spark, tmp_path, catalog):
         assert df.rdd.getNumPartitions() == 3
 
 
-def test_pushed_down_equalities_skip_files_by_their_bloom_filters(spark, catalog):
-    """`=` and `IN` on a column min/max statistics cannot prune: the files' bloom-filter indexes
-    (file-index.bloom-filter.columns) leave only the files holding the values to read."""
-    t = catalog.create_table("db.bloom", pa.schema([("id", pa.int64()), ("v", pa.string())]),
-                             options={"file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "100",
-                                      "file-index.bloom-filter.v.fpp": "0.001"})
+@pytest.mark.parametrize("index, options", [
+    ("bloom", {"file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "100",
+               "file-index.bloom-filter.v.fpp": "0.001"}),
+    ("bitmap", {"file-index.bitmap.columns": "v"}),
+])
+def test_pushed_down_equalities_skip_files_by_their_indexes(spark, catalog, index, options):
+    """`=` and `IN` on a column min/max statistics cannot prune: the files' bloom-filter or
+    bitmap indexes leave only the files holding the values to read."""
+    t = catalog.create_table(f"db.{index}", pa.schema([("id", pa.int64()), ("v", pa.string())]), options=options)
     for p in range(3):
         ids = list(range(p * 100, p * 100 + 50))
         t.write_arrow(pa.table({"id": ids, "v": [f"s{i}" for i in ids]}))  # "s0".."s49" spans "s120"
