@@ -20,21 +20,17 @@ import struct
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyroaring
 
-from .index_values import FLOATS, INTEGERS, TIMESTAMPS, java_numbers
+from .index_values import (FLOATS, INTEGERS, KEY_WIDTH, STRINGS, TIMESTAMPS, key_at, plain, sorted_distinct,
+                           string_entries, valid_rows)
 from .roaring import roaring_many
 from .types import DataType
 
 VERSION_1 = 1
 VERSION_2 = 2
 DEFAULT_BLOCK_SIZE = 16 * 1024
-_STRINGS = ("CHAR", "VARCHAR")
-BITMAPPABLE = INTEGERS + TIMESTAMPS + FLOATS + _STRINGS + ("BOOLEAN",)
-
-_WIDTH = {"TINYINT": ">i1", "BOOLEAN": ">i1", "SMALLINT": ">i2", "INT": ">i4", "DATE": ">i4", "TIME": ">i4",
-          "FLOAT": ">i4", "BIGINT": ">i8", "DOUBLE": ">i8", "TIMESTAMP": ">i8", "TIMESTAMP_LTZ": ">i8"}
+BITMAPPABLE = INTEGERS + TIMESTAMPS + FLOATS + STRINGS + ("BOOLEAN",)
 
 
 
@@ -42,23 +38,15 @@ class BlockSizeError(ValueError):
     """A dictionary entry larger than version 2's index block."""
 
 
-def key_dtype(t: DataType) -> str | None:
-    """The big-endian numpy dtype of a column's dictionary values; None for strings."""
-    return None if t.root in _STRINGS else _WIDTH[t.root]
-
-
 # ---- writing ------------------------------------------------------------------------------
 def build(values: pa.Array | pa.ChunkedArray, t: DataType, version: int = VERSION_2,
           block_size: int = DEFAULT_BLOCK_SIZE) -> bytes:
     """The bitmap index of a file's column `values` (all rows, in file order)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    if isinstance(values, pa.DictionaryArray):
-        values = values.dictionary_decode()
+    values = plain(values)
     rows = len(values)
-    is_valid = values.is_valid().to_numpy(zero_copy_only=False)
-    valid, nulls = np.flatnonzero(is_valid), np.flatnonzero(~is_valid)
-    distinct, codes = _distinct(values.filter(pa.array(is_valid)), t)
+    valid, non_null_values = valid_rows(values)
+    nulls = np.flatnonzero(~values.is_valid().to_numpy(zero_copy_only=False))
+    distinct, codes = sorted_distinct(non_null_values, t)
     grouped_rows = valid[np.argsort(codes, kind="stable")].astype(np.uint32)
     counts = np.bincount(codes, minlength=len(distinct)).astype(np.int64)
     starts = np.cumsum(counts) - counts
@@ -84,54 +72,20 @@ def build(values: pa.Array | pa.ChunkedArray, t: DataType, version: int = VERSIO
     return head + dictionary + (null_bitmap if len(nulls) > 1 else b"") + bodies
 
 
-def _distinct(values: pa.Array, t: DataType) -> tuple[pa.Array | np.ndarray, np.ndarray]:
-    """The distinct values, sorted as Java's comparator sorts them (strings: by their UTF-8
-    bytes, unsigned; floats: Float.compare's total order), and each value's index into them."""
-    if t.root in _STRINGS:
-        encoded = pc.dictionary_encode(values.cast(pa.binary()))
-        order = pc.sort_indices(encoded.dictionary).to_numpy()
-        rank = np.empty(len(order), np.int64)
-        rank[order] = np.arange(len(order))
-        return encoded.dictionary.take(pa.array(order)), rank[encoded.indices.to_numpy(zero_copy_only=False)]
-    numbers = java_numbers(values, t)
-    if t.root in FLOATS:
-        magnitude = np.int64(0x7FFFFFFF if t.root == "FLOAT" else 0x7FFFFFFFFFFFFFFF)
-        total_order = numbers ^ ((numbers >> 63) & magnitude)  # negative floats' bits reversed
-        sort_keys, codes = np.unique(total_order, return_inverse=True)
-        return sort_keys ^ ((sort_keys >> 63) & magnitude), codes.reshape(-1)
-    distinct, codes = np.unique(numbers, return_inverse=True)
-    return distinct, codes.reshape(-1)
-
-
 def _serialized_entries(distinct: pa.Array | np.ndarray, t: DataType, tails: np.ndarray) \
         -> tuple[bytes, np.ndarray, np.ndarray]:
     """Dictionary entries (each value, then its `tails` as 4-byte ints), with each entry's
     start and value size in the bytes."""
     n, k = tails.shape
-    if t.root not in _STRINGS:
-        dtype = np.dtype([("v", _WIDTH[t.root])] + [(f"t{i}", ">i4") for i in range(k)])
-        entries = np.zeros(n, dtype)
-        entries["v"] = np.asarray(distinct)
-        for i in range(k):
-            entries[f"t{i}"] = tails[:, i]
-        width = dtype["v"].itemsize
-        return entries.tobytes(), np.arange(n, dtype=np.int64) * dtype.itemsize, np.full(n, width, np.int64)
-    if n == 0:
-        return b"", np.zeros(0, np.int64), np.zeros(0, np.int64)
-    value_sizes = 4 + pc.binary_length(distinct).to_numpy(zero_copy_only=False).astype(np.int64)
-    entries = pc.binary_join_element_wise(_as_binary(value_sizes - 4), distinct, _as_binary(*tails.T),
-                                          pa.scalar(b"", pa.binary()))
-    bounds = np.frombuffer(entries.buffers()[1], np.int32, n + 1, entries.offset * 4)
-    data = entries.buffers()[2].to_pybytes()[bounds[0]:bounds[-1]]
-    return data, (bounds[:-1] - bounds[0]).astype(np.int64), value_sizes
-
-
-def _as_binary(*columns: np.ndarray) -> pa.Array:
-    """A binary array whose element i is columns' values at i as 4-byte big-endian ints."""
-    raw = np.stack(columns, axis=1).astype(">i4")
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * len(columns)), len(raw),
-                                                  [None, pa.py_buffer(raw.tobytes())])
-    return fixed.cast(pa.binary())
+    if t.root in STRINGS:
+        return string_entries(distinct, tails)
+    dtype = np.dtype([("v", KEY_WIDTH[t.root])] + [(f"t{i}", ">i4") for i in range(k)])
+    entries = np.zeros(n, dtype)
+    entries["v"] = np.asarray(distinct)
+    for i in range(k):
+        entries[f"t{i}"] = tails[:, i]
+    width = dtype["v"].itemsize
+    return entries.tobytes(), np.arange(n, dtype=np.int64) * dtype.itemsize, np.full(n, width, np.int64)
 
 
 def _index_blocks(distinct: pa.Array | np.ndarray, t: DataType, tails: np.ndarray, block_size: int) -> bytes:
@@ -183,7 +137,7 @@ class BitmapIndex:
             at += 4
             self.block_keys = []
             for _ in range(blocks):
-                key, at = self._value_at(at)
+                key, at = key_at(self.data, at, self.type)
                 (offset,) = struct.unpack_from(">i", data, at)
                 self.block_keys.append((key, offset))
                 at += 4
@@ -192,15 +146,6 @@ class BitmapIndex:
             self.body_start = self.blocks_start + blocks_size
             if blocks_size < 0 or self.body_start > len(data):
                 raise ValueError(f"index blocks of {blocks_size} bytes past the index's end")
-
-    def _value_at(self, at: int) -> tuple[object, int]:
-        if self.type.root in _STRINGS:
-            (n,) = struct.unpack_from(">i", self.data, at)
-            if n < 0 or at + 4 + n > len(self.data):
-                raise ValueError(f"a value of {n} bytes at byte {at}")
-            return self.data[at + 4:at + 4 + n], at + 4 + n
-        dtype = np.dtype(_WIDTH[self.type.root])
-        return np.frombuffer(self.data, dtype, 1, at)[0], at + dtype.itemsize
 
     def _dictionary_region(self) -> tuple[int, int]:
         """Where the dictionary's entries lie (version 1: up to the end, its length unknown)."""
@@ -212,13 +157,13 @@ class BitmapIndex:
         """Whether any of `literals` (index keys: Java numbers, or UTF-8 bytes) occurs in the
         file. Strings are searched as their encoded entries in the dictionary's bytes (a match
         elsewhere only keeps the file); numbers are compared with every dictionary value."""
-        if self.type.root in _STRINGS:
+        if self.type.root in STRINGS:
             start, end = self._dictionary_region()
             return any(self.data.find(struct.pack(">i", len(v)) + v, start, end) >= 0 for v in literals)
         return bool(np.isin(np.asarray(literals), self._numeric_values()).any())
 
     def _numeric_values(self) -> np.ndarray:
-        dtype = _WIDTH[self.type.root]
+        dtype = KEY_WIDTH[self.type.root]
         if self.version == VERSION_1:
             entries = np.frombuffer(self.data, [("v", dtype), ("o", ">i4")], self.distinct, self.dictionary_start)
             return entries["v"]
@@ -235,7 +180,7 @@ class BitmapIndex:
         if self.version == VERSION_1:
             at = self.dictionary_start
             for _ in range(self.distinct):
-                value, at = self._value_at(at)
+                value, at = key_at(self.data, at, self.type)
                 out.append((value, struct.unpack_from(">i", self.data, at)[0], -1))
                 at += 4
             self.body_start = at
@@ -245,7 +190,7 @@ class BitmapIndex:
             (n,) = struct.unpack_from(">i", self.data, at)
             at += 4
             for _ in range(n):
-                value, at = self._value_at(at)
+                value, at = key_at(self.data, at, self.type)
                 out.append((value, *struct.unpack_from(">ii", self.data, at)))
                 at += 8
         return out

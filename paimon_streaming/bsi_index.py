@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyroaring
 
-from .index_values import INTEGERS, TIMESTAMPS, java_numbers
+from .index_values import INTEGERS, TIMESTAMPS, java_numbers, plain, valid_rows
 from .roaring import roaring_at, roaring_many, roaring_of_masks
 from .types import DataType
 
@@ -34,27 +34,12 @@ def indexable(t: DataType) -> bool:
     return t.root in SLICEABLE and (t.root != "DECIMAL" or t.precision <= MAX_DECIMAL_PRECISION)
 
 
-def numbers_of(values: pa.Array, t: DataType) -> np.ndarray:
-    """The int64 values Java's bit-sliced index takes of non-null `values` (DECIMALs: unscaled)."""
-    if t.root != "DECIMAL":
-        return java_numbers(values, t)
-    if len(values) == 0:
-        return np.zeros(0, np.int64)
-    values = values.cast(pa.decimal128(t.precision, t.scale))
-    words = np.frombuffer(values.buffers()[1], "<i8", 2 * len(values), values.offset * 16)
-    return words[0::2].copy()  # the low word: the whole value up to 18 digits
-
-
 def build(values: pa.Array | pa.ChunkedArray, t: DataType) -> bytes | None:
     """The bit-sliced index of a file's column `values` (all rows, in file order), or None when
     Java's writer could not index them (a value of -2^63)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    if isinstance(values, pa.DictionaryArray):
-        values = values.dictionary_decode()
-    is_valid = values.is_valid().to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(is_valid).astype(np.uint32)
-    numbers = numbers_of(values.filter(pa.array(is_valid)), t)
+    values = plain(values)
+    rows, valid = valid_rows(values)
+    numbers = java_numbers(valid, t)
     if (numbers == np.iinfo(np.int64).min).any():
         return None
     out = [struct.pack(">bi", VERSION, len(values))]

@@ -3,12 +3,12 @@ file (Paimon's `file-index.<type>.columns`; the format in FORMAT.md and Paimon's
 
 Written here, for every data and changelog file of a table that asks for them, as Java's
 writers write them: bloom filters (`bloom-filter`, bloom_filter.py), bitmap indexes (`bitmap`,
-bitmap_index.py) and bit-sliced indexes (`bsi`, bsi_index.py). An index of at most
+bitmap_index.py), bit-sliced indexes (`bsi`, bsi_index.py) and range bitmaps (`range-bitmap`,
+range_bitmap_index.py). An index of at most
 `file-index.in-manifest-threshold` bytes (default 500) travels in the file's manifest entry
 (`embedded_index`), a larger one is the file `<data file>.index` beside it (`extra_files`).
-Read here: all three in any writer's files, to skip files an equality or IN filter cannot
-match (`file-index.read.enabled`, default true). The range-bitmap index is neither written nor
-read: files without it are read whole, by Java too.
+Read here: all four in any writer's files, to skip files an equality or IN filter cannot
+match (`file-index.read.enabled`, default true).
 
 The container: magic, version 1, head length, then per column its index types with the
 offset and length of each index's bytes, the head's "redundant" bytes, then the bodies. Ours
@@ -25,11 +25,12 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from . import bitmap_index, bsi_index
+from . import bitmap_index, bsi_index, range_bitmap_index
 from .bitmap_index import BITMAPPABLE, BitmapIndex
 from .bsi_index import BitSlicedIndex
+from .range_bitmap_index import RangeBitmapIndex
 from .bloom_filter import DEFAULT_FPP, DEFAULT_ITEMS, HASHABLE, BloomFilter64, value_hashes
-from .index_values import java_numbers
+from .index_values import STRINGS, java_numbers
 from .errors import CorruptFileError, InvalidOptionError, MissingFileError
 from .file_cache import ImmutableFileCache
 from .fileio import FileIO
@@ -41,7 +42,8 @@ PREFIX = "file-index."
 BLOOM_FILTER = "bloom-filter"
 BITMAP = "bitmap"
 BSI = "bsi"
-KINDS = (BLOOM_FILTER, BITMAP, BSI)  # the index types read here
+RANGE_BITMAP = "range-bitmap"
+KINDS = (BLOOM_FILTER, BITMAP, BSI, RANGE_BITMAP)  # the index types written and read here
 INDEX_SUFFIX = ".index"
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
 READ_ENABLED = "file-index.read.enabled"
@@ -69,11 +71,18 @@ class BitmapColumn:
 
 
 @dataclass(frozen=True)
+class RangeBitmapColumn:
+    column: str
+    chunk_size: int
+
+
+@dataclass(frozen=True)
 class FileIndexSpec:
     """What a table's options ask its writers to index in each file."""
     bloom_filters: tuple[BloomFilterColumn, ...] = ()
     bitmaps: tuple[BitmapColumn, ...] = ()
     bit_sliced: tuple[str, ...] = ()  # columns
+    range_bitmaps: tuple[RangeBitmapColumn, ...] = ()
     in_manifest_threshold: int = 500
 
     @staticmethod
@@ -109,13 +118,17 @@ class FileIndexSpec:
         bit_sliced = [column for column, _ in _indexed(columns, BSI, by_name, bsi_index.indexable,
                                                        "integers, DECIMALs of up to 18 digits, dates, times "
                                                        "and timestamps")]
+        range_bitmaps = [RangeBitmapColumn(column, _chunk_size(opts, column, by_name[column].type))
+                         for column, opts in _indexed(columns, RANGE_BITMAP, by_name, range_bitmap_index.indexable,
+                                                      "numbers, DECIMALs of up to 18 digits, strings, booleans, "
+                                                      "dates, times and timestamps of precision up to 6")]
         threshold = options.get(IN_MANIFEST_THRESHOLD)
-        return FileIndexSpec(tuple(blooms), tuple(bitmaps), tuple(bit_sliced),
+        return FileIndexSpec(tuple(blooms), tuple(bitmaps), tuple(bit_sliced), tuple(range_bitmaps),
                              500 if threshold is None else parse_memory_size(str(threshold)))
 
     def build(self, rows: pa.Table, fields: dict[str, DataField]) -> bytes | None:
         """The index file of one data file's `rows` (its table columns), or None to write none."""
-        if not self.bloom_filters and not self.bitmaps and not self.bit_sliced:
+        if not (self.bloom_filters or self.bitmaps or self.bit_sliced or self.range_bitmaps):
             return None
         indexes: Indexes = {}
         for spec in self.bloom_filters:
@@ -134,6 +147,9 @@ class FileIndexSpec:
             data = bsi_index.build(rows.column(column), fields[column].type)
             if data is not None:  # None: a value Java cannot index; Java reads the file whole
                 indexes.setdefault(column, {})[BSI] = data
+        for spec in self.range_bitmaps:
+            indexes.setdefault(spec.column, {})[RANGE_BITMAP] = range_bitmap_index.build(
+                rows.column(spec.column), fields[spec.column].type, spec.chunk_size)
         return encode(indexes) if indexes else None
 
 
@@ -171,6 +187,19 @@ def _block_size(opts: dict[str, str], column: str) -> int:
     if not 16 <= size < 1 << 31:
         raise InvalidOptionError(f"table option '{PREFIX}{BITMAP}.{column}.index-block-size' = "
                                  f"'{opts['index-block-size']}' must be a size of at least 16 bytes")
+    return size
+
+
+def _chunk_size(opts: dict[str, str], column: str, t: DataType) -> int:
+    if "chunk-size" not in opts:
+        return range_bitmap_index.default_chunk_size(t)
+    try:
+        size = parse_memory_size(opts["chunk-size"])
+    except ValueError:
+        size = -1
+    if not 0 <= size < 1 << 31:
+        raise InvalidOptionError(f"table option '{PREFIX}{RANGE_BITMAP}.{column}.chunk-size' = "
+                                 f"'{opts['chunk-size']}' must be a size such as 16 kb")
     return size
 
 
@@ -331,8 +360,9 @@ def indexes_of(file_io: FileIO, data_file_path: str, embedded: bytes | None, ext
 
 def verify(indexes: Indexes | None, where: str, fields: dict[str, DataField]) -> None:
     """CorruptFileError naming `where` when an index in `indexes` of the file's columns
-    (`fields`, by name) is not one: bloom filters parse; bitmap and bit-sliced indexes parse and
-    their bitmaps name only the file's rows (a bitmap index's each row once)."""
+    (`fields`, by name) is not one: bloom filters parse; the other kinds parse and their bitmaps
+    name only the file's rows (a bitmap index's each row once; a range bitmap's dictionary is
+    strictly ascending and its codes name each value)."""
     for column, kinds in (indexes or {}).items():
         field = fields.get(column)
         for kind, data in kinds.items():
@@ -347,9 +377,11 @@ def verify(indexes: Indexes | None, where: str, fields: dict[str, DataField]) ->
                                        f"{kind} index: {exc}") from None
 
 
-def _parse(kind: str, data: bytes, t: DataType) -> BloomFilter64 | BitmapIndex | BitSlicedIndex:
+def _parse(kind: str, data: bytes, t: DataType) -> BloomFilter64 | BitmapIndex | BitSlicedIndex | RangeBitmapIndex:
     if kind == BLOOM_FILTER:
         return BloomFilter64.from_bytes(data)
+    if kind == RANGE_BITMAP:
+        return RangeBitmapIndex(data, t)
     return BitmapIndex(data, t) if kind == BITMAP else BitSlicedIndex(data, t)
 
 
@@ -364,7 +396,7 @@ def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField], wher
     if flt.disjuncts is None:
         return True
     memo = {} if literal_memo is None else literal_memo
-    parsed: dict[tuple[str, str], BloomFilter64 | BitmapIndex | BitSlicedIndex] = {}
+    parsed: dict[tuple[str, str], BloomFilter64 | BitmapIndex | BitSlicedIndex | RangeBitmapIndex] = {}
     for conj in flt.disjuncts:
         if all(_term_may_match(t, indexes, columns, parsed, memo, where) for t in conj):
             return True
@@ -398,7 +430,7 @@ def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], pa
 
 def _literals(values: list[Any], field: DataField, kind: str) -> np.ndarray | list[bytes] | None:
     """A term's values as the column's index `kind` holds them (bloom filters: their hashes;
-    bitmap and bit-sliced indexes: Java's numbers, or UTF-8 bytes), or None when one of them is
+    the other kinds: Java's numbers, or UTF-8 bytes), or None when one of them is
     not exactly a value of the column (the file cannot be ruled out by it) or is a float zero or
     NaN (SQL's 0.0 = -0.0 differ in their bits)."""
     if any(v is None for v in values):
@@ -413,8 +445,6 @@ def _literals(values: list[Any], field: DataField, kind: str) -> np.ndarray | li
             return None
     if kind == BLOOM_FILTER:
         return value_hashes(array, field.type)
-    if kind == BSI:
-        return bsi_index.numbers_of(array, field.type)
-    if bitmap_index.key_dtype(field.type) is None:
+    if field.type.root in STRINGS:
         return array.cast(pa.binary()).to_pylist()
     return java_numbers(array, field.type)

@@ -477,12 +477,17 @@ class Batch:
     def read(self, path, snapshot_id: int | None = None, tag: str | None = None,
              columns: Sequence[str] | None = None, with_row_kind: bool = False,
              incremental_between: tuple[int, int] | None = None, branch: str | None = None,
-             equal: tuple[str, Any] | None = None) -> Pending:
-        """`equal`: (column, value) pushed down as a filter: Java skips files by statistics and
-        file indexes, and returns the rows of the files it reads unfiltered."""
+             equal: tuple[str, Any] | None = None, where: tuple[str, str, Any] | None = None) -> Pending:
+        """`where`: (column, op, value), op one of = < <= > >=, pushed down as a filter (`equal`:
+        (column, value), the same with =): Java skips files by statistics and file indexes, and
+        filters the rows of the files it reads by bitmap-based indexes only."""
         op = {"op": "read", "path": str(path)}
         if equal is not None:
-            op["equal"] = {"column": equal[0], "value": _to_json(equal[1], self._types(path, branch)[equal[0]])}
+            where = (equal[0], "=", equal[1])
+        if where is not None:
+            column, comparison, value = where
+            op["where"] = {"column": column, "op": comparison,
+                           "value": _to_json(value, self._types(path, branch)[column])}
         if branch is not None:
             op["branch"] = branch
         if incremental_between is not None:
@@ -637,8 +642,9 @@ class JavaOracle:
         self._one("write", path, rows, commit_user, commit_identifier, overwrite, static_partition)
 
     def read(self, path, snapshot_id=None, tag=None, columns=None, with_row_kind=False,
-             incremental_between=None, equal=None) -> list[dict]:
-        return self._one("read", path, snapshot_id, tag, columns, with_row_kind, incremental_between, equal=equal)
+             incremental_between=None, equal=None, where=None) -> list[dict]:
+        return self._one("read", path, snapshot_id, tag, columns, with_row_kind, incremental_between, equal=equal,
+                         where=where)
 
     def snapshots(self, path) -> list[dict]:
         """[{id, schemaId, commitUser, commitIdentifier, commitKind, timeMillis,

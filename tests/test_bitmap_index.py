@@ -4,33 +4,29 @@ equal to Java's own for the same rows, read to skip files of filtered reads, ver
 `check`, and refused where Java refuses."""
 from __future__ import annotations
 
-import glob
-import os
 import random
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pyroaring
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming import bitmap_index, file_index, roaring
+from paimon_streaming import bitmap_index, roaring
 from paimon_streaming.bitmap_index import BitmapIndex
 from paimon_streaming.check import check_table
 from paimon_streaming.errors import InvalidOptionError
-from paimon_streaming.file_cache import clear_all
 from paimon_streaming.types import from_arrow
 
 try:
     from java_oracle import get_oracle
     from test_file_index import (COLUMNS, _fields, _index_files, _live, _value, assert_equalities_read_exactly,
-                                 assert_java_filters_rows_exactly, written_by_java)
+                                 assert_java_filters_rows_exactly, javas_files_with_indexes, written_by_java)
 except ImportError:  # pragma: no cover
     from tests.java_oracle import get_oracle
     from tests.test_file_index import (COLUMNS, _fields, _index_files, _live, _value,
                                        assert_equalities_read_exactly, assert_java_filters_rows_exactly,
-                                       written_by_java)
+                                       javas_files_with_indexes, written_by_java)
 
 # Every type family Java's bitmap index takes (not binary; booleans too). TIMESTAMP(9) is left
 # out of Java's filtered reads for the INT96 reason in test_file_index.py.
@@ -98,10 +94,6 @@ def test_java_filters_rows_by_our_bitmaps_exactly(java, tmp_path, threshold):
     assert check_table(table).ok
 
 
-def _data_files(path: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(path, "bucket-*", "data-*.parquet")))
-
-
 def test_our_bitmaps_of_javas_files_are_javas(java, tmp_path):
     """For every file Java writes (and compacts), our index of its rows holds the same rows for
     the same values as Java's, and version 2's dictionary splits into the same blocks at the same
@@ -114,10 +106,7 @@ def test_our_bitmaps_of_javas_files_are_javas(java, tmp_path):
     table = written_by_java(java, path, _fields(BITMAP_COLUMNS), {**TABLE_OPTIONS, **options}, batches)
     types = {f.name: f.type for f in table.schema.fields}
     compared = 0
-    for data_path in _data_files(path):
-        with open(data_path + ".index", "rb") as f:
-            javas = file_index.decode(f.read(), data_path)
-        rows = pq.read_table(data_path)
+    for data_path, rows, javas in javas_files_with_indexes(path):
         for column, _ in BITMAP_COLUMNS:
             java_index = BitmapIndex(javas[column]["bitmap"], types[column])
             ours = BitmapIndex(bitmap_index.build(rows.column(column), types[column], java_index.version,
@@ -221,26 +210,3 @@ def test_bitmap_options_java_rejects_are_refused_at_create(tmp_path, options, me
                         ("price", pa.decimal128(10, 2))])
     with pytest.raises(InvalidOptionError, match=message):
         ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=["id"], options=options)
-
-
-def test_a_damaged_bitmap_without_our_check_is_found_by_check(tmp_path):
-    """Java's index files carry no checksum: `check` decodes every bitmap, so a damaged one in
-    such a file (our check mark removed, as Java writes them) is reported, naming the file."""
-    table = ps.Catalog(str(tmp_path)).create_table(
-        "db.t", pa.schema([("id", pa.int64(), False), ("s", pa.string())]), primary_keys=["id"],
-        options={"bucket": "1", "deletion-vectors.enabled": "true", "file-index.bitmap.columns": "s",
-                 "file-index.in-manifest-threshold": "1 b"})
-    table.write_arrow(pa.table({"id": list(range(40)), "s": [f"v{i % 3}" for i in range(40)]}))
-    (index_path,) = _index_files(table.path)
-    with open(index_path, "rb") as f:
-        indexes = file_index.decode(f.read(), index_path)
-    data = bytearray(indexes["s"]["bitmap"])
-    data[-2:] = b"\xff\x7f"  # the last bitmap's last row: past the file's rows
-    unchecked = file_index.encode({"s": {"bitmap": bytes(data)}}).replace(b"PSC1", b"JAVA")
-    with open(index_path, "wb") as f:
-        f.write(unchecked)
-    clear_all()
-    report = check_table(ps.Table.open(table.path))
-    problems = {(p.kind, os.path.basename(index_path)[:-len(".index")] in p.message, "past the file's 40 rows"
-                 in p.message) for p in report.errors()}
-    assert problems == {("corrupt-file", True, True)}

@@ -5,27 +5,25 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import glob
-import os
 import random
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming import bsi_index, file_index
+from paimon_streaming import bsi_index
 from paimon_streaming.bsi_index import BitSlicedIndex
 from paimon_streaming.check import check_table
 from paimon_streaming.errors import InvalidOptionError
 
 try:
     from java_oracle import get_oracle
-    from test_file_index import _live, assert_equalities_read_exactly, assert_java_filters_rows_exactly, written_by_java
+    from test_file_index import (_live, assert_equalities_read_exactly, assert_java_filters_rows_exactly,
+                                 javas_files_with_indexes, written_by_java)
 except ImportError:  # pragma: no cover
     from tests.java_oracle import get_oracle
     from tests.test_file_index import (_live, assert_equalities_read_exactly, assert_java_filters_rows_exactly,
-                                       written_by_java)
+                                       javas_files_with_indexes, written_by_java)
 
 # every type family Java's bit-sliced index takes
 COLUMNS = [("c_tiny", "TINYINT"), ("c_small", "SMALLINT"), ("c_int", "INT"), ("c_big", "BIGINT"),
@@ -103,11 +101,8 @@ def test_our_slices_of_javas_files_are_javas(java, tmp_path):
     batches = _batches()
     table = written_by_java(java, path, _fields(), OPTIONS, batches)
     types = {f.name: f.type for f in table.schema.fields}
-    files = sorted(glob.glob(os.path.join(path, "bucket-*", "data-*.parquet")))
-    for data_path in files:
-        with open(data_path + ".index", "rb") as f:
-            javas = file_index.decode(f.read(), data_path)
-        rows = pq.read_table(data_path)
+    files = list(javas_files_with_indexes(path))
+    for data_path, rows, javas in files:
         for column, _ in COLUMNS:
             ours = BitSlicedIndex(bsi_index.build(rows.column(column), types[column]), types[column])
             theirs = BitSlicedIndex(javas[column]["bsi"], types[column])

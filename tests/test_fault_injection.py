@@ -75,6 +75,7 @@ SCENARIOS = [
     Scenario("dv-file-indexes", {"bucket": "1", "deletion-vectors.enabled": "true",
                                  "file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "10",
                                  "file-index.bitmap.columns": "v", "file-index.bsi.columns": "id",
+                                 "file-index.range-bitmap.columns": "v",
                                  "file-index.in-manifest-threshold": "1 b"},
              lambda t: t.write_arrow(batch([2, 3, 20], v="n"), commit_user=USER, commit_identifier=IDENT)),
     # an append table's write that merges its partition's small files (APPEND + COMPACT; the new

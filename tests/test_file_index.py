@@ -6,11 +6,14 @@ test_bsi_index.py for the rest)."""
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import os
 import random
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import xxhash
 
@@ -122,6 +125,13 @@ def written_by_java(java, path: str, fields: list[dict], options: dict[str, str]
             b.write(path, rows)
         b.compact(path)
     return ps.Table.open(path)
+
+
+def javas_files_with_indexes(path: str) -> Iterator[tuple[str, pa.Table, file_index.Indexes]]:
+    """Each data file of a table Java wrote (with `.index` files), its rows and its indexes."""
+    for data_path in sorted(glob.glob(os.path.join(path, "bucket-*", "data-*.parquet"))):
+        with open(data_path + ".index", "rb") as f:
+            yield data_path, pq.read_table(data_path), file_index.decode(f.read(), data_path)
 
 
 def assert_equalities_read_exactly(table: ps.Table, live: list[dict], columns, seed: int) -> list[dict]:
@@ -237,6 +247,8 @@ INDEX_OPTIONS = {  # index type: the options indexing columns id, name and score
     "bloom-filter": {"file-index.bloom-filter.columns": "id,name,score", "file-index.bloom-filter.id.items": "100",
                      "file-index.bloom-filter.name.items": "100", "file-index.bloom-filter.score.items": "100"},
     "bitmap": {"file-index.bitmap.columns": "id,name,score", "file-index.bitmap.name.version": "1"},
+    "range-bitmap": {"file-index.range-bitmap.columns": "id,name,score",
+                     "file-index.range-bitmap.name.chunk-size": "32 b"},
 }
 
 
@@ -367,6 +379,31 @@ def test_every_damaged_byte_of_our_index_is_caught():
             assert "file index x is damaged" in str(exc)
 
 
+@pytest.mark.parametrize("kind, problem", [("bitmap", "past the file's 40 rows"),
+                                           ("range-bitmap", "marks a row without a value")])
+def test_a_damaged_index_without_our_check_is_found_by_check(tmp_path, kind, problem):
+    """Java's index files carry no checksum: `check` decodes every bitmap, so a damaged one in
+    such a file (our check mark removed, as Java writes them) is reported, naming the file."""
+    table = ps.Catalog(str(tmp_path)).create_table(
+        "db.t", pa.schema([("id", pa.int64(), False), ("s", pa.string())]), primary_keys=["id"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true", f"file-index.{kind}.columns": "s",
+                 "file-index.in-manifest-threshold": "1 b"})
+    table.write_arrow(pa.table({"id": list(range(40)), "s": [f"v{i % 3}" for i in range(40)]}))
+    (index_path,) = _index_files(table.path)
+    with open(index_path, "rb") as f:
+        indexes = file_index.decode(f.read(), index_path)
+    data = bytearray(indexes["s"][kind])
+    data[-2:] = b"\xff\x7f"  # the last bitmap's last row: past the file's rows
+    unchecked = file_index.encode({"s": {kind: bytes(data)}}).replace(b"PSC1", b"JAVA")
+    with open(index_path, "wb") as f:
+        f.write(unchecked)
+    clear_all()
+    report = check_table(ps.Table.open(table.path))
+    problems = {(p.kind, os.path.basename(index_path)[:-len(".index")] in p.message, problem in p.message)
+                for p in report.errors()}
+    assert problems == {("corrupt-file", True, True)}
+
+
 def test_a_missing_index_file_is_an_error_naming_it(tmp_path):
     table = ps.Catalog(str(tmp_path)).create_table(
         "db.t", pa.schema([("id", pa.int64(), False), ("s", pa.string())]), primary_keys=["id"],
@@ -423,14 +460,15 @@ def test_expired_files_take_their_indexes_with_them(tmp_path):
         ps.Table.open(table.path).to_arrow(filter=[("s", "=", "v1")])
 
 
-@pytest.mark.parametrize("index", ["bloom-filter", "bitmap", "bsi"])
+@pytest.mark.parametrize("index", ["bloom-filter", "bitmap", "bsi", "range-bitmap"])
 def test_edge_values_never_skip_a_file_they_match(tmp_path, index):
     """One file per row, so any wrong skip loses the row: float zeros of either sign (equal in
     SQL, not in their bits), NaN, infinities, empty strings and bytes, integer extremes, nulls,
     each looked up with `=` and `in`; every answer is the unfiltered read's rows that match."""
     schema = pa.schema([("k", pa.int64(), False), ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()),
                         ("b", pa.binary()), ("i", pa.int64())])
-    columns = {"bloom-filter": "fdsbi", "bitmap": "fdsi", "bsi": "i"}[index]  # the types each indexes
+    # the types each indexes
+    columns = {"bloom-filter": "fdsbi", "bitmap": "fdsi", "bsi": "i", "range-bitmap": "fdsi"}[index]
     table = ps.Catalog(str(tmp_path)).create_table(
         "db.t", schema, options={"bucket": "1", "bucket-key": "k", "write-only": "true",
                                  f"file-index.{index}.columns": ",".join(columns),

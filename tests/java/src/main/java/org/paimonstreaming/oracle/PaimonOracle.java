@@ -73,7 +73,7 @@ import java.util.UUID;
  * <ul>
  *   <li>create: {"fields": [{"name", "type"}], "primaryKeys", "partitionKeys", "options"} -> {}
  *   <li>write: {"rows": [row...], "commitUser"?, "commitIdentifier"?, "overwrite"?} -> {}
- *   <li>read: {"snapshotId"?, "tag"?, "columns"?, "withRowKind"?, "equal"?} -> {"fields": [field...],
+ *   <li>read: {"snapshotId"?, "tag"?, "columns"?, "withRowKind"?, "where"?} -> {"fields": [field...],
  *       "rows": [row...]} where fields is the row type read, as in schema files
  *   <li>snapshots: {} -> {"snapshots": [...]}
  *   <li>compact: {} -> {"compacted": n}
@@ -319,14 +319,34 @@ public final class PaimonOracle {
             rb = rb.withProjection(projection);
             readType = table.rowType().project(projection);
         }
-        if (cmd.hasNonNull("equal")) {
-            // {"column": name, "value": v}: pushed down as Java's readers push a WHERE clause
-            // (files skipped by statistics and file indexes; rows of files read are not filtered)
-            JsonNode eq = cmd.get("equal");
-            int index = table.rowType().getFieldIndex(eq.get("column").asText());
-            DataType columnType = table.rowType().getTypeAt(index);
-            rb = rb.withFilter(new PredicateBuilder(table.rowType())
-                    .equal(index, ValueCodec.fromJson(eq.get("value"), columnType)));
+        if (cmd.hasNonNull("where")) {
+            // {"column": name, "op": "=" | "<" | "<=" | ">" | ">=", "value": v}: pushed down as
+            // Java's readers push a WHERE clause (files skipped by statistics and file indexes;
+            // rows of files read filtered by bitmap-based indexes only)
+            JsonNode where = cmd.get("where");
+            int index = table.rowType().getFieldIndex(where.get("column").asText());
+            Object value = ValueCodec.fromJson(where.get("value"), table.rowType().getTypeAt(index));
+            PredicateBuilder builder = new PredicateBuilder(table.rowType());
+            String op = where.get("op").asText();
+            switch (op) {
+                case "=":
+                    rb = rb.withFilter(builder.equal(index, value));
+                    break;
+                case "<":
+                    rb = rb.withFilter(builder.lessThan(index, value));
+                    break;
+                case "<=":
+                    rb = rb.withFilter(builder.lessOrEqual(index, value));
+                    break;
+                case ">":
+                    rb = rb.withFilter(builder.greaterThan(index, value));
+                    break;
+                case ">=":
+                    rb = rb.withFilter(builder.greaterOrEqual(index, value));
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown comparison: " + op);
+            }
         }
         boolean withKind = cmd.path("withRowKind").asBoolean(false);
         List<Split> splits = rb.newScan().plan().splits();
