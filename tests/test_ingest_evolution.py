@@ -148,8 +148,8 @@ def test_sigkill_around_the_schema_change_is_exactly_once(tmp_path):
             "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"]
     outputs = []
     # round 0: killed right after the table evolved (schema committed, the batch's data not yet);
-    # rounds 1-2: killed at a random moment after a batch
-    for round_ in range(3):
+    # round 1: killed at a random moment after a batch (test_ingest_crash.py kills more often)
+    for round_ in range(2):
         p = start(base + ["--trigger", "1s", "--max-offsets-per-trigger", "300"])
         lines = _lines_of(p)
         out, deadline, killed = "", time.time() + 240, False
