@@ -27,7 +27,9 @@ one partition, a filter that prunes the others; for W7 of the one email). System
 - `paimon-streaming-bloom` (W7 only): the same with a bloom-filter file index on `email`
   (`file-index.bloom-filter.columns`, `items` = 20,000 a file), which filtered reads skip files by;
 - `paimon-streaming-bitmap` (W7 only): the same with a bitmap file index on `email`
-  (`file-index.bitmap.columns`): exact, but a dictionary of every email of a file.
+  (`file-index.bitmap.columns`): exact, but a dictionary of every email of a file;
+- `paimon-streaming-range-bitmap` (W7 only): the same with a range bitmap on `email`
+  (`file-index.range-bitmap.columns`): exact, a chunked dictionary and each row's code.
 
     .venv/bin/python bench/bench_shapes.py small-files [--commits 100] [--runs 3]
     .venv/bin/python bench/bench_shapes.py wide [--commits 100] [--columns 200] [--runs 3]
@@ -53,11 +55,12 @@ import pyarrow as pa
 
 READS = 5
 SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only", "paimon-streaming-bloom",
-           "paimon-streaming-bitmap")
+           "paimon-streaming-bitmap", "paimon-streaming-range-bitmap")
 EXTRA_OPTIONS = {"paimon-streaming-write-only": {"write-only": "true"},
                  "paimon-streaming-bloom": {"file-index.bloom-filter.columns": "email",
                                             "file-index.bloom-filter.email.items": "20000"},
-                 "paimon-streaming-bitmap": {"file-index.bitmap.columns": "email"}}
+                 "paimon-streaming-bitmap": {"file-index.bitmap.columns": "email"},
+                 "paimon-streaming-range-bitmap": {"file-index.range-bitmap.columns": "email"}}
 PARTITIONS = 100     # W5
 ONE_PARTITION = 7    # W5's filtered read
 

@@ -142,7 +142,9 @@ def _variable_chunks(keys: bytes, starts: np.ndarray, sizes: np.ndarray, chunk_s
 def _codes(rows: np.ndarray, codes: np.ndarray, cardinality: int) -> bytes:
     """The bit-sliced index of each row's code."""
     slices = max(int(cardinality - 1).bit_length(), 1) if cardinality else _EMPTY_SLICES
-    bits = ((codes[None, :] >> np.arange(slices)[:, None]) & 1).astype(np.bool_)
+    code_bytes = np.ascontiguousarray(codes.astype("<u4").view(np.uint8).reshape(-1, 4).T)  # byte j of each code
+    bits = np.zeros((slices, len(codes)), np.bool_)  # row i: bit i of each code (codes < 2^31)
+    bits[:min(slices, 32)] = np.unpackbits(code_bytes, axis=0, bitorder="little")[:slices].view(np.bool_)
     ebm, _ = roaring_many(rows, np.zeros(len(rows), np.int64), 1)
     body, lengths = roaring_of_masks(rows, bits)
     directory = np.stack([np.cumsum(lengths) - lengths, lengths], axis=1).astype(">i4")

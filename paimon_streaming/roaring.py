@@ -40,11 +40,26 @@ def roaring_of_masks(rows: np.ndarray, masks: np.ndarray) -> tuple[bytes, np.nda
     k = masks.shape[0]
     if len(rows) == 0:
         return _EMPTY * k, np.full(k, len(_EMPTY), np.int64)
+    if int(rows[-1]) < 1 << 16:  # one chunk (most files): the masks as they are
+        cards = np.count_nonzero(masks, axis=1)
+        present = np.flatnonzero(cards)
+        cards = cards[present]
+        bitset = cards > _ARRAY_MAX
+        _, at = np.nonzero(masks[present[~bitset]])
+        marks = np.zeros((int(bitset.sum()), 1 << 16), np.bool_)
+        if int(rows[-1]) == len(rows) - 1:
+            marks[:, :len(rows)] = masks[present[bitset]]
+        else:
+            marks[:, rows] = masks[present[bitset]]
+        return _assemble(k, present, np.zeros(len(present), np.int64), cards, rows[at].astype(np.uint16), marks)
     chunks = int(rows[-1] >> 16) + 1
     dense = np.zeros((k, chunks << 16), np.bool_)
-    dense[:, rows] = masks
+    if int(rows[-1]) == len(rows) - 1:  # every row (ascending, distinct): a copy, not a scatter
+        dense[:, :len(rows)] = masks
+    else:
+        dense[:, rows] = masks
     dense = dense.reshape(k * chunks, 1 << 16)
-    cards = dense.sum(axis=1)
+    cards = np.count_nonzero(dense, axis=1)
     present = np.flatnonzero(cards)
     cards = cards[present]
     bitset = cards > _ARRAY_MAX

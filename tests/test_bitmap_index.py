@@ -150,6 +150,12 @@ def test_roaring_bitmaps_are_the_portable_format():
         data, sizes = roaring.roaring_of_masks(present, masks)
         assert [list(pyroaring.BitMap.deserialize(data[s:s + n])) for s, n in zip(np.cumsum(sizes) - sizes, sizes)] \
             == [want.tolist() for want in sets]
+    for n in (5_000, 70_000, 150_000):  # every row marked or not: bitset containers, one chunk and several
+        rows = np.arange(n, dtype=np.uint32)
+        masks = rng.random((3, n)) < [[0.9], [0.5], [0.01]]
+        data, sizes = roaring.roaring_of_masks(rows, masks)
+        assert [list(pyroaring.BitMap.deserialize(data[s:s + m])) for s, m in zip(np.cumsum(sizes) - sizes, sizes)] \
+            == [np.flatnonzero(mask).tolist() for mask in masks]
     runs = pyroaring.BitMap(list(range(100, 90_000)) + [5, 200_000])
     runs.run_optimize()
     data = runs.serialize() + b"tail"
