@@ -8,7 +8,8 @@ range_bitmap_index.py). An index of at most
 `file-index.in-manifest-threshold` bytes (default 500) travels in the file's manifest entry
 (`embedded_index`), a larger one is the file `<data file>.index` beside it (`extra_files`).
 Read here: all four in any writer's files, to skip files an equality or IN filter cannot
-match (`file-index.read.enabled`, default true).
+match, and by range bitmaps files a range filter cannot (`file-index.read.enabled`, default
+true).
 
 The container: magic, version 1, head length, then per column its index types with the
 offset and length of each index's bytes, the head's "redundant" bytes, then the bodies. Ours
@@ -30,12 +31,12 @@ from .bitmap_index import BITMAPPABLE, BitmapIndex
 from .bsi_index import BitSlicedIndex
 from .range_bitmap_index import RangeBitmapIndex
 from .bloom_filter import DEFAULT_FPP, DEFAULT_ITEMS, HASHABLE, BloomFilter64, value_hashes
-from .index_values import STRINGS, java_numbers
+from .index_values import FLOATS, STRINGS, java_numbers
 from .errors import CorruptFileError, InvalidOptionError, MissingFileError
 from .file_cache import ImmutableFileCache
 from .fileio import FileIO
 from .options import parse_bool, parse_memory_size
-from .predicate import Filter, Term
+from .predicate import Filter, Term, term_may_match
 from .types import DataField, DataType, to_arrow
 
 PREFIX = "file-index."
@@ -44,6 +45,8 @@ BITMAP = "bitmap"
 BSI = "bsi"
 RANGE_BITMAP = "range-bitmap"
 KINDS = (BLOOM_FILTER, BITMAP, BSI, RANGE_BITMAP)  # the index types written and read here
+EQUALITIES = ("=", "==", "in")  # the terms every kind answers
+RANGES = ("<", "<=", ">", ">=")  # the terms range bitmaps answer too
 INDEX_SUFFIX = ".index"
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
 READ_ENABLED = "file-index.read.enabled"
@@ -225,6 +228,11 @@ def _fpp(opts: dict[str, str], column: str) -> float:
     return fpp
 
 
+def range_bitmap_columns(options: dict[str, str]) -> set[str]:
+    """The columns a table's options give range bitmaps (by their names in its options)."""
+    return {c.strip() for c in str(options.get(f"{PREFIX}{RANGE_BITMAP}.columns", "")).split(",") if c.strip()}
+
+
 def read_enabled(options: dict[str, str]) -> bool:
     return parse_bool(str(options.get(READ_ENABLED, "true")))
 
@@ -388,7 +396,8 @@ def _parse(kind: str, data: bytes, t: DataType) -> BloomFilter64 | BitmapIndex |
 def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField], where: str,
               literal_memo: dict | None = None) -> bool:
     """Whether a file with these `indexes` may hold rows `flt` matches: False only when every
-    disjunct has an equality or IN term whose values one of the column's indexes surely lacks.
+    disjunct has an equality or IN term whose values one of the column's indexes surely lacks,
+    or a range term outside the values of the column's range bitmap.
 
     `columns`: the filter's columns (by current name) the file's index can answer, each the
     file's own field (its name in the index) of the same type as now. `literal_memo`: a dict
@@ -405,11 +414,15 @@ def may_match(indexes: Indexes, flt: Filter, columns: dict[str, DataField], wher
 
 def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], parsed: dict, memo: dict,
                     where: str) -> bool:
-    if t.op not in ("=", "==", "in") or t.column not in columns:
+    if t.op not in EQUALITIES + RANGES or t.column not in columns:
         return True
     field = columns[t.column]
     for kind, data in indexes.get(field.name, {}).items():
-        if data is None or kind not in KINDS:
+        if data is None or kind not in KINDS or (t.op in RANGES and kind != RANGE_BITMAP):
+            continue
+        if t.op in RANGES:
+            if not _range_may_match(t, field, data, parsed, where):
+                return False
             continue
         key = (id(t), field.type, kind)
         if key not in memo:
@@ -426,6 +439,26 @@ def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], pa
             raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}, {kind} "
                                    f"index: {exc}") from None
     return True
+
+
+def _range_may_match(t: Term, field: DataField, data: bytes, parsed: dict, where: str) -> bool:
+    """A range term against a range bitmap's smallest and largest value, compared as the files'
+    statistics are (predicate.term_may_match): what a table without statistics
+    (`metadata.stats-mode` = `none`) prunes by. Float columns are left to the statistics (the
+    bitmap orders -0.0 and NaN as Java's Float.compare)."""
+    if field.type.root in FLOATS:
+        return True
+    try:
+        if (field.name, RANGE_BITMAP) not in parsed:
+            parsed[field.name, RANGE_BITMAP] = RangeBitmapIndex(data, field.type)
+        index = parsed[field.name, RANGE_BITMAP]
+    except (ValueError, struct.error) as exc:
+        raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}, {RANGE_BITMAP} "
+                               f"index: {exc}") from None
+    if index.cardinality == 0:
+        return False  # every value null: no comparison holds
+    bounds = index.bounds()
+    return bounds is None or term_may_match(t, *bounds, None, index.rows)
 
 
 def _literals(values: list[Any], field: DataField, kind: str) -> np.ndarray | list[bytes] | None:

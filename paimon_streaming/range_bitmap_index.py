@@ -2,8 +2,9 @@
 file and column, the sorted dictionary of the column's distinct values and each row's code (its
 value's rank in the dictionary) as a bit-sliced index, so that a range of values is a range of
 codes. Written as Java's RangeBitmapFileIndex writes it; read here to skip files for equality
-and IN filters (range filters are answered by the files' statistics; Java's readers also use
-the codes to filter rows, so the row numbers are those of the file).
+and IN filters (by the dictionary) and range filters (by the smallest and largest value, which
+is what prunes a table without statistics); Java's readers also use the codes to filter rows,
+so the row numbers are those of the file.
 
 Layout (big-endian; Java's RangeBitmap, ChunkedDictionary, Fixed/VariableLengthChunk and
 rangebitmap.BitSliceIndexBitmap). Each of the three parts is a 4-byte header length, its header,
@@ -28,7 +29,9 @@ up to 6 in milliseconds (up to 3) or microseconds; Java refuses wider DECIMALs a
 """
 from __future__ import annotations
 
+import decimal
 import struct
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +39,7 @@ import pyarrow as pa
 from .index_values import (FLOATS, INTEGERS, KEY_WIDTH, STRINGS, TIMESTAMPS, float_total_order, plain,
                            key_at, sorted_distinct, string_entries, valid_rows)
 from .roaring import roaring_at, roaring_many, roaring_of_masks
-from .types import DataType
+from .types import DataType, to_arrow
 
 VERSION = 1
 DEFAULT_CHUNK_SIZE = 16 * 1024
@@ -185,6 +188,28 @@ class RangeBitmapIndex:
         self.keys_start = self.headers_start + headers_length
         if self.keys_start > self.codes_start:
             raise ValueError("the chunk headers run past the dictionary")
+
+    def bounds(self) -> tuple[Any, Any] | None:
+        """The smallest and largest value as Python values of the column's type (as the files'
+        statistics give them), or None when there are none or they do not convert."""
+        if self.cardinality == 0:
+            return None
+        if self.type.root in STRINGS:
+            return self.min.decode("utf-8", "replace"), self.max.decode("utf-8", "replace")
+        if self.type.root == "DECIMAL":
+            return tuple(decimal.Decimal(k).scaleb(-self.type.scale) for k in (self.min, self.max))
+        raw = pa.array([self.min, self.max], pa.int64())
+        if self.type.root in TIMESTAMPS:
+            raw = raw.cast(pa.timestamp("ms" if self.type.precision <= 3 else "us"))
+        elif self.type.root == "TIME":
+            raw = raw.cast(pa.int32()).cast(pa.time32("ms"))
+        elif self.type.root == "DATE":
+            raw = raw.cast(pa.int32()).cast(pa.date32())
+        try:
+            low, high = raw.cast(to_arrow(self.type)).to_pylist()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        return low, high
 
     def may_contain(self, literals: np.ndarray | list[bytes]) -> bool:
         """Whether any of `literals` (index keys: Java numbers, or UTF-8 bytes) occurs in the

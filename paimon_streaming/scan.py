@@ -178,7 +178,9 @@ class TableScan:
                             flt: Filter) -> None:
         """Drop the files whose file index (file_index.py) rules `flt` out, in place; in a bucket
         that must be merged, on key columns only (as statistics)."""
-        asked = {t.column for conj in flt.disjuncts or () for t in conj if t.op in ("=", "==", "in")}
+        ranged = file_index.range_bitmap_columns(self.options.raw)  # range terms: only where files may answer them
+        asked = {t.column for conj in flt.disjuncts or () for t in conj
+                 if t.op in file_index.EQUALITIES or (t.op in file_index.RANGES and t.column in ranged)}
         asked -= set(self.schema.partition_keys)
         if not asked:
             return
