@@ -420,20 +420,21 @@ def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], pa
     for kind, data in indexes.get(field.name, {}).items():
         if data is None or kind not in KINDS or (t.op in RANGES and kind != RANGE_BITMAP):
             continue
-        if t.op in RANGES:
-            if not _range_may_match(t, field, data, parsed, where):
-                return False
-            continue
-        key = (id(t), field.type, kind)
-        if key not in memo:
-            memo[key] = _literals(list(t.value) if t.op == "in" else [t.value], field, kind)
-        literals = memo[key]
-        if literals is None:
-            continue
+        literals = None
+        if t.op in EQUALITIES:
+            key = (id(t), field.type, kind)
+            if key not in memo:
+                memo[key] = _literals(list(t.value) if t.op == "in" else [t.value], field, kind)
+            literals = memo[key]
+            if literals is None:
+                continue
+        elif field.type.root in FLOATS:
+            continue  # left to statistics: the range bitmap orders -0.0 and NaN as Float.compare
         try:
             if (field.name, kind) not in parsed:
                 parsed[field.name, kind] = _parse(kind, data, field.type)
-            if not np.any(parsed[field.name, kind].may_contain(literals)):
+            index = parsed[field.name, kind]
+            if not (_range_may_match(t, index) if literals is None else np.any(index.may_contain(literals))):
                 return False
         except (ValueError, struct.error) as exc:
             raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}, {kind} "
@@ -441,20 +442,10 @@ def _term_may_match(t: Term, indexes: Indexes, columns: dict[str, DataField], pa
     return True
 
 
-def _range_may_match(t: Term, field: DataField, data: bytes, parsed: dict, where: str) -> bool:
+def _range_may_match(t: Term, index: RangeBitmapIndex) -> bool:
     """A range term against a range bitmap's smallest and largest value, compared as the files'
     statistics are (predicate.term_may_match): what a table without statistics
-    (`metadata.stats-mode` = `none`) prunes by. Float columns are left to the statistics (the
-    bitmap orders -0.0 and NaN as Java's Float.compare)."""
-    if field.type.root in FLOATS:
-        return True
-    try:
-        if (field.name, RANGE_BITMAP) not in parsed:
-            parsed[field.name, RANGE_BITMAP] = RangeBitmapIndex(data, field.type)
-        index = parsed[field.name, RANGE_BITMAP]
-    except (ValueError, struct.error) as exc:
-        raise CorruptFileError(f"file index {where} is damaged: column {field.name!r}, {RANGE_BITMAP} "
-                               f"index: {exc}") from None
+    (`metadata.stats-mode` = `none`) prunes by, as Java's readers do."""
     if index.cardinality == 0:
         return False  # every value null: no comparison holds
     bounds = index.bounds()

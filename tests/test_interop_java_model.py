@@ -39,7 +39,8 @@ KINDS = {  # name: (primary keys, partition keys, options)
                                 "file-index.bloom-filter.v.items": "8", "file-index.bloom-filter.w.items": "8"}),
     "dv-bitmap": (["id"], [], {"bucket": "2", **DV, "file-index.bitmap.columns": "v,w", "file-index.bitmap.v.version": "1",
                                "file-index.bitmap.w.index-block-size": "32 b", "file-index.bsi.columns": "v",
-                               "file-index.range-bitmap.columns": "v,w", "file-index.range-bitmap.w.chunk-size": "8 b"}),
+                               "file-index.range-bitmap.columns": "v,w",
+                               "file-index.range-bitmap.w.chunk-size": "8 b"}),
 }
 INDEXED = {"dv-indexed", "dv-bitmap"}  # checked at the end with filtered reads too (ours exact, Java's a superset)
 DELETES = ("pk", "dv", "dv-partitioned", "dynamic-bucket", "dv-indexed", "dv-bitmap")

@@ -242,7 +242,7 @@ def test_range_filters_skip_files_by_range_bitmaps_without_statistics(tmp_path):
                 if op == "=":
                     continue
                 got = sorted(r["id"] for r in table.to_arrow(filter=[(column, op, value)]).to_pylist())
-                assert got == sorted(r["id"] for r in everything if r[column] is not None and holds(r[column], value)), \
-                    (column, op, value)
+                want = sorted(r["id"] for r in everything if r[column] is not None and holds(r[column], value))
+                assert got == want, (column, op, value)
         pruned = planned([(column, "<", values[len(values) // 2])])
         assert pruned == 5 if column == "f" else pruned < 4, column
