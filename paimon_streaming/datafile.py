@@ -11,8 +11,10 @@ layout matters (FORMAT §6, Java `ParquetSchemaConverter`):
   depth, int32 arithmetic, depth counted from 1 below the top-level column);
 * TIMESTAMP/LTZ p<=3 as INT64 millis, p<=6 as INT64 micros, p>6 as INT96 (Java reads an
   INT64 as millis or micros by the declared precision, so nanos there would be misread).
-  pyarrow can switch INT96 on only for a whole file: a file holding any p>6 timestamp
-  stores *all* its timestamps as INT96, which Java reads for every precision;
+  pyarrow can switch INT96 on only for a whole file, so in a file holding a p>6 timestamp the
+  p<=6 ones are plain INT64 (no timestamp annotation; Java decodes them by the declared
+  precision alone): as INT96 they would read right, but Java's Parquet filter pushdown on
+  them fails ("declared type (java.lang.Long) does not match ... INT96");
 * DECIMAL p<=9 INT32, p<=18 INT64, else FIXED_LEN_BYTE_ARRAY of minimal width;
 * nullability from the Paimon types (required/optional), 3-level lists, `key_value` maps.
 
@@ -42,6 +44,7 @@ Every failure raises `MissingFileError` / `CorruptFileError` naming the file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import fastavro
@@ -56,7 +59,7 @@ from .fileio import FileIO
 from .numpy_arrow import from_numpy
 from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_bool
 from .system_fields import KEY_PREFIX
-from .types import DataField, DataType, arrow_schema, to_arrow
+from .types import DataField, DataType, arrow_schema, map_arrow_leaves, to_arrow
 
 PARQUET = "parquet"
 ORC = "orc"
@@ -344,6 +347,15 @@ def _needs_int96(fields: list[DataField]) -> bool:
     return max((_max_timestamp_precision(f.type) for f in fields), default=-1) > 6
 
 
+def _plain_int64_timestamps(table: pa.Table) -> pa.Table:
+    """The file table with every timestamp of precision up to 6 (nested ones too) as the INT64
+    of its millis (up to 3, seconds included) or micros, field ids kept (module docstring)."""
+    def retyped(leaf: Callable[[pa.DataType], pa.DataType]) -> pa.Schema:
+        return pa.schema([f.with_type(map_arrow_leaves(f.type, leaf)) for f in table.schema])
+    millis = retyped(lambda t: pa.timestamp("ms", t.tz) if pa.types.is_timestamp(t) and t.unit == "s" else t)
+    return table.cast(millis).cast(retyped(lambda t: pa.int64() if pa.types.is_timestamp(t) and t.unit != "ns" else t))
+
+
 def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
                    zstd_level: int, parquet: ParquetSettings) -> pq.FileMetaData:
     # Only string and binary columns get a dictionary by default: on keys, sequence numbers,
@@ -351,6 +363,8 @@ def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
     # of the write and it is then thrown away when the dictionary page overflows.
     dictionary = parquet.dictionary_columns(table.schema)
     int96 = _needs_int96(fields)
+    if int96:
+        table = _plain_int64_timestamps(table)
     footer: list[pq.FileMetaData] = []
     pq.write_table(
         table, out,
@@ -604,7 +618,7 @@ def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) 
         if dictionary:  # known from the footer only: open again on it, not read again
             pf = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=pre_buffer, read_dictionary=dictionary,
                                 page_checksum_verification=PAGE_CHECKSUMS)
-        table = pf.read(columns=[f.name for f in present], use_threads=use_threads)
+        table = _timestamps_of_int64(pf.read(columns=[f.name for f in present], use_threads=use_threads), present)
         _check_declared(table.schema, present)
         return dict(zip(table.column_names, table.columns)), pf.metadata.num_rows
     by_unit: dict[str, list[str]] = {}
@@ -615,10 +629,38 @@ def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) 
         part = pq.ParquetFile(source, metadata=pf.metadata, pre_buffer=pre_buffer,
                               page_checksum_verification=PAGE_CHECKSUMS,
                               coerce_int96_timestamp_unit=unit)
-        table = part.read(columns=names_in_unit, use_threads=use_threads)
+        table = _timestamps_of_int64(part.read(columns=names_in_unit, use_threads=use_threads), present)
         _check_declared(table.schema, [f for f in present if f.name in names_in_unit])
         columns.update(zip(table.column_names, table.columns))
     return columns, pf.metadata.num_rows
+
+
+def _timestamps_of_int64(table: pa.Table, fields: list[DataField]) -> pa.Table:
+    """Plain INT64 columns (and nested leaves) declared TIMESTAMP/LTZ of precision up to 6 as
+    timestamps of Java's unit for that precision, as Java decodes them (ours in files that
+    hold INT96, `_plain_int64_timestamps`)."""
+    declared = {f.name: f.type for f in fields}
+    schema = pa.schema([f.with_type(_int64_as_timestamp(f.type, declared[f.name])) if f.name in declared else f
+                        for f in table.schema])
+    return table if schema.equals(table.schema) else table.cast(schema)
+
+
+def _int64_as_timestamp(arrow: pa.DataType, t: DataType) -> pa.DataType:
+    if t.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        if pa.types.is_int64(arrow) and t.precision <= 6:
+            return pa.timestamp("ms" if t.precision <= 3 else "us", "UTC" if t.root == "TIMESTAMP_LTZ" else None)
+        return arrow
+    if t.root == "ROW" and pa.types.is_struct(arrow):
+        by_name = {f.name: f.type for f in t.fields}
+        return pa.struct([f.with_type(_int64_as_timestamp(f.type, by_name[f.name])) if f.name in by_name else f
+                          for f in arrow])
+    if t.root == "ARRAY" and pa.types.is_list(arrow):
+        return pa.list_(arrow.value_field.with_type(_int64_as_timestamp(arrow.value_type, t.element)))
+    if t.root in ("MAP", "MULTISET") and pa.types.is_map(arrow):
+        item = _int64_as_timestamp(arrow.item_type, t.value) if t.root == "MAP" else arrow.item_type
+        return pa.map_(arrow.key_field.with_type(_int64_as_timestamp(arrow.key_type, t.key or t.element)),
+                       arrow.item_field.with_type(item))
+    return arrow
 
 
 def _check_declared(schema: pa.Schema, fields: list[DataField]) -> None:

@@ -28,9 +28,8 @@ except ImportError:  # pragma: no cover
                                        assert_equalities_read_exactly, assert_java_filters_rows_exactly,
                                        javas_files_with_indexes, written_by_java)
 
-# Every type family Java's bitmap index takes (not binary; booleans too). TIMESTAMP(9) is left
-# out of Java's filtered reads for the INT96 reason in test_file_index.py.
-BITMAP_COLUMNS = [(c, t) for c, t in COLUMNS if c not in ("c_bin", "c_ts9")] + [("c_bool", "BOOLEAN")]
+# Every type family Java's bitmap index takes (not binary; booleans too).
+BITMAP_COLUMNS = [(c, t) for c, t in COLUMNS if c not in ("c_bin",)] + [("c_bool", "BOOLEAN")]
 TABLE_OPTIONS = {"bucket": "2", "deletion-vectors.enabled": "true"}
 
 

@@ -75,12 +75,6 @@ def _rows(rng: random.Random, ids: range, columns=COLUMNS) -> list[dict]:
     return [{"id": i, **{c: None if rng.random() < 0.05 else _value(c, rng) for c, _ in columns}} for i in ids]
 
 
-# Java's Parquet reader refuses a pushed-down filter on an INT96 column, and pyarrow writes every
-# timestamp of a file as INT96 once one needs it (TIMESTAMP(9)): Java reads our files with such a
-# filter only without TIMESTAMP(9) columns (README, "Left").
-JAVA_FILTERABLE = [(c, t) for c, t in COLUMNS if c != "c_ts9"]
-
-
 def _options(items: int, threshold: str = "500 b", columns=COLUMNS) -> dict[str, str]:
     options = {"file-index.bloom-filter.columns": ",".join(c for c, _ in columns),
                "file-index.in-manifest-threshold": threshold}
@@ -176,15 +170,15 @@ def test_java_skips_our_files_by_our_indexes_and_reads_every_matching_row(java, 
     everything, so it does consult them. Indexes in files beside the data, and embedded in the
     manifest entries (a threshold above their size)."""
     path = str(tmp_path / "db.db" / "ours")
-    java.create_table(path, _fields(JAVA_FILTERABLE), primary_keys=["id"],
-                      options={**TABLE_OPTIONS, **_options(200, threshold, JAVA_FILTERABLE)})
-    batches = _batches(1, JAVA_FILTERABLE)
+    java.create_table(path, _fields(COLUMNS), primary_keys=["id"],
+                      options={**TABLE_OPTIONS, **_options(200, threshold, COLUMNS)})
+    batches = _batches(1, COLUMNS)
     table = _write_ours(path, batches)
     assert bool(_index_files(path)) == (threshold == "500 b")
     live = _live(batches)
     rng = random.Random(2)
-    asks = [(c, row[c]) for c, _ in JAVA_FILTERABLE for row in rng.sample(live, 4) if row[c] is not None]
-    absent = [(c, _value(c, rng)) for c, _ in JAVA_FILTERABLE if c not in ("c_tiny",)]  # few tinyint values
+    asks = [(c, row[c]) for c, _ in COLUMNS for row in rng.sample(live, 4) if row[c] is not None]
+    absent = [(c, _value(c, rng)) for c, _ in COLUMNS if c not in ("c_tiny",)]  # few tinyint values
     absent = [(c, v) for c, v in absent if all(row[c] != v for row in live)]
     with java.batch() as b:
         everything = b.read(path)

@@ -21,16 +21,17 @@ from paimon_streaming.types import from_arrow
 
 try:
     from java_oracle import get_oracle
-    from test_file_index import (JAVA_FILTERABLE, _fields, _live, _value, assert_equalities_read_exactly,
+    from test_file_index import (COLUMNS as EVERY_TYPE, _fields, _live, _value, assert_equalities_read_exactly,
                                  javas_files_with_indexes, written_by_java)
 except ImportError:  # pragma: no cover
     from tests.java_oracle import get_oracle
-    from tests.test_file_index import (JAVA_FILTERABLE, _fields, _live, _value, assert_equalities_read_exactly,
+    from tests.test_file_index import (COLUMNS as EVERY_TYPE, _fields, _live, _value, assert_equalities_read_exactly,
                                        javas_files_with_indexes, written_by_java)
 
 # Every type family Java's range-bitmap index takes (not binary, TIMESTAMP(9) or wide DECIMALs),
 # and a column that is always null (no values: Java writes 64 empty slices).
-COLUMNS = [(c, t) for c, t in JAVA_FILTERABLE if c != "c_bin"] + [("c_bool", "BOOLEAN"), ("c_dec", "DECIMAL(12, 3)")]
+COLUMNS = [(c, t) for c, t in EVERY_TYPE if c not in ("c_bin", "c_ts9")] + [("c_bool", "BOOLEAN"),
+                                                                             ("c_dec", "DECIMAL(12, 3)")]
 ALL = COLUMNS + [("c_null", "INT")]
 TABLE_OPTIONS = {"bucket": "2", "deletion-vectors.enabled": "true", "file-index.in-manifest-threshold": "1 b",
                  "file-index.range-bitmap.columns": ",".join(c for c, _ in ALL),
