@@ -9,6 +9,7 @@ import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.operation.BaseAppendFileStoreWrite;
+import org.apache.paimon.predicate.Predicate;
 import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
@@ -328,25 +329,16 @@ public final class PaimonOracle {
             Object value = ValueCodec.fromJson(where.get("value"), table.rowType().getTypeAt(index));
             PredicateBuilder builder = new PredicateBuilder(table.rowType());
             String op = where.get("op").asText();
-            switch (op) {
-                case "=":
-                    rb = rb.withFilter(builder.equal(index, value));
-                    break;
-                case "<":
-                    rb = rb.withFilter(builder.lessThan(index, value));
-                    break;
-                case "<=":
-                    rb = rb.withFilter(builder.lessOrEqual(index, value));
-                    break;
-                case ">":
-                    rb = rb.withFilter(builder.greaterThan(index, value));
-                    break;
-                case ">=":
-                    rb = rb.withFilter(builder.greaterOrEqual(index, value));
-                    break;
-                default:
-                    throw new IllegalArgumentException("unknown comparison: " + op);
-            }
+            Predicate predicate =
+                    switch (op) {
+                        case "=" -> builder.equal(index, value);
+                        case "<" -> builder.lessThan(index, value);
+                        case "<=" -> builder.lessOrEqual(index, value);
+                        case ">" -> builder.greaterThan(index, value);
+                        case ">=" -> builder.greaterOrEqual(index, value);
+                        default -> throw new IllegalArgumentException("unknown comparison: " + op);
+                    };
+            rb = rb.withFilter(predicate);
         }
         boolean withKind = cmd.path("withRowKind").asBoolean(false);
         List<Split> splits = rb.newScan().plan().splits();
