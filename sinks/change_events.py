@@ -29,8 +29,6 @@ UNAVAILABLE = "__debezium_unavailable_value"
 EVENTS_METADATA = b"events"  # in a parsed chunk's schema metadata: how many records it came from
 # encodings not decoded: why, for the record's error
 _UNDECODABLE = {
-    "variable-scale": "a variable-scale decimal (io.debezium.data.VariableScaleDecimal), not decoded here: "
-                      "set the connector's decimal.handling.mode to string or precise",
     "time": "a TIME without the schema envelope: Debezium writes it in milliseconds or microseconds of the day "
             "by the source column's precision; enable value.converter.schemas.enable",
     "canal-zone": "a TIMESTAMP WITH LOCAL TIME ZONE, which Canal writes in the MySQL server's zone without "
@@ -39,6 +37,7 @@ _UNDECODABLE = {
     "canal-nested": "a nested type, which Canal's text does not carry",
 }
 EPOCH_UNITS = {"epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
+VARIABLE_SCALE = ("variable-scale", "variable-scale-unscaled")
 TIME_UNITS = {"time-ms": "ms", "time-us": "us", "time-ns": "ns"}
 
 
@@ -48,7 +47,7 @@ class Column:
 
     name: str
     encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double,
-    #               text, utc-text (Maxwell's), or one of _UNDECODABLE
+    #               variable-scale(-unscaled), text, utc-text (Maxwell's), or one of _UNDECODABLE
     wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
     type: pa.DataType  # what it becomes: the table column's type, or a new column's
 
@@ -76,6 +75,8 @@ def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
         return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
     if encoding == "decimal-unscaled":
         return pa.binary()
+    if encoding in VARIABLE_SCALE:  # Debezium's VariableScaleDecimal: the value base64 in JSON, bytes in Avro
+        return pa.struct([("scale", pa.int32()), ("value", pa.string() if encoding == "variable-scale" else pa.binary())])
     if encoding == "days":
         return pa.int32()
     if encoding in EPOCH_UNITS or encoding in TIME_UNITS:
@@ -241,6 +242,10 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         return _unscaled_decimals(c.name, base64_decoded(c.name, raw.cast(pa.binary())), c.type)
     if e == "decimal-unscaled":
         return _unscaled_decimals(c.name, raw.cast(pa.binary()), c.type)
+    if e in VARIABLE_SCALE:
+        unscaled = raw.field("value") if e == "variable-scale-unscaled" else \
+            base64_decoded(c.name, raw.field("value").cast(pa.binary()))
+        return _variable_scale_decimals(c.name, raw.field("scale"), unscaled, raw.is_valid(), c.type)
     if e == "decimal-text":
         return raw
     if e == "decimal-double":
@@ -281,3 +286,23 @@ def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.A
     narrowed = wide.cast(target, safe=False)
     check_decimals_fit(column, narrowed)
     return narrowed
+
+
+def _variable_scale_decimals(column: str, scales: pa.Array, unscaled: pa.Array, valid: pa.Array,
+                             target: pa.DataType) -> pa.Array:
+    """Debezium's VariableScaleDecimal (Postgres NUMERIC without a declared scale): each value an
+    unscaled integer and its own scale, placed as `target`'s decimals. The rows of each scale are
+    rescaled at once; a value with more fraction digits than `target`'s scale, or more digits
+    than its precision, is a ValueError (never rounded)."""
+    if not pa.types.is_decimal(target):
+        raise ValueError(f"column '{column}' holds variable-scale decimals but is {target}")
+    whole = _unscaled_decimals(column, unscaled, pa.decimal128(38, 0))
+    present = (valid.to_numpy(zero_copy_only=False) & whole.is_valid().to_numpy(zero_copy_only=False)
+               & scales.is_valid().to_numpy(zero_copy_only=False))
+    scale_of = scales.fill_null(0).to_numpy(zero_copy_only=False)
+    out = pa.nulls(len(whole), target)
+    for scale in np.unique(scale_of[present]):
+        rows = pa.array(present & (scale_of == scale))
+        as_scaled = pa.Array.from_buffers(pa.decimal128(38, int(scale)), len(whole), whole.buffers())
+        out = pc.replace_with_mask(out, rows, as_scaled.filter(rows).cast(target, safe=True))
+    return out

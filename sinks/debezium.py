@@ -22,7 +22,10 @@ TIMESTAMP WITH LOCAL TIME ZONE as ISO-8601 text with its offset (`ZonedTimestamp
 base64 and DECIMAL as `decimal.handling.mode` says (`precise`, Debezium's default: base64 of the
 big-endian unscaled value; `string`; `double`). A TIME needs the envelope: Debezium writes it in
 milliseconds or microseconds of the day by the source column's precision, which the table's
-TIME (kept in milliseconds) does not tell. Variable-scale decimals are not decoded.
+TIME (kept in milliseconds) does not tell. Variable-scale decimals (Postgres NUMERIC without a
+declared scale: `io.debezium.data.VariableScaleDecimal`, each value with its own scale) go into
+the table's DECIMAL column when they fit its scale and precision; a new column of them is
+DECIMAL(38, 18), as Paimon's Postgres CDC types such a NUMERIC.
 Each encoding is decoded for a whole column at once; a value that does not fit its column
 (a wider decimal, a lost fraction of a timestamp) is a ValueError naming the column, which the
 decoder turns into an undecodable record. Confluent's AvroConverter writes the same envelope
@@ -65,6 +68,9 @@ _LOGICAL = {
     "org.apache.kafka.connect.data.Decimal": "decimal-bytes",
     "io.debezium.data.VariableScaleDecimal": "variable-scale",
 }
+# a new column of variable-scale decimals: Paimon's Postgres CDC types a NUMERIC without declared
+# precision so (after Spark, SPARK-26538)
+VARIABLE_SCALE_COLUMN = pa.decimal128(38, 18)
 _CONNECT_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
                   "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(),
                   "string": pa.string(), "bytes": pa.binary()}
@@ -154,6 +160,8 @@ def _new_column_type(spec: dict) -> pa.DataType | None:
     if encoding == "decimal-bytes":
         params = spec.get("parameters") or {}
         return pa.decimal128(int(params.get("connect.decimal.precision", 38)), int(params.get("scale", 0)))
+    if encoding == "variable-scale":
+        return VARIABLE_SCALE_COLUMN
     return _CONNECT_TYPES.get(spec.get("type"))
 
 
@@ -187,7 +195,7 @@ def avro_columns(schema: pa.Schema, writer: dict) -> list[Column]:
     if lost:
         raise ValueError(f"field(s) {sorted(set(lost))} of the change events have types not decoded here: "
                          "add them to the table first")
-    plain = {"base64": "plain", "decimal-bytes": "decimal-unscaled"}
+    plain = {"base64": "plain", "decimal-bytes": "decimal-unscaled", "variable-scale": "variable-scale-unscaled"}
     return [Column.of(c.name, plain.get(c.encoding, c.encoding), c.type) for c in columns]
 
 

@@ -537,3 +537,93 @@ def test_without_schema_evolution_new_and_wider_columns_are_named(tmp_path):
                  pa.schema([("qty", pa.int64()), ("note", pa.string())]), lines.append)
     assert lines == ["table db.t evolved to schema 1: widened qty int64, added note string"]
     assert [(f.name, str(f.type)) for f in table.schema.fields][1:] == [("qty", "BIGINT"), ("note", "STRING")]
+
+
+# ---- variable-scale decimals: Postgres NUMERIC without a declared scale ----------------------
+_VARIABLE_SCALE = {"type": "struct", "name": "io.debezium.data.VariableScaleDecimal", "version": 1,
+                   "doc": "Variable scaled decimal", "fields": [{"type": "int32", "optional": False, "field": "scale"},
+                                                                {"type": "bytes", "optional": False, "field": "value"}]}
+
+
+def _variable_scale(value: decimal.Decimal | None, raw: bool = False) -> dict | None:
+    """A decimal as Debezium's VariableScaleDecimal carries it: its own scale, the unscaled value's
+    big-endian two's-complement bytes (base64 in JSON, raw in Avro)."""
+    if value is None:
+        return None
+    scale = -value.as_tuple().exponent
+    unscaled = int(value.scaleb(scale))
+    data = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+    return {"scale": scale, "value": data if raw else base64.b64encode(data).decode()}
+
+
+def _numeric_events(amounts: list, with_new_column: bool = False) -> list[bytes]:
+    image = {"type": "struct", "optional": True, "name": "pg.public.t.Value",
+             "fields": [{"type": "int64", "optional": False, "field": "id"},
+                        dict(_VARIABLE_SCALE, optional=True, field="amount")]}
+    schema = envelope_schema([("id", "int64", None, None)])
+    schema["fields"][:2] = [dict(image, field="before"), dict(image, field="after")]
+    return [json.dumps({"schema": schema, "payload": {"op": "c", "before": None,
+                                                      "after": {"id": i, "amount": _variable_scale(a)}}}).encode()
+            for i, a in enumerate(amounts)]
+
+
+AMOUNTS = [decimal.Decimal(x) for x in ("12.5", "-0.001", "7", "1.50000", "-123456.789", "0", "99999999999999.999")] \
+    + [None, decimal.Decimal("3.14")]
+
+
+def test_variable_scale_decimals_fill_a_decimal_column():
+    """Each value has its own scale; every one that fits the column's scale lands exactly."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.decimal128(18, 3))])
+    rows = Decoder("debezium-json", table, ("id",)).decode(records(_numeric_events(AMOUNTS)))
+    assert rows.column("amount").to_pylist() == [None if a is None else a.quantize(decimal.Decimal("0.001"))
+                                                 for a in AMOUNTS]
+
+
+@pytest.mark.parametrize("amount,error", [("1.2345", "would cause data loss"), ("1234567890123456.5", "does not fit")])
+def test_variable_scale_decimals_that_do_not_fit_are_refused_by_record(amount, error):
+    table = pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.decimal128(18, 3))])
+    values = _numeric_events([decimal.Decimal("1.5"), decimal.Decimal(amount), decimal.Decimal("2.5")])
+    with pytest.raises(DecodeError, match=f"offset=1 .*column 'amount'.*{error}"):
+        Decoder("debezium-json", table, ("id",)).decode(records(values))
+    skipped = Decoder("debezium-json", table, ("id",), on_error="skip").decode_all(records(values))
+    assert skipped.rows.column("amount").to_pylist() == [decimal.Decimal("1.500"), decimal.Decimal("2.500")]
+
+
+def test_a_new_column_of_variable_scale_decimals_is_decimal_38_18():
+    """As Paimon's Postgres CDC types a NUMERIC without precision; never a ROW of (scale, value)."""
+    from paimon_streaming.sinks import debezium
+    values = _numeric_events(AMOUNTS)
+    decoded = Decoder("debezium-json", pa.schema([pa.field("id", pa.int64(), False)]), ("id",)).decode_all(
+        records(values))
+    assert decoded.new_fields == pa.schema([("amount", pa.decimal128(38, 18))])
+    assert debezium.table_schema_of(json.loads(values[0])["schema"]).field("amount").type == pa.decimal128(38, 18)
+    widened = pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.decimal128(38, 18))])
+    assert Decoder("debezium-json", widened, ("id",)).decode(records(values)).column("amount").to_pylist() == AMOUNTS
+
+
+def test_debezium_avro_variable_scale_decimals(registry):
+    from test_schema_registry import Registry
+    schema = avro_envelope([("id", "int64", None, None)])
+    value = schema["fields"][0]["type"][1]
+    value["fields"].append({"name": "amount", "default": None, "type": ["null", {
+        "type": "record", "name": "VariableScaleDecimal", "namespace": "io.debezium.data",
+        "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}],
+        "connect.doc": "Variable scaled decimal", "connect.version": 1,
+        "connect.name": "io.debezium.data.VariableScaleDecimal"}]})
+    import fastavro
+
+    from paimon_streaming.sinks import schema_registry
+    parsed = fastavro.parse_schema(schema)
+    values = []
+    for i, a in enumerate(AMOUNTS):
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, parsed, {"before": None, "after": {"id": i, "amount": _variable_scale(a, raw=True)},
+                                                  "op": "c", "ts_ms": 1, "source": {"connector": "postgresql", "lsn": 1}})
+        values.append(schema_registry.frame(7, body.getvalue()))
+    r = Registry({7: schema})
+    try:
+        table = pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.decimal128(38, 18))])
+        rows = Decoder("debezium-avro", table, ("id",), schema_registry=r.url).decode(records(values))
+        assert rows.column("amount").to_pylist() == AMOUNTS
+    finally:
+        r.close()
