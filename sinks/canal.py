@@ -15,8 +15,9 @@ skipped them would lack: those are undecodable records.
 
 Text becomes each column's type by Arrow's casts; ENUM values arrive as their 1-based index and
 SET values as a bit mask, turned into labels (`[a,b]` for a SET, as Paimon's CDC writes it)
-from the record's `mysqlType`. Binary columns (ISO-8859-1 text) and TIMESTAMP WITH LOCAL TIME
-ZONE columns (Canal's text is in the MySQL server's zone, which it does not name) are not
+from the record's `mysqlType`. Binary columns arrive as ISO-8859-1 text, a character per byte
+(Canal's `new String(bytes, ISO_8859_1)`), and become those bytes again. TIMESTAMP WITH LOCAL
+TIME ZONE columns (Canal's text is in the MySQL server's zone, which it does not name) are not
 decoded: a record with such a value is undecodable.
 """
 from __future__ import annotations
@@ -28,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .base64_columns import holds_binary
 from . import change_events
 from .change_events import EVENTS_METADATA, Column, change_rows, read_events
 
@@ -46,8 +46,8 @@ def columns_of(schema: pa.Schema) -> list[Column]:
 def _encoding_of(t: pa.DataType) -> str:
     if pa.types.is_timestamp(t) and t.tz is not None:
         return "canal-zone"
-    if holds_binary(t):
-        return "canal-binary"
+    if pa.types.is_binary(t):
+        return "iso-8859-1"
     return "canal-nested" if pa.types.is_nested(t) else "text"
 
 

@@ -33,7 +33,6 @@ _UNDECODABLE = {
             "by the source column's precision; enable value.converter.schemas.enable",
     "canal-zone": "a TIMESTAMP WITH LOCAL TIME ZONE, which Canal writes in the MySQL server's zone without "
                   "naming it; declare the column as TIMESTAMP (a wall time)",
-    "canal-binary": "binary, which Canal writes as ISO-8859-1 text, not decoded here",
     "canal-nested": "a nested type, which Canal's text does not carry",
 }
 EPOCH_UNITS = {"epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
@@ -47,7 +46,8 @@ class Column:
 
     name: str
     encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double,
-    #               variable-scale(-unscaled), text, utc-text (Maxwell's), or one of _UNDECODABLE
+    #               variable-scale(-unscaled), text, utc-text (Maxwell's), iso-8859-1 (Canal's
+    #               bytes), or one of _UNDECODABLE
     wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
     type: pa.DataType  # what it becomes: the table column's type, or a new column's
 
@@ -71,7 +71,7 @@ def op_codes(kinds: pa.Array, codes: dict[str, str]) -> pa.Array:
 
 
 def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
-    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "utc-text"):
+    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "utc-text", "iso-8859-1"):
         return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
     if encoding == "decimal-unscaled":
         return pa.binary()
@@ -228,6 +228,8 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         return pc.assume_timezone(raw.cast(pa.timestamp("ns")), "UTC")
     if e == "base64":
         return base64_decoded(c.name, raw)
+    if e == "iso-8859-1":
+        return iso_8859_1_bytes(c.name, raw)
     if e == "days":
         return raw.cast(pa.date32())
     if e in EPOCH_UNITS:
@@ -306,3 +308,26 @@ def _variable_scale_decimals(column: str, scales: pa.Array, unscaled: pa.Array, 
         as_scaled = pa.Array.from_buffers(pa.decimal128(38, int(scale)), len(whole), whole.buffers())
         out = pc.replace_with_mask(out, rows, as_scaled.filter(rows).cast(target, safe=True))
     return out
+
+
+def iso_8859_1_bytes(column: str, text: pa.Array) -> pa.Array:
+    """Bytes written as ISO-8859-1 text (Canal's binary columns: a character per byte), back to
+    those bytes in one numpy pass over the UTF-8 the text arrives as: characters U+0080-U+00FF
+    are two bytes there (lead 0xC2/0xC3), the rest one. A character above U+00FF is no byte: a
+    ValueError naming the column."""
+    text = text.cast(pa.string())
+    if text.offset:
+        text = pa.concat_arrays([text])
+    offsets = np.frombuffer(text.buffers()[1], np.int32, len(text) + 1)
+    data = np.frombuffer(text.buffers()[2], np.uint8)[offsets[0]:offsets[-1]] if text.buffers()[2] is not None \
+        else np.zeros(0, np.uint8)
+    if (data >= 0xC4).any():
+        raise ValueError(f"column '{column}' holds a character above U+00FF, which ISO-8859-1 text of bytes cannot")
+    lead = np.flatnonzero(data >= 0xC2)
+    out = data.copy()
+    out[lead] = ((data[lead] & 0x03) << 6) | (data[lead + 1] & 0x3F)
+    kept = (data & 0xC0) != 0x80  # continuation bytes fold into their lead
+    ends = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])[offsets - offsets[0]].astype(np.int32)
+    return pa.Array.from_buffers(pa.binary(), len(text), [text.buffers()[0], pa.py_buffer(ends.tobytes()),
+                                                           pa.py_buffer(out[kept].tobytes())],
+                                 null_count=text.null_count)

@@ -17,10 +17,11 @@ from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 MYSQL_TYPES = {"id": "bigint(20)", "name": "varchar(64)", "price": "decimal(10,2)", "born": "date",
                "seen": "datetime(6)", "opens": "time(3)", "ok": "tinyint(1)", "score": "double",
-               "color": "enum('red','green','it''s blue')", "tags": "set('a','b','c')"}
+               "color": "enum('red','green','it''s blue')", "tags": "set('a','b','c')", "blob": "varbinary(16)"}
 TABLE = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string()), ("price", pa.decimal128(10, 2)),
                    ("born", pa.date32()), ("seen", pa.timestamp("us")), ("opens", pa.time32("ms")),
-                   ("ok", pa.bool_()), ("score", pa.float64()), ("color", pa.string()), ("tags", pa.string())])
+                   ("ok", pa.bool_()), ("score", pa.float64()), ("color", pa.string()), ("tags", pa.string()),
+                   ("blob", pa.binary())])
 COLORS = ["red", "green", "it's blue"]
 TAGS = ["a", "b", "c"]
 
@@ -32,11 +33,13 @@ def random_row(rng: random.Random, key: int) -> dict:
             "seen": dt.datetime(2020, 1, 1) + dt.timedelta(microseconds=rng.randrange(10**14)),
             "opens": dt.time(rng.randrange(24), rng.randrange(60), rng.randrange(60), rng.randrange(1000) * 1000),
             "ok": rng.random() < 0.5, "score": rng.choice([1.5, -2.25, 1e10]),
-            "color": rng.randrange(3), "tags": rng.randrange(8)}
+            "color": rng.randrange(3), "tags": rng.randrange(8),
+            "blob": bytes(rng.randrange(256) for _ in range(rng.randrange(17))) if rng.random() > 0.1 else None}
 
 
 def text(row: dict) -> dict:
-    """A row as Canal writes it: every value text; ENUM as its 1-based index, SET as a bit mask."""
+    """A row as Canal writes it: every value text; ENUM as its 1-based index, SET as a bit mask,
+    bytes as ISO-8859-1 text (a character per byte)."""
     out = {}
     for k, v in row.items():
         if v is None:
@@ -47,6 +50,8 @@ def text(row: dict) -> dict:
             out[k] = "1" if v else "0"
         elif isinstance(v, dt.datetime):
             out[k] = v.isoformat(sep=" ")
+        elif isinstance(v, bytes):
+            out[k] = v.decode("latin-1")
         else:
             out[k] = str(v)
     return out
@@ -97,6 +102,21 @@ def test_messages_of_several_rows_round_trip():
     assert out.column("_kind").to_pylist() == [kinds[m["type"]] for m in messages if not m["isDdl"] for _ in m["data"]]
 
 
+def test_binary_columns_are_the_bytes_of_their_iso_8859_1_text():
+    """Every byte value, as JSON escapes (\\u00e9) and as raw UTF-8 alike; a character no byte
+    stands for is refused by record."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("blob", pa.binary())])
+    every_byte = bytes(range(256))
+    message = {"type": "INSERT", "isDdl": False, "data": [{"id": "1", "blob": every_byte.decode("latin-1")},
+                                                          {"id": "2", "blob": ""}, {"id": "3", "blob": None}]}
+    for ascii_only in (True, False):
+        rows = Decoder("canal-json", table, ("id",)).decode(records([json.dumps(message, ensure_ascii=ascii_only).encode()]))
+        assert rows.column("blob").to_pylist() == [every_byte, b"", None]
+    beyond = {"type": "INSERT", "isDdl": False, "data": [{"id": "4", "blob": "\u0100"}]}
+    with pytest.raises(DecodeError, match="column 'blob' holds a character above U\\+00FF"):
+        Decoder("canal-json", table, ("id",)).decode(records([json.dumps(beyond).encode()]))
+
+
 def test_key_moves_truncate_and_values_not_decoded():
     table = pa.schema([pa.field("region", pa.string(), False), pa.field("id", pa.int64(), False), ("qty", pa.int32())])
     messages = [
@@ -131,7 +151,7 @@ def test_ingest_canal_end_to_end(spark, broker, tmp_path):
     messages, final = history(random.Random(6), 200, 80)
     produce(broker, topic, [(None, json.dumps(m).encode()) for m in messages])
     ddl = ("id BIGINT NOT NULL, name STRING, price DECIMAL(10,2), born DATE, seen TIMESTAMP_NTZ, opens STRING, "
-           "ok BOOLEAN, score DOUBLE, color STRING, tags STRING")
+           "ok BOOLEAN, score DOUBLE, color STRING, tags STRING, blob BINARY")
     ours, java, _ = ingest_items(spark, broker, tmp_path, topic, format="canal-json", schema=ddl,
                                  max_offsets_per_trigger=100)
     assert ours == sorted(({**stored(v), "opens": v["opens"].isoformat()} for v in final.values()),
