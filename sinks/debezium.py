@@ -113,11 +113,18 @@ def envelope_columns(schema: pa.Schema, envelope_schema: dict) -> list[Column]:
         declared = _new_column_type(spec)
         target = declared if declared is not None and _wider(declared, f.type) else f.type
         out.append(Column.of(f.name, _encoding(spec, target), target))
+    untyped = []
     for name, spec in fields.items():
         if name not in schema.names:
             t = _new_column_type(spec)
-            if t is not None:
+            if t is None:
+                untyped.append(name)
+            else:
                 out.append(Column.of(name, _encoding(spec, t), t))
+    if untyped:  # never left to the JSON reader's guess: an ARRAY of dates would become one of integers
+        raise ValueError(f"field(s) {sorted(untyped)} of the change events have types not decoded here (a nested "
+                         "value holding one of Debezium's encodings, such as dates or decimals in an ARRAY, or a "
+                         "type Kafka Connect's JSON does not describe): leave them out of the table's capture")
     return out
 
 
@@ -146,9 +153,23 @@ def _wider(declared: pa.DataType, current: pa.DataType) -> bool:
         and declared.precision > current.precision
 
 
-def _new_column_type(spec: dict) -> pa.DataType | None:
-    """The Arrow type of a column the source added (None: nested; the JSON reader infers it)."""
+def _new_column_type(spec: dict, nested: bool = False) -> pa.DataType | None:
+    """The Arrow type of a column the source added, ROW and ARRAY ones (Kafka Connect's struct
+    and array) from their parts' types. None: not decoded here, which includes any of
+    Debezium's encodings inside a nested value (`nested`; bytes excepted: base64 is decoded at
+    any depth) and maps (pyarrow's JSON reader has no map type)."""
     encoding = _LOGICAL.get(spec.get("name") or "")
+    if nested and encoding is not None:
+        return None
+    kind = spec.get("type")
+    if kind in ("struct", "array") and encoding is None:
+        parts = [spec.get("items")] if kind == "array" else list(spec.get("fields") or ())
+        types = [_new_column_type(p, nested=True) if isinstance(p, dict) else None for p in parts]
+        if not types or any(t is None for t in types):
+            return None
+        if kind == "array":
+            return pa.list_(types[0])
+        return pa.struct([pa.field(p.get("field"), t) for p, t in zip(parts, types)])  # nullable: images may be null
     if encoding == "days":
         return pa.date32()
     if encoding in EPOCH_UNITS:
@@ -178,7 +199,7 @@ _AVRO_LOGICAL_NAMES = {"date": "org.apache.kafka.connect.data.Date",
 def avro_columns(schema: pa.Schema, writer: dict) -> list[Column]:
     """`envelope_columns` for an Avro envelope (its images' fields carry Connect's names as
     `connect.name`, or Avro logical types); bytes and decimals arrive as bytes, not base64.
-    A field the table lacks and no flat type describes is a ValueError (never dropped)."""
+    A field the table lacks whose type is not decoded here is a ValueError (never dropped)."""
     images = []
     for f in writer.get("fields", ()):
         if f.get("name") in ("before", "after"):
@@ -190,11 +211,6 @@ def avro_columns(schema: pa.Schema, writer: dict) -> list[Column]:
                 images.append({"field": f["name"], "type": "struct", "record": record,
                                "fields": [_connect_field(x) for x in record.get("fields", ())]})
     columns = envelope_columns(schema, {"fields": images})
-    named = {c.name for c in columns}
-    lost = [x["field"] for i in images for x in i["fields"] if x["field"] not in named]
-    if lost:
-        raise ValueError(f"field(s) {sorted(set(lost))} of the change events have types not decoded here: "
-                         "add them to the table first")
     plain = {"base64": "plain", "decimal-bytes": "decimal-unscaled", "variable-scale": "variable-scale-unscaled"}
     return [Column.of(c.name, plain.get(c.encoding, c.encoding), c.type) for c in columns]
 
@@ -319,15 +335,14 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
 
 def table_schema_of(envelope_schema: dict) -> pa.Schema:
     """A new table's columns from an event's envelope: the after image's fields, typed by their
-    encodings (ValueError when one has no flat type here: declare the table's schema)."""
+    encodings (ValueError when one has no type here: declare the table's schema)."""
     columns = envelope_columns(pa.schema([]), envelope_schema)
     fields = {}
     for image in envelope_schema.get("fields") or ():
         if image.get("field") == "after":
             fields = {f.get("field"): f for f in image.get("fields") or ()}
-    untyped = [name for name in fields if name not in {c.name for c in columns}]
-    if not fields or untyped:
-        raise ValueError(f"the envelope has no typed after image{f' for {untyped}' if untyped else ''}")
+    if not fields:
+        raise ValueError("the envelope has no after image")
     return pa.schema([pa.field(c.name, c.type, fields[c.name].get("optional", True)) for c in columns])
 
 

@@ -218,8 +218,8 @@ class Decoder:
                     debezium.envelope_columns(self.schema, debezium.envelope_schema_text(schemas[code]))
             except (ValueError, TypeError, KeyError) as exc:
                 if self.on_error == "fail":
-                    raise DecodeError(f"record {_where(group, 0)} has a schema envelope that is not Debezium's: {exc}") from None
-                bad.extend((int(i), f"a schema envelope that is not Debezium's: {exc}") for i in idx)
+                    raise DecodeError(f"record {_where(group, 0)} has a schema envelope not decoded here: {exc}") from None
+                bad.extend((int(i), f"a schema envelope not decoded here: {exc}") for i in idx)
                 continue
             empty = pa.schema([(c.name, c.type) for c in columns] + [(KIND_COLUMN, pa.string()),
                                                                      (EVENT_COLUMN, pa.int64())]).empty_table()

@@ -627,3 +627,50 @@ def test_debezium_avro_variable_scale_decimals(registry):
         assert rows.column("amount").to_pylist() == AMOUNTS
     finally:
         r.close()
+
+
+# ---- nested values in new columns: typed from the envelope, never guessed ----------------------
+def _with_new_fields(*specs: dict) -> dict:
+    schema = envelope_schema([("id", "int64", None, None)])
+    for image in schema["fields"][:2]:
+        image["fields"] = image["fields"] + list(specs)
+    return schema
+
+
+_POINT = {"type": "struct", "optional": True, "field": "spot", "name": "io.debezium.data.geometry.Point", "version": 1,
+          "fields": [{"type": "float64", "optional": False, "field": "x"}, {"type": "float64", "optional": False, "field": "y"},
+                     {"type": "bytes", "optional": True, "field": "wkb"}, {"type": "int32", "optional": True, "field": "srid"}]}
+_INTS = {"type": "array", "optional": True, "field": "counts", "items": {"type": "int32", "optional": True}}
+
+
+def test_new_nested_fields_are_typed_from_the_envelope():
+    """A Postgres int4[] is an ARRAY<INT>, a geometry Point a ROW whose WKB is bytes (base64 decoded
+    at any depth), as the envelope declares them."""
+    wkb = bytes([1, 1, 0, 0, 0]) + bytes(16)
+    raw = {"schema": _with_new_fields(_POINT, _INTS), "payload": {"op": "c", "before": None, "after": {
+        "id": 1, "spot": {"x": 1.5, "y": -2.0, "wkb": base64.b64encode(wkb).decode(), "srid": 4326},
+        "counts": [1, None, 3]}}}
+    value = json.dumps(raw).encode()
+    decoded = Decoder("debezium-json", pa.schema([pa.field("id", pa.int64(), False)]), ("id",)).decode_all(records([value]))
+    point = pa.struct([("x", pa.float64()), ("y", pa.float64()), ("wkb", pa.binary()), ("srid", pa.int32())])
+    assert decoded.new_fields == pa.schema([("spot", point), ("counts", pa.list_(pa.int32()))])
+    table = pa.schema([pa.field("id", pa.int64(), False), ("spot", point), ("counts", pa.list_(pa.int32()))])
+    rows = Decoder("debezium-json", table, ("id",)).decode(records([value]))
+    assert rows.to_pylist() == [{"id": 1, "spot": {"x": 1.5, "y": -2.0, "wkb": wkb, "srid": 4326},
+                                 "counts": [1, None, 3], "_kind": "+I"}]
+
+
+@pytest.mark.parametrize("spec", [
+    {"type": "array", "optional": True, "field": "days",
+     "items": {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "version": 1}},
+    {"type": "array", "optional": True, "field": "prices", "items": {
+        "type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "2"}}},
+    {"type": "map", "optional": True, "field": "attrs", "keys": {"type": "string"}, "values": {"type": "string"}}])
+def test_new_nested_fields_holding_encodings_are_refused_not_guessed(spec):
+    """An ARRAY of Debezium's dates would otherwise be inferred as one of integers (days), of
+    decimals as one of base64 strings, a map as a ROW of its keys: refused by record, naming it."""
+    raw = {"schema": _with_new_fields(spec), "payload": {"op": "c", "before": None, "after": {"id": 1, spec["field"]: None}}}
+    with pytest.raises(DecodeError, match=rf"offset=0 .*field\(s\) \['{spec['field']}'\] of the change events have types "
+                                          "not decoded here"):
+        Decoder("debezium-json", pa.schema([pa.field("id", pa.int64(), False)]), ("id",)).decode(
+            records([json.dumps(raw).encode()]))
