@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from paimon_streaming.datafile import rebased_offsets
 from paimon_streaming.write import check_decimals_fit
 from .base64_columns import base64_decoded
 
@@ -37,6 +38,7 @@ _UNDECODABLE = {
 }
 EPOCH_UNITS = {"epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
 VARIABLE_SCALE = ("variable-scale", "variable-scale-unscaled")
+ARRAY_PREFIX = "array:"  # "array:days": an ARRAY of days since the epoch (see `array_of`)
 TIME_UNITS = {"time-ms": "ms", "time-us": "us", "time-ns": "ns"}
 
 
@@ -47,7 +49,7 @@ class Column:
     name: str
     encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double,
     #               variable-scale(-unscaled), text, utc-text (Maxwell's), iso-8859-1 (Canal's
-    #               bytes), or one of _UNDECODABLE
+    #               bytes), one of _UNDECODABLE, or "array:" and one of these (`array_of`)
     wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
     type: pa.DataType  # what it becomes: the table column's type, or a new column's
 
@@ -70,7 +72,15 @@ def op_codes(kinds: pa.Array, codes: dict[str, str]) -> pa.Array:
     return out
 
 
+def array_of(item_encoding: str) -> str:
+    """The encoding of an ARRAY whose elements are in `item_encoding` (plain stays plain)."""
+    return "plain" if item_encoding == "plain" else ARRAY_PREFIX + item_encoding
+
+
 def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
+    if encoding.startswith(ARRAY_PREFIX):
+        item = _wire_type(encoding[len(ARRAY_PREFIX):], target.value_type)
+        return None if item is None else pa.list_(item)
     if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "utc-text", "iso-8859-1"):
         return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
     if encoding == "decimal-unscaled":
@@ -217,8 +227,18 @@ def _decoded(c: Column, raw: pa.Array) -> pa.Array:
 def _natural(c: Column, raw: pa.Array) -> pa.Array:
     """The values an encoding stands for, in their own Arrow type."""
     e = c.encoding
+    if c.wire is None:  # not decoded here (_UNDECODABLE): only nulls pass
+        if raw.null_count < len(raw):
+            element = e.split(ARRAY_PREFIX)[-1]
+            raise ValueError(f"column '{c.name}' is {'an ARRAY of ' if element != e else ''}{_UNDECODABLE[element]}")
+        return pa.nulls(len(raw), c.type)
     if e == "plain":
         return raw
+    if e.startswith(ARRAY_PREFIX):  # the elements of all rows decoded at once, the lists rebuilt over them
+        offsets, start = rebased_offsets(raw)
+        element = Column.of(f"{c.name}[]", e[len(ARRAY_PREFIX):], c.type.value_type)
+        values = _decoded(element, raw.values.slice(start, offsets[-1].as_py()))
+        return pa.ListArray.from_arrays(offsets, values, type=c.type, mask=raw.is_null() if raw.null_count else None)
     if e == "text" and pa.types.is_time(c.type):  # "05:33:37.5": a time of the epoch's first day, cut to ms
         stamps = pc.binary_join_element_wise("1970-01-01 ", raw, "").cast(pa.timestamp("ns"))
         return pc.divide(stamps.cast(pa.int64()), 1_000_000).cast(pa.int32()).cast(pa.time32("ms"))
@@ -255,9 +275,7 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         if not pc.all(pc.fill_null(pc.equal(exact.cast(pa.float64()), raw), True)).as_py():
             raise ValueError(f"column '{c.name}' has a double with more digits than the scale of {c.type}")
         return exact
-    if raw.null_count < len(raw):
-        raise ValueError(f"column '{c.name}' is {_UNDECODABLE[e]}")
-    return pa.nulls(len(raw), c.type)
+    raise ValueError(f"column '{c.name}': unknown encoding {e!r}")
 
 
 def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.Array:

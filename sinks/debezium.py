@@ -25,7 +25,10 @@ milliseconds or microseconds of the day by the source column's precision, which 
 TIME (kept in milliseconds) does not tell. Variable-scale decimals (Postgres NUMERIC without a
 declared scale: `io.debezium.data.VariableScaleDecimal`, each value with its own scale) go into
 the table's DECIMAL column when they fit its scale and precision; a new column of them is
-DECIMAL(38, 18), as Paimon's Postgres CDC types such a NUMERIC.
+DECIMAL(38, 18), as Paimon's Postgres CDC types such a NUMERIC. An ARRAY's elements are decoded
+as a column of their encoding is (a Postgres date[] is an array of days); new ROW and ARRAY
+columns are typed from the envelope, and one that cannot be (a ROW holding an encoding, a map)
+is refused rather than left to the JSON reader's inference.
 Each encoding is decoded for a whole column at once; a value that does not fit its column
 (a wider decimal, a lost fraction of a timestamp) is a ValueError naming the column, which the
 decoder turns into an undecodable record. Confluent's AvroConverter writes the same envelope
@@ -44,7 +47,7 @@ import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
 from . import change_events
-from .change_events import EPOCH_UNITS, TIME_UNITS, Column, change_rows, read_events
+from .change_events import ARRAY_PREFIX, EPOCH_UNITS, TIME_UNITS, Column, array_of, change_rows, read_events
 
 FORMAT = "debezium-json"
 AVRO_FORMAT = "debezium-avro"
@@ -83,6 +86,8 @@ def default_columns(schema: pa.Schema, decimal_handling: str = "precise") -> lis
     decimals = {"precise": "decimal-bytes", "string": "decimal-text", "double": "decimal-double"}[decimal_handling]
 
     def encoding_of(t: pa.DataType) -> str:
+        if pa.types.is_list(t):
+            return array_of(encoding_of(t.value_type))
         if pa.types.is_decimal(t):
             return decimals
         if pa.types.is_date(t):
@@ -132,6 +137,8 @@ def _encoding(spec: dict, target: pa.DataType) -> str:
     logical = _LOGICAL.get(spec.get("name") or "")
     if logical is not None:
         return logical
+    if spec.get("type") == "array" and isinstance(spec.get("items"), dict) and pa.types.is_list(target):
+        return array_of(_encoding(spec["items"], target.value_type))
     if spec.get("type") == "bytes" or holds_binary(target):
         return "base64"
     if spec.get("type") == "string" and pa.types.is_decimal(target):
@@ -155,20 +162,23 @@ def _wider(declared: pa.DataType, current: pa.DataType) -> bool:
 
 def _new_column_type(spec: dict, nested: bool = False) -> pa.DataType | None:
     """The Arrow type of a column the source added, ROW and ARRAY ones (Kafka Connect's struct
-    and array) from their parts' types. None: not decoded here, which includes any of
-    Debezium's encodings inside a nested value (`nested`; bytes excepted: base64 is decoded at
-    any depth) and maps (pyarrow's JSON reader has no map type)."""
+    and array) from their parts' types. None: not decoded here, which includes Debezium's
+    encodings inside a ROW (`nested`: they are decoded as a column or as an ARRAY's elements;
+    bytes anywhere, base64 being decoded at any depth) and maps (pyarrow's JSON reader has no
+    map type)."""
     encoding = _LOGICAL.get(spec.get("name") or "")
     if nested and encoding is not None:
         return None
     kind = spec.get("type")
-    if kind in ("struct", "array") and encoding is None:
-        parts = [spec.get("items")] if kind == "array" else list(spec.get("fields") or ())
+    if kind == "array" and encoding is None:
+        items = spec.get("items")
+        element = _new_column_type(items, nested) if isinstance(items, dict) else None
+        return None if element is None else pa.list_(element)
+    if kind == "struct" and encoding is None:
+        parts = list(spec.get("fields") or ())
         types = [_new_column_type(p, nested=True) if isinstance(p, dict) else None for p in parts]
         if not types or any(t is None for t in types):
             return None
-        if kind == "array":
-            return pa.list_(types[0])
         return pa.struct([pa.field(p.get("field"), t) for p, t in zip(parts, types)])  # nullable: images may be null
     if encoding == "days":
         return pa.date32()
@@ -211,8 +221,15 @@ def avro_columns(schema: pa.Schema, writer: dict) -> list[Column]:
                 images.append({"field": f["name"], "type": "struct", "record": record,
                                "fields": [_connect_field(x) for x in record.get("fields", ())]})
     columns = envelope_columns(schema, {"fields": images})
-    plain = {"base64": "plain", "decimal-bytes": "decimal-unscaled", "variable-scale": "variable-scale-unscaled"}
-    return [Column.of(c.name, plain.get(c.encoding, c.encoding), c.type) for c in columns]
+    return [Column.of(c.name, _as_avro(c.encoding), c.type) for c in columns]
+
+
+def _as_avro(encoding: str) -> str:
+    """A JSON encoding as Avro carries it: bytes and decimals as bytes, not base64."""
+    if encoding.startswith(ARRAY_PREFIX):
+        return array_of(_as_avro(encoding[len(ARRAY_PREFIX):]))
+    return {"base64": "plain", "decimal-bytes": "decimal-unscaled",
+            "variable-scale": "variable-scale-unscaled"}.get(encoding, encoding)
 
 
 def without_logical_types(schema: Any) -> Any:
@@ -245,6 +262,8 @@ def _non_null(t: Any) -> Any:
 def _connect_field(field: dict) -> dict:
     """An Avro field as Kafka Connect's JSON schema describes it."""
     t = _non_null(field["type"])
+    if isinstance(t, dict) and t.get("type") == "array":
+        return {"field": field["name"], "type": "array", "items": _connect_field({"name": None, "type": t.get("items")})}
     if not isinstance(t, dict):
         return {"field": field["name"], "type": _AVRO_TO_CONNECT.get(t, t) if isinstance(t, str) else "union"}
     params = dict(t.get("connect.parameters") or {})

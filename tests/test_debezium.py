@@ -4,6 +4,7 @@ applied partially; then a real broker and `paimon-streaming ingest` end to end, 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import decimal
 import io
@@ -601,32 +602,41 @@ def test_a_new_column_of_variable_scale_decimals_is_decimal_38_18():
     assert Decoder("debezium-json", widened, ("id",)).decode(records(values)).column("amount").to_pylist() == AMOUNTS
 
 
-def test_debezium_avro_variable_scale_decimals(registry):
+@contextlib.contextmanager
+def _avro_inserts(sid: int, new_fields: list[dict], images: list[dict]):
+    """(a schema registry's URL, Avro records) for inserts of `images` under schema `sid`: a
+    Debezium envelope of `id` and `new_fields`, as Confluent's AvroConverter registers it."""
+    import fastavro
+
+    from paimon_streaming.sinks import debezium, schema_registry
     from test_schema_registry import Registry
     schema = avro_envelope([("id", "int64", None, None)])
-    value = schema["fields"][0]["type"][1]
-    value["fields"].append({"name": "amount", "default": None, "type": ["null", {
+    schema["fields"][0]["type"][1]["fields"] += new_fields
+    parsed = fastavro.parse_schema(debezium.without_logical_types(schema))
+    values = []
+    for image in images:
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, parsed, {"before": None, "after": image, "op": "c", "ts_ms": 1,
+                                                  "source": {"connector": "postgresql", "lsn": 1}})
+        values.append(schema_registry.frame(sid, body.getvalue()))
+    r = Registry({sid: schema})
+    try:
+        yield r.url, values
+    finally:
+        r.close()
+
+
+def test_debezium_avro_variable_scale_decimals(registry):
+    amount = {"name": "amount", "default": None, "type": ["null", {
         "type": "record", "name": "VariableScaleDecimal", "namespace": "io.debezium.data",
         "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}],
         "connect.doc": "Variable scaled decimal", "connect.version": 1,
-        "connect.name": "io.debezium.data.VariableScaleDecimal"}]})
-    import fastavro
-
-    from paimon_streaming.sinks import schema_registry
-    parsed = fastavro.parse_schema(schema)
-    values = []
-    for i, a in enumerate(AMOUNTS):
-        body = io.BytesIO()
-        fastavro.schemaless_writer(body, parsed, {"before": None, "after": {"id": i, "amount": _variable_scale(a, raw=True)},
-                                                  "op": "c", "ts_ms": 1, "source": {"connector": "postgresql", "lsn": 1}})
-        values.append(schema_registry.frame(7, body.getvalue()))
-    r = Registry({7: schema})
-    try:
+        "connect.name": "io.debezium.data.VariableScaleDecimal"}]}
+    images = [{"id": i, "amount": _variable_scale(a, raw=True)} for i, a in enumerate(AMOUNTS)]
+    with _avro_inserts(7, [amount], images) as (url, values):
         table = pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.decimal128(38, 18))])
-        rows = Decoder("debezium-avro", table, ("id",), schema_registry=r.url).decode(records(values))
+        rows = Decoder("debezium-avro", table, ("id",), schema_registry=url).decode(records(values))
         assert rows.column("amount").to_pylist() == AMOUNTS
-    finally:
-        r.close()
 
 
 # ---- nested values in new columns: typed from the envelope, never guessed ----------------------
@@ -660,15 +670,77 @@ def test_new_nested_fields_are_typed_from_the_envelope():
                                  "counts": [1, None, 3], "_kind": "+I"}]
 
 
+_DATE = {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "version": 1}
+_CENTS = {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+          "parameters": {"scale": "2", "connect.decimal.precision": "10"}}
+_ARRAYS = [{"type": "array", "optional": True, "field": "days", "items": _DATE},
+           {"type": "array", "optional": True, "field": "prices", "items": _CENTS},
+           {"type": "array", "optional": True, "field": "weeks", "items": {"type": "array", "optional": True, "items": _DATE}}]
+_ARRAY_TYPES = pa.schema([("days", pa.list_(pa.date32())), ("prices", pa.list_(pa.decimal128(10, 2))),
+                          ("weeks", pa.list_(pa.list_(pa.date32())))])
+_ARRAY_ROWS = [{"id": 1, "days": [dt.date(2022, 1, 8), None, dt.date(1969, 12, 31)],
+                "prices": [decimal.Decimal("-1.25"), decimal.Decimal("0.01")], "weeks": [[dt.date(2022, 1, 8)], [], None]},
+               {"id": 2, "days": None, "prices": [], "weeks": None}]
+
+
+def _array_image(row: dict) -> dict:
+    def cents(d):
+        return None if d is None else base64.b64encode(int(d * 100).to_bytes(2, "big", signed=True)).decode()
+
+    def days(d):
+        return None if d is None else (d - EPOCH.date()).days
+    return {"id": row["id"], "days": None if row["days"] is None else [days(d) for d in row["days"]],
+            "prices": None if row["prices"] is None else [cents(p) for p in row["prices"]],
+            "weeks": None if row["weeks"] is None else [None if w is None else [days(d) for d in w] for w in row["weeks"]]}
+
+
+def test_arrays_of_debeziums_encodings_are_decoded_element_by_element():
+    """A Postgres date[] is an ARRAY of io.debezium.time.Date (days), a numeric(10,2)[] one of
+    Connect Decimals (base64): typed so as new columns, decoded so with and without the envelope
+    (by the table's element types), nested arrays too."""
+    schema = _with_new_fields(*_ARRAYS)
+    values = [json.dumps({"schema": schema, "payload": {"op": "c", "before": None, "after": _array_image(r)}}).encode()
+              for r in _ARRAY_ROWS]
+    key = pa.schema([pa.field("id", pa.int64(), False)])
+    assert Decoder("debezium-json", key, ("id",)).decode_all(records(values)).new_fields == _ARRAY_TYPES
+    table = pa.schema(list(key) + list(_ARRAY_TYPES))
+    expected = [dict(r, _kind="+I") for r in _ARRAY_ROWS]
+    assert Decoder("debezium-json", table, ("id",)).decode(records(values)).to_pylist() == expected
+    bare = [json.dumps({"op": "c", "before": None, "after": _array_image(r)}).encode() for r in _ARRAY_ROWS]
+    assert Decoder("debezium-json", table, ("id",)).decode(records(bare)).to_pylist() == expected
+    times = pa.schema(list(key) + [("opens", pa.list_(pa.time32("ms")))])
+    with pytest.raises(DecodeError, match="column 'opens' is an ARRAY of a TIME without the schema envelope"):
+        Decoder("debezium-json", times, ("id",)).decode(records([json.dumps({"op": "c", "after": {"id": 1, "opens": [1]}}).encode()]))
+
+
+def test_debezium_avro_arrays_of_encodings(registry):
+    date = {"type": "int", "connect.version": 1, "connect.name": "io.debezium.time.Date"}
+    cents = {"type": "bytes", "connect.version": 1, "connect.name": "org.apache.kafka.connect.data.Decimal",
+             "connect.parameters": {"scale": "2", "connect.decimal.precision": "10"}, "scale": 2, "precision": 10,
+             "logicalType": "decimal"}
+    arrays = [
+        {"name": "days", "type": ["null", {"type": "array", "items": ["null", date]}], "default": None},
+        {"name": "prices", "type": ["null", {"type": "array", "items": ["null", cents]}], "default": None},
+        {"name": "weeks", "type": ["null", {"type": "array", "items": ["null", {"type": "array", "items": ["null", date]}]}],
+         "default": None}]
+    images = [_array_image(row) for row in _ARRAY_ROWS]
+    for image in images:  # Avro carries decimals as bytes, not base64
+        image["prices"] = None if image["prices"] is None else [base64.b64decode(p) for p in image["prices"]]
+    with _avro_inserts(8, arrays, images) as (url, values):
+        key = pa.schema([pa.field("id", pa.int64(), False)])
+        assert Decoder("debezium-avro", key, ("id",), schema_registry=url).decode_all(records(values)).new_fields \
+            == _ARRAY_TYPES
+        rows = Decoder("debezium-avro", pa.schema(list(key) + list(_ARRAY_TYPES)), ("id",),
+                       schema_registry=url).decode(records(values))
+        assert rows.to_pylist() == [dict(r, _kind="+I") for r in _ARRAY_ROWS]
+
+
 @pytest.mark.parametrize("spec", [
-    {"type": "array", "optional": True, "field": "days",
-     "items": {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "version": 1}},
-    {"type": "array", "optional": True, "field": "prices", "items": {
-        "type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "2"}}},
+    {"type": "struct", "optional": True, "field": "period", "fields": [dict(_DATE, field="start")]},
     {"type": "map", "optional": True, "field": "attrs", "keys": {"type": "string"}, "values": {"type": "string"}}])
 def test_new_nested_fields_holding_encodings_are_refused_not_guessed(spec):
-    """An ARRAY of Debezium's dates would otherwise be inferred as one of integers (days), of
-    decimals as one of base64 strings, a map as a ROW of its keys: refused by record, naming it."""
+    """A ROW holding a Debezium date would otherwise be inferred as a ROW of an integer (days), a
+    map as a ROW of its keys: refused by record, naming the field."""
     raw = {"schema": _with_new_fields(spec), "payload": {"op": "c", "before": None, "after": {"id": 1, spec["field"]: None}}}
     with pytest.raises(DecodeError, match=rf"offset=0 .*field\(s\) \['{spec['field']}'\] of the change events have types "
                                           "not decoded here"):
