@@ -17,12 +17,14 @@ Text becomes each column's type by Arrow's casts; ENUM values arrive as their 1-
 SET values as a bit mask, turned into labels (`[a,b]` for a SET, as Paimon's CDC writes it)
 from the record's `mysqlType`. Binary columns arrive as ISO-8859-1 text, a character per byte
 (Canal's `new String(bytes, ISO_8859_1)`), and become those bytes again. TIMESTAMP WITH LOCAL
-TIME ZONE columns (Canal's text is in the MySQL server's zone, which it does not name) are not
-decoded: a record with such a value is undecodable.
+TIME ZONE columns: Canal's text is in the MySQL server's zone, which it does not name; they are
+read in the zone the decoder is given (`--server-time-zone`), else a record with such a value is
+undecodable.
 """
 from __future__ import annotations
 
 import re
+import zoneinfo
 from typing import Sequence
 
 import numpy as np
@@ -30,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import change_events
-from .change_events import EVENTS_METADATA, Column, change_rows, read_events
+from .change_events import EVENTS_METADATA, LOCAL_TEXT, Column, change_rows, read_events
 
 FORMAT = "canal-json"
 _OPS = {"INSERT": "c", "UPDATE": "u", "DELETE": "d"}
@@ -38,17 +40,24 @@ _UNAPPLIED_DDL = {"TRUNCATE": "a TRUNCATE", "ERASE": "a dropped table (ERASE)"}
 _OPTION = re.compile(r"'((?:[^']|'')*)'")
 
 
-def columns_of(schema: pa.Schema) -> list[Column]:
-    """The table's columns as Canal writes them: text, cast to the column's type."""
-    return change_events.columns_of(schema, _encoding_of)
+def columns_of(schema: pa.Schema, server_time_zone: str | None = None) -> list[Column]:
+    """The table's columns as Canal writes them: text, cast to the column's type; a TIMESTAMP
+    WITH LOCAL TIME ZONE's text read in `server_time_zone` (without it: not decoded)."""
+    def encoding_of(t: pa.DataType) -> str:
+        if pa.types.is_timestamp(t) and t.tz is not None:
+            return "canal-zone" if server_time_zone is None else LOCAL_TEXT + server_time_zone
+        if pa.types.is_binary(t):
+            return "iso-8859-1"
+        return "canal-nested" if pa.types.is_nested(t) else "text"
+    return change_events.columns_of(schema, encoding_of)
 
 
-def _encoding_of(t: pa.DataType) -> str:
-    if pa.types.is_timestamp(t) and t.tz is not None:
-        return "canal-zone"
-    if pa.types.is_binary(t):
-        return "iso-8859-1"
-    return "canal-nested" if pa.types.is_nested(t) else "text"
+def check_zone(zone: str) -> None:
+    """ValueError for a zone name the time zone database does not know."""
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {zone!r}: give an IANA name such as UTC or Asia/Shanghai") from None
 
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,

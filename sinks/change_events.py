@@ -33,11 +33,12 @@ _UNDECODABLE = {
     "time": "a TIME without the schema envelope: Debezium writes it in milliseconds or microseconds of the day "
             "by the source column's precision; enable value.converter.schemas.enable",
     "canal-zone": "a TIMESTAMP WITH LOCAL TIME ZONE, which Canal writes in the MySQL server's zone without "
-                  "naming it; declare the column as TIMESTAMP (a wall time)",
+                  "naming it; give that zone (--server-time-zone) or declare the column as TIMESTAMP (a wall time)",
     "canal-nested": "a nested type, which Canal's text does not carry",
 }
 EPOCH_UNITS = {"epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
 VARIABLE_SCALE = ("variable-scale", "variable-scale-unscaled")
+LOCAL_TEXT = "local-text:"  # "local-text:Asia/Shanghai": wall-time text in that zone (Canal's TIMESTAMP)
 ARRAY_PREFIX = "array:"  # "array:days": an ARRAY of days since the epoch (see `array_of`)
 TIME_UNITS = {"time-ms": "ms", "time-us": "us", "time-ns": "ns"}
 
@@ -81,7 +82,8 @@ def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
     if encoding.startswith(ARRAY_PREFIX):
         item = _wire_type(encoding[len(ARRAY_PREFIX):], target.value_type)
         return None if item is None else pa.list_(item)
-    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "utc-text", "iso-8859-1"):
+    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "utc-text", "iso-8859-1") \
+            or encoding.startswith(LOCAL_TEXT):
         return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
     if encoding == "decimal-unscaled":
         return pa.binary()
@@ -246,6 +248,9 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         return raw  # cast to the column's type below
     if e == "utc-text":
         return pc.assume_timezone(raw.cast(pa.timestamp("ns")), "UTC")
+    if e.startswith(LOCAL_TEXT):  # an hour the zone repeats or skips (daylight saving) names no one instant
+        return pc.assume_timezone(raw.cast(pa.timestamp("ns")), e[len(LOCAL_TEXT):], ambiguous="raise",
+                                  nonexistent="raise")
     if e == "base64":
         return base64_decoded(c.name, raw)
     if e == "iso-8859-1":

@@ -73,6 +73,7 @@ class Decoder:
     schema_registry: str | None = None  # avro: the Confluent Schema Registry naming each record's writer schema
     on_error: str = "fail"  # an undecodable record: fail (DecodeError), or set aside (see `Decoded.rejected`)
     decimal_handling: str = "precise"  # debezium-json without a schema envelope: Debezium's decimal.handling.mode
+    server_time_zone: str | None = None  # canal-json: the MySQL server's zone, which its TIMESTAMP text is in
     partition_keys: tuple[str, ...] = ()  # change events: updates must show a row moving between partitions
     partial_update: bool = False  # change events: values the source did not send become nulls (kept by the table)
 
@@ -93,6 +94,13 @@ class Decoder:
         if self.decimal_handling not in debezium.DECIMAL_HANDLING:
             raise DecodeError(f"unknown decimal handling '{self.decimal_handling}'; use one of "
                               f"{', '.join(debezium.DECIMAL_HANDLING)}")
+        if self.server_time_zone is not None:
+            if self.format != canal.FORMAT:
+                raise DecodeError(f"a server time zone is for canal-json (Canal's TIMESTAMP text), not {self.format}")
+            try:
+                canal.check_zone(self.server_time_zone)
+            except ValueError as exc:
+                raise DecodeError(str(exc)) from None
         if self.key_format not in ("string", "json", "avro"):
             raise DecodeError(f"unknown key format '{self.key_format}'; use string, json or avro")
         if self.key_format == "string" and len(self.primary_keys) > 1:
@@ -204,6 +212,8 @@ class Decoder:
         if self.format in _PLAIN_CHANGE_EVENTS:
             payloads, codes, schemas = values, np.full(len(values), -1), []
             columns_of, parser, what = _PLAIN_CHANGE_EVENTS[self.format]
+            if self.format == canal.FORMAT:
+                columns_of = functools.partial(columns_of, server_time_zone=self.server_time_zone)
         else:
             payloads, codes, schemas = debezium.split_envelopes(values)
             columns_of = functools.partial(debezium.default_columns, decimal_handling=self.decimal_handling)

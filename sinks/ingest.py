@@ -79,6 +79,7 @@ class IngestConfig:
     evolve_schema: bool = True  # records' new fields become columns; False: they are an error
     on_error: str = "fail"  # an undecodable record: fail, skip, or dead-letter (see `set_aside`)
     decimal_handling: str = "precise"  # debezium-json without schema envelopes: the connector's decimal.handling.mode
+    server_time_zone: str | None = None  # canal-json: the MySQL server's zone, which its TIMESTAMP text is in
     dead_letter_table: str | None = None  # default <db.table>_dead_letter
 
     def checkpoint_location(self) -> str:
@@ -335,7 +336,7 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
             evolve_table(cfg, table, added, log)
     return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format=key_format, avro_schema=avro,
                    schema_registry=cfg.schema_registry, on_error=cfg.on_error, decimal_handling=cfg.decimal_handling,
-                   partition_keys=tuple(table.partition_keys),
+                   server_time_zone=cfg.server_time_zone, partition_keys=tuple(table.partition_keys),
                    partial_update=table.options.merge_engine == "partial-update")
 
 

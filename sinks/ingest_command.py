@@ -46,7 +46,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         trigger=args.trigger, starting_offsets=args.starting_offsets,
         max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source,
         kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution,
-        on_error=args.on_error, dead_letter_table=args.dead_letter_table, decimal_handling=args.decimal_handling)
+        on_error=args.on_error, dead_letter_table=args.dead_letter_table, decimal_handling=args.decimal_handling,
+        server_time_zone=args.server_time_zone)
     spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table}")
     try:
         with LiveStatus(enabled=not args.no_progress) as live:
@@ -74,6 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "their writer schemas fetched from this Schema Registry (credentials as https://user:secret@host)")
     p.add_argument("--decimal-handling", choices=("precise", "string", "double"), default="precise",
                    help="debezium-json events without a schema envelope: the connector's decimal.handling.mode")
+    p.add_argument("--server-time-zone", metavar="ZONE",
+                   help="canal-json: the MySQL server's time zone (UTC, Asia/Shanghai, ...), which Canal's text of "
+                   "TIMESTAMP columns is in; needed for TIMESTAMP WITH LOCAL TIME ZONE columns")
     p.add_argument("--schema", metavar="DDL", help="columns of a new table, e.g. 'id BIGINT, name STRING' "
                    "(default: from the Avro schema, or inferred from a sample of JSON records)")
     p.add_argument("--primary-key", action="append", default=[], metavar="COL", help="primary key column(s)")

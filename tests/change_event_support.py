@@ -25,6 +25,25 @@ def applied(rows: list[dict]) -> dict[int, dict]:
     return state
 
 
+def ingest_config(monkeypatch, tmp_path, *flags: str):
+    """The IngestConfig `paimon-streaming ingest` builds from its command line with `flags`
+    (Spark and the run itself stubbed out)."""
+    from paimon_streaming.cli import main
+    from paimon_streaming.sinks import ingest, ingest_command
+
+    seen = []
+
+    class Spark:
+        def stop(self):
+            pass
+    monkeypatch.setattr(ingest_command, "spark_session", lambda *a: Spark())
+    monkeypatch.setattr(ingest, "run_ingest", lambda spark, cfg, *a: seen.append(cfg) or 0)
+    assert main(["ingest", "--bootstrap-servers", "127.0.0.1:1", "--topic", "dbserver1.shop.items",
+                 "--warehouse", str(tmp_path), "--table", "db.items", "--primary-key", "id", "--no-progress",
+                 *flags]) == 0
+    return seen[0]
+
+
 def produce(broker, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
     """(key, value) records into `topic`, in order."""
     producer = broker.producer(linger_ms=5)

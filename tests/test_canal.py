@@ -12,7 +12,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from change_event_support import applied, ingest_items, produce, records
+from change_event_support import applied, ingest_config, ingest_items, produce, records
 from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 MYSQL_TYPES = {"id": "bigint(20)", "name": "varchar(64)", "price": "decimal(10,2)", "born": "date",
@@ -115,6 +115,31 @@ def test_binary_columns_are_the_bytes_of_their_iso_8859_1_text():
     beyond = {"type": "INSERT", "isDdl": False, "data": [{"id": "4", "blob": "\u0100"}]}
     with pytest.raises(DecodeError, match="column 'blob' holds a character above U\\+00FF"):
         Decoder("canal-json", table, ("id",)).decode(records([json.dumps(beyond).encode()]))
+
+
+def test_timestamps_with_local_time_zone_are_read_in_the_servers_zone(monkeypatch, tmp_path):
+    """Canal writes a MySQL TIMESTAMP as wall-time text in the server's zone, which it does not
+    name: given (`--server-time-zone`), the text is that zone's instant; an hour the zone repeats
+    or skips (daylight saving) is refused by record, since it names no single instant."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("at", pa.timestamp("us", tz="UTC"))])
+    texts = ["2024-01-01 10:00:00.123456", "2024-07-01 10:00:00", None]
+    message = {"type": "INSERT", "isDdl": False, "data": [{"id": str(i), "at": t} for i, t in enumerate(texts)]}
+    utc = dt.timezone.utc
+    for zone, winter, summer in [("UTC", 10, 10), ("Europe/Berlin", 9, 8), ("Asia/Shanghai", 2, 2)]:
+        rows = Decoder("canal-json", table, ("id",), server_time_zone=zone).decode(records([json.dumps(message).encode()]))
+        assert rows.column("at").to_pylist() == [dt.datetime(2024, 1, 1, winter, 0, 0, 123456, tzinfo=utc),
+                                                 dt.datetime(2024, 7, 1, summer, tzinfo=utc), None]
+    for hour, why in [("2024-10-27 02:30:00", "ambiguous"), ("2024-03-31 02:30:00", "does not exist|doesn't exist|nonexistent")]:
+        values = [json.dumps({"type": "INSERT", "isDdl": False, "data": [{"id": "1", "at": t}]}).encode()
+                  for t in ("2024-01-01 00:00:00", hour)]
+        with pytest.raises(DecodeError, match=f"offset=1 .*column 'at'.*({why})"):
+            Decoder("canal-json", table, ("id",), server_time_zone="Europe/Berlin").decode(records(values))
+    with pytest.raises(DecodeError, match="unknown time zone 'Mars/Olympus'"):
+        Decoder("canal-json", table, ("id",), server_time_zone="Mars/Olympus")
+    with pytest.raises(DecodeError, match="a server time zone is for canal-json"):
+        Decoder("maxwell-json", table, ("id",), server_time_zone="UTC")
+    cfg = ingest_config(monkeypatch, tmp_path, "--format", "canal-json", "--server-time-zone", "Asia/Shanghai")
+    assert (cfg.format, cfg.server_time_zone) == ("canal-json", "Asia/Shanghai")
 
 
 def test_key_moves_truncate_and_values_not_decoded():

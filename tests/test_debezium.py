@@ -14,7 +14,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from change_event_support import applied, ingest_items, produce, records
+from change_event_support import applied, ingest_config, ingest_items, produce, records
 from paimon_streaming.sinks.decoders import DecodeError, Decoder
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -274,20 +274,8 @@ def test_ingest_change_events_end_to_end_with_a_column_added_upstream(spark, bro
 
 
 def test_cli_passes_the_format_and_decimal_handling(monkeypatch, tmp_path):
-    from paimon_streaming.cli import main
-    from paimon_streaming.sinks import ingest, ingest_command
-
-    seen = []
-
-    class Spark:
-        def stop(self):
-            pass
-    monkeypatch.setattr(ingest_command, "spark_session", lambda *a: Spark())
-    monkeypatch.setattr(ingest, "run_ingest", lambda spark, cfg, *a: seen.append(cfg) or 0)
-    assert main(["ingest", "--bootstrap-servers", "127.0.0.1:1", "--topic", "dbserver1.shop.items",
-                 "--warehouse", str(tmp_path), "--table", "db.items", "--primary-key", "id",
-                 "--format", "debezium-json", "--decimal-handling", "string", "--no-progress"]) == 0
-    assert (seen[0].format, seen[0].decimal_handling, seen[0].primary_keys) == ("debezium-json", "string", ("id",))
+    cfg = ingest_config(monkeypatch, tmp_path, "--format", "debezium-json", "--decimal-handling", "string")
+    assert (cfg.format, cfg.decimal_handling, cfg.primary_keys) == ("debezium-json", "string", ("id",))
 
 
 # ---- debezium-avro: the same events through Confluent's AvroConverter and a schema registry ----
