@@ -1,5 +1,5 @@
 """Change events -> table rows with their row kinds: what Debezium's, Maxwell's and Canal's
-formats share (debezium.py, maxwell.py, canal.py parse them into before and after images).
+formats share (debezium.py, maxwell.py, canal.py, ogg.py parse them into before and after images).
 
 Each column travels in an encoding (`Column`): its values as the format writes them (epoch
 days, epoch milliseconds, base64, text, ...) are parsed as a "wire" Arrow type and decoded to
@@ -35,6 +35,7 @@ _UNDECODABLE = {
     "canal-zone": "a TIMESTAMP WITH LOCAL TIME ZONE, which Canal writes in the MySQL server's zone without "
                   "naming it; give that zone (--server-time-zone) or declare the column as TIMESTAMP (a wall time)",
     "canal-nested": "a nested type, which Canal's text does not carry",
+    "ogg-binary": "binary, whose text GoldenGate's JSON formatter does not describe, not decoded here",
 }
 EPOCH_UNITS = {"epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
 VARIABLE_SCALE = ("variable-scale", "variable-scale-unscaled")

@@ -40,7 +40,7 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
-from . import canal, debezium, maxwell, schema_registry
+from . import canal, debezium, maxwell, ogg, schema_registry
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
@@ -50,6 +50,8 @@ SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 REJECTED_PER_BATCH: dict[int, int] = {}
 _EVOLUTION_ROUNDS = 3  # a batch's new fields are all seen in one pass; more rounds mean a concurrent change
 _SAMPLE_RECORDS = 1000
+# change-event formats whose every record names the source's key columns, in this field
+_KEYS_IN_RECORDS = {maxwell.FORMAT: "primary_key_columns", canal.FORMAT: "pkNames", ogg.FORMAT: "primary_keys"}
 
 
 @dataclass(frozen=True)
@@ -162,11 +164,11 @@ def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
 def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:
     """The source table's key columns, from the first change event: its Kafka key (Debezium keys
     each event by the source's primary key: a JSON object, in an envelope or not, or an Avro
-    record framed for the registry), Maxwell's `primary_key_columns` or Canal's `pkNames`."""
+    record framed for the registry), or the field each record names them in (`_KEYS_IN_RECORDS`)."""
     for key, value in sample_records(cfg):  # the first that tells (Maxwell's markers do not)
         try:
-            if cfg.format in (maxwell.FORMAT, canal.FORMAT):  # they name them in each record
-                return tuple(json.loads(value)["primary_key_columns" if cfg.format == maxwell.FORMAT else "pkNames"])
+            if cfg.format in _KEYS_IN_RECORDS:  # they name them in each record
+                return tuple(json.loads(value)[_KEYS_IN_RECORDS[cfg.format]])
             if cfg.format == debezium.AVRO_FORMAT:
                 fields = schema_registry.writer_schema_json(cfg.schema_registry, schema_registry.schema_id(key))["fields"]
                 return tuple(f["name"] for f in fields)
