@@ -23,7 +23,10 @@ reader opens all of them (W5: 10,000 files of 200 rows). Paimon's writers merge 
 - a rewrite reads the group's files in order (deletion vectors applied, older schemas read as
   the current one) into files of about `target-file-size` at level 0, numbered from the
   group's first sequence number (file source COMPACT), and takes the rewritten files'
-  vectors out of their index files.
+  vectors out of their index files;
+- in a row-tracking table (row_tracking.py) a rewrite keeps each row's `_ROW_ID` and
+  `_SEQUENCE_NUMBER` as columns of the new files, and files appended by the commit underway
+  (not numbered yet) wait for a later one.
 
 `full` compaction (`Table.compact(full=True)`) rewrites, per bucket, every candidate and
 every file with a deletion vector, when there are two or more of them or any vector: files
@@ -44,6 +47,7 @@ from .fileio import FileIO
 from .lsm.dv_maintainer import DeletionVectorMaintainer
 from .lsm.recent_rows import RECENT_ROWS
 from .manifest import DataFileMeta, IndexFileMeta
+from . import row_tracking
 from .options import CoreOptions
 from .paths import PathFactory, TableDirs
 from .schema import TableSchema
@@ -143,6 +147,15 @@ class AppendCompactor:
     def rules(self) -> CompactionRules:
         return CompactionRules.of(self.options)
 
+    @cached_property
+    def tracks_rows(self) -> bool:
+        return row_tracking.enabled(self.schema.options)
+
+    @cached_property
+    def columns(self) -> list[str]:
+        """The columns a rewrite reads and writes: a row-tracking table's keep their ids."""
+        return self.schema.field_names + (list(row_tracking.NAMES) if self.tracks_rows else [])
+
     def compact(self, bucket: AppendBucket, full: bool = False) -> Increment | None:
         live = {f.file_name for f in bucket.files}
         vectors = [DeletionVectorMaintainer(self.file_io, bucket.index_dir, index, live,
@@ -153,8 +166,11 @@ class AppendCompactor:
         def deleted(name: str) -> int:
             return holder[name].deleted_count(name) if name in holder else 0
 
-        groups = pick(bucket.files, deleted, self.rules, full)
-        for f in bucket.files:  # the small files just written wait in memory for their merge
+        files = bucket.files
+        if self.tracks_rows:  # files this commit appends get their row ids from it: merged by a later one
+            files = [f for f in files if row_tracking.has_row_ids(f)]
+        groups = pick(files, deleted, self.rules, full)
+        for f in files:  # the small files just written wait in memory for their merge
             if f.file_name in bucket.fresh and f.file_size < self.rules.compaction_file_size:
                 RECENT_ROWS.put(f.file_name, bucket.fresh[f.file_name])
         if not groups:
@@ -192,6 +208,8 @@ class AppendCompactor:
             sequence += rows.num_rows
 
         target = self.schema.arrow_schema()
+        if self.tracks_rows:
+            target = pa.schema(list(target) + list(row_tracking.ARROW_FIELDS))
         for f in group:
             rows = self._read(bucket, f, holder)
             pending.append(rows if rows.schema.equals(target) else rows.cast(target))
@@ -216,11 +234,15 @@ class AppendCompactor:
         rows = bucket.fresh.get(f.file_name)
         if rows is None and f.schema_id == self.schema.id:
             rows = RECENT_ROWS.get(f.file_name)
-        if rows is not None and rows.num_rows == f.row_count and rows.schema.names == self.schema.field_names:
+        if rows is not None and rows.num_rows == f.row_count and rows.schema.names == self.columns:
             return rows if keep is None else rows.filter(pa.array(keep))
-        return read_evolved(self.file_io, TableDirs.data_file(bucket.bucket_dir, f),
-                            self.schema_of(f.schema_id), self.schema, self.schema.field_names,
-                            file_size=f.file_size, row_count=f.row_count, keep=keep)
+        path = TableDirs.data_file(bucket.bucket_dir, f)
+        stored = list(row_tracking.NAMES) if self.tracks_rows and row_tracking.stores_row_ids(f) else []
+        rows = read_evolved(self.file_io, path, self.schema_of(f.schema_id), self.schema, self.schema.field_names,
+                            stored, file_size=f.file_size, row_count=f.row_count, keep=keep)
+        if not self.tracks_rows:
+            return rows
+        return row_tracking.with_tracking(rows, row_tracking.tracking_columns(f, path, rows if stored else None, keep))
 
 
 def _rows_per_file(group: list[DataFileMeta], target_file_size: int) -> int:

@@ -28,6 +28,7 @@ from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
 from .options import CoreOptions
 from .paths import PathFactory, TableDirs, partition_path
+from . import row_tracking
 from .schema import TableSchema
 from .snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
 
@@ -102,6 +103,7 @@ class FileStoreCommit:
         self.options = CoreOptions(schema.options)
         # Java's BUCKET_UNAWARE mode: its deletion-vector index files are kept by name
         self.bucket_unaware = not schema.primary_keys and self.options.bucket == -1
+        self.tracks_rows = row_tracking.enabled(schema.options) and not schema.primary_keys
         self.meta = branch_path(table_path, branch)  # the branch's snapshots; files stay in the table's dirs
         self.snapshots = SnapshotManager(file_io, self.meta)
         self.paths = path_factory or PathFactory(table_path, self.options.file_format)
@@ -252,6 +254,10 @@ class FileStoreCommit:
             index_changes = [IndexManifestEntry(DELETE, e.partition, e.bucket, e.index_file)
                              for e in self.index_manifest.read(latest.index_manifest if latest else None)
                              if replaced is None or e.partition in replaced] + index_changes
+        new_id = latest.id + 1 if latest else 1
+        next_row_id = latest.next_row_id if latest else None
+        if self.tracks_rows:  # numbered from the snapshot this attempt builds on, so writers never share ids
+            entries, next_row_id = row_tracking.number_rows(entries, new_id, next_row_id or 0)
         if self.schema.primary_keys and not replace and kind != COMPACT:
             live = live or self._live_files(latest)
             self._check_sequence_order(live, entries, kind)
@@ -294,7 +300,6 @@ class FileStoreCommit:
             changelog_name, changelog_size = changelog[0] if changelog else (None, None)
 
             delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
-            new_id = latest.id + 1 if latest else 1
             # a writer that planned under an older schema commits under the newer one another
             # writer committed with: its files keep their own schema id, readers convert them
             schema_id = max(self.schema.id, latest.schema_id if latest else 0)
@@ -311,7 +316,7 @@ class FileStoreCommit:
                 else None,
                 watermark=_max_watermark(watermark, latest.watermark if latest else None),
                 statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
-                properties=properties or None)
+                properties=properties or None, next_row_id=next_row_id)
             try:
                 # `latest` expired while the manifests were written (or before: a stale base):
                 # expiration deletes oldest first, so the id after it may have been published

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .datafile import conform, read_data_file, rebased_offsets
 from .fileio import FileIO
+from . import row_tracking
 from .keyvalue import file_fields
 from .schema import TableSchema
 from .types import DataType, arrow_field, to_arrow
@@ -27,7 +28,10 @@ def read_evolved(file_io: FileIO, path: str, file_schema: TableSchema, schema: T
     by_id = {f.id: f for f in file_schema.fields}
     current = [schema.field(n) for n in names]
     olds = [by_id.get(f.id) for f in current]
-    table = read_data_file(file_io, path, file_fields(file_schema),
+    fields = file_fields(file_schema)
+    present = {f.name for f in fields}
+    fields += [f for f in row_tracking.FIELDS if f.name in system and f.name not in present]  # row ids kept in files
+    table = read_data_file(file_io, path, fields,
                            [o.name for o in olds if o is not None] + list(system), file_size, row_count, keep)
     if file_schema.id == schema.id:
         return table

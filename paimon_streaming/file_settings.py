@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import row_tracking
 from .options import CoreOptions
 from .schema import TableSchema
 from .stats import STATS_MODE_OPTION, stats_columns, stats_modes
+from .types import DataField
 
 FORMAT_PER_LEVEL = "file.format.per.level"
 COMPRESSION_PER_LEVEL = "file.compression.per.level"
@@ -32,8 +34,9 @@ class FileSettings:
     """What one kind of file (a level's data files, or changelog files) is written with."""
     file_format: str
     compression: str
-    modes: dict[str, str]                 # stats mode of each table column
+    modes: dict[str, str]                 # stats mode of each column with stats
     value_stats_cols: tuple[str, ...] | None
+    stats_fields: tuple[DataField, ...]   # the columns value stats are kept for
 
 
 class FileSettingsByLevel:
@@ -45,23 +48,26 @@ class FileSettingsByLevel:
         self.thin_keys = thin_keys  # a thin-mode file's key columns (their stats are its key stats)
         self._resolved: dict[tuple[int, bool], FileSettings] = {}
 
-    def of(self, level: int, changelog: bool = False) -> FileSettings:
-        key = (level, changelog)
+    def of(self, level: int, changelog: bool = False, tracked: bool = False) -> FileSettings:
+        """`tracked`: files holding a row-tracking table's `_ROW_ID` and `_SEQUENCE_NUMBER`
+        columns (compaction output), which keep stats for them too, as Java's."""
+        key = (level, changelog, tracked)
         if key not in self._resolved:
-            self._resolved[key] = self._resolve(level, changelog)
+            self._resolved[key] = self._resolve(level, changelog, tracked)
         return self._resolved[key]
 
-    def _resolve(self, level: int, changelog: bool) -> FileSettings:
+    def _resolve(self, level: int, changelog: bool, tracked: bool) -> FileSettings:
         def pick(changelog_key: str, per_level_key: str, table_value: str) -> str:
             if changelog and self.options.get(changelog_key) is not None:
                 return self.options.get(changelog_key)
             return self.options.get(per_level_key).get(level, table_value)
         stats_mode = pick(CHANGELOG_STATS_MODE, STATS_MODE_PER_LEVEL, self.options.get(STATS_MODE_OPTION))
-        modes = stats_modes({**self.schema.options, STATS_MODE_OPTION: stats_mode}, self.schema.field_names,
+        fields = self.schema.fields + (row_tracking.FIELDS if tracked else ())
+        modes = stats_modes({**self.schema.options, STATS_MODE_OPTION: stats_mode}, [f.name for f in fields],
                             self.thin_keys)
-        cols = stats_columns(list(self.schema.fields), modes)
+        cols = stats_columns(fields, modes)
         file_format = pick(CHANGELOG_FORMAT, FORMAT_PER_LEVEL, self.options.file_format)
         compression = pick(CHANGELOG_COMPRESSION, COMPRESSION_PER_LEVEL, self.options.file_compression)
         if file_format == "avro":
             file_format, compression = self.options.file_format, self.options.file_compression
-        return FileSettings(file_format, compression, modes, None if cols is None else tuple(cols))
+        return FileSettings(file_format, compression, modes, None if cols is None else tuple(cols), fields)

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from .deletionvectors import decode_vector, positions_of, read_index_file
-from .errors import CorruptFileError, UnsupportedOperationError
+from .errors import CorruptFileError, SchemaMismatchError, UnsupportedOperationError
 from .evolution import read_evolved
 from .fileio import LOCAL_IO_THREADS, FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND
@@ -25,10 +25,11 @@ from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retrac
                            sort_and_merge)
 from .options import CoreOptions, unimplemented_features
 from .paths import TableDirs
+from . import row_tracking
 from .predicate import Filter
 from .scan import DataSplit, DeletionFile, TableScan
 from .schema import TableSchema
-from .types import to_arrow
+from .types import arrow_field
 
 # Bytes of data files a remote read keeps in flight at most (see SplitReader.threads).
 REMOTE_IN_FLIGHT_BYTES = 512 << 20
@@ -44,6 +45,8 @@ class SplitReader:
         self.options = CoreOptions(schema.options)
         self._dv_cache: dict[str, bytes] = {}
         self._engine: MergeEngine | None = None
+        # a row-tracking table also reads `_ROW_ID` and `_SEQUENCE_NUMBER` when asked (row_tracking.py)
+        self.tracking = row_tracking.NAMES if row_tracking.enabled(schema.options) and not schema.primary_keys else ()
 
     @property
     def engine(self) -> MergeEngine:
@@ -67,8 +70,14 @@ class SplitReader:
 
     def _arrow_schema(self, names: list[str]) -> pa.Schema:
         """The Arrow schema of current columns `names` (a clear error for unknown ones)."""
-        fields = [self.schema.field(n) for n in names]
-        return pa.schema([pa.field(f.name, to_arrow(f.type), f.type.nullable) for f in fields])
+        untracked = [n for n in names if n in row_tracking.NAMES and n not in self.tracking
+                     and n not in self.schema.field_names]
+        if untracked:
+            raise SchemaMismatchError(f"columns {untracked} are kept by row-tracking tables only; table "
+                                      f"{self.scan.table_path} does not track rows ('{row_tracking.OPTION}' is set "
+                                      "when a table is created)")
+        tracking = dict(zip(self.tracking, row_tracking.ARROW_FIELDS))
+        return pa.schema([tracking.get(n) or arrow_field(self.schema.field(n)) for n in names])
 
     def threads(self, pieces: list[DataSplit]) -> int:
         """Pieces read at once: the store's I/O threads, but on a remote store no more than keep
@@ -115,8 +124,14 @@ class SplitReader:
                     f"merging them with {missing} from other files by row id is not implemented")
         deletion = split.deletion_files.get(meta.file_name)
         keep = None if deletion is None else self._keep_mask(deletion, meta.row_count)
-        table = read_evolved(self.file_io, path, self.scan.schema_of(meta.schema_id), self.schema, names, system,
+        tracking = [n for n in names if n in self.tracking]
+        stored = list(row_tracking.NAMES) if tracking and row_tracking.stores_row_ids(meta) else []
+        table = read_evolved(self.file_io, path, self.scan.schema_of(meta.schema_id), self.schema,
+                             [n for n in names if n not in tracking], system + stored,
                              file_size=meta.file_size, row_count=meta.row_count, keep=keep)
+        if tracking:
+            table = row_tracking.with_tracking(
+                table, row_tracking.tracking_columns(meta, path, table if stored else None, keep))
         return table.select(names + system)
 
     def _load_deletion_files(self, splits: Sequence[DataSplit]) -> None:

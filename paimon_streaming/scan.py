@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import file_index
+from . import file_index, row_tracking
 from .binary_row import deserialize_row
 from .errors import CommitConflictError, CorruptFileError
 from .fileio import FileIO
@@ -306,12 +306,14 @@ def file_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema, w
         names = list(file_schema.trimmed_primary_keys)
         stats = f.key_stats
     else:
-        names = list(f.value_stats_cols) if f.value_stats_cols is not None else file_schema.field_names
+        # dense stats cover the columns the file was written with (a row-tracking table's
+        # compaction output adds `_ROW_ID` and `_SEQUENCE_NUMBER`)
+        names = list(f.value_stats_cols if f.value_stats_cols is not None else f.write_cols or file_schema.field_names)
         stats = f.value_stats
     if not names or not (set(names) & wanted):
         return {}
     # Stats are stored under the file's schema names; map them to current names by field id.
-    by_name = {fld.name: fld for fld in file_schema.fields}
+    by_name = {fld.name: fld for fld in file_schema.fields + row_tracking.FIELDS}
     current = {fld.id: fld.name for fld in schema.fields}
     types = [by_name[n].type.copy(nullable=True) for n in names]
     mins = deserialize_row(stats.min_values, types)

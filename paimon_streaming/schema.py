@@ -141,6 +141,7 @@ class TableSchema:
         from .merge_engine import validate_engine_options
         from .partition_expire import validate_partition_expiration
         from .record_expire import validate_record_expiry
+        from .row_tracking import check_table as check_row_tracking
         opts.validate(self.options)
         validate_engine_options(self)
         validate_partition_expiration(self.core_options)
@@ -164,6 +165,7 @@ class TableSchema:
             raise InvalidOptionError(f"bucket-key {bucket_keys} must not contain partition keys {part}")
         if pk and self.options.get("bucket-key") and not set(bucket_keys) <= set(pk):
             raise InvalidOptionError(f"bucket-key {bucket_keys} must be a subset of the primary key {pk}")
+        check_row_tracking(self.options, pk, bucket)
         if not pk and bucket > 0 and not self.options.get("bucket-key"):
             raise InvalidOptionError("an append table with a fixed 'bucket' needs the 'bucket-key' option")
         if bucket > 0:

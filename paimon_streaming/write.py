@@ -40,6 +40,7 @@ from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fie
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
+from . import row_tracking
 from .options import AVRO_WRITES, CoreOptions, unimplemented_feature, unimplemented_features
 from .partition_expire import PartitionTimeCheck
 from .paths import PathFactory, TableDirs, partition_path
@@ -475,7 +476,8 @@ class TableWrite:
 
     def _write_file(self, directory: str, rows: pa.Table, sequence: np.ndarray, level: int,
                     file_source: int = FILE_SOURCE_APPEND, changelog: bool = False) -> DataFileMeta:
-        settings = self.settings.of(level, changelog)
+        tracked = row_tracking.ROW_ID in rows.column_names  # a row-tracking table's compaction output
+        settings = self.settings.of(level, changelog, tracked)
         name = self.paths.new_changelog_file(settings.file_format) if changelog \
             else self.paths.new_data_file(settings.file_format)
         n = rows.num_rows
@@ -510,7 +512,8 @@ class TableWrite:
             min_key = max_key = EMPTY_ROW
             key_stats = EMPTY_STATS
         path, external_path = self.paths.place(directory, name)
-        written = write_data_file(self.file_io, path, file_table, self.fields,
+        fields = self.fields + list(row_tracking.FIELDS) if tracked else self.fields
+        written = write_data_file(self.file_io, path, file_table, fields,
                                   settings.file_format, settings.compression,
                                   self.options.get("file.compression.zstd-level"), self.parquet)
         embedded_index, extra_files = self._write_file_index(path, rows)
@@ -519,7 +522,7 @@ class TableWrite:
                 self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
             else:  # an append file: its compaction (same batch) takes the rows from here
                 self._fresh.setdefault(directory, {})[name] = rows
-        value_stats = self._stats(rows, list(self.schema.fields), settings.modes, written.string_bounds)
+        value_stats = self._stats(rows, list(settings.stats_fields), settings.modes, written.string_bounds)
         return DataFileMeta(
             file_name=name, file_size=written.size, row_count=n, min_key=min_key, max_key=max_key,
             key_stats=key_stats, value_stats=value_stats,
@@ -529,7 +532,8 @@ class TableWrite:
             creation_time=int((dt.datetime.now() - _EPOCH) / dt.timedelta(milliseconds=1)),
             delete_row_count=delete_rows, file_source=file_source,
             value_stats_cols=settings.value_stats_cols, external_path=external_path,
-            embedded_index=embedded_index, extra_files=extra_files)
+            embedded_index=embedded_index, extra_files=extra_files,
+            write_cols=tuple(f.name for f in fields) if tracked else None)
 
     def _write_file_index(self, data_path: str, rows: pa.Table) -> tuple[bytes | None, tuple[str, ...]]:
         """The file index of a data file's rows (file_index.py): embedded in its manifest entry

@@ -477,11 +477,15 @@ class Batch:
     def read(self, path, snapshot_id: int | None = None, tag: str | None = None,
              columns: Sequence[str] | None = None, with_row_kind: bool = False,
              incremental_between: tuple[int, int] | None = None, branch: str | None = None,
-             equal: tuple[str, Any] | None = None, where: tuple[str, str, Any] | None = None) -> Pending:
+             equal: tuple[str, Any] | None = None, where: tuple[str, str, Any] | None = None,
+             system_table: str | None = None) -> Pending:
         """`where`: (column, op, value), op one of = < <= > >=, pushed down as a filter (`equal`:
         (column, value), the same with =): Java skips files by statistics and file indexes, and
-        filters the rows of the files it reads by bitmap-based indexes only."""
+        filters the rows of the files it reads by bitmap-based indexes only. `system_table`
+        "row_tracking": the rows with their `_ROW_ID` and `_SEQUENCE_NUMBER`."""
         op = {"op": "read", "path": str(path)}
+        if system_table is not None:
+            op["systemTable"] = system_table
         if equal is not None:
             where = (equal[0], "=", equal[1])
         if where is not None:
@@ -642,9 +646,9 @@ class JavaOracle:
         self._one("write", path, rows, commit_user, commit_identifier, overwrite, static_partition)
 
     def read(self, path, snapshot_id=None, tag=None, columns=None, with_row_kind=False,
-             incremental_between=None, equal=None, where=None) -> list[dict]:
+             incremental_between=None, equal=None, where=None, system_table=None) -> list[dict]:
         return self._one("read", path, snapshot_id, tag, columns, with_row_kind, incremental_between, equal=equal,
-                         where=where)
+                         where=where, system_table=system_table)
 
     def snapshots(self, path) -> list[dict]:
         """[{id, schemaId, commitUser, commitIdentifier, commitKind, timeMillis,

@@ -305,26 +305,6 @@ def test_thin_mode_tables_interoperate(java, catalog, warehouse):
         assert {r["id"]: r["v"] for r in ps.Table.open(path).to_arrow().to_pylist()} == expected[name], name
 
 
-def test_javas_row_tracking_table_is_read_not_written(java, warehouse):
-    """A row-tracking append table of Java's (each commit numbers its files' rows): we read its
-    rows, and refuse to write files without row ids into it."""
-    from paimon_streaming.errors import UnsupportedOperationError
-    path = f"{warehouse}/db.db/rt"
-    rows = [{"id": i, "v": f"v{i}"} for i in range(10)]
-    with java.batch() as b:
-        b.create_table(path, [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}],
-                       options={"row-tracking.enabled": "true"})
-        b.write(path, rows[:6])
-        b.write(path, rows[6:])
-    t = ps.Table.open(path)
-    assert by_id(t.to_arrow().to_pylist()) == rows
-    entries = TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())
-    assert sorted(e.file.first_row_id for e in entries) == [0, 6], "Java numbered the rows"
-    with pytest.raises(UnsupportedOperationError, match="row-tracking.enabled"):
-        t.write_arrow(pa.table({"id": [99], "v": ["ours"]}))
-    assert len(ps.Table.open(path).snapshots()) == 2
-
-
 @pytest.mark.parametrize("key,value", [("upsert-key", "id"), ("metadata.iceberg.storage", "table-location"),
                                        ("metastore.partitioned-table", "true")])
 def test_tables_whose_writes_do_more_are_read_not_written(java, catalog, warehouse, key, value):

@@ -17,6 +17,8 @@ import org.apache.paimon.schema.SchemaChange;
 import org.apache.paimon.schema.SchemaManager;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.table.SpecialFields;
+import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
@@ -30,6 +32,7 @@ import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.EndOfScanException;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
+import org.apache.paimon.table.system.RowTrackingTable;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypeJsonParser;
 import org.apache.paimon.types.RowKind;
@@ -74,7 +77,7 @@ import java.util.UUID;
  * <ul>
  *   <li>create: {"fields": [{"name", "type"}], "primaryKeys", "partitionKeys", "options"} -> {}
  *   <li>write: {"rows": [row...], "commitUser"?, "commitIdentifier"?, "overwrite"?} -> {}
- *   <li>read: {"snapshotId"?, "tag"?, "columns"?, "withRowKind"?, "where"?} -> {"fields": [field...],
+ *   <li>read: {"snapshotId"?, "tag"?, "columns"?, "withRowKind"?, "where"?, "systemTable"?} -> {"fields": [field...],
  *       "rows": [row...]} where fields is the row type read, as in schema files
  *   <li>snapshots: {} -> {"snapshots": [...]}
  *   <li>compact: {} -> {"compacted": n}
@@ -306,19 +309,21 @@ public final class PaimonOracle {
         if (!dynamic.isEmpty()) {
             table = table.copy(dynamic);
         }
-        ReadBuilder rb = table.newReadBuilder();
-        RowType readType = table.rowType();
+        // "systemTable": "row_tracking" reads the table's rows with their _ROW_ID and _SEQUENCE_NUMBER
+        Table read = "row_tracking".equals(cmd.path("systemTable").asText(null)) ? new RowTrackingTable(table) : table;
+        ReadBuilder rb = read.newReadBuilder();
+        RowType readType = read.rowType();
         if (cmd.hasNonNull("columns")) {
             List<String> names = strings(cmd.get("columns"));
             int[] projection = new int[names.size()];
             for (int i = 0; i < projection.length; i++) {
-                projection[i] = table.rowType().getFieldIndex(names.get(i));
+                projection[i] = read.rowType().getFieldIndex(names.get(i));
                 if (projection[i] < 0) {
                     throw new IllegalArgumentException("no such column: " + names.get(i));
                 }
             }
             rb = rb.withProjection(projection);
-            readType = table.rowType().project(projection);
+            readType = read.rowType().project(projection);
         }
         if (cmd.hasNonNull("where")) {
             // {"column": name, "op": "=" | "<" | "<=" | ">" | ">=", "value": v}: pushed down as
@@ -409,6 +414,11 @@ public final class PaimonOracle {
                 String user = UUID.randomUUID().toString();
                 List<CommitMessage> messages = new ArrayList<>();
                 BaseAppendFileStoreWrite write = (BaseAppendFileStoreWrite) table.store().newWrite(user);
+                if (table.coreOptions().rowTrackingEnabled()) {
+                    // as Spark's CompactProcedure and Flink's compactor: the rewritten rows keep
+                    // their row ids and sequence numbers in the files' own columns
+                    write.withWriteType(SpecialFields.rowTypeWithRowTracking(table.rowType()));
+                }
                 try {
                     for (AppendCompactTask task : tasks) {
                         messages.add(task.doCompact(table, write));
