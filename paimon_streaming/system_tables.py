@@ -72,12 +72,14 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 SYSTEM_TABLES = tuple(SCHEMAS)
 SEPARATOR = "$"
+# not metadata: the table's rows with their `_ROW_ID` and `_SEQUENCE_NUMBER` (Java's RowTrackingTable)
+ROW_TRACKING = "row_tracking"
 
 
 def split_system_table(ref: str) -> tuple[str, str | None]:
     """'<table>$<system table>' -> (table, name); a plain table reference -> (ref, None)."""
     base, sep, name = ref.rpartition(SEPARATOR)
-    if sep and base and name.lower() in SCHEMAS:
+    if sep and base and (name.lower() in SCHEMAS or name.lower() == ROW_TRACKING):
         return base, name.lower()
     return ref, None
 

@@ -13,7 +13,8 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from paimon_streaming.errors import SchemaMismatchError, SnapshotNotFoundError
+from paimon_streaming import row_tracking
+from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError, SnapshotNotFoundError
 from paimon_streaming.system_tables import system_table_schema
 from paimon_streaming.types import map_arrow_leaves
 
@@ -35,6 +36,11 @@ def source_schema(options: Mapping[str, str]) -> StructType:
         except SnapshotNotFoundError:
             pass  # a stream's start snapshot may not exist yet; a batch read reports it when planning
     arrow = schema.arrow_schema()
+    if spec.row_tracking:
+        if not row_tracking.enabled(schema.options) or schema.primary_keys:
+            raise InvalidOptionError(f"table {table.name} does not track rows: '$row_tracking' reads tables created "
+                                     f"with '{row_tracking.OPTION}' = 'true'")
+        arrow = pa.schema(list(arrow) + list(row_tracking.ARROW_FIELDS))
     if spec.row_kind_column is not None:
         if spec.row_kind_column in arrow.names:
             raise SchemaMismatchError(f"rowKindColumn '{spec.row_kind_column}' is already a column of table "

@@ -13,7 +13,7 @@ from paimon_streaming.errors import InvalidOptionError, PaimonError
 from paimon_streaming.incremental import IncrementalRange, incremental_query
 from paimon_streaming.options import parse_memory_size
 from paimon_streaming.streaming_scan import ReadLimits
-from paimon_streaming.system_tables import split_system_table
+from paimon_streaming.system_tables import ROW_TRACKING, split_system_table
 from paimon_streaming.table import Table
 from paimon_streaming.table_scan_options import TableScanOptions
 from paimon_streaming.time_travel import parse_local_timestamp
@@ -122,6 +122,7 @@ class ReadSpec:
     scan_mode: str | None = None
     incremental: IncrementalRange | None = None
     branch: str | None = None
+    row_tracking: bool = False   # `<table>$row_tracking`: the rows with `_ROW_ID` and `_SEQUENCE_NUMBER`
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> "ReadSpec":
@@ -132,6 +133,9 @@ class ReadSpec:
                               "'table' ('db.table') with option 'warehouse'; append '$snapshots', '$files', ... "
                               "for a system table")
         ref, system = split_system_table(ref)
+        row_tracking = system == ROW_TRACKING
+        if row_tracking:
+            system = None
         ref, branch = resolve_branch(ref, opts.get("branch"))
         warehouse = opts.get("warehouse")
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
@@ -158,7 +162,7 @@ class ReadSpec:
             split_target_size=_size(opts, "source.split.target-size", "128 mb"),
             split_open_file_cost=_size(opts, "source.split.open-file-cost", "4 mb"),
             scan_mode=(_lookup(opts, "scan.mode") or "").lower() or None,
-            incremental=incremental_query(opts), branch=branch)
+            incremental=incremental_query(opts), branch=branch, row_tracking=row_tracking)
 
     @property
     def time_travel(self) -> bool:

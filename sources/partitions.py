@@ -23,6 +23,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from paimon_streaming import row_tracking
 from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
@@ -104,6 +105,8 @@ class ReadContext:
     def create(location: str, schema: TableSchema, output: StructType, row_kind_column: str | None,
                table_name: str, branch: str | None = None) -> "ReadContext":
         names = schema.field_names
+        if row_tracking.enabled(schema.options) and not schema.primary_keys:
+            names = names + list(row_tracking.NAMES)  # read with the rows when asked for
         lower = {}
         for n in names:
             lower.setdefault(n.lower(), []).append(n)

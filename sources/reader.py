@@ -9,6 +9,7 @@
     spark.read.format("paimon").option("timestamp-millis", 1717000000000).load(path)
     spark.read.format("paimon").schema("id long, amount decimal(12,2)").load(path)   # projection
     spark.read.format("paimon").load(path + "$snapshots")                     # system tables
+    spark.read.format("paimon").load(path + "$row_tracking")   # rows with _ROW_ID, _SEQUENCE_NUMBER (also streams)
 
 The driver plans the read at the chosen snapshot (latest by default): live files per
 partition and bucket, their deletion vectors; executors read them (merge-on-read on

@@ -549,6 +549,30 @@ def test_system_tables(spark, tmp_path, catalog):
     assert by_table.count() == 2
 
 
+def test_row_tracking_reads_ids_in_batches_and_streams(spark, tmp_path, catalog):
+    """`<table>$row_tracking` (Java's name) reads a row-tracking table's rows with `_ROW_ID` and
+    `_SEQUENCE_NUMBER`, in a batch and in a stream; a table without row tracking refuses it."""
+    t = catalog.create_table("db.tracked", SCHEMA, options={"row-tracking.enabled": "true"})
+    t.write_arrow(batch([1, 2, 3]))
+    t.write_arrow(batch([4, 5]))
+    expected = {r["id"]: (r["_ROW_ID"], r["_SEQUENCE_NUMBER"])
+                for r in t.to_arrow(columns=["id", "_ROW_ID", "_SEQUENCE_NUMBER"]).to_pylist()}
+    assert sorted(expected.values()) == [(0, 1), (1, 1), (2, 1), (3, 2), (4, 2)]
+    df = spark.read.format("paimon").load(t.path + "$row_tracking")
+    assert df.columns == ["id", "v", "dt", "_ROW_ID", "_SEQUENCE_NUMBER"]
+    assert {r.id: (r._ROW_ID, r._SEQUENCE_NUMBER) for r in df.collect()} == expected
+    pruned = df.where("id > 3").select("_ROW_ID").collect()
+    assert sorted(r._ROW_ID for r in pruned) == [3, 4]
+    query = stream(spark, t.path + "$row_tracking", **{"scan.mode": "latest-full"})
+    batches, error = run_batches(query, str(tmp_path / "ckpt"))
+    assert error is None
+    assert {r["id"]: (r["_ROW_ID"], r["_SEQUENCE_NUMBER"]) for r in flat(batches)} == expected
+    plain = pk_table(catalog)
+    plain.write_arrow(batch([1]))
+    with pytest.raises(Exception, match="row-tracking.enabled"):
+        spark.read.format("paimon").load(plain.path + "$row_tracking").collect()
+
+
 def test_timestamps_in_a_session_time_zone_other_than_utc(spark, catalog):
     """The other tests run Spark in UTC, where an instant and a wall time print alike. In Los
     Angeles: TIMESTAMP (a wall time, Spark's TimestampNTZ; 02:30 on the day clocks skip it)
