@@ -24,6 +24,9 @@ one partition, a filter that prunes the others; for W7 of the one email). System
   writer merges each partition's small files once `compaction.min.file-num`, 5, gather);
 - `paimon-streaming-write-only` (W5 only): the same with `write-only` = true, so the 10,000
   small files stay, as a dedicated compaction job would leave them between its runs;
+- `paimon-streaming-row-tracking` (W5 only): the same with `row-tracking.enabled` = true (each
+  commit numbers its rows, compaction keeps the ids as columns), read with `_ROW_ID` and
+  `_SEQUENCE_NUMBER`;
 - `paimon-streaming-bloom` (W7 only): the same with a bloom-filter file index on `email`
   (`file-index.bloom-filter.columns`, `items` = 20,000 a file), which filtered reads skip files by;
 - `paimon-streaming-bitmap` (W7 only): the same with a bitmap file index on `email`
@@ -55,12 +58,15 @@ import pyarrow as pa
 
 READS = 5
 SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only", "paimon-streaming-bloom",
-           "paimon-streaming-bitmap", "paimon-streaming-range-bitmap")
+           "paimon-streaming-bitmap", "paimon-streaming-range-bitmap", "paimon-streaming-row-tracking")
 EXTRA_OPTIONS = {"paimon-streaming-write-only": {"write-only": "true"},
+                 "paimon-streaming-row-tracking": {"row-tracking.enabled": "true"},
                  "paimon-streaming-bloom": {"file-index.bloom-filter.columns": "email",
                                             "file-index.bloom-filter.email.items": "20000"},
                  "paimon-streaming-bitmap": {"file-index.bitmap.columns": "email"},
                  "paimon-streaming-range-bitmap": {"file-index.range-bitmap.columns": "email"}}
+# what a system's reads take besides the table's columns
+EXTRA_COLUMNS = {"paimon-streaming-row-tracking": ["_ROW_ID", "_SEQUENCE_NUMBER"]}
 PARTITIONS = 100     # W5
 ONE_PARTITION = 7    # W5's filtered read
 
@@ -167,7 +173,8 @@ def raw_parquet(workload, workdir: str):
     return write, read
 
 
-def paimon_streaming(workload, workdir: str, extra_options: dict[str, str] | None = None):
+def paimon_streaming(workload, workdir: str, extra_options: dict[str, str] | None = None,
+                     extra_columns: list[str] | None = None):
     import paimon_streaming as ps
     opened: list = []  # the table, created by the first write and kept open, as a streaming writer does
 
@@ -180,7 +187,8 @@ def paimon_streaming(workload, workdir: str, extra_options: dict[str, str] | Non
 
     def read(probe: list | None = None) -> pa.Table:
         fresh = ps.Catalog(workdir).get_table("db.t")
-        return fresh.to_arrow(filter=probe)
+        return fresh.to_arrow(columns=workload.schema.names + extra_columns if extra_columns else None,
+                              filter=probe)
     return write, read
 
 
@@ -199,7 +207,8 @@ def child(args: argparse.Namespace) -> None:
     if args.child == "raw-parquet":
         write, read = raw_parquet(workload, args.workdir)
     else:
-        write, read = paimon_streaming(workload, args.workdir, EXTRA_OPTIONS.get(args.child))
+        write, read = paimon_streaming(workload, args.workdir, EXTRA_OPTIONS.get(args.child),
+                                       EXTRA_COLUMNS.get(args.child))
     if args.phase == "write":
         batches = [workload.batch(i) for i in range(args.commits)]
         start = time.perf_counter()

@@ -170,7 +170,7 @@ class AppendCompactor:
         if self.tracks_rows:  # files this commit appends get their row ids from it: merged by a later one
             files = [f for f in files if row_tracking.has_row_ids(f)]
         groups = pick(files, deleted, self.rules, full)
-        for f in files:  # the small files just written wait in memory for their merge
+        for f in bucket.files:  # the small files just written wait in memory for their merge
             if f.file_name in bucket.fresh and f.file_size < self.rules.compaction_file_size:
                 RECENT_ROWS.put(f.file_name, bucket.fresh[f.file_name])
         if not groups:
@@ -234,9 +234,12 @@ class AppendCompactor:
         rows = bucket.fresh.get(f.file_name)
         if rows is None and f.schema_id == self.schema.id:
             rows = RECENT_ROWS.get(f.file_name)
-        if rows is not None and rows.num_rows == f.row_count and rows.schema.names == self.columns:
-            return rows if keep is None else rows.filter(pa.array(keep))
         path = TableDirs.data_file(bucket.bucket_dir, f)
+        if rows is not None and rows.num_rows == f.row_count and rows.schema.names in (self.columns,
+                                                                                      self.schema.field_names):
+            if rows.schema.names != self.columns:  # an appended file's rows: numbered by their commit since
+                rows = row_tracking.with_tracking(rows, row_tracking.tracking_columns(f, path, None, None))
+            return rows if keep is None else rows.filter(pa.array(keep))
         stored = list(row_tracking.NAMES) if self.tracks_rows and row_tracking.stores_row_ids(f) else []
         rows = read_evolved(self.file_io, path, self.schema_of(f.schema_id), self.schema, self.schema.field_names,
                             stored, file_size=f.file_size, row_count=f.row_count, keep=keep)

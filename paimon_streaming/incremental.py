@@ -266,7 +266,7 @@ class IncrementalScan:
         same = {n for n in same if before.deletion_files.get(n) == after.deletion_files.get(n)}
         if same == {f.file_name for f in before.files} == {f.file_name for f in after.files}:
             return None, None
-        if before.needs_merge or after.needs_merge:  # merged by key: the shared files take part
+        if before.needs_merge or after.needs_merge or after.by_row_id:  # merged: the shared files take part
             return before, after
         b = [f for f in before.files if f.file_name not in same]
         a = [f for f in after.files if f.file_name not in same]

@@ -25,7 +25,7 @@ from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retrac
                            sort_and_merge)
 from .options import CoreOptions, unimplemented_features
 from .paths import TableDirs
-from . import row_tracking
+from . import data_evolution, row_tracking
 from .predicate import Filter
 from .scan import DataSplit, DeletionFile, TableScan
 from .schema import TableSchema
@@ -96,6 +96,9 @@ class SplitReader:
         wanted = names + filter_cols
         if split.needs_merge:
             table = self._merge(split, wanted)
+        elif split.by_row_id:
+            parts = [self._read_row_group(split, group, wanted) for group in data_evolution.row_groups(split.files)]
+            table = pa.concat_tables(parts) if parts else None
         else:
             system = [VALUE_KIND] if with_row_kind and self.schema.primary_keys else []
             parts = [self._read_file(split, f, wanted, system) for f in split.files]
@@ -118,10 +121,11 @@ class SplitReader:
         path = TableDirs.data_file(split.bucket_path, meta)
         if meta.write_cols is not None:
             missing = [n for n in self.scan.schema_of(meta.schema_id).field_names if n not in meta.write_cols]
-            if missing:  # a data-evolution file: the rest of its rows' columns are in other files
+            if missing:  # a data-evolution file read alone (a stream's or an incremental read's delta)
                 raise UnsupportedOperationError(
                     f"data file {path} holds only the columns {list(meta.write_cols)} of its rows (data evolution); "
-                    f"merging them with {missing} from other files by row id is not implemented")
+                    f"batch reads merge them with {missing} from other files by row id, streaming and incremental "
+                    "reads of such column updates are not implemented")
         deletion = split.deletion_files.get(meta.file_name)
         keep = None if deletion is None else self._keep_mask(deletion, meta.row_count)
         tracking = [n for n in names if n in self.tracking]
@@ -133,6 +137,30 @@ class SplitReader:
             table = row_tracking.with_tracking(
                 table, row_tracking.tracking_columns(meta, path, table if stored else None, keep))
         return table.select(names + system)
+
+    def _read_row_group(self, split: DataSplit, group: list[DataFileMeta], names: list[str]) -> pa.Table:
+        """The rows of one row-id range of a data-evolution table: each column from the newest
+        file holding it (data_evolution.py), null where none does; files are aligned by position."""
+        tracking = [n for n in names if n in self.tracking]
+        data_names = [n for n in names if n not in tracking]
+        columns: dict[str, pa.ChunkedArray] = {}
+        for f, taken in data_evolution.columns_by_file(group, data_names, self.schema, self.scan.schema_of):
+            read = read_evolved(self.file_io, TableDirs.data_file(split.bucket_path, f), self.scan.schema_of(f.schema_id),
+                                self.schema, taken, file_size=f.file_size, row_count=f.row_count)
+            columns.update((n, read.column(n)) for n in taken)
+        schema = self._arrow_schema(data_names)
+        rows = group[0].row_count
+        lost = [n for n in data_names if n not in columns and not schema.field(n).nullable]
+        if lost:
+            raise CorruptFileError(f"no data file of rows {group[0].first_row_id}..{group[0].first_row_id + rows - 1} "
+                                   f"holds the NOT NULL column(s) {lost}: {[f.file_name for f in group]}")
+        table = pa.Table.from_arrays([columns[n] if n in columns else pa.nulls(rows, schema.field(n).type)
+                                      for n in data_names], schema=schema)
+        if tracking:  # the newest file's: its sequence number is the rows' latest change
+            newest = group[0]
+            table = row_tracking.with_tracking(table, row_tracking.tracking_columns(
+                newest, TableDirs.data_file(split.bucket_path, newest), None, None))
+        return table.select(names)
 
     def _load_deletion_files(self, splits: Sequence[DataSplit]) -> None:
         """Read each index file the splits' deletion vectors live in once, before the pieces

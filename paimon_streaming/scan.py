@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import file_index, row_tracking
+from . import data_evolution, file_index, row_tracking
 from .binary_row import deserialize_row
 from .errors import CommitConflictError, CorruptFileError
 from .fileio import FileIO
@@ -50,6 +50,7 @@ class DataSplit:
     files: list[DataFileMeta]
     deletion_files: dict[str, DeletionFile] = field(default_factory=dict)
     needs_merge: bool = False
+    by_row_id: bool = False   # a data-evolution table's files: rows merged by row id (data_evolution.py)
 
     @property
     def row_count(self) -> int:
@@ -61,12 +62,15 @@ class DataSplit:
         return DataSplit(self.partition, self.partition_values, self.bucket, self.total_buckets,
                          self.bucket_path, list(files),
                          {n: d for n, d in self.deletion_files.items() if n in names},
-                         self.needs_merge if needs_merge is None else needs_merge)
+                         self.needs_merge if needs_merge is None else needs_merge, self.by_row_id)
 
     def pieces(self) -> list["DataSplit"]:
-        """What can be read independently: the whole split if it must be merged, else each file."""
+        """What can be read independently: the whole split if it must be merged by key, the
+        files of each row-id range of a data-evolution table, else each file."""
         if self.needs_merge and self.files:
             return [self]
+        if self.by_row_id:
+            return [self.with_files(group) for group in data_evolution.row_groups(self.files)]
         return [self.with_files([f]) for f in self.files]
 
 
@@ -152,6 +156,8 @@ class TableScan:
         dv = self.options.deletion_vectors
         skip_level0 = pk and (dv or self.options.merge_engine == "first-row")
         postponed = self.postponed_bucket
+        # a file of a data-evolution table holds some columns of its rows: its stats prune nothing alone
+        by_row_id = data_evolution.enabled(self.options.raw) and not pk
         # the data manifests and the index manifest are independent reads (overlapping remotely)
         live, deletion_files = self.file_io.map(lambda read: read(), [
             lambda: self.live_entries(snapshot, flt), lambda: self.deletion_files(snapshot) if dv else {}])
@@ -165,13 +171,13 @@ class TableScan:
             if not self._partition_may_match(partition, flt):
                 continue
             merged = self.needs_merge([e.file for e in entries])
-            files = [e.file for e in entries if self._file_may_match(e.file, flt, merged)]
+            files = [e.file for e in entries if by_row_id or self._file_may_match(e.file, flt, merged)]
             if files:
                 selected[(partition, bucket)] = (entries[0].total_buckets, merged, files)
-        if flt is not None and file_index.read_enabled(self.options.raw):
+        if flt is not None and file_index.read_enabled(self.options.raw) and not by_row_id:
             self._drop_by_file_index(selected, flt)
         return [self.split_of(partition, bucket, total, files, deletion_files.get((partition, bucket)),
-                              needs_merge=self.needs_merge(files))
+                              needs_merge=self.needs_merge(files), by_row_id=by_row_id)
                 for (partition, bucket), (total, _, files) in selected.items() if files]
 
     def _drop_by_file_index(self, selected: dict[tuple[bytes, int], tuple[int, bool, list[DataFileMeta]]],
@@ -241,13 +247,14 @@ class TableScan:
         return not (one_run or self.options.deletion_vectors or self.options.merge_engine == "first-row")
 
     def split_of(self, partition: bytes, bucket: int, total_buckets: int, files: list[DataFileMeta],
-                 deletion_files: dict[str, DeletionFile] | None = None, needs_merge: bool = False) -> DataSplit:
+                 deletion_files: dict[str, DeletionFile] | None = None, needs_merge: bool = False,
+                 by_row_id: bool = False) -> DataSplit:
         """A split of the given files of one (partition, bucket), with their deletion files."""
         dfs = deletion_files or {}
         return DataSplit(partition, self.partition_values(partition), bucket, total_buckets,
                          self.dirs.bucket(self.partition_dir(partition), bucket), list(files),
                          {f.file_name: dfs[f.file_name] for f in files if f.file_name in dfs},
-                         needs_merge=needs_merge)
+                         needs_merge=needs_merge, by_row_id=by_row_id)
 
     def deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
         """Deletion vectors of a snapshot per (partition, bucket), keyed by data file name."""

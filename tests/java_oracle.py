@@ -528,6 +528,13 @@ class Batch:
             op["branch"] = branch
         return self._add(op, lambda r: r["schemaId"])
 
+    def write_columns(self, path, first_row_id: int, columns: Sequence[str], rows: Sequence[Mapping]) -> Pending:
+        """New values of `columns` for every row of the file numbered from `first_row_id` of an
+        unpartitioned data-evolution table, as Java's Spark MERGE INTO writes them."""
+        types = self._types(path)
+        return self._add({"op": "write-columns", "path": str(path), "firstRowId": int(first_row_id),
+                          "columns": list(columns), "rows": rows_to_json(rows, types)})
+
     def create_tag(self, path, tag: str, snapshot_id: int | None = None) -> Pending:
         op = {"op": "create-tag", "path": str(path), "tag": tag}
         if snapshot_id is not None:
@@ -661,6 +668,9 @@ class JavaOracle:
 
     def buckets(self, path, rows) -> list[int]:
         return self._one("buckets", path, rows)
+
+    def write_columns(self, path, first_row_id, columns, rows) -> None:
+        self._one("write_columns", path, first_row_id, columns, rows)
 
     def create_tag(self, path, tag, snapshot_id=None) -> None:
         self._one("create_tag", path, tag, snapshot_id)

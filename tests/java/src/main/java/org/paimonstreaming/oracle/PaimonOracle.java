@@ -6,6 +6,13 @@ import org.apache.paimon.append.AppendCompactTask;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.io.CompactIncrement;
+import org.apache.paimon.io.DataFileMeta;
+import org.apache.paimon.io.DataIncrement;
+import org.apache.paimon.operation.AbstractFileStoreWrite;
+import org.apache.paimon.table.sink.CommitMessageImpl;
+import org.apache.paimon.table.sink.TableWriteImpl;
+import org.apache.paimon.utils.RecordWriter;
 import org.apache.paimon.fs.Path;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.operation.BaseAppendFileStoreWrite;
@@ -83,6 +90,7 @@ import java.util.UUID;
  *   <li>compact: {} -> {"compacted": n}
  *   <li>buckets: {"rows": [...]} -> {"buckets": [int...]}
  *   <li>create-tag: {"tag", "snapshotId"?} -> {}
+ *   <li>write-columns: {"firstRowId", "columns", "rows"} -> {} (data-evolution tables)
  * </ul>
  *
  * <p>Rows are JSON objects by field name; values use the encoding of {@link ValueCodec}. An
@@ -164,6 +172,8 @@ public final class PaimonOracle {
                 return NODES.objectNode();
             case "alter":
                 return alter(path, cmd);
+            case "write-columns":
+                return writeColumns(path, cmd);
             default:
                 throw new IllegalArgumentException("unknown op: " + op);
         }
@@ -288,6 +298,46 @@ public final class PaimonOracle {
             }
         } finally {
             ioManager.close();
+        }
+        return NODES.objectNode();
+    }
+
+    /**
+     * Some columns of the rows of one file of a data-evolution table, as Java's Spark MERGE INTO
+     * writes them (DataEvolutionTableDataWrite): a file of those columns alone, covering the
+     * same row ids ({"firstRowId", "columns", "rows": one per row of that file, in order}).
+     * Unpartitioned tables only.
+     */
+    static JsonNode writeColumns(Path path, JsonNode cmd) throws Exception {
+        FileStoreTable table = table(path);
+        RowType writeType = table.rowType().project(strings(cmd.get("columns")));
+        long firstRowId = cmd.get("firstRowId").asLong();
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        IOManager ioManager = ioManager();
+        List<CommitMessage> messages = new ArrayList<>();
+        try (TableWriteImpl<?> w = (TableWriteImpl<?>) builder.newWrite()) {
+            w.withIOManager(ioManager);
+            w.withWriteType(writeType);
+            @SuppressWarnings("unchecked")
+            RecordWriter<InternalRow> writer =
+                    ((AbstractFileStoreWrite<InternalRow>) w.getWrite()).createWriter(BinaryRow.EMPTY_ROW, 0);
+            try {
+                for (JsonNode row : cmd.get("rows")) {
+                    writer.write(ValueCodec.rowFromJson(row, writeType));
+                }
+                List<DataFileMeta> files = writer.prepareCommit(false).newFilesIncrement().newFiles();
+                messages.add(new CommitMessageImpl(BinaryRow.EMPTY_ROW, 0, null,
+                        new DataIncrement(List.of(files.get(0).assignFirstRowId(firstRowId)),
+                                Collections.emptyList(), Collections.emptyList()),
+                        CompactIncrement.emptyIncrement()));
+            } finally {
+                writer.close();
+            }
+        } finally {
+            ioManager.close();
+        }
+        try (BatchTableCommit c = builder.newCommit()) {
+            c.commit(messages);
         }
         return NODES.objectNode();
     }

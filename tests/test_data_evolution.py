@@ -1,0 +1,75 @@
+"""Data-evolution tables of Java's (data_evolution.py): rows whose columns Java's MERGE INTO
+rewrote in files of their own are read merged by row id, as Java reads them; what is not
+implemented (writes, streams of column updates) is refused naming it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.errors import UnsupportedOperationError
+
+OPTIONS = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
+FIELDS = [{"name": "id", "type": "INT"}, {"name": "v", "type": "STRING"}, {"name": "n", "type": "BIGINT"}]
+
+
+@pytest.fixture(scope="module")
+def java():
+    from java_oracle import get_oracle
+    return get_oracle()
+
+
+def by_id(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def test_columns_rewritten_by_java_are_read_merged_by_row_id(java, tmp_path):
+    """Three files of rows, then column updates as Java's MERGE INTO writes them: one column of
+    a file, two columns of another, the same file's column twice (the newest wins), and after
+    a schema change a new column of an old file; columns no file holds are null."""
+    path = str(tmp_path / "de")
+    rng = np.random.default_rng(7)
+    files = [(0, 40), (40, 25), (65, 30)]  # (first row id, rows) of each batch's file
+    with java.batch() as b:
+        b.create_table(path, FIELDS, options=OPTIONS)
+        for start, n in files:
+            b.write(path, [{"id": i, "v": f"v{i}", "n": int(rng.integers(1000))} for i in range(start, start + n)])
+        b.write_columns(path, 0, ["v"], [{"v": f"first-{i}"} for i in range(40)])
+        b.write_columns(path, 65, ["n", "v"], [{"n": -i, "v": None if i % 3 else f"m{i}"} for i in range(65, 95)])
+        b.write_columns(path, 0, ["v"], [{"v": f"second-{i}"} for i in range(40)])
+    java.alter(path, [{"kind": "add", "path": ["w"], "type": "DOUBLE"}])
+    with java.batch() as b:  # rows are encoded with the schema when queued: after the change
+        b.write_columns(path, 40, ["w"], [{"w": i / 2} for i in range(40, 65)])
+        expected = b.read(path)
+        tracked = b.read(path, system_table="row_tracking")
+        low_n = b.read(path, where=("n", "<", 0))
+    t = ps.Table.open(path)
+    assert by_id(t.to_arrow().to_pylist()) == by_id(expected.result)
+    rows = {r["id"]: r for r in expected.result}
+    assert rows[3]["v"] == "second-3" and rows[70]["n"] == -70 and rows[70]["v"] is None
+    assert rows[41]["w"] == 20.5 and rows[0]["w"] is None
+    ours = t.to_arrow(columns=["id", "v", "n", "w", "_ROW_ID", "_SEQUENCE_NUMBER"]).to_pylist()
+    assert by_id(ours) == by_id(tracked.result)
+    assert {r["id"]: r["_SEQUENCE_NUMBER"] for r in ours}[3] == 6   # the second rewrite of its file
+    # a filter on a column one file rewrote: statistics of the older file must not prune the rows
+    assert by_id(t.to_arrow(filter=[("n", "<", 0)]).to_pylist()) == by_id(low_n.result) != []
+    assert by_id(t.to_arrow(columns=["id", "w"]).to_pylist()) == by_id(
+        [{"id": r["id"], "w": r["w"]} for r in expected.result])
+
+
+def test_what_is_not_implemented_is_refused(java, tmp_path):
+    path = str(tmp_path / "de")
+    with java.batch() as b:
+        b.create_table(path, FIELDS, options=OPTIONS)
+        b.write(path, [{"id": i, "v": "a", "n": i} for i in range(5)])
+        b.write_columns(path, 0, ["v"], [{"v": "b"} for _ in range(5)])
+    t = ps.Table.open(path)
+    assert [r["v"] for r in t.to_arrow().to_pylist()] == ["b"] * 5
+    with pytest.raises(UnsupportedOperationError, match="data-evolution.enabled"):
+        t.write_arrow(t.to_arrow())
+    with pytest.raises(UnsupportedOperationError, match="streaming and incremental reads"):
+        t.changes_between(1, 2, mode="delta")
+    # a diff of the two states compares merged rows: the files both share take part
+    diff = t.changes_between(1, 2, mode="diff", row_kind_column="kind").to_pylist()
+    assert sorted((r["kind"], r["id"], r["v"]) for r in diff) == \
+        sorted([("-D", i, "a") for i in range(5)] + [("+I", i, "b") for i in range(5)])
