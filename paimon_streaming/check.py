@@ -44,6 +44,7 @@ from .errors import (CorruptFileError, MissingFileError, PaimonError, TableNotFo
                      UnsupportedOperationError)
 from .fileio import FileIO
 from .keyvalue import file_fields
+from .row_tracking import written_fields
 from .manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
 from .manifest.entries import DELETION_VECTORS_INDEX
 from .manifest.files import read_records
@@ -426,7 +427,8 @@ class _Checker:
         except PaimonError:
             return  # its schema file is missing or damaged: reported on its own
         try:
-            verify_data_file(self.io, path, file_fields(schema), e.file.file_size, e.file.row_count)
+            verify_data_file(self.io, path, written_fields(file_fields(schema), e.file.write_cols),
+                             e.file.file_size, e.file.row_count)
         except PaimonError as exc:
             self._verdicts[path] = False
             kind = "missing-file" if isinstance(exc, MissingFileError) else \

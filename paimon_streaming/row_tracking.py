@@ -84,6 +84,24 @@ def stores_row_ids(f: DataFileMeta) -> bool:
     return f.write_cols is not None and ROW_ID in f.write_cols
 
 
+def written_fields(fields: Sequence[DataField], write_cols: Sequence[str] | None) -> list[DataField]:
+    """The columns a data file holds, of its schema's file `fields`: all of them, or those its
+    `write_cols` names (a data-evolution file's columns, compaction output's row ids)."""
+    if write_cols is None:
+        return list(fields)
+    named = {f.name: f for f in (*fields, *FIELDS)}
+    return [named[n] for n in write_cols if n in named]
+
+
+def value_stats_fields(f: DataFileMeta, fields: Sequence[DataField]) -> list[DataField]:
+    """The columns a file's value stats are kept for (of its schema's `fields`): its
+    `value_stats_cols`, else every column it holds (dense stats)."""
+    if f.value_stats_cols is None:
+        return written_fields(fields, f.write_cols)
+    named = {x.name: x for x in (*fields, *FIELDS)}
+    return [named[n] for n in f.value_stats_cols]
+
+
 def tracking_columns(f: DataFileMeta, path: str, stored: pa.Table | None,
                      keep: np.ndarray | None) -> list[pa.Array]:
     """The `_ROW_ID` and `_SEQUENCE_NUMBER` of a file's rows (those `keep` marks): from its own

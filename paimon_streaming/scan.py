@@ -310,25 +310,23 @@ def file_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema, w
                keys_only: bool = False) -> dict[str, tuple]:
     """(min, max, null count) of the `wanted` columns (by current name) a file has stats for."""
     if keys_only:
-        names = list(file_schema.trimmed_primary_keys)
+        fields = file_schema.fields_of(file_schema.trimmed_primary_keys)
         stats = f.key_stats
     else:
-        # dense stats cover the columns the file was written with (a row-tracking table's
-        # compaction output adds `_ROW_ID` and `_SEQUENCE_NUMBER`)
-        names = list(f.value_stats_cols if f.value_stats_cols is not None else f.write_cols or file_schema.field_names)
+        fields = row_tracking.value_stats_fields(f, file_schema.fields)
         stats = f.value_stats
+    names = [fld.name for fld in fields]
     if not names or not (set(names) & wanted):
         return {}
     # Stats are stored under the file's schema names; map them to current names by field id.
-    by_name = {fld.name: fld for fld in file_schema.fields + row_tracking.FIELDS}
     current = {fld.id: fld.name for fld in schema.fields}
-    types = [by_name[n].type.copy(nullable=True) for n in names]
+    types = [fld.type.copy(nullable=True) for fld in fields]
     mins = deserialize_row(stats.min_values, types)
     maxs = deserialize_row(stats.max_values, types)
     nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(names)
     out = {}
-    for i, name in enumerate(names):
-        cur = current.get(by_name[name].id)
+    for i, fld in enumerate(fields):
+        cur = current.get(fld.id)
         if cur in wanted and i < len(nulls):
             out[cur] = (mins[i], maxs[i], nulls[i])
     return out

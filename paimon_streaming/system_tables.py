@@ -22,6 +22,7 @@ from .branches import PREFIX as BRANCH_PREFIX, branch_path
 from .consumers import ConsumerManager
 from .manifest import DataFileMeta
 from .paths import TableDirs
+from .row_tracking import value_stats_fields
 from .scan import TableScan
 from .schema import TableSchema
 from .snapshot import Snapshot
@@ -271,9 +272,10 @@ def _key_str(data: bytes, schema: TableSchema) -> str | None:
 
 
 def _value_stats(f: DataFileMeta, file_schema: TableSchema) -> tuple[str, str, str]:
-    names = list(f.value_stats_cols) if f.value_stats_cols is not None else file_schema.field_names
     try:
-        types = [file_schema.field(n).type.copy(nullable=True) for n in names]
+        fields = value_stats_fields(f, file_schema.fields)
+        names = [x.name for x in fields]
+        types = [x.type.copy(nullable=True) for x in fields]
         mins = deserialize_row(f.value_stats.min_values, types)
         maxs = deserialize_row(f.value_stats.max_values, types)
     except Exception:  # noqa: BLE001

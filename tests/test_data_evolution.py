@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import paimon_streaming as ps
+from paimon_streaming.check import check_table
 from paimon_streaming.errors import UnsupportedOperationError
 
 OPTIONS = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
@@ -55,6 +56,7 @@ def test_columns_rewritten_by_java_are_read_merged_by_row_id(java, tmp_path):
     assert by_id(t.to_arrow(filter=[("n", "<", 0)]).to_pylist()) == by_id(low_n.result) != []
     assert by_id(t.to_arrow(columns=["id", "w"]).to_pylist()) == by_id(
         [{"id": r["id"], "w": r["w"]} for r in expected.result])
+    assert check_table(t).problems == []   # a file of some columns is whole, not a damaged footer
 
 
 def test_what_is_not_implemented_is_refused(java, tmp_path):

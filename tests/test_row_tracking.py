@@ -10,6 +10,7 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming import row_tracking
+from paimon_streaming.check import check_table
 from paimon_streaming.errors import CorruptFileError, InvalidOptionError, SchemaMismatchError
 from paimon_streaming.manifest.entries import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
 from conftest import pypaimon_read
@@ -67,6 +68,7 @@ def test_each_commit_numbers_its_rows_and_compaction_keeps_them(catalog, warehou
                              for f in compacted)
     t.compact(full=True)
     assert lineage(t) == first
+    assert check_table(t).problems == []  # the merged files' id columns verified too
     assert {r["id"] for r in pypaimon_read(warehouse, "db.rt").to_pylist()} == set(first)
 
 
