@@ -47,7 +47,7 @@ from .fileio import FileIO
 from .lsm.dv_maintainer import DeletionVectorMaintainer
 from .lsm.recent_rows import RECENT_ROWS
 from .manifest import DataFileMeta, IndexFileMeta
-from . import row_tracking
+from . import data_evolution, row_tracking
 from .options import CoreOptions
 from .paths import PathFactory, TableDirs
 from .schema import TableSchema
@@ -157,6 +157,8 @@ class AppendCompactor:
         return self.schema.field_names + (list(row_tracking.NAMES) if self.tracks_rows else [])
 
     def compact(self, bucket: AppendBucket, full: bool = False) -> Increment | None:
+        if data_evolution.enabled(self.schema.options):
+            return None  # a file alone is not its rows (data_evolution.py): left to Java's compaction
         live = {f.file_name for f in bucket.files}
         vectors = [DeletionVectorMaintainer(self.file_io, bucket.index_dir, index, live,
                                             self.options.get("deletion-vectors.bitmap64"))

@@ -11,15 +11,19 @@ row of each file of a group is the same row.
 
 Statistics of one file of a group say nothing about the merged rows, so these reads prune by
 partition only and filter the merged rows (Java prunes whole groups by merged statistics).
-Writing such tables is not implemented (options.UNIMPLEMENTED_FEATURES), nor are streaming and
-incremental reads of their column updates, which are refused by file (read.py).
+Our writers append whole rows (numbered by their commit, row_tracking.py) and do not compact
+such tables: a file alone is not its rows, and Java's streaming writers leave them to a
+data-evolution compaction too. Streaming and incremental reads of column updates are refused
+by file (read.py).
 """
 from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from .errors import CorruptFileError, UnsupportedOperationError
+from .errors import CorruptFileError, InvalidOptionError, UnsupportedOperationError
+from . import row_tracking
 from .manifest import DataFileMeta
+from .options import parse_bool
 from .schema import TableSchema
 
 OPTION = "data-evolution.enabled"
@@ -27,6 +31,18 @@ OPTION = "data-evolution.enabled"
 
 def enabled(options: Mapping[str, str]) -> bool:
     return str(options.get(OPTION, "false")).strip().lower() == "true"
+
+
+def check_table(options: Mapping[str, str]) -> None:
+    """InvalidOptionError where Java refuses data evolution (SchemaValidation)."""
+    if not enabled(options):
+        return
+    if not row_tracking.enabled(options):
+        raise InvalidOptionError(f"table option '{OPTION}' = 'true' needs 'row-tracking.enabled' = 'true' "
+                                 "(Paimon refuses it too)")
+    if parse_bool(str(options.get("deletion-vectors.enabled", "false"))):
+        raise InvalidOptionError(f"table option '{OPTION}' = 'true' cannot go with 'deletion-vectors.enabled' = "
+                                 "'true' (Paimon refuses it too)")
 
 
 def row_groups(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:

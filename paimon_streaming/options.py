@@ -255,7 +255,6 @@ def validate(options: dict[str, str]) -> None:
 # created elsewhere with one of them is still read where its files hold whole rows in their own
 # order; writing to it would break what its other writers and readers rely on.
 UNIMPLEMENTED_FEATURES = {
-    "data-evolution.enabled": "data evolution (files holding some columns of rows, merged by row id)",
     "sequence.snapshot-ordering": "snapshot ordering (the snapshot that committed a row decides which "
                                   "version of a key wins)",
     "metastore.partitioned-table": "new partitions added to the Hive metastore with each commit (Java's Hive "

@@ -142,6 +142,7 @@ class TableSchema:
         from .partition_expire import validate_partition_expiration
         from .record_expire import validate_record_expiry
         from .row_tracking import check_table as check_row_tracking
+        from .data_evolution import check_table as check_data_evolution
         opts.validate(self.options)
         validate_engine_options(self)
         validate_partition_expiration(self.core_options)
@@ -166,6 +167,7 @@ class TableSchema:
         if pk and self.options.get("bucket-key") and not set(bucket_keys) <= set(pk):
             raise InvalidOptionError(f"bucket-key {bucket_keys} must be a subset of the primary key {pk}")
         check_row_tracking(self.options, pk, bucket)
+        check_data_evolution(self.options)
         if not pk and bucket > 0 and not self.options.get("bucket-key"):
             raise InvalidOptionError("an append table with a fixed 'bucket' needs the 'bucket-key' option")
         if bucket > 0:

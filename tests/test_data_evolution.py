@@ -1,14 +1,15 @@
-"""Data-evolution tables of Java's (data_evolution.py): rows whose columns Java's MERGE INTO
-rewrote in files of their own are read merged by row id, as Java reads them; what is not
-implemented (writes, streams of column updates) is refused naming it."""
+"""Data-evolution tables (data_evolution.py): rows whose columns Java's MERGE INTO rewrote in
+files of their own are read merged by row id, as Java reads them; we append to them as Java's
+writers do; streams of column updates are refused naming them."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.check import check_table
-from paimon_streaming.errors import UnsupportedOperationError
+from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
 
 OPTIONS = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
 FIELDS = [{"name": "id", "type": "INT"}, {"name": "v", "type": "STRING"}, {"name": "n", "type": "BIGINT"}]
@@ -59,7 +60,38 @@ def test_columns_rewritten_by_java_are_read_merged_by_row_id(java, tmp_path):
     assert check_table(t).problems == []   # a file of some columns is whole, not a damaged footer
 
 
-def test_what_is_not_implemented_is_refused(java, tmp_path):
+def test_we_append_java_rewrites_columns_and_both_read_the_same(java, catalog):
+    """The shape data evolution is for: a stream appends rows (ours: numbered by each commit,
+    never compacted here), Java's MERGE INTO rewrites a column of some of them; both read the
+    merged rows, and a later append continues the numbering."""
+    schema = pa.schema([("id", pa.int32()), ("v", pa.string()), ("n", pa.int64())])
+    t = catalog.create_table("db.de", schema, options={**OPTIONS, "compaction.min.file-num": "2"})
+    for start in (0, 10, 20, 30):
+        t.write_arrow(pa.table({"id": pa.array(range(start, start + 10), pa.int32()),
+                                "v": [f"v{i}" for i in range(start, start + 10)],
+                                "n": pa.array(range(start, start + 10), pa.int64())}))
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND"] * 4, "never compacted here"
+    assert t.compact() is None and t.compact(full=True) is None
+    java.write_columns(t.path, 10, ["v"], [{"v": f"enriched{i}"} for i in range(10, 20)])
+    t.write_arrow(pa.table({"id": pa.array([40], pa.int32()), "v": ["late"], "n": pa.array([40], pa.int64())}))
+    t = ps.Table.open(t.path)
+    ours = by_id(t.to_arrow(columns=["id", "v", "n", "_ROW_ID"]).to_pylist())
+    assert [r["v"] for r in ours[9:21]] == ["v9"] + [f"enriched{i}" for i in range(10, 20)] + ["v20"]
+    assert [r["_ROW_ID"] for r in ours] == list(range(41))
+    theirs = by_id(java.read(t.path, system_table="row_tracking"))
+    assert [{k: r[k] for k in ("id", "v", "n", "_ROW_ID")} for r in theirs] == ours
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"data-evolution.enabled": "true"}, "needs 'row-tracking.enabled'"),
+    ({**OPTIONS, "deletion-vectors.enabled": "true"}, "cannot go with 'deletion-vectors.enabled'"),
+])
+def test_data_evolution_where_paimon_refuses_it(catalog, options, match):
+    with pytest.raises(InvalidOptionError, match=match):
+        catalog.create_table("db.bad", pa.schema([("id", pa.int64())]), options=options)
+
+
+def test_column_updates_are_not_streamed(java, tmp_path):
     path = str(tmp_path / "de")
     with java.batch() as b:
         b.create_table(path, FIELDS, options=OPTIONS)
@@ -67,8 +99,6 @@ def test_what_is_not_implemented_is_refused(java, tmp_path):
         b.write_columns(path, 0, ["v"], [{"v": "b"} for _ in range(5)])
     t = ps.Table.open(path)
     assert [r["v"] for r in t.to_arrow().to_pylist()] == ["b"] * 5
-    with pytest.raises(UnsupportedOperationError, match="data-evolution.enabled"):
-        t.write_arrow(t.to_arrow())
     with pytest.raises(UnsupportedOperationError, match="streaming and incremental reads"):
         t.changes_between(1, 2, mode="delta")
     # a diff of the two states compares merged rows: the files both share take part

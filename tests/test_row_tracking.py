@@ -138,7 +138,6 @@ def test_concurrent_commits_never_share_ids(catalog):
 @pytest.mark.parametrize("options,keys,match", [
     ({"bucket": "2", "bucket-key": "id"}, None, "needs 'bucket' = -1"),
     ({}, ["id"], "is for append tables"),
-    ({"data-evolution.enabled": "true"}, None, "data evolution"),
 ])
 def test_row_tracking_where_paimon_refuses_it(catalog, options, keys, match):
     with pytest.raises(InvalidOptionError, match=match):
