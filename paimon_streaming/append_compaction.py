@@ -34,7 +34,7 @@ already near the target size stay, as in Paimon's full compaction of append tabl
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Callable
 
@@ -158,7 +158,7 @@ class AppendCompactor:
 
     def compact(self, bucket: AppendBucket, full: bool = False) -> Increment | None:
         if data_evolution.enabled(self.schema.options):
-            return None  # a file alone is not its rows (data_evolution.py): left to Java's compaction
+            return self._compact_by_row_id(bucket)
         live = {f.file_name for f in bucket.files}
         vectors = [DeletionVectorMaintainer(self.file_io, bucket.index_dir, index, live,
                                             self.options.get("deletion-vectors.bitmap64"))
@@ -188,6 +188,29 @@ class AppendCompactor:
             added, removed = v.write(self.paths)
             inc.new_index_files.extend(added)
             inc.deleted_index_files.extend(removed)
+        return inc
+
+    def _compact_by_row_id(self, bucket: AppendBucket) -> Increment | None:
+        """A data-evolution table's compaction (data_evolution.py): each picked run of row
+        ranges rewritten as its merged rows, in files numbered from the run's first row id."""
+        groups = data_evolution.compaction_groups(bucket.files, self.rules.target_file_size,
+                                                  self.options.get("source.split.open-file-cost"),
+                                                  self.rules.min_file_num)
+        if not groups:
+            return None
+        inc = Increment()
+        for group in groups:
+            rows = pa.concat_tables(
+                [data_evolution.read_rows(self.file_io, bucket.bucket_dir, rows, self.schema.field_names,
+                                          self.schema, self.schema_of)
+                 for rows in data_evolution.row_groups(group)]).combine_chunks()
+            first_row_id = min(f.first_row_id for f in group)
+            sequence = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
+            for f in self.write_files(bucket.bucket_dir, rows, sequence[0], _rows_per_file(group, self.rules.target_file_size)):
+                inc.new_files.append(replace(f, first_row_id=first_row_id, min_sequence_number=sequence[0],
+                                             max_sequence_number=sequence[1]))
+                first_row_id += f.row_count
+            inc.deleted_files.extend(group)
         return inc
 
     def _rewrite(self, bucket: AppendBucket, group: list[DataFileMeta],

@@ -214,6 +214,7 @@ _OPTIONS = [
     Option("compaction.size-ratio", "1", _int_at_least(0)),
     Option("compaction.delete-ratio-threshold", "0.2", _fraction),
     Option("compaction.min.file-num", "5", _int_at_least(1)),
+    Option("source.split.open-file-cost", "4 mb", parse_memory_size),
     Option("compaction.force-rewrite-all-files", "false", parse_bool),
     Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1)),
     Option("dynamic-bucket.max-buckets", "-1", _max_buckets),

@@ -139,23 +139,10 @@ class SplitReader:
         return table.select(names + system)
 
     def _read_row_group(self, split: DataSplit, group: list[DataFileMeta], names: list[str]) -> pa.Table:
-        """The rows of one row-id range of a data-evolution table: each column from the newest
-        file holding it (data_evolution.py), null where none does; files are aligned by position."""
+        """The rows of one row-id range of a data-evolution table (data_evolution.py)."""
         tracking = [n for n in names if n in self.tracking]
-        data_names = [n for n in names if n not in tracking]
-        columns: dict[str, pa.ChunkedArray] = {}
-        for f, taken in data_evolution.columns_by_file(group, data_names, self.schema, self.scan.schema_of):
-            read = read_evolved(self.file_io, TableDirs.data_file(split.bucket_path, f), self.scan.schema_of(f.schema_id),
-                                self.schema, taken, file_size=f.file_size, row_count=f.row_count)
-            columns.update((n, read.column(n)) for n in taken)
-        schema = self._arrow_schema(data_names)
-        rows = group[0].row_count
-        lost = [n for n in data_names if n not in columns and not schema.field(n).nullable]
-        if lost:
-            raise CorruptFileError(f"no data file of rows {group[0].first_row_id}..{group[0].first_row_id + rows - 1} "
-                                   f"holds the NOT NULL column(s) {lost}: {[f.file_name for f in group]}")
-        table = pa.Table.from_arrays([columns[n] if n in columns else pa.nulls(rows, schema.field(n).type)
-                                      for n in data_names], schema=schema)
+        table = data_evolution.read_rows(self.file_io, split.bucket_path, group, [n for n in names if n not in tracking],
+                                         self.schema, self.scan.schema_of)
         if tracking:  # the newest file's: its sequence number is the rows' latest change
             newest = group[0]
             table = row_tracking.with_tracking(table, row_tracking.tracking_columns(

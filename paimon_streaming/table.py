@@ -338,7 +338,7 @@ class Table:
         vectors it obsoletes; `full_buckets` (partition, bucket)s are compacted so and the
         others by default. Append tables: small files merged as Paimon's writers merge them,
         and with `full=True` every small file and every file with a deletion vector
-        (append_compaction.py); data-evolution tables are left to Java's compaction
+        (append_compaction.py); data-evolution tables as Java's data-evolution compaction
         (data_evolution.py). `only`: just these (partition, bucket)s. `best_effort`: a
         compaction of a merge-on-read or append table that loses a race with another writer's
         is dropped (logged, None). Otherwise a compaction that loses such a race (another

@@ -40,7 +40,7 @@ from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fie
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
-from . import row_tracking
+from . import data_evolution, row_tracking
 from .options import AVRO_WRITES, CoreOptions, unimplemented_feature, unimplemented_features
 from .partition_expire import PartitionTimeCheck
 from .paths import PathFactory, TableDirs, partition_path
@@ -630,7 +630,9 @@ class TableWrite:
         dv = self.pk and self.options.lookup_compaction and compact
         # merge-on-read tables compact as Paimon's writers do: when universal picking asks for it;
         # append tables when small files gather (append_compaction.py)
-        picked = not dv and compact and not overwrite and not self.options.get("write-only")
+        # (data-evolution tables: only an explicit compaction, as Java's writers)
+        picked = not dv and compact and not overwrite and not self.options.get("write-only") \
+            and not data_evolution.enabled(self.schema.options)
         full = self.pk and compact and full_compaction
         largest = {} if overwrite or not dv or full else self._largest_keys(live)
         self._keep_fresh, self._fresh = dv or (picked and not self.pk), {}

@@ -62,16 +62,16 @@ def test_columns_rewritten_by_java_are_read_merged_by_row_id(java, tmp_path):
 
 def test_we_append_java_rewrites_columns_and_both_read_the_same(java, catalog):
     """The shape data evolution is for: a stream appends rows (ours: numbered by each commit,
-    never compacted here), Java's MERGE INTO rewrites a column of some of them; both read the
-    merged rows, and a later append continues the numbering."""
+    not compacted by the writes), Java's MERGE INTO rewrites a column of some of them; both read
+    the merged rows, a later append continues the numbering, and our compaction merges the
+    columns into whole rows that keep their ids."""
     schema = pa.schema([("id", pa.int32()), ("v", pa.string()), ("n", pa.int64())])
     t = catalog.create_table("db.de", schema, options={**OPTIONS, "compaction.min.file-num": "2"})
     for start in (0, 10, 20, 30):
         t.write_arrow(pa.table({"id": pa.array(range(start, start + 10), pa.int32()),
                                 "v": [f"v{i}" for i in range(start, start + 10)],
                                 "n": pa.array(range(start, start + 10), pa.int64())}))
-    assert [s.commit_kind for s in t.snapshots()] == ["APPEND"] * 4, "never compacted here"
-    assert t.compact() is None and t.compact(full=True) is None
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND"] * 4, "writes leave compaction to compact()"
     java.write_columns(t.path, 10, ["v"], [{"v": f"enriched{i}"} for i in range(10, 20)])
     t.write_arrow(pa.table({"id": pa.array([40], pa.int32()), "v": ["late"], "n": pa.array([40], pa.int64())}))
     t = ps.Table.open(t.path)
@@ -80,6 +80,18 @@ def test_we_append_java_rewrites_columns_and_both_read_the_same(java, catalog):
     assert [r["_ROW_ID"] for r in ours] == list(range(41))
     theirs = by_id(java.read(t.path, system_table="row_tracking"))
     assert [{k: r[k] for k in ("id", "v", "n", "_ROW_ID")} for r in theirs] == ours
+    assert t.compact() is not None
+    t = ps.Table.open(t.path)
+    (merged,) = live(t)    # one run of row ids, gathered under the target size: one whole-row file
+    assert (merged.first_row_id, merged.row_count, merged.write_cols) == (0, 41, None)
+    assert by_id(t.to_arrow(columns=["id", "v", "n", "_ROW_ID"]).to_pylist()) == ours
+    compacted = by_id(t.to_arrow(columns=["id", "v", "n", "_ROW_ID", "_SEQUENCE_NUMBER"]).to_pylist())
+    assert by_id(java.read(t.path, system_table="row_tracking")) == compacted
+
+
+def live(t: ps.Table) -> list:
+    from paimon_streaming.scan import TableScan
+    return [e.file for e in TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())]
 
 
 @pytest.mark.parametrize("options,match", [
@@ -105,3 +117,28 @@ def test_column_updates_are_not_streamed(java, tmp_path):
     diff = t.changes_between(1, 2, mode="diff", row_kind_column="kind").to_pylist()
     assert sorted((r["kind"], r["id"], r["v"]) for r in diff) == \
         sorted([("-D", i, "a") for i in range(5)] + [("+I", i, "b") for i in range(5)])
+
+
+def test_compaction_picks_as_javas_planner():
+    """DataEvolutionCompactCoordinator's rules: runs of adjacent row ids; ranges gathered until
+    their files weigh more than the target (each at least the open-file cost); a range heavier
+    than the target alone; gatherings of fewer than compaction.min.file-num files left."""
+    from paimon_streaming.data_evolution import compaction_groups
+    from paimon_streaming.manifest.entries import DataFileMeta, SimpleStats
+    stats = SimpleStats(b"", b"", ())
+
+    def f(name, first, rows, size, seq=1):
+        return DataFileMeta(name, size, rows, b"", b"", stats, stats, seq, seq, 0, 0, first_row_id=first)
+    mb = 1 << 20
+    files = [f("a", 0, 10, mb), f("a2", 0, 10, mb, seq=2), f("b", 10, 10, mb), f("c", 20, 10, 300 * mb),
+             f("d", 30, 10, mb), f("e", 40, 10, mb),
+             f("g", 100, 5, mb), f("h", 105, 5, mb)]   # after a gap: a run of its own
+    groups = compaction_groups(files, target_file_size=256 * mb, open_file_cost=4 * mb, min_file_num=2)
+    assert [sorted(x.file_name for x in g) for g in groups] == [["a", "a2", "b"], ["d", "e"], ["g", "h"]]
+    # "c" alone is one file, under min_file_num: left; with 1 it is rewritten (its own columns merged)
+    groups = compaction_groups(files, target_file_size=256 * mb, open_file_cost=4 * mb, min_file_num=1)
+    assert ["c"] in [[x.file_name for x in g] for g in groups]
+    # the weight of small files is the open-file cost: 3 ranges of 4 mb pass a 10 mb target
+    groups = compaction_groups([f(str(i), i * 10, 10, 1000) for i in range(7)], target_file_size=10 * mb,
+                               open_file_cost=4 * mb, min_file_num=2)
+    assert [[x.file_name for x in g] for g in groups] == [["0", "1", "2"], ["3", "4", "5"]]
