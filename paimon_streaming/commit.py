@@ -28,7 +28,7 @@ from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
 from .options import CoreOptions
 from .paths import PathFactory, TableDirs, partition_path
-from . import row_tracking
+from . import data_evolution, row_tracking
 from .schema import TableSchema
 from .snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
 
@@ -104,6 +104,7 @@ class FileStoreCommit:
         # Java's BUCKET_UNAWARE mode: its deletion-vector index files are kept by name
         self.bucket_unaware = not schema.primary_keys and self.options.bucket == -1
         self.tracks_rows = row_tracking.enabled(schema.options) and not schema.primary_keys
+        self.merges_by_row_id = data_evolution.enabled(schema.options) and not schema.primary_keys
         self.meta = branch_path(table_path, branch)  # the branch's snapshots; files stay in the table's dirs
         self.snapshots = SnapshotManager(file_io, self.meta)
         self.paths = path_factory or PathFactory(table_path, self.options.file_format)
@@ -384,7 +385,24 @@ class FileStoreCommit:
                 "a concurrent commit (compaction or overwrite) removed them; the commit was not applied")
         if self.schema.primary_keys:
             self._check_lsm_overlaps(after, [d for d in delta if d.kind == ADD and d.file.level > 0])
+        if kind == COMPACT and self.merges_by_row_id:
+            self._check_row_ranges(after, [d for d in delta if d.kind == ADD])
         return after
+
+    def _check_row_ranges(self, after: LiveFiles, added: list[ManifestEntry]) -> None:
+        """A data-evolution compaction merged rows whose columns another writer (Java's MERGE
+        INTO) rewrote since it was planned: its whole-row file would now overlap their new
+        file's rows without covering the same range, which no reader can merge."""
+        for d in added:
+            bucket = after.bucket(d.partition, d.bucket)
+            others = [] if bucket is None else [e.file for e in bucket.files.values()
+                                                if e.file.file_name != d.file.file_name]
+            clash = data_evolution.overlapping(d.file, others)
+            if clash:
+                raise CommitConflictError(
+                    f"compaction of {self.table_path} merged rows {d.file.first_row_id}.."
+                    f"{d.file.first_row_id + d.file.row_count - 1} that files committed since it was planned "
+                    f"also hold ({', '.join(clash[:5])}): a concurrent column update; the compaction was not applied")
 
     def _check_sequence_order(self, live: LiveFiles, delta: list[ManifestEntry], kind: str) -> None:
         """Serializable writes to a bucket. A writer numbers its rows from the highest sequence

@@ -138,6 +138,13 @@ def read_rows(file_io: FileIO, bucket_dir: str, group: Sequence[DataFileMeta], n
                                 schema=out)
 
 
+def overlapping(f: DataFileMeta, others: Sequence[DataFileMeta]) -> list[str]:
+    """The names of `others` whose row ranges overlap `f`'s."""
+    end = f.first_row_id + f.row_count
+    return [o.file_name for o in others if o.first_row_id is not None
+            and o.first_row_id < end and f.first_row_id < o.first_row_id + o.row_count]
+
+
 def columns_by_file(group: Sequence[DataFileMeta], names: Sequence[str], schema: TableSchema,
                     schema_of: Callable[[int], TableSchema]) -> list[tuple[DataFileMeta, list[str]]]:
     """Which file of a group (newest first) each of the current columns `names` is read from:
