@@ -44,6 +44,7 @@ from .errors import (CorruptFileError, MissingFileError, PaimonError, TableNotFo
                      UnsupportedOperationError)
 from .fileio import FileIO
 from .keyvalue import file_fields
+from . import data_evolution, row_tracking
 from .row_tracking import written_fields
 from .manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
 from .manifest.entries import DELETION_VECTORS_INDEX
@@ -63,7 +64,7 @@ HINTS = ("LATEST", "EARLIEST")
 class Problem:
     severity: str   # ERROR or WARNING
     kind: str       # missing-file, size-mismatch, corrupt-file, unreadable-file (a codec library missing),
-                    # snapshot-gap, hint, duplicate-key, ...
+                    # snapshot-gap, hint, duplicate-key, row-ids, ...
     path: str       # the file (or directory) concerned
     message: str
 
@@ -498,6 +499,10 @@ class _Checker:
         opts = self.table.options
         if self.table.primary_keys and (opts.deletion_vectors or opts.merge_engine == "first-row"):
             self._check_unique_keys(snap)
+        if row_tracking.enabled(opts.raw) and not self.table.primary_keys:
+            for message in row_tracking.id_problems([e.file for e in live], snap.next_row_id,
+                                                    data_evolution.enabled(opts.raw)):
+                self.problem("row-ids", self.snapshot_manager.path(snap.id), f"snapshot {snap.id}: {message}")
 
     def _check_unique_keys(self, snap: Snapshot) -> None:
         keys = self.table.primary_keys

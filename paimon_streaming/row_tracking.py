@@ -84,6 +84,25 @@ def stores_row_ids(f: DataFileMeta) -> bool:
     return f.write_cols is not None and ROW_ID in f.write_cols
 
 
+def id_problems(files: Sequence[DataFileMeta], next_row_id: int | None, shared_ranges: bool) -> list[str]:
+    """What is wrong with the row ids of a snapshot's live `files` (`check`): a file without
+    ids, two files numbering the same rows (`shared_ranges`: data evolution, where files of one
+    range must cover it exactly), a snapshot counter below ids in use (the next commit would
+    give them again)."""
+    problems = [f"data file {f.file_name} has no row ids (no first_row_id, no {ROW_ID} column)"
+                for f in files if not has_row_ids(f)]
+    numbered = sorted((f for f in files if f.first_row_id is not None), key=lambda f: (f.first_row_id, f.row_count))
+    for a, b in zip(numbered, numbered[1:]):
+        same = (a.first_row_id, a.row_count) == (b.first_row_id, b.row_count)
+        if b.first_row_id < a.first_row_id + a.row_count and not (shared_ranges and same):
+            problems.append(f"data files {a.file_name} and {b.file_name} both number rows from {b.first_row_id}")
+    end = max((f.first_row_id + f.row_count for f in numbered), default=0)
+    if numbered and (next_row_id is None or next_row_id < end):
+        problems.append(f"the snapshot's nextRowId {next_row_id} is below row ids in use (up to {end - 1}): "
+                        "the next commit would number rows with them again")
+    return problems
+
+
 def written_fields(fields: Sequence[DataField], write_cols: Sequence[str] | None) -> list[DataField]:
     """The columns a data file holds, of its schema's file `fields`: all of them, or those its
     `write_cols` names (a data-evolution file's columns, compaction output's row ids)."""

@@ -4,6 +4,8 @@ concurrent writers and Java's writers; Java reads the same ids through its `$row
 table."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -156,7 +158,6 @@ def test_a_file_without_row_ids_is_refused_not_answered_with_nulls(catalog):
     t = tracked_table(catalog, "db.lost")
     t.write_arrow(batch(0, 3))
     (e, *_) = live(t)
-    from dataclasses import replace
     unnumbered = replace(e.file, first_row_id=None)
     with pytest.raises(CorruptFileError, match="has no row ids"):
         row_tracking.tracking_columns(unnumbered, "data-x.parquet", None, None)
@@ -166,3 +167,25 @@ def test_a_file_without_row_ids_is_refused_not_answered_with_nulls(catalog):
     ids, seq = row_tracking.tracking_columns(replace(e.file, row_count=2, first_row_id=10, max_sequence_number=4),
                                              "data-x.parquet", stored, None)
     assert ids.to_pylist() == [5, 11] and seq.to_pylist() == [1, 4]
+
+
+def test_check_reports_row_ids_given_twice(catalog):
+    """`check` on a row-tracking table: a snapshot whose nextRowId went back (the next commit
+    would number rows with ids in use), and two files numbering the same rows, are errors."""
+    import os
+    from metadata_edits import edit_snapshot
+    t = tracked_table(catalog, "db.checked")
+    t.write_arrow(batch(0, 6))
+    t.write_arrow(batch(6, 4))
+    assert check_table(ps.Table.open(t.path)).problems == []
+    snap = t.latest_snapshot()
+    edit_snapshot(os.path.join(t.path, "snapshot", f"snapshot-{snap.id}"), next_row_id=7)
+    problems = check_table(ps.Table.open(t.path)).problems
+    assert [p.kind for p in problems] == ["row-ids"] and "nextRowId 7 is below row ids in use (up to 9)" in \
+        problems[0].message
+    assert row_tracking.id_problems([e.file for e in live(t)], 10, False) == []
+    a, b = [e.file for e in live(t)][:2]
+    clash = [a, replace(b, first_row_id=a.first_row_id)]
+    assert any("both number rows" in m for m in row_tracking.id_problems(clash, 10, False))
+    same = [a, replace(b, first_row_id=a.first_row_id, row_count=a.row_count)]
+    assert row_tracking.id_problems(same, 10, True) == []   # data evolution: one range, two files
