@@ -1,5 +1,5 @@
-"""Change events -> table rows with their row kinds: what Debezium's, Maxwell's and Canal's
-formats share (debezium.py, maxwell.py, canal.py, ogg.py parse them into before and after images).
+"""Change events -> table rows with their row kinds: what the change-event formats share
+(debezium.py, maxwell.py, canal.py, ogg.py, aws_dms.py parse them into before and after images).
 
 Each column travels in an encoding (`Column`): its values as the format writes them (epoch
 days, epoch milliseconds, base64, text, ...) are parsed as a "wire" Arrow type and decoded to
@@ -36,6 +36,7 @@ _UNDECODABLE = {
                   "naming it; give that zone (--server-time-zone) or declare the column as TIMESTAMP (a wall time)",
     "canal-nested": "a nested type, which Canal's text does not carry",
     "ogg-binary": "binary, whose text GoldenGate's JSON formatter does not describe, not decoded here",
+    "dms-binary": "binary, whose text AWS DMS's JSON messages do not describe, not decoded here",
 }
 EPOCH_UNITS = {"epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
 VARIABLE_SCALE = ("variable-scale", "variable-scale-unscaled")
@@ -50,7 +51,7 @@ class Column:
 
     name: str
     encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double,
-    #               variable-scale(-unscaled), text, utc-text (Maxwell's), iso-8859-1 (Canal's
+    #               variable-scale(-unscaled), text, wall-text (DMS's), utc-text (Maxwell's), iso-8859-1 (Canal's
     #               bytes), one of _UNDECODABLE, or "array:" and one of these (`array_of`)
     wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
     type: pa.DataType  # what it becomes: the table column's type, or a new column's
@@ -83,7 +84,7 @@ def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
     if encoding.startswith(ARRAY_PREFIX):
         item = _wire_type(encoding[len(ARRAY_PREFIX):], target.value_type)
         return None if item is None else pa.list_(item)
-    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "utc-text", "iso-8859-1") \
+    if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "wall-text", "utc-text", "iso-8859-1") \
             or encoding.startswith(LOCAL_TEXT):
         return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
     if encoding == "decimal-unscaled":
@@ -247,6 +248,8 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         return pc.divide(stamps.cast(pa.int64()), 1_000_000).cast(pa.int32()).cast(pa.time32("ms"))
     if e == "text":
         return raw  # cast to the column's type below
+    if e == "wall-text":  # DMS's DATETIME: the wall time's digits, then a "Z" it appends
+        return pc.replace_substring_regex(raw, "Z$", "")
     if e == "utc-text":
         return pc.assume_timezone(raw.cast(pa.timestamp("ns")), "UTC")
     if e.startswith(LOCAL_TEXT):  # an hour the zone repeats or skips (daylight saving) names no one instant

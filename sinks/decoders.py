@@ -12,9 +12,9 @@ batches of Kafka records:
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
 - avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
   fastavro record by record (Avro has no columnar decoder in Python);
-- debezium-json / debezium-avro / maxwell-json / canal-json / ogg-json: change events,
-  inserts, updates and deletes (debezium.py, Avro framed for a schema registry:
-  schema_registry.py; maxwell.py; canal.py; ogg.py).
+- debezium-json / debezium-avro / maxwell-json / canal-json / ogg-json / aws-dms-json: change
+  events, inserts, updates and deletes (debezium.py, Avro framed for a schema registry:
+  schema_registry.py; maxwell.py; canal.py; ogg.py; aws_dms.py).
 
 A record with a null value (a Kafka tombstone) deletes its key (debezium-json: it follows a
 delete event, and adds nothing): its Kafka key gives the
@@ -41,15 +41,16 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
-from . import canal, change_events, debezium, maxwell, ogg, schema_registry
+from . import aws_dms, canal, change_events, debezium, maxwell, ogg, schema_registry
 from .base64_columns import base64_decoded, holds_binary
 
-FORMATS = ("json", "avro", "csv", debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT, canal.FORMAT, ogg.FORMAT)
-CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT, canal.FORMAT, ogg.FORMAT)
+CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT, canal.FORMAT, ogg.FORMAT, aws_dms.FORMAT)
+FORMATS = ("json", "avro", "csv", *CHANGE_EVENT_FORMATS)
 # change events in JSON without Debezium's envelopes: (columns of a table, parser, name in errors)
 _PLAIN_CHANGE_EVENTS = {maxwell.FORMAT: (maxwell.columns_of, maxwell.parse_events, "Maxwell JSON"),
                         canal.FORMAT: (canal.columns_of, canal.parse_events, "Canal JSON"),
-                        ogg.FORMAT: (ogg.columns_of, ogg.parse_events, "GoldenGate JSON")}
+                        ogg.FORMAT: (ogg.columns_of, ogg.parse_events, "GoldenGate JSON"),
+                        aws_dms.FORMAT: (aws_dms.columns_of, aws_dms.parse_events, "AWS DMS JSON")}
 EVENT_COLUMN = "_event"  # change events: which event of a chunk a row comes from (an update can make two)
 ON_ERROR = ("fail", "skip", "dead-letter")
 KIND_COLUMN = "_kind"

@@ -40,7 +40,7 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
-from . import canal, debezium, maxwell, ogg, schema_registry
+from . import aws_dms, canal, debezium, maxwell, ogg, schema_registry
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
@@ -165,6 +165,9 @@ def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:
     """The source table's key columns, from the first change event: its Kafka key (Debezium keys
     each event by the source's primary key: a JSON object, in an envelope or not, or an Avro
     record framed for the registry), or the field each record names them in (`_KEYS_IN_RECORDS`)."""
+    if cfg.format == aws_dms.FORMAT:
+        raise InvalidOptionError(f"format {cfg.format}: DMS's records do not name the source's primary key; "
+                                 f"pass --primary-key to create table {cfg.table}")
     for key, value in sample_records(cfg):  # the first that tells (Maxwell's markers do not)
         try:
             if cfg.format in _KEYS_IN_RECORDS:  # they name them in each record

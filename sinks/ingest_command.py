@@ -67,8 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warehouse", required=True, help="Paimon warehouse (directory or URI)")
     p.add_argument("--table", required=True, metavar="DB.TABLE", help="target table")
     p.add_argument("--format", choices=("json", "avro", "csv", "debezium-json", "debezium-avro", "maxwell-json",
-                                        "canal-json", "ogg-json"),
-                   default="json", help="record value format; debezium-json/-avro, maxwell-json, canal-json, ogg-json: "
+                                        "canal-json", "ogg-json", "aws-dms-json"),
+                   default="json", help="record value format; debezium-json/-avro, maxwell-json, canal-json, ogg-json, "
+                   "aws-dms-json: "
                    "change events "
                    "(inserts, updates, deletes; debezium-avro with --schema-registry)")
     p.add_argument("--avro-schema", metavar="FILE", help="Avro writer schema (.avsc) for --format avro")
