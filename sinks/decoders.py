@@ -12,9 +12,10 @@ batches of Kafka records:
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
 - avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
   fastavro record by record (Avro has no columnar decoder in Python);
-- debezium-json / debezium-avro / maxwell-json / canal-json / ogg-json / aws-dms-json: change
-  events, inserts, updates and deletes (debezium.py, Avro framed for a schema registry:
-  schema_registry.py; maxwell.py; canal.py; ogg.py; aws_dms.py).
+- debezium-json / debezium-avro / debezium-bson / maxwell-json / canal-json / ogg-json /
+  aws-dms-json: change events, inserts, updates and deletes (debezium.py, Avro framed for a
+  schema registry: schema_registry.py; debezium_bson.py: MongoDB's documents; maxwell.py;
+  canal.py; ogg.py; aws_dms.py).
 
 A record with a null value (a Kafka tombstone) deletes its key (debezium-json: it follows a
 delete event, and adds nothing): its Kafka key gives the
@@ -41,10 +42,11 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
-from . import aws_dms, canal, change_events, debezium, maxwell, ogg, schema_registry
+from . import aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry
 from .base64_columns import base64_decoded, holds_binary
 
-CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, maxwell.FORMAT, canal.FORMAT, ogg.FORMAT, aws_dms.FORMAT)
+CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, debezium_bson.FORMAT, maxwell.FORMAT, canal.FORMAT,
+                        ogg.FORMAT, aws_dms.FORMAT)
 FORMATS = ("json", "avro", "csv", *CHANGE_EVENT_FORMATS)
 # change events in JSON without Debezium's envelopes: (columns of a table, parser, name in errors)
 _PLAIN_CHANGE_EVENTS = {maxwell.FORMAT: (maxwell.columns_of, maxwell.parse_events, "Maxwell JSON"),
@@ -206,6 +208,8 @@ class Decoder:
             return self._json_change_events(values, records)
         if self.format == debezium.AVRO_FORMAT:
             return self._debezium_avro(values, records)
+        if self.format == debezium_bson.FORMAT:
+            return self._debezium_bson(values, records)
         return self._avro(values, records)
 
     def _json_change_events(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
@@ -338,6 +342,27 @@ class Decoder:
             tables.append(table.drop_columns([EVENT_COLUMN]))
             origins.append(np.array([i for i in decoded if i not in failed], np.int64)[table.column(EVENT_COLUMN).to_numpy()])
         return _in_record_order(tables, origins, self._parsed_schema), sorted(bad)
+
+    def _debezium_bson(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """Debezium's MongoDB events, parsed record by record (documents have no schema), built
+        into rows together."""
+        events, decoded, bad = [], [], []
+        for i, (raw, key) in enumerate(zip(values.to_pylist(), records.column("key").to_pylist())):
+            try:
+                events.append(debezium_bson.event(raw, key))
+                decoded.append(i)
+            except Exception as exc:
+                error = f"not a Debezium MongoDB change event: {exc.__class__.__name__}: {exc}"
+                if self.on_error == "fail":
+                    raise DecodeError(f"record {_where(records, i)} is {error}") from exc
+                bad.append((i, error))
+        table, unfit = _build_or_find_culprits(
+            events, decoded, lambda e: debezium_bson.change_rows_of(e, self.schema, KIND_COLUMN, EVENT_COLUMN,
+                                                                   self.primary_keys, bool(self.partition_keys)),
+            records, "a Debezium MongoDB change event that does not fit the table", self.on_error)
+        failed = {i for i, _ in unfit}
+        origins = np.array([i for i in decoded if i not in failed], np.int64)[table.column(EVENT_COLUMN).to_numpy()]
+        return _in_record_order([table.drop_columns([EVENT_COLUMN])], [origins], self._parsed_schema), sorted(bad + unfit)
 
     def _avro_writer(self, raw: bytes, writers: dict[int, Any]) -> tuple[Any, bytes]:
         """(parsed writer schema, Avro body) of one value; the registry's schemas are collected

@@ -40,7 +40,7 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
-from . import aws_dms, canal, debezium, maxwell, ogg, schema_registry
+from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
 from .spark_write import arrow_schema_of
@@ -145,6 +145,8 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, st
         return infer_json_schema(sample), f"inferred from {len(sample)} records"
     if cfg.format == debezium.FORMAT:
         return _debezium_table_schema(cfg), "from the first change event's schema envelope"
+    if cfg.format == debezium_bson.FORMAT:
+        return _document_table_schema(cfg), "from the first change event's document, every column STRING as Paimon's CDC"
     raise InvalidOptionError(f"table {cfg.table} does not exist: format {cfg.format} needs --schema to create it")
 
 
@@ -161,10 +163,24 @@ def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
                              "(value.converter.schemas.enable=false): pass --schema")
 
 
+def _document_table_schema(cfg: IngestConfig) -> pa.Schema:
+    """A MongoDB collection's table: the first inserted or updated document's fields, as STRING."""
+    for value in sample_values(cfg):
+        try:
+            fields = debezium_bson.fields_of(value)
+        except Exception as exc:
+            raise InvalidOptionError(f"cannot create table {cfg.table} from the change events: {exc}; pass --schema") from None
+        if fields:
+            return pa.schema([(name, pa.string()) for name in fields])
+    raise InvalidOptionError(f"table {cfg.table} does not exist and the topic holds no document yet: pass --schema")
+
+
 def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:
     """The source table's key columns, from the first change event: its Kafka key (Debezium keys
     each event by the source's primary key: a JSON object, in an envelope or not, or an Avro
     record framed for the registry), or the field each record names them in (`_KEYS_IN_RECORDS`)."""
+    if cfg.format == debezium_bson.FORMAT:  # a MongoDB document's key
+        return (debezium_bson.OBJECT_ID,)
     if cfg.format == aws_dms.FORMAT:
         raise InvalidOptionError(f"format {cfg.format}: DMS's records do not name the source's primary key; "
                                  f"pass --primary-key to create table {cfg.table}")

@@ -66,9 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topic-pattern", help="regex of topics to read instead of --topic")
     p.add_argument("--warehouse", required=True, help="Paimon warehouse (directory or URI)")
     p.add_argument("--table", required=True, metavar="DB.TABLE", help="target table")
-    p.add_argument("--format", choices=("json", "avro", "csv", "debezium-json", "debezium-avro", "maxwell-json",
+    p.add_argument("--format", choices=("json", "avro", "csv", "debezium-json", "debezium-avro", "debezium-bson", "maxwell-json",
                                         "canal-json", "ogg-json", "aws-dms-json"),
-                   default="json", help="record value format; debezium-json/-avro, maxwell-json, canal-json, ogg-json, "
+                   default="json", help="record value format; debezium-json/-avro/-bson, maxwell-json, canal-json, ogg-json, "
                    "aws-dms-json: "
                    "change events "
                    "(inserts, updates, deletes; debezium-avro with --schema-registry)")

@@ -13,15 +13,15 @@ def records(values: list, topic: str = "cdc") -> pa.RecordBatch:
         "partition": pa.array([0] * n, pa.int32()), "offset": pa.array(range(n), pa.int64())})
 
 
-def applied(rows: list[dict]) -> dict[int, dict]:
-    """The rows by `id` after applying decoded rows (their `_kind`) in order."""
-    state: dict[int, dict] = {}
+def applied(rows: list[dict], key: str = "id") -> dict:
+    """The rows by `key` after applying decoded rows (their `_kind`) in order."""
+    state: dict = {}
     for r in rows:
         kind = r.pop("_kind")
         if kind == "-D":
-            state.pop(r["id"], None)
+            state.pop(r[key], None)
         else:
-            state[r["id"]] = r
+            state[r[key]] = r
     return state
 
 
@@ -53,10 +53,10 @@ def produce(broker, topic: str, records: list[tuple[bytes | None, bytes | None]]
     producer.close()
 
 
-def ingest_items(spark, broker, tmp_path, topic: str, **options) -> tuple[list[dict], list[dict], list[str]]:
+def ingest_items(spark, broker, tmp_path, topic: str, key: str = "id", **options) -> tuple[list[dict], list[dict], list[str]]:
     """`paimon-streaming ingest` of `topic` into a new db.items (2 buckets, available-now), its
-    primary key taken from the change events unless `primary_keys` gives it: (our rows, Java's
-    rows, both by id; the log)."""
+    primary key (`key`) taken from the change events unless `primary_keys` gives it: (our rows,
+    Java's rows, both by key; the log)."""
     import paimon_streaming as ps
     from java_oracle import get_oracle
     from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
@@ -65,7 +65,7 @@ def ingest_items(spark, broker, tmp_path, topic: str, **options) -> tuple[list[d
                        topics=(topic,), bucket=2, trigger="available-now", checkpoint=str(tmp_path / "ckpt"), **options)
     lines: list[str] = []
     assert run_ingest(spark, cfg, lines.append) == 0, lines
-    assert "primary_keys" in options or any("primary key ['id'] from the change events" in line for line in lines), lines
-    ours = ps.Catalog(str(tmp_path / "wh")).get_table("db.items").to_arrow().sort_by("id").to_pylist()
-    java = sorted(get_oracle().read(str(tmp_path / "wh" / "db.db" / "items")), key=lambda r: r["id"])
+    assert "primary_keys" in options or any(f"primary key ['{key}'] from the change events" in line for line in lines), lines
+    ours = ps.Catalog(str(tmp_path / "wh")).get_table("db.items").to_arrow().sort_by(key).to_pylist()
+    java = sorted(get_oracle().read(str(tmp_path / "wh" / "db.db" / "items")), key=lambda r: r[key])
     return ours, java, lines
