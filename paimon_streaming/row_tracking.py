@@ -19,7 +19,7 @@ Only append tables with `bucket` = -1 track rows (Java refuses the option elsewh
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +32,9 @@ from .numpy_arrow import from_numpy
 from .system_fields import ROW_ID, SEQUENCE_NUMBER
 from .types import DataField, DataType
 
+if TYPE_CHECKING:
+    from .schema import TableSchema
+
 OPTION = "row-tracking.enabled"
 # the columns' field ids are Java's (SpecialFields: Integer.MAX_VALUE - 5 and - 1)
 ROW_ID_FIELD = DataField(2147483642, ROW_ID, DataType("BIGINT", False))
@@ -43,6 +46,17 @@ ARROW_FIELDS = tuple(pa.field(name, pa.int64(), False) for name in NAMES)
 
 def enabled(options: Mapping[str, str]) -> bool:
     return str(options.get(OPTION, "false")).strip().lower() == "true"
+
+
+def tracks_rows(schema: "TableSchema") -> bool:
+    return enabled(schema.options) and not schema.primary_keys
+
+
+def filterable(schema: "TableSchema") -> pa.Schema:
+    """The columns a read's filter may name: the table's, and on a row-tracking table
+    `_ROW_ID` and `_SEQUENCE_NUMBER` (files are pruned by the ids they hold, `tracking_stats`)."""
+    arrow = schema.arrow_schema()
+    return pa.schema(list(arrow) + list(ARROW_FIELDS)) if tracks_rows(schema) else arrow
 
 
 def check_table(options: Mapping[str, str], primary_keys: Sequence[str], bucket: int) -> None:
@@ -119,6 +133,24 @@ def value_stats_fields(f: DataFileMeta, fields: Sequence[DataField]) -> list[Dat
         return written_fields(fields, f.write_cols)
     named = {x.name: x for x in (*fields, *FIELDS)}
     return [named[n] for n in f.value_stats_cols]
+
+
+def tracking_stats(f: DataFileMeta, stored: Mapping[str, tuple]) -> dict[str, tuple]:
+    """(min, max, null count) of a file's `_ROW_ID` and `_SEQUENCE_NUMBER`, where known: the
+    stats of its own columns (`stored`) when they have no nulls (a null takes the file's
+    numbering, `tracking_columns`), else its metadata's: ids from `first_row_id` up by
+    position, every row the file's `max_sequence_number`."""
+    if stores_row_ids(f):
+        return {n: s for n, s in stored.items() if n in NAMES and s[2] == 0 and s[0] is not None}
+    out = {SEQUENCE_NUMBER: (f.max_sequence_number, f.max_sequence_number, 0)}
+    if f.first_row_id is not None:
+        out[ROW_ID] = id_range(f)
+    return out
+
+
+def id_range(f: DataFileMeta) -> tuple[int, int, int]:
+    """(min, max, null count) of the ids a numbered file's rows take by position."""
+    return f.first_row_id, f.first_row_id + f.row_count - 1, 0
 
 
 def tracking_columns(f: DataFileMeta, path: str, stored: pa.Table | None,

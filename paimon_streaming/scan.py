@@ -171,7 +171,8 @@ class TableScan:
             if not self._partition_may_match(partition, flt):
                 continue
             merged = self.needs_merge([e.file for e in entries])
-            files = [e.file for e in entries if by_row_id or self._file_may_match(e.file, flt, merged)]
+            files = [e.file for e in entries if (self._row_ids_may_match(e.file, flt) if by_row_id
+                                                  else self._file_may_match(e.file, flt, merged))]
             if files:
                 selected[(partition, bucket)] = (entries[0].total_buckets, merged, files)
         if flt is not None and file_index.read_enabled(self.options.raw) and not by_row_id:
@@ -302,6 +303,13 @@ class TableScan:
         stats = self._file_stats(f, wanted, keys_only)
         return may_match(flt, stats, f.row_count)
 
+    def _row_ids_may_match(self, f: DataFileMeta, flt: Filter | None) -> bool:
+        """A data-evolution file: whether the rows it numbers may match `flt`'s `_ROW_ID` terms
+        (every file of a row-id group numbers the same rows; its other stats say nothing)."""
+        if flt is None or flt.disjuncts is None or row_tracking.ROW_ID not in flt.columns or f.first_row_id is None:
+            return True
+        return may_match(flt, {row_tracking.ROW_ID: row_tracking.id_range(f)}, f.row_count)
+
     def _file_stats(self, f: DataFileMeta, wanted: set[str], keys_only: bool) -> dict[str, tuple]:
         return file_stats(f, self.schema_of(f.schema_id), self.schema, wanted, keys_only)
 
@@ -316,10 +324,11 @@ def file_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema, w
         fields = row_tracking.value_stats_fields(f, file_schema.fields)
         stats = f.value_stats
     names = [fld.name for fld in fields]
-    if not names or not (set(names) & wanted):
+    tracked = row_tracking.tracks_rows(schema) and bool(wanted & set(row_tracking.NAMES))
+    if not (set(names) & wanted) and not tracked:
         return {}
     # Stats are stored under the file's schema names; map them to current names by field id.
-    current = {fld.id: fld.name for fld in schema.fields}
+    current = {fld.id: fld.name for fld in (*schema.fields, *row_tracking.FIELDS)}
     types = [fld.type.copy(nullable=True) for fld in fields]
     mins = deserialize_row(stats.min_values, types)
     maxs = deserialize_row(stats.max_values, types)
@@ -329,4 +338,6 @@ def file_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema, w
         cur = current.get(fld.id)
         if cur in wanted and i < len(nulls):
             out[cur] = (mins[i], maxs[i], nulls[i])
+    if tracked:
+        out = {n: s for n, s in out.items() if n not in row_tracking.NAMES} | row_tracking.tracking_stats(f, out)
     return out

@@ -11,7 +11,7 @@ from typing import Any, Callable, Collection, Iterator, Sequence
 
 import pyarrow as pa
 
-from . import full_compaction
+from . import full_compaction, row_tracking
 from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
@@ -425,7 +425,7 @@ class Table:
 
     def plan(self, snapshot: Snapshot | None, filter: Any = None) -> list[DataSplit]:
         refuse_other_branch_reads(self.schema.options, self.name)
-        flt = parse_filter(filter, self.arrow_schema())
+        flt = parse_filter(filter, row_tracking.filterable(self.schema))
         return TableScan(self.file_io, self.path, self.schema, self.branch).plan(snapshot, flt)
 
     def to_arrow(self, columns: Sequence[str] | None = None, filter: Any = None,
@@ -446,7 +446,7 @@ class Table:
             snapshot = self.resolve_snapshot(snapshot_id, tag)
         refuse_other_branch_reads(self.schema.options, self.name, fallback_ok=True)
         schema = self.read_schema(snapshot, latest=snapshot_id is None and tag is None)
-        flt = parse_filter(filter, schema.arrow_schema())
+        flt = parse_filter(filter, row_tracking.filterable(schema))
         scan = TableScan(self.file_io, self.path, schema, self.branch)
         splits = scan.plan(snapshot, flt)
         table = SplitReader(self.file_io, scan, schema).read(splits, columns, flt)

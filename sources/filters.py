@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 from typing import Any, Iterable
 
+from paimon_streaming import row_tracking
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.types import DataType
 
@@ -26,7 +27,7 @@ def _column(schema: TableSchema, attribute: tuple) -> tuple[str, DataType] | Non
     if len(attribute) != 1:
         return None
     name = attribute[0]
-    for f in schema.fields:
+    for f in (*schema.fields, *(row_tracking.FIELDS if row_tracking.tracks_rows(schema) else ())):
         if f.name == name:
             return (f.name, f.type) if f.type.root in _PUSHABLE_ROOTS else None
     return None

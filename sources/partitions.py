@@ -148,7 +148,8 @@ def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.R
     reader = SplitReader(file_io, scan, schema)
     output = StructType.fromJson(json.loads(ctx.output_json))
     target = to_arrow_schema(output, timezone="UTC")
-    flt = parse_filter([tuple(t) for t in ctx.filter_terms], schema.arrow_schema()) if ctx.filter_terms else None
+    flt = parse_filter([tuple(t) for t in ctx.filter_terms], row_tracking.filterable(schema)) if ctx.filter_terms \
+        else None
     names = ctx.table_columns
     for unit in units:
         try:

@@ -60,7 +60,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from paimon_streaming import full_compaction
+from paimon_streaming import full_compaction, row_tracking
 from paimon_streaming.fallback_read import FallbackBranch
 from paimon_streaming.incremental import IncrementalScan
 from paimon_streaming.options import refuse_other_branch_reads
@@ -131,7 +131,7 @@ class PaimonBatchReader(DataSourceReader):
             units = IncrementalScan(table.file_io, table.path, schema, table.branch).plan(self.spec.incremental)
             return pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
                         read_min_partitions(self.spec.options))
-        flt = parse_filter(self.terms, schema.arrow_schema()) if self.terms else None
+        flt = parse_filter(self.terms, row_tracking.filterable(schema)) if self.terms else None
         scan = TableScan(table.file_io, table.path, schema, table.branch)
         units = [] if self._snapshot is None else units_of_splits(self._snapshot.id, scan.plan(self._snapshot, flt))
         parts = pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,

@@ -58,6 +58,13 @@ def test_columns_rewritten_by_java_are_read_merged_by_row_id(java, tmp_path):
     assert by_id(t.to_arrow(columns=["id", "w"]).to_pylist()) == by_id(
         [{"id": r["id"], "w": r["w"]} for r in expected.result])
     assert check_table(t).problems == []   # a file of some columns is whole, not a damaged footer
+    # a filter on row ids prunes whole row-id groups (the files of one group number the same rows)
+    wanted = [("_ROW_ID", ">=", 40), ("_ROW_ID", "<", 65)]
+    assert by_id(t.to_arrow(filter=wanted).to_pylist()) == by_id([r for r in expected.result if 40 <= r["id"] < 65])
+    (split,) = t.plan(t.latest_snapshot(), wanted)
+    assert {(f.first_row_id, f.row_count) for f in split.files} == {(40, 25)} and len(split.files) == 2
+    assert by_id(t.to_arrow(filter=[("_ROW_ID", ">", 60), ("n", "<", -90)]).to_pylist()) == \
+        by_id([r for r in expected.result if r["id"] > 90])
 
 
 def test_we_append_java_rewrites_columns_and_both_read_the_same(java, catalog):

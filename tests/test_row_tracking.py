@@ -154,6 +154,42 @@ def test_row_ids_are_read_only_from_tables_that_keep_them(catalog):
         t.to_arrow(columns=["id", "_ROW_ID"])
 
 
+def planned_files(t: ps.Table, flt) -> int:
+    return sum(len(s.files) for s in t.plan(t.latest_snapshot(), flt))
+
+
+def test_filters_on_row_ids_prune_files_and_rows(catalog):
+    """`_ROW_ID` and `_SEQUENCE_NUMBER` filter like columns: files whose ids (by position, or in
+    their own columns after compaction) cannot match are not read, the rows are filtered, with
+    deletion vectors applied; a table without row tracking refuses them."""
+    t = catalog.create_table("db.filtered", SCHEMA, options={"row-tracking.enabled": "true", "deletion-vectors.enabled":
+                                                              "true", "compaction.min.file-num": "4"})
+    for k in range(6):
+        t.write_arrow(batch(10 * k, 10))
+    files = {e.file.file_source: e.file for e in live(t)}
+    assert set(files) == {FILE_SOURCE_COMPACT, FILE_SOURCE_APPEND}, files  # ids stored, and by position
+    mark_deleted(t, {files[FILE_SOURCE_COMPACT].file_name: [3, 14], files[FILE_SOURCE_APPEND].file_name: [5]})
+    rows = {r["id"]: r for r in t.to_arrow(columns=TRACKED).to_pylist()}
+    assert len(rows) == 57
+    ops = {"=": lambda a, b: a == b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b,
+           "in": lambda a, b: a in b}
+    for flt in ([("_ROW_ID", "=", 45)], [("_ROW_ID", ">=", 12), ("_ROW_ID", "<", 17)], [("_ROW_ID", "in", [3, 58])],
+                [[("_ROW_ID", "<", 2)], [("id", ">", 57)]], [("_SEQUENCE_NUMBER", "=", 2)],
+                [("_SEQUENCE_NUMBER", ">", 4), ("id", "<", 59)]):
+        groups = flt if isinstance(flt[0], list) else [flt]
+        expected = sorted(i for i, r in rows.items() if any(all(ops[op](r[c], v) for c, op, v in g) for g in groups))
+        got = t.to_arrow(columns=TRACKED, filter=flt).to_pylist()
+        assert expected and sorted(r["id"] for r in got) == expected, flt
+        assert all(rows[r["id"]] == r for r in got)
+    assert planned_files(t, [("_ROW_ID", "=", 45)]) == 1 < planned_files(t, None)
+    assert planned_files(t, [("_ROW_ID", "<", 10)]) == 1
+    assert planned_files(t, [("_ROW_ID", ">", 10_000)]) == 0
+    plain = catalog.create_table("db.untracked", SCHEMA)
+    plain.write_arrow(batch(0, 3))
+    with pytest.raises(SchemaMismatchError, match="filter column '_ROW_ID' is not in the table"):
+        plain.to_arrow(filter=[("_ROW_ID", "=", 1)])
+
+
 def test_a_file_without_row_ids_is_refused_not_answered_with_nulls(catalog):
     t = tracked_table(catalog, "db.lost")
     t.write_arrow(batch(0, 3))

@@ -563,6 +563,12 @@ def test_row_tracking_reads_ids_in_batches_and_streams(spark, tmp_path, catalog)
     assert {r.id: (r._ROW_ID, r._SEQUENCE_NUMBER) for r in df.collect()} == expected
     pruned = df.where("id > 3").select("_ROW_ID").collect()
     assert sorted(r._ROW_ID for r in pruned) == [3, 4]
+    with conf(spark, "spark.sql.python.filterPushdown.enabled", "true"):  # ids prune files as columns do
+        tasks = spark.read.format("paimon").option("source.split.target-size", "1 b").load(t.path + "$row_tracking")
+        assert tasks.rdd.getNumPartitions() == 2
+        by_id = tasks.where("_ROW_ID >= 3")
+        assert by_id.rdd.getNumPartitions() == 1
+        assert sorted((r.id, r._SEQUENCE_NUMBER) for r in by_id.collect()) == [(4, 2), (5, 2)]
     query = stream(spark, t.path + "$row_tracking", **{"scan.mode": "latest-full"})
     batches, error = run_batches(query, str(tmp_path / "ckpt"))
     assert error is None
