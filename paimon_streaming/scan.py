@@ -171,8 +171,12 @@ class TableScan:
             if not self._partition_may_match(partition, flt):
                 continue
             merged = self.needs_merge([e.file for e in entries])
-            files = [e.file for e in entries if (self._row_ids_may_match(e.file, flt) if by_row_id
-                                                  else self._file_may_match(e.file, flt, merged))]
+            if by_row_id:
+                files = [e.file for e in entries]
+                if flt is not None and flt.disjuncts is not None:
+                    files = [f for g in data_evolution.row_groups(files) if self._group_may_match(g, flt) for f in g]
+            else:
+                files = [e.file for e in entries if self._file_may_match(e.file, flt, merged)]
             if files:
                 selected[(partition, bucket)] = (entries[0].total_buckets, merged, files)
         if flt is not None and file_index.read_enabled(self.options.raw) and not by_row_id:
@@ -303,12 +307,20 @@ class TableScan:
         stats = self._file_stats(f, wanted, keys_only)
         return may_match(flt, stats, f.row_count)
 
-    def _row_ids_may_match(self, f: DataFileMeta, flt: Filter | None) -> bool:
-        """A data-evolution file: whether the rows it numbers may match `flt`'s `_ROW_ID` terms
-        (every file of a row-id group numbers the same rows; its other stats say nothing)."""
-        if flt is None or flt.disjuncts is None or row_tracking.ROW_ID not in flt.columns or f.first_row_id is None:
-            return True
-        return may_match(flt, {row_tracking.ROW_ID: row_tracking.id_range(f)}, f.row_count)
+    def _group_may_match(self, group: list[DataFileMeta], flt: Filter) -> bool:
+        """A data-evolution row-id group (`data_evolution.row_groups`): whether its merged rows
+        may match `flt`. Each column of them is the newest file's holding it, so that file's
+        stats are the column's (none holding it: all null); the group's files number the same
+        rows."""
+        wanted = sorted((flt.columns - set(self.schema.partition_keys)) & set(self.schema.field_names))
+        rows = group[0].row_count
+        stats = {row_tracking.ROW_ID: row_tracking.id_range(group[0])}
+        stats.update((n, (None, None, rows)) for n in wanted)  # a column no file holds is null (read_rows)
+        for f, taken in data_evolution.columns_by_file(group, wanted, self.schema, self.schema_of):
+            for n in taken:
+                del stats[n]
+            stats.update(self._file_stats(f, set(taken), False))
+        return may_match(flt, stats, rows)
 
     def _file_stats(self, f: DataFileMeta, wanted: set[str], keys_only: bool) -> dict[str, tuple]:
         return file_stats(f, self.schema_of(f.schema_id), self.schema, wanted, keys_only)

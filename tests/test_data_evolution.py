@@ -65,6 +65,13 @@ def test_columns_rewritten_by_java_are_read_merged_by_row_id(java, tmp_path):
     assert {(f.first_row_id, f.row_count) for f in split.files} == {(40, 25)} and len(split.files) == 2
     assert by_id(t.to_arrow(filter=[("_ROW_ID", ">", 60), ("n", "<", -90)]).to_pylist()) == \
         by_id([r for r in expected.result if r["id"] > 90])
+    # and by the merged rows' statistics: each column's are those of the newest file holding it
+    def groups(flt) -> set:
+        return {(f.first_row_id, f.row_count) for s in t.plan(t.latest_snapshot(), flt) for f in s.files}
+    assert groups([("n", "<", 0)]) == {(65, 30)}        # the old file's n (all >= 0) is not the rows'
+    assert groups([("v", "=", "v3")]) == set() and t.to_arrow(filter=[("v", "=", "v3")]).num_rows == 0
+    assert groups([("v", "=", "second-3")]) == {(0, 40)}
+    assert groups([[("v", "=", "second-3")], [("w", ">", 30.0)]]) == {(0, 40), (40, 25)}
 
 
 def test_we_append_java_rewrites_columns_and_both_read_the_same(java, catalog):
