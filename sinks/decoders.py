@@ -42,7 +42,7 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
-from . import aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry
+from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry
 from .base64_columns import base64_decoded, holds_binary
 
 CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, debezium_bson.FORMAT, maxwell.FORMAT, canal.FORMAT,
@@ -267,17 +267,20 @@ class Decoder:
                                                                             strings_can_be_null=True)))
 
     def _avro(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
-        """Avro bodies, decoded by fastavro one at a time (it has no columnar decoder). With a
-        schema registry each record names its writer schema, and the fields of writer schemas
-        the table lacks come back as new columns (typed from the schema), as JSON's do."""
+        """Avro bodies, decoded by fastavro one at a time (it has no columnar decoder), built in
+        their writer schema's types and cast to the table's (avro_types.py). With a schema
+        registry each record names its writer schema, and the fields of writer schemas the table
+        lacks come back as new columns (typed from the schema), as JSON's do."""
         import fastavro
-        out: list[dict[str, Any]] = []
+        out: list[tuple[int, dict]] = []
+        decoded: list[int] = []
         bad: list[tuple[int, str]] = []
         writers: dict[int, Any] = {}
         for i, raw in enumerate(values.to_pylist()):
             try:
-                writer, body = self._avro_writer(raw, writers)
-                out.append(fastavro.schemaless_reader(io.BytesIO(body), writer))
+                sid, writer, body = self._avro_writer(raw, writers)
+                out.append((sid, fastavro.schemaless_reader(io.BytesIO(body), writer)))
+                decoded.append(i)
             except schema_registry.SchemaRegistryError as exc:
                 raise DecodeError(f"record {_where(records, i)}: {exc}") from None
             except Exception as exc:
@@ -285,14 +288,28 @@ class Decoder:
                 if self.on_error == "fail":
                     raise DecodeError(f"record {_where(records, i)} is {error}") from exc
                 bad.append((i, error))
-        target = self.schema
-        for writer in writers.values():
-            added = [_avro_field(f["name"], f["type"]).with_nullable(True) for f in writer.get("fields", ())
-                     if f["name"] not in target.names]
-            target = pa.schema(list(target) + added)
-        undecodable = {i for i, _ in bad}
-        table, unfit = _build_or_find_culprits(out, [i for i in range(len(values)) if i not in undecodable],
-                                               lambda rows: pa.Table.from_pylist(rows, target), records,
+        types = {}
+        for sid in writers:
+            try:
+                types[sid] = avro_types.arrow_schema(self._avro_writer_json(sid))
+            except avro_types.AvroTypeError as exc:
+                raise DecodeError(f"{'the Avro schema' if sid < 0 else f'writer schema {sid}'}: {exc}") from None
+
+        def build(items: list[tuple[int, dict]]) -> pa.Table:
+            parts, origin = [], []
+            for sid in dict.fromkeys(k for k, _ in items):
+                idx = [j for j, (k, _) in enumerate(items) if k == sid]
+                built = pa.Table.from_pylist([items[j][1] for j in idx], types[sid])
+                parts.append(avro_types.conform(built, self.schema))
+                origin.extend(idx)
+            if not parts:
+                return self.schema.empty_table()
+            table = pa.concat_tables(parts, promote_options="permissive").take(pa.array(np.argsort(origin)))
+            missing = [f for f in self.schema if f.name not in table.column_names]
+            for f in missing:  # columns no writer schema has
+                table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+            return table
+        table, unfit = _build_or_find_culprits(out, decoded, build, records,
                                                "Avro whose values do not fit the table's schema", self.on_error)
         return table, sorted(bad + unfit)
 
@@ -364,18 +381,21 @@ class Decoder:
         origins = np.array([i for i in decoded if i not in failed], np.int64)[table.column(EVENT_COLUMN).to_numpy()]
         return _in_record_order([table.drop_columns([EVENT_COLUMN])], [origins], self._parsed_schema), sorted(bad + unfit)
 
-    def _avro_writer(self, raw: bytes, writers: dict[int, Any]) -> tuple[Any, bytes]:
-        """(parsed writer schema, Avro body) of one value; the registry's schemas are collected
-        in `writers` by id."""
+    def _avro_writer(self, raw: bytes, writers: dict[int, Any]) -> tuple[int, Any, bytes]:
+        """(writer schema id (-1: the schema file), parsed writer schema, Avro body) of one value;
+        the parsed schemas are collected in `writers` by id."""
         if not self.schema_registry:
             if -1 not in writers:
                 import fastavro
-                writers[-1] = fastavro.parse_schema(json.loads(self.avro_schema))
-            return writers[-1], raw
+                writers[-1] = fastavro.parse_schema(avro_types.readable(json.loads(self.avro_schema)))
+            return -1, writers[-1], raw
         sid = schema_registry.schema_id(raw)
         if sid not in writers:
             writers[sid] = schema_registry.writer_schema(self.schema_registry, sid)
-        return writers[sid], raw[schema_registry.HEADER:]
+        return sid, writers[sid], raw[schema_registry.HEADER:]
+
+    def _avro_writer_json(self, sid: int) -> Any:
+        return json.loads(self.avro_schema) if sid < 0 else schema_registry.writer_schema_json(self.schema_registry, sid)
 
     # ---- keys of tombstones ------------------------------------------------------------
     def _keys(self, records: pa.RecordBatch) -> pa.Table:
@@ -601,31 +621,9 @@ def infer_json_schema(values: list[bytes]) -> pa.Schema:
 
 
 def avro_to_arrow_schema(avro_schema: dict) -> pa.Schema:
-    """An Avro record schema's fields as Arrow (primitive types, nullable unions, logical types)."""
-    if avro_schema.get("type") != "record":
-        raise DecodeError("the Avro schema must be a record")
-    return pa.schema([_avro_field(f["name"], f["type"]) for f in avro_schema["fields"]])
-
-
-_AVRO_PRIMITIVES = {"boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
-                    "double": pa.float64(), "string": pa.string(), "bytes": pa.binary()}
-_AVRO_LOGICAL = {"date": pa.date32(), "timestamp-millis": pa.timestamp("ms", tz="UTC"),
-                 "timestamp-micros": pa.timestamp("us", tz="UTC")}
-
-
-def _avro_field(name: str, t: Any) -> pa.Field:
-    nullable = False
-    if isinstance(t, list):
-        branches = [b for b in t if b != "null"]
-        if len(branches) != 1:
-            raise DecodeError(f"Avro field '{name}': only unions of null and one type are supported")
-        nullable, t = len(branches) < len(t), branches[0]
-    if isinstance(t, dict):
-        if t.get("logicalType") in _AVRO_LOGICAL:
-            return pa.field(name, _AVRO_LOGICAL[t["logicalType"]], nullable)
-        if t.get("logicalType") == "decimal":
-            return pa.field(name, pa.decimal128(t["precision"], t.get("scale", 0)), nullable)
-        t = t.get("type")
-    if t not in _AVRO_PRIMITIVES:
-        raise DecodeError(f"Avro field '{name}': type {t!r} is not supported")
-    return pa.field(name, _AVRO_PRIMITIVES[t], nullable)
+    """An Avro record schema's fields as Arrow (avro_types.py); DecodeError for a type no
+    column can hold."""
+    try:
+        return avro_types.arrow_schema(avro_schema)
+    except avro_types.AvroTypeError as exc:
+        raise DecodeError(str(exc)) from None

@@ -45,7 +45,8 @@ def schema_id(value: bytes) -> int:
 def writer_schema(url: str, sid: int, timeout: float = 10.0) -> Any:
     """The parsed Avro writer schema of id `sid` (fetched once per process)."""
     import fastavro
-    return _cached((url, sid, "parsed"), lambda: fastavro.parse_schema(writer_schema_json(url, sid, timeout)))
+    from .avro_types import readable
+    return _cached((url, sid, "parsed"), lambda: fastavro.parse_schema(readable(writer_schema_json(url, sid, timeout))))
 
 
 def writer_schema_json(url: str, sid: int, timeout: float = 10.0) -> Any:

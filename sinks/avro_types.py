@@ -1,0 +1,147 @@
+"""Avro schemas -> Arrow types, and Avro values -> columns of a table's types.
+
+Every Avro type that has a Paimon column maps: records become ROWs, arrays ARRAYs, maps
+MAP<STRING, ...>, enums their symbols as STRING, fixed BYTES; a union of null and one type is
+that type, nullable; a named type used again by name is the same type. Logical types: decimal
+(bytes or fixed) DECIMAL, date DATE, time-millis/-micros TIME (Paimon keeps milliseconds: finer
+digits are cut, as Java's writers do), timestamp-millis/-micros an instant (TIMESTAMP WITH LOCAL
+TIME ZONE), local-timestamp-millis/-micros a wall time (TIMESTAMP), uuid STRING. Unions of
+several types and recursive records have no column type: a DecodeError naming the field.
+
+Values are built in their writer schema's own types first, then cast to the table's with
+Arrow's safe casts, so a value that does not fit its column (a double into INT, a long beyond
+INT, an instant into a wall-time TIMESTAMP) is refused naming the column, never truncated.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_streaming.errors import PaimonError
+
+_PRIMITIVES = {"boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
+               "double": pa.float64(), "string": pa.string(), "bytes": pa.binary()}
+_LOGICAL = {"date": pa.date32(), "time-millis": pa.time32("ms"), "time-micros": pa.time32("ms"),
+            "timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": pa.timestamp("us", tz="UTC"),
+            "local-timestamp-millis": pa.timestamp("ms"), "local-timestamp-micros": pa.timestamp("us"),
+            "uuid": pa.string()}
+_RESOLVING = object()  # a record whose fields are being mapped (a reference to it is recursion)
+
+
+class AvroTypeError(PaimonError):
+    """An Avro schema with a type no column can hold."""
+
+
+def arrow_schema(avro_schema: Any) -> pa.Schema:
+    """A record schema's fields as Arrow fields."""
+    if not isinstance(avro_schema, dict) or avro_schema.get("type") not in ("record", "error"):
+        raise AvroTypeError("the Avro schema must be a record")
+    named: dict[str, Any] = {}
+    return pa.schema(_fields(avro_schema, named, _namespace_of(avro_schema, None)))
+
+
+def _fields(record: dict, named: dict[str, Any], namespace: str | None) -> list[pa.Field]:
+    out = []
+    for f in record["fields"]:
+        t, nullable = _type(f["type"], named, namespace, f["name"])
+        out.append(pa.field(f["name"], t, nullable))
+    return out
+
+
+def _type(t: Any, named: dict[str, Any], namespace: str | None, where: str) -> tuple[pa.DataType, bool]:
+    """(Arrow type, nullable) of an Avro type; `named` collects the named types met so far."""
+    if isinstance(t, list):
+        branches = [b for b in t if b != "null"]
+        if len(branches) != 1:
+            raise AvroTypeError(f"Avro field '{where}': a union of {t} has no column type (only null and one type)")
+        return _type(branches[0], named, namespace, where)[0], len(branches) < len(t)
+    if isinstance(t, str):
+        if t in _PRIMITIVES:
+            return _PRIMITIVES[t], False
+        name = _full_name(t, namespace)
+        found = named.get(name, named.get(t))
+        if found is _RESOLVING:
+            raise AvroTypeError(f"Avro field '{where}': the record {name} contains itself, which no column can hold")
+        if found is None:
+            raise AvroTypeError(f"Avro field '{where}': type {t!r} is not defined before its use")
+        return found, False
+    if not isinstance(t, dict):
+        raise AvroTypeError(f"Avro field '{where}': {t!r} is not an Avro type")
+    kind, logical = t.get("type"), t.get("logicalType")
+    if logical == "decimal" and kind in ("bytes", "fixed"):
+        precision, scale = int(t["precision"]), int(t.get("scale", 0))
+        if precision > 38:
+            raise AvroTypeError(f"Avro field '{where}': decimal({precision}, {scale}) is wider than Paimon's 38 digits")
+        if kind == "fixed":
+            named[_full_name(t["name"], t.get("namespace", namespace))] = pa.decimal128(precision, scale)
+        return pa.decimal128(precision, scale), False
+    if logical in _LOGICAL and kind in ("int", "long", "string"):
+        return _LOGICAL[logical], False
+    if kind in ("record", "error"):
+        name = _full_name(t["name"], t.get("namespace", namespace))
+        named[name] = _RESOLVING
+        struct = pa.struct(_fields(t, named, _namespace_of(t, namespace)))
+        named[name] = struct
+        return struct, False
+    if kind == "enum":
+        named[_full_name(t["name"], t.get("namespace", namespace))] = pa.string()
+        return pa.string(), False
+    if kind == "fixed":
+        named[_full_name(t["name"], t.get("namespace", namespace))] = pa.binary()
+        return pa.binary(), False
+    if kind == "array":
+        item, nullable = _type(t["items"], named, namespace, f"{where}[]")
+        return pa.list_(pa.field("element", item, nullable)), False
+    if kind == "map":
+        value, nullable = _type(t["values"], named, namespace, f"{where}{{}}")
+        return pa.map_(pa.string(), pa.field("value", value, nullable)), False
+    return _type(kind, named, namespace, where)  # {"type": "long"}, or an unknown logical type over it
+
+
+def readable(avro_schema: Any) -> Any:
+    """The schema to decode with: uuid strings read as their text (fastavro would give UUID
+    objects, which are no column's values); everything else as written."""
+    if isinstance(avro_schema, list):
+        return [readable(t) for t in avro_schema]
+    if not isinstance(avro_schema, dict):
+        return avro_schema
+    out = {k: readable(v) if k in ("type", "items", "values", "fields") else v for k, v in avro_schema.items()
+           if not (k == "logicalType" and v == "uuid")}
+    if "fields" in out:
+        out["fields"] = [dict(f, type=readable(f["type"])) for f in avro_schema["fields"]]
+    return out
+
+
+def _full_name(name: str, namespace: str | None) -> str:
+    return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+def _namespace_of(named_type: dict, enclosing: str | None) -> str | None:
+    name = named_type["name"]
+    return name.rsplit(".", 1)[0] if "." in name else named_type.get("namespace", enclosing) or None
+
+
+def conform(rows: pa.Table, target: pa.Schema) -> pa.Table:
+    """Rows built in their writer's types, cast to the `target` columns they share (safe: a value
+    that does not fit raises ValueError naming the column); other columns are kept as they are."""
+    columns = []
+    for field, column in zip(rows.schema, rows.columns):
+        if field.name in target.names and target.field(field.name).type != field.type:
+            column = _cast(field.name, column, target.field(field.name).type)
+        columns.append(column)
+    names = rows.column_names
+    return pa.table(columns, names=names)
+
+
+def _cast(name: str, column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
+    src = column.type
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(to) and (src.tz is None) != (to.tz is None):
+        raise ValueError(f"column '{name}' is a TIMESTAMP {'WITH' if to.tz else 'WITHOUT'} LOCAL TIME ZONE but the "
+                         f"Avro writer schema has {'a wall time' if src.tz is None else 'an instant'} "
+                         f"({'local-' if src.tz is None else ''}timestamp); declare the column as the writer's type")
+    try:
+        return pc.cast(column, to, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise ValueError(f"column '{name}' is {to} but the Avro writer schema gives {src}: {exc}") from None

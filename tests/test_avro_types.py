@@ -1,0 +1,125 @@
+"""Avro records with nested types (`--format avro`, and the schema registry's): records as ROWs,
+arrays, maps, enums, fixed, named types reused, logical types at any depth; values built in
+their writer's types and cast safely to the table's, so a value that does not fit its column is
+refused naming it, never truncated; the rows written to a table Java reads back."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import io
+import json
+
+import fastavro
+import pyarrow as pa
+import pytest
+
+from change_event_support import records
+from paimon_streaming.sinks.avro_types import AvroTypeError, arrow_schema
+from paimon_streaming.sinks.decoders import DecodeError, Decoder
+
+ADDRESS = {"type": "record", "name": "Address", "namespace": "geo", "fields": [
+    {"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "string"], "default": None},
+    {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["HOME", "WORK"]}}]}
+ORDER = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "ship", "type": ADDRESS},
+    {"name": "bill", "type": ["null", "geo.Address"], "default": None},          # the named type again
+    {"name": "lines", "type": {"type": "array", "items": {"type": "record", "name": "Line", "fields": [
+        {"name": "sku", "type": "string"}, {"name": "qty", "type": "int"},
+        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}}]}}},
+    {"name": "attrs", "type": {"type": "map", "values": ["null", "long"]}},
+    {"name": "digest", "type": {"type": "fixed", "name": "Md5", "size": 4}},
+    {"name": "total", "type": {"type": "fixed", "name": "Amount", "size": 8, "logicalType": "decimal",
+                               "precision": 12, "scale": 3}},
+    {"name": "placed", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+    {"name": "local", "type": ["null", {"type": "long", "logicalType": "local-timestamp-millis"}], "default": None},
+    {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+    {"name": "at", "type": {"type": "int", "logicalType": "time-millis"}},
+    {"name": "ref", "type": {"type": "string", "logicalType": "uuid"}},
+    {"name": "tags", "type": {"type": "array", "items": "geo.Kind"}}]}
+
+
+def row(i: int) -> dict:
+    return {"id": i, "ship": {"city": f"c{i}", "zip": None if i % 2 else f"{i:05d}", "kind": "HOME"},
+            "bill": None if i % 3 == 0 else {"city": "b", "zip": "1", "kind": "WORK"},
+            "lines": [{"sku": f"s{j}", "qty": j, "price": decimal.Decimal(f"{j}.{i % 100:02d}")} for j in range(i % 3)],
+            "attrs": {"a": i, "b": None}, "digest": bytes([i % 256, 1, 2, 3]),
+            "total": decimal.Decimal(f"{i}.125"),
+            "placed": dt.datetime(2024, 3, 1, 10, 0, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=i),
+            "local": dt.datetime(2024, 3, 1, 12, 30, 0, 5000), "day": dt.date(2024, 3, 1 + i % 28),
+            "at": dt.time(12, 30, 1, 5000), "ref": f"b84dbfe2-fe4c-4953-a225-990ea3700f{i % 100:02d}",
+            "tags": ["WORK", "HOME"][: i % 3]}
+
+
+def avro(schema: dict, rows: list[dict]) -> list[bytes]:
+    parsed = fastavro.parse_schema(schema)
+    out = []
+    for r in rows:
+        buffer = io.BytesIO()
+        fastavro.schemaless_writer(buffer, parsed, r)
+        out.append(buffer.getvalue())
+    return out
+
+
+def test_nested_types_map_to_columns():
+    schema = arrow_schema(ORDER)
+    address = pa.struct([pa.field("city", pa.string(), False), ("zip", pa.string()), pa.field("kind", pa.string(), False)])
+    assert schema.field("ship").type == address and schema.field("bill").type == address
+    assert schema.field("bill").nullable and not schema.field("ship").nullable
+    assert schema.field("lines").type == pa.list_(pa.field("element", pa.struct(
+        [pa.field("sku", pa.string(), False), pa.field("qty", pa.int32(), False),
+         pa.field("price", pa.decimal128(9, 2), False)]), False))
+    assert schema.field("attrs").type == pa.map_(pa.string(), pa.field("value", pa.int64()))
+    assert [schema.field(n).type for n in ("digest", "total", "placed", "local", "day", "at", "ref")] == [
+        pa.binary(), pa.decimal128(12, 3), pa.timestamp("us", tz="UTC"), pa.timestamp("ms"), pa.date32(),
+        pa.time32("ms"), pa.string()]
+    assert schema.field("tags").type == pa.list_(pa.field("element", pa.string(), False))
+    for bad, error in [
+            ({"name": "x", "type": ["null", "int", "string"]}, "a union of .* has no column type"),
+            ({"name": "x", "type": {"type": "record", "name": "Node", "fields": [
+                {"name": "next", "type": ["null", "Node"]}]}}, "the record Node contains itself"),
+            ({"name": "x", "type": "geo.Nowhere"}, "type 'geo.Nowhere' is not defined before its use"),
+            ({"name": "x", "type": {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2}},
+             "wider than Paimon's 38 digits")]:
+        with pytest.raises(AvroTypeError, match=error):
+            arrow_schema({"type": "record", "name": "T", "fields": [bad]})
+
+
+def test_nested_records_decode_and_java_reads_them(catalog):
+    from java_oracle import get_oracle
+
+    schema = arrow_schema(ORDER)
+    rows = [row(i) for i in range(30)]
+    out = Decoder("avro", schema, avro_schema=json.dumps(ORDER)).decode(records(avro(ORDER, rows)))
+    got = out.to_pylist()
+    for r in rows:  # as Arrow gives them back: maps as (key, value) pairs
+        r["attrs"] = list(r["attrs"].items())
+    assert got == rows
+    t = catalog.create_table("db.orders", schema)
+    t.write_arrow(pa.Table.from_batches([out]))
+    assert t.to_arrow().to_pylist() == rows
+    java = sorted(get_oracle().read(t.path), key=lambda r: r["id"])
+    assert [(r["id"], r["ship"]["city"], len(r["lines"]), r["tags"]) for r in java] == \
+        [(r["id"], r["ship"]["city"], len(r["lines"]), r["tags"]) for r in rows]
+
+
+def test_values_are_cast_to_the_table_only_where_they_fit():
+    writer = {"type": "record", "name": "T", "fields": [
+        {"name": "id", "type": "long"}, {"name": "n", "type": "double"}, {"name": "at", "type": {
+            "type": "long", "logicalType": "timestamp-millis"}}]}
+    narrow = pa.schema([pa.field("id", pa.int32(), False), ("n", pa.int64()), ("at", pa.timestamp("ms", tz="UTC"))])
+    at = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    fits = Decoder("avro", narrow, avro_schema=json.dumps(writer)).decode(
+        records(avro(writer, [{"id": 7, "n": 2.0, "at": at}])))
+    assert fits.to_pylist() == [{"id": 7, "n": 2, "at": at}]
+    for value, error in [({"id": 7, "n": 2.5, "at": at}, "column 'n' is int64 but the Avro writer schema gives double"),
+                         ({"id": 2**40, "n": 1.0, "at": at}, "column 'id' is int32 but the Avro writer schema gives int64")]:
+        with pytest.raises(DecodeError, match=f"offset=0 .*{error}"):
+            Decoder("avro", narrow, avro_schema=json.dumps(writer)).decode(records(avro(writer, [value])))
+    skipped = Decoder("avro", narrow, avro_schema=json.dumps(writer), on_error="skip").decode_all(
+        records(avro(writer, [{"id": 1, "n": 1.0, "at": at}, {"id": 2, "n": 0.5, "at": at}])))
+    assert skipped.rows.column("id").to_pylist() == [1] and skipped.rejected.column("offset").to_pylist() == [1]
+    wall = narrow.set(2, pa.field("at", pa.timestamp("ms")))
+    with pytest.raises(DecodeError, match="column 'at' is a TIMESTAMP WITHOUT LOCAL TIME ZONE but the Avro writer "
+                                          "schema has an instant"):
+        Decoder("avro", wall, avro_schema=json.dumps(writer)).decode(records(avro(writer, [{"id": 1, "n": 1.0, "at": at}])))
