@@ -114,6 +114,52 @@ def readable(avro_schema: Any) -> Any:
     return out
 
 
+def inline_references(schema: Any, definitions: dict[str, Any]) -> Any:
+    """`schema` with the types it names from `definitions` (full name -> schema: a schema
+    registry's references) defined where first used, as if written there, so it stands alone;
+    a type met again after its definition becomes its name."""
+    defined: set[str] = set()
+
+    def walk(node: Any, namespace: str | None) -> Any:
+        if isinstance(node, list):
+            return [walk(n, namespace) for n in node]
+        if isinstance(node, str):
+            if node in _PRIMITIVES or node == "null":
+                return node
+            for name in (_full_name(node, namespace), node):
+                if name not in defined and name in definitions:
+                    return walk(_spelled_out(definitions[name]), None)
+            return node
+        if not isinstance(node, dict):
+            return node
+        kind = node.get("type")
+        if kind in ("record", "error", "enum", "fixed"):
+            name = _full_name(node["name"], node.get("namespace", namespace))
+            if name in defined:
+                return name
+            defined.add(name)
+            if kind in ("record", "error"):
+                inner = _namespace_of(node, namespace)
+                return {**node, "fields": [{**f, "type": walk(f["type"], inner)} for f in node["fields"]]}
+            return node
+        if kind == "array":
+            return {**node, "items": walk(node["items"], namespace)}
+        if kind == "map":
+            return {**node, "values": walk(node["values"], namespace)}
+        if isinstance(kind, (list, dict)) or (isinstance(kind, str) and kind not in _PRIMITIVES and kind != "null"):
+            return {**node, "type": walk(kind, namespace)}
+        return node
+    return walk(schema, None)
+
+
+def _spelled_out(definition: Any) -> Any:
+    """A named type with its namespace explicit ("" for none): placed inside another namespace,
+    it keeps its own full name."""
+    if not isinstance(definition, dict) or "name" not in definition or "." in definition["name"]:
+        return definition
+    return {**definition, "namespace": definition.get("namespace") or ""}
+
+
 def _full_name(name: str, namespace: str | None) -> str:
     return name if "." in name or not namespace else f"{namespace}.{name}"
 

@@ -3,7 +3,9 @@
 A framed value is a zero magic byte, the writer schema's id (4 bytes, big-endian) and the Avro
 binary body. The writer schemas are fetched by id (`GET <url>/schemas/ids/<id>`) from where the
 record is decoded (the driver in local mode, else the writing tasks) and kept for the life of
-the process: an id names one schema forever. Credentials in the URL (`https://user:secret@host`)
+the process: an id names one schema forever. A schema's references (types defined in other
+subjects, `GET <url>/subjects/<subject>/versions/<version>`) are fetched too and defined where
+first used, so the schema stands alone. Credentials in the URL (`https://user:secret@host`)
 are sent as HTTP basic authentication, as Confluent's clients do with `basic.auth.user.info`.
 """
 from __future__ import annotations
@@ -56,18 +58,37 @@ def writer_schema_json(url: str, sid: int, timeout: float = 10.0) -> Any:
         kind = document.get("schemaType", "AVRO")
         if kind != "AVRO":
             raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} is {kind}, not Avro")
-        if document.get("references"):
-            raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} references other schemas, "
-                                      "which are not resolved here")
+        import fastavro
         try:
-            schema = json.loads(document["schema"])
-            import fastavro
+            schema = _with_references(url, document, timeout, ())
             fastavro.parse_schema(schema)
-        except (KeyError, ValueError, fastavro.schema.SchemaParseException) as exc:
+        except (KeyError, TypeError, ValueError, fastavro.schema.SchemaParseException) as exc:
             raise SchemaRegistryError(f"schema {sid} of the registry at {_public(url)} is not an Avro schema: "
                                       f"{exc}") from None
         return schema
     return _cached((url, sid, "json"), fetch)
+
+
+def _with_references(url: str, document: dict, timeout: float, chain: tuple) -> Any:
+    """A registry document's Avro schema standing alone: the types its `references` name
+    (each a subject's version, maybe referencing others) defined where first used."""
+    schema = json.loads(document["schema"])
+    references = document.get("references") or []
+    if not references:
+        return schema
+    from .avro_types import inline_references
+    definitions = {}
+    for ref in references:
+        at = (ref["subject"], int(ref["version"]))
+        if at in chain:
+            raise SchemaRegistryError(f"the schemas of the registry at {_public(url)} reference each other in a cycle: "
+                                      f"{' -> '.join(f'{s} v{v}' for s, v in chain + (at,))}")
+        path = f"/subjects/{urllib.parse.quote(at[0], safe='')}/versions/{at[1]}"
+        referenced = _cached((url, path), lambda: _get(url, path, timeout))
+        if referenced.get("schemaType", "AVRO") != "AVRO":
+            raise SchemaRegistryError(f"{path} of the registry at {_public(url)} is not Avro")
+        definitions[ref["name"]] = _with_references(url, referenced, timeout, chain + (at,))
+    return inline_references(schema, definitions)
 
 
 def _cached(key: tuple, make) -> Any:

@@ -31,8 +31,16 @@ KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields": [{"n
 class Registry:
     """Confluent's `GET /schemas/ids/<id>` on loopback, with basic authentication."""
 
-    def __init__(self, schemas: dict[int, dict], user: str = "ingest", secret: str = "s3cret:x"):
-        self.schemas = {i: {"schema": json.dumps(s)} for i, s in schemas.items()}
+    def __init__(self, schemas: dict[int, dict], user: str = "ingest", secret: str = "s3cret:x",
+                 subjects: dict[tuple[str, int], dict] | None = None, references: dict[int, list] | None = None):
+        """`schemas` by id, `subjects` by (subject, version); `references` of an id's or a
+        subject version's schema (keyed by id or (subject, version)), as Confluent lists them."""
+        refs = references or {}
+        self.schemas = {i: {"schema": json.dumps(s), **({"references": refs[i]} if i in refs else {})}
+                        for i, s in schemas.items()}
+        self.subjects = {at: {"subject": at[0], "version": at[1], "schema": json.dumps(s),
+                              **({"references": refs[at]} if at in refs else {})}
+                         for at, s in (subjects or {}).items()}
         self.requests: list[str] = []
         expected = "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
         registry = self
@@ -45,6 +53,8 @@ class Registry:
                     return self._send(401, {"error_code": 401, "message": "Unauthorized"})
                 if parts[:2] == ["schemas", "ids"] and int(parts[2]) in registry.schemas:
                     return self._send(200, registry.schemas[int(parts[2])])
+                if parts[0] == "subjects" and parts[2] == "versions" and (parts[1], int(parts[3])) in registry.subjects:
+                    return self._send(200, registry.subjects[parts[1], int(parts[3])])
                 self._send(404, {"error_code": 40403, "message": "Schema not found"})
 
             def _send(self, code, body):
@@ -128,6 +138,54 @@ def test_errors_name_the_record_and_the_schema(registry):
         Decoder("avro", TABLE, ("id",), schema_registry="http://127.0.0.1:9").decode(records([None], [good]))
     with pytest.raises(DecodeError, match="Avro keys need the schema registry"):
         Decoder("avro", TABLE, ("id",), avro_schema=json.dumps(V1), key_format="avro")
+
+
+def test_schemas_referencing_other_subjects():
+    """A writer schema whose types live in other subjects (Confluent's schema references): an
+    address record, which itself references an enum the order also uses before it; a cycle and
+    a missing subject are errors naming them."""
+    kind = {"type": "enum", "name": "Kind", "namespace": "geo", "symbols": ["HOME", "WORK"]}
+    address = {"type": "record", "name": "Address", "namespace": "geo", "fields": [
+        {"name": "city", "type": "string"}, {"name": "kind", "type": "Kind"}]}
+    order = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "tags", "type": {"type": "array", "items": "geo.Kind"}},
+        {"name": "ship", "type": "geo.Address"}, {"name": "bill", "type": ["null", "geo.Address"], "default": None}]}
+    kind_ref = {"name": "geo.Kind", "subject": "kind", "version": 1}
+    address_ref = {"name": "geo.Address", "subject": "address", "version": 3}
+    schema_registry._cache.clear()
+    r = Registry({10: order, 11: order, 12: order}, subjects={("kind", 1): kind, ("address", 3): address,
+                                                                ("loop", 1): order},
+                 references={10: [kind_ref, address_ref], ("address", 3): [kind_ref],
+                             11: [{"name": "geo.Address", "subject": "loop", "version": 1}],
+                             ("loop", 1): [{"name": "geo.Address", "subject": "loop", "version": 1}],
+                             12: [{"name": "geo.Kind", "subject": "gone", "version": 1}]})
+    try:
+        standalone = schema_registry.writer_schema_json(r.url, 10)
+        named = {}
+        for s in (kind, address):
+            fastavro.parse_schema(s, named_schemas=named)
+        rows = [{"id": 1, "tags": ["WORK"], "ship": {"city": "a", "kind": "HOME"}, "bill": None},
+                {"id": 2, "tags": [], "ship": {"city": "b", "kind": "WORK"}, "bill": {"city": "c", "kind": "HOME"}}]
+        values = []
+        for row in rows:  # as the producer writes them, with the referenced schemas it knows
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, fastavro.parse_schema(order, named_schemas=dict(named)), row)
+            values.append(schema_registry.frame(10, out.getvalue()))
+        table = pa.schema([pa.field("id", pa.int64(), False)])
+        decoded = Decoder("avro", table, ("id",), key_format="json", schema_registry=r.url).decode_all(
+            records([None, None], values))
+        assert [f.name for f in decoded.new_fields] == ["tags", "ship", "bill"]
+        assert standalone["fields"][1]["type"]["items"]["name"] == "Kind"  # defined where first used
+        full = pa.schema(list(table) + list(decoded.new_fields))
+        again = Decoder("avro", full, ("id",), key_format="json", schema_registry=r.url).decode(records([None] * 2, values))
+        assert [{k: v for k, v in x.items() if k != "_kind"} for x in again.to_pylist()] == rows
+        assert "/subjects/address/versions/3" in r.requests and "/subjects/kind/versions/1" in r.requests
+        with pytest.raises(schema_registry.SchemaRegistryError, match="reference each other in a cycle: loop v1 -> loop v1"):
+            schema_registry.writer_schema_json(r.url, 11)
+        with pytest.raises(schema_registry.SchemaRegistryError, match="answered 404 for /subjects/gone/versions/1"):
+            schema_registry.writer_schema_json(r.url, 12)
+    finally:
+        r.close()
 
 
 def test_ingest_with_a_registry_evolves_the_table(spark, broker, registry, tmp_path):
