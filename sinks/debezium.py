@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
-from . import change_events
+from . import avro_types, change_events
 from .change_events import ARRAY_PREFIX, EPOCH_UNITS, TIME_UNITS, Column, array_of, change_rows, read_events
 
 FORMAT = "debezium-json"
@@ -220,8 +221,24 @@ def avro_columns(schema: pa.Schema, writer: dict) -> list[Column]:
             if isinstance(record, dict) and record.get("type") == "record":
                 images.append({"field": f["name"], "type": "struct", "record": record,
                                "fields": [_connect_field(x) for x in record.get("fields", ())]})
-    columns = envelope_columns(schema, {"fields": images})
-    return [Column.of(c.name, _as_avro(c.encoding), c.type) for c in columns]
+    columns = [Column.of(c.name, _as_avro(c.encoding), c.type) for c in envelope_columns(schema, {"fields": images})]
+    # plain values are built in the writer's own types, then cast safely to the column's
+    # (change_events._decoded): a double never lands truncated in an INT column
+    written = _writer_types(images[-1]["record"]) if images else {}
+    return [replace(c, wire=written[c.name]) if c.encoding == "plain" and c.name in written else c for c in columns]
+
+
+def _writer_types(record: dict) -> dict[str, pa.DataType]:
+    """An image record's fields as Arrow types, read without logical types (as they are
+    decoded); fields of types no column holds are left out."""
+    out = {}
+    for f in record.get("fields", ()):
+        try:
+            out[f["name"]] = avro_types.arrow_schema(
+                {"type": "record", "name": "r", "fields": [without_logical_types(f)]}).field(0).type
+        except (avro_types.AvroTypeError, KeyError, TypeError):
+            pass
+    return out
 
 
 def _as_avro(encoding: str) -> str:

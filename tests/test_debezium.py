@@ -627,6 +627,18 @@ def test_debezium_avro_variable_scale_decimals(registry):
         assert rows.column("amount").to_pylist() == AMOUNTS
 
 
+def test_debezium_avro_values_never_truncated_into_a_narrower_column(registry):
+    """A source column that became a double (the writer schema says so) into the table's INT:
+    values that fit are cast, 2.5 is a poison record naming the column, never stored as 2."""
+    score = {"name": "score", "default": None, "type": ["null", "double"]}
+    with _avro_inserts(8, [score], [{"id": 1, "score": 2.0}, {"id": 2, "score": 2.5}]) as (url, values):
+        table = pa.schema([pa.field("id", pa.int64(), False), ("score", pa.int32())])
+        decoded = Decoder("debezium-avro", table, ("id",), schema_registry=url, on_error="skip").decode_all(
+            records(values))
+        assert decoded.rows.to_pylist() == [{"id": 1, "score": 2, "_kind": "+I"}]
+        assert "column 'score'" in decoded.rejected.column("error")[0].as_py()
+
+
 # ---- nested values in new columns: typed from the envelope, never guessed ----------------------
 def _with_new_fields(*specs: dict) -> dict:
     schema = envelope_schema([("id", "int64", None, None)])
