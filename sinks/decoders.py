@@ -42,7 +42,8 @@ import pyarrow.json as pajson
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
-from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry
+from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry, \
+    source_tables
 from .base64_columns import base64_decoded, holds_binary
 
 CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, debezium_bson.FORMAT, maxwell.FORMAT, canal.FORMAT,
@@ -80,6 +81,7 @@ class Decoder:
     server_time_zone: str | None = None  # canal-json: the MySQL server's zone, which its TIMESTAMP text is in
     partition_keys: tuple[str, ...] = ()  # change events: updates must show a row moving between partitions
     partial_update: bool = False  # change events: values the source did not send become nulls (kept by the table)
+    source_table: str | None = None  # change events: the source tables (a regex of db.table) to keep (source_tables.py)
 
     def __post_init__(self) -> None:
         if self.on_error not in ON_ERROR:
@@ -103,6 +105,14 @@ class Decoder:
                 raise DecodeError(f"a server time zone is for canal-json (Canal's TIMESTAMP text), not {self.format}")
             try:
                 canal.check_zone(self.server_time_zone)
+            except ValueError as exc:
+                raise DecodeError(str(exc)) from None
+        if self.source_table is not None:
+            if self.format not in source_tables.FORMATS:
+                raise DecodeError(f"a source table is for change events naming their table ({', '.join(source_tables.FORMATS)}), "
+                                  f"not {self.format}")
+            try:
+                source_tables.check_pattern(self.source_table)
             except ValueError as exc:
                 raise DecodeError(str(exc)) from None
         if self.key_format not in ("string", "json", "avro"):
@@ -134,6 +144,7 @@ class Decoder:
         batch with any must not be committed as it is; fields seen only as null tell no type
         and are left out), and the records set aside as undecodable (`on_error` skip or
         dead-letter; with fail the first one raises DecodeError naming it)."""
+        records, sources = self._of_source_tables(records)
         values = records.column("value")
         live = pc.is_valid(values)
         live_idx = np.flatnonzero(live.to_numpy(zero_copy_only=False))
@@ -156,7 +167,18 @@ class Decoder:
         keep = live.to_numpy(zero_copy_only=False).copy()
         keep[live_idx[~good]] = False
         rejected = _rejected(records, [(int(live_idx[i]), error) for i, error in bad])
-        return Decoded(self._with_deletes(rows, records, pa.array(keep)), new_fields, rejected)
+        return Decoded(self._with_deletes(rows, records, pa.array(keep)), new_fields, rejected, sources)
+
+    def _of_source_tables(self, records: pa.RecordBatch) -> tuple[pa.RecordBatch, tuple[str, ...]]:
+        """Change events naming their table: with `source_table`, the records of the tables it
+        matches; without, all of them and the tables they carry rows of (source_tables.py)."""
+        if self.format not in source_tables.FORMATS or not records.num_rows:
+            return records, ()
+        names, rows = source_tables.names(self.format, records.column("value"))
+        if self.source_table is None:
+            return records, tuple(sorted(pc.unique(pc.filter(names, pc.and_(rows, names.is_valid()))).to_pylist()))
+        keep = source_tables.matching(names, self.source_table)
+        return (records if pc.all(keep).as_py() else records.filter(keep)), ()
 
     def _refuse_null_keys(self, rows: pa.Table, positions: np.ndarray, records: pa.RecordBatch,
                           bad: list[tuple[int, str]], good: np.ndarray) -> tuple[pa.Table, list[tuple[int, str]]]:
@@ -605,6 +627,7 @@ class Decoded:
     rows: pa.RecordBatch
     new_fields: pa.Schema
     rejected: pa.Table
+    sources: tuple[str, ...] = ()  # change events without a source-table filter: the tables they carry rows of
 
 
 def _as_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:

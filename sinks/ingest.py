@@ -82,6 +82,7 @@ class IngestConfig:
     on_error: str = "fail"  # an undecodable record: fail, skip, or dead-letter (see `set_aside`)
     decimal_handling: str = "precise"  # debezium-json without schema envelopes: the connector's decimal.handling.mode
     server_time_zone: str | None = None  # canal-json: the MySQL server's zone, which its TIMESTAMP text is in
+    source_table: str | None = None  # change events: the source tables (regex of db.table) this table takes
     dead_letter_table: str | None = None  # default <db.table>_dead_letter
 
     def checkpoint_location(self) -> str:
@@ -274,15 +275,18 @@ def kafka_source_name(spark: SparkSession, choice: str) -> str:
     return choice
 
 
-def decode_batches(decoder: Decoder, new_fields: Accumulator, rejected: Accumulator,
+def decode_batches(decoder: Decoder, new_fields: Accumulator, rejected: Accumulator, sources: Accumulator,
                    batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The sink's transform (in the driver in local mode, else in the writing tasks): Kafka
-    records -> table rows. What the driver must see before it commits travels in accumulators (empty in the common case, so it costs nothing): fields
-    the table lacks (serialized Arrow schemas) and the records set aside as undecodable
-    (Arrow IPC streams of REJECTED_SCHEMA rows)."""
+    records -> table rows. What the driver must see before it commits travels in accumulators
+    (small: a few names, empty lists in the common case): fields the table lacks (serialized
+    Arrow schemas), the records set aside as undecodable (Arrow IPC streams of REJECTED_SCHEMA
+    rows) and the source tables change events came from."""
     for batch in batches:
         if batch.num_rows:
             decoded = decoder.decode_all(batch)
+            if decoded.sources:
+                sources.add([name.encode() for name in decoded.sources])
             if len(decoded.new_fields):
                 new_fields.add([decoded.new_fields.serialize().to_pybytes()])
             if decoded.rejected.num_rows:
@@ -309,6 +313,18 @@ class NewFieldsSeen(Exception):
     def __init__(self, fields: pa.Schema):
         super().__init__(f"records carry field(s) {fields.names} that the table does not have")
         self.fields = fields
+
+
+def check_one_source_table(cfg: IngestConfig, accumulated: list[bytes]) -> None:
+    """InvalidOptionError (before the commit: nothing of the batch is written) when change events
+    of several source tables arrive without --source-table saying which this table takes."""
+    tables = sorted({name.decode() for name in accumulated})
+    if len(tables) > 1:
+        raise InvalidOptionError(
+            f"the topic carries change events of {len(tables)} source tables {tables[:10]}: ingesting them all into "
+            f"{cfg.table} would mix their rows under the same keys; give --source-table with the one to take "
+            "(a regular expression of db.table), or '.*' to merge them on purpose (as Paimon's kafka_sync_table "
+            "does); nothing of this batch was written")
 
 
 def _new_fields(accumulated: list) -> pa.Schema:
@@ -357,7 +373,8 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
             evolve_table(cfg, table, added, log)
     return Decoder(cfg.format, table.schema.arrow_schema(), keys, key_format=key_format, avro_schema=avro,
                    schema_registry=cfg.schema_registry, on_error=cfg.on_error, decimal_handling=cfg.decimal_handling,
-                   server_time_zone=cfg.server_time_zone, partition_keys=tuple(table.partition_keys),
+                   server_time_zone=cfg.server_time_zone, source_table=cfg.source_table,
+                   partition_keys=tuple(table.partition_keys),
                    partial_update=table.options.merge_engine == "partial-update")
 
 
@@ -396,15 +413,17 @@ def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: st
             decoder = make_decoder(cfg, table, log)
             seen = spark.sparkContext.accumulator([], _BytesList())
             rejected = spark.sparkContext.accumulator([], _BytesList())
+            sources = spark.sparkContext.accumulator([], _BytesList())
 
             def before_commit() -> None:
+                check_one_source_table(cfg, sources.value)
                 fields = _new_fields(seen.value)
                 if len(fields):
                     raise NewFieldsSeen(fields)
                 bad = _rejected_rows(rejected.value)
                 set_aside(cfg, bad, commit_user, batch_id)
                 REJECTED_PER_BATCH[batch_id] = bad.num_rows
-            decode = ArrowTransform(functools.partial(decode_batches, decoder, seen, rejected),
+            decode = ArrowTransform(functools.partial(decode_batches, decoder, seen, rejected, sources),
                                     decoder.output_schema)
             try:
                 sink(records, batch_id, before_commit=before_commit, transform=decode)

@@ -47,7 +47,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source,
         kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution,
         on_error=args.on_error, dead_letter_table=args.dead_letter_table, decimal_handling=args.decimal_handling,
-        server_time_zone=args.server_time_zone)
+        server_time_zone=args.server_time_zone, source_table=args.source_table)
     spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table}")
     try:
         with LiveStatus(enabled=not args.no_progress) as live:
@@ -80,6 +80,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--server-time-zone", metavar="ZONE",
                    help="canal-json: the MySQL server's time zone (UTC, Asia/Shanghai, ...), which Canal's text of "
                    "TIMESTAMP columns is in; needed for TIMESTAMP WITH LOCAL TIME ZONE columns")
+    p.add_argument("--source-table", metavar="REGEX",
+                   help="change events of a topic carrying several tables (Maxwell's, Canal's, DMS's defaults): the "
+                   "source table(s) to take, a regular expression of db.table ('.*' merges them all); without it "
+                   "records of more than one table stop the job")
     p.add_argument("--schema", metavar="DDL", help="columns of a new table, e.g. 'id BIGINT, name STRING' "
                    "(default: from the Avro schema, or inferred from a sample of JSON records)")
     p.add_argument("--primary-key", action="append", default=[], metavar="COL", help="primary key column(s)")

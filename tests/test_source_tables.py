@@ -1,0 +1,96 @@
+"""Topics carrying change events of several source tables (Maxwell's, Canal's and DMS's
+defaults): each record's table as every format names it, `--source-table` keeping one table's
+records, and a batch of several tables without it stopping the job before anything is written."""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from change_event_support import produce, records
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.sinks import source_tables
+from paimon_streaming.sinks.decoders import DecodeError, Decoder
+from paimon_streaming.sinks.ingest import IngestConfig, check_one_source_table
+
+
+def values(events: list) -> pa.Array:
+    return pa.array([e if isinstance(e, bytes) else json.dumps(e).encode() for e in events], pa.binary())
+
+
+@pytest.mark.parametrize("fmt, events, expected", [
+    ("maxwell-json", [{"database": "shop", "table": "orders", "type": "insert", "data": {}}, b"{broken"],
+     ["shop.orders", None]),
+    ("canal-json", [{"database": "shop", "table": "items", "type": "INSERT", "data": []}, {"type": "INSERT"}],
+     ["shop.items", None]),
+    ("ogg-json", [{"table": "SHOP.ITEMS", "op_type": "I"}], ["SHOP.ITEMS"]),
+    ("aws-dms-json", [{"metadata": {"record-type": "control", "schema-name": "", "table-name": "awsdms_apply_exceptions"}},
+                      {"data": {}, "metadata": {"record-type": "data", "schema-name": "shop", "table-name": "orders"}}],
+     ["awsdms_apply_exceptions", "shop.orders"]),
+    ("debezium-json", [{"schema": {"type": "struct"}, "payload": {"op": "c", "source": {"db": "inv", "schema": "public",
+                                                                                         "table": "orders"}}},
+                       {"op": "c", "source": {"db": "shop", "table": "items"}}, {"op": "c"}],
+     ["inv.public.orders", "shop.items", None]),
+    ("debezium-bson", [{"op": "c", "source": {"db": "app", "collection": "users"}}], ["app.users"]),
+])
+def test_each_format_names_the_records_table(fmt, events, expected):
+    names, rows = source_tables.names(fmt, values(events))
+    assert names.to_pylist() == expected
+    if fmt == "aws-dms-json":  # a control record carries no row of its table
+        assert rows.to_pylist() == [False, True]
+
+
+def maxwell(table: str, key: int, qty: int) -> dict:
+    return {"database": "shop", "table": table, "type": "insert", "ts": 1, "xid": 1, "primary_key_columns": ["id"],
+            "data": {"id": key, "qty": qty}}
+
+
+TABLE = pa.schema([pa.field("id", pa.int64(), False), ("qty", pa.int64())])
+
+
+def test_source_table_keeps_one_tables_records():
+    events = [maxwell("orders", 1, 10), maxwell("customers", 1, 99), maxwell("orders", 2, 20)]
+    batch = records([json.dumps(e).encode() for e in events])
+    mixed = Decoder("maxwell-json", TABLE, ("id",)).decode_all(batch)
+    assert mixed.sources == ("shop.customers", "shop.orders")
+    kept = Decoder("maxwell-json", TABLE, ("id",), source_table=r"shop\.orders").decode_all(batch)
+    assert kept.rows.to_pylist() == [{"id": 1, "qty": 10, "_kind": "+I"}, {"id": 2, "qty": 20, "_kind": "+I"}]
+    assert kept.sources == () and kept.rejected.num_rows == 0
+    assert Decoder("maxwell-json", TABLE, ("id",), source_table="shop[.](orders|customers)").decode(batch).num_rows == 3
+    with pytest.raises(DecodeError, match="is not a regular expression"):
+        Decoder("maxwell-json", TABLE, ("id",), source_table="shop.(orders")
+    with pytest.raises(DecodeError, match="a source table is for change events naming their table"):
+        Decoder("json", TABLE, ("id",), source_table="shop.orders")
+    cfg = IngestConfig(bootstrap_servers="unused", warehouse="unused", table="db.orders")
+    check_one_source_table(cfg, [b"shop.orders", b"shop.orders"])
+    with pytest.raises(InvalidOptionError, match=r"2 source tables \['shop.customers', 'shop.orders'\].*--source-table"):
+        check_one_source_table(cfg, [b"shop.orders", b"shop.customers"])
+
+
+def test_ingest_a_topic_of_two_tables(spark, broker, tmp_path):
+    """Without --source-table the job stops before its first commit, naming both tables; with
+    it, the table takes its source table's rows only, and Java reads them."""
+    import paimon_streaming as ps
+    from java_oracle import get_oracle
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks.ingest import run_ingest
+
+    topic = unique_topic("maxwell-shared")
+    broker.create_topic(topic, partitions=1)
+    events = [maxwell("orders" if i % 3 else "customers", i // 2, i) for i in range(60)]
+    produce(broker, topic, [(None, json.dumps(e).encode()) for e in events])
+    base = dict(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.orders", topics=(topic,),
+                format="maxwell-json", schema="id BIGINT NOT NULL, qty BIGINT", bucket=1, trigger="available-now")
+    lines: list[str] = []
+    assert run_ingest(spark, IngestConfig(**base, checkpoint=str(tmp_path / "c1")), lines.append) == 1
+    assert any("2 source tables ['shop.customers', 'shop.orders']" in line for line in lines), lines
+    table = ps.Catalog(str(tmp_path / "wh")).get_table("db.orders")
+    assert table.latest_snapshot() is None  # nothing of the batch was written
+    lines.clear()
+    cfg = IngestConfig(**base, checkpoint=str(tmp_path / "c2"), source_table=r"shop\.orders")
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    state = {e["data"]["id"]: e["data"]["qty"] for e in events if e["table"] == "orders"}  # inserts: the last wins
+    ours = {r["id"]: r["qty"] for r in table.to_arrow().to_pylist()}
+    assert ours == state
+    assert {r["id"]: r["qty"] for r in get_oracle().read(table.path)} == ours
