@@ -52,6 +52,53 @@ def columns_of(schema: pa.Schema, server_time_zone: str | None = None) -> list[C
     return change_events.columns_of(schema, encoding_of)
 
 
+def table_schema(mysql_types: dict[str, str]) -> pa.Schema:
+    """A new table's columns from a record's `mysqlType` (column -> MySQL type, in table order),
+    typed as Paimon's MySQL CDC types them (`MySqlTypeUtils`): TINYINT(1) BOOLEAN, unsigned
+    integers one size up (BIGINT UNSIGNED DECIMAL(20, 0)), DECIMAL(p, s) up to 38 digits
+    (wider: STRING; without precision DECIMAL(38, 18)), DATETIME and TIMESTAMP(p) TIMESTAMP(p),
+    TIME, text types, JSON, ENUM and SET STRING (a SET's labels as `[a,b]`), binary types
+    BYTES. ValueError for a type not decoded here (spatial types), naming the column."""
+    return pa.schema([(name, _mysql_type(name, declared)) for name, declared in mysql_types.items()])
+
+
+_MYSQL_FIXED = {
+    "BOOL": pa.bool_(), "BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "TINYINT UNSIGNED": pa.int16(),
+    "SMALLINT": pa.int16(), "SMALLINT UNSIGNED": pa.int32(), "MEDIUMINT": pa.int32(), "MEDIUMINT UNSIGNED": pa.int64(),
+    "INT": pa.int32(), "INTEGER": pa.int32(), "YEAR": pa.int32(), "INT UNSIGNED": pa.int64(),
+    "INTEGER UNSIGNED": pa.int64(), "BIGINT": pa.int64(), "BIGINT UNSIGNED": pa.decimal128(20, 0),
+    "SERIAL": pa.decimal128(20, 0), "FLOAT": pa.float32(), "FLOAT UNSIGNED": pa.float32(), "REAL": pa.float64(),
+    "DOUBLE": pa.float64(), "DOUBLE UNSIGNED": pa.float64(), "DOUBLE PRECISION": pa.float64(), "DATE": pa.date32(),
+    "TIME": pa.time32("ms"), "CHAR": pa.string(), "VARCHAR": pa.string(), "TINYTEXT": pa.string(),
+    "TEXT": pa.string(), "MEDIUMTEXT": pa.string(), "LONGTEXT": pa.string(), "JSON": pa.string(),
+    "ENUM": pa.string(), "SET": pa.string(), "BINARY": pa.binary(), "VARBINARY": pa.binary(),
+    "TINYBLOB": pa.binary(), "BLOB": pa.binary(), "MEDIUMBLOB": pa.binary(), "LONGBLOB": pa.binary(),
+}
+_MYSQL_TYPE = re.compile(r"^\s*([a-zA-Z]+(?:\s+[a-zA-Z]+)*?)\s*(?:\((.*)\))?((?:\s+[a-zA-Z]+)*)\s*$")
+
+
+def _mysql_type(column: str, declared: str) -> pa.DataType:
+    m = _MYSQL_TYPE.match(declared or "")
+    if not m:
+        raise ValueError(f"column '{column}' has MySQL type {declared!r}, not read here: pass --schema")
+    base = " ".join(m.group(1).upper().split())
+    kind = " ".join([base] + [w for w in m.group(3).upper().split() if w != "ZEROFILL"])
+    args = [a.strip() for a in m.group(2).split(",")] if base not in ("ENUM", "SET") and m.group(2) else []
+    if base in ("DECIMAL", "NUMERIC", "FIXED"):
+        precision, scale = (int(args[0]), int(args[1]) if len(args) > 1 else 0) if args else (38, 18)
+        return pa.decimal128(precision, scale) if precision <= 38 else pa.string()
+    if base in ("DATETIME", "TIMESTAMP"):
+        precision = int(args[0]) if args else 0
+        return pa.timestamp("s" if precision == 0 else "ms" if precision <= 3 else "us")
+    if base == "TINYINT" and args == ["1"] and kind == "TINYINT":
+        return pa.bool_()
+    if base == "BIT":
+        return pa.bool_() if not args or args == ["1"] else pa.binary()
+    if kind in _MYSQL_FIXED:
+        return _MYSQL_FIXED[kind]
+    raise ValueError(f"column '{column}' has MySQL type {declared!r}, not read here: pass --schema")
+
+
 def check_zone(zone: str) -> None:
     """ValueError for a zone name the time zone database does not know."""
     try:

@@ -148,6 +148,8 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, st
         return _debezium_table_schema(cfg), "from the first change event's schema envelope"
     if cfg.format == debezium_bson.FORMAT:
         return _document_table_schema(cfg), "from the first change event's document, every column STRING as Paimon's CDC"
+    if cfg.format == canal.FORMAT:
+        return _canal_table_schema(cfg), "from the first message's mysqlType, typed as Paimon's MySQL CDC"
     raise InvalidOptionError(f"table {cfg.table} does not exist: format {cfg.format} needs --schema to create it")
 
 
@@ -162,6 +164,22 @@ def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
                                          "pass --schema") from None
     raise InvalidOptionError(f"table {cfg.table} does not exist and the change events carry no schema envelope "
                              "(value.converter.schemas.enable=false): pass --schema")
+
+
+def _canal_table_schema(cfg: IngestConfig) -> pa.Schema:
+    """A table of Canal's messages: the MySQL types the first row message names (`mysqlType`)."""
+    for value in sample_values(cfg):
+        try:
+            message = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and not message.get("isDdl") and isinstance(message.get("mysqlType"), dict):
+            try:
+                return canal.table_schema(message["mysqlType"])
+            except ValueError as exc:
+                raise InvalidOptionError(f"cannot create table {cfg.table} from the change events: {exc}") from None
+    raise InvalidOptionError(f"table {cfg.table} does not exist and the topic holds no Canal row message yet: "
+                             "pass --schema")
 
 
 def _document_table_schema(cfg: IngestConfig) -> pa.Schema:

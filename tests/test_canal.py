@@ -168,6 +168,32 @@ def test_key_moves_truncate_and_values_not_decoded():
             {"type": "INSERT", "isDdl": False, "mysqlType": MYSQL_TYPES, "data": [{"id": "1", "color": "4"}]}).encode()]))
 
 
+def test_a_new_tables_columns_come_from_mysql_types():
+    from paimon_streaming.sinks import canal
+    assert canal.table_schema(MYSQL_TYPES) == TABLE.set(0, TABLE.field(0).with_nullable(True))
+    more = {"a": "int(10) unsigned zerofill", "b": "decimal(65,2)", "c": "timestamp", "d": "decimal", "e": "bit(8)",
+            "f": "tinyint(4)", "g": "double precision", "h": "bigint unsigned", "i": "datetime(3)", "j": "year(4)",
+            "k": "mediumint unsigned", "l": "longtext"}
+    assert [f.type for f in canal.table_schema(more)] == [
+        pa.int64(), pa.string(), pa.timestamp("s"), pa.decimal128(38, 18), pa.binary(), pa.int8(), pa.float64(),
+        pa.decimal128(20, 0), pa.timestamp("ms"), pa.int32(), pa.int64(), pa.string()]
+    with pytest.raises(ValueError, match="column 'spot' has MySQL type 'point', not read here"):
+        canal.table_schema({"spot": "point"})
+
+
+def test_ingest_canal_creates_the_table_from_mysql_types(spark, broker, tmp_path):
+    from kafka_broker import unique_topic
+
+    topic = unique_topic("canal-typed")
+    broker.create_topic(topic, partitions=1)
+    messages, final = history(random.Random(7), 120, 50)
+    produce(broker, topic, [(None, json.dumps(m).encode()) for m in messages])
+    ours, java, lines = ingest_items(spark, broker, tmp_path, topic, format="canal-json")
+    assert any("typed as Paimon's MySQL CDC" in line for line in lines), lines
+    assert ours == sorted((stored(v) for v in final.values()), key=lambda r: r["id"])
+    assert java == ours
+
+
 def test_ingest_canal_end_to_end(spark, broker, tmp_path):
     from kafka_broker import unique_topic
 
