@@ -29,10 +29,11 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import functools
 import json
 import math
 import uuid
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -54,15 +55,17 @@ class Binary(bytes):
 def natural(value: Any) -> Any:
     """A document's value from Extended JSON (canonical, relaxed or legacy) to Python: numbers,
     text, `Millis`, `Binary`, lists and dicts of them."""
-    if isinstance(value, list):
+    kind = type(value)
+    if kind is list:
         return [natural(v) for v in value]
-    if not isinstance(value, dict):
+    if kind is not dict:
         return value
-    keys = set(value)
-    if len(keys) == 1 or keys in ({"$binary", "$type"}, {"$regex", "$options"}, {"$code", "$scope"}):
-        wrapper = next((k for k in ("$binary", "$regex", "$code") if k in keys), next(iter(keys)))
-        if wrapper in _WRAPPERS:
-            return _WRAPPERS[wrapper](value)
+    if len(value) <= 2:  # a wrapper: {"$oid": ...}, {"$binary": ..., "$type": ...}, ...
+        keys = set(value)
+        if len(keys) == 1 or keys in ({"$binary", "$type"}, {"$regex", "$options"}, {"$code", "$scope"}):
+            wrapper = next((k for k in ("$binary", "$regex", "$code") if k in keys), next(iter(keys)))
+            if wrapper in _WRAPPERS:
+                return _WRAPPERS[wrapper](value)
     return {k: natural(v) for k, v in value.items()}
 
 
@@ -130,9 +133,10 @@ _WRAPPERS = {
 def text(value: Any) -> str | None:
     """A value as Paimon's CDC writes it into a STRING column (Java's `toString`, JSON text for
     documents and arrays)."""
-    if value is None or isinstance(value, str):
+    kind = type(value)
+    if value is None or kind is str:
         return value
-    if isinstance(value, (dict, list)):
+    if kind is dict or kind is list:
         return _json(value)
     return _scalar(value)
 
@@ -243,17 +247,20 @@ def change_rows_of(events: list[dict], schema: pa.Schema, kind_column: str, even
                              "another partition could not be deleted from the old one (turn on MongoDB's pre-images "
                              "and capture.mode change_streams_update_full_with_pre_image)")
     ops = pa.array([e["op"] for e in events], pa.string())
-    before = pa.array([_row(e["before"], image) for e in events], image)
-    after = pa.array([_row(e["after"], image) for e in events], image)
+    converters = [(f.name, text if pa.types.is_string(f.type) else functools.partial(_as, t=f.type, name=f.name))
+                  for f in image]
+    before = pa.array([_row(e["before"], converters) for e in events], image)
+    after = pa.array([_row(e["after"], converters) for e in events], image)
     rows = change_rows(ops, before, after, columns, kind_column, event_column, keys, partitioned)
     unseen = [n for n in new if rows.column(n).null_count == rows.num_rows]
     return rows.drop_columns(unseen) if unseen else rows
 
 
-def _row(doc: dict | None, image: pa.StructType) -> dict | None:
+def _row(doc: dict | None, converters: list[tuple[str, Callable[[Any], Any]]]) -> dict | None:
+    """A document's fields as values of their columns (each column's converter)."""
     if doc is None:
         return None
-    return {f.name: _as(doc.get(f.name), f.type, f.name) for f in image if f.name in doc}
+    return {name: convert(doc[name]) for name, convert in converters if name in doc}
 
 
 def _as(value: Any, t: pa.DataType, name: str) -> Any:
