@@ -62,10 +62,28 @@ _BOUNDS_ARE_STATS = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT"
                                "TIMESTAMP", "TIMESTAMP_LTZ", "DECIMAL"})
 
 
+def _between_zones(col: pa.ChunkedArray, target: pa.DataType, time_zone: str | None) -> pa.ChunkedArray:
+    """An instant as its wall time in `time_zone` (or its own zone) for a wall-time column, a
+    wall time as the instant it is in `time_zone` (or UTC) for an instant column; anything else
+    as it is."""
+    if not (pa.types.is_timestamp(col.type) and pa.types.is_timestamp(target)) or \
+            (col.type.tz is None) == (target.tz is None):
+        return col
+    if target.tz is None:
+        zoned = col if time_zone is None else col.cast(pa.timestamp(col.type.unit, tz=time_zone))
+        return pc.local_timestamp(zoned)
+    return pc.assume_timezone(col, time_zone or "UTC", ambiguous="earliest", nonexistent="raise")
+
+
 def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str,
-            row_kind_column: str | None = None) -> pa.Table:
+            row_kind_column: str | None = None, time_zone: str | None = None) -> pa.Table:
     """Match columns by name and cast to the table's types, nulls of columns with a default
     value replaced by it (default_values.py); errors name the column.
+
+    An instant written into a TIMESTAMP column (a wall time) becomes the wall time it shows in
+    `time_zone` (Spark's session time zone, as Spark's casts do), else in its own Arrow zone; a
+    wall time written into a TIMESTAMP WITH LOCAL TIME ZONE column is read in `time_zone`, else
+    UTC (a wall time that zone skips or repeats names no one instant: refused, or the earlier).
 
     Row kinds: `row_kind_column` names an input column (not stored unless it is a table
     column) of +I/-U/+U/-D strings (or int8 kind bytes); without it the table option
@@ -100,7 +118,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             cast_type_check(f.name, from_arrow(col.type), f.type)
         if col.type != target:
             try:
-                col = col.cast(target)
+                col = _between_zones(col, target, time_zone).cast(target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 raise SchemaMismatchError(
                     f"column '{f.name}' cannot be cast from {col.type} to {target}: {exc}") from None

@@ -46,7 +46,7 @@ from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
 from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, compact_after_commit,
-                          encode_messages, reconcile_schema, write_dataframe, write_task)
+                          encode_messages, reconcile_schema, session_time_zone, write_dataframe, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 
@@ -150,7 +150,8 @@ class PaimonSink:
         retries = table.options.get("commit.max-retries")
         full = bool(table.primary_keys) and full_compaction.is_due(table.options, batch_id)
         for attempt in range(retries + 1):
-            plan = WritePlan.for_table(table, self.location, self.row_kind_column, full_compaction=full)
+            plan = WritePlan.for_table(table, self.location, self.row_kind_column, full_compaction=full,
+                                       time_zone=session_time_zone(df))
             clock.lap("plan")
             result = write_batch(df, plan, self.shuffle, transform, clock)
             if full:  # the table's scheduled full compaction (full-compaction.delta-commits)

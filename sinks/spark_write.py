@@ -89,18 +89,20 @@ class WritePlan:
     compact: bool = True            # deletion-vector compaction in the write task
     full_compaction: bool = False   # written buckets compacted fully (a batch due by the table's schedule)
     branch: str = MAIN
+    time_zone: str | None = None    # Spark's session time zone: instants <-> wall times (write.conform)
 
     @staticmethod
     def for_table(table: Table, location: str, row_kind_column: str | None = None,
-                  compact: bool = True, full_compaction: bool = False) -> "WritePlan":
+                  compact: bool = True, full_compaction: bool = False, time_zone: str | None = None) -> "WritePlan":
         latest = table.latest_snapshot()
         if latest is None:
             return WritePlan(location, table.name, table.schema.to_json(), row_kind_column=row_kind_column,
-                             compact=compact, full_compaction=full_compaction, branch=table.branch)
+                             compact=compact, full_compaction=full_compaction, branch=table.branch,
+                             time_zone=time_zone)
         scan = TableScan(table.file_io, table.path, table.schema)
         return WritePlan(location, table.name, table.schema.to_json(), tuple(scan.live_entries(latest)),
                          tuple(scan.index_manifest.read(latest.index_manifest)), row_kind_column, compact,
-                         full_compaction, table.branch)
+                         full_compaction, table.branch, time_zone)
 
     def writer(self) -> TableWrite:
         file_io, path = FileIO.for_path(self.location)
@@ -109,9 +111,14 @@ class WritePlan:
     def write(self, data: pa.Table, sequence_offset: int = 0) -> list[CommitMessage]:
         """Write one group of rows (conformed here, on the executor) into files."""
         writer = self.writer()
-        rows = conform(data, writer.schema, self.table_name, self.row_kind_column)
+        rows = conform(data, writer.schema, self.table_name, self.row_kind_column, self.time_zone)
         return writer.write(rows, self.live, self.index_entries, sequence_offset=sequence_offset,
                             compact=self.compact, full_compaction=self.full_compaction)
+
+
+def session_time_zone(df: DataFrame) -> str:
+    """The zone Spark's casts between instants and wall times use (`spark.sql.session.timeZone`)."""
+    return df.sparkSession.conf.get("spark.sql.session.timeZone")
 
 
 def arrow_schema_of(schema) -> pa.Schema:
@@ -178,7 +185,7 @@ def group_key_udf(plan: WritePlan, key_names: list[str]):
 
     def group_key(keys: pa.Array) -> pa.Array:  # a StructArray; Spark wants the hint pa.Array
         writer = plan.writer()
-        rows = conform(pa.Table.from_struct_array(keys), key_schema, plan.table_name)
+        rows = conform(pa.Table.from_struct_array(keys), key_schema, plan.table_name, time_zone=plan.time_zone)
         partitions, buckets = writer.partition_and_bucket(rows)
         if buckets is None:
             buckets = np.zeros(rows.num_rows, np.int32)

@@ -120,6 +120,37 @@ def test_timestamps_and_dates_through_the_sink(spark, tmp_path):
                                          "d": dt.date(2024, 2, 29)}]
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_instants_and_wall_times_convert_in_the_session_time_zone(spark, catalog, shuffle):
+    """A Spark TIMESTAMP (an instant) into a Paimon TIMESTAMP column (a wall time) keeps the wall
+    time it shows in the session's zone, and a TIMESTAMP_NTZ into a TIMESTAMP_LTZ column is read
+    in that zone, as Spark's own casts (and Java's Spark connector) do; the bucket of a
+    timestamp key is that of the stored value. `df.write.format("paimon")` keeps the wall time
+    Spark sends in the session's zone too."""
+    import datetime as dt
+    schema = pa.schema([pa.field("at", pa.timestamp("us"), False), ("id", pa.int64()),
+                        ("inst", pa.timestamp("us", tz="UTC"))])
+    t = catalog.create_table(f"db.zones_{shuffle}", schema, primary_keys=["at"], options={"bucket": "4"})
+    sql = ("select timestamp'2024-01-01 10:00:00' + make_interval(0, 0, 0, 0, id) as at, id, "
+           "timestamp_ntz'2024-07-01 08:30:00' as inst from range({0}, {1})")
+    old = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        paimon_sink(t.path, commit_user="zones", shuffle=shuffle)(spark.sql(sql.format(0, 8)).repartition(3), 0)
+        spark.sql(sql.format(8, 10)).write.format("paimon").mode("append").save(t.path)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", old)
+    rows = sorted(ps.Table.open(t.path).to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert [r["at"] for r in rows] == [dt.datetime(2024, 1, 1, 10 + i) for i in range(10)]
+    assert {r["inst"] for r in rows[:8]} == {dt.datetime(2024, 7, 1, 12, 30, tzinfo=dt.timezone.utc)}  # EDT: -4h
+    # each key went to the bucket its stored value hashes to: an upsert of it replaces it
+    again = ps.Table.open(t.path)
+    again.write_arrow(pa.table({"at": pa.array([dt.datetime(2024, 1, 1, 13)], pa.timestamp("us")), "id": [100],
+                                "inst": pa.array([None], pa.timestamp("us", tz="UTC"))}))
+    after = {r["at"]: r["id"] for r in ps.Table.open(t.path).to_arrow().to_pylist()}
+    assert len(after) == 10 and after[dt.datetime(2024, 1, 1, 13)] == 100
+
+
 def test_replayed_batch_is_skipped(spark, tmp_path, catalog):
     t = catalog.create_table("db.r", pa.schema([("id", pa.int64()), ("v", pa.string())]))
     sink = paimon_sink(t.path, commit_user="job-1")
