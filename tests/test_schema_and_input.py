@@ -185,3 +185,22 @@ def test_integers_written_to_time_columns_are_milliseconds_of_the_day(catalog):
             t.write_arrow(pa.table({"id": [2], **bad}))
     with pytest.raises(SchemaMismatchError, match="column 't' has type BIGINT which cannot be written"):
         t.write_arrow(pa.table({"id": [2], "t": [5]}))
+
+
+def test_instants_and_wall_times_meet_in_a_zone(catalog):
+    """An instant written into a TIMESTAMP column keeps the wall time of its Arrow zone; a wall
+    time into a TIMESTAMP_LTZ column is UTC's (write.conform; Spark's session zone in the sink)."""
+    t = catalog.create_table("db.zoned", pa.schema([("wall", pa.timestamp("us")), ("inst", pa.timestamp("us", tz="UTC"))]))
+    noon_ny = pa.array([dt.datetime(2024, 1, 1, 17)], pa.timestamp("us", tz="UTC")).cast(
+        pa.timestamp("us", tz="America/New_York"))
+    t.write_arrow(pa.table({"wall": noon_ny, "inst": pa.array([dt.datetime(2024, 1, 1, 12)], pa.timestamp("us"))}))
+    assert t.to_arrow().to_pylist() == [{"wall": dt.datetime(2024, 1, 1, 12),
+                                         "inst": dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)}]
+    from paimon_streaming.write import conform
+    zoned = conform(pa.table({"wall": pa.array([dt.datetime(2024, 3, 10, 2, 30)], pa.timestamp("us")),
+                              "inst": pa.array([dt.datetime(2024, 11, 3, 1, 30)], pa.timestamp("us"))}).select(["inst"]),
+                    t.schema, "db.zoned", time_zone="America/New_York")
+    assert zoned.column("inst")[0].as_py() == dt.datetime(2024, 11, 3, 5, 30, tzinfo=dt.timezone.utc)  # the earlier
+    with pytest.raises(SchemaMismatchError, match="column 'inst' cannot be cast"):  # 02:30 that day never happened
+        conform(pa.table({"inst": pa.array([dt.datetime(2024, 3, 10, 2, 30)], pa.timestamp("us"))}), t.schema,
+                "db.zoned", time_zone="America/New_York")
