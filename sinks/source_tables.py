@@ -7,7 +7,8 @@ same keys. Each record names its table, read here for whole batches with the JSO
 - debezium-json, debezium-bson: `source.db`, then `source.schema` when the connector has one
   (Postgres, SQL Server), then `source.table` (MongoDB: `source.collection`), joined by dots,
   from the envelope or its `payload`;
-- maxwell-json, canal-json: `database.table`;
+- maxwell-json, canal-json: `database.table` (DDL records and Maxwell's bootstrap markers
+  carry no rows: they do not count as a table seen);
 - ogg-json: `table` (GoldenGate's `SCHEMA.TABLE`);
 - aws-dms-json: `metadata.schema-name.table-name` (control records carry one too, but no rows:
   they do not count as a table seen).
@@ -30,8 +31,8 @@ _DEBEZIUM_SOURCE = pa.struct([("db", pa.string()), ("schema", pa.string()), ("ta
                               ("collection", pa.string())])
 _READ = {
     debezium.FORMAT: pa.schema([("source", _DEBEZIUM_SOURCE), ("payload", pa.struct([("source", _DEBEZIUM_SOURCE)]))]),
-    maxwell.FORMAT: pa.schema([("database", pa.string()), ("table", pa.string())]),
-    canal.FORMAT: pa.schema([("database", pa.string()), ("table", pa.string())]),
+    maxwell.FORMAT: pa.schema([("database", pa.string()), ("table", pa.string()), ("type", pa.string())]),
+    canal.FORMAT: pa.schema([("database", pa.string()), ("table", pa.string()), ("isDdl", pa.bool_())]),
     ogg.FORMAT: pa.schema([("table", pa.string())]),
     aws_dms.FORMAT: pa.schema([("metadata", pa.struct([("record-type", pa.string()), ("schema-name", pa.string()),
                                                        ("table-name", pa.string())]))]),
@@ -70,8 +71,14 @@ def names(format: str, values: pa.Array) -> tuple[pa.Array, pa.Array]:
         parts = [meta.field("schema-name"), meta.field("table-name")]
         rows = pc.fill_null(pc.equal(meta.field("record-type"), "data"), False)
     else:
-        parts = [fields.column(n).combine_chunks() for n in _READ[format].names]
-        rows = pa.array(np.ones(len(values), bool))
+        parts = [fields.column(n).combine_chunks() for n in _READ[format].names if n in ("database", "table")]
+        if format == maxwell.FORMAT:  # DDL records and bootstrap markers carry no row
+            rows = pc.fill_null(pc.is_in(fields.column("type"), pa.array(["insert", "update", "delete",
+                                                                            "bootstrap-insert"])), False)
+        elif format == canal.FORMAT:
+            rows = pc.invert(pc.fill_null(fields.column("isDdl").combine_chunks(), False))
+        else:
+            rows = pa.array(np.ones(len(values), bool))
     joined = pc.binary_join_element_wise(*[pc.fill_null(p, "") for p in parts], ".")
     joined = pc.replace_substring_regex(pc.replace_substring_regex(joined, r"\.\.+", "."), r"^\.|\.$", "")
     return pc.if_else(parts[-1].is_valid(), joined, pa.nulls(len(values), pa.string())), rows  # the table named

@@ -20,10 +20,12 @@ def values(events: list) -> pa.Array:
 
 
 @pytest.mark.parametrize("fmt, events, expected", [
-    ("maxwell-json", [{"database": "shop", "table": "orders", "type": "insert", "data": {}}, b"{broken"],
-     ["shop.orders", None]),
-    ("canal-json", [{"database": "shop", "table": "items", "type": "INSERT", "data": []}, {"type": "INSERT"}],
-     ["shop.items", None]),
+    ("maxwell-json", [{"database": "shop", "table": "orders", "type": "insert", "data": {}}, b"{broken",
+                      {"database": "shop", "table": "other", "type": "table-create"}],
+     ["shop.orders", None, "shop.other"]),
+    ("canal-json", [{"database": "shop", "table": "items", "type": "INSERT", "data": []}, {"type": "INSERT"},
+                    {"database": "shop", "table": "other", "type": "CREATE", "isDdl": True}],
+     ["shop.items", None, "shop.other"]),
     ("ogg-json", [{"table": "SHOP.ITEMS", "op_type": "I"}], ["SHOP.ITEMS"]),
     ("aws-dms-json", [{"metadata": {"record-type": "control", "schema-name": "", "table-name": "awsdms_apply_exceptions"}},
                       {"data": {}, "metadata": {"record-type": "data", "schema-name": "shop", "table-name": "orders"}}],
@@ -37,8 +39,9 @@ def values(events: list) -> pa.Array:
 def test_each_format_names_the_records_table(fmt, events, expected):
     names, rows = source_tables.names(fmt, values(events))
     assert names.to_pylist() == expected
-    if fmt == "aws-dms-json":  # a control record carries no row of its table
-        assert rows.to_pylist() == [False, True]
+    if fmt in ("aws-dms-json", "maxwell-json", "canal-json"):  # control and DDL records carry no row of their table
+        assert rows.to_pylist() == {"aws-dms-json": [False, True], "maxwell-json": [True, False, False],
+                                    "canal-json": [True, True, False]}[fmt]
 
 
 def maxwell(table: str, key: int, qty: int) -> dict:
