@@ -63,8 +63,9 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     wire = {c.name: c.wire for c in columns if c.wire is not None}
     image = pa.struct([pa.field(n, t) for n, t in wire.items()]
                       + [pa.field(BEFORE_PREFIX + k, wire[k]) for k in keys if k in wire])
-    metadata = pa.struct([("record-type", pa.string()), ("operation", pa.string())])
-    events = read_events(buffer, pa.schema([("metadata", metadata), ("data", image)]))
+    metadata = pa.struct([("record-type", pa.string()), ("operation", pa.string()), ("schema-name", pa.string()),
+                          ("table-name", pa.string())])
+    events = read_events(buffer, pa.schema([("metadata", metadata), ("data", image)]), closed=("metadata",))
     meta = events.column("metadata").combine_chunks()
     record_type, operation = meta.field("record-type"), meta.field("operation")
     control = pc.fill_null(pc.and_(meta.is_valid(), pc.not_equal(record_type, "data")), False)
@@ -77,7 +78,9 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                         keys, partitioned, partial)
     table = table.set_column(table.schema.get_field_index(event_column), event_column,
                              pa.array(kept).take(table.column(event_column)))
-    return table.replace_schema_metadata({EVENTS_METADATA: str(len(meta)).encode()})
+    names = change_events.table_name(meta.field("schema-name"), meta.field("table-name"))
+    return change_events.with_sources(table, names, event_column).replace_schema_metadata(
+        {EVENTS_METADATA: str(len(meta)).encode()})
 
 
 def _without_before_image(data: pa.StructArray) -> pa.StructArray:

@@ -113,7 +113,8 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     order, the number of records in the schema's metadata (`EVENTS_METADATA`)."""
     image = pa.struct([pa.field(c.name, pa.string()) for c in columns if c.wire is not None])
     events = read_events(buffer, pa.schema([("type", pa.string()), ("isDdl", pa.bool_()), ("data", pa.list_(image)),
-                                            ("old", pa.list_(image)), ("mysqlType", image)]))
+                                            ("old", pa.list_(image)), ("mysqlType", image), ("database", pa.string()),
+                                            ("table", pa.string())]))
     n = events.num_rows
     kinds = events.column("type").combine_chunks()
     ddl = pc.fill_null(events.column("isDdl").combine_chunks(), False).to_numpy(zero_copy_only=False)
@@ -142,7 +143,9 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     table = change_rows(op, before, after, columns, kind_column, event_column, keys, partitioned, partial)
     events_of_rows = pa.array(kept[parents]).take(table.column(event_column))
     table = table.set_column(table.schema.get_field_index(event_column), event_column, events_of_rows)
-    return table.replace_schema_metadata({EVENTS_METADATA: str(n).encode()})
+    names = change_events.table_name(events.column("database").combine_chunks(), events.column("table").combine_chunks())
+    return change_events.with_sources(table, names, event_column).replace_schema_metadata(
+        {EVENTS_METADATA: str(n).encode()})
 
 
 def _old_rows(data: pa.ListArray, old: pa.ListArray, parents: np.ndarray, rows: pa.StructArray) -> pa.StructArray:

@@ -43,6 +43,7 @@ VARIABLE_SCALE = ("variable-scale", "variable-scale-unscaled")
 LOCAL_TEXT = "local-text:"  # "local-text:Asia/Shanghai": wall-time text in that zone (Canal's TIMESTAMP)
 ARRAY_PREFIX = "array:"  # "array:days": an ARRAY of days since the epoch (see `array_of`)
 TIME_UNITS = {"time-ms": "ms", "time-us": "us", "time-ns": "ns"}
+SOURCE_COLUMN = "_source_table"  # parsed rows: the source table their event names (source_tables.py)
 
 
 @dataclass(frozen=True)
@@ -102,16 +103,32 @@ def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
     return target
 
 
-def read_events(buffer: bytes, schema: pa.Schema) -> pa.Table:
+def table_name(prefix: pa.Array, name: pa.Array) -> pa.Array:
+    """`prefix.name` (a source table's qualified name), or `name` where the prefix is missing
+    or empty; null where `name` is."""
+    bare = pc.fill_null(pc.equal(prefix, ""), True)
+    return pc.if_else(bare, name, pc.binary_join_element_wise(prefix, name, "."))
+
+
+def with_sources(rows: pa.Table, names: pa.Array, event_column: str) -> pa.Table:
+    """Parsed rows with the source table of each one's event (`names`: one per parsed event)."""
+    return rows.append_column(SOURCE_COLUMN, names.take(rows.column(event_column)))
+
+
+def read_events(buffer: bytes, schema: pa.Schema, closed: Sequence[str] = ()) -> pa.Table:
     """The columns `schema` names of newline-delimited JSON events; fields it does not name are
-    inferred (new columns inside the images). When only those conflict between events (a
-    connector's `source` or `ts` changing type is nothing to us), the events are read one by
-    one, keeping the named columns (the error path only)."""
+    inferred (new columns inside the images), except inside the `closed` columns (records such
+    as Debezium's `source`, of which only the named fields are read). When only inferred fields
+    conflict between events (a connector's `source` or `ts` changing type is nothing to us), the
+    events are read one by one, keeping the named columns (the error path only)."""
     def read(text: bytes) -> pa.Table:
-        return pajson.read_json(
+        table = pajson.read_json(
             io.BytesIO(text), read_options=pajson.ReadOptions(block_size=max(len(text), 1 << 20)),
             parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
         ).select(schema.names)
+        for name in closed:
+            table = table.set_column(schema.get_field_index(name), name, table.column(name).cast(schema.field(name).type))
+        return table
     try:
         return read(buffer)
     except pa.ArrowInvalid:

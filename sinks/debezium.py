@@ -263,10 +263,13 @@ def avro_change_rows(events: list[dict], columns: list[Column], kind_column: str
                      keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Decoded Avro envelopes -> `change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    return change_rows(pa.array([e.get("op") for e in events], pa.string()),
+    rows = change_rows(pa.array([e.get("op") for e in events], pa.string()),
                        pa.array([e.get("before") for e in events], image),
                        pa.array([e.get("after") for e in events], image), columns, kind_column, event_column,
                        keys, partitioned, partial)
+    sources = pa.array([{k: v for k, v in (e.get("source") or {}).items() if k in SOURCE.names}
+                        if isinstance(e.get("source"), dict) else None for e in events], SOURCE)
+    return change_events.with_sources(rows, source_name(sources), event_column)
 
 
 def _non_null(t: Any) -> Any:
@@ -364,9 +367,20 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited Debezium payloads -> `change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    events = read_events(buffer, pa.schema([("op", pa.string()), ("before", image), ("after", image)]))
-    return change_rows(*(events.column(c).combine_chunks() for c in ("op", "before", "after")), columns, kind_column,
+    events = read_events(buffer, pa.schema([("op", pa.string()), ("before", image), ("after", image),
+                                            ("source", SOURCE)]), closed=("source",))
+    rows = change_rows(*(events.column(c).combine_chunks() for c in ("op", "before", "after")), columns, kind_column,
                        event_column, keys, partitioned, partial)
+    return change_events.with_sources(rows, source_name(events.column("source").combine_chunks()), event_column)
+
+
+SOURCE = pa.struct([("db", pa.string()), ("schema", pa.string()), ("table", pa.string()), ("collection", pa.string())])
+
+
+def source_name(source: pa.StructArray) -> pa.Array:
+    """The table a Debezium event's `source` names: db[.schema].table (MongoDB: db.collection)."""
+    table = pc.coalesce(source.field("table"), source.field("collection"))
+    return change_events.table_name(source.field("db"), change_events.table_name(source.field("schema"), table))
 
 
 def table_schema_of(envelope_schema: dict) -> pa.Schema:

@@ -37,7 +37,8 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from .change_events import Column, change_rows
+from . import debezium
+from .change_events import Column, change_rows, with_sources
 
 FORMAT = "debezium-bson"
 OBJECT_ID = "_id"
@@ -206,7 +207,10 @@ def event(value: bytes, key: bytes | None) -> dict:
         env = env["payload"]
     if not isinstance(env, dict) or "op" not in env:
         raise ValueError("not a Debezium change event (no 'op')")
-    out = {"op": env["op"], "before": document(env.get("before"), "before"), "after": document(env.get("after"), "after")}
+    source = env.get("source")
+    out = {"op": env["op"], "before": document(env.get("before"), "before"), "after": document(env.get("after"), "after"),
+           "source": {k: v for k, v in source.items() if k in debezium.SOURCE.names and isinstance(v, str)}
+           if isinstance(source, dict) else None}
     if out["op"] == "d" and out["before"] is None:
         out["before"] = {OBJECT_ID: key_id(key)}
     if out["op"] == "u" and out["after"] is None:
@@ -252,6 +256,8 @@ def change_rows_of(events: list[dict], schema: pa.Schema, kind_column: str, even
     before = pa.array([_row(e["before"], converters) for e in events], image)
     after = pa.array([_row(e["after"], converters) for e in events], image)
     rows = change_rows(ops, before, after, columns, kind_column, event_column, keys, partitioned)
+    rows = with_sources(rows, debezium.source_name(pa.array([e.get("source") for e in events], debezium.SOURCE)),
+                        event_column)
     unseen = [n for n in new if rows.column(n).null_count == rows.num_rows]
     return rows.drop_columns(unseen) if unseen else rows
 

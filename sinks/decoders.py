@@ -144,11 +144,17 @@ class Decoder:
         batch with any must not be committed as it is; fields seen only as null tell no type
         and are left out), and the records set aside as undecodable (`on_error` skip or
         dead-letter; with fail the first one raises DecodeError naming it)."""
-        records, sources = self._of_source_tables(records)
+        if self.source_table is not None:
+            records = self._of_source_tables(records)
         values = records.column("value")
         live = pc.is_valid(values)
         live_idx = np.flatnonzero(live.to_numpy(zero_copy_only=False))
         rows, bad = self._values(pc.filter(values, live), pc.filter(records, live))
+        sources: tuple[str, ...] = ()
+        if change_events.SOURCE_COLUMN in rows.column_names:  # change events: the tables their rows are of
+            if self.source_table is None:
+                sources = tuple(sorted(pc.unique(rows.column(change_events.SOURCE_COLUMN)).drop_null().to_pylist()))
+            rows = rows.drop_columns([change_events.SOURCE_COLUMN])
         new_fields = pa.schema([f for f in rows.schema if f.name not in self.schema.names
                                 and f.name != KIND_COLUMN and not pa.types.is_null(f.type)])
         names = self.schema.names + [KIND_COLUMN] * (KIND_COLUMN in rows.column_names)
@@ -169,16 +175,13 @@ class Decoder:
         rejected = _rejected(records, [(int(live_idx[i]), error) for i, error in bad])
         return Decoded(self._with_deletes(rows, records, pa.array(keep)), new_fields, rejected, sources)
 
-    def _of_source_tables(self, records: pa.RecordBatch) -> tuple[pa.RecordBatch, tuple[str, ...]]:
-        """Change events naming their table: with `source_table`, the records of the tables it
-        matches; without, all of them and the tables they carry rows of (source_tables.py)."""
-        if self.format not in source_tables.FORMATS or not records.num_rows:
-            return records, ()
-        names, rows = source_tables.names(self.format, records.column("value"))
-        if self.source_table is None:
-            return records, tuple(sorted(pc.unique(pc.filter(names, pc.and_(rows, names.is_valid()))).to_pylist()))
-        keep = source_tables.matching(names, self.source_table)
-        return (records if pc.all(keep).as_py() else records.filter(keep)), ()
+    def _of_source_tables(self, records: pa.RecordBatch) -> pa.RecordBatch:
+        """The records of the source tables `source_table` matches (before parsing: another
+        table's records need not fit this one's columns)."""
+        if not records.num_rows:
+            return records
+        keep = source_tables.matching(source_tables.names(self.format, records.column("value")), self.source_table)
+        return records if pc.all(keep).as_py() else records.filter(keep)
 
     def _refuse_null_keys(self, rows: pa.Table, positions: np.ndarray, records: pa.RecordBatch,
                           bad: list[tuple[int, str]], good: np.ndarray) -> tuple[pa.Table, list[tuple[int, str]]]:
@@ -627,7 +630,7 @@ class Decoded:
     rows: pa.RecordBatch
     new_fields: pa.Schema
     rejected: pa.Table
-    sources: tuple[str, ...] = ()  # change events without a source-table filter: the tables they carry rows of
+    sources: tuple[str, ...] = ()  # change events without a source-table filter: the tables their rows are of
 
 
 def _as_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:

@@ -51,8 +51,10 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     """Newline-delimited Maxwell records -> rows as `change_events.change_rows` makes them, the
     number of records in the schema's metadata (`EVENTS_METADATA`)."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    events = read_events(buffer, pa.schema([("type", pa.string()), ("data", image), ("old", image)]))
+    events = read_events(buffer, pa.schema([("type", pa.string()), ("data", image), ("old", image),
+                                            ("database", pa.string()), ("table", pa.string())]))
     kinds = events.column("type").combine_chunks()
+    names = change_events.table_name(events.column("database").combine_chunks(), events.column("table").combine_chunks())
     rows = pc.invert(pc.fill_null(pc.is_in(kinds, pa.array(_MARKERS)), False)).to_numpy(zero_copy_only=False)
     kept = np.flatnonzero(rows)
     events = events.take(pa.array(kept)) if len(kept) < len(kinds) else events
@@ -64,7 +66,8 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                         columns, kind_column, event_column, keys, partitioned, partial)
     table = table.set_column(table.schema.get_field_index(event_column), event_column,
                              pa.array(kept).take(table.column(event_column)))
-    return table.replace_schema_metadata({EVENTS_METADATA: str(len(kinds)).encode()})
+    return change_events.with_sources(table, names, event_column).replace_schema_metadata(
+        {EVENTS_METADATA: str(len(kinds)).encode()})
 
 
 def _before(op: pa.Array, data: pa.StructArray, old: pa.StructArray) -> pa.StructArray:

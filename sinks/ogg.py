@@ -46,7 +46,9 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited GoldenGate records -> `change_events.change_rows`."""
     image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    events = read_events(buffer, pa.schema([("op_type", pa.string()), ("before", image), ("after", image)]))
+    events = read_events(buffer, pa.schema([("op_type", pa.string()), ("before", image), ("after", image),
+                                            ("table", pa.string())]))
     op = change_events.op_codes(events.column("op_type").combine_chunks(), _OPS)
-    return change_rows(op, events.column("before").combine_chunks(), events.column("after").combine_chunks(),
+    rows = change_rows(op, events.column("before").combine_chunks(), events.column("after").combine_chunks(),
                        columns, kind_column, event_column, keys, partitioned, partial)
+    return change_events.with_sources(rows, events.column("table").combine_chunks(), event_column)

@@ -37,11 +37,29 @@ def values(events: list) -> pa.Array:
     ("debezium-bson", [{"op": "c", "source": {"db": "app", "collection": "users"}}], ["app.users"]),
 ])
 def test_each_format_names_the_records_table(fmt, events, expected):
-    names, rows = source_tables.names(fmt, values(events))
-    assert names.to_pylist() == expected
-    if fmt in ("aws-dms-json", "maxwell-json", "canal-json"):  # control and DDL records carry no row of their table
-        assert rows.to_pylist() == {"aws-dms-json": [False, True], "maxwell-json": [True, False, False],
-                                    "canal-json": [True, True, False]}[fmt]
+    assert source_tables.names(fmt, values(events)).to_pylist() == expected
+
+
+def event_of(fmt: str, table: str, key: int) -> dict:
+    """An insert of row (key, 1) into shop.<table> as `fmt` writes it."""
+    row = {"id": key, "qty": 1}
+    return {"debezium-json": {"op": "c", "after": row, "source": {"db": "shop", "table": table}},
+            "debezium-bson": {"op": "c", "after": json.dumps(row), "source": {"db": "shop", "collection": table}},
+            "maxwell-json": {"database": "shop", "table": table, "type": "insert", "data": row},
+            "canal-json": {"database": "shop", "table": table, "type": "INSERT", "isDdl": False,
+                           "data": [{k: str(v) for k, v in row.items()}]},
+            "ogg-json": {"table": f"shop.{table}", "op_type": "I", "after": row},
+            "aws-dms-json": {"data": row, "metadata": {"record-type": "data", "operation": "insert",
+                                                       "schema-name": "shop", "table-name": table}}}[fmt]
+
+
+@pytest.mark.parametrize("fmt", source_tables.FORMATS)
+def test_each_parser_tells_the_tables_its_rows_are_of(fmt):
+    batch = records([json.dumps(event_of(fmt, t, i)).encode() for i, t in enumerate(["a", "b", "a"])])
+    decoded = Decoder(fmt, TABLE, ("id",)).decode_all(batch)
+    assert decoded.rows.num_rows == 3 and decoded.sources == ("shop.a", "shop.b")
+    kept = Decoder(fmt, TABLE, ("id",), source_table=r"shop\.b").decode_all(batch)
+    assert kept.rows.column("id").to_pylist() == [1] and kept.sources == ()
 
 
 def maxwell(table: str, key: int, qty: int) -> dict:
@@ -57,6 +75,12 @@ def test_source_table_keeps_one_tables_records():
     batch = records([json.dumps(e).encode() for e in events])
     mixed = Decoder("maxwell-json", TABLE, ("id",)).decode_all(batch)
     assert mixed.sources == ("shop.customers", "shop.orders")
+    # DDL records and bootstrap markers name a table but carry no rows of it
+    markers = [{"database": "shop", "table": "customers", "type": "table-create"},
+               {"database": "shop", "table": "customers", "type": "bootstrap-start", "data": {}}]
+    quiet = Decoder("maxwell-json", TABLE, ("id",), on_error="skip").decode_all(
+        records([json.dumps(e).encode() for e in [events[0], *markers]]))
+    assert quiet.sources == ("shop.orders",)
     kept = Decoder("maxwell-json", TABLE, ("id",), source_table=r"shop\.orders").decode_all(batch)
     assert kept.rows.to_pylist() == [{"id": 1, "qty": 10, "_kind": "+I"}, {"id": 2, "qty": 20, "_kind": "+I"}]
     assert kept.sources == () and kept.rejected.num_rows == 0
