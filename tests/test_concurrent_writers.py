@@ -164,7 +164,8 @@ def test_sink_redoes_a_compaction_that_lost_to_a_concurrent_writer(tmp_path, mon
         return WriteResult(messages, 2)
 
     monkeypatch.setattr(foreach_batch, "write_dataframe", write_then_lose_the_race)
-    batch = types.SimpleNamespace(schema=from_arrow_schema(SCHEMA))  # no rows: the write is replaced above
+    session = types.SimpleNamespace(conf=types.SimpleNamespace(get=lambda key: "UTC"))  # the session time zone
+    batch = types.SimpleNamespace(schema=from_arrow_schema(SCHEMA), sparkSession=session)  # the write is replaced above
     foreach_batch.paimon_sink(t.path, commit_user="sink", shuffle=True)(batch, 0)
     values = {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}
     assert len(values) == t.to_arrow().num_rows == 5000
