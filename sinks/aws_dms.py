@@ -41,12 +41,8 @@ _OPS = {"load": "r", "insert": "c", "update": "u", "delete": "d"}
 _UNAPPLIED_CONTROL = ("drop-table", "truncate-table")
 
 
-def columns_of(schema: pa.Schema) -> list[Column]:
-    """The table's columns as DMS's JSON messages carry them."""
-    return change_events.columns_of(schema, _encoding_of)
-
-
-def _encoding_of(t: pa.DataType) -> str:
+def encoding_of(t: pa.DataType) -> str:
+    """How the format writes a value of a column of type `t` (change_events.Column)."""
     if holds_binary(t):
         return "dms-binary"
     if pa.types.is_timestamp(t) and t.tz is None:

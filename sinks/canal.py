@@ -23,9 +23,10 @@ undecodable.
 """
 from __future__ import annotations
 
+import json
 import re
 import zoneinfo
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -40,16 +41,28 @@ _UNAPPLIED_DDL = {"TRUNCATE": "a TRUNCATE", "ERASE": "a dropped table (ERASE)"}
 _OPTION = re.compile(r"'((?:[^']|'')*)'")
 
 
-def columns_of(schema: pa.Schema, server_time_zone: str | None = None) -> list[Column]:
-    """The table's columns as Canal writes them: text, cast to the column's type; a TIMESTAMP
-    WITH LOCAL TIME ZONE's text read in `server_time_zone` (without it: not decoded)."""
+def encoding_in(server_time_zone: str | None) -> Callable[[pa.DataType], str]:
+    """How Canal writes a value of a column of each type: text, cast to the column's type; a
+    TIMESTAMP WITH LOCAL TIME ZONE's text read in `server_time_zone` (without it: not decoded)."""
     def encoding_of(t: pa.DataType) -> str:
         if pa.types.is_timestamp(t) and t.tz is not None:
             return "canal-zone" if server_time_zone is None else LOCAL_TEXT + server_time_zone
         if pa.types.is_binary(t):
             return "iso-8859-1"
         return "canal-nested" if pa.types.is_nested(t) else "text"
-    return change_events.columns_of(schema, encoding_of)
+    return encoding_of
+
+
+def table_schema_of(value: bytes) -> pa.Schema | None:
+    """A new table's columns from one record: a row message's `mysqlType` (None for a DDL
+    message or a record that is no message; ValueError for a type not read here)."""
+    try:
+        message = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("isDdl") or not isinstance(message.get("mysqlType"), dict):
+        return None
+    return table_schema(message["mysqlType"])
 
 
 def table_schema(mysql_types: dict[str, str]) -> pa.Schema:

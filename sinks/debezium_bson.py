@@ -229,11 +229,14 @@ def key_id(key: bytes | None) -> Any:
     return natural(json.loads(doc["id"]))
 
 
-def fields_of(value: bytes) -> list[str] | None:
-    """The field names of a record's `after` document, in order (a new table's columns), or
-    None when it has none (a delete)."""
-    doc = event(value, b'{"id": "null"}')["after"]
-    return list(doc) if doc else None
+def table_schema_of(value: bytes) -> pa.Schema | None:
+    """A new table's columns from one record, as Paimon's CDC makes them: its `after` document's
+    fields, in order, each STRING (None for a record without one: a delete, or no event)."""
+    try:
+        doc = event(value, b'{"id": "null"}')["after"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return pa.schema([(name, pa.string()) for name in doc]) if doc else None
 
 
 def change_rows_of(events: list[dict], schema: pa.Schema, kind_column: str, event_column: str,

@@ -50,10 +50,11 @@ CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, debezium_bson.FOR
                         ogg.FORMAT, aws_dms.FORMAT)
 FORMATS = ("json", "avro", "csv", *CHANGE_EVENT_FORMATS)
 # change events in JSON without Debezium's envelopes: (columns of a table, parser, name in errors)
-_PLAIN_CHANGE_EVENTS = {maxwell.FORMAT: (maxwell.columns_of, maxwell.parse_events, "Maxwell JSON"),
-                        canal.FORMAT: (canal.columns_of, canal.parse_events, "Canal JSON"),
-                        ogg.FORMAT: (ogg.columns_of, ogg.parse_events, "GoldenGate JSON"),
-                        aws_dms.FORMAT: (aws_dms.columns_of, aws_dms.parse_events, "AWS DMS JSON")}
+# (each column type's encoding, parser, name in errors; Canal's encodings depend on the server's zone)
+_PLAIN_CHANGE_EVENTS = {maxwell.FORMAT: (maxwell.encoding_of, maxwell.parse_events, "Maxwell JSON"),
+                        canal.FORMAT: (canal.encoding_in(None), canal.parse_events, "Canal JSON"),
+                        ogg.FORMAT: (ogg.encoding_of, ogg.parse_events, "GoldenGate JSON"),
+                        aws_dms.FORMAT: (aws_dms.encoding_of, aws_dms.parse_events, "AWS DMS JSON")}
 EVENT_COLUMN = "_event"  # change events: which event of a chunk a row comes from (an update can make two)
 ON_ERROR = ("fail", "skip", "dead-letter")
 KIND_COLUMN = "_kind"
@@ -242,9 +243,10 @@ class Decoder:
         one group: a schema changes only when the source table does)."""
         if self.format in _PLAIN_CHANGE_EVENTS:
             payloads, codes, schemas = values, np.full(len(values), -1), []
-            columns_of, parser, what = _PLAIN_CHANGE_EVENTS[self.format]
+            encoding_of, parser, what = _PLAIN_CHANGE_EVENTS[self.format]
             if self.format == canal.FORMAT:
-                columns_of = functools.partial(columns_of, server_time_zone=self.server_time_zone)
+                encoding_of = canal.encoding_in(self.server_time_zone)
+            columns_of = functools.partial(change_events.columns_of, encoding_of=encoding_of)
         else:
             payloads, codes, schemas = debezium.split_envelopes(values)
             columns_of = functools.partial(debezium.default_columns, decimal_handling=self.decimal_handling)

@@ -147,9 +147,11 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, st
     if cfg.format == debezium.FORMAT:
         return _debezium_table_schema(cfg), "from the first change event's schema envelope"
     if cfg.format == debezium_bson.FORMAT:
-        return _document_table_schema(cfg), "from the first change event's document, every column STRING as Paimon's CDC"
+        return _first_record_schema(cfg, debezium_bson.table_schema_of, "document"), \
+            "from the first change event's document, every column STRING as Paimon's CDC"
     if cfg.format == canal.FORMAT:
-        return _canal_table_schema(cfg), "from the first message's mysqlType, typed as Paimon's MySQL CDC"
+        return _first_record_schema(cfg, canal.table_schema_of, "Canal row message"), \
+            "from the first message's mysqlType, typed as Paimon's MySQL CDC"
     raise InvalidOptionError(f"table {cfg.table} does not exist: format {cfg.format} needs --schema to create it")
 
 
@@ -166,32 +168,18 @@ def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
                              "(value.converter.schemas.enable=false): pass --schema")
 
 
-def _canal_table_schema(cfg: IngestConfig) -> pa.Schema:
-    """A table of Canal's messages: the MySQL types the first row message names (`mysqlType`)."""
+def _first_record_schema(cfg: IngestConfig, schema_of: Callable[[bytes], pa.Schema | None], what: str) -> pa.Schema:
+    """A new table's columns from the first sampled record that tells them (`schema_of`: None
+    for a record that does not, ValueError for columns not read here)."""
     for value in sample_values(cfg):
         try:
-            message = json.loads(value)
-        except ValueError:
-            continue
-        if isinstance(message, dict) and not message.get("isDdl") and isinstance(message.get("mysqlType"), dict):
-            try:
-                return canal.table_schema(message["mysqlType"])
-            except ValueError as exc:
-                raise InvalidOptionError(f"cannot create table {cfg.table} from the change events: {exc}") from None
-    raise InvalidOptionError(f"table {cfg.table} does not exist and the topic holds no Canal row message yet: "
-                             "pass --schema")
-
-
-def _document_table_schema(cfg: IngestConfig) -> pa.Schema:
-    """A MongoDB collection's table: the first inserted or updated document's fields, as STRING."""
-    for value in sample_values(cfg):
-        try:
-            fields = debezium_bson.fields_of(value)
-        except Exception as exc:
-            raise InvalidOptionError(f"cannot create table {cfg.table} from the change events: {exc}; pass --schema") from None
-        if fields:
-            return pa.schema([(name, pa.string()) for name in fields])
-    raise InvalidOptionError(f"table {cfg.table} does not exist and the topic holds no document yet: pass --schema")
+            schema = schema_of(value)
+        except ValueError as exc:
+            raise InvalidOptionError(f"cannot create table {cfg.table} from the change events: {exc}; "
+                                     "pass --schema") from None
+        if schema is not None:
+            return schema
+    raise InvalidOptionError(f"table {cfg.table} does not exist and the topic holds no {what} yet: pass --schema")
 
 
 def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:

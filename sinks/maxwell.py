@@ -33,12 +33,8 @@ _OPS = {"insert": "c", "bootstrap-insert": "r", "update": "u", "delete": "d"}
 _MARKERS = ("bootstrap-start", "bootstrap-complete")
 
 
-def columns_of(schema: pa.Schema) -> list[Column]:
-    """The table's columns as Maxwell writes them."""
-    return change_events.columns_of(schema, _encoding_of)
-
-
-def _encoding_of(t: pa.DataType) -> str:
+def encoding_of(t: pa.DataType) -> str:
+    """How the format writes a value of a column of type `t` (change_events.Column)."""
     if pa.types.is_timestamp(t) and t.tz is not None:
         return "utc-text"
     if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):

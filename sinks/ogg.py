@@ -29,12 +29,8 @@ FORMAT = "ogg-json"
 _OPS = {"I": "c", "U": "u", "D": "d", "T": "t"}
 
 
-def columns_of(schema: pa.Schema) -> list[Column]:
-    """The table's columns as GoldenGate's JSON formatter writes them."""
-    return change_events.columns_of(schema, _encoding_of)
-
-
-def _encoding_of(t: pa.DataType) -> str:
+def encoding_of(t: pa.DataType) -> str:
+    """How the format writes a value of a column of type `t` (change_events.Column)."""
     if holds_binary(t):
         return "ogg-binary"
     if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):

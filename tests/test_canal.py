@@ -179,6 +179,11 @@ def test_a_new_tables_columns_come_from_mysql_types():
         pa.decimal128(20, 0), pa.timestamp("ms"), pa.int32(), pa.int64(), pa.string()]
     with pytest.raises(ValueError, match="column 'spot' has MySQL type 'point', not read here"):
         canal.table_schema({"spot": "point"})
+    # a new table's columns come from the first row message; DDL and broken records tell none
+    assert canal.table_schema_of(b"{broken") is None
+    assert canal.table_schema_of(json.dumps({"isDdl": True, "type": "CREATE", "mysqlType": None}).encode()) is None
+    assert canal.table_schema_of(json.dumps({"isDdl": False, "type": "INSERT", "mysqlType": {"id": "int"}}).encode()) \
+        == pa.schema([("id", pa.int32())])
 
 
 def test_ingest_canal_creates_the_table_from_mysql_types(spark, broker, tmp_path):

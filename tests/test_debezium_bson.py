@@ -119,6 +119,13 @@ def test_typed_columns_take_what_fits():
         Decoder("debezium-bson", naive, ("_id",)).decode(kafka([(None, envelope("c", None, json.dumps(doc)))]))
 
 
+def test_a_new_tables_columns_come_from_the_first_document():
+    assert debezium_bson.table_schema_of(json.dumps(envelope("c", None, BEFORE)).encode()) == \
+        pa.schema([(n, pa.string()) for n in BEFORE_ROW])
+    assert debezium_bson.table_schema_of(json.dumps(envelope("d", BEFORE, None)).encode()) is None
+    assert debezium_bson.table_schema_of(b"not an event") is None
+
+
 def test_events_that_are_not_row_changes_are_refused_by_record():
     decoded = Decoder("debezium-bson", STRINGS, ("_id",), on_error="skip").decode_all(kafka([
         (None, envelope("c", None, BEFORE)),
