@@ -52,6 +52,13 @@ def encoding_of(t: pa.DataType) -> str:
     return "plain"
 
 
+def row_image(value: bytes | None) -> dict | None:
+    """The row a data record carries, without its before image (None for control records)."""
+    operation = (change_events.row_object(value, "metadata") or {}).get("operation")
+    data = change_events.row_object(value, "data") if operation in _OPS else None
+    return {k: v for k, v in data.items() if not k.startswith(BEFORE_PREFIX)} if data else None
+
+
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited DMS records -> rows as `change_events.change_rows` makes them, the

@@ -11,6 +11,7 @@ of +I, +U and -D, deleting the old key of an update that moves a row between par
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -108,6 +109,18 @@ def table_name(prefix: pa.Array, name: pa.Array) -> pa.Array:
     or empty; null where `name` is."""
     bare = pc.fill_null(pc.equal(prefix, ""), True)
     return pc.if_else(bare, name, pc.binary_join_element_wise(prefix, name, "."))
+
+
+def row_object(value: bytes | None, *path: str) -> dict | None:
+    """The JSON object at `path` in a record (a row image), None where there is none: a new
+    table's columns are inferred from these for formats whose records name no types."""
+    try:
+        found = json.loads(value) if value is not None else None
+    except ValueError:
+        return None
+    for name in path:
+        found = found.get(name) if isinstance(found, dict) else None
+    return found if isinstance(found, dict) and found else None
 
 
 def with_sources(rows: pa.Table, names: pa.Array, event_column: str) -> pa.Table:

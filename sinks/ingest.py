@@ -40,9 +40,10 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.table import Table
 
-from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry
+from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry, source_tables
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
+from .source_tables import DatabaseRouting
 from .spark_write import arrow_schema_of
 
 SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
@@ -50,6 +51,7 @@ SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 REJECTED_PER_BATCH: dict[int, int] = {}
 _EVOLUTION_ROUNDS = 3  # a batch's new fields are all seen in one pass; more rounds mean a concurrent change
 _SAMPLE_RECORDS = 1000
+RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset")  # of a Kafka record, as decoders take them
 # change-event formats whose every record names the source's key columns, in this field
 _KEYS_IN_RECORDS = {maxwell.FORMAT: "primary_key_columns", canal.FORMAT: "pkNames", ogg.FORMAT: "primary_keys"}
 
@@ -60,7 +62,7 @@ class IngestConfig:
 
     bootstrap_servers: str
     warehouse: str
-    table: str
+    table: str = ""  # db.table; or `database` routes each source table to its own
     topics: tuple[str, ...] = ()
     topic_pattern: str | None = None
     format: str = "json"
@@ -83,11 +85,30 @@ class IngestConfig:
     decimal_handling: str = "precise"  # debezium-json without schema envelopes: the connector's decimal.handling.mode
     server_time_zone: str | None = None  # canal-json: the MySQL server's zone, which its TIMESTAMP text is in
     source_table: str | None = None  # change events: the source tables (regex of db.table) this table takes
-    dead_letter_table: str | None = None  # default <db.table>_dead_letter
+    dead_letter_table: str | None = None  # default <db.table>_dead_letter (with `database`: <db>.ingest_dead_letter)
+    database: DatabaseRouting | None = None  # change events: a table per source table (ingest_database.py)
+
+    def __post_init__(self) -> None:
+        if bool(self.table) == (self.database is not None):
+            raise InvalidOptionError("give the target table (--table DB.TABLE) or a database to sync (--database DB)")
+        if self.database is not None and self.format not in source_tables.FORMATS:
+            raise InvalidOptionError(f"--database routes change events naming their tables "
+                                     f"({', '.join(source_tables.FORMATS)}), not {self.format}")
+        if self.database is not None and (self.schema or self.source_table or self.partition_keys):
+            raise InvalidOptionError("--schema, --source-table and --partition-key are for one table; with --database "
+                                     "each source table gets its own (--including-tables/--excluding-tables choose "
+                                     "them; create a table first to give it other columns or partitions)")
+
+    @property
+    def target(self) -> str:
+        """What the job writes: db.table, or database db."""
+        return self.table or f"database {self.database.database}"
 
     def checkpoint_location(self) -> str:
-        """Default: <warehouse>/.checkpoints/ingest-<db.table> (stable, so a rerun resumes)."""
-        return self.checkpoint or f"{self.warehouse.rstrip('/')}/.checkpoints/ingest-{self.table}"
+        """Default: <warehouse>/.checkpoints/ingest-<db.table> (or ingest-database-<db>), stable
+        so that a rerun resumes."""
+        name = self.table or f"database-{self.database.database}"
+        return self.checkpoint or f"{self.warehouse.rstrip('/')}/.checkpoints/ingest-{name}"
 
     def source_options(self) -> dict[str, str]:
         opts = {"kafka.bootstrap.servers": self.bootstrap_servers, "startingOffsets": self.starting_offsets}
@@ -102,8 +123,13 @@ class IngestConfig:
 
 
 # ---- the table -------------------------------------------------------------------------
-def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None] = print) -> Table:
-    """The target table; created from the configured or inferred schema when missing."""
+Samples = Callable[[], list[tuple[bytes | None, bytes]]]  # (key, value) of records a new table is made from
+
+
+def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None] = print,
+                 samples: Samples | None = None) -> Table:
+    """The target table; created from the configured or inferred schema when missing. `samples`
+    gives the records a new table's columns and key come from (default: the start of the topic)."""
     catalog = Catalog(cfg.warehouse)
     if catalog.table_exists(cfg.table):
         table = catalog.get_table(cfg.table)
@@ -111,10 +137,11 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
             raise InvalidOptionError(f"table {cfg.table} exists with primary key {table.primary_keys}, not "
                                      f"{list(cfg.primary_keys)}")
         return table
+    samples = samples or functools.cache(functools.partial(sample_records, cfg))
     if cfg.format in CHANGE_EVENT_FORMATS and not cfg.primary_keys:
-        cfg = replace(cfg, primary_keys=_source_primary_key(cfg))
+        cfg = replace(cfg, primary_keys=_source_primary_key(cfg, samples))
         log(f"primary key {list(cfg.primary_keys)} from the change events")
-    schema, origin = _table_schema(spark, cfg)
+    schema, origin = _table_schema(spark, cfg, samples)
     options = dict(cfg.table_options)
     if cfg.bucket is not None:
         options["bucket"] = str(cfg.bucket)
@@ -126,6 +153,10 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
     return table
 
 
+class NoRowsYet(InvalidOptionError):
+    """A new table's columns cannot be told yet: its records so far carry no row (DDL, markers)."""
+
+
 def _keys_not_null(schema: pa.Schema, keys: tuple[str, ...]) -> pa.Schema:
     missing = [k for k in keys if k not in schema.names]
     if missing:
@@ -133,30 +164,41 @@ def _keys_not_null(schema: pa.Schema, keys: tuple[str, ...]) -> pa.Schema:
     return pa.schema([f.with_nullable(False) if f.name in keys else f for f in schema])
 
 
-def _table_schema(spark: SparkSession, cfg: IngestConfig) -> tuple[pa.Schema, str]:
+def _table_schema(spark: SparkSession, cfg: IngestConfig, samples: Samples) -> tuple[pa.Schema, str]:
     if cfg.schema:
         ddl = spark.createDataFrame([], cfg.schema).schema
         return arrow_schema_of(ddl), "from --schema"
     if cfg.format in ("avro", debezium.AVRO_FORMAT) and cfg.schema_registry:
-        return _registry_table_schema(cfg), "from the first record's writer schema in the registry"
+        return _registry_table_schema(cfg, samples), "from the first record's writer schema in the registry"
     if cfg.format == "avro":
         return avro_to_arrow_schema(json.loads(read_avro_schema(cfg))), "from the Avro schema"
     if cfg.format == "json":
-        sample = sample_values(cfg)
+        sample = [value for _, value in samples()]
         return infer_json_schema(sample), f"inferred from {len(sample)} records"
+    if cfg.format in _ROW_IMAGES:
+        images = [image for _, value in samples() if (image := _ROW_IMAGES[cfg.format](value))]
+        if not images:
+            raise NoRowsYet(f"table {cfg.table} does not exist and its records carry no row yet: pass --schema")
+        schema = infer_json_schema([json.dumps(image).encode() for image in images])
+        return pa.schema([f for f in schema if not pa.types.is_null(f.type) or f.name in cfg.primary_keys]), \
+            f"inferred from the rows of {len(images)} change events"
     if cfg.format == debezium.FORMAT:
-        return _debezium_table_schema(cfg), "from the first change event's schema envelope"
+        return _debezium_table_schema(cfg, samples), "from the first change event's schema envelope"
     if cfg.format == debezium_bson.FORMAT:
-        return _first_record_schema(cfg, debezium_bson.table_schema_of, "document"), \
+        return _first_record_schema(cfg, samples, debezium_bson.table_schema_of, "document"), \
             "from the first change event's document, every column STRING as Paimon's CDC"
     if cfg.format == canal.FORMAT:
-        return _first_record_schema(cfg, canal.table_schema_of, "Canal row message"), \
+        return _first_record_schema(cfg, samples, canal.table_schema_of, "Canal row message"), \
             "from the first message's mysqlType, typed as Paimon's MySQL CDC"
     raise InvalidOptionError(f"table {cfg.table} does not exist: format {cfg.format} needs --schema to create it")
 
 
-def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
-    for value in sample_values(cfg)[:1]:
+# change-event formats whose records name no types: a new table's columns are inferred from their rows
+_ROW_IMAGES = {maxwell.FORMAT: maxwell.row_image, ogg.FORMAT: ogg.row_image, aws_dms.FORMAT: aws_dms.row_image}
+
+
+def _debezium_table_schema(cfg: IngestConfig, samples: Samples) -> pa.Schema:
+    for _, value in samples()[:1]:
         _, _, schemas = debezium.split_envelopes(pa.array([value], pa.binary()))
         if schemas:
             try:
@@ -168,10 +210,11 @@ def _debezium_table_schema(cfg: IngestConfig) -> pa.Schema:
                              "(value.converter.schemas.enable=false): pass --schema")
 
 
-def _first_record_schema(cfg: IngestConfig, schema_of: Callable[[bytes], pa.Schema | None], what: str) -> pa.Schema:
+def _first_record_schema(cfg: IngestConfig, samples: Samples, schema_of: Callable[[bytes], pa.Schema | None],
+                         what: str) -> pa.Schema:
     """A new table's columns from the first sampled record that tells them (`schema_of`: None
     for a record that does not, ValueError for columns not read here)."""
-    for value in sample_values(cfg):
+    for _, value in samples():
         try:
             schema = schema_of(value)
         except ValueError as exc:
@@ -179,10 +222,10 @@ def _first_record_schema(cfg: IngestConfig, schema_of: Callable[[bytes], pa.Sche
                                      "pass --schema") from None
         if schema is not None:
             return schema
-    raise InvalidOptionError(f"table {cfg.table} does not exist and the topic holds no {what} yet: pass --schema")
+    raise NoRowsYet(f"table {cfg.table} does not exist and the topic holds no {what} yet: pass --schema")
 
 
-def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:
+def _source_primary_key(cfg: IngestConfig, samples: Samples) -> tuple[str, ...]:
     """The source table's key columns, from the first change event: its Kafka key (Debezium keys
     each event by the source's primary key: a JSON object, in an envelope or not, or an Avro
     record framed for the registry), or the field each record names them in (`_KEYS_IN_RECORDS`)."""
@@ -191,7 +234,7 @@ def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:
     if cfg.format == aws_dms.FORMAT:
         raise InvalidOptionError(f"format {cfg.format}: DMS's records do not name the source's primary key; "
                                  f"pass --primary-key to create table {cfg.table}")
-    for key, value in sample_records(cfg):  # the first that tells (Maxwell's markers do not)
+    for key, value in samples():  # the first that tells (Maxwell's markers do not)
         try:
             if cfg.format in _KEYS_IN_RECORDS:  # they name them in each record
                 return tuple(json.loads(value)[_KEYS_IN_RECORDS[cfg.format]])
@@ -209,12 +252,12 @@ def _source_primary_key(cfg: IngestConfig) -> tuple[str, ...]:
                              f"pass --primary-key to create table {cfg.table}")
 
 
-def _registry_table_schema(cfg: IngestConfig) -> pa.Schema:
-    sample = sample_values(cfg)[:1]
+def _registry_table_schema(cfg: IngestConfig, samples: Samples) -> pa.Schema:
+    sample = samples()[:1]
     if not sample:
         raise InvalidOptionError(f"table {cfg.table} does not exist and the topic has no records yet: pass --schema")
     try:
-        writer = schema_registry.writer_schema_json(cfg.schema_registry, schema_registry.schema_id(sample[0]))
+        writer = schema_registry.writer_schema_json(cfg.schema_registry, schema_registry.schema_id(sample[0][1]))
         if cfg.format == debezium.AVRO_FORMAT:
             return pa.schema([(c.name, c.type) for c in debezium.avro_columns(pa.schema([]), writer)])
     except ValueError as exc:
@@ -227,12 +270,6 @@ def read_avro_schema(cfg: IngestConfig) -> str:
     if not cfg.avro_schema:
         raise InvalidOptionError("format avro needs --avro-schema FILE (the writer's Avro schema)")
     return Path(cfg.avro_schema).read_text()
-
-
-def sample_values(cfg: IngestConfig) -> list[bytes]:
-    """Up to 1000 record values from the start of the topic(s), for schema inference, read with
-    the job's `--kafka-option`s (a secured cluster needs them here as in the query)."""
-    return [value for _, value in sample_records(cfg)]
 
 
 def sample_records(cfg: IngestConfig) -> list[tuple[bytes | None, bytes]]:
@@ -350,19 +387,20 @@ def dead_letter_table(cfg: IngestConfig) -> Table:
     schema = REJECTED_SCHEMA.append(pa.field("batch_id", pa.int64())).append(
         pa.field("ingested_at", pa.timestamp("ms", tz="UTC")))
     return catalog.create_table(name, schema, ignore_if_exists=True,
-                                comment=f"records of {cfg.table} that did not decode (paimon-streaming ingest)")
+                                comment=f"records of {cfg.target} that did not decode (paimon-streaming ingest)")
 
 
 def set_aside(cfg: IngestConfig, rejected: pa.Table, commit_user: str, batch_id: int) -> None:
     """Commit the batch's undecodable records to the dead-letter table, exactly once per batch:
-    before the batch's own commit, under a commit user derived from the query's, so a replay
-    after a crash between the two commits finds them committed and writes them again nowhere."""
+    before the batch's own commit, under `commit_user` (derived from the query's, one per
+    target table), so a replay after a crash between the two commits finds them committed and
+    writes them again nowhere."""
     if cfg.on_error != "dead-letter" or not rejected.num_rows:
         return
     now = pa.array([int(time.time() * 1000)] * rejected.num_rows, pa.timestamp("ms", tz="UTC"))
     rows = rejected.append_column("batch_id", pa.array([batch_id] * rejected.num_rows, pa.int64())) \
         .append_column("ingested_at", now)
-    dead_letter_table(cfg).write_arrow(rows, commit_user=f"{commit_user}:dead-letter", commit_identifier=batch_id)
+    dead_letter_table(cfg).write_arrow(rows, commit_user=commit_user, commit_identifier=batch_id)
 
 
 def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = print) -> Decoder:
@@ -401,49 +439,63 @@ def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callab
         + ", ".join(f"{'widened' if f.name in known else 'added'} {f.name} {f.type}" for f in fields))
 
 
-def start_query(spark: SparkSession, cfg: IngestConfig, table: Table, source: str,
-                log: Callable[[str], None] = print):
+def write_table_batch(spark: SparkSession, cfg: IngestConfig, table: Table, records: DataFrame, batch_id: int,
+                      log: Callable[[str], None], prefiltered: bool = False) -> None:
+    """Decode one micro-batch's Kafka records (key, value, topic, partition, offset) and commit
+    them to the table; when they carried new fields, nothing is committed: the table evolves
+    and the batch is decoded again (the schema change is idempotent, so a crash in between
+    replays the batch exactly once). `prefiltered`: the records are those of the source tables
+    `cfg.source_table` names already (routed by `ingest_database.py`)."""
+    sink = paimon_sink(table.ref, row_kind_column=KIND_COLUMN if table.primary_keys else None)
+    commit_user = query_commit_user(records)
+    dead_letter_user = f"{commit_user}:dead-letter" + (f":{cfg.table}" if prefiltered else "")
+    for _ in range(_EVOLUTION_ROUNDS):
+        table.refresh()
+        decoder = make_decoder(cfg, table, log)
+        if prefiltered:
+            decoder = replace(decoder, source_table=None)
+        seen = spark.sparkContext.accumulator([], _BytesList())
+        rejected = spark.sparkContext.accumulator([], _BytesList())
+        sources = spark.sparkContext.accumulator([], _BytesList())
+
+        def before_commit() -> None:
+            if not prefiltered:
+                check_one_source_table(cfg, sources.value)
+            fields = _new_fields(seen.value)
+            if len(fields):
+                raise NewFieldsSeen(fields)
+            bad = _rejected_rows(rejected.value)
+            set_aside(cfg, bad, dead_letter_user, batch_id)
+            REJECTED_PER_BATCH[batch_id] = REJECTED_PER_BATCH.get(batch_id, 0) + bad.num_rows
+        decode = ArrowTransform(functools.partial(decode_batches, decoder, seen, rejected, sources),
+                                decoder.output_schema)
+        try:
+            sink(records, batch_id, before_commit=before_commit, transform=decode)
+            return
+        except NewFieldsSeen as exc:
+            evolve_table(cfg, table, exc.fields, log)
+    raise SchemaMismatchError(f"batch {batch_id} still carried new fields after {_EVOLUTION_ROUNDS} schema changes")
+
+
+def table_writer(spark: SparkSession, cfg: IngestConfig, table: Table,
+                 log: Callable[[str], None]) -> Callable[[DataFrame, int], None]:
+    """The foreachBatch function of a job ingesting into one table."""
+    def write(df: DataFrame, batch_id: int) -> None:
+        REJECTED_PER_BATCH[batch_id] = 0
+        write_table_batch(spark, cfg, table, df.select(*RECORD_COLUMNS), batch_id, log)
+    return write
+
+
+def start_query(spark: SparkSession, cfg: IngestConfig, source: str, write: Callable[[DataFrame, int], None]):
     reader = spark.readStream.format(source)
     for k, v in cfg.source_options().items():
         reader = reader.option(k, v)
-    sink = paimon_sink(table.ref, row_kind_column=KIND_COLUMN if table.primary_keys else None)
-
-    def write(df: DataFrame, batch_id: int) -> None:
-        """Decode and write the batch; when its records carried new fields, nothing is
-        committed: the table evolves and the batch is decoded again (the schema change is
-        idempotent, so a crash in between replays the batch exactly once)."""
-        records = df.select("key", "value", "topic", "partition", "offset")
-        commit_user = query_commit_user(df)
-        for _ in range(_EVOLUTION_ROUNDS):
-            table.refresh()
-            decoder = make_decoder(cfg, table, log)
-            seen = spark.sparkContext.accumulator([], _BytesList())
-            rejected = spark.sparkContext.accumulator([], _BytesList())
-            sources = spark.sparkContext.accumulator([], _BytesList())
-
-            def before_commit() -> None:
-                check_one_source_table(cfg, sources.value)
-                fields = _new_fields(seen.value)
-                if len(fields):
-                    raise NewFieldsSeen(fields)
-                bad = _rejected_rows(rejected.value)
-                set_aside(cfg, bad, commit_user, batch_id)
-                REJECTED_PER_BATCH[batch_id] = bad.num_rows
-            decode = ArrowTransform(functools.partial(decode_batches, decoder, seen, rejected, sources),
-                                    decoder.output_schema)
-            try:
-                sink(records, batch_id, before_commit=before_commit, transform=decode)
-                return
-            except NewFieldsSeen as exc:
-                evolve_table(cfg, table, exc.fields, log)
-        raise SchemaMismatchError(f"batch {batch_id} still carried new fields after {_EVOLUTION_ROUNDS} schema changes")
-
     writer = reader.load().writeStream.foreachBatch(write).option("checkpointLocation", cfg.checkpoint_location())
     if cfg.trigger == "available-now":
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=_interval(cfg.trigger))
-    return writer.queryName(f"ingest-{cfg.table}").start()
+    return writer.queryName(f"ingest-{cfg.target}").start()
 
 
 def _interval(trigger: str) -> str:
@@ -485,8 +537,8 @@ def batch_seconds(progress: dict) -> float:
 _SET_ASIDE = {"skip": "skipped", "dead-letter": "dead-lettered"}  # per --on-error, how set-aside records are named
 
 
-def progress_line(progress: dict, table: Table, on_error: str = "fail") -> str:
-    snap = table.snapshot_manager.latest()
+def progress_line(progress: dict, written: str, on_error: str = "fail") -> str:
+    """One finished micro-batch; `written`: what the target holds now (`table_state`)."""
     lag = consumer_lag(progress)
     rows = progress.get("numInputRows", 0)
     seconds = batch_seconds(progress)
@@ -494,8 +546,12 @@ def progress_line(progress: dict, table: Table, on_error: str = "fail") -> str:
     rejected = REJECTED_PER_BATCH.get(progress.get("batchId"), 0)
     aside = f", {rejected:,} {_SET_ASIDE[on_error]}" if on_error in _SET_ASIDE else ""
     return (f"batch {progress.get('batchId')}: {rows:,} rows in {seconds:.1f}s ({rate:,.0f} rows/s){aside}, "
-            f"lag {'n/a' if lag is None else f'{lag:,}'}, last snapshot "
-            f"{'none' if snap is None else f'{snap.id} ({snap.total_record_count:,} records)'}")
+            f"lag {'n/a' if lag is None else f'{lag:,}'}, {written}")
+
+
+def table_state(table: Table) -> str:
+    snap = Table.open(table.ref).snapshot_manager.latest()
+    return f"last snapshot {'none' if snap is None else f'{snap.id} ({snap.total_record_count:,} records)'}"
 
 
 @dataclass
@@ -545,11 +601,22 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
     """Run the ingestion until Ctrl-C/SIGTERM (or, with trigger available-now, until caught up).
     `status` (a terminal's live status line, see `live_status.py`) gets `ingest_status` at every poll."""
     ps.register(spark)
-    table = ensure_table(spark, cfg, log)
     source = kafka_source_name(spark, cfg.source)
-    query = start_query(spark, cfg, table, source, log)
+    if cfg.database is not None:
+        from .ingest_database import TABLES_PER_BATCH, database_writer  # it builds on this module
+        write = database_writer(spark, cfg, log)
+
+        def written(progress: dict) -> str:
+            return f"{TABLES_PER_BATCH.get(progress.get('batchId'), 0)} table(s) written"
+    else:
+        table = ensure_table(spark, cfg, log)
+        write = table_writer(spark, cfg, table, log)
+
+        def written(progress: dict) -> str:
+            return table_state(table)
+    query = start_query(spark, cfg, source, write)
     log(f"ingesting {cfg.topic_pattern or ','.join(cfg.topics)} ({cfg.format}, source {source}) into "
-        f"{cfg.table}; checkpoint {cfg.checkpoint_location()}; Ctrl-C stops")
+        f"{cfg.target}; checkpoint {cfg.checkpoint_location()}; Ctrl-C stops")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     last_batch = [-1]
     totals = IngestTotals()
@@ -566,7 +633,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
                 totals.add(progress)
                 if progress.get("numInputRows", 0) > 0:
                     finished_at[0] = time.monotonic()
-                    log(progress_line(progress, Table.open(table.ref), cfg.on_error))
+                    log(progress_line(progress, written(progress), cfg.on_error))
 
     def show_status() -> None:
         now = time.monotonic()
@@ -576,7 +643,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
             trigger_since[0] = now
         # back to back (a backlog) the trigger stays active: the batch began when the previous one finished
         running = None if trigger_since[0] is None else now - max(trigger_since[0], finished_at[0])
-        status(ingest_status(cfg.table, totals, running, now - finished_at[0], cfg.on_error,
+        status(ingest_status(cfg.target, totals, running, now - finished_at[0], cfg.on_error,
                            last_batch[0] + 1 if last_batch[0] >= 0 else None))
     try:
         while query.isActive:
@@ -598,7 +665,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
     if query.exception() is not None:
         log(f"error: ingestion failed: {failure_summary(str(query.exception()))}")
         return 1
-    log(f"caught up; {progress_line(query.lastProgress or {}, Table.open(table.ref), cfg.on_error)}")
+    log(f"caught up; {progress_line(query.lastProgress or {}, written(query.lastProgress or {}), cfg.on_error)}")
     return 0
 
 

@@ -34,11 +34,19 @@ def spark_session(master: str, confs: list[tuple[str, str]], app: str):
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from .ingest import IngestConfig, run_ingest
+    from .source_tables import DatabaseRouting
     topics = tuple(t.strip() for arg in args.topic for t in arg.split(",") if t.strip())
     if bool(topics) == bool(args.topic_pattern):
         raise ValueError("give --topic T (repeatable, or comma-separated) or --topic-pattern REGEX")
+    database = None
+    if args.database:
+        database = DatabaseRouting(args.database, args.table_prefix, args.table_suffix, args.including_tables,
+                                   args.excluding_tables)
+    elif args.table_prefix or args.table_suffix or args.including_tables != ".*" or args.excluding_tables:
+        raise ValueError("--table-prefix, --table-suffix, --including-tables and --excluding-tables go with --database")
     cfg = IngestConfig(
-        bootstrap_servers=args.bootstrap_servers, warehouse=args.warehouse, table=args.table, topics=topics,
+        bootstrap_servers=args.bootstrap_servers, warehouse=args.warehouse, table=args.table or "", database=database,
+        topics=topics,
         topic_pattern=args.topic_pattern, format=args.format, avro_schema=args.avro_schema,
         schema_registry=args.schema_registry, schema=args.schema,
         primary_keys=tuple(args.primary_key), partition_keys=tuple(args.partition_key), bucket=args.bucket,
@@ -48,7 +56,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution,
         on_error=args.on_error, dead_letter_table=args.dead_letter_table, decimal_handling=args.decimal_handling,
         server_time_zone=args.server_time_zone, source_table=args.source_table)
-    spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table}")
+    spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table or args.database}")
     try:
         with LiveStatus(enabled=not args.no_progress) as live:
             return run_ingest(spark, cfg, live.log, live.update)
@@ -65,7 +73,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topic", action="append", default=[], help="topic(s) to read (repeatable or comma-separated)")
     p.add_argument("--topic-pattern", help="regex of topics to read instead of --topic")
     p.add_argument("--warehouse", required=True, help="Paimon warehouse (directory or URI)")
-    p.add_argument("--table", required=True, metavar="DB.TABLE", help="target table")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--table", metavar="DB.TABLE", help="target table")
+    target.add_argument("--database", metavar="DB", help="change events of several source tables: each into a table "
+                        "of its own in DB, created as its first rows arrive (as Paimon's kafka_sync_database)")
+    p.add_argument("--table-prefix", default="", help="--database: prefix of the target tables' names")
+    p.add_argument("--table-suffix", default="", help="--database: suffix of the target tables' names")
+    p.add_argument("--including-tables", default=".*", metavar="REGEX",
+                   help="--database: the source tables to sync (a Python regular expression of their names, "
+                   "without the database; default all)")
+    p.add_argument("--excluding-tables", metavar="REGEX", help="--database: source tables not to sync")
     p.add_argument("--format", choices=("json", "avro", "csv", "debezium-json", "debezium-avro", "debezium-bson", "maxwell-json",
                                         "canal-json", "ogg-json", "aws-dms-json"),
                    default="json", help="record value format; debezium-json/-avro/-bson, maxwell-json, canal-json, ogg-json, "
@@ -112,7 +129,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a record that does not decode (bad JSON/CSV/Avro, wrong types, null key): stop "
                    "(default), skip and count it, or keep it in the dead-letter table")
     p.add_argument("--dead-letter-table", metavar="DB.TABLE",
-                   help="where --on-error dead-letter keeps them (default <table>_dead_letter)")
+                   help="where --on-error dead-letter keeps them (default <table>_dead_letter; with --database "
+                   "<db>.ingest_dead_letter)")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     p.add_argument("--conf", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="Spark configuration, e.g. spark.driver.extraClassPath=...")

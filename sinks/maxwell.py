@@ -42,6 +42,12 @@ def encoding_of(t: pa.DataType) -> str:
     return "base64" if holds_binary(t) else "plain"
 
 
+def row_image(value: bytes | None) -> dict | None:
+    """The row a record carries (None for markers, DDL and what is no record)."""
+    record = change_events.row_object(value)
+    return change_events.row_object(value, "data") if record and record.get("type") in _OPS else None
+
+
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited Maxwell records -> rows as `change_events.change_rows` makes them, the

@@ -38,6 +38,11 @@ def encoding_of(t: pa.DataType) -> str:
     return "plain"
 
 
+def row_image(value: bytes | None) -> dict | None:
+    """The row a record carries (inserts' and updates' after image, deletes' before image)."""
+    return change_events.row_object(value, "after") or change_events.row_object(value, "before")
+
+
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited GoldenGate records -> `change_events.change_rows`."""

@@ -15,10 +15,18 @@ without `--source-table`, a batch with rows of more than one table stops the job
 (DDL and control records carry no rows, so they do not count). With it, the records are
 matched here first, read for whole batches with the JSON reader, so another table's records
 never have to fit this table's columns.
+
+`DatabaseRouting` sends each source table to a table of its own (`ingest --database`, as
+Paimon's `kafka_sync_database`): the target is the source table's name (its last part) with a
+prefix and suffix, in the given database; source tables of the same name in several databases
+or schemas (shards) go to one table, as Paimon merges them.
 """
 from __future__ import annotations
 
 import io
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -98,3 +106,49 @@ def _fields(format: str, values: pa.Array) -> pa.Table:
 
 def _null_row(schema: pa.Schema) -> pa.Table:
     return pa.table([pa.nulls(1, f.type) for f in schema], schema=schema)
+
+
+SOURCE_FIELD = pa.field("_source_table", pa.string())  # the column `with_names` adds
+
+
+def with_names(format: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Kafka records with the source table each names (a `mapInArrow` function)."""
+    for batch in batches:
+        yield batch.append_column(SOURCE_FIELD, names(format, batch.column("value")))
+
+
+@dataclass(frozen=True)
+class DatabaseRouting:
+    """Which table of `database` each source table's change events go to (`ingest --database`).
+    `including`/`excluding`: Python regular expressions of source table names (the last part
+    of db.table), matched whole, as Paimon's `--including_tables`/`--excluding_tables`."""
+
+    database: str
+    table_prefix: str = ""
+    table_suffix: str = ""
+    including: str = ".*"
+    excluding: str | None = None
+
+    def __post_init__(self) -> None:
+        for flag, pattern in (("--including-tables", self.including), ("--excluding-tables", self.excluding)):
+            try:
+                re.compile(pattern or "")
+            except re.error as exc:
+                raise ValueError(f"{flag} {pattern!r} is not a regular expression: {exc}") from None
+
+    def target(self, source: str) -> str | None:
+        """db.table the source table's rows go to; None when it is not included."""
+        name = source.rsplit(".", 1)[-1]
+        if not re.fullmatch(self.including, name) or (self.excluding and re.fullmatch(self.excluding, name)):
+            return None
+        return f"{self.database}.{self.table_prefix}{name}{self.table_suffix}"
+
+    def targets(self, sources: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """Each target table and the source tables (one, or the shards of one) it takes."""
+        found: dict[str, list[str]] = {}
+        for source in sorted(set(sources)):
+            target = self.target(source)
+            if target is not None:
+                found.setdefault(target, []).append(source)
+        return {target: tuple(names) for target, names in sorted(found.items())}
+

@@ -63,7 +63,7 @@ def ingest(spark, broker, tmp_path, topic: str, **kw) -> tuple[int, list[str]]:
 def test_schema_inference_reads_with_the_jobs_kafka_options(broker, monkeypatch):
     import kafka
 
-    from paimon_streaming.sinks.ingest import sample_values
+    from paimon_streaming.sinks.ingest import sample_records
     topic = unique_topic("infer-options")
     broker.create_topic(topic, partitions=1)
     produce(broker, topic, keyed_messages(5, 5, seed=3), lambda r: json.dumps(r).encode())
@@ -72,7 +72,7 @@ def test_schema_inference_reads_with_the_jobs_kafka_options(broker, monkeypatch)
     monkeypatch.setattr(kafka, "KafkaConsumer", lambda **kw: made.append(kw) or real(**kw))
     cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse="unused", table="db.t", topics=(topic,),
                        kafka_options={"client.id": "inference", "security.protocol": "PLAINTEXT"})
-    values = sample_values(cfg)
+    values = [value for _, value in sample_records(cfg)]
     assert 1 <= len(values) <= 5 and all(json.loads(v)["id"] >= 0 for v in values)
     assert [(kw["client_id"], kw["security_protocol"]) for kw in made] == [("inference", "PLAINTEXT")]
 

@@ -1,0 +1,139 @@
+"""`paimon-streaming ingest --database DB`: each source table of a change-event topic into a
+table of its own, in one job (Paimon's `kafka_sync_database`).
+
+Each micro-batch's records are named by their source table once (`source_tables.with_names`,
+on the executors) and kept by Spark for the batch; then, table by table, the records of each
+target (`DatabaseRouting`: the source table's name with a prefix and suffix; shards of one name
+merge) are decoded and committed exactly as a one-table job does (`ingest.write_table_batch`).
+A table is created when its first rows arrive, from those records (its key and columns as
+`ingest.ensure_table` takes them from a topic's first records); records of a new table that
+carry no row yet (DDL, markers) wait, as there is nothing to write.
+
+Every table commits each batch under the query's id and the batch id: after a crash between
+two tables' commits, the replay skips the tables that committed and writes the others, so each
+record lands exactly once. Records that name no table (they do not parse) fail the batch before
+any commit, or are skipped or dead-lettered with `--on-error`; tombstones carry nothing here
+(Debezium's delete event before them already deleted the row).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import replace
+from typing import Callable
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from paimon_streaming.catalog import Catalog
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.table import Table
+
+from . import aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, source_tables
+from .decoders import REJECTED_SCHEMA, DecodeError
+from .foreach_batch import query_commit_user
+from .ingest import (RECORD_COLUMNS, REJECTED_PER_BATCH, IngestConfig, NoRowsYet, ensure_table, set_aside,
+                     write_table_batch)
+
+SOURCE = source_tables.SOURCE_FIELD.name
+_SAMPLE_RECORDS = 1000
+TABLES_PER_BATCH: dict[int, int] = {}  # tables written per micro-batch, for the progress line
+
+
+def _canal_row(value: bytes | None) -> bool:
+    try:
+        message = json.loads(value)
+        return isinstance(message, dict) and not message.get("isDdl") and bool(message.get("data"))
+    except (TypeError, ValueError):
+        return False
+
+
+# whether a record carries a row (a new table is created from such records only)
+_CARRIES_ROW: dict[str, Callable[[bytes | None], bool]] = {
+    debezium.FORMAT: lambda v: any(change_events.row_object(v, *path) for path in
+                                   (("payload", "after"), ("payload", "before"), ("after",), ("before",))),
+    debezium_bson.FORMAT: lambda v: debezium_bson.table_schema_of(v) is not None,
+    canal.FORMAT: _canal_row,
+    maxwell.FORMAT: lambda v: maxwell.row_image(v) is not None,
+    ogg.FORMAT: lambda v: ogg.row_image(v) is not None,
+    aws_dms.FORMAT: lambda v: aws_dms.row_image(v) is not None,
+}
+
+
+def dead_letter_name(cfg: IngestConfig) -> str:
+    """Where --on-error dead-letter keeps the records of every table of the job."""
+    return cfg.dead_letter_table or f"{cfg.database.database}.ingest_dead_letter"
+
+
+def database_writer(spark: SparkSession, cfg: IngestConfig,
+                    log: Callable[[str], None]) -> Callable[[DataFrame, int], None]:
+    """The foreachBatch function of a job syncing a database (see the module docstring)."""
+    name_records = functools.partial(source_tables.with_names, cfg.format)
+
+    def write(df: DataFrame, batch_id: int) -> None:
+        REJECTED_PER_BATCH[batch_id] = 0
+        records = df.select(*RECORD_COLUMNS)
+        named_schema = StructType(records.schema.fields + [StructField(SOURCE, StringType())])
+        named = records.mapInArrow(name_records, named_schema).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            _set_aside_unnamed(cfg, named, query_commit_user(df), batch_id)
+            present = [row[0] for row in named.select(SOURCE).distinct().collect() if row[0] is not None]
+            targets = cfg.database.targets(present)
+            if dead_letter_name(cfg) in targets:
+                raise InvalidOptionError(f"source table(s) {list(targets[dead_letter_name(cfg)])} would be written into "
+                                         f"the dead-letter table {dead_letter_name(cfg)}: give --dead-letter-table "
+                                         "another name, or exclude them")
+            written = 0
+            for target, sources in targets.items():
+                of_target = named.where(F.col(SOURCE).isin(list(sources))).drop(SOURCE)
+                # only DMS's records name no key: there --primary-key is every new table's
+                tcfg = replace(cfg, table=target, database=None, dead_letter_table=dead_letter_name(cfg),
+                               primary_keys=cfg.primary_keys if cfg.format == aws_dms.FORMAT else ())
+                table = _table_for(spark, tcfg, of_target, sources, log)
+                if table is not None:
+                    write_table_batch(spark, tcfg, table, of_target, batch_id, log, prefiltered=True)
+                    written += 1
+            TABLES_PER_BATCH[batch_id] = written
+        finally:
+            named.unpersist()
+    return write
+
+
+def _table_for(spark: SparkSession, cfg: IngestConfig, records: DataFrame, sources: tuple[str, ...],
+               log: Callable[[str], None]) -> Table | None:
+    """The target table, created from its records when missing; None while a new table's
+    records carry no row (nothing of them is lost: DDL and markers write nothing)."""
+    if Catalog(cfg.warehouse).table_exists(cfg.table):
+        return ensure_table(spark, cfg, log)
+    samples = [(None if k is None else bytes(k), bytes(v)) for k, v in records.where(
+        F.col("value").isNotNull()).select("key", "value").limit(_SAMPLE_RECORDS).collect()]
+    if not any(_CARRIES_ROW[cfg.format](v) for _, v in samples):
+        log(f"{cfg.table}: the records of {', '.join(sources)} carry no row yet; the table is created with the first")
+        return None
+    try:
+        return ensure_table(spark, cfg, log, lambda: samples)
+    except NoRowsYet:
+        return None
+
+
+def _set_aside_unnamed(cfg: IngestConfig, named: DataFrame, commit_user: str, batch_id: int) -> None:
+    """Records that name no source table (they do not parse): DecodeError before any commit, or
+    counted (skip) and kept in the dead-letter table (dead-letter)."""
+    unnamed = named.where(F.col(SOURCE).isNull() & F.col("value").isNotNull()).drop(SOURCE)
+    if cfg.on_error == "fail":
+        first = unnamed.limit(1).collect()
+        if first:
+            r = first[0]
+            raise DecodeError(f"record topic={r['topic']} partition={r['partition']} offset={r['offset']} names no "
+                              f"source table (is it a {cfg.format} change event?); nothing of this batch was written")
+        return
+    rows = unnamed.toArrow()
+    if rows.num_rows:
+        error = pa.array([f"names no source table (not a {cfg.format} change event)"] * rows.num_rows, pa.string())
+        rejected = rows.append_column("error", error).select(REJECTED_SCHEMA.names).cast(REJECTED_SCHEMA)
+        set_aside(replace(cfg, dead_letter_table=dead_letter_name(cfg)), rejected, f"{commit_user}:dead-letter",
+                  batch_id)
+        REJECTED_PER_BATCH[batch_id] += rows.num_rows

@@ -1,0 +1,242 @@
+"""`paimon-streaming ingest --database`: a table per source table of a change-event topic
+(sinks/ingest_database.py, source_tables.DatabaseRouting), as Paimon's kafka_sync_database."""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from change_event_support import produce
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.sinks import aws_dms, maxwell, ogg
+from paimon_streaming.sinks.ingest import IngestConfig, ensure_table
+from paimon_streaming.sinks.source_tables import DatabaseRouting
+
+
+def test_routing_names_tables_merges_shards_and_filters():
+    routing = DatabaseRouting("ods", "src_", "_rt", including="orders|customers|items", excluding="cust.*")
+    assert routing.target("shop.orders") == "ods.src_orders_rt"
+    assert routing.target("pg.public.orders") == "ods.src_orders_rt"  # Debezium's db.schema.table: the table
+    assert routing.target("ORDERS") is None  # names match case-sensitively, whole
+    assert routing.target("shop.customers") is None  # excluded
+    assert routing.target("shop.orders_archive") is None  # not whole
+    assert routing.targets(["db2.items", "db1.items", "shop.orders", "shop.customers", "db1.items"]) == {
+        "ods.src_items_rt": ("db1.items", "db2.items"), "ods.src_orders_rt": ("shop.orders",)}
+    with pytest.raises(ValueError, match="--including-tables '\\(' is not a regular expression"):
+        DatabaseRouting("ods", including="(")
+
+
+def test_config_takes_a_table_or_a_database_and_only_change_events():
+    base = dict(bootstrap_servers="b:9092", warehouse="/wh", topics=("t",), format="maxwell-json")
+    with pytest.raises(InvalidOptionError, match="--table DB.TABLE\\) or a database"):
+        IngestConfig(**base)
+    with pytest.raises(InvalidOptionError, match="--table DB.TABLE\\) or a database"):
+        IngestConfig(**base, table="db.t", database=DatabaseRouting("db"))
+    with pytest.raises(InvalidOptionError, match="not json"):
+        IngestConfig(**dict(base, format="json"), database=DatabaseRouting("db"))
+    for extra in (dict(schema="id BIGINT"), dict(source_table="shop.t"), dict(partition_keys=("dt",))):
+        with pytest.raises(InvalidOptionError, match="are for one table"):
+            IngestConfig(**base, database=DatabaseRouting("db"), **extra)
+    cfg = IngestConfig(**base, database=DatabaseRouting("db"))
+    assert cfg.target == "database db" and cfg.checkpoint_location() == "/wh/.checkpoints/ingest-database-db"
+
+
+def test_cli_builds_the_routing(monkeypatch, tmp_path):
+    from paimon_streaming.cli import main
+    from paimon_streaming.sinks import ingest, ingest_command
+
+    seen = []
+
+    class Spark:
+        def stop(self):
+            pass
+    monkeypatch.setattr(ingest_command, "spark_session", lambda *a: Spark())
+    monkeypatch.setattr(ingest, "run_ingest", lambda spark, cfg, *a: seen.append(cfg) or 0)
+    args = ["ingest", "--bootstrap-servers", "127.0.0.1:1", "--topic", "cdc", "--warehouse", str(tmp_path),
+            "--format", "canal-json", "--no-progress"]
+    assert main(args + ["--database", "ods", "--table-prefix", "p_", "--including-tables", "a|b",
+                        "--excluding-tables", "b"]) == 0
+    assert seen[0].database == DatabaseRouting("ods", "p_", "", "a|b", "b") and seen[0].table == ""
+    assert main(args + ["--table", "ods.a", "--table-prefix", "p_"]) == 1  # the routing flags need --database
+    with pytest.raises(SystemExit):
+        main(args + ["--table", "ods.a", "--database", "ods"])
+
+
+@pytest.mark.parametrize("fmt, value, image", [
+    (maxwell.FORMAT, {"type": "update", "data": {"id": 1, "qty": 2}, "old": {"qty": 1}}, {"id": 1, "qty": 2}),
+    (maxwell.FORMAT, {"type": "table-create", "def": {"columns": []}}, None),
+    (maxwell.FORMAT, {"type": "bootstrap-start", "data": {}}, None),
+    (ogg.FORMAT, {"op_type": "D", "before": {"ID": 3}, "after": None}, {"ID": 3}),
+    (ogg.FORMAT, {"op_type": "I", "after": {"ID": 4}}, {"ID": 4}),
+    (aws_dms.FORMAT, {"data": {"id": 5, "BI_id": 4}, "metadata": {"record-type": "data", "operation": "update"}},
+     {"id": 5}),
+    (aws_dms.FORMAT, {"control": {}, "metadata": {"record-type": "control", "operation": "create-table"}}, None),
+])
+def test_the_row_a_record_carries(fmt, value, image):
+    row_image = {maxwell.FORMAT: maxwell.row_image, ogg.FORMAT: ogg.row_image, aws_dms.FORMAT: aws_dms.row_image}[fmt]
+    assert row_image(json.dumps(value).encode()) == image
+    assert row_image(b"not json") is None and row_image(None) is None
+
+
+def test_a_new_maxwell_table_takes_its_columns_from_the_rows(tmp_path):
+    """Maxwell's JSON names no types: a new table's columns are inferred from the rows of the
+    first records (as new columns are), the key from `primary_key_columns`; markers and DDL
+    records tell nothing."""
+    import paimon_streaming as ps
+    records = [{"type": "table-create", "database": "shop", "table": "t", "def": {}},
+               {"type": "insert", "database": "shop", "table": "t", "primary_key_columns": ["id"],
+                "data": {"id": 1, "qty": 2.5, "name": "a", "note": None}},
+               {"type": "insert", "database": "shop", "table": "t", "primary_key_columns": ["id"],
+                "data": {"id": 2, "qty": 3, "name": "b", "note": None}}]
+    cfg = IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t", format="maxwell-json")
+    lines: list[str] = []
+    table = ensure_table(None, cfg, lines.append, lambda: [(None, json.dumps(r).encode()) for r in records])
+    assert table.primary_keys == ["id"]
+    assert table.schema.arrow_schema() == pa.schema([pa.field("id", pa.int64(), False), ("qty", pa.float64()),
+                                                     ("name", pa.string())])  # note: only nulls, told later
+    assert any("inferred from the rows of 2 change events" in line for line in lines), lines
+    assert ps.Catalog(str(tmp_path)).table_exists("db.t")
+
+
+# ---- end to end with a broker -----------------------------------------------------------
+def mx(table: str, kind: str, row: dict | None = None, old: dict | None = None) -> bytes:
+    record = {"database": "shop", "table": table, "type": kind, "ts": 1, "xid": 1}
+    if row is not None:
+        record.update(data=row, primary_key_columns=["id"])
+    if old is not None:
+        record["old"] = old
+    return json.dumps(record).encode()
+
+
+def maxwell_events() -> list[bytes]:
+    """Three source tables in one topic: orders and customers (whose DDL comes first, its rows a
+    few batches later), and audit (excluded)."""
+    events = [mx("customers", "table-create"), mx("customers", "table-alter")]
+    for i in range(40):
+        events.append(mx("orders", "insert", {"id": i, "qty": i}))
+        if i % 4 == 3:
+            events.append(mx("orders", "update", {"id": i - 1, "qty": 100 + i}, {"qty": i - 1}))
+        if i % 10 == 9:
+            events.append(mx("orders", "delete", {"id": i - 5, "qty": i - 5}))
+        events.append(mx("audit", "insert", {"id": i, "what": "x"}))
+        if i >= 20:
+            events.append(mx("customers", "insert", {"id": i, "name": f"c{i}"}))
+    return events
+
+
+def expected(events: list[bytes], table: str) -> dict:
+    state: dict = {}
+    for raw in events:
+        e = json.loads(raw)
+        if e["table"] != table or "data" not in e:
+            continue
+        if e["type"] == "delete":
+            state.pop(e["data"]["id"], None)
+        else:
+            state[e["data"]["id"]] = e["data"]
+    return state
+
+
+def rows_by_id(table) -> dict:
+    return {r["id"]: r for r in table.to_arrow().to_pylist()}
+
+
+def test_ingest_a_database_then_resume_exactly_once(spark, broker, tmp_path, monkeypatch):
+    """Each source table lands in its own table, created when its first rows arrive (customers'
+    DDL batches write nothing), audit is excluded; a crash after one table's commit in a batch
+    and the restart from the checkpoint apply every record once; Java reads every table."""
+    import paimon_streaming as ps
+    from java_oracle import get_oracle
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks import ingest_database
+    from paimon_streaming.sinks.ingest import run_ingest
+
+    topic = unique_topic("maxwell-db")
+    broker.create_topic(topic, partitions=1)
+    events = maxwell_events()
+    produce(broker, topic, [(None, value) for value in events])
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), topics=(topic,),
+                       format="maxwell-json", database=DatabaseRouting("ods", table_prefix="mx_", excluding="audit"),
+                       bucket=2, trigger="available-now", max_offsets_per_trigger=40,
+                       checkpoint=str(tmp_path / "ckpt"))
+    real = ingest_database.write_table_batch
+    calls = []
+
+    def crash_after_the_first_table_of_batch_2(spark, tcfg, table, records, batch_id, *args, **kw):
+        if batch_id == 2 and any(b == 2 for b, _ in calls):  # the second table (in name order: orders)
+            raise RuntimeError("injected crash between two tables' commits")
+        calls.append((batch_id, tcfg.table))
+        return real(spark, tcfg, table, records, batch_id, *args, **kw)
+    monkeypatch.setattr(ingest_database, "write_table_batch", crash_after_the_first_table_of_batch_2)
+    lines: list[str] = []
+    assert run_ingest(spark, cfg, lines.append) == 1, "\n".join(lines)
+    assert calls[-1] == (2, "ods.mx_customers") and lines[-1].startswith("error: ingestion failed"), lines
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    assert (0, "ods.mx_orders") in calls and (0, "ods.mx_customers") not in calls  # only DDL of customers yet
+    assert any("carry no row yet" in line for line in lines), lines
+    monkeypatch.setattr(ingest_database, "write_table_batch", real)
+    lines.clear()
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    assert any(line.startswith("batch 2:") and "2 table(s) written" in line for line in lines), lines
+    assert sorted(catalog.list_tables("ods")) == ["mx_customers", "mx_orders"]
+    orders, customers = catalog.get_table("ods.mx_orders"), catalog.get_table("ods.mx_customers")
+    assert rows_by_id(orders) == expected(events, "orders")
+    assert rows_by_id(customers) == expected(events, "customers")
+    assert orders.primary_keys == ["id"] and customers.schema.field_names == ["id", "name"]
+    for table in (orders, customers):
+        assert {r["id"]: r for r in get_oracle().read(table.path)} == rows_by_id(table)
+        appended = [s.commit_identifier for s in table.snapshot_manager.snapshots() if s.commit_kind == "APPEND"]
+        assert appended == sorted(set(appended)) and appended[-1] == 2  # each batch once
+    assert [s.commit_identifier for s in customers.snapshot_manager.snapshots() if s.commit_kind == "APPEND"] == [1, 2]
+    snapshots = orders.latest_snapshot().id
+    assert run_ingest(spark, cfg, lines.append) == 0, lines  # caught up: nothing again
+    assert orders.latest_snapshot().id == snapshots
+
+
+def debezium_event(db: str, table: str, op: str, before: dict | None, after: dict | None) -> tuple[bytes, bytes]:
+    """A Debezium JSON event with its schema envelope (columns id BIGINT, name STRING) and key."""
+    fields = [{"type": "int64", "optional": False, "field": "id"}, {"type": "string", "optional": True, "field": "name"}]
+    image = {"type": "struct", "optional": True, "fields": fields}
+    schema = {"type": "struct", "optional": False, "fields": [
+        dict(image, field="before"), dict(image, field="after"),
+        {"type": "struct", "optional": False, "field": "source", "fields": [
+            {"type": "string", "optional": False, "field": "db"}, {"type": "string", "optional": False, "field": "table"}]},
+        {"type": "string", "optional": False, "field": "op"}]}
+    payload = {"before": before, "after": after, "source": {"db": db, "table": table}, "op": op}
+    key = {"schema": {"type": "struct", "optional": False, "fields": fields[:1]}, "payload": {"id": (after or before)["id"]}}
+    return json.dumps(key).encode(), json.dumps({"schema": schema, "payload": payload}).encode()
+
+
+def test_debezium_shards_merge_and_undecodable_records_are_dead_lettered(spark, broker, tmp_path):
+    """Two shards' `items` merge into one table, `users` gets its own; a record that names no
+    table goes to the job's dead-letter table (or, by default, stops the batch before any commit)."""
+    import paimon_streaming as ps
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks.ingest import run_ingest
+
+    topic = unique_topic("debezium-db")
+    broker.create_topic(topic, partitions=1)
+    records = [debezium_event("shard1", "items", "c", None, {"id": 1, "name": "a"}),
+               debezium_event("shard2", "items", "c", None, {"id": 2, "name": "b"}),
+               debezium_event("shard1", "users", "c", None, {"id": 1, "name": "ann"}),
+               (b"7", b'{"not": "an event"'),
+               debezium_event("shard2", "items", "u", {"id": 2, "name": "b"}, {"id": 2, "name": "b2"}),
+               debezium_event("shard1", "items", "d", {"id": 1, "name": "a"}, None),
+               (b'{"id": 1}', None)]  # the delete's tombstone
+    produce(broker, topic, records)
+    base = dict(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), topics=(topic,),
+                format="debezium-json", database=DatabaseRouting("cdc"), bucket=1, trigger="available-now")
+    lines: list[str] = []
+    assert run_ingest(spark, IngestConfig(**base, checkpoint=str(tmp_path / "c1")), lines.append) == 1
+    assert "offset=3 names no source table" in lines[-1], lines[-1]
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    assert not catalog.database_exists("cdc") or catalog.list_tables("cdc") == []
+    lines.clear()
+    cfg = IngestConfig(**base, checkpoint=str(tmp_path / "c2"), on_error="dead-letter")
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    assert rows_by_id(catalog.get_table("cdc.items")) == {2: {"id": 2, "name": "b2"}}
+    assert rows_by_id(catalog.get_table("cdc.users")) == {1: {"id": 1, "name": "ann"}}
+    dead = catalog.get_table("cdc.ingest_dead_letter").to_arrow().to_pylist()
+    assert [(r["offset"], r["value"]) for r in dead] == [(3, b'{"not": "an event"')]
+    assert any("1 dead-lettered" in line for line in lines), lines
