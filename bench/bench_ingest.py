@@ -1,7 +1,7 @@
 """Kafka -> table ingestion throughput, against Spark's own pipeline in the same run.
 
     .venv/bin/python bench/bench_ingest.py [--records 200000] [--runs 3] [--dv]
-        [--format json|debezium-json [--envelope]]
+        [--format json|debezium-json [--envelope] [--tables N]]
 
 Starts the tests' KRaft broker (tests/kafka_broker.py, jars through Maven) and produces keyed
 JSON records (15% tombstones) into a 4-partition topic once; with `--format debezium-json`,
@@ -12,6 +12,9 @@ its own process on local[2]:
 
 - `paimon-kafka-python`: `paimon-streaming ingest` with the pip-only kafka-python source;
 - `paimon-kafka`: `paimon-streaming ingest` with Spark's Kafka connector;
+- `paimon-database` (with `--tables N`: the events' keys spread over N source tables):
+  `paimon-streaming ingest --database` with kafka-python, a table per source table, where the
+  two above take the topic into one table (`--source-table '.*'`: the same rows);
 - `spark-parquet` (the anchor): Spark's Kafka connector -> `from_json` -> Spark's Parquet file
   sink, no upserts (what Spark itself does with the same records; change events: the image each
   event carries, parsed from the same envelope, without applying them).
@@ -41,7 +44,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from kafka_broker import connector_jars, get_broker, unique_topic  # noqa: E402
 
-SYSTEMS = ("spark-parquet", "paimon-kafka-python", "paimon-kafka")
+SYSTEMS = ("spark-parquet", "paimon-kafka-python", "paimon-kafka")  # and paimon-database with --tables
 VALUE_DDL = "id BIGINT, customer STRING, amount DOUBLE, status STRING, ts BIGINT"
 ROW_STRUCT = "STRUCT<" + ", ".join(c.replace(" ", ": ", 1) for c in VALUE_DDL.split(", ")) + ">"
 EVENT_DDL = f"op STRING, before {ROW_STRUCT}, after {ROW_STRUCT}"
@@ -49,7 +52,7 @@ ENVELOPE_DDL = f"payload STRUCT<op: STRING, before: {ROW_STRUCT}, after: {ROW_ST
 CONNECT_TYPES = {"BIGINT": "int64", "STRING": "string", "DOUBLE": "float64"}
 
 
-def produce(broker, records: int, keys: int, fmt: str = "json", envelope: bool = False) -> str:
+def produce(broker, records: int, keys: int, fmt: str = "json", envelope: bool = False, tables: int = 1) -> str:
     topic = unique_topic("bench")
     broker.create_topic(topic, partitions=4)
     producer, rng = broker.producer(linger_ms=20, batch_size=256 * 1024), random.Random(1)
@@ -61,22 +64,24 @@ def produce(broker, records: int, keys: int, fmt: str = "json", envelope: bool =
         if fmt == "json":
             value = None if rng.random() < 0.15 else json.dumps(row).encode()
         else:
-            value = json.dumps(change_event(state, row, rng, envelope)).encode()
-        producer.send(topic, key=str(k).encode(), value=value)
+            value = json.dumps(change_event(state, row, rng, envelope, f"orders{k % tables}")).encode()
+        key = str(k) if fmt == "json" else json.dumps({"id": k})  # Debezium keys by the source's key columns
+        producer.send(topic, key=key.encode(), value=value)
     producer.flush()
     print(f"produced {records:,} records in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     return topic
 
 
-def change_event(state: dict[int, dict], row: dict, rng: random.Random, envelope: bool) -> dict:
-    """A Debezium event for `row`'s key (the model `state` says which): create, update, or delete."""
+def change_event(state: dict[int, dict], row: dict, rng: random.Random, envelope: bool, table: str) -> dict:
+    """A Debezium event for `row`'s key (the model `state` says which) in source table
+    `table`: create, update, or delete."""
     k = row["id"]
     if k in state and rng.random() < 0.15:
         event = {"op": "d", "before": state.pop(k), "after": None}
     else:
         event = {"op": "u" if k in state else "c", "before": state.get(k), "after": row}
         state[k] = row
-    event.update(source={"connector": "postgresql", "db": "shop", "table": "orders", "lsn": row["ts"]},
+    event.update(source={"connector": "postgresql", "db": "shop", "table": table, "lsn": row["ts"]},
                  ts_ms=1_700_000_000_000 + row["ts"], transaction=None)
     if not envelope:
         return event
@@ -128,17 +133,23 @@ def rate(batches: list[tuple[float, int]]) -> tuple[int, float]:
     return sum(n for _, n in batches), after / (last_end - first_end)
 
 
-def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int, fmt: str) -> tuple[int, float]:
+def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int, fmt: str,
+               database: bool = False) -> tuple[int, float]:
+    """`paimon-streaming ingest` into one table (or with `database`, a table per source table)."""
     wh = tempfile.mkdtemp(prefix="bench-ingest-")
     cmd = [sys.executable, "-u", "-c", LOGGED_MAIN, "ingest", "--format", fmt,
            "--bootstrap-servers", broker.bootstrap, "--topic", topic, "--warehouse", wh,
-           "--table", "db.t", "--primary-key", "id", "--bucket", "4", "--trigger", "available-now",
+           "--bucket", "4", "--trigger", "available-now",
            "--max-offsets-per-trigger", str(max_offsets), "--source", source,
            "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4"]
+    if database:
+        cmd += ["--database", "db"]  # keys and columns from the events (--envelope)
+    else:
+        cmd += ["--table", "db.t", "--primary-key", "id"]
+        if fmt != "json":
+            cmd += ["--schema", VALUE_DDL, "--source-table", ".*"]
     if dv:
         cmd += ["--option", "deletion-vectors.enabled=true"]
-    if fmt != "json":
-        cmd += ["--schema", VALUE_DDL]
     if source == "kafka":
         jars = ":".join(connector_jars())
         cmd += ["--conf", f"spark.driver.extraClassPath={jars}", "--conf", f"spark.executor.extraClassPath={jars}"]
@@ -151,7 +162,7 @@ def run_ingest(broker, topic: str, source: str, dv: bool, max_offsets: int, fmt:
             batches.append((time.perf_counter(), int(line.split(":")[1].split(" rows")[0].replace(",", ""))))
     if proc.wait():
         raise SystemExit(f"ingest ({source}) exited with {proc.returncode}:\n{''.join(out[-40:])}")
-    return rate(batches) + (stage_breakdown(out),)
+    return rate(batches) + ({} if database else stage_breakdown(out),)  # per table: not one line per batch
 
 
 def anchor_job(bootstrap: str, topic: str, max_offsets: int, fmt: str, envelope: bool) -> None:
@@ -214,10 +225,14 @@ def main() -> None:
     p.add_argument("--max-offsets-per-trigger", type=int, default=50_000)
     p.add_argument("--format", choices=("json", "debezium-json"), default="json")
     p.add_argument("--envelope", action="store_true", help="debezium-json: events in Kafka Connect's schema envelope")
+    p.add_argument("--tables", type=int, default=1, help="debezium-json --envelope: source tables the keys spread "
+                   "over; adds the system paimon-database (ingest --database)")
     args = p.parse_args()
-    systems = [s for s in args.systems.split(",") if s]
+    if args.tables > 1 and not (args.format == "debezium-json" and args.envelope):
+        raise SystemExit("--tables needs --format debezium-json --envelope (new tables take the envelope's columns)")
+    systems = [s for s in args.systems.split(",") if s] + ["paimon-database"] * (args.tables > 1)
     broker = get_broker()
-    topic = produce(broker, args.records, args.keys, args.format, args.envelope)
+    topic = produce(broker, args.records, args.keys, args.format, args.envelope, args.tables)
     results: dict[str, list[float]] = {s: [] for s in systems}
     ratios: dict[str, list[float]] = {s: [] for s in systems}
     breakdowns: dict[str, list[dict[str, float]]] = {s: [] for s in systems}
@@ -227,6 +242,9 @@ def main() -> None:
             if system == "spark-parquet":
                 records, per_s, steps = run_anchor(broker, topic, args.max_offsets_per_trigger, args.format,
                                                    args.envelope)
+            elif system == "paimon-database":
+                records, per_s, steps = run_ingest(broker, topic, "kafka-python", args.dv,
+                                                   args.max_offsets_per_trigger, args.format, database=True)
             else:
                 records, per_s, steps = run_ingest(broker, topic, system.removeprefix("paimon-"), args.dv,
                                                    args.max_offsets_per_trigger, args.format)
@@ -241,7 +259,8 @@ def main() -> None:
             if "spark-parquet" in measured:
                 ratios[system].append(measured[system] / measured["spark-parquet"])
     load = os.getloadavg()[0]
-    print(f"\n{args.records:,} {args.format} records{' (schema envelopes)' * args.envelope}, batches of "
+    print(f"\n{args.records:,} {args.format} records{' (schema envelopes)' * args.envelope}"
+          f"{f' of {args.tables} source tables' * (args.tables > 1)}, batches of "
           f"{args.max_offsets_per_trigger:,}, local[2], dv={args.dv}, medians of {args.runs} runs (load average {load:.1f})")
     print(f"{'system':<22}{'records/s':>12}{'x spark-parquet':>18}")
     for system in systems:

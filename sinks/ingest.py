@@ -445,15 +445,13 @@ def write_table_batch(spark: SparkSession, cfg: IngestConfig, table: Table, reco
     them to the table; when they carried new fields, nothing is committed: the table evolves
     and the batch is decoded again (the schema change is idempotent, so a crash in between
     replays the batch exactly once). `prefiltered`: the records are those of the source tables
-    `cfg.source_table` names already (routed by `ingest_database.py`)."""
+    that go to this table (routed by `ingest_database.py`), which may be several (shards)."""
     sink = paimon_sink(table.ref, row_kind_column=KIND_COLUMN if table.primary_keys else None)
     commit_user = query_commit_user(records)
     dead_letter_user = f"{commit_user}:dead-letter" + (f":{cfg.table}" if prefiltered else "")
     for _ in range(_EVOLUTION_ROUNDS):
         table.refresh()
         decoder = make_decoder(cfg, table, log)
-        if prefiltered:
-            decoder = replace(decoder, source_table=None)
         seen = spark.sparkContext.accumulator([], _BytesList())
         rejected = spark.sparkContext.accumulator([], _BytesList())
         sources = spark.sparkContext.accumulator([], _BytesList())
