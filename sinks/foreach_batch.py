@@ -135,6 +135,17 @@ class PaimonSink:
         files are deleted and nothing is committed (ingestion uses it to learn, from what the
         decoding saw, that the batch needs a schema change first). `transform` turns the
         DataFrame's rows into the rows to write (see ArrowTransform)."""
+        prepared = self.prepare(df, batch_id, before_commit, transform)
+        if prepared is not None:
+            prepared.commit()
+
+    def prepare(self, df: DataFrame, batch_id: int, before_commit: Callable[[], None] | None = None,
+                transform: ArrowTransform | None = None, collected: pa.Table | None = None) -> "PreparedBatch | None":
+        """`__call__` up to the commit: the batch's files written and `before_commit` passed,
+        nothing committed; None when the batch was committed before (a replay). Batches of
+        several tables prepared first and committed after commit nothing when one of them fails
+        to prepare (`ingest --database`). `collected`: the batch's rows, already collected in
+        the driver (written there; `df` still gives the query and its session)."""
         clock = StageClock()
         commit_user = self.commit_user or query_commit_user(df)
         table = self._table(df)
@@ -142,61 +153,95 @@ class PaimonSink:
         if table.committed_identifiers(commit_user, [batch_id]):
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
-            return
+            return None
         input_schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
         reconcile_schema(table, input_schema, self.row_kind_column, self.merge_schema,
                          "pass merge_schema=True to paimon_sink")
         clock.lap("prepare")
-        retries = table.options.get("commit.max-retries")
-        full = bool(table.primary_keys) and full_compaction.is_due(table.options, batch_id)
-        for attempt in range(retries + 1):
-            plan = WritePlan.for_table(table, self.location, self.row_kind_column, full_compaction=full,
-                                       time_zone=session_time_zone(df))
-            clock.lap("plan")
-            result = write_batch(df, plan, self.shuffle, transform, clock)
+        prepared = PreparedBatch(self, df, batch_id, table, commit_user, before_commit, transform, clock, collected)
+        prepared.write()
+        return prepared
+
+
+@dataclass
+class PreparedBatch:
+    """A micro-batch's files, written and checked but not committed (`PaimonSink.prepare`)."""
+
+    sink: PaimonSink
+    df: DataFrame
+    batch_id: int
+    table: Table
+    commit_user: str
+    before_commit: Callable[[], None] | None
+    transform: ArrowTransform | None
+    clock: "StageClock"
+    collected: pa.Table | None = None  # the batch's rows, in the driver already
+    result: WriteResult | None = None
+
+    def write(self) -> None:
+        """Write the batch's files (the table's scheduled full compaction with them), then run
+        `before_commit`; when anything raises, the files are deleted."""
+        table = self.table
+        full = bool(table.primary_keys) and full_compaction.is_due(table.options, self.batch_id)
+        plan = WritePlan.for_table(table, self.sink.location, self.sink.row_kind_column, full_compaction=full,
+                                   time_zone=session_time_zone(self.df))
+        self.clock.lap("plan")
+        if self.collected is not None:
+            result = write_in_driver(self.df, plan, self.transform, self.clock, self.collected)
+        else:
+            result = write_batch(self.df, plan, self.sink.shuffle, self.transform, self.clock)
+        try:
             if full:  # the table's scheduled full compaction (full-compaction.delta-commits)
-                try:
-                    result.messages += table.scheduled_compaction(commit_user, batch_id, result.messages)
-                except BaseException:
-                    table.new_commit().discard(result.messages)
-                    raise
-                clock.lap("full_compaction")
-            if before_commit is not None:
-                try:
-                    before_commit()
-                except BaseException:
-                    table.new_commit().discard(result.messages)
-                    raise
-                clock.lap("before_commit")
+                result.messages += table.scheduled_compaction(self.commit_user, self.batch_id, result.messages)
+                self.clock.lap("full_compaction")
+            if self.before_commit is not None:
+                self.before_commit()
+                self.clock.lap("before_commit")
+        except BaseException:
+            table.new_commit().discard(result.messages)
+            raise
+        self.result = result
+
+    def discard(self) -> None:
+        """Delete the files of a batch that will not be committed."""
+        self.table.new_commit().discard(self.result.messages)
+
+    def commit(self) -> None:
+        """Commit the batch as snapshot(s) under (commit user, batch id)."""
+        table, batch_id = self.table, self.batch_id
+        retries = table.options.get("commit.max-retries")
+        for attempt in range(retries + 1):
             try:
-                snapshot_ids = table.new_commit().commit(result.messages, commit_user, batch_id,
+                snapshot_ids = table.new_commit().commit(self.result.messages, self.commit_user, batch_id,
                                                          best_effort_compaction=True)
-                clock.lap("commit")
+                self.clock.lap("commit")
                 break
             except SequenceConflictError:
                 # another writer's rows reached this batch's sequence numbers in a bucket: write
                 # the batch again on the new snapshot, numbered above them (serializable)
-                table.new_commit().discard(result.messages)
+                self.discard()
                 if attempt == retries:
                     raise
                 log.warning("paimon_sink table=%s batch=%d raced another writer of the same bucket: "
                             "writing it again", table.name, batch_id)
+                self.write()
             except CommitConflictError:
-                if not table.committed_identifiers(commit_user, [batch_id]):
+                if not table.committed_identifiers(self.commit_user, [batch_id]):
                     raise
                 # the batch's data landed but its compaction lost to a concurrent one: redo it on
                 # the new snapshot, as a restart would
-                completed = table.complete_interrupted_batch(commit_user)
+                completed = table.complete_interrupted_batch(self.commit_user)
                 snapshot_ids = [completed] if completed is not None else []
                 break
+        result = self.result
         if not result.compacted:  # tasks shared buckets: the small files are merged here
-            snapshot_ids += compact_after_commit(table, commit_user, batch_id, result.messages)
-            clock.lap("compaction")
+            snapshot_ids += compact_after_commit(table, self.commit_user, batch_id, result.messages)
+            self.clock.lap("compaction")
         files = sum(len(m.data.new_files) + len(m.compact.new_files) for m in result.messages)
-        self.last_stages = dict(clock.seconds)
+        self.sink.last_stages = dict(self.clock.seconds)
         log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f (%s)",
-                 table.name, batch_id, result.rows_in, files, snapshot_ids or "none", clock.total,
-                 " ".join(f"{k}={v:.3f}" for k, v in clock.seconds.items()))
+                 table.name, batch_id, result.rows_in, files, snapshot_ids or "none", self.clock.total,
+                 " ".join(f"{k}={v:.3f}" for k, v in self.clock.seconds.items()))
 
 
 def is_connect(df: DataFrame) -> bool:
@@ -253,13 +298,14 @@ def write_batch(df: DataFrame, plan: WritePlan, shuffle: bool | None,
 
 
 def write_in_driver(df: DataFrame, plan: WritePlan, transform: ArrowTransform | None,
-                    clock: "StageClock") -> WriteResult:
+                    clock: "StageClock", collected: pa.Table | None = None) -> WriteResult:
     """Local mode: the batch is collected as Arrow (`toArrow`: partition by partition, rows in
-    order, converted by the partitions' tasks in parallel) and written by the core here. A
-    batch beyond spark.driver.maxResultSize fails to collect (`write_batch` falls back)."""
+    order, converted by the partitions' tasks in parallel; or `collected` before) and written
+    by the core here. A batch beyond spark.driver.maxResultSize fails to collect (`write_batch`
+    falls back)."""
     schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
     conform(schema.empty_table(), plan.writer().schema, plan.table_name, plan.row_kind_column)  # fail fast
-    batches = df.toArrow().to_batches()
+    batches = (df.toArrow() if collected is None else collected).to_batches()
     clock.lap("read")
     if transform is not None:
         batches = list(transform.fn(iter(batches)))

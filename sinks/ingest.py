@@ -42,7 +42,7 @@ from paimon_streaming.table import Table
 
 from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry, source_tables
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
-from .foreach_batch import ArrowTransform, paimon_sink, query_commit_user
+from .foreach_batch import ArrowTransform, PreparedBatch, paimon_sink, query_commit_user
 from .source_tables import DatabaseRouting
 from .spark_write import arrow_schema_of
 
@@ -439,13 +439,16 @@ def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callab
         + ", ".join(f"{'widened' if f.name in known else 'added'} {f.name} {f.type}" for f in fields))
 
 
-def write_table_batch(spark: SparkSession, cfg: IngestConfig, table: Table, records: DataFrame, batch_id: int,
-                      log: Callable[[str], None], prefiltered: bool = False) -> None:
-    """Decode one micro-batch's Kafka records (key, value, topic, partition, offset) and commit
-    them to the table; when they carried new fields, nothing is committed: the table evolves
-    and the batch is decoded again (the schema change is idempotent, so a crash in between
-    replays the batch exactly once). `prefiltered`: the records are those of the source tables
-    that go to this table (routed by `ingest_database.py`), which may be several (shards)."""
+def prepare_table_batch(spark: SparkSession, cfg: IngestConfig, table: Table, records: DataFrame, batch_id: int,
+                        log: Callable[[str], None], prefiltered: bool = False,
+                        collected: pa.Table | None = None) -> PreparedBatch | None:
+    """Decode one micro-batch's Kafka records (key, value, topic, partition, offset) and write
+    them into the table's files, to be committed (None: committed before); when they carried
+    new fields, nothing is written: the table evolves and the batch is decoded again (the
+    schema change is idempotent, so a crash in between replays the batch exactly once).
+    `prefiltered`: the records are those of the source tables that go to this table (routed by
+    `ingest_database.py`), which may be several (shards); `collected`: they are these, in the
+    driver already (`records` is the micro-batch's DataFrame)."""
     sink = paimon_sink(table.ref, row_kind_column=KIND_COLUMN if table.primary_keys else None)
     commit_user = query_commit_user(records)
     dead_letter_user = f"{commit_user}:dead-letter" + (f":{cfg.table}" if prefiltered else "")
@@ -468,8 +471,7 @@ def write_table_batch(spark: SparkSession, cfg: IngestConfig, table: Table, reco
         decode = ArrowTransform(functools.partial(decode_batches, decoder, seen, rejected, sources),
                                 decoder.output_schema)
         try:
-            sink(records, batch_id, before_commit=before_commit, transform=decode)
-            return
+            return sink.prepare(records, batch_id, before_commit=before_commit, transform=decode, collected=collected)
         except NewFieldsSeen as exc:
             evolve_table(cfg, table, exc.fields, log)
     raise SchemaMismatchError(f"batch {batch_id} still carried new fields after {_EVOLUTION_ROUNDS} schema changes")
@@ -480,7 +482,9 @@ def table_writer(spark: SparkSession, cfg: IngestConfig, table: Table,
     """The foreachBatch function of a job ingesting into one table."""
     def write(df: DataFrame, batch_id: int) -> None:
         REJECTED_PER_BATCH[batch_id] = 0
-        write_table_batch(spark, cfg, table, df.select(*RECORD_COLUMNS), batch_id, log)
+        prepared = prepare_table_batch(spark, cfg, table, df.select(*RECORD_COLUMNS), batch_id, log)
+        if prepared is not None:
+            prepared.commit()
     return write
 
 

@@ -149,7 +149,7 @@ def test_ingest_a_database_then_resume_exactly_once(spark, broker, tmp_path, mon
     import paimon_streaming as ps
     from java_oracle import get_oracle
     from kafka_broker import unique_topic
-    from paimon_streaming.sinks import ingest_database
+    from paimon_streaming.sinks.foreach_batch import PreparedBatch
     from paimon_streaming.sinks.ingest import run_ingest
 
     topic = unique_topic("maxwell-db")
@@ -160,25 +160,25 @@ def test_ingest_a_database_then_resume_exactly_once(spark, broker, tmp_path, mon
                        format="maxwell-json", database=DatabaseRouting("ods", table_prefix="mx_", excluding="audit"),
                        bucket=2, trigger="available-now", max_offsets_per_trigger=40,
                        checkpoint=str(tmp_path / "ckpt"))
-    real = ingest_database.write_table_batch
+    real = PreparedBatch.commit
     calls = []
 
-    def crash_after_the_first_table_of_batch_2(spark, tcfg, table, records, batch_id, *args, **kw):
-        if batch_id == 2 and any(b == 2 for b, _ in calls):  # the second table (in name order: orders)
+    def crash_after_the_first_table_of_batch_2(batch):
+        if batch.batch_id == 2 and any(b == 2 for b, _ in calls):  # the second table (in name order: orders)
             raise RuntimeError("injected crash between two tables' commits")
-        calls.append((batch_id, tcfg.table))
-        return real(spark, tcfg, table, records, batch_id, *args, **kw)
-    monkeypatch.setattr(ingest_database, "write_table_batch", crash_after_the_first_table_of_batch_2)
+        calls.append((batch.batch_id, batch.table.path.rstrip("/").rsplit("/", 1)[-1]))
+        return real(batch)
+    monkeypatch.setattr(PreparedBatch, "commit", crash_after_the_first_table_of_batch_2)
     lines: list[str] = []
     assert run_ingest(spark, cfg, lines.append) == 1, "\n".join(lines)
-    assert calls[-1] == (2, "ods.mx_customers") and lines[-1].startswith("error: ingestion failed"), lines
+    assert calls[-1] == (2, "mx_customers") and lines[-1].startswith("error: ingestion failed"), lines
     catalog = ps.Catalog(str(tmp_path / "wh"))
-    assert (0, "ods.mx_orders") in calls and (0, "ods.mx_customers") not in calls  # only DDL of customers yet
+    assert (0, "mx_orders") in calls and (0, "mx_customers") not in calls  # only DDL of customers yet
     assert any("carry no row yet" in line for line in lines), lines
-    monkeypatch.setattr(ingest_database, "write_table_batch", real)
+    monkeypatch.setattr(PreparedBatch, "commit", real)
     lines.clear()
     assert run_ingest(spark, cfg, lines.append) == 0, lines
-    assert any(line.startswith("batch 2:") and "2 table(s) written" in line for line in lines), lines
+    assert any(line.startswith("batch 2:") and "1 table(s) written" in line for line in lines), lines  # customers: skipped
     assert sorted(catalog.list_tables("ods")) == ["mx_customers", "mx_orders"]
     orders, customers = catalog.get_table("ods.mx_orders"), catalog.get_table("ods.mx_customers")
     assert rows_by_id(orders) == expected(events, "orders")
@@ -208,12 +208,20 @@ def debezium_event(db: str, table: str, op: str, before: dict | None, after: dic
     return json.dumps(key).encode(), json.dumps({"schema": schema, "payload": payload}).encode()
 
 
-def test_debezium_shards_merge_and_undecodable_records_are_dead_lettered(spark, broker, tmp_path):
+@pytest.mark.parametrize("site", ["driver", "shuffle"])
+def test_debezium_shards_merge_and_undecodable_records_are_dead_lettered(spark, broker, tmp_path, monkeypatch, site):
     """Two shards' `items` merge into one table, `users` gets its own; a record that names no
-    table goes to the job's dead-letter table (or, by default, stops the batch before any commit)."""
+    table goes to the job's dead-letter table (or, by default, stops the batch before any commit).
+    `site`: the records named in the driver (local mode) or on the executors (a cluster's)."""
     import paimon_streaming as ps
     from kafka_broker import unique_topic
+    from paimon_streaming.sinks import ingest_database
     from paimon_streaming.sinks.ingest import run_ingest
+
+    monkeypatch.setattr(ingest_database, "write_site", lambda df, shuffle: site)
+    held = []
+    for holder in (ingest_database.RecordsInDriver, ingest_database.RecordsInSpark):
+        monkeypatch.setattr(holder, "release", lambda self, real=holder.release: held.append(type(self)) or real(self))
 
     topic = unique_topic("debezium-db")
     broker.create_topic(topic, partitions=1)
@@ -240,3 +248,32 @@ def test_debezium_shards_merge_and_undecodable_records_are_dead_lettered(spark, 
     dead = catalog.get_table("cdc.ingest_dead_letter").to_arrow().to_pylist()
     assert [(r["offset"], r["value"]) for r in dead] == [(3, b'{"not": "an event"')]
     assert any("1 dead-lettered" in line for line in lines), lines
+    assert set(held) == {ingest_database.RecordsInDriver if site == "driver" else ingest_database.RecordsInSpark}
+
+
+def test_a_poison_record_of_one_table_commits_no_table_of_the_batch(spark, broker, tmp_path):
+    """Every table's files are written before any is committed: a record that fails the second
+    table's decoding (in name order) leaves the first uncommitted too, its files deleted."""
+    import pathlib
+
+    import paimon_streaming as ps
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks.ingest import run_ingest
+
+    topic = unique_topic("debezium-db-poison")
+    broker.create_topic(topic, partitions=1)
+    bad_key, bad_value = debezium_event("shard1", "users", "c", None, {"id": 2, "name": "bob"})
+    produce(broker, topic, [debezium_event("shard1", "items", "c", None, {"id": 1, "name": "a"}),
+                            debezium_event("shard1", "users", "c", None, {"id": 1, "name": "ann"}),
+                            (bad_key, bad_value.replace(b'"id": 2', b'"id": "two"'))])
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), topics=(topic,),
+                       format="debezium-json", database=DatabaseRouting("cdc"), bucket=1, trigger="available-now",
+                       checkpoint=str(tmp_path / "ckpt"))
+    lines: list[str] = []
+    assert run_ingest(spark, cfg, lines.append) == 1
+    assert "offset=2" in lines[-1], lines[-1]
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    for name in ("cdc.items", "cdc.users"):  # created from the events, but nothing committed
+        table = catalog.get_table(name)
+        assert table.latest_snapshot() is None, name
+        assert not [p for p in pathlib.Path(table.path).rglob("*.parquet")], name
