@@ -38,7 +38,7 @@ from paimon_streaming.table import Table
 
 from . import aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, source_tables
 from .decoders import REJECTED_SCHEMA, DecodeError
-from .foreach_batch import PreparedBatch, query_commit_user, write_site
+from .foreach_batch import MAX_RESULT_SIZE, PreparedBatch, query_commit_user, write_site
 from .ingest import (RECORD_COLUMNS, REJECTED_PER_BATCH, IngestConfig, NoRowsYet, ensure_table, prepare_table_batch,
                      set_aside)
 
@@ -78,8 +78,7 @@ def database_writer(spark: SparkSession, cfg: IngestConfig,
     def write(df: DataFrame, batch_id: int) -> None:
         REJECTED_PER_BATCH[batch_id] = 0
         records = df.select(*RECORD_COLUMNS)
-        named = RecordsInDriver(records, cfg.format) if write_site(records, None) == "driver" \
-            else RecordsInSpark(records, cfg.format)
+        named = _named_records(records, cfg.format, log)
         try:
             _set_aside_unnamed(cfg, named.unnamed(), query_commit_user(df), batch_id)
             targets = cfg.database.targets(named.sources())
@@ -111,6 +110,19 @@ def database_writer(spark: SparkSession, cfg: IngestConfig,
         finally:
             named.release()
     return write
+
+
+def _named_records(records: DataFrame, format: str, log: Callable[[str], None]) -> "RecordsInDriver | RecordsInSpark":
+    """Where the batch's records are named and split: in the driver where the sink writes there
+    (local mode) and the batch fits spark.driver.maxResultSize, else on the executors."""
+    if write_site(records, None) == "driver":
+        try:
+            return RecordsInDriver(records, format)
+        except Exception as exc:
+            if MAX_RESULT_SIZE not in str(exc):
+                raise
+            log(f"the micro-batch is larger than {MAX_RESULT_SIZE}: its records are split on the executors")
+    return RecordsInSpark(records, format)
 
 
 class RecordsInDriver:

@@ -25,22 +25,27 @@ def applied(rows: list[dict], key: str = "id") -> dict:
     return state
 
 
-def ingest_config(monkeypatch, tmp_path, *flags: str):
-    """The IngestConfig `paimon-streaming ingest` builds from its command line with `flags`
-    (Spark and the run itself stubbed out)."""
+def ingest_cli(monkeypatch, *args: str) -> tuple[int, list]:
+    """`paimon-streaming ingest <args>` with Spark and the run itself stubbed out: its exit code
+    and the IngestConfigs it built."""
     from paimon_streaming.cli import main
     from paimon_streaming.sinks import ingest, ingest_command
 
-    seen = []
+    seen: list = []
 
     class Spark:
         def stop(self):
             pass
     monkeypatch.setattr(ingest_command, "spark_session", lambda *a: Spark())
     monkeypatch.setattr(ingest, "run_ingest", lambda spark, cfg, *a: seen.append(cfg) or 0)
-    assert main(["ingest", "--bootstrap-servers", "127.0.0.1:1", "--topic", "dbserver1.shop.items",
-                 "--warehouse", str(tmp_path), "--table", "db.items", "--primary-key", "id", "--no-progress",
-                 *flags]) == 0
+    return main(["ingest", "--bootstrap-servers", "127.0.0.1:1", "--no-progress", *args]), seen
+
+
+def ingest_config(monkeypatch, tmp_path, *flags: str):
+    """The IngestConfig `paimon-streaming ingest` builds from its command line with `flags`."""
+    code, seen = ingest_cli(monkeypatch, "--topic", "dbserver1.shop.items", "--warehouse", str(tmp_path),
+                            "--table", "db.items", "--primary-key", "id", *flags)
+    assert code == 0
     return seen[0]
 
 

@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from change_event_support import produce
+from change_event_support import ingest_cli, produce
 from paimon_streaming.errors import InvalidOptionError
 from paimon_streaming.sinks import aws_dms, maxwell, ogg
 from paimon_streaming.sinks.ingest import IngestConfig, ensure_table
@@ -43,24 +43,13 @@ def test_config_takes_a_table_or_a_database_and_only_change_events():
 
 
 def test_cli_builds_the_routing(monkeypatch, tmp_path):
-    from paimon_streaming.cli import main
-    from paimon_streaming.sinks import ingest, ingest_command
-
-    seen = []
-
-    class Spark:
-        def stop(self):
-            pass
-    monkeypatch.setattr(ingest_command, "spark_session", lambda *a: Spark())
-    monkeypatch.setattr(ingest, "run_ingest", lambda spark, cfg, *a: seen.append(cfg) or 0)
-    args = ["ingest", "--bootstrap-servers", "127.0.0.1:1", "--topic", "cdc", "--warehouse", str(tmp_path),
-            "--format", "canal-json", "--no-progress"]
-    assert main(args + ["--database", "ods", "--table-prefix", "p_", "--including-tables", "a|b",
-                        "--excluding-tables", "b"]) == 0
-    assert seen[0].database == DatabaseRouting("ods", "p_", "", "a|b", "b") and seen[0].table == ""
-    assert main(args + ["--table", "ods.a", "--table-prefix", "p_"]) == 1  # the routing flags need --database
+    args = ["--topic", "cdc", "--warehouse", str(tmp_path), "--format", "canal-json"]
+    code, seen = ingest_cli(monkeypatch, *args, "--database", "ods", "--table-prefix", "p_",
+                            "--including-tables", "a|b", "--excluding-tables", "b")
+    assert code == 0 and seen[0].database == DatabaseRouting("ods", "p_", "", "a|b", "b") and seen[0].table == ""
+    assert ingest_cli(monkeypatch, *args, "--table", "ods.a", "--table-prefix", "p_")[0] == 1  # needs --database
     with pytest.raises(SystemExit):
-        main(args + ["--table", "ods.a", "--database", "ods"])
+        ingest_cli(monkeypatch, *args, "--table", "ods.a", "--database", "ods")
 
 
 @pytest.mark.parametrize("fmt, value, image", [
@@ -208,17 +197,22 @@ def debezium_event(db: str, table: str, op: str, before: dict | None, after: dic
     return json.dumps(key).encode(), json.dumps({"schema": schema, "payload": payload}).encode()
 
 
-@pytest.mark.parametrize("site", ["driver", "shuffle"])
+@pytest.mark.parametrize("site", ["driver", "shuffle", "driver-too-small"])
 def test_debezium_shards_merge_and_undecodable_records_are_dead_lettered(spark, broker, tmp_path, monkeypatch, site):
     """Two shards' `items` merge into one table, `users` gets its own; a record that names no
     table goes to the job's dead-letter table (or, by default, stops the batch before any commit).
-    `site`: the records named in the driver (local mode) or on the executors (a cluster's)."""
+    `site`: the records named in the driver (local mode), on the executors (a cluster's), or
+    there because the batch is larger than the driver may collect."""
     import paimon_streaming as ps
     from kafka_broker import unique_topic
     from paimon_streaming.sinks import ingest_database
     from paimon_streaming.sinks.ingest import run_ingest
 
-    monkeypatch.setattr(ingest_database, "write_site", lambda df, shuffle: site)
+    monkeypatch.setattr(ingest_database, "write_site", lambda df, shuffle: site.removesuffix("-too-small"))
+    if site == "driver-too-small":
+        def too_big(self, records, format):
+            raise RuntimeError("Total size of serialized results is bigger than spark.driver.maxResultSize (1 MiB)")
+        monkeypatch.setattr(ingest_database.RecordsInDriver, "__init__", too_big)
     held = []
     for holder in (ingest_database.RecordsInDriver, ingest_database.RecordsInSpark):
         monkeypatch.setattr(holder, "release", lambda self, real=holder.release: held.append(type(self)) or real(self))
@@ -249,6 +243,7 @@ def test_debezium_shards_merge_and_undecodable_records_are_dead_lettered(spark, 
     assert [(r["offset"], r["value"]) for r in dead] == [(3, b'{"not": "an event"')]
     assert any("1 dead-lettered" in line for line in lines), lines
     assert set(held) == {ingest_database.RecordsInDriver if site == "driver" else ingest_database.RecordsInSpark}
+    assert any("split on the executors" in line for line in lines) == (site == "driver-too-small"), lines
 
 
 def test_a_poison_record_of_one_table_commits_no_table_of_the_batch(spark, broker, tmp_path):
