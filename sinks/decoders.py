@@ -181,7 +181,8 @@ class Decoder:
         table's records need not fit this one's columns)."""
         if not records.num_rows:
             return records
-        keep = source_tables.matching(source_tables.names(self.format, records.column("value")), self.source_table)
+        keep = source_tables.matching(source_tables.names(self.format, records.column("value"), self.schema_registry),
+                                      self.source_table)
         return records if pc.all(keep).as_py() else records.filter(keep)
 
     def _refuse_null_keys(self, rows: pa.Table, positions: np.ndarray, records: pa.RecordBatch,

@@ -59,6 +59,7 @@ def _canal_row(value: bytes | None) -> bool:
 _CARRIES_ROW: dict[str, Callable[[bytes | None], bool]] = {
     debezium.FORMAT: lambda v: any(change_events.row_object(v, *path) for path in
                                    (("payload", "after"), ("payload", "before"), ("after",), ("before",))),
+    debezium.AVRO_FORMAT: lambda v: True,  # every Debezium event has a before or after image
     debezium_bson.FORMAT: lambda v: debezium_bson.table_schema_of(v) is not None,
     canal.FORMAT: _canal_row,
     maxwell.FORMAT: lambda v: maxwell.row_image(v) is not None,
@@ -78,7 +79,7 @@ def database_writer(spark: SparkSession, cfg: IngestConfig,
     def write(df: DataFrame, batch_id: int) -> None:
         REJECTED_PER_BATCH[batch_id] = 0
         records = df.select(*RECORD_COLUMNS)
-        named = _named_records(records, cfg.format, log)
+        named = _named_records(records, cfg, log)
         try:
             _set_aside_unnamed(cfg, named.unnamed(), query_commit_user(df), batch_id)
             targets = cfg.database.targets(named.sources())
@@ -112,27 +113,28 @@ def database_writer(spark: SparkSession, cfg: IngestConfig,
     return write
 
 
-def _named_records(records: DataFrame, format: str, log: Callable[[str], None]) -> "RecordsInDriver | RecordsInSpark":
+def _named_records(records: DataFrame, cfg: IngestConfig,
+                   log: Callable[[str], None]) -> "RecordsInDriver | RecordsInSpark":
     """Where the batch's records are named and split: in the driver where the sink writes there
     (local mode) and the batch fits spark.driver.maxResultSize, else on the executors."""
     if write_site(records, None) == "driver":
         try:
-            return RecordsInDriver(records, format)
+            return RecordsInDriver(records, cfg.format, cfg.schema_registry)
         except Exception as exc:
             if MAX_RESULT_SIZE not in str(exc):
                 raise
             log(f"the micro-batch is larger than {MAX_RESULT_SIZE}: its records are split on the executors")
-    return RecordsInSpark(records, format)
+    return RecordsInSpark(records, cfg.format, cfg.schema_registry)
 
 
 class RecordsInDriver:
     """A micro-batch's Kafka records collected in the driver (local mode, where the sink writes
     there too): one trip from the JVM, split by source table with Arrow."""
 
-    def __init__(self, records: DataFrame, format: str):
+    def __init__(self, records: DataFrame, format: str, registry: str | None):
         self.records = records
         self.table = records.toArrow()
-        self.names = source_tables.names(format, self.table.column("value").combine_chunks())
+        self.names = source_tables.names(format, self.table.column("value").combine_chunks(), registry)
 
     def sources(self) -> list[str]:
         return pc.unique(self.names).drop_null().to_pylist()
@@ -157,9 +159,9 @@ class RecordsInSpark:
     """A micro-batch's Kafka records named by their source table on the executors and kept by
     Spark for the batch (a cluster, where the sink writes in tasks)."""
 
-    def __init__(self, records: DataFrame, format: str):
+    def __init__(self, records: DataFrame, format: str, registry: str | None):
         named_schema = StructType(records.schema.fields + [StructField(SOURCE, StringType())])
-        self.named = records.mapInArrow(functools.partial(source_tables.with_names, format), named_schema) \
+        self.named = records.mapInArrow(functools.partial(source_tables.with_names, format, registry), named_schema) \
             .persist(StorageLevel.MEMORY_AND_DISK)
 
     def sources(self) -> list[str]:

@@ -5,7 +5,8 @@ default; ingesting such a topic into one table would mix rows of different table
 same keys. Each record names its table:
 
 - Debezium (JSON, Avro, MongoDB's): `source.db`, then `source.schema` when the connector has
-  one (Postgres, SQL Server), then `source.table` (MongoDB: `source.collection`), joined by dots;
+  one (Postgres, SQL Server), then `source.table` (MongoDB: `source.collection`), joined by dots
+  (Avro: each record read with its writer schema from the registry, as decoding reads it);
 - maxwell-json, canal-json: `database.table`;
 - ogg-json: `table` (GoldenGate's `SCHEMA.TABLE`);
 - aws-dms-json: `metadata.schema-name.table-name`.
@@ -19,7 +20,8 @@ never have to fit this table's columns.
 `DatabaseRouting` sends each source table to a table of its own (`ingest --database`, as
 Paimon's `kafka_sync_database`): the target is the source table's name (its last part) with a
 prefix and suffix, in the given database; source tables of the same name in several databases
-or schemas (shards) go to one table, as Paimon merges them.
+or schemas (shards) go to one table, as Paimon's MySQL database sync does by default
+(`merge_shards`).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg
+from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry
 from .change_events import table_name
 
 _READ = {
@@ -43,7 +45,7 @@ _READ = {
     aws_dms.FORMAT: pa.schema([("metadata", pa.struct([("schema-name", pa.string()), ("table-name", pa.string())]))]),
 }
 _READ[debezium_bson.FORMAT] = _READ[debezium.FORMAT]
-FORMATS = tuple(_READ)
+FORMATS = tuple(_READ) + (debezium.AVRO_FORMAT,)
 
 
 def matching(names: pa.Array, pattern: str) -> pa.Array:
@@ -60,8 +62,11 @@ def check_pattern(pattern: str) -> None:
         raise ValueError(f"--source-table {pattern!r} is not a regular expression: {exc}") from None
 
 
-def names(format: str, values: pa.Array) -> pa.Array:
-    """The source table each record names (null where it does not say or does not parse)."""
+def names(format: str, values: pa.Array, registry: str | None = None) -> pa.Array:
+    """The source table each record names (null where it does not say or does not parse);
+    debezium-avro reads its writer schemas from the Schema Registry at `registry`."""
+    if format == debezium.AVRO_FORMAT:
+        return _avro_names(values, registry)
     fields = _fields(format, values)
     if format in (debezium.FORMAT, debezium_bson.FORMAT):
         payload = fields.column("payload").combine_chunks()
@@ -73,6 +78,33 @@ def names(format: str, values: pa.Array) -> pa.Array:
     if format == ogg.FORMAT:
         return fields.column("table").combine_chunks()
     return table_name(fields.column("database").combine_chunks(), fields.column("table").combine_chunks())
+
+
+def _avro_names(values: pa.Array, registry: str) -> pa.Array:
+    """Debezium's Avro envelopes' `source` tables, each record read with its writer schema (as
+    decoding reads them: record by record); a record that is no framed Avro names none, an
+    unknown writer schema is the registry's error."""
+    import fastavro
+    readers: dict[int, object] = {}
+    sources = []
+    for raw in values.to_pylist():
+        source = None
+        try:
+            sid = schema_registry.schema_id(raw)
+        except (TypeError, ValueError):
+            sid = None
+        if sid is not None:
+            if sid not in readers:
+                writer = schema_registry.writer_schema_json(registry, sid)
+                readers[sid] = fastavro.parse_schema(debezium.without_logical_types(writer))
+            try:
+                event = fastavro.schemaless_reader(io.BytesIO(raw[schema_registry.HEADER:]), readers[sid])
+                source = event.get("source") if isinstance(event, dict) else None
+            except Exception:  # a body that is not Avro of its writer schema: decoding names the error
+                source = None
+        source = source if isinstance(source, dict) else {}  # (a null struct's fields would not read as nulls)
+        sources.append({k: v if isinstance(v := source.get(k), str) else None for k in debezium.SOURCE.names})
+    return debezium.source_name(pa.array(sources, debezium.SOURCE))
 
 
 def _fields(format: str, values: pa.Array) -> pa.Table:
@@ -111,10 +143,10 @@ def _null_row(schema: pa.Schema) -> pa.Table:
 SOURCE_FIELD = pa.field("_source_table", pa.string())  # the column `with_names` adds
 
 
-def with_names(format: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def with_names(format: str, registry: str | None, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Kafka records with the source table each names (a `mapInArrow` function)."""
     for batch in batches:
-        yield batch.append_column(SOURCE_FIELD, names(format, batch.column("value")))
+        yield batch.append_column(SOURCE_FIELD, names(format, batch.column("value"), registry))
 
 
 @dataclass(frozen=True)

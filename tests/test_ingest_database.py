@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pyarrow as pa
 import pytest
@@ -210,7 +211,7 @@ def test_debezium_shards_merge_and_undecodable_records_are_dead_lettered(spark, 
 
     monkeypatch.setattr(ingest_database, "write_site", lambda df, shuffle: site.removesuffix("-too-small"))
     if site == "driver-too-small":
-        def too_big(self, records, format):
+        def too_big(self, *args):
             raise RuntimeError("Total size of serialized results is bigger than spark.driver.maxResultSize (1 MiB)")
         monkeypatch.setattr(ingest_database.RecordsInDriver, "__init__", too_big)
     held = []
@@ -272,3 +273,91 @@ def test_a_poison_record_of_one_table_commits_no_table_of_the_batch(spark, broke
         table = catalog.get_table(name)
         assert table.latest_snapshot() is None, name
         assert not [p for p in pathlib.Path(table.path).rglob("*.parquet")], name
+
+
+# ---- debezium-avro: the tables named by each record's writer schema ------------------------
+_VALUE = {"type": "record", "name": "Value", "fields": [{"name": "id", "type": "long"},
+                                                        {"name": "name", "type": ["null", "string"], "default": None}]}
+_ENVELOPE = {"type": "record", "name": "Envelope", "namespace": "dbserver1", "fields": [
+    {"name": "before", "type": ["null", _VALUE], "default": None},
+    {"name": "after", "type": ["null", "Value"], "default": None},
+    {"name": "source", "type": {"type": "record", "name": "Source", "fields": [
+        {"name": "connector", "type": "string"}, {"name": "db", "type": "string"},
+        {"name": "schema", "type": ["null", "string"], "default": None}, {"name": "table", "type": "string"}]}},
+    {"name": "op", "type": "string"}]}
+_KEY = {"type": "record", "name": "Key", "namespace": "dbserver1", "fields": [{"name": "id", "type": "long"}]}
+
+
+def avro_event(table: str, op: str, before: dict | None, after: dict | None) -> tuple[bytes, bytes]:
+    """(key, value) as Confluent's AvroConverter frames a Postgres connector's event (writer
+    schemas 10 and 11 of the registry)."""
+    import io
+
+    import fastavro
+
+    from paimon_streaming.sinks import schema_registry
+
+    def framed(sid: int, schema: dict, record: dict) -> bytes:
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, fastavro.parse_schema(schema), record)
+        return schema_registry.frame(sid, body.getvalue())
+    source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": table}
+    return (framed(11, _KEY, {"id": (after or before)["id"]}),
+            framed(10, _ENVELOPE, {"before": before, "after": after, "source": source, "op": op}))
+
+
+@pytest.fixture
+def avro_registry():
+    from test_schema_registry import Registry
+
+    from paimon_streaming.sinks import schema_registry
+    schema_registry._cache.clear()
+    registry = Registry({10: _ENVELOPE, 11: _KEY})
+    yield registry
+    registry.close()
+
+
+def test_avro_records_name_their_tables_and_filter(avro_registry):
+    from change_event_support import records
+
+    from paimon_streaming.sinks import source_tables
+    from paimon_streaming.sinks.decoders import Decoder
+    events = [avro_event("items", "c", None, {"id": 1, "name": "a"}), avro_event("users", "c", None, {"id": 7}),
+              (None, b"\x00\x00\x00\x00\x0a\xff"), (None, b"not framed")]
+    values = pa.array([v for _, v in events], pa.binary())
+    assert source_tables.names("debezium-avro", values, avro_registry.url).to_pylist() == [
+        "shop.public.items", "shop.public.users", None, None]
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string())])
+    decoder = Decoder("debezium-avro", schema, ("id",), schema_registry=avro_registry.url,
+                      source_table=r"shop\.public\.users")
+    assert decoder.decode(records(values[:2].to_pylist())).to_pylist() == [{"id": 7, "name": None, "_kind": "+I"}]
+
+
+def test_ingest_a_database_of_debezium_avro_events(spark, broker, avro_registry, tmp_path):
+    """Debezium's usual layout: a topic per table, read by pattern; each record names its table
+    through its writer schema."""
+    import paimon_streaming as ps
+    from java_oracle import get_oracle
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks.ingest import run_ingest
+
+    server = unique_topic("pgserver")  # Debezium's topic per table: <server>.<schema>.<table>
+    for table in ("items", "users"):
+        broker.create_topic(f"{server}.public.{table}", partitions=2)
+    produce(broker, f"{server}.public.items", [avro_event("items", "c", None, {"id": 1, "name": "a"}),
+                                               avro_event("items", "c", None, {"id": 2, "name": "b"}),
+                                               avro_event("items", "u", {"id": 2, "name": "b"}, {"id": 2, "name": "b2"}),
+                                               avro_event("items", "d", {"id": 1, "name": "a"}, None)])
+    produce(broker, f"{server}.public.users", [avro_event("users", "c", None, {"id": 1, "name": "ann"})])
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"),
+                       topic_pattern=re.escape(server) + r"\.public\..*", format="debezium-avro", schema_registry=avro_registry.url, database=DatabaseRouting("pg"),
+                       bucket=1, trigger="available-now", checkpoint=str(tmp_path / "ckpt"))
+    lines: list[str] = []
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    assert sorted(catalog.list_tables("pg")) == ["items", "users"]
+    items, users = catalog.get_table("pg.items"), catalog.get_table("pg.users")
+    assert items.primary_keys == ["id"] and rows_by_id(items) == {2: {"id": 2, "name": "b2"}}
+    assert rows_by_id(users) == {1: {"id": 1, "name": "ann"}}
+    for table in (items, users):
+        assert {r["id"]: r for r in get_oracle().read(table.path)} == rows_by_id(table)

@@ -53,7 +53,7 @@ def event_of(fmt: str, table: str, key: int) -> dict:
                                                        "schema-name": "shop", "table-name": table}}}[fmt]
 
 
-@pytest.mark.parametrize("fmt", source_tables.FORMATS)
+@pytest.mark.parametrize("fmt", [f for f in source_tables.FORMATS if f != "debezium-avro"])  # Avro: test_ingest_database.py
 def test_each_parser_tells_the_tables_its_rows_are_of(fmt):
     batch = records([json.dumps(event_of(fmt, t, i)).encode() for i, t in enumerate(["a", "b", "a"])])
     decoded = Decoder(fmt, TABLE, ("id",)).decode_all(batch)
