@@ -15,7 +15,11 @@ Source writer cannot see the query id; batch: optional); `partitionOverwriteMode
 (`static` default: overwrite replaces the table; `dynamic`: only the partitions written);
 `mergeSchema` (or Paimon's `write.merge-schema`; `true`: input columns the table lacks, and
 wider types, evolve the table first, as Delta's option does; otherwise they are an error naming
-them); any other option is a Paimon table option used when the table is created (`primary-key`,
+them); `timeZone` (Spark's session time zone, `spark.sql.session.timeZone`, which a Data
+Source writer is not given: it reads a TimestampNTZ value written into a TIMESTAMP WITH LOCAL
+TIME ZONE column in it; without the option the zone Spark labels the input's TimestampType
+columns with is that zone, and with no such column the write is refused naming the column);
+any other option is a Paimon table option used when the table is created (`primary-key`,
 `partition`, `bucket`, ...). Spark lower-cases data source option keys, so options that name
 a column (`fields.<col>.…`) need lower-case column names here; create such tables with the
 Python API instead.
@@ -29,7 +33,7 @@ from __future__ import annotations
 import logging
 import pickle
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import pyarrow as pa
@@ -39,7 +43,7 @@ from pyspark.sql.types import StructType
 
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import PaimonError, TableNotFoundError
+from paimon_streaming.errors import PaimonError, SchemaMismatchError, TableNotFoundError
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
@@ -47,7 +51,7 @@ from .spark_write import WritePlan, arrow_schema_of, compact_after_commit, recon
 
 log = logging.getLogger("paimon_streaming.sink")
 _READER_WRITER_OPTIONS = {"path", "table", "warehouse", "branch", "commituser", "partitionoverwritemode", "rowkindcolumn",
-                          "mergeschema", "write.merge-schema"}
+                          "mergeschema", "write.merge-schema", "timezone"}
 
 
 @dataclass
@@ -97,10 +101,31 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
     return table
 
 
-def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
+def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch], time_zone: str | None) -> PaimonCommitMessage:
     batches = [b for b in batches if b.num_rows]
+    if batches:
+        plan = replace(plan, time_zone=time_zone or _session_zone(plan, batches[0].schema))
     messages = write_task(plan, batches, task_index())
     return PaimonCommitMessage(pickle.dumps(messages), sum(b.num_rows for b in batches))
+
+
+def _session_zone(plan: WritePlan, schema: pa.Schema) -> str | None:
+    """Spark's session time zone as the input shows it: Spark hands TimestampType columns to
+    Python labelled with it. SchemaMismatchError when the input has none and a TimestampNTZ
+    column goes into a TIMESTAMP WITH LOCAL TIME ZONE column: read in a guessed zone, its
+    instants would be silently wrong."""
+    zones = {f.type.tz for f in schema if pa.types.is_timestamp(f.type) and f.type.tz}
+    if zones:
+        return zones.pop()
+    table = plan.writer().schema.arrow_schema()
+    ambiguous = [f.name for f in schema if pa.types.is_timestamp(f.type) and f.name in table.names
+                 and pa.types.is_timestamp(table.field(f.name).type) and table.field(f.name).type.tz]
+    if ambiguous:
+        raise SchemaMismatchError(
+            f"column {ambiguous[0]} of table {plan.table_name}: a TimestampNTZ value written into a TIMESTAMP WITH LOCAL "
+            "TIME ZONE column is read in the session's time zone, which a Data Source writer is not given; pass "
+            ".option('timeZone', spark.conf.get('spark.sql.session.timeZone')), or cast the column to TimestampType")
+    return None
 
 
 def _messages(commit_messages) -> list:
@@ -115,9 +140,10 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.dynamic_overwrite = options.get("partitionoverwritemode", "static").lower() == "dynamic"
         self.commit_user = options.get("commituser") or str(uuid.uuid4())
+        self.time_zone = options.get("timezone")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
-        return _write(self.plan, iterator)
+        return _write(self.plan, iterator, self.time_zone)
 
     def commit(self, messages: list[PaimonCommitMessage]) -> None:
         table = self.where.open()
@@ -147,10 +173,11 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         open_or_create(options, schema)
         self.where = TableRef.of(options)
         self.row_kind_column = options.get("rowkindcolumn")
+        self.time_zone = options.get("timezone")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         return _write(WritePlan.for_table(self.where.open(), self.where.location, self.row_kind_column,
-                                          compact=False), iterator)
+                                          compact=False), iterator, self.time_zone)
 
     def commit(self, messages: list[PaimonCommitMessage], batchId: int) -> None:
         table = self.where.open()

@@ -142,13 +142,34 @@ def test_instants_and_wall_times_convert_in_the_session_time_zone(spark, catalog
         spark.conf.set("spark.sql.session.timeZone", old)
     rows = sorted(ps.Table.open(t.path).to_arrow().to_pylist(), key=lambda r: r["id"])
     assert [r["at"] for r in rows] == [dt.datetime(2024, 1, 1, 10 + i) for i in range(10)]
-    assert {r["inst"] for r in rows[:8]} == {dt.datetime(2024, 7, 1, 12, 30, tzinfo=dt.timezone.utc)}  # EDT: -4h
+    # EDT: -4h; format("paimon") reads the session's zone off the TimestampType column `at`
+    assert {r["inst"] for r in rows} == {dt.datetime(2024, 7, 1, 12, 30, tzinfo=dt.timezone.utc)}
     # each key went to the bucket its stored value hashes to: an upsert of it replaces it
     again = ps.Table.open(t.path)
     again.write_arrow(pa.table({"at": pa.array([dt.datetime(2024, 1, 1, 13)], pa.timestamp("us")), "id": [100],
                                 "inst": pa.array([None], pa.timestamp("us", tz="UTC"))}))
     after = {r["at"]: r["id"] for r in ps.Table.open(t.path).to_arrow().to_pylist()}
     assert len(after) == 10 and after[dt.datetime(2024, 1, 1, 13)] == 100
+
+
+def test_the_data_source_refuses_wall_times_into_instants_without_the_session_zone(spark, catalog):
+    """`df.write.format("paimon")` is not given the session's time zone: with no TimestampType
+    column to tell it, a TimestampNTZ into a TIMESTAMP_LTZ column needs the `timeZone` option
+    (read as UTC it would be silently 4 hours off in New York)."""
+    import datetime as dt
+    t = catalog.create_table("db.ntz", pa.schema([("id", pa.int64()), ("inst", pa.timestamp("us", tz="UTC"))]))
+    df = spark.sql("select id, timestamp_ntz'2024-07-01 08:30:00' as inst from range(2)")
+    old = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        with pytest.raises(Exception, match="column inst of table .*option\\('timeZone'"):
+            df.write.format("paimon").mode("append").save(t.path)
+        df.write.format("paimon").option("timeZone", "America/New_York").mode("append").save(t.path)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", old)
+    assert {r["inst"] for r in ps.Table.open(t.path).to_arrow().to_pylist()} == {
+        dt.datetime(2024, 7, 1, 12, 30, tzinfo=dt.timezone.utc)}
+    assert ps.Table.open(t.path).latest_snapshot().id == 1  # the refused write committed nothing
 
 
 def test_replayed_batch_is_skipped(spark, tmp_path, catalog):
