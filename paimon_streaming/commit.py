@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from .binary_row import deserialize_row
 from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords, UserCommits, user_commits
+from .cross_partition import check_no_concurrent_writes
 from .errors import CommitConflictError, PaimonError, SequenceConflictError
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
@@ -139,7 +140,7 @@ class FileStoreCommit:
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,
                ignore_empty: bool = True, watermark: int | None = None,
                properties: dict[str, str] | None = None, best_effort_compaction: bool = False,
-               planned_on: Snapshot | None = None, maintain: bool = True) -> list[int]:
+               planned_on: Snapshot | None = None, maintain: bool = True, placed: bool = False) -> list[int]:
         """Commit one committable; returns the ids of the snapshots created (0, 1 or 2).
 
         `overwrite=True` replaces the whole table, or only `overwrite_partitions` when given.
@@ -149,6 +150,8 @@ class FileStoreCommit:
         `planned_on`: the snapshot the messages were written on, if the caller read it just
         before; the first attempt builds on it while no snapshot follows it.
         `maintain=False`: no maintenance after it (a commit of the maintenance itself).
+        `placed`: the rows of a cross-partition upsert table were placed by where keys lived at
+        `planned_on` (cross_partition.py): a newer snapshot by another writer fails the commit.
         """
         created: list[Snapshot] = []
         try:
@@ -156,13 +159,14 @@ class FileStoreCommit:
             if overwrite:
                 created.append(self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
                                                        replace=True, overwrite_partitions=overwrite_partitions,
-                                                       check_conflicts=True, previous=planned_on))
+                                                       check_conflicts=True, previous=planned_on, placed=placed))
             elif not data.is_empty() or not ignore_empty:
                 deletes = any(e.kind == DELETE for e in data.entries) or any(
                     e.index_file.index_type == "DELETION_VECTORS" for e in data.index)
                 kind = OVERWRITE if deletes else APPEND
                 created.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
-                                                       properties, check_conflicts=deletes, previous=planned_on))
+                                                       properties, check_conflicts=deletes, previous=planned_on,
+                                                       placed=placed))
             compact = _collect(messages, lambda m: m.compact)
             if not compact.is_empty():
                 try:
@@ -192,7 +196,7 @@ class FileStoreCommit:
                            watermark: int | None, properties: dict[str, str] | None,
                            replace: bool = False, overwrite_partitions: list[bytes] | None = None,
                            check_conflicts: bool = False, previous: Snapshot | None = None,
-                           previous_is_own: bool = False) -> Snapshot:
+                           previous_is_own: bool = False, placed: bool = False) -> Snapshot:
         """`previous`: a snapshot that was the latest a moment ago: the one this commit call just
         published (`previous_is_own`), or the one its messages were planned on, while no snapshot
         follows it. The first attempt builds on it without reading the hint and the snapshot
@@ -212,6 +216,10 @@ class FileStoreCommit:
                 if done is not None:
                     return done
             seen_latest = latest.id if latest else None
+            planned_id = previous.id if previous else 0
+            if placed and latest is not None and latest.id != planned_id:
+                check_no_concurrent_writes(self.table_path, previous, [
+                    self.snapshots.snapshot(i) for i in range(planned_id + 1, latest.id + 1)], commit_user)
             try:
                 published = self._try_commit_once(kind, changes, latest, commit_user, identifier, watermark,
                                                   properties, replace, overwrite_partitions, check_conflicts)

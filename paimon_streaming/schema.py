@@ -174,9 +174,14 @@ class TableSchema:
             check_bucket_function(core.get("bucket-function.type"), bucket_keys,
                                   [self.field(k).type for k in bucket_keys])
         if pk and not set(part) <= set(pk):
-            raise InvalidOptionError(
-                f"the primary key {pk} must contain every partition key {part} "
-                "(cross-partition upsert tables are not supported)")
+            if bucket != -1:
+                raise InvalidOptionError(
+                    f"the primary key {pk} must contain every partition key {part}, or the table needs "
+                    "'bucket' = -1 (a cross-partition upsert table, whose keys move between partitions)")
+            if core.sequence_field:  # Java's SchemaValidation
+                raise InvalidOptionError(
+                    f"sequence.field cannot be used in a cross-partition upsert table (primary key {pk} "
+                    f"without every partition key {part})")
         if bucket == -2:
             raise InvalidOptionError("postpone bucket mode (bucket = -2) is not supported")
         for name in core.sequence_field:

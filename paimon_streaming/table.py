@@ -11,7 +11,7 @@ from typing import Any, Callable, Collection, Iterator, Sequence
 
 import pyarrow as pa
 
-from . import full_compaction, row_tracking
+from . import cross_partition, full_compaction, row_tracking
 from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
@@ -219,16 +219,30 @@ class Table:
         return self._write_planned(self.latest_snapshot(), data, row_kind_column, overwrite, full_compaction)
 
     def _write_planned(self, latest: Snapshot | None, data: pa.Table | pa.RecordBatch, row_kind_column: str | None,
-                       overwrite: bool, full_compaction: bool) -> list[CommitMessage]:
-        """`write_messages` on the snapshot `latest` (the newest a moment ago)."""
+                       overwrite: bool, full_compaction: bool, writer: TableWrite | None = None) -> list[CommitMessage]:
+        """`write_messages` on the snapshot `latest` (the newest a moment ago). A `writer` given
+        for a cross-partition upsert table gets the index of where its keys live
+        (cross_partition.py), for a commit that checks no other writer came in between."""
         conformed = conform(data, self.schema, self.name, row_kind_column)
+        place = writer is not None and writer.cross_partition
+        writer = writer or self.new_write()
         if latest is None:
-            return self.new_write().write(conformed, [], full_compaction=full_compaction)
+            if place:
+                writer.placement = cross_partition.KeyPlacement(self.schema)
+            return writer.write(conformed, [], full_compaction=full_compaction)
         scan = TableScan(self.file_io, self.path, self.schema, self.branch)
         with self._planned_on(latest):
-            return self.new_write().write(conformed, scan.live_entries(latest),
-                                          scan.index_manifest.read(latest.index_manifest), overwrite=overwrite,
-                                          full_compaction=full_compaction)
+            live = scan.live_entries(latest)
+            if place:
+                writer.placement = cross_partition.KeyPlacement(self.schema) if overwrite else \
+                    cross_partition.placement_for(
+                        (self.path, self.branch), self.schema, latest, self._snapshots_between,
+                        lambda: cross_partition.bootstrap(self.file_io, scan, self.schema, latest, self.name, live))
+            return writer.write(conformed, live, scan.index_manifest.read(latest.index_manifest), overwrite=overwrite,
+                                full_compaction=full_compaction)
+
+    def _snapshots_between(self, after: int, upto: int) -> list[Snapshot]:
+        return [self.snapshot_manager.snapshot(i) for i in range(after + 1, upto + 1)]
 
     @contextlib.contextmanager
     def _planned_on(self, snapshot: Snapshot) -> Iterator[None]:
@@ -280,16 +294,22 @@ class Table:
                 # planning on a snapshot read a moment ago is as safe as a concurrent commit during
                 # the write: the commit finds any newer snapshot and checks for conflicts
                 planned_on = just_read if attempt == 0 and just_read is not None else self.latest_snapshot()
-                messages = self._write_planned(planned_on, data, row_kind_column, overwrite, full)
+                writer, messages = self.new_write(), []
+                messages = self._write_planned(planned_on, data, row_kind_column, overwrite, full, writer)
                 if full and not overwrite:
                     messages += self.scheduled_compaction(user, identifier, messages)
                 ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
-                                       planned_on=planned_on)
+                                       planned_on=planned_on, placed=writer.cross_partition)
+                if writer.cross_partition:
+                    cross_partition.committed((self.path, self.branch), writer.placement, writer.assignment,
+                                              planned_on.id if planned_on else None, ids)
                 break
             except StalePlanError:
+                committer.discard(messages)
                 if attempt == self.options.get("commit.max-retries"):
                     raise
-                continue  # planned on files a concurrent compaction and expiration removed
+                continue  # planned on files a concurrent compaction and expiration removed, or a
+                # cross-partition batch placed on a snapshot another writer has since followed
             except SequenceConflictError:
                 # another writer's rows reached this batch's sequence numbers: number it again
                 committer.discard(messages)

@@ -40,7 +40,7 @@ from .keyvalue import (INSERT, SEQUENCE_NUMBER, VALUE_KIND, decode_key, file_fie
 from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
-from . import data_evolution, row_tracking
+from . import cross_partition, data_evolution, row_tracking
 from .options import AVRO_WRITES, CoreOptions, unimplemented_feature, unimplemented_features
 from .partition_expire import PartitionTimeCheck
 from .paths import PathFactory, TableDirs, partition_path
@@ -284,13 +284,6 @@ class TableWrite:
             raise UnsupportedOperationError(
                 f"cannot write to {table_name}: it is a postpone-bucket table ('bucket' = -2), whose rows wait "
                 "unmerged until Paimon's postpone compaction places them in buckets; write to it with Apache Paimon")
-        missing = [k for k in schema.partition_keys if k not in schema.primary_keys]
-        if schema.primary_keys and missing and CoreOptions(schema.options).bucket == -1:
-            raise UnsupportedOperationError(
-                f"cannot write to {table_name}: it is a cross-partition upsert table (primary key "
-                f"{list(schema.primary_keys)} without the partition keys {missing}, 'bucket' = -1), whose "
-                "writers move a key between partitions through a table-wide key index; writing by partition "
-                "would leave a key in two partitions. Write to it with Apache Paimon (Flink or Spark)")
         if CoreOptions(schema.options).file_format == "avro":
             raise UnsupportedOperationError(f"cannot write to {table_name}: {AVRO_WRITES}; files already written "
                                             "stay readable after the option changes")
@@ -326,12 +319,23 @@ class TableWrite:
         # yet compacted, by bucket directory, which compaction uses instead of reading them back.
         self._keep_fresh = False
         self._fresh: dict[str, dict[str, pa.Table]] = {}
+        # cross-partition upsert tables: where keys live (cross_partition.py), and the last batch's placement
+        self.cross_partition = cross_partition.is_cross_partition(schema)
+        self.placement: cross_partition.KeyPlacement | None = None
+        self.assignment: cross_partition.Assignment | None = None
 
     # ---- grouping ------------------------------------------------------------------------
     def group(self, data: pa.Table, index_entries: Sequence[IndexManifestEntry] = ()) -> list[_Group]:
         """Split a batch into (partition, bucket) groups, keeping input order within a group."""
         part_ids, part_rows = self._partitions(data)
-        buckets = self._buckets(data, part_ids, part_rows, index_entries)
+        if self.cross_partition:
+            self.assignment = self._placement().assign(data, part_ids, part_rows,
+                                                       self.options.get("dynamic-bucket.target-row-num"),
+                                                       self.engine.name)
+            data, buckets = self.assignment.data, self.assignment.buckets
+            part_ids, part_rows = self._partitions(data)
+        else:
+            buckets = self._buckets(data, part_ids, part_rows, index_entries)
         part_names = [f.name for f in self.partition_fields]
         groups = []
         for pid, bucket, rows in group_rows(part_ids, buckets):
@@ -339,6 +343,17 @@ class TableWrite:
             groups.append(_Group(part_rows[pid], [values[n] for n in part_names], bucket, data, rows))
             self.partition_times.check(groups[-1].partition_values, self.table_name)
         return groups
+
+    def _placement(self) -> "cross_partition.KeyPlacement":
+        if self.placement is None:
+            raise UnsupportedOperationError(
+                f"cannot write to {self.table_name} here: it is a cross-partition upsert table (primary key "
+                f"{list(self.schema.primary_keys)} without the partition keys "
+                f"{[k for k in self.schema.partition_keys if k not in self.schema.primary_keys]}, 'bucket' = -1), "
+                "whose rows are placed by a table-wide index of where each key lives: write it with "
+                "Table.write_arrow, which also checks at its commit that no other writer came in between (the Spark "
+                "sinks, ingest and write_messages do not place such rows yet)")
+        return self.placement
 
     def partition_and_bucket(self, data: pa.Table) -> tuple[pa.Array, np.ndarray | None]:
         """Each row's serialized partition and fixed bucket (None in dynamic bucket mode, where

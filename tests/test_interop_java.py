@@ -403,26 +403,40 @@ def test_javas_postpone_bucket_table(java, warehouse):
         t.write_arrow(pa.table({"id": pa.array([9], pa.int64()), "v": ["ours"]}))
 
 
-def test_javas_cross_partition_upsert_table_is_read_not_written(java, warehouse):
-    """A primary key without the partition keys and 'bucket' = -1 (Java's KEY_DYNAMIC mode: a key
-    moves between partitions through a table-wide index): our partition-by-partition writes
-    would leave a key in two partitions, so they are refused, naming the mode; the table reads."""
-    from paimon_streaming.errors import UnsupportedOperationError
+def test_cross_partition_upsert_tables_java_created_we_write_java_reads(java, warehouse):
+    """A primary key without the partition keys and 'bucket' = -1 (Java's KEY_DYNAMIC mode):
+    we move keys between partitions through the table-wide index (cross_partition.py), and
+    Java reads each key once, in its last partition, from plain and deletion-vector tables, and
+    compacts them. With fixed buckets a key is one row per partition, in Java as here."""
     fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "dt", "type": "STRING NOT NULL"},
               {"name": "v", "type": "STRING"}]
-    paths = {bucket: f"{warehouse}/db.db/xpart{bucket.strip('-')}" for bucket in ("-1", "2")}
+    variants = {"plain": {"bucket": "-1"}, "dv": {"bucket": "-1", "deletion-vectors.enabled": "true"},
+                "fixed": {"bucket": "2"}}
+    paths = {name: f"{warehouse}/db.db/xpart_{name}" for name in variants}
     with java.batch() as b:
-        for bucket, path in paths.items():
-            b.create_table(path, fields, primary_keys=["id"], partition_keys=["dt"], options={"bucket": bucket})
+        for name, options in variants.items():
+            b.create_table(paths[name], fields, primary_keys=["id"], partition_keys=["dt"], options=options)
     schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False), ("v", pa.string())])
-    rows = pa.table({"id": [1, 2], "dt": ["a", "b"], "v": ["x", "y"]}, schema=schema)
-    with pytest.raises(UnsupportedOperationError, match="cross-partition upsert"):
-        ps.Table.open(paths["-1"]).write_arrow(rows)
-    assert ps.Table.open(paths["-1"]).to_arrow().num_rows == 0 and not ps.Table.open(paths["-1"]).snapshots()
-    ps.Table.open(paths["2"]).write_arrow(rows)  # fixed buckets: a key is one row per partition, as in Java
+    batches = [pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": ["x1", "x2", "x3"]}, schema=schema),
+               pa.table({"id": [1, 3, 4], "dt": ["b", "c", "c"], "v": ["y1", "y3", "y4"]}, schema=schema)]
+    for path in paths.values():
+        for batch in batches:
+            ps.Table.open(path).write_arrow(batch)
+    moved = [(1, "b", "y1"), (2, "a", "x2"), (3, "c", "y3"), (4, "c", "y4")]
+    per_partition = sorted({(1, "a", "x1"), (2, "a", "x2"), (3, "b", "x3")} | set(moved))
     with java.batch() as b:
-        java_read = b.read(paths["2"])
-    assert sorted((r["id"], r["dt"]) for r in java_read.result) == [(1, "a"), (2, "b")]
+        reads = {name: b.read(path) for name, path in paths.items()}
+        for name in ("plain", "dv"):
+            b.compact(paths[name])
+        compacted = {name: b.read(paths[name]) for name in ("plain", "dv")}
+    for name in ("plain", "dv"):
+        assert sorted((r["id"], r["dt"], r["v"]) for r in reads[name].result) == moved, name
+        assert sorted((r["id"], r["dt"], r["v"]) for r in compacted[name].result) == moved, name
+        ours = ps.Table.open(paths[name])
+        ours.write_arrow(pa.table({"id": [2], "dt": ["d"], "v": ["z2"]}, schema=schema))  # after Java's compaction
+        assert sorted((r["id"], r["dt"], r["v"]) for r in ps.Table.open(paths[name]).to_arrow().to_pylist()) == \
+            [(1, "b", "y1"), (2, "d", "z2"), (3, "c", "y3"), (4, "c", "y4")], name
+    assert sorted((r["id"], r["dt"], r["v"]) for r in reads["fixed"].result) == per_partition
 
 
 def test_javas_avro_data_files_read_by_us(java, warehouse):

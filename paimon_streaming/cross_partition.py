@@ -1,0 +1,376 @@
+"""Cross-partition upsert tables: a primary key without every partition key, `bucket` = -1.
+
+A key's partition comes from its row, so a key may move from one partition to another; Java's
+writers (`crosspartition/GlobalIndexAssigner`, Java's KEY_DYNAMIC bucket mode) keep a
+table-wide index of where each key lives, (partition, bucket), and so do we (`KeyPlacement`).
+A row whose key lives in another partition is handled by the merge engine, as Java's
+`ExistingProcessor`s do:
+
+* deduplicate: the old row is deleted (a -D row in its old partition and bucket) and the new
+  one goes to its own partition (`DeleteExistingProcessor`);
+* partial-update, aggregation: the row goes to the old partition and bucket, its partition
+  columns set to the old partition's values, and merges with the old row there (`UseOld...`);
+* first-row: the row is dropped, the old one stays (`SkipNew...`).
+
+Within a batch the same holds row after row: for deduplicate a key ends in the partition of
+its last row (its rows in other partitions are superseded and not written), otherwise in its
+old partition or that of its first row. A key new to the table takes a bucket of its
+partition: the first, in bucket order, holding fewer than `dynamic-bucket.target-row-num`
+keys, else the smallest unused id (Java's `crosspartition/BucketAssigner`). No HASH index
+files are written (Java's KEY_DYNAMIC mode keeps none).
+
+The index is built from the table when a process first writes it (the primary keys of each
+bucket, read as readers see them) and kept between this process's commits; a commit by any
+other writer in between (COMPACT snapshots aside) makes the next write build it again, and
+one racing a write fails that write's commit (`check_no_concurrent_writes`), which is then
+planned again, so a key never lands in two partitions. As in Java, keys stay in the index
+when their rows are deleted, until it is built again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from threading import Lock
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .binary_row import deserialize_row, encode_rows
+from .errors import StalePlanError, UnsupportedOperationError
+from .fileio import FileIO
+from .keyvalue import DELETE, VALUE_KIND
+from .lsm.lookup import _hash64, _ranges, int_keys, is_int_key
+from .manifest import ManifestEntry
+from .options import CoreOptions
+from .read import SplitReader
+from .scan import TableScan
+from .schema import TableSchema
+from .snapshot import COMPACT, Snapshot
+
+_DEDUPLICATE, _USE_OLD, _SKIP_NEW = "deduplicate", "use-old", "skip-new"
+_PROCESSORS = {"deduplicate": _DEDUPLICATE, "partial-update": _USE_OLD, "aggregation": _USE_OLD,
+               "first-row": _SKIP_NEW}
+
+
+def is_cross_partition(schema: TableSchema) -> bool:
+    """A primary-key table whose key leaves out a partition key, in dynamic bucket mode."""
+    return bool(schema.primary_keys) and bool(set(schema.partition_keys) - set(schema.primary_keys)) \
+        and CoreOptions(schema.options).bucket == -1
+
+
+@dataclass
+class _Keys:
+    """Keys in probe order: sorted int64 values (a single integer-like key) or sorted 64-bit
+    hashes of the BinaryRows with the rows themselves, so a hash collision is never a match."""
+    values: np.ndarray
+    encoded: pa.Array | None = None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _probe_values(keys: pa.Table, types: list) -> tuple[np.ndarray, pa.Array | None]:
+    if is_int_key(types):
+        return int_keys(keys.column(0)), None
+    encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], types)
+    return _hash64(encoded), encoded
+
+
+@dataclass
+class _Generation:
+    """Keys added together, sorted for probing, with where each lives (updated in place)."""
+    keys: _Keys
+    partitions: np.ndarray  # int32 ids into KeyPlacement.partitions
+    buckets: np.ndarray     # int32
+
+    def find(self, probe: _Keys) -> tuple[np.ndarray, np.ndarray]:
+        """(probe index, position here) of every probe key held here (each key at most once)."""
+        lo = np.searchsorted(self.keys.values, probe.values, "left")
+        hi = np.searchsorted(self.keys.values, probe.values, "right")
+        counts = hi - lo
+        which = np.repeat(np.arange(len(probe)), counts)
+        slots = _ranges(lo, hi)
+        if self.keys.encoded is not None and len(slots):
+            same = pc.equal(self.keys.encoded.take(pa.array(slots)), probe.encoded.take(pa.array(which)))
+            keep = same.to_numpy(zero_copy_only=False)
+            which, slots = which[keep], slots[keep]
+        return which, slots
+
+
+def _generation(values: np.ndarray, encoded: pa.Array | None, partitions: np.ndarray,
+                buckets: np.ndarray) -> _Generation:
+    order = np.argsort(values, kind="stable")
+    return _Generation(_Keys(values[order], None if encoded is None else encoded.take(pa.array(order))),
+                       partitions[order].astype(np.int32), buckets[order].astype(np.int32))
+
+
+@dataclass
+class Assignment:
+    """A batch placed: the rows to write (partition columns set, superseded rows dropped,
+    retractions appended), each row's bucket, and the index change to keep once committed."""
+    data: pa.Table
+    buckets: np.ndarray
+    moved: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]  # (generation, positions, partitions, buckets)
+    added: _Generation | None
+    counts: dict[tuple[int, int], int]
+
+
+@dataclass
+class KeyPlacement:
+    """Where every key of a cross-partition upsert table lives, and each bucket's key count."""
+    schema: TableSchema
+    partitions: list[bytes] = field(default_factory=list)
+    generations: list[_Generation] = field(default_factory=list)
+    counts: dict[tuple[int, int], int] = field(default_factory=dict)  # (partition id, bucket) -> keys
+    _ids: dict[bytes, int] = field(default_factory=dict)
+
+    @property
+    def key_types(self) -> list:
+        return [f.type for f in self.schema.fields_of(self.schema.primary_keys)]
+
+    def partition_id(self, partition: bytes) -> int:
+        if partition not in self._ids:
+            self._ids[partition] = len(self.partitions)
+            self.partitions.append(partition)
+        return self._ids[partition]
+
+    def __len__(self) -> int:
+        return sum(len(g.keys) for g in self.generations)
+
+    # ---- building -------------------------------------------------------------------------
+    def add_bucket(self, partition: bytes, bucket: int, keys: pa.Table) -> None:
+        """Bootstrap: the live keys of one bucket."""
+        if not keys.num_rows:
+            return
+        pid = self.partition_id(partition)
+        values, encoded = _probe_values(keys, self.key_types)
+        self._append(_generation(values, encoded, np.full(len(values), pid), np.full(len(values), bucket)))
+        self.counts[(pid, bucket)] = self.counts.get((pid, bucket), 0) + keys.num_rows
+
+    def _append(self, generation: _Generation) -> None:
+        """Add keys as a new generation, merging generations as a binary counter (a
+        generation at least half its predecessor's size merges into it), so a probe visits
+        about log2(n) sorted arrays and each key is re-sorted about log2(n) times."""
+        self.generations.append(generation)
+        while len(self.generations) > 1 and 2 * len(self.generations[-1].keys) >= len(self.generations[-2].keys):
+            b, a = self.generations.pop(), self.generations.pop()
+            encoded = None if a.keys.encoded is None else pa.concat_arrays([a.keys.encoded, b.keys.encoded])
+            self.generations.append(_generation(np.concatenate([a.keys.values, b.keys.values]), encoded,
+                                                np.concatenate([a.partitions, b.partitions]),
+                                                np.concatenate([a.buckets, b.buckets])))
+
+    def commit(self, assignment: Assignment) -> None:
+        """Keep a committed batch's placement."""
+        for g, positions, partitions, buckets in assignment.moved:
+            self.generations[g].partitions[positions] = partitions
+            self.generations[g].buckets[positions] = buckets
+        if assignment.added is not None and len(assignment.added.keys):
+            self._append(assignment.added)
+        self.counts = assignment.counts
+
+    # ---- placing a batch ----------------------------------------------------------------------
+    def assign(self, data: pa.Table, part_ids: np.ndarray, part_rows: list[bytes], target_rows: int,
+               engine: str) -> Assignment:
+        """Place a conformed batch (`part_ids`: each row's index into `part_rows`, its partition)."""
+        processor = _PROCESSORS.get(engine)
+        if processor is None:
+            raise UnsupportedOperationError(f"cross-partition upserts with merge engine '{engine}'")
+        n = data.num_rows
+        rows_part = np.asarray([self.partition_id(p) for p in part_rows], np.int64)[part_ids] if n else \
+            np.empty(0, np.int64)
+        values, encoded = _probe_values(data.select(list(self.schema.primary_keys)), self.key_types)
+        # one id per distinct key, and each key's first and last row
+        if encoded is None:
+            distinct, key_of_row = np.unique(values, return_inverse=True)
+            probe = _Keys(distinct)
+        else:
+            dictionary = pc.dictionary_encode(encoded)
+            key_of_row = dictionary.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            distinct_rows = dictionary.dictionary
+            probe = _Keys(_hash64(distinct_rows), distinct_rows)
+        k = len(probe)
+        first = np.full(k, n, np.int64)
+        np.minimum.at(first, key_of_row, np.arange(n))
+        last = np.full(k, -1, np.int64)
+        np.maximum.at(last, key_of_row, np.arange(n))
+        old_part = np.full(k, -1, np.int64)
+        old_bucket = np.full(k, -1, np.int64)
+        found_at = []  # (generation, key indices, positions)
+        for g, generation in enumerate(self.generations):
+            which, slots = generation.find(probe)
+            old_part[which] = generation.partitions[slots]
+            old_bucket[which] = generation.buckets[slots]
+            found_at.append((g, which, slots))
+        exists = old_part >= 0
+
+        if processor == _DEDUPLICATE:
+            target = rows_part[last] if n else np.empty(0, np.int64)
+        else:
+            target = np.where(exists, old_part, rows_part[first] if n else 0)
+        keeps_bucket = exists & (old_part == target)
+        counts = dict(self.counts)
+        retract = np.flatnonzero(exists & ~keeps_bucket) if processor == _DEDUPLICATE else np.empty(0, np.int64)
+        for p, b in zip(old_part[retract].tolist(), old_bucket[retract].tolist()):
+            counts[(p, b)] = counts.get((p, b), 0) - 1
+        bucket = np.where(keeps_bucket, old_bucket, -1)
+        if processor == _SKIP_NEW:
+            bucket = np.where(exists, old_bucket, bucket)
+        fresh = np.flatnonzero(bucket < 0)
+        fresh = fresh[np.argsort(first[fresh], kind="stable")]  # in order of first appearance
+        for pid in np.unique(target[fresh]).tolist():
+            mine = fresh[target[fresh] == pid]
+            bucket[mine] = _fill(counts, pid, len(mine), target_rows)
+
+        # the rows written: those in their key's target partition, or all moved there
+        row_target = target[key_of_row] if n else np.empty(0, np.int64)
+        if processor == _USE_OLD:
+            out = _set_partitions(data, rows_part != row_target, row_target, self)
+            keep = np.arange(n)
+        else:
+            keep = np.flatnonzero(rows_part == row_target)
+            out = data.take(pa.array(keep)) if len(keep) < n else data
+        buckets = bucket[key_of_row[keep]]
+        if len(retract):
+            gone = data.take(pa.array(last[retract]))
+            gone = _set_partitions(gone, np.ones(len(retract), bool), old_part[retract], self)
+            kinds = pa.array(np.full(len(retract), DELETE, np.int8))
+            if VALUE_KIND in gone.column_names:
+                at = gone.column_names.index(VALUE_KIND)
+                gone = gone.set_column(at, gone.schema.field(at), kinds)
+                out = pa.concat_tables([out, gone])
+            else:  # an upsert-only batch: every written row becomes +I, the retractions -D
+                out = pa.concat_tables([out.append_column(VALUE_KIND, pa.array(np.zeros(out.num_rows, np.int8))),
+                                        gone.append_column(VALUE_KIND, kinds)])
+            buckets = np.concatenate([buckets, old_bucket[retract]])
+
+        moved = []
+        for g, which, slots in found_at:
+            change = (old_part[which] != target[which]) | (old_bucket[which] != bucket[which])
+            if change.any():
+                moved.append((g, slots[change], target[which][change].astype(np.int32),
+                              bucket[which][change].astype(np.int32)))
+        new = np.flatnonzero(~exists)
+        added = None
+        if len(new):
+            added = _generation(probe.values[new], None if probe.encoded is None else probe.encoded.take(pa.array(new)),
+                                target[new], bucket[new])
+        return Assignment(out, buckets.astype(np.int64), moved, added, counts)
+
+
+def _fill(counts: dict[tuple[int, int], int], pid: int, n: int, target_rows: int) -> np.ndarray:
+    """Buckets of partition `pid` for `n` new keys (Java's BucketAssigner, key after key):
+    buckets below `target_rows` keys in bucket order, then the smallest unused ids. Updates
+    `counts`."""
+    used = sorted(b for (p, b) in counts if p == pid)
+    ids, caps = [], []
+    for b in used:
+        room = target_rows - counts[(pid, b)]
+        if room > 0:
+            ids.append(b)
+            caps.append(room)
+    taken, candidate = set(used), 0
+    while sum(caps) < n:
+        while candidate in taken:
+            candidate += 1
+        ids.append(candidate)
+        caps.append(target_rows)
+        taken.add(candidate)
+    out = np.repeat(np.asarray(ids, np.int64), caps)[:n]
+    for b, c in zip(*np.unique(out, return_counts=True)):
+        counts[(pid, int(b))] = counts.get((pid, int(b)), 0) + int(c)
+    return out
+
+
+def _set_partitions(data: pa.Table, rows: np.ndarray, partitions: np.ndarray, placement: KeyPlacement) -> pa.Table:
+    """`data` with the partition columns of `rows` (a mask) set to the values of `partitions`
+    (per row, ids into `placement.partitions`)."""
+    if not rows.any():
+        return data
+    fields = placement.schema.fields_of(placement.schema.partition_keys)
+    wanted = np.unique(partitions[rows])
+    values = [deserialize_row(placement.partitions[int(p)], [f.type for f in fields]) for p in wanted]
+    index = pa.array(np.searchsorted(wanted, np.where(rows, partitions, wanted[0])))
+    mask = pa.array(rows)
+    for i, f in enumerate(fields):
+        column = data.column(f.name).combine_chunks()
+        moved = pa.array([v[i] for v in values], column.type).take(index)
+        at = data.column_names.index(f.name)
+        data = data.set_column(at, data.schema.field(at), pc.if_else(mask, moved, column))
+    return data
+
+
+# ---- the index of each table, kept between this process's commits -------------------------------
+@dataclass
+class _Kept:
+    snapshot_id: int
+    placement: KeyPlacement
+
+
+_KEPT: dict[tuple[str, str], _Kept] = {}
+_KEPT_LOCK = Lock()
+
+
+def placement_for(table_key: tuple[str, str], schema: TableSchema, snapshot: Snapshot | None,
+                  snapshots_between, bootstrap) -> KeyPlacement:
+    """The index for a write planned on `snapshot`: the one kept for it (or for an older
+    snapshot followed only by COMPACT snapshots), else `bootstrap()` (the table read).
+    `snapshots_between(a, b)` lists the snapshots after id a up to id b."""
+    if snapshot is None:
+        return KeyPlacement(schema)
+    with _KEPT_LOCK:
+        kept = _KEPT.get(table_key)
+    if kept is not None and kept.placement.schema.primary_keys == schema.primary_keys \
+            and kept.placement.schema.partition_keys == schema.partition_keys and kept.snapshot_id <= snapshot.id \
+            and all(s.commit_kind == COMPACT for s in snapshots_between(kept.snapshot_id, snapshot.id)):
+        kept.placement.schema = schema
+        return kept.placement
+    return bootstrap()
+
+
+def committed(table_key: tuple[str, str], placement: KeyPlacement, assignment: Assignment | None, planned_on: int | None,
+              snapshot_ids: list[int]) -> None:
+    """After a commit: keep the index with the batch placed, when the commit's snapshots
+    follow the planned one directly; else forget it (the next write builds it again)."""
+    with _KEPT_LOCK:
+        if assignment is not None and snapshot_ids and snapshot_ids[0] == (planned_on or 0) + 1 and \
+                snapshot_ids == list(range(snapshot_ids[0], snapshot_ids[0] + len(snapshot_ids))):
+            placement.commit(assignment)
+            _KEPT[table_key] = _Kept(snapshot_ids[-1], placement)
+        else:
+            _KEPT.pop(table_key, None)
+
+
+def forget(table_key: tuple[str, str]) -> None:
+    with _KEPT_LOCK:
+        _KEPT.pop(table_key, None)
+
+
+def check_no_concurrent_writes(table_name: str, planned_on: Snapshot | None, newer: list[Snapshot],
+                               commit_user: str) -> None:
+    """A cross-partition batch was placed on `planned_on`: a snapshot another writer added
+    since (other than a compaction) may have put the batch's keys in other partitions."""
+    for s in newer:
+        if s.commit_kind != COMPACT:
+            raise StalePlanError(
+                f"{table_name} is a cross-partition upsert table and {s.commit_user} committed snapshot {s.id} "
+                f"({s.commit_kind}) after this batch of {commit_user} was placed on snapshot "
+                f"{planned_on.id if planned_on else 'none'}: its keys may have moved; nothing was committed, "
+                "place the batch again")
+
+
+def bootstrap(file_io: FileIO, scan: TableScan, schema: TableSchema, snapshot: Snapshot, table_name: str,
+              live: list[ManifestEntry]) -> KeyPlacement:
+    """The index of the table at `snapshot`: the primary keys of each bucket, read as readers
+    see them (merged, deletion vectors applied)."""
+    placement = KeyPlacement(schema)
+    if CoreOptions(schema.options).lookup_compaction:
+        waiting = next((e for e in live if e.file.level == 0), None)
+        if waiting is not None:  # these tables' readers skip level 0: its keys would be missed
+            raise UnsupportedOperationError(
+                f"{table_name} is a cross-partition upsert table whose readers skip level 0, and its level-0 file "
+                f"{waiting.file.file_name} (bucket {waiting.bucket}) is not compacted yet: where its keys live "
+                "cannot be read; compact the table first (Table.compact() or paimon-streaming compact)")
+    reader = SplitReader(file_io, scan, schema)
+    for split in scan.plan(snapshot):
+        placement.add_bucket(split.partition, split.bucket, reader.read([split], list(schema.primary_keys)))
+    return placement

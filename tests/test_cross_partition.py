@@ -1,0 +1,187 @@
+"""Cross-partition upsert tables (a primary key without every partition key, `bucket` = -1):
+keys move between partitions as each merge engine says, through the table-wide index of where
+keys live (paimon_streaming/cross_partition.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming import cross_partition
+from paimon_streaming.commit import FileStoreCommit
+from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
+from paimon_streaming.read import SplitReader
+from paimon_streaming.scan import TableScan
+from conftest import rows_by
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False), ("v", pa.string()),
+                    ("n", pa.int64())])
+
+
+def rows(ids, dts, vs, ns=None) -> pa.Table:
+    return pa.table({"id": ids, "dt": dts, "v": vs, "n": ns if ns is not None else [None] * len(ids)}, schema=SCHEMA)
+
+
+def make(catalog, name="db.t", **options) -> ps.Table:
+    return catalog.create_table(name, SCHEMA, primary_keys=["id"], partition_keys=["dt"],
+                                options={"bucket": "-1", **options})
+
+
+def content(table: ps.Table) -> list[tuple]:
+    return [(r["id"], r["dt"], r["v"], r["n"]) for r in rows_by(table.to_arrow(), "id")]
+
+
+def placement_of(table: ps.Table) -> dict[int, tuple[str, int]]:
+    """id -> (partition, bucket) from the files of the latest snapshot."""
+    t = ps.Table.open(table.path)
+    out = {}
+    for split in t.plan(t.latest_snapshot()):
+        for i in t.to_arrow(columns=["id"], filter=[("dt", "=", split.partition_values[0])]).column("id").to_pylist():
+            out.setdefault(i, set()).add(split.partition_values[0])
+    return out
+
+
+@pytest.fixture(autouse=True)
+def fresh_index():
+    cross_partition._KEPT.clear()
+    yield
+    cross_partition._KEPT.clear()
+
+
+@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}, {"changelog-producer": "input"}])
+def test_deduplicate_moves_a_key_to_its_new_partition(catalog, options):
+    t = make(catalog, **options)
+    t.write_arrow(rows([1, 2, 3], ["a", "a", "b"], ["x1", "x2", "x3"]))
+    t.write_arrow(rows([1, 3, 4], ["b", "b", "c"], ["y1", "y3", "y4"]))
+    # within one batch a key ends in the partition of its last row
+    t.write_arrow(rows([2, 2, 5, 5], ["c", "d", "a", "a"], ["z2", "w2", "z5", "w5"]))
+    expected = [(1, "b", "y1", None), (2, "d", "w2", None), (3, "b", "y3", None), (4, "c", "y4", None),
+                (5, "a", "w5", None)]
+    assert content(ps.Table.open(t.path)) == expected
+    assert all(len(parts) == 1 for parts in placement_of(t).values())
+    # the same after the index is built again from the table (a new process)
+    cross_partition._KEPT.clear()
+    t.write_arrow(rows([1, 6], ["a", "a"], ["q1", "q6"]))
+    assert content(ps.Table.open(t.path)) == sorted(
+        [(1, "a", "q1", None), (6, "a", "q6", None)] + [r for r in expected if r[0] != 1])
+
+
+def test_deletes_follow_the_key_and_a_deleted_key_can_come_back_elsewhere(catalog):
+    t = make(catalog)
+    t.write_arrow(rows([1, 2], ["a", "a"], ["x", "y"]))
+    deletes = rows([1], ["b"], [None]).append_column("kind", pa.array(["-D"]))
+    t.write_arrow(deletes, row_kind_column="kind")  # a delete naming another partition still deletes
+    assert content(ps.Table.open(t.path)) == [(2, "a", "y", None)]
+    t.write_arrow(rows([1], ["c"], ["back"]))
+    assert content(ps.Table.open(t.path)) == [(1, "c", "back", None), (2, "a", "y", None)]
+
+
+def test_partial_update_merges_into_the_old_partition(catalog):
+    t = make(catalog, **{"merge-engine": "partial-update"})
+    t.write_arrow(rows([1, 2], ["a", "a"], ["x", None], [10, 20]))
+    t.write_arrow(rows([1, 2, 3, 3], ["b", "a", "c", "d"], [None, "y", "z", None], [None, None, None, 33]))
+    assert content(ps.Table.open(t.path)) == [(1, "a", "x", 10), (2, "a", "y", 20), (3, "c", "z", 33)]
+
+
+def test_aggregation_stays_in_the_old_partition(catalog):
+    t = make(catalog, **{"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"})
+    t.write_arrow(rows([1], ["a"], ["x"], [1]))
+    t.write_arrow(rows([1, 1], ["b", "c"], ["y", "z"], [2, 3]))
+    assert content(ps.Table.open(t.path)) == [(1, "a", "z", 6)]
+
+
+def test_first_row_keeps_the_first_partition(catalog):
+    t = make(catalog, **{"merge-engine": "first-row"})
+    t.write_arrow(rows([1, 2, 2], ["a", "b", "c"], ["x", "y", "z"]))
+    t.write_arrow(rows([1, 3], ["b", "b"], ["late", "w"]))
+    assert content(ps.Table.open(t.path)) == [(1, "a", "x", None), (2, "b", "y", None), (3, "b", "w", None)]
+
+
+def test_new_keys_fill_buckets_as_javas_assigner(catalog):
+    """Each partition's buckets take keys in bucket order up to dynamic-bucket.target-row-num,
+    then the smallest unused id opens; a key that leaves frees its place."""
+    t = make(catalog, **{"dynamic-bucket.target-row-num": "2"})
+    t.write_arrow(rows([1, 2, 3, 4, 5], ["a"] * 5, list("abcde")))
+    scan = TableScan(t.file_io, t.path, t.schema)
+
+    def buckets_of(partition: str) -> dict[int, list[int]]:
+        latest = ps.Table.open(t.path)
+        out = {}
+        for split in latest.plan(latest.latest_snapshot()):
+            if split.partition_values[0] == partition:
+                keys = SplitReader(t.file_io, scan, t.schema).read([split], ["id"]).column("id").to_pylist()
+                out[split.bucket] = sorted(keys)
+        return out
+    assert buckets_of("a") == {0: [1, 2], 1: [3, 4], 2: [5]}
+    t.write_arrow(rows([3, 6, 7], ["b", "a", "a"], list("xyz")))  # 3 leaves bucket 1 of "a": 6 takes its place
+    assert buckets_of("a") == {0: [1, 2], 1: [4, 6], 2: [5, 7]}
+    assert buckets_of("b") == {0: [3]}
+
+
+def test_string_and_composite_keys(catalog):
+    schema = pa.schema([pa.field("k1", pa.string(), False), pa.field("k2", pa.int32(), False),
+                        pa.field("dt", pa.string(), False), ("v", pa.string())])
+    t = catalog.create_table("db.c", schema, primary_keys=["k1", "k2"], partition_keys=["dt"],
+                             options={"bucket": "-1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(pa.table({"k1": ["a", "a", "b"], "k2": [1, 2, 1], "dt": ["x", "x", "y"], "v": ["1", "2", "3"]},
+                           schema=schema))
+    t.write_arrow(pa.table({"k1": ["a", "b"], "k2": [2, 1], "dt": ["y", "x"], "v": ["4", "5"]}, schema=schema))
+    out = rows_by(ps.Table.open(t.path).to_arrow(), "k1", "k2")
+    assert [(r["k1"], r["k2"], r["dt"], r["v"]) for r in out] == [("a", 1, "x", "1"), ("a", 2, "y", "4"),
+                                                                   ("b", 1, "x", "5")]
+
+
+def test_many_keys_moving_match_a_model(catalog):
+    """Random batches over a few hundred keys and ten partitions, with the index kept between
+    commits and built again now and then: the table equals a dict of the last row per key."""
+    t = make(catalog, **{"deletion-vectors.enabled": "true", "dynamic-bucket.target-row-num": "50"})
+    rng = np.random.default_rng(7)
+    model = {}
+    for batch in range(12):
+        n = 300
+        ids = rng.integers(0, 400, n)
+        dts = [f"p{d}" for d in rng.integers(0, 10, n)]
+        vs = [f"{batch}-{i}" for i in range(n)]
+        t.write_arrow(rows(ids.tolist(), dts, vs))
+        for i, d, v in zip(ids.tolist(), dts, vs):
+            model[i] = (i, d, v, None)
+        if batch % 4 == 3:
+            cross_partition._KEPT.clear()
+    assert content(ps.Table.open(t.path)) == sorted(model.values())
+
+
+def test_a_concurrent_writer_makes_the_batch_place_again(catalog):
+    """Another writer commits between this batch's placement and its commit: the commit is
+    refused and the batch placed again on the new snapshot, so no key is in two partitions."""
+    t = make(catalog)
+    t.write_arrow(rows([1, 2], ["a", "a"], ["x", "y"]))
+    other = ps.Table.open(t.path)
+    original = FileStoreCommit.commit
+    raced = []
+
+    def racing_commit(self, messages, commit_user, identifier, **kwargs):
+        if not raced and commit_user == "slow":
+            raced.append(True)
+            other.write_arrow(rows([9], ["b"], ["other"]), commit_user="fast")  # both place key 9 as new
+        return original(self, messages, commit_user, identifier, **kwargs)
+    FileStoreCommit.commit = racing_commit
+    try:
+        t.write_arrow(rows([9], ["c"], ["slow"]), commit_user="slow", commit_identifier=1)
+    finally:
+        FileStoreCommit.commit = original
+    assert raced
+    assert content(ps.Table.open(t.path)) == [(1, "a", "x", None), (2, "a", "y", None), (9, "c", "slow", None)]
+
+
+def test_writers_that_cannot_place_rows_refuse(catalog):
+    t = make(catalog)
+    with pytest.raises(UnsupportedOperationError, match="cross-partition upsert"):
+        t.write_messages(rows([1], ["a"], ["x"]))
+
+
+def test_table_options_java_refuses_are_refused(catalog):
+    with pytest.raises(InvalidOptionError, match="sequence.field"):
+        make(catalog, **{"sequence.field": "n"})
+    with pytest.raises(InvalidOptionError, match="bucket"):
+        catalog.create_table("db.fixed", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "2"})
