@@ -1,4 +1,5 @@
-"""Table shapes W1 does not exercise: many small files (W5), wide rows (W6), point lookups (W7).
+"""Table shapes W1 does not exercise: many small files (W5), wide rows (W6), point lookups (W7), keys
+moving between partitions (W8).
 
 W5 `small-files`: an append table `(id BIGINT, p INT, payload STRING, amount DOUBLE)`
 partitioned by `p` gets `--commits` commits (default 100) of 20,000 rows spread over 100
@@ -13,6 +14,11 @@ W7 `lookup`: a primary-key table `(id BIGINT, email STRING, amount DOUBLE)` with
 deletion vectors gets `--commits` commits (default 100) of 20,000 rows, 80% new ids and 20%
 updates; each id has its own email. Read whole, and one email (`email = 'user-7@example.com'`,
 one row: a filter on a column that is not the key, which min/max statistics cannot prune).
+
+W8 `moving-keys`: a primary-key table `(id BIGINT, dt STRING, amount DOUBLE)` keyed by `id`,
+partitioned by `dt`, `bucket` = -1 with deletion vectors (a cross-partition upsert table) gets
+`--commits` commits (default 100) of 20,000 rows, 80% new ids and 20% updates, each row's `dt`
+one of 8 days at random: most updates move their key to another partition. Read whole.
 
 Per run and system, in fresh processes: the write (one commit a batch, rows/s), then the first
 read of a fresh process and the median of 5 reads after it (and for W5 the median of 5 reads of
@@ -32,11 +38,14 @@ one partition, a filter that prunes the others; for W7 of the one email). System
 - `paimon-streaming-bitmap` (W7 only): the same with a bitmap file index on `email`
   (`file-index.bitmap.columns`): exact, but a dictionary of every email of a file;
 - `paimon-streaming-range-bitmap` (W7 only): the same with a range bitmap on `email`
-  (`file-index.range-bitmap.columns`): exact, a chunked dictionary and each row's code.
+  (`file-index.range-bitmap.columns`): exact, a chunked dictionary and each row's code;
+- `paimon-streaming-key-with-partition` (W8 only): the same rows keyed by `(id, dt)`, so no key
+  moves (a key is a row per partition): what placing each key by the table-wide index costs.
 
     .venv/bin/python bench/bench_shapes.py small-files [--commits 100] [--runs 3]
     .venv/bin/python bench/bench_shapes.py wide [--commits 100] [--columns 200] [--runs 3]
     .venv/bin/python bench/bench_shapes.py lookup [--commits 100] [--runs 3]
+    .venv/bin/python bench/bench_shapes.py moving-keys [--commits 100] [--runs 3]
 
 Prints one JSON line per system (medians, same-run ratios to raw Parquet, per-run numbers) and a
 table. Ratios are ours / raw Parquet: higher is better for rows/s, lower for read times.
@@ -58,7 +67,8 @@ import pyarrow as pa
 
 READS = 5
 SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only", "paimon-streaming-bloom",
-           "paimon-streaming-bitmap", "paimon-streaming-range-bitmap", "paimon-streaming-row-tracking")
+           "paimon-streaming-bitmap", "paimon-streaming-range-bitmap", "paimon-streaming-row-tracking",
+           "paimon-streaming-key-with-partition")
 EXTRA_OPTIONS = {"paimon-streaming-write-only": {"write-only": "true"},
                  "paimon-streaming-row-tracking": {"row-tracking.enabled": "true"},
                  "paimon-streaming-bloom": {"file-index.bloom-filter.columns": "email",
@@ -67,7 +77,10 @@ EXTRA_OPTIONS = {"paimon-streaming-write-only": {"write-only": "true"},
                  "paimon-streaming-range-bitmap": {"file-index.range-bitmap.columns": "email"}}
 # what a system's reads take besides the table's columns
 EXTRA_COLUMNS = {"paimon-streaming-row-tracking": ["_ROW_ID", "_SEQUENCE_NUMBER"]}
+# a system's primary key instead of the workload's (W8: the partition key in it, no key moves)
+PRIMARY_KEYS = {"paimon-streaming-key-with-partition": ["id", "dt"]}
 PARTITIONS = 100     # W5
+MOVING_PARTITIONS = 8  # W8
 ONE_PARTITION = 7    # W5's filtered read
 
 
@@ -154,8 +167,35 @@ class Lookup(Wide):
         return 1
 
 
-WORKLOADS = {"small-files": SmallFiles, "wide": Wide, "lookup": Lookup}
-DEFAULT_SYSTEMS = {"small-files": SYSTEMS[:3], "wide": SYSTEMS[:2], "lookup": SYSTEMS[:2] + SYSTEMS[3:]}
+class MovingKeys(Wide):
+    """W8: upserts keyed by `id` alone into a table partitioned by `dt`, whose rows carry a
+    random `dt` each: an updated key mostly moves to another partition (cross-partition upserts)."""
+    rows = 20_000
+    partition_keys = ["dt"]
+    options = {"bucket": "-1", "deletion-vectors.enabled": "true"}
+
+    def __init__(self, columns: int):
+        self.schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),
+                                 ("amount", pa.float64())])
+        self.primary_keys = ["id"]
+
+    def batch(self, index: int) -> pa.Table:
+        rng = np.random.default_rng(index)
+        ids = self._ids(index, rng)
+        days = pa.array([f"2026-11-{d:02d}" for d in range(1, MOVING_PARTITIONS + 1)])
+        return pa.table([ids, days.take(pa.array(rng.integers(0, MOVING_PARTITIONS, len(ids)))), rng.random(len(ids))],
+                        schema=self.schema)
+
+    def expected_rows(self, commits: int) -> int:
+        if self.primary_keys == ["id"]:
+            return self._ids_before(commits)
+        pairs = pa.concat_tables([self.batch(i).select(["id", "dt"]) for i in range(commits)])
+        return pairs.group_by(["id", "dt"]).aggregate([]).num_rows
+
+
+WORKLOADS = {"small-files": SmallFiles, "wide": Wide, "lookup": Lookup, "moving-keys": MovingKeys}
+DEFAULT_SYSTEMS = {"small-files": SYSTEMS[:3], "wide": SYSTEMS[:2], "lookup": SYSTEMS[:2] + SYSTEMS[3:7],
+                   "moving-keys": ("raw-parquet", "paimon-streaming", "paimon-streaming-key-with-partition")}
 
 
 def raw_parquet(workload, workdir: str):
@@ -204,6 +244,7 @@ def median_seconds(fn) -> float:
 def child(args: argparse.Namespace) -> None:
     """One system, one phase, in this fresh process: `write` builds the table, `read` reads it."""
     workload = WORKLOADS[args.workload](args.columns)
+    workload.primary_keys = PRIMARY_KEYS.get(args.child, workload.primary_keys)
     if args.child == "raw-parquet":
         write, read = raw_parquet(workload, args.workdir)
     else:
@@ -251,11 +292,12 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict]]) -> None:
                           "columns": args.columns if args.workload == "wide" else None,
                           "median": medians[system], "vs_raw_parquet": ratios[system], "per_run": per_run,
                           "load_average_1m": round(os.getloadavg()[0], 2)}))
-    print(f"\n{'system':<28}" + "".join(f"{k:>18}" for k in keys))
+    width = max(28, *(len(s) + 2 for s in runs))
+    print(f"\n{'system':<{width}}" + "".join(f"{k:>18}" for k in keys))
     for system in runs:
-        print(f"{system:<28}" + "".join(f"{medians[system][k]:>18,.3f}" for k in keys))
+        print(f"{system:<{width}}" + "".join(f"{medians[system][k]:>18,.3f}" for k in keys))
         if system != "raw-parquet":
-            print(f"{'  / raw Parquet':<28}" + "".join(f"{ratios[system][k]:>17.2f}x" for k in keys))
+            print(f"{'  / raw Parquet':<{width}}" + "".join(f"{ratios[system][k]:>17.2f}x" for k in keys))
 
 
 def main() -> None:

@@ -23,30 +23,36 @@ The index is built from the table when a process first writes it (the primary ke
 bucket, read as readers see them) and kept between this process's commits; a commit by any
 other writer in between (COMPACT snapshots aside) makes the next write build it again, and
 one racing a write fails that write's commit (`check_no_concurrent_writes`), which is then
-planned again, so a key never lands in two partitions. As in Java, keys stay in the index
+placed again, so a key never lands in two partitions (writers of one table in threads of one
+process share the index the same way: each thread's batch is kept once it commits). As in Java, keys stay in the index
 when their rows are deleted, until it is built again.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from threading import Lock
+from threading import Lock, get_ident
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .binary_row import deserialize_row, encode_rows
+from .branches import branch_path
 from .errors import StalePlanError, UnsupportedOperationError
 from .fileio import FileIO
-from .keyvalue import DELETE, VALUE_KIND
+from .evolution import read_evolved
+from .keyvalue import DELETE, SEQUENCE_NUMBER, VALUE_KIND
 from .lsm.lookup import _hash64, _ranges, int_keys, is_int_key
 from .manifest import ManifestEntry
+from .merge_engine import is_retract, last_of_each_key
 from .options import CoreOptions
+from .paths import TableDirs
 from .read import SplitReader
 from .scan import TableScan
 from .schema import TableSchema
-from .snapshot import COMPACT, Snapshot
+from .snapshot import COMPACT, Snapshot, SnapshotManager
 
+_KEPT_LOCK = Lock()
 _DEDUPLICATE, _USE_OLD, _SKIP_NEW = "deduplicate", "use-old", "skip-new"
 _PROCESSORS = {"deduplicate": _DEDUPLICATE, "partial-update": _USE_OLD, "aggregation": _USE_OLD,
                "first-row": _SKIP_NEW}
@@ -129,10 +135,11 @@ class KeyPlacement:
         return [f.type for f in self.schema.fields_of(self.schema.primary_keys)]
 
     def partition_id(self, partition: bytes) -> int:
-        if partition not in self._ids:
-            self._ids[partition] = len(self.partitions)
-            self.partitions.append(partition)
-        return self._ids[partition]
+        with _KEPT_LOCK:  # writers of one table in several threads share its index
+            if partition not in self._ids:
+                self._ids[partition] = len(self.partitions)
+                self.partitions.append(partition)
+            return self._ids[partition]
 
     def __len__(self) -> int:
         return sum(len(g.keys) for g in self.generations)
@@ -307,42 +314,64 @@ class _Kept:
 
 
 _KEPT: dict[tuple[str, str], _Kept] = {}
-_KEPT_LOCK = Lock()
+# batches placed and not yet committed, by (table path, branch, thread): a thread writes a
+# batch and commits it, and another thread's batch of the same table never takes its place
+_PENDING: dict[tuple[str, str, int], tuple[int, KeyPlacement, Assignment]] = {}
 
 
-def placement_for(table_key: tuple[str, str], schema: TableSchema, snapshot: Snapshot | None,
-                  snapshots_between, bootstrap) -> KeyPlacement:
-    """The index for a write planned on `snapshot`: the one kept for it (or for an older
-    snapshot followed only by COMPACT snapshots), else `bootstrap()` (the table read).
-    `snapshots_between(a, b)` lists the snapshots after id a up to id b."""
-    if snapshot is None:
-        return KeyPlacement(schema)
+def place(writer, snapshot: Snapshot | None, live: list[ManifestEntry], overwrite: bool = False) -> None:
+    """Give `writer` (a TableWrite of a cross-partition table) the index for a write planned on
+    `snapshot`: empty for an empty table or an overwrite; the one this process kept for
+    `snapshot` (or for an older snapshot followed only by COMPACT snapshots); else built from
+    the table (`bootstrap`)."""
+    schema, key = writer.schema, (writer.table_path, writer.branch)
+    writer.planned_on = snapshot
+    if snapshot is None or overwrite:
+        writer.placement = KeyPlacement(schema)
+        return
+    meta = branch_path(writer.table_path, writer.branch)
+    snapshots = SnapshotManager(writer.file_io, meta)
     with _KEPT_LOCK:
-        kept = _KEPT.get(table_key)
+        kept = _KEPT.get(key)
     if kept is not None and kept.placement.schema.primary_keys == schema.primary_keys \
             and kept.placement.schema.partition_keys == schema.partition_keys and kept.snapshot_id <= snapshot.id \
-            and all(s.commit_kind == COMPACT for s in snapshots_between(kept.snapshot_id, snapshot.id)):
+            and all(snapshots.snapshot(i).commit_kind == COMPACT for i in range(kept.snapshot_id + 1, snapshot.id + 1)):
         kept.placement.schema = schema
-        return kept.placement
-    return bootstrap()
+        writer.placement = kept.placement
+        return
+    scan = TableScan(writer.file_io, writer.table_path, schema, writer.branch)
+    writer.placement = bootstrap(writer.file_io, scan, schema, snapshot, writer.table_name, live)
 
 
-def committed(table_key: tuple[str, str], placement: KeyPlacement, assignment: Assignment | None, planned_on: int | None,
-              snapshot_ids: list[int]) -> None:
-    """After a commit: keep the index with the batch placed, when the commit's snapshots
-    follow the planned one directly; else forget it (the next write builds it again)."""
+def placed(writer) -> None:
+    """After `writer` wrote a batch: remember its placement until the batch commits."""
+    if writer.assignment is None:
+        return
     with _KEPT_LOCK:
-        if assignment is not None and snapshot_ids and snapshot_ids[0] == (planned_on or 0) + 1 and \
-                snapshot_ids == list(range(snapshot_ids[0], snapshot_ids[0] + len(snapshot_ids))):
+        _PENDING[(writer.table_path, writer.branch, get_ident())] = (
+            writer.planned_on.id if writer.planned_on else 0, writer.placement, writer.assignment)
+
+
+def committed(table_path: str, branch: str, planned_on: int | None, snapshot_ids: list[int]) -> None:
+    """After a commit of a batch planned on snapshot `planned_on`: keep the index with the
+    batch placed in it, when the batch was placed in this process and its snapshots follow
+    the planned one directly; else forget the index (the next write builds it again)."""
+    key, planned = (table_path, branch), planned_on or 0
+    with _KEPT_LOCK:
+        pending = _PENDING.pop((table_path, branch, get_ident()), None)
+        if pending is not None and pending[0] == planned and snapshot_ids and snapshot_ids[0] == planned + 1 \
+                and snapshot_ids == list(range(planned + 1, planned + 1 + len(snapshot_ids))):
+            _, placement, assignment = pending
             placement.commit(assignment)
-            _KEPT[table_key] = _Kept(snapshot_ids[-1], placement)
+            _KEPT[key] = _Kept(snapshot_ids[-1], placement)
         else:
-            _KEPT.pop(table_key, None)
+            _KEPT.pop(key, None)
 
 
-def forget(table_key: tuple[str, str]) -> None:
+def forget_all() -> None:
     with _KEPT_LOCK:
-        _KEPT.pop(table_key, None)
+        _KEPT.clear()
+        _PENDING.clear()
 
 
 def check_no_concurrent_writes(table_name: str, planned_on: Snapshot | None, newer: list[Snapshot],
@@ -361,16 +390,53 @@ def check_no_concurrent_writes(table_name: str, planned_on: Snapshot | None, new
 def bootstrap(file_io: FileIO, scan: TableScan, schema: TableSchema, snapshot: Snapshot, table_name: str,
               live: list[ManifestEntry]) -> KeyPlacement:
     """The index of the table at `snapshot`: the primary keys of each bucket, read as readers
-    see them (merged, deletion vectors applied)."""
+    see them (merged, deletion vectors applied). Tables whose readers skip level 0 (deletion
+    vectors, first-row) may hold level-0 files a writer has not compacted yet (another writer's
+    batch between its two snapshots, or Java's): their newest version of a key decides."""
     placement = KeyPlacement(schema)
+    pk = list(schema.primary_keys)
+    level0: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     if CoreOptions(schema.options).lookup_compaction:
-        waiting = next((e for e in live if e.file.level == 0), None)
-        if waiting is not None:  # these tables' readers skip level 0: its keys would be missed
-            raise UnsupportedOperationError(
-                f"{table_name} is a cross-partition upsert table whose readers skip level 0, and its level-0 file "
-                f"{waiting.file.file_name} (bucket {waiting.bucket}) is not compacted yet: where its keys live "
-                "cannot be read; compact the table first (Table.compact() or paimon-streaming compact)")
+        for e in live:
+            if e.file.level == 0:
+                level0.setdefault((e.partition, e.bucket), []).append(e)
     reader = SplitReader(file_io, scan, schema)
     for split in scan.plan(snapshot):
-        placement.add_bucket(split.partition, split.bucket, reader.read([split], list(schema.primary_keys)))
+        keys = reader.read([split], pk)
+        waiting = level0.pop((split.partition, split.bucket), None)
+        if waiting:
+            keys = _with_level0(keys, _level0_rows(file_io, scan, schema, waiting), placement.key_types)
+        placement.add_bucket(split.partition, split.bucket, keys)
+    for (partition, bucket), waiting in level0.items():  # buckets with level-0 files alone
+        placement.add_bucket(partition, bucket, _with_level0(
+            reader.read([], pk), _level0_rows(file_io, scan, schema, waiting), placement.key_types))
     return placement
+
+
+def _level0_rows(file_io: FileIO, scan: TableScan, schema: TableSchema, entries: list[ManifestEntry]) -> pa.Table:
+    """The primary keys, sequence numbers and row kinds of one bucket's level-0 files."""
+    e = entries[0]
+    directory = scan.split_of(e.partition, e.bucket, e.total_buckets, []).bucket_path
+    return pa.concat_tables([
+        read_evolved(file_io, TableDirs.data_file(directory, f.file), scan.schema_of(f.file.schema_id), schema,
+                     list(schema.primary_keys), [SEQUENCE_NUMBER, VALUE_KIND], f.file.file_size, f.file.row_count)
+        for f in entries])
+
+
+def _with_level0(keys: pa.Table, level0: pa.Table, types: list) -> pa.Table:
+    """A bucket's live keys once its level-0 rows apply: a key whose newest level-0 row is an
+    insert or update is live, one whose newest is a retraction is not."""
+    names = keys.column_names
+    newest = level0.sort_by([(n, "ascending") for n in names] + [(SEQUENCE_NUMBER, "ascending")])
+    newest = newest.filter(pa.array(last_of_each_key(newest, names)))
+    kinds = newest.column(VALUE_KIND).to_numpy(zero_copy_only=False)
+    touched = _comparable(newest.select(names), types)
+    untouched = keys.filter(pc.invert(pc.is_in(_comparable(keys, types), value_set=touched)))
+    return pa.concat_tables([untouched, newest.filter(pa.array(~is_retract(kinds))).select(names).cast(keys.schema)])
+
+
+def _comparable(keys: pa.Table, types: list) -> pa.Array:
+    """One value per key that equals another key's exactly when the keys are equal."""
+    if is_int_key(types):
+        return pa.array(int_keys(keys.column(0)))
+    return encode_rows([keys.column(i) for i in range(keys.num_columns)], types)

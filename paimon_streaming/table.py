@@ -228,21 +228,15 @@ class Table:
         writer = writer or self.new_write()
         if latest is None:
             if place:
-                writer.placement = cross_partition.KeyPlacement(self.schema)
+                cross_partition.place(writer, None, [])
             return writer.write(conformed, [], full_compaction=full_compaction)
         scan = TableScan(self.file_io, self.path, self.schema, self.branch)
         with self._planned_on(latest):
             live = scan.live_entries(latest)
             if place:
-                writer.placement = cross_partition.KeyPlacement(self.schema) if overwrite else \
-                    cross_partition.placement_for(
-                        (self.path, self.branch), self.schema, latest, self._snapshots_between,
-                        lambda: cross_partition.bootstrap(self.file_io, scan, self.schema, latest, self.name, live))
+                cross_partition.place(writer, latest, live, overwrite)
             return writer.write(conformed, live, scan.index_manifest.read(latest.index_manifest), overwrite=overwrite,
                                 full_compaction=full_compaction)
-
-    def _snapshots_between(self, after: int, upto: int) -> list[Snapshot]:
-        return [self.snapshot_manager.snapshot(i) for i in range(after + 1, upto + 1)]
 
     @contextlib.contextmanager
     def _planned_on(self, snapshot: Snapshot) -> Iterator[None]:
@@ -296,13 +290,14 @@ class Table:
                 planned_on = just_read if attempt == 0 and just_read is not None else self.latest_snapshot()
                 writer, messages = self.new_write(), []
                 messages = self._write_planned(planned_on, data, row_kind_column, overwrite, full, writer)
+                if writer.cross_partition:
+                    cross_partition.placed(writer)
                 if full and not overwrite:
                     messages += self.scheduled_compaction(user, identifier, messages)
                 ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
                                        planned_on=planned_on, placed=writer.cross_partition)
                 if writer.cross_partition:
-                    cross_partition.committed((self.path, self.branch), writer.placement, writer.assignment,
-                                              planned_on.id if planned_on else None, ids)
+                    cross_partition.committed(self.path, self.branch, planned_on.id if planned_on else None, ids)
                 break
             except StalePlanError:
                 committer.discard(messages)

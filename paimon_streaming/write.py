@@ -322,6 +322,7 @@ class TableWrite:
         # cross-partition upsert tables: where keys live (cross_partition.py), and the last batch's placement
         self.cross_partition = cross_partition.is_cross_partition(schema)
         self.placement: cross_partition.KeyPlacement | None = None
+        self.planned_on = None  # the snapshot `placement` is of
         self.assignment: cross_partition.Assignment | None = None
 
     # ---- grouping ------------------------------------------------------------------------
@@ -350,9 +351,10 @@ class TableWrite:
                 f"cannot write to {self.table_name} here: it is a cross-partition upsert table (primary key "
                 f"{list(self.schema.primary_keys)} without the partition keys "
                 f"{[k for k in self.schema.partition_keys if k not in self.schema.primary_keys]}, 'bucket' = -1), "
-                "whose rows are placed by a table-wide index of where each key lives: write it with "
-                "Table.write_arrow, which also checks at its commit that no other writer came in between (the Spark "
-                "sinks, ingest and write_messages do not place such rows yet)")
+                "whose rows one writer of the whole batch places by a table-wide index of where each key lives, "
+                "its commit checking that no other writer came in between: write it with Table.write_arrow, "
+                "foreachBatch(paimon_sink(...)) or paimon-streaming ingest (not write_messages, a shuffled Spark "
+                "write or format('paimon'))")
         return self.placement
 
     def partition_and_bucket(self, data: pa.Table) -> tuple[pa.Array, np.ndarray | None]:

@@ -41,9 +41,10 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
                                     WriterCommitMessage)
 from pyspark.sql.types import StructType
 
+from paimon_streaming import cross_partition
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import PaimonError, SchemaMismatchError, TableNotFoundError
+from paimon_streaming.errors import PaimonError, SchemaMismatchError, TableNotFoundError, UnsupportedOperationError
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
@@ -94,10 +95,22 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
             raise  # a missing branch is created with Table.create_branch, not by a write
         table_options = {k: v for k, v in options.items() if k not in _READER_WRITER_OPTIONS}
         create_table_at(where.location, arrow_schema_of(schema), options=table_options)
-        return load_table(where.ref, where.warehouse)
+        return _one_task_per_partition(load_table(where.ref, where.warehouse))
     merge = (options.get("mergeschema") or options.get("write.merge-schema") or "false").strip().lower() == "true"
     reconcile_schema(table, arrow_schema_of(schema), options.get("rowkindcolumn"), merge,
                      ".option('mergeSchema', 'true')")
+    return _one_task_per_partition(table)
+
+
+def _one_task_per_partition(table: Table) -> Table:
+    """The data source writes with one task per input partition, each on its own: refuse a
+    cross-partition upsert table, whose rows one writer of the whole batch places."""
+    if cross_partition.is_cross_partition(table.schema):
+        raise UnsupportedOperationError(
+            f"{table.name} is a cross-partition upsert table (primary key {list(table.schema.primary_keys)} "
+            f"without every partition key, 'bucket' = -1): a key's rows are placed by where it lives, by one "
+            "writer of the whole batch, and format('paimon') writes with a task per input partition; write it "
+            "with foreachBatch(paimon_sink(...)) or Table.write_arrow")
     return table
 
 

@@ -38,10 +38,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from paimon_streaming import full_compaction
+from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import CommitConflictError, PaimonError, SequenceConflictError, TableNotFoundError
+from paimon_streaming.errors import (CommitConflictError, PaimonError, SequenceConflictError, StalePlanError,
+                                    TableNotFoundError, UnsupportedOperationError)
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
@@ -177,6 +178,7 @@ class PreparedBatch:
     clock: "StageClock"
     collected: pa.Table | None = None  # the batch's rows, in the driver already
     result: WriteResult | None = None
+    plan: WritePlan | None = None
 
     def write(self) -> None:
         """Write the batch's files (the table's scheduled full compaction with them), then run
@@ -185,6 +187,7 @@ class PreparedBatch:
         full = bool(table.primary_keys) and full_compaction.is_due(table.options, self.batch_id)
         plan = WritePlan.for_table(table, self.sink.location, self.sink.row_kind_column, full_compaction=full,
                                    time_zone=session_time_zone(self.df))
+        self.plan = plan
         self.clock.lap("plan")
         if self.collected is not None:
             result = write_in_driver(self.df, plan, self.transform, self.clock, self.collected)
@@ -210,20 +213,27 @@ class PreparedBatch:
         """Commit the batch as snapshot(s) under (commit user, batch id)."""
         table, batch_id = self.table, self.batch_id
         retries = table.options.get("commit.max-retries")
+        placed = self.plan.cross_partition
         for attempt in range(retries + 1):
             try:
+                planned_on = table.snapshot_manager.snapshot(self.plan.snapshot_id) \
+                    if placed and self.plan.snapshot_id is not None else None
                 snapshot_ids = table.new_commit().commit(self.result.messages, self.commit_user, batch_id,
-                                                         best_effort_compaction=True)
+                                                         best_effort_compaction=True, planned_on=planned_on,
+                                                         placed=placed)
+                if placed:
+                    cross_partition.committed(table.path, table.branch, self.plan.snapshot_id, snapshot_ids)
                 self.clock.lap("commit")
                 break
-            except SequenceConflictError:
-                # another writer's rows reached this batch's sequence numbers in a bucket: write
-                # the batch again on the new snapshot, numbered above them (serializable)
+            except (SequenceConflictError, StalePlanError) as exc:
+                # another writer's rows reached this batch's sequence numbers in a bucket, or
+                # came after the snapshot a cross-partition batch's keys were placed on: write
+                # the batch again on the new snapshot (serializable)
                 self.discard()
                 if attempt == retries:
                     raise
-                log.warning("paimon_sink table=%s batch=%d raced another writer of the same bucket: "
-                            "writing it again", table.name, batch_id)
+                log.warning("paimon_sink table=%s batch=%d raced another writer (%s): writing it again",
+                            table.name, batch_id, exc)
                 self.write()
             except CommitConflictError:
                 if not table.committed_identifiers(self.commit_user, [batch_id]):
@@ -274,6 +284,12 @@ def write_batch(df: DataFrame, plan: WritePlan, shuffle: bool | None,
     """Write the micro-batch's files where `write_site` says (nothing is committed)."""
     clock = clock or StageClock()
     site = write_site(df, shuffle)
+    if site == "shuffle" and plan.cross_partition:  # one writer places a batch's rows (cross_partition.py)
+        if shuffle:
+            raise UnsupportedOperationError(
+                f"{plan.table_name} is a cross-partition upsert table: a key's rows are placed by where it "
+                "lives, by one writer of the whole batch, so its batches cannot be shuffled (shuffle=True)")
+        site = "task"
     if site == "driver":
         try:
             return write_in_driver(df, plan, transform, clock)
@@ -311,7 +327,7 @@ def write_in_driver(df: DataFrame, plan: WritePlan, transform: ArrowTransform | 
         batches = list(transform.fn(iter(batches)))
         clock.lap("transform")
     rows = pa.Table.from_batches([b for b in batches if b.num_rows], schema)
-    result = WriteResult(plan.write(rows) if rows.num_rows else [], rows.num_rows)
+    result = WriteResult(plan.write(rows, whole_batch=True) if rows.num_rows else [], rows.num_rows)
     clock.lap("write")
     return result
 
@@ -356,7 +372,7 @@ def write_in_task(df: DataFrame, plan: WritePlan, transform: ArrowTransform | No
             rows = pa.Table.from_batches(batches)
             if ORDER_COL in rows.column_names:
                 rows = rows.sort_by(ORDER_COL).drop_columns([ORDER_COL])
-            yield from encode_messages(write_task(plan, rows.to_batches()), rows.num_rows).to_batches()
+            yield from encode_messages(write_task(plan, rows.to_batches(), whole_batch=True), rows.num_rows).to_batches()
 
     return WriteResult.collect(df.mapInArrow(write, MESSAGE_SCHEMA))
 

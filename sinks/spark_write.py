@@ -20,14 +20,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from paimon_streaming import full_compaction
-from paimon_streaming.branches import MAIN
+from paimon_streaming import cross_partition, full_compaction
+from paimon_streaming.branches import MAIN, branch_path
 from paimon_streaming.commit import CommitMessage
 from paimon_streaming.errors import SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.manifest import IndexManifestEntry, ManifestEntry
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import TableSchema
+from paimon_streaming.snapshot import SnapshotManager
 from paimon_streaming.table import Table
 from paimon_streaming.write import TableWrite, conform
 
@@ -90,6 +91,7 @@ class WritePlan:
     full_compaction: bool = False   # written buckets compacted fully (a batch due by the table's schedule)
     branch: str = MAIN
     time_zone: str | None = None    # Spark's session time zone: instants <-> wall times (write.conform)
+    snapshot_id: int | None = None  # the snapshot planned on (cross-partition tables place rows by it)
 
     @staticmethod
     def for_table(table: Table, location: str, row_kind_column: str | None = None,
@@ -102,18 +104,31 @@ class WritePlan:
         scan = TableScan(table.file_io, table.path, table.schema)
         return WritePlan(location, table.name, table.schema.to_json(), tuple(scan.live_entries(latest)),
                          tuple(scan.index_manifest.read(latest.index_manifest)), row_kind_column, compact,
-                         full_compaction, table.branch, time_zone)
+                         full_compaction, table.branch, time_zone, latest.id)
+
+    @property
+    def cross_partition(self) -> bool:
+        return cross_partition.is_cross_partition(TableSchema.from_json(self.schema_json))
 
     def writer(self) -> TableWrite:
         file_io, path = FileIO.for_path(self.location)
         return TableWrite(file_io, path, TableSchema.from_json(self.schema_json), self.table_name, self.branch)
 
-    def write(self, data: pa.Table, sequence_offset: int = 0) -> list[CommitMessage]:
-        """Write one group of rows (conformed here, on the executor) into files."""
+    def write(self, data: pa.Table, sequence_offset: int = 0, whole_batch: bool = False) -> list[CommitMessage]:
+        """Write one group of rows (conformed here, on the executor) into files. `whole_batch`:
+        these are all the batch's rows, so a cross-partition table's rows can be placed here
+        (cross_partition.py; a shuffled write refuses such tables)."""
         writer = self.writer()
         rows = conform(data, writer.schema, self.table_name, self.row_kind_column, self.time_zone)
-        return writer.write(rows, self.live, self.index_entries, sequence_offset=sequence_offset,
-                            compact=self.compact, full_compaction=self.full_compaction)
+        if whole_batch and writer.cross_partition:
+            snapshot = None if self.snapshot_id is None else \
+                SnapshotManager(writer.file_io, branch_path(writer.table_path, self.branch)).snapshot(self.snapshot_id)
+            cross_partition.place(writer, snapshot, list(self.live))
+        messages = writer.write(rows, self.live, self.index_entries, sequence_offset=sequence_offset,
+                                compact=self.compact, full_compaction=self.full_compaction)
+        if whole_batch and writer.cross_partition:
+            cross_partition.placed(writer)
+        return messages
 
 
 def session_time_zone(df: DataFrame) -> str:
@@ -215,8 +230,10 @@ def task_index() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
-def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task_index: int = 0) -> list[CommitMessage]:
-    """Write all rows one Spark task holds (used where rows are not shuffled by bucket).
+def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task_index: int = 0,
+               whole_batch: bool = False) -> list[CommitMessage]:
+    """Write all rows one Spark task holds (used where rows are not shuffled by bucket;
+    `whole_batch`: the task holds the batch's every row).
 
     Several tasks may then write the same bucket, so task i continues sequence numbers from
     the bucket's maximum + i * 2^32: numbers stay unique and one task's rows keep their order.
@@ -224,4 +241,4 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task_index: i
     batches = [b for b in batches if b.num_rows]
     if not batches:
         return []
-    return plan.write(pa.Table.from_batches(batches), task_index << 32)
+    return plan.write(pa.Table.from_batches(batches), task_index << 32, whole_batch)

@@ -3,6 +3,9 @@ keys move between partitions as each merge engine says, through the table-wide i
 keys live (paimon_streaming/cross_partition.py)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -44,9 +47,9 @@ def placement_of(table: ps.Table) -> dict[int, tuple[str, int]]:
 
 @pytest.fixture(autouse=True)
 def fresh_index():
-    cross_partition._KEPT.clear()
+    cross_partition.forget_all()
     yield
-    cross_partition._KEPT.clear()
+    cross_partition.forget_all()
 
 
 @pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}, {"changelog-producer": "input"}])
@@ -61,7 +64,7 @@ def test_deduplicate_moves_a_key_to_its_new_partition(catalog, options):
     assert content(ps.Table.open(t.path)) == expected
     assert all(len(parts) == 1 for parts in placement_of(t).values())
     # the same after the index is built again from the table (a new process)
-    cross_partition._KEPT.clear()
+    cross_partition.forget_all()
     t.write_arrow(rows([1, 6], ["a", "a"], ["q1", "q6"]))
     assert content(ps.Table.open(t.path)) == sorted(
         [(1, "a", "q1", None), (6, "a", "q6", None)] + [r for r in expected if r[0] != 1])
@@ -147,7 +150,7 @@ def test_many_keys_moving_match_a_model(catalog):
         for i, d, v in zip(ids.tolist(), dts, vs):
             model[i] = (i, d, v, None)
         if batch % 4 == 3:
-            cross_partition._KEPT.clear()
+            cross_partition.forget_all()
     assert content(ps.Table.open(t.path)) == sorted(model.values())
 
 
@@ -174,6 +177,65 @@ def test_a_concurrent_writer_makes_the_batch_place_again(catalog):
     assert content(ps.Table.open(t.path)) == [(1, "a", "x", None), (2, "a", "y", None), (9, "c", "slow", None)]
 
 
+def test_threads_writing_one_table_never_leave_a_key_in_two_partitions(catalog):
+    """Two threads of one process write batches over the same keys: the table equals the
+    batches replayed in commit order, each key once."""
+    import threading
+    t = make(catalog, **{"deletion-vectors.enabled": "true"})
+    t.write_arrow(rows([0], ["p0"], ["seed"]))
+    batches = {}
+    rng = np.random.default_rng(3)
+    for user in ("A", "B"):
+        for i in range(8):
+            ids = rng.integers(0, 60, 100).tolist()
+            batches[(user, i)] = rows(ids, [f"p{d}" for d in rng.integers(0, 4, 100)],
+                                      [f"{user}{i}-{j}" for j in range(100)])
+    errors = []
+
+    def writer(user: str) -> None:
+        try:
+            table = ps.Table.open(t.path)
+            for i in range(8):
+                table.write_arrow(batches[(user, i)], commit_user=user, commit_identifier=i)
+        except Exception as exc:  # noqa: BLE001 (reported by the assertion below)
+            errors.append(exc)
+    threads = [threading.Thread(target=writer, args=(u,)) for u in ("A", "B")]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    order = sorted((s.id, s.commit_user, s.commit_identifier) for s in ps.Table.open(t.path).snapshots()
+                   if s.commit_kind == "APPEND" and s.commit_user in ("A", "B"))
+    assert len(order) == 16
+    model = {0: (0, "p0", "seed", None)}
+    for _, user, i in order:
+        for r in batches[(user, i)].to_pylist():
+            model[r["id"]] = (r["id"], r["dt"], r["v"], None)
+    assert content(ps.Table.open(t.path)) == sorted(model.values())
+
+
+def test_level0_files_a_writer_left_decide_where_their_keys_live(catalog, monkeypatch):
+    """A deletion-vector table's readers skip level 0: a batch whose writer died between its
+    APPEND and COMPACT snapshots is invisible to them, yet its keys live where it put them."""
+    t = make(catalog, **{"deletion-vectors.enabled": "true"})
+    t.write_arrow(rows([1, 2], ["a", "a"], ["x", "y"]))
+    original = FileStoreCommit._commit_with_retry
+
+    def dies_before_compacting(self, kind, *args, **kwargs):
+        if kind == "COMPACT":
+            raise RuntimeError("killed")
+        return original(self, kind, *args, **kwargs)
+    monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", dies_before_compacting)
+    with pytest.raises(RuntimeError, match="killed"):
+        t.write_arrow(rows([3, 1], ["b", "b"], ["z", "x2"]), commit_user="dead", commit_identifier=1)
+    monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", original)
+    cross_partition.forget_all()  # another process
+    ps.Table.open(t.path).write_arrow(rows([3], ["c"], ["z2"]), commit_user="alive", commit_identifier=1)
+    ps.Table.open(t.path).compact(full=True)
+    assert content(ps.Table.open(t.path)) == [(1, "b", "x2", None), (2, "a", "y", None), (3, "c", "z2", None)]
+
+
 def test_writers_that_cannot_place_rows_refuse(catalog):
     t = make(catalog)
     with pytest.raises(UnsupportedOperationError, match="cross-partition upsert"):
@@ -185,3 +247,107 @@ def test_table_options_java_refuses_are_refused(catalog):
         make(catalog, **{"sequence.field": "n"})
     with pytest.raises(InvalidOptionError, match="bucket"):
         catalog.create_table("db.fixed", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "2"})
+
+
+def test_the_index_is_kept_between_commits_and_built_again_after_another_writer(catalog, monkeypatch):
+    t = make(catalog)
+    built = []
+    real = cross_partition.bootstrap
+    monkeypatch.setattr(cross_partition, "bootstrap", lambda *a: built.append(1) or real(*a))
+    t.write_arrow(rows([1, 2], ["a", "a"], ["x", "y"]), commit_user="u", commit_identifier=1)
+    t.write_arrow(rows([1], ["b"], ["x"]), commit_user="u", commit_identifier=2)
+    t.compact(full=True)  # another writer's COMPACT snapshot moves no key
+    t.write_arrow(rows([2], ["c"], ["y"]), commit_user="u", commit_identifier=3)
+    assert built == []
+    other = ("import sys, pyarrow as pa, paimon_streaming as ps\n"
+             "ps.Table.open(sys.argv[1]).write_arrow(pa.table({'id': [3], 'dt': ['a'], 'v': ['z']}))")
+    subprocess.run([sys.executable, "-c", other, t.path], check=True)  # a writer in another process
+    t.write_arrow(rows([3], ["d"], ["z"]), commit_user="u", commit_identifier=4)
+    assert built == [1]
+    assert content(ps.Table.open(t.path)) == [(1, "b", "x", None), (2, "c", "y", None), (3, "d", "z", None)]
+
+
+# ---- Spark ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shuffle", [None, False])
+def test_paimon_sink_places_rows_in_the_driver_or_one_task(spark, catalog, shuffle, monkeypatch):
+    """foreachBatch(paimon_sink): in local mode the driver places and writes the batch (the
+    index kept between batches), with shuffle=False one task does; a shuffled write is refused."""
+    from sinks.foreach_batch import paimon_sink
+    t = make(catalog, f"db.spark_{shuffle}", **{"deletion-vectors.enabled": "true"})
+    built = []
+    real = cross_partition.bootstrap
+    monkeypatch.setattr(cross_partition, "bootstrap", lambda *a: built.append(1) or real(*a))
+    sink = paimon_sink(t.path, commit_user="job", shuffle=shuffle)
+    sink(spark.createDataFrame([(1, "a", "x"), (2, "a", "y"), (3, "b", "z")], "id long, dt string, v string")
+         .repartition(2), 0)
+    sink(spark.createDataFrame([(1, "c", "x2"), (3, "b", "z2"), (4, "c", "w")], "id long, dt string, v string")
+         .repartition(2), 1)
+    sink(spark.createDataFrame([(2, "d", "y2"), (1, "a", "x3")], "id long, dt string, v string"), 2)
+    assert content(ps.Table.open(t.path)) == [(1, "a", "x3", None), (2, "d", "y2", None), (3, "b", "z2", None),
+                                              (4, "c", "w", None)]
+    if shuffle is None:
+        assert built == []  # the driver kept the index between its commits
+    with pytest.raises(UnsupportedOperationError, match="cannot be shuffled"):
+        paimon_sink(t.path, commit_user="job", shuffle=True)(
+            spark.createDataFrame([(5, "a", "v")], "id long, dt string, v string"), 3)
+
+
+def test_paimon_sink_places_a_batch_again_after_a_concurrent_writer(spark, catalog):
+    from sinks.foreach_batch import paimon_sink
+    t = make(catalog, "db.spark_race")
+    original = FileStoreCommit.commit
+    raced = []
+
+    def racing_commit(self, messages, commit_user, identifier, **kwargs):
+        if not raced and commit_user == "job":
+            raced.append(True)
+            ps.Table.open(t.path).write_arrow(rows([9], ["b"], ["other"]), commit_user="fast")
+            cross_partition.forget_all()  # as if that writer were another process
+        return original(self, messages, commit_user, identifier, **kwargs)
+    FileStoreCommit.commit = racing_commit
+    try:
+        paimon_sink(t.path, commit_user="job")(spark.createDataFrame([(9, "c", "sink")], "id long, dt string, v string"), 0)
+    finally:
+        FileStoreCommit.commit = original
+    assert raced
+    assert content(ps.Table.open(t.path)) == [(9, "c", "sink", None)]
+
+
+def test_the_data_source_refuses_cross_partition_tables(spark, catalog):
+    t = make(catalog, "db.ds")
+    with pytest.raises(Exception, match="cross-partition upsert"):
+        spark.createDataFrame([(1, "a", "x", 1)], "id long, dt string, v string, n long") \
+            .write.format("paimon").mode("append").save(t.path)
+
+
+def test_ingest_moves_keys_between_partitions(spark, broker, tmp_path):
+    """`paimon-streaming ingest --primary-key id --partition-key dt` (bucket -1): JSON upserts whose
+    date changes move their key, batch after batch; we and Java read each key once."""
+    import json
+    from change_event_support import produce
+    from java_oracle import get_oracle
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
+
+    topic = unique_topic("xpart")
+    broker.create_topic(topic, partitions=2)
+    rng = np.random.default_rng(5)
+    model = {}
+    records = []
+    for i in range(1200):
+        row = {"id": int(rng.integers(0, 150)), "dt": f"2026-11-{int(rng.integers(1, 6)):02d}", "v": f"v{i}"}
+        model[row["id"]] = row
+        records.append((str(row["id"]).encode(), json.dumps(row).encode()))
+    produce(broker, topic, records)
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.moving",
+                       topics=(topic,), schema="id BIGINT, dt STRING, v STRING", primary_keys=("id",),
+                       partition_keys=("dt",), bucket=-1, table_options={"deletion-vectors.enabled": "true"},
+                       trigger="available-now", checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=300)
+    lines: list[str] = []
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    expected = sorted((r["id"], r["dt"], r["v"]) for r in model.values())
+    table = ps.Catalog(str(tmp_path / "wh")).get_table("db.moving")
+    assert len(table.snapshots()) >= 6  # four batches, each placed on the one before
+    assert sorted((r["id"], r["dt"], r["v"]) for r in table.to_arrow().to_pylist()) == expected
+    java = get_oracle().read(str(tmp_path / "wh" / "db.db" / "moving"))
+    assert sorted((r["id"], r["dt"], r["v"]) for r in java) == expected
