@@ -16,7 +16,7 @@ from paimon_streaming.commit import FileStoreCommit
 from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
 from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
-from conftest import rows_by
+from conftest import pypaimon_read, rows_by
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False), ("v", pa.string()),
                     ("n", pa.int64())])
@@ -63,6 +63,8 @@ def test_deduplicate_moves_a_key_to_its_new_partition(catalog, options):
                 (5, "a", "w5", None)]
     assert content(ps.Table.open(t.path)) == expected
     assert all(len(parts) == 1 for parts in placement_of(t).values())
+    theirs = pypaimon_read(catalog.warehouse, "db.t")
+    assert [(r["id"], r["dt"], r["v"], r["n"]) for r in rows_by(theirs, "id")] == expected
     # the same after the index is built again from the table (a new process)
     cross_partition.forget_all()
     t.write_arrow(rows([1, 6], ["a", "a"], ["q1", "q6"]))
