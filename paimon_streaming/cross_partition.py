@@ -158,19 +158,26 @@ class KeyPlacement:
         """Add keys as a new generation, merging generations as a binary counter (a
         generation at least half its predecessor's size merges into it), so a probe visits
         about log2(n) sorted arrays and each key is re-sorted about log2(n) times."""
-        self.generations.append(generation)
-        while len(self.generations) > 1 and 2 * len(self.generations[-1].keys) >= len(self.generations[-2].keys):
-            b, a = self.generations.pop(), self.generations.pop()
+        generations = self.generations + [generation]
+        while len(generations) > 1 and 2 * len(generations[-1].keys) >= len(generations[-2].keys):
+            b, a = generations.pop(), generations.pop()
             encoded = None if a.keys.encoded is None else pa.concat_arrays([a.keys.encoded, b.keys.encoded])
-            self.generations.append(_generation(np.concatenate([a.keys.values, b.keys.values]), encoded,
-                                                np.concatenate([a.partitions, b.partitions]),
-                                                np.concatenate([a.buckets, b.buckets])))
+            generations.append(_generation(np.concatenate([a.keys.values, b.keys.values]), encoded,
+                                           np.concatenate([a.partitions, b.partitions]),
+                                           np.concatenate([a.buckets, b.buckets])))
+        self.generations = generations
 
     def commit(self, assignment: Assignment) -> None:
-        """Keep a committed batch's placement."""
+        """Keep a committed batch's placement. Changed generations are copied, not changed in
+        place: a thread placing another batch meanwhile reads a consistent index (its commit
+        then fails the race check and it places again)."""
+        generations = list(self.generations)
         for g, positions, partitions, buckets in assignment.moved:
-            self.generations[g].partitions[positions] = partitions
-            self.generations[g].buckets[positions] = buckets
+            old = generations[g]
+            generations[g] = _Generation(old.keys, old.partitions.copy(), old.buckets.copy())
+            generations[g].partitions[positions] = partitions
+            generations[g].buckets[positions] = buckets
+        self.generations = generations
         if assignment.added is not None and len(assignment.added.keys):
             self._append(assignment.added)
         self.counts = assignment.counts
@@ -203,7 +210,7 @@ class KeyPlacement:
         old_part = np.full(k, -1, np.int64)
         old_bucket = np.full(k, -1, np.int64)
         found_at = []  # (generation, key indices, positions)
-        for g, generation in enumerate(self.generations):
+        for g, generation in enumerate(self.generations):  # a list another thread's commit replaces, never changes
             which, slots = generation.find(probe)
             old_part[which] = generation.partitions[slots]
             old_bucket[which] = generation.buckets[slots]

@@ -372,7 +372,8 @@ def write_in_task(df: DataFrame, plan: WritePlan, transform: ArrowTransform | No
             rows = pa.Table.from_batches(batches)
             if ORDER_COL in rows.column_names:
                 rows = rows.sort_by(ORDER_COL).drop_columns([ORDER_COL])
-            yield from encode_messages(write_task(plan, rows.to_batches(), whole_batch=True), rows.num_rows).to_batches()
+            messages = write_task(plan, rows.to_batches(), whole_batch=True)
+            yield from encode_messages(messages, rows.num_rows).to_batches()
 
     return WriteResult.collect(df.mapInArrow(write, MESSAGE_SCHEMA))
 

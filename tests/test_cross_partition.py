@@ -308,7 +308,8 @@ def test_paimon_sink_places_a_batch_again_after_a_concurrent_writer(spark, catal
         return original(self, messages, commit_user, identifier, **kwargs)
     FileStoreCommit.commit = racing_commit
     try:
-        paimon_sink(t.path, commit_user="job")(spark.createDataFrame([(9, "c", "sink")], "id long, dt string, v string"), 0)
+        batch = spark.createDataFrame([(9, "c", "sink")], "id long, dt string, v string")
+        paimon_sink(t.path, commit_user="job")(batch, 0)
     finally:
         FileStoreCommit.commit = original
     assert raced
