@@ -71,6 +71,7 @@ class IngestConfig:
     schema: str | None = None  # Spark DDL, e.g. "id BIGINT, name STRING"
     primary_keys: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
+    partition_keys_if_present: bool = False  # --database: a table lacking one of them is not partitioned
     bucket: int | None = None
     table_options: dict[str, str] = field(default_factory=dict)
     key_format: str | None = None
@@ -94,10 +95,10 @@ class IngestConfig:
         if self.database is not None and self.format not in source_tables.FORMATS:
             raise InvalidOptionError(f"--database routes change events naming their tables "
                                      f"({', '.join(source_tables.FORMATS)}), not {self.format}")
-        if self.database is not None and (self.schema or self.source_table or self.partition_keys):
-            raise InvalidOptionError("--schema, --source-table and --partition-key are for one table; with --database "
-                                     "each source table gets its own (--including-tables/--excluding-tables choose "
-                                     "them; create a table first to give it other columns or partitions)")
+        if self.database is not None and (self.schema or self.source_table):
+            raise InvalidOptionError("--schema and --source-table are for one table; with --database each source "
+                                     "table gets its own (--including-tables/--excluding-tables choose them; create "
+                                     "a table first to give it other columns)")
 
     @property
     def target(self) -> str:
@@ -145,9 +146,14 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
     options = dict(cfg.table_options)
     if cfg.bucket is not None:
         options["bucket"] = str(cfg.bucket)
+    partition_keys = list(cfg.partition_keys)
+    if cfg.partition_keys_if_present and not set(partition_keys) <= set(schema.names):
+        log(f"{cfg.table}: partition keys {partition_keys} are not all columns of it, so it is not partitioned "
+            "(as Paimon's database sync)")
+        partition_keys = []
     table = catalog.create_table(cfg.table, _keys_not_null(schema, cfg.primary_keys),
                                  primary_keys=list(cfg.primary_keys) or None,
-                                 partition_keys=list(cfg.partition_keys) or None, options=options)
+                                 partition_keys=partition_keys or None, options=options)
     log(f"created table {cfg.table} at {table.path} (schema {origin}): "
         + ", ".join(f"{f.name} {f.type}" for f in schema))
     return table

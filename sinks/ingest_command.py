@@ -104,7 +104,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--schema", metavar="DDL", help="columns of a new table, e.g. 'id BIGINT, name STRING' "
                    "(default: from the Avro schema, or inferred from a sample of JSON records)")
     p.add_argument("--primary-key", action="append", default=[], metavar="COL", help="primary key column(s)")
-    p.add_argument("--partition-key", action="append", default=[], metavar="COL", help="partition column(s)")
+    p.add_argument("--partition-key", action="append", default=[], metavar="COL", help="partition column(s) (with --database: of the new tables holding them all; a "
+                   "primary key without them makes a cross-partition upsert table, which needs --bucket -1 or none)")
     p.add_argument("--bucket", type=int, help="number of buckets of a new table (Paimon's default: -1, dynamic)")
     p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="Paimon table option for a new table, e.g. deletion-vectors.enabled=true")

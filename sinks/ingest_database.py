@@ -92,7 +92,8 @@ def database_writer(spark: SparkSession, cfg: IngestConfig,
                 for target, sources in targets.items():
                     # only DMS's records name no key: there --primary-key is every new table's
                     tcfg = replace(cfg, table=target, database=None, dead_letter_table=dead_letter_name(cfg),
-                                   primary_keys=cfg.primary_keys if cfg.format == aws_dms.FORMAT else ())
+                                   primary_keys=cfg.primary_keys if cfg.format == aws_dms.FORMAT else (),
+                                   partition_keys_if_present=True)
                     table = _table_for(spark, tcfg, named, sources, log)
                     if table is None:
                         continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -36,7 +37,7 @@ def test_config_takes_a_table_or_a_database_and_only_change_events():
         IngestConfig(**base, table="db.t", database=DatabaseRouting("db"))
     with pytest.raises(InvalidOptionError, match="not json"):
         IngestConfig(**dict(base, format="json"), database=DatabaseRouting("db"))
-    for extra in (dict(schema="id BIGINT"), dict(source_table="shop.t"), dict(partition_keys=("dt",))):
+    for extra in (dict(schema="id BIGINT"), dict(source_table="shop.t")):
         with pytest.raises(InvalidOptionError, match="are for one table"):
             IngestConfig(**base, database=DatabaseRouting("db"), **extra)
     cfg = IngestConfig(**base, database=DatabaseRouting("db"))
@@ -87,6 +88,29 @@ def test_a_new_maxwell_table_takes_its_columns_from_the_rows(tmp_path):
                                                      ("name", pa.string())])  # note: only nulls, told later
     assert any("inferred from the rows of 2 change events" in line for line in lines), lines
     assert ps.Catalog(str(tmp_path)).table_exists("db.t")
+
+
+def test_database_partition_keys_apply_to_the_tables_holding_them(tmp_path):
+    """--partition-key with --database, as Paimon's database sync: a new table holding every
+    partition column is partitioned by them (keyed by the source's key alone: a cross-partition
+    upsert table), another is not; a fixed bucket cannot keep such a key once."""
+    def maxwell(table: str, row: dict) -> list:
+        return [(None, json.dumps({"type": "insert", "database": "shop", "table": table,
+                                   "primary_key_columns": ["id"], "data": row}).encode())]
+    cfg = IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.orders", format="maxwell-json",
+                       partition_keys=("dt",), partition_keys_if_present=True)
+    lines: list[str] = []
+    orders = ensure_table(None, cfg, lines.append, lambda: maxwell("orders", {"id": 1, "dt": "east"}))
+    assert orders.partition_keys == ["dt"] and orders.primary_keys == ["id"]
+    orders.write_arrow(pa.table({"id": [1], "dt": ["east"]}))
+    orders.write_arrow(pa.table({"id": [1], "dt": ["west"]}))
+    assert orders.to_arrow().to_pylist() == [{"id": 1, "dt": "west"}]  # the key moved
+    customers = ensure_table(None, replace(cfg, table="db.customers"), lines.append,
+                             lambda: maxwell("customers", {"id": 1, "name": "a"}))
+    assert customers.partition_keys == [] and any("not partitioned" in line for line in lines), lines
+    with pytest.raises(InvalidOptionError, match="bucket"):
+        ensure_table(None, replace(cfg, table="db.fixed", bucket=4), lines.append,
+                     lambda: maxwell("fixed", {"id": 1, "dt": "east"}))
 
 
 # ---- end to end with a broker -----------------------------------------------------------
