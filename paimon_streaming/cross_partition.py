@@ -84,7 +84,7 @@ def _probe_values(keys: pa.Table, types: list) -> tuple[np.ndarray, pa.Array | N
 
 @dataclass
 class _Generation:
-    """Keys added together, sorted for probing, with where each lives (updated in place)."""
+    """Keys added together, sorted for probing, with where each lives."""
     keys: _Keys
     partitions: np.ndarray  # int32 ids into KeyPlacement.partitions
     buckets: np.ndarray     # int32
