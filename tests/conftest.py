@@ -2,6 +2,9 @@
 pypaimon oracle's helpers (re-exported from tests/pypaimon_oracle.py)."""
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import pyarrow as pa
 import pytest
 
@@ -38,3 +41,21 @@ def broker():
 def rows_by(table: pa.Table, *keys: str) -> list[dict]:
     """Rows as dicts sorted by the given columns, for order-independent comparison."""
     return sorted(table.to_pylist(), key=lambda r: tuple((r[k] is None, r[k]) for k in keys))
+
+
+@contextlib.contextmanager
+def killed_before_compaction(error: BaseException) -> Iterator[None]:
+    """Within the block, a commit raises `error` after a batch's APPEND snapshot and before its
+    COMPACT one: the writer dies there, its level-0 files committed but not compacted."""
+    from paimon_streaming.commit import FileStoreCommit
+    original = FileStoreCommit._commit_with_retry
+
+    def dies_before_compacting(self, kind, *args, **kwargs):
+        if kind == "COMPACT":
+            raise error
+        return original(self, kind, *args, **kwargs)
+    FileStoreCommit._commit_with_retry = dies_before_compacting
+    try:
+        yield
+    finally:
+        FileStoreCommit._commit_with_retry = original

@@ -3,8 +3,10 @@ keys move between partitions as each merge engine says, through the table-wide i
 keys live (paimon_streaming/cross_partition.py)."""
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +18,7 @@ from paimon_streaming.commit import FileStoreCommit
 from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
 from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
-from conftest import pypaimon_read, rows_by
+from conftest import killed_before_compaction, pypaimon_read, rows_by
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False), ("v", pa.string()),
                     ("n", pa.int64())])
@@ -43,6 +45,26 @@ def placement_of(table: ps.Table) -> dict[int, tuple[str, int]]:
         for i in t.to_arrow(columns=["id"], filter=[("dt", "=", split.partition_values[0])]).column("id").to_pylist():
             out.setdefault(i, set()).add(split.partition_values[0])
     return out
+
+
+@contextlib.contextmanager
+def raced_by(path: str, user: str) -> Iterator[list]:
+    """Within the block, just before `user`'s first commit, another writer (another process, as
+    far as the index kept here knows) commits key 9 into partition "b"; yields whether it did."""
+    original = FileStoreCommit.commit
+    raced: list = []
+
+    def racing_commit(self, messages, commit_user, identifier, **kwargs):
+        if not raced and commit_user == user:
+            raced.append(True)
+            ps.Table.open(path).write_arrow(rows([9], ["b"], ["other"]), commit_user="fast")
+            cross_partition.forget_all()
+        return original(self, messages, commit_user, identifier, **kwargs)
+    FileStoreCommit.commit = racing_commit
+    try:
+        yield raced
+    finally:
+        FileStoreCommit.commit = original
 
 
 @pytest.fixture(autouse=True)
@@ -164,20 +186,8 @@ def test_a_concurrent_writer_makes_the_batch_place_again(catalog):
     refused and the batch placed again on the new snapshot, so no key is in two partitions."""
     t = make(catalog)
     t.write_arrow(rows([1, 2], ["a", "a"], ["x", "y"]))
-    other = ps.Table.open(t.path)
-    original = FileStoreCommit.commit
-    raced = []
-
-    def racing_commit(self, messages, commit_user, identifier, **kwargs):
-        if not raced and commit_user == "slow":
-            raced.append(True)
-            other.write_arrow(rows([9], ["b"], ["other"]), commit_user="fast")  # both place key 9 as new
-        return original(self, messages, commit_user, identifier, **kwargs)
-    FileStoreCommit.commit = racing_commit
-    try:
+    with raced_by(t.path, "slow") as raced:
         t.write_arrow(rows([9], ["c"], ["slow"]), commit_user="slow", commit_identifier=1)
-    finally:
-        FileStoreCommit.commit = original
     assert raced
     assert content(ps.Table.open(t.path)) == [(1, "a", "x", None), (2, "a", "y", None), (9, "c", "slow", None)]
 
@@ -220,21 +230,13 @@ def test_threads_writing_one_table_never_leave_a_key_in_two_partitions(catalog):
     assert content(ps.Table.open(t.path)) == sorted(model.values())
 
 
-def test_level0_files_a_writer_left_decide_where_their_keys_live(catalog, monkeypatch):
+def test_level0_files_a_writer_left_decide_where_their_keys_live(catalog):
     """A deletion-vector table's readers skip level 0: a batch whose writer died between its
     APPEND and COMPACT snapshots is invisible to them, yet its keys live where it put them."""
     t = make(catalog, **{"deletion-vectors.enabled": "true"})
     t.write_arrow(rows([1, 2], ["a", "a"], ["x", "y"]))
-    original = FileStoreCommit._commit_with_retry
-
-    def dies_before_compacting(self, kind, *args, **kwargs):
-        if kind == "COMPACT":
-            raise RuntimeError("killed")
-        return original(self, kind, *args, **kwargs)
-    monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", dies_before_compacting)
-    with pytest.raises(RuntimeError, match="killed"):
+    with killed_before_compaction(RuntimeError("killed")), pytest.raises(RuntimeError, match="killed"):
         t.write_arrow(rows([3, 1], ["b", "b"], ["z", "x2"]), commit_user="dead", commit_identifier=1)
-    monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", original)
     cross_partition.forget_all()  # another process
     ps.Table.open(t.path).write_arrow(rows([3], ["c"], ["z2"]), commit_user="alive", commit_identifier=1)
     ps.Table.open(t.path).compact(full=True)
@@ -300,21 +302,9 @@ def test_paimon_sink_places_rows_in_the_driver_or_one_task(spark, catalog, shuff
 def test_paimon_sink_places_a_batch_again_after_a_concurrent_writer(spark, catalog):
     from sinks.foreach_batch import paimon_sink
     t = make(catalog, "db.spark_race")
-    original = FileStoreCommit.commit
-    raced = []
-
-    def racing_commit(self, messages, commit_user, identifier, **kwargs):
-        if not raced and commit_user == "job":
-            raced.append(True)
-            ps.Table.open(t.path).write_arrow(rows([9], ["b"], ["other"]), commit_user="fast")
-            cross_partition.forget_all()  # as if that writer were another process
-        return original(self, messages, commit_user, identifier, **kwargs)
-    FileStoreCommit.commit = racing_commit
-    try:
+    with raced_by(t.path, "job") as raced:
         batch = spark.createDataFrame([(9, "c", "sink")], "id long, dt string, v string")
         paimon_sink(t.path, commit_user="job")(batch, 0)
-    finally:
-        FileStoreCommit.commit = original
     assert raced
     assert content(ps.Table.open(t.path)) == [(9, "c", "sink", None)]
 

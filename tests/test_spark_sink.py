@@ -13,7 +13,7 @@ import paimon_streaming as ps
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.scan import TableScan
 from paimon_streaming.sinks import foreach_batch, paimon_sink
-from conftest import pypaimon_read, rows_by
+from conftest import killed_before_compaction, pypaimon_read, rows_by
 
 
 def write_input_files(directory, batches: list[pa.Table]) -> None:
@@ -280,23 +280,14 @@ def test_deletion_vector_table_with_cdc_input(spark, tmp_path, catalog, warehous
     assert [s.commit_kind for s in t.snapshots()] == ["APPEND", "COMPACT", "APPEND", "COMPACT"]
 
 
-def test_interrupted_dv_batch_is_completed_on_restart(spark, tmp_path, catalog, warehouse, monkeypatch):
+def test_interrupted_dv_batch_is_completed_on_restart(spark, tmp_path, catalog, warehouse):
     """A crash after a batch's APPEND but before its COMPACT: the next call finishes it."""
-    from paimon_streaming.commit import FileStoreCommit
     t = catalog.create_table("db.rep", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"],
                              options={"bucket": "2", "deletion-vectors.enabled": "true"})
     sink = paimon_sink(t.path, commit_user="rep-1")
     sink(spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string"), 0)
-    original = FileStoreCommit._commit_with_retry
-
-    def crash_before_compact(self, kind, *args, **kwargs):
-        if kind == "COMPACT":
-            raise SystemExit("driver killed between APPEND and COMPACT")
-        return original(self, kind, *args, **kwargs)
-    monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", crash_before_compact)
-    with pytest.raises(SystemExit):
+    with killed_before_compaction(SystemExit("driver killed between APPEND and COMPACT")), pytest.raises(SystemExit):
         sink(spark.createDataFrame([(2, "b2"), (3, "c")], "id long, v string"), 1)
-    monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", original)
     assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == {1: "a", 2: "b"}  # batch 1 not visible yet
     sink(spark.createDataFrame([(2, "b2"), (3, "c")], "id long, v string"), 1)  # Spark replays batch 1
     expected = {1: "a", 2: "b2", 3: "c"}
