@@ -166,7 +166,7 @@ def _encode_column(column: pa.Array, t: DataType) -> _Field:
     if t.is_string or t.is_binary:
         target = pa.large_string() if t.is_string else pa.large_binary()
         return _encode_bytes(_cast(column, target, t).cast(pa.large_binary()), null)
-    if t.is_nested and null.all():
+    if t.is_structured and null.all():
         return _Field(null, np.zeros(len(column), dtype=np.uint64))  # stats rows: min/max of nested are null
     raise UnsupportedTypeError(f"BinaryRow encoding of non-null {t} values is not supported (only atomic types)")
 
@@ -380,7 +380,7 @@ def _few_values(column: pa.Array, t: DataType) -> list[_Value]:
     if (t.is_string and at in _STRING_AS_BINARY) or (t.is_binary and at in _BINARY_TYPES):
         raw = column.view(_STRING_AS_BINARY[at]) if t.is_string else column
         return [_bytes_value(b) for b in raw.to_pylist()]     # bytes as stored, no UTF-8 round trip
-    if t.is_nested and column.null_count == len(column):
+    if t.is_structured and column.null_count == len(column):
         return [(None, None)] * len(column)
     raise _Fallback
 

@@ -161,6 +161,8 @@ def _file_type(t: DataType, field_id: int, depth: int, for_orc: bool) -> pa.Data
                        child("value", value_type, _array_element_id(field_id, depth + 1)))
     if r == "ROW":
         return pa.struct([_file_field(f, for_orc) for f in t.fields])
+    if r == "VARIANT":  # Java's ParquetSchemaConverter: required `value` (id 0), `metadata` (id 1)
+        return pa.struct([_field("value", pa.binary(), False, 0), _field("metadata", pa.binary(), False, 1)])
     if r == "TIME" and for_orc:
         return pa.int32()
     return to_arrow(t)
@@ -489,6 +491,11 @@ def _check_decoded(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[Data
                                    f"says {num_rows} (a damaged footer)")
         for where, found, declared in _nodes(column.type, f.type):
             at = f" (at {where})" if where else ""
+            if declared.root == "VARIANT" and pa.types.is_struct(found) and found.get_field_index("typed_value") >= 0:
+                raise UnsupportedOperationError(
+                    f"data file {path}: VARIANT column {f.name!r}{at} is shredded (typed sub-columns Java writes under "
+                    "the table option 'parquet.variant.shreddingSchema'); paimon-streaming reads plain variants "
+                    "only: remove that option and rewrite the files (a full compaction by Java) to read them here")
             if found is None:
                 raise CorruptFileError(f"data file {path}: column {f.name!r} has no field {where!r}, which the "
                                        "schema it was written with has (a damaged footer)")
@@ -515,6 +522,8 @@ _FAMILIES = {
     "BINARY": _is_string_or_binary, "VARBINARY": _is_string_or_binary,
     "ROW": pa.types.is_struct, "ARRAY": lambda a: pa.types.is_list(a) or pa.types.is_large_list(a),
     "MAP": pa.types.is_map, "MULTISET": pa.types.is_map,
+    "VARIANT": lambda a: pa.types.is_struct(a) and a.get_field_index("value") >= 0
+    and a.get_field_index("metadata") >= 0,
 }
 
 

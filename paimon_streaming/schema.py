@@ -15,6 +15,7 @@ from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .system_fields import is_system_field, reserved_names_message
 from .fileio import FileIO
 from .json_check import CHECK_KEY, check_mismatch, json_check
+from .variant import check_table as check_variants
 from .types import DataField, DataType, arrow_schema, assign_field_ids, from_arrow, max_field_id
 
 SCHEMA_VERSION = 3
@@ -155,8 +156,9 @@ class TableSchema:
             raise InvalidOptionError(
                 f"primary key {pk} must contain at least one column that is not a partition key {part}")
         for f in self.fields:
-            if f.name in pk and f.type.is_nested:
+            if f.name in pk and f.type.is_structured:
                 raise InvalidOptionError(f"primary key column '{f.name}' has nested type {f.type}")
+        check_variants(self.fields, self.options, part + self.bucket_keys + list(core.sequence_field))
         bucket = core.bucket
         bucket_keys = self.bucket_keys
         unknown = [k for k in bucket_keys if k not in self.field_names]
@@ -325,6 +327,12 @@ _WRITABLE_FROM = {  # target root -> input roots Arrow can cast safely (overflow
 }
 
 
+def _variant_parts(t: DataType) -> bool:
+    """A ROW of exactly binary `value` and `metadata`: a variant whose Arrow tag was lost."""
+    return t.root == "ROW" and sorted(f.name for f in t.fields) == ["metadata", "value"] and all(
+        f.type.is_binary for f in t.fields)
+
+
 def cast_type_check(column: str, have: DataType, want: DataType) -> None:
     """Raise a SchemaMismatchError naming the column when `have` cannot be written as `want`.
 
@@ -342,7 +350,9 @@ def cast_type_check(column: str, have: DataType, want: DataType) -> None:
         cast_type_check(f"{column}.key", have.key, want.key)
         cast_type_check(f"{column}.value", have.value, want.value)
         return
-    if not have.is_nested and (have.root == want.root or have.root in _WRITABLE_FROM.get(want.root, ())):
+    if want.root == "VARIANT" and (have.root == "VARIANT" or _variant_parts(have)):
+        return
+    if not have.is_structured and (have.root == want.root or have.root in _WRITABLE_FROM.get(want.root, ())):
         return
     raise SchemaMismatchError(
         f"column '{column}' has type {have.sql()} which cannot be written to table type {want.sql()}")

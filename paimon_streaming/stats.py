@@ -5,7 +5,7 @@ dense stats row), `counts` (null count only), `full`, and `truncate(N)` (strings
 points; the max is then rounded up so it still bounds every value). Stats are pruning hints,
 so whenever a bound cannot be stated safely it is left unknown (None):
 
-* ARRAY/MAP/MULTISET/ROW and BINARY/VARBINARY: no min/max (Java: not Comparable, and no Parquet
+* ARRAY/MAP/MULTISET/ROW/VARIANT and BINARY/VARBINARY: no min/max (Java: not Comparable, and no Parquet
   footer stats); their null counts are exact.
 * FLOAT/DOUBLE containing NaN: no min/max. Java's comparator orders NaN above +inf while
   Parquet readers drop NaN-tainted stats; leaving them unknown is right under both.
@@ -33,7 +33,7 @@ STATS_MODE_OPTION = "metadata.stats-mode"
 KEEP_FIRST_N_OPTION = "metadata.stats-keep-first-n-columns"
 
 _TRUNCATE = re.compile(r"^TRUNCATE\((\d+)\)$")
-_NO_MIN_MAX = {"ARRAY", "MAP", "MULTISET", "ROW", "BINARY", "VARBINARY"}
+_NO_MIN_MAX = {"ARRAY", "MAP", "MULTISET", "ROW", "BINARY", "VARBINARY", "VARIANT"}
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
 

@@ -17,7 +17,7 @@ from .errors import UnsupportedTypeError
 MAX_LENGTH = 2147483647
 
 # Roots whose JSON form is a bare word.
-_PLAIN = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE"}
+_PLAIN = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "VARIANT"}
 _ALIASES = {"INTEGER": "INT", "NUMERIC": "DECIMAL", "DEC": "DECIMAL"}
 _DEFAULT_PRECISION = {"CHAR": 1, "VARCHAR": 1, "BINARY": 1, "VARBINARY": 1, "DECIMAL": 10,
                       "TIME": 0, "TIMESTAMP": 6, "TIMESTAMP_LTZ": 6}
@@ -73,6 +73,11 @@ class DataType:
     @property
     def is_nested(self) -> bool:
         return self.root in ("ARRAY", "MAP", "MULTISET", "ROW")
+
+    @property
+    def is_structured(self) -> bool:
+        """Composite types and VARIANT: stored as groups, without an order, never keys."""
+        return self.is_nested or self.root == "VARIANT"
 
     @property
     def is_compact_decimal(self) -> bool:
@@ -198,9 +203,23 @@ _SIMPLE_ARROW = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int
                  "VARBINARY": pa.binary(), "TIME": pa.time32("ms")}
 
 
+# VARIANT as Spark 4 exchanges it through Arrow (pyspark.sql.pandas.types): the Parquet Variant
+# binary encoding's two parts, `metadata` tagged so that Spark reads the struct back as a variant.
+VARIANT_ARROW = pa.struct([pa.field("value", pa.binary(), False),
+                           pa.field("metadata", pa.binary(), False, metadata={b"variant": b"true"})])
+
+
+def _tagged_variant(at: pa.DataType) -> bool:
+    if not pa.types.is_struct(at) or at.num_fields != 2 or {at.field(0).name, at.field(1).name} != {"value", "metadata"}:
+        return False
+    return (at.field("metadata").metadata or {}).get(b"variant") == b"true"
+
+
 def to_arrow(t: DataType) -> pa.DataType:
     """The Arrow type users see for a Paimon type."""
     r = t.root
+    if r == "VARIANT":
+        return VARIANT_ARROW
     simple = _SIMPLE_ARROW.get(r)
     if simple is not None:
         return simple
@@ -273,6 +292,8 @@ def from_arrow(at: pa.DataType, nullable: bool = True) -> DataType:
     if T.is_map(at):
         return DataType("MAP", nullable, key=from_arrow(at.key_type, False),
                         value=from_arrow(at.item_type, at.item_field.nullable))
+    if _tagged_variant(at):
+        return DataType("VARIANT", nullable)
     if T.is_struct(at):
         fields = tuple(DataField(-1, at.field(i).name, from_arrow(at.field(i).type, at.field(i).nullable))
                        for i in range(at.num_fields))

@@ -31,6 +31,7 @@ from .datafile import ParquetSettings, write_data_file
 from .file_index import INDEX_SUFFIX, FileIndexSpec
 from .default_values import with_defaults
 from .dynamic_bucket import DynamicBucketAssigner
+from . import variant
 from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError, UnsupportedOperationError
 from .external_paths import ExternalPaths
 from .file_settings import FileSettingsByLevel
@@ -125,6 +126,8 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             for chunk in col.chunks:
                 _check_milliseconds_of_day(f.name, chunk)
         check_decimals_fit(f.name, col)
+        if f.type.root == "VARIANT":
+            col = variant.check(f.name, col)
         col = with_defaults(col, f)
         if not f.type.nullable and col.null_count:
             kind = "primary key" if f.name in schema.primary_keys else "NOT NULL"

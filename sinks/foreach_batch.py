@@ -46,7 +46,8 @@ from paimon_streaming.errors import (CommitConflictError, PaimonError, SequenceC
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
-from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, compact_after_commit,
+from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, collect_arrow,
+                          compact_after_commit,
                           encode_messages, reconcile_schema, session_time_zone, write_dataframe, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
@@ -321,7 +322,7 @@ def write_in_driver(df: DataFrame, plan: WritePlan, transform: ArrowTransform | 
     falls back)."""
     schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
     conform(schema.empty_table(), plan.writer().schema, plan.table_name, plan.row_kind_column)  # fail fast
-    batches = (df.toArrow() if collected is None else collected).to_batches()
+    batches = (collect_arrow(df) if collected is None else collected).to_batches()
     clock.lap("read")
     if transform is not None:
         batches = list(transform.fn(iter(batches)))

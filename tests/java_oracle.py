@@ -44,6 +44,9 @@ ARRAY<T>                                       list
 MAP<K, V>                                      list of (key, value) tuples (dict on write too)
 MULTISET<T>                                    list of (element, count) tuples
 ROW<...>                                       dict by field name
+VARIANT                                        written: JSON text (Java encodes it) or a dict of
+                                               ``value``/``metadata`` bytes; read: a dict of
+                                               ``json`` (Java's toJson), ``value``, ``metadata``
 =============================================  ================================================
 
 Written rows may carry ``"_ROW_KIND"``: ``"+I"``, ``"-U"``, ``"+U"`` or ``"-D"``.
@@ -53,7 +56,8 @@ The JSON encoding between Python and Java (defined here in ``_to_json``/``_from_
 ``"Infinity"``, ``"-Infinity"``; strings as strings; binary as base64; DECIMAL as a plain
 decimal string; DATE as days since epoch; TIME as milliseconds of day; TIMESTAMP and
 TIMESTAMP WITH LOCAL TIME ZONE as ``{"millis": epoch millis, "nanos": nano-of-millisecond}``;
-ARRAY as array; MAP/MULTISET as array of ``[key, value]`` pairs; ROW as object; null as null.
+ARRAY as array; MAP/MULTISET as array of ``[key, value]`` pairs; ROW as object; VARIANT as JSON
+text or ``{"value": base64, "metadata": base64}`` (read: plus ``"json"``); null as null.
 """
 
 from __future__ import annotations
@@ -294,6 +298,10 @@ def _to_json(v: Any, t: PType) -> Any:
         if isinstance(v, Mapping):
             return {name: _to_json(v.get(name), ft) for name, ft in t.fields}
         return {name: _to_json(x, ft) for (name, ft), x in zip(t.fields, v)}
+    if r == "VARIANT":  # JSON text (Java encodes it) or the bytes {"value": ..., "metadata": ...}
+        if isinstance(v, str):
+            return v
+        return {part: base64.b64encode(bytes(v[part])).decode("ascii") for part in ("value", "metadata")}
     raise NotImplementedError(f"no JSON encoding for Paimon type {r}")
 
 
@@ -347,6 +355,8 @@ def _from_json(v: Any, t: PType) -> Any:
         return [(_from_json(k, t.element), n) for k, n in v]
     if r == "ROW":
         return {name: _from_json(v.get(name), ft) for name, ft in t.fields}
+    if r == "VARIANT":  # {"json": Java's toJson(), "value": bytes, "metadata": bytes}
+        return {"json": v["json"], "value": base64.b64decode(v["value"]), "metadata": base64.b64decode(v["metadata"])}
     return v  # bool, ints, strings
 
 

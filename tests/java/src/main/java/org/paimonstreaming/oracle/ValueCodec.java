@@ -9,6 +9,8 @@ import org.apache.paimon.data.InternalArray;
 import org.apache.paimon.data.InternalMap;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
+import org.apache.paimon.data.variant.GenericVariant;
+import org.apache.paimon.data.variant.Variant;
 import org.apache.paimon.types.ArrayType;
 import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataType;
@@ -45,6 +47,9 @@ import java.util.Map;
  *   <li>ARRAY: JSON array
  *   <li>MAP: JSON array of [key, value] pairs; MULTISET: JSON array of [element, count] pairs
  *   <li>ROW: JSON object by field name
+ *   <li>VARIANT: written as a JSON text string (Java's GenericVariant.fromJson encodes it) or as
+ *       {"value": base64, "metadata": base64} (the bytes as given); read as {"json": toJson(),
+ *       "value": base64, "metadata": base64}
  *   <li>null: null
  * </ul>
  */
@@ -130,6 +135,13 @@ final class ValueCodec {
                 }
             case ROW:
                 return rowFromJson(v, (RowType) type);
+            case VARIANT:
+                if (v.isTextual()) {
+                    return GenericVariant.fromJson(v.asText());
+                }
+                return new GenericVariant(
+                        Base64.getDecoder().decode(v.get("value").asText()),
+                        Base64.getDecoder().decode(v.get("metadata").asText()));
             default:
                 throw new UnsupportedOperationException("unsupported type: " + type);
         }
@@ -234,6 +246,15 @@ final class ValueCodec {
                 }
             case ROW:
                 return rowToJson((InternalRow) value, (RowType) type);
+            case VARIANT:
+                {
+                    Variant variant = (Variant) value;
+                    ObjectNode o = NODES.objectNode();
+                    o.put("json", variant.toJson());
+                    o.put("value", Base64.getEncoder().encodeToString(variant.value()));
+                    o.put("metadata", Base64.getEncoder().encodeToString(variant.metadata()));
+                    return o;
+                }
             default:
                 throw new UnsupportedOperationException("unsupported type: " + type);
         }

@@ -1,0 +1,414 @@
+"""VARIANT values: the Parquet Variant binary encoding Paimon stores (FORMAT: `VARIANT`; Java's
+`GenericVariant`, Spark 4's `VariantVal`), as Arrow structs of `value` and `metadata` bytes.
+
+A variant's `metadata` is a dictionary of the object keys it uses; its `value` is a tree of
+typed nodes (primitives, strings, objects of key ids, arrays) whose first byte says what
+follows. Spark builds variants with `parse_json` and reads them as `VariantVal`; a Python user
+builds them here with `from_json` and reads them back with `to_python` / `to_json`. Those two
+walk each value in Python (a variant is a tree, nothing columnar to vectorize): they are for
+building and inspecting values, not a table's read path, which hands the bytes over unchanged.
+`check` validates a column on the write path, vectorized.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import struct
+from decimal import Decimal
+from itertools import accumulate
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedTypeError
+from .types import VARIANT_ARROW, DataField, DataType
+
+_PRIMITIVE, _SHORT_STRING, _OBJECT, _ARRAY = 0, 1, 2, 3
+_NULL, _TRUE, _FALSE, _INT8, _INT16, _INT32, _INT64, _DOUBLE = 0, 1, 2, 3, 4, 5, 6, 7
+_DECIMAL4, _DECIMAL8, _DECIMAL16, _DATE, _TIMESTAMP, _TIMESTAMP_NTZ = 8, 9, 10, 11, 12, 13
+_FLOAT, _BINARY, _STRING, _TIME_NTZ, _TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ, _UUID = 14, 15, 16, 17, 18, 19, 20
+_VERSION = 1
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_INTEGERS = ((_INT8, "<b", 1 << 7), (_INT16, "<h", 1 << 15), (_INT32, "<i", 1 << 31), (_INT64, "<q", 1 << 63))
+_DECIMALS = ((_DECIMAL4, 9, 4), (_DECIMAL8, 18, 8), (_DECIMAL16, 38, 16))
+
+
+class MalformedVariantError(SchemaMismatchError):
+    """Bytes that are not a Parquet Variant encoding (raised naming the column or value)."""
+
+
+# ---- building -------------------------------------------------------------------------------
+class _Number(str):
+    """A JSON number with a fraction or exponent, kept as text until its encoding is chosen."""
+
+
+def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.StructArray:
+    """JSON documents as variants (None stays a null variant), as Spark's `parse_json` encodes
+    them: integers in the narrowest of 1/2/4/8 bytes, numbers with a fraction as decimals while
+    they fit 38 digits (with an exponent, or wider: doubles), object keys sorted.
+    MalformedVariantError names the document that is not JSON."""
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        texts = texts.to_pylist()
+    values, metadatas, valid = [], [], []
+    for i, text in enumerate(texts):
+        if text is None:
+            values.append(b"")
+            metadatas.append(b"")
+            valid.append(False)
+            continue
+        try:
+            document = json.loads(text, parse_float=_Number, parse_constant=_refuse_constant)
+        except (ValueError, TypeError) as exc:
+            raise MalformedVariantError(f"document {i} is not JSON ({exc}): {str(text)[:80]!r}") from None
+        value, metadata = encode(document)
+        values.append(value)
+        metadatas.append(metadata)
+        valid.append(True)
+    mask = pa.array(np.logical_not(np.array(valid, bool)))
+    return pa.StructArray.from_arrays([pa.array(values, pa.binary()), pa.array(metadatas, pa.binary())],
+                                      fields=list(VARIANT_ARROW), mask=mask)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def encode(document: Any) -> tuple[bytes, bytes]:
+    """One Python value (dict with str keys, list, str, bool, int, float, Decimal, bytes, date,
+    datetime, None) as a variant's (value, metadata)."""
+    keys = sorted(_keys(document, set()))
+    ids = {k: i for i, k in enumerate(keys)}
+    out = bytearray()
+    _encode(document, ids, out)
+    return bytes(out), _metadata(keys)
+
+
+def _keys(value: Any, found: set[str]) -> set[str]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise MalformedVariantError(f"variant object keys are strings, not {k!r}")
+            found.add(k)
+            _keys(v, found)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _keys(v, found)
+    return found
+
+
+def _metadata(keys: list[str]) -> bytes:
+    encoded = [k.encode() for k in keys]
+    offsets = list(accumulate((len(k) for k in encoded), initial=0))
+    width = _width(max(len(keys), offsets[-1]))
+    header = _VERSION | (1 << 4) | ((width - 1) << 6)  # sorted, unique keys
+    return bytes([header]) + _uints([len(keys)] + offsets, width) + b"".join(encoded)
+
+
+def _encode(value: Any, ids: dict[str, int], out: bytearray) -> None:
+    if value is None:
+        out.append(_primitive(_NULL))
+    elif isinstance(value, bool):
+        out.append(_primitive(_TRUE if value else _FALSE))
+    elif isinstance(value, int):
+        _encode_int(value, out)
+    elif isinstance(value, _Number):
+        _encode_number(value, out)
+    elif isinstance(value, Decimal):
+        _encode_decimal(value, out)
+    elif isinstance(value, float):
+        out.append(_primitive(_DOUBLE))
+        out += struct.pack("<d", value)
+    elif isinstance(value, str):
+        data = value.encode()
+        if len(data) < 64:
+            out.append(_SHORT_STRING | (len(data) << 2))
+        else:
+            out.append(_primitive(_STRING))
+            out += struct.pack("<I", len(data))
+        out += data
+    elif isinstance(value, (bytes, bytearray)):
+        out.append(_primitive(_BINARY))
+        out += struct.pack("<I", len(value)) + value
+    elif isinstance(value, dt.datetime):
+        aware = value.tzinfo is not None
+        micros = ((value - _EPOCH) if aware else (value - _EPOCH.replace(tzinfo=None))) // dt.timedelta(microseconds=1)
+        out.append(_primitive(_TIMESTAMP if aware else _TIMESTAMP_NTZ))
+        out += struct.pack("<q", micros)
+    elif isinstance(value, dt.date):
+        out.append(_primitive(_DATE))
+        out += struct.pack("<i", (value - _EPOCH_DATE).days)
+    elif isinstance(value, dict):
+        items = sorted(value.items())
+        field_ids = [ids[k] for k, _ in items]
+        id_width = _width(max(field_ids, default=0))
+        _encode_container([v for _, v in items], ids, out, _OBJECT, (id_width - 1) << 2, _uints(field_ids, id_width))
+    elif isinstance(value, (list, tuple)):
+        _encode_container(list(value), ids, out, _ARRAY, 0, b"")
+    else:
+        raise MalformedVariantError(f"a variant cannot hold {type(value).__name__} {value!r}")
+
+
+def _encode_int(value: int, out: bytearray) -> None:
+    for type_id, fmt, bound in _INTEGERS:
+        if -bound <= value < bound:
+            out.append(_primitive(type_id))
+            out += struct.pack(fmt, value)
+            return
+    if not _encode_decimal(Decimal(value), out, strict=False):
+        out.append(_primitive(_DOUBLE))
+        out += struct.pack("<d", float(value))
+
+
+def _encode_number(text: str, out: bytearray) -> None:
+    if "e" not in text.lower():
+        number = Decimal(text)
+        if _encode_decimal(number, out, strict=False):
+            return
+    out.append(_primitive(_DOUBLE))
+    out += struct.pack("<d", float(text))
+
+
+def _encode_decimal(number: Decimal, out: bytearray, strict: bool = True) -> bool:
+    """A decimal in the narrowest of 4/8/16 bytes. Over 38 digits: an error when `strict` (a
+    Python Decimal), else False (a JSON number, which then becomes a double, as in Spark)."""
+    sign, digits, exponent = number.as_tuple()
+    scale = max(0, -exponent)
+    unscaled = int(number.scaleb(scale))
+    precision = max(len(str(abs(unscaled))), scale)
+    for type_id, max_precision, size in _DECIMALS:
+        if precision <= max_precision:
+            out.append(_primitive(type_id))
+            out.append(scale)
+            out += unscaled.to_bytes(size, "little", signed=True)
+            return True
+    if strict:
+        raise MalformedVariantError(f"{number} has more than 38 digits, more than a variant decimal holds")
+    return False
+
+
+def _encode_container(items: list, ids: dict[str, int], out: bytearray, basic: int, id_bits: int,
+                      field_ids: bytes) -> None:
+    """An object (`field_ids` sorted by key) or an array: count, ids, offsets, then the items."""
+    parts = []
+    for item in items:
+        part = bytearray()
+        _encode(item, ids, part)
+        parts.append(bytes(part))
+    offsets = list(accumulate((len(p) for p in parts), initial=0))
+    offset_width = _width(offsets[-1])
+    large = len(items) > 0xFF
+    large_bit = 1 << (4 if basic == _OBJECT else 2)
+    out.append(basic | ((offset_width - 1 | id_bits | (large_bit if large else 0)) << 2))
+    out += _uint(len(items), 4 if large else 1) + field_ids
+    out += _uints(offsets, offset_width)
+    out += b"".join(parts)
+
+
+def _primitive(type_id: int) -> int:
+    return _PRIMITIVE | (type_id << 2)
+
+
+def _width(largest: int) -> int:
+    return 1 if largest <= 0xFF else 2 if largest <= 0xFFFF else 3 if largest <= 0xFFFFFF else 4
+
+
+def _uint(value: int, width: int) -> bytes:
+    return value.to_bytes(width, "little")
+
+
+_UINT_FORMATS = {1: "B", 2: "H", 4: "I"}
+
+
+def _uints(values: list[int], width: int) -> bytes:
+    """Little-endian unsigned integers of `width` bytes (3: four-byte ones cut to three)."""
+    if width == 3:
+        packed = struct.pack(f"<{len(values)}I", *values)
+        return b"".join(packed[i:i + 3] for i in range(0, len(packed), 4))
+    return struct.pack(f"<{len(values)}{_UINT_FORMATS[width]}", *values)
+
+
+# ---- reading --------------------------------------------------------------------------------
+def to_python(variants: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """Each variant as Python values: dict, list, str, int, Decimal, float, bool, bytes, date,
+    datetime (UTC-aware for a timestamp, naive for timestamp_ntz), None for a null variant and
+    for a variant's JSON null."""
+    values = variants.field("value") if isinstance(variants, pa.StructArray) else pc.struct_field(variants, "value")
+    metadatas = (variants.field("metadata") if isinstance(variants, pa.StructArray)
+                 else pc.struct_field(variants, "metadata"))
+    valid = variants.is_valid().to_pylist()
+    return [decode(v, m) if ok else None for v, m, ok in zip(values.to_pylist(), metadatas.to_pylist(), valid)]
+
+
+def to_json(variants: pa.Array | pa.ChunkedArray) -> pa.StringArray:
+    """Each variant as compact JSON text (keys in the variant's order; decimals with their exact
+    digits; timestamps, dates and base64 bytes as strings, as Spark's `to_json` writes them);
+    null for a null variant."""
+    valid = variants.is_valid().to_pylist()
+    return pa.array([_json(v) if ok else None for v, ok in zip(to_python(variants), valid)], pa.string())
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _json(v) for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json(v) for v in value) + "]"
+    if isinstance(value, Decimal):  # trailing zeros dropped, as Spark's and Java's toJson do
+        return format(value.normalize(), "f")
+    if isinstance(value, (bytes, bytearray)):
+        return json.dumps(base64.b64encode(value).decode())
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return json.dumps(value.isoformat())
+    return json.dumps(value, ensure_ascii=False)
+
+
+def decode(value: bytes, metadata: bytes) -> Any:
+    """One variant's (value, metadata) as Python values (see `to_python`)."""
+    try:
+        keys = _dictionary(metadata)
+        decoded, _ = _decode(memoryview(value), 0, keys)
+        return decoded
+    except (IndexError, struct.error, ValueError, UnicodeDecodeError) as exc:
+        raise MalformedVariantError(f"malformed variant ({exc}): value {bytes(value[:16]).hex()}..., "
+                                    f"metadata {bytes(metadata[:16]).hex()}...") from None
+
+
+def _dictionary(metadata: bytes) -> list[str]:
+    header = metadata[0]
+    if header & 0x0F != _VERSION:
+        raise ValueError(f"metadata version {header & 0x0F}, not {_VERSION}")
+    width = (header >> 6) + 1
+    count = int.from_bytes(metadata[1:1 + width], "little")
+    start = 1 + width
+    offsets = [int.from_bytes(metadata[start + i * width:start + (i + 1) * width], "little") for i in range(count + 1)]
+    base = start + (count + 1) * width
+    return [bytes(metadata[base + offsets[i]:base + offsets[i + 1]]).decode() for i in range(count)]
+
+
+def _decode(buf: memoryview, pos: int, keys: list[str]) -> tuple[Any, int]:
+    header = buf[pos]
+    basic, info = header & 0x3, header >> 2
+    if basic == _SHORT_STRING:
+        return bytes(buf[pos + 1:pos + 1 + info]).decode(), pos + 1 + info
+    if basic in (_OBJECT, _ARRAY):
+        offset_width = (info & 0x3) + 1
+        if basic == _OBJECT:
+            id_width, large = ((info >> 2) & 0x3) + 1, (info >> 4) & 1
+        else:
+            id_width, large = 0, (info >> 2) & 1
+        count_width = 4 if large else 1
+        count = int.from_bytes(buf[pos + 1:pos + 1 + count_width], "little")
+        ids_at = pos + 1 + count_width
+        offsets_at = ids_at + count * id_width
+        data_at = offsets_at + (count + 1) * offset_width
+        offsets = [int.from_bytes(buf[offsets_at + i * offset_width:offsets_at + (i + 1) * offset_width], "little")
+                   for i in range(count + 1)]
+        items = [_decode(buf, data_at + offsets[i], keys)[0] for i in range(count)]
+        end = data_at + offsets[count]
+        if basic == _ARRAY:
+            return items, end
+        ids = [int.from_bytes(buf[ids_at + i * id_width:ids_at + (i + 1) * id_width], "little") for i in range(count)]
+        return {keys[i]: item for i, item in zip(ids, items)}, end
+    return _decode_primitive(buf, pos + 1, info)
+
+
+def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]:
+    if type_id == _NULL:
+        return None, at
+    if type_id in (_TRUE, _FALSE):
+        return type_id == _TRUE, at
+    for int_type, fmt, _ in _INTEGERS:
+        if type_id == int_type:
+            size = struct.calcsize(fmt)
+            return struct.unpack_from(fmt, buf, at)[0], at + size
+    if type_id in (_DOUBLE, _FLOAT):
+        fmt = "<d" if type_id == _DOUBLE else "<f"
+        return struct.unpack_from(fmt, buf, at)[0], at + struct.calcsize(fmt)
+    for decimal_type, _, size in _DECIMALS:
+        if type_id == decimal_type:
+            scale = buf[at]
+            unscaled = int.from_bytes(buf[at + 1:at + 1 + size], "little", signed=True)
+            return Decimal(unscaled).scaleb(-scale), at + 1 + size
+    if type_id == _DATE:
+        return _EPOCH_DATE + dt.timedelta(days=struct.unpack_from("<i", buf, at)[0]), at + 4
+    if type_id in (_TIMESTAMP, _TIMESTAMP_NTZ, _TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ):
+        ticks = struct.unpack_from("<q", buf, at)[0]
+        micros = ticks // 1000 if type_id in (_TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ) else ticks
+        moment = _EPOCH + dt.timedelta(microseconds=micros)
+        return (moment if type_id in (_TIMESTAMP, _TIMESTAMP_NANOS) else moment.replace(tzinfo=None)), at + 8
+    if type_id == _TIME_NTZ:
+        micros = struct.unpack_from("<q", buf, at)[0]
+        return (dt.datetime.min + dt.timedelta(microseconds=micros)).time(), at + 8
+    if type_id in (_BINARY, _STRING):
+        size = struct.unpack_from("<I", buf, at)[0]
+        data = bytes(buf[at + 4:at + 4 + size])
+        return (data.decode() if type_id == _STRING else data), at + 4 + size
+    if type_id == _UUID:
+        import uuid
+        return uuid.UUID(bytes=bytes(buf[at:at + 16])), at + 16
+    raise ValueError(f"unknown primitive type {type_id}")
+
+
+# ---- checking writes ------------------------------------------------------------------------
+def check(name: str, column: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    """A VARIANT column about to be written, with the parts of null variants made empty (Parquet
+    stores them as required fields). MalformedVariantError naming the column when a non-null
+    variant lacks its value or metadata, or its metadata is not of the encoding's version 1:
+    such bytes would be stored and fail every reader later (Java's included)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return pa.chunked_array([_check_chunk(name, c) for c in chunks], type=VARIANT_ARROW)
+
+
+def _check_chunk(name: str, chunk: pa.StructArray) -> pa.StructArray:
+    valid = chunk.is_valid()
+    value, metadata = chunk.field("value"), chunk.field("metadata")
+    for part, array in (("value", value), ("metadata", metadata)):
+        missing = pc.and_(valid, pc.equal(pc.binary_length(array.fill_null(b"")), 0))
+        if pc.any(missing).as_py():
+            row = pc.index(missing, True).as_py()
+            raise MalformedVariantError(f"VARIANT column {name!r}: row {row} has no variant {part} bytes")
+    versioned = pc.if_else(valid, metadata, pa.scalar(b"\x01", metadata.type))
+    first = pc.binary_slice(versioned, 0, 1).cast(pa.binary())
+    starts = np.frombuffer(first.buffers()[1], np.int32)[first.offset:first.offset + len(first)]
+    version = np.frombuffer(first.buffers()[2], np.uint8)[starts] & 0x0F
+    wrong = np.flatnonzero(version != _VERSION)
+    if len(wrong):
+        raise MalformedVariantError(f"VARIANT column {name!r}: row {int(wrong[0])}'s metadata is of version "
+                                    f"{int(version[wrong[0]])}, not the Variant encoding's {_VERSION}")
+    empty = pa.scalar(b"", pa.binary())
+    children = [pc.if_else(valid, value.cast(pa.binary()), empty), pc.if_else(valid, metadata.cast(pa.binary()), empty)]
+    return pa.StructArray.from_arrays(children, fields=list(VARIANT_ARROW), mask=pc.invert(valid))
+
+
+# ---- where a table may hold variants ---------------------------------------------------------
+def check_table(fields: Iterable[DataField], options: dict[str, str], keyed: Iterable[str]) -> None:
+    """A table's VARIANT columns, as Paimon allows them: in Parquet files only (Java's ORC and
+    Avro writers have no encoding for them), never a partition, bucket or sequence column (a
+    variant has no order and no BinaryRow form); here also only at the top level (a variant
+    inside an ARRAY, MAP or ROW is refused, not written in a form no one reads)."""
+    variants = [f.name for f in fields if f.type.root == "VARIANT"]
+    for f in fields:
+        if f.type.root != "VARIANT" and _holds_variant(f.type):
+            raise UnsupportedTypeError(f"column {f.name!r} ({f.type}) holds a VARIANT inside an ARRAY, MAP or ROW; "
+                                       "paimon-streaming stores VARIANT columns at the top level only")
+    if not variants:
+        return
+    keyed_variants = sorted(set(variants) & set(keyed))
+    if keyed_variants:
+        raise InvalidOptionError(f"VARIANT column(s) {keyed_variants} cannot be partition, bucket or sequence "
+                                 "columns (a variant has no order)")
+    formats = {k: v for k, v in options.items()
+               if k in ("file.format", "changelog-file.format") or k == "file.format.per.level"}
+    named = [f"{k}={v}" for k, v in formats.items()
+             if any(fmt.split(":")[-1].strip().lower() not in ("parquet", "") for fmt in str(v).split(","))]
+    if named:
+        raise InvalidOptionError(f"VARIANT column(s) {variants} need Parquet data files, as in Apache Paimon; "
+                                 f"the table sets {', '.join(named)}")
+
+
+def _holds_variant(t: DataType) -> bool:
+    children = [c for c in (t.element, t.key, t.value) if c is not None] + [f.type for f in t.fields]
+    return any(c.root == "VARIANT" or _holds_variant(c) for c in children)

@@ -1,0 +1,200 @@
+"""VARIANT columns: the Parquet Variant encoding (paimon_streaming/variant.py) against Java's
+and Spark's, tables holding variants written and read by us, Apache Paimon 1.4.2 and Spark 4,
+and the refusals (keys, formats, nesting, malformed bytes, shredded files)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from paimon_streaming import variant
+from paimon_streaming.catalog import create_table_at, load_table
+from paimon_streaming.errors import (InvalidOptionError, SchemaMismatchError, UnsupportedOperationError,
+                                     UnsupportedTypeError)
+from paimon_streaming.types import VARIANT_ARROW
+from paimon_streaming.variant import MalformedVariantError
+from conftest import rows_by
+
+try:
+    from java_oracle import get_oracle
+except ImportError:  # pragma: no cover
+    from tests.java_oracle import get_oracle
+
+DOCS = [
+    '{"user":{"id":1001,"name":"ann"},"tags":["a","b"],"active":true,"score":9.5}',
+    None,
+    "3", "-129", "40000", "3000000000", "12345678901234567890", "1e3", "-0.001", "2.50",
+    '"' + "long string " * 10 + '"', '"é"', "[]", "{}", "null", "false",
+    '{"wide":' + json.dumps({f"k{i:03}": i for i in range(300)}) + "}",
+    '{"many":' + json.dumps(list(range(300))) + "}",
+]
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("payload", VARIANT_ARROW)])
+
+
+def parsed(text):
+    return None if text is None else json.loads(text, parse_float=Decimal)
+
+
+def test_codec_round_trip_and_narrowest_encodings():
+    arr = variant.from_json(DOCS)
+    assert [parsed(t) for t in variant.to_json(arr).to_pylist()] == [parsed(t) for t in DOCS]
+    values = arr.field("value").to_pylist()
+    # integers in 1/2/4/8 bytes, then a decimal; a number with an exponent is a double
+    assert [values[i][0] >> 2 for i in (2, 3, 4, 5, 6, 7)] == [3, 4, 5, 6, 10, 7]
+    assert variant.to_python(arr)[9] == Decimal("2.50")  # the decimal keeps its scale
+    assert variant.to_json(arr)[9].as_py() == "2.5"      # printed as Spark and Java print it
+    assert variant.to_python(arr)[1] is None and not arr[1].is_valid
+    py = variant.to_python(arr)[0]
+    assert py == {"active": True, "score": Decimal("9.5"), "tags": ["a", "b"], "user": {"id": 1001, "name": "ann"}}
+    # Python values beyond JSON: bytes, dates, timestamps
+    value, metadata = variant.encode({"b": b"\x00\x01", "d": dt.date(2026, 11, 29),
+                                      "t": dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc),
+                                      "n": dt.datetime(2026, 11, 29, 12, 0)})
+    assert variant.decode(value, metadata) == {"b": b"\x00\x01", "d": dt.date(2026, 11, 29),
+                                               "n": dt.datetime(2026, 11, 29, 12, 0),
+                                               "t": dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)}
+
+
+def test_codec_refuses_what_is_not_a_variant():
+    with pytest.raises(MalformedVariantError, match="document 1 is not JSON"):
+        variant.from_json(["{}", "{oops"])
+    with pytest.raises(MalformedVariantError, match="NaN"):
+        variant.from_json(["NaN"])
+    with pytest.raises(MalformedVariantError, match="malformed variant"):
+        variant.decode(b"\x02\x05", b"\x01\x00\x00")  # an object whose header promises more bytes
+    with pytest.raises(MalformedVariantError, match="metadata version 2"):
+        variant.decode(b"\x0c\x01", b"\x02\x00\x00")
+
+
+def test_table_round_trip_updates_and_malformed_writes(tmp_path):
+    t = create_table_at(str(tmp_path / "t"), SCHEMA, primary_keys=["id"],
+                           options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(pa.table({"id": range(len(DOCS)), "payload": variant.from_json(DOCS)}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [0, 1], "payload": variant.from_json(['{"v":2}', '"now set"'])}, schema=SCHEMA))
+    want = [parsed(d) for d in DOCS]
+    want[0], want[1] = {"v": 2}, "now set"
+    read = t.to_arrow().sort_by("id")
+    assert read.schema.field("payload").type.field("metadata").metadata == {b"variant": b"true"}
+    assert [parsed(x) for x in variant.to_json(read.column("payload")).to_pylist()] == want
+    # an untagged struct of the two parts is a variant too (pandas and casts drop the tag)
+    untagged = pa.struct([pa.field("value", pa.binary()), pa.field("metadata", pa.binary())])
+    parts = variant.from_json(['{"v":3}']).cast(untagged)
+    t.write_arrow(pa.table({"id": [2], "payload": parts}))
+    assert variant.to_python(t.to_arrow().sort_by("id").column("payload"))[2] == {"v": 3}
+    snapshots = t.latest_snapshot().id
+    no_metadata = pa.StructArray.from_arrays([pa.array([b"\x0c\x01"]), pa.array([b""])], fields=list(VARIANT_ARROW))
+    with pytest.raises(MalformedVariantError, match="'payload': row 0 has no variant metadata"):
+        t.write_arrow(pa.table({"id": [5], "payload": no_metadata}))
+    wrong_version = pa.StructArray.from_arrays([pa.array([b"\x0c\x01", b"\x0c\x01"]), pa.array([b"\x01\x00\x00", b"\x07\x00\x00"])],
+                                               fields=list(VARIANT_ARROW))
+    with pytest.raises(MalformedVariantError, match="row 1's metadata is of version 7"):
+        t.write_arrow(pa.table({"id": [5, 6], "payload": wrong_version}))
+    assert t.latest_snapshot().id == snapshots  # nothing committed
+
+
+def test_where_a_table_may_hold_variants(tmp_path):
+    def create(name, schema=SCHEMA, **kw):
+        return create_table_at(str(tmp_path / name), schema, **kw)
+
+    with pytest.raises(InvalidOptionError, match="primary key column 'payload'"):
+        create("pk", primary_keys=["id", "payload"])
+    with pytest.raises(InvalidOptionError, match=r"VARIANT column\(s\) \['payload'\] cannot be partition"):
+        create("part", partition_keys=["payload"])
+    with pytest.raises(InvalidOptionError, match="cannot be partition, bucket or sequence"):
+        create("bucket", options={"bucket": "2", "bucket-key": "payload"})
+    with pytest.raises(InvalidOptionError, match="need Parquet data files.*file.format=orc"):
+        create("orc", options={"file.format": "orc"})
+    with pytest.raises(InvalidOptionError, match="file.format.per.level=0:avro"):
+        create("avro", options={"file.format.per.level": "0:avro"})
+    nested = pa.schema([pa.field("id", pa.int64()), pa.field("r", pa.struct([pa.field("v", VARIANT_ARROW)]))])
+    with pytest.raises(UnsupportedTypeError, match="holds a VARIANT inside"):
+        create("nested", nested)
+    t = create("ok", pa.schema([pa.field("id", pa.int64(), False), pa.field("s", pa.string())]), primary_keys=["id"],
+               options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "s": ["x"]}, schema=t.schema.arrow_schema()))
+    with t.update_schema() as update:  # a VARIANT column added later reads as null in older files
+        update.add_column("payload", "VARIANT")
+    t.write_arrow(pa.table({"id": [2], "payload": variant.from_json(['{"a":1}'])}))
+    assert variant.to_python(t.to_arrow().sort_by("id").column("payload")) == [None, {"a": 1}]
+    with pytest.raises(SchemaMismatchError, match="STRING cannot be widened to VARIANT"):
+        with t.update_schema() as update:
+            update.update_column("s", "VARIANT")
+    with pytest.raises(SchemaMismatchError, match="column 's' has type VARIANT which cannot be written to table type STRING"):
+        t.write_arrow(pa.table({"id": [3], "s": variant.from_json(["1"])}))
+
+
+def test_java_reads_our_variants_and_we_read_javas(tmp_path):
+    """Apache Paimon 1.4.2 reads what we write (the same JSON as our to_json, after a compaction
+    of its own too), and we read what it writes; its shredded files are refused by name."""
+    java = get_oracle()
+    ours, theirs, shredded = (str(tmp_path / n) for n in ("ours", "theirs", "shredded"))
+    t = create_table_at(ours, SCHEMA, primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(pa.table({"id": range(len(DOCS)), "payload": variant.from_json(DOCS)}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [3], "payload": variant.from_json(['{"again":[1,{"x":null}]}'])}, schema=SCHEMA))
+    want = {i: parsed(d) for i, d in enumerate(DOCS)}
+    want[3] = {"again": [1, {"x": None}]}
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "payload", "type": "VARIANT"}]
+    with java.batch() as b:
+        read_ours = b.read(ours)
+        b.create_table(theirs, fields, primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+        b.create_table(shredded, fields, primary_keys=["id"], options={
+            "bucket": "1", "parquet.variant.shreddingSchema":
+                '{"type":"ROW","fields":[{"name":"payload","type":{"type":"ROW","fields":'
+                '[{"name":"user","type":{"type":"ROW","fields":[{"name":"id","type":"BIGINT"}]}}]}}]}'})
+    rows = {r["id"]: r["payload"] for r in read_ours.result}
+    assert {i: parsed(v and v["json"]) for i, v in rows.items()} == want
+    ours_json = dict(zip(t.to_arrow()["id"].to_pylist(), variant.to_json(t.to_arrow()["payload"]).to_pylist()))
+    assert {i: v and v["json"] for i, v in rows.items()} == ours_json  # the same text as Java's toJson
+    with java.batch() as b:
+        b.write(theirs, [{"id": i, "payload": d} for i, d in enumerate(DOCS)])
+        b.write(theirs, [{"id": 0, "payload": {"value": b"\x0c\x07", "metadata": b"\x01\x00\x00"}}])
+        b.write(shredded, [{"id": 1, "payload": DOCS[0]}])
+        b.compact(ours)
+    java_table = load_table(theirs).to_arrow().sort_by("id")
+    want_theirs = [parsed(d) for d in DOCS]
+    want_theirs[0] = 7
+    assert [parsed(x) for x in variant.to_json(java_table["payload"]).to_pylist()] == want_theirs
+    after = java.read(ours)  # Java compacted our table: still the same values
+    assert {r["id"]: parsed(r["payload"] and r["payload"]["json"]) for r in after} == want
+    assert rows_by(load_table(ours).to_arrow(columns=["id"]), "id") == [{"id": i} for i in range(len(DOCS))]
+    with pytest.raises(UnsupportedOperationError, match=r"data file .*\.parquet: VARIANT column 'payload' is shredded"):
+        load_table(shredded).to_arrow()
+
+
+@pytest.mark.usefixtures("spark")
+def test_spark_writes_and_reads_variants(spark, tmp_path):
+    """Spark 4's VariantType through foreachBatch(paimon_sink) (driver and one task), the data
+    source's write and batch and streaming reads: values as Spark's parse_json built them."""
+    from paimon_streaming.sinks import paimon_sink
+    path = str(tmp_path / "events")
+    df = spark.sql("""select id, parse_json(j) as payload from values
+        (1, '{"user":{"id":1001},"city":"Hangzhou","active":true}'), (2, null), (3, '2.50'), (4, '[1,"x"]')
+        as t(id, j)""")
+    paimon_sink(path, commit_user="u", options={"primary-key": "id", "bucket": "2",
+                                                 "deletion-vectors.enabled": "true"})(df, 0)
+    paimon_sink(path, commit_user="u", shuffle=False)(spark.sql(
+        """select 5L as id, parse_json('{"in":"a task"}') as payload union all select 6L, null"""), 1)
+    spark.sql("""select 7L as id, parse_json('{"by":"the data source"}') as payload union all select 8L, null"""
+              ).write.format("paimon").mode("append").save(path)
+    table = load_table(path)
+    assert table.schema.field("payload").type.root == "VARIANT"
+    ours = dict(zip(table.to_arrow()["id"].to_pylist(), variant.to_json(table.to_arrow()["payload"]).to_pylist()))
+    read = spark.read.format("paimon").load(path)
+    assert read.schema["payload"].dataType.typeName() == "variant"
+    got = {r.id: (r.j, r.uid) for r in read.selectExpr(
+        "id", "to_json(payload) as j", "variant_get(payload, '$.user.id', 'int') as uid").collect()}
+    assert got == {1: ('{"active":true,"city":"Hangzhou","user":{"id":1001}}', 1001), 2: (None, None),
+                   3: ("2.5", None), 4: ('[1,"x"]', None), 5: ('{"in":"a task"}', None), 6: (None, None),
+                   7: ('{"by":"the data source"}', None), 8: (None, None)}
+    assert ours == {k: j for k, (j, _) in got.items()}  # our to_json prints what Spark's does
+    checkpoint = str(tmp_path / "checkpoint")
+    query = (spark.readStream.format("paimon").load(path).selectExpr("id", "to_json(payload) as j")
+             .writeStream.format("memory").queryName("variants").option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert {r.id: r.j for r in spark.sql("select * from variants").collect()} == {k: j for k, (j, _) in got.items()}
+    assert os.listdir(checkpoint)
