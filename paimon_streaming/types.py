@@ -209,7 +209,8 @@ VARIANT_ARROW = pa.struct([pa.field("value", pa.binary(), False),
                            pa.field("metadata", pa.binary(), False, metadata={b"variant": b"true"})])
 
 
-def _tagged_variant(at: pa.DataType) -> bool:
+def is_variant_arrow(at: pa.DataType) -> bool:
+    """An Arrow type that stands for a VARIANT: Spark's struct of `value` and a tagged `metadata`."""
     if not pa.types.is_struct(at) or at.num_fields != 2 or {at.field(0).name, at.field(1).name} != {"value", "metadata"}:
         return False
     return (at.field("metadata").metadata or {}).get(b"variant") == b"true"
@@ -292,7 +293,7 @@ def from_arrow(at: pa.DataType, nullable: bool = True) -> DataType:
     if T.is_map(at):
         return DataType("MAP", nullable, key=from_arrow(at.key_type, False),
                         value=from_arrow(at.item_type, at.item_field.nullable))
-    if _tagged_variant(at):
+    if is_variant_arrow(at):
         return DataType("VARIANT", nullable)
     if T.is_struct(at):
         fields = tuple(DataField(-1, at.field(i).name, from_arrow(at.field(i).type, at.field(i).nullable))

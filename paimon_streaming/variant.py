@@ -42,8 +42,9 @@ class MalformedVariantError(SchemaMismatchError):
 
 
 # ---- building -------------------------------------------------------------------------------
-class _Number(str):
-    """A JSON number with a fraction or exponent, kept as text until its encoding is chosen."""
+class JsonNumber(str):
+    """A JSON number with a fraction or exponent (from `loads`), kept as its text until its
+    encoding is chosen: a decimal while it fits, else a double."""
 
 
 def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.StructArray:
@@ -53,21 +54,32 @@ def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.St
     MalformedVariantError names the document that is not JSON."""
     if isinstance(texts, (pa.Array, pa.ChunkedArray)):
         texts = texts.to_pylist()
-    values, metadatas, valid = [], [], []
+    documents = []
     for i, text in enumerate(texts):
-        if text is None:
-            values.append(b"")
-            metadatas.append(b"")
-            valid.append(False)
-            continue
         try:
-            document = json.loads(text, parse_float=_Number, parse_constant=_refuse_constant)
+            documents.append(NULL_VARIANT if text is None else loads(text))
         except (ValueError, TypeError) as exc:
             raise MalformedVariantError(f"document {i} is not JSON ({exc}): {str(text)[:80]!r}") from None
-        value, metadata = encode(document)
+    return from_values(documents)
+
+
+NULL_VARIANT = object()  # in `from_values`: a null variant (SQL NULL), not one holding JSON null
+
+
+def loads(text: str | bytes) -> Any:
+    """A JSON document as `from_values` takes it (numbers with a fraction kept as their text)."""
+    return json.loads(text, parse_float=JsonNumber, parse_constant=_refuse_constant)
+
+
+def from_values(documents: Iterable[Any]) -> pa.StructArray:
+    """Python values (see `encode`; JSON-parsed ones from `loads`) as variants; `None` is a
+    variant holding JSON null, `NULL_VARIANT` a null variant."""
+    values, metadatas, valid = [], [], []
+    for document in documents:
+        value, metadata = (b"", b"") if document is NULL_VARIANT else encode(document)
         values.append(value)
         metadatas.append(metadata)
-        valid.append(True)
+        valid.append(document is not NULL_VARIANT)
     mask = pa.array(np.logical_not(np.array(valid, bool)))
     return pa.StructArray.from_arrays([pa.array(values, pa.binary()), pa.array(metadatas, pa.binary())],
                                       fields=list(VARIANT_ARROW), mask=mask)
@@ -79,133 +91,119 @@ def _refuse_constant(name: str) -> Any:
 
 def encode(document: Any) -> tuple[bytes, bytes]:
     """One Python value (dict with str keys, list, str, bool, int, float, Decimal, bytes, date,
-    datetime, None) as a variant's (value, metadata)."""
-    keys = sorted(_keys(document, set()))
-    ids = {k: i for i, k in enumerate(keys)}
-    out = bytearray()
-    _encode(document, ids, out)
-    return bytes(out), _metadata(keys)
-
-
-def _keys(value: Any, found: set[str]) -> set[str]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise MalformedVariantError(f"variant object keys are strings, not {k!r}")
-            found.add(k)
-            _keys(v, found)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _keys(v, found)
-    return found
+    datetime, None) as a variant's (value, metadata). One pass: keys get ids as they are met
+    (the dictionary is then unsorted, which the encoding allows), objects list their fields by
+    key name."""
+    ids: dict[str, int] = {}
+    value = _encode(document, ids)
+    return value, _metadata(list(ids))
 
 
 def _metadata(keys: list[str]) -> bytes:
     encoded = [k.encode() for k in keys]
     offsets = list(accumulate((len(k) for k in encoded), initial=0))
     width = _width(max(len(keys), offsets[-1]))
-    header = _VERSION | (1 << 4) | ((width - 1) << 6)  # sorted, unique keys
+    header = _VERSION | ((width - 1) << 6)  # keys unique, in the order met (not sorted)
     return bytes([header]) + _uints([len(keys)] + offsets, width) + b"".join(encoded)
 
 
-def _encode(value: Any, ids: dict[str, int], out: bytearray) -> None:
-    if value is None:
-        out.append(_primitive(_NULL))
-    elif isinstance(value, bool):
-        out.append(_primitive(_TRUE if value else _FALSE))
-    elif isinstance(value, int):
-        _encode_int(value, out)
-    elif isinstance(value, _Number):
-        _encode_number(value, out)
-    elif isinstance(value, Decimal):
-        _encode_decimal(value, out)
-    elif isinstance(value, float):
-        out.append(_primitive(_DOUBLE))
-        out += struct.pack("<d", value)
-    elif isinstance(value, str):
+_NULL_BYTE, _TRUE_BYTE, _FALSE_BYTE = bytes([_NULL << 2]), bytes([_TRUE << 2]), bytes([_FALSE << 2])
+_INT8_BYTE, _INT16_BYTE, _INT32_BYTE = _INT8 << 2, _INT16 << 2, _INT32 << 2
+
+
+def _encode(value: Any, ids: dict[str, int]) -> bytes:
+    kind = type(value)
+    if kind is str:
         data = value.encode()
         if len(data) < 64:
-            out.append(_SHORT_STRING | (len(data) << 2))
-        else:
-            out.append(_primitive(_STRING))
-            out += struct.pack("<I", len(data))
-        out += data
-    elif isinstance(value, (bytes, bytearray)):
-        out.append(_primitive(_BINARY))
-        out += struct.pack("<I", len(value)) + value
-    elif isinstance(value, dt.datetime):
+            return bytes([_SHORT_STRING | (len(data) << 2)]) + data
+        return bytes([_primitive(_STRING)]) + struct.pack("<I", len(data)) + data
+    if kind is int:
+        if -128 <= value < 128:
+            return struct.pack("<Bb", _INT8_BYTE, value)
+        if -32768 <= value < 32768:
+            return struct.pack("<Bh", _INT16_BYTE, value)
+        if -2147483648 <= value < 2147483648:
+            return struct.pack("<Bi", _INT32_BYTE, value)
+        return _encode_big_int(value)
+    if kind is dict:
+        keys = sorted(value)
+        field_ids = []
+        for k in keys:
+            i = ids.get(k)
+            if i is None:
+                if type(k) is not str:
+                    raise MalformedVariantError(f"variant object keys are strings, not {k!r}")
+                i = ids[k] = len(ids)
+            field_ids.append(i)
+        id_width = _width(max(field_ids, default=0))
+        return _container(_OBJECT, [_encode(value[k], ids) for k in keys], (id_width - 1) << 2,
+                          _uints(field_ids, id_width))
+    if kind is list or kind is tuple:
+        return _container(_ARRAY, [_encode(v, ids) for v in value], 0, b"")
+    if value is None:
+        return _NULL_BYTE
+    if kind is bool:
+        return _TRUE_BYTE if value else _FALSE_BYTE
+    if kind is JsonNumber:
+        return _encode_number(value)
+    if kind is float:
+        return bytes([_primitive(_DOUBLE)]) + struct.pack("<d", value)
+    if isinstance(value, Decimal):
+        return _encode_decimal(value, strict=True)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes([_primitive(_BINARY)]) + struct.pack("<I", len(value)) + bytes(value)
+    if isinstance(value, dt.datetime):
         aware = value.tzinfo is not None
         micros = ((value - _EPOCH) if aware else (value - _EPOCH.replace(tzinfo=None))) // dt.timedelta(microseconds=1)
-        out.append(_primitive(_TIMESTAMP if aware else _TIMESTAMP_NTZ))
-        out += struct.pack("<q", micros)
-    elif isinstance(value, dt.date):
-        out.append(_primitive(_DATE))
-        out += struct.pack("<i", (value - _EPOCH_DATE).days)
-    elif isinstance(value, dict):
-        items = sorted(value.items())
-        field_ids = [ids[k] for k, _ in items]
-        id_width = _width(max(field_ids, default=0))
-        _encode_container([v for _, v in items], ids, out, _OBJECT, (id_width - 1) << 2, _uints(field_ids, id_width))
-    elif isinstance(value, (list, tuple)):
-        _encode_container(list(value), ids, out, _ARRAY, 0, b"")
-    else:
-        raise MalformedVariantError(f"a variant cannot hold {type(value).__name__} {value!r}")
+        return bytes([_primitive(_TIMESTAMP if aware else _TIMESTAMP_NTZ)]) + struct.pack("<q", micros)
+    if isinstance(value, dt.date):
+        return bytes([_primitive(_DATE)]) + struct.pack("<i", (value - _EPOCH_DATE).days)
+    if isinstance(value, bool):  # subclasses (numpy's bool_ is not one), IntEnum, OrderedDict, ...
+        return _TRUE_BYTE if value else _FALSE_BYTE
+    for base in (int, float, str, dict, list):
+        if isinstance(value, base):
+            return _encode(base(value), ids)
+    raise MalformedVariantError(f"a variant cannot hold {type(value).__name__} {value!r}")
 
 
-def _encode_int(value: int, out: bytearray) -> None:
-    for type_id, fmt, bound in _INTEGERS:
-        if -bound <= value < bound:
-            out.append(_primitive(type_id))
-            out += struct.pack(fmt, value)
-            return
-    if not _encode_decimal(Decimal(value), out, strict=False):
-        out.append(_primitive(_DOUBLE))
-        out += struct.pack("<d", float(value))
+def _encode_big_int(value: int) -> bytes:
+    if -(1 << 63) <= value < (1 << 63):
+        return bytes([_primitive(_INT64)]) + struct.pack("<q", value)
+    return _encode_decimal(Decimal(value), strict=False) or bytes([_primitive(_DOUBLE)]) + struct.pack("<d", float(value))
 
 
-def _encode_number(text: str, out: bytearray) -> None:
-    if "e" not in text.lower():
-        number = Decimal(text)
-        if _encode_decimal(number, out, strict=False):
-            return
-    out.append(_primitive(_DOUBLE))
-    out += struct.pack("<d", float(text))
+def _encode_number(text: str) -> bytes:
+    if "e" not in text and "E" not in text:
+        encoded = _encode_decimal(Decimal(text), strict=False)
+        if encoded:
+            return encoded
+    return bytes([_primitive(_DOUBLE)]) + struct.pack("<d", float(text))
 
 
-def _encode_decimal(number: Decimal, out: bytearray, strict: bool = True) -> bool:
+def _encode_decimal(number: Decimal, strict: bool) -> bytes:
     """A decimal in the narrowest of 4/8/16 bytes. Over 38 digits: an error when `strict` (a
-    Python Decimal), else False (a JSON number, which then becomes a double, as in Spark)."""
-    sign, digits, exponent = number.as_tuple()
+    Python Decimal), else b"" (a JSON number, which then becomes a double, as in Spark)."""
+    exponent = number.as_tuple().exponent
     scale = max(0, -exponent)
     unscaled = int(number.scaleb(scale))
     precision = max(len(str(abs(unscaled))), scale)
     for type_id, max_precision, size in _DECIMALS:
         if precision <= max_precision:
-            out.append(_primitive(type_id))
-            out.append(scale)
-            out += unscaled.to_bytes(size, "little", signed=True)
-            return True
+            return bytes([_primitive(type_id), scale]) + unscaled.to_bytes(size, "little", signed=True)
     if strict:
         raise MalformedVariantError(f"{number} has more than 38 digits, more than a variant decimal holds")
-    return False
+    return b""
 
 
-def _encode_container(items: list, ids: dict[str, int], out: bytearray, basic: int, id_bits: int,
-                      field_ids: bytes) -> None:
-    """An object (`field_ids` sorted by key) or an array: count, ids, offsets, then the items."""
-    parts = []
-    for item in items:
-        part = bytearray()
-        _encode(item, ids, part)
-        parts.append(bytes(part))
-    offsets = list(accumulate((len(p) for p in parts), initial=0))
+def _container(basic: int, parts: list[bytes], id_bits: int, field_ids: bytes) -> bytes:
+    """An object (`field_ids` in key order) or an array: header, count, ids, offsets, items."""
+    offsets = list(accumulate(map(len, parts), initial=0))
     offset_width = _width(offsets[-1])
-    large = len(items) > 0xFF
-    large_bit = 1 << (4 if basic == _OBJECT else 2)
-    out.append(basic | ((offset_width - 1 | id_bits | (large_bit if large else 0)) << 2))
-    out += _uint(len(items), 4 if large else 1) + field_ids
-    out += _uints(offsets, offset_width)
-    out += b"".join(parts)
+    large = len(parts) > 0xFF
+    large_bit = (1 << (4 if basic == _OBJECT else 2)) if large else 0
+    header = bytes([basic | ((offset_width - 1 | id_bits | large_bit) << 2)])
+    return b"".join((header, _uint(len(parts), 4 if large else 1), field_ids, _uints(offsets, offset_width), *parts))
 
 
 def _primitive(type_id: int) -> int:

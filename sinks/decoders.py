@@ -39,8 +39,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
+from paimon_streaming import variant
 from paimon_streaming.errors import PaimonError
-from paimon_streaming.types import map_arrow_leaves
+from paimon_streaming.types import is_variant_arrow, map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
 from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry, \
     source_tables
@@ -116,6 +117,10 @@ class Decoder:
                 source_tables.check_pattern(self.source_table)
             except ValueError as exc:
                 raise DecodeError(str(exc)) from None
+        variants = [f.name for f in self.schema if is_variant_arrow(f.type)]
+        if variants and self.format != "json":
+            raise DecodeError(f"the table's VARIANT column(s) {variants} are filled from JSON records (format json), "
+                              f"not from {self.format}")
         if self.key_format not in ("string", "json", "avro"):
             raise DecodeError(f"unknown key format '{self.key_format}'; use string, json or avro")
         if self.key_format == "string" and len(self.primary_keys) > 1:
@@ -280,7 +285,10 @@ class Decoder:
         return _in_record_order(tables, origins, self._parsed_schema), sorted(bad)
 
     def _json(self, buffer: bytes) -> pa.Table:
-        return _fitting(_read_json(buffer, self.schema, unexpected="infer"))
+        variants = [f.name for f in self.schema if is_variant_arrow(f.type)]
+        if not variants:
+            return _fitting(_read_json(buffer, self.schema, unexpected="infer"))
+        return _with_variants(buffer, self.schema, variants)
 
     def _json_one(self, buffer: bytes) -> pa.Table:
         if not isinstance(json.loads(buffer), dict):
@@ -519,6 +527,40 @@ def _build_or_find_culprits(items: list, positions: list[int], build, records: p
         else:
             good.append(item)
     return build(good), bad
+
+
+def _with_variants(buffer: bytes, schema: pa.Schema, variants: list[str]) -> pa.Table:
+    """Rows of a table with VARIANT columns. pyarrow parses the other columns (a variant's JSON
+    has no Arrow type it could infer: arrays mix types), each record is parsed again in Python
+    for its variant fields (an absent field or a JSON null is a null variant, as for a column of
+    any other type), and fields the table lacks are typed as pyarrow infers them (for schema
+    evolution, as `_read_json` with unexpected fields inferred reports them)."""
+    rest = pa.schema([f for f in schema if f.name not in variants])
+    table = _fitting(_read_json(buffer, rest, unexpected="ignore"))
+    documents = [variant.loads(line) for line in buffer.split(b"\n") if line.strip()]
+    documents = [d if isinstance(d, dict) else {} for d in documents]
+    for name in variants:
+        fields = [d.get(name) for d in documents]
+        column = variant.from_values([variant.NULL_VARIANT if f is None else f for f in fields])
+        table = table.add_column(schema.get_field_index(name), schema.field(name), column)
+    unknown = sorted({k for d in documents for k in d} - set(schema.names))
+    if unknown:
+        lines = b"".join(json.dumps({k: _plain(d[k]) for k in unknown if k in d}).encode() + b"\n" for d in documents)
+        inferred = _read_json(lines, pa.schema([]), unexpected="infer")
+        for name in inferred.column_names:
+            table = table.append_column(inferred.field(name), inferred.column(name))
+    return table
+
+
+def _plain(value: Any) -> Any:
+    """A `variant.loads` value as `json.loads` gives it (numbers with a fraction as floats)."""
+    if isinstance(value, variant.JsonNumber):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _fitting(table: pa.Table) -> pa.Table:

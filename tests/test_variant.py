@@ -11,6 +11,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
+import paimon_streaming as ps
 from paimon_streaming import variant
 from paimon_streaming.catalog import create_table_at, load_table
 from paimon_streaming.errors import (InvalidOptionError, SchemaMismatchError, UnsupportedOperationError,
@@ -198,3 +199,36 @@ def test_spark_writes_and_reads_variants(spark, tmp_path):
     query.awaitTermination(120)
     assert {r.id: r.j for r in spark.sql("select * from variants").collect()} == {k: j for k, (j, _) in got.items()}
     assert os.listdir(checkpoint)
+
+
+def test_ingest_fills_variant_columns_from_json_records(spark, broker, tmp_path):
+    """`paimon-streaming ingest` into a table with a VARIANT column: each record's field JSON
+    becomes a variant (absent or null: a null variant), a new field evolves the table as
+    without variants; only JSON records may fill one."""
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks.decoders import DecodeError, Decoder
+    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("payload", VARIANT_ARROW), pa.field("n", pa.int32())])
+    with pytest.raises(DecodeError, match=r"VARIANT column\(s\) \['payload'\] are filled from JSON records"):
+        Decoder("avro", schema, avro_schema='{"type":"record","name":"r","fields":[]}')
+    warehouse = str(tmp_path / "wh")
+    ps.Catalog(warehouse).create_table("db.events", schema, primary_keys=["id"],
+                                       options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    topic = unique_topic("variant")
+    broker.create_topic(topic, partitions=2)
+    messages = [(b"1", b'{"id":1,"payload":{"user":{"id":1001},"tags":["a"],"score":9.5},"n":1}'),
+                (b"2", b'{"id":2,"n":2}'), (b"3", b'{"id":3,"payload":null}'), (b"4", b'{"id":4,"payload":[1,"x",2.50]}'),
+                (b"1", b'{"id":1,"payload":"replaced","n":5}'), (b"5", b'{"id":5,"payload":{"k":[1,"x"]},"city":"Hangzhou"}')]
+    producer = broker.producer()  # one partition for all: the update of key 1 comes after its insert
+    for key, value in messages:
+        producer.send(topic, key=key, value=value, partition=0)
+    producer.flush()
+    producer.close()
+    lines: list[str] = []
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=warehouse, table="db.events", topics=(topic,),
+                       primary_keys=("id",), trigger="available-now", checkpoint=str(tmp_path / "ckpt"))
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    rows = ps.Catalog(warehouse).get_table("db.events").to_arrow().sort_by("id")
+    assert rows["id"].to_pylist() == [1, 2, 3, 4, 5] and rows["n"].to_pylist() == [5, 2, None, None, None]
+    assert variant.to_json(rows["payload"]).to_pylist() == ['"replaced"', None, None, '[1,"x",2.5]', '{"k":[1,"x"]}']
+    assert rows["city"].to_pylist() == [None, None, None, None, "Hangzhou"]
