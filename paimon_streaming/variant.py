@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import json
 import struct
 from decimal import Decimal
@@ -68,7 +69,7 @@ NULL_VARIANT = object()  # in `from_values`: a null variant (SQL NULL), not one 
 
 def loads(text: str | bytes) -> Any:
     """A JSON document as `from_values` takes it (numbers with a fraction kept as their text)."""
-    return json.loads(text, parse_float=JsonNumber, parse_constant=_refuse_constant)
+    return _DECODER.decode(text.decode() if isinstance(text, (bytes, bytearray)) else text)
 
 
 def from_values(documents: Iterable[Any]) -> pa.StructArray:
@@ -89,6 +90,9 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+_DECODER = json.JSONDecoder(parse_float=JsonNumber, parse_constant=_refuse_constant)
+
+
 def encode(document: Any) -> tuple[bytes, bytes]:
     """One Python value (dict with str keys, list, str, bool, int, float, Decimal, bytes, date,
     datetime, None) as a variant's (value, metadata). One pass: keys get ids as they are met
@@ -96,10 +100,12 @@ def encode(document: Any) -> tuple[bytes, bytes]:
     key name."""
     ids: dict[str, int] = {}
     value = _encode(document, ids)
-    return value, _metadata(list(ids))
+    return value, _metadata(tuple(ids))
 
 
-def _metadata(keys: list[str]) -> bytes:
+@functools.lru_cache(maxsize=4096)
+def _metadata(keys: tuple[str, ...]) -> bytes:
+    """The dictionary of `keys` (cached: the documents of a stream mostly share their keys)."""
     encoded = [k.encode() for k in keys]
     offsets = list(accumulate((len(k) for k in encoded), initial=0))
     width = _width(max(len(keys), offsets[-1]))

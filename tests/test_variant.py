@@ -19,6 +19,7 @@ from paimon_streaming.errors import (InvalidOptionError, SchemaMismatchError, Un
 from paimon_streaming.types import VARIANT_ARROW
 from paimon_streaming.variant import MalformedVariantError
 from conftest import rows_by
+from pypaimon_oracle import pypaimon_read
 
 try:
     from java_oracle import get_oracle
@@ -72,8 +73,10 @@ def test_codec_refuses_what_is_not_a_variant():
 
 
 def test_table_round_trip_updates_and_malformed_writes(tmp_path):
-    t = create_table_at(str(tmp_path / "t"), SCHEMA, primary_keys=["id"],
-                           options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    """Variants written and updated read back as written (also by pypaimon); malformed ones
+    commit nothing."""
+    t = ps.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, primary_keys=["id"],
+                                               options={"bucket": "2", "deletion-vectors.enabled": "true"})
     t.write_arrow(pa.table({"id": range(len(DOCS)), "payload": variant.from_json(DOCS)}, schema=SCHEMA))
     t.write_arrow(pa.table({"id": [0, 1], "payload": variant.from_json(['{"v":2}', '"now set"'])}, schema=SCHEMA))
     want = [parsed(d) for d in DOCS]
@@ -86,6 +89,8 @@ def test_table_round_trip_updates_and_malformed_writes(tmp_path):
     parts = variant.from_json(['{"v":3}']).cast(untagged)
     t.write_arrow(pa.table({"id": [2], "payload": parts}))
     assert variant.to_python(t.to_arrow().sort_by("id").column("payload"))[2] == {"v": 3}
+    by_pypaimon = pypaimon_read(str(tmp_path), "db.t").sort_by("id")
+    assert variant.to_python(by_pypaimon["payload"]) == variant.to_python(t.to_arrow().sort_by("id")["payload"])
     snapshots = t.latest_snapshot().id
     no_metadata = pa.StructArray.from_arrays([pa.array([b"\x0c\x01"]), pa.array([b""])], fields=list(VARIANT_ARROW))
     with pytest.raises(MalformedVariantError, match="'payload': row 0 has no variant metadata"):
