@@ -1,5 +1,5 @@
 """Table shapes W1 does not exercise: many small files (W5), wide rows (W6), point lookups (W7), keys
-moving between partitions (W8).
+moving between partitions (W8), semi-structured payloads (W9).
 
 W5 `small-files`: an append table `(id BIGINT, p INT, payload STRING, amount DOUBLE)`
 partitioned by `p` gets `--commits` commits (default 100) of 20,000 rows spread over 100
@@ -19,6 +19,12 @@ W8 `moving-keys`: a primary-key table `(id BIGINT, dt STRING, amount DOUBLE)` ke
 partitioned by `dt`, `bucket` = -1 with deletion vectors (a cross-partition upsert table) gets
 `--commits` commits (default 100) of 20,000 rows, 80% new ids and 20% updates, each row's `dt`
 one of 8 days at random: most updates move their key to another partition. Read whole.
+
+W9 `variant`: a primary-key table `(id BIGINT, payload VARIANT)` with 4 buckets and deletion
+vectors gets `--commits` commits (default 100) of 20,000 rows, 80% new ids and 20% updates; each
+payload is one of 1,000 JSON documents of varying shape (nested objects, arrays of mixed types,
+absent fields), encoded once (`paimon_streaming.variant.from_json`) before the timed writes.
+Read whole.
 
 Per run and system, in fresh processes: the write (one commit a batch, rows/s), then the first
 read of a fresh process and the median of 5 reads after it (and for W5 the median of 5 reads of
@@ -40,12 +46,15 @@ one partition, a filter that prunes the others; for W7 of the one email). System
 - `paimon-streaming-range-bitmap` (W7 only): the same with a range bitmap on `email`
   (`file-index.range-bitmap.columns`): exact, a chunked dictionary and each row's code;
 - `paimon-streaming-key-with-partition` (W8 only): the same rows keyed by `(id, dt)`, so no key
-  moves (a key is a row per partition): what placing each key by the table-wide index costs.
+  moves (a key is a row per partition): what placing each key by the table-wide index costs;
+- `paimon-streaming-json-string` (W9 only): the same documents as JSON text in a STRING column,
+  what a table without VARIANT holds.
 
     .venv/bin/python bench/bench_shapes.py small-files [--commits 100] [--runs 3]
     .venv/bin/python bench/bench_shapes.py wide [--commits 100] [--columns 200] [--runs 3]
     .venv/bin/python bench/bench_shapes.py lookup [--commits 100] [--runs 3]
     .venv/bin/python bench/bench_shapes.py moving-keys [--commits 100] [--runs 3]
+    .venv/bin/python bench/bench_shapes.py variant [--commits 100] [--runs 3]
 
 Prints one JSON line per system (medians, same-run ratios to raw Parquet, per-run numbers) and a
 table. Ratios are ours / raw Parquet: higher is better for rows/s, lower for read times.
@@ -68,7 +77,7 @@ import pyarrow as pa
 READS = 5
 SYSTEMS = ("raw-parquet", "paimon-streaming", "paimon-streaming-write-only", "paimon-streaming-bloom",
            "paimon-streaming-bitmap", "paimon-streaming-range-bitmap", "paimon-streaming-row-tracking",
-           "paimon-streaming-key-with-partition")
+           "paimon-streaming-key-with-partition", "paimon-streaming-json-string")
 EXTRA_OPTIONS = {"paimon-streaming-write-only": {"write-only": "true"},
                  "paimon-streaming-row-tracking": {"row-tracking.enabled": "true"},
                  "paimon-streaming-bloom": {"file-index.bloom-filter.columns": "email",
@@ -193,9 +202,48 @@ class MovingKeys(Wide):
         return pairs.group_by(["id", "dt"]).aggregate([]).num_rows
 
 
-WORKLOADS = {"small-files": SmallFiles, "wide": Wide, "lookup": Lookup, "moving-keys": MovingKeys}
+class Variants(Wide):
+    """W9: upserts of semi-structured payloads, as VARIANT (or, `as_text`, as JSON text)."""
+    rows = 20_000
+    documents = 1_000
+
+    def __init__(self, columns: int):
+        from paimon_streaming import variant
+        from paimon_streaming.types import VARIANT_ARROW
+        self.as_text = False
+        rng = np.random.default_rng(0)
+        texts = [json.dumps(_document(i, rng)) for i in range(self.documents)]
+        self.texts, self.variants = pa.array(texts), variant.from_json(texts)
+        self.schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("payload", VARIANT_ARROW)])
+
+    def use_text(self) -> None:
+        self.as_text = True
+        self.schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("payload", pa.string())])
+
+    def batch(self, index: int) -> pa.Table:
+        rng = np.random.default_rng(index)
+        ids = self._ids(index, rng)
+        picked = pa.array(rng.integers(0, self.documents, len(ids)))
+        return pa.table([ids, (self.texts if self.as_text else self.variants).take(picked)], schema=self.schema)
+
+
+def _document(i: int, rng: np.random.Generator) -> dict:
+    """A payload of varying shape: an event's user, items of mixed types, optional fields."""
+    doc = {"event": ["view", "cart", "order"][i % 3], "user": {"id": int(rng.integers(1, 10**6)), "tier": "abc"[i % 3]},
+           "items": [int(rng.integers(0, 100)), "sku-%d" % i, round(float(rng.random()) * 100, 2)][: 1 + i % 3],
+           "score": round(float(rng.random()), 4)}
+    if i % 4 == 0:
+        doc["coupon"] = {"code": "C%d" % i, "off": i % 50}
+    if i % 7 == 0:
+        doc["notes"] = None
+    return doc
+
+
+WORKLOADS = {"small-files": SmallFiles, "wide": Wide, "lookup": Lookup, "moving-keys": MovingKeys,
+             "variant": Variants}
 DEFAULT_SYSTEMS = {"small-files": SYSTEMS[:3], "wide": SYSTEMS[:2], "lookup": SYSTEMS[:2] + SYSTEMS[3:7],
-                   "moving-keys": ("raw-parquet", "paimon-streaming", "paimon-streaming-key-with-partition")}
+                   "moving-keys": ("raw-parquet", "paimon-streaming", "paimon-streaming-key-with-partition"),
+                   "variant": ("raw-parquet", "paimon-streaming", "paimon-streaming-json-string")}
 
 
 def raw_parquet(workload, workdir: str):
@@ -245,6 +293,8 @@ def child(args: argparse.Namespace) -> None:
     """One system, one phase, in this fresh process: `write` builds the table, `read` reads it."""
     workload = WORKLOADS[args.workload](args.columns)
     workload.primary_keys = PRIMARY_KEYS.get(args.child, workload.primary_keys)
+    if args.child == "paimon-streaming-json-string":
+        workload.use_text()
     if args.child == "raw-parquet":
         write, read = raw_parquet(workload, args.workdir)
     else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import decimal
 import functools
 import json
 import struct
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedTypeError
+from .numpy_arrow import from_numpy
 from .types import VARIANT_ARROW, DataField, DataType
 
 _PRIMITIVE, _SHORT_STRING, _OBJECT, _ARRAY = 0, 1, 2, 3
@@ -34,7 +36,9 @@ _FLOAT, _BINARY, _STRING, _TIME_NTZ, _TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ, _UU
 _VERSION = 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _EPOCH_DATE = dt.date(1970, 1, 1)
-_INTEGERS = ((_INT8, "<b", 1 << 7), (_INT16, "<h", 1 << 15), (_INT32, "<i", 1 << 31), (_INT64, "<q", 1 << 63))
+_INTEGERS = {_INT8: struct.Struct("<b"), _INT16: struct.Struct("<h"), _INT32: struct.Struct("<i"),
+             _INT64: struct.Struct("<q")}
+_EXACT = decimal.Context(prec=80)  # room for any 38-digit unscaled value and its scale: no rounding
 _DECIMALS = ((_DECIMAL4, 9, 4), (_DECIMAL8, 18, 8), (_DECIMAL16, 38, 16))
 
 
@@ -51,7 +55,7 @@ class JsonNumber(str):
 def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.StructArray:
     """JSON documents as variants (None stays a null variant), as Spark's `parse_json` encodes
     them: integers in the narrowest of 1/2/4/8 bytes, numbers with a fraction as decimals while
-    they fit 38 digits (with an exponent, or wider: doubles), object keys sorted.
+    they fit 38 digits (with an exponent, or wider: doubles), an object's fields by key name.
     MalformedVariantError names the document that is not JSON."""
     if isinstance(texts, (pa.Array, pa.ChunkedArray)):
         texts = texts.to_pylist()
@@ -81,7 +85,7 @@ def from_values(documents: Iterable[Any]) -> pa.StructArray:
         values.append(value)
         metadatas.append(metadata)
         valid.append(document is not NULL_VARIANT)
-    mask = pa.array(np.logical_not(np.array(valid, bool)))
+    mask = from_numpy(np.logical_not(np.array(valid, bool)))
     return pa.StructArray.from_arrays([pa.array(values, pa.binary()), pa.array(metadatas, pa.binary())],
                                       fields=list(VARIANT_ARROW), mask=mask)
 
@@ -192,7 +196,7 @@ def _encode_decimal(number: Decimal, strict: bool) -> bytes:
     Python Decimal), else b"" (a JSON number, which then becomes a double, as in Spark)."""
     exponent = number.as_tuple().exponent
     scale = max(0, -exponent)
-    unscaled = int(number.scaleb(scale))
+    unscaled = int(number.scaleb(scale, _EXACT))
     precision = max(len(str(abs(unscaled))), scale)
     for type_id, max_precision, size in _DECIMALS:
         if precision <= max_precision:
@@ -248,9 +252,9 @@ def to_python(variants: pa.Array | pa.ChunkedArray) -> list[Any]:
 
 
 def to_json(variants: pa.Array | pa.ChunkedArray) -> pa.StringArray:
-    """Each variant as compact JSON text (keys in the variant's order; decimals with their exact
-    digits; timestamps, dates and base64 bytes as strings, as Spark's `to_json` writes them);
-    null for a null variant."""
+    """Each variant as compact JSON text, as Spark's and Java's `to_json` write JSON's own types
+    (an object's fields by key name, decimals with their digits, no trailing zeros); dates and
+    timestamps as ISO 8601 strings, bytes as base64 strings; null for a null variant."""
     valid = variants.is_valid().to_pylist()
     return pa.array([_json(v) if ok else None for v, ok in zip(to_python(variants), valid)], pa.string())
 
@@ -261,7 +265,7 @@ def _json(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(_json(v) for v in value) + "]"
     if isinstance(value, Decimal):  # trailing zeros dropped, as Spark's and Java's toJson do
-        return format(value.normalize(), "f")
+        return format(value.normalize(_EXACT), "f")
     if isinstance(value, (bytes, bytearray)):
         return json.dumps(base64.b64encode(value).decode())
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
@@ -324,10 +328,9 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
         return None, at
     if type_id in (_TRUE, _FALSE):
         return type_id == _TRUE, at
-    for int_type, fmt, _ in _INTEGERS:
-        if type_id == int_type:
-            size = struct.calcsize(fmt)
-            return struct.unpack_from(fmt, buf, at)[0], at + size
+    if type_id in _INTEGERS:
+        fmt = _INTEGERS[type_id]
+        return fmt.unpack_from(buf, at)[0], at + fmt.size
     if type_id in (_DOUBLE, _FLOAT):
         fmt = "<d" if type_id == _DOUBLE else "<f"
         return struct.unpack_from(fmt, buf, at)[0], at + struct.calcsize(fmt)
@@ -335,7 +338,7 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
         if type_id == decimal_type:
             scale = buf[at]
             unscaled = int.from_bytes(buf[at + 1:at + 1 + size], "little", signed=True)
-            return Decimal(unscaled).scaleb(-scale), at + 1 + size
+            return Decimal(unscaled).scaleb(-scale, _EXACT), at + 1 + size
     if type_id == _DATE:
         return _EPOCH_DATE + dt.timedelta(days=struct.unpack_from("<i", buf, at)[0]), at + 4
     if type_id in (_TIMESTAMP, _TIMESTAMP_NTZ, _TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ):

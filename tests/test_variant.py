@@ -30,6 +30,7 @@ DOCS = [
     '{"user":{"id":1001,"name":"ann"},"tags":["a","b"],"active":true,"score":9.5}',
     None,
     "3", "-129", "40000", "3000000000", "12345678901234567890", "1e3", "-0.001", "2.50",
+    "-1234567890123456789012345678901234.5678",
     '"' + "long string " * 10 + '"', '"é"', "[]", "{}", "null", "false",
     '{"wide":' + json.dumps({f"k{i:03}": i for i in range(300)}) + "}",
     '{"many":' + json.dumps(list(range(300))) + "}",
@@ -46,7 +47,10 @@ def test_codec_round_trip_and_narrowest_encodings():
     assert [parsed(t) for t in variant.to_json(arr).to_pylist()] == [parsed(t) for t in DOCS]
     values = arr.field("value").to_pylist()
     # integers in 1/2/4/8 bytes, then a decimal; a number with an exponent is a double
-    assert [values[i][0] >> 2 for i in (2, 3, 4, 5, 6, 7)] == [3, 4, 5, 6, 10, 7]
+    assert [values[i][0] >> 2 for i in (2, 3, 4, 5, 6, 7, 10)] == [3, 4, 5, 6, 10, 7, 10]
+    assert variant.to_python(arr)[10] == Decimal("-1234567890123456789012345678901234.5678")  # 38 digits, exact
+    wider = "123456789012345678901234567890123456789"  # 39 digits: a double, as in Spark
+    assert variant.to_python(variant.from_json([wider])) == [float(wider)]
     assert variant.to_python(arr)[9] == Decimal("2.50")  # the decimal keeps its scale
     assert variant.to_json(arr)[9].as_py() == "2.5"      # printed as Spark and Java print it
     assert variant.to_python(arr)[1] is None and not arr[1].is_valid
