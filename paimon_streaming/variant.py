@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedTypeError
+from .datafile import rebased_offsets
 from .numpy_arrow import from_numpy
 from .types import VARIANT_ARROW, DataField, DataType
 
@@ -360,6 +361,35 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
 
 
 # ---- checking writes ------------------------------------------------------------------------
+def conform(name: str, column: pa.Array | pa.ChunkedArray, t: DataType) -> pa.Array | pa.ChunkedArray:
+    """A column of type `t` about to be written, with every VARIANT in it checked (`check`),
+    also inside ROW fields, ARRAY elements and MAP values; unchanged when `t` holds none."""
+    if t.root != "VARIANT" and not holds_variant(t):
+        return column
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([_conform_chunk(name, c, t) for c in column.chunks])
+    return _conform_chunk(name, column, t)
+
+
+def _conform_chunk(name: str, arr: pa.Array, t: DataType) -> pa.Array:
+    if t.root == "VARIANT":
+        return _check_chunk(name, arr)
+    if not holds_variant(t):
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    if t.root == "ROW":
+        children = [_conform_chunk(f"{name}.{f.name}", arr.field(f.name), f.type) for f in t.fields]
+        return pa.StructArray.from_arrays(children, fields=[arr.type.field(f.name).with_type(c.type)
+                                                            for f, c in zip(t.fields, children)], mask=mask)
+    offsets, start = rebased_offsets(arr)
+    if t.root == "ARRAY":
+        values = _conform_chunk(f"{name}[]", arr.values.slice(start), t.element)
+        return pa.ListArray.from_arrays(offsets, values, type=pa.list_(arr.type.value_field.with_type(values.type)),
+                                        mask=mask)
+    items = _conform_chunk(f"{name}[value]", arr.items.slice(start), t.value)  # MAP: keys hold no variant
+    return pa.MapArray.from_arrays(offsets, arr.keys.slice(start), items, mask=mask)
+
+
 def check(name: str, column: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     """A VARIANT column about to be written, with the parts of null variants made empty (Parquet
     stores them as required fields). MalformedVariantError naming the column when a non-null
@@ -392,23 +422,22 @@ def _check_chunk(name: str, chunk: pa.StructArray) -> pa.StructArray:
 
 # ---- where a table may hold variants ---------------------------------------------------------
 def check_table(fields: Iterable[DataField], options: dict[str, str], keyed: Iterable[str]) -> None:
-    """A table's VARIANT columns, as Paimon allows them: in Parquet files only (Java's ORC and
-    Avro writers have no encoding for them), never a partition, bucket or sequence column (a
-    variant has no order and no BinaryRow form); here also only at the top level (a variant
-    inside an ARRAY, MAP or ROW is refused, not written in a form no one reads)."""
-    variants = [f.name for f in fields if f.type.root == "VARIANT"]
+    """A table's VARIANT columns (also inside ROW, ARRAY and MAP values), as Paimon allows them:
+    in Parquet files only (Java's ORC and Avro writers have no encoding for them), never a
+    partition, bucket or sequence column (a variant has no order and no BinaryRow form), nor a
+    MAP key or MULTISET element (map keys are compared)."""
+    variants = [f.name for f in fields if f.type.root == "VARIANT" or holds_variant(f.type)]
     for f in fields:
-        if f.type.root != "VARIANT" and _holds_variant(f.type):
-            raise UnsupportedTypeError(f"column {f.name!r} ({f.type}) holds a VARIANT inside an ARRAY, MAP or ROW; "
-                                       "paimon-streaming stores VARIANT columns at the top level only")
+        if _keyed_variant(f.type):
+            raise UnsupportedTypeError(f"column {f.name!r} ({f.type}) holds a VARIANT as a MAP key or MULTISET "
+                                       "element; a variant has no order to compare keys by")
     if not variants:
         return
     keyed_variants = sorted(set(variants) & set(keyed))
     if keyed_variants:
-        raise InvalidOptionError(f"VARIANT column(s) {keyed_variants} cannot be partition, bucket or sequence "
-                                 "columns (a variant has no order)")
-    formats = {k: v for k, v in options.items()
-               if k in ("file.format", "changelog-file.format") or k == "file.format.per.level"}
+        raise InvalidOptionError(f"column(s) {keyed_variants} holding a VARIANT cannot be partition, bucket or "
+                                 "sequence columns (a variant has no order)")
+    formats = {k: v for k, v in options.items() if k in ("file.format", "changelog-file.format", "file.format.per.level")}
     named = [f"{k}={v}" for k, v in formats.items()
              if any(fmt.split(":")[-1].strip().lower() not in ("parquet", "") for fmt in str(v).split(","))]
     if named:
@@ -416,6 +445,15 @@ def check_table(fields: Iterable[DataField], options: dict[str, str], keyed: Ite
                                  f"the table sets {', '.join(named)}")
 
 
-def _holds_variant(t: DataType) -> bool:
+def _keyed_variant(t: DataType) -> bool:
+    key = t.key if t.root == "MAP" else t.element if t.root == "MULTISET" else None
+    if key is not None and (key.root == "VARIANT" or holds_variant(key)):
+        return True
+    children = [c for c in (t.element, t.value) if c is not None] + [f.type for f in t.fields]
+    return any(_keyed_variant(c) for c in children)
+
+
+def holds_variant(t: DataType) -> bool:
+    """Whether a VARIANT is nested in `t` (a ROW field, an ARRAY element, a MAP key or value)."""
     children = [c for c in (t.element, t.key, t.value) if c is not None] + [f.type for f in t.fields]
-    return any(c.root == "VARIANT" or _holds_variant(c) for c in children)
+    return any(c.root == "VARIANT" or holds_variant(c) for c in children)

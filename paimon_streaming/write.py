@@ -126,8 +126,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             for chunk in col.chunks:
                 _check_milliseconds_of_day(f.name, chunk)
         check_decimals_fit(f.name, col)
-        if f.type.root == "VARIANT":
-            col = variant.check(f.name, col)
+        col = variant.conform(f.name, col, f.type)
         col = with_defaults(col, f)
         if not f.type.nullable and col.null_count:
             kind = "primary key" if f.name in schema.primary_keys else "NOT NULL"

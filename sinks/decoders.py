@@ -41,7 +41,8 @@ import pyarrow.json as pajson
 
 from paimon_streaming import variant
 from paimon_streaming.errors import PaimonError
-from paimon_streaming.types import is_variant_arrow, map_arrow_leaves
+from paimon_streaming.types import from_arrow, is_variant_arrow, map_arrow_leaves
+from paimon_streaming.variant import holds_variant
 from paimon_streaming.write import check_decimals_fit
 from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry, \
     source_tables
@@ -121,6 +122,10 @@ class Decoder:
         if variants and self.format != "json":
             raise DecodeError(f"the table's VARIANT column(s) {variants} are filled from JSON records (format json), "
                               f"not from {self.format}")
+        nested = [f.name for f in self.schema if holds_variant(from_arrow(f.type))]
+        if nested:
+            raise DecodeError(f"the table's column(s) {nested} hold a VARIANT inside a ROW, ARRAY or MAP, which "
+                              "ingest does not fill; a top-level VARIANT column takes any JSON")
         if self.key_format not in ("string", "json", "avro"):
             raise DecodeError(f"unknown key format '{self.key_format}'; use string, json or avro")
         if self.key_format == "string" and len(self.primary_keys) > 1:

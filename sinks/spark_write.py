@@ -19,9 +19,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import VariantType
+from pyspark.sql.types import ArrayType, MapType, StructType, VariantType
 
-from paimon_streaming import cross_partition, full_compaction, variant
+from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import MAIN, branch_path
 from paimon_streaming.commit import CommitMessage
 from paimon_streaming.errors import SchemaMismatchError
@@ -146,16 +146,28 @@ def arrow_schema_of(schema) -> pa.Schema:
 def collect_arrow(df: DataFrame) -> pa.Table:
     """The DataFrame's rows in the driver as Arrow (`toArrow`). PySpark's `toArrow` fails on a
     null VARIANT (Spark sends its value and metadata as nulls in fields it declares non-null):
-    with VARIANT columns the batches are taken as Spark sends them, and the null variants' parts
-    made empty (`variant.check`)."""
-    names = [f.name for f in df.schema.fields if isinstance(f.dataType, VariantType)]
-    if not names:
+    columns holding variants are taken as Spark sends them, and `write.conform` makes the null
+    variants' parts empty (`variant.conform`)."""
+    raw = [f.name for f in df.schema.fields if _holds_variant(f.dataType)]
+    if not raw:
         return df.toArrow()
     schema = arrow_schema_of(df.schema)
     table = pa.Table.from_batches(df._collect_as_arrow(empty_list_if_zero_records=False))
-    columns = [variant.check(name, table.column(name)) if name in names else table.column(name).cast(schema.field(name).type)
+    columns = [table.column(name) if name in raw else table.column(name).cast(schema.field(name).type)
                for name in schema.names]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _holds_variant(t) -> bool:
+    if isinstance(t, VariantType):
+        return True
+    if isinstance(t, StructType):
+        return any(_holds_variant(f.dataType) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return _holds_variant(t.elementType)
+    if isinstance(t, MapType):
+        return _holds_variant(t.keyType) or _holds_variant(t.valueType)
+    return False
 
 
 def encode_messages(messages: list[CommitMessage], rows_in: int) -> pa.Table:

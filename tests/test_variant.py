@@ -112,7 +112,7 @@ def test_where_a_table_may_hold_variants(tmp_path):
 
     with pytest.raises(InvalidOptionError, match="primary key column 'payload'"):
         create("pk", primary_keys=["id", "payload"])
-    with pytest.raises(InvalidOptionError, match=r"VARIANT column\(s\) \['payload'\] cannot be partition"):
+    with pytest.raises(InvalidOptionError, match=r"column\(s\) \['payload'\] holding a VARIANT cannot be partition"):
         create("part", partition_keys=["payload"])
     with pytest.raises(InvalidOptionError, match="cannot be partition, bucket or sequence"):
         create("bucket", options={"bucket": "2", "bucket-key": "payload"})
@@ -120,9 +120,10 @@ def test_where_a_table_may_hold_variants(tmp_path):
         create("orc", options={"file.format": "orc"})
     with pytest.raises(InvalidOptionError, match="file.format.per.level=0:avro"):
         create("avro", options={"file.format.per.level": "0:avro"})
-    nested = pa.schema([pa.field("id", pa.int64()), pa.field("r", pa.struct([pa.field("v", VARIANT_ARROW)]))])
-    with pytest.raises(UnsupportedTypeError, match="holds a VARIANT inside"):
-        create("nested", nested)
+    keyed = pa.schema([pa.field("id", pa.int64()), pa.field("m", pa.map_(pa.string(), pa.list_(VARIANT_ARROW)))])
+    create("map-values", keyed)  # variants as map values are fine, as map keys not
+    with pytest.raises(UnsupportedTypeError, match="holds a VARIANT as a MAP key"):
+        create("map-keys", pa.schema([pa.field("m", pa.map_(pa.struct([pa.field("k", VARIANT_ARROW, False)]), pa.int32()))]))
     t = create("ok", pa.schema([pa.field("id", pa.int64(), False), pa.field("s", pa.string())]), primary_keys=["id"],
                options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1], "s": ["x"]}, schema=t.schema.arrow_schema()))
@@ -135,6 +136,33 @@ def test_where_a_table_may_hold_variants(tmp_path):
             update.update_column("s", "VARIANT")
     with pytest.raises(SchemaMismatchError, match="column 's' has type VARIANT which cannot be written to table type STRING"):
         t.write_arrow(pa.table({"id": [3], "s": variant.from_json(["1"])}))
+
+
+def test_variants_inside_rows_arrays_and_maps(tmp_path):
+    """Variants nested in ROW fields, ARRAY elements and MAP values, null ones too: written,
+    read back, and read by Java as written; Java's nested variants read here."""
+    nested = pa.schema([pa.field("id", pa.int64(), False),
+                        pa.field("r", pa.struct([pa.field("v", VARIANT_ARROW), pa.field("x", pa.int32())])),
+                        pa.field("a", pa.list_(VARIANT_ARROW)), pa.field("m", pa.map_(pa.string(), VARIANT_ARROW))])
+    docs = variant.from_json(['{"k":1}', None, '[1,"x"]'])
+    r = pa.StructArray.from_arrays([docs, pa.array([1, 2, 3], pa.int32())], fields=list(nested.field("r").type),
+                                   mask=pa.array([False, False, True]))
+    a = pa.ListArray.from_arrays(pa.array([0, 2, 2, 3], pa.int32()), docs, mask=pa.array([False, True, False]))
+    m = pa.MapArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), pa.array(["p", "q", "r"]), docs)
+    path = str(tmp_path / "nested")
+    t = create_table_at(path, nested, primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(pa.table([pa.array([1, 2, 3]), r, a, m], schema=nested))
+    got = t.to_arrow().sort_by("id").to_pylist()
+    d0, d2 = variant.encode({"k": 1}), variant.encode([1, "x"])
+
+    def v(pair):
+        return None if pair is None else {"value": pair[0], "metadata": pair[1]}
+    assert [(g["r"], g["a"], g["m"]) for g in got] == [
+        ({"v": v(d0), "x": 1}, [v(d0), None], [("p", v(d0))]), ({"v": None, "x": 2}, None, [("q", None)]),
+        (None, [v(d2)], [("r", v(d2))])]
+    rows = {row["id"]: row for row in get_oracle().read(path)}
+    assert parsed(rows[1]["r"]["v"]["json"]) == {"k": 1} and rows[1]["a"][1] is None and rows[3]["r"] is None
+    assert parsed(rows[3]["a"][0]["json"]) == [1, "x"] and rows[2]["r"]["v"] is None
 
 
 def test_java_reads_our_variants_and_we_read_javas(tmp_path):
@@ -241,3 +269,20 @@ def test_ingest_fills_variant_columns_from_json_records(spark, broker, tmp_path)
     assert rows["id"].to_pylist() == [1, 2, 3, 4, 5] and rows["n"].to_pylist() == [5, 2, None, None, None]
     assert variant.to_json(rows["payload"]).to_pylist() == ['"replaced"', None, None, '[1,"x",2.5]', '{"k":[1,"x"]}']
     assert rows["city"].to_pylist() == [None, None, None, None, "Hangzhou"]
+
+
+@pytest.mark.usefixtures("spark")
+def test_spark_writes_and_reads_nested_variants(spark, tmp_path):
+    """A struct and an array of VariantType, null variants among them, through the sink's driver
+    path and the data source, read back by Spark."""
+    from paimon_streaming.sinks import paimon_sink
+    path = str(tmp_path / "nested")
+    df = spark.sql("""select id, named_struct('v', parse_json(j), 'x', id) as r, array(parse_json(j), null) as a
+        from values (1L, '{"a":1}'), (2L, null) as t(id, j)""")
+    paimon_sink(path, commit_user="u", options={"primary-key": "id", "bucket": "1"})(df, 0)
+    spark.sql("""select 3L as id, named_struct('v', parse_json('[3]'), 'x', 3L) as r, array(parse_json('true')) as a"""
+              ).write.format("paimon").mode("append").save(path)
+    got = {row.id: (row.rv, row.a0, row.a1) for row in spark.read.format("paimon").load(path).selectExpr(
+        "id", "to_json(r.v) as rv", "to_json(get(a, 0)) as a0", "to_json(get(a, 1)) as a1").collect()}
+    assert got == {1: ('{"a":1}', '{"a":1}', None), 2: (None, None, None), 3: ("[3]", "true", None)}
+    assert load_table(path).schema.field("r").type.fields[0].type.root == "VARIANT"
