@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import SchemaMismatchError
+from .types import from_arrow
 
 _OPS = {"=", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null"}
 
@@ -56,6 +57,10 @@ def parse_filter(spec: Any, schema: pa.Schema) -> Filter | None:
             column, op, value = _term_parts(item)
             if column not in schema.names:
                 raise SchemaMismatchError(f"filter column '{column}' is not in the table {schema.names}")
+            kind = schema.field(column).type
+            if op not in ("is null", "is not null") and pa.types.is_nested(kind):
+                raise SchemaMismatchError(f"filter column '{column}' is of type {from_arrow(kind)}: its values do not compare "
+                                          f"('{op}'); only 'is null' and 'is not null' apply to it")
             terms.append(Term(column, op, value))
         disjuncts.append(tuple(terms))
     expression = _or([_and([_term_expr(t, schema.field(t.column).type) for t in conj]) for conj in disjuncts])

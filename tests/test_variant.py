@@ -104,6 +104,9 @@ def test_table_round_trip_updates_and_malformed_writes(tmp_path):
     with pytest.raises(MalformedVariantError, match="row 1's metadata is of version 7"):
         t.write_arrow(pa.table({"id": [5, 6], "payload": wrong_version}))
     assert t.latest_snapshot().id == snapshots  # nothing committed
+    assert t.to_arrow(filter=[("payload", "is null")]).num_rows == 0
+    with pytest.raises(SchemaMismatchError, match="'payload' is of type VARIANT: its values do not compare"):
+        t.to_arrow(filter=[("payload", "=", 1)])
 
 
 def test_where_a_table_may_hold_variants(tmp_path):
