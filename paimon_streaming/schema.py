@@ -157,7 +157,7 @@ class TableSchema:
                 f"primary key {pk} must contain at least one column that is not a partition key {part}")
         for f in self.fields:
             if f.name in pk and f.type.is_structured:
-                raise InvalidOptionError(f"primary key column '{f.name}' has nested type {f.type}")
+                raise InvalidOptionError(f"primary key column '{f.name}' has type {f.type}, which has no order to key by")
         check_variants(self.fields, self.options, part + self.bucket_keys + list(core.sequence_field))
         bucket = core.bucket
         bucket_keys = self.bucket_keys
