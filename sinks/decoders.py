@@ -41,7 +41,7 @@ import pyarrow.json as pajson
 
 from paimon_streaming import variant
 from paimon_streaming.errors import PaimonError
-from paimon_streaming.types import from_arrow, is_variant_arrow, map_arrow_leaves
+from paimon_streaming.types import VARIANT_ARROW, from_arrow, is_variant_arrow, map_arrow_leaves
 from paimon_streaming.variant import holds_variant
 from paimon_streaming.write import check_decimals_fit
 from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry, \
@@ -688,12 +688,19 @@ def _as_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
     return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([], schema)
 
 
-def infer_json_schema(values: list[bytes]) -> pa.Schema:
-    """The schema pyarrow infers from sample JSON values (for a table that does not exist yet)."""
+def infer_json_schema(values: list[bytes], variants: tuple[str, ...] = ()) -> pa.Schema:
+    """The schema pyarrow infers from sample JSON values (for a table that does not exist yet),
+    the `variants` fields as VARIANT columns at the end (left out of the inference: their JSON
+    may take any shape)."""
     if not values:
         raise DecodeError("cannot infer a schema: the topic has no records yet; pass --schema")
+    if variants:
+        documents = [json.loads(v) for v in values]
+        values = [json.dumps({k: x for k, x in d.items() if k not in variants} if isinstance(d, dict) else d).encode()
+                  for d in documents]
     lines = b"\n".join(v.replace(b"\n", b" ") for v in values) + b"\n"
-    return pajson.read_json(io.BytesIO(lines)).schema
+    inferred = pajson.read_json(io.BytesIO(lines)).schema
+    return pa.schema(list(inferred) + [pa.field(name, VARIANT_ARROW) for name in variants])
 
 
 def avro_to_arrow_schema(avro_schema: dict) -> pa.Schema:

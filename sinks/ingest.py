@@ -88,6 +88,7 @@ class IngestConfig:
     source_table: str | None = None  # change events: the source tables (regex of db.table) this table takes
     dead_letter_table: str | None = None  # default <db.table>_dead_letter (with `database`: <db>.ingest_dead_letter)
     database: DatabaseRouting | None = None  # change events: a table per source table (ingest_database.py)
+    variant_columns: tuple[str, ...] = ()  # JSON: fields stored as VARIANT (a new table's are inferred without them)
 
     def __post_init__(self) -> None:
         if bool(self.table) == (self.database is not None):
@@ -95,6 +96,11 @@ class IngestConfig:
         if self.database is not None and self.format not in source_tables.FORMATS:
             raise InvalidOptionError(f"--database routes change events naming their tables "
                                      f"({', '.join(source_tables.FORMATS)}), not {self.format}")
+        if self.variant_columns and self.format != "json":
+            raise InvalidOptionError(f"--variant-column takes fields of JSON records (--format json), not {self.format}")
+        keyed = set(self.variant_columns) & set(self.primary_keys + self.partition_keys)
+        if keyed:
+            raise InvalidOptionError(f"--variant-column {sorted(keyed)} cannot be a primary or partition key")
         if self.database is not None and (self.schema or self.source_table):
             raise InvalidOptionError("--schema and --source-table are for one table; with --database each source "
                                      "table gets its own (--including-tables/--excluding-tables choose them; create "
@@ -137,7 +143,7 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
         if cfg.primary_keys and tuple(table.primary_keys) != tuple(cfg.primary_keys):
             raise InvalidOptionError(f"table {cfg.table} exists with primary key {table.primary_keys}, not "
                                      f"{list(cfg.primary_keys)}")
-        return table
+        return _with_variant_columns(table, cfg)
     samples = samples or functools.cache(functools.partial(sample_records, cfg))
     if cfg.format in CHANGE_EVENT_FORMATS and not cfg.primary_keys:
         cfg = replace(cfg, primary_keys=_source_primary_key(cfg, samples))
@@ -155,7 +161,18 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
                                  primary_keys=list(cfg.primary_keys) or None,
                                  partition_keys=partition_keys or None, options=options)
     log(f"created table {cfg.table} at {table.path} (schema {origin}): "
-        + ", ".join(f"{f.name} {f.type}" for f in schema))
+        + ", ".join(f"{f.name} {f.type}" for f in table.schema.fields))
+    return _with_variant_columns(table, cfg)
+
+
+def _with_variant_columns(table: Table, cfg: IngestConfig) -> Table:
+    """The table, when each --variant-column is one of its VARIANT columns."""
+    types = {f.name: f.type for f in table.schema.fields}
+    wrong = [f"{c} ({types[c]})" if c in types else f"{c} (no such column)" for c in cfg.variant_columns
+             if c not in types or types[c].root != "VARIANT"]
+    if wrong:
+        raise InvalidOptionError(f"--variant-column names VARIANT columns of table {cfg.table}: {', '.join(wrong)} "
+                                 "(add one with update_schema().add_column(name, 'VARIANT'))")
     return table
 
 
@@ -180,7 +197,7 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig, samples: Samples) -> t
         return avro_to_arrow_schema(json.loads(read_avro_schema(cfg))), "from the Avro schema"
     if cfg.format == "json":
         sample = [value for _, value in samples()]
-        return infer_json_schema(sample), f"inferred from {len(sample)} records"
+        return infer_json_schema(sample, cfg.variant_columns), f"inferred from {len(sample)} records"
     if cfg.format in _ROW_IMAGES:
         images = [image for _, value in samples() if (image := _ROW_IMAGES[cfg.format](value))]
         if not images:

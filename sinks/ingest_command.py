@@ -55,7 +55,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source,
         kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution,
         on_error=args.on_error, dead_letter_table=args.dead_letter_table, decimal_handling=args.decimal_handling,
-        server_time_zone=args.server_time_zone, source_table=args.source_table)
+        server_time_zone=args.server_time_zone, source_table=args.source_table,
+        variant_columns=tuple(args.variant_column))
     spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table or args.database}")
     try:
         with LiveStatus(enabled=not args.no_progress) as live:
@@ -104,6 +105,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--schema", metavar="DDL", help="columns of a new table, e.g. 'id BIGINT, name STRING' "
                    "(default: from the Avro schema, or inferred from a sample of JSON records)")
     p.add_argument("--primary-key", action="append", default=[], metavar="COL", help="primary key column(s)")
+    p.add_argument("--variant-column", action="append", default=[], metavar="COL",
+                   help="JSON: a field stored as VARIANT, whatever JSON it holds (shapes and types may vary "
+                   "from record to record); a new table gets it as a VARIANT column")
     p.add_argument("--partition-key", action="append", default=[], metavar="COL", help="partition column(s) (with --database: of the new tables holding them all; a "
                    "primary key without them makes a cross-partition upsert table, which needs --bucket -1 or none)")
     p.add_argument("--bucket", type=int, help="number of buckets of a new table (Paimon's default: -1, dynamic)")

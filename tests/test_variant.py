@@ -242,36 +242,45 @@ def test_spark_writes_and_reads_variants(spark, tmp_path):
 
 
 def test_ingest_fills_variant_columns_from_json_records(spark, broker, tmp_path):
-    """`paimon-streaming ingest` into a table with a VARIANT column: each record's field JSON
-    becomes a variant (absent or null: a null variant), a new field evolves the table as
-    without variants; only JSON records may fill one."""
+    """`paimon-streaming ingest --variant-column payload`: a new table gets `payload` as VARIANT
+    (its shapes vary, which inference could not type), each record's field JSON becomes a
+    variant (absent or null: a null variant); only JSON records may fill one, and an existing
+    table's column must be VARIANT."""
     from kafka_broker import unique_topic
     from paimon_streaming.sinks.decoders import DecodeError, Decoder
     from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
     schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("payload", VARIANT_ARROW), pa.field("n", pa.int32())])
     with pytest.raises(DecodeError, match=r"VARIANT column\(s\) \['payload'\] are filled from JSON records"):
         Decoder("avro", schema, avro_schema='{"type":"record","name":"r","fields":[]}')
+    with pytest.raises(InvalidOptionError, match="--variant-column takes fields of JSON records"):
+        IngestConfig(bootstrap_servers="unused", warehouse="unused", table="db.t", format="avro",
+                     variant_columns=("payload",))
     warehouse = str(tmp_path / "wh")
-    ps.Catalog(warehouse).create_table("db.events", schema, primary_keys=["id"],
-                                       options={"bucket": "2", "deletion-vectors.enabled": "true"})
     topic = unique_topic("variant")
-    broker.create_topic(topic, partitions=2)
+    broker.create_topic(topic, partitions=1)
     messages = [(b"1", b'{"id":1,"payload":{"user":{"id":1001},"tags":["a"],"score":9.5},"n":1}'),
                 (b"2", b'{"id":2,"n":2}'), (b"3", b'{"id":3,"payload":null}'), (b"4", b'{"id":4,"payload":[1,"x",2.50]}'),
                 (b"1", b'{"id":1,"payload":"replaced","n":5}'), (b"5", b'{"id":5,"payload":{"k":[1,"x"]},"city":"Hangzhou"}')]
-    producer = broker.producer()  # one partition for all: the update of key 1 comes after its insert
+    producer = broker.producer()
     for key, value in messages:
-        producer.send(topic, key=key, value=value, partition=0)
+        producer.send(topic, key=key, value=value)
     producer.flush()
     producer.close()
     lines: list[str] = []
     cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=warehouse, table="db.events", topics=(topic,),
-                       primary_keys=("id",), trigger="available-now", checkpoint=str(tmp_path / "ckpt"))
+                       primary_keys=("id",), bucket=2, table_options={"deletion-vectors.enabled": "true"},
+                       variant_columns=("payload",), trigger="available-now", checkpoint=str(tmp_path / "ckpt"))
     assert run_ingest(spark, cfg, lines.append) == 0, lines
-    rows = ps.Catalog(warehouse).get_table("db.events").to_arrow().sort_by("id")
+    table = ps.Catalog(warehouse).get_table("db.events")
+    assert {f.name: str(f.type) for f in table.schema.fields} == {"id": "BIGINT NOT NULL", "n": "BIGINT",
+                                                                 "city": "STRING", "payload": "VARIANT"}
+    rows = table.to_arrow().sort_by("id")
     assert rows["id"].to_pylist() == [1, 2, 3, 4, 5] and rows["n"].to_pylist() == [5, 2, None, None, None]
     assert variant.to_json(rows["payload"]).to_pylist() == ['"replaced"', None, None, '[1,"x",2.5]', '{"k":[1,"x"]}']
     assert rows["city"].to_pylist() == [None, None, None, None, "Hangzhou"]
+    with pytest.raises(InvalidOptionError, match=r"names VARIANT columns of table db.events: n \(BIGINT\)"):
+        run_ingest(spark, IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=warehouse, table="db.events",
+                                       topics=(topic,), variant_columns=("n",), trigger="available-now"), lines.append)
 
 
 @pytest.mark.usefixtures("spark")
@@ -289,3 +298,17 @@ def test_spark_writes_and_reads_nested_variants(spark, tmp_path):
         "id", "to_json(r.v) as rv", "to_json(get(a, 0)) as a0", "to_json(get(a, 1)) as a1").collect()}
     assert got == {1: ('{"a":1}', '{"a":1}', None), 2: (None, None, None), 3: ("[3]", "true", None)}
     assert load_table(path).schema.field("r").type.fields[0].type.root == "VARIANT"
+
+
+def test_decoder_with_a_variant_column_reports_new_fields():
+    """The JSON decoder of a table with a VARIANT column: variants of any shape, and fields the
+    table lacks reported typed as pyarrow infers them (schema evolution), as without one."""
+    from paimon_streaming.sinks.decoders import Decoder
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("payload", VARIANT_ARROW)])
+    values = [b'{"id":1,"payload":[1,"x"],"extra":{"q":1.5},"m":"s"}', b'{"id":2,"payload":{"a":[1,"x"]}}']
+    records = pa.RecordBatch.from_pydict({
+        "key": pa.array([b"1", b"2"]), "value": pa.array(values), "topic": ["t", "t"],
+        "partition": pa.array([0, 0], pa.int32()), "offset": pa.array([0, 1], pa.int64())})
+    decoded = Decoder("json", schema, ("id",)).decode_all(records)
+    assert variant.to_python(decoded.rows.column("payload")) == [[1, "x"], {"a": [1, "x"]}]
+    assert {f.name: f.type for f in decoded.new_fields} == {"extra": pa.struct([("q", pa.float64())]), "m": pa.string()}
