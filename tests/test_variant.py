@@ -312,3 +312,19 @@ def test_decoder_with_a_variant_column_reports_new_fields():
     decoded = Decoder("json", schema, ("id",)).decode_all(records)
     assert variant.to_python(decoded.rows.column("payload")) == [[1, "x"], {"a": [1, "x"]}]
     assert {f.name: f.type for f in decoded.new_fields} == {"extra": pa.struct([("q", pa.float64())]), "m": pa.string()}
+
+
+def test_ingest_command_passes_variant_columns(monkeypatch):
+    """`paimon-streaming ingest --variant-column` reaches the job's configuration."""
+    from paimon_streaming.cli import main
+    from paimon_streaming.sinks import ingest, ingest_command
+    seen = []
+
+    class Session:
+        def stop(self):
+            pass
+    monkeypatch.setattr(ingest_command, "spark_session", lambda *a: Session())
+    monkeypatch.setattr(ingest, "run_ingest", lambda spark, cfg, *a: seen.append(cfg) or 0)
+    assert main(["ingest", "--bootstrap-servers", "127.0.0.1:1", "--topic", "t", "--warehouse", "/unused",
+                 "--table", "db.t", "--variant-column", "payload", "--variant-column", "attrs", "--no-progress"]) == 0
+    assert seen[0].variant_columns == ("payload", "attrs")
