@@ -7,7 +7,7 @@ follows. Spark builds variants with `parse_json` and reads them as `VariantVal`;
 builds them here with `from_json` and reads them back with `to_python` / `to_json`. Those two
 walk each value in Python (a variant is a tree, nothing columnar to vectorize): they are for
 building and inspecting values, not a table's read path, which hands the bytes over unchanged.
-`check` validates a column on the write path, vectorized.
+`conform` checks a column on the write path, vectorized.
 """
 from __future__ import annotations
 
@@ -362,52 +362,53 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
 
 # ---- checking writes ------------------------------------------------------------------------
 def conform(name: str, column: pa.Array | pa.ChunkedArray, t: DataType) -> pa.Array | pa.ChunkedArray:
-    """A column of type `t` about to be written, with every VARIANT in it checked (`check`),
-    also inside ROW fields, ARRAY elements and MAP values; unchanged when `t` holds none."""
+    """A column of type `t` about to be written, with every VARIANT in it (also in ROW fields,
+    ARRAY elements and MAP values) checked, and the parts of null variants (or of variants under
+    a null ROW, ARRAY or MAP) made empty: Parquet stores them as required fields.
+    MalformedVariantError naming the column when a non-null variant lacks its value or metadata,
+    or its metadata is not of the encoding's version 1: such bytes would be stored and fail every
+    reader later (Java's included). Unchanged when `t` holds no variant."""
     if t.root != "VARIANT" and not holds_variant(t):
         return column
     if isinstance(column, pa.ChunkedArray):
-        return pa.chunked_array([_conform_chunk(name, c, t) for c in column.chunks])
-    return _conform_chunk(name, column, t)
+        return pa.chunked_array([_conform_chunk(name, c, t, None) for c in column.chunks])
+    return _conform_chunk(name, column, t, None)
 
 
-def _conform_chunk(name: str, arr: pa.Array, t: DataType) -> pa.Array:
+def _conform_chunk(name: str, arr: pa.Array, t: DataType, outer: np.ndarray | None) -> pa.Array:
+    """`outer`: whether each row's enclosing values are all non-null (None: top level)."""
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    if outer is not None:
+        valid = valid & outer
     if t.root == "VARIANT":
-        return _check_chunk(name, arr)
+        return _check_variants(name, arr, valid)
     if not holds_variant(t):
         return arr
-    mask = arr.is_null() if arr.null_count else None
+    mask = None if valid.all() else from_numpy(~valid)
     if t.root == "ROW":
-        children = [_conform_chunk(f"{name}.{f.name}", arr.field(f.name), f.type) for f in t.fields]
+        children = [_conform_chunk(f"{name}.{f.name}", arr.field(f.name), f.type, valid) for f in t.fields]
         return pa.StructArray.from_arrays(children, fields=[arr.type.field(f.name).with_type(c.type)
                                                             for f, c in zip(t.fields, children)], mask=mask)
     offsets, start = rebased_offsets(arr)
+    bounds = offsets.to_numpy()
+    owners = np.repeat(valid, np.diff(bounds))  # each element's list (map) is non-null
     if t.root == "ARRAY":
-        values = _conform_chunk(f"{name}[]", arr.values.slice(start), t.element)
+        values = _conform_chunk(f"{name}[]", arr.values.slice(start, bounds[-1]), t.element, owners)
         return pa.ListArray.from_arrays(offsets, values, type=pa.list_(arr.type.value_field.with_type(values.type)),
                                         mask=mask)
-    items = _conform_chunk(f"{name}[value]", arr.items.slice(start), t.value)  # MAP: keys hold no variant
-    return pa.MapArray.from_arrays(offsets, arr.keys.slice(start), items, mask=mask)
+    items = _conform_chunk(f"{name}[value]", arr.items.slice(start, bounds[-1]), t.value, owners)  # keys hold none
+    return pa.MapArray.from_arrays(offsets, arr.keys.slice(start, bounds[-1]), items, mask=mask)
 
 
-def check(name: str, column: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
-    """A VARIANT column about to be written, with the parts of null variants made empty (Parquet
-    stores them as required fields). MalformedVariantError naming the column when a non-null
-    variant lacks its value or metadata, or its metadata is not of the encoding's version 1:
-    such bytes would be stored and fail every reader later (Java's included)."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    return pa.chunked_array([_check_chunk(name, c) for c in chunks], type=VARIANT_ARROW)
-
-
-def _check_chunk(name: str, chunk: pa.StructArray) -> pa.StructArray:
-    valid = chunk.is_valid()
+def _check_variants(name: str, chunk: pa.StructArray, valid: np.ndarray) -> pa.StructArray:
     value, metadata = chunk.field("value"), chunk.field("metadata")
     for part, array in (("value", value), ("metadata", metadata)):
-        missing = pc.and_(valid, pc.equal(pc.binary_length(array.fill_null(b"")), 0))
-        if pc.any(missing).as_py():
-            row = pc.index(missing, True).as_py()
-            raise MalformedVariantError(f"VARIANT column {name!r}: row {row} has no variant {part} bytes")
-    versioned = pc.if_else(valid, metadata, pa.scalar(b"\x01", metadata.type))
+        empty = pc.equal(pc.binary_length(array.fill_null(b"")), 0).to_numpy(zero_copy_only=False)
+        missing = np.flatnonzero(empty & valid)
+        if len(missing):
+            raise MalformedVariantError(f"VARIANT column {name!r}: row {int(missing[0])} has no variant {part} bytes")
+    keep = from_numpy(valid)
+    versioned = pc.if_else(keep, metadata, pa.scalar(b"\x01", metadata.type))
     first = pc.binary_slice(versioned, 0, 1).cast(pa.binary())
     starts = np.frombuffer(first.buffers()[1], np.int32)[first.offset:first.offset + len(first)]
     version = np.frombuffer(first.buffers()[2], np.uint8)[starts] & 0x0F
@@ -415,9 +416,9 @@ def _check_chunk(name: str, chunk: pa.StructArray) -> pa.StructArray:
     if len(wrong):
         raise MalformedVariantError(f"VARIANT column {name!r}: row {int(wrong[0])}'s metadata is of version "
                                     f"{int(version[wrong[0]])}, not the Variant encoding's {_VERSION}")
-    empty = pa.scalar(b"", pa.binary())
-    children = [pc.if_else(valid, value.cast(pa.binary()), empty), pc.if_else(valid, metadata.cast(pa.binary()), empty)]
-    return pa.StructArray.from_arrays(children, fields=list(VARIANT_ARROW), mask=pc.invert(valid))
+    blank = pa.scalar(b"", pa.binary())
+    children = [pc.if_else(keep, value.cast(pa.binary()), blank), pc.if_else(keep, metadata.cast(pa.binary()), blank)]
+    return pa.StructArray.from_arrays(children, fields=list(VARIANT_ARROW), mask=None if valid.all() else from_numpy(~valid))
 
 
 # ---- where a table may hold variants ---------------------------------------------------------

@@ -112,11 +112,14 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             if not f.type.nullable and f.default_value is None:
                 raise SchemaMismatchError(
                     f"column '{f.name}' of table {table_name} is NOT NULL but missing from the input")
-            columns.append(with_defaults(pa.nulls(data.num_rows, target), f))
+            columns.append(variant.conform(f.name, with_defaults(pa.nulls(data.num_rows, target), f), f.type))
             continue
         col = data.column(f.name)
-        if not pa.types.is_null(col.type):  # an all-null column of Arrow type null fits any column
+        if pa.types.is_null(col.type):  # an all-null column of Arrow type null fits any column
+            col = pa.nulls(len(col), target)
+        else:
             cast_type_check(f.name, from_arrow(col.type), f.type)
+        col = variant.conform(f.name, col, f.type)  # before a cast: a null variant's parts may be null
         if col.type != target:
             try:
                 col = _between_zones(col, target, time_zone).cast(target)
@@ -126,7 +129,6 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             for chunk in col.chunks:
                 _check_milliseconds_of_day(f.name, chunk)
         check_decimals_fit(f.name, col)
-        col = variant.conform(f.name, col, f.type)
         col = with_defaults(col, f)
         if not f.type.nullable and col.null_count:
             kind = "primary key" if f.name in schema.primary_keys else "NOT NULL"

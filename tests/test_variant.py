@@ -95,6 +95,13 @@ def test_table_round_trip_updates_and_malformed_writes(tmp_path):
     assert variant.to_python(t.to_arrow().sort_by("id").column("payload"))[2] == {"v": 3}
     by_pypaimon = pypaimon_read(str(tmp_path), "db.t").sort_by("id")
     assert variant.to_python(by_pypaimon["payload"]) == variant.to_python(t.to_arrow().sort_by("id")["payload"])
+    # null variants however they come: a missing column, Arrow's null type, an untagged struct
+    # whose parts are null too, a null ROW around a variant
+    t.write_arrow(pa.table({"id": [20]}))
+    t.write_arrow(pa.table({"id": [21], "payload": pa.nulls(1)}))
+    t.write_arrow(pa.table({"id": [22, 23], "payload": pa.array([None, {"value": b"\x0c\x01", "metadata": b"\x01\x00\x00"}],
+                                                              untagged)}))
+    assert variant.to_python(t.to_arrow(filter=[("id", ">=", 20)]).sort_by("id")["payload"]) == [None, None, None, 1]
     snapshots = t.latest_snapshot().id
     no_metadata = pa.StructArray.from_arrays([pa.array([b"\x0c\x01"]), pa.array([b""])], fields=list(VARIANT_ARROW))
     with pytest.raises(MalformedVariantError, match="'payload': row 0 has no variant metadata"):
@@ -104,7 +111,7 @@ def test_table_round_trip_updates_and_malformed_writes(tmp_path):
     with pytest.raises(MalformedVariantError, match="row 1's metadata is of version 7"):
         t.write_arrow(pa.table({"id": [5, 6], "payload": wrong_version}))
     assert t.latest_snapshot().id == snapshots  # nothing committed
-    assert t.to_arrow(filter=[("payload", "is null")]).num_rows == 0
+    assert t.to_arrow(filter=[("payload", "is null")]).num_rows == 3  # rows 20-22
     with pytest.raises(SchemaMismatchError, match="'payload' is of type VARIANT: its values do not compare"):
         t.to_arrow(filter=[("payload", "=", 1)])
 
@@ -148,8 +155,9 @@ def test_variants_inside_rows_arrays_and_maps(tmp_path):
                         pa.field("r", pa.struct([pa.field("v", VARIANT_ARROW), pa.field("x", pa.int32())])),
                         pa.field("a", pa.list_(VARIANT_ARROW)), pa.field("m", pa.map_(pa.string(), VARIANT_ARROW))])
     docs = variant.from_json(['{"k":1}', None, '[1,"x"]'])
-    r = pa.StructArray.from_arrays([docs, pa.array([1, 2, 3], pa.int32())], fields=list(nested.field("r").type),
-                                   mask=pa.array([False, False, True]))
+    r = pa.StructArray.from_arrays([docs.cast(pa.struct([("value", pa.binary()), ("metadata", pa.binary())])),
+                                    pa.array([1, 2, 3], pa.int32())], names=["v", "x"],
+                                   mask=pa.array([False, False, True]))  # row 3's variant: under a null ROW
     a = pa.ListArray.from_arrays(pa.array([0, 2, 2, 3], pa.int32()), docs, mask=pa.array([False, True, False]))
     m = pa.MapArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), pa.array(["p", "q", "r"]), docs)
     path = str(tmp_path / "nested")
