@@ -171,9 +171,25 @@ def test_variants_inside_rows_arrays_and_maps(tmp_path):
     assert [(g["r"], g["a"], g["m"]) for g in got] == [
         ({"v": v(d0), "x": 1}, [v(d0), None], [("p", v(d0))]), ({"v": None, "x": 2}, None, [("q", None)]),
         (None, [v(d2)], [("r", v(d2))])]
-    rows = {row["id"]: row for row in get_oracle().read(path)}
+    java = get_oracle()
+    theirs = str(tmp_path / "theirs")
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"},
+              {"name": "r", "type": {"type": "ROW", "fields": [{"id": 10, "name": "v", "type": "VARIANT"},
+                                                               {"id": 11, "name": "x", "type": "INT"}]}},
+              {"name": "a", "type": {"type": "ARRAY", "element": "VARIANT"}}]
+    with java.batch() as b:
+        read_ours = b.read(path)
+        b.create_table(theirs, fields, primary_keys=["id"], options={"bucket": "1"})
+    rows = {row["id"]: row for row in read_ours.result}
     assert parsed(rows[1]["r"]["v"]["json"]) == {"k": 1} and rows[1]["a"][1] is None and rows[3]["r"] is None
     assert parsed(rows[3]["a"][0]["json"]) == [1, "x"] and rows[2]["r"]["v"] is None
+    java.write(theirs, [{"id": 1, "r": {"v": '{"k":1}', "x": 2}, "a": ["[1]", None, '"s"']},
+                        {"id": 2, "r": None, "a": None}, {"id": 3, "r": {"v": None, "x": 1}, "a": []}])
+    read = load_table(theirs).to_arrow().sort_by("id")
+    assert [None if r is None else (variant.to_python(pa.array([r["v"]], VARIANT_ARROW)), r["x"])
+            for r in read["r"].to_pylist()] == [([{"k": 1}], 2), None, ([None], 1)]
+    assert [None if a is None else variant.to_python(pa.array(a, VARIANT_ARROW)) for a in read["a"].to_pylist()] == \
+        [[[1], None, "s"], None, []]
 
 
 def test_java_reads_our_variants_and_we_read_javas(tmp_path):
