@@ -91,8 +91,9 @@ def _parse(text: str, t: DataType):
                 raise ValueError(f"a number is a timestamp of precision 0, 3, 6 or 9 only, not {t.precision}")
             return pa.scalar(_integer(text, 64), pa.timestamp(unit))
         return pa.scalar(text).cast(pa.timestamp("ns"))
-    raise UnsupportedOperationError(f"a default value for a column of type {root} (Paimon casts text to it as an "
-                                    "array, map or row literal) is not applied here; write the value itself")
+    how = "has no cast from text to it" if root == "VARIANT" else "casts text to it as an array, map or row literal"
+    raise UnsupportedOperationError(f"a default value for a column of type {root} (Paimon {how}) is not applied "
+                                    "here; write the value itself")
 
 
 def _integer(text: str, bits: int) -> int:
