@@ -494,8 +494,9 @@ def _check_decoded(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[Data
             if declared.root == "VARIANT" and pa.types.is_struct(found) and found.get_field_index("typed_value") >= 0:
                 raise UnsupportedOperationError(
                     f"data file {path}: VARIANT column {f.name!r}{at} is shredded (typed sub-columns Java writes under "
-                    "the table option 'parquet.variant.shreddingSchema'); paimon-streaming reads plain variants "
-                    "only: remove that option and rewrite the files (a full compaction by Java) to read them here")
+                    "the table options 'parquet.variant.shreddingSchema' or 'variant.inferShreddingSchema'); "
+                    "paimon-streaming reads plain variants only: remove those options and rewrite the files (a full "
+                    "compaction by Java) to read them here")
             if found is None:
                 raise CorruptFileError(f"data file {path}: column {f.name!r} has no field {where!r}, which the "
                                        "schema it was written with has (a damaged footer)")
