@@ -116,7 +116,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             continue
         col = data.column(f.name)
         if pa.types.is_null(col.type):  # an all-null column of Arrow type null fits any column
-            col = pa.nulls(len(col), target)
+            col = pa.chunked_array([pa.nulls(len(col), target)])
         else:
             cast_type_check(f.name, from_arrow(col.type), f.type)
         col = variant.conform(f.name, col, f.type)  # before a cast: a null variant's parts may be null
