@@ -3,14 +3,19 @@ pypaimon oracle's helpers (re-exported from tests/pypaimon_oracle.py)."""
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator
 
 import pyarrow as pa
 import pytest
+from spark_support import spark_env
 
 # pypaimon (the oracle) runs in its own virtualenv and process: tests/pypaimon_oracle.py
 from pypaimon_oracle import (pypaimon_create, pypaimon_create_tag, pypaimon_read,  # noqa: F401
                              pypaimon_tags, pypaimon_write)
+
+# Every Spark driver the tests start, in this process or as a job or `ingest` command, starts fast.
+os.environ.update(spark_env())
 
 
 @pytest.fixture

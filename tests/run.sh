@@ -10,10 +10,13 @@
 #     tests/java_oracle.py on first use and cached in tests/java/target;
 #   - Apache Kafka's broker jars and Spark's Kafka connector (tests/kafka/*.xml, through
 #     Maven), fetched by tests/kafka_broker.py on first use and cached in tests/kafka/target;
+#   - a class-data archive of a Spark driver's classes (tests/spark_support.py), so that the
+#     tests' many short-lived drivers start in half the time, in tests/spark/target;
 #   - a real HDFS (Hadoop's MiniDFSCluster, tests/hdfs/pom.xml through Maven) and libhdfs.so for
 #     pyarrow, compiled with cc from the C sources the hdfs-sys crate vendors (tests/hdfs/Cargo.toml,
 #     fetched by cargo: on PATH, else in $CARGO_HOME/bin or ~/.cargo/bin), both cached in tests/hdfs/target.
-# Extra arguments go to pytest (e.g. `bash tests/run.sh -k interop`).
+# The tests run in TEST_WORKERS (default 2) processes (pytest-xdist). Extra arguments go to
+# pytest (e.g. `bash tests/run.sh -k interop`, or `-n 0` for one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -27,4 +30,6 @@ python=${PYTHON:-python3}
 .venv/bin/python tests/gcs_server.py  # builds the GCS emulator (fake-gcs-server) from its Go module
 .venv/bin/python tests/azure_server.py  # installs the Azure emulator (Azurite) from npm
 .venv/bin/python tests/hdfs_cluster.py  # fetches Hadoop's jars (Maven) and builds libhdfs from the hdfs-sys crate (cargo, cc)
-exec .venv/bin/python -m pytest -q tests "$@"
+.venv/bin/python tests/spark_support.py --build  # the class-data archive Spark drivers of the tests start from
+# Two worker processes (TEST_WORKERS); tests are handed out as workers free up.
+exec .venv/bin/python -m pytest -q -n "${TEST_WORKERS:-2}" --dist worksteal tests "$@"
