@@ -203,6 +203,19 @@ def live_file_reads(workdir: str) -> dict[str, ReadFn]:
     return {"read_files_s": reader(True), "read_files_unverified_s": reader(False)}
 
 
+def raw_parquet_beside(workdir: str, seed: int, rows: int, batches: int) -> ReadFn:
+    """Raw Parquet's read of the same batches, in our process: the batches written again (after
+    our timed runs) as the raw-parquet system writes them, next to our table. The raw-parquet
+    system's own read runs in another process minutes apart, which on a shared machine moves
+    the ratio by up to 1.5x either way; this one is read in turn with ours."""
+    side = os.path.join(workdir, "raw-parquet-beside")
+    os.makedirs(side)
+    write, read, _ = raw_parquet(side)
+    for i in range(batches):
+        write(make_batch(seed, rows, i))
+    return read
+
+
 def deltalake_merge(workdir: str) -> tuple[WriteFn, ReadFn, str]:
     """delta-rs MERGE per batch (update matched, insert the rest): Rust, copy-on-write."""
     from deltalake import DeltaTable
@@ -270,8 +283,11 @@ def run_child(system: System, seed: int, rows: int, batches: int, workdir: str) 
     del out  # the reads below reuse its memory, as a long-lived reader's reads do
     read_times = timed_reads(read) if first_read_s < READ_BUDGET_S else [first_read_s]
     read_s = statistics.median(read_times)
-    breakdown = (interleaved_medians({"read_beside_files_s": read, **live_file_reads(workdir)})
+    breakdown = (interleaved_medians({"read_beside_files_s": read, **live_file_reads(workdir),
+                                      "raw_parquet_beside_s": raw_parquet_beside(workdir, seed, rows, batches)})
                  if system.name in OURS else {})
+    if breakdown:
+        breakdown["read_over_raw_beside"] = breakdown["read_beside_files_s"] / breakdown["raw_parquet_beside_s"]
     return {
         "version": lib_version,
         "batch_s": latencies,
@@ -373,7 +389,8 @@ def _last_json_line(stdout: str) -> dict | None:
         return None
 
 
-READ_BREAKDOWN = ["read_beside_files_s", "read_files_s", "read_files_unverified_s"]
+READ_BREAKDOWN = ["read_beside_files_s", "read_files_s", "read_files_unverified_s", "raw_parquet_beside_s",
+                  "read_over_raw_beside"]
 NUMBERS = ["rows_per_s", "first_batch_s", "last_batch_s", "last_over_first", "slowest_batch_s",
            "write_peak_rss_mb", "read_s", "first_read_s"]
 
@@ -447,14 +464,14 @@ def print_table(records: list[dict]) -> None:
     if grown:
         print("\nupdate batches, median latency of the last 10 over batches 1-10 (table growth alone): "
               + ", ".join(f"{r['system']} {r['growth']:.2f}" for r in grown))
-    raw = next((r["median"]["read_s"] for r in records if r["system"] == "raw-parquet"), None)
     for r in records:
         b = r.get("read_breakdown")
         if b:
-            ours_s, files, unverified = (b[k] for k in READ_BREAKDOWN)
-            print(f"\nwhere {r['system']}'s read goes (medians of reads taken in turn): our read {ours_s:.3f} s; "
-                  f"its live files read bare {files:.3f} s, {unverified:.3f} s without page checksums"
-                  + ("" if raw is None else f"; raw Parquet's read {raw:.3f} s"))
+            ours_s, files, unverified, raw, beside = (b[k] for k in READ_BREAKDOWN)
+            print(f"\nwhere {r['system']}'s read goes (medians of reads taken in turn in its process): our read "
+                  f"{ours_s:.3f} s; its live files read bare {files:.3f} s, {unverified:.3f} s without page "
+                  f"checksums; raw Parquet's read of the same batches {raw:.3f} s: ours x{beside:.2f} of raw "
+                  "Parquet's read, read in turn (median over runs)")
     ours = [r for r in records if r["system"] in OURS and r["vs"]]
     if ours:
         print("\nsame-run ratios (median over runs): rows/s is ours / anchor (higher is better); "

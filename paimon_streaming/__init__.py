@@ -22,12 +22,31 @@ if (not _os.path.isdir(_os.path.join(_here, "sinks"))
         and all(_os.path.isfile(_os.path.join(_checkout, plugin, "__init__.py")) for plugin in ("sinks", "sources"))):
     __path__.append(_checkout)
 del _os, _here, _checkout
-from .catalog import Catalog
+from typing import TYPE_CHECKING
+
 from .errors import (CommitConflictError, CommitIdentifierError, CorruptFileError, InvalidOptionError, NullKeyError,
                      PaimonError, SchemaMismatchError, SnapshotNotFoundError, TableAlreadyExistsError,
                      TableNotFoundError, UnsupportedTypeError)
-from .snapshot import Snapshot
-from .table import Table
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
+    from .snapshot import Snapshot
+    from .table import Table
+
+# Catalog, Table and Snapshot load on first use (PEP 562): importing the package alone stays
+# light (no pyarrow, numpy or threads), which Spark's Python worker daemon needs before it
+# forks (sinks/worker_daemon.py), and `paimon-streaming --help` starts faster.
+_LAZY = {"Catalog": "catalog", "Table": "table", "Snapshot": "snapshot"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Catalog", "Table", "Snapshot", "register", "PaimonError", "SchemaMismatchError", "NullKeyError",
            "InvalidOptionError", "UnsupportedTypeError", "TableNotFoundError", "TableAlreadyExistsError",

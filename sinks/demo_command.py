@@ -15,7 +15,8 @@ from .live_status import LiveStatus, add_progress_argument
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo_pipeline import DemoSpec, run_demo
     from .ingest_command import spark_session
-    spark = spark_session(args.master, [("spark.sql.shuffle.partitions", "2")], "paimon-streaming-demo")
+    spark = spark_session(args.master, [("spark.sql.shuffle.partitions", "2")], "paimon-streaming-demo",
+                          short_job=True)
     try:
         with LiveStatus(enabled=not args.no_progress) as live:
             return run_demo(spark, args.warehouse, DemoSpec(args.batches, args.rows, args.keys, args.seed),

@@ -19,13 +19,31 @@ def _key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-def spark_session(master: str, confs: list[tuple[str, str]], app: str):
+# Local Python workers import PySpark from its installed package, not from Spark's zip (worker_daemon.py).
+WORKER_DAEMON = "paimon_streaming.sinks.worker_daemon"
+# A short job's driver JVM: C1 only and the serial collector leave the other core to the job's
+# Python processes while the JVM loads Spark (README, "Command line": the demo's start-up).
+SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def session_confs(master: str, confs: list[tuple[str, str]], short_job: bool) -> dict[str, str]:
+    """The user's `confs` plus the start-up settings they do not give themselves (nor through
+    PYSPARK_SUBMIT_ARGS, which holds driver Java options too)."""
+    given = {"spark.ui.showConsoleProgress": "false", **dict(confs)}
+    if master.startswith("local"):  # executors elsewhere may hold paimon-streaming only as --py-files
+        given.setdefault("spark.python.daemon.module", WORKER_DAEMON)
+    if short_job and "PYSPARK_SUBMIT_ARGS" not in os.environ:
+        given.setdefault("spark.driver.extraJavaOptions", SHORT_JOB_JAVA_OPTIONS)
+    return given
+
+
+def spark_session(master: str, confs: list[tuple[str, str]], app: str, short_job: bool = False):
     """A Spark session whose Python workers run this interpreter (it has paimon-streaming)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    builder = SparkSession.builder.master(master).appName(app).config("spark.ui.showConsoleProgress", "false")
-    for key, value in confs:
+    builder = SparkSession.builder.master(master).appName(app)
+    for key, value in session_confs(master, confs, short_job).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

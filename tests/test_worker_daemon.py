@@ -1,0 +1,93 @@
+"""Spark's Python workers import PySpark from its installed package (sinks/worker_daemon.py),
+and the start-up settings of the command-line sessions (ingest_command.session_confs)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import pyspark
+
+from paimon_streaming.sinks.ingest_command import SHORT_JOB_JAVA_OPTIONS, WORKER_DAEMON, session_confs
+from paimon_streaming.sinks.worker_daemon import prefer_installed_packages
+
+
+def _package(root, name: str, version: str) -> str:
+    os.makedirs(root / name, exist_ok=True)
+    (root / name / "__init__.py").write_text("")
+    (root / name / "version.py").write_text(f"__version__ = '{version}'\n")
+    return str(root)
+
+
+def _archive(path, name: str, version: str) -> str:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{name}/__init__.py", "")
+        z.writestr(f"{name}/version.py", f"__version__ = '{version}'\n")
+    return str(path)
+
+
+def test_archives_give_way_to_the_same_installed_version_only(tmp_path):
+    site = _package(tmp_path / "site", "pyspark", "4.3.0")
+    _package(tmp_path / "site", "py4j", "0.10.9.9")
+    same = _archive(tmp_path / "pyspark.zip", "pyspark", "4.3.0")
+    py4j = _archive(tmp_path / "py4j-0.10.9.9-src.zip", "py4j", "0.10.9.9")
+    jar = str(tmp_path / "spark-core_2.13-4.3.0.jar")
+    assert prefer_installed_packages(["", same, py4j, jar, site]) == ["", jar, site]
+
+    os.makedirs(tmp_path / "old")
+    older = _archive(tmp_path / "old" / "pyspark.zip", "pyspark", "4.2.0")
+    assert prefer_installed_packages([older, site]) == [older, site]  # another version: Spark's path stays
+    assert prefer_installed_packages([same, str(tmp_path / "empty")]) == [same, str(tmp_path / "empty")]  # none installed
+    broken = tmp_path / "broken" / "pyspark.zip"
+    os.makedirs(broken.parent)
+    broken.write_bytes(b"not a zip")
+    assert prefer_installed_packages([str(broken), site]) == [str(broken), site]
+
+
+def test_local_workers_import_the_installed_pyspark(tmp_path):
+    """A local session with the daemon module: a worker's PySpark is the installed package
+    (byte-compiled), Spark's zip is off its path, and the job's result is right."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, sys
+        import pyarrow as pa
+        from pyspark.sql import SparkSession
+        spark = (SparkSession.builder.master("local[1]").config("spark.python.daemon.module", "{WORKER_DAEMON}")
+                 .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+
+        def probe(batches):
+            import pyspark, sys
+            for b in batches:
+                yield pa.RecordBatch.from_pydict({{"n": [b.num_rows], "pyspark": [pyspark.__file__],
+                                                   "path": [json.dumps(sys.path)]}})
+
+        rows = spark.range(0, 1000, numPartitions=1).mapInArrow(probe, "n long, pyspark string, path string").collect()
+        print(json.dumps([r.asDict() for r in rows]))
+        spark.stop()
+    """))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sum(r["n"] for r in rows) == 1000
+    installed = os.path.dirname(pyspark.__file__)
+    for r in rows:
+        assert r["pyspark"].startswith(installed + os.sep) and ".zip" not in r["pyspark"], r["pyspark"]
+        assert not any(os.path.basename(p) == "pyspark.zip" for p in json.loads(r["path"])), r["path"]
+
+
+def test_session_settings_leave_the_users_own_alone(monkeypatch):
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    confs = session_confs("local[2]", [], short_job=True)
+    assert confs["spark.python.daemon.module"] == WORKER_DAEMON
+    assert confs["spark.driver.extraJavaOptions"] == SHORT_JOB_JAVA_OPTIONS
+    assert "spark.driver.extraJavaOptions" not in session_confs("local[2]", [], short_job=False)  # ingest: long-running
+    own = session_confs("local[*]", [("spark.python.daemon.module", "pyspark.daemon"),
+                                     ("spark.driver.extraJavaOptions", "-Xss4m")], short_job=True)
+    assert own["spark.python.daemon.module"] == "pyspark.daemon" and own["spark.driver.extraJavaOptions"] == "-Xss4m"
+    assert "spark.python.daemon.module" not in session_confs("spark://host:7077", [], short_job=True)
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options '-Xmx2g' pyspark-shell")
+    assert "spark.driver.extraJavaOptions" not in session_confs("local[2]", [], short_job=True)
