@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 from .live_status import LiveStatus, add_progress_argument
 
@@ -41,6 +42,9 @@ def spark_session(master: str, confs: list[tuple[str, str]], app: str, short_job
     """A Spark session whose Python workers run this interpreter (it has paimon-streaming)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # PySpark 4.3 warns at every session start when pandas 3 is installed (its own pyspark.testing
+    # import); these commands move Arrow only, never pandas, so the line would only mislead.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.master(master).appName(app)
     for key, value in session_confs(master, confs, short_job).items():
