@@ -1,7 +1,9 @@
-"""Spark's Python workers import PySpark from its installed package (sinks/worker_daemon.py),
-and the start-up settings of the command-line sessions (ingest_command.session_confs)."""
+"""Spark's Python workers import PySpark from its installed package and freeze their heap after
+their first task (sinks/worker_daemon.py), and the start-up settings of the command-line
+sessions (ingest_command.session_confs)."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -12,7 +14,7 @@ import zipfile
 import pyspark
 
 from paimon_streaming.sinks.ingest_command import SHORT_JOB_JAVA_OPTIONS, WORKER_DAEMON, session_confs
-from paimon_streaming.sinks.worker_daemon import prefer_installed_packages
+from paimon_streaming.sinks.worker_daemon import freezing_after_first_task, prefer_installed_packages
 
 
 def _package(root, name: str, version: str) -> str:
@@ -59,24 +61,43 @@ def test_local_workers_import_the_installed_pyspark(tmp_path):
                  .config("spark.ui.showConsoleProgress", "false").getOrCreate())
 
         def probe(batches):
-            import pyspark, sys
+            import gc, os, pyspark, sys
             for b in batches:
                 yield pa.RecordBatch.from_pydict({{"n": [b.num_rows], "pyspark": [pyspark.__file__],
-                                                   "path": [json.dumps(sys.path)]}})
+                                                   "path": [json.dumps(sys.path)], "pid": [os.getpid()],
+                                                   "frozen": [gc.get_freeze_count()]}})
 
-        rows = spark.range(0, 1000, numPartitions=1).mapInArrow(probe, "n long, pyspark string, path string").collect()
-        print(json.dumps([r.asDict() for r in rows]))
+        schema = "n long, pyspark string, path string, pid long, frozen long"
+        rows = [spark.range(0, 1000, numPartitions=1).mapInArrow(probe, schema).collect() for _ in range(2)]
+        print(json.dumps([[r.asDict() for r in job] for job in rows]))
         spark.stop()
     """))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(done.stdout.strip().splitlines()[-1])
-    assert sum(r["n"] for r in rows) == 1000
+    first, second = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sum(r["n"] for r in first) == sum(r["n"] for r in second) == 1000
     installed = os.path.dirname(pyspark.__file__)
-    for r in rows:
+    for r in first + second:
         assert r["pyspark"].startswith(installed + os.sep) and ".zip" not in r["pyspark"], r["pyspark"]
         assert not any(os.path.basename(p) == "pyspark.zip" for p in json.loads(r["path"])), r["path"]
+    # the reused worker froze what its first task left alive (the imports): PySpark's full
+    # collection after each later task skips them
+    assert first[0]["pid"] == second[0]["pid"] and first[0]["frozen"] == 0 and second[0]["frozen"] > 10_000, (first, second)
+
+
+def test_a_worker_freezes_its_heap_once_after_its_first_task():
+    tasks = []
+    run = freezing_after_first_task(lambda sock, authenticated: tasks.append(sock) or 0)
+    gc.unfreeze()
+    try:
+        assert run("first", False) == 0 and tasks == ["first"]
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        assert run("second", True) == 0 and tasks == ["first", "second"]
+        assert gc.get_freeze_count() == frozen  # once: later tasks' objects stay collectable
+    finally:
+        gc.unfreeze()
 
 
 def test_session_settings_leave_the_users_own_alone(monkeypatch):
