@@ -76,11 +76,15 @@ def get_spark():
     if _SPARK is None:
         os.environ.update(spark_env())
         from pyspark.sql import SparkSession
+
+        from paimon_streaming.sinks.ingest_command import WORKER_DAEMON
         _SPARK = (SparkSession.builder.master("local[2]").appName("paimon-streaming-tests")
                   .config("spark.ui.enabled", "false")
                   .config("spark.sql.shuffle.partitions", "4")
                   .config("spark.sql.session.timeZone", "UTC")
                   .config("spark.driver.memory", "1g")
+                  # its Python workers run as `paimon-streaming demo` and `ingest` start them
+                  .config("spark.python.daemon.module", WORKER_DAEMON)
                   .getOrCreate())
         _SPARK.sparkContext.setLogLevel("ERROR")
         import paimon_streaming as ps
