@@ -18,6 +18,9 @@ The forked workers also freeze what their first task leaves alive (`gc.freeze`, 
 collection): PySpark's daemon runs a full `gc.collect()` after every task of a reused worker,
 and with PySpark, pyarrow and this package imported that walks some 75,000 objects, 60-90 ms a
 task, several tasks a micro-batch; after the freeze it walks only what later tasks create.
+What the first task keeps (a cached Kafka consumer, say) is frozen with the imports: if it
+later becomes cyclic garbage it stays in memory, once per worker, as only that task's
+survivors are frozen.
 
 Imports nothing heavy: the daemon must not start threads before it forks (pyspark.daemon).
 """
