@@ -5,8 +5,10 @@ a streaming query reads them with maxFilesPerTrigger=1 and trigger(availableNow=
 micro-batches are exactly the W1 batches, each in one Spark partition. With
 `--input-partitions N` each batch is staged as N files (consecutive slices) read with
 maxFilesPerTrigger=N, one file per Spark partition: every micro-batch then has N partitions,
-as from a Kafka topic with N partitions, and the sink takes its multi-partition path. Systems, each in a fresh subprocess per run, the
-order rotating across runs so no system always runs first on a warm or cold machine:
+as from a Kafka topic with N partitions, and the sink takes its multi-partition path. Each
+system runs in a fresh subprocess per run, in a local[2] session as a user starts it (the JVM's
+defaults; `user_session`), the order rotating across runs so no system always runs first on a
+warm or cold machine:
 
 - `paimon-sink-dv`: foreachBatch(paimon_sink) into the W1 table with deletion vectors on;
 - `paimon-sink`: the same, deletion vectors off;
@@ -41,8 +43,6 @@ import pyarrow.parquet as pq
 
 from bench_core import SCHEMA, _fmt, check_read, make_batch, paimon_streaming_table, report
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from spark_support import get_spark  # noqa: E402  (the tests' local[2] session: same settings)
 
 FLOOR = "spark-parquet"
 SYSTEMS = ["paimon-sink-dv", "paimon-sink", FLOOR]
@@ -50,6 +50,23 @@ NUMBERS = ["rows_per_s", "e2e_rows_per_s", "first_batch_s", "median_batch_s", "l
 TABLE = "db.w1"
 
 BatchFn = Callable[..., None]
+
+
+def user_session(app: str):
+    """local[2] as `SparkSession.builder` gives a user (the JVM's defaults: not the tests'
+    fast-start driver, whose C1-only JIT slows a long query), plus what the README suggests (the
+    worker daemon) and `ps.register`."""
+    from pyspark.sql import SparkSession
+    import paimon_streaming as ps
+    from paimon_streaming.sinks.ingest_command import WORKER_DAEMON
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+    spark = (SparkSession.builder.master("local[2]").appName(app)
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.python.daemon.module", WORKER_DAEMON).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    ps.register(spark)
+    return spark
 
 
 # ---- staging: the W1 batches as the stream's input ---------------------------------------------
@@ -87,7 +104,7 @@ def run_child(name: str, staging: str, seed: int, rows: int, batches: int, workd
               input_partitions: int = 1) -> dict:
     """Run the streaming query over the staged batches in this (fresh) process; check the result."""
     from pyspark.sql.pandas.types import from_arrow_schema
-    spark = get_spark()
+    spark = user_session("bench-spark")
     # an open cost above maxPartitionBytes keeps every (small) staged file in a Spark partition of its own
     spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))
     write, read, upsert = open_system(name, workdir)

@@ -53,10 +53,29 @@ __all__ = ["Catalog", "Table", "Snapshot", "register", "PaimonError", "SchemaMis
            "SnapshotNotFoundError", "CommitConflictError", "CommitIdentifierError", "CorruptFileError"]
 
 
-def register(spark) -> None:
+FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark, filter_pushdown: bool = True) -> None:
     """Register the Spark data sources "paimon" and "kafka-python" (need pyspark; imported
-    only here; kafka-python itself is imported only when a Kafka stream is read)."""
+    only here; kafka-python itself is imported only when a Kafka stream is read).
+
+    `filter_pushdown` also turns on Spark's filter pushdown to Python data sources for this
+    session (`spark.sql.python.filterPushdown.enabled`, off by Spark's default), so batch reads
+    prune partitions and files by a query's filters as Delta's and Iceberg's sources do; a
+    session started with that setting (builder `.config`, `--conf`, spark-defaults) keeps it.
+    """
     from .sinks.datasource import PaimonDataSource
     from .sources.kafka import KafkaPythonDataSource
     spark.dataSource.register(PaimonDataSource)
     spark.dataSource.register(KafkaPythonDataSource)
+    if filter_pushdown and not _started_with(spark, FILTER_PUSHDOWN):
+        spark.conf.set(FILTER_PUSHDOWN, "true")
+
+
+def _started_with(spark, key: str) -> bool:
+    """Whether the session's start-up configuration sets `key` (a Spark Connect client cannot
+    see its server's, so there it counts as unset)."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return False
+    return spark.sparkContext.getConf().contains(key)

@@ -25,7 +25,7 @@ columns to read as the read schema (`.schema("id long, v string")`, names matche
 columns case-insensitively, types cast), and only those columns are read from the files.
 
 Filter pushdown: with `spark.sql.python.filterPushdown.enabled=true` (Spark's default is
-false) Spark hands the query's filters to the reader. Comparisons (=, <>, <, <=, >, >=),
+false; `paimon_streaming.register` sets it) Spark hands the query's filters to the reader. Comparisons (=, <>, <, <=, >, >=),
 IN, IS NULL and IS NOT NULL on integer, string, boolean, date and decimal columns prune
 partitions and files (min/max statistics; on primary-key tables without deletion vectors
 only key columns prune files) and filter rows exactly, so Spark does not re-check them.

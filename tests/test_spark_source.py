@@ -362,6 +362,41 @@ def test_batch_filters_prune_and_filter_exactly(spark, tmp_path, catalog):
         assert df.rdd.getNumPartitions() == 3
 
 
+
+def test_register_turns_filter_pushdown_on(spark, catalog):
+    """A session `register` was called on prunes by a query's filters without any setting."""
+    import paimon_streaming as ps
+    t = catalog.create_table("db.pushed", pa.schema([("id", pa.int64()), ("dt", pa.string())]), partition_keys=["dt"])
+    for p in range(3):
+        t.write_arrow(pa.table({"id": [p], "dt": [f"p{p}"]}))
+    assert spark.conf.get(ps.FILTER_PUSHDOWN) == "true"
+    df = spark.read.format("paimon").option("source.split.target-size", "1 b").load(t.path).where("dt = 'p1'")
+    assert [r.id for r in df.collect()] == [1] and df.rdd.getNumPartitions() == 1
+
+
+class _Session:
+    """What `register` touches of a classic SparkSession, started with `started_with`."""
+
+    def __init__(self, started_with: dict[str, str]):
+        self.registered, self.settings = [], {}
+        self.dataSource = type("R", (), {"register": lambda _, cls: self.registered.append(cls.name())})()
+        self.conf = type("C", (), {"set": lambda _, k, v: self.settings.__setitem__(k, v)})()
+        conf = type("SC", (), {"contains": lambda _, k: k in started_with})()
+        self.sparkContext = type("Ctx", (), {"getConf": lambda _: conf})()
+
+
+def test_register_keeps_the_sessions_own_pushdown_setting():
+    import paimon_streaming as ps
+    fresh = _Session({})
+    ps.register(fresh)
+    assert fresh.registered == ["paimon", "kafka-python"] and fresh.settings == {ps.FILTER_PUSHDOWN: "true"}
+    started_off = _Session({ps.FILTER_PUSHDOWN: "false"})  # builder .config / --conf / spark-defaults
+    ps.register(started_off)
+    assert started_off.settings == {}
+    opted_out = _Session({})
+    ps.register(opted_out, filter_pushdown=False)
+    assert opted_out.registered == ["paimon", "kafka-python"] and opted_out.settings == {}
+
 @pytest.mark.parametrize("index, options", [
     ("bloom", {"file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "100",
                "file-index.bloom-filter.v.fpp": "0.001"}),
