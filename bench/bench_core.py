@@ -431,10 +431,14 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
             "read_check": "; ".join(checks),
             "vs": ratios(runs, name),
             "per_run": per_run,
-            "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                     "load_average_1m": round(os.getloadavg()[0], 2)},
+            "host": host(),
         })
     return records
+
+
+def host() -> dict:
+    """The machine a record was measured on, with its load then (shared machines: compare ratios)."""
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "load_average_1m": round(os.getloadavg()[0], 2)}
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -41,7 +40,7 @@ from typing import Callable
 
 import pyarrow.parquet as pq
 
-from bench_core import SCHEMA, _fmt, check_read, make_batch, paimon_streaming_table, report
+from bench_core import SCHEMA, _fmt, check_read, host, make_batch, paimon_streaming_table, report
 
 
 FLOOR = "spark-parquet"
@@ -183,8 +182,7 @@ def summarize(runs: dict[str, list[dict]], args: argparse.Namespace) -> list[dic
             "read_check": "; ".join(sorted({r["read_check"] for r in per_run})),
             "vs": vs, "target_vs_floor": 0.5 if vs else None,
             "per_run": per_run,
-            "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                     "load_average_1m": round(os.getloadavg()[0], 2)},
+            "host": host(),
         })
     return records
 

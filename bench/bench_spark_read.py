@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import statistics
 import tempfile
@@ -32,7 +31,7 @@ from typing import Callable
 
 import pyarrow.compute as pc
 
-from bench_core import _fmt, distinct_ids, make_batch, paimon_streaming_table, raw_parquet, report
+from bench_core import _fmt, distinct_ids, host, make_batch, paimon_streaming_table, raw_parquet, report
 from bench_spark import user_session
 
 FLOOR = "raw-parquet"
@@ -123,8 +122,7 @@ def summarize(times: dict[str, dict[str, list[float]]], args: argparse.Namespace
             "bench": "spark-read", "workload": "W2 through Spark", "system": system,
             "rows_per_batch": args.rows, "batches": args.batches, "repeats": args.repeats, "seed": args.seed,
             "median_s": median, "vs_raw_parquet": vs, "per_repeat_s": per_query,
-            "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                     "load_average_1m": round(os.getloadavg()[0], 2)},
+            "host": host(),
         })
     return records
 
