@@ -487,17 +487,24 @@ def print_table(records: list[dict]) -> None:
                       f"peak MB x{v['write_peak_rss_mb']:.2f}")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def w1_parser(description: str) -> argparse.ArgumentParser:
+    """A bench's parser with the options of the W1 stream it writes: --rows, --batches, --seed
+    (the same batches in every bench) and --json-out."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=200_000, help="rows per batch (default 200000)")
     p.add_argument("--batches", type=int, default=10, help="batches, one commit each (default 10)")
+    p.add_argument("--seed", type=int, default=20240601)
+    p.add_argument("--json-out", default=None, help="also write the JSON lines to this file")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = w1_parser(__doc__)
     p.add_argument("--runs", type=int, default=3, help="runs; medians are reported (default 3)")
     p.add_argument("--systems", default=None,
                    help=f"comma-separated subset of: {', '.join(BY_NAME)} "
                         "(default: all importable, DV systems opt-in)")
-    p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--quick", action="store_true", help="smoke run: 3 batches of 20000 rows, 1 run")
-    p.add_argument("--json-out", default=None, help="also write the JSON lines to this file")
     p.add_argument("--workdir", default=None, help="where tables are written (default: system temp dir)")
     p.add_argument("--table-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a table option for our systems (repeatable), e.g. "

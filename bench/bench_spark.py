@@ -40,7 +40,7 @@ from typing import Callable
 
 import pyarrow.parquet as pq
 
-from bench_core import SCHEMA, _fmt, check_read, host, make_batch, paimon_streaming_table, report
+from bench_core import SCHEMA, _fmt, check_read, host, make_batch, paimon_streaming_table, report, w1_parser
 
 
 FLOOR = "spark-parquet"
@@ -204,16 +204,12 @@ def print_table(records: list[dict]) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=int, default=200_000, help="rows per batch (default 200000)")
-    p.add_argument("--batches", type=int, default=10, help="micro-batches, one commit each (default 10)")
+    p = w1_parser(__doc__)
     p.add_argument("--runs", type=int, default=3, help="runs; medians are reported (default 3)")
     p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {SYSTEMS}")
     p.add_argument("--input-partitions", type=int, default=1,
                    help="Spark partitions per micro-batch (files staged per batch; default 1)")
-    p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--quick", action="store_true", help="smoke run: 2 batches of 20000 rows, 1 run")
-    p.add_argument("--json-out", default=None, help="also write the JSON lines to this file")
     p.add_argument("--workdir", default=None, help="where staging and tables go (default: system temp dir)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--staging", default=None, help=argparse.SUPPRESS)

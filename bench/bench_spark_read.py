@@ -31,7 +31,8 @@ from typing import Callable
 
 import pyarrow.compute as pc
 
-from bench_core import _fmt, distinct_ids, host, make_batch, paimon_streaming_table, raw_parquet, report
+from bench_core import (_fmt, distinct_ids, host, make_batch, paimon_streaming_table, raw_parquet, report,
+                        w1_parser)
 from bench_spark import user_session
 
 FLOOR = "raw-parquet"
@@ -143,14 +144,10 @@ def print_table(records: list[dict]) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=int, default=200_000, help="rows per batch (default 200000)")
-    p.add_argument("--batches", type=int, default=10, help="batches written, one commit each (default 10)")
+    p = w1_parser(__doc__)
     p.add_argument("--repeats", type=int, default=7, help="timed rounds after a warm-up; medians (default 7)")
     p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {SYSTEMS}")
-    p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--quick", action="store_true", help="smoke run: 2 batches of 20000 rows, 1 repeat")
-    p.add_argument("--json-out", help="also write the JSON lines here")
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.batches, args.repeats = 20_000, 2, 1
