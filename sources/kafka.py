@@ -42,6 +42,8 @@ instead of silently skipping data.
 from __future__ import annotations
 
 import atexit
+import functools
+import inspect
 import json
 import re
 import threading
@@ -50,6 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
@@ -57,6 +60,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from paimon_streaming.errors import InvalidOptionError, PaimonError
+from .kafka_batches import FetchedRecords, decode_fetched_records
 
 EARLIEST, LATEST = -2, -1
 _BATCH_ROWS = 20_000
@@ -122,11 +126,15 @@ class KafkaOptions:
                             opts.get("includeheaders", "false").lower() == "true",
                             int(opts.get("kafkaconsumer.polltimeoutms", "120000")), passthrough)
 
-    def consumer(self):
-        """A kafka-python consumer that never commits to Kafka: offsets live in Spark's checkpoint."""
+    def consumer(self, bulk: bool = False):
+        """A kafka-python consumer that never commits to Kafka: offsets live in Spark's checkpoint.
+        With `bulk`, it hands over each fetch response's records as columns (`FetchedRecords`)."""
         from kafka import KafkaConsumer
-        return KafkaConsumer(bootstrap_servers=self.bootstrap_servers.split(","), enable_auto_commit=False,
-                             group_id=None, **dict(self.consumer_config))
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers.split(","), enable_auto_commit=False,
+                                 group_id=None, **dict(self.consumer_config))
+        if bulk:
+            decode_in_bulk(consumer)
+        return consumer
 
 
 def _config_value(value: str) -> Any:
@@ -293,6 +301,49 @@ def _rate_limit(begin: dict[tuple[str, int], int], end: dict[tuple[str, int], in
     return out
 
 
+@functools.cache
+def _bulk_partition_records() -> type | None:
+    """kafka-python's per-fetch record decoder (`Fetcher.PartitionRecords`), subclassed to decode
+    a fetch response in bulk (`kafka_batches`); None for a kafka-python whose decoder does not
+    take a fetch response's raw records (2.x)."""
+    from kafka.consumer.fetcher import Fetcher
+    base = getattr(Fetcher, "PartitionRecords", None)
+    if base is None or not hasattr(base, "_unpack_records") or not {
+            "records", "check_crcs", "isolation_level"} <= inspect.signature(base.__init__).parameters.keys():
+        return None
+
+    class BulkPartitionRecords(base):
+        def _unpack_records(self, tp, records, key_deserializer, value_deserializer):
+            raw = getattr(records, "_buffer", None)
+            fetched = None
+            if (raw is not None and key_deserializer is None and value_deserializer is None
+                    and int(self.isolation_level) == 0):  # read_uncommitted: every data batch is read
+                fetched = decode_fetched_records(raw, self.fetch_offset, self.check_crcs)
+            if fetched is None:  # kafka-python decodes these bytes, or raises its precise error
+                yield from super()._unpack_records(tp, records, key_deserializer, value_deserializer)
+                return
+            self.leader_epoch = fetched.leader_epoch
+            self.next_fetch_offset = max(self.next_fetch_offset, fetched.next_offset)
+            self.records_read += len(fetched)
+            self.bytes_read += fetched.size_in_bytes
+            if len(fetched):
+                yield fetched
+            self.drain()
+
+    return BulkPartitionRecords
+
+
+def decode_in_bulk(consumer: Any) -> bool:
+    """Make `consumer` return each fetch response's records as one `FetchedRecords` (in place of
+    a ConsumerRecord a record) where this kafka-python allows; whether it does."""
+    records_class = _bulk_partition_records()
+    fetcher = getattr(consumer, "_fetcher", None)
+    if records_class is None or fetcher is None:
+        return False
+    fetcher.PartitionRecords = records_class  # Fetcher builds them as self.PartitionRecords(...)
+    return True
+
+
 class ConsumerPool:
     """Idle kafka-python consumers of this process, lent to the next task that reads from the
     same brokers with the same settings, as Spark's Kafka connector caches its consumers per
@@ -312,9 +363,9 @@ class ConsumerPool:
         self._lock = threading.Lock()
 
     @contextmanager
-    def borrow(self, options: KafkaOptions) -> Iterator[Any]:
-        key = (options.bootstrap_servers, options.consumer_config)
-        consumer = self._take(key) or options.consumer()
+    def borrow(self, options: KafkaOptions, bulk: bool = False) -> Iterator[Any]:
+        key = (options.bootstrap_servers, options.consumer_config, bulk)
+        consumer = self._take(key) or options.consumer(bulk)
         try:
             yield consumer
         except BaseException:
@@ -363,11 +414,13 @@ atexit.register(CONSUMERS.close_all)
 
 
 def read_range(options: KafkaOptions, r: KafkaRange) -> Iterator[pa.RecordBatch]:
-    """Consume offsets [r.start, r.end) of one partition; columns are built in bulk per chunk."""
+    """Consume offsets [r.start, r.end) of one partition. Without headers each fetch response
+    arrives decoded in bulk (`FetchedRecords`); headers, and a kafka-python that cannot hand over
+    a fetch's raw records, take kafka-python's records, gathered into columns per chunk."""
     from kafka import TopicPartition
     schema = kafka_arrow_schema(options.include_headers)
     tp = TopicPartition(r.topic, r.partition)
-    with CONSUMERS.borrow(options) as consumer:
+    with CONSUMERS.borrow(options, bulk=not options.include_headers) as consumer:
         consumer.assign([tp])
         first = consumer.beginning_offsets([tp])[tp]
         if r.start < first:
@@ -391,8 +444,17 @@ def read_range(options: KafkaOptions, r: KafkaRange) -> Iterator[pa.RecordBatch]
                         f"{options.poll_timeout_ms} ms (reading up to offset {r.end}); is the broker reachable?")
                 continue
             idle_since = time.monotonic()
-            records.extend(m for m in polled if r.start <= m.offset < r.end)
-            position = max(consumer.position(tp), polled[-1].offset + 1)
+            position = max(position, consumer.position(tp))
+            for item in polled:
+                if isinstance(item, FetchedRecords):
+                    if records:
+                        yield _to_batch(records, schema)
+                        records = []
+                    batch = _fetched_to_batch(item, r, schema)
+                    if batch.num_rows:
+                        yield batch
+                elif r.start <= item.offset < r.end:
+                    records.append(item)
             if len(records) >= _BATCH_ROWS:
                 yield _to_batch(records, schema)
                 records = []
@@ -415,6 +477,20 @@ def _to_batch(records: list, schema: pa.Schema) -> pa.RecordBatch:
     if "headers" in schema.names:
         columns.append(pa.array([[{"key": k, "value": v} for k, v in (m.headers or ())] for m in records],
                                 HEADERS_TYPE))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _fetched_to_batch(fetched: FetchedRecords, r: KafkaRange, schema: pa.Schema) -> pa.RecordBatch:
+    """A fetch response's records within [r.start, r.end), in the source's columns."""
+    keep = (fetched.offsets >= r.start) & (fetched.offsets < r.end)
+    rows = pa.array(np.flatnonzero(keep)) if not keep.all() else None
+    keys, values = (fetched.keys, fetched.values) if rows is None else (fetched.keys.take(rows),
+                                                                       fetched.values.take(rows))
+    n = len(keys)
+    columns = [keys, values, pa.repeat(pa.scalar(r.topic, pa.string()), n),
+               pa.array(np.full(n, r.partition, np.int32)), pa.array(fetched.offsets[keep]),
+               pa.array(fetched.timestamps_ms[keep] * 1000).cast(schema.field("timestamp").type),
+               pa.array(fetched.timestamp_types[keep])]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

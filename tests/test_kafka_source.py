@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 
 from kafka_broker import unique_topic
@@ -132,7 +133,7 @@ def counted(monkeypatch):
     monkeypatch.setattr(kafka_module, "CONSUMERS", kafka_module.ConsumerPool())
     made = []
     real = kafka_module.KafkaOptions.consumer
-    monkeypatch.setattr(kafka_module.KafkaOptions, "consumer", lambda self: made.append(real(self)) or made[-1])
+    monkeypatch.setattr(kafka_module.KafkaOptions, "consumer", lambda self, bulk=False: made.append(real(self, bulk)) or made[-1])
     return kafka_module, made
 
 
@@ -160,19 +161,26 @@ def test_a_failed_or_abandoned_read_closes_its_consumer(broker, counted, monkeyp
     kafka_module, made = counted
     topic = unique_topic("abandon")
     broker.create_topic(topic, partitions=1)
-    produce(broker, topic, [(f"k{i}", f"v{i}") for i in range(30)])
-    options = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
-                                               "kafkaConsumer.pollTimeoutMs": "1500"})
+    produce(broker, topic, [(f"k{i}", f"v{i}") for i in range(15)])  # two record batches
+    produce(broker, topic, [(f"k{i}", f"v{i}") for i in range(15, 30)])
+    settings = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
+                "kafkaConsumer.pollTimeoutMs": "1500", "kafka.max.partition.fetch.bytes": "64"}  # a batch a fetch
+    options = kafka_module.KafkaOptions.parse(settings)
     with pytest.raises(kafka_module.KafkaSourceError, match="no record at offset 30"):
         read_offsets(kafka_module, options, topic, 0, 25, 40)  # beyond the end: the poll times out
     assert kafka_module.CONSUMERS.idle_count() == 0
-    monkeypatch.setattr(kafka_module, "_BATCH_ROWS", 5)
     batches = kafka_module.read_range(options, kafka_module.KafkaRange(topic, 0, 0, 30))
-    assert next(batches).column("offset").to_pylist() == [0, 1, 2, 3, 4]
+    assert next(batches).column("offset").to_pylist() == list(range(15))  # a fetch, decoded in bulk
     batches.close()  # the task stopped reading: the consumer's position is mid-range
     assert kafka_module.CONSUMERS.idle_count() == 0
+    monkeypatch.setattr(kafka_module, "_BATCH_ROWS", 5)
+    with_headers = kafka_module.KafkaOptions.parse({**settings, "includeHeaders": "true"})  # record by record
+    batches = kafka_module.read_range(with_headers, kafka_module.KafkaRange(topic, 0, 0, 30))
+    assert next(batches).column("offset").to_pylist() == [0, 1, 2, 3, 4]
+    batches.close()
+    assert kafka_module.CONSUMERS.idle_count() == 0
     assert read_offsets(kafka_module, options, topic, 0, 0, 30) == list(range(30))
-    assert len(made) == 3 and kafka_module.CONSUMERS.idle_count() == 1
+    assert len(made) == 4 and kafka_module.CONSUMERS.idle_count() == 1
     kafka_module.CONSUMERS.close_all()
 
 
@@ -189,7 +197,7 @@ def test_idle_consumers_expire_and_the_pool_is_bounded():
     made = []
 
     class Options(KafkaOptions):
-        def consumer(self):
+        def consumer(self, bulk=False):
             made.append(FakeConsumer())
             return made[-1]
 
@@ -206,3 +214,57 @@ def test_idle_consumers_expire_and_the_pool_is_bounded():
         assert e not in (a, b) and a.closed and b.closed  # expired ones are closed when the pool is next used
     pool.close_all()
     assert e.closed and pool.idle_count() == 0
+
+
+def test_fetches_decoded_in_bulk_equal_kafka_pythons_records(broker, counted):
+    """Compressed batches, an aborted and a committed transaction (control batches), nulls and
+    large values: read in bulk and record by record (with headers), the same columns."""
+    kafka_module, made = counted
+    topic = unique_topic("bulk")
+    broker.create_topic(topic, partitions=1)
+    big = "x" * 20_000
+    for codec in (None, "gzip", "zstd"):
+        p = broker.producer(compression_type=codec, linger_ms=50)
+        for i in range(300):
+            p.send(topic, key=None if i % 7 == 0 else f"k{i}".encode(),
+                   value=None if i % 11 == 5 and i % 7 else (big if i % 50 == 1 else f"{codec}-{i}").encode(),
+                   headers=[("h", b"1")] if i % 3 == 0 else None)
+        p.flush()
+        p.close()
+    tx = broker.producer(transactional_id=unique_topic("tx"))
+    tx.init_transactions()
+    for commit in (False, True):
+        tx.begin_transaction()
+        for i in range(5):
+            tx.send(topic, key=b"t", value=f"tx-{commit}-{i}".encode())
+        tx.flush()  # on the broker before the abort marker
+        tx.commit_transaction() if commit else tx.abort_transaction()
+    tx.close()
+    end = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap,
+                                           "subscribe": topic}).consumer()
+    from kafka import TopicPartition
+    stop = end.end_offsets([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
+    end.close()
+    assert stop == 900 + 12  # two control records
+
+    def read(**extra):
+        options = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
+                                                   **extra})
+        table = pa.Table.from_batches(list(kafka_module.read_range(options, kafka_module.KafkaRange(
+            topic, 0, 3, stop))))
+        return table.select(["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"])
+
+    bulk, per_record = read(), read(includeHeaders="true")
+    assert bulk.num_rows == 900 - 3 + 10  # read_uncommitted, as Spark's default: the aborted records too
+    assert bulk.equals(per_record)
+    assert bulk.column("value").to_pylist()[-1] == b"tx-True-4"
+    assert kafka_module._bulk_partition_records() is not None  # this kafka-python hands fetches over whole
+    consumer = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap,
+                                                "subscribe": topic}).consumer(bulk=True)
+    consumer.assign([TopicPartition(topic, 0)])
+    consumer.seek(TopicPartition(topic, 0), 0)
+    polled = [item for _ in range(20) for items in consumer.poll(timeout_ms=500).values() for item in items]
+    consumer.close()
+    assert polled and all(isinstance(item, kafka_module.FetchedRecords) for item in polled)
+    assert sum(len(item) for item in polled) == 900 + 10
+    kafka_module.CONSUMERS.close_all()
