@@ -165,16 +165,15 @@ def varints(buf: np.ndarray, pos: np.ndarray, width: int) -> tuple[np.ndarray, n
 def _record_starts(b: _Batches) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(position, length-varint bytes, body length) of every record, in order; None when a
     batch's chain of records does not end at its end after `recordsCount` records."""
-    size, buf = b.size, b.buf
-    high = buf >= 0x80
-    zeros = np.flatnonzero(buf[:size] == 0)
+    buf = b.buf
+    zeros = np.flatnonzero(buf[:b.size] == 0)
     found = []
     for width in range(1, 6):  # a length of `width` bytes ending just before a zero byte
         pos = zeros - width
         pos = pos[pos >= 0]
-        ok = ~high[pos + width - 1]
+        ok = buf[pos + width - 1] < 0x80
         for k in range(width - 1):
-            ok &= high[pos + k]
+            ok &= buf[pos + k] >= 0x80
         found.append(pos[ok])
     pos = np.sort(np.concatenate(found))
     body, width = varints(buf, pos, 5)
