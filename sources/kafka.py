@@ -40,8 +40,8 @@ consumers). Offsets that are gone (retention) fail the batch instead of silently
 
 kafka-python fetches; each fetch response's record batches are then decoded into Arrow columns
 at once (`kafka_batches`, numpy) in place of kafka-python's decoding record by record, 20 µs a
-record. kafka-python still decodes what that does not: headers (`includeHeaders=true`), message
-formats before v2, codecs whose library is missing, `kafka.isolation.level=read_committed`, and
+record. kafka-python still decodes what that does not: message formats before v2, codecs whose
+library is missing, `kafka.isolation.level=read_committed` (it drops aborted transactions), and
 any batch that fails its CRC or does not parse (it raises its own error naming the offset).
 """
 from __future__ import annotations
@@ -65,12 +65,10 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from paimon_streaming.errors import InvalidOptionError, PaimonError
-from .kafka_batches import FetchedRecords, decode_fetched_records
+from .kafka_batches import HEADERS_TYPE, FetchedRecords, decode_fetched_records
 
 EARLIEST, LATEST = -2, -1
 _BATCH_ROWS = 20_000
-
-HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 
 
 def kafka_arrow_schema(include_headers: bool) -> pa.Schema:
@@ -131,14 +129,13 @@ class KafkaOptions:
                             opts.get("includeheaders", "false").lower() == "true",
                             int(opts.get("kafkaconsumer.polltimeoutms", "120000")), passthrough)
 
-    def consumer(self, bulk: bool = False):
-        """A kafka-python consumer that never commits to Kafka: offsets live in Spark's checkpoint.
-        With `bulk`, it hands over each fetch response's records as columns (`FetchedRecords`)."""
+    def consumer(self):
+        """A kafka-python consumer that never commits to Kafka (offsets live in Spark's checkpoint)
+        and hands over each fetch response's records as columns (`FetchedRecords`)."""
         from kafka import KafkaConsumer
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers.split(","), enable_auto_commit=False,
                                  group_id=None, **dict(self.consumer_config))
-        if bulk:
-            decode_in_bulk(consumer)
+        decode_in_bulk(consumer)
         return consumer
 
 
@@ -368,9 +365,9 @@ class ConsumerPool:
         self._lock = threading.Lock()
 
     @contextmanager
-    def borrow(self, options: KafkaOptions, bulk: bool = False) -> Iterator[Any]:
-        key = (options.bootstrap_servers, options.consumer_config, bulk)
-        consumer = self._take(key) or options.consumer(bulk)
+    def borrow(self, options: KafkaOptions) -> Iterator[Any]:
+        key = (options.bootstrap_servers, options.consumer_config)
+        consumer = self._take(key) or options.consumer()
         try:
             yield consumer
         except BaseException:
@@ -419,13 +416,13 @@ atexit.register(CONSUMERS.close_all)
 
 
 def read_range(options: KafkaOptions, r: KafkaRange) -> Iterator[pa.RecordBatch]:
-    """Consume offsets [r.start, r.end) of one partition. Without headers each fetch response
-    arrives decoded in bulk (`FetchedRecords`); headers, and a kafka-python that cannot hand over
-    a fetch's raw records, take kafka-python's records, gathered into columns per chunk."""
+    """Consume offsets [r.start, r.end) of one partition. Each fetch response arrives decoded in
+    bulk (`FetchedRecords`); what kafka-python decodes itself (see the module docstring) comes as
+    its records, gathered into columns per chunk."""
     from kafka import TopicPartition
     schema = kafka_arrow_schema(options.include_headers)
     tp = TopicPartition(r.topic, r.partition)
-    with CONSUMERS.borrow(options, bulk=not options.include_headers) as consumer:
+    with CONSUMERS.borrow(options) as consumer:
         consumer.assign([tp])
         first = consumer.beginning_offsets([tp])[tp]
         if r.start < first:
@@ -488,14 +485,15 @@ def _to_batch(records: list, schema: pa.Schema) -> pa.RecordBatch:
 def _fetched_to_batch(fetched: FetchedRecords, r: KafkaRange, schema: pa.Schema) -> pa.RecordBatch:
     """A fetch response's records within [r.start, r.end), in the source's columns."""
     keep = (fetched.offsets >= r.start) & (fetched.offsets < r.end)
-    rows = pa.array(np.flatnonzero(keep)) if not keep.all() else None
-    keys, values = (fetched.keys, fetched.values) if rows is None else (fetched.keys.take(rows),
-                                                                       fetched.values.take(rows))
-    n = len(keys)
-    columns = [keys, values, pa.repeat(pa.scalar(r.topic, pa.string()), n),
+    rows = None if keep.all() else pa.array(np.flatnonzero(keep))
+    pick = (lambda column: column) if rows is None else (lambda column: column.take(rows))
+    n = int(keep.sum())
+    columns = [pick(fetched.keys), pick(fetched.values), pa.repeat(pa.scalar(r.topic, pa.string()), n),
                pa.array(np.full(n, r.partition, np.int32)), pa.array(fetched.offsets[keep]),
                pa.array(fetched.timestamps_ms[keep] * 1000).cast(schema.field("timestamp").type),
                pa.array(fetched.timestamp_types[keep])]
+    if "headers" in schema.names:
+        columns.append(pick(fetched.headers))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

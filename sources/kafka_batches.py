@@ -13,12 +13,13 @@ together:
   batch's record count numpy steps), then checked: every batch's chain must end exactly at
   its end after exactly its `recordsCount` records. A real record start is always a
   candidate, so a checked chain is the batch's records and nothing else.
-- The fields (timestamp and offset deltas, key, value, header count) are varints read at
-  all record positions at once; keys and values are gathered into Arrow binary columns.
+- The fields (timestamp and offset deltas, key, value, headers) are varints read at all
+  record positions at once (headers a header index at a time); keys and values become Arrow
+  binary columns.
 
 `decode_fetched_records` returns None for anything it does not decode itself (message format
 v0/v1, a codec whose library is missing, a failed CRC, a record that does not parse, a
-non-zero attributes byte): the caller then hands the same bytes to kafka-python, which decodes
+non-zero attributes byte, a header key that is not UTF-8): the caller then hands the same bytes to kafka-python, which decodes
 them or raises its own precise error. Format facts: Kafka's "Message format" documentation
 (RecordBatch and Record layouts, attributes bits).
 """
@@ -35,6 +36,7 @@ _LOG_OVERHEAD = 12       # baseOffset and batchLength precede what batchLength c
 _CRC_FROM = 21           # the CRC covers the batch from its attributes on
 _MAGIC_AT = 16
 _CODEC_MASK, _LOG_APPEND_TIME, _CONTROL = 0x07, 0x08, 0x20
+HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 _MIN_BODY = 6            # attributes, timestamp delta, offset delta, key/value lengths, header count
 _INLINE = 12             # the bytes an Arrow binary view holds inline
 _PAD = 16                # past the last record: the widest varint (10) and an inline view stay in `buf`
@@ -47,6 +49,7 @@ class FetchedRecords:
 
     keys: pa.Array
     values: pa.Array
+    headers: pa.Array            # list<struct<key: string, value: binary>>
     offsets: np.ndarray          # int64
     timestamps_ms: np.ndarray    # int64
     timestamp_types: np.ndarray  # int32: 0 create time, 1 log-append time
@@ -86,8 +89,8 @@ def decode_fetched_records(data, min_offset: int, check_crcs: bool = True) -> Fe
         return None
     if batches.counts.sum() == 0:
         empty = np.zeros(0, np.int64)
-        return FetchedRecords(pa.array([], pa.binary()), pa.array([], pa.binary()), empty, empty,
-                              np.zeros(0, np.int32), next_offset, leader_epoch, len(data))
+        return FetchedRecords(pa.array([], pa.binary()), pa.array([], pa.binary()), pa.array([], HEADERS_TYPE),
+                              empty, empty, np.zeros(0, np.int32), next_offset, leader_epoch, len(data))
     found = _record_starts(batches)
     if found is None:
         return None
@@ -223,16 +226,51 @@ def _decode_records(b: _Batches, pos: np.ndarray, width: np.ndarray, body: np.nd
     header_count, n5 = varints(buf, at, 5)
     at = at + n5
     parsed = ((n1 > 0) & (n2 > 0) & (n3 > 0) & (n4 > 0) & (n5 > 0) & (key_len >= -1) & (value_len >= -1)
-              & (header_count >= 0) & np.where(header_count == 0, at == record_end,
-                                               at + 2 * header_count <= record_end))
+              & (header_count >= 0) & (at + 2 * header_count <= record_end))
     if not parsed.all():
         return None
     offsets = b.base_offsets[section] + offset_delta
     keep = offsets >= min_offset
+    headers = _headers(buf, at[keep], header_count[keep], record_end[keep])
+    if headers is None:
+        return None
     timestamps = np.where(b.log_append[section], b.max_timestamps[section], b.first_timestamps[section] + ts_delta)
     return FetchedRecords(binary_column(buf, key_at[keep], key_len[keep]),
-                          binary_column(buf, value_at[keep], value_len[keep]), offsets[keep], timestamps[keep],
-                          b.log_append[section][keep].astype(np.int32), next_offset, leader_epoch, size_in_bytes)
+                          binary_column(buf, value_at[keep], value_len[keep]), headers, offsets[keep],
+                          timestamps[keep], b.log_append[section][keep].astype(np.int32), next_offset,
+                          leader_epoch, size_in_bytes)
+
+
+def _headers(buf: np.ndarray, at: np.ndarray, counts: np.ndarray, record_end: np.ndarray) -> pa.Array | None:
+    """Each record's headers (key: a UTF-8 string, value: nullable bytes) as a list column, read
+    a header index at a time over the records that have that many; None when they do not fill
+    their records exactly or a key is not UTF-8."""
+    slots = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=slots[1:])
+    key_at, key_len, value_at, value_len = (np.zeros(slots[-1], np.int64) for _ in range(4))
+    pos, rows, index = at.copy(), np.flatnonzero(counts > 0), 0
+    while len(rows):
+        end = record_end[rows]
+        klen, w1 = varints(buf, np.minimum(pos[rows], end), 5)
+        kat = pos[rows] + w1
+        vlen, w2 = varints(buf, np.minimum(kat + np.maximum(klen, 0), end), 5)
+        vat = kat + np.maximum(klen, 0) + w2
+        after = vat + np.maximum(vlen, 0)
+        if not ((w1 > 0) & (w2 > 0) & (klen >= 0) & (vlen >= -1) & (after <= end)).all():
+            return None
+        slot = slots[rows] + index
+        key_at[slot], key_len[slot], value_at[slot], value_len[slot] = kat, klen, vat, vlen
+        pos[rows] = after
+        index += 1
+        rows = rows[counts[rows] > index]
+    if not np.array_equal(pos, record_end):
+        return None
+    try:
+        keys = binary_column(buf, key_at, key_len).cast(pa.string())
+    except pa.ArrowInvalid:
+        return None
+    entries = pa.StructArray.from_arrays([keys, binary_column(buf, value_at, value_len)], ["key", "value"])
+    return pa.ListArray.from_arrays(pa.array(slots.astype(np.int32)), entries)
 
 
 def binary_column(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:

@@ -39,7 +39,8 @@ def kafka_python(data: bytes, min_offset: int) -> list[tuple]:
     while (b := records.next_batch()) is not None:
         assert b.validate_crc()
         if not b.is_control_batch:
-            out += [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value) for r in b if r.offset >= min_offset]
+            out += [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
+                     [{"key": k, "value": v} for k, v in r.headers]) for r in b if r.offset >= min_offset]
     return out
 
 
@@ -47,12 +48,13 @@ def bulk(data: bytes, min_offset: int) -> list[tuple]:
     got = decode_fetched_records(data, min_offset)
     assert got is not None
     return list(zip(got.offsets.tolist(), got.timestamps_ms.tolist(), got.timestamp_types.tolist(),
-                    got.keys.to_pylist(), got.values.to_pylist()))
+                    got.keys.to_pylist(), got.values.to_pylist(), got.headers.to_pylist()))
 
 
 blobs = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=100, max_size=400),
                   st.just(b"\x00" * 70), st.just(bytes(range(256)) * 70))  # 2- and 3-byte lengths
-headers = st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=10))), max_size=2)
+headers = st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=10), st.just(b"\x00" * 200))),
+                   max_size=3)
 
 
 @st.composite
@@ -110,6 +112,8 @@ def test_what_it_does_not_decode_goes_back_to_kafka_python():
     legacy[16] = 1  # message format v1
     assert decode_fetched_records(bytes(legacy), 0) is None
     assert decode_fetched_records(good[:30], 0) is None  # not one whole batch
+    raw_key = batch(0, 0, [(0, 7, b"k", b"v", [("h\u00e9", b"x")])])  # a header key that is not UTF-8:
+    assert decode_fetched_records(raw_key.replace("h\u00e9".encode(), b"h\xff\xff"), 0, check_crcs=False) is None
     lied = bytearray(good)  # recordsCount says 21: the chain ends after 20
     struct.pack_into(">i", lied, BATCH_HEADER.size - 4, 21)
     struct.pack_into(">I", lied, _CRC_AT, calc_crc32c(memoryview(lied)[_ATTRIBUTES_AT:]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from kafka_broker import unique_topic
@@ -133,7 +134,7 @@ def counted(monkeypatch):
     monkeypatch.setattr(kafka_module, "CONSUMERS", kafka_module.ConsumerPool())
     made = []
     real = kafka_module.KafkaOptions.consumer
-    monkeypatch.setattr(kafka_module.KafkaOptions, "consumer", lambda self, bulk=False: made.append(real(self, bulk)) or made[-1])
+    monkeypatch.setattr(kafka_module.KafkaOptions, "consumer", lambda self: made.append(real(self)) or made[-1])
     return kafka_module, made
 
 
@@ -161,7 +162,7 @@ def test_a_failed_or_abandoned_read_closes_its_consumer(broker, counted, monkeyp
     kafka_module, made = counted
     topic = unique_topic("abandon")
     broker.create_topic(topic, partitions=1)
-    produce(broker, topic, [(f"k{i}", f"v{i}") for i in range(15)])  # two record batches
+    produce(broker, topic, [(f"k{i}", f"v{i}") for i in range(15)])  # two record batches at least
     produce(broker, topic, [(f"k{i}", f"v{i}") for i in range(15, 30)])
     settings = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
                 "kafkaConsumer.pollTimeoutMs": "1500", "kafka.max.partition.fetch.bytes": "64"}  # a batch a fetch
@@ -170,12 +171,13 @@ def test_a_failed_or_abandoned_read_closes_its_consumer(broker, counted, monkeyp
         read_offsets(kafka_module, options, topic, 0, 25, 40)  # beyond the end: the poll times out
     assert kafka_module.CONSUMERS.idle_count() == 0
     batches = kafka_module.read_range(options, kafka_module.KafkaRange(topic, 0, 0, 30))
-    assert next(batches).column("offset").to_pylist() == list(range(15))  # a fetch, decoded in bulk
+    first = next(batches).column("offset").to_pylist()  # a fetch (one record batch), decoded in bulk
+    assert first == list(range(len(first))) and 0 < len(first) <= 15
     batches.close()  # the task stopped reading: the consumer's position is mid-range
     assert kafka_module.CONSUMERS.idle_count() == 0
     monkeypatch.setattr(kafka_module, "_BATCH_ROWS", 5)
-    with_headers = kafka_module.KafkaOptions.parse({**settings, "includeHeaders": "true"})  # record by record
-    batches = kafka_module.read_range(with_headers, kafka_module.KafkaRange(topic, 0, 0, 30))
+    committed = kafka_module.KafkaOptions.parse({**settings, "kafka.isolation.level": "read_committed"})
+    batches = kafka_module.read_range(committed, kafka_module.KafkaRange(topic, 0, 0, 30))  # record by record
     assert next(batches).column("offset").to_pylist() == [0, 1, 2, 3, 4]
     batches.close()
     assert kafka_module.CONSUMERS.idle_count() == 0
@@ -197,7 +199,7 @@ def test_idle_consumers_expire_and_the_pool_is_bounded():
     made = []
 
     class Options(KafkaOptions):
-        def consumer(self, bulk=False):
+        def consumer(self):
             made.append(FakeConsumer())
             return made[-1]
 
@@ -217,8 +219,9 @@ def test_idle_consumers_expire_and_the_pool_is_bounded():
 
 
 def test_fetches_decoded_in_bulk_equal_kafka_pythons_records(broker, counted):
-    """Compressed batches, an aborted and a committed transaction (control batches), nulls and
-    large values: read in bulk and record by record (with headers), the same columns."""
+    """Compressed batches, an aborted and a committed transaction (control batches), nulls,
+    headers and large values: read in bulk and record by record (kafka-python decodes
+    read_committed reads itself), the same columns but for the aborted records."""
     kafka_module, made = counted
     topic = unique_topic("bulk")
     broker.create_topic(topic, partitions=1)
@@ -249,18 +252,21 @@ def test_fetches_decoded_in_bulk_equal_kafka_pythons_records(broker, counted):
 
     def read(**extra):
         options = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
-                                                   **extra})
-        table = pa.Table.from_batches(list(kafka_module.read_range(options, kafka_module.KafkaRange(
+                                                   "includeHeaders": "true", **extra})
+        return pa.Table.from_batches(list(kafka_module.read_range(options, kafka_module.KafkaRange(
             topic, 0, 3, stop))))
-        return table.select(["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"])
 
-    bulk, per_record = read(), read(includeHeaders="true")
+    bulk, per_record = read(), read(**{"kafka.isolation.level": "read_committed"})
     assert bulk.num_rows == 900 - 3 + 10  # read_uncommitted, as Spark's default: the aborted records too
-    assert bulk.equals(per_record)
+    assert per_record.num_rows == 900 - 3 + 5
+    aborted = pc.is_in(bulk.column("value"), pa.array([f"tx-False-{i}".encode() for i in range(5)]))
+    assert bulk.filter(pc.invert(aborted)).equals(per_record)
     assert bulk.column("value").to_pylist()[-1] == b"tx-True-4"
+    h = [{"key": "h", "value": b"1"}]
+    assert bulk.column("headers").to_pylist()[:4] == [h, [], [], h]  # offsets 3-6
     assert kafka_module._bulk_partition_records() is not None  # this kafka-python hands fetches over whole
     consumer = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap,
-                                                "subscribe": topic}).consumer(bulk=True)
+                                                "subscribe": topic}).consumer()
     consumer.assign([TopicPartition(topic, 0)])
     consumer.seek(TopicPartition(topic, 0), 0)
     polled = [item for _ in range(20) for items in consumer.poll(timeout_ms=500).values() for item in items]
