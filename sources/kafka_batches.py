@@ -7,7 +7,10 @@ together:
 
 - A record is a zigzag varint length followed by its body, whose first byte (attributes) is
   0. Every position where such a length ends just before a 0 byte is a candidate record
-  start; each candidate points to where the next record would begin.
+  start; each candidate points to where the next record would begin. Candidates whose
+  successor is not a candidate, or whose fields do not parse within their length, are
+  dropped: in payloads full of zero bytes (UTF-16 text, padded binary) that leaves about one
+  candidate a record.
 - The records of a batch are the chain of candidates from the batch's first byte to its end.
   The chains of all batches are followed together by pointer doubling (log2 of the longest
   batch's record count numpy steps), then checked: every batch's chain must end exactly at
@@ -19,8 +22,8 @@ together:
 
 `decode_fetched_records` returns None for anything it does not decode itself (message format
 v0/v1, a codec whose library is missing, a failed CRC, a record that does not parse, a
-non-zero attributes byte, a header key that is not UTF-8): the caller then hands the same bytes to kafka-python, which decodes
-them or raises its own precise error. Format facts: Kafka's "Message format" documentation
+non-zero attributes byte, a header key that is not UTF-8): the caller then hands the same
+bytes to kafka-python, which decodes them or raises its own precise error. Format facts: Kafka's "Message format" documentation
 (RecordBatch and Record layouts, attributes bits).
 """
 from __future__ import annotations
@@ -75,6 +78,7 @@ class _Batches:
     ends: np.ndarray
     counts: np.ndarray
     base_offsets: np.ndarray
+    last_deltas: np.ndarray      # lastOffsetDelta: no record's offset delta exceeds it
     first_timestamps: np.ndarray
     max_timestamps: np.ndarray
     log_append: np.ndarray
@@ -91,10 +95,10 @@ def decode_fetched_records(data, min_offset: int, check_crcs: bool = True) -> Fe
         empty = np.zeros(0, np.int64)
         return FetchedRecords(pa.array([], pa.binary()), pa.array([], pa.binary()), pa.array([], HEADERS_TYPE),
                               empty, empty, np.zeros(0, np.int32), next_offset, leader_epoch, len(data))
-    found = _record_starts(batches)
-    if found is None:
+    records = _records(batches)
+    if records is None:
         return None
-    return _decode_records(batches, *found, min_offset, next_offset, leader_epoch, len(data))
+    return _columns(batches, records, min_offset, next_offset, leader_epoch, len(data))
 
 
 def _split_batches(view: memoryview, check_crcs: bool) -> tuple[_Batches | None, int, int]:
@@ -118,20 +122,21 @@ def _split_batches(view: memoryview, check_crcs: bool) -> tuple[_Batches | None,
             if records is None:
                 return None, -1, -1
             sections.append(records)
-            headers.append((base_offset, first_ts, max_ts, bool(attributes & _LOG_APPEND_TIME), count,
-                            len(records)))
+            headers.append((base_offset, last_delta, first_ts, max_ts, bool(attributes & _LOG_APPEND_TIME),
+                            count, len(records)))
         pos = end
     if next_offset < 0:
         return None, -1, -1  # not one whole batch: kafka-python reports why
     if not headers:
         empty = np.zeros(0, np.int64)
-        return _Batches(np.zeros(_PAD, np.uint8), 0, empty, empty, empty, empty, empty, empty,
+        return _Batches(np.zeros(_PAD, np.uint8), 0, empty, empty, empty, empty, empty, empty, empty,
                         np.zeros(0, bool)), next_offset, leader_epoch
-    base, first, top, log_append, counts, sizes = (np.array(c) for c in zip(*headers))
+    base, last, first, top, log_append, counts, sizes = (np.array(c) for c in zip(*headers))
     ends = np.cumsum(sizes)
     buf = np.frombuffer(b"".join(sections) + bytes(_PAD), np.uint8)
     return _Batches(buf, int(ends[-1]), ends - sizes, ends, counts.astype(np.int64), base.astype(np.int64),
-                    first.astype(np.int64), top.astype(np.int64), log_append), next_offset, leader_epoch
+                    last.astype(np.int64), first.astype(np.int64), top.astype(np.int64), log_append), \
+        next_offset, leader_epoch
 
 
 def _decompressed(codec: int, payload: memoryview):
@@ -165,32 +170,89 @@ def varints(buf: np.ndarray, pos: np.ndarray, width: int) -> tuple[np.ndarray, n
     return (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64), lengths
 
 
-def _record_starts(b: _Batches) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(position, length-varint bytes, body length) of every record, in order; None when a
-    batch's chain of records does not end at its end after `recordsCount` records."""
-    buf = b.buf
-    zeros = np.flatnonzero(buf[:b.size] == 0)
-    found = []
-    for width in range(1, 6):  # a length of `width` bytes ending just before a zero byte
-        pos = zeros - width
-        pos = pos[pos >= 0]
-        ok = buf[pos + width - 1] < 0x80
-        for k in range(width - 1):
-            ok &= buf[pos + k] >= 0x80
-        found.append(pos[ok])
-    pos = np.sort(np.concatenate(found))
+@dataclass
+class _Parsed:
+    """Records parsed at candidate positions: one entry each, in position order."""
+
+    pos: np.ndarray
+    section: np.ndarray
+    following: np.ndarray        # where the next record would start
+    ts_delta: np.ndarray
+    offset_delta: np.ndarray
+    key_at: np.ndarray
+    key_len: np.ndarray
+    value_at: np.ndarray
+    value_len: np.ndarray
+    headers_at: np.ndarray
+    header_count: np.ndarray
+
+    def take(self, rows: np.ndarray) -> "_Parsed":
+        return _Parsed(*(getattr(self, f)[rows] for f in self.__dataclass_fields__))
+
+
+def _candidates(b: _Batches) -> _Parsed:
+    """Every position where a record could start: a non-negative length of at least
+    `_MIN_BODY` (a zigzag varint: its first byte even) ending just before a zero byte (the
+    attributes), whose successor is another such position or its batch's end, and whose fields
+    parse within that length. A real record always passes; the successor and field checks keep
+    few false ones even in payloads full of zero bytes (text in UTF-16, padded binary)."""
+    buf, size = b.buf, b.size
+    zeros = np.flatnonzero(buf[:size] == 0)
+    zeros = zeros[zeros > 0]
+    zeros = zeros[buf[zeros - 1] < 0x80]  # a varint's last byte precedes the attributes
+    marked = np.zeros(size + 1, bool)  # + 1: a batch's end, where its chain stops
+    one = buf[zeros - 1]
+    marked[(zeros - 1)[(one >= 2 * _MIN_BODY) & (one & 1 == 0)]] = True
+    for width in range(2, 6):  # longer lengths: the bytes before the last have the high bit
+        zeros = zeros[zeros >= width]
+        zeros = zeros[buf[zeros - width] >= 0x80]
+        marked[(zeros - width)[buf[zeros - width] & 1 == 0]] = True
+    pos = np.flatnonzero(marked[:size])
     body, width = varints(buf, pos, 5)
-    section = np.searchsorted(b.starts, pos, "right") - 1
     following = pos + width + body
-    keep = (body >= _MIN_BODY) & (following <= b.ends[section])
-    pos, width, body, section, following = pos[keep], width[keep], body[keep], section[keep], following[keep]
-    n = len(pos)
-    first = np.searchsorted(pos, b.starts)
-    if n == 0 or not np.array_equal(pos[np.minimum(first, n - 1)], b.starts):
+    ok = (body >= _MIN_BODY) & (following <= size)
+    pos, width, body, following = pos[ok], width[ok], body[ok], following[ok]
+    for _ in range(3):  # drop those whose successor is not one of them: false chains die fast
+        marked[:] = False
+        marked[pos] = True
+        marked[b.ends] = True
+        ok = marked[following]
+        pos, width, body, following = pos[ok], width[ok], body[ok], following[ok]
+    section = np.searchsorted(b.starts, pos, "right") - 1
+    keep = following <= b.ends[section]
+    pos, section, following, at = pos[keep], section[keep], following[keep], (pos + width + 1)[keep]
+    limit = b.size  # reads stay within `buf`; a field that runs past its record fails below
+    ts_delta, n1 = varints(buf, at, 10)
+    at = np.minimum(at + n1, limit)
+    offset_delta, n2 = varints(buf, at, 5)
+    at = np.minimum(at + n2, limit)
+    key_len, n3 = varints(buf, at, 5)
+    key_at = np.minimum(at + n3, limit)
+    at = np.minimum(key_at + np.maximum(key_len, 0), limit)
+    value_len, n4 = varints(buf, at, 5)
+    value_at = np.minimum(at + n4, limit)
+    at = np.minimum(value_at + np.maximum(value_len, 0), limit)
+    header_count, n5 = varints(buf, at, 5)
+    at = at + n5
+    ok = ((n1 > 0) & (n2 > 0) & (n3 > 0) & (n4 > 0) & (n5 > 0) & (key_len >= -1) & (value_len >= -1)
+          & (offset_delta >= 0) & (offset_delta <= b.last_deltas[section])
+          & (header_count >= 0) & np.where(header_count == 0, at == following, at + 2 * header_count <= following))
+    return _Parsed(pos, section, following, ts_delta, offset_delta, key_at, key_len, value_at, value_len, at,
+                   header_count).take(np.flatnonzero(ok))
+
+
+def _records(b: _Batches) -> _Parsed | None:
+    """The records, in order: each batch's chain of candidates from its first byte, followed by
+    pointer doubling; None unless every chain ends at its batch's end after `recordsCount`."""
+    c = _candidates(b)
+    n = len(c.pos)
+    first = np.searchsorted(c.pos, b.starts)
+    if n == 0 or not np.array_equal(c.pos[np.minimum(first, n - 1)], b.starts):
         return None
     end_node, dead_node = n, n + 1
-    at = np.minimum(np.searchsorted(pos, following), n - 1)
-    step = np.where(following == b.ends[section], end_node, np.where(pos[at] == following, at, dead_node))
+    at = np.minimum(np.searchsorted(c.pos, c.following), n - 1)
+    step = np.where(c.following == b.ends[c.section], end_node,
+                    np.where(c.pos[at] == c.following, at, dead_node))
     jump = np.append(step, [end_node, dead_node])
     reached = first
     while True:  # reached: the nodes at distances [0, 2^k) of each chain; jump: 2^k steps
@@ -202,43 +264,22 @@ def _record_starts(b: _Batches) -> tuple[np.ndarray, np.ndarray, np.ndarray] | N
         jump = jump[jump]
     nodes = np.sort(reached)
     if ((step[nodes] == dead_node).any()
-            or not np.array_equal(np.bincount(section[nodes], minlength=len(b.starts)), b.counts)):
+            or not np.array_equal(np.bincount(c.section[nodes], minlength=len(b.starts)), b.counts)):
         return None
-    return pos[nodes], width[nodes], body[nodes]
+    return c.take(nodes)
 
 
-def _decode_records(b: _Batches, pos: np.ndarray, width: np.ndarray, body: np.ndarray, min_offset: int,
-                    next_offset: int, leader_epoch: int, size_in_bytes: int) -> FetchedRecords | None:
-    buf, limit = b.buf, b.size
-    section = np.searchsorted(b.starts, pos, "right") - 1
-    start = pos + width
-    record_end = start + body
-    ts_delta, n1 = varints(buf, start + 1, 10)  # after the attributes byte
-    at = np.minimum(start + 1 + n1, limit)
-    offset_delta, n2 = varints(buf, at, 5)
-    at = np.minimum(at + n2, limit)
-    key_len, n3 = varints(buf, at, 5)
-    key_at = np.minimum(at + n3, limit)
-    at = np.minimum(key_at + np.maximum(key_len, 0), limit)
-    value_len, n4 = varints(buf, at, 5)
-    value_at = np.minimum(at + n4, limit)
-    at = np.minimum(value_at + np.maximum(value_len, 0), limit)
-    header_count, n5 = varints(buf, at, 5)
-    at = at + n5
-    parsed = ((n1 > 0) & (n2 > 0) & (n3 > 0) & (n4 > 0) & (n5 > 0) & (key_len >= -1) & (value_len >= -1)
-              & (header_count >= 0) & (at + 2 * header_count <= record_end))
-    if not parsed.all():
-        return None
-    offsets = b.base_offsets[section] + offset_delta
-    keep = offsets >= min_offset
-    headers = _headers(buf, at[keep], header_count[keep], record_end[keep])
+def _columns(b: _Batches, r: _Parsed, min_offset: int, next_offset: int, leader_epoch: int,
+             size_in_bytes: int) -> FetchedRecords | None:
+    r = r.take(np.flatnonzero(b.base_offsets[r.section] + r.offset_delta >= min_offset))
+    headers = _headers(b.buf, r.headers_at, r.header_count, r.following)
     if headers is None:
         return None
-    timestamps = np.where(b.log_append[section], b.max_timestamps[section], b.first_timestamps[section] + ts_delta)
-    return FetchedRecords(binary_column(buf, key_at[keep], key_len[keep]),
-                          binary_column(buf, value_at[keep], value_len[keep]), headers, offsets[keep],
-                          timestamps[keep], b.log_append[section][keep].astype(np.int32), next_offset,
-                          leader_epoch, size_in_bytes)
+    log_append = b.log_append[r.section]
+    timestamps = np.where(log_append, b.max_timestamps[r.section], b.first_timestamps[r.section] + r.ts_delta)
+    return FetchedRecords(binary_column(b.buf, r.key_at, r.key_len), binary_column(b.buf, r.value_at, r.value_len),
+                          headers, b.base_offsets[r.section] + r.offset_delta, timestamps,
+                          log_append.astype(np.int32), next_offset, leader_epoch, size_in_bytes)
 
 
 def _headers(buf: np.ndarray, at: np.ndarray, counts: np.ndarray, record_end: np.ndarray) -> pa.Array | None:

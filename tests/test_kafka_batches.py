@@ -52,6 +52,7 @@ def bulk(data: bytes, min_offset: int) -> list[tuple]:
 
 
 blobs = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=100, max_size=400),
+                  st.text(max_size=40).map(lambda t: t.encode("utf-16-le")),  # zero bytes everywhere
                   st.just(b"\x00" * 70), st.just(bytes(range(256)) * 70))  # 2- and 3-byte lengths
 headers = st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=10), st.just(b"\x00" * 200))),
                    max_size=3)
