@@ -81,6 +81,7 @@ class IngestConfig:
     max_offsets_per_trigger: int | None = None
     source: str = "auto"
     kafka_options: dict[str, str] = field(default_factory=dict)
+    reader_options: dict[str, str] = field(default_factory=dict)  # Spark's Kafka source options, e.g. minPartitions
     evolve_schema: bool = True  # records' new fields become columns; False: they are an error
     on_error: str = "fail"  # an undecodable record: fail, skip, or dead-letter (see `set_aside`)
     decimal_handling: str = "precise"  # debezium-json without schema envelopes: the connector's decimal.handling.mode
@@ -126,6 +127,7 @@ class IngestConfig:
         if self.max_offsets_per_trigger:
             opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         opts.update({f"kafka.{k}" if not k.startswith("kafka.") else k: v for k, v in self.kafka_options.items()})
+        opts.update(self.reader_options)
         return opts
 
 

@@ -75,7 +75,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         table_options=dict(args.option), key_format=args.key_format, checkpoint=args.checkpoint,
         trigger=args.trigger, starting_offsets=args.starting_offsets,
         max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source,
-        kafka_options=dict(args.kafka_option), evolve_schema=not args.no_schema_evolution,
+        kafka_options=dict(args.kafka_option), reader_options=dict(args.source_option),
+        evolve_schema=not args.no_schema_evolution,
         on_error=args.on_error, dead_letter_table=args.dead_letter_table, decimal_handling=args.decimal_handling,
         server_time_zone=args.server_time_zone, source_table=args.source_table,
         variant_columns=tuple(args.variant_column))
@@ -149,6 +150,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "connector when it is on the classpath")
     p.add_argument("--kafka-option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
                    help="Kafka consumer option, e.g. security.protocol=SSL")
+    p.add_argument("--source-option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                   help="an option of Spark's Kafka source (both sources take them), e.g. "
+                   "startingTimestamp=1700000000000, minPartitions=8, failOnDataLoss=false")
     p.add_argument("--no-schema-evolution", action="store_true",
                    help="records with fields the table lacks are an error naming them (default: the fields "
                    "become new nullable columns, typed as inferred; Avro: fields of a new writer schema file)")

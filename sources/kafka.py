@@ -17,26 +17,38 @@ Columns: key (binary), value (binary), topic (string), partition (int), offset (
 timestamp (timestamp), timestampType (int: 0 create time, 1 log-append time), and with
 `includeHeaders=true` headers (array<struct<key: string, value: binary>>).
 
-Options:
+Options (Spark's Kafka source's, for streaming queries):
 - `kafka.bootstrap.servers` (required); other `kafka.<name>` options go to kafka-python's
   KafkaConsumer with dots as underscores (`kafka.security.protocol` -> `security_protocol`).
-- `subscribe`: comma-separated topics; or `subscribePattern`: a Java-style regex on topic names
-  (topics that appear later are picked up, from their earliest offset, as Spark does).
-- `startingOffsets` (new queries only): `latest` (default, as Spark), `earliest`, or JSON
+- Exactly one of `subscribe`: comma-separated topics; `subscribePattern`: a Java-style regex on
+  topic names (topics that appear later are picked up, from their earliest offset, as Spark
+  does); `assign`: JSON `{"orders": [0, 1]}`, those partitions only.
+- Where a new query starts (a restarted one goes on from its checkpoint), first found first:
+  `startingTimestamp` (ms since the epoch, every partition: its first record at or after it),
+  `startingOffsetsByTimestamp` (JSON `{"orders": {"0": 1700000000000, ...}}`, every partition
+  read named), `startingOffsets`: `latest` (default, as Spark), `earliest`, or JSON
   `{"orders": {"0": 23, "1": -2}}` (-2 earliest, -1 latest; partitions and topics the JSON
-  does not name start at earliest).
+  does not name start at earliest). `startingOffsetsByTimestampStrategy`: `error` (default: a
+  partition without such a record fails the query) or `latest`.
 - `maxOffsetsPerTrigger`: at most this many offsets per micro-batch, split over the
   partitions in proportion to their backlog (as Spark does). `Trigger.AvailableNow` reads
-  what was there when the query started, in such batches.
+  what was there when the query started, in such batches. `minOffsetsPerTrigger`: no batch
+  until that many offsets wait, or `maxTriggerDelay` (default `15m`) has passed since the last.
+- `minPartitions`: at least about this many Spark tasks a batch, large partitions' ranges cut
+  into pieces in proportion to their size (one task a partition otherwise).
+- `failOnDataLoss` (`true`): offsets deleted before they were read (retention), or offsets that
+  went back (a recreated topic), fail the batch; `false` logs a warning and skips them.
 - `includeHeaders` (`false`), `kafkaConsumer.pollTimeoutMs` (120000: a partition that
   yields nothing for this long fails the batch, naming topic, partition and offset).
+- `endingOffsets` and the other batch-query options are refused (streams only).
 
 Offsets are Spark's Kafka offsets, `{"topic": {"partition": next offset}}`, kept in the
 query's checkpoint: a query restarted from it re-reads exactly the micro-batch that was not
 committed, which with `paimon_sink` gives exactly-once ingestion. Each topic partition of
-a micro-batch is one Spark task that consumes its offset range; the task's consumer is kept for
+a micro-batch is one Spark task (or several, with `minPartitions`) that consumes its offset
+range; the task's consumer is kept for
 the next task of the same Python worker (`ConsumerPool`, as Spark's connector caches
-consumers). Offsets that are gone (retention) fail the batch instead of silently skipping data.
+consumers).
 
 kafka-python fetches; each fetch response's record batches are then decoded into Arrow columns
 at once (`kafka_batches`, numpy) in place of kafka-python's decoding record by record, 20 µs a
@@ -50,6 +62,7 @@ import atexit
 import functools
 import inspect
 import json
+import logging
 import re
 import threading
 import time
@@ -66,6 +79,8 @@ from pyspark.sql.types import StructType
 
 from paimon_streaming.errors import InvalidOptionError, PaimonError
 from .kafka_batches import HEADERS_TYPE, FetchedRecords, decode_fetched_records
+
+log = logging.getLogger("paimon_streaming.source")
 
 EARLIEST, LATEST = -2, -1
 _BATCH_ROWS = 20_000
@@ -97,6 +112,14 @@ class KafkaOptions:
     include_headers: bool
     poll_timeout_ms: int
     consumer_config: tuple[tuple[str, Any], ...]
+    assign: tuple[tuple[str, int], ...] = ()
+    starting_timestamp: int | None = None
+    starting_by_timestamp: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, timestamp ms)
+    timestamp_strategy: str = "error"
+    fail_on_data_loss: bool = True
+    min_partitions: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_s: float = 900.0
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> "KafkaOptions":
@@ -104,30 +127,45 @@ class KafkaOptions:
         servers = opts.get("kafka.bootstrap.servers")
         if not servers:
             raise InvalidOptionError("format('kafka-python') needs option 'kafka.bootstrap.servers' (host:port,...)")
+        for key, name in _BATCH_ONLY.items():
+            if key in opts:
+                raise InvalidOptionError(f"option '{name}' applies to batch queries, as in Spark's Kafka source; "
+                                         "format('kafka-python') reads streams (spark.readStream)")
         topics = tuple(t.strip() for t in opts.get("subscribe", "").split(",") if t.strip())
         pattern = opts.get("subscribepattern")
-        if bool(topics) == bool(pattern):
-            raise InvalidOptionError("format('kafka-python') needs exactly one of the options 'subscribe' "
-                                     "(comma-separated topics) and 'subscribePattern' (a regex)")
+        assign = _parse_assign(opts["assign"]) if "assign" in opts else ()
+        if sum(map(bool, (topics, pattern, assign))) != 1:
+            raise InvalidOptionError("format('kafka-python') needs exactly one of the options 'assign' (JSON like "
+                                     "{\"orders\": [0, 1]}), 'subscribe' (comma-separated topics) and "
+                                     "'subscribePattern' (a regex)")
         if pattern is not None:
             try:
                 re.compile(pattern)
             except re.error as exc:
                 raise InvalidOptionError(f"subscribePattern '{pattern}' is not a valid regex: {exc}") from exc
-        max_offsets = opts.get("maxoffsetspertrigger")
-        if max_offsets is not None and (not max_offsets.isdigit() or int(max_offsets) <= 0):
-            raise InvalidOptionError(f"maxOffsetsPerTrigger must be a positive integer, got '{max_offsets}'")
+        max_offsets = _count(opts, "maxOffsetsPerTrigger")
+        min_offsets = _count(opts, "minOffsetsPerTrigger")
+        if min_offsets and max_offsets and min_offsets > max_offsets:
+            raise InvalidOptionError(f"minOffsetsPerTrigger ({min_offsets}) is above maxOffsetsPerTrigger "
+                                     f"({max_offsets})")
         starting = opts.get("startingoffsets", "latest").strip()
         if starting.lower() in ("earliest", "latest"):
             starting = starting.lower()
         else:
             _parse_offsets_json(starting)
+        strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+        if strategy not in ("error", "latest"):
+            raise InvalidOptionError(f"startingOffsetsByTimestampStrategy must be 'error' or 'latest', got '{strategy}'")
         passthrough = tuple(sorted(
             (k[len("kafka."):].replace(".", "_"), _config_value(v)) for k, v in opts.items()
             if k.startswith("kafka.") and k != "kafka.bootstrap.servers"))
-        return KafkaOptions(servers, topics, pattern, starting, int(max_offsets) if max_offsets else None,
-                            opts.get("includeheaders", "false").lower() == "true",
-                            int(opts.get("kafkaconsumer.polltimeoutms", "120000")), passthrough)
+        return KafkaOptions(servers, topics, pattern, starting, max_offsets, _flag(opts, "includeHeaders", False),
+                            int(opts.get("kafkaconsumer.polltimeoutms", "120000")), passthrough, assign,
+                            _count(opts, "startingTimestamp", minimum=0),
+                            _parse_timestamps_json(opts["startingoffsetsbytimestamp"])
+                            if "startingoffsetsbytimestamp" in opts else (),
+                            strategy, _flag(opts, "failOnDataLoss", True), _count(opts, "minPartitions"),
+                            min_offsets, _duration_s(opts.get("maxtriggerdelay", "15m")))
 
     def consumer(self):
         """A kafka-python consumer that never commits to Kafka (offsets live in Spark's checkpoint)
@@ -137,6 +175,64 @@ class KafkaOptions:
                                  group_id=None, **dict(self.consumer_config))
         decode_in_bulk(consumer)
         return consumer
+
+
+_BATCH_ONLY = {k.lower(): k for k in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")}
+
+
+def _count(opts: Mapping[str, str], name: str, minimum: int = 1) -> int | None:
+    """An integer option (at least `minimum`), or None when absent."""
+    value = opts.get(name.lower())
+    if value is None:
+        return None
+    if not value.strip().isdigit() or int(value) < minimum:
+        raise InvalidOptionError(f"{name} must be an integer >= {minimum}, got '{value}'")
+    return int(value)
+
+
+def _flag(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    value = opts.get(name.lower())
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise InvalidOptionError(f"{name} must be 'true' or 'false', got '{value}'")
+    return value.strip().lower() == "true"
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def _duration_s(text: str) -> float:
+    """Spark's time strings as maxTriggerDelay takes them: `15m`, `30s`, `500ms`, `1h`; a bare
+    number is milliseconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
+    if not match or match.group(2) not in ("", *_DURATION_UNITS):
+        raise InvalidOptionError(f"maxTriggerDelay must be a duration like '15m', '30s' or '500ms', got '{text}'")
+    return int(match.group(1)) * _DURATION_UNITS.get(match.group(2), 0.001)
+
+
+def _parse_assign(text: str) -> tuple[tuple[str, int], ...]:
+    try:
+        parsed = json.loads(text)
+        if not isinstance(parsed, dict) or not parsed or not all(
+                isinstance(v, list) and v and all(isinstance(p, int) and p >= 0 for p in v) for v in parsed.values()):
+            raise ValueError("not an object of non-empty lists of partition numbers")
+    except ValueError as exc:
+        raise InvalidOptionError(f"assign must be JSON like {{\"orders\": [0, 1]}}, got {text!r}: {exc}") from exc
+    return tuple(sorted({(t, p) for t, parts in parsed.items() for p in parts}))
+
+
+def _parse_timestamps_json(text: str) -> tuple[tuple[str, int, int], ...]:
+    try:
+        parsed = json.loads(text)
+        if not isinstance(parsed, dict) or not all(
+                isinstance(v, dict) and all(k.isdigit() and isinstance(t, int) and t >= 0 for k, t in v.items())
+                for v in parsed.values()):
+            raise ValueError("not an object of objects of partition -> timestamp (ms)")
+    except ValueError as exc:
+        raise InvalidOptionError(f"startingOffsetsByTimestamp must be JSON like {{\"orders\": {{\"0\": "
+                                 f"1700000000000}}}}, got {text!r}: {exc}") from exc
+    return tuple(sorted((t, int(p), ts) for t, parts in parsed.items() for p, ts in parts.items()))
 
 
 def _config_value(value: str) -> Any:
@@ -192,6 +288,7 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.schema = schema
         self._consumer = None
         self._available_now: dict[tuple[str, int], int] | None = None
+        self._last_trigger: float | None = None  # minOffsetsPerTrigger: when a batch last started
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -207,6 +304,12 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _partitions(self) -> list:
         from kafka import TopicPartition
+        if self.options.assign:
+            for topic, partition in self.options.assign:
+                if partition not in (self.consumer.partitions_for_topic(topic) or ()):
+                    raise KafkaSourceError(f"Kafka topic '{topic}' has no partition {partition} on "
+                                           f"{self.options.bootstrap_servers} (option 'assign')")
+            return [TopicPartition(t, p) for t, p in self.options.assign]
         if self.options.pattern is not None:
             rx = re.compile(self.options.pattern)
             topics = sorted(t for t in self.consumer.topics() if rx.fullmatch(t))
@@ -235,6 +338,8 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def initialOffset(self) -> dict:
         tps = self._partitions()
         earliest, latest = self._bounds(tps)
+        if self.options.starting_timestamp is not None or self.options.starting_by_timestamp:
+            return _nest(self._offsets_at_timestamps(latest))
         spec = self.options.starting_offsets
         if spec == "earliest":
             return _nest(earliest)
@@ -246,6 +351,32 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             o = given.get(key, EARLIEST)
             out[key] = first if o == EARLIEST else latest[key] if o == LATEST else o
         return _nest(out)
+
+    def _offsets_at_timestamps(self, latest: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """startingTimestamp / startingOffsetsByTimestamp: each partition's first offset whose
+        record timestamp is at or after the given one (Kafka's offsetsForTimes)."""
+        from kafka import TopicPartition
+        o = self.options
+        if o.starting_timestamp is not None:
+            wanted = {key: o.starting_timestamp for key in latest}
+        else:
+            wanted = {(t, p): ts for t, p, ts in o.starting_by_timestamp}
+            missing, unknown = sorted(set(latest) - set(wanted)), sorted(set(wanted) - set(latest))
+            if missing or unknown:
+                raise InvalidOptionError(
+                    "startingOffsetsByTimestamp must give a timestamp for every partition read, as in Spark"
+                    + (f"; missing {missing}" if missing else "") + (f"; not read {unknown}" if unknown else ""))
+        found = self.consumer.offsets_for_times({TopicPartition(t, p): ts for (t, p), ts in wanted.items()})
+        out = {}
+        for (t, p), ts in wanted.items():
+            hit = found.get(TopicPartition(t, p))
+            if hit is None and o.timestamp_strategy == "error":
+                raise KafkaSourceError(
+                    f"Kafka topic '{t}' partition {p} has no record with a timestamp at or after {ts} (starting "
+                    "timestamp); set startingOffsetsByTimestampStrategy=latest to start such partitions at their "
+                    "latest offset")
+            out[(t, p)] = latest[(t, p)] if hit is None else hit.offset
+        return out
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
@@ -262,10 +393,37 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         begin = _flatten(start)
         for key, o in earliest.items():
             begin.setdefault(key, o)  # a partition or topic that appeared: from its earliest offset
-        end = {k: max(latest.get(k, o), o) for k, o in begin.items()}
+        went_back = {k: (o, latest[k]) for k, o in begin.items() if k in latest and latest[k] < o}
+        if went_back:
+            what = ", ".join(f"topic '{t}' partition {p} from {a} to {b}" for (t, p), (a, b) in sorted(went_back.items()))
+            if self.options.fail_on_data_loss:
+                raise KafkaSourceError(
+                    f"Kafka offsets went back ({what}): the topic was recreated or its log truncated, and records "
+                    "may have been lost. Start a new query (new checkpoint), or set failOnDataLoss=false to go on "
+                    "from the new latest offsets")
+            log.warning("Kafka offsets went back (%s); failOnDataLoss=false: going on from there", what)
+        end = {k: latest[k] if k in went_back else max(latest.get(k, o), o) for k, o in begin.items()}
+        if self._defer_for_min_offsets(begin, end):
+            return start
         if isinstance(limit, ReadMaxRows):
             end = _rate_limit(begin, end, limit.max_rows)
         return _nest(end)
+
+    def _defer_for_min_offsets(self, begin: dict[tuple[str, int], int], end: dict[tuple[str, int], int]) -> bool:
+        """minOffsetsPerTrigger: no batch until that many offsets are there or maxTriggerDelay has
+        passed since the last batch (not under Trigger.AvailableNow, which must finish)."""
+        wanted = self.options.min_offsets_per_trigger
+        now = time.monotonic()
+        if self._last_trigger is None:
+            self._last_trigger = now
+        if not wanted or self._available_now is not None:
+            return False
+        available = sum(max(o - begin[k], 0) for k, o in end.items())
+        if available < wanted and now - self._last_trigger < self.options.max_trigger_delay_s:
+            return True
+        if available:
+            self._last_trigger = now
+        return False
 
     def reportLatestOffset(self) -> dict | None:
         latest = self._bounds(self._partitions())[1]
@@ -273,8 +431,9 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         begin, stop = _flatten(start), _flatten(end)
-        return [KafkaRange(t, p, begin.get((t, p), 0), o) for (t, p), o in sorted(stop.items())
-                if o > begin.get((t, p), 0)]
+        ranges = [KafkaRange(t, p, begin.get((t, p), 0), o) for (t, p), o in sorted(stop.items())
+                  if o > begin.get((t, p), 0)]
+        return _split(ranges, self.options.min_partitions or 0)
 
     def commit(self, end: dict) -> None:
         """Offsets live in Spark's checkpoint; nothing is committed to Kafka."""
@@ -292,12 +451,14 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 def _rate_limit(begin: dict[tuple[str, int], int], end: dict[tuple[str, int], int],
                 max_offsets: int) -> dict[tuple[str, int], int]:
     """Spark's rule: split `max_offsets` over the partitions in proportion to their backlog."""
-    backlog = {k: end[k] - begin[k] for k in end}
+    backlog = {k: max(end[k] - begin[k], 0) for k in end}
     total = sum(backlog.values())
     if total <= max_offsets:
         return end
-    out = {}
+    out = {k: end[k] for k in end if end[k] < begin[k]}  # went back (failOnDataLoss=false)
     for k, lag in backlog.items():
+        if k in out:
+            continue
         share = int(max_offsets * lag / total)
         out[k] = begin[k] + min(lag, max(share, 1 if lag else 0))
     return out
@@ -344,6 +505,21 @@ def decode_in_bulk(consumer: Any) -> bool:
         return False
     fetcher.PartitionRecords = records_class  # Fetcher builds them as self.PartitionRecords(...)
     return True
+
+
+def _split(ranges: list[KafkaRange], min_partitions: int) -> list[KafkaRange]:
+    """minPartitions: the ranges cut into about that many tasks, each range into pieces in
+    proportion to its size (as Spark does); unchanged when there are that many already."""
+    if len(ranges) >= min_partitions:
+        return ranges
+    total = sum(r.end - r.start for r in ranges)
+    out = []
+    for r in ranges:
+        size = r.end - r.start
+        pieces = min(size, max(1, round(min_partitions * size / total)))
+        cuts = [r.start + size * i // pieces for i in range(pieces + 1)]
+        out += [KafkaRange(r.topic, r.partition, a, b) for a, b in zip(cuts, cuts[1:])]
+    return out
 
 
 class ConsumerPool:
@@ -426,10 +602,15 @@ def read_range(options: KafkaOptions, r: KafkaRange) -> Iterator[pa.RecordBatch]
         consumer.assign([tp])
         first = consumer.beginning_offsets([tp])[tp]
         if r.start < first:
-            raise KafkaSourceError(
-                f"Kafka topic '{r.topic}' partition {r.partition}: offsets {r.start}..{first - 1} are no longer "
-                f"available (retention deleted them; the earliest offset is {first}); data would be lost. Start "
-                "a new query (new checkpoint) or raise the topic's retention")
+            lost = f"Kafka topic '{r.topic}' partition {r.partition}: offsets {r.start}..{first - 1} are no longer " \
+                   f"available (retention deleted them; the earliest offset is {first})"
+            if options.fail_on_data_loss:
+                raise KafkaSourceError(f"{lost}; data would be lost. Start a new query (new checkpoint), raise the "
+                                       "topic's retention, or set failOnDataLoss=false to skip them")
+            log.warning("%s; failOnDataLoss=false: skipped", lost)
+            if r.end <= first:
+                return
+            r = KafkaRange(r.topic, r.partition, first, r.end)
         consumer.seek(tp, r.start)
         records: list = []
         position = r.start

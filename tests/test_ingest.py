@@ -77,6 +77,23 @@ def test_schema_inference_reads_with_the_jobs_kafka_options(broker, monkeypatch)
     assert [(kw["client_id"], kw["security_protocol"]) for kw in made] == [("inference", "PLAINTEXT")]
 
 
+def test_source_options_reach_the_kafka_reader():
+    import argparse
+
+    from paimon_streaming.sinks.ingest_command import register
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["ingest", "--bootstrap-servers", "h:1", "--topic", "t", "--warehouse", "w",
+                              "--table", "db.t", "--source-option", "minPartitions=8",
+                              "--source-option", "startingTimestamp=1700000000000", "--kafka-option", "client.id=x"])
+    assert args.source_option == [("minPartitions", "8"), ("startingTimestamp", "1700000000000")]
+    cfg = IngestConfig(bootstrap_servers="h:1", warehouse="w", table="db.t", topics=("t",),
+                       kafka_options=dict(args.kafka_option), reader_options=dict(args.source_option))
+    assert cfg.source_options() == {"kafka.bootstrap.servers": "h:1", "startingOffsets": "earliest", "subscribe": "t",
+                                    "kafka.client.id": "x", "minPartitions": "8",
+                                    "startingTimestamp": "1700000000000"}
+
+
 def test_json_upserts_and_deletes_with_inferred_schema_then_resume(spark, broker, tmp_path):
     topic = unique_topic("ingest-json")
     broker.create_topic(topic, partitions=3)

@@ -274,3 +274,138 @@ def test_fetches_decoded_in_bulk_equal_kafka_pythons_records(broker, counted):
     assert polled and all(isinstance(item, kafka_module.FetchedRecords) for item in polled)
     assert sum(len(item) for item in polled) == 900 + 10
     kafka_module.CONSUMERS.close_all()
+
+
+# ---- Spark's Kafka source options: assign, timestamps, failOnDataLoss, minPartitions, ... ----
+def reader_of(broker, **options):
+    from paimon_streaming.sources.kafka import KafkaOptions, KafkaPythonStreamReader
+    return KafkaPythonStreamReader(KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap, **options}), None)
+
+
+def next_batch(reader, start: dict) -> tuple[dict, list, pa.Table | None]:
+    """What Spark does for one micro-batch: the end offset, the tasks, and their rows."""
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    tasks = reader.partitions(start, end)
+    batches = [b for t in tasks for b in reader.read(t)]
+    return end, tasks, pa.Table.from_batches(batches) if batches else None
+
+
+def test_assign_and_starting_timestamps(broker):
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.sources.kafka import KafkaSourceError
+    topic = unique_topic("ts")
+    broker.create_topic(topic, partitions=3)
+    p = broker.producer()
+    base = 1_700_000_000_000
+    for part in range(3):
+        for i in range(10):
+            p.send(topic, key=b"k", value=f"{part}-{i}".encode(), partition=part, timestamp_ms=base + 1000 * i)
+    p.flush()
+    p.close()
+    reader = reader_of(broker, assign=json.dumps({topic: [0, 2]}), startingOffsets="earliest")
+    start = reader.initialOffset()
+    assert start == {topic: {"0": 0, "2": 0}}
+    _, _, rows = next_batch(reader, start)
+    assert sorted(rows.column("partition").to_pylist()) == [0] * 10 + [2] * 10
+    with pytest.raises(KafkaSourceError, match="has no partition 7"):
+        reader_of(broker, assign=json.dumps({topic: [7]})).initialOffset()
+
+    at = reader_of(broker, subscribe=topic, startingTimestamp=str(base + 6500), startingOffsets="earliest")
+    assert at.initialOffset() == {topic: {"0": 7, "1": 7, "2": 7}}  # takes precedence over startingOffsets
+    by = reader_of(broker, subscribe=topic, startingOffsetsByTimestamp=json.dumps(
+        {topic: {"0": base, "1": base + 9000, "2": base + 99_000}}), startingOffsetsByTimestampStrategy="latest")
+    assert by.initialOffset() == {topic: {"0": 0, "1": 9, "2": 10}}  # partition 2: no such record, latest
+    with pytest.raises(KafkaSourceError, match=f"topic '{topic}' partition 2 has no record with a timestamp"):
+        reader_of(broker, subscribe=topic, startingOffsetsByTimestamp=json.dumps(
+            {topic: {"0": base, "1": base, "2": base + 99_000}})).initialOffset()
+    with pytest.raises(InvalidOptionError, match=r"every partition read.*missing \[\('" + topic):
+        reader_of(broker, subscribe=topic, startingOffsetsByTimestamp=json.dumps({topic: {"0": base}})).initialOffset()
+
+
+def test_fail_on_data_loss_and_min_partitions(broker):
+    from kafka import KafkaAdminClient, TopicPartition
+    from paimon_streaming.sources.kafka import KafkaSourceError
+    topic = unique_topic("loss")
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [("k", f"v{i}") for i in range(40)])
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.delete_records({TopicPartition(topic, 0): 10})  # as retention would
+    admin.close()
+    start = {topic: {"0": 5}}
+    with pytest.raises(KafkaSourceError, match=r"offsets 5\.\.9 are no longer available.*failOnDataLoss=false"):
+        next_batch(reader_of(broker, subscribe=topic), start)
+    end, tasks, rows = next_batch(reader_of(broker, subscribe=topic, failOnDataLoss="false", minPartitions="4"),
+                                  start)
+    assert end == {topic: {"0": 40}}
+    assert [(t.start, t.end) for t in tasks] == [(5, 13), (13, 22), (22, 31), (31, 40)]  # 4 tasks of one partition
+    assert rows.column("offset").to_pylist() == list(range(10, 40))  # 5..9 skipped, the rest once
+
+
+def test_offsets_that_go_back_fail_unless_failondataloss_is_false(monkeypatch):
+    from paimon_streaming.sources.kafka import KafkaOptions, KafkaPythonStreamReader, KafkaSourceError
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    def reader(**options):
+        r = KafkaPythonStreamReader(KafkaOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "t",
+                                                        **options}), None)
+        monkeypatch.setattr(r, "_partitions", lambda: ["t0", "t1"])
+        monkeypatch.setattr(r, "_bounds", lambda tps: ({("t", 0): 0, ("t", 1): 0}, {("t", 0): 3, ("t", 1): 500}))
+        return r
+
+    start = {"t": {"0": 50, "1": 100}}  # partition 0 was at 50: its topic was recreated
+    with pytest.raises(KafkaSourceError, match="offsets went back \\(topic 't' partition 0 from 50 to 3\\)"):
+        reader().latestOffset(start, ReadMaxRows(100))
+    assert reader(failOnDataLoss="false").latestOffset(start, ReadMaxRows(100)) == {"t": {"0": 3, "1": 200}}
+
+
+def test_min_offsets_per_trigger_waits_for_data_or_the_delay(monkeypatch):
+    from paimon_streaming.sources import kafka as kafka_module
+    clock = [1000.0]
+    monkeypatch.setattr(kafka_module.time, "monotonic", lambda: clock[0])
+    latest = {("t", 0): 10}
+    r = kafka_module.KafkaPythonStreamReader(kafka_module.KafkaOptions.parse(
+        {"kafka.bootstrap.servers": "h:1", "subscribe": "t", "minOffsetsPerTrigger": "100",
+         "maxTriggerDelay": "30s"}), None)
+    monkeypatch.setattr(r, "_partitions", lambda: ["t0"])
+    monkeypatch.setattr(r, "_bounds", lambda tps: ({("t", 0): 0}, dict(latest)))
+    start = {"t": {"0": 0}}
+    assert r.latestOffset(start, r.getDefaultReadLimit()) is start  # 10 < 100: wait
+    latest[("t", 0)] = 150
+    assert r.latestOffset(start, r.getDefaultReadLimit()) == {"t": {"0": 150}}  # enough
+    start, latest[("t", 0)] = {"t": {"0": 150}}, 160
+    clock[0] += 29
+    assert r.latestOffset(start, r.getDefaultReadLimit()) is start
+    clock[0] += 2  # 31 s since the last batch
+    assert r.latestOffset(start, r.getDefaultReadLimit()) == {"t": {"0": 160}}
+    r._available_now = {("t", 0): 170}  # Trigger.AvailableNow never waits
+    latest[("t", 0)] = 170
+    assert r.latestOffset({"t": {"0": 160}}, r.getDefaultReadLimit()) == {"t": {"0": 170}}
+
+
+def test_spark_kafka_options_are_checked():
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.sources.kafka import KafkaOptions, KafkaRange, _split
+    base = {"kafka.bootstrap.servers": "h:1"}
+    for bad, match in [({"subscribe": "t", "endingOffsets": "latest"}, "'endingOffsets' applies to batch queries"),
+                       ({"assign": '{"t": [0]}', "subscribe": "t"}, "exactly one of the options 'assign'"),
+                       ({"assign": '{"t": 0}'}, "assign must be JSON"),
+                       ({"subscribe": "t", "startingTimestamp": "soon"}, "startingTimestamp must be an integer"),
+                       ({"subscribe": "t", "startingOffsetsByTimestamp": '{"t": {"x": 1}}'},
+                        "startingOffsetsByTimestamp must be JSON"),
+                       ({"subscribe": "t", "startingOffsetsByTimestampStrategy": "skip"}, "'error' or 'latest'"),
+                       ({"subscribe": "t", "failOnDataLoss": "maybe"}, "failOnDataLoss must be 'true' or 'false'"),
+                       ({"subscribe": "t", "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"},
+                        "minOffsetsPerTrigger \\(10\\) is above maxOffsetsPerTrigger"),
+                       ({"subscribe": "t", "maxTriggerDelay": "soon"}, "maxTriggerDelay must be a duration"),
+                       ({"subscribe": "t", "minPartitions": "0"}, "minPartitions must be an integer >= 1")]:
+        with pytest.raises(InvalidOptionError, match=match):
+            KafkaOptions.parse({**base, **bad})
+    opts = KafkaOptions.parse({**base, "assign": '{"b": [1, 0], "a": [2]}', "maxTriggerDelay": "500ms",
+                               "startingTimestamp": "0"})
+    assert opts.assign == (("a", 2), ("b", 0), ("b", 1)) and opts.max_trigger_delay_s == 0.5
+    assert opts.starting_timestamp == 0 and KafkaOptions.parse({**base, "subscribe": "t",
+                                                                "maxTriggerDelay": "2m"}).max_trigger_delay_s == 120
+    ranges = [KafkaRange("t", 0, 0, 90), KafkaRange("t", 1, 0, 10)]
+    assert [(r.partition, r.start, r.end) for r in _split(ranges, 5)] == [
+        (0, 0, 22), (0, 22, 45), (0, 45, 67), (0, 67, 90), (1, 0, 10)]
+    assert _split(ranges, 2) == ranges
