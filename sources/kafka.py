@@ -167,13 +167,14 @@ class KafkaOptions:
                             strategy, _flag(opts, "failOnDataLoss", True), _count(opts, "minPartitions"),
                             min_offsets, _duration_s(opts.get("maxtriggerdelay", "15m")))
 
-    def consumer(self):
-        """A kafka-python consumer that never commits to Kafka (offsets live in Spark's checkpoint)
-        and hands over each fetch response's records as columns (`FetchedRecords`)."""
+    def consumer(self, bulk: bool = False):
+        """A kafka-python consumer that never commits to Kafka: offsets live in Spark's checkpoint.
+        With `bulk`, its polls return each fetch response's records as columns (`FetchedRecords`)."""
         from kafka import KafkaConsumer
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers.split(","), enable_auto_commit=False,
                                  group_id=None, **dict(self.consumer_config))
-        decode_in_bulk(consumer)
+        if bulk:
+            decode_in_bulk(consumer)
         return consumer
 
 
@@ -543,7 +544,7 @@ class ConsumerPool:
     @contextmanager
     def borrow(self, options: KafkaOptions) -> Iterator[Any]:
         key = (options.bootstrap_servers, options.consumer_config)
-        consumer = self._take(key) or options.consumer()
+        consumer = self._take(key) or options.consumer(bulk=True)
         try:
             yield consumer
         except BaseException:

@@ -134,7 +134,7 @@ def counted(monkeypatch):
     monkeypatch.setattr(kafka_module, "CONSUMERS", kafka_module.ConsumerPool())
     made = []
     real = kafka_module.KafkaOptions.consumer
-    monkeypatch.setattr(kafka_module.KafkaOptions, "consumer", lambda self: made.append(real(self)) or made[-1])
+    monkeypatch.setattr(kafka_module.KafkaOptions, "consumer", lambda self, bulk=False: made.append(real(self, bulk)) or made[-1])
     return kafka_module, made
 
 
@@ -199,7 +199,7 @@ def test_idle_consumers_expire_and_the_pool_is_bounded():
     made = []
 
     class Options(KafkaOptions):
-        def consumer(self):
+        def consumer(self, bulk=False):
             made.append(FakeConsumer())
             return made[-1]
 
@@ -266,7 +266,7 @@ def test_fetches_decoded_in_bulk_equal_kafka_pythons_records(broker, counted):
     assert bulk.column("headers").to_pylist()[:4] == [h, [], [], h]  # offsets 3-6
     assert kafka_module._bulk_partition_records() is not None  # this kafka-python hands fetches over whole
     consumer = kafka_module.KafkaOptions.parse({"kafka.bootstrap.servers": broker.bootstrap,
-                                                "subscribe": topic}).consumer()
+                                                "subscribe": topic}).consumer(bulk=True)
     consumer.assign([TopicPartition(topic, 0)])
     consumer.seek(TopicPartition(topic, 0), 0)
     polled = [item for _ in range(20) for items in consumer.poll(timeout_ms=500).values() for item in items]
