@@ -52,9 +52,10 @@ consumers).
 
 kafka-python fetches; each fetch response's record batches are then decoded into Arrow columns
 at once (`kafka_batches`, numpy) in place of kafka-python's decoding record by record, 20 µs a
-record. kafka-python still decodes what that does not: message formats before v2, codecs whose
-library is missing, `kafka.isolation.level=read_committed` (it drops aborted transactions), and
-any batch that fails its CRC or does not parse (it raises its own error naming the offset).
+record (`kafka.isolation.level=read_committed` leaves aborted transactions out, as Kafka's
+consumer does). kafka-python still decodes what that does not: message formats before v2,
+codecs whose library is missing, and any batch that fails its CRC or does not parse (it raises
+its own error naming the offset).
 """
 from __future__ import annotations
 
@@ -480,9 +481,10 @@ def _bulk_partition_records() -> type | None:
         def _unpack_records(self, tp, records, key_deserializer, value_deserializer):
             raw = getattr(records, "_buffer", None)
             fetched = None
-            if (raw is not None and key_deserializer is None and value_deserializer is None
-                    and int(self.isolation_level) == 0):  # read_uncommitted: every data batch is read
-                fetched = decode_fetched_records(raw, self.fetch_offset, self.check_crcs)
+            if raw is not None and key_deserializer is None and value_deserializer is None:
+                aborted = None if int(self.isolation_level) == 0 else [  # 1: read_committed
+                    (a.producer_id, a.first_offset) for a in self.aborted_transactions]
+                fetched = decode_fetched_records(raw, self.fetch_offset, self.check_crcs, aborted)
             if fetched is None:  # kafka-python decodes these bytes, or raises its precise error
                 yield from super()._unpack_records(tp, records, key_deserializer, value_deserializer)
                 return

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +39,7 @@ BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # baseOffset .. recordsCount: 61
 _LOG_OVERHEAD = 12       # baseOffset and batchLength precede what batchLength counts
 _CRC_FROM = 21           # the CRC covers the batch from its attributes on
 _MAGIC_AT = 16
-_CODEC_MASK, _LOG_APPEND_TIME, _CONTROL = 0x07, 0x08, 0x20
+_CODEC_MASK, _LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x07, 0x08, 0x10, 0x20
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 _MIN_BODY = 6            # attributes, timestamp delta, offset delta, key/value lengths, header count
 _INLINE = 12             # the bytes an Arrow binary view holds inline
@@ -84,11 +85,16 @@ class _Batches:
     log_append: np.ndarray
 
 
-def decode_fetched_records(data, min_offset: int, check_crcs: bool = True) -> FetchedRecords | None:
+def decode_fetched_records(data, min_offset: int, check_crcs: bool = True,
+                           aborted: Iterable[tuple[int, int]] | None = None) -> FetchedRecords | None:
     """The records at offsets >= `min_offset` in `data` (a fetch response's records for one
     partition), or None when kafka-python should decode `data` instead (see the module
-    docstring). A batch cut short at the end of `data` is left for the next fetch."""
-    batches, next_offset, leader_epoch = _split_batches(memoryview(data), check_crcs)
+    docstring). A batch cut short at the end of `data` is left for the next fetch.
+
+    `aborted`: read_committed, with the fetch response's aborted transactions as (producer id,
+    first offset): their batches are left out, as Kafka's consumer does (None: read_uncommitted,
+    every data batch)."""
+    batches, next_offset, leader_epoch = _split_batches(memoryview(data), check_crcs, aborted)
     if batches is None:
         return None
     if batches.counts.sum() == 0:
@@ -101,14 +107,18 @@ def decode_fetched_records(data, min_offset: int, check_crcs: bool = True) -> Fe
     return _columns(batches, records, min_offset, next_offset, leader_epoch, len(data))
 
 
-def _split_batches(view: memoryview, check_crcs: bool) -> tuple[_Batches | None, int, int]:
-    """Walk the batch headers (a Python step a batch, not a record); decompress the data batches."""
+def _split_batches(view: memoryview, check_crcs: bool,
+                   aborted: Iterable[tuple[int, int]] | None) -> tuple[_Batches | None, int, int]:
+    """Walk the batch headers (a Python step a batch, not a record); decompress the data batches
+    (read_committed: not those of aborted transactions)."""
     from kafka.record.util import calc_crc32c
     sections, headers = [], []
     next_offset, leader_epoch, pos = -1, -1, 0
+    pending = sorted(aborted or (), key=lambda a: a[1])[::-1]  # popped from the end: lowest first offset
+    aborting: set[int] = set()  # producers whose open transaction was aborted
     while len(view) - pos >= BATCH_HEADER.size:
         (base_offset, length, epoch, magic, crc, attributes, last_delta, first_ts, max_ts,
-         _pid, _pepoch, _seq, count) = BATCH_HEADER.unpack_from(view, pos)
+         producer, _pepoch, _seq, count) = BATCH_HEADER.unpack_from(view, pos)
         end = pos + _LOG_OVERHEAD + length
         if end > len(view):
             break  # cut short by the fetch size: the next fetch starts at this batch
@@ -117,7 +127,16 @@ def _split_batches(view: memoryview, check_crcs: bool) -> tuple[_Batches | None,
         if check_crcs and calc_crc32c(view[pos + _CRC_FROM:end]) != crc:
             return None, -1, -1
         next_offset, leader_epoch = base_offset + last_delta + 1, epoch
-        if not attributes & _CONTROL and count:
+        skip = False
+        if aborted is not None and attributes & _TRANSACTIONAL:
+            while pending and pending[-1][1] <= next_offset - 1:
+                aborting.add(pending.pop()[0])
+            if attributes & _CONTROL:
+                if _is_abort_marker(view[pos:end]):
+                    aborting.discard(producer)
+            else:
+                skip = producer in aborting
+        if not attributes & _CONTROL and count and not skip:
             records = _decompressed(attributes & _CODEC_MASK, view[pos + BATCH_HEADER.size:end])
             if records is None:
                 return None, -1, -1
@@ -137,6 +156,14 @@ def _split_batches(view: memoryview, check_crcs: bool) -> tuple[_Batches | None,
     return _Batches(buf, int(ends[-1]), ends - sizes, ends, counts.astype(np.int64), base.astype(np.int64),
                     last.astype(np.int64), first.astype(np.int64), top.astype(np.int64), log_append), \
         next_offset, leader_epoch
+
+
+def _is_abort_marker(batch: memoryview) -> bool:
+    """Whether a control batch ends a transaction by aborting it (its record's key: version,
+    type 0 abort / 1 commit); read with kafka-python's record reader, one record a batch."""
+    from kafka.record.default_records import DefaultRecordBatch
+    record = next(iter(DefaultRecordBatch(bytes(batch))), None)
+    return record is not None and record.abort
 
 
 def _decompressed(codec: int, payload: memoryview):

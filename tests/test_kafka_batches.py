@@ -16,12 +16,13 @@ _ATTRIBUTES_AT, _CRC_AT = 21, 17
 CODECS = [0, 1, 4]  # none, gzip, zstd (snappy and lz4 need libraries the tests do not install)
 
 
-def batch(base_offset: int, codec: int, records: list[tuple], flags: int = 0) -> bytes:
+def batch(base_offset: int, codec: int, records: list[tuple], flags: int = 0, producer: int = -1) -> bytes:
     """One v2 batch from (offset delta, timestamp, key, value, headers); `flags` sets the
-    log-append-time (0x08) or control (0x20) attribute as a broker would, CRC recomputed."""
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
-                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                        batch_size=1 << 30)
+    log-append-time (0x08) or control (0x20) attribute as a broker would, CRC recomputed; a
+    `producer` id makes it transactional."""
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=producer >= 0,
+                                        producer_id=producer, producer_epoch=0 if producer >= 0 else -1,
+                                        base_sequence=0 if producer >= 0 else -1, batch_size=1 << 30)
     for delta, ts, key, value, headers in records:
         assert builder.append(delta, ts, key, value, headers) is not None
     data = bytearray(builder.build())
@@ -97,6 +98,20 @@ def test_control_batches_move_the_next_offset_only():
     assert got.offsets.tolist() == [0] and got.next_offset == 2
     only_control = decode_fetched_records(data[len(batch(0, 0, [(0, 5, b"k", b"v", [])])):], 0)
     assert len(only_control) == 0 and only_control.next_offset == 2
+
+
+def test_read_committed_leaves_aborted_transactions_out():
+    def marker(offset: int, producer: int, commit: bool) -> bytes:
+        return batch(offset, 0, [(0, 9, struct.pack(">hh", 0, int(commit)), b"\x00" * 6, [])], 0x20, producer)
+
+    data = (batch(0, 0, [(i, 1, b"k", b"aborted", []) for i in range(3)], producer=7) + marker(3, 7, False)
+            + batch(4, 4, [(i, 1, b"k", b"committed", []) for i in range(2)], producer=8) + marker(6, 8, True)
+            + batch(7, 0, [(i, 1, None, b"plain", []) for i in range(2)]))
+    assert decode_fetched_records(data, 0).offsets.tolist() == [0, 1, 2, 4, 5, 7, 8]  # read_uncommitted
+    committed = decode_fetched_records(data, 0, aborted=[(7, 0)])
+    assert committed.offsets.tolist() == [4, 5, 7, 8] and committed.next_offset == 9
+    assert committed.values.to_pylist() == [b"committed"] * 2 + [b"plain"] * 2
+    assert decode_fetched_records(data, 0, aborted=[]).offsets.tolist() == [0, 1, 2, 4, 5, 7, 8]
 
 
 def test_what_it_does_not_decode_goes_back_to_kafka_python():

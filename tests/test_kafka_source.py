@@ -176,10 +176,11 @@ def test_a_failed_or_abandoned_read_closes_its_consumer(broker, counted, monkeyp
     batches.close()  # the task stopped reading: the consumer's position is mid-range
     assert kafka_module.CONSUMERS.idle_count() == 0
     monkeypatch.setattr(kafka_module, "_BATCH_ROWS", 5)
-    committed = kafka_module.KafkaOptions.parse({**settings, "kafka.isolation.level": "read_committed"})
-    batches = kafka_module.read_range(committed, kafka_module.KafkaRange(topic, 0, 0, 30))  # record by record
-    assert next(batches).column("offset").to_pylist() == [0, 1, 2, 3, 4]
-    batches.close()
+    with monkeypatch.context() as m:  # a kafka-python that decodes record by record
+        m.setattr(kafka_module, "decode_in_bulk", lambda consumer: False)
+        batches = kafka_module.read_range(options, kafka_module.KafkaRange(topic, 0, 0, 30))
+        assert next(batches).column("offset").to_pylist() == [0, 1, 2, 3, 4]
+        batches.close()
     assert kafka_module.CONSUMERS.idle_count() == 0
     assert read_offsets(kafka_module, options, topic, 0, 0, 30) == list(range(30))
     assert len(made) == 4 and kafka_module.CONSUMERS.idle_count() == 1
@@ -218,10 +219,10 @@ def test_idle_consumers_expire_and_the_pool_is_bounded():
     assert e.closed and pool.idle_count() == 0
 
 
-def test_fetches_decoded_in_bulk_equal_kafka_pythons_records(broker, counted):
+def test_fetches_decoded_in_bulk_equal_kafka_pythons_records(broker, counted, monkeypatch):
     """Compressed batches, an aborted and a committed transaction (control batches), nulls,
-    headers and large values: read in bulk and record by record (kafka-python decodes
-    read_committed reads itself), the same columns but for the aborted records."""
+    headers and large values: read in bulk and by kafka-python record by record, read
+    uncommitted and read committed, the same columns."""
     kafka_module, made = counted
     topic = unique_topic("bulk")
     broker.create_topic(topic, partitions=1)
@@ -256,11 +257,17 @@ def test_fetches_decoded_in_bulk_equal_kafka_pythons_records(broker, counted):
         return pa.Table.from_batches(list(kafka_module.read_range(options, kafka_module.KafkaRange(
             topic, 0, 3, stop))))
 
-    bulk, per_record = read(), read(**{"kafka.isolation.level": "read_committed"})
+    committed = {"kafka.isolation.level": "read_committed"}
+    bulk, bulk_committed = read(), read(**committed)
+    kafka_module.CONSUMERS.close_all()
+    with monkeypatch.context() as m:
+        m.setattr(kafka_module, "decode_in_bulk", lambda consumer: False)
+        per_record, per_record_committed = read(), read(**committed)
+        kafka_module.CONSUMERS.close_all()
     assert bulk.num_rows == 900 - 3 + 10  # read_uncommitted, as Spark's default: the aborted records too
-    assert per_record.num_rows == 900 - 3 + 5
+    assert bulk.equals(per_record) and bulk_committed.equals(per_record_committed)
     aborted = pc.is_in(bulk.column("value"), pa.array([f"tx-False-{i}".encode() for i in range(5)]))
-    assert bulk.filter(pc.invert(aborted)).equals(per_record)
+    assert bulk.filter(pc.invert(aborted)).equals(bulk_committed)
     assert bulk.column("value").to_pylist()[-1] == b"tx-True-4"
     h = [{"key": "h", "value": b"1"}]
     assert bulk.column("headers").to_pylist()[:4] == [h, [], [], h]  # offsets 3-6
