@@ -38,7 +38,6 @@ import pyarrow as pa
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # baseOffset .. recordsCount: 61 bytes
 _LOG_OVERHEAD = 12       # baseOffset and batchLength precede what batchLength counts
 _CRC_FROM = 21           # the CRC covers the batch from its attributes on
-_MAGIC_AT = 16
 _CODEC_MASK, _LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x07, 0x08, 0x10, 0x20
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 _MIN_BODY = 6            # attributes, timestamp delta, offset delta, key/value lengths, header count
