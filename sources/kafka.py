@@ -469,12 +469,16 @@ def _rate_limit(begin: dict[tuple[str, int], int], end: dict[tuple[str, int], in
 @functools.cache
 def _bulk_partition_records() -> type | None:
     """kafka-python's per-fetch record decoder (`Fetcher.PartitionRecords`), subclassed to decode
-    a fetch response in bulk (`kafka_batches`); None for a kafka-python whose decoder does not
-    take a fetch response's raw records (2.x)."""
+    a fetch response in bulk (`kafka_batches`); None for a kafka-python before 3.0, or one whose
+    decoder no longer looks as this expects (its records are read as they come then)."""
+    import kafka
     from kafka.consumer.fetcher import Fetcher
     base = getattr(Fetcher, "PartitionRecords", None)
-    if base is None or not hasattr(base, "_unpack_records") or not {
-            "records", "check_crcs", "isolation_level"} <= inspect.signature(base.__init__).parameters.keys():
+    if (int(kafka.__version__.split(".")[0]) < 3 or base is None  # written against 3.x's fetcher
+            or list(inspect.signature(getattr(base, "_unpack_records", lambda: None)).parameters) != [
+                "self", "tp", "records", "key_deserializer", "value_deserializer"]
+            or not {"records", "check_crcs", "isolation_level", "aborted_transactions"}
+            <= inspect.signature(base.__init__).parameters.keys()):
         return None
 
     class BulkPartitionRecords(base):
