@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from service_process import stop_process
+
 VERSION = "3.35.0"
 HERE = Path(__file__).resolve().parent
 PREFIX = HERE / ".azurite" / VERSION
@@ -75,8 +77,7 @@ class AzureServer:
         self.filesystem().create_dir(name)
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
+        stop_process(self.process)
 
 
 if __name__ == "__main__":

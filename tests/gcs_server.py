@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from service_process import stop_process
+
 VERSION = "v1.56.1"
 HERE = Path(__file__).resolve().parent
 BIN_DIR = HERE / ".gcs-emulator" / VERSION
@@ -56,8 +58,7 @@ class GcsServer:
         self.filesystem().create_dir(name)
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
+        stop_process(self.process)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,18 @@ def die_with_parent() -> None:
     ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def stop_process(proc: subprocess.Popen, grace_s: float = 20) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `grace_s` (a loaded machine can take
+    more than 10 s to stop Azurite: CI saw it)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class ServiceProcess:
     """Base of a test service: `self.dir` holds its files, `launch` starts its process logging
     to `self.dir/<log_name>`, `stop` ends it and removes the directory."""
@@ -40,13 +52,8 @@ class ServiceProcess:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
