@@ -179,7 +179,8 @@ def test_a_failed_or_abandoned_read_closes_its_consumer(broker, counted, monkeyp
     with monkeypatch.context() as m:  # a kafka-python that decodes record by record
         m.setattr(kafka_module, "decode_in_bulk", lambda consumer: False)
         batches = kafka_module.read_range(options, kafka_module.KafkaRange(topic, 0, 0, 30))
-        assert next(batches).column("offset").to_pylist() == [0, 1, 2, 3, 4]
+        first = next(batches).column("offset").to_pylist()  # polls gathered up to _BATCH_ROWS
+        assert first == list(range(len(first))) and 5 <= len(first) < 30
         batches.close()
     assert kafka_module.CONSUMERS.idle_count() == 0
     assert read_offsets(kafka_module, options, topic, 0, 0, 30) == list(range(30))
