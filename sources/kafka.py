@@ -1,4 +1,5 @@
-"""The "kafka-python" data source: `spark.readStream.format("kafka-python")`.
+"""The "kafka-python" data source: `spark.readStream.format("kafka-python")`, and
+`spark.read.format("kafka-python")` for batch queries.
 
 Reads Apache Kafka topics through kafka-python, for pip-only installs where Spark's own
 Kafka connector (the spark-sql-kafka-0-10 jar) is not on the classpath. Same options and
@@ -35,12 +36,21 @@ Options (Spark's Kafka source's, for streaming queries):
   what was there when the query started, in such batches. `minOffsetsPerTrigger`: no batch
   until that many offsets wait, or `maxTriggerDelay` (default `15m`) has passed since the last.
 - `minPartitions`: at least about this many Spark tasks a batch, large partitions' ranges cut
-  into pieces in proportion to their size (one task a partition otherwise).
+  into pieces in proportion to their size (one task a partition otherwise);
+  `maxRecordsPerPartition`: no task with more offsets than this (cut first, then minPartitions).
 - `failOnDataLoss` (`true`): offsets deleted before they were read (retention), or offsets that
   went back (a recreated topic), fail the batch; `false` logs a warning and skips them.
 - `includeHeaders` (`false`), `kafkaConsumer.pollTimeoutMs` (120000: a partition that
   yields nothing for this long fails the batch, naming topic, partition and offset).
-- `endingOffsets` and the other batch-query options are refused (streams only).
+- `kafka.auto.offset.reset`, `kafka.enable.auto.commit`, the deserializers and interceptors are
+  refused, as Spark refuses them (offsets are the query's, records are read as bytes).
+
+Batch queries (`spark.read`) read each partition from its starting offset (the options above,
+default `earliest`; `latest` refused) up to its ending offset, exclusive, fixed when the query
+is planned: `endingTimestamp` and `endingOffsetsByTimestamp` (a partition without such a record
+ends at latest), else `endingOffsets`: `latest` (default) or JSON naming every partition read
+(-1 latest; `earliest` refused). Streams refuse the ending options; batches ignore the trigger
+options with a warning (both as Spark does).
 
 Offsets are Spark's Kafka offsets, `{"topic": {"partition": next offset}}`, kept in the
 query's checkpoint: a query restarted from it re-reads exactly the micro-batch that was not
@@ -62,27 +72,25 @@ import atexit
 import functools
 import inspect
 import logging
-import re
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from paimon_streaming.errors import InvalidOptionError, PaimonError
 from .kafka_batches import HEADERS_TYPE, FetchedRecords, decode_fetched_records
-from .kafka_options import KafkaOptions, parse_offsets_json
+from .kafka_offsets import KafkaOffsetResolver, KafkaSourceError, flatten, nest
+from .kafka_options import KafkaOptions, include_headers
 
 log = logging.getLogger("paimon_streaming.source")
 
-EARLIEST, LATEST = -2, -1
 _BATCH_ROWS = 20_000
 
 
@@ -96,13 +104,6 @@ def kafka_arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-class KafkaSourceError(PaimonError):
-    """A Kafka read that cannot go on (missing offsets, a partition that yields nothing)."""
-
-
-Offsets = dict[str, dict[str, int]]
-
-
 @dataclass(frozen=True)
 class KafkaRange(InputPartition):
     """One Spark task: offsets [start, end) of one topic partition."""
@@ -113,114 +114,17 @@ class KafkaRange(InputPartition):
     end: int
 
 
-def _flatten(offsets: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, int], int]:
-    return {(t, int(p)): int(o) for t, parts in offsets.items() for p, o in parts.items()}
-
-
-def _nest(flat: Mapping[tuple[str, int], int]) -> Offsets:
-    out: Offsets = {}
-    for (t, p), o in sorted(flat.items()):
-        out.setdefault(t, {})[str(p)] = o
-    return out
-
-
-class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class KafkaPythonStreamReader(KafkaOffsetResolver, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Stream reader of format("kafka-python"); the module docstring is its manual."""
 
     def __init__(self, options: KafkaOptions, schema: StructType):
-        self.options = options
+        super().__init__(options)
         self.schema = schema
-        self._consumer = None
         self._available_now: dict[tuple[str, int], int] | None = None
         self._last_trigger: float | None = None  # minOffsetsPerTrigger: when a batch last started
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_consumer"] = None
-        return state
-
-    # ---- driver: topic partitions and their offsets --------------------------------------
-    @property
-    def consumer(self):
-        if self._consumer is None:
-            self._consumer = self.options.consumer()
-        return self._consumer
-
-    def _partitions(self) -> list:
-        from kafka import TopicPartition
-        if self.options.assign:
-            for topic, partition in self.options.assign:
-                if partition not in (self.consumer.partitions_for_topic(topic) or ()):
-                    raise KafkaSourceError(f"Kafka topic '{topic}' has no partition {partition} on "
-                                           f"{self.options.bootstrap_servers} (option 'assign')")
-            return [TopicPartition(t, p) for t, p in self.options.assign]
-        if self.options.pattern is not None:
-            rx = re.compile(self.options.pattern)
-            topics = sorted(t for t in self.consumer.topics() if rx.fullmatch(t))
-        else:
-            topics = list(self.options.topics)
-        tps = []
-        for topic in topics:
-            parts = self.consumer.partitions_for_topic(topic)
-            if not parts:
-                if self.options.pattern is None:
-                    raise KafkaSourceError(f"Kafka topic '{topic}' does not exist on "
-                                           f"{self.options.bootstrap_servers} (option 'subscribe')")
-                continue
-            tps.extend(TopicPartition(topic, p) for p in sorted(parts))
-        return tps
-
-    def _bounds(self, tps: list) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
-        """(earliest, latest) offsets per (topic, partition)."""
-        if not tps:
-            return {}, {}
-        first = self.consumer.beginning_offsets(tps)
-        last = self.consumer.end_offsets(tps)
-        return ({(tp.topic, tp.partition): o for tp, o in first.items()},
-                {(tp.topic, tp.partition): o for tp, o in last.items()})
-
     def initialOffset(self) -> dict:
-        tps = self._partitions()
-        earliest, latest = self._bounds(tps)
-        if self.options.starting_timestamp is not None or self.options.starting_by_timestamp:
-            return _nest(self._offsets_at_timestamps(latest))
-        spec = self.options.starting_offsets
-        if spec == "earliest":
-            return _nest(earliest)
-        if spec == "latest":
-            return _nest(latest)
-        given = _flatten(parse_offsets_json(spec))
-        out = {}
-        for key, first in earliest.items():
-            o = given.get(key, EARLIEST)
-            out[key] = first if o == EARLIEST else latest[key] if o == LATEST else o
-        return _nest(out)
-
-    def _offsets_at_timestamps(self, latest: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
-        """startingTimestamp / startingOffsetsByTimestamp: each partition's first offset whose
-        record timestamp is at or after the given one (Kafka's offsetsForTimes)."""
-        from kafka import TopicPartition
-        o = self.options
-        if o.starting_timestamp is not None:
-            wanted = {key: o.starting_timestamp for key in latest}
-        else:
-            wanted = {(t, p): ts for t, p, ts in o.starting_by_timestamp}
-            missing, unknown = sorted(set(latest) - set(wanted)), sorted(set(wanted) - set(latest))
-            if missing or unknown:
-                raise InvalidOptionError(
-                    "startingOffsetsByTimestamp must give a timestamp for every partition read, as in Spark"
-                    + (f"; missing {missing}" if missing else "") + (f"; not read {unknown}" if unknown else ""))
-        found = self.consumer.offsets_for_times({TopicPartition(t, p): ts for (t, p), ts in wanted.items()})
-        out = {}
-        for (t, p), ts in wanted.items():
-            hit = found.get(TopicPartition(t, p))
-            if hit is None and o.timestamp_strategy == "error":
-                raise KafkaSourceError(
-                    f"Kafka topic '{t}' partition {p} has no record with a timestamp at or after {ts} (starting "
-                    "timestamp); set startingOffsetsByTimestampStrategy=latest to start such partitions at their "
-                    "latest offset")
-            out[(t, p)] = latest[(t, p)] if hit is None else hit.offset
-        return out
+        return nest(self.starting_offsets(*self._bounds(self._partitions())))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
@@ -234,7 +138,7 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         earliest, latest = self._bounds(tps)
         if self._available_now is not None:
             latest = {k: min(o, self._available_now.get(k, earliest[k])) for k, o in latest.items()}
-        begin = _flatten(start)
+        begin = flatten(start)
         for key, o in earliest.items():
             begin.setdefault(key, o)  # a partition or topic that appeared: from its earliest offset
         went_back = {k: (o, latest[k]) for k, o in begin.items() if k in latest and latest[k] < o}
@@ -251,7 +155,7 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             return start
         if isinstance(limit, ReadMaxRows):
             end = _rate_limit(begin, end, limit.max_rows)
-        return _nest(end)
+        return nest(end)
 
     def _defer_for_min_offsets(self, begin: dict[tuple[str, int], int], end: dict[tuple[str, int], int]) -> bool:
         """minOffsetsPerTrigger: no batch until that many offsets are there or maxTriggerDelay has
@@ -271,25 +175,45 @@ class KafkaPythonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def reportLatestOffset(self) -> dict | None:
         latest = self._bounds(self._partitions())[1]
-        return _nest(latest) if latest else None
+        return nest(latest) if latest else None
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        begin, stop = _flatten(start), _flatten(end)
+        begin, stop = flatten(start), flatten(end)
         ranges = [KafkaRange(t, p, begin.get((t, p), 0), o) for (t, p), o in sorted(stop.items())
                   if o > begin.get((t, p), 0)]
-        return _split(ranges, self.options.min_partitions or 0)
+        return _split(ranges, self.options)
 
     def commit(self, end: dict) -> None:
         """Offsets live in Spark's checkpoint; nothing is committed to Kafka."""
 
     def stop(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        self.close()
 
     # ---- executors: one topic partition's offset range -> Arrow --------------------------
     def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
         yield from read_range(self.options, partition)
+
+
+class KafkaPythonBatchReader(KafkaOffsetResolver, DataSourceReader):
+    """Batch reader of format("kafka-python") (`spark.read`): each partition's records from its
+    starting to its ending offset, resolved once when the query is planned."""
+
+    def partitions(self) -> list[InputPartition]:
+        try:
+            earliest, latest = self._bounds(self._partitions())
+            start, end = self.starting_offsets(earliest, latest), self.ending_offsets(earliest, latest)
+        finally:
+            self.close()
+        after = {key: (s, end[key]) for key, s in start.items() if s > end[key]}
+        if after:
+            what = ", ".join(f"topic '{t}' partition {p} from {s} to {e}" for (t, p), (s, e) in sorted(after.items()))
+            raise KafkaSourceError(f"Kafka batch query: starting offsets after ending offsets ({what})")
+        return _split([KafkaRange(t, p, s, end[(t, p)]) for (t, p), s in sorted(start.items()) if s < end[(t, p)]],
+                      self.options)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, KafkaRange):  # Spark plans one empty partition when there is none
+            yield from read_range(self.options, partition)
 
 
 def _rate_limit(begin: dict[tuple[str, int], int], end: dict[tuple[str, int], int],
@@ -356,19 +280,34 @@ def decode_in_bulk(consumer: Any) -> bool:
     return True
 
 
-def _split(ranges: list[KafkaRange], min_partitions: int) -> list[KafkaRange]:
-    """minPartitions: the ranges cut into about that many tasks, each range into pieces in
-    proportion to its size (as Spark does); unchanged when there are that many already."""
-    if len(ranges) >= min_partitions:
+def _split(ranges: list[KafkaRange], options: KafkaOptions) -> list[KafkaRange]:
+    """The tasks of a batch, as Spark cuts them: with maxRecordsPerPartition, each range into
+    pieces of at most that many offsets; then with minPartitions, when there are fewer tasks
+    than that, the ranges big enough into pieces in proportion to their size (the ranges too
+    small for a second piece stay whole, and out of the proportion). One task a range otherwise."""
+    if options.max_records_per_partition:
+        ranges = [piece for r in ranges for piece in _cut(r, -(-(r.end - r.start) // options.max_records_per_partition))]
+    wanted = options.min_partitions or 0
+    if len(ranges) >= wanted:
         return ranges
-    total = sum(r.end - r.start for r in ranges)
-    out = []
-    for r in ranges:
-        size = r.end - r.start
-        pieces = min(size, max(1, round(min_partitions * size / total)))
-        cuts = [r.start + size * i // pieces for i in range(pieces + 1)]
-        out += [KafkaRange(r.topic, r.partition, a, b) for a, b in zip(cuts, cuts[1:])]
-    return out
+    sizes = [r.end - r.start for r in ranges]
+    whole = [_share(size, sum(sizes), wanted) == 1 for size in sizes]
+    split_total = sum(size for size, w in zip(sizes, whole) if not w)
+    split_wanted = max(wanted - sum(whole), 1)
+    return [piece for r, size, w in zip(ranges, sizes, whole)
+            for piece in ([r] if w else _cut(r, _share(size, split_total, split_wanted)))]
+
+
+def _share(size: int, total: int, parts: int) -> int:
+    """A range's number of pieces: its share of `parts`, rounded half up (as Spark), at least 1."""
+    return max(1, int(size / total * parts + 0.5))
+
+
+def _cut(r: KafkaRange, pieces: int) -> list[KafkaRange]:
+    size = r.end - r.start
+    pieces = min(size, pieces)
+    cuts = [r.start + size * i // pieces for i in range(pieces + 1)]
+    return [KafkaRange(r.topic, r.partition, a, b) for a, b in zip(cuts, cuts[1:])]
 
 
 class ConsumerPool:
@@ -536,7 +475,10 @@ class KafkaPythonDataSource(DataSource):
 
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
-        return from_arrow_schema(kafka_arrow_schema(KafkaOptions.parse(self.options).include_headers))
+        return from_arrow_schema(kafka_arrow_schema(include_headers(self.options)))
+
+    def reader(self, schema: StructType) -> KafkaPythonBatchReader:
+        return KafkaPythonBatchReader(KafkaOptions.parse(self.options, batch=True))
 
     def streamReader(self, schema: StructType) -> KafkaPythonStreamReader:
         return KafkaPythonStreamReader(KafkaOptions.parse(self.options), schema)

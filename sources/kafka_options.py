@@ -1,14 +1,18 @@
 """The options of format("kafka-python"), parsed and checked as Spark's Kafka source takes
 them (the list is in `sources/kafka.py`'s docstring): a misspelt value is an error naming the
-option, and an option of Spark's batch queries is refused rather than ignored."""
+option, and an option of the other kind of query (streaming or batch) is refused rather than
+ignored, except the trigger options, which batch queries ignore with a warning as Spark does."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from paimon_streaming.errors import InvalidOptionError
+
+log = logging.getLogger("paimon_streaming.source")
 
 
 @dataclass(frozen=True)
@@ -31,17 +35,29 @@ class KafkaOptions:
     min_partitions: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_s: float = 900.0
+    ending_offsets: str = "latest"  # batch queries: where each partition's read ends
+    ending_timestamp: int | None = None
+    ending_by_timestamp: tuple[tuple[str, int, int], ...] = ()
+    max_records_per_partition: int | None = None
 
     @staticmethod
-    def parse(options: Mapping[str, str]) -> "KafkaOptions":
+    def parse(options: Mapping[str, str], batch: bool = False) -> "KafkaOptions":
+        """Streaming query options, or with `batch` those of `spark.read` (Spark's defaults and
+        refusals for each: a batch reads from earliest to latest, and cannot start at latest)."""
         opts = {k.lower(): v for k, v in options.items()}
         servers = opts.get("kafka.bootstrap.servers")
         if not servers:
             raise InvalidOptionError("format('kafka-python') needs option 'kafka.bootstrap.servers' (host:port,...)")
-        for key, name in _BATCH_ONLY.items():
-            if key in opts:
-                raise InvalidOptionError(f"option '{name}' applies to batch queries, as in Spark's Kafka source; "
-                                         "format('kafka-python') reads streams (spark.readStream)")
+        _check_consumer_settings(opts)
+        if batch:
+            for key, name in _STREAM_ONLY.items():
+                if key in opts:
+                    log.warning("option '%s' is ignored in batch queries (as in Spark's Kafka source)", name)
+        else:
+            for key, name in _BATCH_ONLY.items():
+                if key in opts:
+                    raise InvalidOptionError(f"option '{name}' applies to batch queries (spark.read), as in Spark's "
+                                             "Kafka source; a streaming query reads until it is stopped")
         topics = tuple(t.strip() for t in opts.get("subscribe", "").split(",") if t.strip())
         pattern = opts.get("subscribepattern")
         assign = _parse_assign(opts["assign"]) if "assign" in opts else ()
@@ -59,24 +75,25 @@ class KafkaOptions:
         if min_offsets and max_offsets and min_offsets > max_offsets:
             raise InvalidOptionError(f"minOffsetsPerTrigger ({min_offsets}) is above maxOffsetsPerTrigger "
                                      f"({max_offsets})")
-        starting = opts.get("startingoffsets", "latest").strip()
-        if starting.lower() in ("earliest", "latest"):
-            starting = starting.lower()
-        else:
-            parse_offsets_json(starting)
+        starting = _offsets_option(opts, "startingOffsets", "earliest" if batch else "latest",
+                                   refused="latest" if batch else None)
+        ending = _offsets_option(opts, "endingOffsets", "latest", refused="earliest")
         strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
         if strategy not in ("error", "latest"):
             raise InvalidOptionError(f"startingOffsetsByTimestampStrategy must be 'error' or 'latest', got '{strategy}'")
-        passthrough = tuple(sorted(
-            (k[len("kafka."):].replace(".", "_"), _config_value(v)) for k, v in opts.items()
-            if k.startswith("kafka.") and k != "kafka.bootstrap.servers"))
-        return KafkaOptions(servers, topics, pattern, starting, max_offsets, _flag(opts, "includeHeaders", False),
+        passthrough = tuple(sorted(_consumer_setting(k, v) for k, v in opts.items()
+                                   if k.startswith("kafka.") and k != "kafka.bootstrap.servers"))
+        return KafkaOptions(servers, topics, pattern, starting, max_offsets, include_headers(opts),
                             int(opts.get("kafkaconsumer.polltimeoutms", "120000")), passthrough, assign,
                             _count(opts, "startingTimestamp", minimum=0),
-                            _parse_timestamps_json(opts["startingoffsetsbytimestamp"])
+                            _parse_timestamps_json(opts["startingoffsetsbytimestamp"], "startingOffsetsByTimestamp")
                             if "startingoffsetsbytimestamp" in opts else (),
                             strategy, _flag(opts, "failOnDataLoss", True), _count(opts, "minPartitions"),
-                            min_offsets, _duration_s(opts.get("maxtriggerdelay", "15m")))
+                            min_offsets, _duration_s(opts.get("maxtriggerdelay", "15m")), ending,
+                            _count(opts, "endingTimestamp", minimum=0),
+                            _parse_timestamps_json(opts["endingoffsetsbytimestamp"], "endingOffsetsByTimestamp")
+                            if "endingoffsetsbytimestamp" in opts else (),
+                            _count(opts, "maxRecordsPerPartition"))
 
     def consumer(self, bulk: bool = False):
         """A kafka-python consumer that never commits to Kafka: offsets live in Spark's checkpoint.
@@ -84,14 +101,54 @@ class KafkaOptions:
         from kafka import KafkaConsumer
 
         from .kafka import decode_in_bulk
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers.split(","), enable_auto_commit=False,
-                                 group_id=None, **dict(self.consumer_config))
+        settings = {"enable_auto_commit": False, "group_id": None, **dict(self.consumer_config)}
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers.split(","), **settings)
         if bulk:
             decode_in_bulk(consumer)
         return consumer
 
 
+def include_headers(options: Mapping[str, str]) -> bool:
+    """includeHeaders, which decides the columns whatever the query."""
+    return _flag({k.lower(): v for k, v in options.items()}, "includeHeaders", False)
+
+
 _BATCH_ONLY = {k.lower(): k for k in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")}
+_STREAM_ONLY = {k.lower(): k for k in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")}
+
+# Consumer settings Spark's Kafka source refuses, and why (the source manages offsets and reads bytes).
+_REFUSED_SETTINGS = {
+    "kafka.auto.offset.reset": "set the source option 'startingOffsets' (earliest, latest or JSON) instead: "
+                               "offsets are managed by the query, not by the consumer",
+    "kafka.enable.auto.commit": "offsets live in the query's checkpoint; nothing is committed to Kafka",
+    "kafka.key.deserializer": "keys are read as bytes; deserialize them with DataFrame operations",
+    "kafka.value.deserializer": "values are read as bytes; deserialize them with DataFrame operations",
+    "kafka.interceptor.classes": "interceptors could change the records read",
+}
+
+
+def _check_consumer_settings(opts: Mapping[str, str]) -> None:
+    for key, why in _REFUSED_SETTINGS.items():
+        if key in opts:
+            raise InvalidOptionError(f"Kafka option '{key[len('kafka.'):]}' is not supported, as in Spark's Kafka "
+                                     f"source: {why}")
+
+
+def _offsets_option(opts: Mapping[str, str], name: str, default: str, refused: str | None) -> str:
+    """startingOffsets / endingOffsets: 'earliest', 'latest' or per-partition JSON; `refused` is the
+    word the query cannot take (a batch cannot start at latest, nor end at earliest), refused in
+    its JSON form (-1 latest, -2 earliest) too."""
+    value = opts.get(name.lower(), default).strip()
+    if value.lower() in ("earliest", "latest"):
+        value = value.lower()
+        found = value == refused
+    else:
+        given = [o for parts in parse_offsets_json(value, name).values() for o in parts.values()]
+        found = refused is not None and {"latest": -1, "earliest": -2}[refused] in given
+    if found:
+        raise InvalidOptionError(f"{name} cannot be {refused} in a batch query (spark.read), as in Spark's Kafka "
+                                 f"source, got {value!r}")
+    return value
 
 
 def _count(opts: Mapping[str, str], name: str, minimum: int = 1) -> int | None:
@@ -136,7 +193,7 @@ def _parse_assign(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(sorted({(t, p) for t, parts in parsed.items() for p in parts}))
 
 
-def _parse_timestamps_json(text: str) -> tuple[tuple[str, int, int], ...]:
+def _parse_timestamps_json(text: str, name: str) -> tuple[tuple[str, int, int], ...]:
     try:
         parsed = json.loads(text)
         if not isinstance(parsed, dict) or not all(
@@ -144,27 +201,32 @@ def _parse_timestamps_json(text: str) -> tuple[tuple[str, int, int], ...]:
                 for v in parsed.values()):
             raise ValueError("not an object of objects of partition -> timestamp (ms)")
     except ValueError as exc:
-        raise InvalidOptionError(f"startingOffsetsByTimestamp must be JSON like {{\"orders\": {{\"0\": "
+        raise InvalidOptionError(f"{name} must be JSON like {{\"orders\": {{\"0\": "
                                  f"1700000000000}}}}, got {text!r}: {exc}") from exc
     return tuple(sorted((t, int(p), ts) for t, parts in parsed.items() for p, ts in parts.items()))
 
 
-def _config_value(value: str) -> Any:
-    """kafka-python wants ints and bools typed; Spark options are strings."""
-    if value.lstrip("-").isdigit():
-        return int(value)
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return value
+def _consumer_setting(option: str, value: str) -> tuple[str, Any]:
+    """`kafka.request.timeout.ms` -> ("request_timeout_ms", 5000): kafka-python's keyword, with
+    ints, bools and its api_version tuple typed (Spark options are strings)."""
+    key = option[len("kafka."):].replace(".", "_")
+    text = value.strip()
+    if key == "api_version" and re.fullmatch(r"\d+(\.\d+)*", text):
+        return key, tuple(int(part) for part in text.split("."))
+    if text.lstrip("-").isdigit():
+        return key, int(text)
+    if text.lower() in ("true", "false"):
+        return key, text.lower() == "true"
+    return key, value
 
 
-def parse_offsets_json(text: str) -> dict[str, dict[str, int]]:
+def parse_offsets_json(text: str, name: str = "startingOffsets") -> dict[str, dict[str, int]]:
     try:
         parsed = json.loads(text)
         if not isinstance(parsed, dict) or not all(
                 isinstance(v, dict) and all(isinstance(o, int) for o in v.values()) for v in parsed.values()):
             raise ValueError("not an object of objects of integers")
     except ValueError as exc:
-        raise InvalidOptionError(f"startingOffsets must be 'earliest', 'latest' or JSON like "
+        raise InvalidOptionError(f"{name} must be 'earliest', 'latest' or JSON like "
                                  f"{{\"topic\": {{\"0\": 23, \"1\": -2}}}}, got {text!r}: {exc}") from exc
     return parsed

@@ -298,18 +298,25 @@ def next_batch(reader, start: dict) -> tuple[dict, list, pa.Table | None]:
     return end, tasks, pa.Table.from_batches(batches) if batches else None
 
 
+TIMESTAMPS_FROM = 1_700_000_000_000
+
+
+def produce_timestamped(broker, topic: str) -> None:
+    """3 partitions of 10 records each, value "<partition>-<i>", timestamped 1 s apart from TIMESTAMPS_FROM."""
+    broker.create_topic(topic, partitions=3)
+    p = broker.producer()
+    for part in range(3):
+        for i in range(10):
+            p.send(topic, key=b"k", value=f"{part}-{i}".encode(), partition=part, timestamp_ms=TIMESTAMPS_FROM + 1000 * i)
+    p.flush()
+    p.close()
+
+
 def test_assign_and_starting_timestamps(broker):
     from paimon_streaming.errors import InvalidOptionError
     from paimon_streaming.sources.kafka import KafkaSourceError
-    topic = unique_topic("ts")
-    broker.create_topic(topic, partitions=3)
-    p = broker.producer()
-    base = 1_700_000_000_000
-    for part in range(3):
-        for i in range(10):
-            p.send(topic, key=b"k", value=f"{part}-{i}".encode(), partition=part, timestamp_ms=base + 1000 * i)
-    p.flush()
-    p.close()
+    topic, base = unique_topic("ts"), TIMESTAMPS_FROM
+    produce_timestamped(broker, topic)
     reader = reader_of(broker, assign=json.dumps({topic: [0, 2]}), startingOffsets="earliest")
     start = reader.initialOffset()
     assert start == {topic: {"0": 0, "2": 0}}
@@ -395,6 +402,11 @@ def test_spark_kafka_options_are_checked():
     from paimon_streaming.sources.kafka import KafkaOptions, KafkaRange, _split
     base = {"kafka.bootstrap.servers": "h:1"}
     for bad, match in [({"subscribe": "t", "endingOffsets": "latest"}, "'endingOffsets' applies to batch queries"),
+                       ({"subscribe": "t", "kafka.auto.offset.reset": "earliest"},
+                        "'auto.offset.reset' is not supported.*'startingOffsets'"),
+                       ({"subscribe": "t", "kafka.enable.auto.commit": "true"}, "'enable.auto.commit' is not supported"),
+                       ({"subscribe": "t", "kafka.value.deserializer": "x"}, "'value.deserializer' is not supported"),
+                       ({"subscribe": "t", "maxRecordsPerPartition": "0"}, "maxRecordsPerPartition must be"),
                        ({"assign": '{"t": [0]}', "subscribe": "t"}, "exactly one of the options 'assign'"),
                        ({"assign": '{"t": 0}'}, "assign must be JSON"),
                        ({"subscribe": "t", "startingTimestamp": "soon"}, "startingTimestamp must be an integer"),
@@ -413,7 +425,83 @@ def test_spark_kafka_options_are_checked():
     assert opts.assign == (("a", 2), ("b", 0), ("b", 1)) and opts.max_trigger_delay_s == 0.5
     assert opts.starting_timestamp == 0 and KafkaOptions.parse({**base, "subscribe": "t",
                                                                 "maxTriggerDelay": "2m"}).max_trigger_delay_s == 120
+    settings = dict(KafkaOptions.parse({**base, "subscribe": "t", "kafka.api.version": "2.6.0",
+                                        "kafka.group.id": "audit"}).consumer_config)
+    assert settings == {"api_version": (2, 6, 0), "group_id": "audit"}  # kafka-python's types
+
+    def split(**options):
+        return [(r.partition, r.start, r.end) for r in _split(ranges, KafkaOptions.parse({**base, "subscribe": "t",
+                                                                                           **options}))]
     ranges = [KafkaRange("t", 0, 0, 90), KafkaRange("t", 1, 0, 10)]
-    assert [(r.partition, r.start, r.end) for r in _split(ranges, 5)] == [
-        (0, 0, 22), (0, 22, 45), (0, 45, 67), (0, 67, 90), (1, 0, 10)]
-    assert _split(ranges, 2) == ranges
+    assert split(minPartitions="5") == [(0, 0, 22), (0, 22, 45), (0, 45, 67), (0, 67, 90), (1, 0, 10)]
+    assert split(minPartitions="2") == split() == [(0, 0, 90), (1, 0, 10)]
+    assert split(maxRecordsPerPartition="40") == [(0, 0, 30), (0, 30, 60), (0, 60, 90), (1, 0, 10)]
+    # both: cut by size first, then again when that still makes fewer tasks than minPartitions
+    # 45 + 45 + 10 offsets: the 10 stay whole and out of the proportion, 5 tasks left for the
+    # 90 others, 2.5 each, rounded half up as Spark does
+    assert split(maxRecordsPerPartition="50", minPartitions="6") == [
+        (0, 0, 15), (0, 15, 30), (0, 30, 45), (0, 45, 60), (0, 60, 75), (0, 75, 90), (1, 0, 10)]
+
+
+# ---- batch queries: spark.read.format("kafka-python") --------------------------------------------
+def test_batch_reads_between_offsets_and_timestamps(spark, broker):
+    topic, base = unique_topic("batch"), TIMESTAMPS_FROM
+    produce_timestamped(broker, topic)
+
+    def read(**options):
+        df = kafka_batch(spark, broker, subscribe=topic, **options).load()
+        return sorted((r["partition"], r["offset"]) for r in df.collect())
+
+    assert read() == [(p, o) for p in range(3) for o in range(10)]  # earliest to latest by default
+    assert read(startingOffsets=json.dumps({topic: {"0": 3, "1": -2}}),  # partition 2 not named: earliest
+                endingOffsets=json.dumps({topic: {"0": 5, "1": 2, "2": -1}})) == (
+        [(0, 3), (0, 4), (1, 0), (1, 1)] + [(2, o) for o in range(10)])
+    assert read(startingTimestamp=str(base + 7000), endingTimestamp=str(base + 9000)) == [
+        (p, o) for p in range(3) for o in (7, 8)]
+    # endingOffsetsByTimestamp: a partition without a record at or after it ends at latest
+    assert read(startingOffsets="earliest", endingOffsetsByTimestamp=json.dumps(
+        {topic: {"0": base + 1000, "1": base + 99_000, "2": base}})) == [(0, 0)] + [(1, o) for o in range(10)]
+    assert read(endingOffsets=json.dumps({topic: {"0": 0, "1": 0, "2": 0}})) == []  # nothing: one empty task
+    df = kafka_batch(spark, broker, subscribe=topic, maxRecordsPerPartition="4", maxOffsetsPerTrigger="1").load()
+    assert df.rdd.getNumPartitions() == 9 and df.count() == 30  # 3 tasks a partition; the trigger option ignored
+    row = kafka_batch(spark, broker, subscribe=topic, endingOffsets=json.dumps({topic: {"0": 1, "1": 0, "2": 0}}),
+                      includeHeaders="true").load().collect()
+    assert [(bytes(r["value"]), r["headers"], r["timestamp"].timestamp()) for r in row] == [(b"0-0", [], base / 1000)]
+
+
+def test_batch_query_option_errors(spark, broker):
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.sources.kafka import KafkaOffsetResolver, KafkaOptions, KafkaPythonBatchReader, KafkaSourceError
+    topic = unique_topic("batcherr")
+    broker.create_topic(topic, partitions=2)
+    produce(broker, topic, [("k", f"v{i}") for i in range(5)], partition=0)
+    base = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic}
+    for bad, match in [({"startingOffsets": "latest"}, "startingOffsets cannot be latest in a batch query"),
+                       ({"startingOffsets": json.dumps({topic: {"0": -1}})}, "startingOffsets cannot be latest"),
+                       ({"endingOffsets": "earliest"}, "endingOffsets cannot be earliest"),
+                       ({"endingOffsets": json.dumps({topic: {"0": -2, "1": -1}})}, "endingOffsets cannot be earliest"),
+                       ({"endingTimestamp": "yesterday"}, "endingTimestamp must be an integer")]:
+        with pytest.raises(InvalidOptionError, match=match):
+            KafkaOptions.parse({**base, **bad}, batch=True)
+
+    def plan(**options):
+        return KafkaPythonBatchReader(KafkaOptions.parse({**base, **options}, batch=True)).partitions()
+    with pytest.raises(InvalidOptionError, match=r"endingOffsets must give a value for every partition read.*"
+                                                 rf"missing \[\('{topic}', 1\)\]"):
+        plan(endingOffsets=json.dumps({topic: {"0": 3}}))
+    with pytest.raises(KafkaSourceError, match=f"starting offsets after ending offsets \\(topic '{topic}' partition 0 "
+                                               "from 4 to 2\\)"):
+        plan(startingOffsets=json.dumps({topic: {"0": 4}}), endingOffsets=json.dumps({topic: {"0": 2, "1": -1}}))
+    with pytest.raises(KafkaSourceError, match=f"past the latest offset: topic '{topic}' partition 0 at 9 \\(latest 5\\)"):
+        plan(endingOffsets=json.dumps({topic: {"0": 9, "1": -1}}))
+    assert [(t.partition, t.start, t.end) for t in plan(startingOffsets=json.dumps({topic: {"0": 2}}))] == [(0, 2, 5)]
+    assert issubclass(KafkaPythonBatchReader, KafkaOffsetResolver)
+    with pytest.raises(Exception, match="startingOffsets cannot be latest in a batch query"):
+        kafka_batch(spark, broker, subscribe=topic, startingOffsets="latest").load().collect()
+
+
+def kafka_batch(spark, broker, **options):
+    r = spark.read.format("kafka-python").option("kafka.bootstrap.servers", broker.bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r
