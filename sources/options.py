@@ -27,6 +27,8 @@ _ALIASES = {
     "max-snapshots-per-trigger": ("max-snapshots-per-trigger",),
     "max-rows-per-trigger": ("max-rows-per-trigger", "read.stream.maxrowspertrigger"),
     "max-bytes-per-trigger": ("max-bytes-per-trigger", "maxbytespertrigger", "read.stream.maxbytespertrigger"),
+    "min-rows-per-trigger": ("min-rows-per-trigger", "read.stream.minrowspertrigger"),
+    "max-trigger-delay-ms": ("max-trigger-delay-ms", "read.stream.maxtriggerdelayms"),
     "source.split.target-size": ("source.split.target-size",),
     "source.split.open-file-cost": ("source.split.open-file-cost",),
     "rowkindcolumn": ("rowkindcolumn", "row-kind-column"),
@@ -106,6 +108,16 @@ def _size(options: Mapping[str, str], name: str, default: str) -> int:
         raise InvalidOptionError(f"option '{name}' must be a size such as '128 mb', got {raw!r}") from None
 
 
+def _min_rows(options: Mapping[str, str]) -> tuple[int, int] | None:
+    """read.stream.minRowsPerTrigger with read.stream.maxTriggerDelayMs: Paimon's Spark source
+    takes them only as a pair."""
+    rows, delay = _positive_int(options, "min-rows-per-trigger"), _positive_int(options, "max-trigger-delay-ms")
+    if (rows is None) != (delay is None):
+        raise InvalidOptionError("options 'read.stream.minRowsPerTrigger' and 'read.stream.maxTriggerDelayMs' go "
+                                 "together (as in Paimon's Spark source): give both, or neither")
+    return None if rows is None else (rows, delay)
+
+
 @dataclass(frozen=True)
 class ReadSpec:
     """What a "paimon" read refers to and how it reads (see the data source docstrings)."""
@@ -117,6 +129,7 @@ class ReadSpec:
     timestamp_millis: int | None = None
     row_kind_column: str | None = None
     limits: ReadLimits = field(default_factory=ReadLimits)
+    min_rows: tuple[int, int] | None = None  # (rows, max delay ms): no micro-batch with fewer before the delay
     split_target_size: int = 128 << 20
     split_open_file_cost: int = 4 << 20
     scan_mode: str | None = None
@@ -159,6 +172,7 @@ class ReadSpec:
                               max_rows=_positive_int(opts, "max-rows-per-trigger"),
                               max_bytes=None if _lookup(opts, "max-bytes-per-trigger") is None
                               else _size(opts, "max-bytes-per-trigger", "0")),
+            min_rows=_min_rows(opts),
             split_target_size=_size(opts, "source.split.target-size", "128 mb"),
             split_open_file_cost=_size(opts, "source.split.open-file-cost", "4 mb"),
             scan_mode=(_lookup(opts, "scan.mode") or "").lower() or None,

@@ -49,6 +49,11 @@ Admission control (PySpark's ReadLimit): `max-files-per-trigger`, `max-snapshots
 always admitted; a unit is one file, or one bucket of a merged full read), so a backlog is
 consumed in bounded batches; `Trigger.AvailableNow` reads everything committed when the
 query started, in such batches. `Trigger.Once` ignores the limits (as Spark requires).
+Paimon's Spark keys work too (`read.stream.maxFilesPerTrigger`, `...maxRowsPerTrigger`,
+`...maxBytesPerTrigger`), and `read.stream.minRowsPerTrigger` with `read.stream.maxTriggerDelayMs`
+(only as a pair, as in Paimon): no micro-batch of fewer rows until that delay has passed since
+the previous one, so a trickle is gathered into fewer, larger batches (not under
+`Trigger.AvailableNow`, and never for the first batch of a run, as in Paimon).
 
 Each micro-batch's units are packed into Spark tasks as batch reads are
 (`source.split.target-size`, `source.split.open-file-cost`, `source.split.min-partitions`).
@@ -69,13 +74,14 @@ Each micro-batch plan logs one line on the `paimon_streaming.source` logger (INF
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 from typing import Any, Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles,
-                                              ReadMaxRows, SupportsTriggerAvailableNow)
+                                              ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
 from paimon_streaming.errors import InvalidOptionError, SchemaChangedError, SchemaMismatchError
@@ -122,6 +128,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._scan: StreamingScan | None = None
         self._initial: dict | None = None
         self._last_snapshot: int | None = None
+        self._last_trigger_ms = 0.0  # when latestOffset last moved the stream (min rows per trigger)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -144,7 +151,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def getDefaultReadLimit(self) -> ReadLimit:
         lim = self.spec.limits
         if lim.unlimited:
-            return ReadAllAvailable()
+            return ReadAllAvailable() if self.spec.min_rows is None else ReadMinRows(self.spec.min_rows[0])
         if lim.max_files is not None:
             return ReadMaxFiles(lim.max_files)
         if lim.max_rows is not None:
@@ -157,6 +164,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if limit is None or isinstance(limit, ReadAllAvailable):
             return None  # Spark asks for everything (Trigger.Once): options do not apply
         lim = self.spec.limits
+        if isinstance(limit, ReadMinRows):
+            return lim
         if isinstance(limit, ReadMaxFiles):
             lim = replace(lim, max_files=None if limit.max_files >= _NO_FILE_LIMIT else limit.max_files)
         elif isinstance(limit, ReadMaxRows):
@@ -167,9 +176,11 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         position = _position(start)
-        units, end = self.scan.plan_batch(position, self._limits(limit), self._last_snapshot)
-        if not units:
+        limits = self._limits(limit)
+        units, end = self.scan.plan_batch(position, limits, self._last_snapshot)
+        if not units or (limits is not None and self._defer_for_min_rows(sum(u.rows for u in units))):
             return start
+        self._last_trigger_ms = time.time() * 1000
         out = end.to_dict()
         if self._initial is not None and dict(start) == self._initial:
             out[FROM] = position.to_dict()
@@ -177,6 +188,15 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                  self.name, position.to_dict(), end.to_dict(), len(units), sum(u.files for u in units),
                  sum(u.rows for u in units), sorted({u.snapshot_id for u in units}))
         return out
+
+    def _defer_for_min_rows(self, rows: int) -> bool:
+        """read.stream.minRowsPerTrigger: no micro-batch of fewer rows until maxTriggerDelayMs has
+        passed since the last one (Paimon's rule; the first batch of a run is never held back, nor
+        are Trigger.AvailableNow's, which must finish)."""
+        if self.spec.min_rows is None or self._last_snapshot is not None:
+            return False
+        min_rows, max_delay_ms = self.spec.min_rows
+        return rows < min_rows and time.time() * 1000 - self._last_trigger_ms <= max_delay_ms
 
     def reportLatestOffset(self) -> dict | None:
         latest = self.scan.snapshots.latest_id()

@@ -328,6 +328,48 @@ def test_stream_reader_offsets(catalog):
         stream_reader({"path": t.path + "$snapshots"}, source_schema({"path": t.path + "$snapshots"}))
 
 
+def test_min_rows_per_trigger_gathers_a_trickle_until_the_delay(catalog, monkeypatch):
+    """read.stream.minRowsPerTrigger + read.stream.maxTriggerDelayMs, as Paimon's Spark source."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+    from paimon_streaming.sources import stream_reader as stream_module
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    clock = [1_000.0]
+    monkeypatch.setattr(stream_module.time, "time", lambda: clock[0])
+    t = catalog.create_table("db.trickle", SCHEMA, partition_keys=["dt"])
+    t.write_arrow(batch([0, 1]))
+    options = {"path": t.path, "scan.mode": "latest", "read.stream.minRowsPerTrigger": "5",
+               "read.stream.maxTriggerDelayMs": "30000"}
+    r = stream_reader(options, source_schema(options))
+    assert r.getDefaultReadLimit() == ReadMinRows(5)
+    start = r.initialOffset()
+    t.write_arrow(batch([2]))
+    first = r.latestOffset(start, r.getDefaultReadLimit())
+    assert first != start  # the first batch of a run is never held back
+    t.write_arrow(batch([3, 4]))
+    clock[0] += 10
+    assert r.latestOffset(first, r.getDefaultReadLimit()) == first  # 2 rows < 5, 10 s < 30 s: wait
+    t.write_arrow(batch([5, 6, 7]))
+    second = r.latestOffset(first, r.getDefaultReadLimit())
+    assert second["snapshot"] == 5  # 5 rows: a batch, of both snapshots
+    t.write_arrow(batch([8]))
+    clock[0] += 29
+    assert r.latestOffset(second, r.getDefaultReadLimit()) == second
+    clock[0] += 2  # 31 s since the last batch: whatever is there
+    assert r.latestOffset(second, r.getDefaultReadLimit())["snapshot"] == 6
+    t.write_arrow(batch([9]))
+    assert r.latestOffset({"snapshot": 6, "units": 0, "full": False}, ReadAllAvailable())["snapshot"] == 7  # Once
+    limited = stream_reader({**options, "read.stream.maxRowsPerTrigger": "100"}, source_schema(options))
+    assert limited.getDefaultReadLimit() == ReadMaxRows(100)  # the minimum still applies with a maximum
+    limited._last_trigger_ms = clock[0] * 1000  # as if it had just made a batch
+    assert limited.latestOffset({"snapshot": 6, "units": 0, "full": False},
+                                limited.getDefaultReadLimit()) == {"snapshot": 6, "units": 0, "full": False}
+    limited.prepareForTriggerAvailableNow()  # AvailableNow must finish: no waiting
+    assert limited.latestOffset({"snapshot": 6, "units": 0, "full": False},
+                                limited.getDefaultReadLimit())["snapshot"] == 7
+    with pytest.raises(InvalidOptionError, match="go together"):
+        stream_reader({"path": t.path, "read.stream.minRowsPerTrigger": "5"}, source_schema(options))
+
+
 # ---- batch reads ---------------------------------------------------------------------------------------
 def test_batch_filters_prune_and_filter_exactly(spark, tmp_path, catalog):
     t = catalog.create_table("db.f", pa.schema([("id", pa.int64()), ("v", pa.string()), ("x", pa.float64()),
