@@ -464,6 +464,7 @@ def test_batch_reads_between_offsets_and_timestamps(spark, broker):
     assert read(endingOffsets=json.dumps({topic: {"0": 0, "1": 0, "2": 0}})) == []  # nothing: one empty task
     df = kafka_batch(spark, broker, subscribe=topic, maxRecordsPerPartition="4", maxOffsetsPerTrigger="1").load()
     assert df.rdd.getNumPartitions() == 9 and df.count() == 30  # 3 tasks a partition; the trigger option ignored
+    assert df.filter("partition = 1 AND offset >= 8").count() == 2  # Spark filters after the read
     row = kafka_batch(spark, broker, subscribe=topic, endingOffsets=json.dumps({topic: {"0": 1, "1": 0, "2": 0}}),
                       includeHeaders="true").load().collect()
     assert [(bytes(r["value"]), r["headers"], r["timestamp"].timestamp()) for r in row] == [(b"0-0", [], base / 1000)]
