@@ -58,7 +58,7 @@ FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 
 def register(spark, filter_pushdown: bool = True) -> None:
     """Register the Spark data sources "paimon" and "kafka-python" (need pyspark; imported
-    only here; kafka-python itself is imported only when a Kafka stream is read).
+    only here; kafka-python itself is imported only when a Kafka topic is read).
 
     `filter_pushdown` also turns on Spark's filter pushdown to Python data sources for this
     session (`spark.sql.python.filterPushdown.enabled`, off by Spark's default), so batch reads

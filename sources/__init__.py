@@ -10,6 +10,8 @@ here, on top of the core's `TableScan`/`SplitReader` and `streaming_scan`:
 - `options.py`: the read options; `filters.py`: Spark filters -> filter terms;
   `partitions.py`: input partitions and the executor-side read;
 - `datasource.py`: schema / reader / streamReader entry points of the data source;
-- `kafka.py`: the "kafka-python" streaming source (Apache Kafka through kafka-python, with the
-  options and columns of Spark's Kafka source), also registered by `register(spark)`.
+- `kafka.py`: the "kafka-python" source, streams and batch queries (Apache Kafka through
+  kafka-python, with the options and columns of Spark's Kafka source), also registered by
+  `register(spark)`; `kafka_options.py` its options, `kafka_offsets.py` the partitions read and
+  their offsets, `kafka_batches.py` a fetch response's records decoded into Arrow.
 """
