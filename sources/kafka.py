@@ -29,7 +29,8 @@ Options (Spark's Kafka source's, for streaming queries):
   `startingOffsetsByTimestamp` (JSON `{"orders": {"0": 1700000000000, ...}}`, every partition
   read named), `startingOffsets`: `latest` (default, as Spark), `earliest`, or JSON
   `{"orders": {"0": 23, "1": -2}}` (-2 earliest, -1 latest; partitions and topics the JSON
-  does not name start at earliest). `startingOffsetsByTimestampStrategy`: `error` (default: a
+  does not name start at earliest; naming one that is not read is an error, so a misspelt
+  topic is not read from earliest unnoticed). `startingOffsetsByTimestampStrategy`: `error` (default: a
   partition without such a record fails the query) or `latest`.
 - `maxOffsetsPerTrigger`: at most this many offsets per micro-batch, split over the
   partitions in proportion to their backlog (as Spark does). `Trigger.AvailableNow` reads

@@ -98,6 +98,10 @@ class KafkaOffsetResolver:
         if o.starting_offsets in ("earliest", "latest"):
             return dict(earliest if o.starting_offsets == "earliest" else latest)
         given = flatten(parse_offsets_json(o.starting_offsets))
+        unknown = sorted(set(given) - set(earliest))
+        if unknown:  # a misspelt topic would otherwise start everything at earliest, unnoticed
+            raise InvalidOptionError(f"startingOffsets names partitions that are not read: {unknown} (read: "
+                                     f"{sorted(earliest)})")
         return {key: _resolve(given.get(key, EARLIEST), earliest[key], latest[key]) for key in earliest}
 
     def ending_offsets(self, earliest: Flat, latest: Flat) -> Flat:
