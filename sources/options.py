@@ -11,7 +11,7 @@ from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
 from paimon_streaming.incremental import IncrementalRange, incremental_query
-from paimon_streaming.options import parse_memory_size
+from paimon_streaming.options import misspelled_key, parse_memory_size
 from paimon_streaming.streaming_scan import ReadLimits
 from paimon_streaming.system_tables import ROW_TRACKING, split_system_table
 from paimon_streaming.table import Table
@@ -63,6 +63,18 @@ def refuse_unsupported(options: Mapping[str, str]) -> None:
                 "would answer something else, so it is refused. Time travel: 'snapshot-id', 'tag', "
                 "'timestamp-millis', 'scan.timestamp', 'scan.version'; changes: a stream from "
                 "'scan.snapshot-id' (e.g. with Trigger.AvailableNow)")
+
+
+def refuse_misspelled(options: Mapping[str, str]) -> None:
+    """InvalidOptionError for a read option one typo away from a Paimon option (`scan.snapshotid`,
+    `scan_mode`): read as written, it would be ignored and the read would answer from the
+    latest snapshot, not the one asked for. This source's own option names are never judged."""
+    ours = {key for aliases in _ALIASES.values() for key in aliases}
+    for key in options:
+        meant = None if key in ours else misspelled_key(key)
+        if meant is not None:
+            raise InvalidOptionError(f"unknown read option {key!r}: did you mean {meant!r}? (read as given it "
+                                     "would be ignored)")
 
 
 def _resolve_version(opts: dict[str, str], location: str, branch: str | None) -> None:
@@ -153,6 +165,7 @@ class ReadSpec:
         warehouse = opts.get("warehouse")
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
         refuse_unsupported(opts)
+        refuse_misspelled(opts)
         if opts.get("scan.timestamp", "").strip() and not opts.get("scan.timestamp-millis"):
             opts["scan.timestamp-millis"] = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
         _resolve_version(opts, location, branch)

@@ -86,3 +86,18 @@ def test_incremental_options_parse_as_java_spells_them(tmp_path):
                          ({"incremental-between-timestamp": "1,soon"}, "must be a local time")):
         with pytest.raises(InvalidOptionError, match=message):
             ReadSpec.parse({**base, **bad})
+
+
+@pytest.mark.parametrize("key, meant", [("scan.snapshotid", "scan.snapshot-id"), ("scan_mode", "scan.mode"),
+                                         ("consumer_id", "consumer-id"), ("incremental-betwen", "incremental-between"),
+                                         ("scan.tag_name", "scan.tag-name")])
+def test_a_misspelt_read_option_is_refused_rather_than_ignored(tmp_path, key, meant):
+    with pytest.raises(InvalidOptionError, match=f"unknown read option '{key}': did you mean '{meant}'"):
+        ReadSpec.parse({"path": str(tmp_path), key: "1"})
+
+
+def test_this_sources_own_and_unknown_options_pass(tmp_path):
+    spec = ReadSpec.parse({"path": str(tmp_path), "max-files-per-trigger": "3", "rowkindcolumn": "k",
+                           "read.stream.maxrowspertrigger": "9", "deletion-vectors.enabled": "true",
+                           "my.own.setting": "x"})
+    assert spec.limits.max_files == 3 and spec.limits.max_rows == 9 and spec.row_kind_column == "k"
