@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from .errors import InvalidOptionError
 from .external_paths import ExternalPaths
@@ -336,10 +336,13 @@ def misspelled_key(key: str) -> str | None:
     folded = key.strip().lower().replace("_", "-")
     if folded in KNOWN_KEYS:
         return folded
-    for known in KNOWN_KEYS:
-        if len(known) >= 6 and _one_edit_apart(folded, known):
-            return known
-    return None
+    return one_edit_from(folded, KNOWN_KEYS)
+
+
+def one_edit_from(key: str, known_keys: Iterable[str]) -> str | None:
+    """The key of `known_keys` (those of 6 characters or more) that `key` is one edit away from:
+    an insertion, a deletion, a substitution or a swap of neighbours."""
+    return next((known for known in known_keys if len(known) >= 6 and _one_edit_apart(key, known)), None)
 
 
 def _one_edit_apart(a: str, b: str) -> bool:

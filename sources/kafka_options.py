@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.options import one_edit_from
 
 log = logging.getLogger("paimon_streaming.source")
 
@@ -49,6 +50,7 @@ class KafkaOptions:
         if not servers:
             raise InvalidOptionError("format('kafka-python') needs option 'kafka.bootstrap.servers' (host:port,...)")
         _check_consumer_settings(opts)
+        _refuse_misspelt(opts)
         if batch:
             for key, name in _STREAM_ONLY.items():
                 if key in opts:
@@ -111,6 +113,26 @@ class KafkaOptions:
 def include_headers(options: Mapping[str, str]) -> bool:
     """includeHeaders, which decides the columns whatever the query."""
     return _flag({k.lower(): v for k, v in options.items()}, "includeHeaders", False)
+
+
+# Spark's Kafka source options (and its consumer-group ones, which name nothing here: no group is joined)
+KNOWN_OPTIONS = ("assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "startingTimestamp",
+                 "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+                 "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
+                 "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "failOnDataLoss", "includeHeaders",
+                 "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+                 "groupIdPrefix")
+
+
+def _refuse_misspelt(opts: Mapping[str, str]) -> None:
+    """An option one typo away from one of Spark's (`startingOffset`) would be ignored, and the
+    query would start at the default (latest): refused, naming the option meant."""
+    known = {name.lower(): name for name in KNOWN_OPTIONS}
+    for key in opts:
+        meant = None if key in known or key.startswith("kafka.") else one_edit_from(key, known)
+        if meant is not None:
+            raise InvalidOptionError(f"unknown option {key!r} of format('kafka-python'): did you mean "
+                                     f"{known[meant]!r}?")
 
 
 _BATCH_ONLY = {k.lower(): k for k in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")}

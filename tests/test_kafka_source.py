@@ -407,6 +407,8 @@ def test_spark_kafka_options_are_checked():
                        ({"subscribe": "t", "kafka.enable.auto.commit": "true"}, "'enable.auto.commit' is not supported"),
                        ({"subscribe": "t", "kafka.value.deserializer": "x"}, "'value.deserializer' is not supported"),
                        ({"subscribe": "t", "maxRecordsPerPartition": "0"}, "maxRecordsPerPartition must be"),
+                       ({"subscribe": "t", "startingOffset": "earliest"}, "did you mean 'startingOffsets'"),
+                       ({"subscribe": "t", "failondatalos": "false"}, "did you mean 'failOnDataLoss'"),
                        ({"assign": '{"t": [0]}', "subscribe": "t"}, "exactly one of the options 'assign'"),
                        ({"assign": '{"t": 0}'}, "assign must be JSON"),
                        ({"subscribe": "t", "startingTimestamp": "soon"}, "startingTimestamp must be an integer"),
