@@ -54,6 +54,7 @@ __all__ = ["Catalog", "Table", "Snapshot", "register", "PaimonError", "SchemaMis
 
 
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 
 
 def register(spark, filter_pushdown: bool = True) -> None:
@@ -64,10 +65,16 @@ def register(spark, filter_pushdown: bool = True) -> None:
     session (`spark.sql.python.filterPushdown.enabled`, off by Spark's default), so batch reads
     prune partitions and files by a query's filters as Delta's and Iceberg's sources do; a
     session started with that setting (builder `.config`, `--conf`, spark-defaults) keeps it.
+
+    `df.write.format("paimon").mode("overwrite")` takes the session's
+    `spark.sql.sources.partitionOverwriteMode` (static or dynamic) as it is now, as Paimon's,
+    Delta's and Iceberg's connectors do: a Python data source writer is not given the session's
+    settings, so a later change of it needs `register` again (or the write's own option).
     """
-    from .sinks.datasource import PaimonDataSource
+    from .sinks.datasource import PaimonDataSource, PaimonDataSourceDynamicOverwrite
     from .sources.kafka import KafkaPythonDataSource
-    spark.dataSource.register(PaimonDataSource)
+    dynamic = (spark.conf.get(PARTITION_OVERWRITE_MODE, None) or "static").strip().lower() == "dynamic"
+    spark.dataSource.register(PaimonDataSourceDynamicOverwrite if dynamic else PaimonDataSource)
     spark.dataSource.register(KafkaPythonDataSource)
     if filter_pushdown and not _started_with(spark, FILTER_PUSHDOWN):
         spark.conf.set(FILTER_PUSHDOWN, "true")

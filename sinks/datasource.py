@@ -20,7 +20,10 @@ Source writer is not given: it reads a TimestampNTZ value written into a TIMESTA
 TIME ZONE column in it; without the option the zone Spark labels the input's TimestampType
 columns with is that zone, and with no such column the write is refused naming the column);
 any other option is a Paimon table option used when the table is created (`primary-key`,
-`partition`, `bucket`, ...). Spark lower-cases data source option keys, so options that name
+`partition`, `bucket`, ...); an option one typo away from one of those above is refused. The
+default `partitionOverwriteMode` is the session's `spark.sql.sources.partitionOverwriteMode`
+as `paimon_streaming.register(spark)` sees it (a writer is not given the session's settings:
+set it before registering, or give the option). Spark lower-cases data source option keys, so options that name
 a column (`fields.<col>.…`) need lower-case column names here; create such tables with the
 Python API instead.
 
@@ -44,15 +47,18 @@ from pyspark.sql.types import StructType
 from paimon_streaming import cross_partition
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import PaimonError, SchemaMismatchError, TableNotFoundError, UnsupportedOperationError
+from paimon_streaming.errors import (InvalidOptionError, PaimonError, SchemaMismatchError, TableNotFoundError,
+                                     UnsupportedOperationError)
+from paimon_streaming.options import one_edit_from
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
 from .spark_write import WritePlan, arrow_schema_of, compact_after_commit, reconcile_schema, task_index, write_task
 
 log = logging.getLogger("paimon_streaming.sink")
-_READER_WRITER_OPTIONS = {"path", "table", "warehouse", "branch", "commituser", "partitionoverwritemode", "rowkindcolumn",
-                          "mergeschema", "write.merge-schema", "timezone"}
+# the options of the writer (all others are table options); Spark hands them over lower-cased
+_WRITER_OPTIONS = {k.lower(): k for k in ("path", "table", "warehouse", "branch", "commitUser", "partitionOverwriteMode",
+                                          "rowKindColumn", "mergeSchema", "write.merge-schema", "timeZone")}
 
 
 @dataclass
@@ -93,7 +99,7 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
     except TableNotFoundError:
         if where.branch is not None:
             raise  # a missing branch is created with Table.create_branch, not by a write
-        table_options = {k: v for k, v in options.items() if k not in _READER_WRITER_OPTIONS}
+        table_options = {k: v for k, v in options.items() if k not in _WRITER_OPTIONS}
         create_table_at(where.location, arrow_schema_of(schema), options=table_options)
         return _one_task_per_partition(load_table(where.ref, where.warehouse))
     merge = (options.get("mergeschema") or options.get("write.merge-schema") or "false").strip().lower() == "true"
@@ -145,13 +151,32 @@ def _messages(commit_messages) -> list:
     return [m for cm in commit_messages if cm is not None for m in pickle.loads(cm.messages)]
 
 
+def refuse_misspelt(options: dict[str, str]) -> None:
+    """An option one typo away from a writer option (`partitionOverwriteMod`) would be taken as
+    a table option and ignored; for `partitionOverwriteMode` that turns a dynamic overwrite into
+    a replacement of the whole table. Refused, naming the option meant."""
+    for key in options:
+        meant = None if key in _WRITER_OPTIONS else one_edit_from(key, _WRITER_OPTIONS)
+        if meant is not None:
+            raise InvalidOptionError(f"unknown write option {key!r}: did you mean {_WRITER_OPTIONS[meant]!r}?")
+
+
+def _overwrite_mode(options: dict[str, str], default: str) -> str:
+    mode = options.get("partitionoverwritemode", default).strip().lower()
+    if mode not in ("static", "dynamic"):
+        raise InvalidOptionError(f"partitionOverwriteMode must be 'static' (replace the table) or 'dynamic' (replace "
+                                 f"the partitions written), got {options['partitionoverwritemode']!r}")
+    return mode
+
+
 class PaimonBatchWriter(DataSourceArrowWriter):
-    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool):
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool, overwrite_mode: str = "static"):
+        refuse_misspelt(options)
+        self.dynamic_overwrite = _overwrite_mode(options, overwrite_mode) == "dynamic"
         table = open_or_create(options, schema)
         self.where = TableRef.of(options)
         self.plan = WritePlan.for_table(table, self.where.location, options.get("rowkindcolumn"), compact=False)
         self.overwrite = overwrite
-        self.dynamic_overwrite = options.get("partitionoverwritemode", "static").lower() == "dynamic"
         self.commit_user = options.get("commituser") or str(uuid.uuid4())
         self.time_zone = options.get("timezone")
 
@@ -177,6 +202,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
     lives across micro-batches); the driver commits with commitIdentifier = batch id."""
 
     def __init__(self, options: dict[str, str], schema: StructType):
+        refuse_misspelt(options)
         self.commit_user = options.get("commituser")
         if not self.commit_user:
             raise PaimonError(
@@ -213,6 +239,8 @@ class PaimonDataSource(DataSource):
     `paimon_streaming.sources` (reader.py: batch, time travel, system tables;
     stream_reader.py: streaming)."""
 
+    overwrite_mode = "static"  # partitionOverwriteMode when the write does not give it
+
     @classmethod
     def name(cls) -> str:
         return "paimon"
@@ -232,7 +260,15 @@ class PaimonDataSource(DataSource):
         return stream_reader(self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> PaimonBatchWriter:
-        return PaimonBatchWriter(dict(self.options), schema, overwrite)
+        return PaimonBatchWriter(dict(self.options), schema, overwrite, self.overwrite_mode)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
         return PaimonStreamWriter(dict(self.options), schema)
+
+
+class PaimonDataSourceDynamicOverwrite(PaimonDataSource):
+    """format("paimon") registered for a session whose `spark.sql.sources.partitionOverwriteMode`
+    is `dynamic` (a Python data source writer is not given the session's settings, so
+    `register` picks this class by the setting it sees)."""
+
+    overwrite_mode = "dynamic"

@@ -223,6 +223,38 @@ def test_datasource_batch_writes(spark, tmp_path):
     assert rows_by(pypaimon_read(str(tmp_path / "wh"), "db.ds"), "id") == [{"id": 5, "v": "e", "dt": "x"}]
 
 
+def test_datasource_overwrite_follows_the_sessions_partition_overwrite_mode(spark, tmp_path):
+    """spark.sql.sources.partitionOverwriteMode=dynamic as register() sees it makes overwrites
+    dynamic, as in Paimon's, Delta's and Iceberg's connectors; a misspelt option or value is an
+    error, not a replacement of the whole table."""
+    from paimon_streaming.errors import InvalidOptionError
+    path = str(tmp_path / "t")
+    rows = "id long, v string, dt string"
+    spark.createDataFrame([(1, "a", "x"), (2, "b", "y")], rows).write.format("paimon") \
+        .option("primary-key", "id,dt").option("partition", "dt").mode("append").save(path)
+    t = ps.Table.open(path)
+    for key, value, match in [("partitionOverwriteMod", "dynamic", "did you mean 'partitionOverwriteMode'"),
+                              ("partitionOverwriteMode", "dynamc", "must be 'static'.*or 'dynamic'")]:
+        with pytest.raises(Exception, match=match) as info:
+            spark.createDataFrame([(9, "z", "y")], rows).write.format("paimon").mode("overwrite") \
+                .option(key, value).save(path)
+        assert "InvalidOptionError" in str(info.value) or isinstance(info.value, InvalidOptionError)
+    assert len(t.to_arrow()) == 2  # nothing written
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        ps.register(spark)
+        spark.createDataFrame([(9, "z", "y")], rows).write.format("paimon").mode("overwrite").save(path)
+        assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "a", "dt": "x"}, {"id": 9, "v": "z", "dt": "y"}]
+        spark.createDataFrame([(7, "s", "y")], rows).write.format("paimon").mode("overwrite") \
+            .option("partitionOverwriteMode", "static").save(path)  # the write's own option wins
+        assert rows_by(t.to_arrow(), "id") == [{"id": 7, "v": "s", "dt": "y"}]
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+        ps.register(spark)
+    spark.createDataFrame([(8, "t", "x")], rows).write.format("paimon").mode("overwrite").save(path)
+    assert rows_by(t.to_arrow(), "id") == [{"id": 8, "v": "t", "dt": "x"}]  # static again
+
+
 def test_datasource_streaming_write(spark, tmp_path):
     batches = upsert_batches(3, 30)
     write_input_files(tmp_path / "in", batches)
