@@ -38,6 +38,7 @@ from pyspark.sql import DataFrame, SparkSession
 import paimon_streaming as ps
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
+from paimon_streaming.sources.kafka_options import refuse_misspelt
 from paimon_streaming.table import Table
 
 from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry, source_tables
@@ -92,6 +93,7 @@ class IngestConfig:
     variant_columns: tuple[str, ...] = ()  # JSON: fields stored as VARIANT (a new table's are inferred without them)
 
     def __post_init__(self) -> None:
+        refuse_misspelt(self.reader_options)  # Spark's connector would ignore them too
         if bool(self.table) == (self.database is not None):
             raise InvalidOptionError("give the target table (--table DB.TABLE) or a database to sync (--database DB)")
         if self.database is not None and self.format not in source_tables.FORMATS:

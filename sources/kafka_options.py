@@ -50,7 +50,7 @@ class KafkaOptions:
         if not servers:
             raise InvalidOptionError("format('kafka-python') needs option 'kafka.bootstrap.servers' (host:port,...)")
         _check_consumer_settings(opts)
-        _refuse_misspelt(opts)
+        refuse_misspelt(opts)
         if batch:
             for key, name in _STREAM_ONLY.items():
                 if key in opts:
@@ -124,11 +124,11 @@ KNOWN_OPTIONS = ("assign", "subscribe", "subscribePattern", "startingOffsets", "
                  "groupIdPrefix")
 
 
-def _refuse_misspelt(opts: Mapping[str, str]) -> None:
-    """An option one typo away from one of Spark's (`startingOffset`) would be ignored, and the
-    query would start at the default (latest): refused, naming the option meant."""
+def refuse_misspelt(options: Mapping[str, str]) -> None:
+    """An option one typo away from one of Spark's Kafka source (`startingOffset`) would be
+    ignored, and the query would start at the default (latest): refused, naming the option meant."""
     known = {name.lower(): name for name in KNOWN_OPTIONS}
-    for key in opts:
+    for key in (k.lower() for k in options):
         meant = None if key in known or key.startswith("kafka.") else one_edit_from(key, known)
         if meant is not None:
             raise InvalidOptionError(f"unknown option {key!r} of format('kafka-python'): did you mean "

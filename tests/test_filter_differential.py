@@ -39,12 +39,16 @@ from typing import Any, Callable
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import paimon_streaming as ps
 
 EXCLUDE_KNOWN = os.environ.get("PAIMON_FILTER_DIFF_EXCLUDE_KNOWN") == "1"
 MAX_EXAMPLES = int(os.environ.get("PAIMON_FILTER_DIFF_EXAMPLES", "18"))
+# Shrinking rebuilds tables for minutes; the failure message names the filter, the table and its
+# rows already. PAIMON_FILTER_DIFF_SHRINK=1 shrinks.
+PHASES = tuple(Phase) if os.environ.get("PAIMON_FILTER_DIFF_SHRINK") == "1" else \
+    (Phase.explicit, Phase.reuse, Phase.generate)
 
 UTC = dt.timezone.utc
 D = decimal.Decimal
@@ -213,11 +217,11 @@ def candidates(col: Col, present: list[Any]) -> list[Any]:
     ends = [ordered[0], ordered[-1]] if ordered else []
     out += ends
     if col.kind == "int":
-        out += [col.lo, col.hi, col.lo - 1, col.hi + 1, 0, -1, 5, INF, -INF, NAN]
-        if col.hi == 2**63 - 1:
-            out.append(2**63)   # a literal only uint64 holds
+        out += [col.lo, col.hi, 0, -1, 5, INF, -INF, NAN]
+        # beyond the type, within int64 (beyond int64 the project raises OverflowError: an error)
+        out += [x for x in (col.lo - 1, col.hi + 1) if -2**63 <= x < 2**63]
         for v in ends:
-            out += [v - 1, v + 1]
+            out += [x for x in (v - 1, v + 1) if -2**63 <= x < 2**63]
             if abs(v) <= 2**53:
                 out.append(float(v))   # an integral float
             out.append(D(v))
@@ -391,7 +395,12 @@ def rows_of(cfg: Config) -> st.SearchStrategy:
         elif c.name == "p" and nullable:
             fields[c.name] = st.one_of(st.none(), c.values, c.values)
         else:
-            fields[c.name] = st.one_of(st.none(), c.values, c.values, c.values) if nullable else c.values
+            values = c.values
+            if c.kind in ("ts", "tstz") and cfg.options.get("file.format") == "orc":
+                # pyarrow's ORC reader holds nanoseconds: files of year 1 are written but never read
+                # back (a bug apart from filters, see test_orc_timestamps_of_year_one_read_back)
+                values = values.map(lambda t: t if 1700 <= t.year <= 2200 else t.replace(year=2000))
+            fields[c.name] = st.one_of(st.none(), values, values, values) if nullable else values
     kinds = st.sampled_from(["+I", "+I", "+U", "-D"]) if cfg.pk and cfg.engine == "deduplicate" else st.just("+I")
     return st.lists(st.tuples(st.fixed_dictionaries(fields), kinds), max_size=12)
 
@@ -439,13 +448,51 @@ def build_table(cfg: Config, batches: list, compactions: list[str]) -> tuple[Any
     return t, warehouse, snapshots
 
 
+_NATURAL = {"int": (int,), "float": (float,), "decimal": (D,), "string": (str,), "binary": (bytes,),
+            "bool": (bool,), "date": (dt.date,), "ts": (dt.datetime,), "tstz": (dt.datetime,)}
+
+
+def _natural(col: Col, lit: Any) -> bool:
+    """Whether a literal is of the column's own Python type (a naive datetime for TIMESTAMP, an
+    aware one for TIMESTAMP WITH TIME ZONE)."""
+    if lit is None:
+        return True
+    if isinstance(lit, bool) != (col.kind == "bool") or not isinstance(lit, _NATURAL[col.kind]):
+        return False
+    if col.kind in ("ts", "tstz"):
+        return (lit.tzinfo is not None) == (col.kind == "tstz")
+    return not (col.kind == "date" and isinstance(lit, dt.datetime))
+
+
+def cross_typed(cols: dict[str, Col], flt: list) -> bool:
+    """Whether a filter has a literal of another Python type than its column's."""
+    groups = [flt] if isinstance(flt[0], tuple) else flt
+    for g in groups:
+        for t in g:
+            lits = (t[2] if t[1].lower() in ("in", "not in") else [t[2]]) if len(t) == 3 else []
+            if not all(_natural(cols[t[0]], x) for x in lits):
+                return True
+    return False
+
+
+REFUSED: list[tuple[list, str]] = []   # filters the project refused (exploration: printed with -s)
+
+
 def check_filter(t, cfg: Config, flt: list, unfiltered: pa.Table, snapshot_id: int | None = None,
                  columns: list[str] | None = None) -> None:
     cols = {c.name: c for c in cfg.all_columns}
     names = [c.name for c in cfg.all_columns]
     rows = unfiltered.to_pylist()
     expected = [r for r in rows if filter_holds(cols, r, flt)]
-    got = t.to_arrow(filter=flt, snapshot_id=snapshot_id, columns=columns)
+    try:
+        got = t.to_arrow(filter=flt, snapshot_id=snapshot_id, columns=columns)
+    except Exception as exc:  # an error is no wrong answer, but only a literal of another type may cause one
+        if not cross_typed(cols, flt):
+            raise
+        REFUSED.append((flt, f"{type(exc).__name__}: {exc}"))
+        if os.environ.get("PAIMON_FILTER_DIFF_LOG") == "1":
+            print(f"refused {flt!r}: {type(exc).__name__}: {exc}")
+        return
     shown = columns or names
     want, have = canon_rows(expected, shown), canon_rows(got.to_pylist(), shown)
     if want != have:
@@ -458,7 +505,7 @@ def check_filter(t, cfg: Config, flt: list, unfiltered: pa.Table, snapshot_id: i
 
 
 # ---- the property -------------------------------------------------------------------------------
-@settings(max_examples=MAX_EXAMPLES, deadline=None, database=None,
+@settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, phases=PHASES,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 @given(data=st.data())
 def test_filtered_read_is_the_filtered_unfiltered_read(data):
@@ -650,3 +697,13 @@ def test_float_partition_zero_equals_negative_zero(wh):
     assert _rows(t, [("p", "=", 0)], "v") == _reprs([1, 2])
     assert _rows(t, [("p", "<=", -0.0)], "v") == _reprs([1, 2])
     assert _rows(t, [("p", ">=", 0)], "v") == _reprs([1, 2, 3])
+
+
+def test_orc_timestamps_of_year_one_read_back(wh):
+    """Not a filter bug, found on the way: an ORC table takes a TIMESTAMP of year 1 (the README
+    says timestamps of years 1 to 9999 round-trip) but its file then cannot be read
+    (CorruptFileError: pyarrow's ORC reader decodes timestamps as nanoseconds)."""
+    schema = pa.schema([("ts", pa.timestamp("us"))])
+    t = wh.create_table("db.t", schema, options={"file.format": "orc"})
+    t.write_arrow(pa.table({"ts": [dt.datetime(1, 1, 1)]}, schema=schema))
+    assert t.to_arrow().to_pylist() == [{"ts": dt.datetime(1, 1, 1)}]

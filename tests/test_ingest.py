@@ -16,6 +16,7 @@ import pytest
 import paimon_streaming as ps
 from conftest import pypaimon_read
 from kafka_broker import connector_jars, unique_topic
+from paimon_streaming.errors import InvalidOptionError
 from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
 from spark_support import spark_env
 
@@ -92,6 +93,9 @@ def test_source_options_reach_the_kafka_reader():
     assert cfg.source_options() == {"kafka.bootstrap.servers": "h:1", "startingOffsets": "earliest", "subscribe": "t",
                                     "kafka.client.id": "x", "minPartitions": "8",
                                     "startingTimestamp": "1700000000000"}
+    with pytest.raises(InvalidOptionError, match="did you mean 'minPartitions'"):  # whichever source reads them
+        IngestConfig(bootstrap_servers="h:1", warehouse="w", table="db.t", topics=("t",),
+                     reader_options={"minPartition": "8"})
 
 
 def test_json_upserts_and_deletes_with_inferred_schema_then_resume(spark, broker, tmp_path):
