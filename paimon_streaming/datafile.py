@@ -328,11 +328,43 @@ def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[Dat
             if fmt == PARQUET:
                 bounds = _string_bounds(_write_parquet(out, table, fields, codec, zstd_level, parquet), table.schema)
             else:
+                _check_orc_timestamps(table, path)
                 orc.write_table(table, out, compression=codec)
             return WrittenFile(out.tell(), bounds)
     except BaseException:
         file_io.delete_quietly(path)
         raise
+
+
+def _check_orc_timestamps(table: pa.Table, path: str) -> None:
+    """pyarrow reads ORC timestamps as nanoseconds, so a TIMESTAMP outside 1677-09-21 ..
+    2262-04-11 written to ORC could not be read back here: refused before it is written."""
+    for name, column in zip(table.column_names, table.columns):
+        as_ns = _nanosecond_type(column.type)
+        if as_ns == column.type:
+            continue
+        try:
+            column.cast(as_ns)
+        except pa.ArrowInvalid:
+            raise SchemaMismatchError(
+                f"column {name!r} holds a TIMESTAMP outside 1677-09-21 .. 2262-04-11, which an ORC file cannot give "
+                f"back to pyarrow (it reads ORC timestamps in nanoseconds); file.format = parquet keeps years 1 to "
+                f"9999 (writing {path})") from None
+
+
+def _nanosecond_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("ns", tz=t.tz)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_nanosecond_type(f.type)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_nanosecond_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_nanosecond_type(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_nanosecond_type(t.key_type)),
+                       t.item_field.with_type(_nanosecond_type(t.item_type)))
+    return t
 
 
 def _codec(fmt: str, compression: str) -> str:

@@ -7,11 +7,14 @@ statistics); the same filter becomes an Arrow expression for the rows that remai
 """
 from __future__ import annotations
 
+import datetime as dt
 import decimal
+import fractions
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -61,10 +64,22 @@ def parse_filter(spec: Any, schema: pa.Schema) -> Filter | None:
             if op not in ("is null", "is not null") and pa.types.is_nested(kind):
                 raise SchemaMismatchError(f"filter column '{column}' is of type {from_arrow(kind)}: its values do not compare "
                                           f"('{op}'); only 'is null' and 'is not null' apply to it")
-            terms.append(Term(column, op, value))
+            terms.append(Term(column, op, _as_typed_digits(value, kind)))
         disjuncts.append(tuple(terms))
     expression = _or([_and([_term_expr(t, schema.field(t.column).type) for t in conj]) for conj in disjuncts])
     return Filter(tuple(disjuncts), expression)
+
+
+def _as_typed_digits(value: Any, arrow_type: pa.DataType) -> Any:
+    """A float literal against a DECIMAL column is the decimal its repr shows (0.1, not the
+    double nearest to it), for statistics and rows alike; values of `in` lists too."""
+    if not pa.types.is_decimal(arrow_type):
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_typed_digits(v, arrow_type) for v in value)
+    if isinstance(value, float) and math.isfinite(value):
+        return decimal.Decimal(repr(value))
+    return value
 
 
 def _term_parts(item: Any) -> tuple[str, str, Any]:
@@ -76,23 +91,134 @@ def _term_parts(item: Any) -> tuple[str, str, Any]:
     return column, op, item[2] if len(item) == 3 else None
 
 
-def _typed(column: str, value: Any, arrow_type: pa.DataType) -> tuple[pc.Expression, Any]:
-    """The column and the literal, typed so Arrow compares them exactly.
+class _Inexact:
+    """A literal no value of the column equals, though it compares with them: a fraction against
+    an integer column, a double between two FLOATs, an instant finer than the column's unit, a
+    time of day against a DATE, NaN (which equals nothing)."""
 
-    Arrow compares a decimal column with a literal of another scale wrongly, so literals are
-    converted to the column's type; a decimal literal with more digits than the column makes
-    both sides decimals of the literal's scale instead.
-    """
-    field = pc.field(column)
+
+INEXACT = _Inexact()
+
+
+def _column_value(value: Any, arrow_type: pa.DataType) -> Any:
+    """`value` as a scalar of the column's type when it is exactly one of its values; INEXACT
+    when no value of the type equals it; None when it is of another kind (a string against a
+    number: left to Arrow, which raises)."""
+    numeric = isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
+    if (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)) and numeric:
+        if not _finite(value):
+            return scalar_or_inexact(value, arrow_type) if pa.types.is_floating(arrow_type) and not _is_nan(value) \
+                else INEXACT
+        return scalar_or_inexact(int(value) if pa.types.is_integer(arrow_type) and value == int(value) else value,
+                                 arrow_type)
+    if pa.types.is_date(arrow_type) and isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            return None
+        return pa.scalar(value.date(), arrow_type) if value == dt.datetime.combine(value.date(), dt.time()) else INEXACT
     try:
-        return field, pa.scalar(value, type=arrow_type)
+        scalar = pa.scalar(value, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-        pass
-    if pa.types.is_decimal(arrow_type) and isinstance(value, (decimal.Decimal, int, float)):
-        scale = max(arrow_type.scale, -decimal.Decimal(str(value)).as_tuple().exponent)
-        wide = pa.decimal128(38, scale)
-        return field.cast(wide), pa.scalar(decimal.Decimal(str(value)), type=wide)
-    return field, value
+        return INEXACT if pa.types.is_decimal(arrow_type) and numeric else None
+    if pa.types.is_timestamp(arrow_type) and arrow_type.unit in ("s", "ms") and isinstance(value, dt.datetime):
+        finest = pa.timestamp("us", tz=arrow_type.tz)  # a datetime's own precision
+        return scalar if scalar.cast(finest).value == pa.scalar(value, type=finest).value else INEXACT
+    return scalar
+
+
+def scalar_or_inexact(value: int | float | decimal.Decimal, arrow_type: pa.DataType) -> Any:
+    """A number as a scalar of an integer or floating column type if it is exactly one of its
+    values (Arrow itself truncates 2.5 to 2 and rounds 0.1 to the nearest FLOAT)."""
+    try:
+        scalar = pa.scalar(value if pa.types.is_integer(arrow_type) else float(value), type=arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return INEXACT
+    held = scalar.as_py()
+    if isinstance(value, float) and math.isinf(value):
+        return scalar if held == value else INEXACT
+    return scalar if held is not None and _finite(held) and fractions.Fraction(held) == fractions.Fraction(value) \
+        else INEXACT
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, decimal.Decimal):
+        return value.is_finite()
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value) or isinstance(value, decimal.Decimal) and value.is_nan()
+
+
+def _comparison(column: str, op: str, value: Any, arrow_type: pa.DataType) -> pc.Expression:
+    """`column op value`, exact whatever the literal's type (see `_column_value`)."""
+    field = pc.field(column)
+    if value is None:
+        return _OPS_EXPR[op](field, pa.scalar(None, type=arrow_type))  # null: true for no row
+    literal = _column_value(value, arrow_type)
+    if literal is None:
+        return _OPS_EXPR[op](field, value)
+    if literal is not INEXACT:
+        return _OPS_EXPR[op](field, literal)
+    if op in ("=", "=="):
+        return pc.scalar(False)
+    if op == "!=":
+        return field.is_valid()
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
+        finest = pa.timestamp("us", tz=arrow_type.tz if pa.types.is_timestamp(arrow_type) else None)
+        return _OPS_EXPR[op](field.cast(finest), pa.scalar(value, type=finest))  # a lossless widening
+    if pa.types.is_decimal(arrow_type):  # more digits than the column: both sides at the literal's scale
+        d = decimal.Decimal(value)
+        wide = pa.decimal128(38, max(arrow_type.scale, -d.as_tuple().exponent))
+        return _OPS_EXPR[op](field.cast(wide), pa.scalar(d, type=wide))
+    if _is_nan(value):
+        return pc.scalar(False)
+    neighbour, below = _neighbour(value, arrow_type)
+    if below:  # neighbour < value, and no value of the type between them
+        return field <= neighbour if op in ("<", "<=") else field > neighbour
+    return field < neighbour if op in ("<", "<=") else field >= neighbour
+
+
+def _neighbour(value: int | float | decimal.Decimal, arrow_type: pa.DataType) -> tuple[pa.Scalar, bool]:
+    """A value of the integer or floating type next to `value` (none of the type lies between
+    them), and whether it is below `value`."""
+    if pa.types.is_integer(arrow_type):
+        info = np.iinfo(arrow_type.to_pandas_dtype())
+        if value < info.min:
+            return pa.scalar(int(info.min), type=arrow_type), False
+        if value > info.max:
+            return pa.scalar(int(info.max), type=arrow_type), True
+        return pa.scalar(math.floor(value), type=arrow_type), True
+    try:
+        nearest = float(value)
+    except OverflowError:  # an integer beyond every double
+        nearest = math.copysign(math.inf, value)
+    if arrow_type.bit_width == 32:
+        with np.errstate(over="ignore"):
+            nearest = float(np.float32(nearest))  # one of the two FLOATs around the value
+    below = nearest == -math.inf or math.isfinite(nearest) and fractions.Fraction(nearest) < fractions.Fraction(value)
+    return pa.scalar(nearest, type=arrow_type), below
+
+
+_OPS_EXPR = {"=": lambda f, v: f == v, "==": lambda f, v: f == v, "!=": lambda f, v: f != v,
+             "<": lambda f, v: f < v, "<=": lambda f, v: f <= v, ">": lambda f, v: f > v, ">=": lambda f, v: f >= v}
+
+
+def _membership(column: str, op: str, values: list, arrow_type: pa.DataType) -> pc.Expression:
+    """`in` / `not in` as SQL has them: a null never equals anything (`x not in (1, null)` holds
+    for no row, `x in (1, null)` only for 1); each value compares as `=` does (0.0 = -0.0, NaN
+    equals nothing, a value the column cannot hold equals nothing)."""
+    field = pc.field(column)
+    if op == "not in" and any(v is None for v in values):
+        return pc.scalar(False)
+    literals = [_column_value(v, arrow_type) for v in values if v is not None]
+    if any(literal is None for literal in literals):
+        contained = field.isin([v for v in values if v is not None])  # another kind: Arrow decides (or raises)
+    else:
+        held = [literal for literal in literals if literal is not INEXACT]
+        if pa.types.is_floating(arrow_type):  # Arrow's is_in matches floats by their bits: -0.0 is not 0.0
+            held += [pa.scalar(-h.as_py(), type=arrow_type) for h in held if h.as_py() == 0]
+        contained = field.isin(pa.array([h.as_py() for h in held], type=arrow_type)) if held else pc.scalar(False)
+    return contained if op == "in" else field.is_valid() & ~contained
 
 
 def _term_expr(t: Term, arrow_type: pa.DataType) -> pc.Expression:
@@ -101,14 +227,8 @@ def _term_expr(t: Term, arrow_type: pa.DataType) -> pc.Expression:
     if t.op == "is not null":
         return pc.field(t.column).is_valid()
     if t.op in ("in", "not in"):
-        values = list(t.value)
-        try:
-            contained = pc.field(t.column).isin(pa.array(values, type=arrow_type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-            contained = pc.field(t.column).isin(values)
-        return contained if t.op == "in" else ~contained
-    f, v = _typed(t.column, t.value, arrow_type)
-    return {"=": f == v, "==": f == v, "!=": f != v, "<": f < v, "<=": f <= v, ">": f > v, ">=": f >= v}[t.op]
+        return _membership(t.column, t.op, list(t.value), arrow_type)
+    return _comparison(t.column, t.op, t.value, arrow_type)
 
 
 def _and(exprs: Sequence[pc.Expression]) -> pc.Expression:
@@ -169,17 +289,21 @@ def term_may_match(t: Term, lo: Any, hi: Any, null_count: int | None, row_count:
         return not (compare_values(lo, hi) == 0 and lo in values)
     results = []
     for v in values:
-        c_lo, c_hi = compare_values(v, lo), compare_values(v, hi)
+        # A zero literal is both zeros: bounds are in Double.compare's order (-0.0 < 0.0), and a
+        # comparison with a value is IEEE's (-0.0 = 0.0), so `x < 0` is `x < -0.0` there, ...
+        zero = isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool) and v == 0
+        least, most = (-0.0, 0.0) if zero else (v, v)
+        c_lo, c_hi = compare_values(most, lo), compare_values(least, hi)
         if c_lo is None or c_hi is None:
             return True
         if t.op in ("=", "==", "in"):
             results.append(c_lo >= 0 and c_hi <= 0)
         elif t.op == "<":
-            results.append(c_lo > 0)
+            results.append(compare_values(least, lo) > 0)
         elif t.op == "<=":
             results.append(c_lo >= 0)
         elif t.op == ">":
-            results.append(c_hi < 0)
+            results.append(compare_values(most, hi) < 0)
         elif t.op == ">=":
             results.append(c_hi <= 0)
     return any(results)

@@ -85,6 +85,10 @@ def fio(tmp_path):
     return file_io, root
 
 
+# pyarrow's ORC reader yields ns timestamps: years outside 1677-2262 are refused there
+ORC_ROWS = ROWS[:2] + [{**ROWS[2], "ts6": dt.datetime(1900, 1, 1)}]
+
+
 def _table(fields: list[DataField], rows=ROWS) -> pa.Table:
     names = [f.name for f in fields]
     return pa.Table.from_pylist([{k: v for k, v in r.items() if k in names} for r in rows],
@@ -102,9 +106,7 @@ def _all_fields(with_nanos: bool) -> list[DataField]:
 def test_round_trip_every_type(fio, fmt, with_nanos):
     file_io, root = fio
     fields = _all_fields(with_nanos)
-    # pyarrow's ORC reader yields ns timestamps: years outside 1677-2262 cannot round-trip there
-    rows = ROWS if fmt == "parquet" else ROWS[:2] + [{**ROWS[2], "ts6": dt.datetime(1900, 1, 1)}]
-    data = _table(fields, rows)
+    data = _table(fields, ROWS if fmt == "parquet" else ORC_ROWS)
     path = f"{root}/bucket-0/" + data_file_name("data-", "u", 0, fmt)
     size = write_data_file(file_io, path, data, fields, fmt).size
     assert size == file_io.file_size(path) > 0
@@ -319,7 +321,7 @@ def test_orc_types(fio):
     file_io, root = fio
     fields = _all_fields(with_nanos=True)
     path = f"{root}/a.orc"
-    write_data_file(file_io, path, _table(fields), fields, "orc")
+    write_data_file(file_io, path, _table(fields, ORC_ROWS), fields, "orc")
     schema = orc.ORCFile(path).schema
     assert schema.field("time").type == pa.int32()
     assert schema.field("ltz3").type.tz is not None and schema.field("ts3").type.tz is None
@@ -471,6 +473,26 @@ def test_orc_char_is_right_trimmed_like_java(fio):
     orc.write_table(pa.table({"c": ["ab  ", None], "v": ["ab  ", "x"]}), f"{root}/a.orc")
     assert read_data_file(file_io, f"{root}/a.orc", fields).to_pylist() == [
         {"c": "ab", "v": "ab  "}, {"c": None, "v": "x"}]
+
+
+def test_orc_timestamps_beyond_nanoseconds_are_refused(fio):
+    """pyarrow reads ORC timestamps as nanoseconds: a year-1 value (or one nested in a list of
+    structs) written to ORC could not be read back, so it is refused naming the column, and no
+    file is left; the same values go to Parquet."""
+    file_io, root = fio
+    fields = _fields(("ts", T("TIMESTAMP(6)")), ("n", _array(_row(DataField(100, "t", T("TIMESTAMP(3)"))))))
+    for bad, column in [({"ts": [dt.datetime(1, 1, 1)], "n": [None]}, "ts"),
+                        ({"ts": [None], "n": [[{"t": dt.datetime(9999, 12, 31)}]]}, "n")]:
+        data = pa.table(bad, schema=arrow_schema(fields))
+        with pytest.raises(SchemaMismatchError, match=f"column '{column}' holds a TIMESTAMP outside 1677-09-21"):
+            write_data_file(file_io, f"{root}/a.orc", data, fields, "orc")
+        assert not os.path.exists(f"{root}/a.orc")
+        write_data_file(file_io, f"{root}/a.parquet", data, fields, "parquet")
+        assert read_data_file(file_io, f"{root}/a.parquet", fields).to_pylist() == data.to_pylist()
+    fine = pa.table({"ts": [dt.datetime(1677, 9, 22), dt.datetime(2262, 4, 10)], "n": [None, None]},
+                    schema=arrow_schema(fields))
+    write_data_file(file_io, f"{root}/b.orc", fine, fields, "orc")
+    assert read_data_file(file_io, f"{root}/b.orc", fields).to_pylist() == fine.to_pylist()
 
 
 def test_conform_sliced_nested_arrays():
