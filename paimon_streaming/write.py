@@ -685,7 +685,9 @@ class TableWrite:
                       index_entries: Sequence[IndexManifestEntry], sequence_offset: int, overwrite: bool,
                       dv: bool, picked: bool, full: bool, max_seq: dict, largest: dict) -> list[CommitMessage]:
         total = self.options.bucket
-        groups = self.group(data, index_entries)
+        # an overwrite replaces the partitions' HASH indexes too (the commit drops the old ones):
+        # its keys are placed afresh, so every bucket it writes gets an index of exactly its keys
+        groups = self.group(data, () if overwrite else index_entries)
         live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         if (dv or picked or full) and not overwrite:
             for e in live:

@@ -147,8 +147,24 @@ def _session_zone(plan: WritePlan, schema: pa.Schema) -> str | None:
     return None
 
 
-def _messages(commit_messages) -> list:
-    return [m for cm in commit_messages if cm is not None for m in pickle.loads(cm.messages)]
+def _messages(commit_messages, table: Table) -> list:
+    """The tasks' commit messages. UnsupportedOperationError (nothing is committed) when the
+    table places keys in dynamic buckets (`bucket` = -1) and two tasks wrote one partition:
+    each placed its new keys on its own, so a key could land in two buckets (duplicate rows)."""
+    per_task = [pickle.loads(cm.messages) for cm in commit_messages if cm is not None]
+    if table.schema.primary_keys and table.options.bucket == -1:
+        seen: set[bytes] = set()
+        for messages in per_task:
+            partitions = {m.partition for m in messages}
+            if partitions & seen:
+                raise UnsupportedOperationError(
+                    f"{table.name} assigns buckets dynamically ('bucket' = -1) and several Spark tasks wrote rows of "
+                    "one partition: each would place new keys on its own, so a key could be stored twice; nothing "
+                    "was committed. Write one task per partition (df.repartition(<partition columns>) or "
+                    "df.coalesce(1)), or use foreachBatch(paimon_sink(...)) / Table.write_arrow, which place a "
+                    "batch's keys together")
+            seen |= partitions
+    return [m for messages in per_task for m in messages]
 
 
 def refuse_misspelt(options: dict[str, str]) -> None:
@@ -175,7 +191,8 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         self.dynamic_overwrite = _overwrite_mode(options, overwrite_mode) == "dynamic"
         table = open_or_create(options, schema)
         self.where = TableRef.of(options)
-        self.plan = WritePlan.for_table(table, self.where.location, options.get("rowkindcolumn"), compact=False)
+        self.plan = replace(WritePlan.for_table(table, self.where.location, options.get("rowkindcolumn"), compact=False),
+                            overwrite=overwrite)
         self.overwrite = overwrite
         self.commit_user = options.get("commituser") or str(uuid.uuid4())
         self.time_zone = options.get("timezone")
@@ -185,7 +202,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[PaimonCommitMessage]) -> None:
         table = self.where.open()
-        msgs = _messages(messages)
+        msgs = _messages(messages, table)
         partitions = sorted({m.partition for m in msgs}) if self.dynamic_overwrite else None
         if self.overwrite and self.dynamic_overwrite and not msgs:
             return  # dynamic overwrite of nothing changes nothing
@@ -223,7 +240,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         if table.committed_identifiers(self.commit_user, [batchId]):
             log.info("paimon stream write table=%s batch=%d already committed: skipped", table.name, batchId)
             return
-        msgs = _messages(messages)
+        msgs = _messages(messages, table)
         ids = table.new_commit().commit(msgs, self.commit_user, batchId)
         ids += compact_after_commit(table, self.commit_user, batchId, msgs)
         log.info("paimon stream write table=%s batch=%d rows_in=%d files=%d snapshots=%s", table.name, batchId,

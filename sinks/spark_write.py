@@ -93,6 +93,7 @@ class WritePlan:
     branch: str = MAIN
     time_zone: str | None = None    # Spark's session time zone: instants <-> wall times (write.conform)
     snapshot_id: int | None = None  # the snapshot planned on (cross-partition tables place rows by it)
+    overwrite: bool = False         # the rows replace the partitions they are in (dynamic buckets: placed afresh)
 
     @staticmethod
     def for_table(table: Table, location: str, row_kind_column: str | None = None,
@@ -126,7 +127,7 @@ class WritePlan:
                 SnapshotManager(writer.file_io, branch_path(writer.table_path, self.branch)).snapshot(self.snapshot_id)
             cross_partition.place(writer, snapshot, list(self.live))
         messages = writer.write(rows, self.live, self.index_entries, sequence_offset=sequence_offset,
-                                compact=self.compact, full_compaction=self.full_compaction)
+                                overwrite=self.overwrite, compact=self.compact, full_compaction=self.full_compaction)
         if whole_batch and writer.cross_partition:
             cross_partition.placed(writer)
         return messages

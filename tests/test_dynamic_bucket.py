@@ -71,3 +71,29 @@ def test_max_buckets_caps_each_partition(catalog):
     assert sum(len(h) for h in index.values()) == 70 == len({h for hs in index.values() for h in hs.tolist()})
     assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == \
         {i: f"a{i}" for i in range(20)} | {i: f"b{i}" for i in range(20, 70)}
+
+
+def test_an_overwrite_places_its_keys_afresh_so_later_upserts_find_them(catalog):
+    """An overwrite drops the partitions' HASH indexes with their files: its keys are placed
+    anew and indexed, so a later upsert lands in the key's bucket (it went to another bucket,
+    and the key was read twice, when the overwrite reused the old index for known keys)."""
+    schema = pa.schema([("k", pa.int64(), False), ("v", pa.int64())])
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        t = catalog.create_table(f"db.o{trial}", schema, primary_keys=["k"],
+                                 options={"bucket": "-1", "dynamic-bucket.target-row-num": "2"})
+        model: dict[int, int] = {}
+        for step in range(4):
+            keys = rng.integers(0, 8, rng.integers(1, 10)).tolist()
+            values = rng.integers(0, 100, len(keys)).tolist()
+            overwrite = step > 0 and rng.random() < 0.4
+            t.write_arrow(pa.table({"k": keys, "v": values}, schema=schema), overwrite=overwrite)
+            model = dict(zip(keys, values)) if overwrite else {**model, **dict(zip(keys, values))}
+            if rng.random() < 0.5:
+                t.compact()
+        rows = t.to_arrow().to_pylist()
+        assert sorted((r["k"], r["v"]) for r in rows) == sorted(model.items()), trial
+        latest = t.latest_snapshot()
+        indexed = [h for e in TableScan(t.file_io, t.path, t.schema).index_manifest.read(latest.index_manifest)
+                   for h in read_hash_file(t.file_io, f"{t.path}/index/{e.index_file.file_name}").tolist()]
+        assert len(indexed) == len(set(indexed)) == len(model), trial  # each key indexed once, no stale ones

@@ -255,6 +255,24 @@ def test_datasource_overwrite_follows_the_sessions_partition_overwrite_mode(spar
     assert rows_by(t.to_arrow(), "id") == [{"id": 8, "v": "t", "dt": "x"}]  # static again
 
 
+def test_datasource_writes_to_dynamic_buckets_never_store_a_key_twice(spark, tmp_path):
+    """A dynamic-bucket table ('bucket' = -1): tasks of one partition would each place new keys
+    on their own, so such a write is refused before anything is committed; one task per
+    partition writes, and an overwrite places its keys afresh so later upserts find them."""
+    path = str(tmp_path / "t")
+    spark.range(0, 300).selectExpr("id", "'a' as v").coalesce(1).write.format("paimon") \
+        .option("primary-key", "id").option("bucket", "-1").option("dynamic-bucket.target-row-num", "50") \
+        .mode("append").save(path)
+    t = ps.Table.open(path)
+    with pytest.raises(Exception, match="several Spark tasks wrote rows of one partition"):
+        spark.range(0, 300).selectExpr("id", "'b' as v").repartition(3).write.format("paimon").mode("append").save(path)
+    assert t.to_arrow().num_rows == 300 and len(t.snapshots()) == 1
+    spark.range(0, 100).selectExpr("id", "'c' as v").coalesce(1).write.format("paimon").mode("overwrite").save(path)
+    spark.range(50, 150).selectExpr("id", "'d' as v").coalesce(1).write.format("paimon").mode("append").save(path)
+    rows = t.to_arrow().to_pylist()
+    assert sorted((r["id"], r["v"]) for r in rows) == [(i, "c") for i in range(50)] + [(i, "d") for i in range(50, 150)]
+
+
 def test_datasource_streaming_write(spark, tmp_path):
     batches = upsert_batches(3, 30)
     write_input_files(tmp_path / "in", batches)
