@@ -139,6 +139,12 @@ KEY = Col("k", pa.int64(), "int", st.integers(0, 7), -2**63, 2**63 - 1)
 PARTITIONS = {
     "str": Col("p", pa.string(), "string", st.sampled_from(["a", "b", "ü x", ""])),
     "int": Col("p", pa.int32(), "int", st.sampled_from([0, -1, 7, 2**31 - 1, -2**31]), -2**31, 2**31 - 1),
+    # -0.0 beside 0.0: test_float_partition_zero_equals_negative_zero (known bug)
+    "dbl": Col("p", pa.float64(), "float", st.sampled_from([0.0, 1.5, NAN, INF, -INF, -2.0] + ([] if EXCLUDE_KNOWN else [-0.0]))),
+    "date": Col("p", pa.date32(), "date", st.sampled_from([dt.date(1970, 1, 1), dt.date(2024, 2, 29), dt.date(1, 1, 1)])),
+    "bool": Col("p", pa.bool_(), "bool", st.booleans()),
+    "dec": Col("p", pa.decimal128(10, 2), "decimal", st.sampled_from([D("0.00"), D("1.25"), D("-99999999.99")])),
+    "ts": Col("p", pa.timestamp("us"), "ts", st.sampled_from([dt.datetime(1970, 1, 1), dt.datetime(2020, 1, 1, 1, 2, 3, 4)])),
 }
 
 
@@ -173,6 +179,8 @@ def term_holds(col: Col, v: Any, op: str, lit: Any) -> bool:
     if lit is None:
         return False
     lit = _norm(col, lit)
+    if any(isinstance(x, float) and math.isnan(x) for x in (v, lit)):
+        return op == "!="   # IEEE: NaN is unordered (Python's Decimal would raise comparing it)
     return {"=": lambda: v == lit, "==": lambda: v == lit, "!=": lambda: v != lit, "<": lambda: v < lit,
             "<=": lambda: v <= lit, ">": lambda: v > lit, ">=": lambda: v >= lit}[op]()
 
@@ -187,7 +195,7 @@ def _canon(v: Any) -> Any:
     if v is None:
         return ("null",)
     if isinstance(v, float):
-        return ("float", "nan" if math.isnan(v) else struct.pack(">d", v))
+        return ("float", "nan" if math.isnan(v) else struct.pack(">d", v).hex())
     if isinstance(v, D):
         return ("dec", str(v))
     if isinstance(v, dt.datetime):
@@ -212,7 +220,7 @@ def candidates(col: Col, present: list[Any]) -> list[Any]:
     """Literals for filters on `col`: values present (and the boundaries), absent ones near them,
     the type's edges, and values of other compatible Python types."""
     vals = [v for v in present if v is not None]
-    out: list[Any] = list(vals[:12])
+    out: list[Any] = list(vals[:8]) + list(vals[8::max(1, len(vals) // 8)][:8])
     ordered = sorted((v for v in vals if not (isinstance(v, float) and math.isnan(v))), key=lambda v: v)
     ends = [ordered[0], ordered[-1]] if ordered else []
     out += ends
@@ -226,7 +234,7 @@ def candidates(col: Col, present: list[Any]) -> list[Any]:
                 out.append(float(v))   # an integral float
             out.append(D(v))
             if not EXCLUDE_KNOWN:
-                out += [v + 0.5, v - 0.5]     # a fractional float (known bug: truncated)
+                out += [v + 0.5, v - 0.5, D(v) + D("0.5")]   # fractional (known bug: truncated)
     elif col.kind == "float":
         out += [0.0, -0.0, NAN, INF, -INF, 1.5, 0, 1, -2]
         limit = 2**24 if col.type == pa.float32() else 2**53
@@ -298,10 +306,14 @@ def draw_term(data: st.DataObject, cols: dict[str, Col], present: dict[str, list
         lits = data.draw(st.lists(st.sampled_from(pool), min_size=0 if op == "in" else 1, max_size=4), label="list")
         if not EXCLUDE_KNOWN and data.draw(st.booleans(), label="null in list"):
             lits.append(None)   # known bug: `in` matches nulls by a null of the list
+        if EXCLUDE_KNOWN and col.kind == "decimal":   # known bug: a list of finer decimals fails
+            lits = [x for x in lits if not (isinstance(x, D) and (abs(x) >= 10**8 or x != x.quantize(D("0.01"))))]
         if EXCLUDE_KNOWN and col.kind == "float":   # known bug: `in` compares floats by their bits
-            lits = [x for x in lits if not (isinstance(x, (int, float)) and (x == 0 or math.isnan(x)))]
+            lits = [x for x in lits if not (isinstance(x, (int, float, D)) and (x == 0 or x != x))]
         return (name, data.draw(st.sampled_from([op, op.upper()])), lits)
-    return (name, op, data.draw(st.sampled_from(pool), label="literal"))
+    if EXCLUDE_KNOWN and name == "p" and col.kind == "float":   # known bug: partitions 0.0 / -0.0
+        pool = [x for x in pool if not (isinstance(x, float) and x == 0 and math.copysign(1, x) < 0)]
+    return (name, op, data.draw(st.sampled_from(pool + [None]), label="literal"))   # `= null`: nothing
 
 
 def draw_filter(data: st.DataObject, cols: dict[str, Col], present: dict[str, list]) -> list:
@@ -317,7 +329,7 @@ def draw_filter(data: st.DataObject, cols: dict[str, Col], present: dict[str, li
 class Config:
     kind: str                 # append, append_fixed, pk, pk_dynamic, pk_dv, pk_cross
     engine: str
-    partition: str | None     # None, "str", "int"
+    partition: str | None     # None or a key of PARTITIONS
     columns: list[Col]
     options: dict[str, str]
 
@@ -345,8 +357,10 @@ def configs(draw) -> Config:
     kind = draw(st.sampled_from(["append", "append_fixed", "pk", "pk_dynamic", "pk_dv", "pk_cross"]))
     engine = "deduplicate"
     if kind in ("pk", "pk_dv"):
-        engine = draw(st.sampled_from(["deduplicate", "deduplicate", "first-row", "partial-update"]))
-    partition = draw(st.sampled_from(["str", "int"]) if kind == "pk_cross" else st.sampled_from([None, "str", "int"]))
+        engine = draw(st.sampled_from(["deduplicate", "deduplicate", "first-row", "partial-update", "aggregation"]))
+    partition = draw(st.sampled_from(["str", "int", "str", "int", "dbl", "date", "bool", "dec", "ts"]))
+    if kind != "pk_cross" and draw(st.integers(0, 2)) == 0:
+        partition = None
     columns = draw(st.lists(st.sampled_from(VALUE_COLUMNS), min_size=1, max_size=4, unique_by=lambda c: c.name))
     options: dict[str, str] = {}
     if kind == "append_fixed":
@@ -361,27 +375,51 @@ def configs(draw) -> Config:
         options["deletion-vectors.enabled"] = "true"
     if engine != "deduplicate":
         options["merge-engine"] = engine
-    mode = draw(st.sampled_from([None, "none", "counts", "full", "truncate(16)", "truncate(3)"]))
+    modes = [None, "none", "counts", "full", "truncate(16)", "truncate(3)"]
+    mode = draw(st.sampled_from(modes))
     if mode is not None:
         options["metadata.stats-mode"] = mode
+    names = ["k"] + (["p"] if partition else []) + [c.name for c in columns]
+    for n in draw(st.lists(st.sampled_from(names), unique=True, max_size=2)):
+        options[f"fields.{n}.stats-mode"] = draw(st.sampled_from(modes[1:]))
+    if draw(st.integers(0, 5)) == 0:
+        options["metadata.stats-keep-first-n-columns"] = str(draw(st.integers(0, 3)))
+    if draw(st.integers(0, 5)) == 0:
+        options["metadata.stats-dense-store"] = "false"
+    if kind.startswith("pk") and draw(st.integers(0, 3)) == 0:
+        options["metadata.stats-mode.per.level"] = draw(st.sampled_from(["0:none", "0:full,5:none", "0:counts,1:full"]))
     options["file.format"] = draw(st.sampled_from(["parquet", "parquet", "orc"]))
+    if draw(st.integers(0, 3)) == 0:   # small manifests, merged often: partition statistics per manifest
+        options.update({"manifest.target-file-size": "1 kb", "manifest.merge-min-count": "2"})
     if kind.startswith("append") and draw(st.booleans()):
         options["target-file-size"] = draw(st.sampled_from(["1 kb", "4 kb"]))
+    if kind == "append" and draw(st.integers(0, 3)) == 0:
+        options["row-tracking.enabled"] = "true"
+        if draw(st.booleans()):
+            options["data-evolution.enabled"] = "true"
     by_kind: dict[str, list[str]] = {}
-    for c in columns:
-        for k in draw(st.lists(st.sampled_from(c.indexes), unique=True, max_size=2)):
+    indexed = columns + [KEY] + ([PARTITIONS[partition]] if partition else [])
+    for c in indexed:
+        for k in draw(st.lists(st.sampled_from(c.indexes), unique=True, max_size=2 if c in columns else 1)):
             by_kind.setdefault(k, []).append(c.name)
     for k, names in by_kind.items():
         options[f"file-index.{k}.columns"] = ",".join(names)
         for n in names:
             if k == "bloom-filter":
                 options[f"file-index.bloom-filter.{n}.items"] = draw(st.sampled_from(["8", "64"]))
-            elif k == "bitmap" and draw(st.booleans()):
-                options[f"file-index.bitmap.{n}.version"] = "1"
+            elif k == "bitmap":
+                if draw(st.booleans()):
+                    options[f"file-index.bitmap.{n}.version"] = "1"
+                elif draw(st.booleans()):
+                    options[f"file-index.bitmap.{n}.index-block-size"] = "256 b"
             elif k == "range-bitmap" and draw(st.booleans()):
                 options[f"file-index.range-bitmap.{n}.chunk-size"] = "64 b"
+    if by_kind and draw(st.integers(0, 2)) == 0:
+        options["metadata.stats-mode"] = "none"   # the indexes alone prune
     if by_kind:
         options["file-index.in-manifest-threshold"] = draw(st.sampled_from(["500 b", "1 b", "64 kb"]))
+        if draw(st.integers(0, 9)) == 0:
+            options["file-index.read.enabled"] = "false"
     return Config(kind, engine, partition, columns, options)
 
 
@@ -405,19 +443,26 @@ def rows_of(cfg: Config) -> st.SearchStrategy:
     return st.lists(st.tuples(st.fixed_dictionaries(fields), kinds), max_size=12)
 
 
-def model(cfg: Config, batches: list[list[tuple[dict, str]]]) -> list[dict]:
-    """The table's rows after the batches, by the merge engine's rules."""
+def model(cfg: Config, batches: list[list[tuple[dict, str]]], overwrites: list[bool] | None = None) -> list[dict]:
+    """The table's rows after the batches (an overwrite replaces the whole table), by the merge
+    engine's rules."""
+    overwrites = overwrites or [False] * len(batches)
     if not cfg.pk:
-        return [r for b in batches for r, _ in b]
+        rows: list[dict] = []
+        for batch, overwrite in zip(batches, overwrites):
+            rows = [r for r, _ in batch] + ([] if overwrite else rows)
+        return rows
     state: dict[tuple, dict] = {}
-    for batch in batches:
+    for batch, overwrite in zip(batches, overwrites):
+        if overwrite:
+            state = {}
         for row, kind in batch:
             key = tuple(row[k] for k in cfg.primary_keys)
             if kind == "-D":
                 state.pop(key, None)
             elif cfg.engine == "first-row":
                 state.setdefault(key, row)
-            elif cfg.engine == "partial-update" and key in state:
+            elif cfg.engine in ("partial-update", "aggregation") and key in state:   # last_non_null_value
                 old = state[key]
                 state[key] = {n: (row[n] if row[n] is not None else old[n]) for n in row}
             else:
@@ -425,20 +470,21 @@ def model(cfg: Config, batches: list[list[tuple[dict, str]]]) -> list[dict]:
     return list(state.values())
 
 
-def build_table(cfg: Config, batches: list, compactions: list[str]) -> tuple[Any, str, list[int]]:
+def build_table(cfg: Config, batches: list, compactions: list[str],
+                overwrites: list[bool] | None = None) -> tuple[Any, str, list[int]]:
     warehouse = tempfile.mkdtemp(prefix="filter-diff-")
     t = ps.Catalog(warehouse).create_table("db.t", cfg.schema(), primary_keys=cfg.primary_keys,
                                            partition_keys=["p"] if cfg.partition else None, options=cfg.options)
     schema = cfg.schema()
     snapshots = []
-    for batch, compaction in zip(batches, compactions):
-        if batch:
+    for batch, compaction, overwrite in zip(batches, compactions, overwrites or [False] * len(batches)):
+        if batch or overwrite:
             data = pa.table({f.name: pa.array([r[f.name] for r, _ in batch], f.type) for f in schema}, schema=schema)
             if cfg.pk and cfg.engine == "deduplicate":
                 data = data.append_column("_kind", pa.array([k for _, k in batch], pa.string()))
-                sid = t.write_arrow(data, row_kind_column="_kind")
+                sid = t.write_arrow(data, row_kind_column="_kind", overwrite=overwrite)
             else:
-                sid = t.write_arrow(data)
+                sid = t.write_arrow(data, overwrite=overwrite)
             if sid is not None:
                 snapshots.append(sid)
         if compaction != "none":
@@ -514,13 +560,17 @@ def test_filtered_read_is_the_filtered_unfiltered_read(data):
     batches = [data.draw(rows_of(cfg), label=f"batch {i}") for i in range(n)]
     compactions = [data.draw(st.sampled_from(["none", "none", "none", "compact", "full"]), label="compaction")
                    for _ in range(n)]
-    t, warehouse, snapshots = build_table(cfg, batches, compactions)
+    overwrites = [i > 0 and data.draw(st.integers(0, 7), label="overwrite") == 0 for i in range(n)]
+    if EXCLUDE_KNOWN and cfg.kind == "pk_dynamic":   # known bug: test_dynamic_bucket_overwrite_keeps_one_version
+        overwrites = [False] * n
+    batches = [[(r, "+I") for r, _ in b] if o else b for b, o in zip(batches, overwrites)]
+    t, warehouse, snapshots = build_table(cfg, batches, compactions, overwrites)
     try:
         names = [c.name for c in cfg.all_columns]
         unfiltered = t.to_arrow()
         # the unfiltered read itself: every version of a row but the newest is gone
-        assert canon_rows(unfiltered.to_pylist(), names) == canon_rows(model(cfg, batches), names), \
-            f"unfiltered read of {cfg} after {batches} with compactions {compactions}"
+        assert canon_rows(unfiltered.to_pylist(), names) == canon_rows(model(cfg, batches, overwrites), names), \
+            f"unfiltered read of {cfg} after {batches} with compactions {compactions}, overwrites {overwrites}"
         present = {c: unfiltered.column(c).to_pylist() for c in names}
         cols = {c.name: c for c in cfg.all_columns}
         for _ in range(14):
@@ -535,6 +585,81 @@ def test_filtered_read_is_the_filtered_unfiltered_read(data):
             old_present = {c: old_rows.column(c).to_pylist() for c in names}
             for _ in range(4):
                 check_filter(t, cfg, draw_filter(data, cols, old_present), old_rows, snapshot_id=old)
+    finally:
+        shutil.rmtree(warehouse, ignore_errors=True)
+
+
+# ---- bulk files: many rows and distinct values per file (Roaring containers, index blocks) -------
+def _bulk_value(col: Col, rng) -> Any:
+    if rng.random() < 0.1:
+        return None
+    if col.kind == "int":
+        return rng.choice([rng.randint(col.lo, col.hi), max(col.lo, min(col.hi, rng.randint(-3000, 3000))),
+                           rng.randint(-3, 3)])
+    if col.kind == "float":
+        x = rng.choice([rng.uniform(-1e3, 1e3), rng.randint(-50, 50) / 4, rng.choice([0.0, -0.0, NAN, INF, -INF])])
+        return _f32(x) if col.type == pa.float32() else x
+    if col.kind == "decimal":
+        return D(rng.randint(-10**6, 10**6)).scaleb(-2)
+    if col.kind in ("string", "binary"):
+        text = rng.choice([f"user-{rng.randint(0, 3000):05d}@example.com", rng.choice(STRINGS),
+                           "".join(rng.choice("abé😀") for _ in range(rng.randint(0, 5)))])
+        return text if col.kind == "string" else text.encode()
+    if col.kind == "bool":
+        return rng.random() < 0.5
+    if col.kind == "date":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-20000, 20000))
+    step = 1000 if col.unit == "ms" else 1
+    t = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=rng.randint(-2 * 10**15, 2 * 10**15) // step * step)
+    return t.replace(tzinfo=UTC) if col.kind == "tstz" else t
+
+
+@settings(max_examples=max(2, MAX_EXAMPLES // 4), deadline=None, database=None, phases=PHASES,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+@given(data=st.data())
+def test_bulk_files_filtered_read(data):
+    import random
+    cfg = data.draw(configs(), label="config")
+    for key in list(cfg.options):   # indexes sized for thousands of rows, in several blocks / chunks
+        if key.endswith(".items"):
+            cfg.options[key] = "2000"
+        elif key.endswith(".index-block-size") or key.endswith(".chunk-size"):
+            cfg.options[key] = "1 kb"
+    cfg.options.pop("target-file-size", None)
+    if "dynamic-bucket.target-row-num" in cfg.options:
+        cfg.options["dynamic-bucket.target-row-num"] = "1000"   # not a bucket per two keys
+    rng = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
+    kinds = ["+I", "+I", "+I", "-D"] if cfg.pk and cfg.engine == "deduplicate" else ["+I"]
+    partitions = data.draw(st.lists(PARTITIONS[cfg.partition].values, min_size=1, max_size=3), label="partitions") \
+        if cfg.partition else []
+    batches = []
+    for _ in range(data.draw(st.integers(1, 2), label="commits")):
+        batch = []
+        for _ in range(rng.randint(500, 2500)):
+            row = {c.name: _bulk_value(c, rng) for c in cfg.columns}
+            row["k"] = rng.randint(0, 3000)
+            if cfg.partition:
+                nullable = not (cfg.pk and cfg.kind != "pk_cross")
+                row["p"] = rng.choice(partitions + [None] if nullable else partitions)
+            batch.append((row, rng.choice(kinds)))
+        batches.append(batch)
+    compactions = [data.draw(st.sampled_from(["none", "compact", "full"]), label="compaction") for _ in batches]
+    import time
+    t0 = time.time()
+    t, warehouse, _ = build_table(cfg, batches, compactions)
+    t1 = time.time()
+    try:
+        names = [c.name for c in cfg.all_columns]
+        unfiltered = t.to_arrow()
+        assert canon_rows(unfiltered.to_pylist(), names) == canon_rows(model(cfg, batches), names), cfg
+        t2 = time.time()
+        present = {c: unfiltered.column(c).to_pylist() for c in names}
+        cols = {c.name: c for c in cfg.all_columns}
+        for _ in range(10):
+            check_filter(t, cfg, draw_filter(data, cols, present), unfiltered)
+        t3 = time.time()
+        if os.environ.get("PAIMON_FILTER_DIFF_LOG") == "1":
+            print(f"TIMING build {t1-t0:.2f} model {t2-t1:.2f} filters {t3-t2:.2f} rows {sum(map(len, batches))} {cfg.kind} {cfg.engine} {cfg.partition} {[c.name for c in cfg.columns]} {compactions} {cfg.options}")
     finally:
         shutil.rmtree(warehouse, ignore_errors=True)
 
@@ -616,6 +741,38 @@ def test_updates_never_resurrect_old_versions(wh):
         assert t.to_arrow(filter=[("v", "in", [10, 20, 30])]).num_rows == 0, options
 
 
+def test_filters_after_schema_evolution(wh):
+    """Old files' statistics and indexes are matched by field id: a renamed and widened column
+    prunes by its old statistics, a dropped and re-added column (a new id) is null in old files,
+    a new column named as an old one before its rename holds nothing of it."""
+    schema = pa.schema([("k", pa.int64()), ("a", pa.int32()), ("x", pa.string()), ("f", pa.float32()),
+                        ("dec", pa.decimal128(6, 2))])
+    t = wh.create_table("db.t", schema, options={"file-index.bitmap.columns": "k", "file-index.bsi.columns": "dec",
+                                                 "file-index.range-bitmap.columns": "f,dec"})
+    t.write_arrow(pa.table({"k": [1, 2], "a": [5, 6], "x": ["old", "old2"], "f": [1.5, 2.5],
+                           "dec": [D("1.25"), D("2.00")]}, schema=schema))
+    with t.update_schema() as u:
+        u.rename_column("a", "b")
+        u.update_column("b", pa.int64())
+        u.update_column("f", pa.float64())
+        u.update_column("dec", "DECIMAL(12, 4)")
+    with t.update_schema() as u:
+        u.drop_column("x")
+    with t.update_schema() as u:
+        u.add_column("x", pa.string())
+        u.add_column("a", pa.int32())
+    t = wh.get_table("db.t")
+    t.write_arrow(pa.table({"k": [3], "b": [7], "f": [3.5], "dec": [D("1.2500")], "x": ["new"], "a": [5]},
+                           schema=t.arrow_schema()))
+    cases = {("x", "is null"): [1, 2], ("x", "=", "old"): [], ("x", "!=", "new"): [], ("a", "=", 5): [3],
+             ("a", "is null"): [1, 2], ("b", "=", 5): [1], ("b", ">", 2**40): [], ("b", "in", (5, 2**40)): [1],
+             ("f", "=", 1.5): [1], ("f", "<", 2.0): [1], ("f", ">=", 2.5): [2, 3], ("dec", "=", D("1.25")): [1, 3],
+             ("dec", "in", (D("1.25"),)): [1, 3], ("dec", ">", D("1.2499")): [1, 2, 3], ("dec", "=", D("1.2501")): [],
+             ("dec", "<", 2): [1, 3]}
+    for term, keys in cases.items():
+        assert sorted(r["k"] for r in t.to_arrow(filter=[term]).to_pylist()) == keys, term
+
+
 # ---- regression tests of bugs found by the property (fail until fixed) ------------------------
 def test_fractional_float_literal_on_an_integer_column(wh):
     """`i = 2.5` matches no integer, `i < 2.5` holds for 2. predicate._typed converts the literal
@@ -627,6 +784,8 @@ def test_fractional_float_literal_on_an_integer_column(wh):
     assert _rows(t, [("i", "<", 2.5)], "i") == _reprs([1, 2])
     assert _rows(t, [("i", ">=", 2.5)], "i") == _reprs([3])
     assert _rows(t, [("i", "in", [2.5])], "i") == _reprs([])
+    assert _rows(t, [("i", "<", D("2.5"))], "i") == _reprs([1, 2])
+    assert _rows(t, [("i", "<=", 2.5), ("i", ">", 1.5)], "i") == _reprs([2])
 
 
 def test_not_in_excludes_nulls(wh):
@@ -674,6 +833,32 @@ def test_millisecond_timestamp_with_a_microsecond_literal(wh):
     assert _rows(u, [("ts", ">=", lit)], "ts") == _reprs([])
 
 
+def test_decimal_in_list_with_finer_or_wider_values(wh):
+    """Not a wrong row set but a failed read of a valid filter: `dec in (0.001, 0.00)` on a
+    DECIMAL(10, 2) column raises ArrowInvalid ("Decimal value does not fit in precision 3"),
+    `dec in (1E+10)` "Rescaling Decimal value would cause data loss", depending on the rows.
+    predicate._term_expr hands such lists to Arrow's is_in, which casts the column to the list's
+    inferred decimal type; `=` with the same values widens both sides (predicate._typed)."""
+    schema = pa.schema([("v", pa.decimal128(10, 2))])
+    t = _table(wh, schema, [{"v": [D("0.00"), D("1.25"), None]}])
+    assert _rows(t, [("v", "=", D("0.001"))], "v") == _reprs([])   # holds
+    assert _rows(t, [("v", "in", [D("0.001"), D("0.00")])], "v") == _reprs([D("0.00")])
+    assert _rows(t, [("v", "in", [D("1E+10")])], "v") == _reprs([])
+    assert _rows(t, [("v", "not in", [D("1.5"), D("123456789012")])], "v") == _reprs([D("0.00"), D("1.25")])
+
+
+def test_date_column_with_a_datetime_literal(wh):
+    """2020-01-01 is before 2020-01-01 12:00 (SQL compares a DATE with a TIMESTAMP as the
+    timestamp of its midnight): pa.scalar(datetime, date32()) drops the time silently, so `<`
+    misses the row and `=` / `>=` match it."""
+    schema = pa.schema([("d", pa.date32())])
+    day, noon = dt.date(2020, 1, 1), dt.datetime(2020, 1, 1, 12)
+    t = _table(wh, schema, [{"d": [day]}])
+    assert _rows(t, [("d", "<", noon)], "d") == _reprs([day])
+    assert _rows(t, [("d", "=", noon)], "d") == _reprs([])
+    assert _rows(t, [("d", ">=", noon)], "d") == _reprs([])
+
+
 def test_float32_column_with_a_double_literal(wh):
     """A FLOAT column's 1.1f is 1.100000023841858 as a double, so `f = 1.1` holds for no row
     (compared as doubles, as SQL widens FLOAT to DOUBLE). predicate._typed rounds the literal to
@@ -697,6 +882,24 @@ def test_float_partition_zero_equals_negative_zero(wh):
     assert _rows(t, [("p", "=", 0)], "v") == _reprs([1, 2])
     assert _rows(t, [("p", "<=", -0.0)], "v") == _reprs([1, 2])
     assert _rows(t, [("p", ">=", 0)], "v") == _reprs([1, 2, 3])
+
+
+def test_dynamic_bucket_overwrite_keeps_one_version(wh):
+    """Not a filter bug, found by the property's check of the unfiltered read: after an
+    overwrite of a dynamic-bucket table, an upsert of a key the overwrite wrote lands in another
+    bucket, and both versions are read. The overwrite assigns buckets by the old HASH index
+    (write.py _write_groups: self.group(data, index_entries)), so keys it knew keep their old
+    bucket without a new HASH file there, while its commit (replace) deletes every old HASH file;
+    the next write no longer finds the key and files it in another bucket."""
+    schema = pa.schema([("k", pa.int64(), False), ("v", pa.int64())])
+    t = wh.create_table("db.t", schema, primary_keys=["k"],
+                        options={"bucket": "-1", "dynamic-bucket.target-row-num": "2"})
+    t.write_arrow(pa.table({"k": [1, 4], "v": [0, 0]}, schema=schema))
+    t.write_arrow(pa.table({"k": [1, 2, 4], "v": [1, 1, 1]}, schema=schema), overwrite=True)
+    t.write_arrow(pa.table({"k": [4], "v": [2]}, schema=schema))
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == \
+        [{"k": 1, "v": 1}, {"k": 2, "v": 1}, {"k": 4, "v": 2}]
+    assert t.to_arrow(filter=[("v", "=", 1)]).column("k").to_pylist() in ([1, 2], [2, 1])
 
 
 def test_orc_timestamps_of_year_one_read_back(wh):
