@@ -422,7 +422,8 @@ class _Session:
     def __init__(self, started_with: dict[str, str]):
         self.registered, self.settings = [], {}
         self.dataSource = type("R", (), {"register": lambda _, cls: self.registered.append(cls.name())})()
-        self.conf = type("C", (), {"set": lambda _, k, v: self.settings.__setitem__(k, v)})()
+        self.conf = type("C", (), {"set": lambda _, k, v: self.settings.__setitem__(k, v),
+                                   "get": lambda _, k, default=None: self.settings.get(k, started_with.get(k, default))})()
         conf = type("SC", (), {"contains": lambda _, k: k in started_with})()
         self.sparkContext = type("Ctx", (), {"getConf": lambda _: conf})()
 
