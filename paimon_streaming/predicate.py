@@ -246,14 +246,19 @@ def _or(exprs: Sequence[pc.Expression]) -> pc.Expression:
 
 
 def compare_values(a: Any, b: Any) -> int | None:
-    """-1, 0 or 1 as a < b, a == b, a > b; None when they do not compare. Numbers with a float
-    among them compare as Java's Double.compare (the order Paimon's statistics are kept in):
-    NaN above everything and equal to itself, -0.0 below 0.0; Python's own comparisons would
-    call NaN equal to anything, and a NaN bound would then prune files it must not."""
+    """-1, 0 or 1 as a < b, a == b, a > b; None when they do not compare. Two floats compare as
+    Java's Double.compare (the order Paimon's statistics are kept in): NaN above everything and
+    equal to itself, -0.0 below 0.0; Python's own comparisons would call NaN equal to anything,
+    and a NaN bound would then prune files it must not. A float and an integer (or a Decimal)
+    compare by their exact values (2**53 + 1 > 2.0**53), NaN above them."""
+    if isinstance(a, float) and isinstance(b, float):
+        return _double_compare(a, b)
     if isinstance(a, float) or isinstance(b, float):
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
-                and not isinstance(a, bool) and not isinstance(b, bool):
-            return _double_compare(float(a), float(b))
+        numbers = (int, float, decimal.Decimal)
+        if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+            if _is_nan(a) or _is_nan(b):
+                return (_is_nan(a) > _is_nan(b)) - (_is_nan(a) < _is_nan(b))
+            return (a > b) - (a < b)  # Python compares an int or a Decimal with a float exactly
     try:
         return (a > b) - (a < b)
     except TypeError:
