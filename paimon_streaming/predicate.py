@@ -166,12 +166,15 @@ def _comparison(column: str, op: str, value: Any, arrow_type: pa.DataType) -> pc
     if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
         finest = pa.timestamp("us", tz=arrow_type.tz if pa.types.is_timestamp(arrow_type) else None)
         return _OPS_EXPR[op](field.cast(finest), pa.scalar(value, type=finest))  # a lossless widening
+    if _is_nan(value):
+        return pc.scalar(False)
+    if not _finite(value):  # an infinity: above (or below) every value of the column
+        holds = op in ("<", "<=") if value > 0 else op in (">", ">=")
+        return field.is_valid() if holds else pc.scalar(False)
     if pa.types.is_decimal(arrow_type):  # more digits than the column: both sides at the literal's scale
         d = decimal.Decimal(value)
         wide = pa.decimal128(38, max(arrow_type.scale, -d.as_tuple().exponent))
         return _OPS_EXPR[op](field.cast(wide), pa.scalar(d, type=wide))
-    if _is_nan(value):
-        return pc.scalar(False)
     neighbour, below = _neighbour(value, arrow_type)
     if below:  # neighbour < value, and no value of the type between them
         return field <= neighbour if op in ("<", "<=") else field > neighbour

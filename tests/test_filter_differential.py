@@ -20,10 +20,8 @@ the project's predicate code, under SQL semantics:
 A filter the project refuses with an error is not a wrong answer; no such error has been seen
 for the literals generated here, so any error fails the test.
 
-Known bugs are kept as explicit regression tests at the end of this file (they fail until
-fixed); the property test generates them too. To explore for *other* bugs while they are
-unfixed, run with PAIMON_FILTER_DIFF_EXCLUDE_KNOWN=1, which stops generating the literals
-and list shapes of those bugs (never to be set in CI).
+The bugs this test found are kept as explicit regression tests at the end of this file; the
+property test generates their cases too.
 """
 from __future__ import annotations
 
@@ -43,7 +41,6 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import paimon_streaming as ps
 
-EXCLUDE_KNOWN = os.environ.get("PAIMON_FILTER_DIFF_EXCLUDE_KNOWN") == "1"
 MAX_EXAMPLES = int(os.environ.get("PAIMON_FILTER_DIFF_EXAMPLES", "18"))
 # Shrinking rebuilds tables for minutes; the failure message names the filter, the table and its
 # rows already. PAIMON_FILTER_DIFF_SHRINK=1 shrinks.
@@ -130,7 +127,9 @@ VALUE_COLUMNS = [
     Col("bin", pa.binary(), "binary", _BIN),
     Col("bo", pa.bool_(), "bool", st.booleans()),
     Col("d", pa.date32(), "date", _DATE),
+    Col("ts_s", pa.timestamp("s"), "ts", _TS_US.map(lambda t: t.replace(microsecond=0)), unit="s"),
     Col("ts_ms", pa.timestamp("ms"), "ts", _TS_MS, unit="ms"),
+    Col("ts_ms_tz", pa.timestamp("ms", tz="UTC"), "tstz", _TS_MS.map(lambda t: t.replace(tzinfo=UTC)), unit="ms"),
     Col("ts_us", pa.timestamp("us"), "ts", _TS_US),
     Col("ts_tz", pa.timestamp("us", tz="UTC"), "tstz", _TS_US.map(lambda t: t.replace(tzinfo=UTC))),
 ]
@@ -139,8 +138,8 @@ KEY = Col("k", pa.int64(), "int", st.integers(0, 7), -2**63, 2**63 - 1)
 PARTITIONS = {
     "str": Col("p", pa.string(), "string", st.sampled_from(["a", "b", "ü x", ""])),
     "int": Col("p", pa.int32(), "int", st.sampled_from([0, -1, 7, 2**31 - 1, -2**31]), -2**31, 2**31 - 1),
-    # -0.0 beside 0.0: test_float_partition_zero_equals_negative_zero (known bug)
-    "dbl": Col("p", pa.float64(), "float", st.sampled_from([0.0, 1.5, NAN, INF, -INF, -2.0] + ([] if EXCLUDE_KNOWN else [-0.0]))),
+    # -0.0 beside 0.0: test_float_partition_zero_equals_negative_zero
+    "dbl": Col("p", pa.float64(), "float", st.sampled_from([0.0, 1.5, NAN, INF, -INF, -2.0, -0.0])),
     "date": Col("p", pa.date32(), "date", st.sampled_from([dt.date(1970, 1, 1), dt.date(2024, 2, 29), dt.date(1, 1, 1)])),
     "bool": Col("p", pa.bool_(), "bool", st.booleans()),
     "dec": Col("p", pa.decimal128(10, 2), "decimal", st.sampled_from([D("0.00"), D("1.25"), D("-99999999.99")])),
@@ -226,15 +225,13 @@ def candidates(col: Col, present: list[Any]) -> list[Any]:
     out += ends
     if col.kind == "int":
         out += [col.lo, col.hi, 0, -1, 5, INF, -INF, NAN]
-        # beyond the type, within int64 (beyond int64 the project raises OverflowError: an error)
-        out += [x for x in (col.lo - 1, col.hi + 1) if -2**63 <= x < 2**63]
+        out += [col.lo - 1, col.hi + 1, 2**63, -2**63 - 1, 2**64]   # beyond the type, and beyond int64
         for v in ends:
-            out += [x for x in (v - 1, v + 1) if -2**63 <= x < 2**63]
-            if abs(v) <= 2**53:
-                out.append(float(v))   # an integral float
+            out += [v - 1, v + 1]
+            if abs(float(v)) < 2**63:
+                out.append(float(v))   # an integral float (beyond 2**53 a rounded one)
             out.append(D(v))
-            if not EXCLUDE_KNOWN:
-                out += [v + 0.5, v - 0.5, D(v) + D("0.5")]   # fractional (known bug: truncated)
+            out += [v + 0.5, v - 0.5, D(v) + D("0.5")]   # fractional: test_fractional_float_literal_on_an_integer_column
     elif col.kind == "float":
         out += [0.0, -0.0, NAN, INF, -INF, 1.5, 0, 1, -2]
         limit = 2**24 if col.type == pa.float32() else 2**53
@@ -244,13 +241,16 @@ def candidates(col: Col, present: list[Any]) -> list[Any]:
             exact = _exact_decimal(v)
             if exact is not None:
                 out.append(exact)
+            elif math.isfinite(v):
+                out.append(D(repr(v)))   # the decimal it prints as: not the float's exact value
             if math.isfinite(v):
                 out += [math.nextafter(v, INF), math.nextafter(v, -INF)] if col.type == pa.float64() else \
                        [_f32(math.nextafter(v, INF) if v >= 0 else math.nextafter(v, -INF))]
-                if col.type == pa.float32() and not EXCLUDE_KNOWN:
-                    out.append(math.nextafter(v, INF))   # not a float32 (known bug: rounded to one)
+                if col.type == pa.float32():
+                    out.append(math.nextafter(v, INF))   # not a float32: test_float32_column_with_a_double_literal
     elif col.kind == "decimal":
-        out += [D("0"), D("0.00"), D("1.5"), D("99999999.99"), D("1E+10"), 0, 2, 1.25, -0.5]
+        out += [D("0"), D("0.00"), D("1.5"), D("99999999.99"), D("1E+10"), 0, 2, 1.25, -0.5, INF, -INF, NAN,
+                D("Infinity"), D("-Infinity")]
         for v in ends:
             out += [v + D("0.01"), v - D("0.01"), v + D("0.001"), v - D("0.005")]
             if v == int(v):
@@ -278,12 +278,12 @@ def candidates(col: Col, present: list[Any]) -> list[Any]:
     elif col.kind in ("ts", "tstz"):
         tz = UTC if col.kind == "tstz" else None
         out += [dt.datetime(1970, 1, 1, tzinfo=tz), dt.datetime(2000, 1, 1, tzinfo=tz)]
-        step = dt.timedelta(milliseconds=1) if col.unit == "ms" else dt.timedelta(microseconds=1)
+        step = {"s": dt.timedelta(seconds=1), "ms": dt.timedelta(milliseconds=1)}.get(col.unit, dt.timedelta(microseconds=1))
         for v in ends:
             if dt.datetime(1, 1, 2, tzinfo=tz) < v < dt.datetime(9999, 12, 30, tzinfo=tz):
                 out += [v + step, v - step]
-                if col.unit == "ms" and not EXCLUDE_KNOWN:
-                    out += [v + dt.timedelta(microseconds=500), v - dt.timedelta(microseconds=500)]  # known bug
+                if col.unit in ("s", "ms"):  # test_millisecond_timestamp_with_a_microsecond_literal
+                    out += [v + dt.timedelta(microseconds=500), v - dt.timedelta(microseconds=500)]
                 if col.kind == "tstz":
                     out.append(v.astimezone(dt.timezone(dt.timedelta(hours=5, minutes=30))))
                     out.append(v.replace(tzinfo=None))   # naive: UTC
@@ -300,20 +300,17 @@ def draw_term(data: st.DataObject, cols: dict[str, Col], present: dict[str, list
     if op in ("is null", "is not null"):
         return data.draw(st.sampled_from([(name, op), (name, op, None), (name, op.upper(), None)]))
     pool = candidates(col, present[name])
+    ordered = sorted((v for v in present[name] if v is not None and v == v), key=lambda v: v)
+    if ordered:   # half the literals at or next to the column's smallest and largest values
+        pool = st.one_of(st.sampled_from(pool), st.sampled_from(candidates(col, [ordered[0], ordered[-1]])))
+    else:
+        pool = st.sampled_from(pool)
     if op in ("in", "not in"):
-        if EXCLUDE_KNOWN and op == "not in":
-            op = "in"   # known bug: `not in` keeps nulls
-        lits = data.draw(st.lists(st.sampled_from(pool), min_size=0 if op == "in" else 1, max_size=4), label="list")
-        if not EXCLUDE_KNOWN and data.draw(st.booleans(), label="null in list"):
-            lits.append(None)   # known bug: `in` matches nulls by a null of the list
-        if EXCLUDE_KNOWN and col.kind == "decimal":   # known bug: a list of finer decimals fails
-            lits = [x for x in lits if not (isinstance(x, D) and (abs(x) >= 10**8 or x != x.quantize(D("0.01"))))]
-        if EXCLUDE_KNOWN and col.kind == "float":   # known bug: `in` compares floats by their bits
-            lits = [x for x in lits if not (isinstance(x, (int, float, D)) and (x == 0 or x != x))]
+        lits = data.draw(st.lists(pool, min_size=0 if op == "in" else 1, max_size=4), label="list")
+        if data.draw(st.booleans(), label="null in list"):
+            lits.append(None)   # test_in_list_with_a_null_does_not_match_nulls
         return (name, data.draw(st.sampled_from([op, op.upper()])), lits)
-    if EXCLUDE_KNOWN and name == "p" and col.kind == "float":   # known bug: partitions 0.0 / -0.0
-        pool = [x for x in pool if not (isinstance(x, float) and x == 0 and math.copysign(1, x) < 0)]
-    return (name, op, data.draw(st.sampled_from(pool + [None]), label="literal"))   # `= null`: nothing
+    return (name, op, data.draw(st.one_of(pool, pool, pool, st.none()), label="literal"))   # `= null`: nothing
 
 
 def draw_filter(data: st.DataObject, cols: dict[str, Col], present: dict[str, list]) -> list:
@@ -435,8 +432,8 @@ def rows_of(cfg: Config) -> st.SearchStrategy:
         else:
             values = c.values
             if c.kind in ("ts", "tstz") and cfg.options.get("file.format") == "orc":
-                # pyarrow's ORC reader holds nanoseconds: files of year 1 are written but never read
-                # back (a bug apart from filters, see test_orc_timestamps_of_year_one_read_back)
+                # pyarrow's ORC reader holds nanoseconds: ORC files take 1677-2262 only (README;
+                # tests/test_datafile.py test_orc_timestamps_beyond_nanoseconds_are_refused)
                 values = values.map(lambda t: t if 1700 <= t.year <= 2200 else t.replace(year=2000))
             fields[c.name] = st.one_of(st.none(), values, values, values) if nullable else values
     kinds = st.sampled_from(["+I", "+I", "+U", "-D"]) if cfg.pk and cfg.engine == "deduplicate" else st.just("+I")
@@ -457,7 +454,8 @@ def model(cfg: Config, batches: list[list[tuple[dict, str]]], overwrites: list[b
         if overwrite:
             state = {}
         for row, kind in batch:
-            key = tuple(row[k] for k in cfg.primary_keys)
+            # keys by their bits, as Paimon's BinaryRow: partitions 0.0 and -0.0 differ, NaN is one key
+            key = tuple(_canon(row[k]) for k in cfg.primary_keys)
             if kind == "-D":
                 state.pop(key, None)
             elif cfg.engine == "first-row":
@@ -561,8 +559,6 @@ def test_filtered_read_is_the_filtered_unfiltered_read(data):
     compactions = [data.draw(st.sampled_from(["none", "none", "none", "compact", "full"]), label="compaction")
                    for _ in range(n)]
     overwrites = [i > 0 and data.draw(st.integers(0, 7), label="overwrite") == 0 for i in range(n)]
-    if EXCLUDE_KNOWN and cfg.kind == "pk_dynamic":   # known bug: test_dynamic_bucket_overwrite_keeps_one_version
-        overwrites = [False] * n
     batches = [[(r, "+I") for r, _ in b] if o else b for b, o in zip(batches, overwrites)]
     t, warehouse, snapshots = build_table(cfg, batches, compactions, overwrites)
     try:
@@ -609,7 +605,7 @@ def _bulk_value(col: Col, rng) -> Any:
         return rng.random() < 0.5
     if col.kind == "date":
         return dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-20000, 20000))
-    step = 1000 if col.unit == "ms" else 1
+    step = {"s": 10**6, "ms": 1000}.get(col.unit, 1)
     t = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=rng.randint(-2 * 10**15, 2 * 10**15) // step * step)
     return t.replace(tzinfo=UTC) if col.kind == "tstz" else t
 
@@ -773,7 +769,7 @@ def test_filters_after_schema_evolution(wh):
         assert sorted(r["k"] for r in t.to_arrow(filter=[term]).to_pylist()) == keys, term
 
 
-# ---- regression tests of bugs found by the property (fail until fixed) ------------------------
+# ---- regression tests of bugs found by the property ------------------------------------------
 def test_fractional_float_literal_on_an_integer_column(wh):
     """`i = 2.5` matches no integer, `i < 2.5` holds for 2. predicate._typed converts the literal
     with pa.scalar(2.5, type=int64), which truncates it to 2 silently (in lists: pa.array does the
@@ -786,6 +782,20 @@ def test_fractional_float_literal_on_an_integer_column(wh):
     assert _rows(t, [("i", "in", [2.5])], "i") == _reprs([])
     assert _rows(t, [("i", "<", D("2.5"))], "i") == _reprs([1, 2])
     assert _rows(t, [("i", "<=", 2.5), ("i", ">", 1.5)], "i") == _reprs([2])
+
+
+def test_integral_float_literal_beyond_2_to_53(wh):
+    """2**53 + 1 > 2.0**53 (an integral float, converted exactly to the BIGINT 2**53 for the row
+    filter). predicate.compare_values compares an int with a float as float(int), which rounds
+    2**53 + 1 to 2**53, so min/max (and partition) pruning drops a file whose max is 2**53 + 1:
+    the row comes back from a file that also holds 2**60 and not from one that holds it alone."""
+    schema = pa.schema([("i", pa.int64())])
+    t = _table(wh, schema, [{"i": [2**53 + 1]}, {"i": [2**53 + 1, 2**60]}])
+    assert _rows(t, [("i", ">", float(2**53))], "i") == _reprs([2**53 + 1, 2**53 + 1, 2**60])
+    pschema = pa.schema([("p", pa.int64()), ("v", pa.int32())])
+    u = wh.create_table("db.u", pschema, partition_keys=["p"])
+    u.write_arrow(pa.table({"p": [2**53 + 1, 2**60], "v": [1, 2]}, schema=pschema))
+    assert _rows(u, [("p", ">", float(2**53))], "v") == _reprs([1, 2])
 
 
 def test_not_in_excludes_nulls(wh):
@@ -847,6 +857,20 @@ def test_decimal_in_list_with_finer_or_wider_values(wh):
     assert _rows(t, [("v", "not in", [D("1.5"), D("123456789012")])], "v") == _reprs([D("0.00"), D("1.25")])
 
 
+def test_decimal_column_with_an_infinite_or_nan_literal(wh):
+    """Every DECIMAL is below +inf and NaN orders with nothing. predicate._comparison takes an
+    infinite or NaN float (or Decimal) against a DECIMAL column for a literal with more digits than
+    the column and reads its exponent ('F' / 'n'): TypeError "bad operand type for unary -"."""
+    schema = pa.schema([("v", pa.decimal128(10, 2))])
+    t = _table(wh, schema, [{"v": [D("1.25"), None]}])
+    assert _rows(t, [("v", "<", INF)], "v") == _reprs([D("1.25")])
+    assert _rows(t, [("v", ">", -INF)], "v") == _reprs([D("1.25")])
+    assert _rows(t, [("v", "<", D("Infinity"))], "v") == _reprs([D("1.25")])
+    assert _rows(t, [("v", ">=", INF)], "v") == _reprs([])
+    assert _rows(t, [("v", "<", NAN)], "v") == _reprs([])
+    assert _rows(t, [("v", "!=", NAN)], "v") == _reprs([D("1.25")])
+
+
 def test_date_column_with_a_datetime_literal(wh):
     """2020-01-01 is before 2020-01-01 12:00 (SQL compares a DATE with a TIMESTAMP as the
     timestamp of its midnight): pa.scalar(datetime, date32()) drops the time silently, so `<`
@@ -900,13 +924,3 @@ def test_dynamic_bucket_overwrite_keeps_one_version(wh):
     assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == \
         [{"k": 1, "v": 1}, {"k": 2, "v": 1}, {"k": 4, "v": 2}]
     assert t.to_arrow(filter=[("v", "=", 1)]).column("k").to_pylist() in ([1, 2], [2, 1])
-
-
-def test_orc_timestamps_of_year_one_read_back(wh):
-    """Not a filter bug, found on the way: an ORC table takes a TIMESTAMP of year 1 (the README
-    says timestamps of years 1 to 9999 round-trip) but its file then cannot be read
-    (CorruptFileError: pyarrow's ORC reader decodes timestamps as nanoseconds)."""
-    schema = pa.schema([("ts", pa.timestamp("us"))])
-    t = wh.create_table("db.t", schema, options={"file.format": "orc"})
-    t.write_arrow(pa.table({"ts": [dt.datetime(1, 1, 1)]}, schema=schema))
-    assert t.to_arrow().to_pylist() == [{"ts": dt.datetime(1, 1, 1)}]
