@@ -329,11 +329,20 @@ def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[Dat
                 bounds = _string_bounds(_write_parquet(out, table, fields, codec, zstd_level, parquet), table.schema)
             else:
                 _check_orc_timestamps(table, path)
-                orc.write_table(table, out, compression=codec)
+                orc.write_table(_unsliced(table), out, compression=codec)
             return WrittenFile(out.tell(), bounds)
     except BaseException:
         file_io.delete_quietly(path)
         raise
+
+
+def _unsliced(table: pa.Table) -> pa.Table:
+    """The table with its nested columns copied out of any slice: pyarrow's ORC writer ignores a
+    sliced struct array's offset and writes the values from the start of its buffers (other
+    rows'), and a file's rows are often a slice of a batch (a bucket's, a rolled file's)."""
+    if not any(pa.types.is_nested(f.type) for f in table.schema):
+        return table
+    return table.take(pa.array(np.arange(table.num_rows)))
 
 
 def _check_orc_timestamps(table: pa.Table, path: str) -> None:

@@ -119,10 +119,21 @@ def _column_value(value: Any, arrow_type: pa.DataType) -> Any:
         scalar = pa.scalar(value, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         return INEXACT if pa.types.is_decimal(arrow_type) and numeric else None
-    if pa.types.is_timestamp(arrow_type) and arrow_type.unit in ("s", "ms") and isinstance(value, dt.datetime):
-        finest = pa.timestamp("us", tz=arrow_type.tz)  # a datetime's own precision
+    finest = _microseconds(arrow_type)
+    if finest is not None and getattr(arrow_type, "unit", None) in ("s", "ms") \
+            and isinstance(value, (dt.datetime, dt.time)):
         return scalar if scalar.cast(finest).value == pa.scalar(value, type=finest).value else INEXACT
     return scalar
+
+
+def _microseconds(arrow_type: pa.DataType) -> pa.DataType | None:
+    """The type a Python datetime (time) literal is exact in, for a TIMESTAMP (TIME) column:
+    microseconds; a DATE compares with a datetime as its midnight."""
+    if pa.types.is_timestamp(arrow_type):
+        return pa.timestamp("us", tz=arrow_type.tz)
+    if pa.types.is_time(arrow_type):
+        return pa.time64("us")
+    return pa.timestamp("us") if pa.types.is_date(arrow_type) else None
 
 
 def scalar_or_inexact(value: int | float | decimal.Decimal, arrow_type: pa.DataType) -> Any:
@@ -163,8 +174,8 @@ def _comparison(column: str, op: str, value: Any, arrow_type: pa.DataType) -> pc
         return pc.scalar(False)
     if op == "!=":
         return field.is_valid()
-    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
-        finest = pa.timestamp("us", tz=arrow_type.tz if pa.types.is_timestamp(arrow_type) else None)
+    finest = _microseconds(arrow_type)
+    if finest is not None:
         return _OPS_EXPR[op](field.cast(finest), pa.scalar(value, type=finest))  # a lossless widening
     if _is_nan(value):
         return pc.scalar(False)

@@ -33,7 +33,7 @@ import shutil
 import struct
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -70,7 +70,7 @@ TIMESTAMPS = [dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59, 999
 class Col:
     name: str
     type: pa.DataType
-    kind: str          # int, float, decimal, string, binary, bool, date, ts, tstz
+    kind: str          # int, float, decimal, string, binary, bool, date, ts, tstz, time, nested
     values: st.SearchStrategy
     lo: int = 0        # ints: the range of the type
     hi: int = 0
@@ -87,7 +87,9 @@ class Col:
                 "bool": ["bitmap", "range-bitmap"],
                 "date": ["bloom-filter", "bitmap", "bsi", "range-bitmap"],
                 "ts": ["bloom-filter", "bitmap", "bsi", "range-bitmap"],
-                "tstz": ["bloom-filter", "bitmap", "bsi", "range-bitmap"]}[self.kind]
+                "tstz": ["bloom-filter", "bitmap", "bsi", "range-bitmap"],
+                "time": ["bloom-filter", "bitmap", "bsi", "range-bitmap"],
+                "nested": []}[self.kind]
 
 
 def _ints(lo: int, hi: int) -> st.SearchStrategy:
@@ -115,6 +117,9 @@ _TS_US = st.one_of(st.sampled_from(TIMESTAMPS + [dt.datetime(2000, 1, 1, 0, 0, 0
                    st.datetimes(dt.datetime(1900, 1, 1), dt.datetime(2100, 1, 1)))
 _TS_MS = _TS_US.map(lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000))
 
+_TIME_MS = st.one_of(st.sampled_from([dt.time(0), dt.time(23, 59, 59, 999000), dt.time(12)]),
+                     st.times().map(lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000)))
+
 VALUE_COLUMNS = [
     Col("i8", pa.int8(), "int", _ints(-128, 127), -128, 127),
     Col("i16", pa.int16(), "int", _ints(-2**15, 2**15 - 1), -2**15, 2**15 - 1),
@@ -132,6 +137,11 @@ VALUE_COLUMNS = [
     Col("ts_ms_tz", pa.timestamp("ms", tz="UTC"), "tstz", _TS_MS.map(lambda t: t.replace(tzinfo=UTC)), unit="ms"),
     Col("ts_us", pa.timestamp("us"), "ts", _TS_US),
     Col("ts_tz", pa.timestamp("us", tz="UTC"), "tstz", _TS_US.map(lambda t: t.replace(tzinfo=UTC))),
+    Col("tm", pa.time32("ms"), "time", _TIME_MS, unit="ms"),
+    # nested columns take `is null` / `is not null` only (predicate.parse_filter)
+    Col("lst", pa.list_(pa.int32()), "nested", st.lists(st.one_of(st.none(), st.integers(-3, 3)), max_size=3)),
+    Col("stc", pa.struct([("a", pa.int32())]), "nested",
+        st.fixed_dictionaries({"a": st.one_of(st.none(), st.integers(-3, 3))})),
 ]
 BY_NAME = {c.name: c for c in VALUE_COLUMNS}
 KEY = Col("k", pa.int64(), "int", st.integers(0, 7), -2**63, 2**63 - 1)
@@ -199,6 +209,8 @@ def _canon(v: Any) -> Any:
         return ("dec", str(v))
     if isinstance(v, dt.datetime):
         return ("ts", v.isoformat())
+    if isinstance(v, (list, dict)):
+        return ("nested", repr(v))
     return (type(v).__name__, v)
 
 
@@ -275,6 +287,12 @@ def candidates(col: Col, present: list[Any]) -> list[Any]:
         for v in ends:
             out += [v + dt.timedelta(days=1) if v < dt.date.max else v,
                     v - dt.timedelta(days=1) if v > dt.date.min else v]
+    elif col.kind == "time":
+        out += [dt.time(0), dt.time(12), dt.time(23, 59, 59, 999999), dt.time(0, 0, 0, 1)]
+        for v in ends:
+            at = dt.datetime.combine(dt.date(2000, 1, 2), v)
+            for step in (dt.timedelta(milliseconds=1), dt.timedelta(microseconds=500)):   # a finer time: inexact
+                out += [(at + step).time(), (at - step).time()]
     elif col.kind in ("ts", "tstz"):
         tz = UTC if col.kind == "tstz" else None
         out += [dt.datetime(1970, 1, 1, tzinfo=tz), dt.datetime(2000, 1, 1, tzinfo=tz)]
@@ -296,7 +314,7 @@ OPS = ["=", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "is null", "is not
 def draw_term(data: st.DataObject, cols: dict[str, Col], present: dict[str, list]) -> tuple:
     name = data.draw(st.sampled_from(sorted(cols)), label="column")
     col = cols[name]
-    op = data.draw(st.sampled_from(OPS), label="op")
+    op = data.draw(st.sampled_from(OPS if col.kind != "nested" else OPS[-2:]), label="op")
     if op in ("is null", "is not null"):
         return data.draw(st.sampled_from([(name, op), (name, op, None), (name, op.upper(), None)]))
     pool = candidates(col, present[name])
@@ -397,6 +415,8 @@ def configs(draw) -> Config:
     by_kind: dict[str, list[str]] = {}
     indexed = columns + [KEY] + ([PARTITIONS[partition]] if partition else [])
     for c in indexed:
+        if not c.indexes:
+            continue
         for k in draw(st.lists(st.sampled_from(c.indexes), unique=True, max_size=2 if c in columns else 1)):
             by_kind.setdefault(k, []).append(c.name)
     for k, names in by_kind.items():
@@ -493,7 +513,8 @@ def build_table(cfg: Config, batches: list, compactions: list[str],
 
 
 _NATURAL = {"int": (int,), "float": (float,), "decimal": (D,), "string": (str,), "binary": (bytes,),
-            "bool": (bool,), "date": (dt.date,), "ts": (dt.datetime,), "tstz": (dt.datetime,)}
+            "bool": (bool,), "date": (dt.date,), "ts": (dt.datetime,), "tstz": (dt.datetime,), "time": (dt.time,),
+            "nested": ()}
 
 
 def _natural(col: Col, lit: Any) -> bool:
@@ -603,6 +624,11 @@ def _bulk_value(col: Col, rng) -> Any:
         return text if col.kind == "string" else text.encode()
     if col.kind == "bool":
         return rng.random() < 0.5
+    if col.kind == "time":
+        return (dt.datetime(2000, 1, 1) + dt.timedelta(milliseconds=rng.randrange(86_400_000))).time()
+    if col.kind == "nested":
+        a = rng.choice([None, rng.randint(-3, 3)])
+        return [a, rng.randint(0, 9)][:rng.randint(0, 2)] if col.name == "lst" else {"a": a}
     if col.kind == "date":
         return dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-20000, 20000))
     step = {"s": 10**6, "ms": 1000}.get(col.unit, 1)
@@ -656,6 +682,113 @@ def test_bulk_files_filtered_read(data):
         t3 = time.time()
         if os.environ.get("PAIMON_FILTER_DIFF_LOG") == "1":
             print(f"TIMING build {t1-t0:.2f} model {t2-t1:.2f} filters {t3-t2:.2f} rows {sum(map(len, batches))} {cfg.kind} {cfg.engine} {cfg.partition} {[c.name for c in cfg.columns]} {compactions} {cfg.options}")
+    finally:
+        shutil.rmtree(warehouse, ignore_errors=True)
+
+
+# ---- schema changes between commits: old files' statistics and indexes by field id ------------
+_DEC_6_2 = st.decimals(min_value=D("-9999.99"), max_value=D("9999.99"), places=2, allow_nan=False,
+                       allow_infinity=False).map(lambda d: d if d != 0 else D("0.00"))
+_EVOLVING = {   # name -> (column as created, column after its change)
+    "a": (Col("a", pa.int32(), "int", _ints(-2**31, 2**31 - 1), -2**31, 2**31 - 1),
+          Col("b", pa.int64(), "int", _ints(-2**63, 2**63 - 1), -2**63, 2**63 - 1)),          # renamed, widened
+    "f": (Col("f", pa.float32(), "float", _F32), Col("f", pa.float64(), "float", _F64)),
+    "dec": (Col("dec", pa.decimal128(6, 2), "decimal", _DEC_6_2),
+            Col("dec", pa.decimal128(12, 4), "decimal",
+                st.one_of(_DEC_6_2, st.decimals(min_value=D("-99999999.9999"), max_value=D("99999999.9999"),
+                                                places=4, allow_nan=False, allow_infinity=False))
+                .map(lambda d: d.quantize(D("0.0001")) if d != 0 else D("0.0000")))),
+    "x": (Col("x", pa.int16(), "int", _ints(-2**15, 2**15 - 1), -2**15, 2**15 - 1),
+          Col("x", pa.string(), "string", _STR)),                           # dropped, added again (as a STRING)
+    "y": (Col("y", pa.int16(), "int", _ints(-2**15, 2**15 - 1), -2**15, 2**15 - 1),
+          Col("y", pa.int16(), "int", _ints(-2**15, 2**15 - 1), -2**15, 2**15 - 1)),  # ... of the same type
+    "n": (None, Col("n", pa.int32(), "int", _ints(-2**31, 2**31 - 1), -2**31, 2**31 - 1)),       # added
+}
+
+
+@settings(max_examples=max(2, MAX_EXAMPLES // 3), deadline=None, database=None, phases=PHASES,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+@given(data=st.data())
+def test_filters_across_schema_changes(data):
+    kind = data.draw(st.sampled_from(["append", "append", "pk", "pk_dv"]), label="kind")   # pk: keys prune only
+    changes = data.draw(st.lists(st.sampled_from(sorted(_EVOLVING)), unique=True, min_size=1), label="changes")
+    at = {c: data.draw(st.integers(1, 2), label=f"before write of {c}") for c in changes}   # changed before write 1 or 2
+    current = {name: cols[0] for name, cols in _EVOLVING.items() if cols[0] is not None}
+    options = {"file.format": data.draw(st.sampled_from(["parquet", "orc"]), label="format")}
+    if kind != "append":
+        options["bucket"] = "1"
+    if kind == "pk_dv":
+        options["deletion-vectors.enabled"] = "true"
+    mode = data.draw(st.sampled_from([None, "full", "counts", "none"]), label="stats")
+    if mode:
+        options["metadata.stats-mode"] = mode
+    for name in ("a", "f", "dec", "x", "y"):   # indexes on columns that keep their name (options name columns)
+        col = current[name]
+        if (name in ("a", "x", "y") and name in changes) or not data.draw(st.booleans(), label=f"index {name}"):
+            continue
+        index = data.draw(st.sampled_from(col.indexes), label=f"index kind {name}")
+        options[f"file-index.{index}.columns"] = ",".join(
+            filter(None, [options.get(f"file-index.{index}.columns"), name]))
+        if index == "bloom-filter":
+            options[f"file-index.bloom-filter.{name}.items"] = "64"
+    pk = kind != "append"
+    key = Col("k", pa.int64(), "int", st.integers(0, 7), -2**63, 2**63 - 1)
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=not pk)] + [pa.field(c.name, c.type) for c in current.values()])
+    warehouse = tempfile.mkdtemp(prefix="filter-diff-")
+    try:
+        cat = ps.Catalog(warehouse)
+        t = cat.create_table("db.t", schema, primary_keys=["k"] if pk else None, options=options)
+        rows: dict[Any, dict] | list[dict] = {} if pk else []
+        for write in range(3):
+            for name in [c for c in changes if at[c] == write]:
+                old, new = _EVOLVING[name]
+                with t.update_schema() as update:
+                    if name == "a":
+                        update.rename_column("a", "b")
+                        update.update_column("b", pa.int64())
+                    elif name in ("x", "y"):
+                        update.drop_column(name)
+                    elif name == "n":
+                        update.add_column("n", pa.int32())
+                    else:
+                        update.update_column(name, new.type)
+                if name in ("x", "y"):   # added again as another column (a new field id)
+                    with t.update_schema() as update:
+                        update.add_column(name, new.type)
+                t = cat.get_table("db.t")
+                current.pop(old.name if old else name, None)
+                current[new.name] = new
+                for r in (rows.values() if pk else rows):
+                    value = r.pop(old.name, None) if old else None
+                    if name == "dec" and value is not None:
+                        value = value.quantize(D("0.0001"))
+                    r[new.name] = None if name in ("x", "y", "n") else value
+            batch = data.draw(st.lists(st.fixed_dictionaries(
+                {"k": key.values if pk else st.one_of(st.none(), key.values),
+                 **{c.name: st.one_of(st.none(), c.values, c.values, c.values) for c in current.values()}}),
+                max_size=8), label=f"write {write}")
+            if batch:
+                schema = t.arrow_schema()
+                t.write_arrow(pa.table({f.name: pa.array([r[f.name] for r in batch], f.type) for f in schema},
+                                       schema=schema))
+                for r in batch:
+                    r = dict(r)
+                    if name_dec := current.get("dec"):
+                        if r["dec"] is not None and name_dec.type.scale == 4:
+                            r["dec"] = r["dec"].quantize(D("0.0001"))
+                    if pk:
+                        rows[r["k"]] = r
+                    else:
+                        rows.append(r)
+        cfg = Config(kind, "deduplicate", None, list(current.values()), options)
+        cfg_cols = {c.name: c for c in [key, *current.values()]}
+        names = list(cfg_cols)
+        unfiltered = t.to_arrow()
+        assert canon_rows(unfiltered.to_pylist(), names) == \
+            canon_rows(list(rows.values()) if pk else rows, names), (changes, at, options)
+        present = {c: unfiltered.column(c).to_pylist() for c in names}
+        for _ in range(10):
+            check_filter(t, cfg, draw_filter(data, cfg_cols, present), unfiltered)
     finally:
         shutil.rmtree(warehouse, ignore_errors=True)
 
@@ -869,6 +1002,36 @@ def test_decimal_column_with_an_infinite_or_nan_literal(wh):
     assert _rows(t, [("v", ">=", INF)], "v") == _reprs([])
     assert _rows(t, [("v", "<", NAN)], "v") == _reprs([])
     assert _rows(t, [("v", "!=", NAN)], "v") == _reprs([D("1.25")])
+
+
+def test_time_column_with_a_finer_time_literal(wh):
+    """A TIME(3) value 00:00:00.001 is below 00:00:00.0015: pa.scalar(literal, time32('ms'))
+    truncates the literal to .001 silently (predicate._column_value checks s/ms timestamps for
+    it, not times), so without statistics `=`, `>=` and `in` match the row and `<`, `!=` and
+    `not in` miss it (with statistics, `=` is pruned: the answer depends on the stats mode)."""
+    schema = pa.schema([("t", pa.time32("ms"))])
+    one_ms, lit = dt.time(0, 0, 0, 1000), dt.time(0, 0, 0, 1500)
+    t = _table(wh, schema, [{"t": [one_ms, None]}], options={"metadata.stats-mode": "none"})
+    assert _rows(t, [("t", "=", lit)], "t") == _reprs([])
+    assert _rows(t, [("t", ">=", lit)], "t") == _reprs([])
+    assert _rows(t, [("t", "in", [lit])], "t") == _reprs([])
+    assert _rows(t, [("t", "<", lit)], "t") == _reprs([one_ms])
+    assert _rows(t, [("t", "!=", lit)], "t") == _reprs([one_ms])
+    assert _rows(t, [("t", "not in", [lit])], "t") == _reprs([one_ms])
+
+
+def test_orc_row_column_of_rolled_files(wh):
+    """Not a filter bug, found by the property's check of the unfiltered read: pyarrow's ORC
+    writer ignores the offset of a sliced struct array and writes the rows from the start of its
+    buffers, so every ORC file written from a slice of a batch (rolled at target-file-size,
+    compaction outputs, a bucket's rows) holds other rows' ROW values. datafile.write_data_file
+    hands orc.write_table such slices."""
+    schema = pa.schema([("k", pa.int64()), ("stc", pa.struct([("a", pa.int32())]))])
+    rows = [{"k": i, "stc": None if i % 3 == 0 else {"a": i}} for i in range(2000)]
+    t = wh.create_table("db.t", schema, options={"file.format": "orc", "target-file-size": "1 kb"})
+    t.write_arrow(pa.Table.from_pylist(rows, schema=schema))
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == rows
+    assert t.to_arrow(filter=[("stc", "is null")]).num_rows == len(rows[::3])
 
 
 def test_date_column_with_a_datetime_literal(wh):
