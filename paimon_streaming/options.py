@@ -339,6 +339,16 @@ def misspelled_key(key: str) -> str | None:
     return one_edit_from(folded, KNOWN_KEYS)
 
 
+def misspelt_name(key: str, names: Iterable[str]) -> str | None:
+    """The name of `names` (an engine's own options, spelt as documented) that `key` misspells,
+    case ignored, or None when `key` is one of them or is not one edit from any: such a key
+    would otherwise be taken as something else and ignored."""
+    by_folded = {name.lower(): name for name in names}
+    folded = key.lower()
+    meant = None if folded in by_folded else one_edit_from(folded, by_folded)
+    return None if meant is None else by_folded[meant]
+
+
 def one_edit_from(key: str, known_keys: Iterable[str]) -> str | None:
     """The key of `known_keys` (those of 6 characters or more) that `key` is one edit away from:
     an insertion, a deletion, a substitution or a swap of neighbours."""

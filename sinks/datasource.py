@@ -49,7 +49,7 @@ from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import (InvalidOptionError, PaimonError, SchemaMismatchError, TableNotFoundError,
                                      UnsupportedOperationError)
-from paimon_streaming.options import one_edit_from
+from paimon_streaming.options import misspelt_name
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
@@ -172,9 +172,9 @@ def refuse_misspelt(options: dict[str, str]) -> None:
     a table option and ignored; for `partitionOverwriteMode` that turns a dynamic overwrite into
     a replacement of the whole table. Refused, naming the option meant."""
     for key in options:
-        meant = None if key in _WRITER_OPTIONS else one_edit_from(key, _WRITER_OPTIONS)
+        meant = misspelt_name(key, _WRITER_OPTIONS.values())
         if meant is not None:
-            raise InvalidOptionError(f"unknown write option {key!r}: did you mean {_WRITER_OPTIONS[meant]!r}?")
+            raise InvalidOptionError(f"unknown write option {key!r}: did you mean {meant!r}?")
 
 
 def _overwrite_mode(options: dict[str, str], default: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from paimon_streaming.errors import InvalidOptionError
-from paimon_streaming.options import one_edit_from
+from paimon_streaming.options import misspelt_name
 
 log = logging.getLogger("paimon_streaming.source")
 
@@ -127,12 +127,11 @@ KNOWN_OPTIONS = ("assign", "subscribe", "subscribePattern", "startingOffsets", "
 def refuse_misspelt(options: Mapping[str, str]) -> None:
     """An option one typo away from one of Spark's Kafka source (`startingOffset`) would be
     ignored, and the query would start at the default (latest): refused, naming the option meant."""
-    known = {name.lower(): name for name in KNOWN_OPTIONS}
-    for key in (k.lower() for k in options):
-        meant = None if key in known or key.startswith("kafka.") else one_edit_from(key, known)
+    for key in options:
+        meant = None if key.lower().startswith("kafka.") else misspelt_name(key, KNOWN_OPTIONS)
         if meant is not None:
-            raise InvalidOptionError(f"unknown option {key!r} of format('kafka-python'): did you mean "
-                                     f"{known[meant]!r}?")
+            raise InvalidOptionError(f"unknown option {key.lower()!r} of format('kafka-python'): did you mean "
+                                     f"{meant!r}?")
 
 
 _BATCH_ONLY = {k.lower(): k for k in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 import paimon_streaming as ps
+from concurrent_worker import check_snapshot
 from conftest import rows_by
 from paimon_streaming.check import check_table
 
@@ -35,3 +36,32 @@ def catalog_round_trip(cat: ps.Catalog) -> tuple[str, list[dict]]:
     assert report.ok and not report.problems, report.problems
     assert not reopened.snapshot_manager.try_publish(reopened.snapshot(6))  # taken: never replaced
     return location, expected
+
+
+def each_batch_committed_once(table: ps.Table, writers: int, batches: int, rows_per_batch: int = 5) -> None:
+    """After `writers` processes committed `batches` each (tests/concurrent_worker.py's batches, as
+    commit user writer-<w>, identifier <b>): snapshot ids have no gap, every batch is in exactly
+    one APPEND snapshot (COMPACT ones merge the small files the writers leave), and the last
+    snapshot checks clean and reads as all the batches."""
+    snaps = table.snapshots()
+    assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))
+    committed = sorted((s.commit_user, s.commit_identifier) for s in snaps if s.commit_kind == "APPEND")
+    expected = sorted((f"writer-{w}", b) for w in range(writers) for b in range(batches))
+    assert committed == expected, f"batches lost (a snapshot replaced): {sorted(set(expected) - set(committed))}"
+    assert check_snapshot(table, snaps[-1]) is None and check_table(table).ok
+    assert table.to_arrow().num_rows == writers * batches * rows_per_batch
+
+
+def crash_before_commit_reads_as_before(cat: ps.Catalog) -> None:
+    """A writer's data files are written and its process dies before the commit: the table reads
+    as before and checks clean, and the next writer goes on."""
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id", "p"],
+                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(rows(range(4)))
+    before, latest = rows_by(t.to_arrow(), "id"), t.latest_snapshot().id
+    t.write_messages(rows(range(2, 6), v="lost"))
+    reopened = ps.Table.open(cat.table_location("db.t"))
+    assert rows_by(reopened.to_arrow(), "id") == before and check_table(reopened).ok
+    assert reopened.latest_snapshot().id == latest
+    reopened.write_arrow(rows(range(2, 6), v="b"))
+    assert rows_by(reopened.to_arrow(), "id") == before[:2] + rows_by(rows(range(2, 6), v="b"), "id")

@@ -13,9 +13,9 @@ import pytest
 
 import paimon_streaming as ps
 from conftest import rows_by
-from store_checks import SCHEMA, catalog_round_trip, rows
+from store_checks import (SCHEMA, catalog_round_trip, crash_before_commit_reads_as_before, each_batch_committed_once,
+                          rows)
 from paimon_streaming.catalog import create_table_at
-from paimon_streaming.check import check_table
 from paimon_streaming.errors import StoreConfigurationError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.stores.azure import AzureCreateIfAbsent
@@ -76,7 +76,7 @@ def test_catalog_and_tables_on_an_abfs_uri(azure):
 
 
 def test_processes_committing_concurrently(azure):
-    from concurrent_worker import batch_of, check_snapshot, write_batches
+    from concurrent_worker import batch_of, write_batches
     location = azure.uri("lake/procs/t")
     create_table_at(location, batch_of(0, 0).schema)
     ctx = multiprocessing.get_context("spawn")
@@ -89,24 +89,11 @@ def test_processes_committing_concurrently(azure):
     for p in procs:
         p.join(120)
     assert errors.empty(), errors.get()
-    table = ps.Table.open(location)
-    snaps = table.snapshots()
-    assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))
-    assert sorted((s.commit_user, s.commit_identifier) for s in snaps if s.commit_kind != "COMPACT") == \
-        sorted((f"writer-{w}", b) for w in range(writers) for b in range(batches))
-    assert check_snapshot(table, snaps[-1]) is None and table.to_arrow().num_rows == writers * batches * 5
+    each_batch_committed_once(ps.Table.open(location), writers, batches)
 
 
 def test_crash_between_data_files_and_snapshot_leaves_the_table_readable(azure):
-    t = ps.Catalog(azure.uri("lake/crash")).create_table("db.t", SCHEMA, primary_keys=["id", "p"],
-                                                          options={"bucket": "2", "deletion-vectors.enabled": "true"})
-    t.write_arrow(rows(range(4)))
-    before = rows_by(t.to_arrow(), "id")
-    t.write_messages(rows(range(2, 6), v="lost"))  # data files written, the process dies before the commit
-    reopened = ps.Table.open(ps.Catalog(azure.uri("lake/crash")).table_location("db.t"))
-    assert rows_by(reopened.to_arrow(), "id") == before and check_table(reopened).ok
-    reopened.write_arrow(rows(range(2, 6), v="b"))  # the next writer goes on
-    assert rows_by(reopened.to_arrow(), "id") == before[:2] + rows_by(rows(range(2, 6), v="b"), "id")
+    crash_before_commit_reads_as_before(ps.Catalog(azure.uri("lake/crash")))
 
 
 def test_lost_reply_of_the_snapshot_upload_commits_once(azure, monkeypatch):

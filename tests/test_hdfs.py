@@ -16,10 +16,9 @@ import pytest
 
 import paimon_streaming as ps
 from conftest import rows_by
-from store_checks import SCHEMA, catalog_round_trip, rows
+from store_checks import catalog_round_trip, crash_before_commit_reads_as_before, each_batch_committed_once
 from hdfs_cluster import client_environment, get_cluster
 from paimon_streaming.catalog import create_table_at
-from paimon_streaming.check import check_table
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.stores import create_if_absent_for
 from paimon_streaming.stores.hdfs import HdfsCreateIfAbsent
@@ -221,7 +220,7 @@ def commit_in_step(location: str, writer: int, batches: int, barrier, errors) ->
 def test_processes_committing_concurrently(hdfs):
     """4 processes commit 3 batches each to one table, all at once: every batch lands in exactly
     one snapshot, the ids have no gap, and the last snapshot reads as all the batches."""
-    from concurrent_worker import batch_of, check_snapshot
+    from concurrent_worker import batch_of
     location = hdfs.uri("/lake/procs/t")
     create_table_at(location, batch_of(0, 0).schema)
     ctx = multiprocessing.get_context("spawn")
@@ -236,24 +235,8 @@ def test_processes_committing_concurrently(hdfs):
         p.join(180)
     assert errors.empty(), errors.get()
     assert [p.exitcode for p in procs] == [0] * writers
-    table = ps.Table.open(location)
-    snaps = table.snapshots()
-    assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))
-    # APPEND snapshots: one a batch (COMPACT ones merge the small files the writers leave)
-    committed = sorted((s.commit_user, s.commit_identifier) for s in snaps if s.commit_kind == "APPEND")
-    expected = sorted((f"writer-{w}", b) for w in range(writers) for b in range(batches))
-    assert committed == expected, f"batches lost (a snapshot replaced): {sorted(set(expected) - set(committed))}"
-    assert check_snapshot(table, snaps[-1]) is None and table.to_arrow().num_rows == writers * batches * 5
+    each_batch_committed_once(ps.Table.open(location), writers, batches)
 
 
 def test_crash_between_data_files_and_snapshot_leaves_the_table_readable(hdfs):
-    t = ps.Catalog(hdfs.uri("/lake/crash")).create_table("db.t", SCHEMA, primary_keys=["id", "p"],
-                                                          options={"bucket": "2", "deletion-vectors.enabled": "true"})
-    t.write_arrow(rows(range(4)))
-    before, latest = rows_by(t.to_arrow(), "id"), t.latest_snapshot().id
-    t.write_messages(rows(range(2, 6), v="lost"))  # data files written, the process dies before the commit
-    reopened = ps.Table.open(ps.Catalog(hdfs.uri("/lake/crash")).table_location("db.t"))
-    assert rows_by(reopened.to_arrow(), "id") == before and check_table(reopened).ok
-    assert reopened.latest_snapshot().id == latest
-    reopened.write_arrow(rows(range(2, 6), v="b"))  # the next writer goes on
-    assert rows_by(reopened.to_arrow(), "id") == before[:2] + rows_by(rows(range(2, 6), v="b"), "id")
+    crash_before_commit_reads_as_before(ps.Catalog(hdfs.uri("/lake/crash")))

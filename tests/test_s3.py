@@ -20,7 +20,8 @@ from paimon_streaming.scan import TableScan
 from paimon_streaming.errors import S3ConfigurationError
 from paimon_streaming.stores.s3 import S3CreateIfAbsent
 from conftest import rows_by
-from store_checks import SCHEMA, catalog_round_trip, rows
+from store_checks import (SCHEMA, catalog_round_trip, crash_before_commit_reads_as_before, each_batch_committed_once,
+                          rows)
 
 pytest.importorskip("moto")
 from s3_server import CREDENTIALS, S3Server  # noqa: E402
@@ -155,7 +156,7 @@ def test_lost_reply_of_the_snapshot_put_commits_once(s3, monkeypatch):
 
 
 def test_processes_committing_concurrently_on_s3(s3):
-    from concurrent_worker import batch_of, check_snapshot, write_batches
+    from concurrent_worker import batch_of, write_batches
     location = s3.uri("lake/procs/t", credentials=True)
     create_table_at(location, batch_of(0, 0).schema)
     ctx = multiprocessing.get_context("spawn")
@@ -168,24 +169,11 @@ def test_processes_committing_concurrently_on_s3(s3):
     for p in procs:
         p.join(120)
     assert errors.empty(), errors.get()
-    table = ps.Table.open(location)
-    snaps = table.snapshots()
-    assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))
-    assert sorted((s.commit_user, s.commit_identifier) for s in snaps if s.commit_kind != "COMPACT") == \
-        sorted((f"writer-{w}", b) for w in range(writers) for b in range(batches))
-    assert check_snapshot(table, snaps[-1]) is None and table.to_arrow().num_rows == writers * batches * 5
+    each_batch_committed_once(ps.Table.open(location), writers, batches)
 
 
 def test_crash_between_data_files_and_snapshot_leaves_the_table_readable(s3):
-    t = ps.Catalog(s3.uri("lake/crash")).create_table("db.t", SCHEMA, primary_keys=["id", "p"],
-                                                      options={"bucket": "2", "deletion-vectors.enabled": "true"})
-    t.write_arrow(rows(range(4)))
-    before = rows_by(t.to_arrow(), "id")
-    t.write_messages(rows(range(2, 6), v="lost"))  # data files written, the process dies before the commit
-    reopened = ps.Table.open(ps.Catalog(s3.uri("lake/crash")).table_location("db.t"))
-    assert rows_by(reopened.to_arrow(), "id") == before and check_table(reopened).ok
-    reopened.write_arrow(rows(range(2, 6), v="b"))  # the next writer goes on
-    assert rows_by(reopened.to_arrow(), "id") == before[:2] + rows_by(rows(range(2, 6), v="b"), "id")
+    crash_before_commit_reads_as_before(ps.Catalog(s3.uri("lake/crash")))
 
 
 def test_spark_sink_on_s3(s3, tmp_path):
