@@ -213,10 +213,18 @@ class AppendCompactor:
             inc.deleted_files.extend(group)
         return inc
 
+    def rewrite_without(self, bucket: AppendBucket, f: DataFileMeta, positions: np.ndarray) -> list[DataFileMeta]:
+        """File `f` (of a bucket without deletion vectors) written again without the rows at
+        `positions`: a copy-on-write delete (delete.py). Its rows keep their order, sequence
+        numbers from the file's first, and on a row-tracking table their ids."""
+        return self._rewrite(bucket, [f], {}, {f.file_name: positions})
+
     def _rewrite(self, bucket: AppendBucket, group: list[DataFileMeta],
-                 holder: dict[str, DeletionVectorMaintainer]) -> list[DataFileMeta]:
+                 holder: dict[str, DeletionVectorMaintainer],
+                 dropped: dict[str, np.ndarray] | None = None) -> list[DataFileMeta]:
         """Read the group file by file and write it out in files of about the target size,
-        holding at most one output file's rows (plus one input file) in memory."""
+        holding at most one output file's rows (plus one input file) in memory. `dropped`:
+        positions of rows to leave out, by file name."""
         rows_per_file = _rows_per_file(group, self.rules.target_file_size)
         out: list[DataFileMeta] = []
         pending: list[pa.Table] = []
@@ -236,7 +244,7 @@ class AppendCompactor:
         if self.tracks_rows:
             target = pa.schema(list(target) + list(row_tracking.ARROW_FIELDS))
         for f in group:
-            rows = self._read(bucket, f, holder)
+            rows = self._read(bucket, f, holder, (dropped or {}).get(f.file_name))
             pending.append(rows if rows.schema.equals(target) else rows.cast(target))
             buffered += rows.num_rows
             if buffered >= rows_per_file:
@@ -248,14 +256,17 @@ class AppendCompactor:
             write(pa.concat_tables(pending).combine_chunks())
         return out
 
-    def _read(self, bucket: AppendBucket, f: DataFileMeta, holder: dict[str, DeletionVectorMaintainer]) -> pa.Table:
-        """A file's rows as the current schema has them, without the rows its vector deletes;
-        from memory when this process has just written it with the current schema."""
+    def _read(self, bucket: AppendBucket, f: DataFileMeta, holder: dict[str, DeletionVectorMaintainer],
+              dropped: np.ndarray | None = None) -> pa.Table:
+        """A file's rows as the current schema has them, without the rows its vector deletes
+        (and those at `dropped` positions); from memory when this process has just written it
+        with the current schema."""
         vector = holder[f.file_name].deleted_positions(f.file_name) if f.file_name in holder else None
         keep = None
-        if vector is not None and len(vector):
-            keep = np.ones(f.row_count, bool)
-            keep[vector] = False
+        for gone in (vector, dropped):
+            if gone is not None and len(gone):
+                keep = np.ones(f.row_count, bool) if keep is None else keep
+                keep[gone] = False
         rows = bucket.fresh.get(f.file_name)
         if rows is None and f.schema_id == self.schema.id:
             rows = RECENT_ROWS.get(f.file_name)

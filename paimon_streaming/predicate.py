@@ -64,10 +64,33 @@ def parse_filter(spec: Any, schema: pa.Schema) -> Filter | None:
             if op not in ("is null", "is not null") and pa.types.is_nested(kind):
                 raise SchemaMismatchError(f"filter column '{column}' is of type {from_arrow(kind)}: its values do not compare "
                                           f"('{op}'); only 'is null' and 'is not null' apply to it")
-            terms.append(Term(column, op, _as_typed_digits(value, kind)))
+            terms.append(Term(column, op, _as_typed_digits(_from_text(column, value, kind), kind)))
         disjuncts.append(tuple(terms))
     expression = _or([_and([_term_expr(t, schema.field(t.column).type) for t in conj]) for conj in disjuncts])
     return Filter(tuple(disjuncts), expression)
+
+
+def _from_text(column: str, value: Any, arrow_type: pa.DataType) -> Any:
+    """An ISO text against a DATE, TIME or TIMESTAMP column is the value it names, as SQL casts
+    `dt >= '2024-01-01'` (a text with an offset is that instant); one that names none is an
+    error naming the column. Values of `in` lists too."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_from_text(column, v, arrow_type) for v in value)
+    if not isinstance(value, str):
+        return value
+    if pa.types.is_date(arrow_type):
+        parse, what = dt.date.fromisoformat, "a date (YYYY-MM-DD)"
+    elif pa.types.is_timestamp(arrow_type):
+        parse, what = dt.datetime.fromisoformat, "a timestamp (YYYY-MM-DD[ HH:MM:SS[.ffffff]][+HH:MM])"
+    elif pa.types.is_time(arrow_type):
+        parse, what = dt.time.fromisoformat, "a time of day (HH:MM:SS[.ffffff])"
+    else:
+        return value
+    try:
+        return parse(value.strip())
+    except ValueError:
+        raise SchemaMismatchError(f"filter value {value!r} for column '{column}' ({from_arrow(arrow_type)}) is not "
+                                  f"{what}") from None
 
 
 def _as_typed_digits(value: Any, arrow_type: pa.DataType) -> Any:

@@ -14,6 +14,7 @@ import pyarrow as pa
 from . import cross_partition, full_compaction, row_tracking
 from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
+from .delete import delete_rows
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from .branches import (MAIN, branch_names, branch_path, branch_ref, create_branch, delete_branch, fast_forward,
@@ -323,6 +324,13 @@ class Table:
                 return sid
         return ids[-1] if ids else None
 
+    def delete(self, filter: Any, commit_user: str | None = None) -> int | None:
+        """Delete the rows `filter` matches (SQL's DELETE FROM ... WHERE; the filter as in
+        `to_arrow`), in one commit; returns its snapshot id, None when no row matched.
+        Primary-key tables write -D rows for them, append tables mark them in deletion
+        vectors or rewrite the files holding them (delete.py)."""
+        return delete_rows(self, filter, commit_user)
+
     def complete_interrupted_batch(self, commit_user: str, own_latest: Snapshot | None = None) -> int | None:
         """Finish the compaction of `commit_user`'s last batch when it has none: a crash or a
         failed upload between a batch's APPEND and COMPACT snapshots leaves its level-0 files
@@ -361,8 +369,17 @@ class Table:
         on the new snapshot, up to `commit.max-retries` times, then CommitConflictError.
         """
         full_buckets = set(full_buckets)
-        user = commit_user or str(uuid.uuid4())
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+        return self.commit_planned(
+            lambda latest: self._compaction_messages(latest, lambda bucket: full or bucket in full_buckets, only),
+            commit_user or str(uuid.uuid4()), identifier, "compaction", best_effort_compaction=best_effort)
+
+    def commit_planned(self, plan: Callable[[Snapshot], list[CommitMessage]], commit_user: str, identifier: int,
+                       what: str, **commit_options: Any) -> int | None:
+        """Commit the messages `plan` makes on the latest snapshot; returns the last snapshot id
+        (None when there is nothing to commit). A commit that loses a race with another writer
+        (it took the files or index the messages replace) is discarded and planned again on the
+        new snapshot, up to `commit.max-retries` times, then CommitConflictError."""
         committer = self.new_commit()
         retries = self.options.get("commit.max-retries")
         for attempt in itertools.count():
@@ -371,14 +388,15 @@ class Table:
                 latest = self.latest_snapshot()
                 if latest is None:
                     return None
-                messages = self._compaction_messages(latest, lambda bucket: full or bucket in full_buckets, only)
-                ids = committer.commit(messages, user, identifier, best_effort_compaction=best_effort)
+                with self._planned_on(latest):
+                    messages = plan(latest)
+                ids = committer.commit(messages, commit_user, identifier, planned_on=latest, **commit_options)
                 return ids[-1] if ids else None
             except CommitConflictError:
                 committer.discard(messages)
                 if attempt == retries:
                     raise
-                log.info("compaction of %s lost a race with another writer; planning it again", self.name)
+                log.info("%s of %s lost a race with another writer; planning it again", what, self.name)
 
     def scheduled_buckets(self, commit_user: str, identifier: int) -> set[tuple[bytes, int]]:
         """The (partition, bucket)s a due batch `identifier` compacts fully besides its own:

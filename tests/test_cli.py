@@ -1,4 +1,4 @@
-"""The command line: info, snapshots, compact; demo and ingest (their runs: test_demo.py,
+"""The command line: info, snapshots, compact, delete; demo and ingest (their runs: test_demo.py,
 test_ingest.py); errors exit non-zero with a message."""
 from __future__ import annotations
 
@@ -29,6 +29,28 @@ def test_info_snapshots_compact(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["snapshot"] == 4
     assert main(["snapshots", path]) == 0
     assert "COMPACT" in capsys.readouterr().out
+
+
+def test_delete_with_where_terms(tmp_path, capsys):
+    import paimon_streaming as ps
+    table = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", pa.schema([pa.field("id", pa.int64(), False), ("zip", pa.string()), ("day", pa.date32())]),
+        options={"deletion-vectors.enabled": "true"})
+    table.write_arrow(pa.table({"id": [1, 2, 3, 4], "zip": ["01234", "1234", None, "9"],
+                                "day": pa.array([19000, 19001, 19002, 19003], pa.date32())}))
+    path = table.path
+    assert main(["delete", path, "--where", "zip", "=", "01234", "--dry-run", "--json"]) == 0  # text, not 1234
+    assert json.loads(capsys.readouterr().out)["matching_rows"] == 1
+    assert main(["delete", path, "--where", "zip", "in", '["01234", "9"]', "--where", "day", ">=", "2022-01-11"]) == 0
+    assert "deleted from" in capsys.readouterr().out
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3]  # 2022-01-11 is day 19,003
+    assert main(["delete", path, "--where", "zip", "is null", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["snapshot"] is not None
+    assert main(["delete", path, "--where", "id", ">", "100"]) == 0
+    assert "no row matched" in capsys.readouterr().out
+    assert main(["delete", path, "--where", "day", "=", "someday"]) == 1
+    assert "column 'day' (DATE) is not a date" in capsys.readouterr().err
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2]
 
 
 def test_errors_exit_non_zero(tmp_path, capsys):

@@ -144,3 +144,29 @@ def test_decimal_filters_compare_by_value(catalog):
         [Decimal("1.75"), Decimal("1.80")]
     assert t.to_arrow(filter=[("a", ">", Decimal("1.755"))]).to_pylist() == [{"a": Decimal("1.80")}]
     assert t.to_arrow(filter=[("a", "in", [Decimal("1.5")])]).to_pylist() == [{"a": Decimal("1.50")}]
+
+
+def test_iso_text_against_temporal_columns_is_the_value_it_names(catalog):
+    """`dt >= '2024-01-01'` as SQL casts it: the text is the date, time or instant it names, for
+    pruning (each file holds one day) and rows alike; a text naming none is an error naming
+    the column, never a comparison of text with dates."""
+    utc = dt.timezone.utc
+    t = catalog.create_table("db.temporal", pa.schema([("d", pa.date32()), ("ts", pa.timestamp("us")),
+                                                       ("ltz", pa.timestamp("us", tz="UTC")), ("tm", pa.time32("ms"))]))
+    for day in (1, 2, 3):
+        t.write_arrow(pa.table({"d": [dt.date(2024, 1, day)], "ts": [dt.datetime(2024, 1, day, 10)],
+                                "ltz": [dt.datetime(2024, 1, day, 10, tzinfo=utc)], "tm": [dt.time(day)]}))
+
+    def days(flt):
+        return sorted(r["d"].day for r in t.to_arrow(filter=flt).to_pylist())
+    assert days([("d", ">=", "2024-01-02")]) == [2, 3]
+    assert days([("d", "in", ["2024-01-01", "2024-01-03"])]) == [1, 3]
+    assert days([("ts", "<", "2024-01-02 10:00:00")]) == [1]
+    assert days([("ts", "=", "2024-01-02T10:00:00.000001")]) == []
+    assert days([("ltz", "=", "2024-01-03T12:00:00+02:00")]) == [3]   # 10:00 UTC
+    assert days([("tm", ">", "02:00")]) == [3]
+    for flt, match in (([("d", "=", "2024-13-01")], "column 'd' \\(DATE\\) is not a date"),
+                       ([("ts", ">", "yesterday")], "column 'ts' .* is not a timestamp"),
+                       ([("tm", "in", ["10:00", "noon"])], "'noon' for column 'tm'")):
+        with pytest.raises(SchemaMismatchError, match=match):
+            t.to_arrow(filter=flt)

@@ -1,9 +1,11 @@
-"""Table inspection and maintenance: `info`, `snapshots`, `compact`."""
+"""Table inspection and maintenance: `info`, `snapshots`, `compact`, `delete`."""
 from __future__ import annotations
 
 import argparse
 import json
 import time
+
+import pyarrow as pa
 
 from ..table import Table
 from .output import add_table_argument, print_rows
@@ -59,6 +61,48 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+def where_terms(wheres: list[list[str]], schema: pa.Schema) -> list[tuple]:
+    """`--where COLUMN OP [VALUE]` options as filter terms (AND). A VALUE is read as JSON (`5`,
+    `null`, `["a", "b"]` for in) and as text when it is no JSON or the column holds text and
+    it is a JSON number or boolean (`--where zip = 01234`)."""
+    terms = []
+    for where in wheres:
+        if len(where) not in (2, 3):
+            raise ValueError(f"--where takes COLUMN OP [VALUE], got {' '.join(where)!r}")
+        if len(where) == 2:
+            terms.append((where[0], where[1]))
+            continue
+        column, op, text = where
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        textual = column in schema.names and (pa.types.is_string(schema.field(column).type)
+                                              or pa.types.is_large_string(schema.field(column).type))
+        if textual and isinstance(value, (int, float, bool)):
+            value = text
+        terms.append((column, op, value))
+    return terms
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    table = Table.open(args.table)
+    terms = where_terms(args.where, table.arrow_schema())
+    if args.dry_run:
+        matched = table.to_arrow(columns=table.schema.field_names[:1], filter=terms).num_rows
+        result = {"table": table.ref, "matching_rows": matched, "snapshot": None}
+    else:
+        result = {"table": table.ref, "snapshot": table.delete(terms)}
+    if args.json:
+        print(json.dumps(result))
+    elif args.dry_run:
+        print(f"{result['matching_rows']} rows of {table.ref} match; nothing deleted (--dry-run)")
+    else:
+        sid = result["snapshot"]
+        print(f"deleted from {table.ref}: " + (f"snapshot {sid}" if sid is not None else "no row matched"))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     for name, func, text in (("info", cmd_info, "show a table's schema, keys, options and size"),
                              ("snapshots", cmd_snapshots, "list a table's snapshots"),
@@ -73,3 +117,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                                  "file with deleted rows) and drop obsolete "
                                                                  "deletion vectors")
         p.set_defaults(func=func)
+    p = sub.add_parser("delete", help="delete the rows a filter matches (SQL's DELETE FROM ... WHERE), in one commit")
+    add_table_argument(p)
+    p.add_argument("--where", nargs="+", action="append", required=True, metavar="TERM",
+                   help="COLUMN OP [VALUE], repeated for AND: --where dt '<' 2024-01-01 --where id in '[1, 2]' "
+                        "(OP: = != < <= > >= in 'not in' 'is null' 'is not null'; VALUE as JSON, else text)")
+    p.add_argument("--dry-run", action="store_true", help="count the matching rows, delete nothing")
+    p.set_defaults(func=cmd_delete)

@@ -1,0 +1,208 @@
+"""`Table.delete(filter)` (paimon_streaming/delete.py): SQL's DELETE FROM ... WHERE on every kind
+of table we write, checked against a model of the rows, against Apache Paimon Java's reader
+(and its compaction of what we left), and against concurrent commits that move the files a
+delete planned on."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming import delete as delete_module
+from paimon_streaming.errors import CommitConflictError, UnsupportedOperationError
+from conftest import pypaimon_read
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64()), pa.field("p", pa.string(), False)])
+TABLES = {
+    "pk-dv": (["id", "p"], {"bucket": "2", "deletion-vectors.enabled": "true"}),
+    "pk-mor": (["id", "p"], {"bucket": "2"}),
+    "pk-cross-partition": (["id"], {"bucket": "-1"}),
+    "append-dv": (None, {"deletion-vectors.enabled": "true"}),
+    "append-dv-buckets": (None, {"deletion-vectors.enabled": "true", "bucket": "2", "bucket-key": "id"}),
+    "append": (None, {}),
+    "append-buckets": (None, {"bucket": "2", "bucket-key": "id"}),
+    "append-row-tracking": (None, {"row-tracking.enabled": "true"}),
+}
+
+
+def batch(lo: int, hi: int) -> pa.Table:
+    """Rows lo..hi-1: v = id except every 7th row's, which is null; p alternates."""
+    ids = list(range(lo, hi))
+    return pa.table({"id": ids, "v": [None if i % 7 == 0 else i for i in ids],
+                     "p": ["a" if i % 2 else "b" for i in ids]}, schema=SCHEMA)
+
+
+def ids(table: pa.Table) -> list[int]:
+    return sorted(table.column("id").to_pylist())
+
+
+def v_of(i: int) -> int | None:
+    return None if i % 7 == 0 else i
+
+
+def deleted_as_modelled(catalog, kind: str) -> tuple[ps.Table, int, set[int]]:
+    """A table of `kind` with two batches and five deletes, each checked against the model;
+    returns it, the snapshot before the deletes and the ids expected now."""
+    pk, options = TABLES[kind]
+    t = catalog.create_table(f"db.{kind.replace('-', '_')}", SCHEMA, primary_keys=pk, partition_keys=["p"],
+                             options=options)
+    t.write_arrow(batch(0, 60))
+    t.write_arrow(batch(60, 120))
+    before = t.latest_snapshot().id
+    row_ids = t.to_arrow(columns=["id", "_ROW_ID"]) if kind == "append-row-tracking" else None
+    expected = set(range(120))
+
+    assert t.delete([("v", ">", 100)]) is not None            # across both files of each partition
+    expected -= {i for i in expected if v_of(i) is not None and v_of(i) > 100}
+    assert t.delete([[("v", "<", 10), ("p", "=", "a")], [("id", "in", [40, 41])]]) is not None  # OR of ANDs
+    expected -= {i for i in expected if (v_of(i) is not None and v_of(i) < 10 and i % 2) or i in (40, 41)}
+    assert t.delete(pc.field("v") == 55) is not None          # an Arrow expression: no pruning, same rows
+    expected -= {55}
+    assert t.delete([("v", "<", 10)]) is not None             # again on files already marked / rewritten
+    expected -= {i for i in expected if v_of(i) is not None and v_of(i) < 10}
+    latest = t.latest_snapshot().id
+    assert t.delete([("v", "!=", 20), ("id", "<", 30)]) is not None  # nulls stay: != is not true for them
+    expected -= {i for i in expected if i < 30 and v_of(i) is not None and v_of(i) != 20}
+    assert t.delete([("v", ">", 10_000)]) is None and t.delete([("id", "=", 1)]) is None  # nothing matches
+    assert t.latest_snapshot().id > latest
+
+    assert ids(t.to_arrow()) == sorted(expected), kind
+    assert ids(ps.Table.open(t.path).to_arrow()) == sorted(expected), kind
+    assert ids(t.to_arrow(snapshot_id=before)) == list(range(120)), kind  # time travel still sees them
+    if pk is None:
+        assert t.latest_snapshot().commit_kind == "OVERWRITE"   # as Java's DELETE of an append table
+    if row_ids is not None:  # the rows kept keep their ids
+        kept = t.to_arrow(columns=["id", "_ROW_ID"]).sort_by("id")
+        assert kept == row_ids.filter(pc.is_in(row_ids.column("id"), pa.array(sorted(expected)))).sort_by("id")
+    return t, before, expected
+
+
+def test_deletes_match_a_model_and_java_reads_them(catalog):
+    """Every kind of table; then Java reads each (now and before the deletes), compacts it, and
+    both read the compacted table."""
+    from java_oracle import get_oracle
+    tables = {kind: deleted_as_modelled(catalog, kind) for kind in TABLES}
+    with get_oracle().batch() as jb:
+        java = {kind: (jb.read(t.path), jb.read(t.path, snapshot_id=before), jb.compact(t.path), jb.read(t.path))
+                for kind, (t, before, _) in tables.items()}
+    for kind, (t, _, expected) in tables.items():
+        now, before, _, compacted = java[kind]
+        assert sorted(r["id"] for r in now.result) == sorted(expected), kind
+        assert sorted(r["id"] for r in before.result) == list(range(120)), kind
+        assert sorted(r["id"] for r in compacted.result) == sorted(expected), kind
+        assert ids(ps.Table.open(t.path).to_arrow()) == sorted(expected), kind  # we read Java's compaction
+
+
+def test_pypaimon_reads_deletes(catalog, warehouse):
+    for name, options in (("dv", {"deletion-vectors.enabled": "true"}), ("cow", {})):
+        t = catalog.create_table(f"db.{name}", SCHEMA, partition_keys=["p"], options=options)
+        t.write_arrow(batch(0, 40))
+        t.delete([("v", ">=", 20)])
+        expected = [i for i in range(40) if v_of(i) is None or v_of(i) < 20]
+        assert ids(pypaimon_read(warehouse, f"db.{name}")) == ids(t.to_arrow()) == expected
+
+
+def test_a_whole_file_deleted_leaves_no_file(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["p"])
+    t.write_arrow(batch(0, 20))
+    t.delete([("p", "=", "a")])
+    scan_files = [f for s in t.plan(t.latest_snapshot()) for f in s.files]
+    assert ids(t.to_arrow()) == list(range(0, 20, 2)) and len(scan_files) == 1
+
+
+def test_filters_on_columns_added_later_and_on_row_ids(catalog):
+    t = catalog.create_table("db.t", SCHEMA, options={"row-tracking.enabled": "true",
+                                                      "deletion-vectors.enabled": "true"})
+    t.write_arrow(batch(0, 10))
+    with t.update_schema() as u:
+        u.add_column("w", pa.int64())
+    t.write_arrow(batch(10, 20).append_column("w", pa.array(range(10), pa.int64())))
+    t.delete([("w", "=", 3)])                     # old rows have w null: kept
+    assert ids(t.to_arrow()) == [i for i in range(20) if i != 13]
+    t.delete([("w", "is null")])                  # ... and go when asked for
+    assert ids(t.to_arrow()) == [i for i in range(10, 20) if i != 13]
+    first = t.to_arrow(columns=["id", "_ROW_ID"]).sort_by("_ROW_ID").column("_ROW_ID")[0].as_py()
+    t.delete([("_ROW_ID", "=", first)])
+    assert ids(t.to_arrow()) == [i for i in range(11, 20) if i != 13]
+
+
+@pytest.mark.parametrize("options, why", [
+    ({"merge-engine": "first-row"}, "merge engine 'first-row'"),
+    ({"merge-engine": "partial-update"}, "partial-update.remove-record-on-delete"),
+    ({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}, "aggregation.remove-record-on-delete"),
+    ({"ignore-delete": "true"}, "ignores deletes"),
+])
+def test_engines_that_keep_keys_on_delete_are_refused(catalog, options, why):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1", **options})
+    t.write_arrow(batch(0, 10))
+    latest = t.latest_snapshot().id
+    with pytest.raises(UnsupportedOperationError, match=why):
+        t.delete([("id", "=", 3)])
+    assert t.latest_snapshot().id == latest and ids(t.to_arrow()) == list(range(10))
+
+
+@pytest.mark.parametrize("options", [
+    {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+    {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum", "aggregation.remove-record-on-delete": "true"},
+    {"sequence.field": "v"},                       # the -D carries the row's own sequence value: it wins
+    {"rowkind.field": "k"},                        # row kinds from a column of the table
+])
+def test_engines_that_remove_keys_on_delete(catalog, options):
+    schema, data = SCHEMA, batch(0, 10)
+    if "rowkind.field" in options:
+        schema = SCHEMA.append(pa.field("k", pa.string()))
+        data = data.append_column("k", pa.array(["+I"] * 10))
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1", **options})
+    t.write_arrow(data)
+    t.delete([("id", "in", [3, 4])])
+    assert ids(t.to_arrow()) == [0, 1, 2, 5, 6, 7, 8, 9]
+
+
+def test_no_filter_and_data_evolution_tables_are_refused(catalog):
+    t = catalog.create_table("db.t", SCHEMA)
+    with pytest.raises(ValueError, match="needs a filter"):
+        t.delete(None)
+    de = catalog.create_table("db.de", SCHEMA, options={"row-tracking.enabled": "true",
+                                                        "data-evolution.enabled": "true"})
+    de.write_arrow(batch(0, 5))
+    with pytest.raises(UnsupportedOperationError, match="data-evolution"):
+        de.delete([("id", "=", 1)])
+    assert catalog.create_table("db.empty", SCHEMA).delete([("id", "=", 1)]) is None
+
+
+@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}])
+def test_a_compaction_committed_after_the_plan_is_a_conflict_planned_again(catalog, monkeypatch, options):
+    """Another writer compacts the files the delete planned to rewrite or mark: the commit
+    finds them gone, and the delete is planned again on the compacted files."""
+    t = catalog.create_table("db.t", SCHEMA, options={"compaction.min.file-num": "10", **options})
+    t.write_arrow(batch(0, 10))
+    t.write_arrow(batch(10, 20))  # two files, merged only by a full compaction
+    assert len(t.plan(t.latest_snapshot())[0].files) == 2
+    real, plans = delete_module._file_changes, []
+
+    def plan_then_compact(table, spec, latest):
+        messages = real(table, spec, latest)
+        if not plans:
+            ps.Table.open(table.path).compact(full=True)  # the other writer
+        plans.append(latest.id)
+        return messages
+    monkeypatch.setattr(delete_module, "_file_changes", plan_then_compact)
+    t.delete([("id", "in", [3, 15])])
+    assert len(plans) == 2 and plans[1] > plans[0]
+    assert ids(t.to_arrow()) == [i for i in range(20) if i not in (3, 15)]
+
+
+def test_a_conflict_on_every_attempt_raises_and_commits_nothing(catalog, monkeypatch):
+    t = catalog.create_table("db.t", SCHEMA, options={"commit.max-retries": "1"})
+    t.write_arrow(batch(0, 10))
+    latest = t.latest_snapshot().id
+
+    def conflict(*args, **kwargs):
+        raise CommitConflictError("a concurrent commit")
+    monkeypatch.setattr(ps.Table, "new_commit", lambda self: type("C", (), {"commit": conflict,
+                                                                             "discard": lambda *a: None})())
+    with pytest.raises(CommitConflictError):
+        t.delete([("id", "=", 3)])
+    monkeypatch.undo()
+    assert t.latest_snapshot().id == latest and ids(t.to_arrow()) == list(range(10))
