@@ -14,7 +14,7 @@ import pyarrow as pa
 from . import cross_partition, full_compaction, row_tracking
 from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
-from .delete import delete_rows
+from .row_level import delete_rows, update_rows
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from .branches import (MAIN, branch_names, branch_path, branch_ref, create_branch, delete_branch, fast_forward,
@@ -328,8 +328,14 @@ class Table:
         """Delete the rows `filter` matches (SQL's DELETE FROM ... WHERE; the filter as in
         `to_arrow`), in one commit; returns its snapshot id, None when no row matched.
         Primary-key tables write -D rows for them, append tables mark them in deletion
-        vectors or rewrite the files holding them (delete.py)."""
+        vectors or rewrite the files holding them (row_level.py)."""
         return delete_rows(self, filter, commit_user)
+
+    def update(self, filter: Any, values: dict[str, Any], commit_user: str | None = None) -> int | None:
+        """Set `values` in the rows `filter` matches (SQL's UPDATE ... SET ... WHERE), in one
+        commit: {column: value, or a pyarrow.compute.Expression of the row's current values}.
+        Returns its snapshot id, None when no row matched (row_level.py)."""
+        return update_rows(self, filter, values, commit_user)
 
     def complete_interrupted_batch(self, commit_user: str, own_latest: Snapshot | None = None) -> int | None:
         """Finish the compaction of `commit_user`'s last batch when it has none: a crash or a

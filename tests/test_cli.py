@@ -1,4 +1,4 @@
-"""The command line: info, snapshots, compact, delete; demo and ingest (their runs: test_demo.py,
+"""The command line: info, snapshots, compact, delete, update; demo and ingest (their runs: test_demo.py,
 test_ingest.py); errors exit non-zero with a message."""
 from __future__ import annotations
 
@@ -51,6 +51,25 @@ def test_delete_with_where_terms(tmp_path, capsys):
     assert main(["delete", path, "--where", "day", "=", "someday"]) == 1
     assert "column 'day' (DATE) is not a date" in capsys.readouterr().err
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_update_with_set_values(tmp_path, capsys):
+    import paimon_streaming as ps
+    table = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", pa.schema([pa.field("id", pa.int64(), False), ("zip", pa.string()), ("n", pa.int32())]),
+        primary_keys=["id"], options={"bucket": "1"})
+    table.write_arrow(pa.table({"id": [1, 2, 3], "zip": ["1", "2", "3"], "n": pa.array([1, 2, 3], pa.int32())}))
+    assert main(["update", table.path, "--where", "n", ">=", "2", "--set", "zip=007", "--set", "n=null",
+                 "--dry-run"]) == 0
+    assert "2 rows of" in capsys.readouterr().out
+    assert main(["update", table.path, "--where", "n", ">=", "2", "--set", "zip=007", "--set", "n=null"]) == 0
+    assert "updated" in capsys.readouterr().out
+    assert sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "zip": "1", "n": 1}, {"id": 2, "zip": "007", "n": None}, {"id": 3, "zip": "007", "n": None}]
+    assert main(["update", table.path, "--where", "id", "=", "1", "--set", "id=5"]) == 1
+    assert "primary key columns ['id'] cannot be updated" in capsys.readouterr().err
+    assert main(["update", table.path, "--where", "id", "=", "1", "--set", "n"]) == 1
+    assert "--set takes COLUMN=VALUE" in capsys.readouterr().err
 
 
 def test_errors_exit_non_zero(tmp_path, capsys):

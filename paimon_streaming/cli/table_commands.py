@@ -1,9 +1,10 @@
-"""Table inspection and maintenance: `info`, `snapshots`, `compact`, `delete`."""
+"""Table inspection and maintenance: `info`, `snapshots`, `compact`, `delete`, `update`."""
 from __future__ import annotations
 
 import argparse
 import json
 import time
+from typing import Any
 
 import pyarrow as pa
 
@@ -61,45 +62,58 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
+    """A VALUE given on the command line: JSON (`5`, `null`, `["a", "b"]`), else text; a JSON
+    number or boolean for a column that holds text stays text (`--where zip = 01234`)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    textual = column in schema.names and (pa.types.is_string(schema.field(column).type)
+                                          or pa.types.is_large_string(schema.field(column).type))
+    return text if textual and isinstance(value, (int, float, bool)) else value
+
+
 def where_terms(wheres: list[list[str]], schema: pa.Schema) -> list[tuple]:
-    """`--where COLUMN OP [VALUE]` options as filter terms (AND). A VALUE is read as JSON (`5`,
-    `null`, `["a", "b"]` for in) and as text when it is no JSON or the column holds text and
-    it is a JSON number or boolean (`--where zip = 01234`)."""
+    """`--where COLUMN OP [VALUE]` options as filter terms (AND)."""
     terms = []
     for where in wheres:
         if len(where) not in (2, 3):
             raise ValueError(f"--where takes COLUMN OP [VALUE], got {' '.join(where)!r}")
-        if len(where) == 2:
-            terms.append((where[0], where[1]))
-            continue
-        column, op, text = where
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = text
-        textual = column in schema.names and (pa.types.is_string(schema.field(column).type)
-                                              or pa.types.is_large_string(schema.field(column).type))
-        if textual and isinstance(value, (int, float, bool)):
-            value = text
-        terms.append((column, op, value))
+        terms.append(tuple(where) if len(where) == 2 else (where[0], where[1], cli_value(where[0], where[2], schema)))
     return terms
 
 
-def cmd_delete(args: argparse.Namespace) -> int:
+def set_values(sets: list[str], schema: pa.Schema) -> dict[str, Any]:
+    """`--set COLUMN=VALUE` options as update values."""
+    values = {}
+    for item in sets:
+        column, sep, text = item.partition("=")
+        if not sep or not column.strip():
+            raise ValueError(f"--set takes COLUMN=VALUE, got {item!r}")
+        values[column.strip()] = cli_value(column.strip(), text, schema)
+    return values
+
+
+def cmd_row_level(args: argparse.Namespace) -> int:
+    """`delete` and `update`: one commit, or with --dry-run the number of rows it would change."""
     table = Table.open(args.table)
     terms = where_terms(args.where, table.arrow_schema())
+    values = set_values(args.set, table.arrow_schema()) if args.command == "update" else None
     if args.dry_run:
         matched = table.to_arrow(columns=table.schema.field_names[:1], filter=terms).num_rows
         result = {"table": table.ref, "matching_rows": matched, "snapshot": None}
     else:
-        result = {"table": table.ref, "snapshot": table.delete(terms)}
+        sid = table.update(terms, values) if values is not None else table.delete(terms)
+        result = {"table": table.ref, "snapshot": sid}
+    done = "deleted from" if args.command == "delete" else "updated"
     if args.json:
         print(json.dumps(result))
     elif args.dry_run:
-        print(f"{result['matching_rows']} rows of {table.ref} match; nothing deleted (--dry-run)")
+        print(f"{result['matching_rows']} rows of {table.ref} match; nothing {done.split()[0]} (--dry-run)")
     else:
         sid = result["snapshot"]
-        print(f"deleted from {table.ref}: " + (f"snapshot {sid}" if sid is not None else "no row matched"))
+        print(f"{done} {table.ref}: " + (f"snapshot {sid}" if sid is not None else "no row matched"))
     return 0
 
 
@@ -117,10 +131,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                                  "file with deleted rows) and drop obsolete "
                                                                  "deletion vectors")
         p.set_defaults(func=func)
-    p = sub.add_parser("delete", help="delete the rows a filter matches (SQL's DELETE FROM ... WHERE), in one commit")
-    add_table_argument(p)
-    p.add_argument("--where", nargs="+", action="append", required=True, metavar="TERM",
-                   help="COLUMN OP [VALUE], repeated for AND: --where dt '<' 2024-01-01 --where id in '[1, 2]' "
-                        "(OP: = != < <= > >= in 'not in' 'is null' 'is not null'; VALUE as JSON, else text)")
-    p.add_argument("--dry-run", action="store_true", help="count the matching rows, delete nothing")
-    p.set_defaults(func=cmd_delete)
+    for name, text in (("delete", "delete the rows a filter matches (SQL's DELETE FROM ... WHERE), in one commit"),
+                       ("update", "set values in the rows a filter matches (SQL's UPDATE ... SET ... WHERE), in one "
+                                  "commit")):
+        p = sub.add_parser(name, help=text)
+        add_table_argument(p)
+        p.add_argument("--where", nargs="+", action="append", required=True, metavar="TERM",
+                       help="COLUMN OP [VALUE], repeated for AND: --where dt '<' 2024-01-01 --where id in '[1, 2]' "
+                            "(OP: = != < <= > >= in 'not in' 'is null' 'is not null'; VALUE as JSON, else text)")
+        if name == "update":
+            p.add_argument("--set", action="append", required=True, metavar="COLUMN=VALUE",
+                           help="a value to set (JSON, else text), repeated for more columns")
+        p.add_argument("--dry-run", action="store_true", help="count the matching rows, change nothing")
+        p.set_defaults(func=cmd_row_level)

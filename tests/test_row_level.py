@@ -1,7 +1,7 @@
-"""`Table.delete(filter)` (paimon_streaming/delete.py): SQL's DELETE FROM ... WHERE on every kind
-of table we write, checked against a model of the rows, against Apache Paimon Java's reader
-(and its compaction of what we left), and against concurrent commits that move the files a
-delete planned on."""
+"""`Table.delete(filter)` and `Table.update(filter, values)` (paimon_streaming/row_level.py): SQL's
+DELETE FROM ... WHERE and UPDATE ... SET ... WHERE on every kind of table we write, checked
+against a model of the rows, against Apache Paimon Java's reader (and its compaction of what we
+left), and against concurrent commits that move the files a change planned on."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -9,8 +9,8 @@ import pyarrow.compute as pc
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming import delete as delete_module
-from paimon_streaming.errors import CommitConflictError, UnsupportedOperationError
+from paimon_streaming import row_level
+from paimon_streaming.errors import CommitConflictError, SchemaMismatchError, UnsupportedOperationError
 from conftest import pypaimon_read
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64()), pa.field("p", pa.string(), False)])
@@ -179,15 +179,15 @@ def test_a_compaction_committed_after_the_plan_is_a_conflict_planned_again(catal
     t.write_arrow(batch(0, 10))
     t.write_arrow(batch(10, 20))  # two files, merged only by a full compaction
     assert len(t.plan(t.latest_snapshot())[0].files) == 2
-    real, plans = delete_module._file_changes, []
+    real, plans = row_level._file_changes, []
 
-    def plan_then_compact(table, spec, latest):
-        messages = real(table, spec, latest)
+    def plan_then_compact(table, spec, values, latest):
+        messages = real(table, spec, values, latest)
         if not plans:
             ps.Table.open(table.path).compact(full=True)  # the other writer
         plans.append(latest.id)
         return messages
-    monkeypatch.setattr(delete_module, "_file_changes", plan_then_compact)
+    monkeypatch.setattr(row_level, "_file_changes", plan_then_compact)
     t.delete([("id", "in", [3, 15])])
     assert len(plans) == 2 and plans[1] > plans[0]
     assert ids(t.to_arrow()) == [i for i in range(20) if i not in (3, 15)]
@@ -206,3 +206,95 @@ def test_a_conflict_on_every_attempt_raises_and_commits_nothing(catalog, monkeyp
         t.delete([("id", "=", 3)])
     monkeypatch.undo()
     assert t.latest_snapshot().id == latest and ids(t.to_arrow()) == list(range(10))
+
+
+def rows_of(table: pa.Table) -> list[tuple]:
+    return sorted((r["id"], r["v"], r["p"]) for r in table.select(["id", "v", "p"]).to_pylist())
+
+
+def updated_as_modelled(catalog, kind: str) -> tuple[ps.Table, list[tuple]]:
+    """A table of `kind` with two batches and updates (an expression, nulls, and where the keys
+    allow it a new partition or bucket key), each checked against the model."""
+    pk, options = TABLES[kind]
+    t = catalog.create_table(f"db.up_{kind.replace('-', '_')}", SCHEMA, primary_keys=pk, partition_keys=["p"],
+                             options=options)
+    t.write_arrow(batch(0, 60))
+    t.write_arrow(batch(60, 120))
+    model = {i: (i, v_of(i), "a" if i % 2 else "b") for i in range(120)}
+
+    assert t.update([("v", ">", 100)], {"v": pc.field("v") * 10 + pc.field("id")}) is not None
+    model.update({i: (i, v_of(i) * 11, p) for i, (_, v, p) in model.items() if v is not None and v > 100})
+    assert t.update([("id", "in", [5, 6, 7])], {"v": None}) is not None
+    model.update({i: (i, None, model[i][2]) for i in (5, 6, 7)})
+    assert t.update([("v", "=", 20)], {"v": 21}) is not None and t.update([("v", "=", -1)], {"v": 1}) is None
+    model[20] = (20, 21, "b")
+    if "p" not in (pk or []):                          # a new partition: the row moves there
+        assert t.update([("id", "=", 9)], {"p": "c"}) is not None
+        model[9] = (9, 9, "c")
+    if pk is None:                                     # append tables: the bucket key changes too
+        assert t.update([("id", "=", 10)], {"id": 1010}) is not None
+        model[1010] = (1010, 10, "b")
+        del model[10]
+    assert rows_of(t.to_arrow()) == sorted(model.values()), kind
+    assert rows_of(ps.Table.open(t.path).to_arrow()) == sorted(model.values()), kind
+    return t, sorted(model.values())
+
+
+UPDATABLE = [k for k in TABLES if k != "append-row-tracking"]
+
+
+def test_updates_match_a_model_and_java_reads_them(catalog):
+    from java_oracle import get_oracle
+    tables = {kind: updated_as_modelled(catalog, kind) for kind in UPDATABLE}
+    with get_oracle().batch() as jb:
+        java = {kind: (jb.read(t.path), jb.compact(t.path), jb.read(t.path)) for kind, (t, _) in tables.items()}
+    for kind, (t, expected) in tables.items():
+        now, _, compacted = java[kind]
+        assert sorted((r["id"], r["v"], r["p"]) for r in now.result) == expected, kind
+        assert sorted((r["id"], r["v"], r["p"]) for r in compacted.result) == expected, kind
+        assert rows_of(ps.Table.open(t.path).to_arrow()) == expected, kind
+
+
+def test_update_refusals_name_the_reason_and_commit_nothing(catalog):
+    pk = catalog.create_table("db.pk", SCHEMA, primary_keys=["id", "p"], options={"bucket": "1"})
+    pk.write_arrow(batch(0, 10))
+    for values, error, match in (({"id": 1}, UnsupportedOperationError, "primary key columns \\['id'\\]"),
+                                 ({"nope": 1}, SchemaMismatchError, "columns \\['nope'\\] are not in the table"),
+                                 ({"v": "x"}, SchemaMismatchError, "value 'x' for column 'v'"),
+                                 ({"v": 2 ** 63}, SchemaMismatchError, "does not fit"),
+                                 ({"v": pc.field("v") * 2 ** 62}, SchemaMismatchError, "fail on the matching rows"),
+                                 ({}, ValueError, "needs values")):
+        with pytest.raises(error, match=match):
+            pk.update([("id", "=", 3)], values)
+    with pytest.raises(ValueError, match="needs a filter"):
+        pk.update(None, {"v": 1})
+    for options, match in (({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}, "aggregates"),
+                           ({"merge-engine": "first-row"}, "keeps the first row"),
+                           ({"merge-engine": "partial-update"}, "skips null fields")):
+        t = catalog.create_table(f"db.e{len(options)}{options['merge-engine']}", SCHEMA, primary_keys=["id"],
+                                 options={"bucket": "1", **options})
+        t.write_arrow(batch(0, 10))
+        with pytest.raises(UnsupportedOperationError, match=match):
+            t.update([("id", "=", 1)], {"v": None})
+    rt = catalog.create_table("db.rt", SCHEMA, options={"row-tracking.enabled": "true"})
+    rt.write_arrow(batch(0, 10))
+    with pytest.raises(UnsupportedOperationError, match="_ROW_ID"):
+        rt.update([("id", "=", 1)], {"v": 5})
+    assert [t.latest_snapshot().id for t in (pk, rt)] == [1, 1]
+
+
+def test_partial_update_sets_non_null_values(catalog):
+    t = catalog.create_table("db.pu", SCHEMA, primary_keys=["id"], options={"bucket": "1",
+                                                                           "merge-engine": "partial-update"})
+    t.write_arrow(batch(0, 10))
+    t.update([("id", "<", 3)], {"v": 100})
+    assert rows_of(t.to_arrow())[:4] == [(0, 100, "b"), (1, 100, "a"), (2, 100, "b"), (3, 3, "a")]
+
+
+@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}])
+def test_expressions_are_evaluated_on_the_matching_rows_only(catalog, options):
+    """An expression that would overflow on a row the filter leaves alone changes nothing there."""
+    t = catalog.create_table("db.t", SCHEMA, options=options)
+    t.write_arrow(pa.table({"id": [1, 2], "v": [3, 2 ** 62], "p": ["a", "a"]}, schema=SCHEMA))
+    t.update([("id", "=", 1)], {"v": pc.field("v") * 4})
+    assert rows_of(t.to_arrow()) == [(1, 12, "a"), (2, 2 ** 62, "a")]

@@ -1,0 +1,344 @@
+"""Row-level changes: `Table.delete(filter)` and `Table.update(filter, values)`, what SQL's
+`DELETE FROM t WHERE ...` and `UPDATE t SET ... WHERE ...` do in Paimon's Spark integration
+(Java's DeleteFromPaimonTableCommand and UpdatePaimonTableCommand), each in one commit:
+
+- primary-key tables get the matching rows written back as -D rows (delete) or, with the new
+  values, as +U rows (update): an APPEND snapshot, merged like any write (deletion vectors mark
+  the old rows). The merge engine must remove a key on -D, as Java requires (deduplicate;
+  partial-update with `partial-update.remove-record-on-delete` or `...-on-sequence-group`;
+  aggregation with `aggregation.remove-record-on-delete`); an update must replace the row:
+  deduplicate, or partial-update without setting nulls (which it would skip);
+- append tables with deletion vectors get the matching rows' positions added to their files'
+  vectors, no data rewritten; an update also writes the updated rows as new files;
+- other append tables have each file holding a matching row written again without those rows
+  (delete) or with them updated (update, through the writer: a row whose partition or bucket
+  key changes lands where it now belongs), the old file replaced.
+
+The append cases commit an OVERWRITE snapshot, as Java's do. Only rows for which the filter
+is true change: a row where it is null (a comparison with a null) stays, as in SQL. A
+concurrent commit that removed a file this change rewrites or marks is a conflict: the change
+is planned again on the new snapshot, up to `commit.max-retries` times.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from . import data_evolution, row_tracking
+from .append_compaction import AppendBucket
+from .commit import CommitMessage, Increment
+from .errors import SchemaMismatchError, UnsupportedOperationError
+from .evolution import read_evolved
+from .keyvalue import DELETE
+from .lsm.dv_maintainer import DeletionVectorMaintainer
+from .manifest import DataFileMeta
+from .manifest.entries import DELETION_VECTORS_INDEX
+from .merge_engine import row_kind_filter
+from .numpy_arrow import from_numpy
+from .paths import TableDirs
+from .predicate import Filter, parse_filter
+from .read import SplitReader
+from .scan import TableScan
+from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from .write import TableWrite, conform, write_threads
+
+if TYPE_CHECKING:
+    from .table import Table
+
+log = logging.getLogger("paimon_streaming.row_level")
+
+Values = Mapping[str, Any]  # column -> a value, or a pyarrow.compute.Expression over the row
+
+
+def delete_rows(table: "Table", filter: Any, commit_user: str | None = None) -> int | None:
+    """Delete the rows of `table` that `filter` matches; the new snapshot id, or None when no
+    row matched (nothing is committed)."""
+    _check_filter(table, filter, "delete from", "to empty the table, overwrite it with an empty batch "
+                                                "(write_arrow(..., overwrite=True))")
+    user = commit_user or str(uuid.uuid4())
+    if table.primary_keys:
+        _check_deletable(table)
+        return _write_by_key(table, filter, None, "-D", user)
+    return _change_files(table, filter, None, user)
+
+
+def update_rows(table: "Table", filter: Any, values: Values, commit_user: str | None = None) -> int | None:
+    """Set `values` (column -> value or Arrow expression of the row's current values) in the
+    rows of `table` that `filter` matches; the new snapshot id, or None when no row matched."""
+    _check_filter(table, filter, "update of", "to update every row, pass pyarrow.compute.scalar(True)")
+    _check_values(table, values)
+    user = commit_user or str(uuid.uuid4())
+    if table.primary_keys:
+        _check_updatable(table, values)
+        return _write_by_key(table, filter, values, "+U", user)
+    if row_tracking.enabled(table.schema.options):
+        raise UnsupportedOperationError(
+            f"update of {table.name}: the updated rows of a row-tracking table keep their _ROW_ID in Java's "
+            "UPDATE, which is not implemented here; delete and write the rows again (new ids) instead")
+    return _change_files(table, filter, values, user)
+
+
+def _check_filter(table: "Table", filter: Any, what: str, instead: str) -> None:
+    if filter is None:
+        raise ValueError(f"{what} {table.name} needs a filter; {instead}")
+    if data_evolution.enabled(table.schema.options) and not table.primary_keys:
+        raise UnsupportedOperationError(
+            f"{what} {table.name}: a data-evolution table's rows are spread over files by row id; changing "
+            "them row by row is not implemented (Java's Spark DELETE and UPDATE do it)")
+
+
+def _check_values(table: "Table", values: Values) -> None:
+    if not values:
+        raise ValueError(f"update of {table.name} needs values: {{column: value or expression}}")
+    names = table.schema.field_names
+    unknown = [c for c in values if c not in names]
+    if unknown:
+        raise SchemaMismatchError(f"update of {table.name}: columns {unknown} are not in the table {names}")
+    keys = [c for c in values if c in table.primary_keys]
+    if keys:
+        raise UnsupportedOperationError(f"update of {table.name}: primary key columns {keys} cannot be updated "
+                                        "(as in Java); delete the rows and write them with the new keys")
+
+
+# ---- primary-key tables: -D / +U rows ----------------------------------------------------------
+def _check_deletable(table: "Table") -> None:
+    """Java's rules (PrimaryKeyTableUtils.validatePKUpsertDeletable), plus `ignore-delete`,
+    under which the -D rows would be dropped and the delete would do nothing."""
+    options = table.schema.options
+    engine = table.options.merge_engine
+    kept = row_kind_filter(options, np.array([DELETE], np.int8))
+    if kept is not None and not kept[0]:
+        raise UnsupportedOperationError(f"delete from {table.name}: the table ignores deletes ('ignore-delete' = "
+                                        "true), so the -D rows a delete writes would be dropped")
+
+    def on(key: str) -> bool:
+        return str(options.get(key, "false")).strip().lower() == "true"
+    if engine == "deduplicate":
+        return
+    if engine == "partial-update" and (on("partial-update.remove-record-on-delete")
+                                       or options.get("partial-update.remove-record-on-sequence-group")):
+        return
+    if engine == "aggregation" and on("aggregation.remove-record-on-delete"):
+        return
+    needs = {"partial-update": "set 'partial-update.remove-record-on-delete' = 'true' (or "
+                               "'partial-update.remove-record-on-sequence-group')",
+             "aggregation": "set 'aggregation.remove-record-on-delete' = 'true'"}
+    raise UnsupportedOperationError(
+        f"delete from {table.name}: merge engine '{engine}' does not remove a key on a -D row by default; "
+        + needs.get(engine, "deleting from such a table is not implemented"))
+
+
+def _check_updatable(table: "Table", values: Values) -> None:
+    """An update must leave each matching row with the values set: a deduplicate table takes
+    the +U row whole; partial-update takes its non-null fields (a null set would be skipped);
+    aggregation would aggregate the new values into the old, first-row keep the old row."""
+    engine = table.options.merge_engine
+    if engine == "deduplicate":
+        return
+    if engine == "partial-update":
+        nulls = [c for c, v in values.items() if v is None]
+        if not nulls:
+            return
+        raise UnsupportedOperationError(
+            f"update of {table.name}: merge engine 'partial-update' skips null fields, so setting {nulls} to null "
+            "would change nothing; delete the rows and write them again instead")
+    raise UnsupportedOperationError(
+        f"update of {table.name}: merge engine '{engine}' "
+        + ("aggregates" if engine == "aggregation" else "keeps the first row of a key, ignoring")
+        + " the rows an update writes, so the rows would not end with the values set")
+
+
+def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, user: str) -> int | None:
+    """The matching rows (updated by `values`) written back with row kind `kind`."""
+    latest = table.latest_snapshot()
+    if latest is None:
+        return None
+    schema = table.read_schema(latest, latest=True)
+    flt = parse_filter(spec, schema.arrow_schema())
+    scan = TableScan(table.file_io, table.path, schema, table.branch)
+    rows = SplitReader(table.file_io, scan, schema).read(scan.plan(latest, flt), None, flt)
+    if rows.num_rows == 0:
+        return None
+    if values:
+        rows = _updated(rows, values, schema.arrow_schema(), table.name)
+    kind_field = schema.options.get("rowkind.field")
+    if kind_field:  # the table takes row kinds from a column of its own
+        rows = rows.set_column(rows.schema.get_field_index(kind_field), kind_field, pa.array([kind] * rows.num_rows))
+        kind_column = None
+    else:
+        kind_column = _unused_name(rows.column_names, "_row_kind")
+        rows = rows.append_column(kind_column, pa.array([kind] * rows.num_rows))
+    log.info("writing %d %s rows into %s", rows.num_rows, kind, table.name)
+    return table.write_arrow(rows, commit_user=user, row_kind_column=kind_column)
+
+
+def _updated(rows: pa.Table, values: Values, schema: pa.Schema, table_name: str) -> pa.Table:
+    """`rows` with `values` set: literals as the column's type, expressions evaluated on the
+    rows as they were; a value that does not fit the column is an error naming it."""
+    expressions = {c: v for c, v in values.items() if isinstance(v, pc.Expression)}
+    try:
+        computed = ds.dataset(rows).to_table(columns=expressions) if expressions else None
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatchError(f"update of {table_name}: the expressions {expressions} fail on the matching "
+                                  f"rows: {exc}") from None
+    for column, value in values.items():
+        target = schema.field(column).type
+        try:
+            if column in expressions:
+                new = computed.column(column).cast(target)
+            else:
+                new = pa.repeat(pa.scalar(value, type=target), rows.num_rows)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+                OverflowError) as exc:
+            raise SchemaMismatchError(f"update of {table_name}: value {value!r} for column '{column}' "
+                                      f"({target}) does not fit: {exc}") from None
+        rows = rows.set_column(rows.schema.get_field_index(column), schema.field(column), new)
+    return rows
+
+
+def _unused_name(names: list[str], base: str) -> str:
+    name = base
+    while name in names:
+        name = f"_{name}"
+    return name
+
+
+# ---- append tables: deletion vectors or rewritten files -----------------------------------------
+def _change_files(table: "Table", spec: Any, values: Values | None, user: str) -> int | None:
+    return table.commit_planned(lambda latest: _file_changes(table, spec, values, latest), user,
+                                BATCH_COMMIT_IDENTIFIER, "update" if values else "delete")
+
+
+def _file_changes(table: "Table", spec: Any, values: Values | None, latest: Snapshot) -> list[CommitMessage]:
+    """The messages of a delete (or update) planned on `latest`: per (partition, bucket) holding
+    a matching row its vectors marked or files replaced, plus the updated rows written anew."""
+    schema = table.schema
+    flt = parse_filter(spec, row_tracking.filterable(schema))
+    scan = TableScan(table.file_io, table.path, schema, table.branch)
+    candidates: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for split in scan.plan(latest, flt):
+        candidates.setdefault((split.partition, split.bucket), []).extend(split.files)
+    live_entries = scan.live_entries(latest)
+    live: dict[tuple[bytes, int], list] = {}
+    for e in live_entries:
+        live.setdefault((e.partition, e.bucket), []).append(e)
+    index = scan.index_manifest.read(latest.index_manifest)
+    vector_index = [e for e in index if e.index_file.index_type == DELETION_VECTORS_INDEX]
+    writer = table.new_write()
+    writer.compactor()  # built once, before the threads share it
+    vectors = table.options.deletion_vectors
+
+    def one_bucket(item: tuple[tuple[bytes, int], list[DataFileMeta]]) -> tuple[CommitMessage | None, list[pa.Table]]:
+        (partition, bucket), files = item
+        entries = live[(partition, bucket)]
+        directory = writer.bucket_dir(scan.partition_values(partition), bucket)
+        place = AppendBucket(directory, [e.file for e in entries],
+                             [e.index_file for e in vector_index if e.partition == partition and e.bucket == bucket],
+                             writer.dirs.index_dir(directory))
+        inc, rewritten = (_mark(writer, place, files, flt, values, table.options.bucket == -1) if vectors
+                          else _rewrite(writer, place, files, flt, values))
+        message = None if inc.is_empty() else CommitMessage(partition, bucket, entries[0].total_buckets, data=inc)
+        return message, rewritten
+
+    with ThreadPoolExecutor(write_threads(len(candidates), remote=not table.file_io.is_local),
+                            thread_name_prefix="paimon-row-level") as pool:
+        results = list(pool.map(one_bucket, candidates.items()))
+    messages = [m for m, _ in results if m is not None]
+    rewritten = [t for _, tables in results for t in tables]
+    if rewritten:  # through the writer: rows land in the partition and bucket their values now give
+        rows = conform(pa.concat_tables(rewritten), schema, table.name)
+        messages += writer.write(rows, live_entries, index, compact=False)
+    return messages
+
+
+def _mark(writer: TableWrite, bucket: AppendBucket, files: list[DataFileMeta], flt: Filter,
+          values: Values | None, unaware: bool) -> tuple[Increment, list[pa.Table]]:
+    """The matching rows of `files` added to their deletion vectors (and, for an update, read
+    and updated). A vector stays in the index file holding it; a file without one gets it in the
+    bucket's index file, or, in a bucket-unaware table (which keeps an index file per change, by
+    name), in a new one."""
+    live = {f.file_name for f in bucket.files}
+    bitmap64 = writer.options.get("deletion-vectors.bitmap64")
+    vectors = [DeletionVectorMaintainer(writer.file_io, bucket.index_dir, index, live, bitmap64)
+               for index in bucket.dv_indexes]
+    holder = {name: v for v in vectors for name in live if name in v}
+    fresh: DeletionVectorMaintainer | None = None
+    touched: list[DeletionVectorMaintainer] = []
+    updated: list[pa.Table] = []
+    for f in files:
+        vector = holder.get(f.file_name)
+        if vector is None and not unaware and vectors:
+            vector = vectors[0]
+        if vector is None:
+            fresh = fresh or DeletionVectorMaintainer(writer.file_io, bucket.index_dir, None, live, bitmap64)
+            vector = fresh
+        positions = vector.live_positions(f.file_name, _matching_positions(writer, bucket.bucket_dir, f, flt))
+        if not len(positions):
+            continue
+        vector.mark(f.file_name, positions)
+        if vector not in touched:
+            touched.append(vector)
+        if values:
+            rows = _file_rows(writer, bucket.bucket_dir, f).take(from_numpy(positions))
+            updated.append(_updated(rows, values, writer.schema.arrow_schema(), writer.table_name))
+    inc = Increment()
+    for vector in touched:
+        added, removed = vector.write(writer.paths)
+        inc.new_index_files.extend(added)
+        inc.deleted_index_files.extend(removed)
+    return inc, updated
+
+
+def _rewrite(writer: TableWrite, bucket: AppendBucket, files: list[DataFileMeta], flt: Filter,
+             values: Values | None) -> tuple[Increment, list[pa.Table]]:
+    """Each of `files` holding a matching row replaced: a delete writes it again without them
+    (in place, keeping its rows' order and row ids); an update returns all its rows, the
+    matching ones updated, for the writer."""
+    inc, rewritten = Increment(), []
+    for f in files:
+        positions = _matching_positions(writer, bucket.bucket_dir, f, flt)
+        if not len(positions):
+            continue
+        inc.deleted_files.append(f)
+        if values is None:
+            inc.new_files.extend(writer.compactor().rewrite_without(bucket, f, positions))
+            continue
+        rows = _file_rows(writer, bucket.bucket_dir, f)
+        new = _updated(rows.take(from_numpy(positions)), values, writer.schema.arrow_schema(), writer.table_name)
+        matched = np.zeros(rows.num_rows, bool)
+        matched[positions] = True
+        mask = from_numpy(matched)
+        rewritten.append(pa.Table.from_arrays(
+            [pc.replace_with_mask(rows.column(n).combine_chunks(), mask, new.column(n).combine_chunks())
+             if n in values else rows.column(n) for n in rows.column_names], schema=rows.schema))
+    return inc, rewritten
+
+
+def _file_rows(writer: TableWrite, bucket_dir: str, f: DataFileMeta) -> pa.Table:
+    """All rows of file `f` (deleted ones included), as the current schema has them."""
+    return read_evolved(writer.file_io, TableDirs.data_file(bucket_dir, f), writer.compactor().schema_of(f.schema_id),
+                        writer.schema, writer.schema.field_names, file_size=f.file_size, row_count=f.row_count)
+
+
+def _matching_positions(writer: TableWrite, bucket_dir: str, f: DataFileMeta, flt: Filter) -> np.ndarray:
+    """The positions in file `f` of the rows `flt` is true for (deleted rows included)."""
+    schema = writer.schema
+    wanted = sorted(flt.columns) if flt.disjuncts is not None else schema.field_names
+    tracking = [n for n in wanted if n in row_tracking.NAMES]
+    stored = list(row_tracking.NAMES) if tracking and row_tracking.stores_row_ids(f) else []
+    path = TableDirs.data_file(bucket_dir, f)
+    rows = read_evolved(writer.file_io, path, writer.compactor().schema_of(f.schema_id), schema,
+                        [n for n in wanted if n not in tracking], stored, file_size=f.file_size,
+                        row_count=f.row_count)
+    if tracking:
+        rows = row_tracking.with_tracking(rows, row_tracking.tracking_columns(f, path, rows if stored else None, None))
+    position = _unused_name(rows.column_names, "_position")
+    rows = rows.append_column(position, from_numpy(np.arange(f.row_count, dtype=np.int64)))
+    return rows.filter(flt.expression).column(position).to_numpy()
