@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -21,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from paimon_streaming.datafile import rebased_offsets
+from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
 from .base64_columns import base64_decoded
 
@@ -44,6 +46,9 @@ VARIABLE_SCALE = ("variable-scale", "variable-scale-unscaled")
 LOCAL_TEXT = "local-text:"  # "local-text:Asia/Shanghai": wall-time text in that zone (Canal's TIMESTAMP)
 ARRAY_PREFIX = "array:"  # "array:days": an ARRAY of days since the epoch (see `array_of`)
 TIME_UNITS = {"time-ms": "ms", "time-us": "us", "time-ns": "ns"}
+# a DECIMAL sent as a JSON number (Debezium's decimal.handling.mode=double): read from its text
+# with room for any column's digits either side of the point, so a misfit is named by column
+JSON_NUMBER_DECIMAL = pa.decimal256(76, 38)
 SOURCE_COLUMN = "_source_table"  # parsed rows: the source table their event names (source_tables.py)
 
 
@@ -97,11 +102,12 @@ def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
         return pa.int32()
     if encoding in EPOCH_UNITS or encoding in TIME_UNITS:
         return pa.int64()
-    if encoding == "decimal-double":
-        return pa.float64()
     if encoding in _UNDECODABLE:
         return None
-    return target
+    if encoding == "decimal-double":  # JSON: the JSON reader reads the number's text as the decimal it writes
+        return JSON_NUMBER_DECIMAL
+    # plain: nested wall times as text, cast after (the JSON reader would shift "00:00+02:00" to 22:00)
+    return map_arrow_leaves(target, lambda t: pa.string() if pa.types.is_timestamp(t) and t.tz is None else t)
 
 
 def table_name(prefix: pa.Array, name: pa.Array) -> pa.Array:
@@ -128,17 +134,73 @@ def with_sources(rows: pa.Table, names: pa.Array, event_column: str) -> pa.Table
     return rows.append_column(SOURCE_COLUMN, names.take(rows.column(event_column)))
 
 
+def floats_as_doubles(schema: pa.Schema) -> pa.Schema:
+    """`schema` with FLOAT leaves read as DOUBLE (see `floats_in_range`)."""
+    return pa.schema([f.with_type(map_arrow_leaves(f.type, lambda t: pa.float64() if t == pa.float32() else t))
+                      for f in schema])
+
+
+def floats_in_range(table: pa.Table, buffer: bytes, read_wide: Callable[[], pa.Table]) -> pa.Table:
+    """`table` (parsed from the JSON lines of `buffer`), or a ValueError when a FLOAT or DOUBLE
+    value is infinite where the record's number is finite: pyarrow's JSON reader rounds a number
+    beyond the type's range to infinity (refusing only some beyond DOUBLE's, as 1e309). Only a
+    chunk with an infinite value looks again, so the Infinity literal stays what it is: FLOAT's
+    by reading the text again with FLOAT as DOUBLE (`read_wide`, `floats_as_doubles`; the values
+    stay as read, rounded once from the text), DOUBLE's by reading the records' numbers in Python."""
+    infinite = [(path, leaf) for path, leaf in _leaves(table)
+                if leaf.null_count < len(leaf) and pc.any(pc.is_inf(leaf)).as_py()]
+    if infinite:
+        wide = dict(_leaves(read_wide(), pa.float64()))
+        for path, leaf in infinite:
+            if pc.any(pc.and_(pc.is_inf(leaf), pc.is_finite(wide[path]))).as_py():
+                raise ValueError(f"column '{path}' holds a number beyond the range of FLOAT (about 3.4e38), which "
+                                 "would be infinity there; declare the column DOUBLE")
+    if any(leaf.null_count < len(leaf) and pc.any(pc.is_inf(leaf)).as_py() for _, leaf in _leaves(table, pa.float64())):
+        for line in buffer.split(b"\n"):
+            if line.strip():
+                json.loads(line, parse_float=_finite, parse_int=_finite)
+    return table
+
+
+def _finite(text: str) -> float:
+    """A JSON number's text checked to be within DOUBLE's range (its value is not needed)."""
+    if math.isinf(float(text)):
+        raise ValueError(f"the number {text[:40]} is beyond the range of DOUBLE (about 1.8e308), which would be "
+                         "infinity")
+    return 0.0
+
+
+def _leaves(table: pa.Table, kind: pa.DataType = pa.float32()) -> list[tuple[str, pa.Array]]:
+    """(path, values) of each leaf of type `kind` in `table`'s columns, nested ones flattened."""
+    out = []
+
+    def walk(path: str, array: pa.Array, t: pa.DataType) -> None:
+        if t == kind:
+            out.append((path, array))
+        elif pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(f"{path}.{t.field(i).name}", array.field(i), t.field(i).type)
+        elif pa.types.is_list(t):
+            walk(f"{path}[]", array.flatten(), t.value_type)
+    for name, column in zip(table.column_names, table.columns):
+        walk(name, column.combine_chunks(), column.type)
+    return out
+
+
 def read_events(buffer: bytes, schema: pa.Schema, closed: Sequence[str] = ()) -> pa.Table:
     """The columns `schema` names of newline-delimited JSON events; fields it does not name are
     inferred (new columns inside the images), except inside the `closed` columns (records such
     as Debezium's `source`, of which only the named fields are read). When only inferred fields
     conflict between events (a connector's `source` or `ts` changing type is nothing to us), the
     events are read one by one, keeping the named columns (the error path only)."""
-    def read(text: bytes) -> pa.Table:
-        table = pajson.read_json(
+    def parsed(text: bytes, explicit: pa.Schema) -> pa.Table:
+        return pajson.read_json(
             io.BytesIO(text), read_options=pajson.ReadOptions(block_size=max(len(text), 1 << 20)),
-            parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+            parse_options=pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
         ).select(schema.names)
+
+    def read(text: bytes) -> pa.Table:
+        table = floats_in_range(parsed(text, schema), text, lambda: parsed(text, floats_as_doubles(schema)))
         for name in closed:
             table = table.set_column(schema.get_field_index(name), name, table.column(name).cast(schema.field(name).type))
         return table
@@ -252,6 +314,9 @@ def _decoded(c: Column, raw: pa.Array) -> pa.Array:
                              f"({c.encoding}); declare the column as the source's type")
         if value.type != c.type:
             value = pc.cast(value, c.type, safe=True)
+        if pa.types.is_floating(c.type) and pa.types.is_string(raw.type) and pc.any(pc.and_(
+                pc.is_inf(value), pc.invert(pc.match_substring_regex(raw, r"(?i)^[+-]?inf(inity)?$")))).as_py():
+            raise ValueError(f"column '{c.name}' has a number beyond the range of {c.type}, which would be infinity")
         check_decimals_fit(c.name, value)
         return value
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
@@ -276,14 +341,18 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
     if e == "text" and pa.types.is_time(c.type):  # "05:33:37.5": a time of the epoch's first day, cut to ms
         stamps = pc.binary_join_element_wise("1970-01-01 ", raw, "").cast(pa.timestamp("ns"))
         return pc.divide(stamps.cast(pa.int64()), 1_000_000).cast(pa.int32()).cast(pa.time32("ms"))
+    if e == "text" and pa.types.is_integer(c.type):  # Arrow's cast also takes hex ("0x10"), which MySQL reads as 0
+        if pc.any(pc.invert(pc.match_substring_regex(raw, r"^-?[0-9]+$"))).as_py():
+            raise ValueError(f"column '{c.name}' has text that is no decimal integer")
+        return raw
     if e == "text":
         return raw  # cast to the column's type below
     if e == "wall-text":  # DMS's DATETIME: the wall time's digits, then a "Z" it appends
         return pc.replace_substring_regex(raw, "Z$", "")
     if e == "utc-text":
-        return pc.assume_timezone(raw.cast(pa.timestamp("ns")), "UTC")
+        return pc.assume_timezone(raw.cast(pa.timestamp(_text_unit(c.type))), "UTC")
     if e.startswith(LOCAL_TEXT):  # an hour the zone repeats or skips (daylight saving) names no one instant
-        return pc.assume_timezone(raw.cast(pa.timestamp("ns")), e[len(LOCAL_TEXT):], ambiguous="raise",
+        return pc.assume_timezone(raw.cast(pa.timestamp(_text_unit(c.type))), e[len(LOCAL_TEXT):], ambiguous="raise",
                                   nonexistent="raise")
     if e == "base64":
         return base64_decoded(c.name, raw)
@@ -294,7 +363,7 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
     if e in EPOCH_UNITS:
         return raw.cast(pa.timestamp(EPOCH_UNITS[e]))
     if e == "zoned":
-        return raw.cast(pa.timestamp("ns", tz="UTC"))
+        return raw.cast(pa.timestamp(_text_unit(c.type), tz="UTC"))
     if e in TIME_UNITS:
         # Paimon keeps a TIME in milliseconds of the day: finer digits are cut, as Java's writers do
         per_ms = {"ms": 1, "us": 1000, "ns": 1_000_000}[TIME_UNITS[e]]
@@ -309,12 +378,23 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         return _variable_scale_decimals(c.name, raw.field("scale"), unscaled, raw.is_valid(), c.type)
     if e == "decimal-text":
         return raw
-    if e == "decimal-double":
+    if e == "decimal-double" and pa.types.is_decimal(raw.type):  # JSON: the number's text, read exactly
+        kept = raw.cast(pa.decimal256(raw.type.precision, c.type.scale), safe=False)
+        if pc.any(pc.invert(pc.fill_null(pc.equal(kept.cast(raw.type), raw), True))).as_py():
+            raise ValueError(f"column '{c.name}' has a number with more digits than the scale of {c.type}")
+        return kept  # its precision: checked by the cast to the column's type
+    if e == "decimal-double":  # Avro's doubles
         exact = pc.cast(raw, pa.decimal128(38, c.type.scale), safe=False)  # precision: checked after
-        if not pc.all(pc.fill_null(pc.equal(exact.cast(pa.float64()), raw), True)).as_py():
+        if pc.any(pc.invert(pc.fill_null(pc.equal(exact.cast(pa.float64()), raw), True))).as_py():
             raise ValueError(f"column '{c.name}' has a double with more digits than the scale of {c.type}")
         return exact
     raise ValueError(f"column '{c.name}': unknown encoding {e!r}")
+
+
+def _text_unit(t: pa.DataType) -> str:
+    """The unit to parse timestamp text in for a column of type `t`: microseconds unless the
+    column keeps nanoseconds (whose range, 1677-2262, would refuse other years)."""
+    return "ns" if pa.types.is_timestamp(t) and t.unit == "ns" else "us"
 
 
 def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.Array:
@@ -330,6 +410,8 @@ def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.A
     lengths = np.diff(offsets)
     if (lengths > 16).any():
         raise ValueError(f"column '{column}' has a decimal wider than 38 digits")
+    if ((lengths == 0) & data.is_valid().to_numpy(zero_copy_only=False)).any():
+        raise ValueError(f"column '{column}' has a decimal of no bytes (Kafka Connect writes at least one)")
     starts = offsets[:-1]
     slots = np.zeros((n, 16), np.uint8)
     has_bytes = lengths > 0
@@ -355,7 +437,8 @@ def _variable_scale_decimals(column: str, scales: pa.Array, unscaled: pa.Array, 
     than its precision, is a ValueError (never rounded)."""
     if not pa.types.is_decimal(target):
         raise ValueError(f"column '{column}' holds variable-scale decimals but is {target}")
-    whole = _unscaled_decimals(column, unscaled, pa.decimal128(38, 0))
+    # the values of null structs are no decimals (the JSON reader leaves them empty)
+    whole = _unscaled_decimals(column, pc.if_else(valid, unscaled, pa.scalar(None, unscaled.type)), pa.decimal128(38, 0))
     present = (valid.to_numpy(zero_copy_only=False) & whole.is_valid().to_numpy(zero_copy_only=False)
                & scales.is_valid().to_numpy(zero_copy_only=False))
     scale_of = scales.fill_null(0).to_numpy(zero_copy_only=False)

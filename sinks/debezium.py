@@ -75,9 +75,10 @@ _LOGICAL = {
 # a new column of variable-scale decimals: Paimon's Postgres CDC types a NUMERIC without declared
 # precision so (after Spark, SPARK-26538)
 VARIABLE_SCALE_COLUMN = pa.decimal128(38, 18)
+# (Kafka Connect's JSON converter names its floats "float" and "double"; Avro's, as read here, "float32"/"float64")
 _CONNECT_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
-                  "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(),
-                  "string": pa.string(), "bytes": pa.binary()}
+                  "float": pa.float32(), "double": pa.float64(), "float32": pa.float32(), "float64": pa.float64(),
+                  "boolean": pa.bool_(), "string": pa.string(), "bytes": pa.binary()}
 
 
 def default_columns(schema: pa.Schema, decimal_handling: str = "precise") -> list[Column]:
@@ -144,7 +145,7 @@ def _encoding(spec: dict, target: pa.DataType) -> str:
         return "base64"
     if spec.get("type") == "string" and pa.types.is_decimal(target):
         return "decimal-text"  # decimal.handling.mode=string
-    if spec.get("type") == "float64" and pa.types.is_decimal(target):
+    if spec.get("type") in ("double", "float64") and pa.types.is_decimal(target):
         return "decimal-double"
     return "plain"
 
@@ -225,7 +226,8 @@ def avro_columns(schema: pa.Schema, writer: dict) -> list[Column]:
     # plain values are built in the writer's own types, then cast safely to the column's
     # (change_events._decoded): a double never lands truncated in an INT column
     written = _writer_types(images[-1]["record"]) if images else {}
-    return [replace(c, wire=written[c.name]) if c.encoding == "plain" and c.name in written else c for c in columns]
+    return [replace(c, wire=written[c.name]) if c.encoding == "plain" and c.name in written
+            else replace(c, wire=pa.float64()) if c.encoding == "decimal-double" else c for c in columns]
 
 
 def _writer_types(record: dict) -> dict[str, pa.DataType]:

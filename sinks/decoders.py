@@ -5,8 +5,9 @@ batches of Kafka records:
 
 - json: one JSON object per record value; the values are joined into one newline-delimited
   buffer and parsed by `pyarrow.json` with the table's schema (as Spark's `from_json` reads
-  them: BYTES fields as base64 text, base64_columns.py, and a TIMESTAMP field's time with a
-  zone is no wall time, so refused; missing fields are null;
+  them: BYTES fields as base64 text, base64_columns.py, DATE fields as yyyy-mm-dd text, and a
+  TIMESTAMP field's time with a zone is no wall time, so refused; a number beyond a FLOAT's or
+  DOUBLE's range is refused, never infinity; missing fields are null;
   fields the table lacks are inferred as at table creation and reported by
   `decode_reporting_new_fields`, so ingestion can evolve the table or refuse, never drop them);
 - csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
@@ -578,24 +579,31 @@ def _fitting(table: pa.Table) -> pa.Table:
 
 
 def _wall_times_as_text(schema: pa.Schema) -> pa.Schema:
-    """The schema to parse JSON with: TIMESTAMP (wall time, no zone) fields as text, which
-    `_wall_times` then casts. pyarrow's JSON reader would take "00:00+02:00" as 22:00 of the
-    day before; Spark's from_json reads it as no value. Arrow's cast refuses a zone offset."""
+    """The schema to parse JSON with: TIMESTAMP (wall time, no zone) and DATE fields as text,
+    which `_wall_times` then casts. pyarrow's JSON reader would take "00:00+02:00" as 22:00 of
+    the day before, where Spark's from_json reads it as no value (Arrow's cast refuses a zone
+    offset), and reads a DATE only from a number of days, where Spark's takes ISO text."""
     def as_text(t: pa.DataType) -> pa.DataType:
-        return pa.string() if pa.types.is_timestamp(t) and t.tz is None else t
+        return pa.string() if pa.types.is_timestamp(t) and t.tz is None or pa.types.is_date32(t) else t
     return pa.schema([f.with_type(map_arrow_leaves(f.type, as_text)) for f in schema])
 
 
 def _wall_times(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Columns parsed as text by `_wall_times_as_text`, cast to their TIMESTAMP types; a value
-    with a zone (an instant, not a wall time) is a ValueError naming the column."""
+    """Columns parsed as text by `_wall_times_as_text`, cast to their TIMESTAMP and DATE types;
+    a value with a zone (an instant, not a wall time) is a ValueError naming the column."""
     for i, name in enumerate(table.column_names):
         if name in schema.names and table.field(i).type != schema.field(name).type:
             try:
                 table = table.set_column(i, schema.field(name), table.column(i).cast(schema.field(name).type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise ValueError(f"column '{name}' is a TIMESTAMP (a wall time, without zone): {exc}") from None
+                what = "a TIMESTAMP (a wall time, without zone)" if _holds_timestamp(schema.field(name).type) \
+                    else "a DATE, written in JSON as yyyy-mm-dd text"
+                raise ValueError(f"column '{name}' is {what}: {exc}") from None
     return table
+
+
+def _holds_timestamp(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or any(_holds_timestamp(t.field(i).type) for i in range(t.num_fields))
 
 
 def _read_json_bytes(table: pa.Table) -> pa.Table:
@@ -609,12 +617,14 @@ def _read_json_bytes(table: pa.Table) -> pa.Table:
 
 def _read_json(buffer: bytes, schema: pa.Schema, unexpected: str = "ignore") -> pa.Table:
     """Newline-delimited JSON objects as rows of `schema` (fields it lacks: `unexpected`, as
-    pyarrow's `unexpected_field_behavior`), with Spark's from_json readings of wall times and
-    bytes."""
-    parsed = pajson.read_json(
-        io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-        parse_options=pajson.ParseOptions(explicit_schema=_wall_times_as_text(schema),
-                                          unexpected_field_behavior=unexpected))
+    pyarrow's `unexpected_field_behavior`), with Spark's from_json readings of wall times, dates
+    and bytes, and no FLOAT beyond its range."""
+    def read(explicit: pa.Schema) -> pa.Table:
+        return pajson.read_json(
+            io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+            parse_options=pajson.ParseOptions(explicit_schema=_wall_times_as_text(explicit),
+                                              unexpected_field_behavior=unexpected))
+    parsed = change_events.floats_in_range(read(schema), buffer, lambda: read(change_events.floats_as_doubles(schema)))
     return _read_json_bytes(_wall_times(parsed, schema))
 
 
@@ -629,13 +639,21 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
     finds the culprits (the error path only): the first raises DecodeError with `on_error`
     fail, else they are returned as (index, error) and the others parsed together again."""
     values = values.cast(pa.binary())
-    flat = pc.replace_substring_regex(values, r"[\r\n]+", " ") if what != "CSV" else values
-    table = _parse_joined(flat, parse_all)
+    objects = np.ones(len(values), bool)
+    flat = values
+    if what != "CSV":
+        # one line per record: a newline becomes a tab, whitespace between tokens as the newline is,
+        # and, as the newline, no JSON inside a string (a space there would change the text)
+        flat = pc.replace_substring(pc.replace_substring(values, "\n", "\t"), "\r", "\t")
+        objects = _braced(flat)
+    table = _parse_joined(flat, parse_all) if objects.all() else None
     if table is not None and count(table) == len(values):
         return table, []
     bad: list[tuple[int, str]] = []
     for i, raw in enumerate(flat.to_pylist()):
         try:
+            if not objects[i]:
+                raise ValueError("not a JSON object")
             if count(parse_one(raw + b"\n")) != 1:
                 raise ValueError("not exactly one row")
         except Exception as exc:
@@ -652,6 +670,25 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
         if not keep.any():
             return empty, bad
     raise DecodeError(f"records from {_where(records, 0)} on do not parse as {what} one row per record")
+
+
+def _braced(values: pa.Array) -> np.ndarray:
+    """Which values start with "{" and end with "}" (whitespace around): the only ones handed to
+    pyarrow's JSON reader, which takes a top-level `null` for a row of nulls, and crashes the
+    process on one alone when the schema has a ROW (pyarrow 26)."""
+    if values.offset:
+        values = pa.concat_arrays([values])
+    offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1)
+    data = np.frombuffer(values.buffers()[2], np.uint8) if values.buffers()[2] is not None else np.zeros(0, np.uint8)
+    data = data if len(data) else np.zeros(1, np.uint8)
+    last = len(data) - 1
+    braced = (np.diff(offsets) > 0) & (data[np.minimum(offsets[:-1], last)] == ord("{")) \
+        & (data[np.clip(offsets[1:] - 1, 0, last)] == ord("}"))
+    rest = np.flatnonzero(~braced)
+    if len(rest):  # whitespace around the object (rare)
+        braced[rest] = pc.match_substring_regex(values.take(pa.array(rest)), r"(?s)^\s*\{.*\}\s*$") \
+            .to_numpy(zero_copy_only=False)
+    return braced
 
 
 def _parse_joined(values: pa.Array, parse_all) -> pa.Table | None:
