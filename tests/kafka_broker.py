@@ -89,7 +89,10 @@ class KafkaBroker(ServiceProcess):
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             f"log.dirs={self.dir / 'data'}", "num.partitions=1", "auto.create.topics.enable=false",
             "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0", ""]))
+            "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0",
+            # tests produce records stamped years ago (TIMESTAMPS_FROM): with the default 7-day
+            # retention, the check every 5 minutes deleted them in the middle of a test
+            "log.retention.ms=-1", ""]))
         cp = broker_classpath()
         jvm = [_java(), "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                "-cp", cp]

@@ -498,7 +498,7 @@ def test_batch_query_option_errors(spark, broker):
     with pytest.raises(KafkaSourceError, match=f"past the latest offset: topic '{topic}' partition 0 at 9 \\(latest 5\\)"):
         plan(endingOffsets=json.dumps({topic: {"0": 9, "1": -1}}))
     assert [(t.partition, t.start, t.end) for t in plan(startingOffsets=json.dumps({topic: {"0": 2}}))] == [(0, 2, 5)]
-    with pytest.raises(InvalidOptionError, match=rf"startingOffsets names partitions that are not read: \[\('orders', 0\)"):
+    with pytest.raises(InvalidOptionError, match=r"startingOffsets names partitions that are not read: \[\('orders', 0\)"):
         plan(startingOffsets=json.dumps({"orders": {"0": 2}}))  # a misspelt topic: not everything from earliest
     assert issubclass(KafkaPythonBatchReader, KafkaOffsetResolver)
     with pytest.raises(Exception, match="startingOffsets cannot be latest in a batch query"):

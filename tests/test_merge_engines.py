@@ -21,7 +21,7 @@ import paimon_streaming as ps
 from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from paimon_streaming.keyvalue import SEQUENCE_NUMBER, VALUE_KIND
 from paimon_streaming.merge_engine import (engine_for, merge_sorted, row_kind_filter, row_kinds,
-                                           sort_for_merge, validate_engine_options)
+                                           sort_for_merge)
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import TableSchema
 from merge_model import ModelError
