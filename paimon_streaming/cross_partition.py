@@ -21,7 +21,8 @@ files are written (Java's KEY_DYNAMIC mode keeps none).
 
 The index is built from the table when a process first writes it (the primary keys of each
 bucket, read as readers see them) and kept between this process's commits; a commit by any
-other writer in between (COMPACT snapshots aside) makes the next write build it again, and
+other writer in between (COMPACT snapshots aside), a rollback past this process's last commit
+or an expired snapshot since it makes the next write build it again, and
 one racing a write fails that write's commit (`check_no_concurrent_writes`), which is then
 placed again, so a key never lands in two partitions (writers of one table in threads of one
 process share the index the same way: each thread's batch is kept once it commits). As in Java, keys stay in the index
@@ -29,6 +30,7 @@ when their rows are deleted, until it is built again.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from threading import Lock, get_ident
 
@@ -38,7 +40,7 @@ import pyarrow.compute as pc
 
 from .binary_row import deserialize_row, encode_rows
 from .branches import branch_path
-from .errors import StalePlanError, UnsupportedOperationError
+from .errors import SnapshotNotFoundError, StalePlanError, UnsupportedOperationError
 from .fileio import FileIO
 from .evolution import read_evolved
 from .keyvalue import DELETE, SEQUENCE_NUMBER, VALUE_KIND
@@ -318,6 +320,11 @@ def _set_partitions(data: pa.Table, rows: np.ndarray, partitions: np.ndarray, pl
 class _Kept:
     snapshot_id: int
     placement: KeyPlacement
+    # who committed `snapshot_id`, and when the commit returned: a snapshot of that id by another
+    # commit (user, identifier) or made later is another's, committed after a rollback removed this one
+    commit_user: str
+    identifier: int
+    committed_ms: int
 
 
 _KEPT: dict[tuple[str, str], _Kept] = {}
@@ -342,12 +349,26 @@ def place(writer, snapshot: Snapshot | None, live: list[ManifestEntry], overwrit
         kept = _KEPT.get(key)
     if kept is not None and kept.placement.schema.primary_keys == schema.primary_keys \
             and kept.placement.schema.partition_keys == schema.partition_keys and kept.snapshot_id <= snapshot.id \
-            and all(snapshots.snapshot(i).commit_kind == COMPACT for i in range(kept.snapshot_id + 1, snapshot.id + 1)):
+            and _still_holds(snapshots, kept, snapshot):
         kept.placement.schema = schema
         writer.placement = kept.placement
         return
     scan = TableScan(writer.file_io, writer.table_path, schema, writer.branch)
     writer.placement = bootstrap(writer.file_io, scan, schema, snapshot, writer.table_name, live)
+
+
+def _still_holds(snapshots: SnapshotManager, kept: _Kept, latest: Snapshot) -> bool:
+    """Whether the index kept at snapshot `kept.snapshot_id` holds at `latest`: that snapshot is
+    still the one this process committed (not another's that took its id after a rollback), and
+    only COMPACT snapshots follow it. False when one of them has expired: what it did is unknown."""
+    try:
+        ours = latest if latest.id == kept.snapshot_id else snapshots.snapshot(kept.snapshot_id)
+        mine = (ours.commit_user, ours.commit_identifier) == (kept.commit_user, kept.identifier) \
+            and ours.time_millis <= kept.committed_ms
+        return mine and all(
+            snapshots.snapshot(i).commit_kind == COMPACT for i in range(kept.snapshot_id + 1, latest.id + 1))
+    except SnapshotNotFoundError:
+        return False
 
 
 def placed(writer) -> None:
@@ -359,7 +380,8 @@ def placed(writer) -> None:
             writer.planned_on.id if writer.planned_on else 0, writer.placement, writer.assignment)
 
 
-def committed(table_path: str, branch: str, planned_on: int | None, snapshot_ids: list[int]) -> None:
+def committed(table_path: str, branch: str, planned_on: int | None, snapshot_ids: list[int], commit_user: str,
+              identifier: int) -> None:
     """After a commit of a batch planned on snapshot `planned_on`: keep the index with the
     batch placed in it, when the batch was placed in this process and its snapshots follow
     the planned one directly; else forget the index (the next write builds it again)."""
@@ -370,7 +392,7 @@ def committed(table_path: str, branch: str, planned_on: int | None, snapshot_ids
                 and snapshot_ids == list(range(planned + 1, planned + 1 + len(snapshot_ids))):
             _, placement, assignment = pending
             placement.commit(assignment)
-            _KEPT[key] = _Kept(snapshot_ids[-1], placement)
+            _KEPT[key] = _Kept(snapshot_ids[-1], placement, commit_user, identifier, int(time.time() * 1000))
         else:
             _KEPT.pop(key, None)
 

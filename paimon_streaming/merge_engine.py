@@ -814,6 +814,11 @@ def validate_engine_options(schema: TableSchema) -> None:
                                      f"not {schema.field(field).type}")
     if schema.primary_keys:
         engine_for(schema)
+        first_row = str(o.get("merge-engine", "deduplicate")).strip().lower() == "first-row"
+        if first_row and _bool(o, "deletion-vectors.enabled"):  # Java's SchemaValidation
+            raise InvalidOptionError("merge engine 'first-row' cannot go with 'deletion-vectors.enabled' = 'true' (Paimon "
+                                     "refuses to open such a table): first-row never deletes an old row, and its "
+                                     "readers already skip level 0 as deletion-vector readers do")
     for name in sequence_fields(o):
         if o.get(f"fields.{name}.aggregate-function") is not None:
             raise InvalidOptionError(f"sequence field '{name}' must not have an aggregate function")

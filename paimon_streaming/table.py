@@ -298,7 +298,8 @@ class Table:
                 ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
                                        planned_on=planned_on, placed=writer.cross_partition)
                 if writer.cross_partition:
-                    cross_partition.committed(self.path, self.branch, planned_on.id if planned_on else None, ids)
+                    cross_partition.committed(self.path, self.branch, planned_on.id if planned_on else None, ids,
+                                              user, identifier)
                 break
             except StalePlanError:
                 committer.discard(messages)

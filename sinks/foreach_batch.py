@@ -223,7 +223,8 @@ class PreparedBatch:
                                                          best_effort_compaction=True, planned_on=planned_on,
                                                          placed=placed)
                 if placed:
-                    cross_partition.committed(table.path, table.branch, self.plan.snapshot_id, snapshot_ids)
+                    cross_partition.committed(table.path, table.branch, self.plan.snapshot_id, snapshot_ids,
+                                              self.commit_user, batch_id)
                 self.clock.lap("commit")
                 break
             except (SequenceConflictError, StalePlanError) as exc:
