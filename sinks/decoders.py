@@ -590,16 +590,38 @@ def _wall_times_as_text(schema: pa.Schema) -> pa.Schema:
 
 def _wall_times(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Columns parsed as text by `_wall_times_as_text`, cast to their TIMESTAMP and DATE types;
-    a value with a zone (an instant, not a wall time) is a ValueError naming the column."""
+    a value with a zone (an instant, not a wall time) is a ValueError naming the column. Fields
+    of a ROW column the table lacks stay in its type, so that they are reported as new (a wider
+    column, `Decoder.decode_all`) and evolve the table, never dropped."""
     for i, name in enumerate(table.column_names):
         if name in schema.names and table.field(i).type != schema.field(name).type:
+            target = schema.field(name).with_type(_with_new_fields(table.field(i).type, schema.field(name).type))
             try:
-                table = table.set_column(i, schema.field(name), table.column(i).cast(schema.field(name).type))
+                table = table.set_column(i, target, table.column(i).cast(target.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 what = "a TIMESTAMP (a wall time, without zone)" if _holds_timestamp(schema.field(name).type) \
                     else "a DATE, written in JSON as yyyy-mm-dd text"
                 raise ValueError(f"column '{name}' is {what}: {exc}") from None
     return table
+
+
+def _with_new_fields(parsed: pa.DataType, declared: pa.DataType) -> pa.DataType:
+    """`declared`, with the fields the `parsed` ROW values (in ROWs too) carry beyond it, as
+    parsed; fields seen only as nulls tell no type and are left out. (ROWs inside an ARRAY or
+    MAP keep their declared fields: a schema change cannot add to those.)"""
+    if not (pa.types.is_struct(parsed) and pa.types.is_struct(declared)):
+        return declared
+    names = {f.name for f in declared}
+    fields = [f.with_type(_with_new_fields(parsed.field(parsed.get_field_index(f.name)).type, f.type))
+              if parsed.get_field_index(f.name) >= 0 else f for f in declared]
+    return pa.struct(fields + [f for f in parsed if f.name not in names and _typed(f.type)])
+
+
+def _typed(t: pa.DataType) -> bool:
+    """Whether values of type `t` tell a type: not only nulls, nor ROWs of nothing else."""
+    if pa.types.is_null(t):
+        return False
+    return any(_typed(f.type) for f in t) if pa.types.is_struct(t) else True
 
 
 def _holds_timestamp(t: pa.DataType) -> bool:

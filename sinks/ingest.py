@@ -455,11 +455,11 @@ def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callab
     evolution is off."""
     known = set(table.schema.field_names)
     if not cfg.evolve_schema:
-        widened = [n for n in fields.names if n in known]
+        added, widened = [n for n in fields.names if n not in known], [n for n in fields.names if n in known]
+        what = " and ".join(([f"field(s) {added} that table {cfg.table} does not have"] if added else [])
+                            + ([f"wider types of (or new fields inside) {widened}"] if widened else []))
         raise SchemaMismatchError(
-            f"records carry field(s) {[n for n in fields.names if n not in known]} that table {cfg.table} does not have"
-            + (f" and wider types of {widened}" if widened else "")
-            + ", and schema evolution is off (--no-schema-evolution): add or widen the columns "
+            f"records carry {what}, and schema evolution is off (--no-schema-evolution): add or widen the columns "
             "(paimon-streaming alter) or drop the flag; nothing was written")
     schema = table.update_schema().union_by_name(pa.schema([f.with_nullable(True) for f in fields])).commit()
     log(f"table {cfg.table} evolved to schema {schema.id}: "

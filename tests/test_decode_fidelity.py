@@ -970,3 +970,34 @@ def test_debezium_envelope_floats_are_connects_float_and_double():
     decoder = Decoder("debezium-json", pa.schema([pa.field("id", pa.int64(), False)]), ("id",))
     decoded = decoder.decode_all(records([value]))
     assert decoded.new_fields == pa.schema([("f", pa.float32()), ("d", pa.float64())])
+
+
+def test_new_fields_inside_a_row_column_evolve_the_table(tmp_path):
+    """A JSON field the table's ROW column (or a ROW inside it) lacks was dropped silently, where
+    a new top-level field evolves the table: it is reported as a wider column now, the table
+    takes it (`evolve_table`, union by name) and the batch decodes again with its values; with
+    schema evolution off it is refused, naming the column. Fields seen only as nulls tell no type."""
+    import paimon_streaming as ps
+    from paimon_streaming.errors import SchemaMismatchError
+    from paimon_streaming.sinks.ingest import IngestConfig, evolve_table
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("addr", pa.struct([
+        ("city", pa.string()), ("at", pa.timestamp("us")), ("geo", pa.struct([("lat", pa.float64())]))]))])
+    table = ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    batch = records([json.dumps({"id": 1, "addr": {"city": "x", "zip": 5, "at": "2024-01-01 10:00:00", "none": None,
+                                                   "geo": {"lat": 1.5, "lon": 2.5}}}).encode(),
+                     json.dumps({"id": 2, "addr": None}).encode()])
+    decoded = Decoder("json", table.arrow_schema(), ("id",)).decode_all(batch)
+    assert decoded.new_fields.names == ["addr"] and decoded.new_fields.field("addr").type == pa.struct([
+        ("city", pa.string()), ("at", pa.timestamp("us")),
+        ("geo", pa.struct([("lat", pa.float64()), ("lon", pa.float64())])), ("zip", pa.int64())])
+    with pytest.raises(SchemaMismatchError, match=r"new fields inside\) \['addr'\]"):
+        evolve_table(IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t",
+                                  evolve_schema=False), table, decoded.new_fields, print)
+    evolve_table(IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t"), table,
+                 decoded.new_fields, print)
+    table.refresh()
+    again = Decoder("json", table.arrow_schema(), ("id",)).decode_all(batch)
+    assert len(again.new_fields) == 0
+    assert again.rows.drop_columns(["_kind"]).to_pylist() == [
+        {"id": 1, "addr": {"city": "x", "at": dt.datetime(2024, 1, 1, 10), "geo": {"lat": 1.5, "lon": 2.5}, "zip": 5}},
+        {"id": 2, "addr": None}]
