@@ -85,6 +85,7 @@ class Decoder:
     server_time_zone: str | None = None  # canal-json: the MySQL server's zone, which its TIMESTAMP text is in
     partition_keys: tuple[str, ...] = ()  # change events: updates must show a row moving between partitions
     partial_update: bool = False  # change events: values the source did not send become nulls (kept by the table)
+    defaulted: tuple[str, ...] = ()  # NOT NULL columns with a default value, which fills their nulls at the write
     source_table: str | None = None  # change events: the source tables (a regex of db.table) to keep (source_tables.py)
 
     def __post_init__(self) -> None:
@@ -142,6 +143,12 @@ class Decoder:
         return pa.schema(fields)
 
     @property
+    def _json_schema(self) -> pa.Schema:
+        """The schema JSON records are read with: a NOT NULL column with a default may be absent
+        or null (the default fills it); the others are refused as pyarrow reads them."""
+        return pa.schema([f.with_nullable(True) if f.name in self.defaulted else f for f in self.schema])
+
+    @property
     def _parsed_schema(self) -> pa.Schema:
         """What `_values` returns (change events: with their row kinds)."""
         return self.output_schema if self.format in CHANGE_EVENT_FORMATS else self.schema
@@ -181,7 +188,7 @@ class Decoder:
                                        pa.nulls(rows.num_rows, self.schema.field(f.name).type))
         good = np.ones(len(live_idx), bool)
         good[[i for i, _ in bad]] = False
-        rows, bad = self._refuse_null_keys(rows, live_idx[good], records, bad, good)
+        rows, bad = self._refuse_nulls(rows, live_idx[good], records, bad, good)
         keep = live.to_numpy(zero_copy_only=False).copy()
         keep[live_idx[~good]] = False
         rejected = _rejected(records, [(int(live_idx[i]), error) for i, error in bad])
@@ -196,24 +203,38 @@ class Decoder:
                                       self.source_table)
         return records if pc.all(keep).as_py() else records.filter(keep)
 
-    def _refuse_null_keys(self, rows: pa.Table, positions: np.ndarray, records: pa.RecordBatch,
-                          bad: list[tuple[int, str]], good: np.ndarray) -> tuple[pa.Table, list[tuple[int, str]]]:
-        """Records whose primary-key fields are null cannot be upserts: set aside (or fail)."""
-        if not self.primary_keys or not rows.num_rows:
+    def _refuse_nulls(self, rows: pa.Table, positions: np.ndarray, records: pa.RecordBatch,
+                      bad: list[tuple[int, str]], good: np.ndarray) -> tuple[pa.Table, list[tuple[int, str]]]:
+        """Records whose primary-key fields are null cannot be upserts, nor can inserts and
+        updates leave a NOT NULL column without a default null (the writer would refuse the
+        whole batch): set aside (or fail), naming the column. Deletes keep theirs: a delete
+        set aside would leave its row in the table, so the writer's error stops the job."""
+        if not rows.num_rows:
             return rows, bad
-        null_key = np.zeros(rows.num_rows, bool)
-        for k in self.primary_keys:
-            null_key |= rows.column(k).is_null().to_numpy(zero_copy_only=False)
-        if not null_key.any():
+        upserts = None
+        if KIND_COLUMN in rows.column_names:
+            upserts = pc.is_in(rows.column(KIND_COLUMN), pa.array(["+I", "+U"])).to_numpy(zero_copy_only=False)
+        nulls = []  # (reason, rows), the keys first
+        required = [f.name for f in self.schema if not f.nullable and f.name not in self.primary_keys
+                    and f.name not in self.defaulted and f.name in rows.column_names]
+        for name in [*self.primary_keys, *required]:
+            null = rows.column(name).is_null().to_numpy(zero_copy_only=False)
+            if name not in self.primary_keys and upserts is not None:
+                null &= upserts
+            if null.any():
+                nulls.append((f"null primary key {list(self.primary_keys)}" if name in self.primary_keys
+                              else f"null in NOT NULL column '{name}'", null))
+        if not nulls:
             return rows, bad
-        first = int(positions[np.flatnonzero(null_key)[0]])
+        refused = np.logical_or.reduce([null for _, null in nulls])
+        rejected = [(int(j), next(why for why, null in nulls if null[j])) for j in np.flatnonzero(refused)]
         if self.on_error == "fail":
-            raise DecodeError(f"record {_where(records, first)} has a null primary key {list(self.primary_keys)}")
+            j, why = rejected[0]
+            raise DecodeError(f"record {_where(records, int(positions[j]))} has a {why}")
         good_idx = np.flatnonzero(good)
-        bad = sorted(bad + [(int(good_idx[j]), f"null primary key {list(self.primary_keys)}")
-                            for j in np.flatnonzero(null_key)])
-        good[good_idx[null_key]] = False
-        return rows.filter(pa.array(~null_key)), bad
+        bad = sorted(bad + [(int(good_idx[j]), why) for j, why in rejected])
+        good[good_idx[refused]] = False
+        return rows.filter(pa.array(~refused)), bad
 
     def _with_deletes(self, rows: pa.Table, records: pa.RecordBatch, live: pa.Array) -> pa.RecordBatch:
         if not self.primary_keys:  # append table: a tombstone deletes nothing
@@ -293,7 +314,7 @@ class Decoder:
     def _json(self, buffer: bytes) -> pa.Table:
         variants = [f.name for f in self.schema if is_variant_arrow(f.type)]
         if not variants:
-            return _fitting(_read_json(buffer, self.schema, unexpected="infer"))
+            return _fitting(_read_json(buffer, self._json_schema, unexpected="infer"))
         return _with_variants(buffer, self.schema, variants)
 
     def _json_one(self, buffer: bytes) -> pa.Table:

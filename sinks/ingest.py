@@ -446,7 +446,9 @@ def make_decoder(cfg: IngestConfig, table: Table, log: Callable[[str], None] = p
                    schema_registry=cfg.schema_registry, on_error=cfg.on_error, decimal_handling=cfg.decimal_handling,
                    server_time_zone=cfg.server_time_zone, source_table=cfg.source_table,
                    partition_keys=tuple(table.partition_keys),
-                   partial_update=table.options.merge_engine == "partial-update")
+                   partial_update=table.options.merge_engine == "partial-update",
+                   defaulted=tuple(f.name for f in table.schema.fields
+                                   if not f.type.nullable and f.default_value is not None))
 
 
 def evolve_table(cfg: IngestConfig, table: Table, fields: pa.Schema, log: Callable[[str], None]) -> None:

@@ -1001,3 +1001,39 @@ def test_new_fields_inside_a_row_column_evolve_the_table(tmp_path):
     assert again.rows.drop_columns(["_kind"]).to_pylist() == [
         {"id": 1, "addr": {"city": "x", "at": dt.datetime(2024, 1, 1, 10), "geo": {"lat": 1.5, "lon": 2.5}, "zip": 5}},
         {"id": 2, "addr": None}]
+
+
+def test_nulls_in_not_null_columns_are_refused_by_record(tmp_path):
+    """A JSON record leaving out a NOT NULL column that has a default value was refused ("a
+    required field was absent"), where the default fills it at the write. A change event leaving
+    a NOT NULL column (without a default) null passed the decoder and failed the whole batch at
+    the write, with no record named and nothing set aside: it is a poison record now, like a
+    null key. Deletes keep their nulls (set aside, a delete would leave its row in the table):
+    the writer still stops the job on them."""
+    import paimon_streaming as ps
+    from paimon_streaming.sinks.ingest import IngestConfig, make_decoder
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("qty", pa.int64(), False),
+                        pa.field("unit", pa.string(), False), ("note", pa.string())])
+    table = ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    with table.update_schema() as update:
+        update.set_default("unit", "pcs")
+    cfg = IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t", on_error="dead-letter")
+    decoder = make_decoder(cfg, table)
+    assert decoder.defaulted == ("unit",)
+    decoded = decoder.decode_all(records([b'{"id": 1, "qty": null}', b'{"id": 2, "qty": 3}', b'{"id": 3, "unit": null}']))
+    assert decoded.rows.column("id").to_pylist() == [2]
+    assert decoded.rejected.column("offset").to_pylist() == [0, 2]
+    assert all("a required field was" in e for e in decoded.rejected.column("error").to_pylist())  # pyarrow's words
+    table.write_arrow(decoded.rows, row_kind_column="_kind")
+    assert table.to_arrow().to_pylist() == [{"id": 2, "qty": 3, "unit": "pcs", "note": None}]
+    events = [{"op": "c", "after": {"id": 5, "qty": None, "unit": "kg"}}, {"op": "d", "before": {"id": 6}},
+              {"op": "c", "after": {"id": 7, "qty": 1, "unit": None}}, {"op": "c", "after": {"id": None, "qty": 1}}]
+    cdc = Decoder("debezium-json", table.arrow_schema(), ("id",), on_error="dead-letter", defaulted=("unit",))
+    decoded = cdc.decode_all(records([json.dumps(e).encode() for e in events]))
+    assert decoded.rejected.column("offset").to_pylist() == [0, 3]     # the delete stays
+    errors = decoded.rejected.column("error").to_pylist()
+    assert errors[0] == "null in NOT NULL column 'qty'" and errors[1].endswith("null primary key ['id']")
+    assert sorted(decoded.rows.column("id").to_pylist()) == [6, 7]
+    with pytest.raises(DecodeError, match=r"offset=0 has a null in NOT NULL column 'qty'"):
+        Decoder("debezium-json", table.arrow_schema(), ("id",), defaulted=("unit",)).decode_all(
+            records([json.dumps(e).encode() for e in events[:3]]))
