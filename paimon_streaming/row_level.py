@@ -57,32 +57,50 @@ log = logging.getLogger("paimon_streaming.row_level")
 Values = Mapping[str, Any]  # column -> a value, or a pyarrow.compute.Expression over the row
 
 
-def delete_rows(table: "Table", filter: Any, commit_user: str | None = None) -> int | None:
+def delete_rows(table: "Table", filter: Any, commit_user: str | None = None,
+                commit_identifier: int | None = None) -> int | None:
     """Delete the rows of `table` that `filter` matches; the new snapshot id, or None when no
-    row matched (nothing is committed)."""
+    row matched (nothing is committed). With `commit_user` and `commit_identifier` the delete
+    happens once: a replay of a committed identifier changes nothing and returns its snapshot
+    id (None once expired), as `Table.write_arrow`."""
     _check_filter(table, filter, "delete from", "to empty the table, overwrite it with an empty batch "
                                                 "(write_arrow(..., overwrite=True))")
-    user = commit_user or str(uuid.uuid4())
-    if table.primary_keys:
-        _check_deletable(table)
-        return _write_by_key(table, filter, None, "-D", user)
-    return _change_files(table, filter, None, user)
+    return _change(table, filter, None, commit_user, commit_identifier)
 
 
-def update_rows(table: "Table", filter: Any, values: Values, commit_user: str | None = None) -> int | None:
+def update_rows(table: "Table", filter: Any, values: Values, commit_user: str | None = None,
+                commit_identifier: int | None = None) -> int | None:
     """Set `values` (column -> value or Arrow expression of the row's current values) in the
-    rows of `table` that `filter` matches; the new snapshot id, or None when no row matched."""
+    rows of `table` that `filter` matches; the new snapshot id, or None when no row matched.
+    `commit_user` and `commit_identifier`: once, as `delete_rows`."""
     _check_filter(table, filter, "update of", "to update every row, pass pyarrow.compute.scalar(True)")
     _check_values(table, values)
-    user = commit_user or str(uuid.uuid4())
     if table.primary_keys:
         _check_updatable(table, values)
-        return _write_by_key(table, filter, values, "+U", user)
-    if row_tracking.enabled(table.schema.options):
+    elif row_tracking.enabled(table.schema.options):
         raise UnsupportedOperationError(
             f"update of {table.name}: the updated rows of a row-tracking table keep their _ROW_ID in Java's "
             "UPDATE, which is not implemented here; delete and write the rows again (new ids) instead")
-    return _change_files(table, filter, values, user)
+    return _change(table, filter, values, commit_user, commit_identifier)
+
+
+def _change(table: "Table", filter: Any, values: Values | None, commit_user: str | None,
+            identifier: int | None) -> int | None:
+    """A delete (`values` None) or update, once per (commit_user, identifier) when both are given."""
+    if commit_user is not None and identifier is not None:
+        commits = table.new_commit().user_commits(commit_user, identifier)
+        if commits.committed(identifier):
+            log.info("change of %s by %s with identifier %s already committed: skipped", table.name,
+                     commit_user, identifier)
+            return commits.live.get(identifier)
+    user = commit_user or str(uuid.uuid4())
+    if table.primary_keys:
+        if values is None:
+            _check_deletable(table)
+        return _write_by_key(table, filter, values, "+U" if values else "-D", user, identifier)
+    return table.commit_planned(lambda latest: _file_changes(table, filter, values, latest), user,
+                                BATCH_COMMIT_IDENTIFIER if identifier is None else identifier,
+                                "update" if values else "delete")
 
 
 def _check_filter(table: "Table", filter: Any, what: str, instead: str) -> None:
@@ -155,7 +173,8 @@ def _check_updatable(table: "Table", values: Values) -> None:
         + " the rows an update writes, so the rows would not end with the values set")
 
 
-def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, user: str) -> int | None:
+def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, user: str,
+                  identifier: int | None) -> int | None:
     """The matching rows (updated by `values`) written back with row kind `kind`."""
     latest = table.latest_snapshot()
     if latest is None:
@@ -176,7 +195,7 @@ def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, u
         kind_column = _unused_name(rows.column_names, "_row_kind")
         rows = rows.append_column(kind_column, pa.array([kind] * rows.num_rows))
     log.info("writing %d %s rows into %s", rows.num_rows, kind, table.name)
-    return table.write_arrow(rows, commit_user=user, row_kind_column=kind_column)
+    return table.write_arrow(rows, commit_user=user, commit_identifier=identifier, row_kind_column=kind_column)
 
 
 def _updated(rows: pa.Table, values: Values, schema: pa.Schema, table_name: str) -> pa.Table:
@@ -211,11 +230,6 @@ def _unused_name(names: list[str], base: str) -> str:
 
 
 # ---- append tables: deletion vectors or rewritten files -----------------------------------------
-def _change_files(table: "Table", spec: Any, values: Values | None, user: str) -> int | None:
-    return table.commit_planned(lambda latest: _file_changes(table, spec, values, latest), user,
-                                BATCH_COMMIT_IDENTIFIER, "update" if values else "delete")
-
-
 def _file_changes(table: "Table", spec: Any, values: Values | None, latest: Snapshot) -> list[CommitMessage]:
     """The messages of a delete (or update) planned on `latest`: per (partition, bucket) holding
     a matching row its vectors marked or files replaced, plus the updated rows written anew."""

@@ -325,18 +325,21 @@ class Table:
                 return sid
         return ids[-1] if ids else None
 
-    def delete(self, filter: Any, commit_user: str | None = None) -> int | None:
+    def delete(self, filter: Any, commit_user: str | None = None, commit_identifier: int | None = None) -> int | None:
         """Delete the rows `filter` matches (SQL's DELETE FROM ... WHERE; the filter as in
         `to_arrow`), in one commit; returns its snapshot id, None when no row matched.
         Primary-key tables write -D rows for them, append tables mark them in deletion
-        vectors or rewrite the files holding them (row_level.py)."""
-        return delete_rows(self, filter, commit_user)
+        vectors or rewrite the files holding them (row_level.py). Given `commit_user` and
+        `commit_identifier`, it happens once, as `write_arrow`."""
+        return delete_rows(self, filter, commit_user, commit_identifier)
 
-    def update(self, filter: Any, values: dict[str, Any], commit_user: str | None = None) -> int | None:
+    def update(self, filter: Any, values: dict[str, Any], commit_user: str | None = None,
+               commit_identifier: int | None = None) -> int | None:
         """Set `values` in the rows `filter` matches (SQL's UPDATE ... SET ... WHERE), in one
         commit: {column: value, or a pyarrow.compute.Expression of the row's current values}.
-        Returns its snapshot id, None when no row matched (row_level.py)."""
-        return update_rows(self, filter, values, commit_user)
+        Returns its snapshot id, None when no row matched (row_level.py); once per
+        `commit_user` and `commit_identifier`, as `write_arrow`."""
+        return update_rows(self, filter, values, commit_user, commit_identifier)
 
     def complete_interrupted_batch(self, commit_user: str, own_latest: Snapshot | None = None) -> int | None:
         """Finish the compaction of `commit_user`'s last batch when it has none: a crash or a

@@ -298,3 +298,26 @@ def test_expressions_are_evaluated_on_the_matching_rows_only(catalog, options):
     t.write_arrow(pa.table({"id": [1, 2], "v": [3, 2 ** 62], "p": ["a", "a"]}, schema=SCHEMA))
     t.update([("id", "=", 1)], {"v": pc.field("v") * 4})
     assert rows_of(t.to_arrow()) == [(1, 12, "a"), (2, 2 ** 62, "a")]
+
+
+@pytest.mark.parametrize("pk", [["id", "p"], None], ids=["primary-key", "append"])
+def test_a_replayed_identifier_changes_nothing(catalog, pk):
+    """A job deleting (or updating) once per micro-batch under (commit user, batch id) and
+    restarted after its commit replays the batch: nothing changes a second time (rows written
+    since that match the filter stay), and the committed snapshot id is returned; the same
+    user without an identifier changes again each time."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=pk, partition_keys=["p"],
+                             options={"bucket": "2", "bucket-key": "id"} if pk is None else {"bucket": "2"})
+    t.write_arrow(batch(0, 20))
+    first = t.delete([("id", "<", 5)], commit_user="job", commit_identifier=7)
+    t.write_arrow(batch(0, 3))                                     # ids 0-2 again
+    assert t.delete([("id", "<", 5)], commit_user="job", commit_identifier=7) == first
+    assert ids(t.to_arrow()) == [0, 1, 2] + list(range(5, 20))
+    updated = t.update([("id", "=", 5)], {"v": 500}, commit_user="job", commit_identifier=8)
+    t.write_arrow(batch(5, 6))
+    assert t.update([("id", "=", 5)], {"v": 500}, commit_user="job", commit_identifier=8) == updated
+    assert sorted(t.to_arrow(filter=[("id", "=", 5)]).column("v").to_pylist()) == ([5] if pk else [5, 500])
+    t.delete([("id", "=", 0)], commit_user="job")
+    t.write_arrow(batch(0, 1))
+    t.delete([("id", "=", 0)], commit_user="job")                    # no identifier: a change each time
+    assert 0 not in ids(t.to_arrow())
