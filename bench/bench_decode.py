@@ -5,7 +5,8 @@
 The same rows (id, customer, amount, status, ts) as each format carries them: plain JSON, Avro
 (a schema file), and the change events of Debezium (JSON, and MongoDB's BSON documents),
 Maxwell, Canal, GoldenGate and AWS DMS (inserts), and `json+variant`: the JSON rows with an
-object field `attrs` going into a VARIANT column. Each format's records go through the decoder
+object field `attrs` going into a VARIANT column, and `json+map`: the same object of strings
+going into a MAP<STRING, STRING> column. Each format's records go through the decoder
 `ingest` runs in its tasks (`sinks/decoders.Decoder.decode_all`, one Arrow batch of Kafka
 records); the anchor, measured in the same run, is `pyarrow.json` parsing the plain JSON rows
 alone. Prints records/s (median of --runs) and each format's ratio to the anchor.
@@ -34,7 +35,8 @@ AVRO = {"type": "record", "name": "Order", "fields": [
     {"name": "id", "type": "long"}, {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
     {"name": "status", "type": "string"}, {"name": "ts", "type": "long"}]}
 VARIANT_SCHEMA = SCHEMA.append(pa.field("attrs", VARIANT_ARROW))
-FORMATS = ("json", "json+variant", "avro", "debezium-json", "debezium-bson", "maxwell-json", "canal-json", "ogg-json", "aws-dms-json")
+MAP_SCHEMA = SCHEMA.append(pa.field("attrs", pa.map_(pa.string(), pa.string())))
+FORMATS = ("json", "json+variant", "json+map", "avro", "debezium-json", "debezium-bson", "maxwell-json", "canal-json", "ogg-json", "aws-dms-json")
 
 
 def rows(n: int) -> list[dict]:
@@ -48,6 +50,8 @@ def encoded(fmt: str, row: dict) -> bytes:
         return json.dumps(row).encode()
     if fmt == "json+variant":
         return json.dumps(dict(row, attrs={"channel": "web", "items": [row["id"] % 7, "sku"], "gift": False})).encode()
+    if fmt == "json+map":
+        return json.dumps(dict(row, attrs={"channel": "web", "sku": f"s{row['id'] % 7}", "gift": "no"})).encode()
     if fmt == "debezium-json":
         return json.dumps({"before": None, "after": row, "op": "c", "ts_ms": 1,
                            "source": {"connector": "mysql", "db": "shop", "table": "orders"}}).encode()
@@ -88,6 +92,8 @@ def kafka_batch(values: list[bytes]) -> pa.RecordBatch:
 def decoder(fmt: str) -> Decoder:
     if fmt == "json+variant":
         return Decoder("json", VARIANT_SCHEMA, ("id",))
+    if fmt == "json+map":
+        return Decoder("json", MAP_SCHEMA, ("id",))
     if fmt == "debezium-bson":
         schema = pa.schema([pa.field("_id", pa.string(), False)] + [(f.name, pa.string()) for f in SCHEMA])
         return Decoder(fmt, schema, ("_id",))

@@ -24,6 +24,7 @@ import pyarrow.json as pajson
 from paimon_streaming.datafile import rebased_offsets
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
+from . import json_maps
 from .base64_columns import base64_decoded
 
 _KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
@@ -182,6 +183,8 @@ def _leaves(table: pa.Table, kind: pa.DataType = pa.float32()) -> list[tuple[str
                 walk(f"{path}.{t.field(i).name}", array.field(i), t.field(i).type)
         elif pa.types.is_list(t):
             walk(f"{path}[]", array.flatten(), t.value_type)
+        elif pa.types.is_map(t):
+            walk(f"{path}{{}}", array.items, t.item_type)
     for name, column in zip(table.column_names, table.columns):
         walk(name, column.combine_chunks(), column.type)
     return out
@@ -193,11 +196,13 @@ def read_events(buffer: bytes, schema: pa.Schema, closed: Sequence[str] = ()) ->
     as Debezium's `source`, of which only the named fields are read). When only inferred fields
     conflict between events (a connector's `source` or `ts` changing type is nothing to us), the
     events are read one by one, keeping the named columns (the error path only)."""
-    def parsed(text: bytes, explicit: pa.Schema) -> pa.Table:
+    def read_json(text: bytes, explicit: pa.Schema) -> pa.Table:
         return pajson.read_json(
             io.BytesIO(text), read_options=pajson.ReadOptions(block_size=max(len(text), 1 << 20)),
-            parse_options=pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
-        ).select(schema.names)
+            parse_options=pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer"))
+
+    def parsed(text: bytes, explicit: pa.Schema) -> pa.Table:
+        return json_maps.read(text, explicit, read_json).select(schema.names)
 
     def read(text: bytes) -> pa.Table:
         table = floats_in_range(parsed(text, schema), text, lambda: parsed(text, floats_as_doubles(schema)))

@@ -45,8 +45,8 @@ from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import VARIANT_ARROW, from_arrow, is_variant_arrow, map_arrow_leaves
 from paimon_streaming.variant import holds_variant
 from paimon_streaming.write import check_decimals_fit
-from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, schema_registry, \
-    source_tables
+from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, json_maps, maxwell, ogg, \
+    schema_registry, source_tables
 from .base64_columns import base64_decoded, holds_binary
 
 CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, debezium_bson.FORMAT, maxwell.FORMAT, canal.FORMAT,
@@ -662,11 +662,13 @@ def _read_json(buffer: bytes, schema: pa.Schema, unexpected: str = "ignore") -> 
     """Newline-delimited JSON objects as rows of `schema` (fields it lacks: `unexpected`, as
     pyarrow's `unexpected_field_behavior`), with Spark's from_json readings of wall times, dates
     and bytes, and no FLOAT beyond its range."""
-    def read(explicit: pa.Schema) -> pa.Table:
+    def read_json(text: bytes, explicit: pa.Schema) -> pa.Table:
         return pajson.read_json(
-            io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-            parse_options=pajson.ParseOptions(explicit_schema=_wall_times_as_text(explicit),
-                                              unexpected_field_behavior=unexpected))
+            io.BytesIO(text), read_options=pajson.ReadOptions(block_size=max(len(text), 1 << 20)),
+            parse_options=pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior=unexpected))
+
+    def read(explicit: pa.Schema) -> pa.Table:
+        return json_maps.read(buffer, _wall_times_as_text(explicit), read_json)
     parsed = change_events.floats_in_range(read(schema), buffer, lambda: read(change_events.floats_as_doubles(schema)))
     return _read_json_bytes(_wall_times(parsed, schema))
 
