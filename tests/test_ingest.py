@@ -183,6 +183,29 @@ def test_avro_and_csv_records(spark, broker, tmp_path):
     assert table_state(ps.Catalog(str(tmp_path / "c" / "wh")).get_table("db.t").to_arrow()) == model_of(messages)
 
 
+def test_json_objects_fill_a_map_column(spark, broker, tmp_path):
+    """A table with a MAP column: every record was a poison record (pyarrow's JSON reader has
+    no map type); objects now fill it, tombstones delete, and pypaimon reads the maps back."""
+    topic = unique_topic("ingest-map")
+    broker.create_topic(topic, partitions=1)
+    messages = [(str(i % 40), None if i % 9 == 8 else {"id": i % 40, "tags": {"n": str(i), "even": str(i % 2 == 0)}})
+                for i in range(300)]
+    produce(broker, topic, messages, lambda r: json.dumps(r).encode())
+    rc, lines = ingest(spark, broker, tmp_path, topic, schema="id BIGINT NOT NULL, tags MAP<STRING, STRING>",
+                       primary_keys=("id",), bucket=1, table_options={"deletion-vectors.enabled": "true"})
+    assert rc == 0, lines
+    expected: dict[int, list] = {}
+    for key, row in messages:
+        if row is None:
+            expected.pop(int(key), None)
+        else:
+            expected[row["id"]] = list(row["tags"].items())
+    table = ps.Catalog(str(tmp_path / "wh")).get_table("db.t")
+    assert dict(zip(*table.to_arrow().to_pydict().values())) == expected
+    other = pypaimon_read(str(tmp_path / "wh"), "db.t").to_pydict()
+    assert {i: sorted(m) for i, m in zip(other["id"], other["tags"])} == {i: sorted(m) for i, m in expected.items()}
+
+
 def test_undecodable_record_names_topic_partition_offset(spark, broker, tmp_path):
     topic = unique_topic("ingest-bad")
     broker.create_topic(topic)
