@@ -32,7 +32,7 @@ from .file_index import INDEX_SUFFIX, FileIndexSpec
 from .default_values import with_defaults
 from .dynamic_bucket import DynamicBucketAssigner
 from . import variant
-from .errors import InvalidOptionError, NullKeyError, PaimonError, SchemaMismatchError, UnsupportedOperationError
+from .errors import InvalidOptionError, PaimonError, SchemaMismatchError, UnsupportedOperationError
 from .external_paths import ExternalPaths
 from .file_settings import FileSettingsByLevel
 from .fileio import FileIO
@@ -44,6 +44,7 @@ from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, F
 from . import cross_partition, data_evolution, row_tracking
 from .options import AVRO_WRITES, CoreOptions, unimplemented_feature, unimplemented_features
 from .partition_expire import PartitionTimeCheck
+from .retraction_values import fill_retractions
 from .paths import PathFactory, TableDirs, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
@@ -131,9 +132,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
         check_decimals_fit(f.name, col)
         col = with_defaults(col, f)
         if not f.type.nullable and col.null_count:
-            kind = "primary key" if f.name in schema.primary_keys else "NOT NULL"
-            raise NullKeyError(f"{kind} column '{f.name}' of table {table_name} contains "
-                               f"{col.null_count} null value(s)")
+            col = fill_retractions(col, f.name, schema, kinds, table_name)
         columns.append(col)
     out = pa.Table.from_arrays(columns, schema=schema.arrow_schema())
     if kinds is not None:

@@ -1053,8 +1053,8 @@ def test_nulls_in_not_null_columns_are_refused_by_record(tmp_path):
     required field was absent"), where the default fills it at the write. A change event leaving
     a NOT NULL column (without a default) null passed the decoder and failed the whole batch at
     the write, with no record named and nothing set aside: it is a poison record now, like a
-    null key. Deletes keep their nulls (set aside, a delete would leave its row in the table):
-    the writer still stops the job on them."""
+    null key. Deletes keep their nulls (set aside, a delete would leave its row in the table),
+    which the writer fills (retraction_values.py)."""
     import paimon_streaming as ps
     from paimon_streaming.sinks.ingest import IngestConfig, make_decoder
     schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("qty", pa.int64(), False),
@@ -1079,6 +1079,9 @@ def test_nulls_in_not_null_columns_are_refused_by_record(tmp_path):
     errors = decoded.rejected.column("error").to_pylist()
     assert errors[0] == "null in NOT NULL column 'qty'" and errors[1].endswith("null primary key ['id']")
     assert sorted(decoded.rows.column("id").to_pylist()) == [6, 7]
+    table.write_arrow(pa.table({"id": [6], "qty": [1], "unit": ["kg"], "note": [None]}))
+    table.write_arrow(decoded.rows, row_kind_column="_kind")  # the delete of 6 names its key alone
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [2, 7]
     with pytest.raises(DecodeError, match=r"offset=0 has a null in NOT NULL column 'qty'"):
         Decoder("debezium-json", table.arrow_schema(), ("id",), defaulted=("unit",)).decode_all(
             records([json.dumps(e).encode() for e in events[:3]]))
