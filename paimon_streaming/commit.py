@@ -372,20 +372,17 @@ class FileStoreCommit:
 
     def _check_conflicts(self, live: LiveFiles, delta: list[ManifestEntry], kind: str) -> LiveFiles:
         """The live files after `delta`; a conflict when it deletes a file that is not live,
-        adds one twice, changes a partition's total buckets or overlaps keys in an LSM level."""
-        if kind != OVERWRITE:
-            totals: dict[bytes, set[int]] = {}
-            for d in delta:
-                if d.kind == ADD:
-                    totals.setdefault(d.partition, set()).add(d.total_buckets)
-            for part in {d.partition for d in delta}:
-                values = totals.get(part, set()).union(
-                    *(b.total_buckets for b in live.partitions.get(part, {}).values()))
-                if len(values) > 1:
-                    raise CommitConflictError(
-                        f"total buckets of a partition of {self.table_path} changed to {sorted(values)}; "
-                        "another writer rescaled the table")
-        after, missing, _ = live.apply(delta)  # after the totals: the new state inherits them
+        adds one twice, leaves a partition with files of two bucket counts (its keys would be
+        hashed two ways: a write racing a rescale) or overlaps keys in an LSM level."""
+        after, missing, _ = live.apply(delta)
+        for part in {d.partition for d in delta}:
+            totals = frozenset().union(*(b.total_buckets for bucket, b in after.partitions.get(part, {}).items()
+                                         if bucket >= 0))  # postponed files (bucket -2) wait outside
+            if len(totals) > 1:
+                raise CommitConflictError(
+                    f"{kind} commit to {self.table_path} would leave a partition with files of {sorted(totals)} "
+                    "buckets: the partition was rescaled, or written to while it was, by another writer; "
+                    "the commit was not applied")
         if missing:
             names = ", ".join(e.file.file_name for e in missing[:5])
             raise CommitConflictError(

@@ -47,7 +47,6 @@ _FIXED_OPTIONS = {key: "Paimon does not support changing it" for key in (
     "data-evolution.enabled", "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field",
     "blob-view-field", "pk-clustering-override", "path")}
 _FIXED_OPTIONS.update({
-    "bucket": "rescaling a table moves every row to another bucket; create a new table and copy the rows",
     "deletion-vectors.enabled": "switching deletion vectors on or off needs every bucket fully compacted first "
                                 "(Paimon refuses it too)",
     "deletion-vectors.bitmap64": "existing deletion-vector index files keep their bitmap format",
@@ -306,7 +305,7 @@ class SchemaUpdate:
     def set_option(self, key: str, value: str) -> "SchemaUpdate":
         def change(d: _Draft) -> None:
             if d.options.get(key) != str(value):
-                _check_option_change(d, key)
+                _check_option_change(d, key, str(value))
                 d.options[key] = str(value)
                 refuse_unimplemented({key: str(value)})
         self._changes.append(change)
@@ -369,10 +368,28 @@ class SchemaUpdate:
             self.commit()
 
 
-def _check_option_change(d: _Draft, key: str) -> None:
+def _check_option_change(d: _Draft, key: str, value: str | None = None) -> None:
     if key in _FIXED_OPTIONS and d.has_snapshots:
         raise InvalidOptionError(f"table option '{key}' cannot be changed on a table with snapshots: "
                                  f"{_FIXED_OPTIONS[key]}")
+    if key == "bucket" and d.has_snapshots:
+        _check_bucket_change(d.options.get("bucket"), value)
+
+
+def _check_bucket_change(old: str | None, new: str | None) -> None:
+    """A fixed bucket count may change (the files keep theirs until `Table.rescale` rewrites
+    them, see rescale.py), as in Paimon; the bucket mode may not."""
+    def count(text: str | None) -> int | None:
+        try:
+            return int(str(text).strip())
+        except ValueError:
+            return None
+    before, after = count(old), count(new)
+    if new is None or before is None or after is None or before <= 0 or after <= 0:
+        raise InvalidOptionError(
+            f"table option 'bucket' can change from one fixed count to another ({old} -> {new} cannot): rows are "
+            "hashed to buckets by the count, and a table with snapshots keeps its bucket mode (dynamic -1, postpone "
+            "-2); after a change, Table.rescale() rewrites the partitions written before it")
 
 
 def _rename_field_options(options: dict[str, str], old: str, new: str) -> None:

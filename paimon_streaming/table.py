@@ -28,6 +28,7 @@ from .orphans import OrphanFilesClean, OrphanResult
 from .partition_expire import PartitionExpiration
 from .predicate import parse_filter
 from .read import SplitReader
+from .rescale import rescale
 from .rollback import Rollback
 from .scan import DataSplit, TableScan
 from .schema import SchemaManager, TableSchema
@@ -340,6 +341,13 @@ class Table:
         Returns its snapshot id, None when no row matched (row_level.py); once per
         `commit_user` and `commit_identifier`, as `write_arrow`."""
         return update_rows(self, filter, values, commit_user, commit_identifier)
+
+    def rescale(self, bucket: int | None = None, partitions: Any = None, commit_user: str | None = None) -> int | None:
+        """Change a fixed-bucket table's bucket count to `bucket` (when given) and rewrite the
+        partitions `partitions` selects (a filter over partition columns; None: all) in the
+        table's count, in one OVERWRITE snapshot (Java's CALL sys.rescale); returns its id, None
+        when every selected partition had the count already (rescale.py)."""
+        return rescale(self, bucket, partitions, commit_user)
 
     def complete_interrupted_batch(self, commit_user: str, own_latest: Snapshot | None = None) -> int | None:
         """Finish the compaction of `commit_user`'s last batch when it has none: a crash or a

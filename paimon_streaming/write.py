@@ -211,6 +211,21 @@ def _split_row_kinds(data: pa.Table, schema: TableSchema, table_name: str,
     return data, kinds
 
 
+def check_bucket_count(groups: Sequence["_Group"], live: Sequence[ManifestEntry], total: int,
+                       partition_fields: list[DataField], table_name: str, default_name: str) -> None:
+    """A write of `groups` with `total` buckets, refused for a partition whose live files were
+    written with another count (the table's `bucket` changed since): its keys would be hashed two ways."""
+    written = {g.partition: g.partition_values for g in groups}
+    for e in live:
+        if e.bucket >= 0 and e.total_buckets != total and e.partition in written:
+            where = f"partition {partition_path(written[e.partition], partition_fields, default_name)}" \
+                if partition_fields else "the table"
+            raise UnsupportedOperationError(
+                f"cannot write {where} of {table_name} with {total} buckets: its files are in {e.total_buckets} "
+                f"buckets (the table option 'bucket' changed since they were written); rescale it first: "
+                f"Table.rescale() or `paimon-streaming rescale` (Java: CALL sys.rescale, or INSERT OVERWRITE)")
+
+
 def write_threads(groups: int, remote: bool = False) -> int:
     """Threads writing a batch's (partition, bucket) groups side by side: one per group, at most
     one per usable core (on a remote store at least REMOTE_WRITE_THREADS, since a thread then
@@ -687,6 +702,9 @@ class TableWrite:
         # an overwrite replaces the partitions' HASH indexes too (the commit drops the old ones):
         # its keys are placed afresh, so every bucket it writes gets an index of exactly its keys
         groups = self.group(data, () if overwrite else index_entries)
+        if total > 0 and not overwrite:
+            check_bucket_count(groups, live, total, self.partition_fields, self.table_name,
+                               self.options.partition_default_name)
         live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         if (dv or picked or full) and not overwrite:
             for e in live:

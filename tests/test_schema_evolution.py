@@ -161,7 +161,7 @@ def test_several_changes_are_one_schema_file_and_no_change_is_none(catalog):
     (lambda u: u.drop_column("nope"), SchemaMismatchError, "'nope' does not exist"),
     (lambda u: u.add_column(("qty", "x"), pa.int8()), SchemaMismatchError, "not a ROW"),
     (lambda u: u.drop_column(("addr", "city")).drop_column(("addr", "zip")), SchemaMismatchError, "last field"),
-    (lambda u: u.set_option("bucket", "4"), InvalidOptionError, "create a new table"),
+    (lambda u: u.set_option("bucket", "-1"), InvalidOptionError, "keeps its bucket mode"),
     (lambda u: u.set_option("deletion-vectors.enabled", "true"), InvalidOptionError, "fully compacted"),
     (lambda u: u.set_option("merge-engine", "first-row"), InvalidOptionError, "'merge-engine'"),
     (lambda u: u.set_option("buckets", "4"), InvalidOptionError, "did you mean 'bucket'"),

@@ -1,4 +1,4 @@
-"""Table inspection and maintenance: `info`, `snapshots`, `compact`, `delete`, `update`."""
+"""Table inspection and maintenance: `info`, `snapshots`, `compact`, `rescale`, `delete`, `update`."""
 from __future__ import annotations
 
 import argparse
@@ -59,6 +59,20 @@ def cmd_compact(args: argparse.Namespace) -> int:
         print(json.dumps(result))
     else:
         print(f"compacted {table.ref}: " + (f"snapshot {sid}" if sid is not None else "nothing to do"))
+    return 0
+
+
+def cmd_rescale(args: argparse.Namespace) -> int:
+    """`rescale`: a new bucket count, and the selected partitions rewritten to the table's."""
+    table = Table.open(args.table)
+    terms = where_terms(args.where, table.arrow_schema()) if args.where else None
+    sid = table.rescale(args.bucket, terms)
+    result = {"table": table.ref, "bucket": table.options.bucket, "snapshot": sid}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"rescaled {table.ref} to {result['bucket']} buckets: "
+              + (f"snapshot {sid}" if sid is not None else "every selected partition had that count"))
     return 0
 
 
@@ -131,6 +145,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                                  "file with deleted rows) and drop obsolete "
                                                                  "deletion vectors")
         p.set_defaults(func=func)
+    p = sub.add_parser("rescale", help="change a fixed-bucket table's bucket count and rewrite its partitions "
+                                       "to it (Paimon's CALL sys.rescale)")
+    add_table_argument(p)
+    p.add_argument("--bucket", type=int, help="the new bucket count (default: the table's, to rewrite partitions "
+                                              "written before a change of it)")
+    p.add_argument("--where", nargs="+", action="append", metavar="TERM",
+                   help="COLUMN OP [VALUE] over partition columns, repeated for AND: the partitions to rewrite "
+                        "(default: all)")
+    p.set_defaults(func=cmd_rescale)
     for name, text in (("delete", "delete the rows a filter matches (SQL's DELETE FROM ... WHERE), in one commit"),
                        ("update", "set values in the rows a filter matches (SQL's UPDATE ... SET ... WHERE), in one "
                                   "commit")):
