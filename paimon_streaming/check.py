@@ -19,6 +19,7 @@ Checked, for every snapshot and tag:
   `repair_hints` (`paimon-streaming check --repair`) accepts the loss. A stale hint (behind
   the newest snapshot: hints lag) or a missing one is only a warning: readers list past it;
 * the newest snapshot's totalRecordCount equals the rows of its live files (warning);
+* every partition's live files in the newest snapshot share one bucket count (rescale.py);
 * deletion-vector and first-row tables: no primary key is live twice in the newest snapshot.
 
 Problems are collected, never raised (an unexpected failure is reported as a `check-failed`
@@ -496,6 +497,7 @@ class _Checker:
             self.problem("record-count", self.snapshot_manager.path(snap.id),
                          f"snapshot {snap.id} records totalRecordCount {snap.total_record_count} but its live "
                          f"files hold {rows} rows", severity=WARNING)
+        self._check_bucket_counts(snap, live)
         opts = self.table.options
         if self.table.primary_keys and (opts.deletion_vectors or opts.merge_engine == "first-row"):
             self._check_unique_keys(snap)
@@ -503,6 +505,20 @@ class _Checker:
             for message in row_tracking.id_problems([e.file for e in live], snap.next_row_id,
                                                     data_evolution.enabled(opts.raw)):
                 self.problem("row-ids", self.snapshot_manager.path(snap.id), f"snapshot {snap.id}: {message}")
+
+    def _check_bucket_counts(self, snap: Snapshot, live: list[ManifestEntry]) -> None:
+        """Every file of a partition written with one bucket count: keys hashed by two counts
+        could be live twice (rescale.py)."""
+        counts: dict[bytes, set[int]] = {}
+        for e in live:
+            if e.bucket >= 0:
+                counts.setdefault(e.partition, set()).add(e.total_buckets)
+        for partition, totals in counts.items():
+            if len(totals) > 1:
+                self.problem("bucket-count", self.snapshot_manager.path(snap.id),
+                             f"snapshot {snap.id}: partition {self.scan.partition_dir(partition) or '(the table)'} "
+                             f"has files of {sorted(totals)} buckets; rewrite it with Table.rescale() "
+                             "(`paimon-streaming rescale`)")
 
     def _check_unique_keys(self, snap: Snapshot) -> None:
         keys = self.table.primary_keys

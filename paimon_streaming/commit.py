@@ -272,6 +272,9 @@ class FileStoreCommit:
             self._check_sequence_order(live, entries, kind)
         if check_conflicts:
             after = self._check_conflicts(live, entries, kind)
+        elif any(e.kind == ADD and e.bucket >= 0 for e in entries):
+            live = live or self._live_files(latest)
+            self._check_bucket_counts(live.apply(entries, strict=False)[0], entries, kind)
         if index_changes and not replace:
             self._check_index_conflicts(latest, index_changes, kind)
         if targets:
@@ -375,14 +378,7 @@ class FileStoreCommit:
         adds one twice, leaves a partition with files of two bucket counts (its keys would be
         hashed two ways: a write racing a rescale) or overlaps keys in an LSM level."""
         after, missing, _ = live.apply(delta)
-        for part in {d.partition for d in delta}:
-            totals = frozenset().union(*(b.total_buckets for bucket, b in after.partitions.get(part, {}).items()
-                                         if bucket >= 0))  # postponed files (bucket -2) wait outside
-            if len(totals) > 1:
-                raise CommitConflictError(
-                    f"{kind} commit to {self.table_path} would leave a partition with files of {sorted(totals)} "
-                    "buckets: the partition was rescaled, or written to while it was, by another writer; "
-                    "the commit was not applied")
+        self._check_bucket_counts(after, delta, kind)
         if missing:
             names = ", ".join(e.file.file_name for e in missing[:5])
             raise CommitConflictError(
@@ -393,6 +389,18 @@ class FileStoreCommit:
         if kind == COMPACT and self.merges_by_row_id:
             self._check_row_ranges(after, [d for d in delta if d.kind == ADD])
         return after
+
+    def _check_bucket_counts(self, after: LiveFiles, delta: list[ManifestEntry], kind: str) -> None:
+        """Every partition `delta` touches keeps files of one bucket count: keys hashed by two
+        counts could be live twice (a write racing a rescale, either way round; rescale.py)."""
+        for part in {d.partition for d in delta}:
+            totals = frozenset().union(*(b.total_buckets for bucket, b in after.partitions.get(part, {}).items()
+                                         if bucket >= 0))  # postponed files (bucket -2) wait outside
+            if len(totals) > 1:
+                raise CommitConflictError(
+                    f"{kind} commit to {self.table_path} would leave a partition with files of {sorted(totals)} "
+                    "buckets: the partition was rescaled, or written to while it was, by another writer; "
+                    "the commit was not applied")
 
     def _check_row_ranges(self, after: LiveFiles, added: list[ManifestEntry]) -> None:
         """A data-evolution compaction merged rows whose columns another writer (Java's MERGE

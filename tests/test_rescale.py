@@ -176,3 +176,39 @@ def test_cli_rescale(tmp_path, capsys):
     t.refresh()
     assert layout(t) == {"x": {3}, "y": {3}}
     assert sorted(t.to_arrow().column("id").to_pylist()) == list(range(50))
+
+
+def test_a_write_planned_before_a_rescale_cannot_commit_after_it(tmp_path):
+    """Its files, written with the old count, would sit beside the rescaled ones: the commit
+    refuses (a plain APPEND commit checks the counts too), and nothing of it is committed."""
+    from paimon_streaming.errors import CommitConflictError
+    warehouse = str(tmp_path)
+    t = ps.Catalog(warehouse).create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                           options={"bucket": "2"})
+    t.write_arrow(batch(range(20), "a"))
+    old_writer = ps.Catalog(warehouse).get_table("db.t")
+    messages = old_writer.write_messages(batch([5, 100], "late"))
+    t.rescale(bucket=3)
+    with pytest.raises(CommitConflictError, match=r"would leave a partition with files of \[2, 3\] buckets"):
+        old_writer.new_commit().commit(messages, "late-writer", 1)
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}[5] == "a5" and t.to_arrow().num_rows == 20
+
+
+def test_check_reports_a_partition_of_two_bucket_counts(tmp_path, monkeypatch):
+    from paimon_streaming.check import check_table
+    from paimon_streaming.commit import FileStoreCommit
+    t = ps.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                               options={"bucket": "2"})
+    t.write_arrow(batch(range(20), "a"))
+    messages = t.write_messages(batch([100], "b"))
+    with t.update_schema() as update:
+        update.set_option("bucket", "3")
+    t.refresh()
+    messages += t.write_messages(batch([200], "c", dt="new"))
+    for m in messages:
+        m.total_buckets = 3  # as a faulty writer would have written them
+    monkeypatch.setattr(FileStoreCommit, "_check_bucket_counts", lambda *args: None)
+    t.new_commit().commit(messages, "faulty", 1)
+    found = [(p.kind, p.message) for p in check_table(t).problems]
+    assert [k for k, _ in found] == ["bucket-count"], found
+    assert "partition dt=y has files of [2, 3] buckets" in found[0][1] or "partition dt=x has files" in found[0][1]
