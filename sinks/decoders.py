@@ -318,9 +318,17 @@ class Decoder:
         return _with_variants(buffer, self.schema, variants)
 
     def _json_one(self, buffer: bytes) -> pa.Table:
+        """One record (the error path): a value its column cannot hold is named by the column,
+        where pyarrow's message names only the value ("couldn't parse:1.5")."""
         if not isinstance(json.loads(buffer), dict):
             raise ValueError("not a JSON object")
-        return self._json(buffer)
+        try:
+            return self._json(buffer)
+        except pa.ArrowInvalid as exc:
+            column = _failing_column(buffer, self._json_schema)
+            if column is None:
+                raise
+            raise ValueError(f"column '{column.name}' ({from_arrow(column.type)}): {exc}") from None
 
     def _csv(self, buffer: bytes) -> pa.Table:
         return _fitting(pacsv.read_csv(io.BytesIO(buffer),
@@ -671,6 +679,19 @@ def _read_json(buffer: bytes, schema: pa.Schema, unexpected: str = "ignore") -> 
         return json_maps.read(buffer, _wall_times_as_text(explicit), read_json)
     parsed = change_events.floats_in_range(read(schema), buffer, lambda: read(change_events.floats_as_doubles(schema)))
     return _read_json_bytes(_wall_times(parsed, schema))
+
+
+def _failing_column(buffer: bytes, schema: pa.Schema) -> pa.Field | None:
+    """The first column of `schema` that one JSON record's value does not fit (VARIANT columns
+    take any JSON)."""
+    for f in schema:
+        if is_variant_arrow(f.type):
+            continue
+        try:
+            _fitting(_read_json(buffer, pa.schema([f])))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+            return f
+    return None
 
 
 def _where(records: pa.RecordBatch, i: int) -> str:

@@ -1125,3 +1125,15 @@ def test_map_columns_are_filled_from_json_objects(tmp_path):
     for value in (json.dumps(envelope), json.dumps(envelope["payload"])):  # Postgres hstore, hstore.handling.mode=map
         rows = Decoder("debezium-json", dbz, ("id",)).decode(records([value.encode()]))
         assert rows.to_pylist() == [{"id": 1, "tags": [("hstore", "v"), ("k", None)], "_kind": "+I"}]
+
+
+def test_a_json_value_its_column_cannot_hold_is_named_by_the_column():
+    """pyarrow's message named only the value ("couldn't parse:1.5"): a user could not tell
+    which field of a wide record drifted."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.int64()), ("tags", pa.map_(pa.string(), pa.int32()))])
+    rows, errors = _one(Decoder("json", schema, ("id",)), b'{"id": 1, "amount": 10.5}')
+    assert rows == [] and "column 'amount' (BIGINT): Failed to convert JSON to int64, couldn't parse:10.5" in errors[0]
+    rows, errors = _one(Decoder("json", schema, ("id",)), b'{"id": 1, "tags": {"a": 1.5}}')
+    assert rows == [] and "column 'tags' (MAP<STRING, INT>)" in errors[0]
+    with pytest.raises(DecodeError, match=r"offset=0 is not valid JSON .* column 'amount' \(BIGINT\)"):
+        Decoder("json", schema, ("id",)).decode_all(records([b'{"id": 1, "amount": "x"}']))
