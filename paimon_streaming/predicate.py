@@ -106,12 +106,22 @@ def _as_typed_digits(value: Any, arrow_type: pa.DataType) -> Any:
 
 
 def _term_parts(item: Any) -> tuple[str, str, Any]:
+    """(column, op, value); a comparison without its value (a shell variable that expanded to
+    nothing) is an error, not a term that matches no row."""
     if not isinstance(item, tuple) or len(item) not in (2, 3):
         raise ValueError(f"filter term {item!r} is not a (column, op, value) tuple")
     column, op = item[0], str(item[1]).lower()
     if op not in _OPS:
         raise ValueError(f"filter operator {item[1]!r} is not one of {sorted(_OPS)}")
-    return column, op, item[2] if len(item) == 3 else None
+    if op in ("is null", "is not null"):
+        if len(item) == 3 and item[2] is not None:
+            raise ValueError(f"filter term {item!r}: '{op}' takes no value")
+        return column, op, None
+    if len(item) == 2:
+        raise ValueError(f"filter term {item!r} has no value to compare with (a null is written None)")
+    if op in ("in", "not in") and not isinstance(item[2], (list, tuple, set, frozenset)):
+        raise ValueError(f"filter term {item!r}: '{op}' takes a list of values")
+    return column, op, item[2]
 
 
 class _Inexact:
@@ -126,7 +136,7 @@ INEXACT = _Inexact()
 def _column_value(value: Any, arrow_type: pa.DataType) -> Any:
     """`value` as a scalar of the column's type when it is exactly one of its values; INEXACT
     when no value of the type equals it; None when it is of another kind (a string against a
-    number: left to Arrow, which raises)."""
+    number), which `_of_column` refuses."""
     numeric = isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
     if (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)) and numeric:
         if not _finite(value):
@@ -188,9 +198,7 @@ def _comparison(column: str, op: str, value: Any, arrow_type: pa.DataType) -> pc
     field = pc.field(column)
     if value is None:
         return _OPS_EXPR[op](field, pa.scalar(None, type=arrow_type))  # null: true for no row
-    literal = _column_value(value, arrow_type)
-    if literal is None:
-        return _OPS_EXPR[op](field, value)
+    literal = _of_column(column, value, arrow_type)
     if literal is not INEXACT:
         return _OPS_EXPR[op](field, literal)
     if op in ("=", "=="):
@@ -247,15 +255,23 @@ def _membership(column: str, op: str, values: list, arrow_type: pa.DataType) -> 
     field = pc.field(column)
     if op == "not in" and any(v is None for v in values):
         return pc.scalar(False)
-    literals = [_column_value(v, arrow_type) for v in values if v is not None]
-    if any(literal is None for literal in literals):
-        contained = field.isin([v for v in values if v is not None])  # another kind: Arrow decides (or raises)
-    else:
-        held = [literal for literal in literals if literal is not INEXACT]
-        if pa.types.is_floating(arrow_type):  # Arrow's is_in matches floats by their bits: -0.0 is not 0.0
-            held += [pa.scalar(-h.as_py(), type=arrow_type) for h in held if h.as_py() == 0]
-        contained = field.isin(pa.array([h.as_py() for h in held], type=arrow_type)) if held else pc.scalar(False)
+    literals = [_of_column(column, v, arrow_type) for v in values if v is not None]
+    held = [literal for literal in literals if literal is not INEXACT]
+    if pa.types.is_floating(arrow_type):  # Arrow's is_in matches floats by their bits: -0.0 is not 0.0
+        held += [pa.scalar(-h.as_py(), type=arrow_type) for h in held if h.as_py() == 0]
+    contained = field.isin(pa.array([h.as_py() for h in held], type=arrow_type)) if held else pc.scalar(False)
     return contained if op == "in" else field.is_valid() & ~contained
+
+
+def _of_column(column: str, value: Any, arrow_type: pa.DataType) -> Any:
+    """`_column_value`, refusing a literal of another kind than the column's (text against a
+    number, a number or a boolean against text) with an error naming both, where Arrow would
+    raise its own while reading ("no kernel matching input types (double, string)")."""
+    literal = _column_value(value, arrow_type)
+    if literal is None:
+        raise SchemaMismatchError(f"filter value {value!r} ({type(value).__name__}) does not compare with column "
+                                  f"'{column}' ({from_arrow(arrow_type)})")
+    return literal
 
 
 def _term_expr(t: Term, arrow_type: pa.DataType) -> pc.Expression:

@@ -146,6 +146,24 @@ def test_decimal_filters_compare_by_value(catalog):
     assert t.to_arrow(filter=[("a", "in", [Decimal("1.5")])]).to_pylist() == [{"a": Decimal("1.50")}]
 
 
+def test_filter_values_of_another_kind_or_missing_are_errors_naming_the_term(catalog):
+    """Text against a number, a number or boolean against text raised Arrow's own error from a
+    reading thread ("no kernel matching input types (double, string)"), naming no column; a
+    comparison without its value matched no row, so a delete with a forgotten value did nothing."""
+    t = catalog.create_table("db.kinds", pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("s", pa.string())]))
+    t.write_arrow(pa.table({"id": [1, 2], "amount": [1.0, 2.0], "s": ["a", None]}))
+    for flt, match in (([("amount", ">", "abc")], r"value 'abc' \(str\) does not compare with column 'amount' \(DOUBLE\)"),
+                       ([("s", "in", ["a", 1])], r"value 1 \(int\) does not compare with column 's' \(STRING\)"),
+                       ([("id", "=", True)], r"value True \(bool\) .* column 'id' \(BIGINT\)")):
+        with pytest.raises(SchemaMismatchError, match=match):
+            t.to_arrow(filter=flt)
+    for flt, match in (([("id", ">")], "has no value to compare with"), ([("id", "in", 3)], "takes a list"),
+                       ([("s", "is null", "x")], "'is null' takes no value")):
+        with pytest.raises(ValueError, match=match):
+            t.delete(flt)
+    assert t.to_arrow(filter=[("s", "=", None)]).num_rows == 0 and t.to_arrow().num_rows == 2
+
+
 def test_iso_text_against_temporal_columns_is_the_value_it_names(catalog):
     """`dt >= '2024-01-01'` as SQL casts it: the text is the date, time or instant it names, for
     pruning (each file holds one day) and rows alike; a text naming none is an error naming
