@@ -50,6 +50,9 @@ from .spark_write import arrow_schema_of
 SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 # records set aside per micro-batch (skipped or dead-lettered), for the progress line
 REJECTED_PER_BATCH: dict[int, int] = {}
+# how often a micro-batch's DataFrame was read (a batch with new fields is decoded again):
+# Spark's numInputRows counts its records once per read
+READS_PER_BATCH: dict[int, int] = {}
 _EVOLUTION_ROUNDS = 3  # a batch's new fields are all seen in one pass; more rounds mean a concurrent change
 _SAMPLE_RECORDS = 1000
 RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset")  # of a Kafka record, as decoders take them
@@ -499,6 +502,8 @@ def prepare_table_batch(spark: SparkSession, cfg: IngestConfig, table: Table, re
             REJECTED_PER_BATCH[batch_id] = REJECTED_PER_BATCH.get(batch_id, 0) + bad.num_rows
         decode = ArrowTransform(functools.partial(decode_batches, decoder, seen, rejected, sources),
                                 decoder.output_schema)
+        if collected is None:
+            READS_PER_BATCH[batch_id] = READS_PER_BATCH.get(batch_id, 0) + 1
         try:
             return sink.prepare(records, batch_id, before_commit=before_commit, transform=decode, collected=collected)
         except NewFieldsSeen as exc:
@@ -510,7 +515,7 @@ def table_writer(spark: SparkSession, cfg: IngestConfig, table: Table,
                  log: Callable[[str], None]) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of a job ingesting into one table."""
     def write(df: DataFrame, batch_id: int) -> None:
-        REJECTED_PER_BATCH[batch_id] = 0
+        REJECTED_PER_BATCH[batch_id] = READS_PER_BATCH[batch_id] = 0
         prepared = prepare_table_batch(spark, cfg, table, df.select(*RECORD_COLUMNS), batch_id, log)
         if prepared is not None:
             prepared.commit()
@@ -560,6 +565,11 @@ def _offsets(value) -> dict[tuple[str, str], int] | None:
     return {(t, p): int(o) for t, parts in value.items() if isinstance(parts, dict) for p, o in parts.items()}
 
 
+def batch_records(progress: dict) -> int:
+    """The records a finished micro-batch read (once, however often it was decoded)."""
+    return progress.get("numInputRows", 0) // max(READS_PER_BATCH.get(progress.get("batchId"), 1), 1)
+
+
 def batch_seconds(progress: dict) -> float:
     """How long a finished micro-batch took, trigger to commit."""
     return progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
@@ -571,7 +581,7 @@ _SET_ASIDE = {"skip": "skipped", "dead-letter": "dead-lettered"}  # per --on-err
 def progress_line(progress: dict, written: str, on_error: str = "fail") -> str:
     """One finished micro-batch; `written`: what the target holds now (`table_state`)."""
     lag = consumer_lag(progress)
-    rows = progress.get("numInputRows", 0)
+    rows = batch_records(progress)
     seconds = batch_seconds(progress)
     rate = rows / seconds if seconds else 0.0
     rejected = REJECTED_PER_BATCH.get(progress.get("batchId"), 0)
@@ -597,7 +607,7 @@ class IngestTotals:
     lag: int | None = None  # of the newest progress, also an idle trigger's
 
     def add(self, progress: dict) -> None:
-        rows = progress.get("numInputRows", 0)
+        rows = batch_records(progress)
         if rows > 0:
             self.rows += rows
             self.seconds += batch_seconds(progress)
@@ -617,7 +627,7 @@ def ingest_status(table: str, totals: IngestTotals, running: float | None, idle:
     parts = [f"ingest {table}", state]
     if totals.last is not None:
         last_s = batch_seconds(totals.last)
-        last_rate = f"{totals.last.get('numInputRows', 0) / last_s:,.0f}" if last_s else "n/a"
+        last_rate = f"{batch_records(totals.last) / last_s:,.0f}" if last_s else "n/a"
         avg_rate = f"{totals.rows / totals.seconds:,.0f}" if totals.seconds else "n/a"
         parts += [f"{last_rate} rows/s (last) {avg_rate} avg",
                   f"lag {'n/a' if totals.lag is None else f'{totals.lag:,}'}", f"last batch {last_s:.1f}s"]

@@ -9,6 +9,7 @@ import json
 import os
 import queue
 import random
+import re
 import signal
 import threading
 import time
@@ -66,6 +67,8 @@ def test_json_records_gaining_a_field_evolve_the_table(spark, broker, tmp_path):
     rc, lines = ingest(spark, broker, tmp_path, topic, primary_keys=("id",), max_offsets_per_trigger=400)
     assert rc == 0, lines
     assert any("evolved to schema 1: added coupon string" in line for line in lines), lines
+    counted = [int(m.group(1).replace(",", "")) for m in map(re.compile(r"batch \d+: ([\d,]+) rows").match, lines) if m]
+    assert sum(counted) == len(messages) - 500, lines  # a batch decoded again is counted once
     table = ps.Catalog(str(tmp_path / "wh")).get_table("db.t")
     assert table.schema.field_names == ["id", "name", "amount", "coupon"]
     assert state_of(table.to_arrow()) == model(messages)
