@@ -566,7 +566,7 @@ class Table:
         return SchemaUpdate(self)
 
     def __repr__(self) -> str:
-        return f"Table({self.path!r})"
+        return f"Table({self.path!r})" if self.branch == MAIN else f"Table({self.path!r}, branch={self.branch!r})"
 
 
 def _epoch_millis(value: Any) -> int | None:
