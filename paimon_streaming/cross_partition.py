@@ -405,15 +405,15 @@ def forget_all() -> None:
 
 def check_no_concurrent_writes(table_name: str, planned_on: Snapshot | None, newer: list[Snapshot],
                                commit_user: str) -> None:
-    """A cross-partition batch was placed on `planned_on`: a snapshot another writer added
-    since (other than a compaction) may have put the batch's keys in other partitions."""
+    """A batch placed on `planned_on` (a cross-partition batch by where its keys lived; a
+    delete or update by the rows it read there): a snapshot another writer added since (other
+    than a compaction) may have moved those keys or changed those rows."""
     for s in newer:
         if s.commit_kind != COMPACT:
             raise StalePlanError(
-                f"{table_name} is a cross-partition upsert table and {s.commit_user} committed snapshot {s.id} "
-                f"({s.commit_kind}) after this batch of {commit_user} was placed on snapshot "
-                f"{planned_on.id if planned_on else 'none'}: its keys may have moved; nothing was committed, "
-                "place the batch again")
+                f"{s.commit_user} committed snapshot {s.id} ({s.commit_kind}) to {table_name} after this batch of "
+                f"{commit_user} was planned on snapshot {planned_on.id if planned_on else 'none'}: the keys or rows "
+                "it was planned by may have changed; nothing was committed, plan the batch again")
 
 
 def bootstrap(file_io: FileIO, scan: TableScan, schema: TableSchema, snapshot: Snapshot, table_name: str,

@@ -15,9 +15,15 @@
   key changes lands where it now belongs), the old file replaced.
 
 The append cases commit an OVERWRITE snapshot, as Java's do. Only rows for which the filter
-is true change: a row where it is null (a comparison with a null) stays, as in SQL. A
-concurrent commit that removed a file this change rewrites or marks is a conflict: the change
-is planned again on the new snapshot, up to `commit.max-retries` times.
+is true change: a row where it is null (a comparison with a null) stays, as in SQL.
+
+Concurrent writers: a change is planned again on the new snapshot (up to `commit.max-retries`
+times, then CommitConflictError, nothing committed) when a commit since its plan may have
+changed the rows it read: on primary-key tables any other writer's data commit (compactions
+aside; level-0 files lookup readers skip are compacted before the read); on append tables a
+file it rewrites or marks removed, or its bucket's vectors rewritten, or, in a bucket-unaware
+deletion-vector table (index files kept side by side), any other data commit while it gives a
+file its first vector (two such vectors of one file would hide each other's rows).
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ import pyarrow.dataset as ds
 from . import data_evolution, row_tracking
 from .append_compaction import AppendBucket
 from .commit import CommitMessage, Increment
-from .errors import SchemaMismatchError, UnsupportedOperationError
+from .errors import SchemaMismatchError, StalePlanError, UnsupportedOperationError
 from .evolution import read_evolved
 from .keyvalue import DELETE
 from .lsm.dv_maintainer import DeletionVectorMaintainer
@@ -89,6 +95,10 @@ def _change(table: "Table", filter: Any, values: Values | None, commit_user: str
     """A delete (`values` None) or update, once per (commit_user, identifier) when both are given."""
     if commit_user is not None and identifier is not None:
         commits = table.new_commit().user_commits(commit_user, identifier)
+        # a change that died between its APPEND and COMPACT snapshots is committed but invisible
+        # to deletion-vector readers: finish it before calling its identifier done
+        if table.complete_interrupted_batch(commit_user, commits.own_latest) is not None:
+            commits = table.new_commit().user_commits(commit_user, identifier)
         if commits.committed(identifier):
             log.info("change of %s by %s with identifier %s already committed: skipped", table.name,
                      commit_user, identifier)
@@ -98,9 +108,12 @@ def _change(table: "Table", filter: Any, values: Values | None, commit_user: str
         if values is None:
             _check_deletable(table)
         return _write_by_key(table, filter, values, "+U" if values else "-D", user, identifier)
+    # a bucket-unaware table keeps a file's first vector in an index file of its own, beside any
+    # other writer's first vector of that file, and readers take one: no data may come between
+    side_by_side = table.options.bucket == -1 and table.options.deletion_vectors
     return table.commit_planned(lambda latest: _file_changes(table, filter, values, latest), user,
                                 BATCH_COMMIT_IDENTIFIER if identifier is None else identifier,
-                                "update" if values else "delete")
+                                "update" if values else "delete", placed=side_by_side)
 
 
 def _check_filter(table: "Table", filter: Any, what: str, instead: str) -> None:
@@ -175,10 +188,40 @@ def _check_updatable(table: "Table", values: Values) -> None:
 
 def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, user: str,
                   identifier: int | None) -> int | None:
-    """The matching rows (updated by `values`) written back with row kind `kind`."""
-    latest = table.latest_snapshot()
-    if latest is None:
-        return None
+    """The matching rows (updated by `values`) written back with row kind `kind`, written on
+    the snapshot they were read from and committed only while no other writer's data came since
+    (`exclusive`): rows read before another writer updated or deleted them would undo its change.
+    Sequence numbers alone cannot tell: a delete leaves no file behind once compacted (deletion
+    vectors, or a full compaction). On a conflict the change is read and written again."""
+    def rows_on(latest: Snapshot | None) -> tuple[pa.Table, str | None] | None:
+        if latest is None:
+            return None
+        with table._planned_on(latest):
+            waiting = _uncompacted_buckets(table, latest)
+            if not waiting:
+                return _rows_to_write(table, latest, spec, values, kind)
+        # level-0 rows (a batch between its APPEND and COMPACT, or whose writer died there) are
+        # hidden from this read, but this write's compaction would publish them below its own
+        # rows: make them visible first, then read again
+        table.compact(only=waiting)
+        raise StalePlanError(f"{table.name}: level-0 files of another writer were compacted before the read")
+    return table.write_planned_rows(rows_on, user, BATCH_COMMIT_IDENTIFIER if identifier is None else identifier,
+                                    exclusive=True)
+
+
+def _uncompacted_buckets(table: "Table", latest: Snapshot) -> set[tuple[bytes, int]]:
+    """The (partition, bucket)s of `latest` with level-0 files its readers skip (lookup tables)."""
+    if not table.options.lookup_compaction:
+        return set()
+    scan = TableScan(table.file_io, table.path, table.schema, table.branch)
+    return {(e.partition, e.bucket) for e in scan.live_entries(latest)
+            if e.file.level == 0 and not scan.postponed_bucket(e)}
+
+
+def _rows_to_write(table: "Table", latest: Snapshot, spec: Any, values: Values | None,
+                   kind: str) -> tuple[pa.Table, str | None] | None:
+    """The rows of `latest` that `spec` matches, updated, with row kind `kind` (the column
+    holding it: None for a table with `rowkind.field`); None when none matches."""
     schema = table.read_schema(latest, latest=True)
     flt = parse_filter(spec, schema.arrow_schema())
     scan = TableScan(table.file_io, table.path, schema, table.branch)
@@ -190,12 +233,9 @@ def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, u
     kind_field = schema.options.get("rowkind.field")
     if kind_field:  # the table takes row kinds from a column of its own
         rows = rows.set_column(rows.schema.get_field_index(kind_field), kind_field, pa.array([kind] * rows.num_rows))
-        kind_column = None
-    else:
-        kind_column = _unused_name(rows.column_names, "_row_kind")
-        rows = rows.append_column(kind_column, pa.array([kind] * rows.num_rows))
-    log.info("writing %d %s rows into %s", rows.num_rows, kind, table.name)
-    return table.write_arrow(rows, commit_user=user, commit_identifier=identifier, row_kind_column=kind_column)
+        return rows, None
+    kind_column = _unused_name(rows.column_names, "_row_kind")
+    return rows.append_column(kind_column, pa.array([kind] * rows.num_rows)), kind_column
 
 
 def _updated(rows: pa.Table, values: Values, schema: pa.Schema, table_name: str) -> pa.Table:

@@ -283,48 +283,69 @@ class Table:
                 return existing
         user = commit_user or str(uuid.uuid4())
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+        return self.write_planned_rows(lambda latest: (data, row_kind_column), user, identifier, overwrite, just_read)
+
+    def write_planned_rows(self, rows_on: Callable[[Snapshot | None], tuple[pa.Table, str | None] | None],
+                           user: str, identifier: int, overwrite: bool = False, just_read: Snapshot | None = None,
+                           exclusive: bool = False) -> int | None:
+        """Write and commit the rows `rows_on(latest)` gives (with their row-kind column; None:
+        nothing to write) on the newest snapshot; returns the last snapshot id. A plan that
+        loses a race (StalePlanError, SequenceConflictError) is discarded and made again, up to
+        `commit.max-retries` times. `exclusive`: the rows were read from that snapshot (a
+        delete or update by key), so any other writer's data commit since fails the commit and
+        they are read again. `just_read`: the newest snapshot, when the caller has just read it."""
         full = bool(self.primary_keys) and full_compaction.is_due(self.options, identifier)
         committer = self.new_commit()
-        for attempt in range(self.options.get("commit.max-retries") + 1):
+        retries = self.options.get("commit.max-retries")
+        for attempt in range(retries + 1):
+            messages: list[CommitMessage] = []
+            # planning on a snapshot read a moment ago is as safe as a concurrent commit during
+            # the write: the commit finds any newer snapshot and checks for conflicts
+            planned_on = just_read if attempt == 0 and just_read is not None else self.latest_snapshot()
             try:
-                # planning on a snapshot read a moment ago is as safe as a concurrent commit during
-                # the write: the commit finds any newer snapshot and checks for conflicts
-                planned_on = just_read if attempt == 0 and just_read is not None else self.latest_snapshot()
-                writer, messages = self.new_write(), []
-                messages = self._write_planned(planned_on, data, row_kind_column, overwrite, full, writer)
+                rows = rows_on(planned_on)
+                if rows is None:
+                    return None
+                writer = self.new_write()
+                messages = self._write_planned(planned_on, rows[0], rows[1], overwrite, full, writer)
                 if writer.cross_partition:
                     cross_partition.placed(writer)
                 if full and not overwrite:
                     messages += self.scheduled_compaction(user, identifier, messages)
                 ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
-                                       planned_on=planned_on, placed=writer.cross_partition)
+                                       planned_on=planned_on, placed=writer.cross_partition or exclusive)
                 if writer.cross_partition:
                     cross_partition.committed(self.path, self.branch, planned_on.id if planned_on else None, ids,
                                               user, identifier)
-                break
-            except StalePlanError:
+                return ids[-1] if ids else None
+            except (StalePlanError, SequenceConflictError):
+                # planned on files a concurrent compaction and expiration removed, read before another
+                # writer's commit (exclusive, cross-partition placement), or numbered into sequence
+                # numbers another writer of the same bucket reached: plan it again
                 committer.discard(messages)
-                if attempt == self.options.get("commit.max-retries"):
+                if attempt == retries:
                     raise
-                continue  # planned on files a concurrent compaction and expiration removed, or a
-                # cross-partition batch placed on a snapshot another writer has since followed
-            except SequenceConflictError:
-                # another writer's rows reached this batch's sequence numbers: number it again
-                committer.discard(messages)
-                if attempt == self.options.get("commit.max-retries"):
-                    raise
-                log.info("write to %s raced another writer of the same bucket; writing the batch again", self.name)
+                log.info("write to %s raced another writer; planning it again", self.name)
             except CommitConflictError:
-                if not self.committed_identifiers(user, [identifier]):
+                landed = self._own_snapshot_since(planned_on, user, identifier)
+                if landed is None:
                     raise
                 # the data landed but its lookup compaction lost to a concurrent writer: redo it
                 # on the new snapshot so deletion-vector readers see the batch
-                sid = self.complete_interrupted_batch(user)
-                if sid is None:  # nothing left to compact: a concurrent compaction took the files
-                    own = self.snapshot_manager.latest_of_user(user)
-                    sid = own.id if own is not None else None  # None: expired since
-                return sid
-        return ids[-1] if ids else None
+                sid = self.complete_interrupted_batch(user, landed)
+                return landed.id if sid is None else sid  # None: a concurrent compaction took the files
+        raise AssertionError("unreachable")
+
+    def _own_snapshot_since(self, planned_on: Snapshot | None, user: str, identifier: int) -> Snapshot | None:
+        """The newest snapshot `user` committed with `identifier` after `planned_on` (a write's
+        data that landed before its compaction failed), or None."""
+        floor = planned_on.id if planned_on is not None else 0
+        for snap in self.snapshot_manager.iter_descending():
+            if snap.id <= floor:
+                return None
+            if snap.commit_user == user and snap.commit_identifier == identifier:
+                return snap
+        return None
 
     def delete(self, filter: Any, commit_user: str | None = None, commit_identifier: int | None = None) -> int | None:
         """Delete the rows `filter` matches (SQL's DELETE FROM ... WHERE; the filter as in
