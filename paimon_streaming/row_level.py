@@ -197,7 +197,7 @@ def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, u
         if latest is None:
             return None
         with table._planned_on(latest):
-            waiting = _uncompacted_buckets(table, latest)
+            waiting = table.uncompacted_buckets(latest)
             if not waiting:
                 return _rows_to_write(table, latest, spec, values, kind)
         # level-0 rows (a batch between its APPEND and COMPACT, or whose writer died there) are
@@ -207,15 +207,6 @@ def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, u
         raise StalePlanError(f"{table.name}: level-0 files of another writer were compacted before the read")
     return table.write_planned_rows(rows_on, user, BATCH_COMMIT_IDENTIFIER if identifier is None else identifier,
                                     exclusive=True)
-
-
-def _uncompacted_buckets(table: "Table", latest: Snapshot) -> set[tuple[bytes, int]]:
-    """The (partition, bucket)s of `latest` with level-0 files its readers skip (lookup tables)."""
-    if not table.options.lookup_compaction:
-        return set()
-    scan = TableScan(table.file_io, table.path, table.schema, table.branch)
-    return {(e.partition, e.bucket) for e in scan.live_entries(latest)
-            if e.file.level == 0 and not scan.postponed_bucket(e)}
 
 
 def _rows_to_write(table: "Table", latest: Snapshot, spec: Any, values: Values | None,

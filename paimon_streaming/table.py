@@ -312,6 +312,8 @@ class Table:
                     cross_partition.placed(writer)
                 if full and not overwrite:
                     messages += self.scheduled_compaction(user, identifier, messages)
+                if not overwrite:
+                    messages += self.stranded_compaction(planned_on, messages)
                 ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
                                        planned_on=planned_on, placed=writer.cross_partition or exclusive)
                 if writer.cross_partition:
@@ -436,6 +438,23 @@ class Table:
                 if attempt == retries:
                     raise
                 log.info("%s of %s lost a race with another writer; planning it again", what, self.name)
+
+    def uncompacted_buckets(self, latest: Snapshot | None) -> set[tuple[bytes, int]]:
+        """The (partition, bucket)s of `latest` whose level-0 files its readers skip (primary-key
+        tables with lookup compaction): a batch between its APPEND and COMPACT snapshots, or
+        one whose writer died there."""
+        if latest is None or not (self.primary_keys and self.options.lookup_compaction):
+            return set()
+        scan = TableScan(self.file_io, self.path, self.schema, self.branch)
+        return {(e.partition, e.bucket) for e in scan.live_entries(latest)
+                if e.file.level == 0 and not scan.postponed_bucket(e)}
+
+    def stranded_compaction(self, latest: Snapshot | None, written: Sequence[CommitMessage]) -> list[CommitMessage]:
+        """The compaction of the `uncompacted_buckets` a batch does not write, to commit with the
+        batch's own: compacting only its own buckets would publish another batch's level-0
+        files bucket by bucket (the rest stays hidden until someone compacts them)."""
+        waiting = self.uncompacted_buckets(latest) - {(m.partition, m.bucket) for m in written}
+        return self._compaction_messages(latest, lambda bucket: False, only=waiting) if waiting else []
 
     def scheduled_buckets(self, commit_user: str, identifier: int) -> set[tuple[bytes, int]]:
         """The (partition, bucket)s a due batch `identifier` compacts fully besides its own:

@@ -198,6 +198,9 @@ class PreparedBatch:
             if full:  # the table's scheduled full compaction (full-compaction.delta-commits)
                 result.messages += table.scheduled_compaction(self.commit_user, self.batch_id, result.messages)
                 self.clock.lap("full_compaction")
+            if result.compacted and plan.snapshot_id is not None:  # another batch's level-0 files: all or none
+                result.messages += table.stranded_compaction(table.snapshot_manager.snapshot(plan.snapshot_id),
+                                                             result.messages)
             if self.before_commit is not None:
                 self.before_commit()
                 self.clock.lap("before_commit")
