@@ -27,7 +27,9 @@ file its first vector (two such vectors of one file would hide each other's rows
 """
 from __future__ import annotations
 
+import decimal
 import logging
+import math
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Mapping
@@ -244,13 +246,36 @@ def _updated(rows: pa.Table, values: Values, schema: pa.Schema, table_name: str)
             if column in expressions:
                 new = computed.column(column).cast(target)
             else:
-                new = pa.repeat(pa.scalar(value, type=target), rows.num_rows)
+                new = pa.repeat(_literal(value, target), rows.num_rows)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
                 OverflowError) as exc:
             raise SchemaMismatchError(f"update of {table_name}: value {value!r} for column '{column}' "
                                       f"({target}) does not fit: {exc}") from None
         rows = rows.set_column(rows.schema.get_field_index(column), schema.field(column), new)
     return rows
+
+
+def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
+    """A value to set, as a value of the column's type exactly (ValueError otherwise): a float
+    into a DECIMAL is the decimal it prints as (as in filters), text into a column of another
+    type is cast from its text (`"12.5"`, `"2024-01-01"`: what the command line passes), and a
+    number is never truncated or rounded to infinity (pyarrow turns 2.5 into 2 for an integer
+    column, 1e39 into inf for a FLOAT)."""
+    if isinstance(value, str) and not (pa.types.is_string(target) or pa.types.is_large_string(target)):
+        return pa.scalar(value).cast(target)
+    if isinstance(value, float) and pa.types.is_decimal(target) and math.isfinite(value):
+        value = decimal.Decimal(repr(value))
+    numeric = isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
+    if numeric and pa.types.is_integer(target) and not (_finite(value) and value == int(value)):
+        raise ValueError(f"{value!r} is not an integer")
+    scalar = pa.scalar(value, type=target)
+    if numeric and pa.types.is_floating(target) and _finite(value) and not math.isfinite(scalar.as_py()):
+        raise ValueError(f"{value!r} is beyond the range of {target}")
+    return scalar
+
+
+def _finite(value: int | float | decimal.Decimal) -> bool:
+    return value.is_finite() if isinstance(value, decimal.Decimal) else not isinstance(value, float) or math.isfinite(value)
 
 
 def _unused_name(names: list[str], base: str) -> str:

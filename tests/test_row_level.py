@@ -321,3 +321,26 @@ def test_a_replayed_identifier_changes_nothing(catalog, pk):
     t.write_arrow(batch(0, 1))
     t.delete([("id", "=", 0)], commit_user="job")                    # no identifier: a change each time
     assert 0 not in ids(t.to_arrow())
+
+
+def test_values_set_are_the_column_values_they_name_exactly(catalog):
+    """pyarrow's conversion set 2.5 into an integer column as 2 and 1e39 into a FLOAT as inf
+    (silently), and refused 12.5 and "12.5" for a DECIMAL column as "does not fit", so the
+    command line (whose values are JSON or text) could set no fraction there."""
+    import datetime as dt
+    import decimal
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.decimal128(12, 2)), ("n", pa.int64()),
+                        ("f", pa.float32()), ("day", pa.date32())])
+    t = catalog.create_table("db.lit", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "amount": pa.array([decimal.Decimal(1)], pa.decimal128(12, 2)), "n": [1],
+                            "f": pa.array([1.0], pa.float32()), "day": [dt.date(2024, 1, 1)]}))
+    t.update([("id", "=", 1)], {"amount": 12.5, "n": 3.0, "day": "2024-02-03"})
+    t.update([("id", "=", 1)], {"f": "2.5"})
+    assert t.to_arrow().to_pylist() == [{"id": 1, "amount": decimal.Decimal("12.50"), "n": 3, "f": 2.5,
+                                         "day": dt.date(2024, 2, 3)}]
+    for values, match in (({"n": 2.5}, "2.5 is not an integer"), ({"n": decimal.Decimal("2.5")}, "not an integer"),
+                          ({"f": 1e39}, "beyond the range of float"), ({"amount": 12.555}, "data loss"),
+                          ({"amount": "abc"}, "column 'amount'")):
+        with pytest.raises(SchemaMismatchError, match=match):
+            t.update([("id", "=", 1)], values)
+    assert t.to_arrow().column("n").to_pylist() == [3]
