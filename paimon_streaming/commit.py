@@ -272,7 +272,7 @@ class FileStoreCommit:
             self._check_sequence_order(live, entries, kind)
         if check_conflicts:
             after = self._check_conflicts(live, entries, kind)
-        elif any(e.kind == ADD and e.bucket >= 0 for e in entries):
+        elif self.options.bucket > 0 and any(e.kind == ADD for e in entries):  # counts only fixed buckets change
             live = live or self._live_files(latest)
             self._check_bucket_counts(live.apply(entries, strict=False)[0], entries, kind)
         if index_changes and not replace:
