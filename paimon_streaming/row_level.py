@@ -7,7 +7,9 @@
   the old rows). The merge engine must remove a key on -D, as Java requires (deduplicate;
   partial-update with `partial-update.remove-record-on-delete` or `...-on-sequence-group`;
   aggregation with `aggregation.remove-record-on-delete`); an update must replace the row:
-  deduplicate, or partial-update without setting nulls (which it would skip);
+  deduplicate, or partial-update without setting nulls (which it would skip). A delete from a
+  table whose -D rows would not remove the key (other engines, `ignore-delete`) marks the live
+  rows' positions when the table has deletion vectors, as Java's falls back to;
 - append tables with deletion vectors get the matching rows' positions added to their files'
   vectors, no data rewritten; an update also writes the updated rows as new files;
 - other append tables have each file holding a matching row written again without those rows
@@ -106,14 +108,12 @@ def _change(table: "Table", filter: Any, values: Values | None, commit_user: str
                      commit_user, identifier)
             return commits.live.get(identifier)
     user = commit_user or str(uuid.uuid4())
-    if table.primary_keys:
-        if values is None:
-            _check_deletable(table)
+    if table.primary_keys and (values is not None or _deletes_by_rows(table)):
         return _write_by_key(table, filter, values, "+U" if values else "-D", user, identifier)
     # a bucket-unaware table keeps a file's first vector in an index file of its own, beside any
     # other writer's first vector of that file, and readers take one: no data may come between
-    side_by_side = table.options.bucket == -1 and table.options.deletion_vectors
-    return table.commit_planned(lambda latest: _file_changes(table, filter, values, latest), user,
+    side_by_side = table.options.bucket == -1 and table.options.deletion_vectors and not table.primary_keys
+    return table.commit_planned(lambda latest: _file_changes(table, filter, values, _compacted(table, latest)), user,
                                 BATCH_COMMIT_IDENTIFIER if identifier is None else identifier,
                                 "update" if values else "delete", placed=side_by_side)
 
@@ -141,31 +141,45 @@ def _check_values(table: "Table", values: Values) -> None:
 
 
 # ---- primary-key tables: -D / +U rows ----------------------------------------------------------
-def _check_deletable(table: "Table") -> None:
-    """Java's rules (PrimaryKeyTableUtils.validatePKUpsertDeletable), plus `ignore-delete`,
-    under which the -D rows would be dropped and the delete would do nothing."""
+def _deletes_by_rows(table: "Table") -> bool:
+    """Whether a delete from a primary-key table writes -D rows: the merge engine removes a key
+    on one (Java's PrimaryKeyTableUtils.validatePKUpsertDeletable) and the writer keeps them (no
+    `ignore-delete`, which drops them: Java's delete then does nothing). Otherwise a table with
+    deletion vectors has the matching rows' positions marked, as Java's DELETE falls back to; the
+    others are refused, naming the reason."""
     options = table.schema.options
     engine = table.options.merge_engine
-    kept = row_kind_filter(options, np.array([DELETE], np.int8))
-    if kept is not None and not kept[0]:
-        raise UnsupportedOperationError(f"delete from {table.name}: the table ignores deletes ('ignore-delete' = "
-                                        "true), so the -D rows a delete writes would be dropped")
 
     def on(key: str) -> bool:
         return str(options.get(key, "false")).strip().lower() == "true"
-    if engine == "deduplicate":
-        return
-    if engine == "partial-update" and (on("partial-update.remove-record-on-delete")
-                                       or options.get("partial-update.remove-record-on-sequence-group")):
-        return
-    if engine == "aggregation" and on("aggregation.remove-record-on-delete"):
-        return
-    needs = {"partial-update": "set 'partial-update.remove-record-on-delete' = 'true' (or "
-                               "'partial-update.remove-record-on-sequence-group')",
-             "aggregation": "set 'aggregation.remove-record-on-delete' = 'true'"}
-    raise UnsupportedOperationError(
-        f"delete from {table.name}: merge engine '{engine}' does not remove a key on a -D row by default; "
-        + needs.get(engine, "deleting from such a table is not implemented"))
+    kept = row_kind_filter(options, np.array([DELETE], np.int8))
+    if kept is not None and not kept[0]:
+        why = "the table ignores deletes ('ignore-delete' = true), so the -D rows a delete writes would be dropped"
+    elif engine == "deduplicate" or engine == "partial-update" and (
+            on("partial-update.remove-record-on-delete") or options.get("partial-update.remove-record-on-sequence-group")) \
+            or engine == "aggregation" and on("aggregation.remove-record-on-delete"):
+        return True
+    else:
+        needs = {"partial-update": "set 'partial-update.remove-record-on-delete' = 'true' (or "
+                                   "'partial-update.remove-record-on-sequence-group')",
+                 "aggregation": "set 'aggregation.remove-record-on-delete' = 'true'"}
+        why = f"merge engine '{engine}' does not remove a key on a -D row by default; " + \
+            needs.get(engine, "a delete would have to rewrite every file holding a version of the key")
+    if table.options.deletion_vectors:
+        return False
+    raise UnsupportedOperationError(f"delete from {table.name}: {why} (a table with deletion vectors would have "
+                                    "the rows' positions marked instead)")
+
+
+def _compacted(table: "Table", latest: Snapshot) -> Snapshot:
+    """`latest`, when no level-0 files wait in it: a delete by positions of a primary-key table
+    must see the rows they hold, which would otherwise come back above its marks once compacted.
+    Else they are compacted first and the change is planned again (StalePlanError)."""
+    waiting = table.uncompacted_buckets(latest) if table.primary_keys else set()
+    if waiting:
+        table.compact(only=waiting)
+        raise StalePlanError(f"{table.name}: level-0 files were compacted before the delete's read")
+    return latest
 
 
 def _check_updatable(table: "Table", values: Values) -> None:
@@ -285,7 +299,7 @@ def _unused_name(names: list[str], base: str) -> str:
     return name
 
 
-# ---- append tables: deletion vectors or rewritten files -----------------------------------------
+# ---- append tables (and deletes by position from primary-key tables): vectors or rewrites -------
 def _file_changes(table: "Table", spec: Any, values: Values | None, latest: Snapshot) -> list[CommitMessage]:
     """The messages of a delete (or update) planned on `latest`: per (partition, bucket) holding
     a matching row its vectors marked or files replaced, plus the updated rows written anew."""
@@ -312,7 +326,8 @@ def _file_changes(table: "Table", spec: Any, values: Values | None, latest: Snap
         place = AppendBucket(directory, [e.file for e in entries],
                              [e.index_file for e in vector_index if e.partition == partition and e.bucket == bucket],
                              writer.dirs.index_dir(directory))
-        inc, rewritten = (_mark(writer, place, files, flt, values, table.options.bucket == -1) if vectors
+        unaware = table.options.bucket == -1 and not table.primary_keys  # index files side by side
+        inc, rewritten = (_mark(writer, place, files, flt, values, unaware) if vectors
                           else _rewrite(writer, place, files, flt, values))
         message = None if inc.is_empty() else CommitMessage(partition, bucket, entries[0].total_buckets, data=inc)
         return message, rewritten
