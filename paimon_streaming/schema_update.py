@@ -132,13 +132,26 @@ def _edit_siblings(fields: list[DataField], path: tuple[str, ...], edit: Callabl
         edit(fields, path[0])
         return
     i = _index(fields, path[0], full[:len(full) - len(path) + 1])
-    parent = fields[i]
-    if parent.type.root != "ROW":
-        raise SchemaMismatchError(f"column '{_dotted(full[:len(full) - len(path) + 1])}' is {parent.type}, not a "
-                                  f"ROW: '{_dotted(full)}' does not name a nested field")
-    inner = list(parent.type.fields)
-    _edit_siblings(inner, path[1:], edit, full)
-    fields[i] = replace(parent, type=replace(parent.type, fields=tuple(inner)))
+    fields[i] = replace(fields[i], type=_edit_inside(fields[i].type, path[1:], edit, full))
+
+
+def _edit_inside(dtype: DataType, path: tuple[str, ...], edit: Callable[[list[DataField], str], None],
+                 full: tuple[str, ...]) -> DataType:
+    """`dtype` (the type at the part of `full` before `path`) with `edit` applied to the ROW
+    fields `path` leads to: through an ARRAY's (MULTISET's) `element` and a MAP's `value`, as
+    Java's paths run (`items.element.price`)."""
+    at = full[:len(full) - len(path)]
+    if dtype.root == "ROW":
+        inner = list(dtype.fields)
+        _edit_siblings(inner, path, edit, full)
+        return replace(dtype, fields=tuple(inner))
+    step = {"ARRAY": "element", "MULTISET": "element", "MAP": "value"}.get(dtype.root)
+    if step is not None and path[0] == step and len(path) > 1:
+        part = "element" if step == "element" else "value"
+        return replace(dtype, **{part: _edit_inside(getattr(dtype, part), path[1:], edit, full)})
+    hint = f" (its nested fields are under '{_dotted(at + (step,))}')" if step else ""
+    raise SchemaMismatchError(f"column '{_dotted(at)}' is {dtype}, not a ROW: '{_dotted(full)}' does not name a "
+                              f"nested field{hint}")
 
 
 def _index(fields: list[DataField], name: str, path: tuple[str, ...]) -> int:
@@ -418,6 +431,22 @@ def _new_field(d: _Draft, name: str, dtype: DataType, comment: str | None = None
     return DataField(field_id, name, typed, comment)
 
 
+def _union_rows(d: _Draft, current: DataType, incoming: pa.DataType, path: tuple[str, ...]) -> DataType | None:
+    """`current` with the fields `incoming` brings to its ROWs (also ROWs inside ARRAY elements
+    and MAP values, as Java evolves them), or None when `current` holds no ROW to merge into."""
+    if current.root == "ROW" and pa.types.is_struct(incoming):
+        inner = list(current.fields)
+        _union(d, inner, list(incoming), path)
+        return replace(current, fields=tuple(inner))
+    if current.root in ("ARRAY", "MULTISET") and (pa.types.is_list(incoming) or pa.types.is_large_list(incoming)):
+        element = _union_rows(d, current.element, incoming.value_type, path + ("element",))
+        return None if element is None else replace(current, element=element)
+    if current.root == "MAP" and pa.types.is_map(incoming):
+        value = _union_rows(d, current.value, incoming.item_type, path + ("value",))
+        return None if value is None else replace(current, value=value)
+    return None
+
+
 def _union(d: _Draft, fields: list[DataField], incoming: list[pa.Field], parent: tuple[str, ...]) -> None:
     """Edit `fields` in place towards `incoming` (see `SchemaUpdate.union_by_name`)."""
     by_name = {f.name: i for i, f in enumerate(fields)}
@@ -432,10 +461,9 @@ def _union(d: _Draft, fields: list[DataField], incoming: list[pa.Field], parent:
             fields.append(_new_field(d, af.name, wanted))
             continue
         current = fields[by_name[af.name]]
-        if current.type.root == "ROW" and pa.types.is_struct(af.type):
-            inner = list(current.type.fields)
-            _union(d, inner, list(af.type), path)
-            fields[by_name[af.name]] = replace(current, type=replace(current.type, fields=tuple(inner)))
+        merged = _union_rows(d, current.type, af.type, path)
+        if merged is not None:
+            fields[by_name[af.name]] = replace(current, type=merged)
             continue
         if widening_error(wanted, current.type) is None:
             continue  # the table's type already holds these values

@@ -172,6 +172,23 @@ def check_decimals_fit(name: str, column: pa.Array | pa.ChunkedArray) -> None:
         except pa.ArrowInvalid as exc:
             raise SchemaMismatchError(f"column '{name}' holds a value that does not fit its type "
                                       f"{column.type}: {str(exc).split('Invalid: ')[-1]}") from None
+        if pa.types.is_decimal128(column.type) and _holds_int128_min(column):
+            raise SchemaMismatchError(f"column '{name}' holds a value that does not fit its type {column.type}: "
+                                      "-2**127 (39 digits)")
+
+
+def _holds_int128_min(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a DECIMAL128 column holds the unscaled value -2**127, which Arrow's precision
+    check lets through (its absolute value overflows): 39 digits, more than any precision."""
+    for chunk in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]):
+        words = np.frombuffer(chunk.buffers()[1], np.int64)[2 * chunk.offset:2 * (chunk.offset + len(chunk))]
+        low, high = words[0::2], words[1::2]
+        hit = (low == 0) & (high == np.iinfo(np.int64).min)
+        if chunk.null_count:
+            hit &= chunk.is_valid().to_numpy(zero_copy_only=False)
+        if hit.any():
+            return True
+    return False
 
 
 def _holds_decimals(t: pa.DataType) -> bool:

@@ -413,19 +413,25 @@ def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.A
     offsets = np.frombuffer(data.buffers()[1], np.int32, n + 1)
     raw = np.frombuffer(data.buffers()[2], np.uint8) if data.buffers()[2] is not None else np.zeros(0, np.uint8)
     lengths = np.diff(offsets)
-    if (lengths > 16).any():
-        raise ValueError(f"column '{column}' has a decimal wider than 38 digits")
     if ((lengths == 0) & data.is_valid().to_numpy(zero_copy_only=False)).any():
         raise ValueError(f"column '{column}' has a decimal of no bytes (Kafka Connect writes at least one)")
-    starts = offsets[:-1]
-    slots = np.zeros((n, 16), np.uint8)
     has_bytes = lengths > 0
+    first = np.where(lengths > 16, offsets[1:] - 16, offsets[:-1])  # the first of the (at most) 16 bytes kept
     negative = np.zeros(n, bool)
-    negative[has_bytes] = raw[starts[has_bytes]] >= 0x80
+    negative[has_bytes] = raw[first[has_bytes]] >= 0x80
+    slots = np.zeros((n, 16), np.uint8)
     slots[negative] = 0xFF  # sign extension
     rows = np.repeat(np.arange(n), lengths)
     from_end = np.repeat(offsets[1:], lengths) - np.arange(offsets[0], offsets[-1])  # 1 = the last byte
-    slots[rows, 16 - from_end] = raw[offsets[0]:offsets[-1]]
+    values = raw[offsets[0]:offsets[-1]]
+    beyond = from_end > 16
+    if beyond.any():  # more than 16 bytes: only a redundant sign extension of the 16 kept (00 or FF) fits
+        if (values[beyond] != np.where(negative, 0xFF, 0x00)[rows[beyond]]).any():
+            raise ValueError(f"column '{column}' has a decimal wider than 38 digits")
+        rows, from_end, values = rows[~beyond], from_end[~beyond], values[~beyond]
+    slots[rows, 16 - from_end] = values
+    if ((slots[:, 0] == 0x80) & ~slots[:, 1:].any(axis=1)).any():  # -2**127: 39 digits, which Arrow's check misses
+        raise ValueError(f"column '{column}' has a decimal wider than 38 digits")
     little = np.ascontiguousarray(slots[:, ::-1])
     wide = pa.Array.from_buffers(pa.decimal128(38, target.scale), n,
                                  [data.buffers()[0], pa.py_buffer(little.tobytes())], null_count=data.null_count)

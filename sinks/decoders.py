@@ -635,9 +635,14 @@ def _wall_times(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _with_new_fields(parsed: pa.DataType, declared: pa.DataType) -> pa.DataType:
-    """`declared`, with the fields the `parsed` ROW values (in ROWs too) carry beyond it, as
-    parsed; fields seen only as nulls tell no type and are left out. (ROWs inside an ARRAY or
-    MAP keep their declared fields: a schema change cannot add to those.)"""
+    """`declared`, with the fields the `parsed` ROW values (in ROWs, ARRAY elements and MAP
+    values too, which a schema change adds to as Java's does) carry beyond it, as parsed; fields
+    seen only as nulls tell no type and are left out."""
+    if pa.types.is_list(parsed) and pa.types.is_list(declared):
+        return pa.list_(declared.value_field.with_type(_with_new_fields(parsed.value_type, declared.value_type)))
+    if pa.types.is_map(parsed) and pa.types.is_map(declared):
+        return pa.map_(declared.key_field, declared.item_field.with_type(_with_new_fields(parsed.item_type,
+                                                                                          declared.item_type)))
     if not (pa.types.is_struct(parsed) and pa.types.is_struct(declared)):
         return declared
     names = {f.name for f in declared}

@@ -603,6 +603,14 @@ def expect_record(text: str, schema: pa.Schema, keys: tuple[str, ...]) -> Out:
 
 
 # ---- checking a decoder against the expectations ------------------------------------------------
+def settled(rows: list[dict], decoded) -> list[dict]:
+    """`rows` without the values of the columns a decode reported wider (a JSON field a ROW
+    lacks): those evolve the table and the batch is decoded again, so their values now are
+    placeholders (the test of that: test_new_fields_inside_a_row_column_evolve_the_table)."""
+    widened = {f.name for f in decoded.new_fields}
+    return [{k: "(decoded again)" if k in widened else v for k, v in r.items()} for r in rows]
+
+
 def check_batch(decoder: Decoder, values: list[bytes], expected: list[Out], fields: list[pa.Field]) -> None:
     """Each record alone, then the batch under dead-letter, skip and fail: taken records exactly
     as expected and in order, refused ones set aside (or the first named by DecodeError)."""
@@ -616,7 +624,7 @@ def check_batch(decoder: Decoder, values: list[bytes], expected: list[Out], fiel
             assert alone.rows.num_rows == 0, where(i)
         else:
             assert expected[i].must != REJECT, f"{where(i)}; decoded as {decoded_rows(alone.rows, fields)}"
-            assert decoded_rows(alone.rows, fields) == [expected[i].value], where(i)
+            assert settled(decoded_rows(alone.rows, fields), alone) == settled([expected[i].value], alone), where(i)
     batch = decoder.decode_all(records(values))
     refused = batch.rejected.column("offset").to_pylist()
     assert refused == sorted(refused)
@@ -627,8 +635,8 @@ def check_batch(decoder: Decoder, values: list[bytes], expected: list[Out], fiel
             assert i in refused, f"{where(i)}; taken in the batch"
     assert all(batch.rejected.column("error").to_pylist())
     taken = [i for i in range(len(values)) if i not in refused]
-    got = decoded_rows(batch.rows, fields)
-    assert got == [expected[i].value for i in taken], \
+    got = settled(decoded_rows(batch.rows, fields), batch)
+    assert got == settled([expected[i].value for i in taken], batch), \
         f"batch rows {got} != expected {[expected[i].value for i in taken]}; records {values}"
     skipped = replace(decoder, on_error="skip").decode_all(records(values))
     assert skipped.rows.equals(batch.rows) and not skipped.rejected.num_rows or \
@@ -1137,3 +1145,50 @@ def test_a_json_value_its_column_cannot_hold_is_named_by_the_column():
     assert rows == [] and "column 'tags' (MAP<STRING, INT>)" in errors[0]
     with pytest.raises(DecodeError, match=r"offset=0 is not valid JSON .* column 'amount' \(BIGINT\)"):
         Decoder("json", schema, ("id",)).decode_all(records([b'{"id": 1, "amount": "x"}']))
+
+
+def test_new_fields_of_rows_inside_arrays_and_maps_evolve_the_table(tmp_path):
+    """A JSON field that ROWs inside an ARRAY or a MAP lack was dropped (as Spark's from_json
+    drops it), while the same field of a ROW column evolved the table: it now evolves it too
+    (`items.element.qty`, as Java's schema changes name it), and the batch is decoded again."""
+    import paimon_streaming as ps
+    from paimon_streaming.sinks.ingest import IngestConfig, evolve_table
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("items", pa.list_(pa.struct([("sku", pa.string())]))),
+                        ("m", pa.map_(pa.string(), pa.struct([("a", pa.int32())])))])
+    table = ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    batch = records([b'{"id":1,"items":[{"sku":"x","qty":2}],"m":{"k":{"a":1,"b":"z"}}}', b'{"id":2,"items":[{"sku":"y"}]}'])
+    decoded = Decoder("json", table.arrow_schema(), ("id",)).decode_all(batch)
+    assert [f.name for f in decoded.new_fields] == ["items", "m"]
+    evolve_table(IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t"), table,
+                 decoded.new_fields, print)
+    table.refresh()
+    again = Decoder("json", table.arrow_schema(), ("id",)).decode_all(batch)
+    assert len(again.new_fields) == 0
+    assert again.rows.drop_columns(["_kind"]).to_pylist() == [
+        {"id": 1, "items": [{"sku": "x", "qty": 2}], "m": [("k", {"a": 1, "b": "z"})]},
+        {"id": 2, "items": [{"sku": "y", "qty": None}], "m": None}]
+
+
+def test_kafka_connect_decimal_bytes_sign_extended_or_at_the_int128_edge():
+    """Big-endian two's-complement bytes with a redundant sign byte (17 bytes for a 38-digit
+    value) were refused as "wider than 38 digits"; -2**127 (0x80 and 15 zero bytes) passed into
+    a DECIMAL(5, 5) column as a 39-digit value, since Arrow's precision check misses it (found
+    by the property test)."""
+    import base64
+    import decimal
+    import numpy as np
+    n = 10 ** 38 - 1
+    wide = Decoder("debezium-json", pa.schema([pa.field("id", pa.int64(), False), ("c", pa.decimal128(38, 0))]), ("id",))
+
+    def event(raw: bytes) -> bytes:
+        return json.dumps({"op": "c", "after": {"id": 1, "c": base64.b64encode(raw).decode()}}).encode()
+    for raw, value in ((b"\x00" + n.to_bytes(16, "big", signed=True), n), ((-n).to_bytes(18, "big", signed=True), -n)):
+        assert _one(wide, event(raw))[0][0]["c"] == decimal.Decimal(value)
+    for raw in (b"\x01" + n.to_bytes(16, "big", signed=True), b"\xff" + (5).to_bytes(16, "big", signed=True),
+                (-(2 ** 127)).to_bytes(16, "big", signed=True)):
+        assert "wider than 38 digits" in _one(wide, event(raw))[1][0]
+    edge = pa.Array.from_buffers(pa.decimal128(5, 2), 1, [None, pa.py_buffer(
+        np.array([0, np.iinfo(np.int64).min], np.int64).tobytes())])
+    from paimon_streaming.write import check_decimals_fit
+    with pytest.raises(ValueError, match=r"-2\*\*127"):
+        check_decimals_fit("x", edge)

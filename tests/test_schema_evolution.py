@@ -326,3 +326,45 @@ def test_we_read_tables_java_evolved(tmp_path, dv):
     assert got[1] == {"id": 1, "coupon": None, "qty": 1, "remark": "n1",
                       "addr": {"city": "c1", "postcode": 1, "country": None}}
     assert got[4]["qty"] == 2**40 + 4 and got[4]["addr"] == {"city": "C4", "postcode": 28, "country": "NL"}
+
+
+def test_rows_inside_arrays_and_maps_evolve_as_java_evolves_them(catalog, tmp_path):
+    """Fields of ROWs inside an ARRAY's elements or a MAP's values are added, renamed and
+    dropped by Java's paths (`items.element.qty`, `m.value.b`); old files read them as nulls;
+    Paimon 1.4.2 reads ours (also after its compaction) and we read what its SchemaManager
+    evolved the same way."""
+    item = pa.struct([("sku", pa.string()), ("n", pa.int32())])
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("items", pa.list_(item)),
+                        ("m", pa.map_(pa.string(), pa.struct([("a", pa.int32()), ("old", pa.string())])))])
+    t = catalog.create_table("db.nested", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "items": [[{"sku": "x", "n": 1}]],
+                            "m": pa.array([[("k", {"a": 1, "old": "o"})]], schema.field("m").type)}))
+    with t.update_schema() as update:
+        update.add_column(("items", "element", "qty"), pa.int64())
+        update.rename_column(("items", "element", "sku"), "code")
+        update.add_column(("m", "value", "b"), "STRING")
+        update.drop_column(("m", "value", "old"))
+    with pytest.raises(SchemaMismatchError, match=r"not a ROW: 'items.qty' .* under 'items.element'"):
+        t.update_schema().add_column(("items", "qty"), pa.int64()).commit()
+    t.write_arrow(pa.table({"id": [2], "items": [[{"code": "y", "n": 2, "qty": 5}]],
+                            "m": pa.array([[("j", {"a": 2, "b": "z"})]], t.arrow_schema().field("m").type)}))
+    expected = {1: {"id": 1, "items": [{"code": "x", "n": 1, "qty": None}], "m": [("k", {"a": 1, "b": None})]},
+                2: {"id": 2, "items": [{"code": "y", "n": 2, "qty": 5}], "m": [("j", {"a": 2, "b": "z"})]}}
+    assert {r["id"]: r for r in t.to_arrow().to_pylist()} == expected
+    from java_oracle import get_oracle
+    java = get_oracle()
+    with java.batch() as jb:
+        before, _, after = jb.read(t.path), jb.compact(t.path), jb.read(t.path)
+
+    def maps_as_pairs(row: dict) -> dict:
+        m = row["m"]
+        return {**row, "m": sorted(m.items()) if isinstance(m, dict) else [tuple(p) for p in m]}
+    for result in (before.result, after.result):
+        assert {r["id"]: maps_as_pairs(r) for r in result} == expected
+    java.alter(t.path, [{"kind": "add", "path": ["items", "element", "price"], "type": "DOUBLE"},
+                        {"kind": "rename", "path": ["m", "value", "b"], "newName": "bee"}])
+    java.write(t.path, [{"id": 3, "items": [{"code": "w", "n": 3, "qty": 1, "price": 1.5}],
+                         "m": {"i": {"a": 3, "bee": "q"}}}])
+    got = {r["id"]: r for r in ps.Table.open(t.path).to_arrow().to_pylist()}
+    assert got[1]["items"] == [{"code": "x", "n": 1, "qty": None, "price": None}]
+    assert got[3] == {"id": 3, "items": [{"code": "w", "n": 3, "qty": 1, "price": 1.5}], "m": [("i", {"a": 3, "bee": "q"})]}
