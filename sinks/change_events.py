@@ -156,7 +156,9 @@ def floats_in_range(table: pa.Table, buffer: bytes, read_wide: Callable[[], pa.T
             if pc.any(pc.and_(pc.is_inf(leaf), pc.is_finite(wide[path]))).as_py():
                 raise ValueError(f"column '{path}' holds a number beyond the range of FLOAT (about 3.4e38), which "
                                  "would be infinity there; declare the column DOUBLE")
-    if any(leaf.null_count < len(leaf) and pc.any(pc.is_inf(leaf)).as_py() for _, leaf in _leaves(table, pa.float64())):
+    # DOUBLE values, and FLOAT ones whose wide reading is infinite too (a number beyond DOUBLE's range)
+    if infinite or any(leaf.null_count < len(leaf) and pc.any(pc.is_inf(leaf)).as_py()
+                       for _, leaf in _leaves(table, pa.float64())):
         for line in buffer.split(b"\n"):
             if line.strip():
                 json.loads(line, parse_float=_finite, parse_int=_finite)
