@@ -242,14 +242,19 @@ class IncrementalScan:
         deletion vector (their rows are the same on both sides) where rows need no merge by key."""
         old = {(s.partition, s.bucket): s for s in self.scan.plan(before)}
         new = {(s.partition, s.bucket): s for s in self.scan.plan(after)}
+        counts: dict[bytes, tuple[set[int], set[int]]] = {}
+        for side, splits in enumerate((old, new)):
+            for (partition, _), split in splits.items():
+                counts.setdefault(partition, (set(), set()))[side].add(split.total_buckets)
+        for was, now in counts.values():
+            if was and now and was != now:  # a rescale: keys moved between buckets (whose ids may not meet)
+                raise InvalidOptionError(
+                    f"incremental diff of {self.table_path}: the bucket count of a partition changed between "
+                    f"snapshots {before.id} ({sorted(was)}) and {after.id} ({sorted(now)}); a key may have moved "
+                    "between buckets, so a diff per bucket would be wrong")
         units: list[ReadUnit] = []
         for key in sorted(old.keys() | new.keys()):
             b, a = old.get(key), new.get(key)
-            if b is not None and a is not None and b.total_buckets != a.total_buckets:
-                raise InvalidOptionError(
-                    f"incremental diff of {self.table_path}: the bucket count changed between snapshots {before.id} "
-                    f"({b.total_buckets}) and {after.id} ({a.total_buckets}); a key may have moved between "
-                    "buckets, so a diff per bucket would be wrong")
             b, a = self._without_shared(b, a)
             if b is None and a is None:
                 continue

@@ -42,6 +42,7 @@ def rescale(table: "Table", bucket: int | None = None, partitions: Any = None,
     """Set the table's bucket count to `bucket` (when given) and rewrite the partitions that
     `partitions` matches (a filter over partition columns, as `to_arrow`'s; None: all) to it;
     returns the snapshot id (None when every selected partition already had the count)."""
+    table.refresh()  # a Table loaded before another writer's change of `bucket` would skip setting it back
     _check_rescalable(table, bucket)
     selected = _partition_filter(table, partitions)
     if bucket is not None and bucket != table.options.bucket:

@@ -129,22 +129,51 @@ def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch], time_zone: str | 
 
 
 def _session_zone(plan: WritePlan, schema: pa.Schema) -> str | None:
-    """Spark's session time zone as the input shows it: Spark hands TimestampType columns to
-    Python labelled with it. SchemaMismatchError when the input has none and a TimestampNTZ
-    column goes into a TIMESTAMP WITH LOCAL TIME ZONE column: read in a guessed zone, its
-    instants would be silently wrong."""
-    zones = {f.type.tz for f in schema if pa.types.is_timestamp(f.type) and f.type.tz}
+    """Spark's session time zone as the input shows it: Spark hands TimestampType values to
+    Python labelled with it, nested ones (in a MAP, ARRAY or ROW) too. SchemaMismatchError when
+    the input has none and a TimestampNTZ value goes into a TIMESTAMP WITH LOCAL TIME ZONE, at
+    the top level or nested: read in a guessed zone, its instants would be silently wrong."""
+    zones = {zone for f in schema for zone in _zones_in(f.type)}
     if zones:
         return zones.pop()
     table = plan.writer().schema.arrow_schema()
-    ambiguous = [f.name for f in schema if pa.types.is_timestamp(f.type) and f.name in table.names
-                 and pa.types.is_timestamp(table.field(f.name).type) and table.field(f.name).type.tz]
+    ambiguous = [f.name for f in schema if f.name in table.names
+                 and _wall_time_into_instant(f.type, table.field(f.name).type)]
     if ambiguous:
         raise SchemaMismatchError(
             f"column {ambiguous[0]} of table {plan.table_name}: a TimestampNTZ value written into a TIMESTAMP WITH LOCAL "
             "TIME ZONE column is read in the session's time zone, which a Data Source writer is not given; pass "
             ".option('timeZone', spark.conf.get('spark.sql.session.timeZone')), or cast the column to TimestampType")
     return None
+
+
+def _zones_in(t: pa.DataType) -> set[str]:
+    """The time zones timestamps anywhere in `t` (in a MAP, ARRAY or ROW too) are labelled with."""
+    if pa.types.is_timestamp(t):
+        return {t.tz} if t.tz else set()
+    if pa.types.is_struct(t):
+        return {z for i in range(t.num_fields) for z in _zones_in(t.field(i).type)}
+    if pa.types.is_map(t):
+        return _zones_in(t.key_type) | _zones_in(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _zones_in(t.value_type)
+    return set()
+
+
+def _wall_time_into_instant(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether a TimestampNTZ of `source` lands in a TIMESTAMP WITH LOCAL TIME ZONE of `target`,
+    at the top level or nested (struct fields by name, as the write casts them)."""
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
+        return source.tz is None and target.tz is not None
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        return any(_wall_time_into_instant(source.field(i).type, target.field(j).type)
+                   for i in range(source.num_fields) if (j := target.get_field_index(source.field(i).name)) >= 0)
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return _wall_time_into_instant(source.key_type, target.key_type) or \
+            _wall_time_into_instant(source.item_type, target.item_type)
+    if pa.types.is_list(source) and pa.types.is_list(target):
+        return _wall_time_into_instant(source.value_type, target.value_type)
+    return False
 
 
 def _messages(commit_messages, table: Table) -> list:
