@@ -34,7 +34,11 @@ from .write import TableWrite
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["rescale"]
+__all__ = ["RESCALE_PROPERTY", "rescale"]
+
+# in the properties of a rescale's OVERWRITE snapshot: it moved rows between buckets, changed none
+# (streaming readers with streaming-read-overwrite skip it; Java's readers ignore the key)
+RESCALE_PROPERTY = "paimon-streaming.rescale"
 
 
 def rescale(table: "Table", bucket: int | None = None, partitions: Any = None,
@@ -52,7 +56,7 @@ def rescale(table: "Table", bucket: int | None = None, partitions: Any = None,
     if _needs_compaction(table, selected):
         table.compact()  # level-0 files that deletion-vector readers do not see yet: made visible first
     return table.commit_planned(lambda latest: _rewrite(table, latest, selected), commit_user or str(uuid.uuid4()),
-                                BATCH_COMMIT_IDENTIFIER, "rescale")
+                                BATCH_COMMIT_IDENTIFIER, "rescale", properties={RESCALE_PROPERTY: "true"})
 
 
 def _check_rescalable(table: "Table", bucket: int | None) -> None:

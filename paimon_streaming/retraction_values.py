@@ -28,7 +28,7 @@ from .schema import TableSchema
 from .types import is_variant_arrow
 from . import variant
 
-__all__ = ["fill_retractions"]
+__all__ = ["fill_retractions", "zero_value"]
 
 
 def fill_retractions(column: pa.ChunkedArray, name: str, schema: TableSchema, kinds: np.ndarray | None,
@@ -45,7 +45,7 @@ def fill_retractions(column: pa.ChunkedArray, name: str, schema: TableSchema, ki
         raise NullKeyError(f"{kind} column '{name}' of table {table_name} is null in {int(nulls.sum())} -U/-D row(s) "
                            f"(deletes naming only their key, such as Kafka tombstones), and {why}: make the "
                            "column nullable, or send deletes with their values")
-    return pc.fill_null(column, _zero(column.type))
+    return pc.fill_null(column, zero_value(column.type))
 
 
 def _why_values_are_read(name: str, schema: TableSchema) -> str | None:
@@ -72,14 +72,14 @@ def _why_values_are_read(name: str, schema: TableSchema) -> str | None:
            "'partial-update.remove-record-on-delete' do not)"
 
 
-def _zero(t: pa.DataType) -> pa.Scalar:
+def zero_value(t: pa.DataType) -> pa.Scalar:
     """The zero value of an Arrow type: 0, "", b"", false, the epoch, an empty list or map, a
     ROW of zeros (nulls where its fields allow), a VARIANT holding JSON null."""
     if is_variant_arrow(t):
         value, metadata = variant.encode(None)
         return pa.scalar({"value": value, "metadata": metadata}, t)
     if pa.types.is_struct(t):
-        return pa.scalar({f.name: None if f.nullable else _zero(f.type).as_py() for f in t}, t)
+        return pa.scalar({f.name: None if f.nullable else zero_value(f.type).as_py() for f in t}, t)
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         return pa.scalar([], t)
     if pa.types.is_string(t) or pa.types.is_large_string(t):

@@ -39,6 +39,7 @@ from .manifest import ADD, ManifestEntry
 from .options import CoreOptions
 from .scan import DataSplit, TableScan
 from .schema import TableSchema
+from .rescale import RESCALE_PROPERTY
 from .snapshot import APPEND, OVERWRITE, Snapshot, SnapshotManager
 from .tags import TagManager
 from .time_travel import earlier_than
@@ -382,9 +383,20 @@ class StreamingScan:
                 for i, e in enumerate(entries)]
 
     def _overwrite_units(self, snapshot: Snapshot) -> list[ReadUnit]:
+        if (snapshot.properties or {}).get(RESCALE_PROPERTY) == "true":
+            return []  # rows moved between buckets, none changed (rescale.py)
         entries = self.scan.delta_entries(snapshot)
         if not self.schema.primary_keys:  # append tables: the new files, as Java
             return self._file_units(snapshot, [e for e in entries if e.kind == ADD], DELTA)
+        counts: dict[bytes, set[int]] = {}
+        for e in entries:
+            counts.setdefault(e.partition, set()).add(e.total_buckets)
+        if any(len(c) > 1 for c in counts.values()):
+            raise InvalidOptionError(
+                f"streaming read of {self.table_path}: OVERWRITE snapshot {snapshot.id} changed the bucket count of a "
+                f"partition (a rescale by another writer: {sorted(next(c for c in counts.values() if len(c) > 1))}), "
+                "so its keys moved between buckets and a diff per bucket would lose or repeat rows; start the query "
+                f"after it ('scan.snapshot-id' = {snapshot.id + 1}) or without 'streaming-read-overwrite'")
         groups: dict[tuple[bytes, int], tuple[int, list, list]] = {}
         for e in entries:
             total, before, after = groups.setdefault((e.partition, e.bucket), (e.total_buckets, [], []))

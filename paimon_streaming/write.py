@@ -44,7 +44,7 @@ from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, F
 from . import cross_partition, data_evolution, row_tracking
 from .options import AVRO_WRITES, CoreOptions, unimplemented_feature, unimplemented_features
 from .partition_expire import PartitionTimeCheck
-from .retraction_values import fill_retractions
+from .retraction_values import fill_retractions, zero_value
 from .paths import PathFactory, TableDirs, partition_path
 from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
 from .schema import SchemaManager, TableSchema, cast_type_check
@@ -65,16 +65,102 @@ _BOUNDS_ARE_STATS = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT"
 
 
 def _between_zones(col: pa.ChunkedArray, target: pa.DataType, time_zone: str | None) -> pa.ChunkedArray:
-    """An instant as its wall time in `time_zone` (or its own zone) for a wall-time column, a
-    wall time as the instant it is in `time_zone` (or UTC) for an instant column; anything else
-    as it is."""
-    if not (pa.types.is_timestamp(col.type) and pa.types.is_timestamp(target)) or \
-            (col.type.tz is None) == (target.tz is None):
+    """An instant written into a TIMESTAMP (a wall time) as the wall time it shows in
+    `time_zone` (or its own zone), a wall time written into a TIMESTAMP WITH LOCAL TIME ZONE as
+    the instant it is in `time_zone` (or UTC), at any depth (inside ROW, ARRAY and MAP values,
+    where a cast alone would relabel the value); anything else as it is."""
+    if not _zones_differ(col.type, target):
         return col
-    if target.tz is None:
-        zoned = col if time_zone is None else col.cast(pa.timestamp(col.type.unit, tz=time_zone))
-        return pc.local_timestamp(zoned)
-    return pc.assume_timezone(col, time_zone or "UTC", ambiguous="earliest", nonexistent="raise")
+    return pa.chunked_array([_zones_converted(c, target, time_zone) for c in col.chunks])
+
+
+def _hidden_nulls_filled(name: str, col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """`col` with the nulls of NOT NULL fields under null ROWs (at any depth) set to zero values:
+    Spark's Arrow output holds nulls in a ROW's fields where the whole ROW is null, which mean
+    nothing there, but which Arrow's cast refuses. A null where its ROW is there stays (the
+    cast names it)."""
+    if not _not_null_inside(target):
+        return col
+    return pa.chunked_array([_hidden_filled(c, target) for c in col.chunks])
+
+
+def _not_null_inside(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return any(not f.nullable or _not_null_inside(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _not_null_inside(t.value_type)
+    if pa.types.is_map(t):
+        return _not_null_inside(t.item_type)
+    return False
+
+
+def _hidden_filled(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    t = arr.type
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t) and pa.types.is_struct(target):
+        children = []
+        for i, f in enumerate(t):
+            child = arr.field(i)
+            j = target.get_field_index(f.name)
+            if j >= 0:
+                child = _hidden_filled(child, target.field(j).type)
+                if not target.field(j).nullable and child.null_count and mask is not None:
+                    hidden = pc.and_(child.is_null(), mask)
+                    if pc.any(hidden).as_py():
+                        child = pc.if_else(hidden, zero_value(child.type), child)
+            children.append(child)
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if (pa.types.is_list(t) and pa.types.is_list(target)) or (pa.types.is_map(t) and pa.types.is_map(target)):
+        start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()  # a slice: its entries only, from 0
+        offsets = pc.subtract(arr.offsets, start)
+        if pa.types.is_map(t):
+            return pa.MapArray.from_arrays(offsets, arr.keys.slice(start, end - start),
+                                           _hidden_filled(arr.items.slice(start, end - start), target.item_type),
+                                           mask=mask)
+        return pa.ListArray.from_arrays(offsets, _hidden_filled(arr.values.slice(start, end - start),
+                                                                target.value_type), mask=mask)
+    return arr
+
+
+def _zones_differ(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether a timestamp somewhere in `source` is an instant where `target` has a wall time,
+    or the reverse (ROW fields matched by name, as `conform` matches columns)."""
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
+        return (source.tz is None) != (target.tz is None)
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        return any(_zones_differ(f.type, target.field(f.name).type) for f in source
+                   if target.get_field_index(f.name) >= 0)
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return _zones_differ(source.key_type, target.key_type) or _zones_differ(source.item_type, target.item_type)
+    if pa.types.is_list(source) and pa.types.is_list(target):
+        return _zones_differ(source.value_type, target.value_type)
+    return False
+
+
+def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) -> pa.Array:
+    """One chunk of `_between_zones`: nested types rebuilt around their converted children."""
+    t = arr.type
+    if not _zones_differ(t, target):
+        return arr
+    if pa.types.is_timestamp(t):
+        if target.tz is None:
+            zoned = arr if time_zone is None else arr.cast(pa.timestamp(t.unit, tz=time_zone))
+            return pc.local_timestamp(zoned)
+        return pc.assume_timezone(arr, time_zone or "UTC", ambiguous="earliest", nonexistent="raise")
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        children = [_zones_converted(arr.field(i), target.field(f.name).type, time_zone)
+                    if target.get_field_index(f.name) >= 0 else arr.field(i) for i, f in enumerate(t)]
+        return pa.StructArray.from_arrays(children, names=[f.name for f in t], mask=mask)
+    start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()  # a slice: its entries only, from 0
+    offsets = pc.subtract(arr.offsets, start)
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(offsets, _zones_converted(arr.keys.slice(start, end - start), target.key_type,
+                                                                 time_zone),
+                                       _zones_converted(arr.items.slice(start, end - start), target.item_type,
+                                                        time_zone), mask=mask)
+    return pa.ListArray.from_arrays(offsets, _zones_converted(arr.values.slice(start, end - start), target.value_type,
+                                                              time_zone), mask=mask)
 
 
 def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str,
@@ -122,6 +208,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             cast_type_check(f.name, from_arrow(col.type), f.type)
         col = variant.conform(f.name, col, f.type)  # before a cast: a null variant's parts may be null
         if col.type != target:
+            col = _hidden_nulls_filled(f.name, col, target)
             try:
                 col = _between_zones(col, target, time_zone).cast(target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

@@ -212,3 +212,28 @@ def test_check_reports_a_partition_of_two_bucket_counts(tmp_path, monkeypatch):
     found = [(p.kind, p.message) for p in check_table(t).problems]
     assert [k for k, _ in found] == ["bucket-count"], found
     assert "partition dt=y has files of [2, 3] buckets" in found[0][1] or "partition dt=x has files" in found[0][1]
+
+
+def test_streaming_read_overwrite_skips_a_rescale_and_refuses_an_unmarked_one(tmp_path, monkeypatch):
+    """A rescale's OVERWRITE snapshot is marked and changes no row for streams reading overwrites;
+    an OVERWRITE that changes a partition's bucket count otherwise (Java's rescale) would be
+    diffed per bucket, wrongly: the stream stops naming the snapshot."""
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.rescale import RESCALE_PROPERTY
+    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions, StreamPosition
+    t = ps.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                               options={"bucket": "2"})
+    t.write_arrow(batch(range(40), "a"))
+    sid = t.rescale(bucket=5)
+    assert t.snapshot(sid).properties[RESCALE_PROPERTY] == "true"
+
+    def units(snapshot_id: int) -> list:
+        options = StreamOptions.from_options(t.schema.options, {"streaming-read-overwrite": "true"})
+        scan = StreamingScan(t.file_io, t.path, ps.Table.open(t.path).schema, options)
+        return scan.units_between(StreamPosition(snapshot_id), StreamPosition(snapshot_id + 1))
+    assert units(sid) == []
+    real = ps.Table.commit_planned
+    monkeypatch.setattr(ps.Table, "commit_planned", lambda self, *a, properties=None, **kw: real(self, *a, **kw))
+    unmarked = t.rescale(bucket=3)
+    with pytest.raises(InvalidOptionError, match=rf"OVERWRITE snapshot {unmarked} changed the bucket count"):
+        units(unmarked)

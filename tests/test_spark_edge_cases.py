@@ -17,7 +17,6 @@ import pyarrow as pa
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming.errors import SchemaMismatchError
 from paimon_streaming.scan import TableScan
 from paimon_streaming.sinks import paimon_sink
 from java_oracle import get_oracle
@@ -148,8 +147,6 @@ def test_nested_maps_arrays_and_rows_through_every_writer_and_reader(spark, tmp_
     assert by_id(get_oracle().read(path)) == NESTED_EXPECTED
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="write.conform converts instants <-> wall times only for top-level "
-                   "columns (_between_zones): nested ones are relabelled as UTC")
 @pytest.mark.parametrize("writer", ["sink", "sink-shuffle", "format", "format-nested-only"])
 def test_nested_instants_and_wall_times_convert_in_the_session_zone(spark, catalog, writer):
     """Into an existing table whose nested types are the other kind of timestamp, a Spark
@@ -193,8 +190,6 @@ def test_the_data_source_refuses_nested_wall_times_into_instants_without_the_ses
     assert ps.Table.open(t.path).latest_snapshot() is None
 
 
-@pytest.mark.xfail(strict=True, raises=SchemaMismatchError, reason="pyarrow's struct cast in write.conform refuses the nulls Spark puts in "
-                   "a NOT NULL field under a null ROW (its values there are undefined)")
 def test_a_null_row_whose_type_has_not_null_fields(spark, catalog):
     """A null ROW (and a null ROW as a MAP value) of a type with NOT NULL fields: Spark's Arrow
     holds nulls in the fields under the null row, which mean nothing there."""
@@ -414,12 +409,12 @@ def test_format_stream_writer_across_a_rescale(spark, tmp_path):
     assert_state(t, final_state(RESCALE_BATCHES))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="streaming_scan._overwrite_units diffs an OVERWRITE per (partition, "
-                   "bucket): a key the rescale moves to another bucket comes as -D in one unit and +I in "
-                   "another, and a key moved to a lower bucket is deleted last")
 def test_streaming_read_overwrite_across_a_rescale_loses_and_repeats_nothing(spark, tmp_path, catalog):
-    """With streaming-read-overwrite=true the rescale's OVERWRITE is read as changes: applied in
-    order, the changes of the whole stream give the table's state (a rescale changes no row)."""
+    """With streaming-read-overwrite=true an OVERWRITE is read as changes, diffed per bucket:
+    across a rescale a key that moved buckets came as -D in one unit and +I in another, and one
+    moved to a lower bucket was deleted last (5 of 60 keys lost). A rescale's snapshot is marked
+    and skipped (it changes no row); an OVERWRITE that changes a partition's count otherwise (a
+    Java rescale) stops the stream with an error naming the snapshot."""
     t = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"],
                              options={"bucket": "2"})
     t.write_arrow(pa.table({"id": pa.array(range(60), pa.int64()), "v": [f"a{i}" for i in range(60)]}))
