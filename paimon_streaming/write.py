@@ -88,9 +88,9 @@ def _not_null_inside(t: pa.DataType) -> bool:
     if pa.types.is_struct(t):
         return any(not f.nullable or _not_null_inside(f.type) for f in t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return _not_null_inside(t.value_type)
+        return not t.value_field.nullable or _not_null_inside(t.value_type)
     if pa.types.is_map(t):
-        return _not_null_inside(t.item_type)
+        return not t.item_field.nullable or _not_null_inside(t.item_type)
     return False
 
 
@@ -216,6 +216,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
                     f"column '{f.name}' cannot be cast from {col.type} to {target}: {exc}") from None
             for chunk in col.chunks:
                 _check_milliseconds_of_day(f.name, chunk)
+                _check_not_null_elements(f.name, chunk, target)
         check_decimals_fit(f.name, col)
         col = with_defaults(col, f)
         if not f.type.nullable and col.null_count:
@@ -225,6 +226,26 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     if kinds is not None:
         out = out.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(kinds, pa.int8()))
     return out
+
+
+def _check_not_null_elements(name: str, arr: pa.Array, target: pa.DataType) -> None:
+    """SchemaMismatchError naming the column when a NOT NULL ARRAY element or MAP value holds a
+    null (Arrow's cast lets it through, and Parquet's writer then fails without naming it)."""
+    if not _not_null_inside(target) or not len(arr):
+        return
+    if pa.types.is_struct(target):
+        for i, f in enumerate(target):
+            _check_not_null_elements(f"{name}.{f.name}", arr.field(i), f.type)
+        return
+    start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
+    if pa.types.is_map(target):
+        entry, values, what = target.item_field, arr.items.slice(start, end - start), "value"
+    else:
+        entry, values, what = target.value_field, arr.values.slice(start, end - start), "element"
+    if not entry.nullable and values.null_count:
+        raise SchemaMismatchError(f"column '{name}' has a null {what}, where its type {from_arrow(target)} holds "
+                                  f"NOT NULL {what}s")
+    _check_not_null_elements(f"{name}[]", values, entry.type)
 
 
 def _check_milliseconds_of_day(name: str, arr: pa.Array) -> None:

@@ -242,6 +242,7 @@ class PreparedBatch:
                 self.write()
             except CommitConflictError:
                 if not table.committed_identifiers(self.commit_user, [batch_id]):
+                    self.discard()  # nothing of the batch landed (e.g. its partition was rescaled): no orphans
                     raise
                 # the batch's data landed but its compaction lost to a concurrent one: redo it on
                 # the new snapshot, as a restart would
