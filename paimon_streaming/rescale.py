@@ -34,7 +34,7 @@ from .write import TableWrite
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["RESCALE_PROPERTY", "rescale"]
+__all__ = ["RESCALE_PROPERTY", "partitions_to_rescale", "rescale"]
 
 # in the properties of a rescale's OVERWRITE snapshot: it moved rows between buckets, changed none
 # (streaming readers with streaming-read-overwrite skip it; Java's readers ignore the key)
@@ -87,13 +87,29 @@ def _scan(table: "Table") -> TableScan:
     return TableScan(table.file_io, table.path, table.schema, table.branch)
 
 
+def partitions_to_rescale(table: "Table", bucket: int | None = None, partitions: Any = None) -> list[dict]:
+    """What `rescale(bucket, partitions)` would rewrite, changing nothing: per partition its
+    values, the bucket counts of its files and its live rows (`paimon-streaming rescale --dry-run`)."""
+    table.refresh()
+    _check_rescalable(table, bucket)
+    latest = table.latest_snapshot()
+    if latest is None:
+        return []
+    scan = _scan(table)
+    selected = _selected(table, scan, latest, _partition_filter(table, partitions), bucket or table.options.bucket)
+    return [{"partition": dict(zip(table.partition_keys, scan.partition_values(p))),
+             "buckets": sorted({e.total_buckets for e in entries}),
+             "rows": sum(e.file.row_count for e in entries)} for p, entries in selected.items()]
+
+
 def _selected(table: "Table", scan: TableScan, latest: Snapshot, expression: pa.compute.Expression | None,
-              ) -> dict[bytes, list[ManifestEntry]]:
-    """The live entries of the partitions to rescale: matched, and not all at the table's count."""
+              total: int | None = None) -> dict[bytes, list[ManifestEntry]]:
+    """The live entries of the partitions to rescale: matched, and not all at `total` buckets
+    (the table's count by default)."""
     by_partition: dict[bytes, list[ManifestEntry]] = {}
     for e in scan.live_entries(latest):
         by_partition.setdefault(e.partition, []).append(e)
-    total = table.options.bucket
+    total = total or table.options.bucket
     chosen = {p: entries for p, entries in by_partition.items() if any(e.total_buckets != total for e in entries)}
     if expression is None or not chosen:
         return chosen

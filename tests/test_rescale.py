@@ -166,6 +166,14 @@ def test_cli_rescale(tmp_path, capsys):
     t = ps.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
                                                options={"bucket": "2", "deletion-vectors.enabled": "true"})
     t.write_arrow(batch(range(50), "a"))
+    assert main(["rescale", t.path, "--bucket", "3", "--dry-run", "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["bucket"] == 3 and sorted((p["partition"]["dt"], p["buckets"], p["rows"]) for p in
+                                              planned["partitions"]) == [("x", [2], 25), ("y", [2], 25)]
+    assert main(["rescale", t.path, "--bucket", "3", "--dry-run"]) == 0
+    assert "2 partition(s) of" in capsys.readouterr().out
+    t.refresh()
+    assert t.options.bucket == 2 and layout(t) == {"x": {2}, "y": {2}}  # nothing changed
     assert main(["rescale", t.path, "--bucket", "3", "--where", "dt", "=", "x", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["bucket"] == 3 and result["snapshot"] is not None

@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..rescale import partitions_to_rescale
 from ..table import Table
 from .output import add_table_argument, print_rows
 
@@ -66,6 +67,17 @@ def cmd_rescale(args: argparse.Namespace) -> int:
     """`rescale`: a new bucket count, and the selected partitions rewritten to the table's."""
     table = Table.open(args.table)
     terms = where_terms(args.where, table.arrow_schema()) if args.where else None
+    if args.dry_run:
+        pending = partitions_to_rescale(table, args.bucket, terms)
+        if args.json:
+            print(json.dumps({"table": table.ref, "bucket": args.bucket or table.options.bucket, "partitions": pending},
+                             default=str))
+        else:
+            print(f"{len(pending)} partition(s) of {table.ref} to rewrite into {args.bucket or table.options.bucket} "
+                  "buckets; nothing changed (--dry-run)")
+            print_rows([{**p, "partition": p["partition"] or "(the table)"} for p in pending],
+                       ["partition", "buckets", "rows"])
+        return 0
     sid = table.rescale(args.bucket, terms)
     result = {"table": table.ref, "bucket": table.options.bucket, "snapshot": sid}
     if args.json:
@@ -153,6 +165,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--where", nargs="+", action="append", metavar="TERM",
                    help="COLUMN OP [VALUE] over partition columns, repeated for AND: the partitions to rewrite "
                         "(default: all)")
+    p.add_argument("--dry-run", action="store_true", help="list the partitions it would rewrite, change nothing")
     p.set_defaults(func=cmd_rescale)
     for name, text in (("delete", "delete the rows a filter matches (SQL's DELETE FROM ... WHERE), in one commit"),
                        ("update", "set values in the rows a filter matches (SQL's UPDATE ... SET ... WHERE), in one "
