@@ -1026,6 +1026,18 @@ def test_debezium_envelope_floats_are_connects_float_and_double():
     assert decoded.new_fields == pa.schema([("f", pa.float32()), ("d", pa.float64())])
 
 
+def decoded_again(tmp_path, table, decoded, batch: pa.RecordBatch) -> list[dict]:
+    """The rows of `batch` once the table evolved by `decoded`'s new fields (as ingest does):
+    decoded again, with no new fields left."""
+    from paimon_streaming.sinks.ingest import IngestConfig, evolve_table
+    evolve_table(IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t"), table,
+                 decoded.new_fields, print)
+    table.refresh()
+    again = Decoder("json", table.arrow_schema(), ("id",)).decode_all(batch)
+    assert len(again.new_fields) == 0
+    return again.rows.drop_columns(["_kind"]).to_pylist()
+
+
 def test_new_fields_inside_a_row_column_evolve_the_table(tmp_path):
     """A JSON field the table's ROW column (or a ROW inside it) lacks was dropped silently, where
     a new top-level field evolves the table: it is reported as a wider column now, the table
@@ -1047,12 +1059,7 @@ def test_new_fields_inside_a_row_column_evolve_the_table(tmp_path):
     with pytest.raises(SchemaMismatchError, match=r"new fields inside\) \['addr'\]"):
         evolve_table(IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t",
                                   evolve_schema=False), table, decoded.new_fields, print)
-    evolve_table(IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t"), table,
-                 decoded.new_fields, print)
-    table.refresh()
-    again = Decoder("json", table.arrow_schema(), ("id",)).decode_all(batch)
-    assert len(again.new_fields) == 0
-    assert again.rows.drop_columns(["_kind"]).to_pylist() == [
+    assert decoded_again(tmp_path, table, decoded, batch) == [
         {"id": 1, "addr": {"city": "x", "at": dt.datetime(2024, 1, 1, 10), "geo": {"lat": 1.5, "lon": 2.5}, "zip": 5}},
         {"id": 2, "addr": None}]
 
@@ -1153,19 +1160,13 @@ def test_new_fields_of_rows_inside_arrays_and_maps_evolve_the_table(tmp_path):
     drops it), while the same field of a ROW column evolved the table: it now evolves it too
     (`items.element.qty`, as Java's schema changes name it), and the batch is decoded again."""
     import paimon_streaming as ps
-    from paimon_streaming.sinks.ingest import IngestConfig, evolve_table
     schema = pa.schema([pa.field("id", pa.int64(), False), ("items", pa.list_(pa.struct([("sku", pa.string())]))),
                         ("m", pa.map_(pa.string(), pa.struct([("a", pa.int32())])))])
     table = ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
     batch = records([b'{"id":1,"items":[{"sku":"x","qty":2}],"m":{"k":{"a":1,"b":"z"}}}', b'{"id":2,"items":[{"sku":"y"}]}'])
     decoded = Decoder("json", table.arrow_schema(), ("id",)).decode_all(batch)
     assert [f.name for f in decoded.new_fields] == ["items", "m"]
-    evolve_table(IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t"), table,
-                 decoded.new_fields, print)
-    table.refresh()
-    again = Decoder("json", table.arrow_schema(), ("id",)).decode_all(batch)
-    assert len(again.new_fields) == 0
-    assert again.rows.drop_columns(["_kind"]).to_pylist() == [
+    assert decoded_again(tmp_path, table, decoded, batch) == [
         {"id": 1, "items": [{"sku": "x", "qty": 2}], "m": [("k", {"a": 1, "b": "z"})]},
         {"id": 2, "items": [{"sku": "y", "qty": None}], "m": None}]
 

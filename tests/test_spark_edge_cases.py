@@ -216,6 +216,16 @@ CDC_DDL = ("id long, qty int, at timestamp_ntz, tags map<string, int>, addr stru
 CDC_INPUT = pa.schema([pa.field(f.name, f.type) for f in CDC_SCHEMA] + [("op", pa.string())])
 
 
+def run_cdc_query(spark, tmp_path, t: ps.Table, writer: str, user: str) -> BaseException | None:
+    """The CDC input files of `tmp_path / "in"` streamed into `t` by `writer` (sink, sink-shuffle,
+    format-stream) with their `op` column as row kinds; the query's exception, if any."""
+    if writer == "format-stream":
+        return run_query(spark, tmp_path / "in", CDC_DDL, fmt_path=t.path, checkpoint=tmp_path / "ck",
+                         options={"commitUser": user, "rowKindColumn": "op"})
+    sink = paimon_sink(t.path, row_kind_column="op", shuffle=True if writer == "sink-shuffle" else None)
+    return run_query(spark, tmp_path / "in", CDC_DDL, sink, checkpoint=tmp_path / "ck")
+
+
 def cdc_rows(ids: list[int], kind: str, qty: int | None = 1) -> pa.Table:
     """Rows of one kind; qty=None: key-only rows (every other column null, as a tombstone)."""
     n, full = len(ids), qty is not None
@@ -249,13 +259,7 @@ def test_key_only_deletes_into_not_null_columns(spark, tmp_path, catalog, option
     value columns (INT, TIMESTAMP, MAP, ROW), in every writer; Java reads the same rows."""
     write_input_files(tmp_path / "in", CDC_BATCHES)
     t = catalog.create_table("db.cdc", CDC_SCHEMA, primary_keys=["id"], options={"bucket": "2", **options})
-    if writer == "format-stream":
-        exc = run_query(spark, tmp_path / "in", CDC_DDL, fmt_path=t.path, checkpoint=tmp_path / "ck",
-                        options={"commitUser": "cdc", "rowKindColumn": "op"})
-    else:
-        exc = run_query(spark, tmp_path / "in", CDC_DDL, paimon_sink(t.path, row_kind_column="op",
-                                                                      shuffle=True if writer == "sink-shuffle" else None),
-                        checkpoint=tmp_path / "ck")
+    exc = run_cdc_query(spark, tmp_path, t, writer, "cdc")
     assert exc is None, exc
     expected = [{"id": i, "qty": q, "at": dt.datetime(2024, 1, 1), "tags": [("a", 1)],
                  "addr": {"zip": "1", "city": "x"}, "note": "n"} for i, q in sorted(CDC_EXPECTED.items())]
@@ -271,13 +275,7 @@ def test_key_only_deletes_into_an_aggregation_table_are_refused(spark, tmp_path,
     write_input_files(tmp_path / "in", CDC_BATCHES[:2])
     t = catalog.create_table("db.agg", CDC_SCHEMA, primary_keys=["id"],
                              options={"bucket": "2", "merge-engine": "aggregation", "fields.qty.aggregate-function": "sum"})
-    if writer == "format-stream":
-        exc = run_query(spark, tmp_path / "in", CDC_DDL, fmt_path=t.path, checkpoint=tmp_path / "ck",
-                        options={"commitUser": "agg", "rowKindColumn": "op"})
-    else:
-        exc = run_query(spark, tmp_path / "in", CDC_DDL, paimon_sink(t.path, row_kind_column="op",
-                                                                      shuffle=True if writer == "sink-shuffle" else None),
-                        checkpoint=tmp_path / "ck")
+    exc = run_cdc_query(spark, tmp_path, t, writer, "agg")
     assert exc is not None and "column 'qty'" in str(exc) and "aggregation" in str(exc), exc
     t = ps.Table.open(t.path)
     assert {s.commit_identifier for s in t.snapshots()} == {0}
