@@ -50,6 +50,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .collection_aggregates import (COLLECTION_FUNCTIONS, RETRACTABLE_COLLECTIONS, CollectionSpec,
+                                    aggregate_collection, collection_spec)
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from .schema import TableSchema
@@ -64,13 +66,13 @@ IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.i
 _SHORT_KINDS = ["+I", "-U", "+U", "-D"]  # index = byte value
 
 AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_null_value", "first_value",
-                       "first_non_null_value", "first_not_null_value", "bool_and", "bool_or", "listagg")
+                       "first_non_null_value", "first_not_null_value", "bool_and", "bool_or",
+                       "listagg") + COLLECTION_FUNCTIONS
 # Paimon functions we know but do not implement (yet).
-_JAVA_ONLY_FUNCTIONS = ("collect", "merge_map", "merge_map_with_keytime", "nested_update",
-                        "nested_partial_update", "hll_sketch", "theta_sketch", "rbm32", "rbm64")
+_JAVA_ONLY_FUNCTIONS = ("merge_map_with_keytime", "hll_sketch", "theta_sketch", "rbm32", "rbm64")
 _NUMERIC = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
 _COMPARABLE = _NUMERIC + ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "CHAR", "VARCHAR", "BINARY", "VARBINARY")
-_RETRACTABLE = ("sum", "last_value", "last_non_null_value")
+_RETRACTABLE = ("sum", "last_value", "last_non_null_value") + RETRACTABLE_COLLECTIONS
 
 
 # ---- row kinds ------------------------------------------------------------------------------
@@ -317,13 +319,25 @@ class MergeEngine:
 
     def merge(self, table: pa.Table, keys: Sequence[str]) -> pa.Table:
         """Merge a table sorted by `sort_for_merge` into one row per key (see the module doc)."""
+        return self._merge(table, keys, pass_singles=True)
+
+    def merge_every_key(self, table: pa.Table, keys: Sequence[str]) -> pa.Table:
+        """`merge`, with a key's lone row merged too: Java's lookup compactions (deletion
+        vectors, changelog-producer lookup) run the merge function on every key they rewrite
+        (`LookupMergeFunction` has no single-row pass-through), and for aggregation a lone row
+        is not always itself (a retraction, a distinct `collect`)."""
+        return self._merge(table, keys, pass_singles=False)
+
+    def _merge(self, table: pa.Table, keys: Sequence[str], pass_singles: bool) -> pa.Table:
         n = table.num_rows
         if n == 0:
             return table
         g = _Groups.of(table, keys)
-        if g.count == n:
-            return table  # every key once: nothing to merge
         single = g.sizes == 1
+        if not pass_singles:
+            single &= ~self._changes_lone_rows(_kinds(table)[g.starts])
+        if single.all():
+            return table  # every key once (or its lone row is its merge): nothing to merge
         multi_rows = ~single[g.gid]
         sub = table.filter(pa.array(multi_rows))
         sg = _Groups(*_regroup(g, ~single))
@@ -337,6 +351,11 @@ class MergeEngine:
         out = pa.concat_tables([singles, merged])
         order = np.argsort(np.concatenate([np.flatnonzero(single), multi_gids]), kind="stable")
         return out.take(pa.array(order))
+
+    def _changes_lone_rows(self, kinds: np.ndarray) -> np.ndarray:
+        """Which keys' lone rows (of these kinds) `merge_every_key` must merge: those the
+        engine would not return as they are."""
+        return np.ones(len(kinds), bool)
 
     def _merge_groups(self, t: pa.Table, g: _Groups) -> tuple[pa.Table, np.ndarray | None]:
         """Merge groups of two or more rows; returns one row per group and which to keep."""
@@ -600,6 +619,7 @@ class _FieldAgg:
     func: str              # primary_key for key columns
     ignore_retract: bool = False
     delimiter: str = ","
+    collection: CollectionSpec | None = None   # collect, merge_map, nested_update, nested_partial_update
 
 
 def _check_function_name(field: str, func: str) -> None:
@@ -651,7 +671,8 @@ class AggregationEngine(MergeEngine):
             else:
                 func = explicit or default or "last_non_null_value"
                 _check_function_name(f.name, func)
-                _check_function_type(f.name, func, f.type)
+                if func not in COLLECTION_FUNCTIONS:
+                    _check_function_type(f.name, func, f.type)
             ignore_retract = _bool(o, f"fields.{f.name}.ignore-retract")
             if ignore_retract and self.remove_on_delete:
                 raise InvalidOptionError(f"'aggregation.remove-record-on-delete' and 'fields.{f.name}.ignore-retract' "
@@ -661,8 +682,17 @@ class AggregationEngine(MergeEngine):
                                          "paimon-streaming yet")
             if func == "first_not_null_value":
                 func = "first_non_null_value"
+            collection = collection_spec(f.name, func, f.type, o) if func in COLLECTION_FUNCTIONS else None
             self.fields[f.name] = _FieldAgg(f.name, func, ignore_retract,
-                                            o.get(f"fields.{f.name}.list-agg-delimiter", ","))
+                                            o.get(f"fields.{f.name}.list-agg-delimiter", ","), collection)
+
+    def _changes_lone_rows(self, kinds: np.ndarray) -> np.ndarray:
+        # every function returns a lone +I/+U as it is, but these (a distinct collect, nested
+        # rows) normalize it; a lone retraction is retracted from nothing
+        if any(f.collection is not None and (f.collection.distinct or f.func.startswith("nested"))
+               for f in self.fields.values()):
+            return np.ones(len(kinds), bool)
+        return is_retract(kinds) & ~((kinds == DELETE) & self.remove_on_delete)
 
     def _merge_groups(self, t, g):
         n = t.num_rows
@@ -718,6 +748,8 @@ def _aggregate(col: pa.ChunkedArray, spec: _FieldAgg, c: _AggContext):
     add, retract = c.add, (c.retract if not spec.ignore_retract else np.zeros_like(c.retract))
     if func == "primary_key":
         return _take(col, g.ends)
+    if spec.collection is not None:
+        return aggregate_collection(spec.collection, col, spec.name, add, retract, g.gid, g.count)
     if func == "last_value":
         idx, valid = g.last_where(add | retract)
         return _take(col, idx, valid & add[np.where(valid, idx, 0)])

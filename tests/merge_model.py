@@ -10,6 +10,7 @@ A record is ``(kind, seq, values)`` with kind one of "+I", "-U", "+U", "-D" and 
 from __future__ import annotations
 
 import math
+import struct
 from decimal import Decimal
 from typing import Any, Sequence
 
@@ -220,8 +221,9 @@ class Table:
             kind, seq_no, values = kv
             latest = kv
             current_delete = remove_on_delete and kind == "-D"
-            if current_delete:
-                row = dict(values)
+            if current_delete:  # collections as if aggregated into nothing (see collection_aggregates.py)
+                row = {n: aggs[n]._agg_collection(None, v) if aggs[n].func in COLLECTIONS else v
+                       for n, v in values.items()}
                 continue
             for n in self.names:
                 if kind in RETRACT:
@@ -240,6 +242,8 @@ class Table:
             func = (o.get(f"fields.{name}.aggregate-function") or o.get("fields.default-aggregate-function")
                     or "last_non_null_value")
         agg = Agg(func, self.types[name], o.get(f"fields.{name}.list-agg-delimiter", ","))
+        agg.distinct = o.get(f"fields.{name}.distinct", "false").lower() == "true"
+        agg.nested_key = [k.strip() for k in o.get(f"fields.{name}.nested-key", "").split(",") if k.strip()]
         agg.ignore_retract = o.get(f"fields.{name}.ignore-retract", "false").lower() == "true"
         return agg
 
@@ -253,6 +257,8 @@ class Agg:
         self.delimiter = delimiter
         self.initialized = False
         self.ignore_retract = False
+        self.distinct = False
+        self.nested_key: list[str] = []
 
     def _arith(self, a, b, op):
         t = self.type
@@ -270,6 +276,8 @@ class Agg:
 
     def agg(self, acc, x):
         f = self.func
+        if f in COLLECTIONS:
+            return self._agg_collection(acc, x)
         if f in ("primary_key", "last_value"):
             return x
         if f == "last_non_null_value":
@@ -320,7 +328,81 @@ class Agg:
             if acc is None or x is None:
                 return acc if acc is not None else (None if x is None else self._arith(x * 0, x, "-"))
             return self._arith(acc, x, "-")
+        if f in ("collect", "merge_map", "nested_update") and (acc is None or x is None):
+            return acc
+        if f == "collect":  # each retracted element removes the oldest equal one
+            left = list(acc)
+            for e in x:
+                at = [i for i, a in enumerate(left) if _java_equal(a, e)]
+                if at:
+                    del left[at[0]]
+            return left
+        if f == "merge_map":
+            gone = {_java_key(k) for k, _ in x}
+            return [(k, v) for k, v in acc if _java_key(k) not in gone]
+        if f == "nested_update":
+            gone = [e for e in x if e is not None]
+            if self.nested_key:
+                keys = {self._nested(e) for e in gone}
+                return [r for r in acc if self._nested(r) not in keys]
+            return [r for r in acc if not any(_java_equal(r, e) for e in gone)]
         raise ModelError(f"{f} cannot retract")
+
+    # collections: results keep a value's first position since it was last absent
+    def _nested(self, row: dict):
+        return tuple(_java_key(row[k]) for k in self.nested_key)
+
+    def _agg_collection(self, acc, x):
+        f = self.func
+        if f == "collect":
+            if acc is None and x is None:
+                return None
+            if not self.distinct:
+                return list(x if acc is None else acc if x is None else acc + x)
+            out: list = []
+            for e in (acc or []) + (x or []):
+                if not any(_java_equal(e, o) for o in out):
+                    out.append(e)
+            return out
+        if f == "merge_map":
+            if acc is None or x is None:
+                return x if acc is None else acc
+            merged: dict = {}
+            for k, v in list(acc) + list(x):
+                old = merged.get(_java_key(k))
+                merged[_java_key(k)] = (old[0] if old else k, v)
+            return list(merged.values())
+        if x is None:
+            return acc
+        rows = [r for r in (acc or []) + x if r is not None]
+        if f == "nested_update" and not self.nested_key:
+            return rows
+        by_key: dict = {}
+        for r in rows:
+            key = self._nested(r)
+            if f == "nested_update" or key not in by_key:
+                by_key[key] = dict(r)
+            else:
+                by_key[key].update({n: v for n, v in r.items() if v is not None})
+        return list(by_key.values())
+
+
+COLLECTIONS = ("collect", "merge_map", "nested_update", "nested_partial_update")
+
+
+def _java_key(v):
+    """A hashable stand-in with Java's `equals`: floats by bits (one NaN, -0.0 != 0.0)."""
+    if isinstance(v, float):
+        return ("f", struct.pack(">d", math.nan if math.isnan(v) else v))
+    if isinstance(v, dict):
+        return tuple((k, _java_key(x)) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return tuple(_java_key(x) for x in v)
+    return v
+
+
+def _java_equal(a, b) -> bool:
+    return _java_key(a) == _java_key(b)
 
 
 def _lt(a, b) -> bool:

@@ -28,7 +28,7 @@ from ..fileio import FileIO
 from ..keyvalue import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, decode_key, file_fields,
                         first_key_above, key_fields)
 from ..manifest import DataFileMeta, IndexFileMeta
-from ..merge_engine import engine_for, sort_and_merge
+from ..merge_engine import engine_for, sort_and_merge, sort_for_merge
 from ..numpy_arrow import from_numpy
 from ..options import CoreOptions
 from ..paths import PathFactory, TableDirs
@@ -482,6 +482,12 @@ class BucketCompactor:
         if found and self.engine.name == "first-row":
             merged = merged.filter(_not_in(merged, old.select(self.keys), self.keys, self.key_types))
             found = {}
+        elif self.engine.name == "aggregation":
+            # as Java's lookup merge: the old row and the level-0 rows in one pass, every key
+            # through the functions (aggregating is not associative: retractions, `collect`)
+            both = pa.concat_tables([old.select(rows.column_names), rows]) if found else rows
+            merged = self.engine.merge_every_key(sort_for_merge(both, self.keys, self.engine.sequence_fields),
+                                                 self.keys)
         elif found and merges_old:
             both = pa.concat_tables([old.select(merged.column_names), merged])
             merged = sort_and_merge(both, self.keys, self.engine)
