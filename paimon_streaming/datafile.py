@@ -87,6 +87,8 @@ _MAY_HOLD_TIMESTAMPS = {"TIMESTAMP", "TIMESTAMP_LTZ", "ARRAY", "MAP", "MULTISET"
 
 # Parquet page checksums: written and verified (module docstring). A switch for benchmarks only.
 PAGE_CHECKSUMS = True
+# The footer key-value entry holding the file's own name (`_write_parquet`, checked on read).
+FILE_NAME_KEY = "paimon-streaming.file"
 # A string column chunk up to this size may be read as a dictionary (`_dictionary_columns`).
 DICTIONARY_READ_BYTES = 1 << 20
 # Parquet files below these sizes are read without pre-buffering (coalesced background reads)
@@ -326,7 +328,8 @@ def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[Dat
         with file_io.open_output_stream(path) as out:
             bounds = {}
             if fmt == PARQUET:
-                bounds = _string_bounds(_write_parquet(out, table, fields, codec, zstd_level, parquet), table.schema)
+                footer = _write_parquet(out, table, fields, codec, zstd_level, parquet, _file_name(path))
+                bounds = _string_bounds(footer, table.schema)
             else:
                 _check_orc_timestamps(table, path)
                 orc.write_table(_unsliced(table), out, compression=codec)
@@ -399,8 +402,12 @@ def _plain_int64_timestamps(table: pa.Table) -> pa.Table:
     return table.cast(millis).cast(retyped(lambda t: pa.int64() if pa.types.is_timestamp(t) and t.unit != "ns" else t))
 
 
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
 def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
-                   zstd_level: int, parquet: ParquetSettings) -> pq.FileMetaData:
+                   zstd_level: int, parquet: ParquetSettings, file_name: str) -> pq.FileMetaData:
     # Only string and binary columns get a dictionary by default: on keys, sequence numbers,
     # doubles and timestamps (nearly all distinct) building it costs more than the whole rest
     # of the write and it is then thrown away when the dictionary page overflows.
@@ -409,8 +416,8 @@ def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
     if int96:
         table = _plain_int64_timestamps(table)
     footer: list[pq.FileMetaData] = []
-    pq.write_table(
-        table, out,
+    with pq.ParquetWriter(
+        out, table.schema,
         metadata_collector=footer,
         compression=codec,
         use_dictionary=dictionary or False,
@@ -423,7 +430,10 @@ def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
         use_compliant_nested_type=True,
         write_statistics=True,
         write_page_checksum=PAGE_CHECKSUMS,  # CRC32 per page, verified on read (module docstring)
-    )
+    ) as writer:
+        writer.write_table(table)
+        # the file's own name, so that another valid file put in its place is refused on read
+        writer.add_key_value_metadata({FILE_NAME_KEY: file_name})
     return footer[0]
 
 
@@ -481,7 +491,7 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                                        "every damaged file")
         try:
             if fmt == PARQUET:
-                raw, num_rows = _read_parquet(source, wanted, as_dictionary=keep is not None)
+                raw, num_rows = _read_parquet(source, wanted, _file_name(path), as_dictionary=keep is not None)
             elif fmt == ORC:
                 raw, num_rows = _read_orc(source, wanted)
             else:
@@ -644,7 +654,8 @@ def verify_data_file(file_io: FileIO, path: str, fields: list[DataField], file_s
                                "(damaged header)")
 
 
-def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) -> tuple[dict[str, pa.ChunkedArray], int]:
+def _read_parquet(source, wanted: list[DataField], file_name: str,
+                  as_dictionary: bool = False) -> tuple[dict[str, pa.ChunkedArray], int]:
     """Columns by name. INT96 columns are read in the unit of their declared precision.
     `as_dictionary`: string columns that qualify (`_dictionary_columns`) stay dictionary-encoded.
 
@@ -655,6 +666,10 @@ def _read_parquet(source, wanted: list[DataField], as_dictionary: bool = False) 
     pre_buffer = size >= PREBUFFER_MIN_BYTES
     use_threads = size >= COLUMN_THREADS_MIN_BYTES
     pf = pq.ParquetFile(source, pre_buffer=pre_buffer, page_checksum_verification=PAGE_CHECKSUMS)
+    written_as = (pf.metadata.metadata or {}).get(FILE_NAME_KEY.encode())
+    if written_as is not None and written_as.decode("utf-8", "replace") != file_name:
+        raise ValueError(f"the file was written as {written_as.decode('utf-8', 'replace')!r}: another file put "
+                         "in this one's place")
     names = set(pf.schema_arrow.names)
     present = [f for f in wanted if f.name in names]
     if len(present) < len(wanted):  # absent: added by a later schema, or a damaged name in the footer

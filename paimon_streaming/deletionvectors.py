@@ -154,14 +154,21 @@ def _checked_body(data: bytes, meta: DeletionVectorMeta, path: str) -> bytes:
 def decode_vector(data: bytes, meta: DeletionVectorMeta, path: str) -> BitMap | BitMap64:
     """Read the deletion vector of `meta.data_file_name` from the index file bytes; CRC-checked."""
     body = _checked_body(data, meta, path)
-    (magic_be,) = struct.unpack_from(">i", body, 0)
-    (magic_le,) = struct.unpack_from("<i", body, 0)
-    try:
+    vector = None
+    try:  # a body that passed its CRC, yet is no bitmap: a bad writer, or size and CRC zeroed
+        (magic_be,) = struct.unpack_from(">i", body, 0)
+        (magic_le,) = struct.unpack_from("<i", body, 0)
         if magic_be == MAGIC32:
-            return BitMap.deserialize(body[4:])
-        if magic_le == MAGIC64:
-            return _decode_bitmap64(body[4:])
-    except (ValueError, struct.error) as exc:  # passed its CRC, yet not a bitmap: a bad writer
+            vector = BitMap.deserialize(body[4:])
+        elif magic_le == MAGIC64:
+            vector = _decode_bitmap64(body[4:])
+    except (ValueError, struct.error) as exc:
         raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} cannot be decoded: "
                                f"{exc}") from exc
-    raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} has an unknown magic number")
+    if vector is None:
+        raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} has an unknown magic number")
+    if meta.cardinality is not None and len(vector) != meta.cardinality:
+        # a valid vector, not the one the index manifest describes: another file in this one's place
+        raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} holds {len(vector)} positions "
+                               f"but its index manifest entry records {meta.cardinality} (a replaced file)")
+    return vector

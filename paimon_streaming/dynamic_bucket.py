@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from .errors import CorruptFileError, MissingFileError
 from .fileio import FileIO
 from .manifest import IndexFileMeta, IndexManifestEntry
 from .manifest.entries import HASH_INDEX
@@ -29,8 +30,19 @@ class HashIndexChange:
     old: IndexFileMeta | None
 
 
-def read_hash_file(file_io: FileIO, path: str) -> np.ndarray:
-    return np.frombuffer(file_io.read_bytes(path), dtype=">i4").astype(np.int32)
+def read_hash_file(file_io: FileIO, path: str, meta: IndexFileMeta) -> np.ndarray:
+    """The key hashes of a bucket's HASH index file, checked against its index manifest entry
+    (the file has no checksum: a cut or replaced one would send keys to a second bucket)."""
+    try:
+        data = file_io.read_bytes(path)
+    except FileNotFoundError:
+        raise MissingFileError(f"HASH index file {path} is referenced by the table but does not exist; "
+                               "`paimon-streaming check` lists every missing file") from None
+    if len(data) != meta.file_size or len(data) != 4 * meta.row_count:
+        raise CorruptFileError(f"HASH index file {path} has {len(data)} bytes but its index manifest entry records "
+                               f"{meta.file_size} bytes of {meta.row_count} key hashes (truncated or replaced); "
+                               "`paimon-streaming check` lists every damaged file")
+    return np.frombuffer(data, dtype=">i4").astype(np.int32)
 
 
 class DynamicBucketAssigner:
@@ -75,7 +87,7 @@ class DynamicBucketAssigner:
     def _load(self, files: dict[int, IndexFileMeta], index_dir: Callable[[int], str]) -> tuple[np.ndarray, np.ndarray]:
         hashes, buckets = [np.empty(0, np.int32)], [np.empty(0, np.int64)]
         for bucket, meta in files.items():
-            h = read_hash_file(self.file_io, meta.external_path or f"{index_dir(bucket)}/{meta.file_name}")
+            h = read_hash_file(self.file_io, meta.external_path or f"{index_dir(bucket)}/{meta.file_name}", meta)
             hashes.append(h)
             buckets.append(np.full(h.size, bucket, np.int64))
         return np.concatenate(hashes), np.concatenate(buckets)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .branches import branch_path
-from .errors import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError
+from .errors import InvalidOptionError, SnapshotExpiredError, SnapshotGapError, SnapshotNotFoundError
 from .fileio import FileIO
 from .long_lived_changelogs import long_lived_changelog
 from .manifest import ADD, ManifestEntry
@@ -219,6 +219,8 @@ class IncrementalScan:
         changelogs (changelog.num-retained.*), data files do not."""
         try:
             return self.snapshots.snapshot(snapshot_id)
+        except SnapshotGapError:
+            raise  # deleted between others, not expired: the error names the file
         except SnapshotNotFoundError:
             if mode == "changelog":
                 changelog = long_lived_changelog(self.file_io, self.table_path, snapshot_id)

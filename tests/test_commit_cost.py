@@ -123,17 +123,17 @@ def test_index_manifest_encoding_matches_fastavro(codec):
         IndexManifestEntry(ADD, b"\x01" * 12, -1, IndexFileMeta("HASH", "index-2", 64, 9, None, "s3://x/index-2")),
         IndexManifestEntry(DELETE, b"\x02" * 12, 300, IndexFileMeta("DELETION_VECTORS", "index-3", 1 << 40, 0, ())),
     ]
-    ours = encode_index_manifest(entries, codec)
+    ours = encode_index_manifest(entries, codec, "index-manifest-1")
     buf = io.BytesIO()
     fastavro.writer(buf, INDEX_MANIFEST_ENTRY, [e.to_avro() for e in entries], codec=codec)
     assert list(fastavro.reader(io.BytesIO(ours))) == list(fastavro.reader(io.BytesIO(buf.getvalue())))
     assert [IndexManifestEntry.from_avro(r) for r in fastavro.reader(io.BytesIO(ours))] == entries
-    assert list(fastavro.reader(io.BytesIO(encode_index_manifest([], codec)))) == []
+    assert list(fastavro.reader(io.BytesIO(encode_index_manifest([], codec, "index-manifest-2")))) == []
 
 
 def test_index_manifest_with_a_global_index_is_left_to_fastavro():
     meta = IndexFileMeta("BTREE", "index-g", 10, 1, global_index={"_ROW_RANGE_START": 0})
-    assert encode_index_manifest([IndexManifestEntry(ADD, b"\x00" * 12, 0, meta)], "null") is None
+    assert encode_index_manifest([IndexManifestEntry(ADD, b"\x00" * 12, 0, meta)], "null", "index-manifest-3") is None
 
 
 def test_kept_state_is_per_table(catalog):

@@ -10,7 +10,9 @@ Avro reader (Java's, pypaimon's fastavro), which ignore them:
 * the header holds the user metadata key `paimon-streaming.check` = "<records>:<crc32>",
   the number of records in the file and a CRC32 of that number, the codec and the writer
   schema JSON (the header's other entries), so a damaged schema, codec or block count, or a
-  file cut at a block boundary, fails the check (`verify`).
+  file cut at a block boundary, fails the check (`verify`);
+* and `paimon-streaming.file`, the file's own name, so that another valid file put in its
+  place (a stale copy of the same size passes every other check) is refused.
 
 Files of other writers have neither and are read as before.
 """
@@ -29,6 +31,7 @@ else:
     from backports import zstd
 
 CHECK_KEY = "paimon-streaming.check"
+FILE_KEY = "paimon-streaming.file"
 _MAGIC = b"Obj\x01"
 _CHECKSUM = {zstd.CompressionParameter.checksum_flag: 1}
 
@@ -83,27 +86,30 @@ def check_value(records: int, codec: str, writer_schema: str) -> str:
     return f"{records}:{crc:08x}"
 
 
-def header(schema, codec: str, records: int) -> tuple[bytes, bytes]:
-    """A container header for `records` records (with the check entry) and its sync marker."""
+def header(schema, codec: str, records: int, file_name: str) -> tuple[bytes, bytes]:
+    """A container header for `records` records (with the check and name entries) and its
+    sync marker."""
     text = schema_json(schema)
     sync = os.urandom(16)
     meta = [(b"avro.schema", text.encode("utf-8")), (b"avro.codec", codec.encode()),
-            (CHECK_KEY.encode(), check_value(records, codec, text).encode())]
+            (CHECK_KEY.encode(), check_value(records, codec, text).encode()),
+            (FILE_KEY.encode(), file_name.encode("utf-8"))]
     body = b"".join(_bytes(k) + _bytes(v) for k, v in meta)
     return _MAGIC + encode_long(len(meta)) + body + encode_long(0) + sync, sync
 
 
-def encode(schema, records: list[dict], codec: str) -> bytes:
-    """An Avro container file of `records` in fastavro codec `codec`, with both guards."""
-    if codec != "zstandard":  # fastavro compresses; the header still gets the check entry
+def encode(schema, records: list[dict], codec: str, file_name: str) -> bytes:
+    """The Avro container file `file_name` of `records` in fastavro codec `codec`, with the guards."""
+    if codec != "zstandard":  # fastavro compresses; the header still gets the check entries
         buf = io.BytesIO()
         fastavro.writer(buf, schema, records, codec=codec,
-                        metadata={CHECK_KEY: check_value(len(records), codec, schema_json(schema))})
+                        metadata={CHECK_KEY: check_value(len(records), codec, schema_json(schema)),
+                                  FILE_KEY: file_name})
         return buf.getvalue()
     buf = io.BytesIO()
     fastavro.writer(buf, schema, records, codec="null", sync_interval=1 << 62)
     plain = buf.getvalue()
-    head, sync = header(schema, codec, len(records))
+    head, sync = header(schema, codec, len(records), file_name)
     pos = _header_end(plain)
     if pos == len(plain):  # no records, no block
         return head
@@ -135,8 +141,12 @@ def _header_end(data: bytes) -> int:
             pos += length
 
 
-def verify(metadata: dict, records: int) -> None:
-    """Raise ValueError when a header's check entry does not match what was read."""
+def verify(metadata: dict, records: int, file_name: str) -> None:
+    """Raise ValueError when a header's check entries do not match what was read from the file
+    `file_name`."""
+    written_as = metadata.get(FILE_KEY)
+    if written_as is not None and written_as != file_name:
+        raise ValueError(f"the file was written as {written_as!r}: another file put in this one's place")
     check = metadata.get(CHECK_KEY)
     if check is None:
         return  # written by another writer

@@ -35,12 +35,16 @@ T = TypeVar("T")
 _CACHE: ImmutableFileCache[list] = ImmutableFileCache(512)  # decoded records by path
 
 
-def _encode_avro(schema, records: Sequence[dict], codec: str) -> bytes:
-    return avro_container.encode(schema, list(records), _CODECS.get(codec, codec))
+def _encode_avro(schema, records: Sequence[dict], codec: str, file_name: str) -> bytes:
+    return avro_container.encode(schema, list(records), _CODECS.get(codec, codec), file_name)
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _write_avro(file_io: FileIO, path: str, schema, records: Sequence[dict], codec: str) -> int:
-    data = _encode_avro(schema, records, codec)
+    data = _encode_avro(schema, records, codec, _file_name(path))
     file_io.write_bytes(path, data)
     return len(data)
 
@@ -62,7 +66,7 @@ def read_avro(file_io: FileIO, path: str, size: int | None = None) -> list[dict]
     try:
         reader = fastavro.reader(io.BytesIO(data))
         records = list(reader)
-        avro_container.verify(reader.metadata, len(records))
+        avro_container.verify(reader.metadata, len(records), _file_name(path))
         return records
     except Exception as exc:  # fastavro raises many types for truncated/garbled input
         raise CorruptFileError(f"cannot decode Avro metadata file {path}: {type(exc).__name__}: {exc}") from exc
@@ -171,16 +175,17 @@ class ManifestFile(_MetadataFiles[ManifestEntry]):
         if not entries:
             return []
         records = [e.to_avro() for e in entries]
-        whole = _encode_avro(MANIFEST_ENTRY, records, self.compression)
+        first = self.paths.new_manifest()
+        whole = _encode_avro(MANIFEST_ENTRY, records, self.compression, first)
         chunks = max(1, -(-len(whole) // self.target_size))
         per_chunk = -(-len(entries) // chunks)
         metas = []
         for start in range(0, len(entries), per_chunk):
             part = entries[start:start + per_chunk]
-            name = self.paths.new_manifest()
             # the common case fits one file: the size probe is then the file itself
+            name = first if chunks == 1 else self.paths.new_manifest()
             data = whole if chunks == 1 else _encode_avro(MANIFEST_ENTRY, records[start:start + per_chunk],
-                                                          self.compression)
+                                                          self.compression, name)
             self.file_io.write_bytes(self.path(name), data)
             _CACHE.put(self.path(name), list(part))
             metas.append(self._meta(name, len(data), part))
@@ -222,9 +227,9 @@ class IndexManifestFile(_MetadataFiles[IndexManifestEntry]):
 
     def write(self, entries: Sequence[IndexManifestEntry]) -> str:
         name = self.paths.new_index_manifest()
-        data = encode_index_manifest(entries, _CODECS.get(self.compression, self.compression))
+        data = encode_index_manifest(entries, _CODECS.get(self.compression, self.compression), name)
         if data is None:
-            data = _encode_avro(INDEX_MANIFEST_ENTRY, [e.to_avro() for e in entries], self.compression)
+            data = _encode_avro(INDEX_MANIFEST_ENTRY, [e.to_avro() for e in entries], self.compression, name)
         self.file_io.write_bytes(self.path(name), data)
         _CACHE.put(self.path(name), list(entries))
         return name

@@ -38,8 +38,9 @@ def _text(out: bytearray, value: str | bytes) -> None:
     out += data
 
 
-def encode_index_manifest(entries: Sequence[IndexManifestEntry], codec: str) -> bytes | None:
-    """The Avro file of `entries` in fastavro codec `codec`; None when one has a global index."""
+def encode_index_manifest(entries: Sequence[IndexManifestEntry], codec: str, file_name: str) -> bytes | None:
+    """The Avro file `file_name` of `entries` in fastavro codec `codec`; None when one has a
+    global index."""
     out = bytearray()
     for e in entries:
         f = e.index_file
@@ -76,7 +77,7 @@ def encode_index_manifest(entries: Sequence[IndexManifestEntry], codec: str) -> 
             out += _PRESENT
             _text(out, f.external_path)
         out += _NULL  # _GLOBAL_INDEX
-    header, sync = avro_container.header(INDEX_MANIFEST_ENTRY, codec, len(entries))
+    header, sync = avro_container.header(INDEX_MANIFEST_ENTRY, codec, len(entries), file_name)
     if not entries:
         return header
     if codec == "zstandard":
