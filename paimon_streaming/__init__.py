@@ -57,14 +57,17 @@ FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 
 
-def register(spark, filter_pushdown: bool = True) -> None:
+def register(spark, filter_pushdown: bool = False) -> None:
     """Register the Spark data sources "paimon" and "kafka-python" (need pyspark; imported
     only here; kafka-python itself is imported only when a Kafka topic is read).
 
-    `filter_pushdown` also turns on Spark's filter pushdown to Python data sources for this
-    session (`spark.sql.python.filterPushdown.enabled`, off by Spark's default), so batch reads
-    prune partitions and files by a query's filters as Delta's and Iceberg's sources do; a
-    session started with that setting (builder `.config`, `--conf`, spark-defaults) keeps it.
+    `filter_pushdown=True` also turns on Spark's filter pushdown to Python data sources for
+    this session (`spark.sql.python.filterPushdown.enabled`, off by Spark's default), so batch
+    reads prune partitions and files by a query's filters; a session started with that setting
+    (builder `.config`, `--conf`, spark-defaults) keeps it. Off by default because Spark 4.x up
+    to 4.3 keeps the plan of a pushed-down query on the DataFrame's source: a later query of
+    the same DataFrame (or temp view) that pushes no filter reads with the earlier one's filter
+    (fixed in Spark's main line, SPARK-58551). Safe with it: a fresh `spark.read` per query.
 
     `df.write.format("paimon").mode("overwrite")` takes the session's
     `spark.sql.sources.partitionOverwriteMode` (static or dynamic) as it is now, as Paimon's,

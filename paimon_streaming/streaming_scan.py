@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from . import full_compaction
@@ -60,24 +60,68 @@ UNIMPLEMENTED_SCAN_OPTIONS = {
     "scan.watermark": "the first snapshot with a watermark at or after a value",
 }
 
+# The options that say where a read starts, and those each start mode takes (Java's
+# SchemaValidation.validateStartupMode): any other one given with the mode is refused, as in
+# Java, rather than ignored (a stream from `latest` given a snapshot id would start elsewhere).
+START_OPTIONS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
+                 "incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag")
+_MODE_START_OPTIONS = {
+    "from-timestamp": ("scan.timestamp-millis", "scan.timestamp"),
+    "from-snapshot": ("scan.snapshot-id", "scan.tag-name"),
+    "from-snapshot-full": ("scan.snapshot-id",),
+    "incremental": ("incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag"),
+}
+
+
+def check_start_options(options: Mapping[str, str], where: str) -> None:
+    """Refuse start options (keys lower-cased) that contradict `scan.mode` or each other."""
+    given = [k for k in START_OPTIONS if options.get(k) not in (None, "")]
+    mode = (options.get("scan.mode") or "default").strip().lower()
+    if mode == "default":  # Java's CoreOptions.startupMode()
+        mode = next((m for keys, m in ((("scan.timestamp-millis", "scan.timestamp"), "from-timestamp"),
+                                       (("scan.snapshot-id", "scan.tag-name"), "from-snapshot"),
+                                       (_MODE_START_OPTIONS["incremental"], "incremental"))
+                     if any(k in given for k in keys)), "latest-full")
+    allowed = _MODE_START_OPTIONS.get(mode, ())
+    extra = [k for k in given if k not in allowed]
+    if extra:
+        raise InvalidOptionError(f"{where}: option(s) {extra} cannot be given with scan.mode '{mode}'"
+                                 + (f" (it takes {list(allowed)})" if allowed else " (it takes no start option)")
+                                 + "; Paimon refuses the combination too")
+    if mode not in ("from-snapshot-full", "incremental") and len(given) > 1:  # incremental_query checks its own
+        raise InvalidOptionError(f"{where}: give only one of {given} (scan.mode '{mode}')")
+
 
 @dataclass(frozen=True)
 class StreamPosition:
     """Everything before `snapshot`, and units [0, units) of its plan, are consumed.
 
     `full`: that snapshot is read through its full plan (the stream's starting state)
-    rather than its changes."""
+    rather than its changes. `read_time`: the commit time of the last snapshot read (`marked`),
+    so that a rollback below the position, and commits under the same ids since, are noticed
+    rather than skipped (`check_not_rolled_back`)."""
     snapshot: int
     units: int = 0
     full: bool = False
+    read_time: int | None = field(default=None, compare=False)  # not part of where the stream is
+
+    @property
+    def last_read(self) -> int:
+        """The newest snapshot this position has read from."""
+        return self.snapshot if self.units > 0 else self.snapshot - 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"snapshot": self.snapshot, "units": self.units, "full": self.full}
+        out = {"snapshot": self.snapshot, "units": self.units, "full": self.full}
+        if self.read_time is not None:
+            out["readTime"] = self.read_time
+        return out
 
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> "StreamPosition":
         try:
-            return StreamPosition(int(d["snapshot"]), int(d.get("units", 0)), bool(d.get("full", False)))
+            read_time = d.get("readTime")
+            return StreamPosition(int(d["snapshot"]), int(d.get("units", 0)), bool(d.get("full", False)),
+                                  None if read_time is None else int(read_time))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a paimon stream offset: {dict(d)!r}") from exc
 
@@ -192,6 +236,7 @@ class StreamOptions:
         """Table options overridden by the reader's options (keys compared case-insensitively)."""
         merged = {k.lower(): v for k, v in table_options.items()}
         merged.update({k.lower(): v for k, v in read_options.items()})
+        check_start_options(merged, "stream")
         for key, what in UNIMPLEMENTED_SCAN_OPTIONS.items():
             if _get(merged, key) is not None:
                 raise InvalidOptionError(f"option '{key}' (the table's or the stream's) asks for {what}, which "
@@ -420,6 +465,7 @@ class StreamingScan:
 
         Reads no snapshot beyond `last_snapshot` (Trigger.AvailableNow's target). When nothing
         is left to read, returns ([], start): the stream does not move."""
+        self.check_not_rolled_back(start)
         latest = self.snapshots.latest_id()
         if latest is None:
             return [], start
@@ -452,7 +498,36 @@ class StreamingScan:
             s += 1
         if not units:
             return [], start
-        return units, end if end is not None else StreamPosition(s, 0, False)
+        return units, self.marked(end if end is not None else StreamPosition(s, 0, False))
+
+    def marked(self, position: StreamPosition) -> StreamPosition:
+        """`position` with the commit time of the last snapshot it has read."""
+        if position.last_read < 1:
+            return position
+        return replace(position, read_time=self.snapshots.snapshot(position.last_read).time_millis)
+
+    def check_not_rolled_back(self, position: StreamPosition) -> None:
+        """Refuse to continue from `position` when the snapshot it last read is not there any
+        more, or is another snapshot under the same id: the table was rolled back below the
+        stream, and what was committed since cannot be told from what was read."""
+        if position.read_time is None:
+            return  # an offset of an earlier version, or the start
+        mark, latest = position.last_read, self.snapshots.latest_id()
+        try:
+            now = self.snapshots.snapshot(mark).time_millis
+        except SnapshotGapError:
+            raise
+        except SnapshotNotFoundError:
+            if latest is not None and latest >= mark:
+                return  # expired since it was read: nothing left to compare
+            now = None
+        if now != position.read_time:
+            found = f"is now another snapshot (committed at {now})" if now is not None else \
+                f"does not exist any more (latest is {latest})"
+            raise SnapshotNotFoundError(
+                f"table {self.table_path} was rolled back below this stream's position: snapshot {mark}, which "
+                f"the stream read (committed at {position.read_time}), {found}. Its changes since cannot be told "
+                "from those read; start a new query (a new checkpoint) to read the table as it is now")
 
     def _schema_changed(self, snapshot_id: int) -> SchemaChangedError:
         """A stream keeps the schema it started with (Delta's rule): at the first snapshot
@@ -467,6 +542,7 @@ class StreamingScan:
 
     def units_between(self, start: StreamPosition, end: StreamPosition) -> list[ReadUnit]:
         """The units after `start` up to `end` (a micro-batch's content)."""
+        self.check_not_rolled_back(start)
         out: list[ReadUnit] = []
         for s in range(start.snapshot, end.snapshot + 1):
             lo = start.units if s == start.snapshot else 0

@@ -21,7 +21,7 @@ from .errors import InvalidOptionError, UnsupportedOperationError
 from .incremental import IncrementalRange, incremental_query
 from .options import CoreOptions
 from .snapshot import Snapshot, SnapshotManager
-from .streaming_scan import UNIMPLEMENTED_SCAN_OPTIONS
+from .streaming_scan import UNIMPLEMENTED_SCAN_OPTIONS, check_start_options
 from .tags import TagManager
 from .time_travel import parse_local_timestamp, snapshot_at
 
@@ -51,6 +51,7 @@ class TableScanOptions:
                     f"cannot read {table_name} as a batch: its option '{key}' = '{opts[key]}' makes Java's batch "
                     f"reads of it read {what}, which paimon-streaming does not implement; remove the option "
                     "or read with Apache Paimon")
+        check_start_options(opts, table_name)
         mode = opts.get("scan.mode", "default").lower()
         if mode not in _LATEST_MODES + _SNAPSHOT_MODES + ("from-timestamp", "compacted-full", "incremental"):
             raise UnsupportedOperationError(f"cannot read {table_name} as a batch: its option 'scan.mode' = "

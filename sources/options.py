@@ -12,7 +12,7 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
 from paimon_streaming.incremental import IncrementalRange, incremental_query
 from paimon_streaming.options import misspelled_key, parse_memory_size
-from paimon_streaming.streaming_scan import ReadLimits
+from paimon_streaming.streaming_scan import ReadLimits, check_start_options
 from paimon_streaming.system_tables import ROW_TRACKING, split_system_table
 from paimon_streaming.table import Table
 from paimon_streaming.table_scan_options import TableScanOptions
@@ -33,6 +33,8 @@ _ALIASES = {
     "source.split.open-file-cost": ("source.split.open-file-cost",),
     "rowkindcolumn": ("rowkindcolumn", "row-kind-column"),
 }
+
+_START_ALIASES = {"snapshot-id": "scan.snapshot-id", "tag": "scan.tag-name", "timestamp-millis": "scan.timestamp-millis"}
 
 
 # Paimon read options that change what a read returns and that we do not implement: ignoring
@@ -166,6 +168,8 @@ class ReadSpec:
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
         refuse_unsupported(opts)
         refuse_misspelled(opts)
+        check_start_options({**opts, **{key: _lookup(opts, alias) for alias, key in _START_ALIASES.items()}},
+                            f"read of {location}")
         if opts.get("scan.timestamp", "").strip() and not opts.get("scan.timestamp-millis"):
             opts["scan.timestamp-millis"] = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
         _resolve_version(opts, location, branch)

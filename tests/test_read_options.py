@@ -82,7 +82,7 @@ def test_incremental_options_parse_as_java_spells_them(tmp_path):
                          ({"incremental-between": "1,2", "incremental-between-scan-mode": "all"}, "scan-mode"),
                          ({"incremental-between": "1,2", "incremental-between-tag-to-snapshot": "yes"}, "true or false"),
                          ({"incremental-between-scan-mode": "delta"}, "needs 'incremental-between'"),
-                         ({"incremental-between": "1,2", "scan.snapshot-id": "1"}, "no time travel"),
+                         ({"incremental-between": "1,2", "scan.snapshot-id": "1"}, "cannot be given with scan.mode"),
                          ({"incremental-between-timestamp": "1,soon"}, "must be a local time")):
         with pytest.raises(InvalidOptionError, match=message):
             ReadSpec.parse({**base, **bad})

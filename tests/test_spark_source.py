@@ -305,14 +305,15 @@ def test_stream_reader_offsets(catalog):
     start = r.initialOffset()
     assert start == {"snapshot": 3, "units": 0, "full": True}
     end = r.latestOffset(start, r.getDefaultReadLimit())
-    assert end == {"snapshot": 3, "units": 3, "full": True, "from": start}
+    assert end == {"snapshot": 3, "units": 3, "full": True, "from": start,
+                   "readTime": t.snapshot(3).time_millis}   # the last snapshot read (rollback check)
     parts = r.partitions({"snapshot": 9, "units": 0, "full": True}, end)   # a re-resolved start is ignored
     rows = [row for p in parts for b in r.read(p) for row in b.to_pylist()]
     assert len(rows) == 3 and {row["k"] for row in rows} == {"+I"}   # 3 of the 6 one-row files
     r.commit(end)
     assert ConsumerManager(t.file_io, t.path).consumers() == {"o1": 3}
     end2 = r.latestOffset(end, ReadAllAvailable())
-    assert end2 == {"snapshot": 4, "units": 0, "full": False}
+    assert end2 == {"snapshot": 4, "units": 0, "full": False, "readTime": t.snapshot(3).time_millis}
     assert r.latestOffset(end2, ReadAllAvailable()) == end2           # nothing new: offset unchanged
     assert r.reportLatestOffset() == {"snapshot": 4, "units": 0, "full": False}
     r.prepareForTriggerAvailableNow()
@@ -405,15 +406,15 @@ def test_batch_filters_prune_and_filter_exactly(spark, tmp_path, catalog):
 
 
 
-def test_register_turns_filter_pushdown_on(spark, catalog):
-    """A session `register` was called on prunes by a query's filters without any setting."""
+def test_pushdown_prunes_by_a_querys_filters(spark, catalog):
+    """With `register(spark, filter_pushdown=True)`'s setting a query's filters prune partitions."""
     import paimon_streaming as ps
     t = catalog.create_table("db.pushed", pa.schema([("id", pa.int64()), ("dt", pa.string())]), partition_keys=["dt"])
     for p in range(3):
         t.write_arrow(pa.table({"id": [p], "dt": [f"p{p}"]}))
-    assert spark.conf.get(ps.FILTER_PUSHDOWN) == "true"
-    df = spark.read.format("paimon").option("source.split.target-size", "1 b").load(t.path).where("dt = 'p1'")
-    assert [r.id for r in df.collect()] == [1] and df.rdd.getNumPartitions() == 1
+    with conf(spark, ps.FILTER_PUSHDOWN, "true"):
+        df = spark.read.format("paimon").option("source.split.target-size", "1 b").load(t.path).where("dt = 'p1'")
+        assert [r.id for r in df.collect()] == [1] and df.rdd.getNumPartitions() == 1
 
 
 class _Session:
@@ -431,14 +432,14 @@ class _Session:
 def test_register_keeps_the_sessions_own_pushdown_setting():
     import paimon_streaming as ps
     fresh = _Session({})
-    ps.register(fresh)
-    assert fresh.registered == ["paimon", "kafka-python"] and fresh.settings == {ps.FILTER_PUSHDOWN: "true"}
+    ps.register(fresh)  # off by default: Spark <= 4.3 reuses a pushed-down plan (register's docstring)
+    assert fresh.registered == ["paimon", "kafka-python"] and fresh.settings == {}
+    opted_in = _Session({})
+    ps.register(opted_in, filter_pushdown=True)
+    assert opted_in.registered == ["paimon", "kafka-python"] and opted_in.settings == {ps.FILTER_PUSHDOWN: "true"}
     started_off = _Session({ps.FILTER_PUSHDOWN: "false"})  # builder .config / --conf / spark-defaults
-    ps.register(started_off)
+    ps.register(started_off, filter_pushdown=True)
     assert started_off.settings == {}
-    opted_out = _Session({})
-    ps.register(opted_out, filter_pushdown=False)
-    assert opted_out.registered == ["paimon", "kafka-python"] and opted_out.settings == {}
 
 @pytest.mark.parametrize("index, options", [
     ("bloom", {"file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "100",
@@ -529,7 +530,7 @@ def test_batch_incremental_queries(spark, catalog):
         # a delta query is every change as written, unmerged (Java's): 3's insert stays without its -D
         assert sorted((r.id, r.v) for r in read(**{"incremental-between": "0,3"}).filter("id >= 2").collect()) == \
             [(2, "u2"), (2, "v2"), (3, "v3")]
-    with pytest.raises(Exception, match="takes no time travel option"):
+    with pytest.raises(Exception, match="cannot be given with scan.mode"):
         read(**{"incremental-between": "1,3", "snapshot-id": 2}).collect()
     with pytest.raises(Exception, match="batch read: use spark.read"):
         stream(spark, t.path, **{"incremental-between": "1,3"}).writeStream.format("memory") \

@@ -360,6 +360,33 @@ def test_expired_snapshot_is_a_clear_error(catalog):
         ss.units_between(pos, StreamPosition(4))
 
 
+def test_a_rollback_below_the_position_is_an_error(catalog):
+    """A stream at snapshot 4 (read 1-3): rolled back to 2 and committed again (3, 4 anew), its
+    next plan refuses instead of skipping the new snapshot 3; a position whose last snapshot
+    expired since (a plain expiration) goes on."""
+    t = append_table(catalog)
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    _, pos = ss.plan_batch(StreamPosition(1))
+    assert pos == StreamPosition(4) and pos.read_time == t.snapshot(3).time_millis
+    assert StreamPosition.from_dict(pos.to_dict()).read_time == pos.read_time
+    t.rollback_to(2)
+    with pytest.raises(SnapshotNotFoundError, match="rolled back below this stream's position: snapshot 3"):
+        ss.plan_batch(pos)   # not yet committed again: snapshot 3 does not exist
+    for i in (10, 11):
+        t.write_arrow(batch([i]))
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 3, which the stream read .* is now another"):
+        stream_scan(t).plan_batch(pos)
+    with pytest.raises(SnapshotNotFoundError, match="rolled back"):
+        stream_scan(t).units_between(pos, StreamPosition(5))
+    _, pos = stream_scan(t).plan_batch(StreamPosition(1))   # a new stream: read 1-4
+    t.write_arrow(batch([12]))
+    expire_before(t, 5)
+    units, _ = stream_scan(t).plan_batch(pos)                 # snapshot 4 expired since: goes on
+    assert [u.snapshot_id for u in units] == [5]
+
+
 # ---- consumers ---------------------------------------------------------------------------------------
 def test_consumer_files(catalog):
     t = append_table(catalog)
