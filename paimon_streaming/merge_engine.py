@@ -29,7 +29,8 @@ Semantics follow Apache Paimon 1.4 (Java is the authority; see tests/test_merge_
 * `aggregation`: per column `fields.<f>.aggregate-function` (default
   `fields.default-aggregate-function`, else `last_non_null_value`; primary keys keep their
   value; `sequence.field` columns use `last_value`). -U/-D rows retract (sum subtracts,
-  last_value / last_non_null_value null the column); other functions refuse retractions unless
+  product divides, last_value / last_non_null_value null the column, collections remove; see
+  numeric_aggregates.py and collection_aggregates.py); other functions refuse retractions unless
   `fields.<f>.ignore-retract`. The result is an insert even if every row was a retraction.
   `aggregation.remove-record-on-delete`: a -D resets the row to the -D's values (aggregation
   continues from them) and deletes the key if it is the key's last row.
@@ -53,6 +54,7 @@ import pyarrow.compute as pc
 from .collection_aggregates import (COLLECTION_FUNCTIONS, RETRACTABLE_COLLECTIONS, CollectionSpec,
                                     aggregate_collection, collection_spec)
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .numeric_aggregates import float_extreme, product_of, sum_of
 from .keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from .schema import TableSchema
 from .types import MAX_LENGTH, DataType
@@ -72,7 +74,7 @@ AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_n
 _JAVA_ONLY_FUNCTIONS = ("merge_map_with_keytime", "hll_sketch", "theta_sketch", "rbm32", "rbm64")
 _NUMERIC = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
 _COMPARABLE = _NUMERIC + ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "CHAR", "VARCHAR", "BINARY", "VARBINARY")
-_RETRACTABLE = ("sum", "last_value", "last_non_null_value") + RETRACTABLE_COLLECTIONS
+_RETRACTABLE = ("sum", "product", "last_value", "last_non_null_value") + RETRACTABLE_COLLECTIONS
 
 
 # ---- row kinds ------------------------------------------------------------------------------
@@ -765,40 +767,18 @@ def _aggregate(col: pa.ChunkedArray, spec: _FieldAgg, c: _AggContext):
         idx = np.where(use_reset, c.seg_start, first)
         return _take(col, idx, use_reset | found)
     if func == "sum":
-        return _sum(col, add, retract, g)
-    if func in ("min", "max", "bool_and", "bool_or", "product"):
+        return sum_of(col, add, retract, g.gid, g.count)
+    if func == "product":
+        return product_of(col, add, retract, g.gid, g.count, spec.name)
+    if func in ("min", "max") and pa.types.is_floating(col.type):
+        return float_extreme(col, add, g.gid, g.count, func)
+    if func in ("min", "max", "bool_and", "bool_or"):
         values = _null_where(col, ~add)
         hash_func = {"bool_and": "all", "bool_or": "any"}.get(func, func)
-        out = _group_agg(values, g, hash_func, _MIN_ONE)
-        if func == "product" and pa.types.is_integer(col.type):
-            return out.cast(col.type, safe=False)
-        return out.cast(col.type)
+        return _group_agg(values, g, hash_func, _MIN_ONE).cast(col.type)
     if func == "listagg":
         return _listagg(col, add, notnull, spec.delimiter, g)
     raise PaimonError(f"aggregate function '{func}' is not implemented")  # guarded by validation
-
-
-def _sum(col, add: np.ndarray, retract: np.ndarray, g: _Groups):
-    t = col.type
-    if pa.types.is_integer(t):
-        wide = col.cast(pa.int64())
-    elif pa.types.is_decimal(t):
-        wide = col.cast(pa.decimal128(38, t.scale))
-    else:
-        wide = col.cast(pa.float64()) if pa.types.is_float32(t) else col
-    signed = pc.if_else(pa.array(retract), pc.negate(wide), wide)
-    signed = _null_where(signed, ~(add | retract))
-    total = _group_agg(signed, g, "sum", _MIN_ONE)
-    if pa.types.is_integer(t):
-        return total.cast(pa.int64()).cast(t, safe=False)
-    if pa.types.is_decimal(t):
-        total = total.cast(pa.decimal128(38, t.scale))
-        if t.precision < 38:
-            limit = pa.scalar(10 ** (t.precision - t.scale), pa.decimal128(38, 0)).cast(pa.decimal128(38, t.scale))
-            overflow = pc.fill_null(pc.greater_equal(pc.abs(total), limit), False).to_numpy(zero_copy_only=False)
-            total = _null_where(total, overflow)  # Java's Decimal arithmetic gives null on overflow
-        return total.cast(t)
-    return total.cast(t)
 
 
 def _listagg(col, add: np.ndarray, notnull: np.ndarray, delimiter: str, g: _Groups):

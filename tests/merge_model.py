@@ -326,10 +326,21 @@ class Agg:
             return None if x is not None else acc
         if f == "sum":
             if acc is None or x is None:
-                return acc if acc is not None else (None if x is None else self._arith(x * 0, x, "-"))
+                if acc is not None or x is None:
+                    return acc
+                return -x if self.type in ("FLOAT", "DOUBLE") else self._arith(x * 0, x, "-")  # Java's negative()
             return self._arith(acc, x, "-")
-        if f in ("collect", "merge_map", "nested_update") and (acc is None or x is None):
+        if f in ("collect", "merge_map", "nested_update", "product") and (acc is None or x is None):
             return acc
+        if f == "product":  # Java divides; integers truncate toward zero
+            if self.type in ("TINYINT", "SMALLINT", "INT", "BIGINT"):
+                if x == 0:
+                    raise ModelError("product cannot retract 0")
+                q = abs(acc) // abs(x)
+                return _wrap(-q if (acc < 0) != (x < 0) else q, self.type)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return float(np.float64(acc) / np.float64(x)) if self.type == "DOUBLE" else \
+                    float(np.float32(acc) / np.float32(x))
         if f == "collect":  # each retracted element removes the oldest equal one
             left = list(acc)
             for e in x:
