@@ -12,6 +12,8 @@ table after a crash at any step. Cleanup on one branch never deletes what anothe
 """
 from __future__ import annotations
 
+import datetime
+
 from .errors import (BranchAlreadyExistsError, InvalidOptionError, SnapshotNotFoundError, TableNotFoundError,
                      UnsupportedOperationError)
 from .fileio import FileIO
@@ -109,7 +111,16 @@ def delete_branch(file_io: FileIO, table_path: str, name: str, fallback_branch: 
     file_io.delete_dir(branch_path(table_path, name))
 
 
-def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
+def refuse_on_branch(current: str, table_path: str, what: str) -> None:
+    """Branches are managed from the main branch: a branch's table refuses `what`."""
+    if current != MAIN:
+        raise UnsupportedOperationError(
+            f"{what} on branch '{current}' of {table_path}: branches are created (from the main branch's latest "
+            "schema or one of its tags), deleted and fast-forwarded into main from the main branch, not from "
+            f"another branch; run it on the main branch ({table_path}, without '{SUFFIX}{current}')")
+
+
+def fast_forward(file_io: FileIO, table_path: str, name: str, force: bool = False) -> int:
     """Make the main branch what branch `name` is (Java's fast-forward): main's snapshots and
     tags from the branch's earliest snapshot on, and its schemas from that snapshot's on, are
     replaced by the branch's. Returns main's new latest snapshot id. Refused when main would
@@ -117,6 +128,12 @@ def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
     branch's earliest snapshot, which must then be main's own too (the branch's base), or
     follow the snapshot the branch was made from (the branch's tag of it); Java splices the
     two histories otherwise.
+
+    Also refused, unless `force`, when main has snapshots the branch's history does not hold
+    (commits main got after the snapshot the branch was made from, or any snapshot of main's
+    for a branch created empty): Java's fast-forward drops them silently, and their rows with
+    them. As Iceberg's fastForwardBranch, main must be an ancestor of the branch; `force`
+    replaces them as Java does.
 
     Crash-safe order: main first rolls back (the LATEST hint goes, then snapshot files newest
     first, then tags), then takes the branch's schemas, then its snapshots oldest first and its tags,
@@ -148,6 +165,13 @@ def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
             "them (the branch expired the snapshots after the one it was made from, so main would get a gap or "
             "its own snapshots under the branch's schemas): Java splices them so. Fast-forward before the branch "
             f"expires those, or once main has expired every snapshot below {first}")
+    if main_latest is not None and not force:
+        # main's snapshots the fast-forward replaces, but those that are the branch's own (a
+        # fast-forward earlier, or one a crash interrupted, copied them)
+        lost = [sid for sid in range(max(first + 1 if shared_base else first, main_earliest), main_latest + 1)
+                if not (sid <= last and source.exists(sid) and _same_snapshot(main, sid, source.snapshot(sid)))]
+        if lost:
+            raise UnsupportedOperationError(_diverged(table_path, name, main, lost, first, shared_base, continues))
     first_schema = base.schema_id
     if main_latest is not None and main_latest >= first:
         file_io.delete(main.hint_path("LATEST"))  # readers list instead (Java's do too, and Java deletes it)
@@ -172,6 +196,35 @@ def fast_forward(file_io: FileIO, table_path: str, name: str) -> int:
     main.commit_earliest_hint(min(first, main_earliest) if main_earliest is not None else first)
     main.commit_latest_hint(last)
     return last
+
+
+def _diverged(table_path: str, name: str, main: SnapshotManager, lost: list[int], first: int, shared_base: bool,
+              continues: bool) -> str:
+    """Why fast-forwarding branch `name` would drop main's snapshots `lost`, and what to do."""
+    def describe(sid: int) -> str:
+        try:
+            snap = main.snapshot(sid)
+        except Exception:  # noqa: BLE001 - expired meanwhile: its id still says enough
+            return str(sid)
+        when = datetime.datetime.fromtimestamp(snap.time_millis / 1000).strftime("%Y-%m-%d %H:%M:%S")
+        return f"{sid} ({snap.commit_kind} by commit user '{snap.commit_user}' at {when})"
+    shown = [describe(sid) for sid in (lost if len(lost) <= 5 else lost[:2] + lost[-2:])]
+    if len(lost) > 5:
+        shown[2:2] = [f"... {len(lost) - 4} more ..."]
+    ids = (f"snapshot {lost[0]}" if len(lost) == 1 else f"snapshots {lost[0]}..{lost[-1]}"
+           if lost == list(range(lost[0], lost[-1] + 1)) else f"snapshots {', '.join(map(str, lost))}")
+    if shared_base or continues:
+        since = f"main's commits after snapshot {first if shared_base else first - 1}, which the branch was made from"
+    else:
+        since = (f"it was created empty, or main no longer has the snapshot it was made from: the branch's history "
+                 f"starts at its own snapshot {first}")
+    return (f"cannot fast-forward {table_path} to branch '{name}': main has {ids} that the branch does not hold "
+            f"({since}): "
+            f"{', '.join(shown)}. A fast-forward replaces main's snapshots from {first} on with the branch's, so "
+            "the rows those commits wrote would leave main (Java's fast-forward drops them silently). Redo the "
+            "branch's changes on a branch made from a tag of main's latest snapshot, or apply those commits' "
+            "changes to this branch as well and pass force=True (`paimon-streaming branch fast-forward --force`), "
+            "which drops main's snapshots as Java does")
 
 
 def _same_snapshot(snapshots: SnapshotManager, snapshot_id: int, other) -> bool:

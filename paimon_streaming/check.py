@@ -25,7 +25,10 @@ Checked, for every snapshot and tag:
 Problems are collected, never raised (an unexpected failure is reported as a `check-failed`
 problem), so one run reports everything; `CheckReport.ok` is False when any problem is an
 error. `check_location` also reports a table whose schema files are damaged. The main
-branch's check covers every branch too (their snapshots, tags and schemas, over shared files).
+branch's check covers every branch too (their snapshots, tags and schemas, over shared files);
+`<table>$branch_<name>` checks that branch alone. A branch's earliest snapshot, copied by
+create_branch with the tag it was made from, has no hints until the branch commits (as Java's):
+their absence is no problem.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import file_index
-from .branches import MAIN, branch_names, branch_path
+from .branches import MAIN, branch_names, branch_path, branch_ref, resolve_branch
 from .commit_users import CommitUserRecords
 from .consumers import ConsumerManager
 from .datafile import verify_data_file
@@ -129,11 +132,13 @@ def _check_branches(main: "_Checker", report: CheckReport) -> None:
 
 
 def check_location(location: str, verify_data: bool = True, filesystem=None) -> CheckReport:
-    """`check_table` of the table at `location`, also when it cannot be opened (a damaged or
-    missing schema file): then the snapshots, hints and schema files are still checked, and
-    the manifests and data files with the newest schema that decodes. Never raises."""
+    """`check_table` of the table at `location` (a branch alone: `<table>$branch_<name>`, as
+    `Table.open` takes it), also when it cannot be opened (a damaged or missing schema file):
+    then the snapshots, hints and schema files are still checked, and the manifests and data
+    files with the newest schema that decodes. Never raises."""
     try:
-        file_io, path = FileIO.for_path(location, filesystem)
+        table_location, branch = resolve_branch(location, None)
+        file_io, path = FileIO.for_path(table_location, filesystem)
     except Exception as exc:  # noqa: BLE001 - a bad location is a report too
         report = CheckReport(location)
         report.problems.append(Problem(ERROR, "check-failed", location, f"cannot open {location}: {exc}"))
@@ -141,12 +146,12 @@ def check_location(location: str, verify_data: bool = True, filesystem=None) -> 
     table = None
     opening_error: Exception | None = None
     try:
-        table = Table(file_io, path)
+        table = Table(file_io, path, branch=branch)
     except Exception as exc:  # noqa: BLE001 - reported below
         opening_error = exc
     if table is not None:
         return check_table(table, verify_data)
-    return _Checker(file_io, path, table, verify_data, opening_error).run()
+    return _Checker(file_io, path, table, verify_data, opening_error, branch=branch or MAIN).run()
 
 
 def repair_hints(location_or_table: str | Table, filesystem=None) -> list[str]:
@@ -157,12 +162,14 @@ def repair_hints(location_or_table: str | Table, filesystem=None) -> list[str]:
     orphans that `remove-orphans` deletes). EARLIEST is rewritten when garbled or outside the
     snapshot range. A hint behind the newest snapshot is left alone (hints lag; readers probe past
     them). Only hints are written, never a value beyond an existing snapshot file, so a commit
-    running meanwhile is unharmed (its snapshot makes the rewritten hint merely stale)."""
+    running meanwhile is unharmed (its snapshot makes the rewritten hint merely stale). The hints
+    of the table's (or location's) branch: `<table>$branch_<name>` names a branch's."""
     if isinstance(location_or_table, Table):
-        file_io, path = location_or_table.file_io, location_or_table.path
+        file_io, path, branch = location_or_table.file_io, location_or_table.path, location_or_table.branch
     else:
-        file_io, path = FileIO.for_path(location_or_table, filesystem)
-    sm = SnapshotManager(file_io, path)
+        location, branch = resolve_branch(location_or_table, None)
+        file_io, path = FileIO.for_path(location, filesystem)
+    sm = SnapshotManager(file_io, branch_path(path, branch))
     ids = _listed_snapshot_ids(file_io, sm.dir)
     done = []
     for name in HINTS:
@@ -206,7 +213,7 @@ class _Checker:
         self.tag_manager = TagManager(file_io, root)
         self.schema_manager = SchemaManager(file_io, root)
         self.scan: TableScan | None = None
-        self.report = CheckReport(root)
+        self.report = CheckReport(branch_ref(path, branch))
         self._listings: dict[str, dict[str, int]] = {}
         self._decoded: dict[str, list | None] = {}
         self._verdicts: dict[str, bool] = {}
@@ -284,7 +291,8 @@ class _Checker:
         if self.opening_error is not None:
             err = self.opening_error
             if not ids and not self._snapshot_ids():
-                self.problem("not-a-table", self.path, f"no Paimon table at {self.path}: {err}")
+                message = str(err) if isinstance(err, TableNotFoundError) else f"no Paimon table at {self.path}: {err}"
+                self.problem("not-a-table", self.root, message)
             elif not ids:
                 pass  # every snapshot's schema is reported missing by _check_schema
             elif not any(p.path.startswith(self.schema_manager.dir) for p in self.report.problems):
@@ -459,22 +467,38 @@ class _Checker:
                 return
 
     # ---- hints and the newest snapshot ------------------------------------------------------
+    def _branch_base(self, ids: list[int]) -> bool:
+        """Whether a branch's earliest snapshot file is the snapshot it was made from: create_branch
+        copies it with its tag and writes no hint (as Java's does), and a branch that committed
+        nothing yet holds only it."""
+        if self.branch == MAIN or not ids:
+            return False
+        try:
+            first = self.snapshot_manager.snapshot(ids[0])
+            return any(tagged.id == first.id and (tagged.base_manifest_list, tagged.delta_manifest_list)
+                       == (first.base_manifest_list, first.delta_manifest_list)
+                       for tagged, _ in self.tag_manager.tagged_snapshots())
+        except PaimonError:
+            return False  # reported with the snapshots and tags
+
     def _check_hints(self) -> None:
         sm = self.snapshot_manager
         ids = self._snapshot_ids()
+        repair = "paimon-streaming check --repair" + ("" if self.branch == MAIN else f" '{self.report.table}'")
+        base = self._branch_base(ids)  # its hints are only written by the branch's own commits
         for name in HINTS:
             path = sm.hint_path(name)
             try:
                 raw = self.io.read_bytes(path)
             except FileNotFoundError:
-                if ids and (name == "LATEST" or ids[0] > 1):
+                if ids and (name == "LATEST" or ids[0] > 1) and not (base and (name == "EARLIEST" or len(ids) == 1)):
                     self.problem("hint", path, f"hint {path} is missing; readers list {sm.dir} instead "
-                                 "(`paimon-streaming check --repair` rewrites it)", severity=WARNING)
+                                 f"(`{repair}` rewrites it)", severity=WARNING)
                 continue
             value = sm.read_hint(name)
             if value is None:
                 self.problem("hint", path, f"hint {path} holds {raw[:20]!r}, not a snapshot id; readers fall back "
-                             "to listing; `paimon-streaming check --repair` rewrites it")
+                             f"to listing; `{repair}` rewrites it")
                 continue
             if name == "LATEST" and (not ids or value > ids[-1]):
                 newest = ids[-1] if ids else None
@@ -483,11 +507,11 @@ class _Checker:
                              f"{sm.path(newest) if ids else 'none'}: snapshot file(s) {(newest or 0) + 1}..{value} "
                              "were deleted. Readers and writers refuse the table (SnapshotMissingError) rather "
                              "than silently roll it back; restore the files from a backup, or accept the loss "
-                             "with `paimon-streaming check --repair`")
+                             f"with `{repair}`")
             elif not ids or not ids[0] <= value <= ids[-1]:
                 self.problem("hint", path, f"hint {path} points at snapshot {value}, outside the existing snapshots "
                              f"{ids[0] if ids else None}..{ids[-1] if ids else None}; readers list {sm.dir} instead "
-                             "(`paimon-streaming check --repair` rewrites it)", severity=WARNING)
+                             f"(`{repair}` rewrites it)", severity=WARNING)
             elif value != (ids[-1] if name == "LATEST" else ids[0]):
                 self.problem("hint", path, f"hint {path} is stale ({value}); readers probe past it",
                              severity=WARNING)

@@ -96,8 +96,9 @@ class SnapshotExpiration:
         if retain_min < 1 or retain_max < retain_min or max_deletes < 1:
             raise InvalidOptionError(
                 f"cannot expire snapshots of {self.table_path}: need 1 <= retain_min ({retain_min}) <= "
-                f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1; retain_min defaults to "
-                "snapshot.num-retained.min, so pass it too when retain_max is smaller")
+                f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1 (command line: --retain-min, "
+                "--retain-max, --max-deletes); retain_min defaults to snapshot.num-retained.min, so pass it too "
+                "when retain_max is smaller")
         held = _HELD_BACK.get(self.meta)
         if latest is not None and held is not None and latest - retain_max + 1 <= held[0] and (
                 latest - retain_min + 1 <= held[0] or (held[1] is not None and older_than_ms <= held[1])):

@@ -134,6 +134,7 @@ class TableSchema:
                                    tuple(primary_keys), options, comment, int(time.time() * 1000))
         opts.refuse_unimplemented(options)
         table_schema.validate()
+        check_changelog_producer(table_schema)
         return table_schema
 
     def validate(self) -> None:
@@ -189,6 +190,22 @@ class TableSchema:
         for name in core.sequence_field:
             if name not in self.field_names:
                 raise InvalidOptionError(f"sequence.field column '{name}' is not in the schema")
+
+
+def check_changelog_producer(schema: TableSchema, base: TableSchema | None = None) -> None:
+    """Refuse a `changelog-producer` every write would refuse (lsm/changelog.py's rule: 'lookup'
+    on a primary-key table needs deletion vectors or the first-row engine), when a table is
+    created so (`base` None) or a schema change makes it so. Not when a table is opened, nor
+    when a change keeps what `base` already had: a table Java made so (Java writes it) stays
+    readable and alterable here."""
+    core = schema.core_options
+    if not schema.primary_keys or core.get("changelog-producer") != "lookup" or core.lookup_compaction:
+        return
+    if base is not None and base.primary_keys and base.core_options.get("changelog-producer") == "lookup" \
+            and not base.core_options.lookup_compaction:
+        return  # already so: the change makes it no less writable
+    from .lsm.changelog import changelog_producer  # the writer's module: imported when needed
+    changelog_producer(core, list(schema.primary_keys), f"with primary key {list(schema.primary_keys)}")
 
 
 def _split(text: str) -> list[str]:

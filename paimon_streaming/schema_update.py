@@ -27,7 +27,7 @@ import pyarrow as pa
 from .default_values import default_scalar
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .options import refuse_unimplemented
-from .schema import SchemaManager, TableSchema
+from .schema import SchemaManager, TableSchema, check_changelog_producer
 from .system_fields import is_system_field, reserved_names_message
 from .types import DataField, DataType, assign_field_ids, from_arrow, parse_atomic
 
@@ -161,11 +161,22 @@ def _index(fields: list[DataField], name: str, path: tuple[str, ...]) -> int:
     raise SchemaMismatchError(f"column '{_dotted(path)}' does not exist (columns there: {[f.name for f in fields]})")
 
 
-def _absent(fields: list[DataField], name: str, path: tuple[str, ...]) -> None:
+def _absent(fields: list[DataField], name: str, path: tuple[str, ...], renamed: str | None = None) -> None:
     if any(f.name == name for f in fields):
         raise SchemaMismatchError(f"column '{_dotted(path)}' already exists")
     if len(path) == 1 and is_system_field(name):
         raise SchemaMismatchError(reserved_names_message([name]))
+    _no_case_twin([f.name for f in fields if f.name != renamed], name, path)
+
+
+def _no_case_twin(names: list[str], name: str, path: tuple[str, ...]) -> None:
+    """Refuse a column whose name differs from a sibling's only in case: Spark resolves names
+    case-insensitively by default, and could then select neither (AMBIGUOUS_REFERENCE)."""
+    twin = next((n for n in names if n != name and n.lower() == name.lower()), None)
+    if twin is not None:
+        raise SchemaMismatchError(
+            f"column '{_dotted(path)}' differs from the existing column '{_dotted(path[:-1] + (twin,))}' only in case: "
+            "Spark (case-insensitive by default) could select neither; use that column, or another name")
 
 
 class SchemaUpdate:
@@ -224,7 +235,7 @@ class SchemaUpdate:
 
             def edit(siblings: list[DataField], name: str) -> None:
                 i = _index(siblings, name, path)
-                _absent(siblings, new_name, path[:-1] + (new_name,))
+                _absent(siblings, new_name, path[:-1] + (new_name,), renamed=name)
                 siblings[i] = replace(siblings[i], name=new_name)
             _edit_siblings(d.fields, path, edit)
             if len(path) == 1:
@@ -352,6 +363,7 @@ class SchemaUpdate:
             return base
         try:
             new.validate()
+            check_changelog_producer(new, base)
         except PaimonError as exc:
             raise type(exc)(f"after this schema change: {exc}") from None
         return new
@@ -458,6 +470,7 @@ def _union(d: _Draft, fields: list[DataField], incoming: list[pa.Field], parent:
         if af.name not in by_name:
             if is_system_field(af.name) and not parent:
                 raise SchemaMismatchError(reserved_names_message([af.name]))
+            _no_case_twin([f.name for f in fields], af.name, path)
             fields.append(_new_field(d, af.name, wanted))
             continue
         current = fields[by_name[af.name]]

@@ -18,7 +18,7 @@ from .row_level import delete_rows, update_rows
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from .branches import (MAIN, branch_names, branch_path, branch_ref, create_branch, delete_branch, fast_forward,
-                       resolve_branch)
+                       refuse_on_branch, resolve_branch)
 from .fallback_read import FallbackBranch
 from .fileio import FileIO
 from .incremental import IncrementalRange, IncrementalScan
@@ -158,21 +158,22 @@ class Table:
         """Create branch `name`, empty with the latest schema or starting at `tag`'s snapshot,
         as Java's `create_branch`; returns it. Write it like any table, then `fast_forward` it
         into main (write-audit-publish) or `delete_branch` it."""
-        self._on_main("creating a branch")
+        refuse_on_branch(self.branch, self.path, f"creating branch '{name}'")
         create_branch(self.file_io, self.path, name, tag)
         return Table(self.file_io, self.path, name=self.name, branch=name)
 
     def delete_branch(self, name: str) -> None:
         """Remove branch `name`; files only it used are left to orphan cleanup, as in Java."""
-        self._on_main("deleting a branch")
+        refuse_on_branch(self.branch, self.path, f"deleting branch '{name}'")
         delete_branch(self.file_io, self.path, name, self.schema.options.get("scan.fallback-branch"))
 
-    def fast_forward(self, branch: str) -> Snapshot:
+    def fast_forward(self, branch: str, force: bool = False) -> Snapshot:
         """Make main what `branch` is (Java's fast-forward: main's snapshots, tags and schemas
         from the branch's earliest snapshot on are replaced by the branch's); returns main's new
-        latest snapshot."""
-        self._on_main("a fast-forward")
-        latest = fast_forward(self.file_io, self.path, branch)
+        latest snapshot. Refused when main has commits the branch does not hold (made after the
+        snapshot the branch was made from), which would be dropped; `force=True` drops them."""
+        refuse_on_branch(self.branch, self.path, f"fast-forwarding to branch '{branch}'")
+        latest = fast_forward(self.file_io, self.path, branch, force)
         self.refresh()
         return self.snapshot(latest)
 

@@ -10,7 +10,8 @@ batches of Kafka records:
   DOUBLE's range is refused, never infinity; missing fields are null;
   fields the table lacks are inferred as at table creation and reported by
   `decode_reporting_new_fields`, so ingestion can evolve the table or refuse, never drop them);
-- csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv`;
+- csv: one CSV line per value, columns in the table's order, parsed by `pyarrow.csv` (as
+  Spark's CSV reader: only an empty unquoted field is null, text such as NA stays text);
 - avro: Avro binary (schemaless, the writer schema given by a schema file), decoded by
   fastavro record by record (Avro has no columnar decoder in Python);
 - debezium-json / debezium-avro / debezium-bson / maxwell-json / canal-json / ogg-json /
@@ -68,6 +69,12 @@ REJECTED_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), 
 
 class DecodeError(PaimonError):
     """A Kafka record that does not decode into the table's schema."""
+
+
+# CSV values: only an empty unquoted field is null (Spark's nullValue ""), never text of a STRING
+# column ("NA", "null", a quoted ""), and nan in a FLOAT/DOUBLE column is NaN
+_CSV_CONVERT = functools.partial(pacsv.ConvertOptions, null_values=[""], strings_can_be_null=True,
+                                 quoted_strings_can_be_null=False)
 
 
 @dataclass(frozen=True)
@@ -312,30 +319,42 @@ class Decoder:
         return _in_record_order(tables, origins, self._parsed_schema), sorted(bad)
 
     def _json(self, buffer: bytes) -> pa.Table:
-        variants = [f.name for f in self.schema if is_variant_arrow(f.type)]
-        if not variants:
-            return _fitting(_read_json(buffer, self._json_schema, unexpected="infer"))
-        return _with_variants(buffer, self.schema, variants)
+        """Rows of newline-delimited JSON objects. A field named as no column but as one ignoring
+        case fills that column (as Spark's case-insensitive resolution; the exact name wins in a
+        record holding both): it is no new field, which would add a column Spark could not tell
+        from it. One matching several columns ignoring case is a DecodeError naming them."""
+        table = _parse_json(buffer, self._json_schema)
+        aliases = _case_aliases(table.column_names, self.schema.names)
+        if not aliases:
+            return table
+        extended = pa.schema(list(self._json_schema) + [self._json_schema.field(column).with_name(alias)
+                                                        .with_nullable(True) for alias, column in aliases.items()])
+        return _merged_aliases(_parse_json(buffer, extended), aliases)
 
     def _json_one(self, buffer: bytes) -> pa.Table:
         """One record (the error path): a value its column cannot hold is named by the column,
         where pyarrow's message names only the value ("couldn't parse:1.5")."""
-        if not isinstance(json.loads(buffer), dict):
+        document = _json_document(buffer)
+        if not isinstance(document, dict):
             raise ValueError("not a JSON object")
         try:
             return self._json(buffer)
         except pa.ArrowInvalid as exc:
-            column = _failing_column(buffer, self._json_schema)
+            aliases = _case_aliases(list(document), self.schema.names)
+            column = _failing_column(buffer, pa.schema(list(self._json_schema) + [
+                self._json_schema.field(c).with_name(a) for a, c in aliases.items()]))
             if column is None:
                 raise
             raise ValueError(f"column '{column.name}' ({from_arrow(column.type)}): {exc}") from None
 
     def _csv(self, buffer: bytes) -> pa.Table:
+        """CSV lines in the table's column order, read as Spark's CSV reader does: only an empty
+        unquoted field is null (pyarrow's default null list would make text such as NA, N/A, NULL
+        or null, a quoted "", and a DOUBLE's nan nulls); a FLOAT/DOUBLE's nan/NaN is NaN."""
         return _fitting(pacsv.read_csv(io.BytesIO(buffer),
                                        read_options=pacsv.ReadOptions(column_names=self.schema.names,
                                                                       block_size=max(len(buffer), 1 << 20)),
-                                       convert_options=pacsv.ConvertOptions(column_types=self.schema,
-                                                                            strings_can_be_null=True)))
+                                       convert_options=_CSV_CONVERT(column_types=self.schema)))
 
     def _avro(self, values: pa.Array, records: pa.RecordBatch) -> tuple[pa.Table, list[tuple[int, str]]]:
         """Avro bodies, decoded by fastavro one at a time (it has no columnar decoder), built in
@@ -587,6 +606,45 @@ def _with_variants(buffer: bytes, schema: pa.Schema, variants: list[str]) -> pa.
     return table
 
 
+def _parse_json(buffer: bytes, schema: pa.Schema) -> pa.Table:
+    """Rows of newline-delimited JSON objects in `schema`'s columns, then the fields it lacks
+    (inferred); VARIANT columns take any JSON (`_with_variants`)."""
+    variants = [f.name for f in schema if is_variant_arrow(f.type)]
+    if not variants:
+        return _fitting(_read_json(buffer, schema, unexpected="infer"))
+    return _with_variants(buffer, schema, variants)
+
+
+def _case_aliases(names: list[str], columns: list[str]) -> dict[str, str]:
+    """{field: column} of the `names` that are no column but one column ignoring case; a name
+    matching several columns ignoring case (and none exactly) is a DecodeError naming them."""
+    lowered: dict[str, list[str]] = {}
+    for column in columns:
+        lowered.setdefault(column.lower(), []).append(column)
+    known = set(columns)
+    aliases = {}
+    for name in names:
+        if name in known or name.lower() not in lowered:
+            continue
+        matches = lowered[name.lower()]
+        if len(matches) > 1:
+            raise DecodeError(f"JSON field '{name}' matches the table's columns {matches} ignoring case, and none "
+                              "exactly: rename one of those columns (paimon-streaming alter), or the field")
+        aliases[name] = matches[0]
+    return aliases
+
+
+def _merged_aliases(table: pa.Table, aliases: dict[str, str]) -> pa.Table:
+    """Each column's values from the records that name it exactly, else from a field that names
+    it ignoring case (`_case_aliases`); those fields' columns dropped."""
+    for column in dict.fromkeys(aliases.values()):
+        merged = table.column(column)
+        for alias in (a for a, c in aliases.items() if c == column):
+            merged = pc.coalesce(merged, table.column(alias))
+        table = table.set_column(table.schema.get_field_index(column), table.field(column), merged)
+    return table.drop_columns(list(aliases))
+
+
 def _plain(value: Any) -> Any:
     """A `variant.loads` value as `json.loads` gives it (numbers with a fraction as floats)."""
     if isinstance(value, variant.JsonNumber):
@@ -724,11 +782,13 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
     for i, raw in enumerate(flat.to_pylist()):
         try:
             if not objects[i]:
+                _json_document(raw)
                 raise ValueError("not a JSON object")
             if count(parse_one(raw + b"\n")) != 1:
                 raise ValueError("not exactly one row")
         except Exception as exc:
-            error = f"not valid {what} for the table's schema: {exc.__class__.__name__}: {str(exc).strip()[:300]}"
+            error = f"not valid {what}: {str(exc).strip()[:300]}" if isinstance(exc, _NotJson) else \
+                f"not valid {what} for the table's schema: {exc.__class__.__name__}: {str(exc).strip()[:300]}"
             if on_error == "fail":
                 raise DecodeError(f"record {_where(records, i)} is {error}; value={raw[:200]!r}") from exc
             bad.append((i, error))
@@ -741,6 +801,18 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
         if not keep.any():
             return empty, bad
     raise DecodeError(f"records from {_where(records, 0)} on do not parse as {what} one row per record")
+
+
+class _NotJson(ValueError):
+    """A record value that is no JSON at all (Python's json module's message)."""
+
+
+def _json_document(raw: bytes) -> Any:
+    """The JSON value `raw` holds, or _NotJson (the error path only)."""
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise _NotJson(str(exc)) from None
 
 
 def _braced(values: pa.Array) -> np.ndarray:
@@ -796,18 +868,61 @@ def _as_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
     return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([], schema)
 
 
-def infer_json_schema(values: list[bytes], variants: tuple[str, ...] = ()) -> pa.Schema:
+def infer_json_schema(values: list[bytes], variants: tuple[str, ...] = (), on_error: str = "fail",
+                      where: list[str] | None = None) -> pa.Schema:
     """The schema pyarrow infers from sample JSON values (for a table that does not exist yet),
     the `variants` fields as VARIANT columns at the end (left out of the inference: their JSON
-    may take any shape)."""
+    may take any shape). A sampled value that is no JSON object, or whose fields' types clash
+    with those of the values before it, is left out (`on_error` skip or dead-letter: decoding
+    then sets it aside as any undecodable record), or with fail a DecodeError naming it
+    (`where`: each value's Kafka coordinates)."""
     if not values:
         raise DecodeError("cannot infer a schema: the topic has no records yet; pass --schema")
+    lines = [v.replace(b"\n", b" ") for v in values]
+    errors = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError)
+    try:
+        return _inferred_schema(lines, variants)
+    except errors:
+        pass
+    kept: list[bytes] = []  # the error path: record by record, each against those kept before it
+    schema = None
+    for i, line in enumerate(lines):
+        try:
+            if not isinstance(_json_document(line), dict):
+                raise _NotAnObject("not a JSON object")
+            one = _inferred_schema([line], variants)
+            try:
+                schema = one if schema is None else pa.unify_schemas([schema, one], promote_options="permissive")
+            except errors:  # pyarrow's joint inference may still fit them (a timestamp's text and other text)
+                schema = _inferred_schema(kept + [line], variants)
+            kept.append(line)
+        except errors as exc:
+            why = str(exc) if isinstance(exc, _NotAnObject) else f"not valid JSON: {exc}" \
+                if isinstance(exc, _NotJson) else f"a JSON object whose fields do not fit those of the records " \
+                f"before it ({exc.__class__.__name__}: {str(exc).strip()[:300]})"
+            if on_error == "fail":
+                raise DecodeError(f"record {where[i] if where else f'#{i} of the sample'} is {why}: the new table's "
+                                  "columns cannot be inferred from it (pass --schema, or --on-error skip or "
+                                  "dead-letter to leave it out)") from None
+    if schema is None:
+        raise DecodeError("cannot infer a schema: no sampled record of the topic is a JSON object; pass --schema")
+    try:
+        return _inferred_schema(kept, variants)
+    except errors:
+        return schema
+
+
+class _NotAnObject(ValueError):
+    """A JSON value that is no object."""
+
+
+def _inferred_schema(lines: list[bytes], variants: tuple[str, ...]) -> pa.Schema:
+    """The schema pyarrow infers from one-line JSON objects, `variants` as VARIANT columns last."""
     if variants:
-        documents = [json.loads(v) for v in values]
-        values = [json.dumps({k: x for k, x in d.items() if k not in variants} if isinstance(d, dict) else d).encode()
-                  for d in documents]
-    lines = b"\n".join(v.replace(b"\n", b" ") for v in values) + b"\n"
-    inferred = pajson.read_json(io.BytesIO(lines)).schema
+        documents = [json.loads(v) for v in lines]
+        lines = [json.dumps({k: x for k, x in d.items() if k not in variants} if isinstance(d, dict) else d).encode()
+                 for d in documents]
+    inferred = pajson.read_json(io.BytesIO(b"\n".join(lines) + b"\n")).schema
     return pa.schema(list(inferred) + [pa.field(name, VARIANT_ARROW) for name in variants])
 
 

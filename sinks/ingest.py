@@ -17,7 +17,8 @@ moment and restarted from the same checkpoint applies every record exactly once.
 While it runs, one line per micro-batch: rows, rows/s, consumer lag (records in Kafka not
 yet ingested) and the table's last snapshot; on a terminal also a live status line below them
 (`ingest_status`, drawn by `live_status.py`). Ctrl-C (or SIGTERM) stops the query between
-batches' commits cleanly; the next run resumes from the checkpoint.
+batches' commits cleanly (the signal is noted and the poll loop stops the query, never an
+exception inside a call into Spark's JVM); the next run resumes from the checkpoint.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import functools
 import json
 import re
 import signal
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +40,7 @@ from pyspark.sql import DataFrame, SparkSession
 import paimon_streaming as ps
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
+from paimon_streaming.options import OPTIONS
 from paimon_streaming.sources.kafka_options import refuse_misspelt
 from paimon_streaming.table import Table
 
@@ -140,6 +143,19 @@ class IngestConfig:
 Samples = Callable[[], list[tuple[bytes | None, bytes]]]  # (key, value) of records a new table is made from
 
 
+class Sample(tuple):
+    """(key, value) of a sampled record; `where` names its topic, partition and offset."""
+
+    def __new__(cls, key: bytes | None, value: bytes, topic: str, partition: int, offset: int) -> "Sample":
+        sample = super().__new__(cls, (key, value))
+        sample.where = f"topic={topic} partition={partition} offset={offset}"
+        return sample
+
+
+def _sample_coordinates(sample: list[tuple[bytes | None, bytes]]) -> list[str]:
+    return [getattr(s, "where", None) or f"#{i} of the sampled records" for i, s in enumerate(sample)]
+
+
 def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None] = print,
                  samples: Samples | None = None) -> Table:
     """The target table; created from the configured or inferred schema when missing. `samples`
@@ -147,10 +163,9 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
     catalog = Catalog(cfg.warehouse)
     if catalog.table_exists(cfg.table):
         table = catalog.get_table(cfg.table)
-        if cfg.primary_keys and tuple(table.primary_keys) != tuple(cfg.primary_keys):
-            raise InvalidOptionError(f"table {cfg.table} exists with primary key {table.primary_keys}, not "
-                                     f"{list(cfg.primary_keys)}")
+        _check_existing_table(table, cfg)
         return _with_variant_columns(table, cfg)
+    from_topic = samples is None
     samples = samples or functools.cache(functools.partial(sample_records, cfg))
     if cfg.format in CHANGE_EVENT_FORMATS and not cfg.primary_keys:
         cfg = replace(cfg, primary_keys=_source_primary_key(cfg, samples))
@@ -164,12 +179,49 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
         log(f"{cfg.table}: partition keys {partition_keys} are not all columns of it, so it is not partitioned "
             "(as Paimon's database sync)")
         partition_keys = []
+    if from_topic:
+        check_topics_exist(cfg)  # before the table is created: a misspelt --topic leaves no table behind
     table = catalog.create_table(cfg.table, _keys_not_null(schema, cfg.primary_keys),
                                  primary_keys=list(cfg.primary_keys) or None,
                                  partition_keys=partition_keys or None, options=options)
     log(f"created table {cfg.table} at {table.path} (schema {origin}): "
         + ", ".join(f"{f.name} {f.type}" for f in table.schema.fields))
     return _with_variant_columns(table, cfg)
+
+
+def _check_existing_table(table: Table, cfg: IngestConfig) -> None:
+    """InvalidOptionError naming the setting when --primary-key, --partition-key, --bucket or an
+    --option given for an existing table differs from what the table has (they shape a new
+    table only, so the job would silently write otherwise than asked)."""
+    def refuse(what: str, actual, given) -> None:
+        raise InvalidOptionError(f"table {cfg.table} exists with {what} {actual}, not {given}: the settings of a new "
+                                 f"table do not change an existing one; drop the flag, or change the table "
+                                 "(paimon-streaming alter, rescale) or ingest into another table")
+    if cfg.primary_keys and tuple(table.primary_keys) != tuple(cfg.primary_keys):
+        refuse("primary key", table.primary_keys, list(cfg.primary_keys))
+    names = set(table.schema.field_names)
+    # --database: a table lacking the partition keys is not partitioned (as it was created)
+    if cfg.partition_keys and tuple(table.partition_keys) != tuple(cfg.partition_keys) and \
+            not (cfg.partition_keys_if_present and not set(cfg.partition_keys) <= names):
+        refuse("partition keys", table.partition_keys, list(cfg.partition_keys))
+    if cfg.bucket is not None and table.options.bucket != cfg.bucket:
+        refuse("bucket", table.options.bucket, cfg.bucket)
+    for key, given in cfg.table_options.items():
+        actual = table.options.raw.get(key, OPTIONS[key].default if key in OPTIONS else None)
+        if not _same_option(key, actual, given):
+            refuse(f"option {key} =", "unset" if actual is None else actual, given)
+
+
+def _same_option(key: str, actual: str | None, given: str) -> bool:
+    """Whether an option's table value (None: unset) is the given one, as Paimon parses them."""
+    if actual is None or str(actual) == given:
+        return actual is not None
+    if key not in OPTIONS:
+        return False
+    try:
+        return OPTIONS[key].parse(str(actual)) == OPTIONS[key].parse(given)
+    except (ValueError, InvalidOptionError):
+        return False
 
 
 def _with_variant_columns(table: Table, cfg: IngestConfig) -> Table:
@@ -203,13 +255,17 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig, samples: Samples) -> t
     if cfg.format == "avro":
         return avro_to_arrow_schema(json.loads(read_avro_schema(cfg))), "from the Avro schema"
     if cfg.format == "json":
-        sample = [value for _, value in samples()]
-        return infer_json_schema(sample, cfg.variant_columns), f"inferred from {len(sample)} records"
+        sample = samples()
+        return infer_json_schema([value for _, value in sample], cfg.variant_columns, cfg.on_error,
+                                 _sample_coordinates(sample)), f"inferred from {len(sample)} records"
     if cfg.format in _ROW_IMAGES:
-        images = [image for _, value in samples() if (image := _ROW_IMAGES[cfg.format](value))]
+        sample = samples()
+        images = [(image, where) for (_, value), where in zip(sample, _sample_coordinates(sample))
+                  if (image := _ROW_IMAGES[cfg.format](value))]
         if not images:
             raise NoRowsYet(f"table {cfg.table} does not exist and its records carry no row yet: pass --schema")
-        schema = infer_json_schema([json.dumps(image).encode() for image in images])
+        schema = infer_json_schema([json.dumps(image).encode() for image, _ in images], on_error=cfg.on_error,
+                                   where=[where for _, where in images])
         return pa.schema([f for f in schema if not pa.types.is_null(f.type) or f.name in cfg.primary_keys]), \
             f"inferred from the rows of {len(images)} change events"
     if cfg.format == debezium.FORMAT:
@@ -302,6 +358,26 @@ def read_avro_schema(cfg: IngestConfig) -> str:
     return Path(cfg.avro_schema).read_text()
 
 
+def check_topics_exist(cfg: IngestConfig) -> None:
+    """KafkaSourceError naming the --topic(s) the brokers do not have (a --topic-pattern may match
+    topics created later: not checked)."""
+    if cfg.topic_pattern:
+        return
+    from paimon_streaming.sources.kafka import KafkaOptions
+    consumer = KafkaOptions.parse(cfg.source_options()).consumer()
+    try:
+        _refuse_missing_topics(cfg, [t for t in cfg.topics if not consumer.partitions_for_topic(t)])
+    finally:
+        consumer.close()
+
+
+def _refuse_missing_topics(cfg: IngestConfig, missing: list[str]) -> None:
+    from paimon_streaming.sources.kafka_offsets import KafkaSourceError
+    if missing:
+        raise KafkaSourceError(f"Kafka topic(s) {missing} do not exist on {cfg.bootstrap_servers}: check --topic "
+                               f"(table {cfg.table} was not created)")
+
+
 def sample_records(cfg: IngestConfig) -> list[tuple[bytes | None, bytes]]:
     """(key, value) of up to 1000 records with values from the start of the topic(s)."""
     from kafka import TopicPartition
@@ -312,7 +388,9 @@ def sample_records(cfg: IngestConfig) -> list[tuple[bytes | None, bytes]]:
         topics = cfg.topics
         if cfg.topic_pattern:
             topics = tuple(t for t in consumer.topics() if re.fullmatch(cfg.topic_pattern, t))
-        tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+        parts = {t: sorted(consumer.partitions_for_topic(t) or ()) for t in topics}
+        _refuse_missing_topics(cfg, [t for t in cfg.topics if not parts[t]])
+        tps = [TopicPartition(t, p) for t in topics for p in parts[t]]
         if not tps:
             return []
         consumer.assign(tps)
@@ -323,7 +401,8 @@ def sample_records(cfg: IngestConfig) -> list[tuple[bytes | None, bytes]]:
         while len(values) < _SAMPLE_RECORDS and time.monotonic() < deadline and \
                 any(consumer.position(tp) < end[tp] for tp in tps):
             for msgs in consumer.poll(timeout_ms=500, max_records=_SAMPLE_RECORDS).values():
-                values.extend((m.key, m.value) for m in msgs if m.value is not None)
+                values.extend(Sample(m.key, m.value, m.topic, m.partition, m.offset) for m in msgs
+                              if m.value is not None)
         return values[:_SAMPLE_RECORDS]
     finally:
         consumer.close()
@@ -575,6 +654,15 @@ def batch_seconds(progress: dict) -> float:
     return progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
 
 
+def rate(rows: int, seconds: float) -> str:
+    """Rows per second as shown: whole numbers from 10 on, two significant digits below (a few
+    rows in a slow batch are 0.22 rows/s, not 0); n/a without a duration."""
+    if not seconds:
+        return "n/a"
+    per_second = rows / seconds
+    return f"{per_second:,.0f}" if per_second >= 10 or per_second == 0 else f"{per_second:.2g}"
+
+
 _SET_ASIDE = {"skip": "skipped", "dead-letter": "dead-lettered"}  # per --on-error, how set-aside records are named
 
 
@@ -583,10 +671,9 @@ def progress_line(progress: dict, written: str, on_error: str = "fail") -> str:
     lag = consumer_lag(progress)
     rows = batch_records(progress)
     seconds = batch_seconds(progress)
-    rate = rows / seconds if seconds else 0.0
     rejected = REJECTED_PER_BATCH.get(progress.get("batchId"), 0)
     aside = f", {rejected:,} {_SET_ASIDE[on_error]}" if on_error in _SET_ASIDE else ""
-    return (f"batch {progress.get('batchId')}: {rows:,} rows in {seconds:.1f}s ({rate:,.0f} rows/s){aside}, "
+    return (f"batch {progress.get('batchId')}: {rows:,} rows in {seconds:.1f}s ({rate(rows, seconds)} rows/s){aside}, "
             f"lag {'n/a' if lag is None else f'{lag:,}'}, {written}")
 
 
@@ -627,8 +714,8 @@ def ingest_status(table: str, totals: IngestTotals, running: float | None, idle:
     parts = [f"ingest {table}", state]
     if totals.last is not None:
         last_s = batch_seconds(totals.last)
-        last_rate = f"{batch_records(totals.last) / last_s:,.0f}" if last_s else "n/a"
-        avg_rate = f"{totals.rows / totals.seconds:,.0f}" if totals.seconds else "n/a"
+        last_rate = rate(batch_records(totals.last), last_s)
+        avg_rate = rate(totals.rows, totals.seconds)
         parts += [f"{last_rate} rows/s (last) {avg_rate} avg",
                   f"lag {'n/a' if totals.lag is None else f'{totals.lag:,}'}", f"last batch {last_s:.1f}s"]
     parts.append(f"{totals.rows:,} rows")
@@ -658,8 +745,17 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
     query = start_query(spark, cfg, source, write)
     log(f"ingesting {cfg.topic_pattern or ','.join(cfg.topics)} ({cfg.format}, source {source}) into "
         f"{cfg.target}; checkpoint {cfg.checkpoint_location()}; Ctrl-C stops")
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    last_batch = [-1]
+    stop = threading.Event()
+
+    def request_stop(signum, frame) -> None:
+        """Ctrl-C or SIGTERM: the poll loop stops the query. Raised inside a py4j call (as a
+        KeyboardInterrupt would be) it made py4j log tracebacks of a normal stop."""
+        if stop.is_set():
+            raise KeyboardInterrupt  # a second one: stop now
+        stop.set()
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    last_batch = [-1]  # the newest batch that read rows
+    seen: set[tuple] = set()  # the progress reports of `query.recentProgress` already folded in
     totals = IngestTotals()
     finished_at = [time.monotonic()]  # when the newest batch with rows finished (or the query started)
     trigger_since: list[float | None] = [None]  # when the running trigger was first seen active
@@ -668,13 +764,19 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
         recent = query.recentProgress
         if recent:
             totals.lag = consumer_lag(recent[-1])
-        for progress in recent:  # each batch once, also several finished between polls
-            if progress.get("batchId", -1) > last_batch[0]:
-                last_batch[0] = progress["batchId"]
-                totals.add(progress)
-                if progress.get("numInputRows", 0) > 0:
-                    finished_at[0] = time.monotonic()
-                    log(progress_line(progress, written(progress), cfg.on_error))
+        # each report once, also several finished between polls. Not by batch id alone: an idle
+        # trigger reports 0 rows under the id of the batch that runs next, and then that batch its rows
+        keys = [_progress_key(progress) for progress in recent]
+        for key, progress in zip(keys, recent):
+            if key in seen:
+                continue
+            totals.add(progress)
+            if progress.get("numInputRows", 0) > 0:
+                last_batch[0] = max(last_batch[0], progress.get("batchId", -1))
+                finished_at[0] = time.monotonic()
+                log(progress_line(progress, written(progress), cfg.on_error))
+        seen.clear()
+        seen.update(keys)  # the reports Spark still keeps (its recent ones): older ones never come back
 
     def show_status() -> None:
         now = time.monotonic()
@@ -687,27 +789,37 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
         status(ingest_status(cfg.target, totals, running, now - finished_at[0], cfg.on_error,
                            last_batch[0] + 1 if last_batch[0] >= 0 else None))
     try:
-        while query.isActive:
-            try:
-                query.awaitTermination(0.25)
-            except StreamingQueryException:
-                break  # reported below
+        try:
+            while query.isActive and not stop.is_set():
+                try:
+                    query.awaitTermination(0.25)
+                except StreamingQueryException:
+                    break  # reported below
+                report_finished_batches()
+                if status is not None:
+                    show_status()
             report_finished_batches()
-            if status is not None:
-                show_status()
-        report_finished_batches()
-    except KeyboardInterrupt:
-        log("stopping: the current micro-batch is abandoned and replayed exactly once on the next run")
-        query.stop()
-        log(f"stopped; resume with the same command (checkpoint {cfg.checkpoint_location()})")
-        return 0
+        except KeyboardInterrupt:
+            stop.set()
+        if stop.is_set():
+            log("stopping: the current micro-batch is abandoned and replayed exactly once on the next run")
+            query.stop()
+            log(f"stopped; resume with the same command (checkpoint {cfg.checkpoint_location()})")
+            return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if query.exception() is not None:
         log(f"error: ingestion failed: {failure_summary(str(query.exception()))}")
         return 1
     log(f"caught up; {progress_line(query.lastProgress or {}, written(query.lastProgress or {}), cfg.on_error)}")
     return 0
+
+
+def _progress_key(progress: dict) -> tuple:
+    """One progress report of a query (Spark's timestamp tells an idle trigger's report from the
+    batch of the same id that follows it)."""
+    return progress.get("batchId"), progress.get("timestamp"), progress.get("numInputRows", 0)
 
 
 def failure_summary(text: str) -> str:
@@ -718,6 +830,3 @@ def failure_summary(text: str) -> str:
                                                    "NullKeyError", "InvalidOptionError")]
     return (ours or [text.strip().splitlines()[0] if text.strip() else text])[-1]
 
-
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt

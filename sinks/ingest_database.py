@@ -39,7 +39,7 @@ from paimon_streaming.table import Table
 from . import aws_dms, canal, change_events, debezium, debezium_bson, maxwell, ogg, source_tables
 from .decoders import REJECTED_SCHEMA, DecodeError
 from .foreach_batch import MAX_RESULT_SIZE, PreparedBatch, query_commit_user, write_site
-from .ingest import (RECORD_COLUMNS, REJECTED_PER_BATCH, IngestConfig, NoRowsYet, ensure_table, prepare_table_batch,
+from .ingest import (RECORD_COLUMNS, REJECTED_PER_BATCH, IngestConfig, NoRowsYet, Sample, ensure_table, prepare_table_batch,
                      set_aside)
 
 SOURCE = source_tables.SOURCE_FIELD.name
@@ -150,7 +150,7 @@ class RecordsInDriver:
     def samples(self, sources: tuple[str, ...]) -> list[tuple[bytes | None, bytes]]:
         rows = self.of(sources)[1]
         rows = rows.filter(pc.is_valid(rows.column("value"))).slice(0, _SAMPLE_RECORDS)
-        return list(zip(rows.column("key").to_pylist(), rows.column("value").to_pylist()))
+        return [Sample(*r) for r in zip(*(rows.column(c).to_pylist() for c in RECORD_COLUMNS))]
 
     def release(self) -> None:
         pass
@@ -175,8 +175,8 @@ class RecordsInSpark:
         return self.named.where(F.col(SOURCE).isin(list(sources))).drop(SOURCE), None
 
     def samples(self, sources: tuple[str, ...]) -> list[tuple[bytes | None, bytes]]:
-        rows = self.of(sources)[0].where(F.col("value").isNotNull()).select("key", "value").limit(_SAMPLE_RECORDS)
-        return [(None if k is None else bytes(k), bytes(v)) for k, v in rows.collect()]
+        rows = self.of(sources)[0].where(F.col("value").isNotNull()).select(*RECORD_COLUMNS).limit(_SAMPLE_RECORDS)
+        return [Sample(None if k is None else bytes(k), bytes(v), *rest) for k, v, *rest in rows.collect()]
 
     def release(self) -> None:
         self.named.unpersist()

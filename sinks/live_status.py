@@ -6,7 +6,7 @@
 On a terminal, the last `update` text stays on the bottom line and is rewritten in place
 (carriage return + ANSI clear-line), cut to the terminal's width so it never wraps, and
 redrawn at most every `interval` seconds; `log` lines scroll above it. Anywhere else (a
-pipe, a file, CI) `update` does nothing and `log` is `print`: the output is byte for byte
+pipe, a file, CI) `update` does nothing and `log` is `print`, flushed at once: the output is byte for byte
 what it is without the status, so scripts and logs never see control codes. Closing (also
 on an error or Ctrl-C, through the `with`) clears the line, so the shell prompt starts clean.
 """
@@ -38,8 +38,8 @@ class LiveStatus:
 
     def log(self, line: str) -> None:
         """Print a line above the status (the status is cleared, the line printed, the status redrawn)."""
-        if not self.active:
-            print(line, file=self.stream)
+        if not self.active:  # flushed: a pipe or a file (docker compose logs) sees each line as it is logged
+            print(line, file=self.stream, flush=True)
             return
         with self._lock:
             self._clear()

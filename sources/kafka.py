@@ -86,9 +86,12 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
+from paimon_streaming.errors import InvalidOptionError
+
 from .kafka_batches import HEADERS_TYPE, FetchedRecords, decode_fetched_records
 from .kafka_offsets import KafkaOffsetResolver, KafkaSourceError, flatten, nest
 from .kafka_options import KafkaOptions, include_headers
+from .kafka_options import log as options_log
 
 log = logging.getLogger("paimon_streaming.source")
 
@@ -476,10 +479,52 @@ class KafkaPythonDataSource(DataSource):
 
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
+        _refuse_in_any_query(self.options)  # at load(), where Spark asks for the columns
         return from_arrow_schema(kafka_arrow_schema(include_headers(self.options)))
 
     def reader(self, schema: StructType) -> KafkaPythonBatchReader:
         return KafkaPythonBatchReader(KafkaOptions.parse(self.options, batch=True))
 
-    def streamReader(self, schema: StructType) -> KafkaPythonStreamReader:
-        return KafkaPythonStreamReader(KafkaOptions.parse(self.options), schema)
+    def streamReader(self, schema: StructType) -> "KafkaPythonStreamReader | RefusedStreamReader":
+        try:
+            return KafkaPythonStreamReader(KafkaOptions.parse(self.options), schema)
+        except InvalidOptionError as exc:
+            # raised here, PySpark's stream runner (4.3) fails in its own cleanup with an
+            # UnboundLocalError that hides the message: the query's first call raises it instead
+            return RefusedStreamReader(exc)
+
+
+def _refuse_in_any_query(options: dict[str, str]) -> None:
+    """InvalidOptionError for options that neither a streaming nor a batch query takes (where
+    load() is called the query's kind is not known yet; a stream's own refusals, such as its
+    ending options, come at its start: `RefusedStreamReader`)."""
+    try:
+        KafkaOptions.parse(options)
+    except InvalidOptionError as stream_error:
+        quiet, options_log.disabled = options_log.disabled, True  # no "ignored in batch queries" warning
+        try:
+            KafkaOptions.parse(options, batch=True)
+        except InvalidOptionError:
+            raise stream_error from None
+        finally:
+            options_log.disabled = quiet
+
+
+class RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The stream reader of options a stream does not take: Spark's first call of the query's
+    start (its initial or latest offset) raises their InvalidOptionError."""
+
+    def __init__(self, error: InvalidOptionError):
+        self.error = error
+
+    def _refuse(self, *args) -> Any:
+        raise self.error
+
+    initialOffset = latestOffset = getDefaultReadLimit = prepareForTriggerAvailableNow = _refuse
+    partitions = read = commit = _refuse
+
+    def reportLatestOffset(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        pass

@@ -37,7 +37,8 @@ def table(request, catalog):
 
 def test_write_audit_publish(table, catalog):
     """Stage changes on a branch made from a tag, read them there (main unchanged), publish
-    them with fast_forward; main's own later commits are replaced, as Java's fast-forward does."""
+    them with fast_forward; main's own later commits are refused, then with `force` replaced,
+    as Java's fast-forward does."""
     table.write_arrow(batch(range(10), "main"))
     table.create_tag("t1")
     table.write_arrow(batch([0], "main2"))
@@ -55,7 +56,11 @@ def test_write_audit_publish(table, catalog):
     assert rows(table) == {i: "main" for i in range(1, 10)} | {0: "main2"}  # main untouched
     assert [s.id for s in dev.snapshots()][0] == table.tag_manager.snapshot("t1").id
 
-    latest = table.fast_forward("dev")
+    before = [s.id for s in table.snapshots()]
+    with pytest.raises(UnsupportedOperationError, match=r"main has snapshots? .* that the branch does not hold"):
+        table.fast_forward("dev")  # main's "main2" commit came after t1: it would be lost
+    assert [s.id for s in table.snapshots()] == before and rows(table)[0] == "main2"
+    latest = table.fast_forward("dev", force=True)
     assert latest.id == dev.latest_snapshot().id
     published = catalog.get_table("db.t")
     assert published.to_arrow().sort_by("id").equals(dev.to_arrow().sort_by("id"))
@@ -181,14 +186,74 @@ def test_fast_forward_refuses_to_splice_unrelated_histories(catalog):
     with pytest.raises(UnsupportedOperationError, match="do not continue"):
         t.fast_forward("gap")
     assert rows(t) == {1: "a", 2: "main", 3: "main"}
-    t.fast_forward("next")  # the branch's 2 follows t1, main's 1
+    t.fast_forward("next", force=True)  # the branch's 2 follows t1, main's 1 (main's own 2, 3 go, as in Java)
     assert rows(ps.Table.open(t.path)) == rows(dev) == {1: "a"} | {10 + i: "d" for i in range(5)}
     assert [s.id for s in t.snapshots()] == list(range(1, latest + 1)) and check_table(t).ok
     for i in range(6):  # main goes on past the branch's earliest, then expires all below it
         t.write_arrow(batch([4 + i], "main"))
     t.expire_snapshots(retain_max=1, retain_min=1)
-    t.fast_forward("gap")
+    t.fast_forward("gap", force=True)
     assert rows(ps.Table.open(t.path)) == {1: "a"} | {10 + i: "d" for i in range(5)} and check_table(t).ok
+
+
+def test_fast_forward_refuses_to_drop_mains_newer_commits(catalog):
+    """A job appending to main while a branch is audited: publishing the branch would drop its
+    rows (Java's fast-forward does, silently). Refused, naming main's snapshots, unless `force`;
+    a branch made from main's latest snapshot (main an ancestor of it) fast-forwards, again and
+    again as it goes on; an empty branch would replace all of main: refused too."""
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch([1], "a"))
+    t.create_tag("before")
+    dev = t.create_branch("backfill", tag="before")
+    dev.write_arrow(batch([1], "corrected"))
+    t.write_arrow(batch([2], "meanwhile"))  # main's snapshot 2, after the branch was made
+    with pytest.raises(UnsupportedOperationError) as refused:
+        t.fast_forward("backfill")
+    message = str(refused.value)
+    assert "main has snapshot 2 that the branch does not hold" in message and "after snapshot 1" in message
+    assert "2 (APPEND by commit user" in message and "force=True" in message and "--force" in message
+    assert rows(ps.Table.open(t.path)) == {1: "a", 2: "meanwhile"} and [s.id for s in t.snapshots()] == [1, 2]
+    assert rows(dev) == {1: "corrected"} and check_table(t).ok
+
+    t.create_tag("now")  # redo the backfill on a branch made from main's latest snapshot
+    redo = t.create_branch("redo", tag="now")
+    redo.write_arrow(batch([1], "corrected"))
+    assert t.fast_forward("redo").id == 3
+    assert rows(ps.Table.open(t.path)) == {1: "corrected", 2: "meanwhile"}
+    redo.write_arrow(batch([3], "more"))  # main holds the branch's history: publishing again is allowed
+    assert t.fast_forward("redo").id == 4 and rows(ps.Table.open(t.path)) == {1: "corrected", 2: "meanwhile",
+                                                                                3: "more"}
+    t.write_arrow(batch([4], "main"))  # (and perhaps a compaction)
+    latest = t.latest_snapshot().id
+    redo.write_arrow(batch([5], "branch"))
+    with pytest.raises(UnsupportedOperationError, match=rf"main has snapshots? 5(\.\.{latest})? that the branch "):
+        t.fast_forward("redo")
+
+    empty = t.create_branch("empty")
+    empty.write_arrow(batch([9], "only"))
+    with pytest.raises(UnsupportedOperationError, match=rf"main has snapshots 1\.\.{latest} .*created empty"):
+        t.fast_forward("empty")
+    assert rows(ps.Table.open(t.path)) == {1: "corrected", 2: "meanwhile", 3: "more", 4: "main"}
+    t.fast_forward("backfill", force=True)  # as Java's: main's commits after the branch's base go
+    assert rows(ps.Table.open(t.path)) == {1: "corrected"} and check_table(ps.Table.open(t.path)).ok
+
+
+def test_branch_operations_on_a_branch_say_why(catalog):
+    """Creating, deleting or fast-forwarding branches from a branch's table is refused with a
+    message about branches (not the one of table-wide cleanup)."""
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch([1], "a"))
+    t.create_tag("t1")
+    dev = t.create_branch("dev", tag="t1")
+    for change, what in ((lambda: dev.create_branch("x", tag="t1"), "creating branch 'x'"),
+                         (lambda: dev.delete_branch("dev"), "deleting branch 'dev'"),
+                         (lambda: dev.fast_forward("dev"), "fast-forwarding to branch 'dev'")):
+        with pytest.raises(UnsupportedOperationError) as refused:
+            change()
+        message = str(refused.value)
+        assert message.startswith(f"{what} on branch 'dev' of {t.path}: branches are created") and \
+            "from the main branch" in message and "$branch_dev" in message and "whole table" not in message
+    assert t.branches() == ["dev"]
 
 
 def test_check_covers_every_branch(catalog):
@@ -249,7 +314,7 @@ def test_fast_forward_and_create_branch_survive_a_failure_at_every_io_step(tmp_p
                | {frozenset()})
     dev_state = state(branch)
 
-    operations = {"fast-forward": lambda table: table.fast_forward("dev"),
+    operations = {"fast-forward": lambda table: table.fast_forward("dev", force=True),  # main's t2 goes
                   "create-branch": lambda table: table.create_branch("qa", tag="t2")}
     for name, operation in operations.items():
         template = str(tmp_path / f"template-{name}")

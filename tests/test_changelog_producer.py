@@ -116,13 +116,55 @@ def test_input_changelog_keeps_every_input_record(catalog):
 
 @pytest.mark.parametrize("options, message", [
     ({"changelog-producer": "full-compaction"}, "full-compaction"),
-    ({"changelog-producer": "lookup"}, "deletion-vector"),
 ])
 def test_unsupported_producers_fail_before_writing(catalog, options, message):
     t = catalog.create_table("db.bad", SCHEMA, primary_keys=["k"], options={"bucket": "1", **options})
     with pytest.raises(InvalidOptionError, match=message):
         t.write_arrow(rows([1], "a"))
     assert t.latest_snapshot() is None
+
+
+LOOKUP_REFUSED = ("changelog-producer 'lookup' is supported on deletion-vector tables ('deletion-vectors.enabled' "
+                  "= 'true') and first-row tables; use 'input' otherwise")
+
+
+def test_lookup_without_deletion_vectors_is_refused_at_create_and_alter(catalog):
+    """Every write of a primary-key table with changelog-producer 'lookup' but neither deletion
+    vectors nor first-row is refused: creating one, or altering a table into one, is refused with
+    the writer's message. A table made so elsewhere (Java writes it) still opens, reads and
+    alters, and its writes are refused as before."""
+    import dataclasses
+    from paimon_streaming.schema import SchemaManager, TableSchema
+    with pytest.raises(InvalidOptionError) as refused:
+        catalog.create_table("db.bad", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "changelog-producer": "lookup"})
+    assert LOOKUP_REFUSED in str(refused.value) and not catalog.table_exists("db.bad")
+    for name, ok in (("dv", DV), ("first", {"merge-engine": "first-row"})):  # lookup compaction: accepted
+        catalog.create_table(f"db.{name}", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "changelog-producer": "lookup", **ok})
+    catalog.create_table("db.append", SCHEMA, options={"bucket": "-1", "changelog-producer": "lookup"})
+
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
+    t.write_arrow(rows([1], "a"))
+    with pytest.raises(InvalidOptionError) as refused:
+        t.update_schema().set_option("changelog-producer", "lookup").commit()
+    assert str(refused.value).startswith("after this schema change: ") and LOOKUP_REFUSED in str(refused.value)
+    lookup = catalog.create_table("db.lookup", SCHEMA, primary_keys=["k"],
+                                  options={"bucket": "1", "changelog-producer": "lookup", **DV})
+    with pytest.raises(InvalidOptionError, match="deletion-vector tables"):
+        lookup.update_schema().set_option("deletion-vectors.enabled", "false").commit()
+    assert ps.Table.open(t.path).schema.options.get("changelog-producer") is None
+    t.write_arrow(rows([2], "b"))
+
+    made = TableSchema.create(SCHEMA, ["k"], options={"bucket": "1"})  # as Java creates it
+    made = dataclasses.replace(made, options={**made.options, "changelog-producer": "lookup"})
+    SchemaManager(t.file_io, catalog.table_path("db.java")).create(made)
+    java = catalog.get_table("db.java")
+    assert java.to_arrow().num_rows == 0
+    java.update_schema().set_comment("made by Java").commit()  # a change that keeps what it had
+    with pytest.raises(InvalidOptionError) as refused:
+        java.write_arrow(rows([1], "a"))
+    assert LOOKUP_REFUSED in str(refused.value) and java.latest_snapshot() is None
 
 
 ops = st.lists(st.tuples(st.sampled_from(["upsert", "upsert", "delete", "compact"]),

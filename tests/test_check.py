@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming.check import check_table
+from paimon_streaming.check import check_location, check_table
 from paimon_streaming.cli import main
 from paimon_streaming import file_cache
 
@@ -123,3 +123,60 @@ def test_key_live_twice_in_a_deletion_vector_table(dv):
     edit_snapshot(f"{dv.path}/snapshot/snapshot-{dv.latest_snapshot().id}", index_manifest=None)
     found = problems(dv)
     assert ("error", "duplicate-key", dv.path) in found, found
+
+
+def test_check_of_a_branch_alone(catalog, capsys):
+    """`check TABLE$branch_<name>` checks that branch (as the other commands take the suffix):
+    healthy, it passes; a file only it uses, deleted, is its error; its hints are repaired by
+    `--repair` on it; a branch that does not exist is reported once, plainly."""
+    t = catalog.create_table("db.b", SCHEMA, primary_keys=["id", "p"], options={"bucket": "1"})
+    t.write_arrow(rows(range(3)))
+    t.create_tag("base")
+    dev = t.create_branch("dev", tag="base")
+    ref = f"{t.path}$branch_dev"
+    assert main(["check", ref]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"OK: {ref}: 2 snapshots/tags") and "no problems" in out
+    report = check_location(ref)
+    assert report.ok and not report.problems and report.table == ref
+
+    dev.write_arrow(rows([7], v="b"))
+    os.remove(f"{dev.path}/branch/branch-dev/snapshot/LATEST")
+    [hint] = check_location(ref).problems
+    assert hint.kind == "hint" and f"paimon-streaming check --repair '{ref}'" in hint.message
+    assert main(["check", ref, "--repair", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["problems"] == [] and "branch-dev/snapshot/LATEST" in report["repaired"][0]
+
+    [added] = [f for s in dev.plan(dev.latest_snapshot()) for f in s.files
+               if f.file_name not in {f.file_name for s in t.plan(t.latest_snapshot()) for f in s.files}]
+    os.remove(f"{t.path}/bucket-0/{added.file_name}")
+    assert main(["check", ref, "--json"]) == 1
+    [lost] = json.loads(capsys.readouterr().out)["problems"]
+    assert lost["kind"] == "missing-file" and added.file_name in lost["path"]
+    assert check_location(t.path).errors()  # main's check covers its branches
+
+    assert main(["check", f"{t.path}$branch_nope", "--json"]) == 1
+    [missing] = json.loads(capsys.readouterr().out)["problems"]
+    assert missing["kind"] == "not-a-table" and missing["message"].count("no branch 'nope'") == 1
+
+
+def test_a_branch_without_commits_of_its_own_needs_no_hints(catalog, capsys):
+    """create_branch copies the tagged snapshot and writes no hint (Java's neither): `check`
+    has nothing to say of it, nor once the branch commits (its EARLIEST is still its base),
+    nor of an empty branch; a hint a branch's own commit wrote and lost is still reported."""
+    t = catalog.create_table("db.h", SCHEMA, primary_keys=["id", "p"], options={"bucket": "1"})
+    for i in range(3):
+        t.write_arrow(rows([i]))
+    t.create_tag("first", snapshot_id=1)
+    t.create_tag("last")
+    t.create_branch("from_first", tag="first")
+    t.create_branch("from_last", tag="last")  # its base is snapshot 3: EARLIEST would be looked for
+    t.create_branch("empty")
+    assert check_table(t).problems == []
+    assert main(["check", t.path]) == 0 and "no problems" in capsys.readouterr().out
+    later = ps.Table.open(t.path, branch="from_last")
+    later.write_arrow(rows([9]))
+    assert check_table(t).problems == []
+    os.remove(f"{t.path}/branch/branch-from_last/snapshot/LATEST")
+    assert [(p.severity, p.kind) for p in check_table(t).problems] == [("warning", "hint")]

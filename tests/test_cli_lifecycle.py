@@ -63,7 +63,8 @@ def test_rollback_expire_remove_orphans(table, capsys):
 
 def test_branches(table, capsys):
     """Write-audit-publish from the shell: a branch from a tag, written and tagged as
-    TABLE$branch_<name>, listed, published with fast-forward, deleted."""
+    TABLE$branch_<name>, listed, published with fast-forward (refused while main has commits
+    after the tag, which it would drop, unless --force), deleted."""
     import paimon_streaming as ps
     assert run(capsys, "tag", "create", table.path, "v1", "--snapshot", "2")[0] == 0
     code, out, _ = run(capsys, "branch", "create", table.path, "dev", "--tag", "v1")
@@ -73,7 +74,10 @@ def test_branches(table, capsys):
     assert run(capsys, "tag", "create", table.path + "$branch_dev", "audited")[0] == 0
     code, out, _ = run(capsys, "branch", "list", table.path, "--json")
     assert json.loads(out) == [{"branch": "dev", "snapshots": 2, "latest": 3, "total_rows": 3, "tags": 2}]
-    code, out, _ = run(capsys, "branch", "fast-forward", table.path, "dev", "--json")
+    code, _, err = run(capsys, "branch", "fast-forward", table.path, "dev")
+    assert code == 1 and "main has snapshots 3..4 that the branch does not hold" in err and "--force" in err
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 2, 3]  # main untouched
+    code, out, _ = run(capsys, "branch", "fast-forward", table.path, "dev", "--force", "--json")
     assert code == 0 and json.loads(out)["snapshot"] == 3
     assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 9] and "audited" in table.tags()
     assert run(capsys, "branch", "delete", table.path, "dev")[0] == 0
@@ -120,3 +124,20 @@ def test_expire_partitions(catalog, capsys):
     code, out, _ = run(capsys, "expire-partitions", t.path, "--expiration-time", "2 d", "--json")
     assert code == 0 and json.loads(out)["partitions"] == [{"dt": days[0]}, {"dt": days[1]}]
     assert [r["dt"] for r in t.to_arrow().to_pylist()] == [days[2]]
+
+
+def test_messages_name_the_command_line(catalog, capsys):
+    """Errors of the commands speak of flags and branches: expire-partitions without a time asks
+    for --expiration-time (not the Python keyword); `branch create` on a branch says branches
+    are made from the main branch (not the message of table-wide cleanup)."""
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+    t = catalog.create_table("db.parts", schema, partition_keys=["dt"])
+    code, _, err = run(capsys, "expire-partitions", t.path)
+    assert code == 1 and "pass --expiration-time" in err and "expiration_time" not in err
+    assert "'partition.expiration-time'" in err
+    t.write_arrow(pa.table({"id": [1], "dt": ["2024-01-01"]}, schema=schema))
+    t.create_tag("t1")
+    assert run(capsys, "branch", "create", t.path, "dev", "--tag", "t1")[0] == 0
+    code, _, err = run(capsys, "branch", "create", t.path + "$branch_dev", "x")
+    assert code == 1 and "creating branch 'x' on branch 'dev'" in err and "branches are created" in err
+    assert "whole table" not in err and t.branches() == ["dev"]

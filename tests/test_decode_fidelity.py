@@ -1194,3 +1194,54 @@ def test_kafka_connect_decimal_bytes_sign_extended_or_at_the_int128_edge():
     from paimon_streaming.write import check_decimals_fit
     with pytest.raises(ValueError, match=r"-2\*\*127"):
         check_decimals_fit("x", edge)
+
+
+def test_csv_text_stays_text_and_nan_is_nan():
+    """pyarrow's default null list made CSV text such as NA, N/A, NULL or null, and a quoted "",
+    nulls of a STRING column, and nan a null of a DOUBLE column, silently. As Spark's CSV reader,
+    only an empty unquoted field is null; nan/NaN in a FLOAT or DOUBLE column is NaN; text that
+    no number writes is a poison record, never a null."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("country", pa.string()), ("name", pa.string()),
+                        ("x", pa.float64()), ("n", pa.int32())])
+    decoder = Decoder("csv", schema, ("id",), on_error="dead-letter")
+    decoded = decoder.decode_all(records([b'1,NA,Null,nan,1', b'2,N/A,"",NaN,2', b'3,NULL,null,1.5,3', b'4,,,,',
+                                          b'5,#N/A,n/a,-nan,', b'6,a,b,NA,6']))
+    rows = decoded.rows.to_pylist()
+    assert [(r["id"], r["country"], r["name"], r["n"]) for r in rows] == [
+        (1, "NA", "Null", 1), (2, "N/A", "", 2), (3, "NULL", "null", 3), (4, None, None, None),
+        (5, "#N/A", "n/a", None)]
+    assert [r["x"] for r in rows][2:4] == [1.5, None] and all(math.isnan(rows[i]["x"]) for i in (0, 1, 4))
+    assert decoded.rejected.column("offset").to_pylist() == [5]
+    assert "CSV" in decoded.rejected.column("error")[0].as_py()
+
+
+def test_json_field_differing_from_a_column_only_in_case_fills_it():
+    """{"name": ...} into a table with column `Name` decoded Name=null and reported `name` as a
+    new field, so ingest added `name` beside `Name` (Spark then selects neither:
+    AMBIGUOUS_REFERENCE). As Spark resolves names by default, a field matching no column exactly
+    fills the column it matches ignoring case; the exact name wins in a record holding both."""
+    from paimon_streaming.types import VARIANT_ARROW
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("Name", pa.string()), ("Amount", pa.int64()),
+                        ("Doc", VARIANT_ARROW)])
+    decoded = Decoder("json", schema, ("id",), on_error="dead-letter").decode_all(records([
+        b'{"id": 1, "name": "a", "AMOUNT": 3, "doc": 1}', b'{"id": 2, "Name": "b", "name": "x"}',
+        b'{"id": 3, "nAmE": "c", "amount": 4.5}', b'{"id": 4, "Name": "d", "extra": true}']))
+    assert [(r["id"], r["Name"], r["Amount"], r["Doc"] is not None) for r in decoded.rows.to_pylist()] == [
+        (1, "a", 3, True), (2, "b", None, False), (4, "d", None, False)]
+    assert decoded.new_fields.names == ["extra"]
+    assert decoded.rejected.column("offset").to_pylist() == [2]
+    assert "column 'amount' (BIGINT)" in decoded.rejected.column("error")[0].as_py()
+    twins = pa.schema([pa.field("id", pa.int64(), False), ("Name", pa.string()), ("NAME", pa.string())])
+    with pytest.raises(DecodeError, match=r"JSON field 'name' matches the table's columns \['Name', 'NAME'\] "
+                                          "ignoring case"):
+        Decoder("json", twins, ("id",), on_error="skip").decode_all(records([b'{"id": 1, "name": "a"}']))
+
+
+def test_invalid_json_is_named_as_such_not_as_no_object():
+    """`{broken` was reported as "not a JSON object"; it is no JSON at all."""
+    schema = pa.schema([pa.field("id", pa.int64(), False)])
+    rows, errors = _one(Decoder("json", schema, ("id",)), b"{broken")
+    assert rows == [] and errors[0].startswith("not valid JSON: Expecting property name"), errors
+    assert _one(Decoder("json", schema, ("id",)), b"[1]")[1][0].endswith("not a JSON object")
+    with pytest.raises(DecodeError, match=r"offset=0 is not valid JSON: Expecting value"):
+        Decoder("json", schema, ("id",)).decode_all(records([b'{"id": oops}']))

@@ -268,3 +268,40 @@ def test_decoder_composite_json_keys_order_and_errors():
     assert a.decode(records([b"k", b"k"], [b'{"shop":"a","id":1}', None])).num_rows == 1
     with pytest.raises(DecodeError, match="unknown format"):
         Decoder("xml", schema)
+
+
+def test_settings_of_a_new_table_differing_from_an_existing_ones_are_refused(tmp_path):
+    """--partition-key, --bucket and --option were silently ignored for an existing table (a
+    different --primary-key was refused): each is refused naming the table's value; a setting
+    the table has (also as Paimon's default, or spelled otherwise) is fine."""
+    from paimon_streaming.sinks.ingest import ensure_table
+    ps.Catalog(str(tmp_path)).create_table("db.t", pa.schema([pa.field("id", pa.int64(), False), ("dt", pa.string())]),
+                                           primary_keys=["id"], options={"bucket": "2"})
+
+    def check(**given):
+        cfg = IngestConfig(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.t", topics=("t",), **given)
+        return ensure_table(None, cfg, lambda line: None)
+    for given, match in [({"partition_keys": ("dt",)}, r"partition keys \[\], not \['dt'\]"),
+                         ({"bucket": 8}, "bucket 2, not 8"),
+                         ({"table_options": {"deletion-vectors.enabled": "true"}},
+                          "option deletion-vectors.enabled = false, not true"),
+                         ({"table_options": {"my.key": "x"}}, "option my.key = unset, not x"),
+                         ({"primary_keys": ("dt",)}, r"primary key \['id'\], not \['dt'\]")]:
+        with pytest.raises(InvalidOptionError, match=f"table db.t exists with {match}"):
+            check(**given)
+    assert check(primary_keys=("id",), bucket=2, table_options={"deletion-vectors.enabled": "false",
+                                                                "bucket": "2", "changelog-producer": "none"})
+
+
+def test_a_missing_topic_is_refused_before_the_table_is_created(broker, tmp_path):
+    from paimon_streaming.sinks.ingest import ensure_table
+    from paimon_streaming.sources.kafka_offsets import KafkaSourceError
+    schema_file = tmp_path / "row.avsc"
+    schema_file.write_text(json.dumps({"type": "record", "name": "row", "fields": [{"name": "id", "type": "long"}]}))
+    topic = unique_topic("no-such-topic")
+    for given in ({"format": "avro", "avro_schema": str(schema_file)}, {"format": "json"}):
+        cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.t",
+                           topics=(topic,), primary_keys=("id",), **given)
+        with pytest.raises(KafkaSourceError, match=rf"Kafka topic\(s\) \['{topic}'\] do not exist"):
+            ensure_table(None, cfg, lambda line: None)
+        assert not ps.Catalog(str(tmp_path / "wh")).table_exists("db.t")

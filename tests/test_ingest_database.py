@@ -385,3 +385,31 @@ def test_ingest_a_database_of_debezium_avro_events(spark, broker, avro_registry,
     assert rows_by_id(users) == {1: {"id": 1, "name": "ann"}}
     for table in (items, users):
         assert {r["id"]: r for r in get_oracle().read(table.path)} == rows_by_id(table)
+
+
+def test_a_poison_record_among_a_new_tables_rows_follows_on_error(spark, tmp_path):
+    """A new table's columns come from its records in the batch; one of them that does not decode
+    failed the job with "An exception was raised by the Python Proxy" (pyarrow's ArrowInvalid
+    inside foreachBatch) whatever --on-error said. skip leaves it out of the inference; fail
+    names its Kafka coordinates."""
+    from paimon_streaming.sinks.decoders import DecodeError
+    from paimon_streaming.sinks.ingest_database import RecordsInDriver, RecordsInSpark
+
+    def event(row: str) -> bytes:
+        return ('{"type": "insert", "database": "shop", "table": "t", "primary_key_columns": ["id"], "data": '
+                + row + "}").encode()
+    values = [event('{"id": 1}'), event('{"id": "x"}'), event('{"id": 2}')]
+    df = spark.createDataFrame(pa.table({"key": pa.array([None] * 3, pa.binary()), "value": values,
+                                         "topic": ["cdc"] * 3, "partition": pa.array([4] * 3, pa.int32()),
+                                         "offset": pa.array([7, 8, 9], pa.int64())}))
+    for named in (RecordsInDriver(df, "maxwell-json", None), RecordsInSpark(df, "maxwell-json", None)):
+        samples = named.samples(("shop.t",))
+        assert [s.where for s in samples] == [f"topic=cdc partition=4 offset={o}" for o in (7, 8, 9)]
+        cfg = IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path), table="db.t", format="maxwell-json",
+                           partition_keys_if_present=True)
+        with pytest.raises(DecodeError, match="record topic=cdc partition=4 offset=8 is a JSON object whose fields"):
+            ensure_table(None, cfg, lambda line: None, lambda: samples)
+        table = ensure_table(None, replace(cfg, table=f"db.t_{type(named).__name__}", on_error="skip"),
+                             lambda line: None, lambda: samples)
+        assert table.schema.arrow_schema() == pa.schema([pa.field("id", pa.int64(), False)])
+        named.release()

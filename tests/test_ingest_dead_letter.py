@@ -210,3 +210,30 @@ def test_fail_is_the_default_and_commits_nothing_of_the_batch(spark, broker, tmp
                        primary_keys=("id",), bucket=1)
     assert rc == 1 and f"topic={topic} partition=0 offset=1" in lines[-1], lines[-1]
     assert ps.Catalog(str(tmp_path / "wh")).get_table("db.t").to_arrow().num_rows == 0
+
+
+@pytest.mark.parametrize("fmt", ["json", "maxwell-json"])
+def test_a_poison_record_among_the_inference_sample_follows_on_error(tmp_path, fmt):
+    """One undecodable record among those a new table's columns are inferred from stopped the
+    job with pyarrow's ArrowInvalid whatever --on-error said. skip and dead-letter now leave it
+    out of the inference (decoding then sets it aside as any poison record); fail names it."""
+    from paimon_streaming.sinks.ingest import IngestConfig, Sample, ensure_table
+
+    def wrap(row: bytes) -> bytes:
+        if fmt == "json":
+            return row
+        return b'{"database":"s","table":"t","type":"insert","primary_key_columns":["id"],"data":' + row + b"}"
+    values = [wrap(b'{"id": 1, "v": "a"}'), b"{broken", wrap(b'{"id": "x", "v": "b"}'), wrap(b'{"id": 2, "v": "c"}')]
+    sample = [Sample(None, v, "orders", 3, 10 + i) for i, v in enumerate(values)]
+    for on_error in ("skip", "dead-letter"):
+        cfg = IngestConfig(bootstrap_servers="127.0.0.1:1", warehouse=str(tmp_path), table=f"db.{on_error[:4]}",
+                           topics=("orders",), format=fmt, on_error=on_error, primary_keys=("id",), bucket=1)
+        table = ensure_table(None, cfg, lambda line: None, lambda: sample)
+        assert [(f.name, str(f.type)) for f in table.schema.fields] == [("id", "BIGINT NOT NULL"), ("v", "STRING")]
+    cfg = IngestConfig(bootstrap_servers="127.0.0.1:1", warehouse=str(tmp_path), table="db.fail", topics=("orders",),
+                       format=fmt, primary_keys=("id",), bucket=1)
+    first = "offset=11 is not valid JSON" if fmt == "json" else \
+        "offset=12 is a JSON object whose fields do not fit those of the records before it"
+    with pytest.raises(DecodeError, match=f"record topic=orders partition=3 {first}.*pass --schema"):
+        ensure_table(None, cfg, lambda line: None, lambda: sample)
+    assert not ps.Catalog(str(tmp_path)).table_exists("db.fail")

@@ -510,3 +510,23 @@ def kafka_batch(spark, broker, **options):
     for k, v in options.items():
         r = r.option(k, v)
     return r
+
+
+def test_a_streams_option_errors_name_the_option(spark, broker):
+    """endingOffsets in a stream (refused inside streamReader()) failed with PySpark's
+    "UnboundLocalError: cannot access local variable 'reader'" (its runner's cleanup), hiding our
+    message. Errors of any query now come at load(); a stream's own ones at its start."""
+    topic = unique_topic("stream-opts")
+    broker.create_topic(topic, partitions=1)
+    for option in ("endingOffsets", "endingTimestamp"):
+        q = kafka(spark, broker, subscribe=topic, **{option: "latest" if option == "endingOffsets" else "1"}).load() \
+            .writeStream.format("noop").trigger(availableNow=True).start()
+        try:
+            q.awaitTermination(120)
+        except Exception:
+            pass
+        assert f"InvalidOptionError: option '{option}' applies to batch queries" in str(q.exception())
+        assert "UnboundLocalError" not in str(q.exception())
+    with pytest.raises(Exception, match="needs exactly one of the options 'assign'") as raised:
+        kafka(spark, broker, subscribe=topic, subscribePattern="x.*").load()
+    assert "UnboundLocalError" not in str(raised.value)

@@ -6,6 +6,8 @@ import io
 import os
 import pty
 import select
+import signal
+import time
 
 import pytest
 
@@ -139,3 +141,105 @@ def test_demo_status():
     assert demo_status(spec, 0, [], "n/a", 3.2) == "demo | written 0/20 batches | read 0 | n/a changes/s | 3s"
     assert demo_status(spec, 5, [0.9, 0.84], "18,000", 12.0) == \
         "demo | written 5/20 batches | read 2 | 18,000 changes/s | write->read 0.8s | 12s"
+
+
+def test_not_a_terminal_flushes_every_line():
+    """Lines went to a pipe or a file block-buffered: `docker compose logs` (no tty) showed no
+    progress until some 8 KB piled up. Every logged line is flushed; the image runs Python
+    unbuffered too."""
+    class Pipe(io.StringIO):
+        flushed = ""
+
+        def flush(self) -> None:
+            self.flushed = self.getvalue()
+
+    out = Pipe()
+    live = LiveStatus(out)
+    live.log("batch 0: 5 rows")
+    assert out.flushed == "batch 0: 5 rows\n"
+    live.log("batch 1: 7 rows")
+    assert out.flushed == "batch 0: 5 rows\nbatch 1: 7 rows\n"
+    dockerfile = os.path.join(os.path.dirname(__file__), "..", "docker", "Dockerfile")
+    assert "PYTHONUNBUFFERED=1" in open(dockerfile).read()
+
+
+def test_a_few_rows_in_a_slow_batch_show_their_rate():
+    """2 rows in 9 s were "(0 rows/s)"."""
+    from paimon_streaming.sinks.ingest import progress_line, rate
+    assert [rate(2, 9.0), rate(9, 1.0), rate(15, 1.0), rate(45_120, 1.0), rate(0, 2.0), rate(5, 0)] == \
+        ["0.22", "9", "15", "45,120", "0", "n/a"]
+    assert progress_line(progress(4, 2, 9000, 9, 9), "last snapshot 3").startswith("batch 4: 2 rows in 9.0s (0.22 rows/s)")
+
+
+def test_a_batch_after_an_idle_trigger_is_reported(monkeypatch):
+    """Spark reports an idle trigger's progress (0 rows) under the id of the batch that runs
+    next; run_ingest took that id as seen, so the batch's own line and rows were never shown."""
+    import types
+
+    from paimon_streaming.sinks import ingest
+    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
+
+    def at(p: dict, timestamp: str) -> dict:
+        return dict(p, timestamp=timestamp)
+    reports = [at(progress(2, 1, 900, 9, 9), "t1"), at(progress(3, 0, 5, 9, 11), "t2"),
+               at(progress(3, 2, 900, 11, 11), "t3"), at(progress(4, 0, 5, 11, 11), "t4"),
+               at(progress(4, 0, 5, 11, 11), "t5"), at(progress(4, 3, 900, 14, 14), "t6")]
+
+    class Query:  # each poll one more report; Spark keeps the recent ones (here the last three)
+        polls, status = 0, {"isTriggerActive": False}
+        isActive = property(lambda self: self.polls < len(reports))
+        recentProgress = property(lambda self: reports[max(self.polls - 3, 0):self.polls])
+        lastProgress = reports[-1]
+
+        def awaitTermination(self, timeout):
+            self.polls += 1
+
+        def exception(self):
+            return None
+    monkeypatch.setattr(ingest.ps, "register", lambda spark: None)
+    monkeypatch.setattr(ingest, "ensure_table", lambda spark, cfg, log: types.SimpleNamespace(ref="x"))
+    monkeypatch.setattr(ingest, "table_writer", lambda *args: None)
+    monkeypatch.setattr(ingest, "table_state", lambda table: "last snapshot ?")
+    monkeypatch.setattr(ingest, "start_query", lambda *args: Query())
+    lines, statuses = [], []
+    cfg = IngestConfig(bootstrap_servers="h:1", warehouse="/nowhere", table="db.t", topics=("t",), source="kafka-python")
+    assert run_ingest(None, cfg, lines.append, statuses.append) == 0
+    assert [line.split(" in ")[0] for line in lines if line.startswith("batch ")] == \
+        ["batch 2: 1 rows", "batch 3: 2 rows", "batch 4: 3 rows"]
+    assert statuses[-1].endswith("| 6 rows")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_is_never_raised_inside_a_call_into_spark(monkeypatch, signum):
+    """SIGTERM (docker compose stop) and Ctrl-C raised KeyboardInterrupt wherever the driver
+    was, mostly inside a py4j call (awaitTermination), which made py4j log "KeyboardInterrupt
+    while sending command." and three tracebacks before the "stopping" line. The signal is now
+    noted; the call returns and the poll loop stops the query."""
+    import types
+
+    from paimon_streaming.sinks import ingest
+    from paimon_streaming.sinks.ingest import IngestConfig, run_ingest
+    calls = {"finished": 0, "stopped": 0}
+
+    class Query:
+        status, recentProgress, lastProgress = {"isTriggerActive": False}, [], None
+        isActive = property(lambda self: calls["stopped"] == 0)
+
+        def awaitTermination(self, timeout):  # a py4j call, blocking while the signal arrives
+            os.kill(os.getpid(), signum)
+            time.sleep(0.2)
+            calls["finished"] += 1
+
+        def stop(self):
+            calls["stopped"] += 1
+    monkeypatch.setattr(ingest.ps, "register", lambda spark: None)
+    monkeypatch.setattr(ingest, "ensure_table", lambda spark, cfg, log: types.SimpleNamespace(ref="x"))
+    monkeypatch.setattr(ingest, "table_writer", lambda *args: None)
+    monkeypatch.setattr(ingest, "start_query", lambda *args: Query())
+    before = signal.getsignal(signum)
+    lines = []
+    cfg = IngestConfig(bootstrap_servers="h:1", warehouse="/nowhere", table="db.t", topics=("t",), source="kafka-python")
+    assert run_ingest(None, cfg, lines.append) == 0
+    assert calls == {"finished": 1, "stopped": 1}
+    assert lines[-2].startswith("stopping: the current micro-batch is abandoned") and lines[-1].startswith("stopped;")
+    assert signal.getsignal(signum) is before

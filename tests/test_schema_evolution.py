@@ -158,6 +158,14 @@ def test_several_changes_are_one_schema_file_and_no_change_is_none(catalog):
     (lambda u: u.add_column("qty", pa.int8()), SchemaMismatchError, "'qty' already exists"),
     (lambda u: u.add_column("_VALUE_KIND", pa.int8()), SchemaMismatchError, "reserved"),
     (lambda u: u.rename_column("qty", "note"), SchemaMismatchError, "'note' already exists"),
+    # a name differing only in case: Spark (case-insensitive by default) could select neither column
+    (lambda u: u.add_column("Note", pa.string()), SchemaMismatchError,
+     "'Note' differs from the existing column 'note' only in case"),
+    (lambda u: u.add_column(("addr", "City"), pa.string()), SchemaMismatchError, "existing column 'addr.city'"),
+    (lambda u: u.rename_column("qty", "NOTE"), SchemaMismatchError, "existing column 'note' only in case"),
+    (lambda u: u.union_by_name(pa.schema([("QTY", pa.int32())])), SchemaMismatchError, "existing column 'qty'"),
+    (lambda u: u.union_by_name(pa.schema([("extra", pa.int32()), ("Extra", pa.int32())])), SchemaMismatchError,
+     "'Extra' differs from the existing column 'extra'"),
     (lambda u: u.drop_column("nope"), SchemaMismatchError, "'nope' does not exist"),
     (lambda u: u.add_column(("qty", "x"), pa.int8()), SchemaMismatchError, "not a ROW"),
     (lambda u: u.drop_column(("addr", "city")).drop_column(("addr", "zip")), SchemaMismatchError, "last field"),
@@ -174,6 +182,12 @@ def test_refused_changes_name_the_reason_and_write_nothing(catalog, change, erro
     with pytest.raises(error, match=match):
         change(t.update_schema()).commit()
     assert os.listdir(f"{t.path}/schema") == ["schema-0"] and t.schema.id == 0
+
+
+def test_a_rename_may_change_only_the_case_of_a_column(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.update_schema().rename_column("note", "Note").commit()
+    assert t.schema.field_names == ["id", "qty", "price", "Note", "addr"]
 
 
 def test_options_fixed_by_data_may_change_on_an_empty_table(catalog):

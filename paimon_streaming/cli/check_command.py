@@ -1,4 +1,5 @@
-"""`paimon-streaming check <table>`: verify a table's files and metadata; exit 1 on errors.
+"""`paimon-streaming check <table>`: verify a table's files and metadata (with every branch's;
+`<table>$branch_<name>`: that branch alone, as the other commands take it); exit 1 on errors.
 
 Never fails on a damaged table: it always prints a report (`--json`: always JSON), also when
 the table's snapshot or schema files do not decode. `--repair` first rewrites LATEST/EARLIEST
@@ -19,8 +20,9 @@ def _human(report: dict) -> None:
     if report["problems"]:
         print_rows(report["problems"], ["severity", "kind", "path", "message"])
     verdict = "OK" if report["ok"] else "DAMAGED"
+    found = f"{errors} errors, {warnings} warnings" if report["problems"] else "no problems"
     print(f"{verdict}: {report['table']}: {report['snapshots']} snapshots/tags and {report['files']} files "
-          f"checked, {errors} errors, {warnings} warnings")
+          f"checked, {found}")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -46,7 +48,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="verify a table: referenced files exist with their sizes, manifests and "
                                      "data files decode and pass their checksums, deletion vectors pass theirs, "
-                                     "no key live twice, hints")
+                                     "no key live twice, hints (TABLE$branch_<name>: that branch alone)")
     add_table_argument(p)
     p.add_argument("--metadata-only", action="store_true",
                    help="check data files by their size only, without reading them (faster)")

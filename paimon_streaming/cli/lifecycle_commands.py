@@ -7,6 +7,7 @@ import argparse
 import datetime as dt
 import time
 
+from ..errors import InvalidOptionError
 from ..table import Table
 from .output import add_table_argument, emit, print_rows
 
@@ -86,7 +87,7 @@ def cmd_branch_delete(args: argparse.Namespace) -> int:
 
 def cmd_fast_forward(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
-    snap = table.fast_forward(args.name)
+    snap = table.fast_forward(args.name, force=args.force)
     emit(args, {"table": table.ref, "branch": args.name, "snapshot": snap.id},
          lambda r: print(f"fast-forwarded {r['table']} to branch '{r['branch']}': latest snapshot {r['snapshot']}"))
     return 0
@@ -113,6 +114,10 @@ def cmd_expire(args: argparse.Namespace) -> int:
 
 def cmd_expire_partitions(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
+    if args.expiration_time is None and table.options.get("partition.expiration-time") is None:
+        raise InvalidOptionError(f"{table.ref} has no 'partition.expiration-time' option: pass --expiration-time "
+                                 "(e.g. '7 d'), or set the option (`paimon-streaming alter TABLE --set "
+                                 "'partition.expiration-time=7 d'`)")
     dropped = table.expire_partitions(args.expiration_time, args.dry_run)
     out = {"table": table.ref, "dry_run": args.dry_run, "partitions": dropped}
 
@@ -167,8 +172,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                 "branch name (not 'main', not purely numeric, no '/')")
     p.add_argument("--tag", help="start the branch at this tag's snapshot (default: empty, the latest schema)")
     _action(branch_sub, "delete", "delete a branch", cmd_branch_delete, "branch name")
-    _action(branch_sub, "fast-forward", "make the main branch what the branch is (publish it)", cmd_fast_forward,
-            "branch name")
+    p = _action(branch_sub, "fast-forward", "make the main branch what the branch is (publish it); refused when "
+                "main has commits the branch does not hold", cmd_fast_forward, "branch name")
+    p.add_argument("--force", action="store_true",
+                   help="also when main has commits made after the snapshot the branch was made from: they are "
+                        "dropped from main (as Java's fast-forward drops them)")
 
     p = sub.add_parser("rollback", help="make an older snapshot or a tag the latest again "
                                         "(later snapshots, tags and their files are removed)")
