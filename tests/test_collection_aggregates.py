@@ -12,19 +12,18 @@ from __future__ import annotations
 import math
 import random
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import paimon_streaming as ps
-from paimon_streaming.errors import InvalidOptionError, PaimonError
-from paimon_streaming.keyvalue import SEQUENCE_NUMBER, VALUE_KIND
-from paimon_streaming.merge_engine import engine_for, merge_sorted, row_kind_filter, sort_for_merge
+from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.merge_engine import engine_for
 from paimon_streaming.schema import TableSchema
 from merge_model import ModelError
 from merge_model import Table as ModelTable
+from test_merge_engines import ours_staged as staged
 
 ITEM = pa.struct([("id", pa.int32()), ("q", pa.int32()), ("n", pa.string())])
 ARROW = pa.schema([pa.field("k", pa.int32(), False), pa.field("c", pa.list_(pa.int32())),
@@ -50,7 +49,6 @@ CONFIGS = {  # name -> (options, row kinds)
     "retractions": (RETRACTING, ("+I", "-U", "+U", "-D")),
     "remove-on-delete": ({**FUNCTIONS, "aggregation.remove-record-on-delete": "true"}, ("+I", "+U", "-D")),
 }
-KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 
 
 # ---- data ---------------------------------------------------------------------------------------
@@ -120,27 +118,7 @@ def model_result(options, batches):
 
 def ours_staged(options, batches):
     """The engine as a table runs it: one merge per batch, then one across the batches' files."""
-    schema = TableSchema.create(ARROW, ["k"], [], {"bucket": "1", **options})
-    engine = engine_for(schema)
-    files, seq = [], 0
-    try:
-        for rows in batches:
-            t = batch_table(rows).drop_columns(["op"])
-            kinds = np.array([KINDS[k] for k, _ in rows], np.int8)
-            t = t.append_column(SEQUENCE_NUMBER, pa.array(range(seq, seq + len(rows)), pa.int64()))
-            t = t.append_column(VALUE_KIND, pa.array(kinds))
-            seq += len(rows)
-            keep = row_kind_filter(schema.options, kinds)
-            if keep is not None:
-                t, kinds = t.filter(pa.array(keep)), kinds[keep]
-            engine.check_write(kinds)
-            files.append(merge_sorted(sort_for_merge(t, ["k"], engine.sequence_fields), ["k"], engine))
-        out = merge_sorted(sort_for_merge(pa.concat_tables(files), ["k"], engine.sequence_fields), ["k"], engine)
-    except PaimonError:
-        return "error"
-    kinds = out.column(VALUE_KIND).to_numpy()
-    out = out.filter(pa.array((kinds != 1) & (kinds != 3)))
-    return _canonical(out.drop_columns([SEQUENCE_NUMBER, VALUE_KIND]).to_pylist())
+    return staged(options, batches, ARROW, _canonical)
 
 
 def _canonical(rows, unordered=False):

@@ -153,16 +153,16 @@ def model_result(options, batches):
         return "error"
 
 
-def ours_staged(options, batches):
-    """Our engines, staged as the table does: batch merge per write, merge-on-read over files."""
-    schema = schema_for(options)
+def ours_staged(options, batches, fields=ARROW, finish=None):
+    """Our engines, staged as the table does: batch merge per write, merge-on-read over files.
+    `finish` turns the rows read into what is compared (default: sorted by key)."""
+    schema = schema_for(options, fields)
     engine = engine_for(schema)
     files, seq = [], 0
     try:
         for rows in batches:
-            t = batch_table(rows)
-            kinds = row_kinds(t.column("op"), "op")
-            t = kv_table([v for _, v in rows], [r for r, _ in rows], list(range(seq, seq + len(rows))), ARROW)
+            kinds = np.array([KINDS[k] for k, _ in rows], np.int8)
+            t = kv_table([v for _, v in rows], [r for r, _ in rows], list(range(seq, seq + len(rows))), fields)
             seq += len(rows)
             keep = row_kind_filter(schema.options, kinds)
             if keep is not None:
@@ -175,7 +175,8 @@ def ours_staged(options, batches):
         return "error"
     kinds = np.array(out.column(VALUE_KIND).to_pylist())
     out = out.filter(pa.array((kinds != 1) & (kinds != 3)))
-    return sorted(out.drop_columns([SEQUENCE_NUMBER, VALUE_KIND]).to_pylist(), key=lambda r: r["k"])
+    rows = out.drop_columns([SEQUENCE_NUMBER, VALUE_KIND]).to_pylist()
+    return finish(rows) if finish else sorted(rows, key=lambda r: r["k"])
 
 
 def ours_table(catalog, name, options, batches):
