@@ -21,8 +21,9 @@ import paimon_streaming as ps
 from paimon_streaming.errors import InvalidOptionError
 from paimon_streaming.merge_engine import engine_for
 from paimon_streaming.schema import TableSchema
-from merge_model import ModelError
 from merge_model import Table as ModelTable
+from test_merge_engines import batch_table as shared_batch_table
+from test_merge_engines import model_result as shared_model_result
 from test_merge_engines import ours_staged as staged
 
 ITEM = pa.struct([("id", pa.int32()), ("q", pa.int32()), ("n", pa.string())])
@@ -101,19 +102,12 @@ def batches_of(kinds, for_java=False):
 
 
 def batch_table(rows) -> pa.Table:
-    t = pa.Table.from_pylist([v for _, v in rows], schema=ARROW)
-    return t.append_column("op", pa.array([k for k, _ in rows], pa.string()))
+    return shared_batch_table(rows, ARROW)
 
 
 # ---- ours and the model ---------------------------------------------------------------------------
 def model_result(options, batches):
-    m = ModelTable({"bucket": "1", **options}, MODEL_TYPES, ["k"])
-    try:
-        for rows in batches:
-            m.write(rows)
-        return _canonical(m.read())
-    except ModelError:
-        return "error"
+    return shared_model_result(options, batches, MODEL_TYPES, _canonical)
 
 
 def ours_staged(options, batches):

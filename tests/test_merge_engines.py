@@ -138,17 +138,19 @@ def random_values(rng: random.Random, keys=4) -> dict:
     }
 
 
-def batch_table(rows) -> pa.Table:
-    t = pa.Table.from_pylist([v for _, v in rows], schema=ARROW)
+def batch_table(rows, fields=ARROW) -> pa.Table:
+    t = pa.Table.from_pylist([v for _, v in rows], schema=fields)
     return t.append_column("op", pa.array([k for k, _ in rows], pa.string()))
 
 
-def model_result(options, batches):
-    m = ModelTable({"bucket": "1", **options}, MODEL_TYPES, ["k"])
+def model_result(options, batches, types=MODEL_TYPES, finish=None):
+    """The model's read after the batches (`finish` as in `ours_staged`), or "error"."""
+    m = ModelTable({"bucket": "1", **options}, types, ["k"])
     try:
         for rows in batches:
             m.write(rows)
-        return sorted(m.read(), key=lambda r: r["k"])
+        rows = m.read()
+        return finish(rows) if finish else sorted(rows, key=lambda r: r["k"])
     except ModelError:
         return "error"
 
