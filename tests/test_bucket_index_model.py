@@ -285,7 +285,7 @@ def check_buckets(t: ps.Table, model: Model, step) -> None:
         if e.index_file.index_type == HASH_INDEX:
             assert config.layout != "cross", ("a cross-partition table got a HASH index file", step)
             path = e.index_file.external_path or f"{t.path}/index/{e.index_file.file_name}"
-            hashes = read_hash_file(t.file_io, path).tolist()
+            hashes = read_hash_file(t.file_io, path, e.index_file).tolist()
             assert len(hashes) == len(set(hashes)), ("a hash twice in one HASH file", step)
             assert (e.partition, e.bucket) not in hash_index, ("two HASH files for one bucket", step)
             hash_index[(e.partition, e.bucket)] = set(hashes)

@@ -20,7 +20,8 @@ def hash_index(table):
     scan = TableScan(table.file_io, table.path, table.schema)
     out = {}
     for e in scan.index_manifest.read(latest.index_manifest):
-        out[(e.partition, e.bucket)] = read_hash_file(table.file_io, f"{table.path}/index/{e.index_file.file_name}")
+        out[(e.partition, e.bucket)] = read_hash_file(table.file_io, f"{table.path}/index/{e.index_file.file_name}",
+                                                      e.index_file)
     return out
 
 
@@ -95,5 +96,6 @@ def test_an_overwrite_places_its_keys_afresh_so_later_upserts_find_them(catalog)
         assert sorted((r["k"], r["v"]) for r in rows) == sorted(model.items()), trial
         latest = t.latest_snapshot()
         indexed = [h for e in TableScan(t.file_io, t.path, t.schema).index_manifest.read(latest.index_manifest)
-                   for h in read_hash_file(t.file_io, f"{t.path}/index/{e.index_file.file_name}").tolist()]
+                   for h in read_hash_file(t.file_io, f"{t.path}/index/{e.index_file.file_name}",
+                                           e.index_file).tolist()]
         assert len(indexed) == len(set(indexed)) == len(model), trial  # each key indexed once, no stale ones

@@ -196,6 +196,8 @@ def test_a_batch_after_an_idle_trigger_is_reported(monkeypatch):
 
         def exception(self):
             return None
+    monkeypatch.setattr(ingest, "READS_PER_BATCH", {})      # batches of earlier tests in this process
+    monkeypatch.setattr(ingest, "REJECTED_PER_BATCH", {})
     monkeypatch.setattr(ingest.ps, "register", lambda spark: None)
     monkeypatch.setattr(ingest, "ensure_table", lambda spark, cfg, log: types.SimpleNamespace(ref="x"))
     monkeypatch.setattr(ingest, "table_writer", lambda *args: None)
@@ -232,6 +234,8 @@ def test_a_stop_signal_is_never_raised_inside_a_call_into_spark(monkeypatch, sig
 
         def stop(self):
             calls["stopped"] += 1
+    monkeypatch.setattr(ingest, "READS_PER_BATCH", {})      # batches of earlier tests in this process
+    monkeypatch.setattr(ingest, "REJECTED_PER_BATCH", {})
     monkeypatch.setattr(ingest.ps, "register", lambda spark: None)
     monkeypatch.setattr(ingest, "ensure_table", lambda spark, cfg, log: types.SimpleNamespace(ref="x"))
     monkeypatch.setattr(ingest, "table_writer", lambda *args: None)
