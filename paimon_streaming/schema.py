@@ -193,19 +193,26 @@ class TableSchema:
 
 
 def check_changelog_producer(schema: TableSchema, base: TableSchema | None = None) -> None:
-    """Refuse a `changelog-producer` every write would refuse (lsm/changelog.py's rule: 'lookup'
-    on a primary-key table needs deletion vectors or the first-row engine), when a table is
-    created so (`base` None) or a schema change makes it so. Not when a table is opened, nor
-    when a change keeps what `base` already had: a table Java made so (Java writes it) stays
-    readable and alterable here."""
-    core = schema.core_options
-    if not schema.primary_keys or core.get("changelog-producer") != "lookup" or core.lookup_compaction:
-        return
-    if base is not None and base.primary_keys and base.core_options.get("changelog-producer") == "lookup" \
-            and not base.core_options.lookup_compaction:
-        return  # already so: the change makes it no less writable
+    """Refuse a `changelog-producer` every write would refuse (lsm/changelog.py's rules: 'lookup'
+    on a primary-key table needs deletion vectors or the first-row engine; 'full-compaction' is
+    not produced here), when a table is created so (`base` None) or a schema change makes it
+    so. Not when a table is opened, nor when a change keeps what `base` already had: a table
+    Java made so (Java writes it) stays readable and alterable here."""
+    refusal = _unwritable_producer(schema)
+    if refusal is not None and (base is None or _unwritable_producer(base) is None):
+        raise refusal
+
+
+def _unwritable_producer(schema: TableSchema) -> InvalidOptionError | None:
+    if not schema.primary_keys:
+        return None
     from .lsm.changelog import changelog_producer  # the writer's module: imported when needed
-    changelog_producer(core, list(schema.primary_keys), f"with primary key {list(schema.primary_keys)}")
+    try:
+        changelog_producer(schema.core_options, list(schema.primary_keys),
+                           f"with primary key {list(schema.primary_keys)}")
+    except InvalidOptionError as exc:
+        return exc
+    return None
 
 
 def _split(text: str) -> list[str]:

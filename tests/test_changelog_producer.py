@@ -114,12 +114,19 @@ def test_input_changelog_keeps_every_input_record(catalog):
                                        [(1, "b-1", 1, "+U"), (1, "c-1", 1, "+U"), (2, "a-2", 2, "-D")]]
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"changelog-producer": "full-compaction"}, "full-compaction"),
-])
-def test_unsupported_producers_fail_before_writing(catalog, options, message):
-    t = catalog.create_table("db.bad", SCHEMA, primary_keys=["k"], options={"bucket": "1", **options})
-    with pytest.raises(InvalidOptionError, match=message):
+def test_full_compaction_producer_is_refused_at_create_and_its_writes_too(catalog):
+    """'full-compaction' is not produced here: refused at create; a table made so elsewhere
+    (Java) opens, and its writes are refused before anything is written."""
+    import dataclasses
+    from paimon_streaming.schema import SchemaManager, TableSchema
+    with pytest.raises(InvalidOptionError, match="full-compaction"):
+        catalog.create_table("db.bad", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "changelog-producer": "full-compaction"})
+    made = TableSchema.create(SCHEMA, ["k"], options={"bucket": "1"})  # as Java creates it
+    made = dataclasses.replace(made, options={**made.options, "changelog-producer": "full-compaction"})
+    SchemaManager(catalog.file_io, catalog.table_path("db.java")).create(made)
+    t = catalog.get_table("db.java")
+    with pytest.raises(InvalidOptionError, match="full-compaction"):
         t.write_arrow(rows([1], "a"))
     assert t.latest_snapshot() is None
 
