@@ -113,7 +113,8 @@ def aggregate_collection(spec: CollectionSpec, column: pa.ChunkedArray, field: s
     rows = np.flatnonzero((add | retract) & valid)
     has_value = np.zeros(groups, bool)
     has_value[gid[add & valid]] = True
-    e = _Elements.of(col.take(pa.array(rows, pa.int64())), rows, gid, add)
+    taken = col if len(rows) == len(col) else col.take(pa.array(rows, pa.int64()))
+    e = _Elements.of(taken, rows, gid, add)
     if spec.func in RETRACTABLE_COLLECTIONS and (~e.is_add).any():
         _check_retractable(spec, col.type, field)
     if spec.func == "merge_map":
@@ -127,7 +128,8 @@ def aggregate_collection(spec: CollectionSpec, column: pa.ChunkedArray, field: s
             order = keep
         return _build(col.type, groups, has_value, e.row_group[keep], order, values=e.values, take=keep)
     rows_ok = pc.is_valid(e.values).to_numpy(zero_copy_only=False)
-    e = e.subset(np.flatnonzero(rows_ok))  # nested functions skip null elements
+    if not rows_ok.all():
+        e = e.subset(np.flatnonzero(rows_ok))  # nested functions skip null elements
     if not spec.nested_key:
         keep = _unretracted(e, _codes(e.values))
         return _build(col.type, groups, has_value, e.row_group[keep], keep, values=e.values, take=keep)
@@ -221,7 +223,7 @@ def _struct_of(values: pa.Array, names: tuple[str, ...]) -> pa.Array:
 def _segments(e: _Elements, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Elements sorted by (group, code, position) and the start and end of each run of equal
     (group, code)."""
-    order = np.lexsort((np.arange(len(codes)), codes, e.row_group))
+    order = np.argsort(e.row_group * (int(codes.max()) + 1) + codes, kind="stable")  # codes are dense: no overflow
     g, c = e.row_group[order], codes[order]
     change = np.flatnonzero((g[1:] != g[:-1]) | (c[1:] != c[:-1])) + 1
     starts = np.concatenate([[0], change]).astype(np.int64)
