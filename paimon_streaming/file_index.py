@@ -14,7 +14,9 @@ true).
 The container: magic, version 1, head length, then per column its index types with the
 offset and length of each index's bytes, the head's "redundant" bytes, then the bodies. Ours
 carry a CRC32 in the redundant bytes (Java reads past them), so a damaged index of ours is an
-error, never a file wrongly skipped; Java's have no check (their structure is verified).
+error, never a file wrongly skipped; a `.index` file of ours also carries its own name there, so
+another data file's index put in its place is an error too. Java's have no check (their
+structure is verified).
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ _MAGIC = 1493475289347502
 _VERSION = 1
 _EMPTY = -1  # an index with no bytes (Java: a map column's key never seen)
 _CHECK_MARK = b"PSC1"  # our redundant bytes: this mark, then the CRC32 of the file without them
+_OWNED_MARK = b"PSC2"  # the same, then the `.index` file's own name (Java's writeUTF)
 
 Indexes = dict[str, dict[str, bytes | None]]  # column -> index type -> its bytes (None: empty)
 
@@ -129,8 +132,9 @@ class FileIndexSpec:
         return FileIndexSpec(tuple(blooms), tuple(bitmaps), tuple(bit_sliced), tuple(range_bitmaps),
                              500 if threshold is None else parse_memory_size(str(threshold)))
 
-    def build(self, rows: pa.Table, fields: dict[str, DataField]) -> bytes | None:
-        """The index file of one data file's `rows` (its table columns), or None to write none."""
+    def build(self, rows: pa.Table, fields: dict[str, DataField]) -> Indexes | None:
+        """The indexes of one data file's `rows` (its table columns), or None to write none
+        (`encode` makes the file)."""
         if not (self.bloom_filters or self.bitmaps or self.bit_sliced or self.range_bitmaps):
             return None
         indexes: Indexes = {}
@@ -153,7 +157,7 @@ class FileIndexSpec:
         for spec in self.range_bitmaps:
             indexes.setdefault(spec.column, {})[RANGE_BITMAP] = range_bitmap_index.build(
                 rows.column(spec.column), fields[spec.column].type, spec.chunk_size)
-        return encode(indexes) if indexes else None
+        return indexes or None
 
 
 def _indexed(columns: dict[str, dict[str, dict[str, str]]], kind: str, by_name: dict[str, DataField],
@@ -261,11 +265,15 @@ def _read_java_utf(data: bytes, at: int) -> tuple[str, int]:
     return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be"), at + 2 + n
 
 
-def encode(indexes: Indexes) -> bytes:
-    """An index file of `indexes` (column -> index type -> bytes), with our check."""
+def encode(indexes: Indexes, own_name: str | None = None) -> bytes:
+    """An index file of `indexes` (column -> index type -> bytes), with our check; `own_name`:
+    the name of the `.index` file it will be, kept in it (an embedded index has none)."""
     names = b"".join(_java_utf(c) + b"".join(_java_utf(k) for k in kinds) for c, kinds in indexes.items())
     entries = sum(len(kinds) for kinds in indexes.values())
-    head_length = 8 + 4 + 4 + 4 + 8 * entries + 4 * len(indexes) + 4 + len(names) + len(_CHECK_MARK) + 4
+    check = _CHECK_MARK if own_name is None else _OWNED_MARK
+    owner = b"" if own_name is None else _java_utf(own_name)
+    redundant = len(check) + 4 + len(owner)
+    head_length = 8 + 4 + 4 + 4 + 8 * entries + 4 * len(indexes) + 4 + len(names) + redundant
     head = [struct.pack(">qiii", _MAGIC, _VERSION, head_length, len(indexes))]
     body = []
     at = head_length
@@ -278,15 +286,16 @@ def encode(indexes: Indexes) -> bytes:
                 head.append(_java_utf(kind) + struct.pack(">ii", at, len(data)))
                 body.append(data)
                 at += len(data)
-    head.append(struct.pack(">i", len(_CHECK_MARK) + 4))
+    head.append(struct.pack(">i", redundant))
     unchecked = b"".join(head)
-    crc = zlib.crc32(b"".join(body), zlib.crc32(unchecked))
-    return unchecked + _CHECK_MARK + struct.pack(">I", crc) + b"".join(body)
+    crc = zlib.crc32(b"".join(body), zlib.crc32(owner, zlib.crc32(unchecked)))
+    return unchecked + check + struct.pack(">I", crc) + owner + b"".join(body)
 
 
-def decode(data: bytes, where: str) -> Indexes:
+def decode(data: bytes, where: str, own_name: str | None = None) -> Indexes:
     """The indexes (column -> index type -> bytes) of an index file; CorruptFileError naming
-    `where` when it is not one, its structure is broken, or our check fails."""
+    `where` when it is not one, its structure is broken, our check fails, or it names itself
+    other than `own_name` (the `.index` file it was read as)."""
     try:
         magic, version, head_length, columns = struct.unpack_from(">qiii", data)
         if magic != _MAGIC:
@@ -314,24 +323,33 @@ def decode(data: bytes, where: str) -> Indexes:
                 out.setdefault(column, {})[kind] = data[start:start + length]
         if at > head_length:
             raise ValueError("the head's entries run past its length")
-        _verify_check(data, at, head_length)
+        _verify_check(data, at, head_length, own_name)
         return out
     except (ValueError, struct.error, UnicodeDecodeError) as exc:
         raise CorruptFileError(f"file index {where} is damaged: {exc}") from None
 
 
-def _verify_check(data: bytes, at: int, head_length: int) -> None:
-    """Our CRC32 when the redundant bytes carry it (Java's files have none)."""
+def _verify_check(data: bytes, at: int, head_length: int, own_name: str | None) -> None:
+    """Our CRC32 (and name) when the redundant bytes carry them (Java's files have none)."""
     (redundant,) = struct.unpack_from(">i", data, at)
     mark = data[at + 4:at + 4 + len(_CHECK_MARK)]
-    if redundant != len(_CHECK_MARK) + 4 or mark != _CHECK_MARK:
+    if mark == _CHECK_MARK and redundant == len(_CHECK_MARK) + 4:
+        name = None
+    elif mark == _OWNED_MARK and redundant > len(_OWNED_MARK) + 4:
+        name, name_end = _read_java_utf(data, at + 4 + len(_OWNED_MARK) + 4)
+        if name_end != at + 4 + redundant:
+            raise ValueError("the name in the check does not end the head")
+    else:
         return
     end = at + 4 + redundant
     if end != head_length:
         raise ValueError("the check does not end the head")
     (expected,) = struct.unpack_from(">I", data, at + 4 + len(_CHECK_MARK))
-    if zlib.crc32(data[end:], zlib.crc32(data[:at + 4])) != expected:
+    owner = data[at + 4 + len(_CHECK_MARK) + 4:end]
+    if zlib.crc32(data[end:], zlib.crc32(owner, zlib.crc32(data[:at + 4]))) != expected:
         raise ValueError("checksum mismatch")
+    if name is not None and own_name is not None and name != own_name:
+        raise ValueError(f"it is the index file {name!r}, put in the place of {own_name!r}")
 
 
 # ---- skipping files ------------------------------------------------------------------------
@@ -361,7 +379,7 @@ def indexes_of(file_io: FileIO, data_file_path: str, embedded: bytes | None, ext
             raise MissingFileError(f"file index {path} of data file {data_file_path} is referenced by the "
                                    "manifest but does not exist; `paimon-streaming check` lists every "
                                    "missing file") from None
-        cached = decode(data, path)
+        cached = decode(data, path, names[0])
         _INDEX_FILES.put(path, cached)
     return cached
 

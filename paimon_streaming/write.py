@@ -28,6 +28,7 @@ from .branches import MAIN, branch_path
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
 from .datafile import ParquetSettings, write_data_file
+from . import file_index
 from .file_index import INDEX_SUFFIX, FileIndexSpec
 from .default_values import with_defaults
 from .dynamic_bucket import DynamicBucketAssigner
@@ -716,14 +717,15 @@ class TableWrite:
     def _write_file_index(self, data_path: str, rows: pa.Table) -> tuple[bytes | None, tuple[str, ...]]:
         """The file index of a data file's rows (file_index.py): embedded in its manifest entry
         when small, else written beside it as `<data file>.index`."""
-        index = self.file_indexes.build(rows, self._fields_by_name)
-        if index is None:
+        indexes = self.file_indexes.build(rows, self._fields_by_name)
+        if indexes is None:
             return None, ()
-        if len(index) <= self.file_indexes.in_manifest_threshold:
-            return index, ()
+        embedded = file_index.encode(indexes)
+        if len(embedded) <= self.file_indexes.in_manifest_threshold:
+            return embedded, ()
         path = data_path + INDEX_SUFFIX
         try:
-            self.file_io.write_bytes(path, index)
+            self.file_io.write_bytes(path, file_index.encode(indexes, path.rsplit("/", 1)[-1]))
         except BaseException:
             self.file_io.delete_quietly(data_path)
             self.file_io.delete_quietly(path)

@@ -452,10 +452,9 @@ def test_snapshot_missing_between_others_in_an_incremental_query(catalog):
     assert path in str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a data file's `.index` file (file-index.*) is referenced by name "
-                   "only; another data file's index put in its place is trusted, and a filtered read skips the "
-                   "file's matching rows: silently fewer rows, and check calls the table ok")
-def test_swapped_file_index_drops_rows(catalog):
+def test_swapped_file_index_is_an_error(catalog):
+    """Our `.index` files name themselves: another data file's index in a file's place is a
+    CorruptFileError of the filtered read and of check, never a file wrongly skipped."""
     t = catalog.create_table("db.fi", SCHEMA, options={
         "bucket": "-1", "file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "50",
         "file-index.in-manifest-threshold": "1"})

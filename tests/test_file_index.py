@@ -356,19 +356,21 @@ def test_bloom_filter_sizes_as_javas_and_never_forgets_a_value():
     assert again.may_contain(thomas_wang(np.arange(1000, 11000, dtype=np.int64))).mean() < 0.05
 
 
-def test_every_damaged_byte_of_our_index_is_caught():
-    """A flipped byte anywhere in an index we wrote is a CorruptFileError, except in the mark of
-    our check, which makes it read as Java's (unchecked) with the same, intact indexes."""
+@pytest.mark.parametrize("own_name", [None, "data-1.parquet.index"])
+def test_every_damaged_byte_of_our_index_is_caught(own_name):
+    """A flipped byte anywhere in an index we wrote (embedded, or a `.index` file naming
+    itself) is a CorruptFileError, except in the mark of our check, which makes it read as
+    Java's (unchecked) with the same, intact indexes."""
     bloom = BloomFilter64.sized(20, 0.1)
     bloom.add(thomas_wang(np.arange(20, dtype=np.int64)))
     indexes = {"col": {"bloom-filter": bloom.to_bytes()}, "naïve": {"bloom-filter": bloom.to_bytes()}}
-    data = file_index.encode(indexes)
-    assert file_index.decode(data, "x") == indexes
+    data = file_index.encode(indexes, own_name)
+    assert file_index.decode(data, "x", own_name) == indexes
     for i in range(len(data)):
         damaged = bytearray(data)
         damaged[i] ^= 0x10
         try:
-            assert file_index.decode(bytes(damaged), "x") == indexes, i
+            assert file_index.decode(bytes(damaged), "x", own_name) == indexes, i
         except CorruptFileError as exc:
             assert "file index x is damaged" in str(exc)
 
@@ -388,7 +390,7 @@ def test_a_damaged_index_without_our_check_is_found_by_check(tmp_path, kind, pro
         indexes = file_index.decode(f.read(), index_path)
     data = bytearray(indexes["s"][kind])
     data[-2:] = b"\xff\x7f"  # the last bitmap's last row: past the file's rows
-    unchecked = file_index.encode({"s": {kind: bytes(data)}}).replace(b"PSC1", b"JAVA")
+    unchecked = file_index.encode({"s": {kind: bytes(data)}}).replace(b"PSC1", b"JAVA")  # as Java's
     with open(index_path, "wb") as f:
         f.write(unchecked)
     clear_all()
