@@ -20,7 +20,12 @@ Source writer is not given: it reads a TimestampNTZ value written into a TIMESTA
 TIME ZONE column in it; without the option the zone Spark labels the input's TimestampType
 columns with is that zone, and with no such column the write is refused naming the column);
 any other option is a Paimon table option used when the table is created (`primary-key`,
-`partition`, `bucket`, ...); an option one typo away from one of those above is refused. The
+`partition`, `bucket`, ...; into an existing table a value other than the table's is named in a
+warning, and a misspelt key refused); an option one typo away from one of those above is
+refused, and so are other connectors' write options (Delta's `replaceWhere`, `txnAppId`, ...:
+spark_write.FOREIGN_WRITE_OPTIONS). Streams: outputMode("complete") replaces the table with each
+micro-batch (Paimon's Java sink does the same); the snapshots of a micro-batch name the query's
+checkpoint, so another query under the same `commitUser` is refused rather than skipped. The
 default `partitionOverwriteMode` is the session's `spark.sql.sources.partitionOverwriteMode`
 as `paimon_streaming.register(spark)` sees it (a writer is not given the session's settings:
 set it before registering, or give the option). Spark lower-cases data source option keys, so options that name
@@ -34,6 +39,7 @@ deletion-vector tables the driver compacts the batch's level-0 files after the c
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import uuid
 from dataclasses import dataclass, replace
@@ -53,12 +59,14 @@ from paimon_streaming.options import misspelt_name
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
-from .spark_write import WritePlan, arrow_schema_of, compact_after_commit, reconcile_schema, task_index, write_task
+from .spark_write import (WritePlan, arrow_schema_of, check_existing_table_options, committed_replay, compact_after_commit,
+                          query_property, reconcile_schema, refuse_foreign_write_options, task_index, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 # the options of the writer (all others are table options); Spark hands them over lower-cased
 _WRITER_OPTIONS = {k.lower(): k for k in ("path", "table", "warehouse", "branch", "commitUser", "partitionOverwriteMode",
-                                          "rowKindColumn", "mergeSchema", "write.merge-schema", "timeZone")}
+                                          "rowKindColumn", "mergeSchema", "write.merge-schema", "timeZone",
+                                          "checkpointLocation")}  # Spark's, of writeStream: not a table option
 
 
 @dataclass
@@ -99,13 +107,18 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
     except TableNotFoundError:
         if where.branch is not None:
             raise  # a missing branch is created with Table.create_branch, not by a write
-        table_options = {k: v for k, v in options.items() if k not in _WRITER_OPTIONS}
-        create_table_at(where.location, arrow_schema_of(schema), options=table_options)
+        create_table_at(where.location, arrow_schema_of(schema), options=_table_options(options))
         return _one_task_per_partition(load_table(where.ref, where.warehouse))
+    check_existing_table_options(table, _table_options(options), "this format('paimon') write")
     merge = (options.get("mergeschema") or options.get("write.merge-schema") or "false").strip().lower() == "true"
     reconcile_schema(table, arrow_schema_of(schema), options.get("rowkindcolumn"), merge,
                      ".option('mergeSchema', 'true')")
     return _one_task_per_partition(table)
+
+
+def _table_options(options: dict[str, str]) -> dict[str, str]:
+    """The options of a write that are table options (all but the writer's own)."""
+    return {k: v for k, v in options.items() if k.lower() not in _WRITER_OPTIONS}
 
 
 def _one_task_per_partition(table: Table) -> Table:
@@ -199,7 +212,9 @@ def _messages(commit_messages, table: Table) -> list:
 def refuse_misspelt(options: dict[str, str]) -> None:
     """An option one typo away from a writer option (`partitionOverwriteMod`) would be taken as
     a table option and ignored; for `partitionOverwriteMode` that turns a dynamic overwrite into
-    a replacement of the whole table. Refused, naming the option meant."""
+    a replacement of the whole table. Refused, naming the option meant; so are other
+    connectors' write options (`replaceWhere`: spark_write.FOREIGN_WRITE_OPTIONS)."""
+    refuse_foreign_write_options(options)
     for key in options:
         meant = misspelt_name(key, _WRITER_OPTIONS.values())
         if meant is not None:
@@ -245,10 +260,13 @@ class PaimonBatchWriter(DataSourceArrowWriter):
 
 class PaimonStreamWriter(DataSourceStreamArrowWriter):
     """Streaming writes: tasks plan against the table's latest snapshot (the writer object
-    lives across micro-batches); the driver commits with commitIdentifier = batch id."""
+    lives across micro-batches); the driver commits with commitIdentifier = batch id.
+    `overwrite` (Spark's outputMode("complete"): every micro-batch is the query's whole result):
+    each batch replaces the table, as Paimon's Java sink does."""
 
-    def __init__(self, options: dict[str, str], schema: StructType):
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool = False):
         refuse_misspelt(options)
+        self.overwrite = overwrite
         self.commit_user = options.get("commituser")
         if not self.commit_user:
             raise PaimonError(
@@ -259,18 +277,24 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         self.where = TableRef.of(options)
         self.row_kind_column = options.get("rowkindcolumn")
         self.time_zone = options.get("timezone")
+        checkpoint = (options.get("checkpointlocation") or "").strip().rstrip("/")
+        # the query, as far as a Data Source writer can tell it: its checkpoint (committed_replay)
+        self.query = f"checkpoint:{checkpoint if '://' in checkpoint else os.path.abspath(checkpoint)}" \
+            if checkpoint else None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
-        return _write(WritePlan.for_table(self.where.open(), self.where.location, self.row_kind_column,
-                                          compact=False), iterator, self.time_zone)
+        plan = WritePlan.for_table(self.where.open(), self.where.location, self.row_kind_column, compact=False)
+        return _write(replace(plan, overwrite=self.overwrite), iterator, self.time_zone)
 
     def commit(self, messages: list[PaimonCommitMessage], batchId: int) -> None:
         table = self.where.open()
-        if table.committed_identifiers(self.commit_user, [batchId]):
+        if committed_replay(table, self.commit_user, batchId, self.query,
+                            ".option('commitUser', ...) (and keep it for every restart from this query's checkpoint)"):
             log.info("paimon stream write table=%s batch=%d already committed: skipped", table.name, batchId)
             return
         msgs = _messages(messages, table)
-        ids = table.new_commit().commit(msgs, self.commit_user, batchId)
+        ids = table.new_commit().commit(msgs, self.commit_user, batchId, overwrite=self.overwrite,
+                                        properties=query_property(self.query))
         ids += compact_after_commit(table, self.commit_user, batchId, msgs)
         log.info("paimon stream write table=%s batch=%d rows_in=%d files=%d snapshots=%s", table.name, batchId,
                  sum(m.rows_in for m in messages if m is not None),
@@ -309,7 +333,7 @@ class PaimonDataSource(DataSource):
         return PaimonBatchWriter(dict(self.options), schema, overwrite, self.overwrite_mode)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
-        return PaimonStreamWriter(dict(self.options), schema)
+        return PaimonStreamWriter(dict(self.options), schema, overwrite)
 
 
 class PaimonDataSourceDynamicOverwrite(PaimonDataSource):

@@ -46,8 +46,8 @@ from paimon_streaming.errors import (CommitConflictError, PaimonError, SequenceC
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
-from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, collect_arrow,
-                          compact_after_commit,
+from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of,
+                          check_existing_table_options, collect_arrow, committed_replay, compact_after_commit, query_property,
                           encode_messages, reconcile_schema, session_time_zone, write_dataframe, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
@@ -97,6 +97,19 @@ def query_commit_user(df: DataFrame) -> str:
     return query_id
 
 
+def running_query(df: DataFrame) -> str | None:
+    """The streaming query running the foreachBatch function, as recorded in the snapshots it
+    commits ("query-id:<id>", stable across restarts from its checkpoint); None where Spark does
+    not tell it (Spark Connect, or outside a streaming query)."""
+    if is_connect(df):
+        return None
+    try:
+        query_id = df.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
+    except Exception:  # noqa: BLE001 - a session without a SparkContext
+        return None
+    return f"query-id:{query_id}" if query_id else None
+
+
 class PaimonSink:
     """Callable for foreachBatch; see the module docstring."""
 
@@ -122,13 +135,15 @@ class PaimonSink:
 
     def _table(self, df: DataFrame) -> Table:
         try:
-            return load_table(self.table_ref, self.warehouse)
+            table = load_table(self.table_ref, self.warehouse)
         except TableNotFoundError:
             if resolve_branch(self.table_ref, None)[1] is not None:
                 raise  # a missing branch is created with Table.create_branch, not from a stream
             create_table_at(self.location, arrow_schema_of(df.schema), options=self.options)
             log.info("created Paimon table %s from the stream's schema", self.location)
             return load_table(self.table_ref, self.warehouse)
+        check_existing_table_options(table, self.options, "paimon_sink(options=...)")
+        return table
 
     def __call__(self, df: DataFrame, batch_id: int, before_commit: Callable[[], None] | None = None,
                  transform: ArrowTransform | None = None) -> None:
@@ -152,7 +167,9 @@ class PaimonSink:
         commit_user = self.commit_user or query_commit_user(df)
         table = self._table(df)
         table.complete_interrupted_batch(commit_user)  # a crash between a batch's two snapshots
-        if table.committed_identifiers(commit_user, [batch_id]):
+        how = "commit_user= (the same on every restart from this query's checkpoint)" if self.commit_user else \
+            "checkpoint (the default commit user is the query id, which the checkpoint keeps)"
+        if committed_replay(table, commit_user, batch_id, running_query(df), how):
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
             return None
@@ -224,7 +241,8 @@ class PreparedBatch:
                     if placed and self.plan.snapshot_id is not None else None
                 snapshot_ids = table.new_commit().commit(self.result.messages, self.commit_user, batch_id,
                                                          best_effort_compaction=True, planned_on=planned_on,
-                                                         placed=placed)
+                                                         placed=placed,
+                                                         properties=query_property(running_query(self.df)))
                 if placed:
                     cross_partition.committed(table.path, table.branch, self.plan.snapshot_id, snapshot_ids,
                                               self.commit_user, batch_id)

@@ -9,6 +9,7 @@ rows there.
 """
 from __future__ import annotations
 
+import logging
 import pickle
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
@@ -24,14 +25,17 @@ from pyspark.sql.types import ArrayType, MapType, StructType, VariantType
 from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import MAIN, branch_path
 from paimon_streaming.commit import CommitMessage
-from paimon_streaming.errors import SchemaMismatchError
+from paimon_streaming.errors import CommitIdentifierError, InvalidOptionError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.manifest import IndexManifestEntry, ManifestEntry
+from paimon_streaming.options import OPTIONS, misspelled_key
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.snapshot import SnapshotManager
 from paimon_streaming.table import Table
 from paimon_streaming.write import TableWrite, conform
+
+log = logging.getLogger("paimon_streaming.sink")
 
 
 def compact_after_commit(table: Table, commit_user: str, identifier: int, written: list) -> list[int]:
@@ -68,10 +72,131 @@ def reconcile_schema(table: Table, schema: pa.Schema, row_kind_column: str | Non
         return
     known = set(table.schema.field_names)
     new = [n for n in incoming.names if n not in known]
+    by_case = {n.lower(): n for n in known}
+    for name in new:
+        if name.lower() in by_case:
+            raise SchemaMismatchError(
+                f"input column {name!r} differs from column {by_case[name.lower()]!r} of table {table.name} only in "
+                f"case: columns are matched by their exact names, and a second column differing only in case is "
+                f"refused (Spark could select neither); rename it in the input (df.withColumnRenamed({name!r}, "
+                f"{by_case[name.lower()]!r}))")
     if new:
         raise SchemaMismatchError(f"the input has column(s) {new} that table {table.name} does not have "
                                   f"(columns: {table.schema.field_names}); {how_to_merge} to add them to the "
                                   "table, or drop them from the input")
+
+
+# Write options of other connectors (Delta Lake, Apache Iceberg): taken as table options they
+# would be ignored, and the write would do something else than asked (`replaceWhere` in an
+# overwrite: the whole table replaced). Keys in lower case, as Spark gives them.
+FOREIGN_WRITE_OPTIONS = {
+    "replacewhere": ("Delta's replaceWhere", "mode('overwrite') with .option('partitionOverwriteMode', 'dynamic') "
+                     "replaces exactly the partitions the DataFrame holds"),
+    "overwriteschema": ("Delta's overwriteSchema", "the table's schema changes with Table.update_schema() or "
+                        "`paimon-streaming alter`; option 'mergeSchema' adds the DataFrame's new columns"),
+    "txnappid": ("Delta's txnAppId", "exactly-once micro-batch writes: foreachBatch(paimon_sink(...)), or "
+                 "writeStream.format('paimon') with option 'commitUser'"),
+    "txnversion": ("Delta's txnVersion", "exactly-once micro-batch writes: foreachBatch(paimon_sink(...)), or "
+                   "writeStream.format('paimon') with option 'commitUser'"),
+    "overwrite-mode": ("Iceberg's overwrite-mode", "option 'partitionOverwriteMode' ('static' or 'dynamic')"),
+    "merge-schema": ("Iceberg's merge-schema", "option 'mergeSchema' ('true')"),
+}
+
+
+def refuse_foreign_write_options(options: dict[str, str]) -> None:
+    """InvalidOptionError for a write option of another connector (FOREIGN_WRITE_OPTIONS)."""
+    for key in options:
+        foreign = FOREIGN_WRITE_OPTIONS.get(key.lower())
+        if foreign is not None:
+            raise InvalidOptionError(f"write option {key!r} is {foreign[0]}, which format('paimon') does not "
+                                     f"implement; ignored, the write would do something else than asked, so it is "
+                                     f"refused. Here: {foreign[1]}")
+
+
+def check_existing_table_options(table: Table, options: dict[str, str], where: str) -> None:
+    """Table options given to a write are applied when the write creates the table. Given to a
+    write into an existing table, a misspelt key (`buckett`, one typo from a Paimon option) is
+    an InvalidOptionError: ignored, it would hide that the option meant is not what the table
+    has. A value other than the table's (the table was rescaled or altered since the write
+    created it) is logged as a warning, naming the value that applies. Keys are compared in
+    lower case (Spark lower-cases a data source's option keys)."""
+    schema = table.schema
+    current = {k.lower(): v for k, v in schema.options.items()}
+    differing = []
+    for key, value in options.items():
+        key_l = key.lower()
+        meant = misspelled_key(key_l)
+        if meant is not None:
+            raise InvalidOptionError(f"unknown table option {key!r} of {where}: did you mean {meant!r}? (it would be "
+                                     "ignored)")
+        given = str(value).strip()
+        if key_l in ("primary-key", "partition"):
+            have = list(schema.primary_keys if key_l == "primary-key" else schema.partition_keys)
+            same = [c.strip() for c in given.split(",") if c.strip()] == have
+            shown = ",".join(have) if have else "none"
+        elif key_l in OPTIONS:
+            opt = OPTIONS[key_l]
+            raw = current.get(key_l, opt.default)
+            try:
+                same = opt.parse(given) == (None if raw is None else opt.parse(str(raw)))
+            except ValueError as exc:
+                raise InvalidOptionError(f"invalid value {given!r} for table option {key!r} of {where}: {exc}") \
+                    from None
+            shown = repr(str(raw)) if raw is not None else "unset"
+        else:
+            raw = current.get(key_l)
+            have_text = None if raw is None else str(raw).strip()
+            same = have_text == given or (have_text is not None and given.lower() in ("true", "false")
+                                          and have_text.lower() == given.lower())
+            shown = repr(have_text) if have_text is not None else "unset"
+        if not same:
+            differing.append(f"{key!r} = {given!r} (the table's: {shown})")
+    if differing:
+        log.warning("%s into existing table %s: table option(s) %s not applied; table options apply when a write "
+                    "creates the table, later writes use the table's own (change them with Table.update_schema()"
+                    ".set_option(...), `paimon-streaming alter --set`, or `rescale` for 'bucket')",
+                    where, table.name, ", ".join(differing))
+
+
+# snapshot property: which streaming query committed a micro-batch ("query-id:<Spark's query id>"
+# or "checkpoint:<checkpoint location>"), so a replay can be told from another query's batch
+QUERY_PROPERTY = "paimon-streaming.spark-query"
+
+
+def committed_replay(table: Table, commit_user: str, batch_id: int, query: str | None, how: str) -> bool:
+    """Whether micro-batch `batch_id` of `commit_user` is committed already: a replay after a
+    restart (or a query restarted from an older copy of its checkpoint), to skip. `query` names
+    the running query (QUERY_PROPERTY); when the snapshots that committed the batch name another
+    one, this is a second query, or a checkpoint started afresh, under the same commit user: its
+    batches would be skipped as already written and their rows lost, so CommitIdentifierError,
+    naming `how` to pass a new commit user. Snapshots that name no query (Spark Connect, older
+    writers, expired ones) are taken as replays, as before."""
+    commits = table.new_commit().user_commits(commit_user, batch_id)
+    if not commits.committed(batch_id):
+        return False
+    if query is None or batch_id not in commits.live:
+        return True
+    others = set()
+    for snap in table.snapshot_manager.iter_descending(commits.live[batch_id]):
+        if snap.commit_user != commit_user:
+            continue
+        if snap.commit_identifier != batch_id:
+            break
+        recorded = (snap.properties or {}).get(QUERY_PROPERTY)
+        if recorded is not None and recorded != query:
+            others.add(recorded)
+    if others:
+        raise CommitIdentifierError(
+            f"batch {batch_id} was committed to table {table.name} under commit user {commit_user!r} by another "
+            f"streaming query ({sorted(others)[0]}; this one is {query}): a second query, or a checkpoint started "
+            f"afresh, under the same commit user would have its batches skipped as already written and their rows "
+            f"lost. Nothing was written; give this query its own {how}")
+    return True
+
+
+def query_property(query: str | None) -> dict[str, str] | None:
+    """The snapshot properties that name the query committing (see QUERY_PROPERTY)."""
+    return None if query is None else {QUERY_PROPERTY: query}
 
 
 KEY_COL = "__paimon_group"    # (serialized partition, bucket): what rows are shuffled by

@@ -11,7 +11,7 @@ from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
 from paimon_streaming.incremental import IncrementalRange, incremental_query
-from paimon_streaming.options import misspelled_key, parse_memory_size
+from paimon_streaming.options import misspelled_key, misspelt_name, parse_memory_size
 from paimon_streaming.streaming_scan import ReadLimits, check_start_options
 from paimon_streaming.system_tables import ROW_TRACKING, split_system_table
 from paimon_streaming.table import Table
@@ -67,13 +67,52 @@ def refuse_unsupported(options: Mapping[str, str]) -> None:
                 "'scan.snapshot-id' (e.g. with Trigger.AvailableNow)")
 
 
+# The read options of other connectors (Delta Lake, Apache Iceberg) that ask for a time travel,
+# an incremental query, a stream's start or its bound. This source would ignore them and answer
+# from the latest snapshot (or start a stream from the full state, or leave it unbounded), so
+# each is refused, naming the option that does it here. Keys in lower case, as Spark gives them.
+FOREIGN_READ_OPTIONS = {
+    "versionasof": ("Delta's versionAsOf", "'snapshot-id' (or 'scan.version': a tag or a snapshot id)"),
+    "timestampasof": ("Delta's timestampAsOf", "'scan.timestamp' (a local time) or 'timestamp-millis'"),
+    "startingversion": ("Delta's startingVersion", "'scan.snapshot-id' (a stream's first snapshot)"),
+    "startingtimestamp": ("Delta's startingTimestamp",
+                          "'scan.timestamp' (a local time) or 'scan.timestamp-millis' (a stream's start)"),
+    "readchangefeed": ("Delta's readChangeFeed",
+                       "'rowKindColumn' (a stream's or an incremental query's row kinds) with 'incremental-between' "
+                       "for a batch of changes"),
+    "as-of-timestamp": ("Iceberg's as-of-timestamp", "'timestamp-millis'"),
+    "start-snapshot-id": ("Iceberg's start-snapshot-id", "'incremental-between' ('start,end' snapshot ids)"),
+    "end-snapshot-id": ("Iceberg's end-snapshot-id", "'incremental-between' ('start,end' snapshot ids)"),
+    "stream-from-timestamp": ("Iceberg's stream-from-timestamp", "'scan.timestamp-millis'"),
+    "streaming-max-files-per-micro-batch": ("Iceberg's streaming-max-files-per-micro-batch",
+                                            "'max-files-per-trigger'"),
+    "streaming-max-rows-per-micro-batch": ("Iceberg's streaming-max-rows-per-micro-batch",
+                                           "'max-rows-per-trigger'"),
+}
+
+# this source's own option names, spelt as documented (Spark hands them over in lower case)
+OWN_READ_OPTIONS = ("path", "table", "warehouse", "branch", "snapshot-id", "tag", "timestamp-millis",
+                    "rowKindColumn", "row-kind-column", "max-files-per-trigger", "maxFilesPerTrigger",
+                    "max-snapshots-per-trigger", "max-rows-per-trigger", "max-bytes-per-trigger", "maxBytesPerTrigger",
+                    "min-rows-per-trigger", "max-trigger-delay-ms", "source.split.min-partitions")
+
+
 def refuse_misspelled(options: Mapping[str, str]) -> None:
     """InvalidOptionError for a read option one typo away from a Paimon option (`scan.snapshotid`,
-    `scan_mode`): read as written, it would be ignored and the read would answer from the
-    latest snapshot, not the one asked for. This source's own option names are never judged."""
+    `scan_mode`) or from one of this source's own (`snapshotid`, `max-file-per-trigger`), and for
+    another connector's read option (`versionAsOf`, `startingVersion`, `as-of-timestamp`): read as
+    written, each would be ignored and the read would answer from the latest snapshot, not the
+    one asked for (or a stream would run without its bound)."""
     ours = {key for aliases in _ALIASES.values() for key in aliases}
     for key in options:
-        meant = None if key in ours else misspelled_key(key)
+        if key in FOREIGN_READ_OPTIONS:
+            what, instead = FOREIGN_READ_OPTIONS[key]
+            raise InvalidOptionError(f"read option {key!r} is {what}, which format('paimon') does not read; it "
+                                     f"would be ignored and the read would answer from the latest snapshot. Use "
+                                     f"{instead} (README: Spark: reading with the \"paimon\" data source)")
+        if key in ours:
+            continue
+        meant = misspelled_key(key) or misspelt_name(key, OWN_READ_OPTIONS)
         if meant is not None:
             raise InvalidOptionError(f"unknown read option {key!r}: did you mean {meant!r}? (read as given it "
                                      "would be ignored)")

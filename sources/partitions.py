@@ -177,5 +177,12 @@ def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
             arrays.append(column)
             continue
         lossy_ok = pa.types.is_timestamp(field.type) or pa.types.is_time(field.type)
-        arrays.append(column.cast(field.type, safe=not lossy_ok))
+        try:
+            arrays.append(column.cast(field.type, safe=not lossy_ok))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            # a read schema's type (`.schema("id int")`) that some stored value does not fit
+            raise SchemaMismatchError(
+                f"column {field.name!r} cannot be read as {field.type} (the read schema's type): its values "
+                f"({column.type}) do not all convert ({exc}); read it as its table type, or cast it in Spark") \
+                from None
     return pa.Table.from_arrays(arrays, schema=target)
