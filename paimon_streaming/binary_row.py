@@ -440,12 +440,16 @@ def _bytes_value(data: bytes | None) -> _Value:
     return len(data), data + _ZERO_PADS[-len(data) % 8]
 
 
-def deserialize_row(data: bytes, types: Sequence[DataType]) -> list[Any]:
+def deserialize_row(data: bytes, types: Sequence[DataType], upper: bool = False) -> list[Any]:
     """Decode a serialized row into Python values, one per type, as Arrow's to_pylist gives them.
 
     Fields beyond the stored arity are None (the row predates added columns); b"" is the
     empty row. Offsets are read from the slots, so rows that do not reserve space for null
     non-compact values (pypaimon's) decode as well.
+
+    A TIMESTAMP(7..9) value decodes to microseconds (Python's datetime): rounded down, or with
+    `upper` (a max statistic, which must stay an upper bound) rounded up, None if that leaves
+    year 9999.
     """
     if not data:
         return [None] * len(types)
@@ -458,11 +462,11 @@ def deserialize_row(data: bytes, types: Sequence[DataType]) -> list[Any]:
         if i >= arity or row[bit >> 3] & (1 << (bit & 7)):
             out.append(None)
         else:
-            out.append(_decode_field(row, header + 8 * i, t))
+            out.append(_decode_field(row, header + 8 * i, t, upper))
     return out
 
 
-def _decode_field(row: memoryview, at: int, t: DataType) -> Any:
+def _decode_field(row: memoryview, at: int, t: DataType, upper: bool = False) -> Any:
     r = t.root
     if r in _SLOT_TYPES:
         fmt = {"BOOLEAN": "<?", "TINYINT": "<b", "SMALLINT": "<h", "INT": "<i",
@@ -479,7 +483,13 @@ def _decode_field(row: memoryview, at: int, t: DataType) -> Any:
         if t.is_compact_timestamp:
             return _arrow_value(signed, pa.timestamp("ms", tz))
         millis = struct.unpack_from("<q", row, slot >> 32)[0]
-        return _arrow_value(millis * 1000 + (slot & 0xFFFFFFFF) // 1000, pa.timestamp("us", tz))
+        micros, sub_micro = divmod(slot & 0xFFFFFFFF, 1000)
+        if upper and sub_micro:  # 1 ns above a microsecond must not become a max below the value
+            try:
+                return _arrow_value(millis * 1000 + micros + 1, pa.timestamp("us", tz))
+            except (ValueError, OverflowError):
+                return None
+        return _arrow_value(millis * 1000 + micros, pa.timestamp("us", tz))
     if r == "DECIMAL":
         unscaled = signed if t.is_compact_decimal else int.from_bytes(_var_bytes(row, slot), "big", signed=True)
         return Decimal(f"{unscaled}E-{t.scale}")

@@ -428,13 +428,51 @@ def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
         store_decimal_as_integer=True,   # p<=9 INT32, p<=18 INT64 as Java; larger stay FLBA
         store_schema=False,              # Java writes no ARROW:schema; readers use the Paimon schema
         use_compliant_nested_type=True,
-        write_statistics=True,
+        write_statistics=_statistics_columns(table),
         write_page_checksum=PAGE_CHECKSUMS,  # CRC32 per page, verified on read (module docstring)
     ) as writer:
         writer.write_table(table)
         # the file's own name, so that another valid file put in its place is refused on read
         writer.add_key_value_metadata({FILE_NAME_KEY: file_name})
     return footer[0]
+
+
+def _statistics_columns(table: pa.Table) -> bool | list[str]:
+    """Parquet `write_statistics`: every column, but no float column holding NaN (nested ones
+    too). pyarrow leaves NaN out of a footer's min/max, so {NaN, 1.0} would get [1.0, 1.0], and
+    Java's Parquet reader (NaN above every number, as Java's and Spark's predicates have it)
+    would skip the row group for `x = NaN` or `x > 2`: one without min/max is always read."""
+    leaves: list[tuple[str, pa.Array | pa.ChunkedArray]] = []
+
+    def walk(path: str, values) -> None:
+        t = values.type
+        if pa.types.is_struct(t):
+            chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+            children = [c.flatten() for c in chunks]  # offsets and the struct's nulls applied
+            for i in range(t.num_fields):
+                walk(f"{path}.{t.field(i).name}", pa.chunked_array([c[i] for c in children], t.field(i).type))
+        elif pa.types.is_map(t):
+            for part in ("keys", "items"):
+                walk(f"{path}.key_value.{'key' if part == 'keys' else 'value'}", _flat(values, part))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            walk(f"{path}.list.element", _flat(values, "values"))
+        else:
+            leaves.append((path, values))
+
+    for name in table.column_names:
+        walk(name, table.column(name))
+    tainted = {path for path, values in leaves
+               if pa.types.is_floating(values.type) and len(values) and pc.any(pc.is_nan(values)).as_py()}
+    return True if not tainted else [path for path, _ in leaves if path not in tainted]
+
+
+def _flat(values: pa.Array | pa.ChunkedArray, part: str) -> pa.Array:
+    """The element (`values`), key or item array of a list or map column, all chunks."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    arrays = [getattr(c, part) for c in chunks]
+    t = values.type
+    return pa.chunked_array(arrays, {"values": lambda: t.value_type, "keys": lambda: t.key_type,
+                                     "items": lambda: t.item_type}[part]())
 
 
 def _string_bounds(metadata: pq.FileMetaData, schema: pa.Schema) -> dict[str, tuple[str, str]]:

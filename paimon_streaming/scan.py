@@ -280,7 +280,7 @@ class TableScan:
         types = [f.type.copy(nullable=True) for f in self.partition_fields]
         stats = manifest.partition_stats
         try:
-            mins, maxs = deserialize_row(stats.min_values, types), deserialize_row(stats.max_values, types)
+            mins, maxs = deserialize_row(stats.min_values, types), deserialize_row(stats.max_values, types, upper=True)
         except (ValueError, TypeError, IndexError, struct.error):  # statistics we cannot decode: read it
             return True
         nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(types)
@@ -343,7 +343,7 @@ def file_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema, w
     current = {fld.id: fld.name for fld in (*schema.fields, *row_tracking.FIELDS)}
     types = [fld.type.copy(nullable=True) for fld in fields]
     mins = deserialize_row(stats.min_values, types)
-    maxs = deserialize_row(stats.max_values, types)
+    maxs = deserialize_row(stats.max_values, types, upper=True)
     nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(names)
     out = {}
     for i, fld in enumerate(fields):
