@@ -177,9 +177,14 @@ def fast_forward(file_io: FileIO, table_path: str, name: str, force: bool = Fals
         file_io.delete(main.hint_path("LATEST"))  # readers list instead (Java's do too, and Java deletes it)
         for sid in range(main_latest, max(first + 1 if shared_base else first, main_earliest) - 1, -1):
             file_io.delete(main.path(sid))
+    branch_tag_names, kept_tags = set(branch_tags.tag_names()), set()
     for snap, names in main_tags.tagged_snapshots():
         if snap.id >= first:
             for tag in names:
+                if tag in branch_tag_names and \
+                        file_io.read_bytes(main_tags.path(tag)) == file_io.read_bytes(branch_tags.path(tag)):
+                    kept_tags.add(tag)  # the branch's copy of it (the tag it was made from): never missing
+                    continue
                 main_tags.delete_file(tag)
     main_schemas, branch_schemas = SchemaManager(file_io, table_path), SchemaManager(file_io, root)
     wanted = set(branch_schemas.schema_ids())
@@ -191,7 +196,7 @@ def fast_forward(file_io: FileIO, table_path: str, name: str, force: bool = Fals
             _copy(file_io, branch_schemas.path(schema_id), main_schemas.path(schema_id), replace=True)
     for sid in range(first, last + 1):
         _copy(file_io, source.path(sid), main.path(sid), replace=True)
-    for tag in branch_tags.tag_names():
+    for tag in sorted(branch_tag_names - kept_tags):
         _copy(file_io, branch_tags.path(tag), main_tags.path(tag), replace=True)
     main.commit_earliest_hint(min(first, main_earliest) if main_earliest is not None else first)
     main.commit_latest_hint(last)

@@ -18,8 +18,12 @@ Which files go, for the expired range [begin, end) where `end` is the new earlie
   snapshots (`changelog.*` retention, Java's decoupled lifecycle) keeps its snapshots that long
   instead (`retention`); files Java's long-lived changelogs reference are never deleted;
 * manifest lists, manifests, index manifests and index files of the expired snapshots that
-  neither the new earliest snapshot nor a tag overlapping the range references;
-* then the snapshot files, then the EARLIEST hint.
+  neither the new earliest snapshot nor a tag overlapping the range references.
+
+All of these are chosen first; then the snapshot files are deleted, oldest first, then the
+EARLIEST hint is written, and only then the files chosen. So a crash at any point leaves a
+contiguous run of snapshots that all read whole; what it had not deleted yet is left to orphan
+cleanup (tests/test_fault_injection_lifecycle.py fails each I/O step).
 
 On a table with branches, nothing another branch references is deleted (shared_files.py).
 """
@@ -143,23 +147,29 @@ class SnapshotExpiration:
         CommitUserRecords(self.file_io, self.meta).record(expiring)
         tagged = [s for s, _ in self.tags.tagged_snapshots()]
         held = referenced_names(self.cleaner, long_lived_changelogs(self.file_io, self.meta))
-        deleted = self._delete_data_files(including_end, tagged, held)
-        deleted += self._delete_changelog_files(expiring, held)
-        deleted += self._delete_metadata(expiring, end_snapshot, tagged, held)
+        # Everything to delete is chosen while the snapshots are still there; then the snapshot
+        # files go, oldest first, and only then their files. A crash at any point leaves a
+        # contiguous run of snapshots whose files all exist (what was not deleted yet is an
+        # orphan for `remove_orphan_files`), never a snapshot pointing at a deleted file.
+        data = self._data_files_to_delete(including_end, tagged, held)
+        changelog = self._changelog_files_to_delete(expiring, held)
+        metadata = self._metadata_to_delete(expiring, end_snapshot, tagged, held)
         for s in expiring:
             self.file_io.delete(self.snapshots.path(s.id))
         self.snapshots.commit_earliest_hint(end)
+        deleted = self.cleaner.delete_data_files(data + changelog) + self.cleaner.delete_paths(metadata)
         log.info("expired snapshots [%s, %s) of %s, deleted %s files", expiring[0].id if expiring else end,
                  end, self.table_path, deleted)
         return ExpireResult(len(expiring), end, deleted)
 
     # ---- steps ------------------------------------------------------------------------------
-    def _delete_data_files(self, including_end: list[Snapshot], tagged: list[Snapshot], held: set[str]) -> int:
+    def _data_files_to_delete(self, including_end: list[Snapshot], tagged: list[Snapshot],
+                              held: set[str]) -> list[ManifestEntry]:
         try:
             keep_end = self.cleaner.live_data_files(including_end[-1])
         except CorruptFileError as exc:
             log.warning("not deleting data files of expired snapshots of %s: %s", self.table_path, exc)
-            return 0
+            return []
         doomed = []
         for s in including_end[1:]:
             tag = nearest_tag_below(tagged, s.id)
@@ -173,11 +183,11 @@ class SnapshotExpiration:
                     continue
             doomed.extend(e for e in self.cleaner.deleted_in_delta(s)
                           if file_key(e) not in keep and file_key(e) not in keep_end and e.file.file_name not in held)
-        return self.cleaner.delete_data_files(self._not_shared(doomed, "data files"))
+        return self._not_shared(doomed, "data files")
 
-    def _delete_changelog_files(self, expiring: list[Snapshot], held: set[str]) -> int:
+    def _changelog_files_to_delete(self, expiring: list[Snapshot], held: set[str]) -> list[ManifestEntry]:
         doomed = [e for s in expiring for e in self.cleaner.changelog_files(s) if e.file.file_name not in held]
-        return self.cleaner.delete_data_files(self._not_shared(doomed, "changelog files"))
+        return self._not_shared(doomed, "changelog files")
 
     def _not_shared(self, entries: list[ManifestEntry], what: str) -> list[ManifestEntry]:
         """The `entries` no other branch references; none when another branch is unreadable."""
@@ -188,10 +198,10 @@ class SnapshotExpiration:
                         what, self.table_path, exc)
             return []
 
-    def _delete_metadata(self, expiring: list[Snapshot], end_snapshot: Snapshot, tagged: list[Snapshot],
-                         held: set[str]) -> int:
+    def _metadata_to_delete(self, expiring: list[Snapshot], end_snapshot: Snapshot, tagged: list[Snapshot],
+                            held: set[str]) -> list[str]:
         if not expiring:
-            return 0
+            return []
         keepers = overlapping_tags(tagged, expiring[0].id, end_snapshot.id) + [end_snapshot]
         try:
             keep = set().union(*(self.cleaner.metadata_files(s, changelog=False) for s in keepers))
@@ -200,8 +210,8 @@ class SnapshotExpiration:
                       if p.rsplit("/", 1)[-1] not in held and not self.other_branches.keeps(p)]
         except CorruptFileError as exc:
             log.warning("not deleting manifests of expired snapshots of %s: %s", self.table_path, exc)
-            return 0
-        return self.cleaner.delete_paths(doomed)
+            return []
+        return doomed
 
     def _try_snapshot(self, snapshot_id: int) -> Snapshot | None:
         try:

@@ -3,12 +3,12 @@
 As Java's `RollbackHelper`: the LATEST hint moves back first, then the later snapshot
 files (newest first) and the tags of later snapshots are removed; rolling back to a tag
 whose snapshot has expired writes the tag's snapshot back as `snapshot-<id>` and points
-EARLIEST at it. Unlike Java 1.4 (which leaves them to orphan cleanup) we then delete the
-files only the removed snapshots and tags used: the full file set of the first removed
-snapshot, the files later removed snapshots added, their changelog, the files of removed
-tags, and their manifests and index files, minus everything the retained snapshot
-references, and minus what another branch references (shared_files.py). Files are deleted
-only after no snapshot or tag points at them, so a crash
+EARLIEST at it (the order: `Rollback.rollback_to`). Unlike Java 1.4 (which leaves them to
+orphan cleanup) we then delete the files only the removed snapshots and tags used: the full
+file set of the first removed snapshot, the files later removed snapshots added, their
+changelog, the files of removed tags, and their manifests and index files, minus everything
+the retained snapshot references, and minus what another branch references
+(shared_files.py). Files are deleted only after no snapshot or tag points at them, so a crash
 half-way leaves orphans, never a snapshot with missing files.
 """
 from __future__ import annotations
@@ -54,13 +54,21 @@ class Rollback:
             f"(snapshots {self.snapshots.earliest_id()}..{self.snapshots.latest_id()}, tags {self.tags.tag_names()})")
 
     def rollback_to(self, target: int | str) -> Snapshot:
-        """Roll back; returns the snapshot that is now the latest."""
+        """Roll back; returns the snapshot that is now the latest.
+
+        Crash-safe order: the LATEST hint moves back first (a failure there changes nothing),
+        then the later snapshot files go newest first (each step leaves the table at a state it
+        had), then the later tags; only then their files. Rolling back to a tag whose snapshot
+        expired first cuts the table back to its earliest snapshot, writes the tag's snapshot
+        back atomically, points LATEST at it and removes that earliest one: a crash between the
+        last two leaves a gap that `check` reports and running the rollback again closes. The
+        snapshots to remove are listed, not taken from the hints, so a second run finishes
+        what an interrupted one started."""
         retained = self.target(target)
-        latest_id = self.snapshots.latest_id()
-        earliest_id = self.snapshots.earliest_id()
+        self.snapshots.latest_id()  # a LATEST hint beyond the snapshot files: SnapshotMissingError
         restore = not self.snapshots.exists(retained.id)
-        removed_ids = [] if latest_id is None else list(
-            range(max(earliest_id, retained.id + 1), latest_id + 1))
+        listed = self.snapshots.listed_ids()
+        removed_ids = [i for i in listed if i > retained.id]
         removed = [s for s in (self._try_snapshot(i) for i in removed_ids) if s is not None]
         removed_tags = [(s, names) for s, names in self.tags.tagged_snapshots() if s.id > retained.id]
         data, meta = self._candidates(removed, [s for s, _ in removed_tags])
@@ -74,22 +82,34 @@ class Rollback:
                 f"cannot roll back {self.table_path} to snapshot {retained.id}: its metadata is unreadable "
                 f"({exc})") from exc
 
-        self.snapshots.commit_latest_hint(retained.id)
-        for s in reversed(removed):
+        # the earliest snapshot stays until the tag's snapshot is back (no moment without one)
+        last = removed[:1] if restore else []
+        if removed or not restore:
+            self._move_latest_hint(removed[0].id if restore else retained.id)
+        for s in reversed(removed[len(last):]):
             self.file_io.delete(self.snapshots.path(s.id))
         for _, names in removed_tags:
             for name in names:
                 self.tags.delete_file(name)
         if restore:
-            self.file_io.write_bytes(self.snapshots.path(retained.id), snapshot_json(retained))
+            self.file_io.try_create_atomic(self.snapshots.path(retained.id), snapshot_json(retained))
+            self._move_latest_hint(retained.id)
+            for s in last:
+                self.file_io.delete(self.snapshots.path(s.id))
+        if restore or (listed and listed[0] == retained.id):  # (a second run after a crash in the gap)
             self.snapshots.commit_earliest_hint(retained.id)
-            self.snapshots.commit_latest_hint(retained.id)
 
         deleted = self.cleaner.delete_data_files(e for e in data if file_key(e) not in keep_data)
         deleted += self.cleaner.delete_paths(meta - keep_meta - self._retained_changelog(retained))
         log.info("rolled %s back to snapshot %s: removed %s snapshots, %s tags, %s files", self.table_path,
                  retained.id, len(removed), sum(len(n) for _, n in removed_tags), deleted)
         return retained
+
+    def _move_latest_hint(self, snapshot_id: int) -> None:
+        """Point LATEST at `snapshot_id` before newer snapshot files go; unlike a commit's hint,
+        this one must land (left at a deleted snapshot it would make readers refuse the table:
+        SnapshotMissingError), so a failure raises while nothing has changed yet."""
+        self.file_io.overwrite_atomic(self.snapshots.hint_path("LATEST"), str(snapshot_id).encode())
 
     def _candidates(self, removed: list[Snapshot], removed_tags: list[Snapshot]
                     ) -> tuple[list[ManifestEntry], set[str]]:

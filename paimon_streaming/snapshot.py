@@ -197,6 +197,10 @@ class SnapshotManager:
             f"snapshot {snapshot_id} of table {self.table_path} does not exist "
             f"(expired or never written; earliest is {earliest}, latest {latest})") from None
 
+    def listed_ids(self) -> list[int]:
+        """The ids of the snapshot files there are, ascending: one listing, no hint read."""
+        return self._listed_ids()
+
     def _listed_ids(self) -> list[int]:
         ids = []
         for name in self.file_io.list_names(self.dir):

@@ -114,6 +114,9 @@ class TagAutoCreation:
             return []
         auto = sorted((start, name) for name in self.tags.tag_names()
                       if (start := self.period.start_of(name)) is not None)
+        # more automatic tags than `tag.num-retained-max`: a run that created one failed before
+        # its trim (the next runs create none until the next period); trim now (no extra read)
+        surplus = self.num_retained_max is not None and len(auto) > self.num_retained_max
         next_tag: dt.datetime | None = None
         next_id = self.snapshots.earliest_id()
         latest_time = self.snapshot_time(self.snapshots.snapshot(latest_id))
@@ -124,6 +127,8 @@ class TagAutoCreation:
             next_tag = start + self.period.length
             next_id = max(next_id, self.tags.snapshot(name).id + 1)
             if latest_time - self.delay < next_tag + self.period.length:
+                if surplus:
+                    self._trim()
                 return []  # the common case: one snapshot read, nothing due
         created = []
         for sid in range(next_id, latest_id + 1):
@@ -144,6 +149,7 @@ class TagAutoCreation:
                 next_tag = this_tag + self.period.length
         if created:
             log.info("created automatic tags %s of %s", created, self.table_path)
+        if created or surplus:
             self._trim()
         return created
 

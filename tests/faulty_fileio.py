@@ -11,7 +11,8 @@ inside `try_create_atomic`, count too). At step `fail_at` the wrapper injects on
 * ``crash``: the call and every later one raise (the process is gone; nothing it does after
   that point reaches storage).
 
-`calls` holds the names of the calls made so far, so a clean run gives the number of steps.
+`calls` holds the names of the calls made so far, so a clean run gives the number of steps;
+`paths` the first argument of each (the path it touches), to find a step by its file.
 """
 from __future__ import annotations
 
@@ -39,11 +40,13 @@ class FaultyFileIO(FileIO):
         self.fail_at = fail_at
         self.mode = mode
         self.calls: list[str] = []
+        self.paths: list[str] = []
         self.fired: str | None = None
 
-    def _injected(self, name: str) -> bool:
+    def _injected(self, name: str, path: str = "") -> bool:
         """Count one step; True when this step (or, after a crash, any later one) must fail."""
         self.calls.append(name)
+        self.paths.append(path)
         if self.fail_at is None:
             return False
         step = len(self.calls)
@@ -58,7 +61,7 @@ def _faulty(name: str):
 
     @functools.wraps(method)
     def wrapper(self: FaultyFileIO, *args, **kwargs):
-        if not self._injected(name):
+        if not self._injected(name, str(args[0]) if args else ""):
             return method(self, *args, **kwargs)
         step = len(self.calls)
         if self.mode == "lost-reply" and step == self.fail_at:
