@@ -25,7 +25,12 @@ Semantics follow Apache Paimon 1.4 (Java is the authority; see tests/test_merge_
   row with the greatest group sequence value, the last such row on ties; rows whose group
   sequence is entirely null leave the group alone; a retraction that wins nulls the group's
   columns; `partial-update.remove-record-on-sequence-group=<seq>` makes such a -D reset the
-  whole row). A key that saw no +I/+U row is a delete.
+  whole row). A key that saw no +I/+U row is a delete. A group field may carry an aggregate
+  function (`fields.<f>.aggregate-function`, `fields.default-aggregate-function`): every row
+  whose group sequence is not all null is folded in, a row with an older group sequence with
+  the arguments swapped (Java's `aggReversed`), -U/-D rows retract (newer or older); see
+  "partial-update: aggregate functions in sequence groups" below (`merge_map` and
+  `nested_update` there need `fields.<f>.ignore-retract`).
 * `aggregation`: per column `fields.<f>.aggregate-function` (default
   `fields.default-aggregate-function`, else `last_non_null_value`; primary keys keep their
   value; `sequence.field` columns use `last_value`). -U/-D rows retract (sum subtracts,
@@ -54,7 +59,7 @@ import pyarrow.compute as pc
 from .collection_aggregates import (COLLECTION_FUNCTIONS, RETRACTABLE_COLLECTIONS, CollectionSpec,
                                     aggregate_collection, collection_spec)
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
-from .numeric_aggregates import float_extreme, product_of, sum_of
+from .numeric_aggregates import float_extreme, hash_aggregate, product_of, sum_of
 from .keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from .schema import TableSchema
 from .types import MAX_LENGTH, DataType
@@ -291,6 +296,10 @@ class MergeEngine:
     """The merge engine of one table (built from its schema by `engine_for`)."""
 
     name = "deduplicate"
+    # lookup compactions (deletion vectors) fold the old row and the new rows in one pass,
+    # every key merged (Java's LookupMergeFunction), rather than merging the merged new rows
+    # with the old row: needed where merging is not associative
+    lookup_merges_every_key = False
 
     def __init__(self, schema: TableSchema):
         o = schema.options
@@ -476,6 +485,7 @@ class PartialUpdateEngine(MergeEngine):
                                      "sequence fields of a 'fields.<f>.sequence-group' option")
         self.reset_groups = [i for i, gr in enumerate(groups) if set(gr.seq) & set(self.remove_on_group)]
         default = o.get("fields.default-aggregate-function")
+        self.aggregators: dict[str, _FieldAgg] = {}   # sequence-group fields with an aggregate function
         for f in schema.fields:
             if f.name in seq_of_groups or f.name in schema.primary_keys:
                 continue
@@ -488,10 +498,9 @@ class PartialUpdateEngine(MergeEngine):
                     raise InvalidOptionError(
                         f"field '{f.name}' has aggregate function '{func}' but partial-update needs a sequence "
                         f"group for it ('fields.<seq>.sequence-group' containing '{f.name}')")
-            else:
-                raise InvalidOptionError(
-                    f"aggregate function '{func}' on field '{f.name}' of a sequence group is not supported by "
-                    "paimon-streaming yet (partial-update)")
+                continue
+            self.aggregators[f.name] = _group_field_agg(f.name, func, f.type, o)
+        self.lookup_merges_every_key = bool(self.aggregators)
 
     def read_columns(self, names):
         extra = [f for gr in self.groups for f in gr.seq]
@@ -518,9 +527,11 @@ class PartialUpdateEngine(MergeEngine):
             seg_start = np.where(has_reset, seg_idx, g.starts)
             reset_start = has_reset
         elif self.reset_groups:
-            seg_start, reset_start = self._resets(t, g, kinds, ranks, groups)
+            seg_start, reset_start, reset_rows = self._resets(t, g, kinds, ranks, groups)
         else:
             seg_start, reset_start = g.starts.copy(), np.zeros(g.count, bool)
+        if not self.reset_groups:
+            reset_rows = np.zeros(n, bool)
         active = pos >= seg_start[g.gid]
         start_row = pos == seg_start[g.gid]
         is_reset_row = start_row & reset_start[g.gid]
@@ -545,9 +556,25 @@ class PartialUpdateEngine(MergeEngine):
             keep_values = supplies[idx]
             for name in gr.seq:
                 columns[name] = _take(t.column(name), idx)
+            aggregated = [f for f in gr.values if f in present and f not in gr.seq and f in self.aggregators]
             for name in gr.values:
-                if name in present and name not in gr.seq:
+                if name in present and name not in gr.seq and name not in aggregated:
                     columns[name] = _take(t.column(name), idx, keep_values)
+            if aggregated:
+                ev = _seq_events(rank, kinds, g, seg_start, reset_rows, self.ignore_delete)
+                partial = reset_rows & (rank >= 0) & ~(retract & self.ignore_delete)
+                for name in aggregated:
+                    spec = self.aggregators[name]
+                    if spec.func not in _RETRACTABLE and not spec.ignore_retract:
+                        # Java's retract() throws: on the group's retraction events, and on a
+                        # resetting -D for the fields it visits before the reset
+                        reached = partial & (self._field_index[name] < self._reset_at(t, ranks, groups))
+                        if ev.retract.any() or reached.any():
+                            raise PaimonError(
+                                f"aggregate function '{spec.func}' of field '{name}' (sequence group of "
+                                f"{', '.join(gr.seq)}) cannot retract -U/-D rows; set the table option "
+                                f"'fields.{name}.ignore-retract' = 'true' to ignore retractions")
+                    columns[name] = _seq_group_aggregate(t.column(name), spec, ev)
         last = g.ends
         deleted = ~g.any(add)
         if self.remove_on_delete:
@@ -564,22 +591,39 @@ class PartialUpdateEngine(MergeEngine):
         columns[VALUE_KIND] = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8))
         return pa.table({c: columns[c] for c in t.column_names}), None
 
+    @property
+    def _field_index(self) -> dict[str, int]:
+        return {f: i for i, f in enumerate(self.schema.field_names)}
+
+    def _reset_at(self, t, ranks, groups) -> np.ndarray:
+        """Per row, the lowest schema index of a sequence field whose group may reset the row
+        there (Java visits the fields in schema order and stops at the reset)."""
+        at = np.full(t.num_rows, len(self.schema.field_names), np.int64)
+        idx = self._field_index
+        for rank, gr in zip(ranks, groups):
+            if set(gr.seq) & set(self.remove_on_group):
+                at = np.where(rank >= 0, np.minimum(at, min(idx[f] for f in gr.seq)), at)
+        return at
+
     def _resets(self, t, g, kinds, ranks, groups):
         """Segment starts when -D rows of `partial-update.remove-record-on-sequence-group` groups
-        reset the row: found one per key and pass (passes = resets of the busiest key)."""
+        reset the row: found one per key and pass (passes = resets of the busiest key). Returns
+        the last segment's start and whether it is a reset per key, and every resetting row."""
         n = t.num_rows
         pos = np.arange(n, dtype=np.int64)
         seg_start = g.starts.copy()
         reset_start = np.zeros(g.count, bool)
         reset_ranks = [ranks[i] for i, gr in enumerate(groups) if set(gr.seq) & set(self.remove_on_group)]
         is_delete = kinds == DELETE
+        reset_rows = np.zeros(n, bool)   # every row that resets (all passes), for aggregators
         if not reset_ranks or not is_delete.any():
-            return seg_start, reset_start
+            return seg_start, reset_start, reset_rows
         # a key's first row is compared with itself: a -D there resets too (undoing the nulls
         # its own retraction wrote into the other groups)
         first = g.starts
         for rank in reset_ranks:
             reset_start |= is_delete[first] & (rank[first] >= 0)
+        reset_rows[first[reset_start]] = True
         while True:
             active = pos >= seg_start[g.gid]
             seg_id = g.gid * 2 + active
@@ -591,7 +635,8 @@ class PartialUpdateEngine(MergeEngine):
                 trigger |= active & (pos > seg_start[g.gid]) & is_delete & (rank >= 0) & (rank >= before)
             idx, found = g.first_where(trigger)
             if not found.any():
-                return seg_start, reset_start
+                return seg_start, reset_start, reset_rows
+            reset_rows[idx[found]] = True
             seg_start = np.where(found, idx, seg_start)
             reset_start |= found
 
@@ -612,6 +657,191 @@ def _dense_rank(t: pa.Table, cols: Sequence[str]) -> np.ndarray:
         all_null &= pc.is_null(t.column(c)).to_numpy(zero_copy_only=False)
     rank[all_null] = -1
     return rank
+
+
+# ---- partial-update: aggregate functions in sequence groups ----------------------------------
+# Java's PartialUpdateMergeFunction calls a group field's aggregator once per row whose group
+# sequence is not all null: `agg(acc, x)` when the row's group sequence is >= the row so far
+# (`newer`), else `aggReversed(acc, x)` = `agg(x, acc)` (so first_value takes an older row's
+# value, last_non_null_value only fills a null, listagg prepends), and `retract(acc, x)` for a
+# -U/-D row, newer or not. A key's first row that is a retraction, and a -D of a
+# `remove-record-on-sequence-group` group, (re)start the row from their own values;
+# first_value/first_non_null_value keep whether they were initialized across such resets.
+def _group_field_agg(field: str, func: str, t: DataType, o: dict[str, str]) -> "_FieldAgg":
+    """The aggregator of a sequence-group field (partial-update), validated."""
+    if func == "first_not_null_value":
+        func = "first_non_null_value"
+    ignore_retract = _bool(o, f"fields.{field}.ignore-retract")
+    collection = None
+    if func in COLLECTION_FUNCTIONS:
+        collection = collection_spec(field, func, t, o)
+        if func in ("merge_map", "nested_update") and not ignore_retract:
+            raise InvalidOptionError(
+                f"aggregate function '{func}' on field '{field}' of a sequence group needs "
+                f"'fields.{field}.ignore-retract' = 'true' in paimon-streaming (partial-update): Paimon folds a "
+                "row with an older group sequence in before the accumulator (aggReversed) and retractions in "
+                "between, an order we do not reproduce")
+    else:
+        _check_function_type(field, func, t)
+    if func == "listagg" and _bool(o, f"fields.{field}.distinct"):
+        raise InvalidOptionError(f"'fields.{field}.distinct' (listagg) is not supported by paimon-streaming yet")
+    return _FieldAgg(field, func, ignore_retract, o.get(f"fields.{field}.list-agg-delimiter", ","), collection)
+
+
+@dataclass
+class _SeqEvents:
+    """The aggregator calls of one sequence group, in merge order: per event its row, key
+    (`gid`), kind (`start`: the row restarts from this row's values; `add`; `retract`), whether
+    it is `newer` (agg) or older (aggReversed), and whether it is in the key's last segment
+    (after its last reset), where the result comes from."""
+    rows: np.ndarray
+    gid: np.ndarray
+    start: np.ndarray
+    add: np.ndarray
+    retract: np.ndarray
+    newer: np.ndarray
+    active: np.ndarray
+    count: int
+
+    def last(self, mask: np.ndarray) -> np.ndarray:
+        """Per key the last event in `mask` (-1: none)."""
+        out = np.full(self.count, -1, np.int64)
+        np.maximum.at(out, self.gid[mask], np.flatnonzero(mask))
+        return out
+
+    def first(self, mask: np.ndarray) -> np.ndarray:
+        """Per key the first event in `mask` (len(events): none)."""
+        m = len(mask)
+        out = np.full(self.count, m, np.int64)
+        np.minimum.at(out, self.gid[mask], np.flatnonzero(mask))
+        return out
+
+
+def _seq_events(rank: np.ndarray, kinds: np.ndarray, g: _Groups, seg_start: np.ndarray, reset_rows: np.ndarray,
+                ignore_delete: bool) -> _SeqEvents:
+    n = len(rank)
+    retract = is_retract(kinds)
+    first = np.zeros(n, bool)
+    first[g.starts] = True
+    start = (first & retract) | reset_rows       # Java's initRow, or a reset by a -D
+    event = (rank >= 0) & ~reset_rows & ~(retract & ignore_delete)
+    reps = start.astype(np.int64) + event        # a key's first row retracting: start, then retract
+    rows = np.repeat(np.arange(n, dtype=np.int64), reps)
+    copy = np.arange(len(rows)) - np.repeat(np.cumsum(reps) - reps, reps)
+    is_start = start[rows] & (copy == 0)
+    gid = g.gid[rows]
+    seg = np.cumsum(first | reset_rows)[rows]   # segment of each event, ascending
+    r1 = rank[rows] + 1                          # 0: the group's sequence is all null
+    big = n + 2
+    run = np.maximum.accumulate(seg * big + r1)  # the row's group sequence after each event
+    before = np.maximum(np.concatenate([[0], run[:-1]]) - seg * big, 0) if len(rows) else run
+    return _SeqEvents(rows, gid, is_start, ~is_start & ~retract[rows], ~is_start & retract[rows], r1 >= before,
+                      rows >= seg_start[gid], g.count)
+
+
+def _seq_group_aggregate(col: pa.ChunkedArray, spec: "_FieldAgg", ev: _SeqEvents):
+    """One sequence-group field's aggregate per key (see the section comment)."""
+    func = spec.func
+    if not len(ev.rows):   # no row has the group's sequence: the field stays null
+        return pa.nulls(ev.count, col.type)
+    nn = pc.is_valid(col).to_numpy(zero_copy_only=False)[ev.rows]
+    retract = ev.retract & (not spec.ignore_retract)
+    act = ev.active
+    e = np.arange(len(ev.rows), dtype=np.int64)
+
+    def pick(idx, valid):   # the value of event idx per key, null where not valid
+        if not valid.any():
+            return pa.nulls(ev.count, col.type)
+        return _take(col, ev.rows[np.where(valid, idx, 0)], valid)
+
+    if spec.collection is not None:
+        # collect's own aggReversed appends (Java's FieldCollectAgg), unless wrapped for
+        # ignore-retract; otherwise an older row goes in front: fold in that order (retractions
+        # reach here only for collect without ignore-retract, in row order)
+        sel = act & (ev.start | ev.add | retract)
+        order = np.flatnonzero(sel)
+        if func != "collect" or spec.ignore_retract:
+            place = np.where(ev.add & ~ev.newer, -(e + 1), e + 1)
+            order = order[np.lexsort((place[order], ev.gid[order]))]
+        values = col.take(pa.array(ev.rows[order], pa.int64()))
+        out = aggregate_collection(spec.collection, values, spec.name, (ev.start | ev.add)[order], retract[order],
+                                   ev.gid[order], ev.count)
+        # a row started from a retraction or reset (Java's initRow) and nothing folded in
+        # since keeps that row's collection as it is (duplicates, null nested rows)
+        # a null changes nothing (nor does retracting an empty collection), but a set dedups
+        taken = col.take(pa.array(ev.rows, pa.int64()))
+        taken = taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+        size = np.diff(taken.offsets.to_numpy(zero_copy_only=False))   # 0 for a null too
+        changes = (nn & ~(ev.retract & (size == 0))) | (ev.add & spec.collection.distinct)
+        first, folded = ev.last(act & ev.start), ev.last(act & (ev.add | retract) & changes)
+        raw = (first >= 0) & (folded < 0)
+        if raw.any():
+            out = pc.if_else(pa.array(raw), pick(first, raw), out)
+        return out
+    if func in ("sum", "product"):
+        sel = np.flatnonzero(act)
+        values = col.take(pa.array(ev.rows[sel], pa.int64()))
+        adds, rets, gid = (ev.start | ev.add)[sel], retract[sel], ev.gid[sel]
+        if func == "sum":
+            return sum_of(values, adds, rets, gid, ev.count)
+        return product_of(values, adds, rets, gid, ev.count, spec.name)
+    if func in ("min", "max", "bool_and", "bool_or"):
+        values = col.take(pa.array(ev.rows, pa.int64()))
+        sel = act & (ev.start | ev.add)
+        if func in ("min", "max") and pa.types.is_floating(col.type):
+            return float_extreme(values, sel, ev.gid, ev.count, func)
+        hash_func = {"bool_and": "all", "bool_or": "any"}.get(func, func)
+        return hash_aggregate(_null_where(values, ~sel), ev.gid, ev.count, hash_func).cast(col.type)
+    if func == "last_value":
+        idx = ev.last(act & (ev.start | (ev.add & ev.newer) | retract))
+        found = idx >= 0
+        return pick(idx, found & ~retract[np.where(found, idx, 0)])
+    if func == "last_non_null_value":
+        d = ev.last(act & (ev.start | (ev.add & ev.newer & nn) | (retract & nn)))
+        has_d = d >= 0
+        d0 = np.where(has_d, d, 0)
+        d_value = has_d & ~retract[d0] & nn[d0]
+        later = ev.first(act & ev.add & ~ev.newer & nn & (e > d[ev.gid]))   # older rows fill a null
+        found = later < len(e)
+        return pick(np.where(d_value, d, later), d_value | found)
+    if func in ("first_value", "first_non_null_value"):
+        if func == "first_value":
+            init = ev.first(ev.add)
+        else:
+            writes = ev.start | (ev.add & ~ev.newer)   # the accumulator before initialization
+            last_write = np.maximum.accumulate(np.where(writes, e, -1))
+            wb = np.concatenate([[-1], last_write[:-1]]) if len(e) else last_write
+            key_first = ev.first(np.ones(len(e), bool))
+            ok = wb >= key_first[ev.gid]
+            acc_nn = ok & nn[np.where(ok, wb, 0)]
+            init = ev.first(ev.add & ((ev.newer & nn) | (~ev.newer & acc_nn)))
+        at_init = e == init[ev.gid]
+        idx = ev.last(act & (ev.start | (ev.add & np.where(at_init, ev.newer, ~ev.newer))))
+        return pick(idx, idx >= 0)
+    if func == "listagg":
+        return _seq_listagg(col, spec.delimiter, ev, nn)
+    raise PaimonError(f"aggregate function '{func}' is not implemented for sequence groups")  # guarded
+
+
+def _seq_listagg(col, delimiter: str, ev: _SeqEvents, nn: np.ndarray):
+    """listagg: a newer row appends, an older one prepends (aggReversed), empty strings add nothing."""
+    s = col.cast(pa.string()).take(pa.array(ev.rows, pa.int64()))
+    length = pc.fill_null(pc.binary_length(s), 0).to_numpy(zero_copy_only=False)
+    used = ev.active & (ev.start | ev.add) & nn
+    e = np.arange(len(ev.rows), dtype=np.int64)
+    place = np.where(ev.add & ~ev.newer, -(e + 1), e + 1)
+    chosen = np.flatnonzero(used & (length > 0))
+    chosen = chosen[np.lexsort((place[chosen], ev.gid[chosen]))]
+    t = pa.table({"g": pa.array(ev.gid[chosen]), "v": s.take(pa.array(chosen, pa.int64()))})
+    out = t.group_by("g", use_threads=False).aggregate([("v", "list")])
+    where = np.full(ev.count, -1, np.int64)
+    where[out.column("g").to_numpy()] = np.arange(out.num_rows)
+    joined = pc.binary_join(out.column("v_list").combine_chunks(), delimiter)
+    result = _take(joined, where, where >= 0)
+    any_value = np.zeros(ev.count, bool)
+    any_value[ev.gid[used]] = True
+    result = pc.if_else(pa.array(any_value & (where < 0)), pa.scalar("", pa.string()), result)
+    return result.cast(col.type)
 
 
 # ---- aggregation ----------------------------------------------------------------------------
@@ -655,6 +885,7 @@ def _check_function_type(field: str, func: str, t: DataType) -> None:
 
 class AggregationEngine(MergeEngine):
     name = "aggregation"
+    lookup_merges_every_key = True
 
     def __init__(self, schema: TableSchema):
         super().__init__(schema)

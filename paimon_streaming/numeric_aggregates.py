@@ -183,6 +183,12 @@ def _hash_sum(values: pa.Array, gid: np.ndarray, groups: int, func: str = "sum")
     return column.take(pa.array(np.where(where >= 0, where, 0), pa.int64(), mask=where < 0))
 
 
+def hash_aggregate(values: pa.Array, gid: np.ndarray, groups: int, func: str) -> pa.Array:
+    """Arrow's hash aggregation `func` (min, max, all, any, ...) of `values` per group (`gid`
+    ascending, `groups` in all; null where a group has no value)."""
+    return _hash_sum(values, gid, groups, func)
+
+
 def _null_where(column: pa.Array, mask: np.ndarray) -> pa.Array:
     if not mask.any():
         return column

@@ -134,6 +134,13 @@ class Table:
         remove_on_delete = o.get("partial-update.remove-record-on-delete", "false").lower() == "true"
         remove_set = {s.strip() for s in o.get("partial-update.remove-record-on-sequence-group", "").split(",")
                       if s.strip()}
+        protected = {f for seq, vals in groups for f in vals} - {s for seq, _ in groups for s in seq}
+        default = o.get("fields.default-aggregate-function")
+        aggs = {}  # sequence-group fields with an aggregate function (Java's FieldAggregator)
+        for f in protected:
+            func = o.get(f"fields.{f}.aggregate-function") or default
+            if func is not None and f not in self.pk:
+                aggs[f] = self._aggregator(f)
         row = {n: None for n in self.names}
         meet_insert = filled = False
         current_delete = False
@@ -175,8 +182,12 @@ class Table:
                                     updated.add(s)
                                 if reset:
                                     break
+                            elif f in aggs:
+                                row[f] = aggs[f].retract(row[f], values[f])
                             else:
                                 row[f] = None
+                        elif f in aggs:  # an older retraction retracts too
+                            row[f] = aggs[f].retract(row[f], values[f])
                     continue
                 if remove_on_delete:
                     if kind == "-D":
@@ -202,8 +213,14 @@ class Table:
                         if f in g[0]:
                             for s in g[0]:
                                 row[s] = values[s]
+                        elif f in aggs:
+                            row[f] = aggs[f].agg(row[f], values[f])
                         else:
                             row[f] = values[f]
+                    elif f in aggs:  # aggReversed(acc, x) = agg(x, acc), but collect's own appends
+                        a = aggs[f]
+                        keeps_order = a.func == "collect" and not a.ignore_retract
+                        row[f] = a.agg(row[f], values[f]) if keeps_order else a.agg(values[f], row[f])
             meet_insert = True
             filled = True
         kind = "-D" if current_delete or not meet_insert else "+I"

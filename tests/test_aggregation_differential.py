@@ -198,10 +198,14 @@ def aggregation_config(draw):
     return o, kinds, funcs
 
 
+PU_MODES = ("plain", "ignore-delete", "remove-on-delete", "groups", "groups-remove", "groups-agg", "groups-agg-remove")
+
+
 @st.composite
-def partial_update_config(draw):
+def partial_update_config(draw, modes=PU_MODES):
     o = {"merge-engine": "partial-update"}
-    mode = draw(st.sampled_from(["plain", "ignore-delete", "remove-on-delete", "groups", "groups-remove"]))
+    mode = draw(st.sampled_from(modes))
+    funcs = {}
     kinds = ALL_KINDS
     if mode == "plain":
         kinds = ("+I", "+U")
@@ -221,16 +225,46 @@ def partial_update_config(draw):
         if not groups:
             o[f"fields.{seqs[0]}.sequence-group"] = others[0]
             groups = [seqs[0]]
-        if mode == "groups-remove":
+        if mode.endswith("-remove"):
             o["partial-update.remove-record-on-sequence-group"] = draw(st.sampled_from(groups))
+        if mode.startswith("groups-agg"):  # aggregate functions on the groups' fields
+            o.update(_group_functions(draw, o, funcs))
+            stuck = [c for c, f in funcs.items() if f not in RETRACTABLE and f"fields.{c}.ignore-retract" not in o]
+            if stuck:
+                kinds = ("+I", "+U")
     if mode in ("plain", "ignore-delete") and draw(st.booleans()):
         o["sequence.field"] = draw(st.sampled_from(SEQUENCE_CANDIDATES))
-    return o, kinds, {}
+    return o, kinds, funcs
+
+
+def _group_functions(draw, o, funcs) -> dict:
+    """Aggregate functions for the fields of the sequence groups in `o` (partial-update):
+    explicit ones, `fields.default-aggregate-function` = last_non_null_value (the only default
+    Paimon allows while some field is outside every group), ignore-retract on some."""
+    extra = {}
+    members = [c for k, v in o.items() if k.endswith(".sequence-group") for c in v.split(",")]
+    default = draw(st.none() | st.just("last_non_null_value"))
+    retracts = draw(st.booleans())  # every function retracts or ignores retractions: -U/-D rows drawn
+    if default:
+        extra["fields.default-aggregate-function"] = default
+    for c in members:
+        f = draw(st.none() | st.sampled_from(FUNCTIONS[COLUMNS[c][1]]))
+        if f is not None:
+            extra[f"fields.{c}.aggregate-function"] = f
+            if f == "listagg" and draw(st.booleans()):
+                extra[f"fields.{c}.list-agg-delimiter"] = draw(st.sampled_from(["|", "", " - ", "😀"]))
+        f = f or default
+        if f is None:
+            continue
+        funcs[c] = f
+        if f not in RETRACTABLE and (retracts or draw(st.booleans())):
+            extra[f"fields.{c}.ignore-retract"] = "true"
+    return extra
 
 
 @st.composite
-def table_config(draw):
-    o, kinds, funcs = draw(st.one_of(aggregation_config(), partial_update_config()))
+def table_config(draw, engines=None):
+    o, kinds, funcs = draw(engines if engines is not None else st.one_of(aggregation_config(), partial_update_config()))
     o = {"bucket": str(draw(st.sampled_from([1, 2]))), **o}
     if draw(st.booleans()):
         o["deletion-vectors.enabled"] = "true"
@@ -244,8 +278,8 @@ def batch_strategy(kinds, funcs):
 
 
 @st.composite
-def history(draw, rounds):
-    o, kinds, funcs = draw(table_config())
+def history(draw, rounds, engines=None):
+    o, kinds, funcs = draw(table_config(engines))
     step = st.one_of(st.tuples(st.just("write"), batch_strategy(kinds, funcs)),
                      st.tuples(st.just("compact"), st.booleans()))
     plan = []
@@ -335,10 +369,10 @@ def run_histories(histories) -> None:
 
 # ---- twins: the same input written by us and by Java -----------------------------------------
 @st.composite
-def twin_history(draw):
+def twin_history(draw, engines=None):
     """A table written twice, by us and by Java, with the same batches and full compactions
     (no DV: both then lay the files out alike, so even order-sensitive results are comparable)."""
-    o, kinds, funcs = draw(st.one_of(aggregation_config(), partial_update_config()))
+    o, kinds, funcs = draw(engines if engines is not None else st.one_of(aggregation_config(), partial_update_config()))
     o = {"bucket": str(draw(st.sampled_from([1, 2]))), **o}
     steps = draw(st.lists(st.one_of(st.tuples(st.just("write"), batch_strategy(kinds, funcs)),
                                     st.tuples(st.just("compact"), st.just(True))), min_size=1, max_size=4))
@@ -387,6 +421,23 @@ def test_random_histories_match_java(histories):
           phases=[Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if os.environ.get("AGG_DIFF_SHRINK") else []))
 @given(st.lists(twin_history(), min_size=1, max_size=8))
 def test_same_input_written_by_us_and_java(twins):
+    run_twins(twins)
+
+
+# partial-update with aggregate functions in sequence groups, on its own (PU_AGG_DIFF_EXAMPLES)
+PU_AGG_EXAMPLES = int(os.environ.get("PU_AGG_DIFF_EXAMPLES", "3"))
+GROUPS_AGG = partial_update_config(modes=("groups-agg", "groups-agg-remove"))
+
+
+@seed(SEED + 2)
+@settings(max_examples=PU_AGG_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=[Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if os.environ.get("AGG_DIFF_SHRINK") else []))
+@given(st.integers(2, 3).flatmap(lambda rounds: st.lists(history(rounds, GROUPS_AGG), min_size=2, max_size=6)),
+       st.lists(twin_history(GROUPS_AGG), min_size=2, max_size=6))
+def test_partial_update_group_aggregates_match_java(histories, twins):
+    """Tables in turn written and compacted by us and by Java (with and without deletion
+    vectors, lookup changelog), and twins written by both."""
+    run_histories(histories)
     run_twins(twins)
 
 
@@ -465,6 +516,59 @@ FIXED = {  # cases where we agree with Java (regressions)
                                             _adds("v", Decimal("9999999999999999999999999999999999.9999")),
                                             _adds("v", Decimal("0.0001")), _adds("v", Decimal("5.0000"))),
 }
+# partial-update with aggregate functions in sequence groups (rows with an older group
+# sequence go through aggReversed; -U/-D retract; a first retraction starts the row)
+PU_G = {"merge-engine": "partial-update", "fields.g.sequence-group": "v,w,x,y,z"}
+
+
+def _pu(types: dict, options: dict, *batches):
+    columns, o, full = _case({"g": "INT", **types}, options, *batches)
+    o.pop("merge-engine")
+    return columns, {**o, **PU_G}, full
+
+
+def _g(g, **values):
+    return ("+I", {"g": g, **values})
+
+
+FIXED.update({
+    "pu-group-sum-min-listagg": _pu(
+        {"v": "BIGINT", "w": "INT", "x": "STRING", "y": "DOUBLE", "z": "BOOLEAN"},
+        {F: "sum", "fields.w.aggregate-function": "min", "fields.x.aggregate-function": "listagg",
+         "fields.y.aggregate-function": "product", "fields.z.aggregate-function": "bool_or"},
+        [_g(2, v=1, w=5, x="a", y=2.0, z=False), _g(1, v=2, w=3, x="b", y=None, z=None)],
+        [_g(3, v=4, w=None, x="c", y=3.0, z=False), _g(0, v=8, w=9, x="d", y=0.5, z=True), _g(None, v=100, x="e")]),
+    "pu-group-first-last": _pu(
+        {"v": "INT", "w": "INT", "x": "STRING", "y": "INT", "z": "INT"},
+        {F: "first_value", "fields.w.aggregate-function": "first_non_null_value",
+         "fields.x.aggregate-function": "last_non_null_value", "fields.y.aggregate-function": "last_value"},
+        [_g(2, v=10, w=None, x=None, y=1, z=1), _g(1, v=20, w=3, x="b", y=2, z=2)],
+        [_g(3, v=30, w=4, x=None, y=3, z=3)], [_g(0, v=40, w=None, x="d", y=4, z=4)]),
+    "pu-group-first-non-null-initialized-by-older": _pu(
+        {"v": "INT", "w": "INT", "x": "INT", "y": "INT", "z": "INT"},
+        {F: "first_non_null_value"},
+        [_g(2, v=None), _g(1, v=3)], [_g(0, v=7)], [_g(3, v=9)]),
+    "pu-group-retractions": _pu(
+        {"v": "INT", "w": "STRING", "x": "DECIMAL(5, 2)", "y": "DOUBLE", "z": "INT"},
+        {F: "sum", "fields.w.aggregate-function": "last_non_null_value", "fields.x.aggregate-function": "sum",
+         "fields.y.aggregate-function": "last_value", "fields.z.aggregate-function": "max",
+         "fields.z.ignore-retract": "true"},
+        [("-U", {"g": 1, "v": 3, "w": "a", "x": Decimal("1.50"), "y": 1.0, "z": 5})],
+        [_g(2, v=None, w=None, x=None, y=None, z=1), ("-D", {"g": 1, "v": 1, "w": "q", "x": Decimal("-2.25"),
+                                                             "y": 2.0, "z": 9})],
+        [("-U", {"g": 5, "v": 7, "w": None, "x": None, "y": None, "z": 2}), _g(4, v=1, w="z", x=Decimal("1.00"))]),
+    "pu-group-remove-record-on-group": _pu(
+        {"v": "INT", "w": "INT", "x": "STRING", "y": "INT", "z": "INT"},
+        {F: "sum", "fields.w.aggregate-function": "first_value", "fields.w.ignore-retract": "true",
+         "fields.x.aggregate-function": "listagg", "fields.x.ignore-retract": "true",
+         "partial-update.remove-record-on-sequence-group": "g"},
+        [_g(1, v=1, w=1, x="a"), _g(2, v=2, w=2, x="b")], [("-D", {"g": 3, "v": 100, "w": 30, "x": "c"})],
+        [_g(4, v=5, w=5, x="d"), _g(0, v=7, w=7, x="e")]),
+    "pu-group-default-function": _pu(
+        {"v": "INT", "w": "INT", "x": "STRING", "y": "INT", "z": "INT"},
+        {"fields.default-aggregate-function": "sum", "fields.x.aggregate-function": "listagg"},
+        [_g(2, v=1, w=None, x="a", y=1, z=None), _g(1, v=2, w=3, x="b", y=2, z=None)], [_g(0, v=4, x="c")]),
+})
 KNOWN_DIFFERENCES = {  # name -> (case, reason): pinned as strict xfails
     "decimal18-sum-overflow-kept": (
         _case({"v": "DECIMAL(5, 2)"}, {F: "sum"}, _adds("v", Decimal("999.99"), Decimal("0.01"))),

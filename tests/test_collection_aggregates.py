@@ -290,6 +290,14 @@ def test_java_reads_ours_and_we_read_javas(tmp_path):
         expected = java_of_java if dv else _canonical(_model_rows(options, batches), unordered=True)
         ours_of_ours = _canonical(t.to_arrow().to_pylist(), unordered=True)
         ours_of_java = _canonical(ps.Table.open(str(java_base / case)).to_arrow().to_pylist(), unordered=True)
+        if dv:
+            # a distinct `collect` written with duplicates stays so until a lookup compaction
+            # takes its file with a level-0 file (Java's LookupMergeFunction merges it then, as
+            # ours does); which compaction does that depends on file sizes, not the same here
+            # and in Java's files: compared as sets
+            java_of_java, java_of_ours, ours_of_ours, ours_of_java, expected = (
+                [dict(r, cd=None if r["cd"] is None else tuple(sorted(set(r["cd"]), key=repr))) for r in rows]
+                for rows in (java_of_java, java_of_ours, ours_of_ours, ours_of_java, expected))
         assert java_of_java == expected, case
         assert java_of_ours == expected, case
         assert ours_of_ours == expected, case

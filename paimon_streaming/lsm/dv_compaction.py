@@ -482,9 +482,10 @@ class BucketCompactor:
         if found and self.engine.name == "first-row":
             merged = merged.filter(_not_in(merged, old.select(self.keys), self.keys, self.key_types))
             found = {}
-        elif self.engine.name == "aggregation":
+        elif self.engine.lookup_merges_every_key:
             # as Java's lookup merge: the old row and the level-0 rows in one pass, every key
-            # through the functions (aggregating is not associative: retractions, `collect`)
+            # through the functions (aggregating is not associative: retractions, `collect`,
+            # partial-update's aggReversed of rows with an older group sequence)
             both = pa.concat_tables([old.select(rows.column_names), rows]) if found else rows
             merged = self.engine.merge_every_key(sort_for_merge(both, self.keys, self.engine.sequence_fields),
                                                  self.keys)
