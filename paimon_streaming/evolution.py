@@ -8,6 +8,8 @@ with the reading schema take the fast path: no conversion at all.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 
@@ -39,6 +41,34 @@ def read_evolved(file_io: FileIO, path: str, file_schema: TableSchema, schema: T
                for f, o in zip(current, olds)]
     fields = [arrow_field(f) for f in current] + [table.schema.field(s) for s in system]
     return pa.Table.from_arrays(columns + [table.column(s) for s in system], schema=pa.schema(fields))
+
+
+def with_current_options(old: TableSchema, current: TableSchema) -> TableSchema:
+    """The schema a time-travel read merges a snapshot with: the snapshot's schema `old` (its
+    fields and keys) under the table's `current` options, as Java's time travel reads
+    (AbstractFileStoreTable.tryTimeTravel): a merge option changed since (an aggregate function,
+    `ignore-delete`, `sequence.field`, ...) applies to old snapshots as to the latest, so a
+    snapshot reads the same by its id as by a plain read. Options naming a column follow its
+    field id: `fields.<name>.*` and `sequence.field` of a current column name the old field of
+    the same id (an option of a column the old schema lacks is left out; Java refuses such a
+    read). Data files are still decoded with their own schema (`TableScan.schema_of`)."""
+    if old.id == current.id:
+        return old
+    old_names = {f.id: f.name for f in old.fields}
+    then = {f.name: old_names.get(f.id) for f in current.fields}  # current name -> old name (None: absent)
+    kept, mapped = {}, {}
+    for key, value in current.options.items():
+        name, dot, suffix = key[len("fields."):].partition(".") if key.startswith("fields.") else ("", "", "")
+        if dot and suffix and name in then:
+            if then[name] is not None:
+                mapped[f"fields.{then[name]}.{suffix}"] = value
+        else:
+            kept[key] = value
+    options = {**kept, **mapped}
+    if options.get("sequence.field"):
+        options["sequence.field"] = ",".join(then.get(n.strip()) or n.strip()
+                                             for n in options["sequence.field"].split(","))
+    return replace(old, options=options)
 
 
 def evolve(column: pa.ChunkedArray, old: DataType, new: DataType) -> pa.ChunkedArray:

@@ -19,6 +19,7 @@ from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictEr
                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from .branches import (MAIN, branch_names, branch_path, branch_ref, create_branch, delete_branch, fast_forward,
                        refuse_on_branch, resolve_branch)
+from .evolution import with_current_options
 from .fallback_read import FallbackBranch
 from .fileio import FileIO
 from .incremental import IncrementalRange, IncrementalScan
@@ -541,7 +542,10 @@ class Table:
         flt = parse_filter(filter, row_tracking.filterable(schema))
         scan = TableScan(self.file_io, self.path, schema, self.branch)
         splits = scan.plan(snapshot, flt)
-        table = SplitReader(self.file_io, scan, schema).read(splits, columns, flt)
+        if schema.id > self.schema.id:  # a Table opened before that schema: today's options are newer still
+            self.refresh()
+        merging = with_current_options(schema, self.schema)  # time travel merges under today's options, as Java
+        table = SplitReader(self.file_io, scan, merging).read(splits, columns, flt)
         fallback = FallbackBranch.of(self.file_io, self.path, schema, self.name)
         if fallback is None:
             return table
@@ -591,8 +595,10 @@ class Table:
 
     def read_schema(self, snapshot: Snapshot | None, latest: bool) -> TableSchema:
         """The schema a read of `snapshot` answers in: time travel (a snapshot id or tag) reads
-        a snapshot with the schema it was committed with, as Paimon does; the latest snapshot
-        is read with this table's schema, refreshed when another writer changed it since."""
+        a snapshot with the schema it was committed with, as Paimon does (its fields; its rows
+        merge under the table's current options, `evolution.with_current_options`); the
+        latest snapshot is read with this table's schema, refreshed when another writer
+        changed it since."""
         if snapshot is None:
             return self.schema
         if not latest:
