@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -100,6 +100,7 @@ class ReadContext:
     row_kind_column: str | None = None
     filter_terms: tuple = ()
     branch: str | None = None    # whose schema files the units' files were written with
+    merge_schema_json: str | None = None  # time travel: the snapshot's schema under today's options
 
     @staticmethod
     def create(location: str, schema: TableSchema, output: StructType, row_kind_column: str | None,
@@ -125,8 +126,12 @@ class ReadContext:
         return ReadContext(location, schema.to_json(), output.json(), tuple(columns), row_kind_column, (), branch)
 
     def with_filter(self, terms: Sequence[tuple]) -> "ReadContext":
-        return ReadContext(self.location, self.schema_json, self.output_json, self.columns,
-                           self.row_kind_column, tuple(terms), self.branch)
+        return replace(self, filter_terms=tuple(terms))
+
+    def merging_under(self, merge_schema: TableSchema) -> "ReadContext":
+        """Rows merged under `merge_schema` (`evolution.with_current_options`: time travel
+        merges under the table's current options, as Java's)."""
+        return replace(self, merge_schema_json=merge_schema.to_json())
 
     @property
     def table_columns(self) -> list[str]:
@@ -145,7 +150,8 @@ def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.R
     file_io, path = FileIO.for_path(ctx.location)
     schema = TableSchema.from_json(ctx.schema_json)
     scan = TableScan(file_io, path, schema, ctx.branch)
-    reader = SplitReader(file_io, scan, schema)
+    merging = schema if ctx.merge_schema_json is None else TableSchema.from_json(ctx.merge_schema_json)
+    reader = SplitReader(file_io, scan, merging)
     output = StructType.fromJson(json.loads(ctx.output_json))
     target = to_arrow_schema(output, timezone="UTC")
     flt = parse_filter([tuple(t) for t in ctx.filter_terms], row_tracking.filterable(schema)) if ctx.filter_terms \

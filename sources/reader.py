@@ -61,6 +61,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from paimon_streaming import full_compaction, row_tracking
+from paimon_streaming.evolution import with_current_options
 from paimon_streaming.fallback_read import FallbackBranch
 from paimon_streaming.incremental import IncrementalScan
 from paimon_streaming.options import refuse_other_branch_reads
@@ -109,6 +110,8 @@ class PaimonBatchReader(DataSourceReader):
         self.terms: list[tuple] = []
         self.ctx = ReadContext.create(spec.location, table_schema, schema, spec.row_kind_column, table.name,
                                       table.branch)
+        if table_schema.id != table.schema.id:  # time travel merges under today's options, as Java
+            self.ctx = self.ctx.merging_under(with_current_options(table_schema, table.schema))
         self._fallback = None if spec.incremental is not None else \
             FallbackBranch.of(table.file_io, table.path, table_schema, table.name)
         self._fallback_snapshot = None

@@ -114,3 +114,19 @@ def _wait(condition, timeout: float = 120) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+def test_time_travel_merges_under_the_tables_current_options(spark, catalog):
+    """As Java's time travel (and Table.to_arrow(snapshot_id=...)): a snapshot's rows merge under
+    the table's options of today, so the latest snapshot by its id reads as a plain read."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64())])
+    t = catalog.create_table("db.agg", schema, primary_keys=["k"], options={
+        "bucket": "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum"})
+    t.write_arrow(pa.table({"k": [1], "v": [5]}, schema))
+    t.write_arrow(pa.table({"k": [1], "v": [3]}, schema))
+    with t.update_schema() as update:
+        update.set_option("fields.v.aggregate-function", "max")
+    latest = ps.Table.open(t.path).latest_snapshot().id
+    plain = spark.read.format("paimon").load(t.path).collect()
+    travelled = spark.read.format("paimon").option("snapshot-id", latest).load(t.path).collect()
+    assert [tuple(r) for r in plain] == [tuple(r) for r in travelled] == [(1, 5)]
