@@ -249,14 +249,29 @@ def _java_rows(rows):
     return [dict(v, _ROW_KIND=k) for k, v in rows]
 
 
-def test_java_reads_ours_and_we_read_javas(tmp_path):
-    """The same batches written by Java and by us, with deletion vectors and without: Java's
-    read of both tables and ours of both agree (set-like results compared as sets), and equal
-    the model."""
+def java_writes_and_reads(cases: dict, java_fields: list[dict], java_base) -> dict:
+    """In one JVM: for each case (name -> (options, table options, batches, our table)) Java
+    writes the batches into a table of its own under `java_base` and reads it and ours; name ->
+    (Java's read of its table, Java's read of ours), pending results."""
     try:
         from java_oracle import get_oracle
     except ImportError:  # pragma: no cover
         from tests.java_oracle import get_oracle
+    with get_oracle().batch() as b:
+        pending = {}
+        for case, (_, opts, batches, t) in cases.items():
+            jpath = java_base / case
+            b.create_table(jpath, java_fields, ["k"], [], opts)
+            for rows in batches:
+                b.write(jpath, _java_rows(rows))
+            pending[case] = (b.read(jpath), b.read(t.path))
+    return pending
+
+
+def test_java_reads_ours_and_we_read_javas(tmp_path):
+    """The same batches written by Java and by us, with deletion vectors and without: Java's
+    read of both tables and ours of both agree (set-like results compared as sets), and equal
+    the model."""
     rng = random.Random(20261130)
     cat = ps.Catalog(str(tmp_path / "ours"))
     cases = {}
@@ -274,14 +289,7 @@ def test_java_reads_ours_and_we_read_javas(tmp_path):
                     t.compact()
             cases[case] = (options, opts, batches, t)
     java_base = tmp_path / "java" / "db.db"
-    with get_oracle().batch() as b:
-        pending = {}
-        for case, (options, opts, batches, t) in cases.items():
-            jpath = java_base / case
-            b.create_table(jpath, JAVA_FIELDS, ["k"], [], opts)
-            for rows in batches:
-                b.write(jpath, _java_rows(rows))
-            pending[case] = (b.read(jpath), b.read(t.path))
+    pending = java_writes_and_reads(cases, JAVA_FIELDS, java_base)
     for case, (options, opts, batches, t) in cases.items():
         java_of_java, java_of_ours = (_canonical(p.result, unordered=True) for p in pending[case])
         # with deletion vectors each batch merges into the looked-up rows, which the model

@@ -411,7 +411,6 @@ def test_collections_match_model(config, data):
 def test_collections_java_reads_ours_and_we_read_javas(tmp_path):
     """The same batches written by Java and by us, with deletion vectors and without: all four
     reads agree (set-like results compared as sets), and equal the model without them."""
-    from java_oracle import get_oracle
     rng = random.Random(20261130)
     cat = ps.Catalog(str(tmp_path / "ours"))
     cases = {}
@@ -428,14 +427,7 @@ def test_collections_java_reads_ours_and_we_read_javas(tmp_path):
                 t.write_arrow(batch_table(rows, COLL_ARROW), row_kind_column="op")
             cases[case] = (options, opts, batches, t)
     java_base = tmp_path / "java" / "db.db"
-    with get_oracle().batch() as b:
-        pending = {}
-        for case, (options, opts, batches, t) in cases.items():
-            jpath = java_base / case
-            b.create_table(jpath, COLL_JAVA, ["k"], [], opts)
-            for rows in batches:
-                b.write(jpath, [dict(v, _ROW_KIND=k) for k, v in rows])
-            pending[case] = (b.read(jpath), b.read(t.path))
+    pending = coll.java_writes_and_reads(cases, COLL_JAVA, java_base)
     for case, (options, opts, batches, t) in cases.items():
         java_of_java, java_of_ours = (coll._canonical(p.result, unordered=True) for p in pending[case])
         ours_of_ours = coll._canonical(t.to_arrow().to_pylist(), unordered=True)
