@@ -17,10 +17,7 @@ fail naming the option, never answer or write something else without a word.
 """
 from __future__ import annotations
 
-import os
-
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import paimon_streaming as ps
@@ -31,6 +28,7 @@ from paimon_streaming.sinks import paimon_sink
 from paimon_streaming.sinks.datasource import PaimonBatchWriter
 from paimon_streaming.sources.options import ReadSpec
 from conftest import rows_by
+from test_spark_sink import write_input_files
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False), pa.field("v", pa.string())])
 DDL = "id long, dt string, v string"
@@ -116,11 +114,8 @@ def test_table_options_of_writes_through_spark_and_the_sink(spark, tmp_path):
 
 
 def write_files(directory, tables: list[pa.Table]) -> str:
-    os.makedirs(directory, exist_ok=True)
-    for i, table in enumerate(tables):
-        path = f"{directory}/part-{i:05d}.parquet"
-        pq.write_table(table, path)
-        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    """The tables as a file source's input (test_spark_sink.write_input_files); its directory."""
+    write_input_files(directory, tables)
     return str(directory)
 
 
