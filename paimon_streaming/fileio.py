@@ -53,6 +53,9 @@ REMOTE_IO_THREADS = 16
 # a column projection would have skipped.
 REMOTE_WHOLE_FILE_BYTES = 4 << 20
 
+# pyarrow's S3 errors for a GET answered 404 (it maps only its HEAD's 404 to FileNotFoundError)
+_S3_GET_NOT_FOUND = ("AWS Error NO_SUCH_KEY ", "AWS Error RESOURCE_NOT_FOUND ")
+
 # Catalog options (Paimon's keys) that complete an s3:// location, as pyarrow URI parameters.
 S3_ENDPOINT, S3_REGION = "s3.endpoint", "s3.region"
 
@@ -128,13 +131,21 @@ class FileIO:
         if other is not None and other.uri_prefix and path.startswith(other.uri_prefix):
             return other, path[len(other.uri_prefix):]
         try:
-            other, other_path = FileIO.for_path(path)
+            # the store is opened from its root: pyarrow's URI parser percent-decodes a path
+            # (`p=k%3Dv`, a Paimon-escaped partition directory, would become the key `p=k=v`)
+            # and refuses spaces and non-ASCII characters, while the key is the path as written
+            other, _ = FileIO.for_path(f"{scheme}://{authority}/")
+            if not (other.uri_prefix and path.startswith(other.uri_prefix) and "?" not in path):
+                other, other_path = FileIO.for_path(path)  # a form whose prefix differs (Azure's container@)
+                with self._other_stores_lock:
+                    self._other_stores.setdefault(store, other)
+                return other, other_path
         except (pa.ArrowInvalid, ValueError) as exc:
             raise UnsupportedOperationError(f"cannot open {path}: no filesystem here for its scheme "
                                             f"'{scheme}' ({exc})") from None
         with self._other_stores_lock:
             self._other_stores.setdefault(store, other)
-        return other, other_path
+        return other, path[len(other.uri_prefix):]
 
     # ---- reading ------------------------------------------------------------------------
     @property
@@ -152,9 +163,21 @@ class FileIO:
             return list(pool.map(fn, items))
 
     def read_bytes(self, path: str) -> bytes:
-        io, path = self._at(path)
-        with io.fs.open_input_stream(path) as f:
-            return f.read()
+        io, local = self._at(path)
+        try:
+            with io.fs.open_input_stream(local) as f:
+                return f.read()
+        except OSError as exc:
+            # pyarrow's S3 read errors name neither the key nor the bucket ("AWS Error SLOW_DOWN
+            # during GetObject operation"): say which file failed
+            if type(exc) is not OSError or local in str(exc):
+                raise
+            where = f"{io.uri_prefix}{local}"  # without the URI's query: it may hold a SAS token
+            if isinstance(io.fs, pafs.S3FileSystem) and any(code in str(exc) for code in _S3_GET_NOT_FOUND):
+                # deleted between pyarrow's HEAD and its GET (a snapshot expiring while read):
+                # absent, as the HEAD would have said a moment later
+                raise FileNotFoundError(f"{where} does not exist (deleted while being read): {exc}") from exc
+            raise OSError(f"reading {where} failed: {exc}") from exc
 
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
@@ -193,9 +216,8 @@ class FileIO:
     def list_status(self, path: str) -> list[FileStatus]:
         """Direct children of a directory; empty when it does not exist."""
         io, local = self._at(path)
-        try:
-            infos = io.fs.get_file_info(pafs.FileSelector(local, allow_not_found=True))
-        except FileNotFoundError:
+        infos = _list_dir(io.fs, local)
+        if infos is None:
             return []
         # children of a URI are named as URIs too, so that this FileIO opens them again
         base, cut = (path.rstrip("/"), len(local.rstrip("/"))) if local != path else ("", 0)
@@ -283,6 +305,38 @@ class FileIO:
             io.fs.delete_dir(path)
         except FileNotFoundError:
             pass
+
+
+def _list_dir(fs: pafs.FileSystem, path: str) -> list[pafs.FileInfo] | None:
+    """The entries of directory `path`; None when it does not exist.
+
+    With `allow_not_found`, pyarrow's S3 and GCS filesystems read a list request the store
+    answered 404 (a flaky gateway, a NoSuchBucket from a lagging replica) as "no such
+    directory", an empty listing: orphan cleanup would then see no snapshot and delete the files
+    they use. Without it, each tells an absent directory from a failed request its own way: S3
+    raises FileNotFoundError for the absent directory and another OSError for a failed request;
+    GCS the other way round (an absent directory is a plain OSError "No such file or
+    directory", a 404 answer FileNotFoundError), which is then reported as the failure it is.
+    Other filesystems keep `allow_not_found` (Azure reports a 404 answer as the absent
+    directory either way)."""
+    if isinstance(fs, pafs.GcsFileSystem):
+        try:
+            return fs.get_file_info(pafs.FileSelector(path))
+        except FileNotFoundError as exc:
+            raise OSError(f"listing gs://{path} failed: the store answered 404 ({exc})") from exc
+        except OSError as exc:
+            if str(exc).startswith("No such file or directory"):
+                return None
+            raise
+    if isinstance(fs, pafs.S3FileSystem):
+        try:
+            return fs.get_file_info(pafs.FileSelector(path))
+        except FileNotFoundError:
+            return None
+    try:
+        return fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except FileNotFoundError:
+        return None
 
 
 def _s3_scheme(location: str) -> str:

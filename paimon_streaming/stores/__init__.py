@@ -33,6 +33,12 @@ CreateIfAbsent = Callable[[str, bytes], bool]
 
 SINGLE_COMMITTER_ENV = "PAIMON_SINGLE_COMMITTER"
 
+# 4xx answers to a conditional create that are no refusal: 408 Request Timeout (the request may
+# still be applied) and 429 Too Many Requests (GCS's rate limit; S3-compatible stores and
+# gateways throttle with it too). The creators report them as an unknown outcome (OSError), so
+# the committer re-reads and tries again, instead of a configuration error that ends the commit.
+THROTTLED_OR_TIMED_OUT = frozenset({408, 429})
+
 
 class UnsupportedStoreError(UnsupportedOperationError):
     """The filesystem offers no atomic create-if-absent, so commits could overwrite each other."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import StoreConfigurationError
-from . import ConditionalUpload
+from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload
 
 # Query keys of an abfs:// URI that pyarrow reads itself; its `sas_token` setting keeps the whole query.
 _ARROW_URI_KEYS = {"enable_tls", "blob_storage_authority", "dfs_storage_authority", "credential_kind", "tenant_id",
@@ -38,7 +38,8 @@ class AzureCreateIfAbsent(ConditionalUpload):
         except aexc.HttpResponseError as exc:
             if exc.status_code == 412 or exc.error_code == "BlobAlreadyExists":
                 return False
-            if exc.status_code is not None and 400 <= exc.status_code < 500:
+            if exc.status_code is not None and 400 <= exc.status_code < 500 and \
+                    exc.status_code not in THROTTLED_OR_TIMED_OUT:
                 raise StoreConfigurationError(f"Azure refused to create {path}: {exc.message}") from exc
             raise OSError(f"creating {path} on Azure failed with an unknown outcome: {exc}") from exc
         except aexc.AzureError as exc:  # transport errors: the create may have been applied

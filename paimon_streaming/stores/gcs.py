@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import StoreConfigurationError
-from . import ConditionalUpload
+from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload
 
 
 class GcsCreateIfAbsent(ConditionalUpload):
@@ -35,6 +35,8 @@ class GcsCreateIfAbsent(ConditionalUpload):
         except auth_exc.DefaultCredentialsError as exc:
             raise StoreConfigurationError(f"no Google credentials to publish gs://{path}: {exc}") from None
         except gexc.ClientError as exc:  # 4xx other than 412: refused, nothing was created
+            if exc.code in THROTTLED_OR_TIMED_OUT:  # a rate limit or a timeout, not a configuration error
+                raise OSError(f"creating gs://{path} failed with an unknown outcome: {exc}") from exc
             raise StoreConfigurationError(f"GCS refused to create gs://{path}: {exc}") from exc
         except Exception as exc:  # transport errors, 5xx: the create may have been applied
             raise OSError(f"creating gs://{path} failed with an unknown outcome: {exc}") from exc

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from ..errors import S3ConfigurationError
-from . import ConditionalUpload
+from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload
 
 _CONFLICT_RETRIES = 20  # 409 ConditionalRequestConflict: another conditional write on the key in flight
 
@@ -49,7 +49,7 @@ class S3CreateIfAbsent(ConditionalUpload):
                 if status == 409 and attempt + 1 < _CONFLICT_RETRIES:
                     time.sleep(0.05 * (attempt + 1))
                     continue
-                if status is not None and 400 <= status < 500:
+                if status is not None and 400 <= status < 500 and status not in THROTTLED_OR_TIMED_OUT:
                     raise S3ConfigurationError(f"S3 refused to create s3://{path}: {code} ({status}): {exc}") from exc
                 raise OSError(f"creating s3://{path} failed with an unknown outcome: {exc}") from exc
             except BotoCoreError as exc:
