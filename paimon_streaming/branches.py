@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import datetime
 
-from .errors import (BranchAlreadyExistsError, InvalidOptionError, SnapshotNotFoundError, TableNotFoundError,
-                     UnsupportedOperationError)
+from .errors import (BranchAlreadyExistsError, CommitConflictError, InvalidOptionError, SnapshotNotFoundError,
+                     TableNotFoundError, TagNotFoundError, UnsupportedOperationError)
 from .fileio import FileIO
 from .schema import SchemaManager
 from .snapshot import SnapshotManager
@@ -93,7 +93,12 @@ def create_branch(file_io: FileIO, table_path: str, name: str, tag: str | None =
             _copy(file_io, schemas.path(schema_id), SchemaManager(file_io, root).path(schema_id))
     if tag is not None:
         tags = TagManager(file_io, table_path)
-        _copy(file_io, tags.path(tag), TagManager(file_io, root).path(tag))
+        try:  # the copy keeps the tag's files from a deletion of the tag that reads the branches later
+            _copy(file_io, tags.path(tag), TagManager(file_io, root).path(tag))
+        except FileNotFoundError:
+            file_io.delete_dir(root)
+            raise TagNotFoundError(f"cannot create branch '{name}' of {table_path} from tag '{tag}': the tag was "
+                                   "deleted meanwhile; nothing was created") from None
         _write(file_io, SnapshotManager(file_io, root).path(snapshot.id), snapshot_json(snapshot))
 
 
@@ -173,10 +178,14 @@ def fast_forward(file_io: FileIO, table_path: str, name: str, force: bool = Fals
         if lost:
             raise UnsupportedOperationError(_diverged(table_path, name, main, lost, first, shared_base, continues))
     first_schema = base.schema_id
+    fresh_from = first + 1 if shared_base else first  # main's ids from here on become the branch's copies
     if main_latest is not None and main_latest >= first:
+        low = max(fresh_from, main_earliest)
+        removed = {sid: file_io.read_bytes_if_present(main.path(sid)) for sid in range(low, main_latest + 1)}
         file_io.delete(main.hint_path("LATEST"))  # readers list instead (Java's do too, and Java deletes it)
-        for sid in range(main_latest, max(first + 1 if shared_base else first, main_earliest) - 1, -1):
+        for sid in range(main_latest, low - 1, -1):
             file_io.delete(main.path(sid))
+        _undo_if_raced(file_io, table_path, name, main, low, removed)
     branch_tag_names, kept_tags = set(branch_tags.tag_names()), set()
     for snap, names in main_tags.tagged_snapshots():
         if snap.id >= first:
@@ -195,12 +204,46 @@ def fast_forward(file_io: FileIO, table_path: str, name: str, force: bool = Fals
         if schema_id >= first_schema:
             _copy(file_io, branch_schemas.path(schema_id), main_schemas.path(schema_id), replace=True)
     for sid in range(first, last + 1):
-        _copy(file_io, source.path(sid), main.path(sid), replace=True)
+        if sid < fresh_from:
+            _copy(file_io, source.path(sid), main.path(sid), replace=True)
+        elif not file_io.try_create_atomic(main.path(sid), file_io.read_bytes(source.path(sid))):
+            # a writer committed on main, on the branch's snapshot sid - 1 copied a moment ago:
+            # replacing its snapshot would drop its rows without a word
+            raise CommitConflictError(
+                f"fast-forward of {table_path} to branch '{name}' stopped: a writer committed snapshot {sid} on "
+                f"main while the branch's snapshots were copied; main now holds the branch's snapshots up to "
+                f"{sid - 1} and that commit on top (a consistent table, without the branch's snapshots "
+                f"{sid}..{last} and tags). Stop main's writers and fast-forward again (force=True, after "
+                "applying that commit's changes to the branch, or they leave main)")
     for tag in sorted(branch_tag_names - kept_tags):
         _copy(file_io, branch_tags.path(tag), main_tags.path(tag), replace=True)
     main.commit_earliest_hint(min(first, main_earliest) if main_earliest is not None else first)
     main.commit_latest_hint(last)
     return last
+
+
+def _undo_if_raced(file_io: FileIO, table_path: str, name: str, main: SnapshotManager, low: int,
+                   removed: dict[int, bytes | None]) -> None:
+    """Once main's snapshots from `low` are deleted, check no writer committed on main
+    meanwhile (after the check for main's commits the branch lacks): such a commit would be
+    replaced by, or sit on top of, the branch's copies, its rows gone from main without a word.
+    Then main's deleted snapshots below it are written back (their files are untouched), so main
+    is what it was plus that commit, and the fast-forward fails having changed nothing."""
+    strays = [i for i in main.listed_ids() if i >= low]
+    if not strays:
+        return
+    contiguous = strays == list(range(strays[0], strays[-1] + 1))
+    if contiguous:
+        for sid, data in sorted(removed.items()):
+            if sid < strays[0] and data is not None:
+                file_io.try_create_atomic(main.path(sid), data)
+        main.commit_latest_hint(strays[-1])
+    raise CommitConflictError(
+        f"cannot fast-forward {table_path} to branch '{name}': snapshot(s) {strays} were committed on main while "
+        "the fast-forward replaced main's snapshots; "
+        + ("main's snapshots were written back and nothing changed. " if contiguous else
+           "main now has a gap `paimon-streaming check` reports (no file was deleted). ")
+        + "Stop main's writers, then fast-forward again")
 
 
 def _diverged(table_path: str, name: str, main: SnapshotManager, lost: list[int], first: int, shared_base: bool,

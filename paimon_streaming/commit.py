@@ -20,7 +20,7 @@ from .binary_row import deserialize_row
 from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .cross_partition import check_no_concurrent_writes
-from .errors import CommitConflictError, PaimonError, SequenceConflictError
+from .errors import CommitConflictError, PaimonError, SequenceConflictError, SnapshotNotFoundError, StalePlanError
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries, index_key,
@@ -30,7 +30,7 @@ from .maintenance import after_commit
 from .options import CoreOptions
 from .paths import PathFactory, TableDirs, partition_path
 from . import data_evolution, row_tracking
-from .schema import TableSchema
+from .schema import SchemaManager, TableSchema
 from .snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
 
 log = logging.getLogger(__name__)
@@ -217,6 +217,8 @@ class FileStoreCommit:
                     return done
             seen_latest = latest.id if latest else None
             planned_id = previous.id if previous else 0
+            if placed and previous is not None:
+                self._check_plan_not_rolled_back(previous, latest)
             if placed and latest is not None and latest.id != planned_id:
                 check_no_concurrent_writes(self.table_path, previous, [
                     self.snapshots.snapshot(i) for i in range(planned_id + 1, latest.id + 1)], commit_user)
@@ -234,6 +236,25 @@ class FileStoreCommit:
             f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: "
             "other writers keep taking the next snapshot id")
 
+    def _check_plan_not_rolled_back(self, planned_on: Snapshot, latest: Snapshot | None) -> None:
+        """A batch placed on `planned_on` (rows a delete or update read, keys a cross-partition
+        batch placed) commits only while that snapshot is still in the table's history: after a
+        rollback below it (perhaps with new commits under the same ids) no newer snapshot tells
+        of the change, and the batch would delete or move what the table no longer holds while
+        missing what it holds again (StalePlanError: plan it again)."""
+        if latest is not None and latest.id == planned_on.id:
+            now: Snapshot | None = latest
+        else:
+            try:
+                now = self.snapshots.snapshot(planned_on.id)
+            except SnapshotNotFoundError:
+                now = None
+        if now != planned_on:
+            raise StalePlanError(
+                f"snapshot {planned_on.id} of {self.table_path}, on which this batch was planned, "
+                + ("was rolled back or expired" if now is None else "was rolled back and replaced")
+                + f" (latest is {latest.id if latest else None}); nothing was committed, plan the batch again")
+
     def _find_own_commit(self, seen_latest: int | None, latest: Snapshot | None, commit_user: str,
                          identifier: int, kind: str) -> Snapshot | None:
         if latest is None:
@@ -245,6 +266,18 @@ class FileStoreCommit:
                     and snap.commit_kind == kind:
                 return snap
         return None
+
+    def _newest_schema_id(self, known: int) -> int:
+        """The id of the table's newest schema, at least `known` (this writer's, or the latest
+        snapshot's), which a snapshot records, as Java's commit does: a writer that planned under
+        an older schema commits under the newest one (another process changed the schema
+        meanwhile), so time travel to its snapshot answers in the columns Java answers in; its
+        files keep their own schema id and readers convert them. One probe when there is none
+        newer (overlapping the manifest uploads)."""
+        schemas = SchemaManager(self.file_io, self.meta)
+        if not self.file_io.exists(schemas.path(known + 1)):
+            return known
+        return max([known] + schemas.schema_ids())
 
     def _try_commit_once(self, kind: str, changes: _Changes, latest: Snapshot | None, commit_user: str,
                          identifier: int, watermark: int | None, properties: dict[str, str] | None,
@@ -302,19 +335,17 @@ class FileStoreCommit:
             written.append(name)
             return name
 
-        jobs = [write_base, lambda: write_listed(entries), write_index]
+        known_schema = max(self.schema.id, latest.schema_id if latest else 0)
+        jobs = [write_base, lambda: write_listed(entries), write_index, lambda: self._newest_schema_id(known_schema)]
         if changes.changelog:
             jobs.append(lambda: write_listed(changes.changelog))
         try:
             # independent files: on an object store their uploads overlap (FileIO.map)
-            (base_name, base_size), (delta_name, delta_size), index_name, *changelog = \
+            (base_name, base_size), (delta_name, delta_size), index_name, schema_id, *changelog = \
                 self.file_io.map(lambda job: job(), jobs)
             changelog_name, changelog_size = changelog[0] if changelog else (None, None)
 
             delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
-            # a writer that planned under an older schema commits under the newer one another
-            # writer committed with: its files keep their own schema id, readers convert them
-            schema_id = max(self.schema.id, latest.schema_id if latest else 0)
             snapshot = Snapshot(
                 id=new_id, schema_id=schema_id,
                 base_manifest_list=base_name, base_manifest_list_size=base_size,

@@ -71,14 +71,19 @@ class CommitUserRecords:
                 if n.startswith("identifiers-") and n.endswith(".json")]
 
     def read(self, path: str) -> IdentifierRanges:
-        """The identifiers one record file holds; CorruptFileError naming it when damaged."""
+        """The identifiers one record file holds (none when it is gone: merged into a newer
+        record by a concurrent expiration); CorruptFileError naming it when damaged."""
+        found = self._read_present(path)
+        return IdentifierRanges() if found is None else found
+
+    def _read_present(self, path: str) -> IdentifierRanges | None:
         try:
             obj = json.loads(self.file_io.read_bytes(path).decode("utf-8"))
             ranges = [(int(lo), int(hi)) for lo, hi in obj["ranges"]]
             mismatch = (check_mismatch(obj[CHECK_KEY], json_check([obj["commitUser"], obj["ranges"]]))
                         if CHECK_KEY in obj else None)  # none in records of earlier versions
         except FileNotFoundError:
-            return IdentifierRanges()  # merged into a newer record by a concurrent expiration
+            return None
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptFileError(f"commit-user record {path} cannot be parsed: {exc}") from exc
         if mismatch:
@@ -92,10 +97,13 @@ class CommitUserRecords:
                 for path in self._files_in(f"{self.dir}/{user_dir}")]
 
     def recorded(self, commit_user: str) -> IdentifierRanges:
-        ranges: list[tuple[int, int]] = []
-        for path in self._files(commit_user):
-            ranges.extend(self.read(path).ranges)
-        return IdentifierRanges.of((), ranges)
+        """Every recorded identifier of `commit_user`. A file that vanished between the listing
+        and its read was merged by a concurrent expiration into one the listing missed: list
+        again (missing its identifiers would fail a replay with CommitIdentifierError)."""
+        while True:
+            found = [self._read_present(path) for path in self._files(commit_user)]
+            if all(f is not None for f in found):
+                return IdentifierRanges.of((), [r for f in found for r in f.ranges])
 
     def record(self, expiring: Iterable[Snapshot]) -> None:
         """Record the identifiers of `expiring` per user; call before deleting any of them.

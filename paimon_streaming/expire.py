@@ -145,7 +145,8 @@ class SnapshotExpiration:
         expiring = including_end[:-1]
         # exactly-once outlives the snapshots: their identifiers are recorded before anything goes
         CommitUserRecords(self.file_io, self.meta).record(expiring)
-        tagged = [s for s, _ in self.tags.tagged_snapshots()]
+        tags_read = self.tags.tagged_snapshots()
+        tagged = [s for s, _ in tags_read]
         held = referenced_names(self.cleaner, long_lived_changelogs(self.file_io, self.meta))
         # Everything to delete is chosen while the snapshots are still there; then the snapshot
         # files go, oldest first, and only then their files. A crash at any point leaves a
@@ -157,12 +158,36 @@ class SnapshotExpiration:
         for s in expiring:
             self.file_io.delete(self.snapshots.path(s.id))
         self.snapshots.commit_earliest_hint(end)
+        data, metadata = self._kept_by_new_tags(tags_read, data, metadata)
         deleted = self.cleaner.delete_data_files(data + changelog) + self.cleaner.delete_paths(metadata)
         log.info("expired snapshots [%s, %s) of %s, deleted %s files", expiring[0].id if expiring else end,
                  end, self.table_path, deleted)
         return ExpireResult(len(expiring), end, deleted)
 
     # ---- steps ------------------------------------------------------------------------------
+    def _kept_by_new_tags(self, tags_read: list[tuple[Snapshot, list[str]]], data: list[ManifestEntry],
+                          metadata: list[str]) -> tuple[list[ManifestEntry], list[str]]:
+        """`data` and `metadata` without what a tag created since `tags_read` references.
+
+        A tag made of a snapshot this run expires, while the run chose its files, would lose
+        them. So the tags are read again once the snapshot files are gone: a tag written before
+        that is seen here and keeps its files; one written after finds its snapshot gone and is
+        withdrawn by its creator (`Table.create_tag`)."""
+        before = {(name, s.id) for s, names in tags_read for name in names}
+        try:
+            new = [s for s, names in self.tags.tagged_snapshots() if any((n, s.id) not in before for n in names)]
+            if not new:
+                return data, metadata
+            keep_data = frozenset().union(*(self.cleaner.live_data_files(s) for s in new))
+            keep_meta = set().union(*(self.cleaner.metadata_files(s, changelog=False) for s in new))
+        except (CorruptFileError, OSError) as exc:
+            log.warning("a tag of %s was created while snapshots expired and cannot be read (%s): the files of "
+                        "the expired snapshots are left for orphan cleanup", self.table_path, exc)
+            return [], []
+        log.info("tags %s of %s were created while snapshots expired: their files stay", [s.id for s in new],
+                 self.table_path)
+        return [e for e in data if file_key(e) not in keep_data], [p for p in metadata if p not in keep_meta]
+
     def _data_files_to_delete(self, including_end: list[Snapshot], tagged: list[Snapshot],
                               held: set[str]) -> list[ManifestEntry]:
         try:

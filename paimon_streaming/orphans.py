@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 
 from .branches import branch_names, branch_path
-from .errors import CorruptFileError, UnsupportedOperationError
+from .errors import CorruptFileError, SnapshotGapError, UnsupportedOperationError
 from .external_paths import listed_roots
 from .file_cleanup import FileCleaner
 from .fileio import FileIO, FileStatus
@@ -75,19 +75,38 @@ class OrphanFilesClean:
         return OrphanResult(sorted(s.path for s in orphans), sum(s.size for s in orphans))
 
     def used_file_names(self) -> set[str]:
-        """Names of every file a snapshot or tag of any branch references."""
+        """Names of every file a snapshot or tag of any branch references.
+
+        A snapshot listed here may expire before it is read, and the files it shared with newer
+        snapshots then live on only in snapshots committed after the listing (or a tag made
+        meanwhile); a fast-forward copies a branch's snapshots into main, and the branch may be
+        deleted before it is read. So the branches, snapshots and tags are listed again until a
+        whole pass finds nothing new: the newest snapshot of every branch in that pass was read,
+        and a commit after it adds only files too young to be candidates, or files it has."""
         used: set[str] = set()
-        for root in self._branch_roots():
-            used |= referenced_names(self.cleaner, long_lived_changelogs(self.file_io, root))
-            snapshots = SnapshotManager(self.file_io, root)
-            for snap, is_snapshot in self._referencing_snapshots(snapshots, TagManager(self.file_io, root)):
-                try:
-                    used |= self._names_of(snap)
-                except CorruptFileError:
-                    if is_snapshot and not snapshots.exists(snap.id):
-                        continue  # expired while we were reading it
-                    raise
-        return used
+        done: set[tuple[str, bool, int, str]] = set()
+        changelogs_read: set[str] = set()
+        while True:
+            found = False
+            for root in self._branch_roots():
+                if root not in changelogs_read:
+                    used |= referenced_names(self.cleaner, long_lived_changelogs(self.file_io, root))
+                    changelogs_read.add(root)
+                snapshots = SnapshotManager(self.file_io, root)
+                for snap, is_snapshot in self._referencing_snapshots(snapshots, TagManager(self.file_io, root)):
+                    key = (root, is_snapshot, snap.id, snap.base_manifest_list)
+                    if key in done:
+                        continue
+                    done.add(key)
+                    found = True
+                    try:
+                        used |= self._names_of(snap)
+                    except CorruptFileError:
+                        if is_snapshot and not snapshots.exists(snap.id):
+                            continue  # expired while we were reading it
+                        raise
+            if not found:
+                return used
 
     def _branch_roots(self) -> list[str]:
         """The table's directory (the main branch) and each branch's."""
@@ -106,13 +125,25 @@ class OrphanFilesClean:
         return roots
 
     def _referencing_snapshots(self, snapshots: SnapshotManager, tags: TagManager) -> list[tuple[Snapshot, bool]]:
+        # the latest id as found without a listing (the hint, then existence checks), before
+        # listing: a listing that misses it lost entries (a store answering a list request 404 as
+        # an empty directory, as pyarrow's Azure filesystem reads it), and the files of the
+        # snapshots it lost would look orphaned
+        latest = snapshots.latest_id()
+        listed = sorted(int(name[len("snapshot-"):]) for name in self.file_io.list_names(snapshots.dir)
+                        if name.startswith("snapshot-") and name[len("snapshot-"):].isdigit())
+        if latest is not None and (not listed or listed[-1] < latest):
+            raise OSError(f"orphan file cleanup of {self.table_path} stops, nothing deleted: listing "
+                          f"{snapshots.dir} gave snapshot ids {_id_ranges(listed)}, but snapshot {latest} exists "
+                          "(the store returned an incomplete listing); run it again")
         out = []
-        for name in self.file_io.list_names(snapshots.dir):
-            if name.startswith("snapshot-") and name[len("snapshot-"):].isdigit():
-                try:
-                    out.append((snapshots.snapshot(int(name[len("snapshot-"):])), True))
-                except LookupError:
-                    continue  # expired since listing
+        for snapshot_id in listed:
+            try:
+                out.append((snapshots.snapshot(snapshot_id), True))
+            except SnapshotGapError:
+                raise  # gone (or answered 404) between older and newer ones: not expired; its files are used
+            except LookupError:
+                continue  # expired since listing
         out.extend((s, False) for s, _ in tags.tagged_snapshots())
         return out
 
@@ -160,6 +191,18 @@ class OrphanFilesClean:
         if depth == 0:
             return [s.path for s in dirs if _name(s.path).startswith("bucket-")]
         return [b for s in dirs if "=" in _name(s.path) for b in self._bucket_dirs(s.path, depth - 1)]
+
+
+def _id_ranges(ids: list[int]) -> str:
+    """`1..3, 7..9` for [1, 2, 3, 7, 8, 9]; `none` for []."""
+    if not ids:
+        return "none"
+    runs, start = [], ids[0]
+    for prev, cur in zip(ids, ids[1:] + [None]):
+        if cur != prev + 1:
+            runs.append(f"{start}..{prev}" if prev != start else str(prev))
+            start = cur
+    return ", ".join(runs)
 
 
 def _name(path: str) -> str:

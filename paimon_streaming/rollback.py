@@ -9,14 +9,17 @@ file set of the first removed snapshot, the files later removed snapshots added,
 changelog, the files of removed tags, and their manifests and index files, minus everything
 the retained snapshot references, and minus what another branch references
 (shared_files.py). Files are deleted only after no snapshot or tag points at them, so a crash
-half-way leaves orphans, never a snapshot with missing files.
+half-way leaves orphans, never a snapshot with missing files. A writer that commits meanwhile
+on a snapshot being removed makes the rollback write the removed snapshots back and fail
+(CommitConflictError) rather than leave its commit beyond a gap; a tag made meanwhile of a
+removed snapshot is removed with the others.
 """
 from __future__ import annotations
 
 import logging
 
 from .branches import MAIN, branch_path
-from .errors import CorruptFileError, SnapshotNotFoundError
+from .errors import CommitConflictError, CorruptFileError, SnapshotNotFoundError
 from .file_cleanup import FileCleaner, file_key
 from .fileio import FileIO
 from .manifest import ManifestEntry
@@ -88,9 +91,17 @@ class Rollback:
             self._move_latest_hint(removed[0].id if restore else retained.id)
         for s in reversed(removed[len(last):]):
             self.file_io.delete(self.snapshots.path(s.id))
-        for _, names in removed_tags:
-            for name in names:
-                self.tags.delete_file(name)
+        if not restore:
+            self._undo_if_raced(retained.id, removed)
+        elif last:  # no writer may have built on the earliest snapshot, which goes too
+            self._undo_if_raced(last[0].id, removed[1:], on_base_ok=False)
+        # read again: a tag made meanwhile of a removed snapshot (its creator found the snapshot
+        # still there) goes too; what it references is among the removed snapshots' files
+        gone = {(s.id, s.base_manifest_list, s.delta_manifest_list) for s in removed}
+        later = {n for s, names in self.tags.tagged_snapshots()
+                 if (s.id, s.base_manifest_list, s.delta_manifest_list) in gone for n in names}
+        for name in sorted({n for _, names in removed_tags for n in names} | later):
+            self.tags.delete_file(name)
         if restore:
             self.file_io.try_create_atomic(self.snapshots.path(retained.id), snapshot_json(retained))
             self._move_latest_hint(retained.id)
@@ -104,6 +115,32 @@ class Rollback:
         log.info("rolled %s back to snapshot %s: removed %s snapshots, %s tags, %s files", self.table_path,
                  retained.id, len(removed), sum(len(n) for _, n in removed_tags), deleted)
         return retained
+
+    def _undo_if_raced(self, base: int, removed: list[Snapshot], on_base_ok: bool = True) -> None:
+        """Check, once the later snapshot files are gone, that no writer committed meanwhile on a
+        snapshot being removed: its commit would sit beyond a gap, on files about to be deleted,
+        and readers following the LATEST hint would not see it. Commits that came after the
+        removal, on `retained`, are fine. Otherwise the removed snapshots below the writer's are
+        written back (their files are all still there), so the table is what it was plus the
+        writer's commit, and the rollback fails having removed nothing (CommitConflictError).
+        `base`: the snapshot kept below the removed ones (`on_base_ok`: a commit on it is fine)."""
+        strays = [i for i in self.snapshots.listed_ids() if i > base]
+        if not strays or (on_base_ok and strays[0] == base + 1):
+            return  # nobody came, or they came after the removal and built on the retained snapshot
+        contiguous = strays == list(range(strays[0], strays[-1] + 1))
+        if contiguous:
+            for s in removed:
+                if s.id < strays[0]:
+                    self.file_io.try_create_atomic(self.snapshots.path(s.id), s.to_json().encode())
+            self.snapshots.commit_latest_hint(strays[-1])
+        raise CommitConflictError(
+            f"cannot roll back {self.table_path}: snapshot(s) {strays} were committed "
+            "by another writer while the rollback removed the later snapshots, on one of them; "
+            + (f"the removed snapshots below them were written back: the table reads whole up to snapshot "
+               f"{strays[-1]}, their commits included, and no tag or file was deleted. Stop the writers, then roll "
+               "back again" if contiguous else
+               "the table now has a gap `paimon-streaming check` reports and no file was deleted; stop the writers, "
+               "then roll back again"))
 
     def _move_latest_hint(self, snapshot_id: int) -> None:
         """Point LATEST at `snapshot_id` before newer snapshot files go; unlike a commit's hint,

@@ -541,8 +541,10 @@ class StreamingScan:
             "checkpoint to continue with the new schema")
 
     def units_between(self, start: StreamPosition, end: StreamPosition) -> list[ReadUnit]:
-        """The units after `start` up to `end` (a micro-batch's content)."""
+        """The units after `start` up to `end` (a micro-batch's content). A rollback below `end`
+        since it was planned (its plans are cached) is refused, not read from those plans."""
         self.check_not_rolled_back(start)
+        self.check_not_rolled_back(end)
         out: list[ReadUnit] = []
         for s in range(start.snapshot, end.snapshot + 1):
             lo = start.units if s == start.snapshot else 0

@@ -342,10 +342,11 @@ class Table:
 
     def _own_snapshot_since(self, planned_on: Snapshot | None, user: str, identifier: int) -> Snapshot | None:
         """The newest snapshot `user` committed with `identifier` after `planned_on` (a write's
-        data that landed before its compaction failed), or None."""
+        data that landed before its compaction failed), or None. A rollback since the plan may
+        have put it below `planned_on`'s id, so the scan stops only at an older snapshot."""
         floor = planned_on.id if planned_on is not None else 0
         for snap in self.snapshot_manager.iter_descending():
-            if snap.id <= floor:
+            if snap.id <= floor and (planned_on is None or snap.time_millis <= planned_on.time_millis):
                 return None
             if snap.commit_user == user and snap.commit_identifier == identifier:
                 return snap

@@ -144,7 +144,10 @@ class TagAutoCreation:
                     self.period.previous_period(when)
                 name = self.period.name(this_tag)
                 if not self.tags.exists(name):
-                    self.tags.create(snapshot, name, self.time_retained_ms, allow_numeric=True)
+                    try:
+                        self.tags.create(snapshot, name, self.time_retained_ms, allow_numeric=True)
+                    except SnapshotNotFoundError:
+                        continue  # expired while tagged: the tag was withdrawn
                     created.append(name)
                 next_tag = this_tag + self.period.length
         if created:

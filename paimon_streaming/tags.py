@@ -12,9 +12,10 @@ import datetime as dt
 import json
 import re
 
-from .errors import InvalidTagNameError, TagAlreadyExistsError, TagNotFoundError
+from .errors import (InvalidTagNameError, SnapshotExpiredError, SnapshotNotFoundError, TagAlreadyExistsError,
+                     TagNotFoundError)
 from .fileio import FileIO
-from .snapshot import Snapshot, parse_snapshot_file
+from .snapshot import Snapshot, SnapshotManager, parse_snapshot_file
 
 TAG_PREFIX = "tag-"
 _BAD_CHARS = re.compile(r"[/\\\x00-\x1f\x7f]")
@@ -123,6 +124,25 @@ class TagManager:
             body["tagCreateTime"] = tag_create_time_json(now or dt.datetime.now())
             body["tagTimeRetained"] = time_retained_ms / 1000
         self.file_io.overwrite_atomic(self.path(name), json.dumps(body, indent=2).encode())
+        self._withdraw_if_gone(snapshot, name)
+
+    def _withdraw_if_gone(self, snapshot: Snapshot, name: str) -> None:
+        """Remove the tag `name` just written for `snapshot` when the snapshot went meanwhile
+        (SnapshotExpiredError): an expiration or rollback that chose its files before the tag
+        existed may delete them. One that removes the snapshot after this check reads the tags
+        again before it deletes files, and keeps the tag's (expire.py)."""
+        snapshots = SnapshotManager(self.file_io, self.table_path)
+        try:
+            still = snapshots.snapshot(snapshot.id) == snapshot
+        except SnapshotNotFoundError:
+            still = False
+        if still:
+            return
+        self.delete_file(name)
+        raise SnapshotExpiredError(
+            f"cannot tag snapshot {snapshot.id} of table {self.table_path} as '{name}': the snapshot expired (or "
+            "was rolled back) while the tag was written, and its files may be gone; nothing was tagged. Tag a "
+            f"snapshot that is retained (earliest now {snapshots.earliest_id()})")
 
     def delete_file(self, name: str) -> None:
         self.file_io.delete(self.path(name))

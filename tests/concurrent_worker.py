@@ -124,3 +124,17 @@ def read_continuously(location: str, upsert: bool, stop, seen, errors) -> None:
         seen.put(checked)
     except Exception:
         errors.put(f"reader: {traceback.format_exc()}")
+
+
+def write_and_compact(location: str, batches: int, errors) -> None:
+    """Append batches 0..batches-1 (writer 0's rows, `batch_of`), each followed by a full
+    compaction, on a table whose options expire snapshots after every commit: the files a
+    stream planned are rewritten and deleted under it (tests/test_race_hunt.py)."""
+    import paimon_streaming as ps
+    try:
+        table = ps.Table.open(location)
+        for b in range(batches):
+            table.write_arrow(batch_of(0, b), commit_user="writer-0", commit_identifier=b)
+            table.compact(full=True)
+    except Exception:
+        errors.put(f"writer: {traceback.format_exc()}")

@@ -241,11 +241,11 @@ def test_writer_planned_under_the_old_schema_commits_correctly(catalog):
     with t.update_schema() as u:
         u.add_column("coupon", pa.string()).rename_column("note", "remark")
     old_writer.new_commit().commit(messages, "old-writer", 1)
-    assert t.latest_snapshot().schema_id == 0  # no snapshot of schema 1 yet: the writer's own
+    assert t.latest_snapshot().schema_id == 1  # the newest schema, as Java's commit records (latestSchemaId)
     t.write_arrow(pa.table({"id": [3], "coupon": ["X"], "remark": ["r3"]}))
     late = old_writer.write_messages(first_batch([4]))  # planned on schema 1's snapshot, schema 0 files
     old_writer.new_commit().commit(late, "old-writer", 2)
-    assert [s.schema_id for s in t.snapshots()] == [0, 0, 1, 1]
+    assert [s.schema_id for s in t.snapshots()] == [0, 1, 1, 1]
     got = {r["id"]: (r["remark"], r["coupon"]) for r in ps.Table.open(t.path).to_arrow().to_pylist()}
     assert got == {1: ("n1", None), 2: ("n2", None), 3: ("r3", "X"), 4: ("n4", None)}
 
