@@ -171,11 +171,15 @@ def _namespace_of(named_type: dict, enclosing: str | None) -> str | None:
 
 def conform(rows: pa.Table, target: pa.Schema) -> pa.Table:
     """Rows built in their writer's types, cast to the `target` columns they share (safe: a value
-    that does not fit raises ValueError naming the column); other columns are kept as they are."""
+    that does not fit raises ValueError naming the column); other columns are kept as they are,
+    and so are the fields a writer's ROWs (also inside ARRAYs and MAPs) have beyond the column's:
+    the column then differs from the table's, which evolves to take them (a cast to the column's
+    ROW would drop them without a word)."""
+    from .change_events import with_new_fields
     columns = []
     for field, column in zip(rows.schema, rows.columns):
         if field.name in target.names and target.field(field.name).type != field.type:
-            column = _cast(field.name, column, target.field(field.name).type)
+            column = _cast(field.name, column, with_new_fields(field.type, target.field(field.name).type))
         columns.append(column)
     names = rows.column_names
     return pa.table(columns, names=names)
@@ -188,6 +192,14 @@ def _cast(name: str, column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArra
                          f"Avro writer schema has {'a wall time' if src.tz is None else 'an instant'} "
                          f"({'local-' if src.tz is None else ''}timestamp); declare the column as the writer's type")
     try:
-        return pc.cast(column, to, safe=True)
+        cast = pc.cast(column, to, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise ValueError(f"column '{name}' is {to} but the Avro writer schema gives {src}: {exc}") from None
+    if pa.types.is_float64(src) and pa.types.is_float32(to):  # Arrow's safe cast rounds a double to a float
+        back = pc.cast(cast, src)
+        changed = pc.and_kleene(pc.not_equal(back, column), pc.invert(pc.and_(pc.is_nan(back), pc.is_nan(column))))
+        if pc.any(changed).as_py():
+            i = pc.index(changed, True).as_py()
+            raise ValueError(f"column '{name}' is {to} but the Avro writer schema gives {src}: "
+                             f"{column[i].as_py()!r} would be rounded to {cast[i].as_py()!r}")
+    return cast

@@ -63,10 +63,13 @@ class Column:
     #               bytes), one of _UNDECODABLE, or "array:" and one of these (`array_of`)
     wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
     type: pa.DataType  # what it becomes: the table column's type, or a new column's
+    # decimal-bytes/-unscaled (also as ARRAY elements): the scale the source's unscaled values are in
+    # (its schema's), when not `type`'s; they are cast to `type` after, never read at the wrong scale
+    scale: int | None = None
 
     @staticmethod
-    def of(name: str, encoding: str, target: pa.DataType) -> "Column":
-        return Column(name, encoding, _wire_type(encoding, target), target)
+    def of(name: str, encoding: str, target: pa.DataType, scale: int | None = None) -> "Column":
+        return Column(name, encoding, _wire_type(encoding, target), target, scale)
 
 
 def columns_of(schema: pa.Schema, encoding_of: Callable[[pa.DataType], str]) -> list[Column]:
@@ -109,6 +112,83 @@ def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
         return JSON_NUMBER_DECIMAL
     # plain: nested wall times as text, cast after (the JSON reader would shift "00:00+02:00" to 22:00)
     return map_arrow_leaves(target, lambda t: pa.string() if pa.types.is_timestamp(t) and t.tz is None else t)
+
+
+def with_new_fields(parsed: pa.DataType, declared: pa.DataType) -> pa.DataType:
+    """`declared`, with the fields the `parsed` ROW values (in ROWs, ARRAY elements and MAP
+    values too, which a schema change adds to as Java's does) carry beyond it, as parsed; fields
+    whose values tell no type (only nulls, empty ARRAYs or ROWs) are left out. Casting to it
+    keeps them, where a cast to `declared` would drop them without a word (Arrow's struct cast
+    drops the fields its target lacks): the column then differs from the table's and is
+    reported as wider, so the table evolves to hold them."""
+    if pa.types.is_list(parsed) and pa.types.is_list(declared):
+        return pa.list_(declared.value_field.with_type(with_new_fields(parsed.value_type, declared.value_type)))
+    if pa.types.is_map(parsed) and pa.types.is_map(declared):
+        return pa.map_(declared.key_field, declared.item_field.with_type(with_new_fields(parsed.item_type,
+                                                                                         declared.item_type)))
+    if not (pa.types.is_struct(parsed) and pa.types.is_struct(declared)):
+        return declared
+    names = {f.name for f in declared}
+    fields = [f.with_type(with_new_fields(parsed.field(parsed.get_field_index(f.name)).type, f.type))
+              if parsed.get_field_index(f.name) >= 0 else f for f in declared]
+    return pa.struct(fields + [f for f in parsed if f.name not in names and typed(f.type)])
+
+
+def typed(t: pa.DataType) -> bool:
+    """Whether values of type `t` tell a type: not only nulls, nor ARRAYs of such (`[]`), nor
+    ROWs of nothing else (`{}`), which no column type could be made of."""
+    if pa.types.is_null(t):
+        return False
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return typed(t.value_type)
+    return any(typed(f.type) for f in t) if pa.types.is_struct(t) else True
+
+
+def without_untyped(t: pa.DataType) -> pa.DataType | None:
+    """`t` without its parts whose values tell no type (`typed`); None when nothing is left."""
+    if not typed(t):
+        return None
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(without_untyped(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(without_untyped(f.type)) for f in t if typed(f.type)])
+    return t
+
+
+def untyped_value(values: pa.Array | pa.ChunkedArray, declared: pa.DataType | None, path: str) -> str | None:
+    """The path of a value in `values` (parsed JSON, fields inferred) that no column could hold
+    yet: an empty ARRAY, a ROW of no typed field (`{}`, `{"k": null}`), where `declared` (the
+    column's type; None: no column) has no type for it. Leaving such a field out would store null
+    for the record's `[]` or `{}`; nulls alone tell nothing and are no such value."""
+    t = values.type
+    if declared is not None and t == declared:  # read as the column's type (no field beyond it): nothing to look at
+        return None
+    if isinstance(values, pa.ChunkedArray):
+        return next((p for chunk in values.chunks if (p := untyped_value(chunk, declared, path))), None)
+    if not typed(t):
+        return path if declared is None and values.null_count < len(values) else None
+    if pa.types.is_struct(t):
+        children = values.flatten()  # with the parent's nulls
+        for f, child in zip(t, children):
+            inner = declared.field(f.name).type if declared is not None and pa.types.is_struct(declared) \
+                and declared.get_field_index(f.name) >= 0 else None
+            if (found := untyped_value(child, inner, f"{path}.{f.name}")) is not None:
+                return found
+        return None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = declared.value_type if declared is not None and pa.types.is_list(declared) else None
+        return untyped_value(values.flatten(), inner, f"{path}[]")
+    return None
+
+
+def refuse_untyped(table: pa.Table, schema: pa.Schema) -> None:
+    """ValueError naming the field when `table` (parsed JSON) holds an `untyped_value`."""
+    for name, column in zip(table.column_names, table.columns):
+        found = untyped_value(column, schema.field(name).type if name in schema.names else None, name)
+        if found is not None:
+            raise ValueError(f"field '{found}' holds an empty array or object (or one of only nulls), which tells no "
+                             "type for a column the table lacks: add the column with its type (paimon-streaming "
+                             "alter; --schema for a new table), never stored as null")
 
 
 def table_name(prefix: pa.Array, name: pa.Array) -> pa.Array:
@@ -261,6 +341,10 @@ def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, col
         arrays.append(_without_placeholders(c.name, _decoded(c, raw), partial))
     for name, values in news.items():  # fields the source added that no column or envelope names
         if name not in names:
+            refuse_untyped(pa.table({name: values}), pa.schema([]))
+            if name in (kind_column, event_column, SOURCE_COLUMN) and values.null_count < len(values):
+                raise ValueError(f"field '{name}' of the row is a name ingest keeps for itself (row kinds, events, "
+                                 "source tables): rename the source column, or leave it out of the capture")
             names.append(name)
             arrays.append(values)
     kinds = pc.if_else(is_delete, "-D", pc.if_else(pc.equal(op, "u"), "+U", "+I"))
@@ -319,8 +403,8 @@ def _decoded(c: Column, raw: pa.Array) -> pa.Array:
             raise ValueError(f"column '{c.name}' is a TIMESTAMP {'WITH' if c.type.tz else 'WITHOUT'} LOCAL TIME ZONE "
                              f"but Debezium sends {'a wall time' if value.type.tz is None else 'an instant'} "
                              f"({c.encoding}); declare the column as the source's type")
-        if value.type != c.type:
-            value = pc.cast(value, c.type, safe=True)
+        if value.type != c.type:  # new fields inside ROWs kept (and reported): never cast away
+            value = pc.cast(value, with_new_fields(value.type, c.type) if c.encoding == "plain" else c.type, safe=True)
         if pa.types.is_floating(c.type) and pa.types.is_string(raw.type) and pc.any(pc.and_(
                 pc.is_inf(value), pc.invert(pc.match_substring_regex(raw, r"(?i)^[+-]?inf(inity)?$")))).as_py():
             raise ValueError(f"column '{c.name}' has a number beyond the range of {c.type}, which would be infinity")
@@ -342,7 +426,7 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         return raw
     if e.startswith(ARRAY_PREFIX):  # the elements of all rows decoded at once, the lists rebuilt over them
         offsets, start = rebased_offsets(raw)
-        element = Column.of(f"{c.name}[]", e[len(ARRAY_PREFIX):], c.type.value_type)
+        element = Column.of(f"{c.name}[]", e[len(ARRAY_PREFIX):], c.type.value_type, c.scale)
         values = _decoded(element, raw.values.slice(start, offsets[-1].as_py()))
         return pa.ListArray.from_arrays(offsets, values, type=c.type, mask=raw.is_null() if raw.null_count else None)
     if e == "text" and pa.types.is_time(c.type):  # "05:33:37.5": a time of the epoch's first day, cut to ms
@@ -375,10 +459,11 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         # Paimon keeps a TIME in milliseconds of the day: finer digits are cut, as Java's writers do
         per_ms = {"ms": 1, "us": 1000, "ns": 1_000_000}[TIME_UNITS[e]]
         return pc.divide(raw, per_ms).cast(pa.int32()).cast(pa.time32("ms"))
-    if e == "decimal-bytes":
-        return _unscaled_decimals(c.name, base64_decoded(c.name, raw.cast(pa.binary())), c.type)
-    if e == "decimal-unscaled":
-        return _unscaled_decimals(c.name, raw.cast(pa.binary()), c.type)
+    if e in ("decimal-bytes", "decimal-unscaled"):  # at the source's scale; cast to the column's (safely) after
+        data = base64_decoded(c.name, raw.cast(pa.binary())) if e == "decimal-bytes" else raw.cast(pa.binary())
+        if c.scale is None or not pa.types.is_decimal(c.type) or c.scale == c.type.scale:
+            return _unscaled_decimals(c.name, data, c.type)
+        return _unscaled_decimals(c.name, data, pa.decimal128(38, c.scale))
     if e in VARIABLE_SCALE:
         unscaled = raw.field("value") if e == "variable-scale-unscaled" else \
             base64_decoded(c.name, raw.field("value").cast(pa.binary()))

@@ -111,16 +111,23 @@ def envelope_columns(schema: pa.Schema, envelope_schema: dict) -> list[Column]:
         if image.get("field") in ("before", "after") and image.get("type") == "struct":
             fields.update({f["field"]: f for f in image.get("fields") or () if "field" in f})
     defaults = {c.name: c for c in default_columns(schema)}
-    out = []
+    out, untyped = [], []
     for f in schema:
         spec = fields.get(f.name)
         if spec is None:
             out.append(defaults[f.name])
             continue
         declared = _new_column_type(spec)
-        target = declared if declared is not None and _wider(declared, f.type) else f.type
-        out.append(Column.of(f.name, _encoding(spec, target), target))
-    untyped = []
+        if _LOGICAL.get(spec.get("name") or "") == "variable-scale":
+            declared = None  # each value has its own scale: they go into the column when they fit it
+        if declared is not None:  # wider, or ROW fields the table lacks as the envelope types them
+            target = declared if _wider(declared, f.type) else change_events.with_new_fields(declared, f.type)
+        else:
+            target = f.type
+            unknown = _new_nested_fields(spec, f.type, f.name)
+            if unknown:  # never left to the JSON reader's guess (a date inside a ROW would become a number)
+                untyped.extend(unknown)
+        out.append(Column.of(f.name, _encoding(spec, target), target, _declared_scale(spec)))
     for name, spec in fields.items():
         if name not in schema.names:
             t = _new_column_type(spec)
@@ -150,6 +157,37 @@ def _encoding(spec: dict, target: pa.DataType) -> str:
     return "plain"
 
 
+def _new_nested_fields(spec: dict, t: pa.DataType, path: str) -> list[str]:
+    """The paths of the fields an envelope's ROW (or ARRAY of ROWs) declares that the table's
+    type `t` lacks."""
+    if spec.get("type") == "array" and isinstance(spec.get("items"), dict) and pa.types.is_list(t):
+        return _new_nested_fields(spec["items"], t.value_type, path + "[]")
+    if spec.get("type") != "struct" or not pa.types.is_struct(t):
+        return []
+    out = []
+    for part in spec.get("fields") or ():
+        name = part.get("field") if isinstance(part, dict) else None
+        if name is None:
+            continue
+        if t.get_field_index(name) < 0:
+            out.append(f"{path}.{name}")
+        else:
+            out.extend(_new_nested_fields(part, t.field(name).type, f"{path}.{name}"))
+    return out
+
+
+def _declared_scale(spec: dict) -> int | None:
+    """The scale a Kafka Connect Decimal column (or an ARRAY of them) declares: its unscaled
+    values are in it, whatever the table column's scale (a source column retyped from
+    DECIMAL(10, 2) to (12, 4) sends 1.2345 as 12345, which read at scale 2 would be 123.45)."""
+    while spec.get("type") == "array" and isinstance(spec.get("items"), dict):
+        spec = spec["items"]
+    if _LOGICAL.get(spec.get("name") or "") != "decimal-bytes":
+        return None
+    scale = (spec.get("parameters") or {}).get("scale")
+    return int(scale) if scale is not None else 0
+
+
 def _wider(declared: pa.DataType, current: pa.DataType) -> bool:
     """Whether the source now declares a column wider than the table's (a widened INT, FLOAT or
     DECIMAL upstream): decoded as declared, the table widens before the batch is written."""
@@ -158,8 +196,11 @@ def _wider(declared: pa.DataType, current: pa.DataType) -> bool:
         return ints.index(declared) > ints.index(current)
     if declared == pa.float64() and current == pa.float32():
         return True
-    return pa.types.is_decimal(declared) and pa.types.is_decimal(current) and declared.scale == current.scale \
-        and declared.precision > current.precision
+    # a DECIMAL with at least the table's integer digits and scale holds every value of it (Paimon's
+    # CDC widens a DECIMAL the source declares wider too; a narrower one is cast value by value)
+    return pa.types.is_decimal(declared) and pa.types.is_decimal(current) and declared != current \
+        and declared.scale >= current.scale and \
+        declared.precision - declared.scale >= current.precision - current.scale
 
 
 def _new_column_type(spec: dict, nested: bool = False) -> pa.DataType | None:
@@ -222,7 +263,8 @@ def avro_columns(schema: pa.Schema, writer: dict) -> list[Column]:
             if isinstance(record, dict) and record.get("type") == "record":
                 images.append({"field": f["name"], "type": "struct", "record": record,
                                "fields": [_connect_field(x) for x in record.get("fields", ())]})
-    columns = [Column.of(c.name, _as_avro(c.encoding), c.type) for c in envelope_columns(schema, {"fields": images})]
+    columns = [Column.of(c.name, _as_avro(c.encoding), c.type, c.scale)
+               for c in envelope_columns(schema, {"fields": images})]
     # plain values are built in the writer's own types, then cast safely to the column's
     # (change_events._decoded): a double never lands truncated in an INT column
     written = _writer_types(images[-1]["record"]) if images else {}

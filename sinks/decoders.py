@@ -135,6 +135,11 @@ class Decoder:
         if nested:
             raise DecodeError(f"the table's column(s) {nested} hold a VARIANT inside a ROW, ARRAY or MAP, which "
                               "ingest does not fill; a top-level VARIANT column takes any JSON")
+        internal = [n for n in (KIND_COLUMN, EVENT_COLUMN, change_events.SOURCE_COLUMN) if n in self.schema.names
+                    and (self.format in CHANGE_EVENT_FORMATS or n == KIND_COLUMN)]
+        if internal:
+            raise DecodeError(f"the table's column(s) {internal} have names ingest keeps for itself (row kinds, "
+                              "change events, source tables): rename them (paimon-streaming alter)")
         if self.key_format not in ("string", "json", "avro"):
             raise DecodeError(f"unknown key format '{self.key_format}'; use string, json or avro")
         if self.key_format == "string" and len(self.primary_keys) > 1:
@@ -177,12 +182,21 @@ class Decoder:
         live_idx = np.flatnonzero(live.to_numpy(zero_copy_only=False))
         rows, bad = self._values(pc.filter(values, live), pc.filter(records, live))
         sources: tuple[str, ...] = ()
-        if change_events.SOURCE_COLUMN in rows.column_names:  # change events: the tables their rows are of
+        if self.format in CHANGE_EVENT_FORMATS and change_events.SOURCE_COLUMN in rows.column_names:
+            # change events: the tables their rows are of (a JSON record's own field of that name is data)
             if self.source_table is None:
                 sources = tuple(sorted(pc.unique(rows.column(change_events.SOURCE_COLUMN)).drop_null().to_pylist()))
             rows = rows.drop_columns([change_events.SOURCE_COLUMN])
-        new_fields = pa.schema([f for f in rows.schema if f.name not in self.schema.names
-                                and f.name != KIND_COLUMN and not pa.types.is_null(f.type)])
+        new_fields = pa.schema([f.with_type(change_events.without_untyped(f.type)) for f in rows.schema
+                                if f.name not in self.schema.names and f.name != KIND_COLUMN
+                                and change_events.typed(f.type)])
+        if self.format == "json" and len({f.name.lower() for f in new_fields}) < len(new_fields):
+            # `name` in one record, `Name` in another: the first becomes the column, which the others then fill
+            # (a field matching a column ignoring case does); two columns of them Spark could tell from neither
+            first = {}
+            for f in new_fields:
+                first.setdefault(f.name.lower(), f)
+            new_fields = pa.schema(list(first.values()))
         names = self.schema.names + [KIND_COLUMN] * (KIND_COLUMN in rows.column_names)
         if rows.column_names != names:
             rows = rows.select(names)
@@ -309,8 +323,10 @@ class Decoder:
             parse = functools.partial(parser, columns=columns, kind_column=KIND_COLUMN,
                                       event_column=EVENT_COLUMN, keys=self.primary_keys,
                                       partitioned=bool(self.partition_keys), partial=self.partial_update)
-            rows, group_bad = _parse_lines(payloads if whole else payloads.take(pa.array(idx)), group, parse, parse,
-                                           what, self.on_error, empty, count=_events)
+            parse_one = functools.partial(_naming_the_column, parse, functools.partial(
+                parser, kind_column=KIND_COLUMN, event_column=EVENT_COLUMN), columns)
+            rows, group_bad = _parse_lines(payloads if whole else payloads.take(pa.array(idx)), group, parse,
+                                           parse_one, what, self.on_error, empty, count=_events)
             failed = np.zeros(len(idx), bool)
             failed[[i for i, _ in group_bad]] = True
             bad.extend((int(idx[i]), error) for i, error in group_bad)
@@ -323,13 +339,30 @@ class Decoder:
         case fills that column (as Spark's case-insensitive resolution; the exact name wins in a
         record holding both): it is no new field, which would add a column Spark could not tell
         from it. One matching several columns ignoring case is a DecodeError naming them."""
-        table = _parse_json(buffer, self._json_schema)
+        schema, absent = self._json_schema, None
+        try:
+            table = _parse_json(buffer, schema)
+        except pa.ArrowInvalid as exc:  # a NOT NULL column absent: maybe named in another case (`Id` for `id`)
+            if "required field was absent" not in str(exc):
+                raise
+            schema, absent = pa.schema([f.with_nullable(True) for f in schema]), exc
+            table = _parse_json(buffer, schema)
+            if not _case_aliases(table.column_names, self.schema.names):
+                raise
+        if KIND_COLUMN in table.column_names and KIND_COLUMN not in self.schema.names:
+            if table.column(KIND_COLUMN).null_count < table.num_rows:  # would be taken for the rows' kinds
+                raise ValueError(f"field '{KIND_COLUMN}' is the name ingest gives the rows' kinds: rename it in the "
+                                 "records")
+            table = table.drop_columns([KIND_COLUMN])
         aliases = _case_aliases(table.column_names, self.schema.names)
         if not aliases:
             return table
-        extended = pa.schema(list(self._json_schema) + [self._json_schema.field(column).with_name(alias)
-                                                        .with_nullable(True) for alias, column in aliases.items()])
-        return _merged_aliases(_parse_json(buffer, extended), aliases)
+        extended = pa.schema(list(schema) + [schema.field(column).with_name(alias).with_nullable(True)
+                                             for alias, column in aliases.items()])
+        merged = _merged_aliases(_parse_json(buffer, extended), aliases)
+        if absent is not None and any(merged.column(f.name).null_count for f in self._json_schema if not f.nullable):
+            raise absent  # still absent (or null) in some record: refused as pyarrow refuses it
+        return merged
 
     def _json_one(self, buffer: bytes) -> pa.Table:
         """One record (the error path): a value its column cannot hold is named by the column,
@@ -383,7 +416,16 @@ class Decoder:
             try:
                 types[sid] = avro_types.arrow_schema(self._avro_writer_json(sid))
             except avro_types.AvroTypeError as exc:
-                raise DecodeError(f"{'the Avro schema' if sid < 0 else f'writer schema {sid}'}: {exc}") from None
+                what = f"{'the Avro schema' if sid < 0 else f'writer schema {sid}'}: {exc}"
+                if sid < 0:
+                    raise DecodeError(what) from None
+                # a registry's writer schema (a producer's new version): its records, by their coordinates
+                of_sid = [j for j, (k, _) in enumerate(out) if k == sid]
+                if self.on_error == "fail":
+                    raise DecodeError(f"record {_where(records, decoded[of_sid[0]])}: {what}") from None
+                bad.extend((decoded[j], what) for j in of_sid)
+                out = [item for k, item in enumerate(out) if k not in set(of_sid)]
+                decoded = [i for k, i in enumerate(decoded) if k not in set(of_sid)]
 
         def build(items: list[tuple[int, dict]]) -> pa.Table:
             parts, origin = [], []
@@ -543,6 +585,22 @@ class Decoder:
         return table
 
 
+def _naming_the_column(parse, parse_columns, columns: list, line: bytes) -> pa.Table:
+    """`parse(line)` (one change event, the error path): a value its column's type cannot hold is
+    named by the column, where pyarrow's message names only the value ("couldn't parse:...")."""
+    try:
+        return parse(line)
+    except pa.ArrowInvalid as exc:
+        if "couldn't parse" not in str(exc):
+            raise
+        for c in columns:
+            try:
+                parse_columns(line, columns=[c])
+            except (pa.ArrowInvalid, ValueError):
+                raise ValueError(f"column '{c.name}' ({from_arrow(c.type)}): {exc}") from None
+        raise
+
+
 def _events(table: pa.Table) -> int:
     """How many records a parsed chunk of change events came from (an update can make two
     rows, a marker none)."""
@@ -692,28 +750,8 @@ def _wall_times(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table
 
 
-def _with_new_fields(parsed: pa.DataType, declared: pa.DataType) -> pa.DataType:
-    """`declared`, with the fields the `parsed` ROW values (in ROWs, ARRAY elements and MAP
-    values too, which a schema change adds to as Java's does) carry beyond it, as parsed; fields
-    seen only as nulls tell no type and are left out."""
-    if pa.types.is_list(parsed) and pa.types.is_list(declared):
-        return pa.list_(declared.value_field.with_type(_with_new_fields(parsed.value_type, declared.value_type)))
-    if pa.types.is_map(parsed) and pa.types.is_map(declared):
-        return pa.map_(declared.key_field, declared.item_field.with_type(_with_new_fields(parsed.item_type,
-                                                                                          declared.item_type)))
-    if not (pa.types.is_struct(parsed) and pa.types.is_struct(declared)):
-        return declared
-    names = {f.name for f in declared}
-    fields = [f.with_type(_with_new_fields(parsed.field(parsed.get_field_index(f.name)).type, f.type))
-              if parsed.get_field_index(f.name) >= 0 else f for f in declared]
-    return pa.struct(fields + [f for f in parsed if f.name not in names and _typed(f.type)])
-
-
-def _typed(t: pa.DataType) -> bool:
-    """Whether values of type `t` tell a type: not only nulls, nor ROWs of nothing else."""
-    if pa.types.is_null(t):
-        return False
-    return any(_typed(f.type) for f in t) if pa.types.is_struct(t) else True
+_with_new_fields = change_events.with_new_fields  # fields the table's ROWs lack, kept (also change events')
+_typed = change_events.typed
 
 
 def _holds_timestamp(t: pa.DataType) -> bool:
@@ -741,6 +779,8 @@ def _read_json(buffer: bytes, schema: pa.Schema, unexpected: str = "ignore") -> 
     def read(explicit: pa.Schema) -> pa.Table:
         return json_maps.read(buffer, _wall_times_as_text(explicit), read_json)
     parsed = change_events.floats_in_range(read(schema), buffer, lambda: read(change_events.floats_as_doubles(schema)))
+    if unexpected == "infer":  # `[]` or `{}` where the table has no column: refused, never cast away
+        change_events.refuse_untyped(parsed, schema)
     return _read_json_bytes(_wall_times(parsed, schema))
 
 
@@ -779,12 +819,14 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
     if table is not None and count(table) == len(values):
         return table, []
     bad: list[tuple[int, str]] = []
+    singles: dict[int, pa.Table] = {}
     for i, raw in enumerate(flat.to_pylist()):
         try:
             if not objects[i]:
                 _json_document(raw)
                 raise ValueError("not a JSON object")
-            if count(parse_one(raw + b"\n")) != 1:
+            singles[i] = parse_one(raw + b"\n")
+            if count(singles[i]) != 1:
                 raise ValueError("not exactly one row")
         except Exception as exc:
             error = f"not valid {what}: {str(exc).strip()[:300]}" if isinstance(exc, _NotJson) else \
@@ -800,7 +842,57 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
             return table, bad
         if not keep.any():
             return empty, bad
+    if what != "CSV" and singles:  # each parses alone: fields the table lacks hold values of clashing types
+        return _new_fields_in_record_order(singles, records, what, on_error, bad)
     raise DecodeError(f"records from {_where(records, 0)} on do not parse as {what} one row per record")
+
+
+def _new_fields_in_record_order(singles: dict[int, pa.Table], records: pa.RecordBatch, what: str, on_error: str,
+                                bad: list[tuple[int, str]]) -> tuple[pa.Table, list[tuple[int, str]]]:
+    """JSON records (or change events) that parse alone but not together: a field the table
+    lacks is a number in one and text in another, say. The first records give its type (as the
+    first records give a new table's); a later record whose value does not fit it is refused
+    naming the field. Change events' rows keep the index of their event among those kept."""
+    failed = {i for i, _ in bad}
+    parts, schema = [], None
+    for i, table in singles.items():
+        if i in failed:
+            continue
+        try:
+            merged = table.schema if schema is None else \
+                pa.unify_schemas([schema, table.schema], promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            clash = next((f.name for f in table.schema if f.name in schema.names and not _unifies(schema.field(f.name),
+                                                                                                   f)), "?")
+            error = (f"not valid {what} for the table's schema: field '{clash}' is {table.schema.field(clash).type} "
+                     f"here but {schema.field(clash).type} in the batch's records before it") if clash != "?" else \
+                f"not valid {what} for the table's schema: its fields' types clash with the batch's records before it"
+            if on_error == "fail":
+                raise DecodeError(f"record {_where(records, i)} is {error}") from None
+            bad.append((i, error))
+            continue
+        schema = merged
+        if EVENT_COLUMN in table.column_names:
+            table = table.set_column(table.schema.get_field_index(EVENT_COLUMN), EVENT_COLUMN,
+                                     pa.array(np.full(table.num_rows, len(parts), np.int64)))
+        parts.append(table)
+    try:
+        joined = pa.concat_tables(parts, promote_options="permissive")
+    except pa.ArrowInvalid:  # an integer beyond 2**53 in a field others made DOUBLE: its nearest, as one parse gives
+        joined = pa.concat_tables([pa.table([part.column(f.name).cast(f.type, safe=False) if f.name in part.column_names
+                                             else pa.nulls(part.num_rows, f.type) for f in schema], schema=schema)
+                                   for part in parts])
+    if parts and EVENT_COLUMN in joined.column_names:
+        joined = joined.replace_schema_metadata({change_events.EVENTS_METADATA: str(len(parts)).encode()})
+    return joined, sorted(bad)
+
+
+def _unifies(a: pa.Field, b: pa.Field) -> bool:
+    try:
+        pa.unify_schemas([pa.schema([a]), pa.schema([b])], promote_options="permissive")
+        return True
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
 
 
 class _NotJson(ValueError):
@@ -922,8 +1014,17 @@ def _inferred_schema(lines: list[bytes], variants: tuple[str, ...]) -> pa.Schema
         documents = [json.loads(v) for v in lines]
         lines = [json.dumps({k: x for k, x in d.items() if k not in variants} if isinstance(d, dict) else d).encode()
                  for d in documents]
-    inferred = pajson.read_json(io.BytesIO(b"\n".join(lines) + b"\n")).schema
-    return pa.schema(list(inferred) + [pa.field(name, VARIANT_ARROW) for name in variants])
+    sample = pajson.read_json(io.BytesIO(b"\n".join(lines) + b"\n"))
+    try:
+        change_events.refuse_untyped(sample, pa.schema([]))
+    except ValueError as exc:
+        raise DecodeError(f"cannot infer the new table's columns from the sampled records: {exc}") from None
+    # fields seen only as nulls tell no type: they become columns when records give them values
+    inferred = [f.with_type(change_events.without_untyped(f.type)) for f in sample.schema
+                if change_events.typed(f.type)]
+    first: dict[str, pa.Field] = {}  # `name` and `Name`: one column (the first), which the other fills
+    inferred = [first.setdefault(f.name.lower(), f) for f in inferred if f.name.lower() not in first]
+    return pa.schema(inferred + [pa.field(name, VARIANT_ARROW) for name in variants])
 
 
 def avro_to_arrow_schema(avro_schema: dict) -> pa.Schema:
