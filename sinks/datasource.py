@@ -60,7 +60,8 @@ from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.table import Table
 
 from .spark_write import (WritePlan, arrow_schema_of, check_existing_table_options, committed_replay, compact_after_commit,
-                          query_property, reconcile_schema, refuse_foreign_write_options, task_index, write_task)
+                          query_property, reconcile_schema, refuse_foreign_write_options, table_schema_of, task_index,
+                          write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 # the options of the writer (all others are table options); Spark hands them over lower-cased
@@ -107,7 +108,8 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
     except TableNotFoundError:
         if where.branch is not None:
             raise  # a missing branch is created with Table.create_branch, not by a write
-        create_table_at(where.location, arrow_schema_of(schema), options=_table_options(options))
+        create_table_at(where.location, table_schema_of(schema, options.get("rowkindcolumn")),
+                        options=_table_options(options))
         return _one_task_per_partition(load_table(where.ref, where.warehouse))
     check_existing_table_options(table, _table_options(options), "this format('paimon') write")
     merge = (options.get("mergeschema") or options.get("write.merge-schema") or "false").strip().lower() == "true"
@@ -291,6 +293,8 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         if committed_replay(table, self.commit_user, batchId, self.query,
                             ".option('commitUser', ...) (and keep it for every restart from this query's checkpoint)"):
             log.info("paimon stream write table=%s batch=%d already committed: skipped", table.name, batchId)
+            # the replay's tasks wrote files anew (new names): delete them, or they stay as orphans
+            table.new_commit().discard([m for cm in messages if cm is not None for m in pickle.loads(cm.messages)])
             return
         msgs = _messages(messages, table)
         ids = table.new_commit().commit(msgs, self.commit_user, batchId, overwrite=self.overwrite,

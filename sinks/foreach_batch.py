@@ -11,7 +11,8 @@ the driver as a Paimon snapshot whose commitUser is the streaming query id (stab
 restarts from one checkpoint) and whose commitIdentifier is the batch id. A batch that was
 committed before a crash is recognized on replay and skipped, so every input row is applied
 exactly once; also after snapshot expiration removed the query's snapshots (expiration
-records their identifiers, `paimon_streaming/commit_users.py`).
+records their identifiers, `paimon_streaming/commit_users.py`). A function that writes one
+table several times in a micro-batch commits the k-th write as `<commit user>#k` (SinkCall).
 
 Under Spark Connect pass `commit_user` explicitly: the foreachBatch function then runs in a
 Python worker of the Connect server, on a session cloned for the query, and Spark gives it no
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -41,12 +43,12 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import (CommitConflictError, PaimonError, SequenceConflictError, StalePlanError,
-                                    TableNotFoundError, UnsupportedOperationError)
+from paimon_streaming.errors import (CommitConflictError, PaimonError, SequenceConflictError,
+                                     StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
-from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of,
+from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, table_schema_of,
                           check_existing_table_options, collect_arrow, committed_replay, compact_after_commit, query_property,
                           encode_messages, reconcile_schema, session_time_zone, write_dataframe, write_task)
 
@@ -139,7 +141,7 @@ class PaimonSink:
         except TableNotFoundError:
             if resolve_branch(self.table_ref, None)[1] is not None:
                 raise  # a missing branch is created with Table.create_branch, not from a stream
-            create_table_at(self.location, arrow_schema_of(df.schema), options=self.options)
+            create_table_at(self.location, table_schema_of(df.schema, self.row_kind_column), options=self.options)
             log.info("created Paimon table %s from the stream's schema", self.location)
             return load_table(self.table_ref, self.warehouse)
         check_existing_table_options(table, self.options, "paimon_sink(options=...)")
@@ -164,20 +166,24 @@ class PaimonSink:
         to prepare (`ingest --database`). `collected`: the batch's rows, already collected in
         the driver (written there; `df` still gives the query and its session)."""
         clock = StageClock()
-        commit_user = self.commit_user or query_commit_user(df)
         table = self._table(df)
+        call = SinkCall.of(table, self.commit_user or query_commit_user(df), batch_id, df)
+        commit_user = call.commit_user
         table.complete_interrupted_batch(commit_user)  # a crash between a batch's two snapshots
         how = "commit_user= (the same on every restart from this query's checkpoint)" if self.commit_user else \
             "checkpoint (the default commit user is the query id, which the checkpoint keeps)"
         if committed_replay(table, commit_user, batch_id, running_query(df), how):
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
+            call.done()
+            if collected is None:
+                compute_skipped_batch(df)
             return None
         input_schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
         reconcile_schema(table, input_schema, self.row_kind_column, self.merge_schema,
                          "pass merge_schema=True to paimon_sink")
         clock.lap("prepare")
-        prepared = PreparedBatch(self, df, batch_id, table, commit_user, before_commit, transform, clock, collected)
+        prepared = PreparedBatch(self, df, batch_id, table, call, before_commit, transform, clock, collected)
         prepared.write()
         return prepared
 
@@ -190,13 +196,17 @@ class PreparedBatch:
     df: DataFrame
     batch_id: int
     table: Table
-    commit_user: str
+    call: "SinkCall"
     before_commit: Callable[[], None] | None
     transform: ArrowTransform | None
     clock: "StageClock"
     collected: pa.Table | None = None  # the batch's rows, in the driver already
     result: WriteResult | None = None
     plan: WritePlan | None = None
+
+    @property
+    def commit_user(self) -> str:
+        return self.call.commit_user
 
     def write(self) -> None:
         """Write the batch's files (the table's scheduled full compaction with them), then run
@@ -246,6 +256,7 @@ class PreparedBatch:
                 if placed:
                     cross_partition.committed(table.path, table.branch, self.plan.snapshot_id, snapshot_ids,
                                               self.commit_user, batch_id)
+                self.call.done()
                 self.clock.lap("commit")
                 break
             except (SequenceConflictError, StalePlanError) as exc:
@@ -276,6 +287,91 @@ class PreparedBatch:
         log.info("paimon_sink table=%s batch=%d rows_in=%d files=%d snapshots=%s seconds=%.2f (%s)",
                  table.name, batch_id, result.rows_in, files, snapshot_ids or "none", self.clock.total,
                  " ".join(f"{k}={v:.3f}" for k, v in self.clock.seconds.items()))
+
+
+# (table path, branch, commit user) -> the Spark run id, the micro-batch id and the DataFrames of
+# the paimon_sink calls that wrote (or skipped as committed) that table in it, in this process
+_BATCH_CALLS: dict[tuple[str, str, str], tuple[str, int, list["weakref.ref[DataFrame]"]]] = {}
+
+
+def streaming_run(df: DataFrame) -> str | None:
+    """The id of the current run of the streaming query calling the foreachBatch function (a
+    restart is a new run): Spark names the jobs of a run's micro-batches with it, the job group
+    `spark.jobGroup.id` of the thread (the session foreachBatch gets is a clone, whose
+    `streams` do not list the query). None where Spark does not tell it (Spark Connect)."""
+    if is_connect(df):
+        return None
+    try:
+        return df.sparkSession.sparkContext.getLocalProperty("spark.jobGroup.id") or None
+    except Exception:  # noqa: BLE001 - a session without a SparkContext
+        return None
+
+
+@dataclass
+class SinkCall:
+    """A paimon_sink call's place among the calls writing its table in one micro-batch.
+
+    A commit user commits a batch id once, so a foreachBatch function writing one table twice
+    in a micro-batch (the batch split into two writes) had its second write taken for a replay
+    of the first, and its rows dropped. So the k-th call writing a table in a micro-batch
+    commits as `<commit user>#k` (the first as the commit user itself): a replay after a
+    restart makes the same calls in the same order, and skips each one that was committed. A
+    call with the DataFrame of an earlier call of the batch is that call again (the function
+    retrying a call that raised after its commit). Where Spark tells no run id (Spark Connect)
+    every call commits as the commit user."""
+
+    key: tuple[str, str, str]
+    run: str | None
+    batch_id: int
+    index: int
+    df: DataFrame
+
+    @staticmethod
+    def of(table: Table, commit_user: str, batch_id: int, df: DataFrame) -> "SinkCall":
+        key, run = (table.path, table.branch, commit_user), streaming_run(df)
+        frames = SinkCall._frames(key, run, batch_id)
+        index = next((i for i, ref in enumerate(frames) if ref() is df), len(frames))
+        return SinkCall(key, run, batch_id, index if run is not None else 0, df)
+
+    @staticmethod
+    def _frames(key: tuple[str, str, str], run: str | None, batch_id: int) -> list["weakref.ref[DataFrame]"]:
+        calls = _BATCH_CALLS.get(key)
+        return calls[2] if calls is not None and calls[:2] == (run, batch_id) else []
+
+    @property
+    def commit_user(self) -> str:
+        return self.key[2] if self.index == 0 else f"{self.key[2]}#{self.index}"
+
+    def done(self) -> None:
+        """Count this call as made (committed, or skipped as committed before)."""
+        if self.run is None:
+            return
+        frames = self._frames(self.key, self.run, self.batch_id)
+        if not frames:
+            _BATCH_CALLS[self.key] = (self.run, self.batch_id, frames)
+        if all(ref() is not self.df for ref in frames):
+            frames.append(weakref.ref(self.df))
+
+
+def compute_skipped_batch(df: DataFrame) -> None:
+    """Compute a replayed micro-batch that is skipped, writing nothing (Spark's `noop` sink).
+    Spark checks that the foreachBatch function of a stateful query (aggregation, deduplication,
+    join, ...) computed every partition of the batch: its state stores commit only then, and
+    otherwise the batch fails with STATE_STORE_COMMIT_VALIDATION_FAILED, which a restart from
+    the checkpoint meets again (the batch is a replay again), so the query could never resume.
+    Batches of stateless queries stay uncomputed."""
+    if holds_state(df):
+        df.write.format("noop").mode("overwrite").save()
+
+
+def holds_state(df: DataFrame) -> bool:
+    """Whether computing the micro-batch commits state stores: Spark hands foreachBatch the batch
+    as an RDD, whose lineage names them (StateStoreRDD, StateStoreAwareZipPartitionsRDD, ...).
+    True where that cannot be seen (Spark Connect)."""
+    try:
+        return "StateStore" in df._jdf.queryExecution().toRdd().toDebugString()
+    except Exception:  # noqa: BLE001 - no JVM DataFrame (Spark Connect): assume state
+        return True
 
 
 def is_connect(df: DataFrame) -> bool:

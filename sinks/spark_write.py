@@ -269,6 +269,15 @@ def arrow_schema_of(schema) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
+def table_schema_of(schema, row_kind_column: str | None) -> pa.Schema:
+    """The Arrow schema of a table created from a stream's or DataFrame's schema: without the
+    row-kind column, which says how to apply each row and is not stored."""
+    arrow = arrow_schema_of(schema)
+    if row_kind_column is not None and row_kind_column in arrow.names:
+        arrow = arrow.remove(arrow.get_field_index(row_kind_column))
+    return arrow
+
+
 def collect_arrow(df: DataFrame) -> pa.Table:
     """The DataFrame's rows in the driver as Arrow (`toArrow`). PySpark's `toArrow` fails on a
     null VARIANT (Spark sends its value and metadata as nulls in fields it declares non-null):
