@@ -35,7 +35,11 @@ from paimon_streaming.scan import TableScan
 from store_proxy import S3_INTERNAL, S3_SLOW_DOWN, Rule, StoreProxy
 
 pytest.importorskip("moto")
-from s3_server import CREDENTIALS, S3Server  # noqa: E402
+from s3_server import S3Server  # noqa: E402
+# the stores' emulators, one per module, as their own tests start them (fixtures)
+from test_azure import azure  # noqa: E402,F401
+from test_gcs import gcs  # noqa: E402,F401
+from test_s3 import s3  # noqa: E402,F401
 
 EXAMPLES = int(os.environ.get("OBJECT_STORE_HUNT_EXAMPLES", "3"))
 FULL = EXAMPLES > 3  # every fault kind of the parametrized tests, not a CI-sized choice of them
@@ -47,18 +51,6 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("p", pa.string()
 AWKWARD = ["a b", "50%", "k=v", "x+y", "ünï €", "#h", "q?", "a/b", "c:d", "%41", "+", " lead", "star*", "[br]"]
 
 FUTURE = 10 ** 13  # an `older_than` every file is older than
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in CREDENTIALS.items():
-            mp.setenv(k, v)
-        mp.delenv("AWS_ENDPOINT_URL", raising=False)
-        server = S3Server()
-        server.create_bucket("lake")
-        yield server
-        server.stop()
 
 
 @pytest.fixture()
@@ -401,24 +393,6 @@ def test_an_aborted_multipart_upload_leaves_no_object_and_commits_nothing(s3, pr
 
 
 # ---- GCS and Azure: conditional creates on the wire, listings answered 404 ----------------------
-@pytest.fixture(scope="module")
-def gcs():
-    from gcs_server import GcsServer
-    server = GcsServer()
-    server.create_bucket("lake")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def azure():
-    from azure_server import AzureServer
-    server = AzureServer()
-    server.create_container("lake")
-    yield server
-    server.stop()
-
-
 def gcs_fs(authority: str) -> pafs.GcsFileSystem:
     import datetime
     return pafs.GcsFileSystem(anonymous=True, scheme="http", endpoint_override=authority, project_id="paimon-tests",
