@@ -225,6 +225,19 @@ def first_of_each_key(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
     return np.insert(_key_change(table, keys), 0, True)
 
 
+def _cast_merged(merged: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The merged rows in the input's types; a NOT NULL column the merge left null (an
+    aggregate retracted to null, a partial-update row that never filled it) is refused by
+    name, as Java's writers refuse it, rather than by Arrow's cast."""
+    for f in schema:
+        if not f.nullable and merged.column(f.name).null_count:
+            raise SchemaMismatchError(
+                f"column '{f.name}' is NOT NULL but merging a key's rows gave it null (a partial-update "
+                "or aggregation merge engine produced null, e.g. an aggregate function retracting, "
+                f"or a retraction of a key with no row): give '{f.name}' a value or make it nullable")
+    return merged.cast(schema)
+
+
 @dataclass
 class _Groups:
     """Contiguous groups of equal keys: `starts`/`ends` (inclusive) per group, `gid` per row."""
@@ -353,7 +366,7 @@ class MergeEngine:
         sub = table.filter(pa.array(multi_rows))
         sg = _Groups(*_regroup(g, ~single))
         merged, keep = self._merge_groups(sub, sg)
-        merged = merged.select(table.column_names).cast(table.schema)
+        merged = _cast_merged(merged.select(table.column_names), table.schema)
         multi_gids = np.flatnonzero(~single)
         if keep is not None:
             merged = merged.filter(pa.array(keep))
