@@ -166,8 +166,9 @@ class PaimonSink:
         to prepare (`ingest --database`). `collected`: the batch's rows, already collected in
         the driver (written there; `df` still gives the query and its session)."""
         clock = StageClock()
+        base_user = self.commit_user or query_commit_user(df)  # before the table is created: it may refuse
         table = self._table(df)
-        call = SinkCall.of(table, self.commit_user or query_commit_user(df), batch_id, df)
+        call = SinkCall.of(table, base_user, batch_id, df)
         commit_user = call.commit_user
         table.complete_interrupted_batch(commit_user)  # a crash between a batch's two snapshots
         how = "commit_user= (the same on every restart from this query's checkpoint)" if self.commit_user else \
