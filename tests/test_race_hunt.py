@@ -53,6 +53,22 @@ def pk_table(tmp_path, **options) -> ps.Table:
 
 
 # ---- tags and expiration -----------------------------------------------------------------------
+def commit_after_delete(monkeypatch, t: ps.Table, path_suffix: str, batch: pa.Table) -> list[int]:
+    """Make the first delete of a file ending in `path_suffix` be followed by another writer's
+    commit of `batch`; the returned list gets that commit's snapshot id."""
+    cls = type(t.file_io)
+    original = cls.delete
+    written: list[int] = []
+
+    def deleting(self, path):
+        original(self, path)
+        if path.endswith(path_suffix) and not written:
+            written.append(ps.Table.open(t.path).write_arrow(batch))
+
+    monkeypatch.setattr(cls, "delete", deleting)
+    return written
+
+
 def test_tag_created_while_expiration_chooses_its_files_keeps_them(tmp_path, monkeypatch):
     """A tag made of a snapshot that an expiration run is expiring, after the run read the tags:
     the run deleted the tag's files (the tag read MissingFileError). It reads the tags again
@@ -186,16 +202,7 @@ def test_rollback_to_an_expired_tag_losing_to_a_commit_leaves_the_table_whole(tm
     t.expire_snapshots(retain_max=2, retain_min=1)
     assert t.snapshot_manager.earliest_id() == 4
     at4 = rows(t, snapshot_id=4)
-    cls = type(t.file_io)
-    original = cls.delete
-    written = []
-
-    def deleting(self, path):
-        original(self, path)
-        if path.endswith("/snapshot/snapshot-5") and not written:
-            written.append(ps.Table.open(t.path).write_arrow(kv([99], "w")))
-
-    monkeypatch.setattr(cls, "delete", deleting)
+    written = commit_after_delete(monkeypatch, t, "/snapshot/snapshot-5", kv([99], "w"))
     with pytest.raises(CommitConflictError, match="were committed"):
         t.rollback_to("t1")
     monkeypatch.undo()
@@ -338,16 +345,7 @@ def test_fast_forward_racing_a_commit_on_main_it_replaces_changes_nothing(tmp_pa
     back, the commit kept, and the fast-forward fails having changed nothing."""
     t = _branched(tmp_path)
     t.write_arrow(kv([5], "m"))
-    cls = type(t.file_io)
-    original = cls.delete
-    written = []
-
-    def deleting(self, path):
-        original(self, path)
-        if path.endswith("/snapshot/LATEST") and not written:
-            written.append(ps.Table.open(t.path).write_arrow(kv([99], "m")))
-
-    monkeypatch.setattr(cls, "delete", deleting)
+    written = commit_after_delete(monkeypatch, t, "/snapshot/LATEST", kv([99], "m"))
     with pytest.raises(CommitConflictError, match="nothing changed"):
         t.fast_forward("dev", force=True)
     monkeypatch.undo()
