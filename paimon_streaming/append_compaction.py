@@ -47,6 +47,7 @@ from .fileio import FileIO
 from .lsm.dv_maintainer import DeletionVectorMaintainer
 from .lsm.recent_rows import RECENT_ROWS
 from .manifest import DataFileMeta, IndexFileMeta
+from .numpy_arrow import narrowable
 from . import data_evolution, row_tracking
 from .options import CoreOptions
 from .paths import PathFactory, TableDirs
@@ -245,7 +246,9 @@ class AppendCompactor:
             target = pa.schema(list(target) + list(row_tracking.ARROW_FIELDS))
         for f in group:
             rows = self._read(bucket, f, holder, (dropped or {}).get(f.file_name))
-            pending.append(rows if rows.schema.equals(target) else rows.cast(target))
+            pending.append(rows if rows.schema.equals(target) else pa.Table.from_arrays(
+                [pa.chunked_array([narrowable(c) for c in col.chunks], col.type) for col in rows.columns],
+                schema=rows.schema).cast(target))
             buffered += rows.num_rows
             if buffered >= rows_per_file:
                 whole = pa.concat_tables(pending).combine_chunks()  # one chunk: cheaper to encode and slice

@@ -187,10 +187,13 @@ def _time_millis(column: pa.Array, t: DataType) -> np.ndarray:
 
 
 def _epoch_millis_nanos(column: pa.Array, t: DataType) -> tuple[np.ndarray, np.ndarray]:
-    """Epoch millis (floored) and nano-of-milli, truncated to the column's precision.
+    """Epoch millis (floored) and nano-of-milli, truncated to the digits the column stores.
 
-    Truncating makes the key bytes those of the value as the column stores it, so a row
-    lands in the same bucket whether or not its timestamp had finer digits on input.
+    A column stores whole seconds (precision 0), milli- (1-3), micro- (4-6) or nanoseconds
+    (7-9), and Java's BinaryRowWriter writes the value as stored, not cut to the precision's
+    digits (a TIMESTAMP(4) key of 12:00:00.123456 hashes with its 6 digits): truncating to the
+    stored digits makes the key bytes those of the value as the column holds it, so a row
+    lands in Java's bucket, also when its timestamp had finer digits on input.
     """
     if not pa.types.is_timestamp(column.type):
         column = _cast(column, to_arrow(t), t)
@@ -201,11 +204,17 @@ def _epoch_millis_nanos(column: pa.Array, t: DataType) -> tuple[np.ndarray, np.n
     else:
         per_milli = 10**6 // per_unit
         millis, nanos = v // per_milli, v % per_milli * per_unit
-    if t.precision >= 3:
-        nanos -= nanos % 10 ** (9 - t.precision)
+    digits = _stored_digits(t.precision)
+    if digits >= 3:
+        nanos -= nanos % 10 ** (9 - digits)
     else:
-        millis -= millis % 10 ** (3 - t.precision)
+        millis -= millis % 10 ** (3 - digits)
     return millis, nanos
+
+
+def _stored_digits(precision: int) -> int:
+    """Fractional digits a TIMESTAMP(precision) column stores (its Arrow unit: s, ms, us, ns)."""
+    return 0 if precision == 0 else 3 if precision <= 3 else 6 if precision <= 6 else 9
 
 
 def _encode_timestamp(column: pa.Array, t: DataType, null: np.ndarray) -> _Field:
@@ -410,10 +419,11 @@ def _timestamp_value(value: int | None, unit: str, t: DataType) -> _Value:
         nanos *= per_unit
     if millis not in _INT64:
         raise _Fallback                       # numpy wraps around before truncating
-    if t.precision >= 3:
-        nanos -= nanos % 10 ** (9 - t.precision)
+    digits = _stored_digits(t.precision)
+    if digits >= 3:
+        nanos -= nanos % 10 ** (9 - digits)
     else:
-        millis -= millis % 10 ** (3 - t.precision)
+        millis -= millis % 10 ** (3 - digits)
     if millis not in _INT64:
         raise _Fallback
     if t.is_compact_timestamp:
@@ -489,7 +499,8 @@ def _decode_field(row: memoryview, at: int, t: DataType, upper: bool = False) ->
                 return _arrow_value(millis * 1000 + micros + 1, pa.timestamp("us", tz))
             except (ValueError, OverflowError):
                 return None
-        return _arrow_value(millis * 1000 + micros, pa.timestamp("us", tz))
+        value = _arrow_value(millis * 1000 + micros, pa.timestamp("us", tz))
+        return NanoDatetime.of(value, sub_micro) if sub_micro else value
     if r == "DECIMAL":
         unscaled = signed if t.is_compact_decimal else int.from_bytes(_var_bytes(row, slot), "big", signed=True)
         return Decimal(f"{unscaled}E-{t.scale}")
@@ -497,6 +508,29 @@ def _decode_field(row: memoryview, at: int, t: DataType, upper: bool = False) ->
         raw = bytes(row[at:at + ((slot >> 56) & 0x7F)]) if slot >> 63 else bytes(_var_bytes(row, slot))
         return raw.decode("utf-8") if t.is_string else raw
     raise UnsupportedTypeError(f"BinaryRow decoding of {t} is not supported (only atomic types)")
+
+
+class NanoDatetime(datetime.datetime):
+    """A decoded TIMESTAMP(7..9) value whose nanoseconds below its microsecond are not zero:
+    a datetime (compares, hashes and converts as its microsecond value) that keeps them in
+    `nanosecond` (as pandas.Timestamp does), so a partition directory named from it carries
+    every digit, as Java names it (paths.py)."""
+    nanosecond: int = 0
+
+    @classmethod
+    def of(cls, value: datetime.datetime, nanosecond: int) -> "NanoDatetime":
+        out = cls(value.year, value.month, value.day, value.hour, value.minute, value.second,
+                  value.microsecond, value.tzinfo)
+        out.nanosecond = nanosecond
+        return out
+
+    def __reduce_ex__(self, protocol):  # pickles (Spark tasks) and copies keep the nanoseconds
+        return _nano_datetime, (datetime.datetime(self.year, self.month, self.day, self.hour, self.minute,
+                                                  self.second, self.microsecond, self.tzinfo), self.nanosecond)
+
+
+def _nano_datetime(value: datetime.datetime, nanosecond: int) -> NanoDatetime:
+    return NanoDatetime.of(value, nanosecond)
 
 
 def _var_bytes(row: memoryview, slot: int) -> memoryview:

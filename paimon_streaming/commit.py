@@ -20,14 +20,15 @@ from .binary_row import deserialize_row
 from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .cross_partition import check_no_concurrent_writes
-from .errors import CommitConflictError, PaimonError, SequenceConflictError, SnapshotNotFoundError, StalePlanError
+from .errors import (CommitConflictError, PaimonError, SequenceConflictError, SnapshotNotFoundError, StaleOptionsError,
+                     StalePlanError)
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries, index_key,
                        merge_manifests)
 from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
-from .options import CoreOptions
+from .options import CoreOptions, write_rule_change
 from .paths import PathFactory, TableDirs, partition_path
 from . import data_evolution, row_tracking
 from .schema import SchemaManager, TableSchema
@@ -224,7 +225,8 @@ class FileStoreCommit:
                     self.snapshots.snapshot(i) for i in range(planned_id + 1, latest.id + 1)], commit_user)
             try:
                 published = self._try_commit_once(kind, changes, latest, commit_user, identifier, watermark,
-                                                  properties, replace, overwrite_partitions, check_conflicts)
+                                                  properties, replace, overwrite_partitions, check_conflicts,
+                                                  check_options=not previous_is_own)
                 outcome_unknown = False
             except _PublishUnknown:
                 outcome_unknown = True
@@ -279,10 +281,36 @@ class FileStoreCommit:
             return known
         return max([known] + schemas.schema_ids())
 
+    def _check_write_rules(self, schema_id: int, entries: list[ManifestEntry],
+                           changelog: list[ManifestEntry]) -> None:
+        """StaleOptionsError when files this commit adds were written under a schema (their
+        schema id) whose options a writer acts on differ from those of the table's schema
+        `schema_id`, the one it commits under (`write_rule_change`): a writer that opened the
+        table before `sequence.field`, an aggregate function, the changelog producer, ...
+        changed. (Java's writers keep the options they started with.) Files a compaction only
+        moves up a level (deleted and added under one name) were not written now."""
+        moved = {e.file.file_name for e in entries if e.kind == DELETE}
+        written = {e.file.schema_id for e in entries if e.kind == ADD and e.file.file_name not in moved}
+        written |= {e.file.schema_id for e in changelog}
+        stale = sorted(i for i in written if i < schema_id)
+        if not stale:
+            return
+        schemas = SchemaManager(self.file_io, self.meta)
+        newest = schemas.schema(schema_id)
+        for old_id in stale:
+            old = self.schema if old_id == self.schema.id else schemas.schema(old_id)
+            key = write_rule_change(old.options, newest.options, {f.name: f.id for f in old.fields},
+                                    {f.name: f.id for f in newest.fields})
+            if key is not None:
+                raise StaleOptionsError(
+                    f"table option '{key}' of {self.table_path} changed to {newest.options.get(key)!r} (schema "
+                    f"{schema_id}) after files of this commit were written with {old.options.get(key)!r} (schema "
+                    f"{old_id}); nothing was committed: reload the table and write again")
+
     def _try_commit_once(self, kind: str, changes: _Changes, latest: Snapshot | None, commit_user: str,
                          identifier: int, watermark: int | None, properties: dict[str, str] | None,
                          replace: bool, overwrite_partitions: list[bytes] | None,
-                         check_conflicts: bool) -> Snapshot | None:
+                         check_conflicts: bool, check_options: bool = True) -> Snapshot | None:
         entries = list(changes.entries)
         index_changes = list(changes.index)
         base_metas = self._data_manifests(latest)
@@ -344,6 +372,8 @@ class FileStoreCommit:
             (base_name, base_size), (delta_name, delta_size), index_name, schema_id, *changelog = \
                 self.file_io.map(lambda job: job(), jobs)
             changelog_name, changelog_size = changelog[0] if changelog else (None, None)
+            if check_options:
+                self._check_write_rules(schema_id, entries, changes.changelog)
 
             delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
             snapshot = Snapshot(

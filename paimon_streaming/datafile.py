@@ -53,10 +53,11 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
+from .avro_codecs import register_snappy
 from .errors import (CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError,
                      UnsupportedOperationError)
 from .fileio import FileIO
-from .numpy_arrow import from_numpy
+from .numpy_arrow import from_numpy, narrowable
 from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_bool
 from .system_fields import KEY_PREFIX
 from .types import DataField, DataType, arrow_schema, map_arrow_leaves, to_arrow
@@ -66,6 +67,7 @@ ORC = "orc"
 AVRO = "avro"
 FORMATS = (PARQUET, ORC)                # written
 READ_FORMATS = (PARQUET, ORC, AVRO)     # read
+register_snappy()                       # Avro data files of Paimon before 0.9 are snappy
 
 _FIELD_ID = b"PARQUET:field_id"
 _STRUCTURED_ID_BASE = (2**31 - 1) // 4       # SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE
@@ -221,7 +223,7 @@ def _conform_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
     if _is_temporal(src) and _is_temporal(target) and \
             _UNIT_RANK[src.unit] > _UNIT_RANK[target.unit]:
         return pc.cast(arr, target, safe=False)  # finer -> coarser: truncate, cannot overflow
-    return pc.cast(arr, target)
+    return pc.cast(narrowable(arr), target)
 
 
 def rebased_offsets(arr: pa.Array) -> tuple[pa.Array, int]:
@@ -536,6 +538,15 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                 raw, num_rows = _read_avro(source, wanted, path)
         except PaimonError:
             raise
+        except pa.ArrowInvalid as exc:
+            if "Map keys must be annotated as required" in str(exc):  # a valid file pyarrow refuses
+                raise UnsupportedOperationError(
+                    f"data file {path} has a MAP column whose keys the Parquet schema declares optional "
+                    "(as Paimon 0.8's writer did), which pyarrow cannot read (not even other columns of "
+                    "the file); rewrite its rows with Paimon Java 0.9 or newer (INSERT OVERWRITE; a compaction "
+                    "that only moves the file up a level keeps it)") from exc
+            raise CorruptFileError(f"data file {path} cannot be decoded ({type(exc).__name__}: {exc}); "
+                                   "`paimon-streaming check` lists every damaged file") from exc
         except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
             # truncated, overwritten or failing a page checksum: pyarrow's message omits the path
             # (UnicodeDecodeError, a ValueError, comes from a garbled footer's names)
@@ -813,13 +824,19 @@ def _read_avro(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa
     dates, times; timestamps as instants, which pyarrow stores as the epoch value Java wrote),
     and pyarrow builds the wanted columns from them in C++. Avro has sync markers but no
     checksums, as ORC: damage is caught when it breaks decoding. fastavro decodes the null,
-    deflate, bzip2, xz and zstandard codecs with what this package depends on; snappy and lz4
-    (`file.compression` of Java's writer) need cramjam installed, which is said as such, not
+    deflate, bzip2, xz and zstandard codecs with what this package depends on, snappy (the
+    default of Paimon before 0.9) through pyarrow (avro_codecs.py); lz4
+    (`file.compression` of Java's writer) needs cramjam installed, which is said as such, not
     as a damaged file."""
     codec = "?"
     try:
         reader = fastavro.reader(source)
-        names = {f["name"] for f in reader.writer_schema["fields"]}
+        schema = reader.writer_schema
+        if isinstance(schema, list):  # Paimon before 0.9 wrote the row as a union ["null", record]
+            schema = next((s for s in schema if isinstance(s, dict) and s.get("type") == "record"), None)
+            if schema is None:
+                raise ValueError(f"its writer schema is a union without a record: {reader.writer_schema}")
+        names = {f["name"] for f in schema["fields"]}
         codec = reader.metadata.get("avro.codec", "null")
         records = list(reader)
     except (ValueError, EOFError, OSError) as exc:

@@ -95,6 +95,13 @@ class StalePlanError(CommitConflictError):
     `Table.write_arrow` and `paimon_sink` plan again on the new snapshot."""
 
 
+class StaleOptionsError(StalePlanError):
+    """The table's options changed since the write (or compaction) was planned, in a way that
+    changes what it writes (`options.write_rule_change`: which version of a key wins, what a
+    compaction merges, what changelog is produced). Nothing was committed; `Table.write_arrow`,
+    `Table.compact` and `paimon_sink` reload the table and plan again."""
+
+
 class SnapshotMissingError(MissingFileError):
     """A snapshot file the table's history needs does not exist. Raised by readers and writers
     when the LATEST hint names snapshot n but neither snapshot-n nor any later snapshot exists:

@@ -44,7 +44,7 @@ from .long_lived_changelogs import long_lived_changelogs, referenced_names
 from .options import CoreOptions
 from .schema import TableSchema
 from .shared_files import OtherBranches
-from .snapshot import Snapshot, SnapshotManager
+from .snapshot import OVERWRITE, Snapshot, SnapshotManager
 from .tags import TagManager
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ class SnapshotExpiration:
         end = latest - retain_min + 1
         consumer_next = self.consumers.min_next_snapshot()
         if consumer_next is not None:
-            end = min(end, consumer_next)
+            end = min(end, self._consumer_floor(consumer_next))
         end = min(end, earliest + max_deletes)
         held_by: int | None = None  # the commit time that keeps the earliest snapshot
         for sid in range(low, end):
@@ -130,6 +130,15 @@ class SnapshotExpiration:
         if end <= earliest:
             _HELD_BACK[self.meta] = (earliest, held_by)
         return self.expire_until(earliest, end)
+
+    def _consumer_floor(self, consumer_next: int) -> int:
+        """The earliest snapshot a consumer whose next snapshot is `consumer_next` needs: that
+        one, and when it is an OVERWRITE also the one before it. A stream reading overwrites
+        (`streaming-read-overwrite`) diffs the files the overwrite replaced, which are deleted
+        with the snapshot before it (Java keeps only the consumer's snapshot, and its stream
+        then fails on them)."""
+        snapshot = self._try_snapshot(consumer_next)
+        return consumer_next - 1 if snapshot is not None and snapshot.commit_kind == OVERWRITE else consumer_next
 
     def expire_until(self, earliest: int, end: int) -> ExpireResult:
         """Expire snapshots [earliest, end); `end` becomes the earliest snapshot."""

@@ -191,7 +191,8 @@ class IncrementalScan:
     def _changes(self, start_id: int, end_id: int, mode: str) -> list[ReadUnit]:
         """The files snapshots start_id+1..end_id added: their data files (delta) or changelog
         files (changelog), one unit per file, in snapshot order."""
-        if mode == "auto":
+        auto = mode == "auto"
+        if auto:
             mode = "delta" if self.options.get("changelog-producer") == "none" else "changelog"
         earliest, latest = self.snapshots.earliest_id(), self.snapshots.latest_id()
         if latest is None or end_id <= start_id:
@@ -202,6 +203,9 @@ class IncrementalScan:
         units: list[ReadUnit] = []
         for snapshot_id in range(start_id + 1, end_id + 1):
             snapshot = self._snapshot(snapshot_id, mode, earliest)
+            if auto:  # as the snapshot was committed: a changelog only under a producer (or when it has one)
+                mode = "delta" if self._producer(snapshot) == "none" and not snapshot.changelog_manifest_list \
+                    else "changelog"
             if mode == "delta":
                 if snapshot.commit_kind != APPEND:
                     continue
@@ -213,6 +217,16 @@ class IncrementalScan:
             entries = [e for e in entries if e.kind == ADD and not self.scan.postponed_bucket(e)]
             units.extend(self._file_units(snapshot_id, entries, kind, len(units)))
         return units
+
+    def _producer(self, snapshot: Snapshot) -> str:
+        """The `changelog-producer` of the schema `snapshot` was committed under (writers commit
+        only under the options they wrote with: commit.py's StaleOptionsError). Snapshots
+        committed before the table's producer went from none to another have no changelog, and
+        their changes are read from their delta files. (Java's auto mode takes the table's
+        current producer for every snapshot, and misses them.)"""
+        if snapshot.schema_id == self.schema.id:
+            return self.options.get("changelog-producer")
+        return CoreOptions(self.scan.schema_of(snapshot.schema_id).options).get("changelog-producer")
 
     def _snapshot(self, snapshot_id: int, mode: str, earliest: int | None) -> Snapshot:
         """A snapshot of the range; a changelog outlives its snapshot in Java's long-lived

@@ -55,14 +55,21 @@ def file_fields(schema: TableSchema) -> list[DataField]:
 
 def first_key_above(rows: pa.Table, keys: Sequence[str], bound: tuple, inclusive: bool = False) -> int:
     """Index of the first row whose key is greater than `bound` (or equal to it, with
-    `inclusive`), in rows sorted by key: one vectorized lexicographic comparison."""
+    `inclusive`), in rows sorted by key: one vectorized lexicographic comparison. A float NaN
+    is above every number and equal to any NaN, as keys are sorted and merged."""
     above = np.zeros(rows.num_rows, bool)
     equal_so_far = np.ones(rows.num_rows, bool)
     for name, value in zip(keys, bound):
         col = rows.column(name)
         scalar = pa.scalar(value, col.type)
-        above |= equal_so_far & pc.greater(col, scalar).to_numpy(zero_copy_only=False)
-        equal_so_far &= pc.equal(col, scalar).to_numpy(zero_copy_only=False)
+        greater = pc.greater(col, scalar).to_numpy(zero_copy_only=False)
+        equal = pc.equal(col, scalar).to_numpy(zero_copy_only=False)
+        if pa.types.is_floating(col.type):
+            nan = pc.fill_null(pc.is_nan(col), False).to_numpy(zero_copy_only=False)
+            bound_nan = value is not None and value != value
+            greater, equal = (greater | nan) & (not bound_nan), equal | (nan & bound_nan)
+        above |= equal_so_far & greater
+        equal_so_far &= equal
     if inclusive:
         above |= equal_so_far
     hits = np.flatnonzero(above)

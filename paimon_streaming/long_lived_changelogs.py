@@ -42,6 +42,15 @@ def long_lived_changelogs(file_io: FileIO, root: str) -> list[Snapshot]:
     return sorted(out, key=lambda s: s.id)
 
 
+def earliest_long_lived_changelog_id(file_io: FileIO, root: str) -> int | None:
+    """The smallest id of the long-lived changelogs under a table (or branch) directory (by
+    their names only), None when there is none: where Java's streams start at the earliest
+    (`ChangelogManager.earliestLongLivedChangelogId`)."""
+    ids = [int(n[len(PREFIX):]) for n in file_io.list_names(f"{root}/changelog")
+           if n.startswith(PREFIX) and n[len(PREFIX):].isdigit()]
+    return min(ids) if ids else None
+
+
 def long_lived_changelog(file_io: FileIO, root: str, snapshot_id: int) -> Snapshot | None:
     """The long-lived changelog of an expired snapshot (to read its changes), None when there
     is none. Java deletes its index manifest (a changelog's files have no deletion vectors):

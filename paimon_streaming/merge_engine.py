@@ -147,14 +147,38 @@ def sequence_fields(options: dict[str, str]) -> list[str]:
 
 
 # ---- sorting and groups ---------------------------------------------------------------------
+OFFSET_LIMIT = 2**31 - 1  # bytes an Arrow string/binary array with 32-bit offsets can hold
+_LARGE_TWIN = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
+
+
+def wide_enough(t: pa.DataType, nbytes: int) -> pa.DataType:
+    """`t`, or its 64-bit-offset twin (large_string, large_binary) for a STRING or BYTES column
+    of `nbytes` bytes, more than 32-bit offsets reach (2 GiB): taking rows into one array (a
+    sort, a bucket's rows) would overflow them. Data files store it as a plain string column
+    (each file is far smaller: `target-file-size`)."""
+    wide = _LARGE_TWIN.get(t)
+    return wide if wide is not None and nbytes > OFFSET_LIMIT else t
+
+
+def offsets_widened(table: pa.Table) -> pa.Table:
+    """`table` with each STRING/BYTES column too big for 32-bit offsets widened (`wide_enough`)."""
+    for i, f in enumerate(table.schema):
+        wide = wide_enough(f.type, table.column(i).nbytes)
+        if wide != f.type:
+            table = table.set_column(i, f.with_type(wide), table.column(i).cast(wide))
+    return table
+
+
 def sort_for_merge(table: pa.Table, keys: Sequence[str], seq_fields: Sequence[str] = ()) -> pa.Table:
     """Sort by key, `sequence.field` columns, `_SEQUENCE_NUMBER` (nulls first, as Java's comparators)."""
+    table = offsets_widened(table)
     return table.take(_merge_order(table, keys, seq_fields))
 
 
 def sort_and_merge(table: pa.Table, keys: Sequence[str], engine: MergeEngine) -> pa.Table:
     """`merge_sorted(sort_for_merge(table, ...))`, taking the rows once where the engine can
     pick its rows from the sorted keys alone (see `MergeEngine.merge_in_order`)."""
+    table = offsets_widened(table)
     return engine.merge_in_order(table, _merge_order(table, keys, engine.sequence_fields), keys)
 
 
@@ -170,10 +194,37 @@ _NULLS_PER_SORT_KEY = int(pa.__version__.split(".")[0]) >= 25
 
 
 def sort_nulls_first(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
-    """Row order by `columns` ascending, nulls first (as Java's comparators)."""
+    """Row order by `columns` ascending, nulls first (as Java's comparators).
+
+    NaN sorts after every number (+inf included), as Java orders float keys (its sort buffer's
+    normalized keys, `Double.compareTo` in lookups): Arrow's "at_start" placement would put NaN
+    first with the nulls, and a data file's first and last keys would no longer be its bounds.
+    A float column with nulls gets a leading is-valid sort key, so its nulls stay first."""
+    if not any(pa.types.is_floating(table.schema.field(c).type) for c in columns):
+        if _NULLS_PER_SORT_KEY:
+            return pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in columns]).to_numpy()
+        return pc.sort_indices(table, sort_keys=[(c, "ascending") for c in columns],
+                               null_placement="at_start").to_numpy()
+    arrays, sort_keys = [], []
+    for c in columns:
+        col = table.column(c)
+        if pa.types.is_floating(col.type) and col.null_count:
+            sort_keys.append((f"_valid{len(arrays)}", "ascending"))
+            arrays.append(pc.is_valid(col))
+        sort_keys.append((f"_col{len(arrays)}", "ascending"))
+        arrays.append(col)
+    keyed = pa.table(arrays, names=[name for name, _ in sort_keys])
+    # nulls only remain in non-float columns (first, as before); a float's NaN goes last
+    placement = {name: "at_end" if pa.types.is_floating(keyed.schema.field(name).type) else "at_start"
+                 for name, _ in sort_keys}
     if _NULLS_PER_SORT_KEY:
-        return pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in columns]).to_numpy()
-    return pc.sort_indices(table, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start").to_numpy()
+        return pc.sort_indices(keyed, sort_keys=[(n, o, placement[n]) for n, o in sort_keys]).to_numpy()
+    if all(p == "at_end" for p in placement.values()):
+        return pc.sort_indices(keyed, sort_keys=sort_keys, null_placement="at_end").to_numpy()
+    # one placement for all keys (pyarrow < 25): nulls and NaN of the other columns as ranks
+    ranked = [pc.rank(keyed.column(n), sort_keys="ascending", null_placement=placement[n], tiebreaker="dense")
+              for n, _ in sort_keys]
+    return pc.sort_indices(pa.table(ranked, names=[n for n, _ in sort_keys]), sort_keys=sort_keys).to_numpy()
 
 
 def _int_key_order(table: pa.Table, key: str) -> np.ndarray | None:
@@ -203,7 +254,11 @@ def _int_key_order(table: pa.Table, key: str) -> np.ndarray | None:
 
 
 def _key_change(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
-    """changed[i] is True when row i+1 has another key than row i (rows sorted by key)."""
+    """changed[i] is True when row i+1 has another key than row i (rows sorted by key).
+
+    Float keys are equal as Java's key comparator has them (`a > b ? 1 : a < b ? -1 : 0`):
+    0.0 and -0.0 are one key, and NaNs (any payload; sorted together, after every number)
+    are one key, where IEEE's != would make each NaN row a key of its own."""
     n = table.num_rows
     changed = np.zeros(max(n - 1, 0), dtype=bool)
     if n < 2:
@@ -213,6 +268,8 @@ def _key_change(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
         a, b = col.slice(1), col.slice(0, n - 1)
         ne = pc.fill_null(pc.not_equal(a, b), False)
         ne = pc.or_(ne, pc.not_equal(pc.is_null(a), pc.is_null(b)))
+        if pa.types.is_floating(col.type):
+            ne = pc.and_(ne, pc.invert(pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)))
         changed |= ne.to_numpy(zero_copy_only=False).astype(bool)
     return changed
 

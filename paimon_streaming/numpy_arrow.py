@@ -18,3 +18,11 @@ def from_numpy(values: np.ndarray) -> pa.Array:
         bits = np.packbits(values, bitorder="little")
         return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def narrowable(arr: pa.Array) -> pa.Array:
+    """A large_string/large_binary array slice copied out of its buffers, so that Arrow casts it
+    back to 32-bit offsets (its cast checks the slice's absolute offsets, not its length)."""
+    if arr.offset and (pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)):
+        return pa.concat_arrays([arr])
+    return arr

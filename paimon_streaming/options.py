@@ -321,6 +321,38 @@ def refuse_unimplemented(options: dict[str, str]) -> None:
         raise InvalidOptionError(AVRO_WRITES)
 
 
+# Options a writer acts on in ways readers then rely on: which version of a key wins (and so
+# what a lookup marks deleted and a compaction keeps), which rows are dropped, what changelog is
+# produced. Files written under one value and committed under another would make the table
+# answer by neither. (The bucket count is checked per partition, by commit.py.)
+_WRITE_RULES = ("bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "rowkind.field",
+                "ignore-delete", "ignore-update-before", "changelog-producer", "changelog-producer.row-deduplicate",
+                "changelog-producer.row-deduplicate-ignore-fields", "record-level.expire-time",
+                "record-level.time-field", "record-level.time-field-type", "deletion-vectors.enabled",
+                "deletion-vectors.bitmap64", "cross-partition-upsert.index-ttl")
+_WRITE_RULE_PREFIXES = ("fields.", "partial-update.", "aggregation.", "first-row.", "deduplicate.")
+
+
+def write_rule_change(old: dict[str, str], new: dict[str, str], old_ids: dict[str, int] | None = None,
+                      new_ids: dict[str, int] | None = None) -> str | None:
+    """The first option of `_WRITE_RULES` whose value differs between `old` (the options a
+    write was planned with) and `new` (the table's newest), or None. With the field ids by
+    column name of each schema, `fields.<column>.*` options are compared by the column's id, so
+    a renamed column's options (moved to its new name) are no change."""
+    def rules(options: dict[str, str], ids: dict[str, int] | None) -> dict[str, tuple[str, str]]:
+        out = {}
+        for key, value in options.items():
+            if key in _WRITE_RULES or key.startswith(_WRITE_RULE_PREFIXES):
+                name = max((n for n in (ids or {}) if key.startswith(f"fields.{n}.")), key=len, default=None)
+                out[key if name is None else f"fields.#{ids[name]}.{key[len(name) + 8:]}"] = (key, value)
+        return out
+    before, after = rules(old, old_ids), rules(new, new_ids)
+    for key in sorted(set(before) | set(after)):
+        if before.get(key, (None, None))[1] != after.get(key, (None, None))[1]:
+            return (after.get(key) or before[key])[0]
+    return None
+
+
 AVRO_WRITES = ("'file.format' = 'avro': paimon-streaming reads Avro data files (of Java's writers) but writes "
                "Parquet or ORC; use 'parquet' (Paimon's default) or 'orc'")
 

@@ -87,15 +87,18 @@ def _as_float32(value: float) -> float | None:
 
 def _local_datetime_str(value: dt.datetime) -> str:
     """java.time.LocalDateTime.toString of the UTC wall clock (years padded to 4 digits, as
-    Java does; strftime's %Y does not pad years before 1000)."""
+    Java does; strftime's %Y does not pad years before 1000). The fraction has 3, 6 or 9
+    digits, as many as it needs: nanoseconds below the microsecond come from the value's
+    `nanosecond` (pandas.Timestamp, binary_row.NanoDatetime)."""
+    nanos = value.microsecond * 1000 + getattr(value, "nanosecond", 0)
     if value.tzinfo is not None:
         value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
     text = f"{value.year:04d}-{value:%m-%dT%H:%M}"
-    if value.second or value.microsecond:
+    if value.second or nanos:
         text += f":{value.second:02d}"
-        if value.microsecond:
-            frac = f"{value.microsecond:06d}"
-            text += "." + (frac[:3] if frac.endswith("000") else frac)
+        if nanos:
+            frac = f"{nanos:09d}"
+            text += "." + (frac[:3] if frac.endswith("000000") else frac[:6] if frac.endswith("000") else frac)
     return text
 
 

@@ -20,7 +20,8 @@ from .evolution import read_evolved
 from .fileio import LOCAL_IO_THREADS, FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND
 from .manifest import DataFileMeta
-from .numpy_arrow import from_numpy
+from .numpy_arrow import from_numpy, narrowable
+from . import merge_engine
 from .merge_engine import (MergeEngine, engine_for, first_of_each_key, is_retract, last_of_each_key,
                            sort_and_merge)
 from .options import CoreOptions, unimplemented_features
@@ -194,8 +195,23 @@ class SplitReader:
 
 
 def _as(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`table` cast to `schema` (field nullability included), without a cast when it already is."""
-    return table if table.schema.equals(schema) else table.cast(schema)
+    """`table` cast to `schema` (field nullability included), without a cast when it already is.
+    A merge of a bucket holding more string bytes than 32-bit offsets reach was made in 64-bit
+    offsets (`merge_engine.offsets_widened`): it is cast back in pieces that fit them."""
+    if table.schema.equals(schema):
+        return table
+    if table.nbytes > merge_engine.OFFSET_LIMIT and any(t in _WIDE for t in table.schema.types):
+        rows = max(1, table.num_rows * (merge_engine.OFFSET_LIMIT // 2) // table.nbytes)
+        return pa.concat_tables([_narrowed(table.slice(i, rows)).cast(schema) for i in range(0, table.num_rows, rows)])
+    return table.cast(schema)
+
+
+_WIDE = (pa.large_string(), pa.large_binary())
+
+
+def _narrowed(table: pa.Table) -> pa.Table:
+    return pa.Table.from_arrays([pa.chunked_array([narrowable(c) for c in col.chunks], col.type) for col in table.columns],
+                                schema=table.schema)
 
 
 __all__ = ["SplitReader", "last_of_each_key", "first_of_each_key"]

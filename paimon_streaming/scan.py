@@ -148,13 +148,16 @@ class TableScan:
         return self._schema_cache[schema_id]
 
     # ---- planning -------------------------------------------------------------------------
-    def plan(self, snapshot: Snapshot | None, flt: Filter | None = None) -> list[DataSplit]:
+    def plan(self, snapshot: Snapshot | None, flt: Filter | None = None, all_levels: bool = False) -> list[DataSplit]:
+        """The splits of `snapshot`. A batch read of a primary-key table with deletion vectors
+        or first-row leaves level 0 out (its rows are not compacted in yet); `all_levels`
+        keeps it, merged, as a stream's starting read does (Java's DataTableStreamScan)."""
         if snapshot is None:
             return []
         self.schema_of(snapshot.schema_id)  # a deleted (newest) schema file is an error, not an older schema
         pk = bool(self.schema.primary_keys)
         dv = self.options.deletion_vectors
-        skip_level0 = pk and (dv or self.options.merge_engine == "first-row")
+        skip_level0 = pk and (dv or self.options.merge_engine == "first-row") and not all_levels
         postponed = self.postponed_bucket
         # a file of a data-evolution table holds some columns of its rows: its stats prune nothing alone
         by_row_id = data_evolution.enabled(self.options.raw) and not pk

@@ -357,15 +357,34 @@ def _variant_parts(t: DataType) -> bool:
         f.type.is_binary for f in t.fields)
 
 
+def _row_fields_check(column: str, have: DataType, want: DataType) -> None:
+    """ROW fields are matched by name, as the write casts them (and as top-level columns are):
+    any order; a missing nullable field is null; a field the table's ROW lacks is refused (a
+    cast would drop it, and leave the table's fields null)."""
+    wanted = {w.name for w in want.fields}
+    given = {h.name: h for h in have.fields}
+    unknown = [h.name for h in have.fields if h.name not in wanted]
+    if unknown:
+        raise SchemaMismatchError(
+            f"column '{column}' has field(s) {unknown} that its table type {want.sql()} does not have: ROW "
+            f"fields are matched by name, rename them to the table's ({sorted(wanted)})")
+    missing = [w.name for w in want.fields if w.name not in given and not w.type.nullable]
+    if missing:
+        raise SchemaMismatchError(f"column '{column}' lacks the NOT NULL field(s) {missing} of its table type "
+                                  f"{want.sql()}")
+    for w in want.fields:
+        if w.name in given:
+            cast_type_check(f"{column}.{w.name}", given[w.name].type, w.type)
+
+
 def cast_type_check(column: str, have: DataType, want: DataType) -> None:
     """Raise a SchemaMismatchError naming the column when `have` cannot be written as `want`.
 
     Widening and same-family casts are allowed; values that do not fit (integer overflow,
     lost decimal digits) are caught by Arrow's safe cast when the column is converted.
     """
-    if have.root == want.root == "ROW" and len(have.fields) == len(want.fields):
-        for h, w in zip(have.fields, want.fields):
-            cast_type_check(f"{column}.{w.name}", h.type, w.type)
+    if have.root == want.root == "ROW":
+        _row_fields_check(column, have, want)
         return
     if have.root == want.root and have.root in ("ARRAY", "MULTISET"):
         cast_type_check(f"{column}[]", have.element, want.element)

@@ -45,10 +45,11 @@ _FIXED_OPTIONS = {key: "Paimon does not support changing it" for key in (
     "partial-update.remove-record-on-sequence-group", "rowkind.field", "primary-key", "primary-key.nullable",
     "partition", "dynamic-bucket.initial-buckets", "force-lookup", "row-tracking.enabled",
     "data-evolution.enabled", "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field",
-    "blob-view-field", "pk-clustering-override", "path")}
+    "blob-view-field", "blob-external-storage-path", "blob-external-storage-field", "pk-clustering-override", "path")}
 _FIXED_OPTIONS.update({
     "deletion-vectors.enabled": "switching deletion vectors on or off needs every bucket fully compacted first "
-                                "(Paimon refuses it too)",
+                                "(Paimon refuses it too, unless 'deletion-vectors.modifiable' is set: then its "
+                                "readers miss the rows not compacted yet, or read old versions twice)",
     "deletion-vectors.bitmap64": "existing deletion-vector index files keep their bitmap format",
 })
 
@@ -393,12 +394,34 @@ class SchemaUpdate:
             self.commit()
 
 
+# Options naming the directory of a partition's files, which are found by it (their path is
+# not stored): Java accepts a change and then looks for every file written before in the wrong place.
+_PARTITION_PATH_OPTIONS = ("partition.default-name", "partition.legacy-name")
+# Retractions ignored while these are true are still in the files not compacted since: Java
+# refuses to turn 'ignore-delete' and 'ignore-update-before' off (true -> false); we refuse
+# removing them too (the default is false), and turning off the engine-specific aliases.
+_ONE_WAY_OPTIONS = ("ignore-delete", "ignore-update-before", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                    "partial-update.ignore-delete")
+
+
 def _check_option_change(d: _Draft, key: str, value: str | None = None) -> None:
-    if key in _FIXED_OPTIONS and d.has_snapshots:
+    if not d.has_snapshots:
+        return
+    if key in _FIXED_OPTIONS:
         raise InvalidOptionError(f"table option '{key}' cannot be changed on a table with snapshots: "
                                  f"{_FIXED_OPTIONS[key]}")
-    if key == "bucket" and d.has_snapshots:
+    if key == "bucket":
         _check_bucket_change(d.options.get("bucket"), value)
+    if key in _PARTITION_PATH_OPTIONS and d.partition_keys:
+        raise InvalidOptionError(
+            f"table option '{key}' cannot be changed on a partitioned table with snapshots: the files written "
+            "before are found by the partition directory names it makes (Java accepts the change, then cannot "
+            "find them); copy the rows to a new table to change it")
+    if key in _ONE_WAY_OPTIONS and str(d.options.get(key, "false")).strip().lower() == "true" and \
+            (value is None or value.strip().lower() != "true"):
+        raise InvalidOptionError(
+            f"table option '{key}' cannot change from true to false on a table with snapshots (Paimon refuses "
+            "it too): the retractions ignored until now would count again wherever they are not compacted away")
 
 
 def _check_bucket_change(old: str | None, new: str | None) -> None:

@@ -181,9 +181,13 @@ def _column_stats(column: pa.ChunkedArray | pa.Array, t: DataType, mode: str,
     return ColStats(low, high, nulls)
 
 
+# 64-bit-offset twins a written batch may hold (merge_engine.wide_enough), compared as they are
+_SAME_VALUES = {(pa.large_string(), pa.string()), (pa.large_binary(), pa.binary())}
+
+
 def _min_max(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> tuple[Any, Any]:
     """Min and max of a column with some non-null values; (None, None) for floats with NaN."""
-    if not column.type.equals(target):
+    if not column.type.equals(target) and (column.type, target) not in _SAME_VALUES:
         column = column.cast(target)
     if pa.types.is_floating(target):
         if not column.null_count:  # numpy's min and max propagate NaN: one pass each, no kernel calls

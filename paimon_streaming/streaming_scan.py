@@ -34,7 +34,7 @@ from .consumers import ConsumerManager, check_consumer_id
 from .errors import (InvalidOptionError, SchemaChangedError, SnapshotExpiredError, SnapshotGapError,
                      SnapshotNotFoundError)
 from .fileio import FileIO
-from .long_lived_changelogs import long_lived_changelog
+from .long_lived_changelogs import earliest_long_lived_changelog_id, long_lived_changelog
 from .manifest import ADD, ManifestEntry
 from .options import CoreOptions
 from .scan import DataSplit, TableScan
@@ -296,7 +296,8 @@ class StreamingScan:
             n = self.consumers.next_snapshot(o.consumer_id)
             if n is not None:
                 earliest = self.snapshots.earliest_id()
-                if earliest is not None and n < earliest:
+                if earliest is not None and n < earliest and \
+                        long_lived_changelog(self.file_io, self.table_path, n) is None:
                     raise self._expired(n, f"consumer '{o.consumer_id}' is at snapshot {n}")
                 return StreamPosition(n)
         mode = o.scan_mode
@@ -329,8 +330,14 @@ class StreamingScan:
             raise InvalidOptionError("give scan.snapshot-id or scan.tag-name, not both")
         if o.snapshot_id is not None:
             start = o.snapshot_id
+            if earliest is not None and start < earliest and mode == "from-snapshot":
+                # as Java: from the earliest long-lived changelog (kept when the changelog
+                # outlives the snapshots), else from the earliest snapshot
+                changelog = earliest_long_lived_changelog_id(self.file_io, self.table_path)
+                if changelog is not None and changelog < earliest:
+                    earliest = max(start, changelog)
             if earliest is not None and start < earliest:
-                log.warning("scan.snapshot-id %d of %s has expired; starting from the earliest snapshot %d",
+                log.warning("scan.snapshot-id %d of %s has expired; starting from %d",
                             start, self.table_path, earliest)
                 start = earliest
         elif o.tag_name is not None:
@@ -397,21 +404,44 @@ class StreamingScan:
             "('snapshot.num-retained.min', 'snapshot.time-retained'). To continue anyway, restart the "
             "query with a new checkpoint (e.g. scan.mode 'latest-full' reads the current state first).")
 
+    def _producer(self, snapshot: Snapshot) -> str:
+        """The `changelog-producer` `snapshot` was committed under: the stream's, unless the
+        table's option changed since the stream's schema (a snapshot committed under 'none'
+        holds no changelog, and its changes are read from its delta files; the other way round,
+        from its changelog). Writers refuse to commit under options they did not write with
+        (commit.py's StaleOptionsError), so a snapshot's schema tells how it was written.
+        (Java's stream keeps the producer it started with, and misses the rows of snapshots
+        committed without a changelog.)"""
+        if snapshot.schema_id == self.schema.id:
+            return self.options.changelog_producer
+        started = CoreOptions(self.schema.options).get("changelog-producer")
+        committed = CoreOptions(self.scan.schema_of(snapshot.schema_id).options).get("changelog-producer")
+        return self.options.changelog_producer if committed == started else committed
+
     def _full_units(self, snapshot: Snapshot) -> list[ReadUnit]:
-        splits = self.scan.plan(snapshot)
-        producer = self.options.changelog_producer
+        # every level, as Java's stream starts: a batch read of a deletion-vector (or first-row)
+        # table skips level 0, whose rows the stream would never get (it skips COMPACT snapshots)
+        splits = self.scan.plan(snapshot, all_levels=True)
+        producer = self._producer(snapshot)
         if producer in ("lookup", "full-compaction") and self.schema.primary_keys:
-            # as Java: level-0 files will still produce changelog; full-compaction reads the top level only
+            # as Java: level-0 files will still produce changelog; full-compaction reads the top level
+            # only: the bucket's, which stays above `num-levels` when that shrank after files reached it
+            # (as Java's Levels keep it; Java's stream start looks at the option's and misses them)
             top = CoreOptions(self.schema.options).num_levels - 1
-            keep = (lambda f: f.level > 0) if producer == "lookup" else (lambda f: f.level == top)
-            kept = [[f for f in s.files if keep(f)] for s in splits]
+            if producer == "lookup":
+                kept = [[f for f in s.files if f.level > 0] for s in splits]
+            else:
+                tops = [max([top] + [f.level for f in s.files]) for s in splits]
+                kept = [[f for f in s.files if f.level == level] for s, level in zip(splits, tops)]
             splits = [s.with_files(files, self.scan.needs_merge(files)) for s, files in zip(splits, kept)]
         return units_of_splits(snapshot.id, splits)
 
     def _change_units(self, snapshot: Snapshot) -> list[ReadUnit]:
         if snapshot.commit_kind == OVERWRITE and self.options.read_overwrite:
             return self._overwrite_units(snapshot)
-        if self.options.changelog_producer == "none":
+        # a snapshot committed under 'none' holds a changelog when its writer produced one before
+        # the change reached it (a lookup batch's COMPACT after its APPEND): then read that
+        if self._producer(snapshot) == "none" and not snapshot.changelog_manifest_list:
             if snapshot.commit_kind != APPEND:
                 return []
             entries, kind = [e for e in self.scan.delta_entries(snapshot) if e.kind == ADD], DELTA
@@ -446,6 +476,14 @@ class StreamingScan:
         for e in entries:
             total, before, after = groups.setdefault((e.partition, e.bucket), (e.total_buckets, [], []))
             (after if e.kind == ADD else before).append(e.file)
+        # with deletion vectors, each side is read with its snapshot's: the replaced files with
+        # those of the snapshot before (rows deleted long ago are no -D now), as Java's diff
+        dv_after = dv_before = {}
+        if self.scan.options.deletion_vectors and groups:
+            dv_after = self.scan.deletion_files(snapshot)
+            if any(before for _, before, _ in groups.values()):
+                previous = self._snapshot(snapshot.id - 1, False)
+                dv_before = {} if previous is None else self.scan.deletion_files(previous)
         units = []
         for (partition, bucket), (total, before, after) in sorted(groups.items()):
             same = {f.file_name for f in before} & {f.file_name for f in after}
@@ -454,8 +492,10 @@ class StreamingScan:
             if not before and not after:
                 continue
             units.append(ReadUnit(snapshot.id, len(units), OVERWRITE_DIFF,
-                                  self.scan.split_of(partition, bucket, total, after, needs_merge=True),
-                                  self.scan.split_of(partition, bucket, total, before, needs_merge=True)))
+                                  self.scan.split_of(partition, bucket, total, after, dv_after.get((partition, bucket)),
+                                                     needs_merge=True),
+                                  self.scan.split_of(partition, bucket, total, before,
+                                                     dv_before.get((partition, bucket)), needs_merge=True)))
         return units
 
     # ---- micro-batches ------------------------------------------------------------------
@@ -504,7 +544,15 @@ class StreamingScan:
         """`position` with the commit time of the last snapshot it has read."""
         if position.last_read < 1:
             return position
-        return replace(position, read_time=self.snapshots.snapshot(position.last_read).time_millis)
+        try:
+            read = self.snapshots.snapshot(position.last_read)
+        except SnapshotGapError:
+            raise
+        except SnapshotNotFoundError:  # read from Java's long-lived changelog of an expired snapshot
+            read = long_lived_changelog(self.file_io, self.table_path, position.last_read)
+            if read is None:
+                raise
+        return replace(position, read_time=read.time_millis)
 
     def check_not_rolled_back(self, position: StreamPosition) -> None:
         """Refuse to continue from `position` when the snapshot it last read is not there any

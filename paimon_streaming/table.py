@@ -16,7 +16,7 @@ from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
 from .row_level import delete_rows, update_rows
 from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
-                     StalePlanError, TableNotFoundError, UnsupportedOperationError)
+                     StaleOptionsError, StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from .branches import (MAIN, branch_names, branch_path, branch_ref, create_branch, delete_branch, fast_forward,
                        refuse_on_branch, resolve_branch)
 from .evolution import with_current_options
@@ -322,13 +322,17 @@ class Table:
                     cross_partition.committed(self.path, self.branch, planned_on.id if planned_on else None, ids,
                                               user, identifier)
                 return ids[-1] if ids else None
-            except (StalePlanError, SequenceConflictError):
+            except (StalePlanError, SequenceConflictError) as exc:
                 # planned on files a concurrent compaction and expiration removed, read before another
                 # writer's commit (exclusive, cross-partition placement), or numbered into sequence
                 # numbers another writer of the same bucket reached: plan it again
                 committer.discard(messages)
                 if attempt == retries:
                     raise
+                if isinstance(exc, StaleOptionsError):  # under the table's new options
+                    self.refresh()
+                    full = bool(self.primary_keys) and full_compaction.is_due(self.options, identifier)
+                    committer = self.new_commit()
                 log.info("write to %s raced another writer; planning it again", self.name)
             except CommitConflictError:
                 landed = self._own_snapshot_since(planned_on, user, identifier)
@@ -436,10 +440,13 @@ class Table:
                     messages = plan(latest)
                 ids = committer.commit(messages, commit_user, identifier, planned_on=latest, **commit_options)
                 return ids[-1] if ids else None
-            except CommitConflictError:
+            except CommitConflictError as exc:
                 committer.discard(messages)
                 if attempt == retries:
                     raise
+                if isinstance(exc, StaleOptionsError):  # plan it under the table's new options
+                    self.refresh()
+                    committer = self.new_commit()
                 log.info("%s of %s lost a race with another writer; planning it again", what, self.name)
 
     def uncompacted_buckets(self, latest: Snapshot | None) -> set[tuple[bytes, int]]:

@@ -277,7 +277,7 @@ def from_arrow(at: pa.DataType, nullable: bool = True) -> DataType:
         return DataType("VARCHAR", nullable, MAX_LENGTH)
     if T.is_fixed_size_binary(at):
         return DataType("BINARY", nullable, at.byte_width)
-    if T.is_binary(at) or T.is_large_binary(at):
+    if T.is_binary(at) or T.is_large_binary(at) or getattr(T, "is_binary_view", lambda _: False)(at):
         return DataType("VARBINARY", nullable, MAX_LENGTH)
     if T.is_decimal(at):
         if at.precision > 38:
@@ -288,7 +288,7 @@ def from_arrow(at: pa.DataType, nullable: bool = True) -> DataType:
         return DataType(root, nullable, _TS_UNIT[at.unit])
     if T.is_time(at):
         return DataType("TIME", nullable, _TS_UNIT[at.unit])
-    if T.is_list(at) or T.is_large_list(at):
+    if T.is_list(at) or T.is_large_list(at) or T.is_fixed_size_list(at):
         return DataType("ARRAY", nullable, element=from_arrow(at.value_type, at.value_field.nullable))
     if T.is_map(at):
         return DataType("MAP", nullable, key=from_arrow(at.key_type, False),

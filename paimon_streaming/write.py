@@ -33,7 +33,8 @@ from .file_index import INDEX_SUFFIX, FileIndexSpec
 from .default_values import with_defaults
 from .dynamic_bucket import DynamicBucketAssigner
 from . import variant
-from .errors import InvalidOptionError, PaimonError, SchemaMismatchError, UnsupportedOperationError
+from .errors import (InvalidOptionError, PaimonError, SchemaMismatchError, UnsupportedOperationError,
+                     UnsupportedTypeError)
 from .external_paths import ExternalPaths
 from .file_settings import FileSettingsByLevel
 from .fileio import FileIO
@@ -47,7 +48,7 @@ from .options import AVRO_WRITES, CoreOptions, unimplemented_feature, unimplemen
 from .partition_expire import PartitionTimeCheck
 from .retraction_values import fill_retractions, zero_value
 from .paths import PathFactory, TableDirs, partition_path
-from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge
+from .merge_engine import engine_for, is_retract, row_kind_filter, row_kinds, sort_and_merge, wide_enough
 from .schema import SchemaManager, TableSchema, cast_type_check
 from .stats import KEY_STATS_MODE, collect_stats
 from .system_fields import is_system_field, reserved_names_message
@@ -111,15 +112,18 @@ def _hidden_filled(arr: pa.Array, target: pa.DataType) -> pa.Array:
                         child = pc.if_else(hidden, zero_value(child.type), child)
             children.append(child)
         return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
-    if (pa.types.is_list(t) and pa.types.is_list(target)) or (pa.types.is_map(t) and pa.types.is_map(target)):
+    if pa.types.is_fixed_size_list(t) and pa.types.is_list(target):
+        arr, t = arr.cast(pa.list_(t.value_field)), pa.list_(t.value_field)
+    if ((pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_list(target)) \
+            or (pa.types.is_map(t) and pa.types.is_map(target)):
         start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()  # a slice: its entries only, from 0
         offsets = pc.subtract(arr.offsets, start)
         if pa.types.is_map(t):
             return pa.MapArray.from_arrays(offsets, arr.keys.slice(start, end - start),
                                            _hidden_filled(arr.items.slice(start, end - start), target.item_type),
                                            mask=mask)
-        return pa.ListArray.from_arrays(offsets, _hidden_filled(arr.values.slice(start, end - start),
-                                                                target.value_type), mask=mask)
+        return type(arr).from_arrays(offsets, _hidden_filled(arr.values.slice(start, end - start),
+                                                             target.value_type), mask=mask)
     return arr
 
 
@@ -133,9 +137,13 @@ def _zones_differ(source: pa.DataType, target: pa.DataType) -> bool:
                    if target.get_field_index(f.name) >= 0)
     if pa.types.is_map(source) and pa.types.is_map(target):
         return _zones_differ(source.key_type, target.key_type) or _zones_differ(source.item_type, target.item_type)
-    if pa.types.is_list(source) and pa.types.is_list(target):
+    if _is_any_list(source) and pa.types.is_list(target):
         return _zones_differ(source.value_type, target.value_type)
     return False
+
+
+def _is_any_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
 def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) -> pa.Array:
@@ -143,6 +151,8 @@ def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) 
     t = arr.type
     if not _zones_differ(t, target):
         return arr
+    if pa.types.is_fixed_size_list(t):  # as a list: offsets to rebuild it around its converted values
+        arr, t = arr.cast(pa.list_(t.value_field)), pa.list_(t.value_field)
     if pa.types.is_timestamp(t):
         if target.tz is None:
             zoned = arr if time_zone is None else arr.cast(pa.timestamp(t.unit, tz=time_zone))
@@ -160,8 +170,8 @@ def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) 
                                                                  time_zone),
                                        _zones_converted(arr.items.slice(start, end - start), target.item_type,
                                                         time_zone), mask=mask)
-    return pa.ListArray.from_arrays(offsets, _zones_converted(arr.values.slice(start, end - start), target.value_type,
-                                                              time_zone), mask=mask)
+    return type(arr).from_arrays(offsets, _zones_converted(arr.values.slice(start, end - start), target.value_type,
+                                                           time_zone), mask=mask)
 
 
 def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str,
@@ -202,12 +212,17 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
                     f"column '{f.name}' of table {table_name} is NOT NULL but missing from the input")
             columns.append(variant.conform(f.name, with_defaults(pa.nulls(data.num_rows, target), f), f.type))
             continue
-        col = data.column(f.name)
+        col = _plainly_encoded(f.name, data.column(f.name))
         if pa.types.is_null(col.type):  # an all-null column of Arrow type null fits any column
             col = pa.chunked_array([pa.nulls(len(col), target)])
         else:
-            cast_type_check(f.name, from_arrow(col.type), f.type)
+            try:
+                have = from_arrow(col.type)
+            except UnsupportedTypeError as exc:
+                raise UnsupportedTypeError(f"column '{f.name}' of the input of table {table_name}: {exc}") from None
+            cast_type_check(f.name, have, f.type)
         col = variant.conform(f.name, col, f.type)  # before a cast: a null variant's parts may be null
+        target = wide_enough(target, col.nbytes)  # 2 GiB of strings: 64-bit offsets (merge_engine.py)
         if col.type != target:
             col = _hidden_nulls_filled(f.name, col, target)
             try:
@@ -223,10 +238,31 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
         if not f.type.nullable and col.null_count:
             col = fill_retractions(col, f.name, schema, kinds, table_name)
         columns.append(col)
-    out = pa.Table.from_arrays(columns, schema=schema.arrow_schema())
+    arrow_schema = schema.arrow_schema()
+    out = pa.Table.from_arrays(columns, schema=pa.schema(
+        [f.with_type(c.type) if c.type != f.type and c.type in _WIDENED else f for f, c in zip(arrow_schema, columns)],
+        metadata=arrow_schema.metadata))
     if kinds is not None:
         out = out.append_column(pa.field(VALUE_KIND, pa.int8(), False), pa.array(kinds, pa.int8()))
     return out
+
+
+_WIDENED = (pa.large_string(), pa.large_binary())  # what `wide_enough` makes a column
+
+
+def _plainly_encoded(name: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A top-level column of an extension type as its storage, a run-end encoded one decoded
+    (Arrow's casts take neither); list views refused by name (Arrow's cast of them to a list
+    builds invalid arrays)."""
+    t = col.type
+    if isinstance(t, pa.BaseExtensionType):
+        return _plainly_encoded(name, pa.chunked_array([c.storage for c in col.chunks], t.storage_type))
+    if pa.types.is_run_end_encoded(t):
+        return _plainly_encoded(name, pa.chunked_array([pc.run_end_decode(c) for c in col.chunks], t.value_type))
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        raise UnsupportedTypeError(f"column '{name}' is an Arrow {t}, which is not written: pass it as a list "
+                                   "(pyarrow: pa.array(column.to_pylist(), pa.list_(...)))")
+    return col
 
 
 def _check_not_null_elements(name: str, arr: pa.Array, target: pa.DataType) -> None:

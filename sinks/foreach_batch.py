@@ -43,7 +43,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import (CommitConflictError, PaimonError, SequenceConflictError,
+from paimon_streaming.errors import (CommitConflictError, PaimonError, SequenceConflictError, StaleOptionsError,
                                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
@@ -269,6 +269,8 @@ class PreparedBatch:
                     raise
                 log.warning("paimon_sink table=%s batch=%d raced another writer (%s): writing it again",
                             table.name, batch_id, exc)
+                if isinstance(exc, StaleOptionsError):  # the table's options changed: write under the new ones
+                    table.refresh()
                 self.write()
             except CommitConflictError:
                 if not table.committed_identifiers(self.commit_user, [batch_id]):

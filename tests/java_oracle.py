@@ -588,8 +588,18 @@ class JavaOracle:
         return (stamp.is_file() and stamp.read_text().strip() == digest
                 and (self.target / "classes").is_dir() and any((self.target / "lib").glob("paimon-bundle-*.jar")))
 
+    def _build_flags(self) -> list[str]:
+        """Extra `mvn package` arguments (a subclass builds another Paimon version)."""
+        return []
+
+    def _build_digest(self) -> str:
+        return self._source_hash()
+
+    def _build_what(self) -> str:
+        return "the Paimon Java oracle"
+
     def ensure_built(self) -> None:
-        digest = self._source_hash()
+        digest = self._build_digest()
         if self._is_built(digest):
             return
         self.target.mkdir(parents=True, exist_ok=True)
@@ -599,15 +609,15 @@ class JavaOracle:
                 return
             if self.mvn is None:
                 raise JavaOracleUnavailable(
-                    "Maven (mvn) is not installed: it is needed to build the Paimon Java oracle "
+                    f"Maven (mvn) is not installed: it is needed to build {self._build_what()} "
                     f"in {self.project_dir}")
             for stale in ("lib", "classes"):
                 shutil.rmtree(self.target / stale, ignore_errors=True)
-            proc = subprocess.run([self.mvn, "-q", "-B", "package"], cwd=self.project_dir,
+            proc = subprocess.run([self.mvn, "-q", "-B", "package", *self._build_flags()], cwd=self.project_dir,
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 raise JavaOracleUnavailable(
-                    f"building the Paimon Java oracle failed (mvn exit {proc.returncode}):\n"
+                    f"building {self._build_what()} failed (mvn exit {proc.returncode}):\n"
                     f"{proc.stdout[-8000:]}\n{proc.stderr[-8000:]}")
             (self.target / "oracle-build.sha256").write_text(digest + "\n")
 

@@ -7,7 +7,8 @@
 #   - the pypaimon oracle in a virtualenv of its own, tests/.venv-oracle (pypaimon 2.1.0 pins
 #     pyarrow<20), run as a subprocess by tests/pypaimon_oracle.py;
 #   - the Java oracle (tests/java, Apache Paimon's paimon-bundle through Maven), built by
-#     tests/java_oracle.py on first use and cached in tests/java/target;
+#     tests/java_oracle.py on first use and cached in tests/java/target, and older Paimon
+#     releases' writers (tests/java_legacy, one build per version in target-<version>);
 #   - Apache Kafka's broker jars and Spark's Kafka connector (tests/kafka/*.xml, through
 #     Maven), fetched by tests/kafka_broker.py on first use and cached in tests/kafka/target;
 #   - a class-data archive of a Spark driver's classes (tests/spark_support.py), so that the
@@ -27,6 +28,7 @@ python=${PYTHON:-python3}
 .venv/bin/python -c "import pyarrow, numpy, fastavro, pyspark; print('tested with: pyarrow', pyarrow.__version__, '| numpy', numpy.__version__, '| fastavro', fastavro.__version__, '| pyspark', pyspark.__version__)"
 .venv/bin/python tests/pypaimon_oracle.py --build
 .venv/bin/python tests/java_oracle.py --build
+.venv/bin/python tests/legacy_java_oracle.py  # older Paimon releases' writers (tests/java_legacy), the ones CI tests
 .venv/bin/python tests/gcs_server.py  # builds the GCS emulator (fake-gcs-server) from its Go module
 .venv/bin/python tests/azure_server.py  # installs the Azure emulator (Azurite) from npm
 .venv/bin/python tests/hdfs_cluster.py  # fetches Hadoop's jars (Maven) and builds libhdfs from the hdfs-sys crate (cargo, cc)

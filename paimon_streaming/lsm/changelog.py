@@ -28,6 +28,7 @@ from ..keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEF
 from ..merge_engine import is_retract
 from ..options import CoreOptions
 from ..types import DataType, from_arrow
+from .lookup import key_rows
 
 _ORDER = "__changelog_order"
 
@@ -88,8 +89,8 @@ def _member(table: pa.Table, other: pa.Table, keys: Sequence[str], key_types: Se
     """Per row of `table`: is its key among `other`'s keys?"""
     if not table.num_rows or not other.num_rows:
         return np.zeros(table.num_rows, bool)
-    mine = encode_rows([table.column(k) for k in keys], list(key_types))
-    theirs = encode_rows([other.column(k) for k in keys], list(key_types))
+    mine = key_rows([table.column(k) for k in keys], key_types)
+    theirs = key_rows([other.column(k) for k in keys], key_types)
     return pc.is_in(mine, value_set=theirs).to_numpy(zero_copy_only=False)
 
 

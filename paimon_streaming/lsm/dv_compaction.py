@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..binary_row import encode_rows
 from ..commit import Increment
 from ..datafile import arrow_schema
 from ..evolution import read_evolved
@@ -37,7 +36,7 @@ from ..schema import TableSchema
 from .changelog import lookup_changelog
 from .dv_maintainer import DeletionVectorMaintainer
 from .levels import sorted_runs
-from .lookup import KEY_INDEXES, BatchKeys, KeyIndex, int_keys, is_int_key, sorted_distinct
+from .lookup import KEY_INDEXES, BatchKeys, KeyIndex, int_keys, is_int_key, key_rows, sorted_distinct
 from .recent_rows import RECENT_ROWS
 from .universal import CompactUnit, UniversalCompaction
 
@@ -258,9 +257,10 @@ class BucketCompactor:
             file_key_types = tuple(fld.type for fld in key_fields(self.schema_of(f.schema_id)))
             self._file_key_types[f.schema_id] = file_key_types
         try:
-            return decode_key(f.min_key, file_key_types), decode_key(f.max_key, file_key_types)
+            bounds = decode_key(f.min_key, file_key_types), decode_key(f.max_key, file_key_types)
         except (TypeError, ValueError):
             return None
+        return bounds if _nan_last(*bounds) else None
 
     def _compact_runs(self, bucket: BucketFiles, full: bool, vectors: DeletionVectorMaintainer,
                       force_level0: bool) -> Increment | None:
@@ -594,6 +594,21 @@ def _without_retractions(rows: pa.Table) -> pa.Table:
 
 def _not_in(table: pa.Table, keys: pa.Table, names: list[str], types: list) -> pa.Array:
     """Mask of rows of `table` whose key is not among `keys` (keys compared as BinaryRows)."""
-    mine = encode_rows([table.column(n) for n in names], types)
-    theirs = encode_rows([keys.column(n) for n in names], types)
+    mine = key_rows([table.column(n) for n in names], types)
+    theirs = key_rows([keys.column(n) for n in names], types)
     return pc.invert(pc.is_in(mine, value_set=theirs))
+
+
+def _nan_last(low: tuple, high: tuple) -> bool:
+    """Whether a file's bounds order a float NaN last, as keys sort (merge_engine): files written
+    before this connector sorted NaN last begin with a NaN key, so their bounds bound nothing
+    (the file is then probed for every key)."""
+    for a, b in zip(low, high):
+        a_nan, b_nan = isinstance(a, float) and a != a, isinstance(b, float) and b != b
+        if a_nan and b_nan:
+            continue
+        if a_nan or b_nan:
+            return b_nan
+        if a != b:
+            return True
+    return True

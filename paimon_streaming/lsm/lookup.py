@@ -73,6 +73,20 @@ def is_int_key(types: Sequence[DataType]) -> bool:
     return len(types) == 1 and types[0].root in _INT_ROOTS
 
 
+def key_rows(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType]) -> pa.Array:
+    """The keys' BinaryRows as key equality sees them: equal rows exactly for equal keys.
+
+    A float key is taken as Java's key comparator takes it (0.0 and -0.0 one key, every NaN one
+    key, as `merge_engine` merges them), not by its raw bits: -0.0 as 0.0, any NaN as the one
+    canonical NaN."""
+    return encode_rows([_canonical_float(c) if pa.types.is_floating(c.type) else c for c in columns], list(types))
+
+
+def _canonical_float(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    plus_zero = pc.add(column, pa.scalar(0, column.type))  # -0.0 + 0.0 is 0.0
+    return pc.if_else(pc.is_nan(plus_zero), pa.scalar(float("nan"), column.type), plus_zero)
+
+
 def _hash64(encoded: pa.Array) -> np.ndarray:
     h1 = hash_rows(encoded).astype(np.int64) & 0xFFFFFFFF
     h2 = hash_rows(encoded, seed=_SECOND_SEED).astype(np.int64) & 0xFFFFFFFF
@@ -111,7 +125,7 @@ class BatchKeys:
         types = tuple(types)
         if is_int_key(types):
             return BatchKeys(types, ints=sorted_distinct(int_keys(keys.column(0))))
-        encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], types)
+        encoded = key_rows(keys.columns, types)
         hashes = _hash64(encoded)
         order = np.argsort(hashes, kind="stable")
         return BatchKeys(types, hashes=hashes[order], encoded=encoded.take(pa.array(order)))
@@ -152,7 +166,7 @@ class KeyIndex:
         if is_int_key(types):
             self._set(keys.num_rows, ints=int_keys(keys.column(0)))
         else:
-            encoded = encode_rows([keys.column(i) for i in range(keys.num_columns)], list(types))
+            encoded = key_rows(keys.columns, types)
             hashes = _hash64(encoded)
             positions = np.argsort(hashes, kind="stable")
             self._set(keys.num_rows, hashes=hashes[positions], positions=positions, encoded=encoded)

@@ -25,6 +25,8 @@ import zlib
 
 import fastavro
 
+from ..avro_codecs import encode_long, register_snappy
+
 if sys.version_info >= (3, 14):
     from compression import zstd
 else:
@@ -34,22 +36,12 @@ CHECK_KEY = "paimon-streaming.check"
 FILE_KEY = "paimon-streaming.file"
 _MAGIC = b"Obj\x01"
 _CHECKSUM = {zstd.CompressionParameter.checksum_flag: 1}
+register_snappy()  # Paimon before 0.9 wrote snappy metadata
 
 
 def checked_zstd(data) -> bytes:
     """A zstd frame of `data` with its content checksum, which decompression verifies."""
     return zstd.compress(data, options=_CHECKSUM)
-
-
-def encode_long(n: int) -> bytes:
-    """An Avro long (zigzag varint)."""
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def read_long(data, pos: int) -> tuple[int, int]:
