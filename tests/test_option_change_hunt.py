@@ -154,6 +154,28 @@ def test_a_stale_writer_follows_a_new_sequence_field(catalog, dv):
     assert table_rows(t) == [(1, 5), (2, 7)]
 
 
+def test_a_spark_sink_batch_racing_an_option_change_is_written_again(catalog, spark):
+    """`sequence.field` set by another process while a paimon_sink micro-batch's files wait for
+    their commit: the commit refuses them, the sink reloads the table and writes the batch again
+    under the new rule (v orders versions: key 1 keeps 5, key 2 takes 7; with deletion vectors
+    the old rule would have marked key 1's 5 deleted for good)."""
+    from paimon_streaming.sinks import paimon_sink
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    write(t, [1, 2], [5, 5])
+    changed = []
+
+    def change_once():
+        if not changed:
+            changed.append(set_option(t.path, "sequence.field", "v"))
+
+    df = spark.createDataFrame([(1, 3), (2, 7)], "k int, v int")
+    paimon_sink(t.path, commit_user="job")(df, 0, before_commit=change_once)
+    assert changed and table_rows(ps.Table.open(t.path)) == [(1, 5), (2, 7)]
+    snapshot = ps.Table.open(t.path).latest_snapshot()
+    assert (snapshot.commit_user, snapshot.commit_identifier) == ("job", 0)
+
+
 def test_a_stale_writer_compacts_with_the_new_aggregate_function(catalog):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"],
                              options={"bucket": "1", "merge-engine": "aggregation",
