@@ -16,14 +16,15 @@ neither). Like ``java_oracle``, missing Java/Maven or a failed build raises
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
 
 try:
-    from java_oracle import Batch, JavaOracle, JavaOracleUnavailable, Pending, _find_java, parse_type
+    from java_oracle import JAVA_DIR, Batch, JavaOracle, JavaOracleUnavailable, Pending, _find_java, parse_type
 except ImportError:  # pragma: no cover
-    from tests.java_oracle import Batch, JavaOracle, JavaOracleUnavailable, Pending, _find_java, parse_type
+    from tests.java_oracle import JAVA_DIR, Batch, JavaOracle, JavaOracleUnavailable, Pending, _find_java, parse_type
 
 LEGACY_DIR = Path(__file__).resolve().parent / "java_legacy"
 # Every paimon-bundle release line before 1.4 that Maven Central serves, newest patch of each.
@@ -72,7 +73,12 @@ class LegacyJavaOracle(JavaOracle):
         return [f"-Dpaimon.version={self.version}"]
 
     def _build_digest(self) -> str:
-        return f"{self.version}:{self._source_hash()}"
+        """The version, this project's sources and the ones it shares with tests/java."""
+        shared = hashlib.sha256()
+        for f in sorted((JAVA_DIR / "src" / "shared").rglob("*")):
+            if f.is_file():
+                shared.update(str(f.relative_to(JAVA_DIR)).encode() + f.read_bytes())
+        return f"{self.version}:{self._source_hash()}:{shared.hexdigest()}"
 
     def _build_what(self) -> str:
         return f"Paimon {self.version}'s writer"

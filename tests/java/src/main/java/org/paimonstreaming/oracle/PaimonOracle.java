@@ -1,5 +1,11 @@
 package org.paimonstreaming.oracle;
 
+import static org.paimonstreaming.oracle.OracleProtocol.NODES;
+import static org.paimonstreaming.oracle.OracleProtocol.ROW_KIND;
+import static org.paimonstreaming.oracle.OracleProtocol.stringMap;
+import static org.paimonstreaming.oracle.OracleProtocol.strings;
+import static org.paimonstreaming.oracle.OracleProtocol.text;
+
 import org.apache.paimon.Snapshot;
 import org.apache.paimon.append.AppendCompactCoordinator;
 import org.apache.paimon.append.AppendCompactTask;
@@ -49,16 +55,8 @@ import org.apache.paimon.utils.JsonSerdeUtil;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
-import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
 
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -73,11 +71,7 @@ import java.util.UUID;
 /**
  * Test oracle around Apache Paimon's Java library.
  *
- * <p>Protocol: one JSON request on stdin, either a single command object or {"ops": [cmd, ...]}.
- * Every command has "op" and "path" (the table directory). The reply, written to stdout as one
- * JSON document, is {"ok": true, "results": [r, ...]} (one result per command, in order) or
- * {"ok": false, "index": i, "error": "...", "trace": "..."} for the first failing command. All
- * other output of the JVM (logging etc.) goes to stderr.
+ * <p>Protocol: {@link OracleProtocol} (src/shared/java, shared with tests/java_legacy).
  *
  * <p>Commands:
  *
@@ -99,52 +93,10 @@ import java.util.UUID;
 public final class PaimonOracle {
 
     static final ObjectMapper MAPPER = JsonSerdeUtil.OBJECT_MAPPER_INSTANCE;
-    static final JsonNodeFactory NODES = JsonNodeFactory.instance;
-    static final String ROW_KIND = "_ROW_KIND";
 
     public static void main(String[] args) throws Exception {
-        // Keep stdout for the reply only; anything the library prints goes to stderr.
-        PrintStream realOut = System.out;
-        System.setOut(System.err);
-
-        JsonNode request;
-        try (InputStream in = args.length > 0 ? Files.newInputStream(java.nio.file.Path.of(args[0])) : System.in) {
-            request = MAPPER.readTree(in);
-        }
-        List<JsonNode> ops = new ArrayList<>();
-        if (request.has("ops")) {
-            request.get("ops").forEach(ops::add);
-        } else {
-            ops.add(request);
-        }
-
-        ObjectNode reply = NODES.objectNode();
-        ArrayNode results = NODES.arrayNode();
-        int exit = 0;
-        for (int i = 0; i < ops.size(); i++) {
-            try {
-                results.add(run(ops.get(i)));
-            } catch (Throwable t) {
-                StringWriter sw = new StringWriter();
-                t.printStackTrace(new PrintWriter(sw));
-                reply.put("ok", false);
-                reply.put("index", i);
-                reply.put("error", String.valueOf(t));
-                reply.put("trace", sw.toString());
-                exit = 1;
-                break;
-            }
-        }
-        if (exit == 0) {
-            reply.put("ok", true);
-        }
-        reply.set("results", results);
-        byte[] bytes = MAPPER.writeValueAsBytes(reply);
-        OutputStream out = realOut;
-        out.write(bytes);
-        out.write('\n');
-        out.flush();
-        System.exit(exit);
+        ValueCodec.extension = new VariantCodec();
+        OracleProtocol.serve(args, MAPPER, PaimonOracle::run);
     }
 
     static JsonNode run(JsonNode cmd) throws Exception {
@@ -564,30 +516,5 @@ public final class PaimonOracle {
 
     static IOManager ioManager() {
         return IOManager.create(System.getProperty("java.io.tmpdir"));
-    }
-
-    static String text(JsonNode node, String name) {
-        JsonNode v = node.get(name);
-        if (v == null || v.isNull()) {
-            throw new IllegalArgumentException("missing '" + name + "' in " + node);
-        }
-        return v.asText();
-    }
-
-    static List<String> strings(JsonNode node) {
-        List<String> out = new ArrayList<>();
-        if (node != null && !node.isNull()) {
-            node.forEach(n -> out.add(n.asText()));
-        }
-        return out;
-    }
-
-    static Map<String, String> stringMap(JsonNode node) {
-        if (node == null || node.isNull()) {
-            return null;
-        }
-        Map<String, String> out = new HashMap<>();
-        node.fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().asText()));
-        return out;
     }
 }

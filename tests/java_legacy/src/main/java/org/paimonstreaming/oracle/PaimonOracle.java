@@ -1,5 +1,10 @@
 package org.paimonstreaming.oracle;
 
+import static org.paimonstreaming.oracle.OracleProtocol.NODES;
+import static org.paimonstreaming.oracle.OracleProtocol.ROW_KIND;
+import static org.paimonstreaming.oracle.OracleProtocol.strings;
+import static org.paimonstreaming.oracle.OracleProtocol.text;
+
 import org.apache.paimon.Snapshot;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.InternalRow;
@@ -24,7 +29,6 @@ import org.apache.paimon.table.sink.StreamWriteBuilder;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
-import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypeJsonParser;
 import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
@@ -33,13 +37,8 @@ import org.apache.paimon.types.DataField;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
-import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
 
-import java.io.OutputStream;
-import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -50,9 +49,9 @@ import java.util.Set;
 import java.util.UUID;
 
 /**
- * An OLDER Apache Paimon (0.8 .. 1.3) behind the JSON protocol of tests/java's oracle, so
- * tests/java_oracle.py's Batch drives it: {"ops": [cmd, ...]} on stdin, {"ok": true,
- * "results": [...]} or {"ok": false, "index", "error", "trace"} on stdout.
+ * An OLDER Apache Paimon (0.8 .. 1.3) behind the JSON protocol and value encoding of tests/java's
+ * oracle ({@link OracleProtocol}, {@link ValueCodec}: tests/java/src/shared/java, compiled into
+ * both), so tests/java_oracle.py's Batch drives it.
  *
  * <p>Ops (each with "op" and "path", the table directory): create, write (batch; or stream
  * with "commitUser" and "commitIdentifier"), read ("snapshotId"?, "tag"?, "incrementalBetween"?,
@@ -65,45 +64,9 @@ import java.util.UUID;
 public final class PaimonOracle {
 
     static final ObjectMapper MAPPER = new ObjectMapper();
-    static final JsonNodeFactory NODES = JsonNodeFactory.instance;
-    static final String ROW_KIND = "_ROW_KIND";
 
     public static void main(String[] args) throws Exception {
-        PrintStream realOut = System.out;
-        System.setOut(System.err);
-        JsonNode request = MAPPER.readTree(System.in);
-        List<JsonNode> ops = new ArrayList<>();
-        if (request.has("ops")) {
-            request.get("ops").forEach(ops::add);
-        } else {
-            ops.add(request);
-        }
-        ObjectNode reply = NODES.objectNode();
-        ArrayNode results = NODES.arrayNode();
-        int exit = 0;
-        for (int i = 0; i < ops.size(); i++) {
-            try {
-                results.add(run(ops.get(i)));
-            } catch (Throwable t) {
-                StringWriter sw = new StringWriter();
-                t.printStackTrace(new PrintWriter(sw));
-                reply.put("ok", false);
-                reply.put("index", i);
-                reply.put("error", String.valueOf(t));
-                reply.put("trace", sw.toString());
-                exit = 1;
-                break;
-            }
-        }
-        if (exit == 0) {
-            reply.put("ok", true);
-        }
-        reply.set("results", results);
-        OutputStream out = realOut;
-        out.write(MAPPER.writeValueAsBytes(reply));
-        out.write('\n');
-        out.flush();
-        System.exit(exit);
+        OracleProtocol.serve(args, MAPPER, PaimonOracle::run);
     }
 
     static JsonNode run(JsonNode cmd) throws Exception {
@@ -199,7 +162,7 @@ public final class PaimonOracle {
         RowType rowType = table.rowType();
         List<InternalRow> rows = new ArrayList<>();
         for (JsonNode row : cmd.get("rows")) {
-            InternalRow r = LegacyCodec.rowFromJson(row, rowType);
+            InternalRow r = ValueCodec.rowFromJson(row, rowType);
             JsonNode kind = row.get(ROW_KIND);
             if (kind != null && !kind.isNull()) {
                 r.setRowKind(RowKind.fromShortString(kind.asText()));
@@ -283,7 +246,7 @@ public final class PaimonOracle {
         try (RecordReader<InternalRow> reader = rb.newRead().createReader(splits)) {
             reader.forEachRemaining(
                     row -> {
-                        ObjectNode o = LegacyCodec.rowToJson(row, type);
+                        ObjectNode o = ValueCodec.rowToJson(row, type);
                         if (withKind) {
                             o.put(ROW_KIND, row.getRowKind().shortString());
                         }
@@ -408,21 +371,5 @@ public final class PaimonOracle {
 
     static FileStoreTable table(Path path) {
         return FileStoreTableFactory.create(LocalFileIO.create(), path);
-    }
-
-    static String text(JsonNode node, String name) {
-        JsonNode v = node.get(name);
-        if (v == null || v.isNull()) {
-            throw new IllegalArgumentException("missing '" + name + "' in " + node);
-        }
-        return v.asText();
-    }
-
-    static List<String> strings(JsonNode node) {
-        List<String> out = new ArrayList<>();
-        if (node != null && !node.isNull()) {
-            node.forEach(n -> out.add(n.asText()));
-        }
-        return out;
     }
 }

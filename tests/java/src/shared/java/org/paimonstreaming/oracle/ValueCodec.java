@@ -14,6 +14,7 @@ import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DecimalType;
 import org.apache.paimon.types.MapType;
+import org.apache.paimon.types.MultisetType;
 import org.apache.paimon.types.RowType;
 
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -28,16 +29,48 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The JSON value encoding of tests/java_oracle.py (see its module docstring), for the types a
- * Paimon 0.8 already has (no VARIANT, no MULTISET): numbers, "NaN"/"Infinity" strings for
- * floats, base64 binary, plain decimal strings, days for DATE, millis of day for TIME,
- * {"millis", "nanos"} for timestamps, arrays, [key, value] pairs for maps, objects for rows.
+ * The one place that defines the JSON value encoding shared with tests/java_oracle.py.
+ *
+ * <ul>
+ *   <li>TINYINT, SMALLINT, INT, BIGINT: JSON number
+ *   <li>FLOAT, DOUBLE: JSON number, or the strings "NaN", "Infinity", "-Infinity"
+ *   <li>BOOLEAN: JSON bool
+ *   <li>CHAR, VARCHAR, STRING: JSON string
+ *   <li>BINARY, VARBINARY, BYTES: base64 string
+ *   <li>DECIMAL: plain decimal string, e.g. "-1.23"
+ *   <li>DATE: days since 1970-01-01 (int)
+ *   <li>TIME: milliseconds of the day (int)
+ *   <li>TIMESTAMP(p), TIMESTAMP(p) WITH LOCAL TIME ZONE: {"millis": epoch millis, "nanos":
+ *       nano-of-millisecond 0..999999} (UTC epoch; for LTZ it is the instant)
+ *   <li>ARRAY: JSON array
+ *   <li>MAP: JSON array of [key, value] pairs; MULTISET: JSON array of [element, count] pairs
+ *   <li>ROW: JSON object by field name
+ *   <li>VARIANT (Paimon 1.1+): see tests/java's VariantCodec, the {@link Extension} its oracle
+ *       installs
+ *   <li>null: null
+ * </ul>
+ *
+ * <p>Shared by the oracle of Paimon 1.4.2 (tests/java) and that of older releases
+ * (tests/java_legacy), so it names only types every release from 0.8 on has; newer ones go
+ * through {@link #extension}.
  */
-final class LegacyCodec {
+final class ValueCodec {
 
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
 
-    private LegacyCodec() {}
+    /** Types this class does not name (a newer release's). */
+    interface Extension {
+        Object fromJson(JsonNode v, DataType type);
+
+        JsonNode toJson(Object value, DataType type);
+    }
+
+    /** Installed by an oracle whose Paimon has more types (tests/java: VARIANT). */
+    static Extension extension;
+
+    private ValueCodec() {}
+
+    // ------------------------------------------------------------------ JSON -> Paimon
 
     static GenericRow rowFromJson(JsonNode node, RowType type) {
         List<DataField> fields = type.getFields();
@@ -67,9 +100,9 @@ final class LegacyCodec {
             case BIGINT:
                 return v.longValue();
             case FLOAT:
-                return (float) toDouble(v);
+                return (float) doubleFromJson(v);
             case DOUBLE:
-                return toDouble(v);
+                return doubleFromJson(v);
             case CHAR:
             case VARCHAR:
                 return BinaryString.fromString(v.asText());
@@ -79,61 +112,81 @@ final class LegacyCodec {
             case DECIMAL:
                 {
                     DecimalType dt = (DecimalType) type;
-                    Decimal d = Decimal.fromBigDecimal(new BigDecimal(v.asText()), dt.getPrecision(), dt.getScale());
+                    BigDecimal bd = new BigDecimal(v.asText());
+                    Decimal d = Decimal.fromBigDecimal(bd, dt.getPrecision(), dt.getScale());
                     if (d == null) {
-                        throw new IllegalArgumentException("decimal " + v.asText() + " does not fit " + type);
+                        throw new IllegalArgumentException(
+                                "decimal " + v.asText() + " does not fit " + type);
                     }
                     return d;
                 }
             case TIMESTAMP_WITHOUT_TIME_ZONE:
             case TIMESTAMP_WITH_LOCAL_TIME_ZONE:
-                return Timestamp.fromEpochMillis(v.get("millis").longValue(), v.path("nanos").intValue());
+                return Timestamp.fromEpochMillis(
+                        v.get("millis").longValue(), v.path("nanos").intValue());
             case ARRAY:
                 {
-                    DataType element = ((ArrayType) type).getElementType();
+                    DataType elementType = ((ArrayType) type).getElementType();
                     Object[] values = new Object[v.size()];
                     for (int i = 0; i < values.length; i++) {
-                        values[i] = fromJson(v.get(i), element);
+                        values[i] = fromJson(v.get(i), elementType);
                     }
                     return new GenericArray(values);
                 }
             case MAP:
                 {
                     MapType mt = (MapType) type;
-                    Map<Object, Object> map = new LinkedHashMap<>();
-                    for (JsonNode pair : v) {
-                        map.put(fromJson(pair.get(0), mt.getKeyType()), fromJson(pair.get(1), mt.getValueType()));
-                    }
-                    return new GenericMap(map);
+                    return pairsToMap(v, mt.getKeyType(), mt.getValueType());
+                }
+            case MULTISET:
+                {
+                    MultisetType mt = (MultisetType) type;
+                    return pairsToMap(
+                            v, mt.getElementType(), new org.apache.paimon.types.IntType(false));
                 }
             case ROW:
                 return rowFromJson(v, (RowType) type);
             default:
+                if (extension != null) {
+                    return extension.fromJson(v, type);
+                }
                 throw new UnsupportedOperationException("unsupported type: " + type);
         }
     }
 
-    private static double toDouble(JsonNode v) {
+    private static GenericMap pairsToMap(JsonNode v, DataType keyType, DataType valueType) {
+        Map<Object, Object> map = new LinkedHashMap<>();
+        for (JsonNode pair : v) {
+            map.put(fromJson(pair.get(0), keyType), fromJson(pair.get(1), valueType));
+        }
+        return new GenericMap(map);
+    }
+
+    private static double doubleFromJson(JsonNode v) {
         if (v.isTextual()) {
-            String s = v.asText();
-            if (s.equals("NaN")) {
-                return Double.NaN;
-            } else if (s.equals("Infinity")) {
-                return Double.POSITIVE_INFINITY;
-            } else if (s.equals("-Infinity")) {
-                return Double.NEGATIVE_INFINITY;
+            switch (v.asText()) {
+                case "NaN":
+                    return Double.NaN;
+                case "Infinity":
+                    return Double.POSITIVE_INFINITY;
+                case "-Infinity":
+                    return Double.NEGATIVE_INFINITY;
+                default:
+                    return Double.parseDouble(v.asText());
             }
-            return Double.parseDouble(s);
         }
         return v.doubleValue();
     }
+
+    // ------------------------------------------------------------------ Paimon -> JSON
 
     static ObjectNode rowToJson(InternalRow row, RowType type) {
         ObjectNode o = NODES.objectNode();
         List<DataField> fields = type.getFields();
         for (int i = 0; i < fields.size(); i++) {
             DataField f = fields.get(i);
-            o.set(f.name(), toJson(InternalRow.createFieldGetter(f.type(), i).getFieldOrNull(row), f.type()));
+            Object value = InternalRow.createFieldGetter(f.type(), i).getFieldOrNull(row);
+            o.set(f.name(), toJson(value, f.type()));
         }
         return o;
     }
@@ -181,27 +234,29 @@ final class LegacyCodec {
                     return o;
                 }
             case ARRAY:
-                return arrayToJson((InternalArray) value, ((ArrayType) type).getElementType());
+                {
+                    DataType elementType = ((ArrayType) type).getElementType();
+                    return arrayToJson((InternalArray) value, elementType);
+                }
             case MAP:
                 {
                     MapType mt = (MapType) type;
-                    InternalMap map = (InternalMap) value;
-                    InternalArray keys = map.keyArray();
-                    InternalArray values = map.valueArray();
-                    InternalArray.ElementGetter kg = InternalArray.createElementGetter(mt.getKeyType());
-                    InternalArray.ElementGetter vg = InternalArray.createElementGetter(mt.getValueType());
-                    ArrayNode out = NODES.arrayNode();
-                    for (int i = 0; i < map.size(); i++) {
-                        ArrayNode pair = NODES.arrayNode();
-                        pair.add(toJson(kg.getElementOrNull(keys, i), mt.getKeyType()));
-                        pair.add(toJson(vg.getElementOrNull(values, i), mt.getValueType()));
-                        out.add(pair);
-                    }
-                    return out;
+                    return mapToJson((InternalMap) value, mt.getKeyType(), mt.getValueType());
+                }
+            case MULTISET:
+                {
+                    MultisetType mt = (MultisetType) type;
+                    return mapToJson(
+                            (InternalMap) value,
+                            mt.getElementType(),
+                            new org.apache.paimon.types.IntType(false));
                 }
             case ROW:
                 return rowToJson((InternalRow) value, (RowType) type);
             default:
+                if (extension != null) {
+                    return extension.toJson(value, type);
+                }
                 throw new UnsupportedOperationException("unsupported type: " + type);
         }
     }
@@ -211,6 +266,21 @@ final class LegacyCodec {
         ArrayNode out = NODES.arrayNode();
         for (int i = 0; i < array.size(); i++) {
             out.add(toJson(getter.getElementOrNull(array, i), elementType));
+        }
+        return out;
+    }
+
+    private static ArrayNode mapToJson(InternalMap map, DataType keyType, DataType valueType) {
+        InternalArray keys = map.keyArray();
+        InternalArray values = map.valueArray();
+        InternalArray.ElementGetter kg = InternalArray.createElementGetter(keyType);
+        InternalArray.ElementGetter vg = InternalArray.createElementGetter(valueType);
+        ArrayNode out = NODES.arrayNode();
+        for (int i = 0; i < map.size(); i++) {
+            ArrayNode pair = NODES.arrayNode();
+            pair.add(toJson(kg.getElementOrNull(keys, i), keyType));
+            pair.add(toJson(vg.getElementOrNull(values, i), valueType));
+            out.add(pair);
         }
         return out;
     }
