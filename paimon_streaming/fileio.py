@@ -21,8 +21,9 @@ import threading
 import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -164,20 +165,18 @@ class FileIO:
 
     def read_bytes(self, path: str) -> bytes:
         io, local = self._at(path)
-        try:
-            with io.fs.open_input_stream(local) as f:
-                return f.read()
-        except OSError as exc:
-            # pyarrow's S3 read errors name neither the key nor the bucket ("AWS Error SLOW_DOWN
-            # during GetObject operation"): say which file failed
-            if type(exc) is not OSError or local in str(exc):
+        with _naming(io, local, "reading"):
+            try:
+                with io.fs.open_input_stream(local) as f:
+                    return f.read()
+            except OSError as exc:
+                if (type(exc) is OSError and local not in str(exc) and isinstance(io.fs, pafs.S3FileSystem)
+                        and any(code in str(exc) for code in _S3_GET_NOT_FOUND)):
+                    # deleted between pyarrow's HEAD and its GET (a snapshot expiring while read):
+                    # absent, as the HEAD would have said a moment later
+                    raise FileNotFoundError(f"{io.uri_prefix}{local} does not exist (deleted while being read): "
+                                            f"{exc}") from exc
                 raise
-            where = f"{io.uri_prefix}{local}"  # without the URI's query: it may hold a SAS token
-            if isinstance(io.fs, pafs.S3FileSystem) and any(code in str(exc) for code in _S3_GET_NOT_FOUND):
-                # deleted between pyarrow's HEAD and its GET (a snapshot expiring while read):
-                # absent, as the HEAD would have said a moment later
-                raise FileNotFoundError(f"{where} does not exist (deleted while being read): {exc}") from exc
-            raise OSError(f"reading {where} failed: {exc}") from exc
 
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
@@ -200,15 +199,18 @@ class FileIO:
 
     def exists(self, path: str) -> bool:
         io, path = self._at(path)
-        return io.fs.get_file_info(path).type != pafs.FileType.NotFound
+        with _naming(io, path, "looking up"):
+            return io.fs.get_file_info(path).type != pafs.FileType.NotFound
 
     def is_dir(self, path: str) -> bool:
         io, path = self._at(path)
-        return io.fs.get_file_info(path).type == pafs.FileType.Directory
+        with _naming(io, path, "looking up"):
+            return io.fs.get_file_info(path).type == pafs.FileType.Directory
 
     def file_size(self, path: str) -> int:
         io, path = self._at(path)
-        info = io.fs.get_file_info(path)
+        with _naming(io, path, "looking up"):
+            info = io.fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
             raise FileNotFoundError(path)
         return info.size
@@ -230,17 +232,20 @@ class FileIO:
     # ---- writing ------------------------------------------------------------------------
     def mkdirs(self, path: str) -> None:
         io, path = self._at(path)
-        io.fs.create_dir(path, recursive=True)
+        with _naming(io, path, "creating directory"):
+            io.fs.create_dir(path, recursive=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write (or overwrite) a whole file."""
-        with self.open_output_stream(path) as f:
+        io, local = self._at(path)
+        with _naming(io, local, "writing"), self.open_output_stream(path) as f:
             f.write(data)
 
     def open_output_stream(self, path: str):
         io, path = self._at(path)
-        io.fs.create_dir(_parent(path), recursive=True)
-        return io.fs.open_output_stream(path)
+        with _naming(io, path, "opening for writing"):  # S3's create_dir checks the bucket first
+            io.fs.create_dir(_parent(path), recursive=True)
+            return io.fs.open_output_stream(path)
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
         """Replace a file so readers see the old or the new content: never a partial one, and
@@ -289,7 +294,8 @@ class FileIO:
         """Delete a file; a missing file is not an error."""
         io, path = self._at(path)
         try:
-            io.fs.delete_file(path)
+            with _naming(io, path, "deleting"):
+                io.fs.delete_file(path)
         except FileNotFoundError:
             pass
 
@@ -380,6 +386,20 @@ def _local_file_io() -> FileIO:
     if not _LOCAL:
         _LOCAL.append(FileIO(pafs.LocalFileSystem()))
     return _LOCAL[0]
+
+
+@contextmanager
+def _naming(io: "FileIO", local: str, doing: str) -> Iterator[None]:
+    """pyarrow's S3 errors name neither the key nor the bucket ("AWS Error SLOW_DOWN during
+    GetObject operation", "When testing for existence of bucket"): say which file failed, without
+    the URI's query (it may hold a SAS token). Its subclasses (FileNotFoundError, ...) pass as
+    they are."""
+    try:
+        yield
+    except OSError as exc:
+        if type(exc) is not OSError or local in str(exc):
+            raise
+        raise OSError(f"{doing} {io.uri_prefix}{local} failed: {exc}") from exc
 
 
 def _parent(path: str) -> str:

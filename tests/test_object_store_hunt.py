@@ -299,6 +299,20 @@ def test_read_errors_name_the_file_and_the_operation(s3, proxy, dv_table):
 
 
 # ---- writes and commits: storms, lost replies, aborted multipart uploads -------------------------
+@pytest.mark.parametrize("op", ["write_bytes", "mkdirs", "exists", "delete"])
+def test_an_error_of_the_bucket_check_names_the_file(s3, proxy, op):
+    """pyarrow's S3 checks the bucket (HeadBucket) before creating a directory, and its error names
+    only the bucket ("When testing for existence of bucket 'lake'"): it came out of a commit in
+    a storm unnamed. Every FileIO operation's error names its file."""
+    io = FileIO(proxied_fs(proxy))
+    path = "lake/named/db.db/t/snapshot/snapshot-1"
+    proxy.add(Rule("status", pattern="", times=-1, status=503, body=S3_SLOW_DOWN))
+    with pytest.raises(OSError, match="lake/named/db.db/t/snapshot"):
+        {"write_bytes": lambda: io.write_bytes(path, b"{}"), "mkdirs": lambda: io.mkdirs(path),
+         "exists": lambda: io.exists(path), "delete": lambda: io.delete(path)}[op]()
+    assert proxy.rules[0].fired
+
+
 def commit_exactly_once(t: ps.Table, data: pa.Table, identifier: int, attempts: int = 6) -> list[str]:
     """write_arrow as the sink recovers: the same commit user and identifier again after an
     error, until it goes through. Returns the errors seen (each must name a path)."""
