@@ -4,8 +4,8 @@ Columns follow Java's system tables (`org.apache.paimon.table.system.*Table`). T
 are instants (snapshot commit times, schema update times) are UTC timestamps; times Java
 stores as local date-times (tag creation time, file creation time) are naive timestamps.
 
-    system_table(table, "snapshots")           # or "tags", "files", "manifests", "schemas",
-                                                #    "options", "consumers", "branches"
+    system_table(table, "snapshots")           # or "tags", "files", "manifests", "partitions",
+                                                #    "schemas", "options", "consumers", "branches"
     split_system_table("/wh/db.db/t$files")    # -> ("/wh/db.db/t", "files")
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .binary_row import deserialize_row
 from .branches import PREFIX as BRANCH_PREFIX, branch_path
 from .consumers import ConsumerManager
 from .manifest import DataFileMeta
-from .paths import TableDirs
+from .paths import TableDirs, partition_value_str
 from .row_tracking import value_stats_fields
 from .scan import TableScan
 from .schema import TableSchema
@@ -63,6 +63,11 @@ SCHEMAS: dict[str, pa.Schema] = {
         _f("num_added_files", pa.int64(), False), _f("num_deleted_files", pa.int64(), False),
         _f("schema_id", pa.int64(), False), _f("min_partition_stats", pa.string()),
         _f("max_partition_stats", pa.string()), _f("min_row_id", pa.int64()), _f("max_row_id", pa.int64())]),
+    "partitions": pa.schema([
+        _f("partition", pa.string()), _f("record_count", pa.int64(), False),
+        _f("file_size_in_bytes", pa.int64(), False), _f("file_count", pa.int64(), False),
+        _f("last_update_time", _LOCAL_TS), _f("created_at", _LOCAL_TS), _f("created_by", pa.string()),
+        _f("updated_by", pa.string()), _f("options", pa.string())]),
     "schemas": pa.schema([
         _f("schema_id", pa.int64(), False), _f("fields", pa.string(), False),
         _f("partition_keys", pa.string(), False), _f("primary_keys", pa.string(), False),
@@ -162,6 +167,35 @@ def _manifests(table: Table, snapshot: Snapshot | None) -> list[dict]:
              "min_row_id": m.min_row_id, "max_row_id": m.max_row_id} for m in metas]
 
 
+def _partitions(table: Table, snapshot: Snapshot | None) -> list[dict]:
+    """Java's PartitionsTable over a filesystem catalog: per partition of `snapshot`, its live
+    files at every level and the rows in them (before merging and deletion vectors, as Java
+    counts), and the newest creation time of a file its manifests name (added or deleted)."""
+    snapshot = snapshot or table.latest_snapshot()
+    if snapshot is None:
+        return []
+    scan = TableScan(table.file_io, table.path, table.schema, table.branch)
+    default_name = scan.options.partition_default_name
+    stats: dict[bytes, dict] = {}
+    for e in scan.live_entries(snapshot):
+        s = stats.setdefault(e.partition, {"record_count": 0, "file_size_in_bytes": 0, "file_count": 0})
+        s["record_count"] += e.file.row_count
+        s["file_size_in_bytes"] += e.file.file_size
+        s["file_count"] += 1
+    newest: dict[bytes, int] = {}
+    for e in scan.entries_of(scan.data_manifests(snapshot)):
+        if e.partition in stats and e.file.creation_time is not None:
+            newest[e.partition] = max(newest.get(e.partition, e.file.creation_time), e.file.creation_time)
+    rows = []
+    for partition, s in stats.items():
+        texts = [partition_value_str(v, f.type, legacy=False) for v, f in
+                 zip(scan.partition_values(partition), scan.partition_fields)]
+        rows.append({"partition": "/".join(f"{f.name}={default_name if text is None else text}"
+                                           for f, text in zip(scan.partition_fields, texts)),
+                     **s, "last_update_time": _naive_millis(newest[partition]) if partition in newest else None})
+    return sorted(rows, key=lambda r: r["partition"])
+
+
 def _schemas(table: Table, _: Snapshot | None) -> list[dict]:
     manager = table.schema_manager
     rows = []
@@ -196,7 +230,7 @@ def _branches(table: Table, _: Snapshot | None) -> list[dict]:
 
 _BUILDERS: dict[str, Callable[[Table, Snapshot | None], list[dict]]] = {
     "snapshots": _snapshots, "tags": _tags, "files": _files, "manifests": _manifests,
-    "schemas": _schemas, "options": _options, "consumers": _consumers, "branches": _branches}
+    "partitions": _partitions, "schemas": _schemas, "options": _options, "consumers": _consumers, "branches": _branches}
 
 
 # ---- value formatting (as Java prints them) -------------------------------------------------

@@ -492,7 +492,8 @@ class Batch:
         """`where`: (column, op, value), op one of = < <= > >=, pushed down as a filter (`equal`:
         (column, value), the same with =): Java skips files by statistics and file indexes, and
         filters the rows of the files it reads by bitmap-based indexes only. `system_table`
-        "row_tracking": the rows with their `_ROW_ID` and `_SEQUENCE_NUMBER`."""
+        "row_tracking": the rows with their `_ROW_ID` and `_SEQUENCE_NUMBER`; another name, that
+        system table of Java's (e.g. "partitions")."""
         op = {"op": "read", "path": str(path)}
         if system_table is not None:
             op["systemTable"] = system_table

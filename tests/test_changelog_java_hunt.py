@@ -21,14 +21,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import paimon_streaming as ps
-from paimon_streaming.change_read import read_unit, to_output
-from paimon_streaming.read import SplitReader
-from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
 
 try:
     from java_oracle import get_oracle
+    from stream_batches import open_stream, snapshot_changes
 except ImportError:  # pragma: no cover
     from tests.java_oracle import get_oracle
+    from tests.stream_batches import open_stream, snapshot_changes
 
 EXAMPLES = int(os.environ.get("CHANGELOG_HUNT_EXAMPLES", "2"))
 # no shrinking: every example is a JVM run (a failure prints its whole history, which is short)
@@ -65,15 +64,8 @@ def _ours_between(table: ps.Table, a: int, b: int) -> list[tuple]:
 def _stream_between(path: str, a: int, b: int) -> list[tuple]:
     """What our streaming scan emits for snapshots a+1..b."""
     t = ps.Table.open(path)
-    ss = StreamingScan(t.file_io, t.path, t.schema,
-                       StreamOptions.from_options(t.schema.options, {"scan.mode": "from-snapshot",
-                                                                     "scan.snapshot-id": str(a + 1)}))
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
-    out = []
-    for sid in range(a + 1, b + 1):
-        for u in ss.snapshot_units(sid, False) or []:
-            out += to_output(read_unit(reader, u, COLUMNS), "_ROW_KIND").to_pylist()
-    return _norm(out)
+    ss = open_stream(t, {"scan.mode": "from-snapshot", "scan.snapshot-id": str(a + 1)})
+    return _norm([r for sid in range(a + 1, b + 1) for r in snapshot_changes(ss, sid, COLUMNS, "_ROW_KIND")])
 
 
 def _as_java(batch: list[tuple]) -> list[dict]:

@@ -10,11 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import paimon_streaming as ps
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.errors import InvalidOptionError
-from paimon_streaming.read import SplitReader
-from paimon_streaming.streaming_scan import CHANGELOG, StreamingScan, StreamOptions
+from paimon_streaming.streaming_scan import CHANGELOG
 from conftest import pypaimon_read
+from stream_batches import open_stream, snapshot_changes
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string()), ("n", pa.int64())])
 DV = {"deletion-vectors.enabled": "true"}
@@ -23,18 +22,11 @@ DV = {"deletion-vectors.enabled": "true"}
 def changes_per_snapshot(t: ps.Table, as_read: bool = False) -> list[list[tuple]]:
     """(k, v, n, kind) rows of each snapshot's changelog, from the streaming scan; sorted
     unless `as_read`."""
-    ss = StreamingScan(t.file_io, t.path, t.schema,
-                       StreamOptions.from_options(t.schema.options, {"scan.mode": "from-snapshot",
-                                                                     "scan.snapshot-id": "1"}))
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
+    ss = open_stream(t, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     out = []
     for snapshot in t.snapshots():
-        units = ss.snapshot_units(snapshot.id, False)
-        assert all(u.kind == CHANGELOG for u in units)
-        rows = []
-        for u in units:
-            rows += to_output(read_unit(reader, u, ["k", "v", "n"]), "_kind").to_pylist()
-        got = [(r["k"], r["v"], r["n"], r["_kind"]) for r in rows]
+        assert all(u.kind == CHANGELOG for u in ss.snapshot_units(snapshot.id, False))
+        got = [(r["k"], r["v"], r["n"], r["_kind"]) for r in snapshot_changes(ss, snapshot.id, ["k", "v", "n"])]
         out.append(got if as_read else sorted(got))
     return out
 

@@ -31,11 +31,10 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import paimon_streaming as ps
 from paimon_streaming import file_cache
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.check import check_location
 from paimon_streaming.errors import CorruptFileError, PaimonError
-from paimon_streaming.read import SplitReader
-from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
+
+from stream_batches import micro_batches, open_stream
 
 EXAMPLES = int(os.environ.get("DAMAGE_FUZZ_EXAMPLES", "60"))
 
@@ -143,17 +142,9 @@ def opened(path: str, branch: str | None = None) -> ps.Table:
 def _stream(path: str, earliest: int) -> list[str]:
     """Every snapshot from `earliest` on: its full plan, then each later snapshot's changes
     (changelog files with a changelog producer), in micro-batches until the stream is idle."""
-    t = opened(path)
-    ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(
-        t.schema.options, {"scan.mode": "from-snapshot-full", "scan.snapshot-id": str(earliest)}))
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
-    position, out = ss.start_position(), []
-    for _ in range(100):
-        units, position = ss.plan_batch(position)
-        if not units:
-            return sorted(out)
-        out += [f"{u.snapshot_id}:{r}" for u in units for r in _rows(to_output(read_unit(reader, u, NAMES), "_kind"))]
-    raise AssertionError("the stream never went idle")
+    scan = open_stream(opened(path), {"scan.mode": "from-snapshot-full", "scan.snapshot-id": str(earliest)})
+    return sorted(f"{unit.snapshot_id}:{r}" for batch, _ in micro_batches(scan, NAMES) for unit, rows in batch
+                  for r in _rows(rows))
 
 
 def _system(path: str, name: str) -> list[str]:

@@ -22,17 +22,15 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.check import check_location, repair_hints
 from paimon_streaming.cli import main
 from paimon_streaming.errors import CorruptFileError, MissingFileError, SnapshotGapError, SnapshotMissingError
 from paimon_streaming import file_cache
-from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
-from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
 from paimon_streaming.system_tables import system_table
 
 from metadata_edits import edit_snapshot
+from stream_batches import open_stream, read_batch
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string()), ("d", pa.float64())])
 TABLES = {
@@ -64,10 +62,9 @@ def _sorted(rows: list[dict]) -> list:
 
 
 def _stream(t: ps.Table, options: dict) -> list:
-    ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, options))
-    units, _ = ss.plan_batch(ss.start_position())
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
-    return _sorted([r for u in units for r in to_output(read_unit(reader, u, SCHEMA.names), "_kind").to_pylist()])
+    scan = open_stream(t, options)
+    batch, _ = read_batch(scan, SCHEMA.names, scan.start_position())
+    return _sorted([r for _, rows in batch for r in rows.to_pylist()])
 
 
 def _system(t: ps.Table, name: str) -> list:
@@ -87,7 +84,7 @@ def readers(earliest: int) -> dict:
         "stream deltas": lambda p: _stream(opened(p), {"scan.mode": "from-snapshot",
                                                        "scan.snapshot-id": str(earliest)}),
         **{f"{name} table": (lambda p, name=name: _system(opened(p), name))
-           for name in ("snapshots", "files", "manifests", "schemas")},
+           for name in ("snapshots", "files", "manifests", "partitions", "schemas")},
     }
 
 

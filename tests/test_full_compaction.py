@@ -15,6 +15,7 @@ from paimon_streaming.options import CoreOptions
 from paimon_streaming.scan import TableScan
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from conftest import pypaimon_read, rows_by
+from stream_batches import open_stream, snapshot_changes
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.int64()), ("p", pa.string(), False)])
 TOP = 5  # num-sorted-run.compaction-trigger 5 + 1 levels
@@ -169,14 +170,7 @@ def slice_batches(engine: str) -> list[pa.Table]:
 
 
 def changelog_of(t, snapshot) -> list[tuple]:
-    from paimon_streaming.change_read import read_unit, to_output
-    from paimon_streaming.read import SplitReader
-    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
-    ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, {}))
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
-    rows = []
-    for unit in ss.snapshot_units(snapshot.id, False):
-        rows += to_output(read_unit(reader, unit, ["k", "id", "v", "s"]), "_kind").to_pylist()
+    rows = snapshot_changes(open_stream(t, {}), snapshot.id, ["k", "id", "v", "s"])
     return sorted((r["k"], r["id"], r["v"], r["s"] or "", r["_kind"]) for r in rows)
 
 
@@ -260,12 +254,10 @@ def test_a_run_gives_each_slice_every_row_up_to_its_cut():
 def test_compacted_full_starts_from_the_newest_full_compaction(catalog):
     """As Java's FullCompactedStartingScanner: the newest COMPACT snapshot whose identifier
     marks a full compaction; without a schedule the newest COMPACT snapshot; else the latest."""
-    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions, StreamPosition
+    from paimon_streaming.streaming_scan import StreamPosition
 
     def start(t, **options):
-        opts = {"scan.mode": "compacted-full", **options}
-        return StreamingScan(t.file_io, t.path, t.schema,
-                             StreamOptions.from_options(t.schema.options, opts)).start_position()
+        return open_stream(t, {"scan.mode": "compacted-full", **options}).start_position()
     t = catalog.create_table("db.cf", SCHEMA, primary_keys=["p", "id"], partition_keys=["p"],
                              options={"bucket": "1", "full-compaction.delta-commits": "3"})
     rng = np.random.default_rng(4)

@@ -29,18 +29,17 @@ import pyarrow as pa
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.check import check_table
 from paimon_streaming.errors import UnsupportedOperationError
-from paimon_streaming.read import SplitReader
-from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
 
 try:
     from java_oracle import epoch_nanos, get_oracle
     from legacy_java_oracle import CI_VERSIONS, VERSIONS, get_legacy_oracle
+    from stream_batches import open_stream, stream_rows
 except ImportError:  # pragma: no cover
     from tests.java_oracle import epoch_nanos, get_oracle
     from tests.legacy_java_oracle import CI_VERSIONS, VERSIONS, get_legacy_oracle
+    from tests.stream_batches import open_stream, stream_rows
 
 # CI: the oldest version, the farthest from today's format (snappy metadata, ORC by default, the
 # first deletion-vector index, Avro rows as a union, optional Parquet map keys); each version
@@ -233,17 +232,8 @@ def ours_rows(t: ps.Table, **kw) -> list[dict]:
 def stream_from_start(t: ps.Table) -> list[dict]:
     """Every change a stream from the first snapshot reads, in order, as rows with `_kind`."""
     earliest = t.snapshots()[0].id
-    ss = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(
-        t.schema.options, {"scan.mode": "from-snapshot", "scan.snapshot-id": str(earliest)}))
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
-    position, out = ss.start_position(), []
-    for _ in range(200):
-        units, position = ss.plan_batch(position)
-        if not units:
-            return out
-        for u in units:
-            out += to_output(read_unit(reader, u, t.schema.field_names), "_kind").to_pylist()
-    raise AssertionError(f"{t.name}: the stream never went idle")
+    scan = open_stream(t, {"scan.mode": "from-snapshot", "scan.snapshot-id": str(earliest)})
+    return stream_rows(scan, t.schema.field_names)
 
 
 def replay(model: Model, changes: list[dict], start: list[dict] = ()) -> list[dict]:

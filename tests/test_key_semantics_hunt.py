@@ -496,9 +496,7 @@ def test_lookup_changelog_of_float_keys(tmp_path, type_text):
     """`changelog-producer` = lookup decides by the same key equality as the merge: writing
     -0.0 after 0.0, or a NaN after a NaN, is an update (-U/+U) of that key, not an insert,
     and a delete of any NaN deletes the NaN key."""
-    from paimon_streaming.change_read import read_unit, to_output
-    from paimon_streaming.read import SplitReader
-    from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
+    from stream_batches import open_stream, snapshot_changes
     arrow_type = pa.float32() if type_text == "FLOAT" else pa.float64()
     table = ps.Catalog(str(tmp_path)).create_table(
         "db.c", pa.schema([pa.field("k", arrow_type, False), ("v", pa.string())]), primary_keys=["k"],
@@ -511,14 +509,10 @@ def test_lookup_changelog_of_float_keys(tmp_path, type_text):
         table.write_arrow(pa.table({"k": _float_keys([k for k, _, _ in batch], type_text),
                                     "v": [v for _, v, _ in batch], "op": [o for _, _, o in batch]}),
                           row_kind_column="op")
-    scan = StreamingScan(table.file_io, table.path, table.schema, StreamOptions.from_options(
-        table.schema.options, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}))
-    reader = SplitReader(scan.file_io, scan.scan, scan.schema)
+    scan = open_stream(table, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     changes = []
     for snapshot in table.snapshots()[2:]:
-        rows = []
-        for unit in scan.snapshot_units(snapshot.id, False):
-            rows += to_output(read_unit(reader, unit, ["k", "v"]), "_kind").to_pylist()
+        rows = snapshot_changes(scan, snapshot.id, ["k", "v"])
         if rows:
             changes.append(sorted((r["_kind"], repr(float(r["k"])), r["v"]) for r in rows))
     assert changes == [[("+U", "-0.0", "b"), ("-U", "0.0", "a")],

@@ -24,19 +24,18 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.binary_row import deserialize_row
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.check import check_table
 from paimon_streaming.commit import CommitMessage
 from paimon_streaming.consumers import ConsumerManager
 from paimon_streaming.long_lived_changelogs import long_lived_changelog
 from paimon_streaming.predicate import compare_values
-from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
 from paimon_streaming.snapshot import COMPACT
-from paimon_streaming.streaming_scan import ReadLimits, StreamingScan, StreamOptions
+from paimon_streaming.streaming_scan import ReadLimits
 from paimon_streaming.system_tables import system_table
 from java_oracle import get_oracle
 from pypaimon_oracle import pypaimon_read
+from stream_batches import open_stream, read_batch
 
 COMMITS = int(os.environ.get("LONG_HISTORY_COMMITS", 40))
 PARTITIONS = int(os.environ.get("LONG_HISTORY_PARTITIONS", 400))
@@ -111,8 +110,7 @@ class Stream:
 
     def __init__(self, table: ps.Table, options: dict[str, str], pk: bool):
         self.options = options
-        self.scan = StreamingScan(table.file_io, table.path, table.schema,
-                                  StreamOptions.from_options(table.schema.options, options))
+        self.scan = open_stream(table, options)
         self.position = self.scan.start_position()
         self.consumer = "consumer-id" in options
         if self.consumer:
@@ -121,12 +119,10 @@ class Stream:
         self.rows: dict | list = {} if pk else []
 
     def read(self, limits: ReadLimits | None = None) -> bool:
-        units, end = self.scan.plan_batch(self.position, limits)
-        if not units:
+        batch, end = read_batch(self.scan, ["p", "id", "v"], self.position, kind=KIND, limits=limits)
+        if not batch:
             return False
-        reader = SplitReader(self.scan.file_io, self.scan.scan, self.scan.schema)
-        for unit in units:
-            out = to_output(read_unit(reader, unit, ["p", "id", "v"]), KIND)
+        for unit, out in batch:
             for p, i, v, k in zip(*(out[c].to_pylist() for c in ("p", "id", "v", KIND))):
                 if not self.pk:
                     assert k == "+I", (unit, k)

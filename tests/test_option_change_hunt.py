@@ -20,11 +20,10 @@ import pytest
 import paimon_streaming as ps
 from paimon_streaming.errors import InvalidOptionError, StalePlanError
 from paimon_streaming.schema_update import _FIXED_OPTIONS
-from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
-from paimon_streaming.change_read import read_unit, to_output
-from paimon_streaming.read import SplitReader
+from paimon_streaming.streaming_scan import StreamingScan
 
 from java_oracle import JavaOracleError, get_oracle
+from stream_batches import open_stream, read_batch
 
 EXAMPLES = int(os.environ.get("OPTION_HUNT_EXAMPLES", "6"))
 
@@ -242,17 +241,13 @@ def test_a_stale_writer_goes_on_after_a_rename_moves_a_columns_options(catalog):
 
 def latest_stream(t: ps.Table) -> StreamingScan:
     """A stream of `t` opened now, from its next snapshot on (its options as they are now)."""
-    return StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options,
-                                                                                 {"scan.mode": "latest"}))
+    return open_stream(t, {"scan.mode": "latest"})
 
 
-def stream_rows(t: ps.Table, scan: StreamingScan, position):
-    units, after = scan.plan_batch(position)
-    reader = SplitReader(t.file_io, scan.scan, scan.schema)
-    out = []
-    for u in units:
-        out += to_output(read_unit(reader, u, ["k", "v"]), "_kind").to_pylist()
-    return sorted((r["k"], r["v"], r["_kind"]) for r in out), after
+def batch_rows(scan: StreamingScan, position):
+    """The next micro-batch's rows as sorted (k, v, row kind), and the position after it."""
+    batch, after = read_batch(scan, ["k", "v"], position)
+    return sorted((r["k"], r["v"], r["_kind"]) for _, rows in batch for r in rows.to_pylist()), after
 
 
 @pytest.mark.parametrize("before, after", [("input", "none"), ("none", "input"), ("input", "lookup"),
@@ -271,14 +266,12 @@ def test_a_stream_reads_on_across_a_changelog_producer_change(catalog, before, a
     set_option(t.path, "changelog-producer", after)
     write(ps.Table.open(t.path), [2], [2])
     write(t, [3], [3])  # the stale handle
-    got, position = stream_rows(t, scan, position)
+    got, position = batch_rows(scan, position)
     assert got == [(2, 2, "+I"), (3, 3, "+I")]
     # and a new stream from the first snapshot reads the ones before the change
     fresh = ps.Table.open(t.path)
-    scan = StreamingScan(t.file_io, t.path, fresh.schema,
-                         StreamOptions.from_options(fresh.schema.options, {"scan.mode": "from-snapshot",
-                                                                           "scan.snapshot-id": "1"}))
-    got, _ = stream_rows(fresh, scan, scan.start_position())
+    scan = open_stream(fresh, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
+    got, _ = batch_rows(scan, scan.start_position())
     assert got == [(1, 1, "+I"), (2, 2, "+I"), (3, 3, "+I")]
 
 
@@ -302,7 +295,7 @@ def test_a_producer_change_between_a_batchs_two_snapshots_loses_nothing(catalog,
     monkeypatch.setattr(FileStoreCommit, "_commit_with_retry", change_first)
     write(t, [2], [2])
     assert change_first.done
-    got, _ = stream_rows(t, scan, position)
+    got, _ = batch_rows(scan, position)
     assert got == [(2, 2, "+I")]
     assert table_rows(ps.Table.open(t.path).changes_between(2, ps.Table.open(t.path).latest_snapshot().id)
                       .to_pylist()) == [(2, 2)]
@@ -475,8 +468,8 @@ def test_a_full_compaction_stream_starts_with_the_top_level_written_before_num_l
     them (Levels restores max(num-levels, highest level + 1)); Java's stream start looks at the
     new top level only and reads nothing, as ours did."""
     t = ps.Table.open(java_world.full_compaction)
-    scan = StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, {}))
-    got, _ = stream_rows(t, scan, scan.start_position())
+    scan = open_stream(t, {})
+    got, _ = batch_rows(scan, scan.start_position())
     assert got == [(1, 1, "+I"), (2, 2, "+I")]
 
 
@@ -546,19 +539,18 @@ def test_random_option_changes_with_stale_writers(catalog, seed):
                 else:
                     state[k] = v
         if rnd.random() < 0.3:
-            position = apply_stream(t, scan, position, streamed)
-    position = apply_stream(t, scan, position, streamed)
+            position = apply_stream(scan, position, streamed)
+    position = apply_stream(scan, position, streamed)
     assert table_rows(ps.Table.open(t.path)) == sorted(state.items()), (seed, dv, bucket, log)
     assert sorted(streamed.items()) == sorted(state.items()), (seed, dv, bucket, log)
 
 
-def apply_stream(t: ps.Table, scan: StreamingScan, position, streamed: dict[int, int]):
-    units, after = scan.plan_batch(position)
-    reader = SplitReader(t.file_io, scan.scan, scan.schema)
-    for u in units:
-        for r in to_output(read_unit(reader, u, ["k", "v"]), "_kind").to_pylist():
+def apply_stream(scan: StreamingScan, position, streamed: dict[int, int]):
+    batch, after = read_batch(scan, ["k", "v"], position)
+    for _, rows in batch:
+        for r in rows.to_pylist():
             if r["_kind"] in ("-D", "-U"):
                 streamed.pop(r["k"], None)
             else:
                 streamed[r["k"]] = r["v"]
-    return after if units else position
+    return after

@@ -19,16 +19,16 @@ import pytest
 import paimon_streaming as ps
 from paimon_streaming import expire as expire_module
 from paimon_streaming import orphans as orphans_module
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.check import check_table
 from paimon_streaming.errors import (CommitConflictError, MissingFileError, SnapshotExpiredError,
                                      SnapshotNotFoundError, TagNotFoundError)
 from paimon_streaming.manifest import files as manifest_files
 from paimon_streaming.read import SplitReader
 from paimon_streaming.rollback import Rollback
-from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
+from paimon_streaming.streaming_scan import StreamingScan
 from paimon_streaming.tags import TagManager
 from concurrent_worker import ROWS, SCHEMA, batch_of, write_and_compact
+from stream_batches import open_stream, read_units
 
 KV = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
 
@@ -521,14 +521,8 @@ def test_write_planned_on_a_snapshot_that_expires_under_it_is_planned_again(tmp_
 
 
 # ---- streaming readers and expiration -------------------------------------------------------------
-def _stream(t: ps.Table, **options) -> StreamingScan:
-    return StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(
-        t.schema.options, {k: str(v) for k, v in options.items()}))
-
-
 def _read(ss: StreamingScan, units) -> list[int]:
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
-    return sorted(i for u in units for i in to_output(read_unit(reader, u, ["id"]), None).column("id").to_pylist())
+    return sorted(i for _, rows in read_units(ss, units, ["id"], kind=None) for i in rows.column("id").to_pylist())
 
 
 def test_stream_whose_planned_files_expire_raises_a_documented_error(tmp_path):
@@ -538,7 +532,7 @@ def test_stream_whose_planned_files_expire_raises_a_documented_error(tmp_path):
     t = ps.Catalog(str(tmp_path)).create_table("db.t", schema=KV, options={"write-only": "true"})
     for i in range(3):
         t.write_arrow(kv([i]))
-    ss = _stream(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    ss = open_stream(t, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     pos = ss.start_position()
     units, end = ss.plan_batch(pos)
     assert len(units) == 3
@@ -550,9 +544,9 @@ def test_stream_whose_planned_files_expire_raises_a_documented_error(tmp_path):
     with pytest.raises(MissingFileError):
         _read(ss, ss.units_between(pos, end))
     with pytest.raises(SnapshotExpiredError):
-        _stream(t).units_between(pos, end)
+        open_stream(t, {}).units_between(pos, end)
     with pytest.raises(SnapshotExpiredError):
-        _stream(t).plan_batch(end)
+        open_stream(t, {}).plan_batch(end)
     assert_whole(t)
 
 
@@ -564,7 +558,7 @@ def test_micro_batch_planned_before_a_rollback_is_refused_not_read_from_its_plan
     t = pk_table(tmp_path)
     t.write_arrow(kv([1]))
     t.compact(full=True)
-    ss = _stream(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
+    ss = open_stream(t, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
     start = ss.start_position()
     units, end = ss.plan_batch(start)
     assert end.snapshot == 3 and [u.snapshot_id for u in units] == [1]
@@ -582,10 +576,10 @@ def _race_stream(location: str, batches: int, consumer: str | None) -> tuple[lis
     writer = ctx.Process(target=write_and_compact, args=(location, batches, errors))
     writer.start()
     t = ps.Table.open(location)
-    options = {"scan.mode": "from-snapshot", "scan.snapshot-id": 1}
+    options = {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}
     if consumer:
         options["consumer-id"] = consumer
-    ss = _stream(t, **options)
+    ss = open_stream(t, options)
     pos, got, stopped = ss.start_position(), [], None
     ss.record_progress(pos)
     try:

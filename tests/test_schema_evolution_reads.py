@@ -50,14 +50,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import paimon_streaming as ps
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.errors import SchemaChangedError, SchemaMismatchError
 from paimon_streaming.predicate import parse_filter
-from paimon_streaming.read import SplitReader
-from paimon_streaming.streaming_scan import StreamingScan, StreamOptions, StreamPosition
+from paimon_streaming.streaming_scan import StreamPosition
 from paimon_streaming.types import DataType, parse_atomic, to_arrow
 
 from java_oracle import get_oracle
+from stream_batches import micro_batches, open_stream
 
 EXAMPLES = int(os.environ.get("SCHEMA_READS_EXAMPLES", "60"))
 JAVA_EXAMPLES = int(os.environ.get("SCHEMA_READS_JAVA_EXAMPLES", "4"))
@@ -883,25 +882,18 @@ class Run:
         t = self.t()
         columns = m.snapshots[start][0]
         schema = t.schema_manager.schema(t.snapshot(start).schema_id)
-        ss = StreamingScan(t.file_io, t.path, schema, StreamOptions.from_options(
-            schema.options, {"scan.mode": "from-snapshot", "scan.snapshot-id": str(start + 1)}))
-        reader = SplitReader(ss.file_io, ss.scan, ss.schema)
+        scan = open_stream(t, {"scan.mode": "from-snapshot", "scan.snapshot-id": str(start + 1)}, schema)
         names = [c.name for c in columns]
         flt = random_filter(self.rnd, m, columns, [m.by_name(r, columns) for r in m.snapshots[start][1]])
         if _mixed_literals(flt) or self.rnd.random() < 0.5:
             flt = None
         parsed = None if flt is None else parse_filter(flt, _arrow_of(schema))
-        position, got, stopped = StreamPosition(start + 1), [], None
-        for _ in range(100):
-            try:
-                units, position = ss.plan_batch(position)
-            except SchemaChangedError:
-                stopped = True
-                break
-            if not units:
-                break
-            for u in units:
-                got += to_output(read_unit(reader, u, names, parsed), None).to_pylist()
+        got, stopped = [], None
+        try:
+            for batch, _ in micro_batches(scan, names, StreamPosition(start + 1), parsed, kind=None):
+                got += [r for _, rows in batch for r in rows.to_pylist()]
+        except SchemaChangedError:
+            stopped = True
         # the first snapshot after `start` whose schema has other fields ends the stream
         ids = sorted(s for s in m.appended if s > start)
         sig = _signature(columns)

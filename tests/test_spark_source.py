@@ -619,6 +619,10 @@ def test_system_tables(spark, tmp_path, catalog):
     assert sum(f.record_count for f in files) == 4 and all(f.file_path.endswith(".parquet") for f in files)
     assert sum(f.record_count for f in load("files", **{"snapshot-id": "1"}).collect()) == 3
     assert sum(m.num_added_files for m in load("manifests").collect()) == len(files)
+    partitions = load("partitions").collect()
+    assert sorted((p.partition, p.record_count, p.file_count) for p in partitions) == sorted(
+        (f"dt={d}", sum(f.record_count for f in files if f.partition == f"{{{d}}}"),
+         sum(f.partition == f"{{{d}}}" for f in files)) for d in {f.partition[1:-1] for f in files})
     schemas = load("schemas").collect()
     assert len(schemas) == 1 and json.loads(schemas[0].primary_keys) == ["id", "dt"]
     assert {(r.key, r.value) for r in load("options").collect()} == {("bucket", "2")}

@@ -13,9 +13,9 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import paimon_streaming as ps
-from paimon_streaming.change_read import read_unit, to_output
-from paimon_streaming.read import SplitReader
-from paimon_streaming.streaming_scan import ReadLimits, StreamingScan, StreamOptions
+from paimon_streaming.streaming_scan import ReadLimits
+
+from stream_batches import open_stream, read_batch
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
 KIND = "_kind"
@@ -41,20 +41,18 @@ class Consumer:
     def __init__(self, table: ps.Table, start: str):
         options = {"consumer-id": "model", "consumer.expiration-time": "1 d"}
         options |= {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"} if start == "first" else {}
-        self.scan = StreamingScan(table.file_io, table.path, table.schema,
-                                  StreamOptions.from_options(table.schema.options, options))
+        self.scan = open_stream(table, options)
         self.position = self.scan.start_position()
         self.scan.record_progress(self.position)  # registered from its start, as a query's first batch is
         self.rows: dict[int, str] = {}
 
     def read(self, limits: ReadLimits | None) -> bool:
         """One micro-batch; False when there was nothing new."""
-        units, end = self.scan.plan_batch(self.position, limits)
-        if not units:
+        batch, end = read_batch(self.scan, ["id", "v"], self.position, kind=KIND, limits=limits)
+        if not batch:
             return False
-        reader = SplitReader(self.scan.file_io, self.scan.scan, self.scan.schema)
-        for unit in units:
-            for r in to_output(read_unit(reader, unit, ["id", "v"]), KIND).to_pylist():
+        for _, rows in batch:
+            for r in rows.to_pylist():
                 if r[KIND] in ("+I", "+U"):
                     self.rows[r["id"]] = r["v"]
                 else:

@@ -11,18 +11,17 @@ import pyarrow as pa
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.consumers import ConsumerManager
 from paimon_streaming.errors import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError
 from paimon_streaming.manifest import ManifestList
 from paimon_streaming.paths import PathFactory
-from paimon_streaming.read import SplitReader
 from paimon_streaming.snapshot import COMPACT
 from paimon_streaming.streaming_scan import (CHANGELOG, DELTA, FULL, OVERWRITE_DIFF, ReadLimits, StreamingScan,
-                                             StreamOptions, StreamPosition)
+                                             StreamPosition)
 from paimon_streaming.system_tables import SYSTEM_TABLES, split_system_table, system_table, system_table_schema
 from paimon_streaming.time_travel import earlier_or_equal, earlier_than, snapshot_at
 from conftest import pypaimon_create, pypaimon_write
+from stream_batches import open_stream, read_units
 from paimon_streaming.json_check import CHECK_KEY, json_check
 
 KIND = "_kind"
@@ -31,16 +30,11 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())]
 
 # ---- helpers ------------------------------------------------------------------------------------
 def stream_scan(t: ps.Table, **options) -> StreamingScan:
-    opts = {k: str(v) for k, v in options.items()}
-    return StreamingScan(t.file_io, t.path, t.schema, StreamOptions.from_options(t.schema.options, opts))
+    return open_stream(t, {k: str(v) for k, v in options.items()})
 
 
 def rows_of(ss: StreamingScan, units, columns=("id", "v", "dt")) -> list[dict]:
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
-    out = []
-    for u in units:
-        out.extend(to_output(read_unit(reader, u, list(columns)), KIND).to_pylist())
-    return out
+    return [r for _, rows in read_units(ss, units, list(columns), kind=KIND) for r in rows.to_pylist()]
 
 
 def drain(ss: StreamingScan, start: StreamPosition | None = None, limits: ReadLimits | None = None,
@@ -209,8 +203,7 @@ def test_primary_key_deltas_carry_row_kinds(catalog):
     assert got == [(2, "u2", "+U"), (3, "v3", "-D")]
     # without a row kind column the retractions are dropped
     units = ss.units_between(StreamPosition(2), StreamPosition(4))
-    reader = SplitReader(ss.file_io, ss.scan, ss.schema)
-    plain = [r for u in units for r in to_output(read_unit(reader, u, ["id", "v"]), None).to_pylist()]
+    plain = [r for _, rows in read_units(ss, units, ["id", "v"], kind=None) for r in rows.to_pylist()]
     assert plain == [{"id": 2, "v": "u2"}]
 
 
@@ -461,6 +454,9 @@ def test_system_tables(catalog):
     assert all(t.file_io.exists(f["file_path"]) and f["file_format"] == "parquet" for f in files)
     assert all(f["min_key"].startswith("[") and "id=" in f["min_value_stats"] for f in files)
     assert sum(system_table(t, "files", t.snapshot(1)).column("record_count").to_pylist()) == 3
+    assert [(p["partition"], p["record_count"], p["file_count"]) for p in tables["partitions"].to_pylist()] == \
+        [(f"dt={d}", sum(f["record_count"] for f in files if f["partition"] == f"{{{d}}}"),
+          sum(f["partition"] == f"{{{d}}}" for f in files)) for d in ("d0", "d1")]
     manifests = tables["manifests"].to_pylist()
     assert sum(m["num_added_files"] for m in manifests) == len(files)
     schemas = tables["schemas"].to_pylist()

@@ -15,13 +15,11 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.binary_row import deserialize_row
-from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.keyvalue import SEQUENCE_NUMBER, VALUE_KIND, key_fields
-from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
 from paimon_streaming.stats import collect_stats
-from paimon_streaming.streaming_scan import StreamingScan, StreamOptions
 from conftest import pypaimon_read
+from stream_batches import open_stream, snapshot_changes
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("s", pa.string(), False),
                     pa.field("v", pa.string()), pa.field("n", pa.float64())])
@@ -43,14 +41,9 @@ def _columns(table, entry) -> list[str]:
 
 def _changes(table) -> list[tuple]:
     """Every snapshot's changelog rows with their kinds, as the streaming scan reads them."""
-    scan = StreamingScan(table.file_io, table.path, table.schema, StreamOptions.from_options(
-        table.schema.options, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}))
-    reader = SplitReader(scan.file_io, scan.scan, scan.schema)
-    rows = []
-    for snapshot in table.snapshots():
-        for unit in scan.snapshot_units(snapshot.id, False):
-            rows += [tuple(r.values()) for r in to_output(read_unit(reader, unit, SCHEMA.names), "_kind").to_pylist()]
-    return sorted(rows, key=repr)
+    scan = open_stream(table, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
+    return sorted((tuple(r.values()) for snapshot in table.snapshots()
+                   for r in snapshot_changes(scan, snapshot.id, SCHEMA.names)), key=repr)
 
 
 def _stream(table) -> None:

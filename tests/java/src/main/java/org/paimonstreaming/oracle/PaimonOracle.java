@@ -46,6 +46,7 @@ import org.apache.paimon.table.source.EndOfScanException;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.table.system.RowTrackingTable;
+import org.apache.paimon.table.system.SystemTableLoader;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypeJsonParser;
 import org.apache.paimon.types.RowKind;
@@ -311,8 +312,11 @@ public final class PaimonOracle {
         if (!dynamic.isEmpty()) {
             table = table.copy(dynamic);
         }
-        // "systemTable": "row_tracking" reads the table's rows with their _ROW_ID and _SEQUENCE_NUMBER
-        Table read = "row_tracking".equals(cmd.path("systemTable").asText(null)) ? new RowTrackingTable(table) : table;
+        // "systemTable": "row_tracking" reads the table's rows with their _ROW_ID and _SEQUENCE_NUMBER;
+        // any other name, that system table of the table (Java's SystemTableLoader: "partitions", ...)
+        String system = cmd.path("systemTable").asText(null);
+        Table read = system == null ? table
+                : "row_tracking".equals(system) ? new RowTrackingTable(table) : SystemTableLoader.load(system, table);
         ReadBuilder rb = read.newReadBuilder();
         RowType readType = read.rowType();
         if (cmd.hasNonNull("columns")) {
