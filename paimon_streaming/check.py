@@ -8,8 +8,9 @@ Checked, for every snapshot and tag:
   schemas snapshots and files use exist;
 * manifest lists and manifests exist with their recorded size and decode, passing their
   checksums (read uncached, so a file corrupted after it was cached is still found);
-* every live data file, changelog file (of snapshots: a tag keeps no changelog, as in Java) and
-  extra file exists, data files with their recorded size; data files are read whole (page checksums, row count), unless `verify_data=False`;
+* every live data file, changelog file (of snapshots: a tag keeps no changelog, as in Java; a
+  snapshot copied from a tag whose changelog had expired, by create_branch or a fast-forward,
+  is only warned of, `expired-changelog`) and extra file exists, data files with their recorded size; data files are read whole (page checksums, row count), unless `verify_data=False`;
 * index files exist with their recorded size; every deletion vector decodes and passes its CRC;
 * consumer progress files and commit-user records (what expiration and exactly-once replays
   follow) decode and pass their checks;
@@ -356,8 +357,15 @@ class _Checker:
         # a tag keeps its snapshot's data, not its changelog: expiring the snapshot deletes the
         # changelog manifest list, as Java's does (a tag reads and diffs without it)
         if snap.changelog_manifest_list is not None and not label.startswith("tag "):
-            for e in self._entries(label, snap.changelog_manifest_list, snap.changelog_manifest_list_size):
-                self._check_data_file(label, e)
+            tag = self._copied_tag_without_changelog(snap)
+            if tag is not None:
+                self.problem("expired-changelog", self.scan.manifest_list.path(snap.changelog_manifest_list),
+                             f"{label} is a copy of tag '{tag}' (create_branch from the tag, or a fast-forward "
+                             "to such a branch) made after the tagged snapshot's changelog expired: a stream "
+                             "cannot read that snapshot's changes (as in Java); its data is whole", WARNING)
+            else:
+                for e in self._entries(label, snap.changelog_manifest_list, snap.changelog_manifest_list_size):
+                    self._check_data_file(label, e)
         if snap.index_manifest is not None:
             records = self._decode(self.scan.index_manifest.path(snap.index_manifest), None, label,
                                    IndexManifestEntry.from_avro)
@@ -465,6 +473,22 @@ class _Checker:
                 self._verdicts[path] = False
                 self.problem("corrupt-file", path, f"{label}: {exc}")
                 return
+
+    def _copied_tag_without_changelog(self, snap: Snapshot) -> str | None:
+        """The tag `snap` is a copy of, when its changelog manifest list is gone: a tag keeps
+        its snapshot's data, not its changelog, and create_branch copies the tag's file as the
+        branch's first snapshot (as Java's does), which a fast-forward copies into main."""
+        if self.io.exists(self.scan.manifest_list.path(snap.changelog_manifest_list)):
+            return None
+        try:
+            tagged = self.tag_manager.tagged_snapshots()
+        except PaimonError:
+            return None  # reported with the snapshots and tags
+        for other, names in tagged:
+            if (other.id, other.base_manifest_list, other.delta_manifest_list, other.changelog_manifest_list) == \
+                    (snap.id, snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list):
+                return names[0]
+        return None
 
     # ---- hints and the newest snapshot ------------------------------------------------------
     def _branch_base(self, ids: list[int]) -> bool:

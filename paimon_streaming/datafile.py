@@ -222,8 +222,20 @@ def _conform_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
         return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
     if _is_temporal(src) and _is_temporal(target) and \
             _UNIT_RANK[src.unit] > _UNIT_RANK[target.unit]:
-        return pc.cast(arr, target, safe=False)  # finer -> coarser: truncate, cannot overflow
+        if pa.types.is_timestamp(src):
+            return _floor_timestamps(arr, target)
+        return pc.cast(arr, target, safe=False)  # finer -> coarser times (never negative): truncate
     return pc.cast(narrowable(arr), target)
+
+
+def _floor_timestamps(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """Timestamps cut to a coarser unit by flooring, as Java cuts them to a lower precision
+    (Arrow's unchecked cast truncates toward zero: a time before 1970 would round up,
+    1969-12-31 23:59:59.999999 to 1970-01-01 00:00:00)."""
+    factor = 1000 ** (_UNIT_RANK[arr.type.unit] - _UNIT_RANK[target.unit])
+    epochs = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    mask = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+    return pa.array(np.floor_divide(epochs, factor), pa.int64(), mask=mask).cast(target)
 
 
 def rebased_offsets(arr: pa.Array) -> tuple[pa.Array, int]:

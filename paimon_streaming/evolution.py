@@ -14,11 +14,12 @@ import numpy as np
 import pyarrow as pa
 
 from .datafile import conform, read_data_file, rebased_offsets
+from .errors import UnsupportedOperationError
 from .fileio import FileIO
 from . import row_tracking
 from .keyvalue import file_fields
 from .schema import TableSchema
-from .types import DataType, arrow_field, to_arrow
+from .types import DataField, DataType, arrow_field, to_arrow
 
 
 def read_evolved(file_io: FileIO, path: str, file_schema: TableSchema, schema: TableSchema,
@@ -37,10 +38,22 @@ def read_evolved(file_io: FileIO, path: str, file_schema: TableSchema, schema: T
                            [o.name for o in olds if o is not None] + list(system), file_size, row_count, keep)
     if file_schema.id == schema.id:
         return table
-    columns = [pa.nulls(table.num_rows, to_arrow(f.type)) if o is None else evolve(table.column(o.name), o.type, f.type)
+    columns = [pa.nulls(table.num_rows, to_arrow(f.type)) if o is None else _evolved(table, path, o, f)
                for f, o in zip(current, olds)]
     fields = [arrow_field(f) for f in current] + [table.schema.field(s) for s in system]
     return pa.Table.from_arrays(columns + [table.column(s) for s in system], schema=pa.schema(fields))
+
+
+def _evolved(table: pa.Table, path: str, old: DataField, new: DataField) -> pa.ChunkedArray:
+    """`evolve` of one column, whose values a lossy type change (Java allows explicit casts:
+    BIGINT -> INT, DECIMAL scale lowered, ...) may not fit: an error naming file and column."""
+    try:
+        return evolve(table.column(old.name), old.type, new.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise UnsupportedOperationError(
+            f"column '{new.name}' of data file {path} was written as {old.type} and its values cannot be "
+            f"read as {new.type}, the column's type since a schema change ({exc}); paimon-streaming casts "
+            "only what fits, where Java's explicit cast may wrap or round") from None
 
 
 def with_current_options(old: TableSchema, current: TableSchema) -> TableSchema:

@@ -21,6 +21,7 @@ change (Java drops -D rows of batch reads; ask for the row kind, as Java's audit
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -66,6 +67,9 @@ TIME_TRAVEL_OPTIONS = ("snapshot-id", "tag", "timestamp-millis", "scan.snapshot-
                        "scan.timestamp-millis", "scan.timestamp", "scan.version")
 
 
+_EPOCH_MILLIS = re.compile(r"[+-]?[0-9]+")
+
+
 def incremental_query(opts: Mapping[str, str]) -> IncrementalRange | None:
     """The batch incremental query options ask for (Java's keys, in lower case), None for none."""
     given = {k: str(opts[k]).strip() for k in INCREMENTAL_OPTIONS if str(opts.get(k, "")).strip()}
@@ -92,7 +96,9 @@ def incremental_query(opts: Mapping[str, str]) -> IncrementalRange | None:
     if "incremental-between-timestamp" in given:
         key = "incremental-between-timestamp"
         pair = parse_pair(given[key], key)
-        millis = tuple(int(p) if p.isdigit() else parse_local_timestamp(p, key) for p in pair)
+        # epoch millis (signed, as Java's Long.parseLong takes them) or local times (Java takes
+        # two of a kind; one of each means what it says here)
+        millis = tuple(int(p) if _EPOCH_MILLIS.fullmatch(p) else parse_local_timestamp(p, key) for p in pair)
         return IncrementalRange(between_timestamps=millis, mode=mode)
     return IncrementalRange(to_auto_tag=given["incremental-to-auto-tag"], mode=mode)
 
@@ -246,7 +252,9 @@ class IncrementalScan:
                 "later, or retain more snapshots ('snapshot.num-retained.min', 'snapshot.time-retained')") from None
 
     def _file_units(self, snapshot_id: int, entries: list[ManifestEntry], kind: str, first: int) -> list[ReadUnit]:
-        entries = sorted(entries, key=lambda e: (e.partition, e.bucket, e.file.file_name))
+        # by bucket, each bucket's files in the order committed (the order written): a changelog rolled
+        # into files `-0` ... `-10` holds a key's changes across them in that order, not by name
+        entries = sorted(entries, key=lambda e: (e.partition, e.bucket))
         return [ReadUnit(snapshot_id, first + i, kind, self.scan.split_of(e.partition, e.bucket, e.total_buckets,
                                                                            [e.file]))
                 for i, e in enumerate(entries)]

@@ -19,6 +19,7 @@ from .errors import CorruptFileError, SchemaMismatchError, UnsupportedOperationE
 from .evolution import read_evolved
 from .fileio import LOCAL_IO_THREADS, FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND
+from .lsm.levels import sorted_runs
 from .manifest import DataFileMeta
 from .numpy_arrow import from_numpy, narrowable
 from . import merge_engine
@@ -183,7 +184,11 @@ class SplitReader:
         keys = list(self.schema.trimmed_primary_keys)
         seq_fields = self.options.sequence_field
         cols = list(dict.fromkeys(engine.read_columns(names) + keys + seq_fields))
-        parts = [self._read_file(split, f, cols, [SEQUENCE_NUMBER, VALUE_KIND]) for f in split.files]
+        # in compaction's order (sorted_runs), so rows of equal key and sequence number (two
+        # writers numbering from one stale base, e.g. Java's commit racing ours) resolve as
+        # compaction, and Java's read, resolve them: the answer must not change when compacted
+        files = [f for run in sorted_runs(split.files) for f in run.files]
+        parts = [self._read_file(split, f, cols, [SEQUENCE_NUMBER, VALUE_KIND]) for f in files]
         if not parts:
             return None
         table = pa.concat_tables(parts)

@@ -21,6 +21,7 @@ import logging
 from .branches import MAIN, branch_path
 from .errors import CommitConflictError, CorruptFileError, SnapshotNotFoundError
 from .file_cleanup import FileCleaner, file_key
+from .long_lived_changelogs import PREFIX as CHANGELOG_PREFIX
 from .fileio import FileIO
 from .manifest import ManifestEntry
 from .schema import TableSchema
@@ -37,8 +38,9 @@ class Rollback:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str = MAIN):
         self.file_io = file_io
         self.table_path = table_path
-        self.snapshots = SnapshotManager(file_io, branch_path(table_path, branch))
-        self.tags = TagManager(file_io, branch_path(table_path, branch))
+        self.root = branch_path(table_path, branch)
+        self.snapshots = SnapshotManager(file_io, self.root)
+        self.tags = TagManager(file_io, self.root)
         self.cleaner = FileCleaner(file_io, table_path, schema)
         self.other_branches = OtherBranches(self.cleaner, branch)
 
@@ -109,12 +111,30 @@ class Rollback:
                 self.file_io.delete(self.snapshots.path(s.id))
         if restore or (listed and listed[0] == retained.id):  # (a second run after a crash in the gap)
             self.snapshots.commit_earliest_hint(retained.id)
+        self._remove_later_changelogs(retained.id)
 
         deleted = self.cleaner.delete_data_files(e for e in data if file_key(e) not in keep_data)
         deleted += self.cleaner.delete_paths(meta - keep_meta - self._retained_changelog(retained))
         log.info("rolled %s back to snapshot %s: removed %s snapshots, %s tags, %s files", self.table_path,
                  retained.id, len(removed), sum(len(n) for _, n in removed_tags), deleted)
         return retained
+
+    def _remove_later_changelogs(self, retained_id: int) -> None:
+        """Java's long-lived changelogs after the snapshot rolled back to go, as Java's rollback
+        removes them, LATEST hint first (their files are left to orphan cleanup, as Java leaves
+        them): new commits reuse their ids, and a stream must never read the changes of the
+        history rolled back, nor Java's changelog expiration look for them."""
+        names = [n for n in self.file_io.list_names(f"{self.root}/changelog")
+                 if n.startswith(CHANGELOG_PREFIX) and n[len(CHANGELOG_PREFIX):].isdigit()]
+        ids = sorted(int(n[len(CHANGELOG_PREFIX):]) for n in names)
+        later = [i for i in ids if i > retained_id]
+        if not later:
+            return
+        kept = [i for i in ids if i <= retained_id]
+        # as Java: the newest one kept, or -1 when none is (the real latest unknown)
+        self.file_io.overwrite_atomic(f"{self.root}/changelog/LATEST", str(kept[-1] if kept else -1).encode())
+        for i in reversed(later):
+            self.file_io.delete_quietly(f"{self.root}/changelog/{CHANGELOG_PREFIX}{i}")
 
     def _undo_if_raced(self, base: int, removed: list[Snapshot], on_base_ok: bool = True) -> None:
         """Check, once the later snapshot files are gone, that no writer committed meanwhile on a

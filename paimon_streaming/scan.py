@@ -12,12 +12,15 @@ column could hide the newest version of a row and resurrect an older one).
 """
 from __future__ import annotations
 
+import datetime
+import math
 import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import data_evolution, file_index, row_tracking
 from .binary_row import deserialize_row
+from .datafile import format_from_file_name
 from .errors import CommitConflictError, CorruptFileError
 from .fileio import FileIO
 from .manifest import (DataFileMeta, IndexManifestFile, ManifestEntry, ManifestFile, ManifestFileMeta,
@@ -28,6 +31,7 @@ from .paths import PathFactory, TableDirs, partition_path
 from .predicate import Filter, may_match
 from .branches import branch_path
 from .schema import SchemaManager, TableSchema
+from .schema_update import widening_error
 from .types import DataField
 from .snapshot import Snapshot
 
@@ -180,6 +184,9 @@ class TableScan:
                     files = [f for g in data_evolution.row_groups(files) if self._group_may_match(g, flt) for f in g]
             else:
                 files = [e.file for e in entries if self._file_may_match(e.file, flt, merged)]
+                if not pk:  # an append bucket's rows in the order written, as Java's AppendOnlySplitGenerator:
+                    # a compaction's output is committed after the newer files it left alone
+                    files.sort(key=lambda f: f.min_sequence_number)
             if files:
                 selected[(partition, bucket)] = (entries[0].total_buckets, merged, files)
         if flt is not None and file_index.read_enabled(self.options.raw) and not by_row_id:
@@ -223,13 +230,16 @@ class TableScan:
 
     def _same_columns(self, f: DataFileMeta, names: set[str]) -> dict[str, DataField]:
         """Of the current columns `names`, those the file holds as a field of the same type (by
-        field id), with that field (its name in the file's index)."""
+        field id), with that field (its name in the file's index). Not a TIMESTAMP(0): Java
+        indexes the fraction of a second its values may hold (23:59:58.500), which is read
+        floored (23:59:58), so its index would rule out the values read."""
         by_id = {fld.id: fld for fld in self.schema_of(f.schema_id).fields}
         now = {fld.name: fld for fld in self.schema.fields}  # a fallback branch may lack a filter's column
         out = {}
         for name in names & now.keys():
             old = by_id.get(now[name].id)
-            if old is not None and old.type.copy(nullable=True) == now[name].type.copy(nullable=True):
+            if old is not None and old.type.copy(nullable=True) == now[name].type.copy(nullable=True) and \
+                    not (old.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and old.type.precision == 0):
                 out[name] = old
         return out
 
@@ -344,15 +354,50 @@ def file_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema, w
         return {}
     # Stats are stored under the file's schema names; map them to current names by field id.
     current = {fld.id: fld.name for fld in (*schema.fields, *row_tracking.FIELDS)}
+    now = {fld.id: fld.type for fld in schema.fields}
     types = [fld.type.copy(nullable=True) for fld in fields]
     mins = deserialize_row(stats.min_values, types)
     maxs = deserialize_row(stats.max_values, types, upper=True)
     nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(names)
+    orc = format_from_file_name(f.file_name) == "orc"
     out = {}
     for i, fld in enumerate(fields):
         cur = current.get(fld.id)
-        if cur in wanted and i < len(nulls):
-            out[cur] = (mins[i], maxs[i], nulls[i])
+        # a column whose type changed other than by a lossless widening (Java's schema changes
+        # take explicit casts: DOUBLE -> FLOAT, TIMESTAMP(6) -> TIMESTAMP(3), ...) reads values
+        # its old statistics do not bound: they prune nothing
+        if cur in wanted and i < len(nulls) and (fld.id not in now or not widening_error(fld.type, now[fld.id])):
+            lo, hi = mins[i], maxs[i]
+            if orc and fld.type.root in ("FLOAT", "DOUBLE") and lo is not None and hi is not None:
+                lo, hi = _orc_float_bounds(lo, hi)
+            elif fld.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and (fld.type.precision or 0) <= 3:
+                # Java's writers keep what a value holds below its precision (a TIMESTAMP(0) of
+                # 23:59:59.500, its min/max too); it is read floored to the column's unit
+                lo, hi = _floor_datetime(lo, fld.type.precision or 0), _floor_datetime(hi, fld.type.precision or 0)
+            elif orc and fld.type.root == "CHAR":
+                # ORC pads a CHAR(n) to n with spaces, its statistics too ('ab   '), while the
+                # values read are not: padded bounds bound no value ('a\x01   ' < 'a    ')
+                lo = hi = None
+            out[cur] = (lo, hi, nulls[i])
     if tracked:
         out = {n: s for n, s in out.items() if n not in row_tracking.NAMES} | row_tracking.tracking_stats(f, out)
     return out
+
+
+def _orc_float_bounds(lo: float, hi: float) -> tuple[float | None, float | None]:
+    """The bounds a FLOAT/DOUBLE column's statistics of an ORC file can be trusted for. Java
+    takes them from ORC's own column statistics, which compare with `<` and `>`: a NaN after the
+    first value is left out of min/max, a NaN first makes both NaN whatever follows. So a NaN
+    bound says nothing (unknown bounds), and any file may hold NaN beyond its max (NaN is the
+    greatest in Paimon's order: `x != max` must not skip a file whose min = max)."""
+    if math.isnan(lo) or math.isnan(hi):
+        return None, None
+    return lo, math.nan
+
+
+def _floor_datetime(value: Any, precision: int) -> Any:
+    """A TIMESTAMP(precision <= 3) bound floored to the unit it is read in: seconds for
+    precision 0, milliseconds else (`types.to_arrow`)."""
+    if not isinstance(value, datetime.datetime):
+        return value
+    return value.replace(microsecond=0 if precision == 0 else value.microsecond // 1000 * 1000)

@@ -42,7 +42,7 @@ from .schema import TableSchema
 from .rescale import RESCALE_PROPERTY
 from .snapshot import APPEND, OVERWRITE, Snapshot, SnapshotManager
 from .tags import TagManager
-from .time_travel import earlier_than
+from .time_travel import earlier_than, parse_local_timestamp
 
 log = logging.getLogger("paimon_streaming.source")
 
@@ -63,11 +63,11 @@ UNIMPLEMENTED_SCAN_OPTIONS = {
 # The options that say where a read starts, and those each start mode takes (Java's
 # SchemaValidation.validateStartupMode): any other one given with the mode is refused, as in
 # Java, rather than ignored (a stream from `latest` given a snapshot id would start elsewhere).
-START_OPTIONS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
+START_OPTIONS = ("scan.snapshot-id", "scan.tag-name", "scan.version", "scan.timestamp-millis", "scan.timestamp",
                  "incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag")
 _MODE_START_OPTIONS = {
     "from-timestamp": ("scan.timestamp-millis", "scan.timestamp"),
-    "from-snapshot": ("scan.snapshot-id", "scan.tag-name"),
+    "from-snapshot": ("scan.snapshot-id", "scan.tag-name", "scan.version"),
     "from-snapshot-full": ("scan.snapshot-id",),
     "incremental": ("incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag"),
 }
@@ -79,10 +79,13 @@ def check_start_options(options: Mapping[str, str], where: str) -> None:
     mode = (options.get("scan.mode") or "default").strip().lower()
     if mode == "default":  # Java's CoreOptions.startupMode()
         mode = next((m for keys, m in ((("scan.timestamp-millis", "scan.timestamp"), "from-timestamp"),
-                                       (("scan.snapshot-id", "scan.tag-name"), "from-snapshot"),
+                                       (("scan.snapshot-id", "scan.tag-name", "scan.version"), "from-snapshot"),
                                        (_MODE_START_OPTIONS["incremental"], "incremental"))
                      if any(k in given for k in keys)), "latest-full")
     allowed = _MODE_START_OPTIONS.get(mode, ())
+    if allowed and not any(k in given for k in allowed):  # read as given, it would read the latest snapshot
+        raise InvalidOptionError(f"{where}: scan.mode '{mode}' needs option {' or '.join(map(repr, allowed))}; "
+                                 "Paimon refuses it without one too")
     extra = [k for k in given if k not in allowed]
     if extra:
         raise InvalidOptionError(f"{where}: option(s) {extra} cannot be given with scan.mode '{mode}'"
@@ -225,18 +228,22 @@ class StreamOptions:
     snapshot_id: int | None = None
     timestamp_millis: int | None = None
     tag_name: str | None = None
+    version: str | None = None  # `scan.version`: a tag of that name, else a snapshot id (Java's rule)
     consumer_id: str | None = None
     consumer_ignore_progress: bool = False
     read_overwrite: bool = False
     changelog_producer: str = "none"
     full_compaction_delta_commits: int | None = None  # what `compacted-full` starts from
 
+    @property
+    def tags_name_or_id_given(self) -> bool:
+        return self.snapshot_id is not None or self.tag_name is not None
+
     @staticmethod
     def from_options(table_options: Mapping[str, str], read_options: Mapping[str, str]) -> "StreamOptions":
         """Table options overridden by the reader's options (keys compared case-insensitively)."""
         merged = {k.lower(): v for k, v in table_options.items()}
         merged.update({k.lower(): v for k, v in read_options.items()})
-        check_start_options(merged, "stream")
         for key, what in UNIMPLEMENTED_SCAN_OPTIONS.items():
             if _get(merged, key) is not None:
                 raise InvalidOptionError(f"option '{key}' (the table's or the stream's) asks for {what}, which "
@@ -245,6 +252,7 @@ class StreamOptions:
         if mode in _UNSUPPORTED_MODES:
             raise InvalidOptionError(f"scan.mode '{mode}' is not supported by paimon-streaming; "
                                      f"use one of {', '.join(SCAN_MODES)}")
+        check_start_options(merged, "stream")
         if mode not in SCAN_MODES:
             raise InvalidOptionError(f"unknown scan.mode {mode!r}; expected one of {', '.join(SCAN_MODES)}")
         consumer = _get(merged, "consumer-id")
@@ -252,11 +260,19 @@ class StreamOptions:
         CoreOptions({"changelog-producer": producer}).get("changelog-producer")  # validates
         return StreamOptions(
             scan_mode=mode, snapshot_id=_int(merged, "scan.snapshot-id"),
-            timestamp_millis=_int(merged, "scan.timestamp-millis"), tag_name=_get(merged, "scan.tag-name"),
+            timestamp_millis=_timestamp_millis(merged), tag_name=_get(merged, "scan.tag-name"),
+            version=_get(merged, "scan.version"),
             consumer_id=None if consumer is None else check_consumer_id(consumer),
             consumer_ignore_progress=_bool(merged, "consumer.ignore-progress"),
             read_overwrite=_bool(merged, "streaming-read-overwrite"), changelog_producer=producer,
             full_compaction_delta_commits=_int(merged, full_compaction.DELTA_COMMITS))
+
+
+def _timestamp_millis(options: Mapping[str, str]) -> int | None:
+    """`scan.timestamp-millis`, else `scan.timestamp` (a local time, as Java reads it)."""
+    millis = _int(options, "scan.timestamp-millis")
+    text = _get(options, "scan.timestamp")
+    return parse_local_timestamp(text, "scan.timestamp") if millis is None and text is not None else millis
 
 
 def units_of_splits(snapshot_id: int, splits: list[DataSplit], kind: str = FULL) -> list[ReadUnit]:
@@ -301,6 +317,16 @@ class StreamingScan:
                     raise self._expired(n, f"consumer '{o.consumer_id}' is at snapshot {n}")
                 return StreamPosition(n)
         mode = o.scan_mode
+        if o.version is not None:  # `scan.version`: a tag of that name, else a snapshot id, as Java
+            if o.tags_name_or_id_given:
+                raise InvalidOptionError("give scan.version or scan.snapshot-id / scan.tag-name, not both")
+            if self.tags.exists(o.version):
+                o = replace(o, tag_name=o.version)
+            elif o.version.isdigit():
+                o = replace(o, snapshot_id=int(o.version))
+            else:
+                raise InvalidOptionError(f"option 'scan.version' = {o.version!r} is neither a tag of "
+                                         f"{self.table_path} nor a snapshot id")
         if mode == "default":
             if o.timestamp_millis is not None:
                 mode = "from-timestamp"
@@ -452,7 +478,9 @@ class StreamingScan:
 
     def _file_units(self, snapshot: Snapshot, entries: list[ManifestEntry], kind: str) -> list[ReadUnit]:
         dvs = self.scan.deletion_files(snapshot) if self.scan.options.deletion_vectors and kind == DELTA else {}
-        entries = sorted(entries, key=lambda e: (e.partition, e.bucket, e.file.file_name))
+        # by bucket, each bucket's files in the order committed (the order written): a changelog rolled
+        # into files `-0` ... `-10` holds a key's changes across them in that order, not by name
+        entries = sorted(entries, key=lambda e: (e.partition, e.bucket))
         return [ReadUnit(snapshot.id, i, kind, self.scan.split_of(e.partition, e.bucket, e.total_buckets, [e.file],
                                                                  dvs.get((e.partition, e.bucket))))
                 for i, e in enumerate(entries)]

@@ -38,6 +38,7 @@ from .snapshot import BATCH_COMMIT_IDENTIFIER, COMPACT, Snapshot, SnapshotManage
 from .table_scan_options import TableScanOptions
 from .tag_deletion import TagDeletion
 from .tags import TagManager
+from .time_travel import local_epoch_millis
 from .keyvalue import VALUE_KIND
 from .manifest import ManifestEntry
 from .write import TableWrite, conform, write_threads
@@ -112,6 +113,16 @@ class Table:
     def refresh(self) -> None:
         """Reload the latest schema (another writer may have changed it)."""
         self.schema = self.schema_manager.latest()
+
+    def follow_schema(self, snapshot: Snapshot | None) -> bool:
+        """Take up the newer schema `snapshot` was committed under (another writer, e.g. Java,
+        changed the schema since this object read it); True when it did. A write or compaction
+        planned on it must: its files may hold columns this object's schema lacks, and merging
+        them into files of the older schema would silently drop those columns' values."""
+        if snapshot is None or snapshot.schema_id <= self.schema.id:
+            return False
+        self.refresh()
+        return True
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshot_manager.latest()
@@ -304,6 +315,9 @@ class Table:
             # planning on a snapshot read a moment ago is as safe as a concurrent commit during
             # the write: the commit finds any newer snapshot and checks for conflicts
             planned_on = just_read if attempt == 0 and just_read is not None else self.latest_snapshot()
+            if self.follow_schema(planned_on):
+                full = bool(self.primary_keys) and full_compaction.is_due(self.options, identifier)
+                committer = self.new_commit()
             try:
                 rows = rows_on(planned_on)
                 if rows is None:
@@ -384,8 +398,8 @@ class Table:
         failed upload between a batch's APPEND and COMPACT snapshots leaves its level-0 files
         invisible to deletion-vector readers (tables with lookup compaction). `own_latest`: the
         user's newest snapshot, when the caller has read it. Returns the COMPACT snapshot id,
-        or None when nothing was interrupted."""
-        if not (self.primary_keys and self.options.lookup_compaction):
+        or None when nothing was interrupted (or the table is `write-only`: its batches have none)."""
+        if not (self.primary_keys and self.options.lookup_compaction) or self.options.get("write-only"):
             return None
         last = own_latest or self.snapshot_manager.latest_of_user(commit_user)
         if last is None or last.commit_kind == COMPACT:
@@ -436,6 +450,8 @@ class Table:
                 latest = self.latest_snapshot()
                 if latest is None:
                     return None
+                if self.follow_schema(latest):
+                    committer = self.new_commit()
                 with self._planned_on(latest):
                     messages = plan(latest)
                 ids = committer.commit(messages, commit_user, identifier, planned_on=latest, **commit_options)
@@ -462,7 +478,10 @@ class Table:
     def stranded_compaction(self, latest: Snapshot | None, written: Sequence[CommitMessage]) -> list[CommitMessage]:
         """The compaction of the `uncompacted_buckets` a batch does not write, to commit with the
         batch's own: compacting only its own buckets would publish another batch's level-0
-        files bucket by bucket (the rest stays hidden until someone compacts them)."""
+        files bucket by bucket (the rest stays hidden until someone compacts them). None on
+        `write-only` tables, whose level 0 waits for a dedicated compaction."""
+        if self.options.get("write-only"):
+            return []
         waiting = self.uncompacted_buckets(latest) - {(m.partition, m.bucket) for m in written}
         return self._compaction_messages(latest, lambda bucket: False, only=waiting) if waiting else []
 
@@ -628,6 +647,9 @@ def _epoch_millis(value: Any) -> int | None:
     """A point in time given as epoch millis or a datetime (naive = local time)."""
     if value is None or isinstance(value, int):
         return value
-    if isinstance(value, datetime.datetime):
-        return int(value.timestamp() * 1000)
+    if isinstance(value, datetime.datetime):  # exact: a float on the way made some millis the one before
+        if value.tzinfo is None:
+            return local_epoch_millis(value.replace(microsecond=0)) + value.microsecond // 1000
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return (value - epoch) // datetime.timedelta(milliseconds=1)
     raise TypeError(f"expected a datetime or epoch milliseconds, got {value!r}")

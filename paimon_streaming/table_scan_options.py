@@ -13,7 +13,7 @@ make those reads refuse, naming the option, rather than answer with every file.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from . import full_compaction
@@ -37,10 +37,22 @@ class TableScanOptions:
     timestamp_millis: int | None = None
     compacted_full: bool = False
     incremental: IncrementalRange | None = None
+    version: str | None = None  # `scan.version`, until `resolved` against the table's tags
 
     @property
     def time_travel(self) -> bool:
-        return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_millis))
+        return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_millis, self.version))
+
+    def resolved(self, tags: TagManager) -> "TableScanOptions":
+        """`scan.version` as Java reads it: a tag of that name, else a snapshot id."""
+        if self.version is None:
+            return self
+        if tags.exists(self.version):
+            return replace(self, tag=self.version, version=None)
+        if self.version.isdigit():
+            return replace(self, snapshot_id=int(self.version), version=None)
+        raise InvalidOptionError(f"table option 'scan.version' = {self.version!r} is neither a tag of "
+                                 f"{tags.table_path} nor a snapshot id")
 
     @staticmethod
     def of(table_options: Mapping[str, str], table_name: str) -> "TableScanOptions":
@@ -72,19 +84,23 @@ class TableScanOptions:
             raise InvalidOptionError(f"{table_name}: option 'scan.snapshot-id' / 'scan.timestamp-millis' must "
                                      f"be an integer ({exc})") from None
         tag = opts.get("scan.tag-name")
+        version = opts.get("scan.version")
         if mode == "from-timestamp" and timestamp_millis is None:
             raise InvalidOptionError(f"{table_name}: 'scan.mode' = 'from-timestamp' needs 'scan.timestamp-millis' "
                                      "or 'scan.timestamp'")
-        if mode in _SNAPSHOT_MODES and snapshot_id is None and tag is None:
+        if mode in _SNAPSHOT_MODES and snapshot_id is None and tag is None and version is None:
             raise InvalidOptionError(f"{table_name}: 'scan.mode' = '{mode}' needs 'scan.snapshot-id' or "
                                      "'scan.tag-name'")
-        if sum(x is not None for x in (snapshot_id, tag, timestamp_millis)) > 1:
+        if sum(x is not None for x in (snapshot_id, tag, timestamp_millis, version)) > 1:
             raise InvalidOptionError(f"{table_name}: its options give more than one of 'scan.snapshot-id', "
-                                     "'scan.tag-name' and 'scan.timestamp-millis'")
-        return TableScanOptions(snapshot_id, tag, timestamp_millis, compacted_full=mode == "compacted-full")
+                                     "'scan.tag-name', 'scan.version' and 'scan.timestamp-millis'")
+        return TableScanOptions(snapshot_id, tag, timestamp_millis, compacted_full=mode == "compacted-full",
+                                version=version)
 
     def snapshot(self, snapshots: SnapshotManager, tags: TagManager, options: CoreOptions) -> Snapshot | None:
         """The snapshot such a read sees (not for an incremental query)."""
+        if self.version is not None:
+            return self.resolved(tags).snapshot(snapshots, tags, options)
         if self.compacted_full:
             compacted = full_compaction.latest_full_compaction(
                 snapshots, options.get(full_compaction.DELTA_COMMITS), options.get("changelog-producer"))

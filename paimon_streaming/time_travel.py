@@ -7,23 +7,61 @@ both lookups are binary searches over [earliest, latest], as Java's
 from __future__ import annotations
 
 import datetime as dt
+import re
+import time
 
 from .errors import InvalidOptionError, SnapshotNotFoundError
 from .snapshot import Snapshot, SnapshotManager
 from .tags import TagManager
 
 
+# Java's `DateTimeUtils` formatter, `yyyy-[MM][M]-[dd][d][ [HH][H]:[mm][m]:[ss][s][.fraction]]`,
+# and besides it 'T' between date and time, seconds left out, and an explicit zone ('Z',
+# '+05:30'), which Java refuses and which here mean what they say.
+_TIMESTAMP = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})"
+                        r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?")
+_EPOCH = dt.datetime(1970, 1, 1)
+_MILLI = dt.timedelta(milliseconds=1)
+
+
 def parse_local_timestamp(text: str, key: str) -> int:
-    """Epoch millis of a 'yyyy-MM-dd[ HH:mm:ss[.SSS]]' local time (Java's `scan.timestamp`,
-    read in the JVM's default time zone, which here is this process's)."""
-    try:
-        value = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidOptionError(f"option '{key}' must be a local time such as '2024-05-01 12:00:00', "
-                                 f"got {text!r}") from None
-    if value.tzinfo is None:
-        value = value.astimezone()  # the local time zone
-    return int(value.timestamp() * 1000)
+    """Epoch millis of a 'yyyy-MM-dd[ HH:mm:ss[.fraction]]' local time (Java's `scan.timestamp`,
+    read in the JVM's default time zone, which here is this process's), the fraction cut to
+    millis as Java does. Exact integer arithmetic: a float on the way made some milliseconds
+    the one before."""
+    match = _TIMESTAMP.fullmatch(str(text).strip())
+    wall = None
+    if match:
+        year, month, day, hour, minute, second, fraction, zone = match.groups()
+        try:
+            wall = dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0))
+        except ValueError:
+            wall = None
+    if wall is None:
+        raise InvalidOptionError(f"option '{key}' must be a local time such as '2024-05-01 12:00:00' or "
+                                 f"'2024-05-01 12:00:00.250' (yyyy-MM-dd[ HH:mm:ss[.SSS]]), got {text!r}")
+    millis = int((fraction or "").ljust(3, "0")[:3])
+    if zone is None:
+        return local_epoch_millis(wall) + millis
+    offset = 0 if zone == "Z" else (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60)
+    return (wall - _EPOCH) // _MILLI - offset * 1000 + millis
+
+
+def local_epoch_millis(wall: dt.datetime) -> int:
+    """Epoch millis of a naive local date-time in this process's time zone, as Java's
+    `LocalDateTime.atZone(default zone)`: in an overlap (clocks turned back) the earlier
+    instant, in a gap (clocks turned forward) the time moved forward by the gap."""
+    wall_ms = (wall.replace(tzinfo=None) - _EPOCH) // _MILLI
+    wall_s = wall_ms // 1000
+
+    def offset_at(instant_s: int) -> int:
+        return time.localtime(instant_s).tm_gmtoff
+
+    candidates = {offset_at(wall_s + shift) for shift in (-86400, 0, 86400)}
+    valid = [o for o in candidates if offset_at(wall_s - o) == o]
+    # no valid offset: a gap, read with the offset before it (what the larger one maps back to)
+    offset = max(valid) if valid else offset_at(wall_s - max(candidates))
+    return wall_ms - offset * 1000
 
 
 def _last_with(manager: SnapshotManager, millis: int, inclusive: bool) -> int | None:

@@ -843,7 +843,9 @@ class TableWrite:
         for e in live:
             k = (e.partition, e.bucket)
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
-        dv = self.pk and self.options.lookup_compaction and compact
+        # `write-only` leaves level 0 to a dedicated compaction (deletion-vector readers see the
+        # rows once it ran, as in Paimon): compacting here would take that job's input away
+        dv = self.pk and self.options.lookup_compaction and compact and not self.options.get("write-only")
         # merge-on-read tables compact as Paimon's writers do: when universal picking asks for it;
         # append tables when small files gather (append_compaction.py)
         # (data-evolution tables: only an explicit compaction, as Java's writers)

@@ -224,6 +224,7 @@ class WritePlan:
     def for_table(table: Table, location: str, row_kind_column: str | None = None,
                   compact: bool = True, full_compaction: bool = False, time_zone: str | None = None) -> "WritePlan":
         latest = table.latest_snapshot()
+        table.follow_schema(latest)  # a retry after another writer (Java) changed the schema: write in the new one
         if latest is None:
             return WritePlan(location, table.name, table.schema.to_json(), row_kind_column=row_kind_column,
                              compact=compact, full_compaction=full_compaction, branch=table.branch,

@@ -90,6 +90,23 @@ FOREIGN_READ_OPTIONS = {
                                            "'max-rows-per-trigger'"),
 }
 
+# Names users try for a time travel, a start, a range or a branch (other engines', or guessed),
+# far from ours by more than one typo: each would be ignored, and the read would answer from the
+# latest snapshot of the main branch, so each is refused naming ours. Keys in lower case.
+GUESSED_READ_OPTIONS = {
+    "version": "'scan.version' (a tag or a snapshot id)", "version-as-of": "'scan.version' (a tag or a snapshot id)",
+    "as-of-version": "'scan.version' (a tag or a snapshot id)", "snapshot": "'snapshot-id'",
+    "scan.snapshot": "'scan.snapshot-id'", "snapshotid": "'snapshot-id'", "at-snapshot": "'snapshot-id'",
+    "tag-name": "'scan.tag-name' (or 'tag')", "tagname": "'scan.tag-name' (or 'tag')",
+    "scan.tag": "'scan.tag-name' (or 'tag')", "tag.name": "'scan.tag-name' (or 'tag')",
+    "timestamp": "'scan.timestamp' (a local time) or 'timestamp-millis'",
+    "snapshot-timestamp": "'timestamp-millis' or 'scan.timestamp' (a local time)",
+    "scan.timestamp-ms": "'scan.timestamp-millis'",
+    "scan.startup.mode": "'scan.mode'", "scan.startup-mode": "'scan.mode'", "startup-mode": "'scan.mode'",
+    "startup.mode": "'scan.mode'", "scan.incremental-between": "'incremental-between'",
+    "branch-name": "'branch'", "branchname": "'branch'", "scan.branch": "'branch'",
+}
+
 # this source's own option names, spelt as documented (Spark hands them over in lower case)
 OWN_READ_OPTIONS = ("path", "table", "warehouse", "branch", "snapshot-id", "tag", "timestamp-millis",
                     "rowKindColumn", "row-kind-column", "max-files-per-trigger", "maxFilesPerTrigger",
@@ -110,6 +127,11 @@ def refuse_misspelled(options: Mapping[str, str]) -> None:
             raise InvalidOptionError(f"read option {key!r} is {what}, which format('paimon') does not read; it "
                                      f"would be ignored and the read would answer from the latest snapshot. Use "
                                      f"{instead} (README: Spark: reading with the \"paimon\" data source)")
+        if key in GUESSED_READ_OPTIONS:
+            raise InvalidOptionError(f"read option {key!r} is not an option of format('paimon'): it would be ignored "
+                                     "and the read would answer from the latest snapshot of the main branch; use "
+                                     f"{GUESSED_READ_OPTIONS[key]} (README: Spark: reading with the \"paimon\" data "
+                                     "source)")
         if key in ours:
             continue
         meant = misspelled_key(key) or misspelt_name(key, OWN_READ_OPTIONS)
@@ -123,10 +145,12 @@ def _resolve_version(opts: dict[str, str], location: str, branch: str | None) ->
     version = opts.get("scan.version", "").strip()
     if not version:
         return
+    # replaced by what it names (check_start_options refused it with another start option), so a
+    # stream reading these options again sees one start
     if Table.open(location, branch=branch).tag_manager.exists(version):
-        opts.setdefault("scan.tag-name", version)
+        opts["scan.tag-name"] = opts.pop("scan.version")
     elif version.isdigit():
-        opts.setdefault("scan.snapshot-id", version)
+        opts["scan.snapshot-id"] = opts.pop("scan.version")
     else:
         raise InvalidOptionError(f"option 'scan.version' = {version!r} is neither a tag of {location} nor a "
                                  "snapshot id")
@@ -209,11 +233,11 @@ class ReadSpec:
         refuse_misspelled(opts)
         check_start_options({**opts, **{key: _lookup(opts, alias) for alias, key in _START_ALIASES.items()}},
                             f"read of {location}")
-        if opts.get("scan.timestamp", "").strip() and not opts.get("scan.timestamp-millis"):
-            opts["scan.timestamp-millis"] = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
         _resolve_version(opts, location, branch)
         snapshot_id = _positive_int(opts, "snapshot-id")
         timestamp = _lookup(opts, "timestamp-millis")
+        if timestamp is None and opts.get("scan.timestamp", "").strip():  # a stream parses it from the options
+            timestamp = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
         try:
             timestamp_millis = None if timestamp is None else int(timestamp)
         except ValueError:
@@ -256,6 +280,6 @@ class ReadSpec:
         if self.time_travel or self.scan_mode or self.incremental is not None:
             return self
         table = self.table()
-        kept = TableScanOptions.of(table.schema.options, table.name)
+        kept = TableScanOptions.of(table.schema.options, table.name).resolved(table.tag_manager)
         return replace(self, snapshot_id=kept.snapshot_id, tag=kept.tag, timestamp_millis=kept.timestamp_millis,
                        scan_mode="compacted-full" if kept.compacted_full else None, incremental=kept.incremental)

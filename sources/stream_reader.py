@@ -18,13 +18,16 @@ repeated):
 - `from-snapshot` with `scan.snapshot-id`: changes from that snapshot on (the earliest still
   existing one if it has expired, as Paimon does);
 - `from-snapshot-full` with `scan.snapshot-id`: that snapshot's state, then the changes after it;
-- `from-timestamp` with `scan.timestamp-millis`: changes of the snapshots committed at or
+- `from-timestamp` with `scan.timestamp-millis` (or `scan.timestamp`, a local time in this
+  process's zone, as Java reads it in the JVM's): changes of the snapshots committed at or
   after that instant;
 - `scan.tag-name`: the tagged state (read from the tag, so it may have expired as a
   snapshot), then the changes after it (Java Paimon allows tags only in batch reads;
   `scan.mode=from-snapshot` with a tag reads changes from the tag's snapshot instead).
-- `default`: from-timestamp if `scan.timestamp-millis` is set, from-snapshot if
-  `scan.snapshot-id` is, the tag start if `scan.tag-name` is, else latest-full.
+- `scan.version`: the tag of that name if there is one, else that snapshot id (as Java).
+- `default`: from-timestamp if `scan.timestamp-millis` (or `scan.timestamp`) is set, from-snapshot
+  if `scan.snapshot-id` is, the tag start if `scan.tag-name` is, else latest-full. These keys
+  kept in the table's options count too, as in Java.
 - With `consumer-id`, a new query starts at the consumer's recorded progress, when it has
   one (unless `consumer.ignore-progress=true`).
 

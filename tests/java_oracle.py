@@ -403,6 +403,12 @@ class Pending:
         return self._value
 
 
+@dataclass(frozen=True)
+class JavaRefusal:
+    """What a read with `catch_error` gives when Java refuses it: Java's exception, as text."""
+    error: str
+
+
 class Batch:
     """Operations queued to run in one JVM, in order; runs on leaving the ``with`` block.
 
@@ -488,13 +494,23 @@ class Batch:
              columns: Sequence[str] | None = None, with_row_kind: bool = False,
              incremental_between: tuple[int, int] | None = None, branch: str | None = None,
              equal: tuple[str, Any] | None = None, where: tuple[str, str, Any] | None = None,
-             system_table: str | None = None) -> Pending:
+             system_table: str | None = None, options: Mapping[str, Any] | None = None,
+             stream_plans: int | None = None, catch_error: bool = False) -> Pending:
         """`where`: (column, op, value), op one of = < <= > >=, pushed down as a filter (`equal`:
         (column, value), the same with =): Java skips files by statistics and file indexes, and
         filters the rows of the files it reads by bitmap-based indexes only. `system_table`
         "row_tracking": the rows with their `_ROW_ID` and `_SEQUENCE_NUMBER`; another name, that
-        system table of Java's (e.g. "partitions")."""
+        system table of Java's (e.g. "partitions"). `options`: more read
+        (dynamic) options, e.g. {"scan.timestamp": ...}. `stream_plans` = n: read as a stream,
+        the rows of its first n plans (its start, then each later snapshot's changes).
+        `catch_error`: Java's refusal is the result (a `JavaRefusal`), and the batch goes on."""
         op = {"op": "read", "path": str(path)}
+        if options:
+            op["options"] = {k: str(v) for k, v in options.items()}
+        if stream_plans is not None:
+            op["streamPlans"] = int(stream_plans)
+        if catch_error:
+            op["catchError"] = True
         if system_table is not None:
             op["systemTable"] = system_table
         if equal is not None:
@@ -515,7 +531,8 @@ class Batch:
             op["columns"] = list(columns)
         if with_row_kind:
             op["withRowKind"] = True
-        return self._add(op, lambda r: rows_from_json(r["rows"], _field_types(r["fields"])))
+        return self._add(op, lambda r: JavaRefusal(r["error"]) if "error" in r
+                         else rows_from_json(r["rows"], _field_types(r["fields"])))
 
     def snapshots(self, path) -> Pending:
         return self._add({"op": "snapshots", "path": str(path)}, lambda r: r["snapshots"])
@@ -562,6 +579,51 @@ class Batch:
     def fast_forward(self, path, branch: str) -> Pending:
         """Java's fast-forward: the main branch becomes what `branch` is."""
         return self._add({"op": "fast-forward", "path": str(path), "branch": branch})
+
+    # -- lifecycle (Java's maintenance on a table)
+
+    def expire(self, path, options: Mapping[str, Any] | None = None) -> Pending:
+        """Java's snapshot expiration, then its changelog expiration when the changelog's
+        lifecycle is decoupled (`changelog.num-retained.*`), as after a commit, under the
+        table's options overridden by `options` (e.g. `snapshot.num-retained.max`,
+        `snapshot.time-retained`); returns how many snapshots went."""
+        opts = {k: str(v) for k, v in (options or {}).items()}
+        return self._add({"op": "expire", "path": str(path), "options": opts}, lambda r: r["expired"])
+
+    def rollback_to(self, path, target: int | str) -> Pending:
+        """Java's rollback to snapshot `target` (int) or tag `target` (str)."""
+        key = "tag" if isinstance(target, str) else "snapshotId"
+        return self._add({"op": "rollback-to", "path": str(path), key: target})
+
+    def delete_tag(self, path, tag: str) -> Pending:
+        return self._add({"op": "delete-tag", "path": str(path), "tag": tag})
+
+    def delete_branch(self, path, branch: str) -> Pending:
+        return self._add({"op": "delete-branch", "path": str(path), "branch": branch})
+
+    def remove_orphan_files(self, path, older_than_millis: int | None = None) -> Pending:
+        """Java's LocalOrphanFilesClean (default threshold: a day ago); returns the deleted paths."""
+        op = {"op": "remove-orphan-files", "path": str(path)}
+        if older_than_millis is not None:
+            op["olderThanMillis"] = int(older_than_millis)
+        return self._add(op, lambda r: r["deleted"])
+
+    def expire_partitions(self, path, expiration_time: str) -> Pending:
+        """Java's partition expiration with `partition.expiration-time` = `expiration_time`;
+        returns the expired partitions' values."""
+        return self._add({"op": "expire-partitions", "path": str(path), "expirationTime": expiration_time},
+                         lambda r: r["expired"])
+
+    def tags(self, path) -> Pending:
+        """{tag name: snapshot id} as Java's TagManager lists them."""
+        return self._add({"op": "tags", "path": str(path)}, lambda r: r["tags"])
+
+    def record_consumer(self, path, consumer_id: str, next_snapshot: int | None) -> Pending:
+        """Java's ConsumerManager: set a consumer's next snapshot (None: delete the consumer)."""
+        op = {"op": "record-consumer", "path": str(path), "consumerId": consumer_id}
+        if next_snapshot is not None:
+            op["nextSnapshot"] = int(next_snapshot)
+        return self._add(op)
 
 
 class JavaOracle:
@@ -674,9 +736,10 @@ class JavaOracle:
         self._one("write", path, rows, commit_user, commit_identifier, overwrite, static_partition)
 
     def read(self, path, snapshot_id=None, tag=None, columns=None, with_row_kind=False,
-             incremental_between=None, equal=None, where=None, system_table=None) -> list[dict]:
+             incremental_between=None, equal=None, where=None, system_table=None, options=None,
+             stream_plans=None) -> list[dict]:
         return self._one("read", path, snapshot_id, tag, columns, with_row_kind, incremental_between, equal=equal,
-                         where=where, system_table=system_table)
+                         where=where, system_table=system_table, options=options, stream_plans=stream_plans)
 
     def snapshots(self, path) -> list[dict]:
         """[{id, schemaId, commitUser, commitIdentifier, commitKind, timeMillis,

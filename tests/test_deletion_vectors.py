@@ -413,3 +413,22 @@ def test_write_threads_setting_is_checked(catalog, monkeypatch, value):
     with pytest.raises(InvalidOptionError, match="PAIMON_WRITE_THREADS"):
         t.write_arrow(batch([1, 2, 3], "x"))
     assert t.latest_snapshot() is None
+
+
+def test_write_only_leaves_level_0_to_a_dedicated_compaction(catalog):
+    """`write-only` = true (Paimon's pattern of writers beside one compaction job): a write
+    neither looks keys up nor compacts, so its rows wait in level 0, which batch readers of a
+    deletion-vector table skip (as Java's); streams read them at once; the compaction (ours,
+    or Java's dedicated job) publishes them, newest version per key."""
+    from stream_batches import open_stream, stream_rows
+    t = catalog.create_table("db.wo", SCHEMA, primary_keys=["k"], options={"bucket": "2", "write-only": "true", **DV})
+    t.write_arrow(batch([1, 2, 3], "a"))
+    t.write_arrow(batch([2, 3, 4], "b", ops=["+U", "-D", "+I"]), row_kind_column="op")
+    assert {e.file.level for e in live_files(t)} == {0} and [s.commit_kind for s in t.snapshots()] == ["APPEND"] * 2
+    assert state(t) == {}
+    streamed = stream_rows(open_stream(t, {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}), ["k", "v"])
+    assert sorted((r["k"], r["v"], r["_kind"]) for r in streamed) == [
+        (1, "a-1", "+I"), (2, "a-2", "+I"), (2, "b-2", "+U"), (3, "a-3", "+I"), (3, "b-3", "-D"), (4, "b-4", "+I")]
+    t.compact()
+    assert state(t) == {1: ("a-1", 1), 2: ("b-2", 2), 4: ("b-4", 4)}
+    check_invariants(t)

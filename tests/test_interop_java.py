@@ -811,3 +811,18 @@ def test_the_partitions_system_table_is_javas(java, warehouse):
         "dt=a/d=2024-05-01", "dt=b/d=2024-05-01"]
     assert [r["partition"] for r in system_table(t, "partitions", with_cx).to_pylist()] == [
         "dt=a/d=2024-05-01", "dt=b/d=2024-05-01", "dt=c/x/d=2023-12-31"]
+
+
+def test_values_a_lossy_java_type_change_cannot_fit_are_an_error_naming_file_and_column(java, warehouse):
+    """Java's schema change takes explicit casts (BIGINT -> INT): a file written before holds
+    values the new type cannot hold. Reading it is an error naming the column and the file,
+    never a bare Arrow error (Java wraps such values around)."""
+    from paimon_streaming.errors import UnsupportedOperationError
+    path = f"{warehouse}/db.db/narrowed"
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "INT"}, {"name": "c", "type": "BIGINT"}], options={"bucket": "-1"})
+        b.write(path, [{"id": 1, "c": 5}, {"id": 2, "c": 2 ** 40}])
+    with java.batch() as b:
+        b.alter(path, [{"kind": "type", "path": ["c"], "type": "INT"}])
+    with pytest.raises(UnsupportedOperationError, match=r"column 'c' of data file .*data-.*written as BIGINT.*as INT"):
+        ps.Table.open(path).to_arrow()

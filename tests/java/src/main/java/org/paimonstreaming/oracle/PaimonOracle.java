@@ -45,6 +45,7 @@ import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.EndOfScanException;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
+import org.apache.paimon.table.source.StreamTableScan;
 import org.apache.paimon.table.system.RowTrackingTable;
 import org.apache.paimon.table.system.SystemTableLoader;
 import org.apache.paimon.types.DataType;
@@ -78,14 +79,22 @@ import java.util.UUID;
  *
  * <ul>
  *   <li>create: {"fields": [{"name", "type"}], "primaryKeys", "partitionKeys", "options"} -> {}
- *   <li>write: {"rows": [row...], "commitUser"?, "commitIdentifier"?, "overwrite"?} -> {}
- *   <li>read: {"snapshotId"?, "tag"?, "columns"?, "withRowKind"?, "where"?, "systemTable"?} -> {"fields": [field...],
+ *   <li>write: {"rows": [row...], "commitUser"?, "commitIdentifier"?, "overwrite"?, "pauseBeforeCommit"?} -> {}
+ *   <li>read: {"snapshotId"?, "tag"?, "options"?, "streamPlans"?, "catchError"?, "columns"?, "withRowKind"?, "where"?, "systemTable"?} -> {"fields": [field...],
  *       "rows": [row...]} where fields is the row type read, as in schema files
  *   <li>snapshots: {} -> {"snapshots": [...]}
- *   <li>compact: {} -> {"compacted": n}
+ *   <li>compact: {"full"?: default true, "options"?, "pauseBeforeCommit"?} -> {"compacted": n}
  *   <li>buckets: {"rows": [...]} -> {"buckets": [int...]}
  *   <li>create-tag: {"tag", "snapshotId"?} -> {}
  *   <li>write-columns: {"firstRowId", "columns", "rows"} -> {} (data-evolution tables)
+ *   <li>expire: {"options"?} -> {"expired": n} (snapshot then, when decoupled, changelog
+ *       expiration under the table's options overridden by "options", as after a commit)
+ *   <li>rollback-to: {"snapshotId"} or {"tag"} -> {}
+ *   <li>delete-tag: {"tag"} -> {}; delete-branch: {"branch"} -> {}
+ *   <li>remove-orphan-files: {"olderThanMillis"} -> {"deleted": [path...]}
+ *   <li>expire-partitions: {"expirationTime"} -> {"expired": [{key: value}...]}
+ *   <li>tags: {} -> {"tags": {name: snapshotId}}; record-consumer: {"consumerId", "nextSnapshot"?}
+ *       -> {} (no nextSnapshot: delete the consumer)
  * </ul>
  *
  * <p>Rows are JSON objects by field name; values use the encoding of {@link ValueCodec}. An
@@ -109,11 +118,22 @@ public final class PaimonOracle {
             case "write":
                 return write(path, cmd);
             case "read":
+                if (cmd.path("catchError").asBoolean(false)) {
+                    // {"catchError": true}: Java's refusal as a result ({"error": message}), so a
+                    // batch of reads goes on past it
+                    try {
+                        return read(path, cmd);
+                    } catch (Exception e) {
+                        ObjectNode refused = NODES.objectNode();
+                        refused.put("error", String.valueOf(e));
+                        return refused;
+                    }
+                }
                 return read(path, cmd);
             case "snapshots":
                 return snapshots(path);
             case "compact":
-                return compact(path);
+                return compact(path, cmd);
             case "buckets":
                 return buckets(path, cmd);
             case "create-tag":
@@ -127,6 +147,24 @@ public final class PaimonOracle {
                 return alter(path, cmd);
             case "write-columns":
                 return writeColumns(path, cmd);
+            case "expire":
+                return expire(path, cmd);
+            case "rollback-to":
+                return rollbackTo(path, cmd);
+            case "delete-tag":
+                table(path).deleteTag(text(cmd, "tag"));
+                return NODES.objectNode();
+            case "delete-branch":
+                table(path).deleteBranch(text(cmd, "branch"));
+                return NODES.objectNode();
+            case "remove-orphan-files":
+                return removeOrphanFiles(path, cmd);
+            case "expire-partitions":
+                return expirePartitions(path, cmd);
+            case "tags":
+                return tags(path);
+            case "record-consumer":
+                return recordConsumer(path, cmd);
             default:
                 throw new IllegalArgumentException("unknown op: " + op);
         }
@@ -229,6 +267,7 @@ public final class PaimonOracle {
                     }
                     messages = w.prepareCommit(false, identifier);
                 }
+                pauseBeforeCommit(cmd);
                 try (StreamTableCommit c = builder.newCommit()) {
                     c.commit(identifier, messages);
                 }
@@ -245,6 +284,7 @@ public final class PaimonOracle {
                     }
                     messages = w.prepareCommit();
                 }
+                pauseBeforeCommit(cmd);
                 try (BatchTableCommit c = builder.newCommit()) {
                     c.commit(messages);
                 }
@@ -309,6 +349,10 @@ public final class PaimonOracle {
             // the table has a changelog producer)
             dynamic.put("incremental-between", cmd.get("incrementalBetween").asText());
         }
+        if (cmd.hasNonNull("options")) {
+            // any other read options (time travel, scan.mode, ...), as a read's dynamic options
+            dynamic.putAll(stringMap(cmd.get("options")));
+        }
         if (!dynamic.isEmpty()) {
             table = table.copy(dynamic);
         }
@@ -352,7 +396,17 @@ public final class PaimonOracle {
             rb = rb.withFilter(predicate);
         }
         boolean withKind = cmd.path("withRowKind").asBoolean(false);
-        List<Split> splits = rb.newScan().plan().splits();
+        List<Split> splits;
+        if (cmd.hasNonNull("streamPlans")) {
+            // a stream's first "streamPlans" plans: where it starts, then each later snapshot's changes
+            StreamTableScan streamScan = rb.newStreamScan();
+            splits = new ArrayList<>();
+            for (int i = 0; i < cmd.get("streamPlans").asInt(); i++) {
+                splits.addAll(streamScan.plan().splits());
+            }
+        } else {
+            splits = rb.newScan().plan().splits();
+        }
         ArrayNode out = NODES.arrayNode();
         final RowType type = readType;
         try (RecordReader<InternalRow> reader = rb.newRead().createReader(splits)) {
@@ -400,8 +454,9 @@ public final class PaimonOracle {
         return result;
     }
 
-    static JsonNode compact(Path path) throws Exception {
-        FileStoreTable table = table(path);
+    static JsonNode compact(Path path, JsonNode cmd) throws Exception {
+        // "options": dynamic options, e.g. a dedicated compaction job's 'write-only' = false
+        FileStoreTable table = withOptions(table(path), cmd);
         int compacted = 0;
         if (table.coreOptions().bucket() == -1 && table.primaryKeys().isEmpty()) {
             // Bucket-unaware append table: plan compaction tasks and run them. Such tables have
@@ -441,7 +496,8 @@ public final class PaimonOracle {
             Set<List<Object>> seen = new LinkedHashSet<>();
             List<BinaryRow> partitions = new ArrayList<>();
             List<Integer> bucketList = new ArrayList<>();
-            for (Split split : table.newReadBuilder().newScan().plan().splits()) {
+            // every level, as a dedicated compaction job scans (a DV table's batch scan skips level 0)
+            for (Split split : table.newScan().withLevelFilter(level -> true).plan().splits()) {
                 DataSplit ds = (DataSplit) split;
                 if (seen.add(List.of(ds.partition(), ds.bucket()))) {
                     partitions.add(ds.partition());
@@ -454,13 +510,15 @@ public final class PaimonOracle {
                 List<CommitMessage> messages;
                 try (BatchTableWrite w = builder.newWrite()) {
                     w.withIOManager(ioManager);
+                    boolean full = cmd.path("full").asBoolean(true);
                     for (int i = 0; i < partitions.size(); i++) {
-                        w.compact(partitions.get(i), bucketList.get(i), true);
+                        w.compact(partitions.get(i), bucketList.get(i), full);
                     }
                     messages = w.prepareCommit();
                 } finally {
                     ioManager.close();
                 }
+                pauseBeforeCommit(cmd);
                 try (BatchTableCommit c = builder.newCommit()) {
                     c.commit(messages);
                 }
@@ -507,7 +565,111 @@ public final class PaimonOracle {
         return NODES.objectNode();
     }
 
+    // ------------------------------------------------------------------ lifecycle
+
+    /** The table with dynamic options {"options": {...}} over its own. */
+    static FileStoreTable withOptions(FileStoreTable table, JsonNode cmd) {
+        JsonNode options = cmd.get("options");
+        return options == null || options.isNull() || options.size() == 0
+                ? table : table.copy(stringMap(options));
+    }
+
+    /** Snapshot expiration, then changelog expiration when decoupled, as after Java's commit. */
+    static JsonNode expire(Path path, JsonNode cmd) throws Exception {
+        FileStoreTable table = withOptions(table(path), cmd);
+        org.apache.paimon.options.ExpireConfig config = table.coreOptions().expireConfig();
+        int expired = table.newExpireSnapshots().config(config).expire();
+        if (table.coreOptions().changelogLifecycleDecoupled()) {
+            table.newExpireChangelog().config(config).expire();
+        }
+        ObjectNode result = NODES.objectNode();
+        result.put("expired", expired);
+        return result;
+    }
+
+    static JsonNode rollbackTo(Path path, JsonNode cmd) throws Exception {
+        FileStoreTable table = table(path);
+        if (cmd.hasNonNull("tag")) {
+            table.rollbackTo(cmd.get("tag").asText());
+        } else {
+            table.rollbackTo(cmd.get("snapshotId").asLong());
+        }
+        return NODES.objectNode();
+    }
+
+    static JsonNode removeOrphanFiles(Path path, JsonNode cmd) throws Exception {
+        long olderThan = cmd.hasNonNull("olderThanMillis")
+                ? cmd.get("olderThanMillis").asLong() : System.currentTimeMillis() - 86_400_000L;
+        org.apache.paimon.operation.CleanOrphanFilesResult r =
+                new org.apache.paimon.operation.LocalOrphanFilesClean(table(path), olderThan, false).clean();
+        ArrayNode deleted = NODES.arrayNode();
+        if (r.getDeletedFilesPath() != null) {
+            for (Path p : r.getDeletedFilesPath()) {
+                deleted.add(p.toString());
+            }
+        }
+        ObjectNode result = NODES.objectNode();
+        result.set("deleted", deleted);
+        return result;
+    }
+
+    static JsonNode expirePartitions(Path path, JsonNode cmd) throws Exception {
+        Map<String, String> dynamic = new HashMap<>();
+        dynamic.put("partition.expiration-time", text(cmd, "expirationTime"));
+        dynamic.put("partition.expiration-check-interval", "0 s");
+        FileStoreTable table = table(path).copy(dynamic);
+        List<Map<String, String>> expired =
+                table.store().newPartitionExpire(UUID.randomUUID().toString(), table).expire(Long.MAX_VALUE);
+        ObjectNode result = NODES.objectNode();
+        result.set("expired", MAPPER.valueToTree(expired == null ? List.of() : expired));
+        return result;
+    }
+
+    static JsonNode tags(Path path) throws Exception {
+        ObjectNode tags = NODES.objectNode();
+        for (Map.Entry<Snapshot, List<String>> e : table(path).tagManager().tags().entrySet()) {
+            for (String name : e.getValue()) {
+                tags.put(name, e.getKey().id());
+            }
+        }
+        ObjectNode result = NODES.objectNode();
+        result.set("tags", tags);
+        return result;
+    }
+
+    static JsonNode recordConsumer(Path path, JsonNode cmd) throws Exception {
+        org.apache.paimon.consumer.ConsumerManager consumers = table(path).consumerManager();
+        if (cmd.hasNonNull("nextSnapshot")) {
+            consumers.resetConsumer(text(cmd, "consumerId"),
+                    new org.apache.paimon.consumer.Consumer(cmd.get("nextSnapshot").asLong()));
+        } else {
+            consumers.deleteConsumer(text(cmd, "consumerId"));
+        }
+        return NODES.objectNode();
+    }
+
     // ------------------------------------------------------------------ helpers
+
+    /**
+     * {"pauseBeforeCommit": {"ready": file, "go": file}} on write and compact: once the files are
+     * written and the commit messages made, create `ready` and wait (up to 5 minutes) for `go`
+     * to exist before committing, so a test can commit between Java's write and its commit.
+     */
+    static void pauseBeforeCommit(JsonNode cmd) throws Exception {
+        JsonNode pause = cmd.get("pauseBeforeCommit");
+        if (pause == null || pause.isNull()) {
+            return;
+        }
+        java.nio.file.Files.createFile(java.nio.file.Paths.get(text(pause, "ready")));
+        java.nio.file.Path go = java.nio.file.Paths.get(text(pause, "go"));
+        long deadline = System.currentTimeMillis() + 300_000;
+        while (!java.nio.file.Files.exists(go)) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("no go file " + go + " within 5 minutes");
+            }
+            Thread.sleep(20);
+        }
+    }
 
     /** The table, or its branch when the command names one ({"branch": name}). */
     static FileStoreTable onBranch(FileStoreTable table, JsonNode cmd) {
