@@ -392,7 +392,11 @@ class Hunt:
                     state[(r["id"], r["p"])] = row
                 else:
                     state.pop((r["id"], r["p"]), None)
-        expected = rows_by(pa.Table.from_pylist(self.states[latest], SCHEMA), *KEYS)
+        # level-0 files left at the latest snapshot (a rollback to an APPEND snapshot, then a write
+        # of other buckets) are hidden from deletion-vector readers, and from streams until the
+        # compaction whose changelog brings them: the stream then equals the latest read
+        hidden = self.dv and self.level0(latest)
+        expected = rows_by(self.t.to_arrow() if hidden else pa.Table.from_pylist(self.states[latest], SCHEMA), *KEYS)
         assert rows_by(pa.Table.from_pylist(list(state.values()), SCHEMA), *KEYS) == expected, \
             ("the consumer's stream", where)
 
