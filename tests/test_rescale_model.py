@@ -228,6 +228,14 @@ class _Killed(Exception):
     """The writer dying before its batch's COMPACT snapshot."""
 
 
+def writer_count(table: ps.Table, writer: ps.Table) -> int:
+    """The bucket count `writer` writes with: its schema's, or the table's newest when the
+    latest snapshot has a newer schema (a write takes it up first: Table.follow_schema)."""
+    latest = table.latest_snapshot()
+    fresh = latest is not None and latest.schema_id > writer.schema.id
+    return ps.Table.open(table.path).options.bucket if fresh else writer.options.bucket
+
+
 def do_write(table: ps.Table, writer: ps.Table, model: Model, batch: list[Row], step, crash: bool = False) -> bool:
     """A batch through `writer` (hashing by its schema's count): refused, and without effect,
     exactly when a partition it writes has live files of another count. `crash`: the writer
@@ -235,7 +243,7 @@ def do_write(table: ps.Table, writer: ps.Table, model: Model, batch: list[Row], 
     is not tried). On lookup tables the batch's changelog turns the model's rows into the new
     ones. Returns whether it was written."""
     config = model.config
-    count = writer.options.bucket
+    count = writer_count(table, writer)
     found = layout(table)
     parts = {r[1] if config.partitioned else None for r in batch}
     refuse = any(p in found and found[p] != {count} for p in parts)
@@ -281,15 +289,12 @@ def do_write(table: ps.Table, writer: ps.Table, model: Model, batch: list[Row], 
 
 
 def do_delete(table: ps.Table, writer: ps.Table, model: Model, ids: list[int], step) -> None:
-    """`Table.delete` of `ids`: on primary-key tables -D rows written by `writer`'s count (its
-    schema refreshed first when the latest snapshot has a newer one), so refused (without
-    effect) exactly when a partition holding one of the rows has another."""
+    """`Table.delete` of `ids`: on primary-key tables -D rows written by `writer_count`, so
+    refused (without effect) exactly when a partition holding one of the rows has another."""
     config = model.config
     found = layout(table)
     hit = {(r["dt"] if config.partitioned else None) for r in model.rows.values() if r["id"] in ids}
-    latest = table.latest_snapshot()
-    fresh = latest is not None and latest.schema_id > writer.schema.id
-    count = ps.Table.open(table.path).options.bucket if fresh else writer.options.bucket
+    count = writer_count(table, writer)
     refuse = any(found.get(p) != {count} for p in hit)
     before = table.snapshot_manager.latest_id()
     try:
