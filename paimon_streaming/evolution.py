@@ -3,8 +3,11 @@
 A data file records the id of the schema it was written with. Its columns are matched to the
 reading schema by field id, also inside ROW types: a renamed column or field is the same id
 under another name, an added one is absent from the file (read as nulls), a dropped one is not
-read, and a widened type is cast (losslessly: `schema_update.widening_error`). Files written
-with the reading schema take the fast path: no conversion at all.
+read, and a widened type is cast (losslessly: `schema_update.widening_error`); another type
+change (Java's schema changes take explicit casts: BIGINT -> INT, STRING -> VARCHAR(2), ...) is
+read as Java casts it (`java_casts.java_cast`), or is an error naming file and column where
+Java's read fails or its cast is not reproduced. Files written with the reading schema take the
+fast path: no conversion at all.
 """
 from __future__ import annotations
 
@@ -16,9 +19,11 @@ import pyarrow as pa
 from .datafile import conform, read_data_file, rebased_offsets
 from .errors import UnsupportedOperationError
 from .fileio import FileIO
+from .java_casts import CastRefused, java_cast
 from . import row_tracking
 from .keyvalue import file_fields
 from .schema import TableSchema
+from .schema_update import widening_error
 from .types import DataField, DataType, arrow_field, to_arrow
 
 
@@ -49,11 +54,10 @@ def _evolved(table: pa.Table, path: str, old: DataField, new: DataField) -> pa.C
     BIGINT -> INT, DECIMAL scale lowered, ...) may not fit: an error naming file and column."""
     try:
         return evolve(table.column(old.name), old.type, new.type)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, CastRefused) as exc:
         raise UnsupportedOperationError(
             f"column '{new.name}' of data file {path} was written as {old.type} and its values cannot be "
-            f"read as {new.type}, the column's type since a schema change ({exc}); paimon-streaming casts "
-            "only what fits, where Java's explicit cast may wrap or round") from None
+            f"read as {new.type}, the column's type since a schema change: {exc}") from None
 
 
 def with_current_options(old: TableSchema, current: TableSchema) -> TableSchema:
@@ -112,4 +116,6 @@ def _evolve_array(arr: pa.Array, old: DataType, new: DataType) -> pa.Array:
         return pa.MapArray.from_arrays(offsets, _evolve_array(arr.keys.slice(start), old.key, new.key),
                                        _evolve_array(arr.items.slice(start), old.value, new.value),
                                        type=to_arrow(new), mask=mask)
-    return conform(arr, to_arrow(new))  # atomic widening (and MULTISET elements)
+    if widening_error(old, new) is None:
+        return conform(arr, to_arrow(new))  # atomic lossless widening (and MULTISET elements)
+    return java_cast(arr, old, new)  # Java's explicit cast (BIGINT -> INT, STRING -> VARCHAR(2), ...)
