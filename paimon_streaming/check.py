@@ -12,6 +12,9 @@ Checked, for every snapshot and tag:
   snapshot copied from a tag whose changelog had expired, by create_branch or a fast-forward,
   is only warned of, `expired-changelog`) and extra file exists, data files with their recorded size; data files are read whole (page checksums, row count), unless `verify_data=False`;
 * index files exist with their recorded size; every deletion vector decodes and passes its CRC;
+* Java's long-lived changelogs (`changelog/changelog-<id>`) decode, and what a stream reads of
+  them is whole (their changelog manifests and files, or with changelog-producer none their
+  delta's new files); their LATEST hint names one that exists (Java's commits fail otherwise);
 * consumer progress files and commit-user records (what expiration and exactly-once replays
   follow) decode and pass their checks;
 * the LATEST/EARLIEST hints parse and point inside the snapshot range. A LATEST hint beyond
@@ -51,13 +54,16 @@ from .fileio import FileIO
 from .keyvalue import file_fields
 from . import data_evolution, row_tracking
 from .row_tracking import written_fields
-from .manifest import IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
+from .long_lived_changelogs import (PREFIX as CHANGELOG_PREFIX, changelog_latest_hint, long_lived_changelog_ids,
+                                    read_long_lived_changelog)
+from .manifest import ADD, IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
+from .options import CoreOptions
 from .manifest.entries import DELETION_VECTORS_INDEX
 from .manifest.files import read_records
 from .paths import TableDirs
 from .scan import TableScan
 from .schema import SchemaManager, TableSchema
-from .snapshot import Snapshot, SnapshotManager
+from .snapshot import APPEND, Snapshot, SnapshotManager
 from .table import Table
 from .tags import TagManager
 
@@ -191,6 +197,13 @@ def repair_hints(location_or_table: str | Table, filesystem=None) -> list[str]:
             file_io.overwrite_atomic(hint_path, str(target).encode())
             was = "missing" if not present else "garbled" if value is None else f"at snapshot {value}"
             done.append(f"rewrote {hint_path} to {target} (it was {was})")
+    root = branch_path(path, branch)
+    changelogs, hint = long_lived_changelog_ids(file_io, root), changelog_latest_hint(file_io, root)
+    if hint is not None and hint > 0 and hint not in changelogs and hint + 1 not in changelogs:
+        target = changelogs[-1] if changelogs else -1  # -1: none, as Java's rollback writes it
+        file_io.overwrite_atomic(f"{root}/changelog/LATEST", str(target).encode())
+        done.append(f"rewrote {root}/changelog/LATEST to {target} (it named long-lived changelog {hint}, "
+                    "which does not exist)")
     return done
 
 
@@ -253,6 +266,7 @@ class _Checker:
             for label, snap in snapshots:
                 self.guarded(self._snapshot_path(label, snap), f"checking {label}",
                              lambda label=label, snap=snap: self._check_snapshot(label, snap))
+            self.guarded(f"{self.root}/changelog", "checking the long-lived changelogs", self._check_changelogs)
         self.guarded(self.snapshot_manager.dir, "checking the hints", self._check_hints)
         self._check_progress_files()
         if self.table is not None and self.report.ok:
@@ -368,6 +382,62 @@ class _Checker:
                     self._check_data_file(label, e)
         if snap.index_manifest is not None:
             records = self._decode(self.scan.index_manifest.path(snap.index_manifest), None, label,
+                                   IndexManifestEntry.from_avro)
+            for entry in records or []:
+                self._check_index_file(label, entry)
+
+    def _check_changelogs(self) -> None:
+        """Java's long-lived changelogs (long_lived_changelogs.py): each decodes, and what a
+        stream reads from it is whole: its changelog files, or (committed under
+        changelog-producer none) its delta's new files and their deletion vectors. Its base
+        manifest list is not read (Java deletes what it references as the table moves on).
+        A LATEST hint naming a changelog that is gone, with none after it, is an error: Java
+        takes it for the newest and its changelog expiration fails every Java commit."""
+        directory = f"{self.root}/changelog"
+        ids = long_lived_changelog_ids(self.io, self.root)
+        for cid in ids:
+            path = f"{directory}/{CHANGELOG_PREFIX}{cid}"
+            try:
+                changelog = read_long_lived_changelog(self.io, self.root, cid)
+            except CorruptFileError as exc:
+                self.problem("corrupt-file", path, str(exc))
+                continue
+            if changelog is None:
+                continue  # expired meanwhile
+            label = f"long-lived changelog {cid}"
+            self.report.snapshots += 1
+            self._check_schema(label, changelog.schema_id)
+            self.guarded(path, f"checking {label}", lambda label=label, c=changelog: self._check_changelog(label, c))
+        hint = changelog_latest_hint(self.io, self.root)
+        if hint is not None and hint > 0 and hint not in ids and hint + 1 not in ids:
+            self.problem("hint", f"{directory}/LATEST", f"hint {directory}/LATEST names long-lived changelog {hint}, "
+                         f"which does not exist (changelogs: {ids[0] if ids else None}..{ids[-1] if ids else None}): "
+                         "Java takes it for the newest and its changelog expiration fails every Java commit; "
+                         f"`paimon-streaming check --repair` rewrites it")
+
+    def _check_changelog(self, label: str, c: Snapshot) -> None:
+        if c.changelog_manifest_list:
+            tag = self._copied_tag_without_changelog(c)
+            if tag is not None:
+                self.problem("expired-changelog", self.scan.manifest_list.path(c.changelog_manifest_list),
+                             f"{label} is a copy of tag '{tag}' made after the tagged snapshot's changelog expired: "
+                             "a stream cannot read its changes (as in Java)", WARNING)
+                return
+            for e in self._entries(label, c.changelog_manifest_list, c.changelog_manifest_list_size):
+                self._check_data_file(label, e)
+            return
+        try:
+            producer = CoreOptions(self.scan.schema_of(c.schema_id).options).get("changelog-producer")
+        except PaimonError:
+            return  # its schema file is missing or damaged: reported on its own
+        if producer != "none" or c.commit_kind != APPEND:
+            return  # a stream reads nothing of it
+        for e in self._entries(label, c.delta_manifest_list, c.delta_manifest_list_size):
+            if e.kind == ADD:
+                self._check_data_file(label, e)
+        if c.index_manifest and self.io.exists(self.scan.index_manifest.path(c.index_manifest)):
+            # (Java deletes it with the snapshot unless a newer snapshot shares it; then it is read)
+            records = self._decode(self.scan.index_manifest.path(c.index_manifest), None, label,
                                    IndexManifestEntry.from_avro)
             for entry in records or []:
                 self._check_index_file(label, entry)

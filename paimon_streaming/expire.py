@@ -16,7 +16,10 @@ Which files go, for the expired range [begin, end) where `end` is the new earlie
   new earliest snapshot reads is ever deleted;
 * changelog files of the expired snapshots. A table that keeps its changelog longer than its
   snapshots (`changelog.*` retention, Java's decoupled lifecycle) keeps its snapshots that long
-  instead (`retention`); files Java's long-lived changelogs reference are never deleted;
+  instead (`retention`); files Java's long-lived changelogs reference are never deleted. Where
+  Java's long-lived changelogs reach up to the expired snapshots, those become long-lived
+  changelogs too, as Java's expiration makes them (their files stay for the changelog
+  expiration), so no gap opens above Java's;
 * manifest lists, manifests, index manifests and index files of the expired snapshots that
   neither the new earliest snapshot nor a tag overlapping the range references.
 
@@ -26,6 +29,8 @@ contiguous run of snapshots that all read whole; what it had not deleted yet is 
 cleanup (tests/test_fault_injection_lifecycle.py fails each I/O step).
 
 On a table with branches, nothing another branch references is deleted (shared_files.py).
+A run that reads the snapshots (not the after-commit shortcut) then expires Java's long-lived
+changelogs past the `changelog.*` retention (changelog_expire.py).
 """
 from __future__ import annotations
 
@@ -34,13 +39,14 @@ import time
 from dataclasses import dataclass
 
 from .branches import MAIN, branch_path
+from .changelog_expire import ChangelogExpiration
 from .commit_users import CommitUserRecords
 from .consumers import ConsumerManager
 from .errors import CorruptFileError, InvalidOptionError, SnapshotNotFoundError
 from .file_cleanup import FileCleaner, FileKey, file_key
 from .fileio import FileIO
 from .manifest import ManifestEntry
-from .long_lived_changelogs import long_lived_changelogs, referenced_names
+from .long_lived_changelogs import PREFIX as CHANGELOG_PREFIX, long_lived_changelogs, referenced_names
 from .options import CoreOptions
 from .schema import TableSchema
 from .shared_files import OtherBranches
@@ -68,6 +74,8 @@ class SnapshotExpiration:
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str = MAIN):
         self.file_io = file_io
         self.table_path = table_path
+        self.branch = branch
+        self.schema = schema
         self.meta = branch_path(table_path, branch)  # the branch's snapshots, tags and consumers
         self.options = CoreOptions(schema.options)
         self.snapshots = SnapshotManager(file_io, self.meta)
@@ -129,7 +137,17 @@ class SnapshotExpiration:
                 break
         if end <= earliest:
             _HELD_BACK[self.meta] = (earliest, held_by)
-        return self.expire_until(earliest, end)
+        result = self.expire_until(earliest, end)
+        self._expire_changelogs(now_ms)
+        return result
+
+    def _expire_changelogs(self, now_ms: int | None) -> None:
+        """Java's long-lived changelogs past the `changelog.*` retention go too, as after Java's
+        commits (changelog_expire.py); a failure there is logged, the snapshots' expiration stands."""
+        try:
+            ChangelogExpiration(self.file_io, self.table_path, self.schema, self.branch).expire(now_ms=now_ms)
+        except (CorruptFileError, InvalidOptionError, OSError) as exc:
+            log.warning("the long-lived changelogs of %s were not expired: %s", self.meta, exc)
 
     def _consumer_floor(self, consumer_next: int) -> int:
         """The earliest snapshot a consumer whose next snapshot is `consumer_next` needs: that
@@ -156,7 +174,14 @@ class SnapshotExpiration:
         CommitUserRecords(self.file_io, self.meta).record(expiring)
         tags_read = self.tags.tagged_snapshots()
         tagged = [s for s, _ in tags_read]
-        held = referenced_names(self.cleaner, long_lived_changelogs(self.file_io, self.meta))
+        javas = long_lived_changelogs(self.file_io, self.meta)
+        held = referenced_names(self.cleaner, javas)
+        # Java's changelogs run up to the snapshots: the expired ones continue that run, as Java's
+        # expiration writes them, or the changelogs before would sit below a gap (and Java's
+        # changelog expiration, reading every id of its range, fails on a gap between changelogs)
+        continued = bool(javas) and javas[-1].id >= expiring[0].id - 1 if expiring else False
+        if continued:
+            held |= referenced_names(self.cleaner, expiring)
         # Everything to delete is chosen while the snapshots are still there; then the snapshot
         # files go, oldest first, and only then their files. A crash at any point leaves a
         # contiguous run of snapshots whose files all exist (what was not deleted yet is an
@@ -165,6 +190,10 @@ class SnapshotExpiration:
         changelog = self._changelog_files_to_delete(expiring, held)
         metadata = self._metadata_to_delete(expiring, end_snapshot, tagged, held)
         for s in expiring:
+            if continued:
+                self.file_io.overwrite_atomic(f"{self.meta}/changelog/{CHANGELOG_PREFIX}{s.id}",
+                                              self.file_io.read_bytes(self.snapshots.path(s.id)))
+                self.file_io.overwrite_atomic(f"{self.meta}/changelog/LATEST", str(s.id).encode())
             self.file_io.delete(self.snapshots.path(s.id))
         self.snapshots.commit_earliest_hint(end)
         data, metadata = self._kept_by_new_tags(tags_read, data, metadata)

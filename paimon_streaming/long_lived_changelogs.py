@@ -7,11 +7,13 @@ When a table keeps its changelog longer than its snapshots (`changelog.num-retai
 the changelog manifests and files, or with `changelog-producer` = none the delta manifests
 and their level-0 files. Java's changelog expiration removes them later.
 
-We write no such entries: our expiration keeps such a table's snapshots themselves as long
-as its changelog is to be kept (expire.py), so the changelog stays in the snapshots. But a
-table Java expired holds entries: streams read their changes where the snapshot is gone (as
-Java's do), and orphan cleanup and snapshot expiration count what they reference as used, as
-Java's do, or a stream reading that changelog finds its files gone. Parts an entry no longer
+Our expiration keeps such a table's snapshots themselves as long as its changelog is to be
+kept (expire.py), so the changelog stays in the snapshots; it writes entries only to continue
+Java's (snapshots it expires right above them, expire.py). A table Java expired holds entries:
+streams read their changes where the snapshot is gone (as Java's do), and orphan cleanup,
+snapshot expiration and tag deletion count what they reference as used, or a stream reading
+that changelog finds its files gone. Our expiration expires them by Java's rule
+(changelog_expire.py), and `check` verifies what their streams read. Parts an entry no longer
 needs Java deletes already (e.g. its base manifest list), so references are collected from
 whatever still exists.
 """
@@ -42,13 +44,37 @@ def long_lived_changelogs(file_io: FileIO, root: str) -> list[Snapshot]:
     return sorted(out, key=lambda s: s.id)
 
 
+def long_lived_changelog_ids(file_io: FileIO, root: str) -> list[int]:
+    """The ids of the long-lived changelogs under a table (or branch) directory, by their
+    names (one listing), ascending."""
+    return sorted(int(n[len(PREFIX):]) for n in file_io.list_names(f"{root}/changelog")
+                  if n.startswith(PREFIX) and n[len(PREFIX):].isdigit())
+
+
 def earliest_long_lived_changelog_id(file_io: FileIO, root: str) -> int | None:
     """The smallest id of the long-lived changelogs under a table (or branch) directory (by
     their names only), None when there is none: where Java's streams start at the earliest
     (`ChangelogManager.earliestLongLivedChangelogId`)."""
-    ids = [int(n[len(PREFIX):]) for n in file_io.list_names(f"{root}/changelog")
-           if n.startswith(PREFIX) and n[len(PREFIX):].isdigit()]
-    return min(ids) if ids else None
+    ids = long_lived_changelog_ids(file_io, root)
+    return ids[0] if ids else None
+
+
+def changelog_latest_hint(file_io: FileIO, root: str) -> int | None:
+    """The `changelog/LATEST` hint's value (-1 after a rollback removed every changelog, as
+    Java writes it), None when absent or not a number."""
+    raw = file_io.read_bytes_if_present(f"{root}/changelog/LATEST")
+    try:
+        return None if raw is None else int(raw.strip())
+    except ValueError:
+        return None
+
+
+def read_long_lived_changelog(file_io: FileIO, root: str, changelog_id: int) -> Snapshot | None:
+    """Long-lived changelog `changelog_id` as written (None when there is none); a damaged one
+    is a CorruptFileError naming it."""
+    path = f"{root}/changelog/{PREFIX}{changelog_id}"
+    data = file_io.read_bytes_if_present(path)
+    return None if data is None else parse_snapshot_file(path, data, changelog_id, kind="changelog")
 
 
 def long_lived_changelog(file_io: FileIO, root: str, snapshot_id: int) -> Snapshot | None:

@@ -24,6 +24,7 @@ from .fallback_read import FallbackBranch
 from .fileio import FileIO
 from .incremental import IncrementalRange, IncrementalScan
 from .expire import ExpireResult, SnapshotExpiration
+from .changelog_expire import ChangelogExpiration, ChangelogExpireResult
 from .options import CoreOptions, parse_duration_ms, refuse_other_branch_reads
 from .orphans import OrphanFilesClean, OrphanResult
 from .partition_expire import PartitionExpiration
@@ -195,8 +196,19 @@ class Table:
         needs. Arguments override `snapshot.num-retained.max`, `snapshot.num-retained.min`,
         `snapshot.time-retained` (`older_than`: a datetime, or epoch millis, before which
         snapshots may go; each option raised to its `changelog.*` counterpart when that is
-        longer) and `snapshot.expire.limit`. Returns an ExpireResult."""
+        longer) and `snapshot.expire.limit`. Then Java's long-lived changelogs past the table's
+        `changelog.*` retention go, as `expire_changelogs()` does. Returns an ExpireResult."""
         return SnapshotExpiration(self.file_io, self.path, self.schema, self.branch).expire(
+            retain_max, retain_min, _epoch_millis(older_than), max_deletes)
+
+    def expire_changelogs(self, retain_max: int | None = None, retain_min: int | None = None,
+                          older_than: Any = None, max_deletes: int | None = None) -> ChangelogExpireResult:
+        """Expire the long-lived changelogs Java's expiration left (`changelog/changelog-<id>`)
+        now, by Java's rule, and delete the files nothing else references (changelog_expire.py;
+        `expire_snapshots` and commits do it too, by the table options). Arguments override
+        `changelog.num-retained.max`, `.min`, `changelog.time-retained` (`older_than`: a
+        datetime, or epoch millis) and `snapshot.expire.limit`."""
+        return ChangelogExpiration(self.file_io, self.path, self.schema, self.branch).expire(
             retain_max, retain_min, _epoch_millis(older_than), max_deletes)
 
     def expire_partitions(self, expiration_time: str | None = None, dry_run: bool = False) -> list[dict[str, str]]:

@@ -6,7 +6,8 @@ tag shares with any other snapshot or tag is also in the tag just before it or i
 nearest of (earliest snapshot, tag just after it), because a file lives in one contiguous
 run of snapshots. What neither neighbour references is deleted: data files, manifests,
 index files. Another tag on the same snapshot keeps everything, and so does another branch
-that references a file (a branch made from this tag, say: shared_files.py).
+that references a file (a branch made from this tag, say: shared_files.py), and so does one of
+Java's long-lived changelogs (long_lived_changelogs.py: the tagged snapshot's own, say).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import logging
 from .errors import CorruptFileError
 from .branches import MAIN, branch_path
 from .file_cleanup import FileCleaner, file_key
+from .long_lived_changelogs import long_lived_changelogs, referenced_names
 from .fileio import FileIO
 from .schema import TableSchema
 from .shared_files import OtherBranches
@@ -30,6 +32,7 @@ class TagDeletion:
 
     def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str = MAIN):
         self.table_path = table_path
+        self.root = branch_path(table_path, branch)
         self.snapshots = SnapshotManager(file_io, branch_path(table_path, branch))
         self.tags = TagManager(file_io, branch_path(table_path, branch))
         self.cleaner = FileCleaner(file_io, table_path, schema)
@@ -64,9 +67,18 @@ class TagDeletion:
     def _delete_files(self, tagged: Snapshot, neighbours: list[Snapshot]) -> int:
         deleted = 0
         try:
+            # Java's long-lived changelogs may read the tagged snapshot's files (its own changelog
+            # when the snapshot expired into one: the same manifest lists and level-0 files)
+            held = referenced_names(self.cleaner, long_lived_changelogs(self.cleaner.file_io, self.root))
+        except CorruptFileError as exc:
+            log.warning("not deleting files of the tag of snapshot %s of %s: a long-lived changelog is "
+                        "unreadable: %s", tagged.id, self.table_path, exc)
+            return 0
+        try:
             keep = frozenset().union(*(self.cleaner.live_data_files(s) for s in neighbours))
             doomed = [e for e in self.cleaner.live_entries_tolerant(tagged)
-                      if file_key(e) not in keep and not self.other_branches.keeps(e.file.file_name)]
+                      if file_key(e) not in keep and e.file.file_name not in held
+                      and not self.other_branches.keeps(e.file.file_name)]
         except CorruptFileError as exc:
             log.warning("not deleting data files of the tag of snapshot %s of %s: %s", tagged.id,
                         self.table_path, exc)
@@ -75,7 +87,7 @@ class TagDeletion:
         try:
             keep_meta = set().union(*(self.cleaner.metadata_files(s, changelog=False) for s in neighbours))
             doomed_meta = [p for p in self.cleaner.metadata_files_tolerant(tagged, changelog=False) - keep_meta
-                           if not self.other_branches.keeps(p)]
+                           if p.rsplit("/", 1)[-1] not in held and not self.other_branches.keeps(p)]
         except CorruptFileError as exc:
             log.warning("not deleting manifests of the tag of snapshot %s of %s: %s", tagged.id,
                         self.table_path, exc)
