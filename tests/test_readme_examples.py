@@ -710,8 +710,8 @@ def test_command_line_block_spark_commands(warehouse, monkeypatch):
     lines = substitute(block("paimon-streaming demo [--warehouse DIR]", "bash"), wh_subst(warehouse)).split("\n")
     demo = build_parser().parse_args(_argv(lines[0], [("DIR", warehouse), ("--batches N", "--batches 3"),
                                                       ("--rows N", "--rows 100"), ("--keys N", "--keys 50"),
-                                                      ("SECONDS", "0.5")]))
-    assert (demo.batches, demo.rows, demo.keys, demo.interval) == (3, 100, 50, 0.5)
+                                                      ("SECONDS", "0.5"), ("--seed N", "--seed 7")]))
+    assert (demo.batches, demo.rows, demo.keys, demo.interval, demo.seed) == (3, 100, 50, 0.5, 7)
     ingest = _cli_line(lines, "ingest")
     base, alternatives = _optional_groups(substitute(ingest, [
         ("H:P", "localhost:9092"), ("--topic T", "--topic orders"), ("--warehouse W", f"--warehouse {warehouse}"),
