@@ -25,6 +25,9 @@ Checked, for every snapshot and tag:
 * the newest snapshot's totalRecordCount equals the rows of its live files (warning);
 * every partition's live files in the newest snapshot share one bucket count (rescale.py);
 * deletion-vector and first-row tables: no primary key is live twice in the newest snapshot.
+* dynamic-bucket tables (HASH index files): each bucket's HASH file holds the hash of every key
+  of its live data files, and each hash is in one bucket of a partition (else a later write,
+  ours or Java's, would put a key in a second bucket).
 
 Problems are collected, never raised (an unexpected failure is reported as a `check-failed`
 problem), so one run reports everything; `CheckReport.ok` is False when any problem is an
@@ -39,6 +42,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -58,7 +62,11 @@ from .long_lived_changelogs import (PREFIX as CHANGELOG_PREFIX, changelog_latest
                                     read_long_lived_changelog)
 from .manifest import ADD, IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
 from .options import CoreOptions
-from .manifest.entries import DELETION_VECTORS_INDEX
+from .manifest.entries import DELETION_VECTORS_INDEX, HASH_INDEX
+from .bucket import bucket_key_hashes
+from .cross_partition import is_cross_partition
+from .dynamic_bucket import read_hash_file
+from .evolution import read_evolved
 from .manifest.files import read_records
 from .paths import TableDirs
 from .scan import TableScan
@@ -618,6 +626,8 @@ class _Checker:
                          f"snapshot {snap.id} records totalRecordCount {snap.total_record_count} but its live "
                          f"files hold {rows} rows", severity=WARNING)
         self._check_bucket_counts(snap, live)
+        if self.verify_data:
+            self._check_hash_index(snap, live)
         opts = self.table.options
         if self.table.primary_keys and (opts.deletion_vectors or opts.merge_engine == "first-row"):
             self._check_unique_keys(snap)
@@ -639,6 +649,60 @@ class _Checker:
                              f"snapshot {snap.id}: partition {self.scan.partition_dir(partition) or '(the table)'} "
                              f"has files of {sorted(totals)} buckets; rewrite it with Table.rescale() "
                              "(`paimon-streaming rescale`)")
+
+    def _check_hash_index(self, snap: Snapshot, live: list[ManifestEntry]) -> None:
+        """Dynamic bucket tables (HASH index files, dynamic_bucket.py): each bucket's HASH file
+        holds the hash of every key of the bucket's data files, and a hash is indexed in one
+        bucket of a partition only. Else a later write (ours or Java's) sends a key to a second
+        bucket: a key live twice."""
+        schema = self.table.schema
+        if not schema.primary_keys or self.table.options.bucket != -1 or is_cross_partition(schema):
+            return
+        indexed: dict[bytes, dict[int, np.ndarray]] = {}
+        unreadable: set[tuple[bytes, int]] = set()
+        for e in self.scan.index_manifest.read(snap.index_manifest):
+            if e.index_file.index_type != HASH_INDEX:
+                continue
+            path = self.scan.dirs.index_file(self._bucket_dir(e), e.index_file)
+            try:
+                hashes = read_hash_file(self.io, path, e.index_file)
+            except PaimonError:
+                unreadable.add((e.partition, e.bucket))  # reported by _check_index_file
+                continue
+            bucket_files = indexed.setdefault(e.partition, {})
+            bucket_files[e.bucket] = np.concatenate([bucket_files.get(e.bucket, hashes[:0]), hashes])
+        where = self.snapshot_manager.path(snap.id)
+        for partition, buckets in indexed.items():
+            both = np.concatenate(list(buckets.values()))
+            labels = np.concatenate([np.full(len(h), b) for b, h in buckets.items()])
+            pairs = np.unique(np.stack([both.astype(np.int64), labels]), axis=1)
+            twice = np.unique(pairs[0][np.r_[False, pairs[0][1:] == pairs[0][:-1]]])
+            if len(twice):
+                self.problem("hash-index", where,
+                             f"snapshot {snap.id}: partition {self.scan.partition_dir(partition) or '(the table)'}: "
+                             f"{len(twice)} key hashes are indexed in two buckets (e.g. {twice[:3].tolist()}); "
+                             "their keys may be live twice")
+        keys = list(schema.trimmed_primary_keys)
+        types = [schema.field(k).type for k in keys]
+        for e in live:
+            path = TableDirs.data_file(self._bucket_dir(e), e.file)
+            if self._verdicts.get(path) is False or (e.partition, e.bucket) in unreadable:
+                continue
+            try:
+                rows = read_evolved(self.io, path, self.scan.schema_of(e.file.schema_id), schema, keys, (),
+                                    e.file.file_size, e.file.row_count)
+            except (PaimonError, OSError, pa.ArrowException):
+                continue  # reported with the data file
+            hashes = bucket_key_hashes(rows, keys, types)
+            bucket_hashes = indexed.get(e.partition, {}).get(e.bucket, np.empty(0, np.int32))
+            missing = ~np.isin(hashes, bucket_hashes)
+            if missing.any():
+                self.problem("hash-index", path,
+                             f"snapshot {snap.id}: {int(missing.sum())} keys of data file {e.file.file_name} (bucket "
+                             f"{e.bucket} of partition {self.scan.partition_dir(e.partition) or '(the table)'}) are "
+                             f"not in the bucket's HASH index file (e.g. "
+                             f"{rows.filter(pa.array(missing)).slice(0, 3).to_pylist()}): a later write of such a "
+                             "key would place it in another bucket, live twice")
 
     def _check_unique_keys(self, snap: Snapshot) -> None:
         keys = self.table.primary_keys

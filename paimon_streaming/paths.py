@@ -102,6 +102,37 @@ def _local_datetime_str(value: dt.datetime) -> str:
     return text
 
 
+def _cast_timestamp_str(value: dt.datetime, precision: int) -> str:
+    """Java's CAST(timestamp AS STRING), which names partitions when `partition.legacy-name` is
+    false: 'yyyy-MM-dd HH:mm:ss', then the fraction with at least `precision` digits (trailing
+    zeros beyond it dropped); a TIMESTAMP WITH LOCAL TIME ZONE as the wall clock of this
+    process's zone (Java's: the JVM's default zone)."""
+    nanos = value.microsecond * 1000 + getattr(value, "nanosecond", 0)
+    if value.tzinfo is not None:
+        value = value.astimezone().replace(tzinfo=None)
+    fraction = f"{nanos:09d}"
+    while len(fraction) > precision and fraction.endswith("0"):
+        fraction = fraction[:-1]
+    text = f"{value.year:04d}-{value:%m-%d %H:%M:%S}"
+    return text + "." + fraction if fraction else text
+
+
+def _cast_time_str(value: dt.time, precision: int) -> str:
+    """Java's CAST(time AS STRING) (`partition.legacy-name` = false): 'HH:mm:ss', then for a
+    precision above 0 the milliseconds' digits up to the last non-zero one (at least one)."""
+    text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    if precision <= 0:
+        return text
+    millis, digits = value.microsecond // 1000, ""
+    while precision > 0:
+        digits += str(millis // 100)
+        millis = millis % 100 * 10
+        if millis == 0:
+            break
+        precision -= 1
+    return f"{text}.{digits}"
+
+
 def partition_value_str(value: Any, t: DataType, legacy: bool = True) -> str | None:
     """The text of one partition value as Java prints it; None for null or blank."""
     if value is None:
@@ -114,8 +145,12 @@ def partition_value_str(value: Any, t: DataType, legacy: bool = True) -> str | N
     if r == "DATE":
         return str((value - _EPOCH_DATE).days) if legacy else value.isoformat()
     if r == "TIME":
+        if not legacy:
+            return _cast_time_str(value, t.precision or 0)
         return str((value.hour * 3600 + value.minute * 60 + value.second) * 1000 + value.microsecond // 1000)
     if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        if not legacy:
+            return _cast_timestamp_str(value, 6 if t.precision is None else t.precision)
         return _local_datetime_str(value)
     if r == "DECIMAL":
         return format(decimal.Decimal(value), "f")

@@ -8,6 +8,7 @@ Everything here is columnar: deletion vectors become boolean masks, the merge is
 """
 from __future__ import annotations
 
+import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
@@ -135,10 +136,30 @@ class SplitReader:
         table = read_evolved(self.file_io, path, self.scan.schema_of(meta.schema_id), self.schema,
                              [n for n in names if n not in tracking], system + stored,
                              file_size=meta.file_size, row_count=meta.row_count, keep=keep)
+        table = self._partition_timestamps(split, table)
         if tracking:
             table = row_tracking.with_tracking(
                 table, row_tracking.tracking_columns(meta, path, table if stored else None, keep))
         return table.select(names + system)
+
+    def _partition_timestamps(self, split: DataSplit, table: pa.Table) -> pa.Table:
+        """TIMESTAMP partition columns as the split's partition value, as Java reads them (from
+        the partition, not the file): pyarrow misreads the timestamps of Java's ORC files in the
+        second before 1970 that have a fraction (23:59:59.999 as 00:00:00.999 of 1970-01-01)."""
+        if not table.num_rows:
+            return table
+        values = None
+        for i, f in enumerate(self.scan.partition_fields):
+            if f.type.root not in ("TIMESTAMP", "TIMESTAMP_LTZ") or f.name not in table.column_names:
+                continue
+            values = values or self.scan.partition_values(split.partition)
+            if values[i] is None:
+                continue
+            at = table.column_names.index(f.name)
+            field = table.schema.field(at)
+            epoch = pa.scalar(_epoch_in(values[i], field.type.unit), pa.int64())
+            table = table.set_column(at, field, pa.repeat(epoch, table.num_rows).cast(field.type))
+        return table
 
     def _read_row_group(self, split: DataSplit, group: list[DataFileMeta], names: list[str]) -> pa.Table:
         """The rows of one row-id range of a data-evolution table (data_evolution.py)."""
@@ -220,3 +241,19 @@ def _narrowed(table: pa.Table) -> pa.Table:
 
 
 __all__ = ["SplitReader", "last_of_each_key", "first_of_each_key"]
+
+
+def _epoch_in(value: dt.datetime, unit: str) -> int:
+    """A decoded partition timestamp (naive, or aware in UTC; `nanosecond` below the
+    microsecond of a TIMESTAMP(7..9)) since the epoch in `unit`, floored as Java cuts it."""
+    nanosecond = getattr(value, "nanosecond", 0)   # (a conversion would lose it)
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    delta = value - _EPOCH
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if unit == "ns":
+        return micros * 1000 + nanosecond
+    return micros // {"s": 1_000_000, "ms": 1000, "us": 1}[unit]
+
+
+_EPOCH = dt.datetime(1970, 1, 1)

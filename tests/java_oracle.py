@@ -384,6 +384,26 @@ def rows_from_json(rows: Iterable[Mapping], types: Mapping[str, PType]) -> list[
 # ------------------------------------------------------------------------------------ oracle
 
 
+def _where_json(where: Any, types: Mapping[str, PType]) -> dict:
+    """A read's filter for Java's PredicateBuilder: a term (column, op[, value]) with op one of
+    = != < <= > >= (a value), "in" / "not in" / "between" (a list of values, nulls allowed in
+    lists), "is null" / "is not null" (no value), "startsWith" / "endsWith" / "contains" (a
+    string); or a tree {"and": [...]}, {"or": [...]}, {"not": p} of them (Java's negation of p,
+    an error where Java has none)."""
+    if isinstance(where, Mapping):
+        (kind, arg), = where.items()
+        if kind == "not":
+            return {"not": _where_json(arg, types)}
+        return {kind: [_where_json(p, types) for p in arg]}
+    column, comparison, *rest = where
+    out = {"column": column, "op": comparison}
+    if comparison in ("in", "not in", "between"):
+        out["values"] = [_to_json(v, types[column]) for v in rest[0]]
+    elif rest:
+        out["value"] = _to_json(rest[0], types[column])
+    return out
+
+
 class Pending:
     """The result of an operation queued in a :class:`Batch`; ``.result`` once it ran."""
 
@@ -484,21 +504,40 @@ class Batch:
             op["commitUser"] = commit_user
         if commit_identifier is not None:
             op["commitIdentifier"] = int(commit_identifier)
-        if overwrite:
+        if overwrite:  # (no static partition: Java's dynamic partition overwrite, as Flink's INSERT OVERWRITE)
             op["overwrite"] = True
-            if static_partition:
-                op["staticPartition"] = {k: str(v) for k, v in static_partition.items()}
+            op["staticPartition"] = {k: str(v) for k, v in (static_partition or {}).items()}
         return self._add(op)
+
+    def write_dynamic(self, path, rows: Sequence[Mapping], commit_user: str | None = None,
+                      commit_identifier: int | None = None, overwrite: bool = False,
+                      static_partition: Mapping[str, Any] | None = None, assigners: int | None = None,
+                      branch: str | None = None) -> Pending:
+        """`write` on a dynamic-bucket table ('bucket' = '-1'), buckets assigned as Java's Flink
+        sinks do (DynamicBucketWrite.java): HASH index files by `assigners` HashBucketAssigners
+        (default `dynamic-bucket.initial-buckets`, else 1; SimpleHashBucketAssigners for an
+        overwrite), cross-partition tables by GlobalIndexAssigner (bootstrapped from the table;
+        an empty table's batch takes its bulk-load path). Result: every row handed to Java's
+        writer, in order, with "_ROW_KIND" and "_BUCKET" (a moved key's -D in its old partition too)."""
+        pending = self.write(path, rows, commit_user, commit_identifier, overwrite, static_partition, branch)
+        op = self._ops[-1]
+        op["op"] = "write-dynamic"
+        if assigners is not None:
+            op["assigners"] = int(assigners)
+        types = self._types(str(path), branch)
+        pending._convert = lambda r: rows_from_json(r["written"], types)
+        return pending
 
     def read(self, path, snapshot_id: int | None = None, tag: str | None = None,
              columns: Sequence[str] | None = None, with_row_kind: bool = False,
              incremental_between: tuple[int, int] | None = None, branch: str | None = None,
-             equal: tuple[str, Any] | None = None, where: tuple[str, str, Any] | None = None,
+             equal: tuple[str, Any] | None = None, where: tuple | Mapping | None = None,
              system_table: str | None = None, options: Mapping[str, Any] | None = None,
              stream_plans: int | None = None, catch_error: bool = False) -> Pending:
-        """`where`: (column, op, value), op one of = < <= > >=, pushed down as a filter (`equal`:
-        (column, value), the same with =): Java skips files by statistics and file indexes, and
-        filters the rows of the files it reads by bitmap-based indexes only. `system_table`
+        """`where`: (column, op, value), op one of = != < <= > >=, pushed down as a filter (`equal`:
+        (column, value), the same with =), or a tree of them (see `_where_json`: and / or / not,
+        in, not in, is null, startsWith, between...): Java skips files by statistics and file
+        indexes, and filters the rows of the files it reads by bitmap-based indexes only. `system_table`
         "row_tracking": the rows with their `_ROW_ID` and `_SEQUENCE_NUMBER`; another name, that
         system table of Java's (e.g. "partitions"). `options`: more read
         (dynamic) options, e.g. {"scan.timestamp": ...}. `stream_plans` = n: read as a stream,
@@ -516,9 +555,7 @@ class Batch:
         if equal is not None:
             where = (equal[0], "=", equal[1])
         if where is not None:
-            column, comparison, value = where
-            op["where"] = {"column": column, "op": comparison,
-                           "value": _to_json(value, self._types(path, branch)[column])}
+            op["where"] = _where_json(where, self._types(path, branch))
         if branch is not None:
             op["branch"] = branch
         if incremental_between is not None:
@@ -734,6 +771,11 @@ class JavaOracle:
     def write(self, path, rows, commit_user=None, commit_identifier=None, overwrite=False,
               static_partition=None) -> None:
         self._one("write", path, rows, commit_user, commit_identifier, overwrite, static_partition)
+
+    def write_dynamic(self, path, rows, commit_user=None, commit_identifier=None, overwrite=False,
+                      static_partition=None, assigners=None) -> list[dict]:
+        return self._one("write_dynamic", path, rows, commit_user, commit_identifier, overwrite, static_partition,
+                         assigners)
 
     def read(self, path, snapshot_id=None, tag=None, columns=None, with_row_kind=False,
              incremental_between=None, equal=None, where=None, system_table=None, options=None,

@@ -87,6 +87,8 @@ import java.util.UUID;
  *   <li>buckets: {"rows": [...]} -> {"buckets": [int...]}
  *   <li>create-tag: {"tag", "snapshotId"?} -> {}
  *   <li>write-columns: {"firstRowId", "columns", "rows"} -> {} (data-evolution tables)
+ *   <li>write-dynamic: as write, on a dynamic-bucket table ('bucket' = '-1'), buckets assigned as
+ *       Java's Flink sinks do ({@link DynamicBucketWrite}) -> {"written": [row + "_BUCKET"...]}
  *   <li>expire: {"options"?} -> {"expired": n} (snapshot then, when decoupled, changelog
  *       expiration under the table's options overridden by "options", as after a commit)
  *   <li>rollback-to: {"snapshotId"} or {"tag"} -> {}
@@ -117,6 +119,8 @@ public final class PaimonOracle {
                 return create(path, cmd);
             case "write":
                 return write(path, cmd);
+            case "write-dynamic":
+                return DynamicBucketWrite.write(table(path), cmd);
             case "read":
                 if (cmd.path("catchError").asBoolean(false)) {
                     // {"catchError": true}: Java's refusal as a result ({"error": message}), so a
@@ -237,15 +241,7 @@ public final class PaimonOracle {
     static JsonNode write(Path path, JsonNode cmd) throws Exception {
         FileStoreTable table = onBranch(table(path), cmd);
         RowType rowType = table.rowType();
-        List<InternalRow> rows = new ArrayList<>();
-        for (JsonNode row : cmd.get("rows")) {
-            InternalRow r = ValueCodec.rowFromJson(row, rowType);
-            JsonNode kind = row.get(ROW_KIND);
-            if (kind != null && !kind.isNull()) {
-                r.setRowKind(RowKind.fromShortString(kind.asText()));
-            }
-            rows.add(r);
-        }
+        List<InternalRow> rows = rowsOf(cmd, rowType);
         boolean stream = cmd.hasNonNull("commitUser") || cmd.hasNonNull("commitIdentifier");
         IOManager ioManager = ioManager();
         try {
@@ -376,24 +372,10 @@ public final class PaimonOracle {
             readType = read.rowType().project(projection);
         }
         if (cmd.hasNonNull("where")) {
-            // {"column": name, "op": "=" | "<" | "<=" | ">" | ">=", "value": v}: pushed down as
-            // Java's readers push a WHERE clause (files skipped by statistics and file indexes;
-            // rows of files read filtered by bitmap-based indexes only)
-            JsonNode where = cmd.get("where");
-            int index = table.rowType().getFieldIndex(where.get("column").asText());
-            Object value = ValueCodec.fromJson(where.get("value"), table.rowType().getTypeAt(index));
-            PredicateBuilder builder = new PredicateBuilder(table.rowType());
-            String op = where.get("op").asText();
-            Predicate predicate =
-                    switch (op) {
-                        case "=" -> builder.equal(index, value);
-                        case "<" -> builder.lessThan(index, value);
-                        case "<=" -> builder.lessOrEqual(index, value);
-                        case ">" -> builder.greaterThan(index, value);
-                        case ">=" -> builder.greaterOrEqual(index, value);
-                        default -> throw new IllegalArgumentException("unknown comparison: " + op);
-                    };
-            rb = rb.withFilter(predicate);
+            // a predicate tree, pushed down as Java's readers push a WHERE clause (files skipped by
+            // statistics and file indexes; rows of files read filtered by bitmap-based indexes only):
+            // see whereOf
+            rb = rb.withFilter(whereOf(new PredicateBuilder(table.rowType()), table.rowType(), cmd.get("where")));
         }
         boolean withKind = cmd.path("withRowKind").asBoolean(false);
         List<Split> splits;
@@ -424,6 +406,55 @@ public final class PaimonOracle {
         result.set("fields", MAPPER.valueToTree(readType.getFields()));
         result.set("rows", out);
         return result;
+    }
+
+    /**
+     * A read's "where": {"and": [p, ...]}, {"or": [p, ...]}, {"not": p} (Java's negation; an
+     * error when Java has none), or {"column": name, "op": op, ...} with op one of = != < <= > >=
+     * ("value"), "in" / "not in" ("values": a list, nulls allowed), "is null", "is not null",
+     * "startsWith" / "endsWith" / "contains" ("value"), "between" ("values": [low, high]).
+     */
+    static Predicate whereOf(PredicateBuilder builder, RowType rowType, JsonNode where) {
+        if (where.has("and") || where.has("or")) {
+            List<Predicate> parts = new ArrayList<>();
+            for (JsonNode p : where.has("and") ? where.get("and") : where.get("or")) {
+                parts.add(whereOf(builder, rowType, p));
+            }
+            return where.has("and") ? PredicateBuilder.and(parts) : PredicateBuilder.or(parts);
+        }
+        if (where.has("not")) {
+            return whereOf(builder, rowType, where.get("not")).negate()
+                    .orElseThrow(() -> new IllegalArgumentException("Java cannot negate " + where.get("not")));
+        }
+        String column = where.get("column").asText();
+        int index = rowType.getFieldIndex(column);
+        if (index < 0) {
+            throw new IllegalArgumentException("no such column: " + column);
+        }
+        DataType type = rowType.getTypeAt(index);
+        String op = where.get("op").asText();
+        List<Object> values = new ArrayList<>();
+        for (JsonNode v : where.path("values")) {
+            values.add(ValueCodec.fromJson(v, type));
+        }
+        Object value = where.has("value") ? ValueCodec.fromJson(where.get("value"), type) : null;
+        return switch (op) {
+            case "=" -> builder.equal(index, value);
+            case "!=" -> builder.notEqual(index, value);
+            case "<" -> builder.lessThan(index, value);
+            case "<=" -> builder.lessOrEqual(index, value);
+            case ">" -> builder.greaterThan(index, value);
+            case ">=" -> builder.greaterOrEqual(index, value);
+            case "in" -> builder.in(index, values);
+            case "not in" -> builder.notIn(index, values);
+            case "is null" -> builder.isNull(index);
+            case "is not null" -> builder.isNotNull(index);
+            case "startsWith" -> builder.startsWith(index, value);
+            case "endsWith" -> builder.endsWith(index, value);
+            case "contains" -> builder.contains(index, value);
+            case "between" -> builder.between(index, values.get(0), values.get(1));
+            default -> throw new IllegalArgumentException("unknown comparison: " + op);
+        };
     }
 
     static JsonNode snapshots(Path path) throws Exception {
@@ -669,6 +700,20 @@ public final class PaimonOracle {
             }
             Thread.sleep(20);
         }
+    }
+
+    /** The command's "rows", each with its "_ROW_KIND" when given. */
+    static List<InternalRow> rowsOf(JsonNode cmd, RowType rowType) {
+        List<InternalRow> rows = new ArrayList<>();
+        for (JsonNode row : cmd.get("rows")) {
+            InternalRow r = ValueCodec.rowFromJson(row, rowType);
+            JsonNode kind = row.get(ROW_KIND);
+            if (kind != null && !kind.isNull()) {
+                r.setRowKind(RowKind.fromShortString(kind.asText()));
+            }
+            rows.add(r);
+        }
+        return rows;
     }
 
     /** The table, or its branch when the command names one ({"branch": name}). */
