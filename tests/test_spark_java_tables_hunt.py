@@ -609,7 +609,7 @@ def check(java, spark, cfg: Config, before: list, after: list, compact: list[boo
                 runs.append(stream_run(spark, path, ckpt, stream_options))
         t = ps.Table.open(path)
         cols, old_cols = cfg.cols(True), cfg.cols(False)
-        names, old_names = [c.name for c in cols], [c.name for c in old_cols]
+        names = [c.name for c in cols]
         core = t.to_arrow().to_pylist()
         flts = [data.draw(filters(cols, core), label=f"filter {i}") for i in range(data.draw(st.integers(3, 6)))]
         ids = list(range(t.snapshot_manager.earliest_id(), t.snapshot_manager.latest_id() + 1))
