@@ -35,7 +35,6 @@ import os
 import random
 import shutil
 import tempfile
-import time
 from collections import Counter
 
 import pyarrow as pa
@@ -144,49 +143,11 @@ class Hunt(LifecycleHunt):
         expired_refs: dict[int, set[str]] = {}
         consumer_before = ConsumerManager(self.t.file_io, self.path).next_snapshot(CONSUMER)
         ids_before = set(sids) | set(self.changelog_ids())
-        if kind == "write":
-            new = self.new_rows(op[2])
-            if side == "py":
-                self.t.write_arrow(pa.Table.from_pylist(new, SCHEMA))
-            else:
-                java_ops.append(("write", (self.path, new)))
-            self.rows = self.merged(new)
-        elif kind == "compact" and sids:
-            if side == "py":
-                self.t.compact(full=True)
-            else:
-                java_ops.append(("compact", (self.path,)))
-        elif kind == "tag" and sids:
-            sid = sids[op[2] % len(sids)]
-            name = f"t{next(self.tag_serial)}"
-            if side == "py":
-                self.t.create_tag(name, snapshot_id=sid)
-            else:
-                java_ops.append(("create_tag", (self.path, name, sid)))
-            self.tags[name] = sid
-        elif kind == "delete_tag" and self.tags:
-            name = sorted(self.tags)[op[2] % len(self.tags)]
-            if self.branch is not None and self.branch_tag == name:
-                return self.skipped()  # Java counts tags, not branches: keep the branch's tag (README)
-            if side == "py":
-                self.t.delete_tag(name)
-            else:
-                java_ops.append(("delete_tag", (self.path, name)))
-            del self.tags[name]
-        elif kind == "rollback" and sids:
-            if op[3] and self.tags:
-                name = sorted(self.tags)[op[2] % len(self.tags)]
-                target, sid = name, self.tags[name]
-            else:
-                target = sid = sids[op[2] % len(sids)]
-            if sid not in self.states or (self.branch is not None and self.tags.get(self.branch_tag, 0) > sid):
-                return self.skipped()
-            if side == "py":
-                self.t.rollback_to(target)
-            else:
-                java_ops.append(("rollback_to", (self.path, target)))
-            self.forget_after(sid)
-            self.tags = {n: i for n, i in self.tags.items() if i <= sid}
+        taken = self.shared_step(kind, side, op, sids, java_ops)
+        if taken is False:
+            return None
+        if taken:
+            pass  # a step both lifecycle hunts take alike
         elif kind == "consumer" and sids:  # at a snapshot or a long-lived changelog
             ids = sorted(ids_before)
             nxt = ids[op[2] % len(ids)] if op[2] % 4 else None
@@ -216,24 +177,11 @@ class Hunt(LifecycleHunt):
                                               older_than=datetime.datetime.now() if by_time else None)
             if result.expired:
                 _event("our changelog expiration expired some")
-        elif kind == "orphans":
-            time.sleep(0.01)
-            threshold = _now_plus(1)
-            if side == "py":
-                self.t.remove_orphan_files(older_than=threshold)
-            else:
-                java_ops.append(("remove_orphan_files", (self.path, threshold)))
         elif kind == "branch" and self.tags and self.branch is None:
             tag = sorted(self.tags)[op[2] % len(self.tags)]
             name = f"b{next(self.branch_serial)}"
             self.t.create_branch(name, tag=tag)
             self.branch, self.branch_tag = (name, rows_by(self.t.to_arrow(tag=tag), *KEYS)), tag
-        elif kind == "delete_branch" and self.branch is not None:
-            if side == "py":
-                self.t.delete_branch(self.branch[0])
-            else:
-                java_ops.append(("delete_branch", (self.path, self.branch[0])))
-            self.branch = None
         else:
             return self.skipped()
         _event(f"{kind} by {side}")
@@ -247,6 +195,12 @@ class Hunt(LifecycleHunt):
         if expired_refs:
             self.nothing_left_of(expired_refs)
         self.check_changelogs(kind, side, consumer_before, ids_before)
+
+    def keeps_tag(self, side: str, name: str) -> bool:
+        return self.branch is not None and self.branch_tag == name  # Java counts tags, not branches (README)
+
+    def refuses_rollback(self, side: str, sid: int) -> bool:
+        return self.branch is not None and self.tags.get(self.branch_tag, 0) > sid
 
     def changelog_refs(self) -> dict[int, set[str]]:
         """The files each long-lived changelog references now, by id."""

@@ -151,51 +151,11 @@ class Hunt:
         sids = self.snapshot_ids()
         before = sids[-1] if sids else None
         java_ops = []  # (method, args) run in one JVM after the checks of what Java reads
-        if kind == "write":
-            new = self.new_rows(op[2])
-            if side == "py":
-                self.t.write_arrow(pa.Table.from_pylist(new, SCHEMA))
-            else:
-                java_ops.append(("write", (self.path, new)))
-            self.rows = self.merged(new)
-        elif kind == "compact" and sids:
-            if side == "py":
-                self.t.compact(full=True)
-            else:
-                java_ops.append(("compact", (self.path,)))
-        elif kind == "tag" and sids:
-            sid = sids[op[2] % len(sids)]
-            name = f"t{next(self.tag_serial)}"
-            if side == "py":
-                self.t.create_tag(name, snapshot_id=sid)
-            else:
-                java_ops.append(("create_tag", (self.path, name, sid)))
-            self.tags[name] = sid
-        elif kind == "delete_tag" and self.tags:
-            name = sorted(self.tags)[op[2] % len(self.tags)]
-            if side == "java" and self.branch_unguarded(name):
-                return self.skipped()
-            if side == "py":
-                self.t.delete_tag(name)
-            else:
-                java_ops.append(("delete_tag", (self.path, name)))
-            del self.tags[name]
-        elif kind == "rollback" and sids:
-            if op[3] and self.tags:
-                name = sorted(self.tags)[op[2] % len(self.tags)]
-                target, sid = name, self.tags[name]
-            else:
-                target = sid = sids[op[2] % len(sids)]
-            if sid not in self.states:
-                return self.skipped()
-            if side == "java" and self.branch_unguarded(*[n for n, i in self.tags.items() if i > sid]):
-                return self.skipped()
-            if side == "py":
-                self.t.rollback_to(target)
-            else:
-                java_ops.append(("rollback_to", (self.path, target)))
-            self.forget_after(sid)
-            self.tags = {n: i for n, i in self.tags.items() if i <= sid}
+        taken = self.shared_step(kind, side, op, sids, java_ops)
+        if taken is False:
+            return None
+        if taken:
+            pass  # a step both lifecycle hunts take alike
         elif kind == "expire" and sids and not (side == "java" and self.branch_unguarded()):
             k, changelogs = op[2], op[3]
             if side == "py":
@@ -217,14 +177,6 @@ class Hunt:
                 consumers.record(CONSUMER, nxt) if nxt is not None else consumers.delete(CONSUMER)
             else:
                 java_ops.append(("record_consumer", (self.path, CONSUMER, nxt)))
-        elif kind == "orphans":
-            # let every file's modification time fall before the threshold
-            time.sleep(0.01)
-            threshold = _now_plus(1)
-            if side == "py":
-                self.t.remove_orphan_files(older_than=threshold)
-            else:
-                java_ops.append(("remove_orphan_files", (self.path, threshold)))
         elif kind == "expire_partitions" and self.partitioned and sids:
             if side == "py":
                 self.t.expire_partitions(expiration_time="1 d")
@@ -255,12 +207,6 @@ class Hunt:
             self.forget_after(sid)
             self.tags = {n: i for n, i in self.tags.items() if i < sid}
             self.tags[self.branch_tag] = sid  # the branch holds the tag it was made from
-        elif kind == "delete_branch" and self.branch is not None:
-            if side == "py":
-                self.t.delete_branch(self.branch[0])
-            else:
-                java_ops.append(("delete_branch", (self.path, self.branch[0])))
-            self.branch = None
         else:
             return self.skipped()
         _event(f"{kind} by {side}")
@@ -272,6 +218,80 @@ class Hunt:
         if kind == "orphans":
             self.cross_check_orphans(side)
         self.check(kind, side)
+
+    def shared_step(self, kind: str, side: str, op: tuple, sids: list[int], java_ops: list) -> bool | None:
+        """A step both lifecycle hunts take alike (test_changelog_lifecycle_hunt's too): True
+        when taken, False when the model refused it (logged as skipped), None for another kind."""
+        if kind == "write":
+            new = self.new_rows(op[2])
+            if side == "py":
+                self.t.write_arrow(pa.Table.from_pylist(new, SCHEMA))
+            else:
+                java_ops.append(("write", (self.path, new)))
+            self.rows = self.merged(new)
+        elif kind == "compact" and sids:
+            if side == "py":
+                self.t.compact(full=True)
+            else:
+                java_ops.append(("compact", (self.path,)))
+        elif kind == "tag" and sids:
+            sid = sids[op[2] % len(sids)]
+            name = f"t{next(self.tag_serial)}"
+            if side == "py":
+                self.t.create_tag(name, snapshot_id=sid)
+            else:
+                java_ops.append(("create_tag", (self.path, name, sid)))
+            self.tags[name] = sid
+        elif kind == "delete_tag" and self.tags:
+            name = sorted(self.tags)[op[2] % len(self.tags)]
+            if self.keeps_tag(side, name):
+                self.skipped()
+                return False
+            if side == "py":
+                self.t.delete_tag(name)
+            else:
+                java_ops.append(("delete_tag", (self.path, name)))
+            del self.tags[name]
+        elif kind == "rollback" and sids:
+            if op[3] and self.tags:
+                name = sorted(self.tags)[op[2] % len(self.tags)]
+                target, sid = name, self.tags[name]
+            else:
+                target = sid = sids[op[2] % len(sids)]
+            if sid not in self.states or self.refuses_rollback(side, sid):
+                self.skipped()
+                return False
+            if side == "py":
+                self.t.rollback_to(target)
+            else:
+                java_ops.append(("rollback_to", (self.path, target)))
+            self.forget_after(sid)
+            self.tags = {n: i for n, i in self.tags.items() if i <= sid}
+        elif kind == "orphans":
+            # let every file's modification time fall before the threshold
+            time.sleep(0.01)
+            threshold = _now_plus(1)
+            if side == "py":
+                self.t.remove_orphan_files(older_than=threshold)
+            else:
+                java_ops.append(("remove_orphan_files", (self.path, threshold)))
+        elif kind == "delete_branch" and self.branch is not None:
+            if side == "py":
+                self.t.delete_branch(self.branch[0])
+            else:
+                java_ops.append(("delete_branch", (self.path, self.branch[0])))
+            self.branch = None
+        else:
+            return None
+        return True
+
+    def keeps_tag(self, side: str, name: str) -> bool:
+        """Whether the model refuses `side` deleting tag `name`."""
+        return side == "java" and self.branch_unguarded(name)
+
+    def refuses_rollback(self, side: str, sid: int) -> bool:
+        """Whether the model refuses `side` rolling back to snapshot `sid` (one it holds)."""
+        return side == "java" and self.branch_unguarded(*[n for n, i in self.tags.items() if i > sid])
 
     def skipped(self) -> None:
         self.log[-1] += " (skipped)"
