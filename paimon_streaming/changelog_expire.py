@@ -39,11 +39,12 @@ from .consumers import ConsumerManager
 from .errors import CorruptFileError, InvalidOptionError, UnsupportedOperationError
 from .file_cleanup import FileCleaner
 from .fileio import FileIO
-from .long_lived_changelogs import PREFIX, changelog_latest_hint, long_lived_changelog_ids, read_long_lived_changelog
+from .long_lived_changelogs import (PREFIX, changelog_latest_hint, long_lived_changelog_ids, read_long_lived_changelog,
+                                    referenced_paths)
 from .options import CoreOptions
 from .orphans import OrphanFilesClean
 from .schema import TableSchema
-from .snapshot import Snapshot, SnapshotManager
+from .snapshot import SnapshotManager
 
 log = logging.getLogger(__name__)
 
@@ -147,37 +148,6 @@ class ChangelogExpiration:
         log.info("expired long-lived changelogs %s..%s of %s, deleted %s files", expiring_ids[0], expiring_ids[-1],
                  self.meta, deleted)
         return ChangelogExpireResult(len(expiring_ids), kept[0] if kept else None, deleted)
-
-
-def referenced_paths(cleaner: FileCleaner, changelogs: list[Snapshot]) -> set[str]:
-    """Paths of every file the changelogs reference that can still be read or named: manifest
-    lists, manifests, data files (with their extra files), index manifests, index files and
-    statistics (what long_lived_changelogs.referenced_names names)."""
-    scan = cleaner.scan
-    out: set[str] = set()
-    for c in changelogs:
-        for name in (c.base_manifest_list, c.delta_manifest_list, c.changelog_manifest_list):
-            if not name:
-                continue
-            out.add(f"{cleaner.manifest_dir}/{name}")
-            for meta in _tolerant(lambda: scan.manifest_list.read(name)):
-                out.add(f"{cleaner.manifest_dir}/{meta.file_name}")
-                for e in _tolerant(lambda: scan.manifest_file.read(meta.file_name)):
-                    out.update(cleaner.data_file_paths(e))
-        if c.index_manifest:
-            out.add(f"{cleaner.manifest_dir}/{c.index_manifest}")
-            out.update(cleaner.index_file_path(e) for e in _tolerant(lambda: scan.index_manifest.read(c.index_manifest)))
-        if c.statistics:
-            out.add(f"{cleaner.table_path}/statistics/{c.statistics}")
-    return out
-
-
-def _tolerant(read) -> list:
-    """A candidate list: what cannot be read (gone, damaged) names nothing more."""
-    try:
-        return list(read())
-    except CorruptFileError:  # MissingFileError too
-        return []
 
 
 def _either(given, changelog, snapshot):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .errors import MissingFileError
+from .errors import CorruptFileError, MissingFileError
 from .file_cleanup import FileCleaner
 from .fileio import FileIO
 from .snapshot import Snapshot, parse_snapshot_file
@@ -92,36 +92,37 @@ def long_lived_changelog(file_io: FileIO, root: str, snapshot_id: int) -> Snapsh
 
 
 def referenced_names(cleaner: FileCleaner, changelogs: list[Snapshot]) -> set[str]:
-    """Names of every manifest list, manifest, data file (and its extra files), index
-    manifest, index file and statistics file that the changelogs reference and that exist."""
-    scan = cleaner.scan
-    names: set[str] = set()
+    """Names of every file the changelogs reference (what `referenced_paths` lists): what
+    cleanup elsewhere must keep. A damaged file among them raises `CorruptFileError`: what it
+    references cannot be known, so the caller keeps everything."""
+    return {path.rsplit("/", 1)[-1] for path in referenced_paths(cleaner, changelogs, MissingFileError)}
+
+
+def referenced_paths(cleaner: FileCleaner, changelogs: list[Snapshot],
+                     unreadable: type[CorruptFileError] = CorruptFileError) -> set[str]:
+    """Paths of every file the changelogs reference: manifest lists, manifests, data files (with
+    their extra files), index manifests, index files and statistics. A file that cannot be read
+    for `unreadable` (by default: gone or damaged) names nothing more."""
+    def listed(read) -> list:
+        try:
+            return list(read())
+        except unreadable:
+            return []
+
+    scan, manifests = cleaner.scan, cleaner.manifest_dir
+    out: set[str] = set()
     for c in changelogs:
         for name in (c.base_manifest_list, c.delta_manifest_list, c.changelog_manifest_list):
             if not name:
                 continue
-            try:
-                manifests = scan.manifest_list.read(name)
-            except MissingFileError:
-                continue
-            names.add(name)
-            for meta in manifests:
-                try:
-                    entries = scan.manifest_file.read(meta.file_name)
-                except MissingFileError:
-                    continue
-                names.add(meta.file_name)
-                for e in entries:
-                    names.add(e.file.file_name)
-                    names.update(e.file.extra_files)
+            out.add(f"{manifests}/{name}")
+            for meta in listed(lambda: scan.manifest_list.read(name)):
+                out.add(f"{manifests}/{meta.file_name}")
+                for e in listed(lambda: scan.manifest_file.read(meta.file_name)):
+                    out.update(cleaner.data_file_paths(e))
         if c.index_manifest:
-            try:
-                index_entries = scan.index_manifest.read(c.index_manifest)
-            except MissingFileError:
-                index_entries = []
-            else:
-                names.add(c.index_manifest)
-            names.update(e.index_file.file_name for e in index_entries)
+            out.add(f"{manifests}/{c.index_manifest}")
+            out.update(cleaner.index_file_path(e) for e in listed(lambda: scan.index_manifest.read(c.index_manifest)))
         if c.statistics:
-            names.add(c.statistics)
-    return names
+            out.add(f"{cleaner.table_path}/statistics/{c.statistics}")
+    return out

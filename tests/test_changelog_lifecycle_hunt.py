@@ -42,12 +42,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import paimon_streaming as ps
-from paimon_streaming.changelog_expire import referenced_paths
 from paimon_streaming.check import check_table, repair_hints
 from paimon_streaming.consumers import ConsumerManager
 from paimon_streaming.errors import SnapshotExpiredError
 from paimon_streaming.file_cleanup import FileCleaner
-from paimon_streaming.long_lived_changelogs import long_lived_changelog_ids, long_lived_changelogs
+from paimon_streaming.long_lived_changelogs import long_lived_changelog_ids, long_lived_changelogs, referenced_paths
 from paimon_streaming.orphans import OrphanFilesClean
 from paimon_streaming.scan import TableScan
 from paimon_streaming.table import Table
