@@ -5,19 +5,22 @@ depends on ``org.apache.paimon:paimon-bundle`` (plus Hadoop's client jars, which
 Parquet/ORC formats need at run time). This module builds it once with ``mvn -q -B package``
 (output in ``tests/java/target/``: compiled classes in ``classes/``, every runtime jar copied
 to ``lib/``), skipping the build while a hash of ``pom.xml`` and the Java sources matches
-the one stored by the last good build, and then runs one JVM per call::
+the one stored by the last good build, and then sends requests to JVMs it keeps::
 
     java -cp tests/java/target/classes:tests/java/target/lib/* \\
-        org.paimonstreaming.oracle.PaimonOracle  < request.json
+        org.paimonstreaming.oracle.PaimonOracle --serve
 
-The request is one JSON document, ``{"ops": [op, ...]}``; several operations can share one
-JVM through :meth:`JavaOracle.batch`. Java and Maven are required: if either is missing (or
+A request is one JSON document on a line, ``{"ops": [op, ...]}`` (several operations in one
+request through :meth:`JavaOracle.batch`), its reply one line. A test process keeps its JVMs
+between requests (a JVM's start-up is most of a small request's time): a request finding none
+idle starts one, so requests running at once (a Java commit paused in a thread) each have
+their own; a JVM that died, hung or threw an Error is replaced. Java and Maven are required: if either is missing (or
 the build fails) :func:`get_oracle` raises :class:`JavaOracleUnavailable`, so tests FAIL
 rather than skip. Set ``PAIMON_ORACLE_JAVA`` / ``PAIMON_ORACLE_MVN`` to override the
 executables (default: ``$JAVA_HOME/bin/java`` or ``java`` on PATH, ``mvn`` on PATH), and
 ``PAIMON_ORACLE_LOG_LEVEL`` (default ``warn``) for the level of Paimon's log on the JVM's stderr.
-A first build downloads ~135 MB from Maven Central (~45 s); later builds take ~8 s, and a JVM
-call about 1-3 s.
+A first build downloads ~135 MB from Maven Central (~45 s); later builds take ~8 s; a JVM
+starts in about 1-3 s, and a request to a running one on a small table takes milliseconds.
 
 Tables are addressed by their directory, ``<warehouse>/<db>.db/<table>`` (what pypaimon's
 filesystem catalog uses for ``db.table``).
@@ -62,7 +65,9 @@ text or ``{"value": base64, "metadata": base64}`` (read: plus ``"json"``); null 
 
 from __future__ import annotations
 
+import atexit
 import base64
+import contextlib
 import datetime as _dt
 import decimal
 import fcntl
@@ -71,8 +76,12 @@ import json
 import math
 import os
 import re
+import select
 import shutil
 import subprocess
+import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -430,7 +439,7 @@ class JavaRefusal:
 
 
 class Batch:
-    """Operations queued to run in one JVM, in order; runs on leaving the ``with`` block.
+    """Operations queued to run in one request, in order; runs on leaving the ``with`` block.
 
     Each method mirrors :class:`JavaOracle`'s and returns a :class:`Pending`.
     The first failing operation raises :class:`JavaOracleError`; later ones do not run.
@@ -663,8 +672,119 @@ class Batch:
         return self._add(op)
 
 
+class _JavaServer:
+    """A JVM answering requests line by line (the oracle's `--serve` mode), so a test pays a
+    JVM's start-up (about a second, most of a short request's time) once, not per request."""
+
+    def __init__(self, cmd: list[str], key: tuple):
+        self.key = key
+        fd, self._log_path = tempfile.mkstemp(prefix="paimon-oracle-", suffix=".log")
+        with os.fdopen(fd, "wb") as log:  # the JVM's stderr; each request's part is read back
+            self.proc = subprocess.Popen([*cmd, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=log)
+        self.requests = 0
+        self.idle_since = time.monotonic()
+
+    def ask(self, request: bytes, timeout: float) -> tuple[dict | None, str]:
+        """The reply (None if the JVM died or did not answer in time) and what it logged meanwhile."""
+        self.requests += 1
+        logged = os.path.getsize(self._log_path)
+        reply = None
+        try:
+            self.proc.stdin.write(request + b"\n")
+            self.proc.stdin.flush()
+            line = self._read_line(time.monotonic() + timeout)
+            reply = json.loads(line) if line else None
+        except (BrokenPipeError, ValueError):
+            pass
+        with open(self._log_path, "rb") as log:
+            log.seek(logged)
+            return reply, log.read().decode(errors="replace")
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        out = self.proc.stdout.fileno()
+        chunks: list[bytes] = []
+        while not chunks or not chunks[-1].endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([out], [], [], left)[0]:
+                return None
+            chunk = os.read(out, 1 << 20)
+            if not chunk:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def exit_code(self) -> int | None:
+        return self.proc.poll()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            stream.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._log_path)
+
+
+class _ServerPool:
+    """This process's idle oracle JVMs, by command line and time zone (a JVM's default zone is
+    fixed at its start, and tests change TZ). A request finding none idle starts one, so
+    concurrent requests (a Java commit paused in a thread while others run) each have their own.
+    A JVM is retired after many requests, after a fatal error, and when idle for long."""
+
+    REQUESTS_PER_JVM = 500
+    IDLE_SECONDS = 120.0
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle: dict[tuple, list[_JavaServer]] = {}
+        atexit.register(self.close_all)
+
+    @staticmethod
+    def _key(cmd: list[str]) -> tuple:
+        return os.getpid(), os.environ.get("TZ"), tuple(cmd)  # a forked child starts its own JVMs
+
+    def take(self, cmd: list[str]) -> _JavaServer:
+        with self._lock:
+            self._retire_idle()
+            idle = self._idle.get(self._key(cmd), [])
+            while idle:
+                server = idle.pop()
+                if server.exit_code() is None:
+                    return server
+                server.close()
+        return _JavaServer(cmd, self._key(cmd))
+
+    def give_back(self, server: _JavaServer, fit: bool) -> None:
+        if not fit or server.requests >= self.REQUESTS_PER_JVM or server.key[0] != os.getpid():
+            server.close()
+            return
+        server.idle_since = time.monotonic()
+        with self._lock:
+            self._idle.setdefault(server.key, []).append(server)
+
+    def _retire_idle(self) -> None:
+        now = time.monotonic()
+        for key, servers in self._idle.items():
+            for server in [s for s in servers if now - s.idle_since > self.IDLE_SECONDS]:
+                servers.remove(server)
+                server.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            for servers in self._idle.values():
+                for server in servers:
+                    if server.key[0] == os.getpid():
+                        server.close()
+            self._idle.clear()
+
+
+_SERVERS = _ServerPool()
+
+
 class JavaOracle:
-    """Runs Apache Paimon's Java library on tables; one JVM per call (or per :meth:`batch`)."""
+    """Runs Apache Paimon's Java library on tables; one request per call (or per :meth:`batch`)."""
 
     def __init__(self, java: str, mvn: str | None, project_dir: Path = JAVA_DIR):
         self.java = java
@@ -728,21 +848,19 @@ class JavaOracle:
     # -- protocol
 
     def run_ops(self, ops: list[dict], timeout: float = 900) -> list[Any]:
-        """Send raw JSON operations to one JVM; returns the raw results, in order."""
+        """Send raw JSON operations to one of this process's JVMs; returns the raw results, in order."""
         self.ensure_built()
         request = json.dumps({"ops": ops}, allow_nan=False).encode()
         level = os.environ.get("PAIMON_ORACLE_LOG_LEVEL", "warn")
         cmd = [self.java, *_JVM_FLAGS, f"-Dorg.slf4j.simpleLogger.defaultLogLevel={level}",
                "-cp", self.classpath, MAIN_CLASS]
-        proc = subprocess.run(cmd,
-                              input=request, capture_output=True, timeout=timeout)
-        stderr = proc.stderr.decode(errors="replace")
-        try:
-            reply = json.loads(proc.stdout)
-        except ValueError:
+        server = _SERVERS.take(cmd)
+        reply, stderr = server.ask(request, timeout)
+        if reply is None:
+            server.close()
             raise JavaOracleError(
-                f"Paimon Java oracle gave no reply (exit {proc.returncode}):\n{stderr[-8000:]}",
-                stderr=stderr) from None
+                f"Paimon Java oracle gave no reply (exit {server.exit_code()}):\n{stderr[-8000:]}", stderr=stderr)
+        _SERVERS.give_back(server, fit=not reply.get("fatal"))
         if not reply.get("ok"):
             i = reply.get("index", 0)
             op = ops[i] if i < len(ops) else {}
@@ -756,7 +874,7 @@ class JavaOracle:
     def batch(self) -> Batch:
         return Batch(self)
 
-    # -- one JVM per call
+    # -- one request per call
 
     def _one(self, method: str, *args, **kwargs) -> Any:
         with self.batch() as b:
