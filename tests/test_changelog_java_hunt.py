@@ -9,7 +9,7 @@ one table and by us into another, and for every batch the changes it produced ar
 Changes are compared per key in the order they come (a key's -U precedes its +U; the order
 of different keys, which depends on buckets and files, carries no meaning).
 
-Each example costs one JVM run; CHANGELOG_HUNT_EXAMPLES sets how many (small in CI)."""
+Each example costs one JVM request; CHANGELOG_HUNT_EXAMPLES sets how many (4 by default)."""
 from __future__ import annotations
 
 import os
@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover
     from tests.java_oracle import get_oracle
     from tests.stream_batches import open_stream, snapshot_changes
 
-EXAMPLES = int(os.environ.get("CHANGELOG_HUNT_EXAMPLES", "2"))
+EXAMPLES = int(os.environ.get("CHANGELOG_HUNT_EXAMPLES", "4"))
 # no shrinking: every example is a JVM run (a failure prints its whole history, which is short)
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 5,
                     phases=[Phase.explicit, Phase.reuse, Phase.generate], print_blob=True,

@@ -4,7 +4,7 @@ them (changelog_expire.py, long_lived_changelogs.py, check.py).
 
 The hunt: random histories (Hypothesis draws a seed, the seed a table and a history of
 CHANGELOG_LIFECYCLE_STEPS/2 .. CHANGELOG_LIFECYCLE_STEPS steps; examples from
-CHANGELOG_LIFECYCLE_EXAMPLES, default 2) on a primary-key table whose changelog outlives its
+CHANGELOG_LIFECYCLE_EXAMPLES, default 4) on a primary-key table whose changelog outlives its
 snapshots (`changelog.num-retained.max` 12 over `snapshot.num-retained.max` 6), with
 changelog-producer input, lookup (deletion vectors), full-compaction (Java writes only: ours
 refuses that producer) or none. Steps: writes and full compactions (by Java or us; every commit
@@ -57,7 +57,7 @@ from stream_batches import open_stream, snapshot_changes, stream_rows
 from test_fault_injection_lifecycle import _run, files, plan
 from test_java_lifecycle_hunt import FIELDS, KEYS, SCHEMA, Hunt as LifecycleHunt, _change_key, _event, _now_plus
 
-EXAMPLES = int(os.environ.get("CHANGELOG_LIFECYCLE_EXAMPLES", "2"))
+EXAMPLES = int(os.environ.get("CHANGELOG_LIFECYCLE_EXAMPLES", "4"))
 STEPS = int(os.environ.get("CHANGELOG_LIFECYCLE_STEPS", "10"))
 CONSUMER = "changelog-reader"
 PRODUCERS = ["input", "lookup", "full-compaction", "none"]

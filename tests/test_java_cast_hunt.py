@@ -40,7 +40,7 @@ try:
 except ImportError:  # pragma: no cover - run from the repository root
     from tests.java_oracle import JavaRefusal, epoch_nanos, get_oracle, read_schema
 
-EXAMPLES = int(os.environ.get("JAVA_CAST_HUNT_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("JAVA_CAST_HUNT_EXAMPLES", "10"))
 D = decimal.Decimal
 NAN, INF = float("nan"), float("inf")
 

@@ -2,7 +2,7 @@
 turn, Java assigning buckets as its Flink sinks do (the oracle's `write_dynamic`: HashBucketAssigners
 over the HASH index files, or the cross-partition GlobalIndexAssigner bootstrapped from the
 table). Hypothesis draws a seed, the seed a table and a history (examples from
-JAVA_DYNAMIC_BUCKET_EXAMPLES, default 4; the longest history from JAVA_DYNAMIC_BUCKET_STEPS).
+JAVA_DYNAMIC_BUCKET_EXAMPLES, default 8; the longest history from JAVA_DYNAMIC_BUCKET_STEPS).
 
 Tables: HASH_DYNAMIC (primary key (id, dt), partitioned by dt) or KEY_DYNAMIC (primary key id
 alone: cross-partition upserts, keys moving between partitions), id a BIGINT, INT, STRING or
@@ -51,7 +51,7 @@ from paimon_streaming.scan import TableScan
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from java_oracle import get_oracle
 
-EXAMPLES = int(os.environ.get("JAVA_DYNAMIC_BUCKET_EXAMPLES", "4"))
+EXAMPLES = int(os.environ.get("JAVA_DYNAMIC_BUCKET_EXAMPLES", "8"))
 STEPS = int(os.environ.get("JAVA_DYNAMIC_BUCKET_STEPS", "8"))  # a history's length: STEPS/2 .. STEPS
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),
                     ("v", pa.string()), ("w", pa.int64())])

@@ -1,6 +1,6 @@
 """Hunt: one table written and maintained by both us and Paimon's Java 1.4.2, interleaved at
 random (Hypothesis draws a seed, the seed a history of 8..16 steps; examples from
-JAVA_LIFECYCLE_EXAMPLES, default 5, the longest history from JAVA_LIFECYCLE_STEPS).
+JAVA_LIFECYCLE_EXAMPLES, default 10, the longest history from JAVA_LIFECYCLE_STEPS).
 
 Each step is a write, a full compaction, a tag created or deleted, a rollback (to a snapshot or
 a tag), a snapshot/changelog expiration, a consumer's progress recorded, an orphan cleanup (a
@@ -43,7 +43,7 @@ from conftest import rows_by
 from java_oracle import get_oracle
 from stream_batches import open_stream, snapshot_changes
 
-EXAMPLES = int(os.environ.get("JAVA_LIFECYCLE_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("JAVA_LIFECYCLE_EXAMPLES", "10"))
 STEPS = int(os.environ.get("JAVA_LIFECYCLE_STEPS", "16"))  # a history's length: STEPS/2 .. STEPS
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.int64()), ("p", pa.string(), False)])
 FIELDS = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "BIGINT"},

@@ -59,7 +59,7 @@ try:
 except ImportError:  # pragma: no cover - run from the repository root
     from tests.java_oracle import get_oracle
 
-EXAMPLES = int(os.environ.get("SPARK_JAVA_HUNT_EXAMPLES", "3"))
+EXAMPLES = int(os.environ.get("SPARK_JAVA_HUNT_EXAMPLES", "5"))
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
 
 D = decimal.Decimal
