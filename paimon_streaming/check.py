@@ -240,6 +240,7 @@ class _Checker:
         self._decoded: dict[str, list | None] = {}
         self._verdicts: dict[str, bool] = {}
         self._schema_ids: set[int] | None = None
+        self._earliest_snapshot: int | None = None
         self._good_schemas: dict[int, TableSchema] = {}
 
     def share_verdicts(self, other: "_Checker") -> None:
@@ -337,6 +338,7 @@ class _Checker:
     def _snapshots(self) -> list[tuple[str, Snapshot]]:
         sm, tm = self.snapshot_manager, self.tag_manager
         ids = self._snapshot_ids()
+        self._earliest_snapshot = ids[0] if ids else None
         out: list[tuple[str, Snapshot]] = []
         for prev, cur in zip(ids, ids[1:]):
             if cur != prev + 1:
@@ -379,7 +381,9 @@ class _Checker:
         # a tag keeps its snapshot's data, not its changelog: expiring the snapshot deletes the
         # changelog manifest list, as Java's does (a tag reads and diffs without it)
         if snap.changelog_manifest_list is not None and not label.startswith("tag "):
-            tag = self._copied_tag_without_changelog(snap)
+            # such a copy is its branch's earliest snapshot: the changelog expired with the
+            # tagged snapshot, and with it every snapshot before
+            tag = self._copied_tag_without_changelog(snap) if snap.id == self._earliest_snapshot else None
             if tag is not None:
                 self.problem("expired-changelog", self.scan.manifest_list.path(snap.changelog_manifest_list),
                              f"{label} is a copy of tag '{tag}' (create_branch from the tag, or a fast-forward "
@@ -555,7 +559,8 @@ class _Checker:
     def _copied_tag_without_changelog(self, snap: Snapshot) -> str | None:
         """The tag `snap` is a copy of, when its changelog manifest list is gone: a tag keeps
         its snapshot's data, not its changelog, and create_branch copies the tag's file as the
-        branch's first snapshot (as Java's does), which a fast-forward copies into main."""
+        branch's first snapshot (as Java's does), which a fast-forward or a rollback to the tag
+        copies into main."""
         if self.io.exists(self.scan.manifest_list.path(snap.changelog_manifest_list)):
             return None
         try:

@@ -250,6 +250,12 @@ def validate(options: dict[str, str]) -> None:
     if typed.get("snapshot.num-retained.min") > typed.get("snapshot.num-retained.max"):
         raise InvalidOptionError("table option 'snapshot.num-retained.min' must not be greater than "
                                  "'snapshot.num-retained.max' (Paimon rejects it too); set both")
+    changelog_min, changelog_max = (typed.get(f"snapshot.num-retained.{end}") if typed.get(f"changelog.num-retained.{end}")
+                                    is None else typed.get(f"changelog.num-retained.{end}") for end in ("min", "max"))
+    if changelog_min > changelog_max:
+        raise InvalidOptionError(f"table option 'changelog.num-retained.min' ({changelog_min}) must not be greater than "
+                                 f"'changelog.num-retained.max' ({changelog_max}); each defaults to its "
+                                 "'snapshot.num-retained.*' option (Paimon rejects it too)")
 
 
 # Paimon table features this connector does not implement, with what they change. A table

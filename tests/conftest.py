@@ -8,11 +8,19 @@ from typing import Iterator
 
 import pyarrow as pa
 import pytest
+from hypothesis import settings
 from spark_support import spark_env
 
 # pypaimon (the oracle) runs in its own virtualenv and process: tests/pypaimon_oracle.py
 from pypaimon_oracle import (pypaimon_create, pypaimon_create_tag, pypaimon_read,  # noqa: F401
                              pypaimon_tags, pypaimon_write)
+
+# Property tests and hunts draw the same examples in every run (a failure in CI reproduces with
+# the same command); `pytest --hypothesis-profile explore` draws new ones, as does a hunt's
+# *_EXAMPLES variable where its module says so.
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("repeatable")
 
 # Every Spark driver the tests start, in this process or as a job or `ingest` command, starts fast.
 os.environ.update(spark_env())

@@ -87,8 +87,8 @@ def random_step(r: random.Random) -> tuple:
         return kind, side, r.randint(0, 60), r.random() < 0.5
     if kind == "java_expire":  # snapshots kept; whether Java's changelog expiration may go by time
         return kind, "java", r.randint(1, 4), r.random() < 0.3
-    if kind == "java_expire_changelogs":
-        return kind, "java", r.randint(1, 12)
+    if kind == "java_expire_changelogs":  # changelog.num-retained.max, at least its min (2)
+        return kind, "java", r.randint(2, 12)
     if kind == "py_expire":
         return kind, "py", r.randint(1, 4)
     if kind == "py_expire_changelogs":  # retain max, min, by time or by the options' time

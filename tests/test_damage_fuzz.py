@@ -512,3 +512,18 @@ def test_truncated_hash_index_file_is_trusted_by_the_writer(catalog, cut):
     with pytest.raises(CorruptFileError) as err:
         _fresh(t.path).write_arrow(batch(range(10), "b"))
     assert path in str(err.value)
+
+
+def test_missing_changelog_of_a_tagged_snapshot_is_found_by_check(catalog):
+    """Found in session 51: `check` took a tagged snapshot whose changelog manifest list was
+    deleted for a copy of the tag made after its changelog expired (a branch's or a rollback's
+    first snapshot), and said ok while streams over it failed. Only a branch's earliest snapshot
+    can be such a copy."""
+    t = catalog.create_table("db.cl", SCHEMA, primary_keys=PK, options={"bucket": "1", "changelog-producer": "input"})
+    for i in range(3):
+        t.write_arrow(batch([i], f"w{i}"))
+    t.create_tag("t", snapshot_id=2)
+    path = os.path.join(t.path, "manifest", t.snapshot(2).changelog_manifest_list)
+    os.remove(path)
+    report = check_location(t.path)
+    assert [(p.kind, p.path) for p in report.errors()] == [("missing-file", path)]

@@ -173,6 +173,23 @@ def test_min_above_max_is_rejected_at_creation(catalog):
         catalog.create_table("db.bad", SCHEMA, options={"snapshot.num-retained.max": "2"})
 
 
+@pytest.mark.parametrize("options", [
+    {"changelog.num-retained.min": "3", "changelog.num-retained.max": "2"},
+    {"changelog.num-retained.min": "12", "snapshot.num-retained.max": "11"},   # max defaults to the snapshots'
+    {"changelog.num-retained.max": "5", "snapshot.num-retained.min": "8", "snapshot.num-retained.max": "9"}])
+def test_changelog_min_above_max_is_rejected_as_java_rejects_it(catalog, options):
+    """Java 1.4.2's SchemaValidation refuses these at creation and in every later table copy
+    ("changelog.num-retained.min should not be larger than changelog.num-retained.max")."""
+    with pytest.raises(InvalidOptionError, match="'changelog.num-retained.min' .* must not be greater"):
+        catalog.create_table("db.bad", SCHEMA, options=options)
+    t = catalog.create_table("db.ok", SCHEMA)
+    with pytest.raises(InvalidOptionError, match="'changelog.num-retained.min' .* must not be greater"):
+        with t.update_schema() as u:
+            for key, value in options.items():
+                u.set_option(key, value)
+    assert t.schema_manager.latest().id == 0
+
+
 def test_time_retained_and_arguments(catalog):
     t = catalog.create_table("db.t", SCHEMA, options=ONE_SNAPSHOT_PER_WRITE)
     for i in range(5):

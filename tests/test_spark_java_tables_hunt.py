@@ -392,7 +392,12 @@ def literals(c: JCol, v: Any) -> list[Lit]:
         for x in (v, v - 1, v + 1):
             exact = c.lo <= x <= c.hi
             out.append(Lit(str(x) if abs(x) < 2**63 else f"{x}BD", D(x), x if exact else None, exact))
-        out += [Lit(f"{v}.0", D(v)), Lit(f"{v}.5", D(f"{v}.5")), Lit(f"CAST({v} AS BIGINT)", D(v), v, True)]
+        out += [Lit(f"{v}.0", D(v)), Lit(f"CAST({v} AS BIGINT)", D(v), v, True)]
+        half = D(v) + (D("0.5") if v >= 0 else D("-0.5"))   # the literal '{v}.5'
+        if c.lo <= half <= c.hi:
+            # beyond the column's range, Spark 4.3's analyzer folds the comparison to true or false
+            # (the plan's `Filter true`), for every source, Parquet's too: null rows then pass
+            out.append(Lit(f"{v}.5", half))
         if abs(v) < 2**53:
             out.append(Lit(f"{v}.0D", float(v)))
     elif c.kind == "double":
