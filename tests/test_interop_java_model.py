@@ -228,6 +228,7 @@ class EvolvingModel:
         self.pk = primary_key
         self.rows: list[dict] = []
         self.serial = 0
+        self.added = 0  # columns added so far: a new column's name is never one dropped before
 
     def batch(self, ids: list[int]) -> list[dict]:
         self.serial += 1
@@ -243,7 +244,8 @@ class EvolvingModel:
         kind, arg = op
         others = [c for c in self.columns if c != "id"]
         if kind == "add":
-            name = f"c{self.serial}_{len(self.columns)}"
+            self.added += 1
+            name = f"c{self.serial}_{self.added}"
             self.columns[name] = arg
             self.rows = [r | {name: None} for r in self.rows]
             return {"kind": "add", "path": [name], "type": arg}
