@@ -131,7 +131,8 @@ def aggregate_collection(spec: CollectionSpec, column: pa.ChunkedArray, field: s
     if not rows_ok.all():
         e = e.subset(np.flatnonzero(rows_ok))  # nested functions skip null elements
     if not spec.nested_key:
-        keep = _unretracted(e, _codes(e.values))
+        # adds alone are kept as they are: their elements (rows holding arrays too) are never compared
+        keep = _unretracted(e, _codes(e.values)) if (~e.is_add).any() else np.flatnonzero(e.is_add)
         return _build(col.type, groups, has_value, e.row_group[keep], keep, values=e.values, take=keep)
     key_codes = _codes(_struct_of(e.values, spec.nested_key))
     keep, order = _latest_per_code(e, key_codes)
@@ -265,9 +266,7 @@ def _partial_rows(e: _Elements, codes: np.ndarray, winners: np.ndarray) -> pa.Ar
 # ---- multiset semantics ---------------------------------------------------------------------------
 def _fifo_survivors(e: _Elements, codes: np.ndarray) -> np.ndarray:
     """The added elements left after each retracted element removed the oldest equal one still
-    there (Java's list of a `collect`), in position order."""
-    if len(codes) == 0:
-        return np.zeros(0, np.int64)
+    there (Java's list of a `collect`), in position order. Called with a retracted element."""
     order, starts, ends = _segments(e, codes)
     sorted_add = e.is_add[order]
     step = np.where(sorted_add, 1, -1)
@@ -285,11 +284,8 @@ def _fifo_survivors(e: _Elements, codes: np.ndarray) -> np.ndarray:
 
 
 def _unretracted(e: _Elements, codes: np.ndarray) -> np.ndarray:
-    """Added elements with no equal element retracted after them (`removeIf`), in position order."""
-    if not (~e.is_add).any():
-        return np.flatnonzero(e.is_add)
-    if len(codes) == 0:
-        return np.zeros(0, np.int64)
+    """Added elements with no equal element retracted after them (`removeIf`), in position order.
+    Called with a retracted element."""
     order, starts, ends = _segments(e, codes)
     sorted_add = e.is_add[order]
     seg = np.repeat(np.arange(len(starts)), ends - starts + 1)

@@ -204,12 +204,10 @@ def check_changelog_producer(schema: TableSchema, base: TableSchema | None = Non
 
 
 def _unwritable_producer(schema: TableSchema) -> InvalidOptionError | None:
-    if not schema.primary_keys:
-        return None
     from .lsm.changelog import changelog_producer  # the writer's module: imported when needed
-    try:
-        changelog_producer(schema.core_options, list(schema.primary_keys),
-                           f"with primary key {list(schema.primary_keys)}")
+    keys = list(schema.primary_keys)
+    try:  # an append table with a producer: Java refuses to create or open it
+        changelog_producer(schema.core_options, keys, f"with primary key {keys}" if keys else "without primary key")
     except InvalidOptionError as exc:
         return exc
     return None

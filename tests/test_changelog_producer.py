@@ -141,7 +141,14 @@ def test_lookup_without_deletion_vectors_is_refused_at_create_and_alter(catalog)
     for name, ok in (("dv", DV), ("first", {"merge-engine": "first-row"})):  # lookup compaction: accepted
         catalog.create_table(f"db.{name}", SCHEMA, primary_keys=["k"],
                              options={"bucket": "1", "changelog-producer": "lookup", **ok})
-    catalog.create_table("db.append", SCHEMA, options={"bucket": "-1", "changelog-producer": "lookup"})
+    for producer in ("input", "lookup"):  # an append table with a producer: Java refuses to create or open it
+        with pytest.raises(InvalidOptionError, match=f"without primary key: changelog-producer '{producer}' needs a "
+                                                     "primary key"):
+            catalog.create_table("db.append", SCHEMA, options={"bucket": "-1", "changelog-producer": producer})
+        assert not catalog.table_exists("db.append")
+    append = catalog.create_table("db.append", SCHEMA, options={"bucket": "-1", "changelog-producer": "none"})
+    with pytest.raises(InvalidOptionError, match="needs a primary key"):
+        append.update_schema().set_option("changelog-producer", "input").commit()
 
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
     t.write_arrow(rows([1], "a"))

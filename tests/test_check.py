@@ -180,3 +180,61 @@ def test_a_branch_without_commits_of_its_own_needs_no_hints(catalog, capsys):
     assert check_table(t).problems == []
     os.remove(f"{t.path}/branch/branch-from_last/snapshot/LATEST")
     assert [(p.severity, p.kind) for p in check_table(t).problems] == [("warning", "hint")]
+
+
+def test_manifests_that_do_not_replay_are_reported(catalog):
+    """A snapshot whose manifests add a file twice (its delta list swapped for an older one)."""
+    t = catalog.create_table("db.r", SCHEMA, primary_keys=["id", "p"], options={"bucket": "1"})
+    t.write_arrow(rows([1, 2]))
+    t.write_arrow(rows([2], v="b"))
+    first, second = t.snapshots()
+    edit_snapshot(f"{t.path}/snapshot/snapshot-2", delta_manifest_list=first.delta_manifest_list,
+                  delta_manifest_list_size=first.delta_manifest_list_size)
+    [(severity, kind, path)] = problems(t)
+    assert (severity, kind) == ("error", "corrupt-file")
+    assert path == t.new_commit().manifest_list.path(second.base_manifest_list)
+    [problem] = check_table(ps.Table.open(t.path)).problems
+    assert "snapshot 2: manifests do not replay" in problem.message and "added twice" in problem.message
+
+
+def test_a_location_that_cannot_be_opened_is_a_report(capsys):
+    report = check_location("nosuchscheme://bucket/db.db/t")
+    [problem] = report.problems
+    assert not report.ok and problem.kind == "check-failed" and "cannot open nosuchscheme://bucket/db.db/t" in \
+        problem.message
+    assert main(["check", "nosuchscheme://bucket/db.db/t"]) == 1
+
+
+def test_a_record_count_off_is_a_warning(dv):
+    latest = dv.latest_snapshot()
+    path = f"{dv.path}/snapshot/snapshot-{latest.id}"
+    edit_snapshot(path, total_record_count=latest.total_record_count + 5)
+    assert problems(dv) == [("warning", "record-count", path)]
+    [problem] = check_table(ps.Table.open(dv.path)).problems
+    assert f"totalRecordCount {latest.total_record_count + 5}" in problem.message
+
+
+def test_repair_deletes_hints_of_a_table_without_snapshot_files(catalog, capsys):
+    t = catalog.create_table("db.gone", SCHEMA, primary_keys=["id", "p"], options={"bucket": "1"})
+    t.write_arrow(rows([1]))
+    os.remove(f"{t.path}/snapshot/snapshot-1")
+    assert {"LATEST", "EARLIEST"} <= set(os.listdir(f"{t.path}/snapshot"))
+    main(["check", t.path, "--repair", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert sorted(report["repaired"]) == [f"deleted {t.path}/snapshot/{h}: the table has no snapshot file"
+                                          for h in ("EARLIEST", "LATEST")]
+    assert os.listdir(f"{t.path}/snapshot") == []
+    assert ps.Table.open(t.path).latest_snapshot() is None
+
+
+def test_a_lost_schema_file_is_reported_once(catalog):
+    """Data files written with a schema whose file is gone: the schema is the error, once; their
+    contents are not verified against a schema the check cannot have (nor reported again)."""
+    t = catalog.create_table("db.s", SCHEMA, primary_keys=["id", "p"], options={"bucket": "1"})
+    t.write_arrow(rows([1]))
+    t.update_schema().add_column("n", pa.int32()).commit()
+    t = ps.Table.open(t.path)
+    t.write_arrow(rows([2]).append_column("n", pa.array([5], pa.int32())))
+    t.update_schema().add_column("m", pa.int32()).commit()
+    os.remove(f"{t.path}/schema/schema-1")
+    assert problems(t) == [("error", "missing-file", f"{t.path}/schema/schema-1")]

@@ -319,3 +319,67 @@ def test_concurrent_probes_under_pressure_answer_exactly(tmp_path):
     assert cache.disk_bytes <= cache.max_disk_bytes
     assert len(os.listdir(cache.directory)) == len(cache._disk)
     cache.clear()
+
+
+def test_bloom_filters_stay_within_their_bound(tmp_path):
+    """Bloom filters of spilled indexes are an LRU of their own: beyond `bloom_max_bytes` the
+    oldest go (that file's probes then read its index from disk, answering alike)."""
+    bloom = BloomFilter.of(KeyIndex(int_keys(range(1000)), INT).bloom_hashes, 0.01)
+    cache = tiny_cache(tmp_path, bloom_max_bytes=2 * bloom.nbytes + 1)
+    for i in range(5):
+        cache.get(f"f{i}", lambda i=i: KeyIndex(int_keys(range(i * 1000, i * 1000 + 1000)), INT))
+    assert list(cache._blooms) == ["f2", "f3"] and cache._bloom_bytes == 2 * bloom.nbytes
+
+    def fail():
+        raise AssertionError("an index on disk was rebuilt from the data file")
+    assert list(cache.positions("f0", fail, BatchKeys.of(int_keys([5, 1005]), INT))) == [5]
+    cache.clear()
+
+
+def test_a_failed_spill_costs_a_rebuild_never_a_failed_lookup(tmp_path, monkeypatch):
+    def full_disk(self, path):
+        with open(path, "wb") as f:
+            f.write(b"partial")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(KeyIndex, "save", full_disk)
+    cache = tiny_cache(tmp_path)
+    cache.get("a", lambda: KeyIndex(int_keys(range(0, 100, 2)), INT))
+    cache.get("b", lambda: KeyIndex(int_keys(range(1, 100, 2)), INT))      # "a" leaves memory: no spill
+    assert cache.stats.spills == 0 and cache.disk_bytes == 0 and os.listdir(cache.directory) == []
+    index = cache.get("a", lambda: KeyIndex(int_keys(range(0, 100, 2)), INT))
+    assert cache.stats.builds == 3 and list(index.positions_of(BatchKeys.of(int_keys([4, 5]), INT))) == [2]
+    cache.clear()
+
+
+def test_a_forked_child_leaves_its_parents_spill_files_alone(tmp_path):
+    cache = tiny_cache(tmp_path)
+    cache.get("a", lambda: KeyIndex(int_keys(range(0, 100, 2)), INT))
+    cache.get("b", lambda: KeyIndex(int_keys(range(1, 100, 2)), INT))      # "a" spilled by the "parent"
+    parent_dir = cache.directory
+    parent_files = os.listdir(parent_dir)
+    cache._pid = os.getpid() + 1                                           # as a forked child sees it
+    builds = cache.stats.builds
+    cache.get("a", lambda: KeyIndex(int_keys(range(0, 100, 2)), INT))      # not the parent's file: rebuilt
+    assert cache.stats.builds == builds + 1 and cache._pid == os.getpid()
+    cache.get("c", lambda: KeyIndex(int_keys(range(5)), INT))              # spills into a directory of its own
+    assert cache.directory != parent_dir and os.listdir(parent_dir) == parent_files
+    cache.clear()
+    assert os.listdir(parent_dir) == parent_files
+
+
+def test_spill_directories_of_dead_processes_are_removed(tmp_path):
+    """Spark kills idle Python workers without their exit handlers: the next cache to spill
+    under the same parent removes the directories of processes that are gone, and only those."""
+    parent = tmp_path / "spill"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for name in (f"paimon-key-index-{dead.pid}-x", f"paimon-key-index-{os.getpid()}-y", "paimon-key-index-z",
+                 "unrelated"):
+        (parent / name).mkdir(parents=True)
+        (parent / name / "f.ints").write_bytes(b"\0" * 8)
+    cache = tiny_cache(tmp_path)
+    cache.get("a", lambda: KeyIndex(int_keys(range(10)), INT))
+    cache.get("b", lambda: KeyIndex(int_keys(range(10)), INT))             # the first spill
+    assert sorted(os.listdir(parent)) == sorted([f"paimon-key-index-{os.getpid()}-y", "paimon-key-index-z",
+                                                 "unrelated", os.path.basename(cache.directory)])
+    cache.clear()

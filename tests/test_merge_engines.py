@@ -202,6 +202,8 @@ def test_row_kind_strings_and_errors():
         row_kinds(pa.array(["+I", None]), "op")
     with pytest.raises(SchemaMismatchError, match="'op'.*7"):
         row_kinds(pa.array([0, 7]), "op")
+    with pytest.raises(SchemaMismatchError, match="'op' has type double"):
+        row_kinds(pa.array([0.0, 3.0]), "op")
 
 
 def test_row_kind_column_is_not_stored_and_deletes(catalog):
@@ -235,6 +237,21 @@ def test_rowkind_field_option_is_stored(catalog):
         t.write_arrow(pa.table({"id": [3], "v": ["c"], "op": ["+I"], "k2": ["+I"]}), row_kind_column="k2")
     with pytest.raises(InvalidOptionError, match="rowkind.field"):  # checked when the table is created
         TableSchema.create(schema, ["id"], [], {"rowkind.field": "nope"})
+    with pytest.raises(InvalidOptionError, match="rowkind.field column 'id' must be a string column"):
+        TableSchema.create(schema, ["id"], [], {"rowkind.field": "id"})
+
+
+def test_engine_options_checked_when_the_table_is_created(catalog):
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64()), ("ts", pa.int64())])
+    for options, match in [
+        ({"merge-engine": "last-wins"}, "'last-wins'.*merge-engine.*deduplicate"),
+        # Java refuses it whatever the engine ("Should not define aggregation on sequence field")
+        ({"sequence.field": "ts", "fields.ts.aggregate-function": "max"},
+         "sequence field 'ts' must not have an aggregate function"),
+    ]:
+        with pytest.raises(InvalidOptionError, match=match):
+            catalog.create_table("db.bad", schema, primary_keys=["id"], options={"bucket": "1", **options})
+        assert not catalog.table_exists("db.bad")
 
 
 def test_append_table_row_kinds(catalog):
@@ -364,6 +381,8 @@ def test_partial_update_option_errors():
         ({"fields.s1.sequence-group": "a", "partial-update.remove-record-on-delete": "true"}, "sequence-group"),
         ({"fields.s1.sequence-group": "a", "partial-update.remove-record-on-sequence-group": "b"}, "sequence fields"),
         ({"fields.a.aggregate-function": "sum"}, "sequence group"),
+        ({"ignore-delete": "true", "fields.s1.sequence-group": "a",
+          "partial-update.remove-record-on-sequence-group": "s1"}, "conflict"),
     ]:
         with pytest.raises(InvalidOptionError, match=match):
             engine_for(schema_for({**PU, **options}, PU_FIELDS))
@@ -454,6 +473,8 @@ def test_aggregation_option_errors():
         ({"fields.v.ignore-retract": "true", "aggregation.remove-record-on-delete": "true"}, "conflict"),
         ({"sequence.field": "v", "fields.v.aggregate-function": "sum"}, "sequence field"),
         ({"fields.v.ignore-retract": "maybe"}, "ignore-retract"),
+        ({"fields.s.aggregate-function": "listagg", "fields.s.distinct": "true"}, "'fields.s.distinct'.*not supported"),
+        ({"sequence.field": "v", "sequence.field.sort-order": "sideways"}, "'sideways'.*sort-order"),
     ]:
         with pytest.raises(InvalidOptionError, match=match):
             engine_for(schema_for({**AGG, **options}, AGG_FIELDS))
@@ -626,3 +647,41 @@ def test_pypaimon_reads_our_tables(warehouse, config):
     ours = _norm(t.to_arrow().to_pylist())
     assert ours == model_result({"bucket": "2", **options}, batches)
     assert _norm(pypaimon_read(warehouse, "db.t").to_pylist()) == ours
+
+
+# ---- float sequence fields ------------------------------------------------------------------------
+SEQ_FLOAT_ROWS = [  # k, v, x (the DOUBLE sequence field), in write order
+    (1, "a", 2.0), (1, "b", None), (1, "c", 1.0),
+    (2, "a", float("nan")), (2, "b", float("inf")), (2, "c", None),
+    (3, "a", None), (3, "b", None),
+    (6, "a", float("-inf")), (6, "b", None),
+]
+
+
+@pytest.mark.parametrize("per_key_nulls", [True, False], ids=["pyarrow>=25", "pyarrow<25"])
+def test_float_sequence_field_with_nulls_and_nan_orders_as_java(tmp_path, monkeypatch, per_key_nulls):
+    """A nullable DOUBLE sequence field: nulls are the oldest versions, NaN the newest (above
+    +inf), ties go to the later row, as Java 1.4.2 merges them; with pyarrow's per-key null
+    placement (>= 25) and the rank-based order of older pyarrow alike."""
+    from java_oracle import get_oracle
+    from paimon_streaming import merge_engine
+    monkeypatch.setattr(merge_engine, "_NULLS_PER_SORT_KEY", per_key_nulls)
+    opts = {"bucket": "1", "sequence.field": "x"}
+    schema = pa.schema([pa.field("k", pa.int32(), False), ("v", pa.string()), ("x", pa.float64())])
+    t = ps.Catalog(str(tmp_path / "ours")).create_table("db.t", schema, primary_keys=["k"], options=opts)
+    t.write_arrow(pa.table([list(c) for c in zip(*SEQ_FLOAT_ROWS)], schema=schema))
+    java = str(tmp_path / "java")
+    with get_oracle().batch() as b:
+        b.create_table(java, [{"name": "k", "type": "INT NOT NULL"}, {"name": "v", "type": "STRING"},
+                              {"name": "x", "type": "DOUBLE"}], ["k"], [], opts)
+        b.write(java, [{"k": k, "v": v, "x": x} for k, v, x in SEQ_FLOAT_ROWS])
+        java_rows = b.read(java)
+    expected = sorted((r["k"], r["v"]) for r in java_rows.result)
+    assert expected == [(1, "a"), (2, "a"), (3, "b"), (6, "a")]
+    assert sorted((r["k"], r["v"]) for r in t.to_arrow().to_pylist()) == expected
+    # only float columns, no nulls: NaN after +inf, then the next column
+    nan = float("nan")
+    table = pa.table({"a": [nan, 1.0, float("inf"), 1.0], "b": pa.array([0.5, nan, 0.0, -1.0], pa.float32())})
+    assert merge_engine.sort_nulls_first(table, ["a", "b"]).tolist() == [3, 1, 2, 0]
+    no_floats = pa.table({"a": [2, None, 1, None], "b": ["x", "y", None, None]})
+    assert merge_engine.sort_nulls_first(no_floats, ["a", "b"]).tolist() == [3, 1, 2, 0]

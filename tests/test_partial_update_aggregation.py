@@ -197,8 +197,11 @@ def test_lone_rows_pass_through_unless_merged_every_key():
 def test_options_refused_at_create(tmp_path):
     cat = ps.Catalog(str(tmp_path))
     schema = pa.schema([pa.field("k", I64, False), pa.field("g", I64), pa.field("v", I64),
-                        pa.field("l", pa.list_(I64)), pa.field("d", pa.decimal128(10, 2)), pa.field("s", pa.string())])
+                        pa.field("l", pa.list_(I64)), pa.field("d", pa.decimal128(10, 2)), pa.field("s", pa.string()),
+                        pa.field("m", pa.map_(pa.string(), I64))])
     cases = [
+        ({"fields.g.sequence-group": "m", "fields.m.aggregate-function": "merge_map"},
+         "'merge_map' on field 'm'.*'fields.m.ignore-retract' = 'true'"),
         ({"fields.g.sequence-group": "l", "fields.l.aggregate-function": "nested_update"}, "'nested_update'"),
         ({"fields.g.sequence-group": "l", "fields.l.aggregate-function": "collect", "fields.l.count-limit": "2"},
          "count-limit"),

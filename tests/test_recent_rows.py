@@ -29,6 +29,9 @@ def test_bounded_lru_and_discard():
     assert "a" not in cache and cache.nbytes == one.nbytes
     cache.put("huge", rows(1000))              # larger than the whole bound: not kept
     assert "huge" not in cache and "c" in cache
+    half = rows(50)
+    cache.put("c", half)                       # a file kept again: its old rows' bytes are released
+    assert cache.get("c") is half and cache.nbytes == half.nbytes
     off = RecentRows(max_bytes=0)
     off.put("a", one)
     assert "a" not in off
