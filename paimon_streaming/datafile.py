@@ -527,7 +527,8 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     wanted = [by_name[c] for c in columns] if columns is not None else list(fields)
     fmt = format_from_file_name(path)
     if fmt not in READ_FORMATS:
-        raise InvalidOptionError(f"cannot read {path}: file format {fmt!r} is not supported")
+        raise UnsupportedOperationError(f"cannot read {path}: file format {fmt!r} is not supported (Parquet, ORC "
+                                        "and Avro data files are)")  # a sound file: `check` says unreadable
     try:
         source = file_io.open_input_file(path, file_size)
     except FileNotFoundError:

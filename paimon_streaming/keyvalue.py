@@ -53,10 +53,10 @@ def file_fields(schema: TableSchema) -> list[DataField]:
     return kv_fields(schema) if schema.primary_keys else list(schema.fields)
 
 
-def first_key_above(rows: pa.Table, keys: Sequence[str], bound: tuple, inclusive: bool = False) -> int:
-    """Index of the first row whose key is greater than `bound` (or equal to it, with
-    `inclusive`), in rows sorted by key: one vectorized lexicographic comparison. A float NaN
-    is above every number and equal to any NaN, as keys are sorted and merged."""
+def first_key_above(rows: pa.Table, keys: Sequence[str], bound: tuple) -> int:
+    """Index of the first row whose key is greater than `bound`, in rows sorted by key: one
+    vectorized lexicographic comparison. A float NaN is above every number and equal to any
+    NaN, as keys are sorted and merged."""
     above = np.zeros(rows.num_rows, bool)
     equal_so_far = np.ones(rows.num_rows, bool)
     for name, value in zip(keys, bound):
@@ -70,8 +70,6 @@ def first_key_above(rows: pa.Table, keys: Sequence[str], bound: tuple, inclusive
             greater, equal = (greater | nan) & (not bound_nan), equal | (nan & bound_nan)
         above |= equal_so_far & greater
         equal_so_far &= equal
-    if inclusive:
-        above |= equal_so_far
     hits = np.flatnonzero(above)
     return int(hits[0]) if len(hits) else rows.num_rows
 

@@ -420,9 +420,6 @@ class CoreOptions:
         """`<key>#<column>` options: raw value by column name."""
         return {k[len(key) + 1:]: v for k, v in self.raw.items() if k.startswith(key + "#")}
 
-    def get_str(self, key: str, default: str | None = None) -> str | None:
-        return self.raw.get(key, default)
-
     @property
     def bucket(self) -> int:
         return self.get("bucket")

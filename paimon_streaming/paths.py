@@ -30,22 +30,6 @@ def escape_path_name(text: str) -> str:
     return _ESCAPED.sub(lambda m: f"%{ord(m.group()):02X}", text)
 
 
-def unescape_path_name(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "%" and _is_hex(text[i + 1:i + 3]):
-            out.append(chr(int(text[i + 1:i + 3], 16)))
-            i += 3
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def _is_hex(s: str) -> bool:
-    return len(s) == 2 and all(c in "0123456789abcdefABCDEF" for c in s)
-
-
 def java_float_str(value: float, single: bool) -> str:
     """Java's Float/Double.toString for the partition names of floating columns."""
     if math.isnan(value):

@@ -113,7 +113,12 @@ def _hidden_filled(arr: pa.Array, target: pa.DataType) -> pa.Array:
             children.append(child)
         return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
     if pa.types.is_fixed_size_list(t) and pa.types.is_list(target):
-        arr, t = arr.cast(pa.list_(t.value_field)), pa.list_(t.value_field)
+        # a null slot of a fixed-size list still holds its elements (nulls, often), which mean
+        # nothing there: it becomes an empty list slot (a cast would keep them as elements)
+        lengths = pc.fill_null(pc.list_value_length(arr), 0)
+        offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(lengths).cast(pa.int32())])
+        t = pa.list_(t.value_field)
+        arr = pa.ListArray.from_arrays(offsets, arr.flatten(), type=t, mask=mask)
     if ((pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_list(target)) \
             or (pa.types.is_map(t) and pa.types.is_map(target)):
         start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()  # a slice: its entries only, from 0

@@ -3,6 +3,7 @@ test_ingest.py); errors exit non-zero with a message."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -91,3 +92,65 @@ def test_cli_does_not_import_pyspark_and_validates_ingest_arguments(tmp_path, ca
     assert main(["ingest", "--bootstrap-servers", "127.0.0.1:1", "--warehouse", str(tmp_path),
                  "--table", "db.t"]) == 1
     assert "--topic" in capsys.readouterr().err
+
+
+def _small_table(tmp_path):
+    import paimon_streaming as ps
+    table = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "demo.t", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())]),
+        primary_keys=["id"], options={"bucket": "1"})
+    table.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    return table
+
+
+def test_human_output_of_info_and_compact(tmp_path, capsys):
+    table = _small_table(tmp_path)
+    assert main(["info", table.path]) == 0
+    out = capsys.readouterr().out
+    assert "columns:\n  id: BIGINT NOT NULL\n  v: STRING\n" in out and "primary_keys: ['id']" in out
+    assert "latest_snapshot: 1" in out and "total_rows: 2" in out
+    assert main(["compact", table.path, "--full"]) == 0
+    assert capsys.readouterr().out == f"compacted {table.ref}: snapshot 2\n"
+    assert main(["compact", table.path]) == 0
+    assert capsys.readouterr().out == f"compacted {table.ref}: nothing to do\n"  # all files at the top level
+
+
+def test_malformed_where_and_alter_arguments_exit_1_changing_nothing(tmp_path, capsys):
+    table = _small_table(tmp_path)
+    assert main(["delete", table.path, "--where", "id", "=", "1", "extra"]) == 1
+    assert "--where takes COLUMN OP [VALUE], got 'id = 1 extra'" in capsys.readouterr().err
+    # --set without '=' was an uncaught argparse.ArgumentTypeError: a traceback, not an error line
+    assert main(["alter", table.path, "--add-column", "c INT", "--set", "bucket"]) == 1
+    assert "expected KEY=VALUE, got 'bucket'" in capsys.readouterr().err
+    assert main(["alter", table.path, "--rename", "=x", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"] == "expected OLD=NEW, got '=x'"
+    assert main(["alter", table.path, "--add-column", "c"]) == 1
+    assert "--add-column expects 'NAME TYPE [FIRST | AFTER COLUMN]', got 'c'" in capsys.readouterr().err
+    import paimon_streaming as ps
+    assert ps.Table.open(table.path).schema.id == 0  # no alter committed a schema
+    assert ps.Table.open(table.path).latest_snapshot().id == 1
+
+
+def test_check_repair_prints_what_it_repaired_and_reports_its_failure(tmp_path, capsys):
+    table = _small_table(tmp_path)
+    with open(f"{table.path}/snapshot/LATEST", "w") as f:
+        f.write("garbage")
+    assert main(["check", table.path, "--repair"]) == 0
+    assert "repaired: " in capsys.readouterr().out
+    assert main(["check", table.path]) == 0
+    assert "repaired" not in capsys.readouterr().out
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    assert main(["check", str(not_a_dir), "--repair", "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert problems[0]["kind"] == "check-failed" and problems[0]["message"].startswith("--repair failed: ")
+
+
+def test_remove_orphans_lists_the_files(tmp_path, capsys):
+    table = _small_table(tmp_path)
+    orphan = f"{table.path}/bucket-0/data-orphan.parquet"
+    with open(orphan, "wb") as f:
+        f.write(b"x" * 10)
+    assert main(["remove-orphans", table.path, "--older-than", "2999-01-01", "--dry-run"]) == 0
+    assert capsys.readouterr().out == f"{orphan}\nwould remove 1 orphan files (10 bytes) of {table.ref}\n"
+    assert os.path.exists(orphan)

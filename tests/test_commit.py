@@ -137,6 +137,7 @@ def test_committed_identifiers_exactly_once_filter(pk_table):
     with pytest.raises(ps.CommitIdentifierError, match="identifier 6 of commit user 'job-2'"):
         pk_table.committed_identifiers("job-2", [6, 7])  # below the newest, never committed
     assert pk_table.committed_identifiers("job-3", [1]) == set()
+    assert pk_table.committed_identifiers("job-1", []) == set()
 
 
 def test_concurrent_committers_never_lose_a_snapshot(pk_table):
@@ -337,3 +338,41 @@ def test_a_failed_upload_among_a_snapshots_concurrent_metadata_writes_leaves_not
     t.write_arrow(batch([2, 4], v="new"), commit_user="u", commit_identifier=1)  # the stream replays it
     assert [s.commit_kind for s in t.snapshots()][-1] == "COMPACT"
     assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == {1: "x1", 2: "new2", 3: "x3", 4: "new4"}
+
+
+def test_concurrent_compactions_overlapping_in_a_level_conflict(catalog):
+    """Two compactions of different level-0 files of one bucket, each moving its file to the
+    top level: each deletes only live files, yet together they put overlapping key ranges in
+    one level (a reader would see a key twice). The second commit is a conflict and commits
+    nothing."""
+    import dataclasses
+
+    from paimon_streaming.commit import CommitMessage, Increment
+    t = catalog.create_table("db.lsm", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "1"})
+    t.write_arrow(batch([1, 2, 3]))
+    t.write_arrow(batch([2, 3, 4, 5], v="y"))
+    live = TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())
+    assert len(live) == 2 and {e.file.level for e in live} == {0}
+
+    def upgrade(e):
+        return CommitMessage(e.partition, e.bucket, e.total_buckets, compact=Increment(
+            deleted_files=[e.file], new_files=[dataclasses.replace(e.file, level=5)]))
+    assert t.new_commit().commit([upgrade(live[0])], "w1", 1) == [3]
+    with pytest.raises(CommitConflictError, match=r"LSM conflicts detected in .* bucket 0 level 5: files "):
+        t.new_commit().commit([upgrade(live[1])], "w2", 1)
+    assert t.latest_snapshot().id == 3
+    assert sorted((r["id"], r["v"]) for r in t.to_arrow().to_pylist()) == \
+        [(1, "x1"), (2, "y2"), (3, "y3"), (4, "y4"), (5, "y5")]
+
+
+def test_a_compaction_adding_a_live_file_again_is_a_conflict(pk_table):
+    """A compaction whose output is already live (its messages committed once) would count the
+    file's rows twice: a conflict, nothing committed."""
+    from paimon_streaming.commit import CommitMessage, Increment
+    pk_table.write_arrow(batch([1]))
+    (e,) = TableScan(pk_table.file_io, pk_table.path, pk_table.schema).live_entries(pk_table.latest_snapshot())
+    msg = CommitMessage(e.partition, e.bucket, e.total_buckets, compact=Increment(new_files=[e.file]))
+    with pytest.raises(CommitConflictError, match=f"file {e.file.file_name} .* is added twice"):
+        pk_table.new_commit().commit([msg], "u", 1)
+    assert pk_table.latest_snapshot().id == 1 and pk_table.to_arrow().num_rows == 1

@@ -144,3 +144,67 @@ def test_snapshot_missing_required_fields(pk):
     with pytest.raises(CorruptFileError) as err:
         fresh(pk).to_arrow()
     assert path in str(err.value)
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"id": 7}, "holds snapshot id 7"),
+    ({"commitKind": "APPENDX"}, "commitKind 'APPENDX'"),
+    ({"commitUser": 5}, "commit_user is 5, not a string"),
+    ({"schemaId": "0"}, "schema_id is '0', not an integer"),
+])
+def test_plausibility_of_a_snapshot_without_our_check(pk, change, why):
+    """A snapshot another writer made (no check entry) whose damage still parses as JSON is
+    refused, naming the file and what is wrong, instead of being read."""
+    from paimon_streaming.json_check import CHECK_KEY
+    path = f"{pk.path}/snapshot/snapshot-1"
+    obj = json.load(open(path))
+    obj["properties"].pop(CHECK_KEY)
+    open(path, "w").write(json.dumps(obj))
+    assert fresh(pk).to_arrow().num_rows == 3  # as Java writes it: read as before
+    obj.update(change)
+    open(path, "w").write(json.dumps(obj))
+    with pytest.raises(CorruptFileError, match=why) as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value)
+
+
+def test_snapshot_file_holding_a_json_array(pk):
+    path = f"{pk.path}/snapshot/snapshot-1"
+    open(path, "w").write("[1, 2]")
+    with pytest.raises(CorruptFileError, match="JSON object, not list") as err:
+        fresh(pk).to_arrow()
+    assert path in str(err.value)
+
+
+def _rewrite_vector(t: ps.Table, body: bytes) -> str:
+    """Put `body` (magic + bitmap) in place of the table's deletion vector, with a valid CRC."""
+    import struct
+    import zlib
+    scan = t.new_commit().index_manifest
+    (entry,) = [e for e in scan.read(t.latest_snapshot().index_manifest) if e.index_file.dv_ranges]
+    (meta,) = entry.index_file.dv_ranges
+    path = f"{t.path}/index/{entry.index_file.file_name}"
+    data = open(path, "rb").read()
+    record = struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+    padding = len(data) - meta.offset - len(record)  # the file keeps the size the index manifest records
+    assert padding >= 0
+    open(path, "wb").write(data[:meta.offset] + record + b"\x00" * padding)
+    return path
+
+
+def test_deletion_vector_with_an_unknown_magic_number(dv):
+    path = _rewrite_vector(dv, b"\x00\x00\x00\x07" + b"\x00" * 16)
+    with pytest.raises(CorruptFileError, match="unknown magic number") as err:
+        fresh(dv).to_arrow()
+    assert path in str(err.value)
+
+
+def test_deletion_vector_replaced_by_another_is_refused(dv):
+    """A valid vector of other positions (another file in its place) would hide other rows."""
+    import struct
+    from pyroaring import BitMap
+    from paimon_streaming.deletionvectors import MAGIC32
+    path = _rewrite_vector(dv, struct.pack(">i", MAGIC32) + BitMap([7]).serialize())
+    with pytest.raises(CorruptFileError, match="holds 1 positions but its index manifest entry records 2") as err:
+        fresh(dv).to_arrow()
+    assert path in str(err.value)

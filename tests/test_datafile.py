@@ -736,3 +736,28 @@ def test_avro_data_files_are_read(fio, monkeypatch):
     monkeypatch.setitem(fastavro.read.BLOCK_READERS, "deflate", missing)
     with pytest.raises(UnsupportedOperationError, match=r"data-x-0.avro is Avro compressed with 'deflate'.*cramjam"):
         read_data_file(file_io, path, AVRO_FIELDS)
+
+
+def test_a_java_csv_data_file_is_unsupported_not_damaged(warehouse, capsys):
+    """Java 1.4.2 writes CSV data files (`file.format` = csv); a table that switched to Parquet
+    keeps them. Reading one is an UnsupportedOperationError naming it, and `check` calls it
+    unreadable, not damaged (it was an InvalidOptionError, reported as a corrupt file)."""
+    import paimon_streaming as ps
+    from paimon_streaming.check import check_location
+    from paimon_streaming.errors import UnsupportedOperationError
+    java = get_oracle()
+    path = f"{warehouse}/db.db/csv_then_parquet"
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "BIGINT"}, {"name": "v", "type": "STRING"}],
+                       options={"file.format": "csv", "file.compression": "none"})
+        b.write(path, [{"id": 1, "v": "a"}])
+    with java.batch() as b:
+        b.alter(path, [{"kind": "set-option", "key": "file.format", "value": "parquet"}])
+    with java.batch() as b:
+        b.write(path, [{"id": 2, "v": "b"}])
+    (csv_file,) = glob.glob(f"{path}/bucket-0/*.csv")
+    with pytest.raises(UnsupportedOperationError, match="file format 'csv' is not supported") as err:
+        ps.Table.open(path).to_arrow()
+    assert csv_file in str(err.value)
+    kinds = {p.path: p.kind for p in check_location(path).problems}
+    assert kinds == {csv_file: "unreadable-file"}

@@ -99,3 +99,25 @@ def test_an_overwrite_places_its_keys_afresh_so_later_upserts_find_them(catalog)
                    for h in read_hash_file(t.file_io, f"{t.path}/index/{e.index_file.file_name}",
                                            e.index_file).tolist()]
         assert len(indexed) == len(set(indexed)) == len(model), trial  # each key indexed once, no stale ones
+
+
+def test_a_missing_hash_index_file_fails_the_upsert_naming_it(catalog):
+    """Without its HASH index a key already in the table would land in a second bucket: the
+    upsert is refused (MissingFileError naming the file) and commits nothing."""
+    import os
+
+    import pytest
+
+    from paimon_streaming.errors import MissingFileError
+    t = catalog.create_table("db.lost", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "-1"})
+    t.write_arrow(batch([1, 2], "x"))
+    latest = t.latest_snapshot()
+    scan = TableScan(t.file_io, t.path, t.schema)
+    (entry,) = scan.index_manifest.read(latest.index_manifest)
+    path = f"{t.path}/index/{entry.index_file.file_name}"
+    os.remove(path)
+    with pytest.raises(MissingFileError, match="HASH index file") as err:
+        catalog.get_table("db.lost").write_arrow(batch([2, 3], "y"))
+    assert path in str(err.value)
+    assert catalog.get_table("db.lost").latest_snapshot().id == latest.id

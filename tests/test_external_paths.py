@@ -155,6 +155,8 @@ def test_external_path_settings_are_checked(catalog):
           "data-file.external-paths.weights": "1,2,3"}, "one weight per path"),
         ({**base, "data-file.external-paths.strategy": "weight-robin",
           "data-file.external-paths.weights": "1,0"}, "positive"),
+        ({**base, "data-file.external-paths.strategy": "weight-robin",
+          "data-file.external-paths.weights": "1,x"}, "expected positive integers separated by commas"),
     ]:
         with pytest.raises(ps.InvalidOptionError, match=message):
             catalog.create_table("db.bad", SCHEMA, options=options)

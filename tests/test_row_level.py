@@ -370,3 +370,22 @@ def test_values_set_are_the_column_values_they_name_exactly(catalog):
         with pytest.raises(SchemaMismatchError, match=match):
             t.update([("id", "=", 1)], values)
     assert t.to_arrow().column("n").to_pylist() == [3]
+
+
+def test_a_delete_by_positions_compacts_waiting_level0_files_first(catalog):
+    """Level-0 files (left by a write-only writer) would bring a key back above the marks of a
+    delete by positions once compacted: they are compacted first, then the delete is planned
+    again on that snapshot, and Java reads the same rows."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true",
+                                      "merge-engine": "partial-update", "write-only": "true"})
+    t.write_arrow(batch(0, 6))
+    t.write_arrow(batch(0, 3))  # a second version of keys 0-2, on level 0 too
+    assert t.uncompacted_buckets(t.latest_snapshot())
+    sid = t.delete([("id", "in", [1, 4])])
+    assert [t.snapshot(i).commit_kind for i in range(3, sid + 1)] == ["COMPACT", "OVERWRITE"]
+    assert ids(t.to_arrow()) == [0, 2, 3, 5]
+    from java_oracle import get_oracle
+    with get_oracle().batch() as jb:
+        read = jb.read(t.path)
+    assert sorted(r["id"] for r in read.result) == [0, 2, 3, 5]

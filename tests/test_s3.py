@@ -236,3 +236,15 @@ def test_local_table_with_its_data_files_on_s3(s3, catalog, monkeypatch):
     assert t.file_io.read_bytes(some.replace("s3://", "s3a://", 1)) == t.file_io.read_bytes(some)
     assert rows_by(t.to_arrow(), "p", "id") == expected
     assert check_table(t).ok
+
+
+def test_renaming_a_table_on_s3_is_refused_and_the_table_stays(s3):
+    """S3 has no atomic directory rename (a copy of every file): refused, naming what to do."""
+    from paimon_streaming.errors import UnsupportedOperationError
+    cat = ps.Catalog("s3://lake/renames", options={"s3.endpoint": s3.endpoint, "s3.region": "us-east-1"})
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    t.write_arrow(pa.table({"id": [1, 2]}))
+    with pytest.raises(UnsupportedOperationError, match="renaming a directory on s3 is not atomic"):
+        cat.rename_table("db.t", "other.t2")
+    assert cat.get_table("db.t").to_arrow().num_rows == 2
+    assert not cat.table_exists("other.t2")

@@ -68,6 +68,10 @@ def test_arrow_mapping_round_trip():
     ({"bucket": "0"}, "bucket"), ({"bucket": "x"}, "bucket"), ({"file.format": "csv"}, "file.format"),
     ({"merge-engine": "newest"}, "merge-engine"), ({"deletion-vectors.enabled": "yes"}, "deletion-vectors"),
     ({"manifest.target-file-size": "big"}, "manifest.target-file-size"),
+    ({"snapshot.time-retained": "2 fortnights"}, "snapshot.time-retained.*expected a duration such as 1 h"),
+    ({"dynamic-bucket.max-buckets": "0"}, r"dynamic-bucket.max-buckets.*must be -1 \(no limit\)"),
+    ({"tag.creation-period-duration": "0 s"}, "tag.creation-period-duration.*must be a positive duration"),
+    ({"compaction.delete-ratio-threshold": "1.5"}, "compaction.delete-ratio-threshold.*between 0 and 1"),
 ])
 def test_invalid_options_rejected(catalog, options, match):
     with pytest.raises(InvalidOptionError, match=match):
@@ -204,3 +208,64 @@ def test_instants_and_wall_times_meet_in_a_zone(catalog):
     with pytest.raises(SchemaMismatchError, match="column 'inst' cannot be cast"):  # 02:30 that day never happened
         conform(pa.table({"inst": pa.array([dt.datetime(2024, 3, 10, 2, 30)], pa.timestamp("us"))}), t.schema,
                 "db.zoned", time_zone="America/New_York")
+
+
+def test_table_api_argument_errors_change_nothing(catalog):
+    """Wrong arguments to the Table API raise a specific error before anything is changed."""
+    t = catalog.create_table("db.args", pa.schema([("id", pa.int64(), False), ("v", pa.string()),
+                                                  ("p", pa.string(), False)]),
+                             primary_keys=["id", "p"], partition_keys=["p"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "v": ["a"], "p": ["x"]}))
+    t.write_arrow(pa.table({"id": [2], "v": ["b"], "p": ["y"]}))
+    t.create_tag("t1", 1)
+    assert repr(t) == f"Table({t.path!r})"
+    assert t.resolve_snapshot().id == 2 and t.resolve_snapshot(tag="t1").id == 1
+    with pytest.raises(InvalidOptionError, match="db.args has no 'partition.expiration-time'"):
+        t.expire_partitions()
+    with pytest.raises(ValueError, match="give snapshot_id or tag, not both"):
+        t.to_arrow(snapshot_id=1, tag="t1")
+    with pytest.raises(InvalidOptionError, match="row kind column 'v' is a column of table db.args"):
+        t.changes_between(1, 2, row_kind_column="v")
+    for call in (t.expire_snapshots, t.expire_changelogs, t.remove_orphan_files):
+        with pytest.raises(TypeError, match="expected a datetime or epoch milliseconds, got '2024-01-01'"):
+            call(older_than="2024-01-01")
+    assert [s.id for s in t.snapshot_manager.iter_descending()] == [2, 1]
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_fixed_size_list_input_writes_an_array_column(catalog):
+    """A fixed-size list column (embeddings, tensors) writes an ARRAY<INT NOT NULL>: a null
+    list's hidden null elements are not values (they were refused as null elements), a null
+    element of a list is."""
+    element = pa.field("element", pa.int32(), nullable=False)
+    t = catalog.create_table("db.fsl", pa.schema([("id", pa.int64()), ("a", pa.list_(element))]))
+    values = pa.FixedSizeListArray.from_arrays(pa.array([1, 2, None, None, 5, 6], pa.int32()), 2,
+                                               mask=pa.array([False, True, False]))
+    t.write_arrow(pa.table({"id": [1, 2, 3], "a": values}))
+    assert t.to_arrow().sort_by("id").to_pylist() == [{"id": 1, "a": [1, 2]}, {"id": 2, "a": None},
+                                                      {"id": 3, "a": [5, 6]}]
+    real_null = pa.FixedSizeListArray.from_arrays(pa.array([1, None], pa.int32()), 2)
+    with pytest.raises(SchemaMismatchError, match="column 'a' has a null element"):
+        t.write_arrow(pa.table({"id": [4], "a": real_null}))
+    assert t.latest_snapshot().id == 1
+
+
+def test_a_table_object_reads_a_schema_another_writer_added_since(catalog):
+    """A Table opened before another process changed the schema reads the new column (and
+    merges under the newest options), not the rows cut to its own old schema."""
+    t = catalog.create_table("db.evolving", pa.schema([("id", pa.int64(), False), ("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "v": ["a"]}))
+    stale = catalog.get_table("db.evolving")
+    stale_travel = catalog.get_table("db.evolving")
+    other = catalog.get_table("db.evolving")
+    with other.update_schema() as update:
+        update.add_column("n", "INT")
+    other.write_arrow(pa.table({"id": [2], "v": ["b"], "n": [7]}))
+    assert stale.schema.id == 0
+    rows = stale.to_arrow().sort_by("id").to_pylist()
+    assert rows == [{"id": 1, "v": "a", "n": None}, {"id": 2, "v": "b", "n": 7}]
+    assert stale.schema.id == 1
+    sid = stale.latest_snapshot().id
+    assert stale_travel.to_arrow(snapshot_id=sid).sort_by("id").to_pylist() == rows  # time travel to it
+    assert stale_travel.schema.id == 1

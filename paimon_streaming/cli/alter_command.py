@@ -22,7 +22,7 @@ def _path(text: str) -> str | tuple[str, ...]:
 def _pair(text: str, what: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        raise ValueError(f"expected {what}, got {text!r}")  # reported by main, as every argument error
     return name.strip(), value.strip()
 
 

@@ -80,9 +80,6 @@ class LiveFiles:
         return [e for p, buckets in self.partitions.items() if partitions is None or p in partitions
                 for b in buckets.values() for e in b.files.values()]
 
-    def file_count(self) -> int:
-        return sum(len(b.files) for buckets in self.partitions.values() for b in buckets.values())
-
     def apply(self, entries: Iterable[ManifestEntry], strict: bool = True
               ) -> tuple["LiveFiles", list[ManifestEntry], set[BucketKey]]:
         """The state after `entries` (merge_entries' rule), the DELETEs of files that are not
