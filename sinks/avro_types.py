@@ -39,11 +39,15 @@ def arrow_schema(avro_schema: Any) -> pa.Schema:
     if not isinstance(avro_schema, dict) or avro_schema.get("type") not in ("record", "error"):
         raise AvroTypeError("the Avro schema must be a record")
     named: dict[str, Any] = {}
+    if isinstance(avro_schema.get("name"), str):  # its fields may not contain it (a linked list): no column holds that
+        named[_full_name(avro_schema["name"], avro_schema.get("namespace"))] = _RESOLVING
     return pa.schema(_fields(avro_schema, named, _namespace_of(avro_schema, None)))
 
 
 def _fields(record: dict, named: dict[str, Any], namespace: str | None) -> list[pa.Field]:
     out = []
+    if not isinstance(record.get("fields"), list):  # Avro requires them (fastavro does not check)
+        raise AvroTypeError(f"the Avro record {record.get('name')!r} has no list of fields")
     for f in record["fields"]:
         t, nullable = _type(f["type"], named, namespace, f["name"])
         out.append(pa.field(f["name"], t, nullable))

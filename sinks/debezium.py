@@ -365,7 +365,7 @@ def split_envelopes(values: pa.Array) -> tuple[pa.Array, np.ndarray, list[bytes]
     while (left := enveloped & (groups < 0)).any():
         first = int(np.flatnonzero(left)[0])
         if len(texts) == _MAX_SCHEMA_GROUPS:  # a schema per record: hash them instead
-            codes = schemas.filter(pa.array(left)).cast(pa.binary()).dictionary_encode()
+            codes = schemas.cast(pa.binary()).filter(pa.array(left)).dictionary_encode()
             groups[left] = codes.indices.to_numpy(zero_copy_only=False) + len(texts)
             texts.extend(codes.dictionary.to_pylist())
             break

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -377,6 +378,10 @@ class Decoder:
             column = _failing_column(buffer, pa.schema(list(self._json_schema) + [
                 self._json_schema.field(c).with_name(a) for a, c in aliases.items()]))
             if column is None:
+                beyond = [k for k, v in document.items() if isinstance(v, float) and math.isinf(v)]
+                if beyond:  # pyarrow refuses the whole record: "Number too big to be stored in double"
+                    raise ValueError(f"field '{beyond[0]}' holds a number beyond the range of DOUBLE (about "
+                                     "1.8e308)") from None
                 raise
             raise ValueError(f"column '{column.name}' ({from_arrow(column.type)}): {exc}") from None
 
@@ -479,7 +484,8 @@ class Decoder:
                     decoded.append(i)
                 except Exception as exc:
                     if self.on_error == "fail":
-                        raise DecodeError(f"record {_where(records, i)} is not Avro of writer schema {sid}: {exc}") from exc
+                        raise DecodeError(f"record {_where(records, i)} is not Avro of writer schema {sid}: "
+                                          f"{exc.__class__.__name__}: {exc}") from exc
                     bad.append((i, f"not Avro of writer schema {sid}: {exc.__class__.__name__}: {exc}"))
             table, unfit = _build_or_find_culprits(
                 events, decoded, lambda e: debezium.avro_change_rows(e, columns, KIND_COLUMN, EVENT_COLUMN,
@@ -578,6 +584,13 @@ class Decoder:
             raise DecodeError(f"tombstone keys from {_where(records, 0)} on do not hold the primary key "
                               f"{list(self.primary_keys)}: {exc}") from exc
         for name in self.primary_keys:
+            if pa.types.is_integer(key_schema.field(name).type):  # pyarrow truncates a float key: 2.5 -> 2
+                for i, row in enumerate(rows):
+                    value = row.get(name)
+                    if isinstance(value, float) and not value.is_integer():
+                        raise DecodeError(f"tombstone key of record {_where(records, i)} holds {value!r} for primary "
+                                          f"key '{name}' ({key_schema.field(name).type}), which is no value of it (never "
+                                          "truncated: it would delete another row)")
             if table.column(name).null_count:
                 i = int(np.flatnonzero(table.column(name).is_null().to_numpy(zero_copy_only=False))[0])
                 raise DecodeError(f"tombstone key of record {_where(records, i)} has no '{name}' "
@@ -786,7 +799,11 @@ def _read_json(buffer: bytes, schema: pa.Schema, unexpected: str = "ignore") -> 
 
 def _failing_column(buffer: bytes, schema: pa.Schema) -> pa.Field | None:
     """The first column of `schema` that one JSON record's value does not fit (VARIANT columns
-    take any JSON)."""
+    take any JSON). None when the record fails whatever its columns (it does not parse)."""
+    try:
+        _read_json(buffer, pa.schema([]))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return None
     for f in schema:
         if is_variant_arrow(f.type):
             continue

@@ -110,6 +110,11 @@ class IngestConfig:
         keyed = set(self.variant_columns) & set(self.primary_keys + self.partition_keys)
         if keyed:
             raise InvalidOptionError(f"--variant-column {sorted(keyed)} cannot be a primary or partition key")
+        if self.source not in SOURCES:
+            raise InvalidOptionError(f"unknown source '{self.source}'; use auto, kafka (Spark's connector) or "
+                                     "kafka-python")
+        if self.trigger != "available-now":
+            _interval(self.trigger)  # refused before a table is created or a topic read
         if self.database is not None and (self.schema or self.source_table):
             raise InvalidOptionError("--schema and --source-table are for one table; with --database each source "
                                      "table gets its own (--including-tables/--excluding-tables choose them; create "
@@ -409,6 +414,9 @@ def sample_records(cfg: IngestConfig) -> list[tuple[bytes | None, bytes]]:
 
 
 # ---- the query -------------------------------------------------------------------------
+SOURCES = ("auto", "kafka", "kafka-python")
+
+
 def spark_kafka_available(spark: SparkSession) -> bool:
     """Whether Spark's own Kafka connector (spark-sql-kafka-0-10) is on the driver's classpath."""
     try:
@@ -422,9 +430,7 @@ def spark_kafka_available(spark: SparkSession) -> bool:
 def kafka_source_name(spark: SparkSession, choice: str) -> str:
     if choice == "auto":
         return "kafka" if spark_kafka_available(spark) else "kafka-python"
-    if choice not in ("kafka", "kafka-python"):
-        raise InvalidOptionError(f"unknown source '{choice}'; use auto, kafka (Spark's connector) or kafka-python")
-    return choice
+    return choice  # one of SOURCES (IngestConfig refuses others)
 
 
 def decode_batches(decoder: Decoder, new_fields: Accumulator, rejected: Accumulator, sources: Accumulator,
@@ -615,7 +621,7 @@ def start_query(spark: SparkSession, cfg: IngestConfig, source: str, write: Call
 
 def _interval(trigger: str) -> str:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|m|min)?", trigger.strip())
-    if not m:
+    if not m or ("." in m.group(1) and m.group(2) in ("m", "min")):  # Spark: no fraction of a minute
         raise InvalidOptionError(f"--trigger must be an interval like 10s, 500ms, 1m, or available-now; got '{trigger}'")
     unit = {"ms": "milliseconds", "s": "seconds", None: "seconds", "m": "minutes", "min": "minutes"}[m.group(2)]
     return f"{m.group(1)} {unit}"

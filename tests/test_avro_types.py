@@ -123,3 +123,60 @@ def test_values_are_cast_to_the_table_only_where_they_fit():
     with pytest.raises(DecodeError, match="column 'at' is a TIMESTAMP WITHOUT LOCAL TIME ZONE but the Avro writer "
                                           "schema has an instant"):
         Decoder("avro", wall, avro_schema=json.dumps(writer)).decode(records(avro(writer, [{"id": 1, "n": 1.0, "at": at}])))
+
+
+def test_referenced_types_inlined_wherever_the_schema_uses_them():
+    """A registry schema's references (named types defined in other subjects), used as a map's
+    values, in the `{"type": <name>}` form, in a union and in the referenced types themselves:
+    each defined at its first use, named after it, so the schema stands alone and decodes as the
+    producer wrote it. Other input: AvroTypeError naming the field."""
+    from paimon_streaming.sinks.avro_types import inline_references
+    kind = {"type": "enum", "name": "Kind", "namespace": "geo", "symbols": ["HOME", "WORK"]}
+    address = {"type": "record", "name": "Address", "namespace": "geo", "fields": [
+        {"name": "city", "type": "string"}, {"name": "kind", "type": "Kind"}]}
+    plain = {"type": "record", "name": "Note", "fields": [{"name": "text", "type": "string"}]}  # no namespace
+    order = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+        {"name": "id", "type": {"type": "long"}},
+        {"name": "by_name", "type": {"type": "map", "values": "geo.Address"}},
+        {"name": "home", "type": {"type": "geo.Address"}},
+        {"name": "note", "type": ["null", "Note"], "default": None},
+        {"name": "size", "type": 5}]}
+    inlined = inline_references(order, {"geo.Kind": kind, "geo.Address": address, "Note": plain})
+    fields = {f["name"]: f["type"] for f in inlined["fields"]}
+    assert fields["by_name"]["values"]["fields"][1]["type"] == kind  # defined at its first use
+    assert fields["home"] == {"type": "geo.Address"} and fields["size"] == 5
+    assert fields["note"][1] == {**plain, "namespace": ""}  # keeps its own (empty) namespace inside shop
+    inlined["fields"] = [f for f in inlined["fields"] if f["name"] not in ("home", "size")]  # fastavro: no such forms
+    parsed = fastavro.parse_schema(inlined)
+    row = {"id": 1, "by_name": {"a": {"city": "Oslo", "kind": "WORK"}}, "note": {"text": "hi"}}
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, parsed, row)
+    assert fastavro.schemaless_reader(io.BytesIO(body.getvalue()), parsed) == row
+    assert arrow_schema(inlined).field("note").type == pa.struct([pa.field("text", pa.string(), False)])
+    with pytest.raises(AvroTypeError, match="the Avro schema must be a record"):
+        arrow_schema({"type": "array", "items": "long"})
+    with pytest.raises(AvroTypeError, match="Avro field 'size': 5 is not an Avro type"):
+        arrow_schema({**order, "fields": [order["fields"][0], order["fields"][-1]]})
+
+
+def test_a_recursive_writer_schema_is_refused_naming_the_field(tmp_path):
+    """A record that contains itself (a linked list) is valid Avro no column can hold: decoding
+    with it as --avro-schema, or creating a table from it, is a DecodeError naming the field;
+    no table is created."""
+    import paimon_streaming as ps
+    from paimon_streaming.sinks.ingest import IngestConfig, ensure_table
+    node = {"type": "record", "name": "Node", "namespace": "shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "next", "type": ["null", "Node"], "default": None}]}
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, fastavro.parse_schema(node), {"id": 1, "next": {"id": 2, "next": None}})
+    table = pa.schema([pa.field("id", pa.int64(), False)])
+    error = r"Avro field 'next': the record shop.Node contains itself, which no column can hold"
+    with pytest.raises(DecodeError, match=f"the Avro schema: {error}"):
+        Decoder("avro", table, ("id",), avro_schema=json.dumps(node)).decode(records([body.getvalue()]))
+    avsc = tmp_path / "node.avsc"
+    avsc.write_text(json.dumps(node))
+    cfg = IngestConfig(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.nodes", topics=("t",),
+                       format="avro", avro_schema=str(avsc), primary_keys=("id",))
+    with pytest.raises(DecodeError, match=error):
+        ensure_table(None, cfg, lambda line: None, lambda: [])
+    assert not ps.Catalog(str(tmp_path)).table_exists("db.nodes")

@@ -213,3 +213,46 @@ def test_ingest_canal_end_to_end(spark, broker, tmp_path):
     assert ours == sorted(({**stored(v), "opens": v["opens"].isoformat()} for v in final.values()),
                           key=lambda r: r["id"])
     assert java == ours
+
+
+def test_a_new_table_is_not_created_from_messages_that_cannot_type_it(tmp_path):
+    """Creating the table from the first row message: a column of a MySQL type not read here (or
+    with no type) is an InvalidOptionError asking for --schema; DDL alone tells no columns yet
+    (NoRowsYet, the job waits); no table is created either way."""
+    import paimon_streaming as ps
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.sinks.ingest import IngestConfig, NoRowsYet, ensure_table
+    cfg = IngestConfig(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.items", topics=("t",),
+                       format="canal-json", primary_keys=("id",))
+    ddl = json.dumps({"isDdl": True, "type": "CREATE", "sql": "CREATE TABLE items (id INT)", "data": None}).encode()
+
+    def row(types):
+        return json.dumps({"isDdl": False, "type": "INSERT", "mysqlType": types, "data": [{"id": "1"}]}).encode()
+    for types, error in [({"id": "int", "spot": "point"}, "column 'spot' has MySQL type 'point', not read here"),
+                         ({"id": "int", "note": ""}, "column 'note' has MySQL type '', not read here")]:
+        with pytest.raises(InvalidOptionError, match=f"cannot create table db.items from the change events: {error}"):
+            ensure_table(None, cfg, lambda line: None, lambda: [(None, ddl), (None, row(types))])
+    with pytest.raises(NoRowsYet, match="table db.items does not exist and the topic holds no Canal row message yet"):
+        ensure_table(None, cfg, lambda line: None, lambda: [(None, ddl)])
+    assert not ps.Catalog(str(tmp_path)).table_exists("db.items")
+    table = ensure_table(None, cfg, lambda line: None, lambda: [(None, ddl), (None, row({"id": "int", "n": "bigint"}))])
+    assert table.schema.arrow_schema() == pa.schema([pa.field("id", pa.int32(), False), ("n", pa.int64())])
+
+
+def test_messages_whose_rows_cannot_be_applied_are_refused_by_record():
+    """A row message without rows, an UPDATE whose 'old' does not hold one entry per row, a SET
+    value with a bit beyond its labels: each refused naming the record, the others applied."""
+    def message(**fields) -> bytes:
+        return json.dumps({"database": "shop", "table": "items", "isDdl": False, "mysqlType": MYSQL_TYPES,
+                           **fields}).encode()
+    good = message(type="INSERT", data=[{"id": "1", "tags": "3"}])
+    bad = [message(type="INSERT", data=[]),
+           message(type="UPDATE", data=[{"id": "1"}, {"id": "2"}], old=[{"name": "x"}]),
+           message(type="INSERT", data=[{"id": "3", "tags": "8"}])]
+    decoded = Decoder("canal-json", TABLE, ("id",), on_error="skip").decode_all(records([good, *bad, good]))
+    assert [(r["id"], r["tags"]) for r in decoded.rows.to_pylist()] == [(1, "[a,b]"), (1, "[a,b]")]  # as Paimon stores a SET
+    errors = decoded.rejected.column("error").to_pylist()
+    assert decoded.rejected.column("offset").to_pylist() == [1, 2, 3]
+    assert "a INSERT record without rows in 'data'" in errors[0]
+    assert "'old' does not hold one entry per row of 'data'" in errors[1]
+    assert "column 'tags' holds a bit outside its SET" in errors[2]

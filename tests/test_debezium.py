@@ -747,3 +747,147 @@ def test_new_nested_fields_holding_encodings_are_refused_not_guessed(spec):
                                           "not decoded here"):
         Decoder("debezium-json", pa.schema([pa.field("id", pa.int64(), False)]), ("id",)).decode(
             records([json.dumps(raw).encode()]))
+
+
+# ---- decimal.handling.mode=double: a DECIMAL column's values as doubles ------------------------
+PRICE_TABLE = pa.schema([pa.field("id", pa.int64(), False), ("price", pa.decimal128(10, 2))])
+DOUBLE_PRICES = [12.3, 0.1, -7.0, None]
+
+
+def test_double_decimals_in_an_envelope_fill_a_decimal_column_exactly():
+    """An envelope that declares a DECIMAL column's field a double (decimal.handling.mode=double)
+    with no --decimal-handling given: each double is the decimal it spells, and one with more
+    digits than the column's scale is a poison record naming the column, never rounded."""
+    source = [("id", "int64", None, None), ("price", "float64", None, None)]
+    values = [event("c", None, {"id": i, "price": p}, True, source) for i, p in enumerate(DOUBLE_PRICES)]
+    rows = Decoder("debezium-json", PRICE_TABLE, ("id",)).decode(records(values))
+    assert rows.column("price").to_pylist() == [decimal.Decimal("12.30"), decimal.Decimal("0.10"),
+                                                decimal.Decimal("-7.00"), None]
+    bad = values[:1] + [event("c", None, {"id": 9, "price": 12.345}, True, source)]
+    with pytest.raises(DecodeError, match="offset=1 .*column 'price'.*more digits than the scale"):
+        Decoder("debezium-json", PRICE_TABLE, ("id",)).decode(records(bad))
+
+
+def test_debezium_avro_double_decimals_fill_a_decimal_column_exactly(registry):
+    """The same through Avro (the writer schema's double): exact values fill the DECIMAL(10, 2)
+    column; 12.345 (more digits than its scale) and 1e12 (beyond its precision) are poison
+    records naming the column, never rounded nor wrapped."""
+    price = {"name": "price", "default": None, "type": ["null", "double"]}
+    images = [{"id": i, "price": p} for i, p in enumerate(DOUBLE_PRICES + [12.345, 1e12])]
+    with _avro_inserts(9, [price], images) as (url, values):
+        decoded = Decoder("debezium-avro", PRICE_TABLE, ("id",), schema_registry=url, on_error="skip").decode_all(
+            records(values))
+        assert decoded.rows.column("price").to_pylist() == [decimal.Decimal("12.30"), decimal.Decimal("0.10"),
+                                                            decimal.Decimal("-7.00"), None]
+        assert decoded.rejected.column("offset").to_pylist() == [4, 5]
+        assert all("column 'price'" in e for e in decoded.rejected.column("error").to_pylist())
+        with pytest.raises(DecodeError, match="offset=4 .*column 'price'.*more digits than the scale"):
+            Decoder("debezium-avro", PRICE_TABLE, ("id",), schema_registry=url).decode(records(values))
+
+
+def test_debezium_avro_records_not_in_the_registrys_framing(registry):
+    """A record without the registry's magic byte and schema id, or whose bytes are not Avro of
+    its writer schema: a DecodeError naming the record, or set aside with on-error skip."""
+    good = avro_event(3, avro_envelope(), "c", None, {"id": 1, "name": "a"})
+    truncated = good[:8]
+    values = [good, b"{\"op\": \"c\"}", truncated, good]
+    with pytest.raises(DecodeError, match="offset=1 "):
+        Decoder("debezium-avro", TABLE, ("id",), schema_registry=registry.url).decode(records(values))
+    with pytest.raises(DecodeError, match="offset=1 is not Avro of writer schema 3: EOFError"):
+        Decoder("debezium-avro", TABLE, ("id",), schema_registry=registry.url).decode(records([good, truncated]))
+    skipped = Decoder("debezium-avro", TABLE, ("id",), schema_registry=registry.url,
+                      on_error="skip").decode_all(records(values))
+    assert skipped.rows.column("id").to_pylist() == [1, 1]
+    assert skipped.rejected.column("offset").to_pylist() == [1, 2]
+    from paimon_streaming.sinks import schema_registry
+    unknown = schema_registry.frame(42, good[schema_registry.HEADER:])
+    with pytest.raises(DecodeError, match="offset=1: .*404 for /schemas/ids/42"):
+        Decoder("debezium-avro", TABLE, ("id",), schema_registry=registry.url).decode(records([good, unknown]))
+
+
+def test_a_new_table_is_not_created_from_events_that_cannot_type_or_key_it(tmp_path, registry):
+    """Creating the table from the change events: an envelope without an after image, events
+    keyed by nothing, a debezium-avro topic with no records yet or a first record not framed for
+    the registry: each an InvalidOptionError naming the table and asking for --schema or
+    --primary-key; no table is created."""
+    import paimon_streaming as ps
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.sinks.ingest import IngestConfig, ensure_table
+    base = dict(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.items", topics=("t",))
+    no_after = json.loads(event("c", None, {"id": 1}, True))
+    no_after["schema"]["fields"] = [f for f in no_after["schema"]["fields"] if f["field"] != "after"]
+    cases = [
+        (dict(format="debezium-json", primary_keys=("id",)), [(None, json.dumps(no_after).encode())],
+         "cannot create table db.items from the change events: the envelope has no after image; pass --schema"),
+        (dict(format="debezium-json"), [(None, event("c", None, {"id": 1}, True)), (b"[1]", event("c", None, {"id": 2}, True))],
+         "format debezium-json: the change events carry no key naming the source's primary key; pass --primary-key"),
+        (dict(format="debezium-avro", schema_registry=registry.url, primary_keys=("id",)), [],
+         "table db.items does not exist and the topic has no records yet: pass --schema"),
+        (dict(format="debezium-avro", schema_registry=registry.url, primary_keys=("id",)),
+         [(None, event("c", None, {"id": 1}, True))],
+         "cannot create table db.items from the first record of the topic: .*; pass --schema"),
+    ]
+    for given, samples, error in cases:
+        with pytest.raises(InvalidOptionError, match=error):
+            ensure_table(None, IngestConfig(**base, **given), lambda line: None, lambda: samples)
+    assert not ps.Catalog(str(tmp_path)).table_exists("db.items")
+
+
+def test_many_envelope_schemas_in_one_batch_each_value_keeps_its_own():
+    """More distinct envelope schemas in a batch than are compared one by one (a connector whose
+    schema changes per record, or many tables): each value still maps to its own schema, and the
+    events decode as they would one schema at a time."""
+    from paimon_streaming.sinks import debezium
+    versions = [i % 13 for i in range(40)]  # 13 schemas, each several times, interleaved
+    values = []
+    for i, version in enumerate(versions):
+        doc = json.loads(event("c", None, {"id": i, "name": f"n{i}"}, True, SOURCE[:2]))
+        doc["schema"]["version"] = version
+        values.append(json.dumps(doc).encode())
+    payloads, groups, schemas = debezium.split_envelopes(pa.array(values, pa.binary()))
+    assert [json.loads(schemas[g])["version"] for g in groups] == versions
+    assert len(schemas) == 13 and [json.loads(p)["after"]["id"] for p in payloads.to_pylist()] == list(range(40))
+    table = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string())])
+    rows = Decoder("debezium-json", table, ("id",)).decode(records(values)).to_pylist()
+    assert [(r["id"], r["name"]) for r in rows] == [(i, f"n{i}") for i in range(40)]
+
+
+def test_a_float_widened_upstream_and_new_fields_in_an_array_of_rows():
+    """The source turns `score FLOAT` into DOUBLE: reported as a wider column (never a double
+    rounded into a FLOAT). A field added to the ROWs of an ARRAY whose values hold a Debezium
+    encoding (a date) is named as not decoded here, never left to the JSON reader's guess."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("score", pa.float32()),
+                       ("stops", pa.list_(pa.struct([("at", pa.date32())])))])
+    date = {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "version": 1}
+    stops = {"type": "array", "optional": True, "field": "stops", "items": {
+        "type": "struct", "optional": True, "fields": [dict(date, field="at"), dict(date, field="until")]}}
+
+    def envelope(*fields, after):
+        image = {"type": "struct", "optional": True, "fields": [{"type": "int64", "optional": False, "field": "id"},
+                                                                *fields]}
+        schema = {"type": "struct", "fields": [dict(image, field="before"), dict(image, field="after"),
+                                               {"type": "string", "optional": False, "field": "op"}]}
+        return json.dumps({"schema": schema, "payload": {"op": "c", "before": None, "after": after}}).encode()
+    wider = envelope({"type": "double", "optional": True, "field": "score"}, after={"id": 1, "score": 0.1})
+    decoded = Decoder("debezium-json", table, ("id",)).decode_all(records([wider]))
+    assert decoded.new_fields == pa.schema([("score", pa.float64())])
+    nested = envelope(stops, after={"id": 2, "stops": [{"at": 19000, "until": 19001}]})
+    with pytest.raises(DecodeError, match=r"field\(s\) \['stops\[\]\.until'\] of the change events have types not "
+                                          "decoded here"):
+        Decoder("debezium-json", table, ("id",)).decode(records([nested]))
+
+
+def test_debezium_avro_new_fields_of_types_not_decoded_are_refused_by_record(registry):
+    """A writer schema adding a field of a type no column holds (a union of two types): its
+    records are poison records naming the field and the writer schema (on-error skip sets them
+    aside), never decoded with the field dropped."""
+    odd = {"name": "odd", "default": None, "type": ["null", "long", "string"]}
+    with _avro_inserts(11, [odd], [{"id": 1, "odd": 5}, {"id": 2, "odd": "x"}]) as (url, values):
+        table = pa.schema([pa.field("id", pa.int64(), False)])
+        with pytest.raises(DecodeError, match=r"offset=0 \(writer schema 11\): field\(s\) \['odd'\] of the change "
+                                              "events have types not decoded here"):
+            Decoder("debezium-avro", table, ("id",), schema_registry=url).decode(records(values))
+        decoded = Decoder("debezium-avro", table, ("id",), schema_registry=url, on_error="skip").decode_all(
+            records(values))
+        assert decoded.rows.num_rows == 0 and decoded.rejected.column("offset").to_pylist() == [0, 1]
+        assert "writer schema 11: field(s) ['odd']" in decoded.rejected.column("error")[0].as_py()

@@ -197,3 +197,33 @@ def test_ingest_debezium_bson_end_to_end(spark, broker, tmp_path):
     expected = sorted(final.values(), key=lambda r: r["_id"])
     assert ours == expected
     assert java == ours
+
+
+def test_relaxed_dates_db_pointers_and_malformed_events():
+    """A relaxed $date (ISO-8601 with its offset) is the instant's milliseconds, as Paimon's CDC
+    stores it, and a $dbPointer its BsonDbPointer text; a $date without an offset names no
+    instant, an 'after' that is no Extended JSON text, an event without 'op' and a list for a
+    scalar column are refused by record. A delete's _id may come from a key in a schema envelope."""
+    doc = {"_id": {"$oid": OID}, "created_at": {"$date": "2025-01-03T19:59:53.769+08:00"},
+           "created_by": {"$dbPointer": {"$ref": "users", "$id": {"$oid": OID}}}, "tags": None}
+    row = Decoder("debezium-bson", STRINGS, ("_id",)).decode(
+        kafka([(None, envelope("c", None, json.dumps(doc)))])).to_pylist()[0]
+    assert row["created_at"] == str(int(dt.datetime(2025, 1, 3, 11, 59, 53, 769000, tzinfo=dt.timezone.utc)
+                                        .timestamp() * 1000))
+    assert row["created_by"] == f"BsonDbPointer{{namespace='users', id={OID}}}" and row["tags"] is None
+    key = json.dumps({"schema": {"type": "struct"}, "payload": {"id": json.dumps({"$oid": OID})}})
+    delete = Decoder("debezium-bson", STRINGS, ("_id",)).decode(kafka([(key, envelope("d", None, None))])).to_pylist()
+    assert [(r["_id"], r["_kind"]) for r in delete] == [(OID, "-D")]
+    typed = pa.schema([pa.field("_id", pa.string(), False), ("qty", pa.int64())])
+    bad = [(STRINGS, envelope("c", None, json.dumps(dict(doc, created_at={"$date": "2025-01-03T19:59:53"})))),
+           (STRINGS, envelope("c", None, doc)),
+           (STRINGS, {"after": json.dumps(doc), "source": {"db": "a", "collection": "b"}}),
+           (typed, envelope("c", None, json.dumps({"_id": "a", "qty": [1]})))]
+    decoded = [Decoder("debezium-bson", schema, ("_id",), on_error="skip").decode_all(kafka([(None, e)]))
+               for schema, e in bad]
+    errors = [d.rejected.column("error")[0].as_py() for d in decoded]
+    assert all(d.rows.num_rows == 0 for d in decoded)
+    assert "a $date without a zone offset: '2025-01-03T19:59:53'" in errors[0]
+    assert "'after' is not Extended JSON text of a document (a dict)" in errors[1]
+    assert "not a Debezium change event (no 'op')" in errors[2]
+    assert "column 'qty' is int64 but holds '[1]'" in errors[3]

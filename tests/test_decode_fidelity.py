@@ -1245,3 +1245,28 @@ def test_invalid_json_is_named_as_such_not_as_no_object():
     assert _one(Decoder("json", schema, ("id",)), b"[1]")[1][0].endswith("not a JSON object")
     with pytest.raises(DecodeError, match=r"offset=0 is not valid JSON: Expecting value"):
         Decoder("json", schema, ("id",)).decode_all(records([b'{"id": oops}']))
+
+
+def test_a_row_holding_a_map_given_no_object_is_refused_by_record():
+    """A ROW column holding a MAP written in JSON as something other than an object (a number,
+    a list): the record is refused naming the column, the other records decode."""
+    schema = pa.schema([pa.field("id", pa.int64(), False),
+                        ("r", pa.struct([("m", pa.map_(pa.string(), pa.int64())), ("x", pa.int32())]))])
+    values = [b'{"id":1,"r":{"m":{"a":1},"x":2}}', b'{"id":2,"r":5}', b'{"id":3,"r":[1]}', b'{"id":4,"r":null}']
+    decoded = Decoder("json", schema, ("id",), on_error="dead-letter").decode_all(records(values))
+    assert decoded.rows.column("id").to_pylist() == [1, 4]
+    assert decoded.rows.column("r").to_pylist() == [{"m": [("a", 1)], "x": 2}, None]
+    errors = dict(zip(decoded.rejected.column("offset").to_pylist(), decoded.rejected.column("error").to_pylist()))
+    assert sorted(errors) == [1, 2] and all("'r'" in e for e in errors.values()), errors
+
+
+def test_a_json_number_beyond_double_is_refused_naming_its_field():
+    """pyarrow refuses a whole JSON record holding a number beyond DOUBLE's range (1e400): the
+    record is set aside naming that field, never another column (it named the first, 'id'); the
+    other records, finite numbers next to it included, decode."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("x", pa.float64()), ("y", pa.float64())])
+    values = [b'{"id":1,"x":1.5}', b'{"id":2,"x":0.5,"y":1e400}', b'{"id":3,"x":-2}']
+    decoded = Decoder("json", schema, ("id",), on_error="skip").decode_all(records(values))
+    assert decoded.rows.column("x").to_pylist() == [1.5, -2.0]
+    [error] = decoded.rejected.column("error").to_pylist()
+    assert "field 'y' holds a number beyond the range of DOUBLE" in error and "'id'" not in error, error

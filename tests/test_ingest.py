@@ -270,6 +270,23 @@ def test_decoder_composite_json_keys_order_and_errors():
         Decoder("xml", schema)
 
 
+def test_decoder_settings_that_cannot_work_are_refused_by_name():
+    """Each Decoder setting it cannot honour: a DecodeError naming it and what it takes."""
+    from paimon_streaming.sinks.decoders import DecodeError, Decoder
+    from paimon_streaming.types import VARIANT_ARROW
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    for make, error in [
+            (lambda: Decoder("json", schema, on_error="ignore"), "unknown on-error mode 'ignore'; use one of fail"),
+            (lambda: Decoder("avro", schema), "format avro needs the writer schema"),
+            (lambda: Decoder("debezium-json", schema, ("id",), decimal_handling="exact"),
+             "unknown decimal handling 'exact'; use one of precise"),
+            (lambda: Decoder("json", schema, ("id",), key_format="protobuf"), "unknown key format 'protobuf'"),
+            (lambda: Decoder("json", pa.schema([("id", pa.int64()), ("r", pa.struct([("doc", VARIANT_ARROW)]))])),
+             r"column\(s\) \['r'\] hold a VARIANT inside a ROW, ARRAY or MAP")]:
+        with pytest.raises(DecodeError, match=error):
+            make()
+
+
 def test_settings_of_a_new_table_differing_from_an_existing_ones_are_refused(tmp_path):
     """--partition-key, --bucket and --option were silently ignored for an existing table (a
     different --primary-key was refused): each is refused naming the table's value; a setting
@@ -305,3 +322,86 @@ def test_a_missing_topic_is_refused_before_the_table_is_created(broker, tmp_path
         with pytest.raises(KafkaSourceError, match=rf"Kafka topic\(s\) \['{topic}'\] do not exist"):
             ensure_table(None, cfg, lambda line: None)
         assert not ps.Catalog(str(tmp_path / "wh")).table_exists("db.t")
+
+
+def test_trigger_intervals_as_spark_takes_them_and_bad_ones_refused_up_front(tmp_path):
+    """--trigger: 10s, 500ms, 1.5s, 2m, 1min are Spark processing-time intervals; anything else is
+    refused when the job is configured, before a table is created or a topic read."""
+    from paimon_streaming.sinks.ingest import _interval
+    assert [_interval(t) for t in ("10s", "500ms", " 1.5 s", "2m", "1min", "30")] == [
+        "10 seconds", "500 milliseconds", "1.5 seconds", "2 minutes", "1 minutes", "30 seconds"]
+    for bad in ("every minute", "1h", "-5s", "", "1.5m"):
+        with pytest.raises(InvalidOptionError, match=f"--trigger must be an interval like .*got '{bad}'"):
+            IngestConfig(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.t", topics=("t",), trigger=bad)
+    assert not ps.Catalog(str(tmp_path)).table_exists("db.t")
+    IngestConfig(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.t", topics=("t",), trigger="available-now")
+
+
+def test_job_settings_that_cannot_work_are_refused_before_a_table_is_created(tmp_path):
+    """A --source Spark has not, a --variant-column that is a key, format avro without its
+    writer schema, a --primary-key the new table's columns lack: InvalidOptionError naming the
+    setting, and no table is left behind."""
+    from paimon_streaming.sinks.ingest import ensure_table
+    base = dict(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.t", topics=("t",))
+    with pytest.raises(InvalidOptionError, match="unknown source 'spark-kafka'; use auto, kafka"):
+        IngestConfig(**base, source="spark-kafka")
+    with pytest.raises(InvalidOptionError, match=r"--variant-column \['id'\] cannot be a primary or partition key"):
+        IngestConfig(**base, format="json", variant_columns=("id", "doc"), primary_keys=("id",))
+    samples = lambda: []  # noqa: E731 - the records are not needed: the settings are refused first
+    with pytest.raises(InvalidOptionError, match="format avro needs --avro-schema FILE"):
+        ensure_table(None, IngestConfig(**base, format="avro", primary_keys=("id",)), lambda line: None, samples)
+    avsc = tmp_path / "row.avsc"
+    avsc.write_text(json.dumps({"type": "record", "name": "row", "fields": [{"name": "v", "type": "string"}]}))
+    with pytest.raises(InvalidOptionError, match=r"primary key \['id'\] is not a column of \['v'\]"):
+        ensure_table(None, IngestConfig(**base, format="avro", avro_schema=str(avsc), primary_keys=("id",)),
+                     lambda line: None, samples)
+    assert not ps.Catalog(str(tmp_path)).table_exists("db.t")
+
+
+def test_a_new_tables_json_columns_inferred_from_the_records_that_are_objects():
+    """Inferring a new table's columns from sampled JSON records: no record at all, or none that
+    is a JSON object, is a DecodeError asking for --schema; with --on-error skip a record that is
+    no object is left out of the inference, with fail it is named."""
+    from paimon_streaming.sinks.decoders import DecodeError, infer_json_schema
+    with pytest.raises(DecodeError, match="the topic has no records yet; pass --schema"):
+        infer_json_schema([])
+    sample = [b"[1, 2]", b'{"id": 1,\n "v": "a"}', b"7", b'{"id": 2, "w": 1.5}']
+    assert infer_json_schema(sample, on_error="skip") == pa.schema(
+        [("id", pa.int64()), ("v", pa.string()), ("w", pa.float64())])
+    with pytest.raises(DecodeError, match="record at offset 0 is not a JSON object: the new table's columns cannot"):
+        infer_json_schema(sample, where=["at offset 0", "1", "2", "3"])
+    with pytest.raises(DecodeError, match="no sampled record of the topic is a JSON object; pass --schema"):
+        infer_json_schema([b"[1]", b'"text"', b"null"], on_error="skip")
+
+
+def test_cli_key_value_flags_need_an_equals_sign(monkeypatch, tmp_path, capsys):
+    """--option/--conf/--kafka-option take KEY=VALUE: a flag without '=' (or without a key) is
+    refused by the argument parser naming it, before anything runs."""
+    from change_event_support import ingest_cli
+    base = ["--topic", "t", "--warehouse", str(tmp_path), "--table", "db.t"]
+    for flag, text in [("--option", "bucket"), ("--conf", "=x"), ("--kafka-option", "")]:
+        with pytest.raises(SystemExit):
+            ingest_cli(monkeypatch, *base, flag, text)
+        assert f"expected KEY=VALUE, got '{text}'" in capsys.readouterr().err
+    code, seen = ingest_cli(monkeypatch, *base, "--option", "bucket=2", "--option", "a.b=c=d")
+    assert code == 0 and seen[0].table_options == {"bucket": "2", "a.b": "c=d"}
+
+
+def test_an_existing_tables_options_compared_as_paimon_parses_them(tmp_path):
+    """--option on an existing table: a value spelled otherwise but parsed alike is the table's;
+    a value the option cannot take, or another value of a key Paimon does not define, is refused
+    naming the table's value (never silently not applied)."""
+    from paimon_streaming.sinks.ingest import ensure_table
+    ps.Catalog(str(tmp_path)).create_table("db.t", pa.schema([pa.field("id", pa.int64(), False)]), primary_keys=["id"],
+                                           options={"bucket": "1", "my.key": "y", "target-file-size": "64 mb"})
+
+    def check(options):
+        cfg = IngestConfig(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.t", topics=("t",),
+                           table_options=options)
+        return ensure_table(None, cfg, lambda line: None)
+    assert check({"deletion-vectors.enabled": "FALSE", "target-file-size": "64mb", "my.key": "y"})
+    for options, match in [({"deletion-vectors.enabled": "maybe"}, "option deletion-vectors.enabled = false, not maybe"),
+                           ({"my.key": "z"}, "option my.key = y, not z"),
+                           ({"target-file-size": "lots"}, "option target-file-size = 64 mb, not lots")]:
+        with pytest.raises(InvalidOptionError, match=f"table db.t exists with {match}"):
+            check(options)

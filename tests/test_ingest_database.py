@@ -413,3 +413,17 @@ def test_a_poison_record_among_a_new_tables_rows_follows_on_error(spark, tmp_pat
                              lambda line: None, lambda: samples)
         assert table.schema.arrow_schema() == pa.schema([pa.field("id", pa.int64(), False)])
         named.release()
+
+
+@pytest.mark.parametrize("value, carries", [
+    ({"isDdl": False, "type": "INSERT", "mysqlType": {"id": "int"}, "data": [{"id": "1"}]}, True),
+    ({"isDdl": True, "type": "CREATE", "sql": "CREATE TABLE t (id INT)", "data": None}, False),
+    ({"isDdl": False, "type": "INSERT", "data": []}, False),
+    ([1, 2], False), (None, False), ("not json", False),
+])
+def test_a_canal_record_carries_a_row_only_with_data(value, carries):
+    """--database with canal-json: a new table is created from the first message with rows;
+    DDL, empty messages and records that are no Canal message carry none (nothing is created)."""
+    from paimon_streaming.sinks.ingest_database import _CARRIES_ROW
+    raw = None if value is None else value.encode() if isinstance(value, str) else json.dumps(value).encode()
+    assert _CARRIES_ROW["canal-json"](raw) is carries

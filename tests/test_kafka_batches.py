@@ -148,3 +148,23 @@ def test_varints_read_at_many_positions():
     got, lengths = varints(buf, np.array(starts), 10)
     assert got.tolist() == values
     assert (np.diff(starts + [len(data)]) == lengths).all()
+
+
+def test_codecs_and_record_lengths_it_cannot_trust_go_back_to_kafka_python():
+    """A batch of a codec not decodable here (snappy without its library, an unknown codec id)
+    and a record whose key length runs past its record: None (kafka-python decodes them, or
+    raises its precise error), never rows read from the wrong bytes."""
+    good = batch(0, 0, [(i, 7, b"key", b"value", []) for i in range(3)])
+
+    def patched(at: int, value: int, fmt: str = ">h") -> bytes:
+        data = bytearray(good)
+        struct.pack_into(fmt, data, at, value)
+        struct.pack_into(">I", data, _CRC_AT, calc_crc32c(memoryview(data)[_ATTRIBUTES_AT:]))
+        return bytes(data)
+    assert decode_fetched_records(patched(_ATTRIBUTES_AT, 2), 0) is None  # snappy: not installed for the tests
+    assert decode_fetched_records(patched(_ATTRIBUTES_AT, 6), 0) is None  # no such codec
+    rec = BATCH_HEADER.size  # record 0: length, attributes, timestamp delta, offset delta, key length (zigzag)
+    assert good[rec + 4] == 6  # the key's 3 bytes
+    for key_length in (5, 60):  # into the value, or past the record
+        assert decode_fetched_records(patched(rec + 4, 2 * key_length, ">B"), 0) is None
+    assert bulk(good, 0) == kafka_python(good, 0)

@@ -530,3 +530,23 @@ def test_a_streams_option_errors_name_the_option(spark, broker):
     with pytest.raises(Exception, match="needs exactly one of the options 'assign'") as raised:
         kafka(spark, broker, subscribe=topic, subscribePattern="x.*").load()
     assert "UnboundLocalError" not in str(raised.value)
+
+
+def test_option_values_parsed_or_refused_without_a_broker(caplog):
+    """Options checked before any broker is asked: a bad subscribePattern regex, offsets JSON
+    with a non-integer offset, kafka.* settings typed for kafka-python (true/false as booleans),
+    and a streaming-only option in a batch read: warned about as ignored (as Spark's source)."""
+    import logging
+
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.sources.kafka import KafkaOptions
+    base = {"kafka.bootstrap.servers": "h:1"}
+    with pytest.raises(InvalidOptionError, match=r"subscribePattern 'orders\[' is not a valid regex"):
+        KafkaOptions.parse({**base, "subscribePattern": "orders["})
+    with pytest.raises(InvalidOptionError, match="startingOffsets must be .*not an object of objects of integers"):
+        KafkaOptions.parse({**base, "subscribe": "t", "startingOffsets": '{"t": {"0": "23"}}'})
+    opts = KafkaOptions.parse({**base, "subscribe": "t", "kafka.check.crcs": "False", "kafka.client.id": "me"})
+    assert dict(opts.consumer_config) == {"check_crcs": False, "client_id": "me"}
+    with caplog.at_level(logging.WARNING):
+        KafkaOptions.parse({**base, "subscribe": "t", "maxOffsetsPerTrigger": "10"}, batch=True)
+    assert "option 'maxOffsetsPerTrigger' is ignored in batch queries" in caplog.text

@@ -231,3 +231,59 @@ def test_ingest_with_a_registry_evolves_the_table(spark, broker, registry, tmp_p
     table = ps.Catalog(str(tmp_path / "wh")).get_table("db.orders")
     assert table.to_arrow().sort_by("id").to_pylist() == expected
     assert pypaimon_read(str(tmp_path / "wh"), "db.orders").sort_by("id").to_pylist() == expected
+
+
+def test_tombstone_keys_that_name_no_row_are_refused_never_truncated():
+    """A tombstone deletes the row its key names: a key that is no value of the primary key
+    (a double 2.5 for a BIGINT key: pyarrow would truncate it to 2 and delete row 2), a key record
+    without the key column, a key of another type, a key not Avro of its writer schema or of an
+    unknown schema, a string key that is no number: each a DecodeError naming the record, and no
+    row is deleted. A double holding an integer (2.0) is that integer."""
+    other = {"type": "record", "name": "OtherKey", "namespace": "shop", "fields": [{"name": "sku", "type": "string"}]}
+    text = {"type": "record", "name": "TextKey", "namespace": "shop", "fields": [{"name": "id", "type": "string"}]}
+    schema_registry._cache.clear()
+    r = Registry({7: KEY, 10: "double", 11: other, 12: text})
+    try:
+        def deletes(*keys):
+            return Decoder("avro", TABLE, ("id",), key_format="avro", schema_registry=r.url).decode(
+                records(list(keys), [None] * len(keys)))
+        assert deletes(framed(7, KEY, {"id": 1}), framed(10, "double", 2.0)).to_pylist() == [
+            {"id": 1, "name": None, "amount": None, "_kind": "-D"}, {"id": 2, "name": None, "amount": None, "_kind": "-D"}]
+        for key, error in [
+                (framed(10, "double", 2.5), r"tombstone key of record .*offset=1 holds 2.5 for primary key 'id' \(int64\)"),
+                (framed(11, other, {"sku": "a"}), r"tombstone key of record .*offset=1 has no 'id'"),
+                (framed(12, text, {"id": "2"}), r"tombstone keys from .*offset=0 on do not hold the primary key \['id'\]"),
+                (framed(7, KEY, {"id": 1})[:5], r"tombstone key of record .*offset=1 is not Avro of its writer schema"),
+                (schema_registry.frame(5, b"\x02"), r"record .*offset=1: the registry at .* answered 404")]:
+            with pytest.raises(DecodeError, match=error):
+                deletes(framed(7, KEY, {"id": 1}), key)
+    finally:
+        r.close()
+    with pytest.raises(DecodeError, match=r"tombstone keys from .*offset=0 on are not int64 values of primary key 'id'"):
+        Decoder("avro", TABLE, ("id",), avro_schema=json.dumps(V1)).decode(records([b"1", b"x"], [None, None]))
+
+
+def test_writer_schemas_that_are_not_avro_are_refused_naming_the_schema():
+    """A record framed for a Protobuf (or JSON Schema) writer schema, an Avro schema fastavro
+    cannot parse, a record without fields (fastavro takes it, Avro does not), or one referencing
+    a subject version that is not Avro: a DecodeError naming the record and the schema, never a
+    guess at the bytes (nor a KeyError)."""
+    schema_registry._cache.clear()
+    unknown = {"type": "record", "name": "X", "fields": [{"name": "a", "type": "nope"}]}
+    r = Registry({1: V1, 2: {"type": "record", "name": "NoFields"}, 3: V1, 4: V1, 5: unknown},
+                 subjects={("shop.Kind", 1): {"type": "enum", "name": "Kind", "symbols": ["A"]}},
+                 references={4: [{"name": "shop.Kind", "subject": "shop.Kind", "version": 1}]})
+    r.schemas[3]["schemaType"] = "PROTOBUF"
+    r.subjects["shop.Kind", 1]["schemaType"] = "JSON"
+    try:
+        good = framed(1, V1, {"id": 1, "name": "a", "amount": 1.5})
+        for sid, error in [(3, "schema 3 of the registry at http://127.0.0.1:\\d+ is PROTOBUF, not Avro"),
+                           (2, "writer schema 2: the Avro record 'NoFields' has no list of fields"),
+                           (4, "/subjects/shop.Kind/versions/1 of the registry at .* is not Avro"),
+                           (5, "schema 5 of the registry at .* is not an Avro schema: .*nope")]:
+            with pytest.raises(DecodeError, match=f"offset=1: {error}") as info:
+                Decoder("avro", TABLE, ("id",), schema_registry=r.url).decode(
+                    records([None] * 2, [good, schema_registry.frame(sid, good[schema_registry.HEADER:])]))
+            assert "s3cret" not in str(info.value)
+    finally:
+        r.close()

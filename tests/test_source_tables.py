@@ -121,3 +121,19 @@ def test_ingest_a_topic_of_two_tables(spark, broker, tmp_path):
     ours = {r["id"]: r["qty"] for r in table.to_arrow().to_pylist()}
     assert ours == state
     assert {r["id"]: r["qty"] for r in get_oracle().read(table.path)} == ours
+
+
+def test_pretty_printed_records_name_their_tables_and_with_names_adds_them():
+    """Records written across several lines (pretty-printed JSON) and CRLF line ends name their
+    tables as one-line records do; `with_names` (the mapInArrow function) adds the names to each
+    batch of Kafka records, tombstones naming none."""
+    events = [json.dumps({"database": "shop", "table": "orders", "type": "insert", "data": {"id": 1}}, indent=2).encode(),
+              json.dumps({"database": "shop", "table": "items", "type": "insert"}).encode().replace(b",", b",\r\n"),
+              None]
+    assert source_tables.names("maxwell-json", pa.array(events, pa.binary())).to_pylist() == [
+        "shop.orders", "shop.items", None]
+    batch = pa.RecordBatch.from_pydict(
+        {"key": pa.array([None] * 3, pa.binary()), "value": pa.array(events, pa.binary())})
+    out = list(source_tables.with_names("maxwell-json", None, iter([batch, batch.slice(0, 1)])))
+    assert [b.column(source_tables.SOURCE_FIELD.name).to_pylist() for b in out] == [
+        ["shop.orders", "shop.items", None], ["shop.orders"]]

@@ -534,3 +534,90 @@ def test_sink_and_reader_with_external_data_paths(spark, tmp_path, catalog):
     files = [e.file for e in TableScan(t.file_io, t.path, t.schema).live_entries(ps.Table.open(t.path).latest_snapshot())]
     assert files and all(f.external_path.startswith(f"file:{cold}/bucket-") for f in files)
     assert not [f for d, _, fs in os.walk(t.path) for f in fs if "bucket-" in d]
+
+
+def test_a_write_options_value_the_option_cannot_take_is_refused(catalog, caplog):
+    """A write into an existing table giving a table option a value it cannot take: an
+    InvalidOptionError naming the option, the value and the write (never ignored as 'differing');
+    a valid value other than the table's is only warned about, naming the value that applies."""
+    from paimon_streaming.sinks.spark_write import check_existing_table_options
+    t = catalog.create_table("db.opts", pa.schema([pa.field("id", pa.int64(), False)]), primary_keys=["id"],
+                             options={"bucket": "2"})
+    for key, value in [("bucket", "many"), ("target-file-size", "lots"), ("deletion-vectors.enabled", "maybe")]:
+        with pytest.raises(InvalidOptionError, match=f"invalid value '{value}' for table option '{key}' of paimon_sink"):
+            check_existing_table_options(t, {key: value}, "paimon_sink")
+    with caplog.at_level(logging.WARNING, logger="paimon_streaming.sink"):
+        check_existing_table_options(t, {"bucket": "4", "snapshot.num-retained.min": "10"}, "paimon_sink")
+    assert "'bucket' = '4' (the table's: '2')" in caplog.text and "num-retained" not in caplog.text
+
+
+def test_a_batch_too_big_for_the_driver_is_written_by_one_task(spark, catalog, monkeypatch, caplog):
+    """Local mode writes a micro-batch in the driver; when collecting it exceeds
+    spark.driver.maxResultSize (nothing was written), one task writes the batch instead, with a
+    warning naming the setting: every row lands once, the batch's order kept. Another failure of
+    the driver's write is raised as it is."""
+    t = catalog.create_table("db.big", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"],
+                             options={"bucket": "2"})
+
+    def too_big(*args, **kwargs):
+        raise RuntimeError("Job aborted: Total size of serialized results of 3 tasks (1100.0 MiB) is bigger than "
+                           "spark.driver.maxResultSize (1024.0 MiB)")
+    monkeypatch.setattr(foreach_batch, "write_in_driver", too_big)
+    sink = paimon_sink(t.path, commit_user="big")
+    rows = [(i % 5, f"v{i}") for i in range(20)]
+    with caplog.at_level(logging.WARNING, logger="paimon_streaming.sink"):
+        sink(spark.sparkContext.parallelize(rows, 2).toDF("id long, v string"), 0)
+    assert "larger than spark.driver.maxResultSize, so one task writes it" in caplog.text
+    assert rows_by(t.to_arrow(), "id") == [{"id": i, "v": f"v{15 + i}"} for i in range(5)]
+    assert len(list(t.snapshots())) == 1
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the executor was lost")
+    monkeypatch.setattr(foreach_batch, "write_in_driver", broken)
+    with pytest.raises(RuntimeError, match="the executor was lost"):
+        sink(spark.createDataFrame([(9, "x")], "id long, v string"), 1)
+    assert len(list(ps.Table.open(t.path).snapshots())) == 1
+
+
+def test_datasource_writer_refusals_and_nested_wall_times(tmp_path, catalog):
+    """format("paimon")'s writer as Spark's Python workers run it, without a JVM: no path, a
+    branch that does not exist, a streaming write without commitUser are refused before anything
+    is created; a TimestampNTZ nested in a ROW, ARRAY or MAP going into a TIMESTAMP WITH LOCAL
+    TIME ZONE field without the timeZone option is a SchemaMismatchError naming the column
+    (read in a guessed zone its instants would be silently wrong); labelled with the session's
+    zone (as Spark hands TimestampType values), nested ones included, it is written."""
+    import datetime as dt
+
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from paimon_streaming.errors import SchemaMismatchError, TableNotFoundError
+    from paimon_streaming.sinks.datasource import PaimonDataSource
+    plain = StructType([StructField("id", LongType())])
+    with pytest.raises(PaimonError, match="format\\('paimon'\\) needs a path"):
+        PaimonDataSource({}).writer(plain, False)
+    with pytest.raises(PaimonError, match="needs .option\\('commitUser'"):
+        PaimonDataSource({"path": str(tmp_path / "s")}).streamWriter(plain, False)
+    with pytest.raises(TableNotFoundError):
+        PaimonDataSource({"path": str(tmp_path / "b"), "branch": "dev"}).writer(plain, False)
+    assert not (tmp_path / "s").exists() and not (tmp_path / "b").exists()
+    ltz = pa.timestamp("us", tz="UTC")
+    t = catalog.create_table("db.zones", pa.schema([
+        ("id", pa.int64()), ("r", pa.struct([("at", ltz)])), ("l", pa.list_(ltz)),
+        ("m", pa.map_(pa.string(), ltz))]))
+    spark_schema = StructType([StructField("id", LongType())])  # only its names matter to the writer here
+    at = dt.datetime(2024, 1, 1, 12)
+    for column, wall, zoned in [("r", pa.struct([("at", pa.timestamp("us"))]), pa.struct([("at", pa.timestamp("us", "Asia/Tokyo"))])),
+                                ("l", pa.list_(pa.timestamp("us")), pa.list_(pa.timestamp("us", "Asia/Tokyo"))),
+                                ("m", pa.map_(pa.string(), pa.timestamp("us")), pa.map_(pa.string(), pa.timestamp("us", "Asia/Tokyo")))]:
+        value = {"r": {"at": at}, "l": [at], "m": [("k", at)]}[column]  # naive: UTC in a zoned array
+        writer = PaimonDataSource({"path": t.path}).writer(spark_schema, False)
+        with pytest.raises(SchemaMismatchError, match=f"column {column} of table .*TimestampNTZ value .*timeZone"):
+            writer.write(iter([pa.record_batch([pa.array([1], pa.int64()), pa.array([value], wall)],
+                                               names=["id", column])]))
+        message = writer.write(iter([pa.record_batch([pa.array([1], pa.int64()), pa.array([value], zoned)],
+                                                     names=["id", column])]))
+        writer.commit([message])
+    rows = ps.Table.open(t.path).to_arrow()
+    utc = dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)  # instants: labelled, not shifted
+    assert rows.column("r").to_pylist()[0] == {"at": utc} and rows.column("l").to_pylist()[1] == [utc]
+    assert rows.column("m").to_pylist()[2] == [("k", utc)]

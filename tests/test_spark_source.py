@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import re
 
 import pyarrow as pa
 import pytest
@@ -738,3 +739,135 @@ def test_time_columns_read_as_milliseconds_of_the_day(spark, catalog):
     assert copy.to_arrow().sort_by("id").equals(t.to_arrow().sort_by("id"))
     with pytest.raises(Exception, match="column 't' is a TIME: an integer written to it is milliseconds of the day"):
         spark.sql("select 3L as id, 86400000 as t").write.format("paimon").mode("append").save(copy.path)
+
+
+def test_pushed_filters_taken_over_only_where_arrow_agrees_with_spark(catalog):
+    """Spark's pushed filters (as `pushFilters` gets them, in its filter-pushdown worker): a
+    filter is taken over only where the reader evaluates it exactly as Spark would; anything
+    else goes back to Spark (never a filter evaluated differently: rows silently lost or kept)."""
+    import decimal
+    from pyspark.sql.datasource import (EqualNullSafe, EqualTo, GreaterThan, GreaterThanOrEqual, In, IsNotNull,
+                                        IsNull, LessThan, LessThanOrEqual, Not, StringStartsWith)
+    from paimon_streaming.sources.filters import split_filters
+    t = catalog.create_table("db.pushable", pa.schema([
+        ("id", pa.int64()), ("n", pa.int32()), ("v", pa.string()), ("b", pa.bool_()), ("day", pa.date32()),
+        ("d", pa.decimal128(10, 2)), ("x", pa.float64()), ("ts", pa.timestamp("us")),
+        ("s", pa.struct([("a", pa.int64())]))]))
+    day = datetime.date(2024, 5, 1)
+    taken = [EqualTo(("id",), 5), GreaterThan(("n",), -1), GreaterThanOrEqual(("v",), "k"), LessThan(("b",), True),
+             LessThanOrEqual(("day",), day), EqualTo(("d",), decimal.Decimal("1.5")), EqualTo(("d",), 7),
+             In(("id",), (1, 2)), IsNull(("n",)), IsNotNull(("d",)), Not(EqualTo(("v",), "a"))]
+    left = [EqualTo(("x",), 1.5),                          # floats: NaN orders differently
+            LessThan(("ts",), datetime.datetime(2024, 1, 1)),  # timestamps
+            EqualTo(("s", "a"), 1),                        # a nested field
+            EqualTo(("s",), {"a": 1}), EqualTo(("nope",), 1),
+            EqualTo(("d",), decimal.Decimal("1.555")),      # more digits than the column's scale
+            EqualTo(("d",), 1.5), EqualTo(("d",), True),   # a float or a boolean for a DECIMAL
+            EqualTo(("d",), decimal.Decimal("1e40")),       # no exact quantization
+            EqualTo(("id",), True), EqualTo(("id",), "5"), EqualTo(("v",), 5), EqualTo(("b",), 1),
+            EqualTo(("day",), datetime.datetime(2024, 5, 1)), EqualTo(("id",), None),
+            In(("id",), (1, None)), In(("id",), ()),       # IN with a null: null, never false
+            Not(In(("id",), (1,))), Not(EqualTo(("x",), 1.0)), EqualNullSafe(("id",), 1),
+            StringStartsWith(("v",), "a")]
+    terms, rest = split_filters(taken + left, t.schema)
+    assert terms == [("id", "=", 5), ("n", ">", -1), ("v", ">=", "k"), ("b", "<", True), ("day", "<=", day),
+                     ("d", "=", decimal.Decimal("1.50")), ("d", "=", decimal.Decimal("7.00")), ("id", "in", [1, 2]),
+                     ("n", "is null", None), ("d", "is not null", None), ("v", "!=", "a")]
+    assert rest == left
+    # the taken-over terms filter as Spark would: `v != 'a'` keeps no null
+    t.write_arrow(pa.Table.from_pylist([{"id": 1, "v": "a"}, {"id": 2, "v": "b"}, {"id": 3, "v": None}],
+                                       t.schema.arrow_schema()))
+    assert sorted(r["id"] for r in t.to_arrow(filter=terms[-1:]).to_pylist()) == [2]
+
+
+@pytest.mark.parametrize("options, error", [
+    ({}, "needs a table: load"),
+    ({"scan.snapshot-id": "abc"}, "'snapshot-id' must be a positive integer, got 'abc'"),
+    ({"scan.snapshot-id": "0"}, "'snapshot-id' must be a positive integer, got '0'"),
+    ({"maxFilesPerTrigger": "many"}, "'max-files-per-trigger' must be a positive integer, got 'many'"),
+    ({"read.stream.maxRowsPerTrigger": "-5"}, "'max-rows-per-trigger' must be a positive integer, got '-5'"),
+    ({"source.split.target-size": "lots"}, "'source.split.target-size' must be a size such as '128 mb', got 'lots'"),
+    ({"scan.timestamp-millis": "yesterday"}, "'timestamp-millis' must be epoch milliseconds, got 'yesterday'"),
+])
+def test_read_options_with_bad_values_are_refused_by_name(tmp_path, options, error):
+    """A read option with a value it cannot take: the specific error naming the option and the
+    value (never ignored, never a read of something else)."""
+    from paimon_streaming.errors import PaimonError
+    from paimon_streaming.sources.options import ReadSpec
+    with pytest.raises(PaimonError, match=re.escape(error)):
+        ReadSpec.parse({"path": str(tmp_path), **options} if options else {})
+    if options:
+        with pytest.raises(InvalidOptionError):
+            ReadSpec.parse({"path": str(tmp_path), **options})
+
+
+def test_row_tracking_reads_name_the_table_without_it(catalog):
+    """`<table>$row_tracking` of a table that does not track rows: InvalidOptionError naming it."""
+    from paimon_streaming.sources.datasource import source_schema
+    t = catalog.create_table("db.untracked", SCHEMA)
+    with pytest.raises(InvalidOptionError, match="does not track rows.*row-tracking.enabled"):
+        source_schema({"path": t.path + "$row_tracking"})
+    tracked = catalog.create_table("db.tracked", SCHEMA, options={"row-tracking.enabled": "true"})
+    assert source_schema({"path": tracked.path + "$row_tracking"}).fieldNames() == \
+        ["id", "v", "dt", "_ROW_ID", "_SEQUENCE_NUMBER"]
+
+
+def test_batch_reader_on_an_executor_reads_what_the_driver_planned(catalog):
+    """The batch reader as Spark uses it, without a JVM: planned on the driver, pickled to the
+    executors. Read-schema names match table columns case-insensitively (as Spark resolves
+    them); a read-schema type some stored value does not fit is a SchemaMismatchError naming the
+    column; a data file removed after planning (an expiration) is a PaimonError naming the
+    snapshot and what to do, never a read that silently misses its rows."""
+    import pickle
+    from pathlib import Path
+
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    from paimon_streaming.errors import PaimonError, SchemaMismatchError
+    from paimon_streaming.sources.datasource import reader
+    t = catalog.create_table("db.planned", SCHEMA)
+    t.write_arrow(pa.table({"id": pa.array([1, 2**40], pa.int64()), "v": ["a", "b"], "dt": ["x", "x"]}))
+
+    def read(schema: StructType) -> list[dict]:
+        r = reader({"path": t.path}, schema)
+        parts = r.partitions()  # in the planning worker, which then pickles the reader to the executors
+        r = pickle.loads(pickle.dumps(r))
+        return [row for p in parts for b in r.read(pickle.loads(pickle.dumps(p))) for row in b.to_pylist()]
+    assert read(StructType([StructField("ID", LongType()), StructField("V", StringType())])) == [
+        {"ID": 1, "V": "a"}, {"ID": 2**40, "V": "b"}]
+    with pytest.raises(SchemaMismatchError, match="column 'id' cannot be read as int32"):
+        read(StructType([StructField("id", IntegerType())]))
+    planned = reader({"path": t.path}, StructType([StructField("id", LongType())]))
+    parts = planned.partitions()
+    for f in Path(t.path).rglob("data-*"):
+        f.unlink()
+    with pytest.raises(PaimonError, match="a file of snapshot 1 is gone .*removed after the read was planned"):
+        [b for p in parts for b in planned.read(p)]
+
+
+def test_stream_reader_bytes_limit_and_a_schema_changed_since_defined(catalog):
+    """maxBytesPerTrigger admits files up to that size per micro-batch (at least one: a stream
+    always progresses), so a backlog is read over several batches without losing or repeating a
+    row; a stream whose columns the table no longer has is a SchemaChangedError naming it."""
+    import pickle
+
+    from pyspark.sql.streaming.datasource import ReadMaxBytes
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from paimon_streaming.errors import SchemaChangedError
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    t = catalog.create_table("db.bytes", SCHEMA, partition_keys=["dt"])
+    for i in range(3):
+        t.write_arrow(batch([3 * i, 3 * i + 1]))  # 2 files per snapshot
+    options = {"path": t.path, "maxBytesPerTrigger": "1 b"}
+    r = stream_reader(options, source_schema(options))
+    assert r.getDefaultReadLimit() == ReadMaxBytes(1)
+    offset, seen, triggers = r.initialOffset(), [], 0
+    while (end := r.latestOffset(offset, r.getDefaultReadLimit())) != offset and triggers < 20:
+        planned = pickle.loads(pickle.dumps(r))  # the executors' copy
+        seen += [row["id"] for p in r.partitions(offset, end) for b in planned.read(p) for row in b.to_pylist()]
+        offset, triggers = end, triggers + 1
+    assert sorted(seen) == [0, 1, 3, 4, 6, 7] and triggers == 6  # one one-row file per micro-batch
+    r.stop()
+    with pytest.raises(SchemaChangedError, match="the schema of table .*bytes changed since this stream was defined"):
+        stream_reader({"path": t.path}, StructType([StructField("id", LongType()), StructField("gone", LongType())]))
