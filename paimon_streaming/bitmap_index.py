@@ -216,7 +216,10 @@ class BitmapIndex:
             start = self.body_start + offset
             if start + length > len(self.data):
                 raise ValueError(f"a bitmap at body offset {offset} past the index's end")
-            out[value] = pyroaring.BitMap.deserialize(self.data[start:start + length])
+            try:
+                out[value] = pyroaring.BitMap.deserialize(self.data[start:start + length])
+            except IndexError as exc:  # pyroaring's read past a damaged bitmap's bytes
+                raise ValueError(f"a damaged bitmap at body offset {offset} ({exc})") from None
         return out
 
     def verify(self) -> None:

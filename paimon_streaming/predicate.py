@@ -235,8 +235,8 @@ def _neighbour(value: int | float | decimal.Decimal, arrow_type: pa.DataType) ->
         return pa.scalar(math.floor(value), type=arrow_type), True
     try:
         nearest = float(value)
-    except OverflowError:  # an integer beyond every double
-        nearest = math.copysign(math.inf, value)
+    except OverflowError:  # an integer beyond every double (copysign would convert it again)
+        nearest = math.inf if value > 0 else -math.inf
     if arrow_type.bit_width == 32:
         with np.errstate(over="ignore"):
             nearest = float(np.float32(nearest))  # one of the two FLOATs around the value

@@ -262,6 +262,8 @@ class RangeBitmapIndex:
             dtype = np.dtype(KEY_WIDTH[self.type.root])
             further = np.frombuffer(self.data, dtype, (self.codes_start - self.keys_start) // dtype.itemsize,
                                     self.keys_start).astype(np.int64)
+            if len(further) != int(sizes.sum()):
+                raise ValueError(f"{len(further)} further keys in the dictionary, its chunks say {int(sizes.sum())}")
             return np.insert(further, np.cumsum(sizes) - sizes, firsts)
         out: list[bytes] = []
         for first, offset, size in zip(firsts, offsets.tolist(), sizes.tolist()):

@@ -58,17 +58,15 @@ class SplitReader:
         return self._engine
 
     def read(self, splits: Sequence[DataSplit], columns: Sequence[str] | None = None,
-             flt: Filter | None = None, with_row_kind: bool = False) -> pa.Table:
+             flt: Filter | None = None) -> pa.Table:
         names = list(columns) if columns is not None else self.schema.field_names
         out_schema = self._arrow_schema(names)
-        if with_row_kind:
-            out_schema = out_schema.append(pa.field(VALUE_KIND, pa.int8(), False))
         pieces = [p for s in splits for p in s.pieces()]  # files of raw splits are read in parallel
         if not pieces:
             return out_schema.empty_table()
         self._load_deletion_files(splits)
         with ThreadPoolExecutor(max_workers=self.threads(pieces)) as pool:
-            tables = list(pool.map(lambda s: self.read_split(s, names, flt, with_row_kind), pieces))
+            tables = list(pool.map(lambda s: self.read_split(s, names, flt), pieces))
         return pa.concat_tables([_as(t.select(out_schema.names), out_schema) for t in tables])
 
     def _arrow_schema(self, names: list[str]) -> pa.Schema:

@@ -12,6 +12,7 @@ _COOKIE = 12346            # no run containers; offsets follow the container des
 _COOKIE_WITH_RUNS = 12347  # its high 16 bits: the container count - 1
 _ARRAY_MAX = 4096          # a container of more values is a bitset
 _BITSET_BYTES = 8192
+_MAX_CONTAINERS = 65536    # one per 16-bit key
 _EMPTY = struct.pack("<II", _COOKIE, 0)
 
 
@@ -112,7 +113,10 @@ def roaring_at(data: bytes, at: int) -> tuple[pyroaring.BitMap, int]:
     """The bitmap starting at byte `at` of `data`, and the byte after it; ValueError when it is
     not one."""
     size = _size(data, at)
-    return pyroaring.BitMap.deserialize(data[at:at + size]), at + size
+    try:
+        return pyroaring.BitMap.deserialize(data[at:at + size]), at + size
+    except IndexError as exc:  # pyroaring's read past a damaged container's bytes
+        raise ValueError(f"a damaged Roaring bitmap ({exc})") from None
 
 
 def _size(data: bytes, at: int) -> int:
@@ -122,11 +126,15 @@ def _size(data: bytes, at: int) -> int:
     if cookie & 0xFFFF == _COOKIE_WITH_RUNS:  # with run containers
         count = (cookie >> 16) + 1
         runs = data[at + 4:at + 4 + (count + 7) // 8]
+        if len(runs) != (count + 7) // 8:
+            raise ValueError("a Roaring bitmap past the end of its bytes")
         header = 4 + len(runs)
         is_run = [(runs[i // 8] >> (i % 8)) & 1 for i in range(count)]
         has_offsets = count >= 4
     elif cookie == _COOKIE:
         (count,) = struct.unpack_from("<I", data, at + 4)
+        if count > _MAX_CONTAINERS:  # (a damaged count would allocate without end)
+            raise ValueError(f"a Roaring bitmap of {count} containers, more than 16-bit keys have")
         header, is_run, has_offsets = 8, [0] * count, True
     else:
         raise ValueError(f"not a Roaring bitmap (cookie {cookie})")

@@ -235,10 +235,6 @@ class StreamOptions:
     changelog_producer: str = "none"
     full_compaction_delta_commits: int | None = None  # what `compacted-full` starts from
 
-    @property
-    def tags_name_or_id_given(self) -> bool:
-        return self.snapshot_id is not None or self.tag_name is not None
-
     @staticmethod
     def from_options(table_options: Mapping[str, str], read_options: Mapping[str, str]) -> "StreamOptions":
         """Table options overridden by the reader's options (keys compared case-insensitively)."""
@@ -317,9 +313,7 @@ class StreamingScan:
                     raise self._expired(n, f"consumer '{o.consumer_id}' is at snapshot {n}")
                 return StreamPosition(n)
         mode = o.scan_mode
-        if o.version is not None:  # `scan.version`: a tag of that name, else a snapshot id, as Java
-            if o.tags_name_or_id_given:
-                raise InvalidOptionError("give scan.version or scan.snapshot-id / scan.tag-name, not both")
+        if o.version is not None:  # `scan.version` (alone: check_start_options): a tag, else a snapshot id, as Java
             if self.tags.exists(o.version):
                 o = replace(o, tag_name=o.version)
             elif o.version.isdigit():
@@ -351,9 +345,7 @@ class StreamingScan:
                 return StreamPosition(1)
             before = earlier_than(self.snapshots, o.timestamp_millis)
             return StreamPosition(earliest if before is None else before + 1)
-        # from-snapshot / from-snapshot-full: a snapshot id, or a tag's snapshot
-        if o.snapshot_id is not None and o.tag_name is not None:
-            raise InvalidOptionError("give scan.snapshot-id or scan.tag-name, not both")
+        # from-snapshot / from-snapshot-full: a snapshot id, or a tag's snapshot (not both: check_start_options)
         if o.snapshot_id is not None:
             start = o.snapshot_id
             if earliest is not None and start < earliest and mode == "from-snapshot":

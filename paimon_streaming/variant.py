@@ -17,6 +17,7 @@ import decimal
 import functools
 import json
 import struct
+import uuid
 from decimal import Decimal
 from itertools import accumulate
 from typing import Any, Iterable
@@ -170,9 +171,7 @@ def _encode(value: Any, ids: dict[str, int]) -> bytes:
         return bytes([_primitive(_TIMESTAMP if aware else _TIMESTAMP_NTZ)]) + struct.pack("<q", micros)
     if isinstance(value, dt.date):
         return bytes([_primitive(_DATE)]) + struct.pack("<i", (value - _EPOCH_DATE).days)
-    if isinstance(value, bool):  # subclasses (numpy's bool_ is not one), IntEnum, OrderedDict, ...
-        return _TRUE_BYTE if value else _FALSE_BYTE
-    for base in (int, float, str, dict, list):
+    for base in (int, float, str, dict, list):  # subclasses: IntEnum, OrderedDict, ... (bool has none)
         if isinstance(value, base):
             return _encode(base(value), ids)
     raise MalformedVariantError(f"a variant cannot hold {type(value).__name__} {value!r}")
@@ -243,8 +242,8 @@ def _uints(values: list[int], width: int) -> bytes:
 # ---- reading --------------------------------------------------------------------------------
 def to_python(variants: pa.Array | pa.ChunkedArray) -> list[Any]:
     """Each variant as Python values: dict, list, str, int, Decimal, float, bool, bytes, date,
-    datetime (UTC-aware for a timestamp, naive for timestamp_ntz), None for a null variant and
-    for a variant's JSON null."""
+    datetime (UTC-aware for a timestamp, naive for timestamp_ntz), time, UUID, None for a null
+    variant and for a variant's JSON null."""
     values = variants.field("value") if isinstance(variants, pa.StructArray) else pc.struct_field(variants, "value")
     metadatas = (variants.field("metadata") if isinstance(variants, pa.StructArray)
                  else pc.struct_field(variants, "metadata"))
@@ -271,6 +270,8 @@ def _json(value: Any) -> str:
         return json.dumps(base64.b64encode(value).decode())
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return json.dumps(value.isoformat())
+    if isinstance(value, uuid.UUID):  # as Spark's toJson: its canonical text, quoted
+        return json.dumps(str(value))
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -355,7 +356,6 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
         data = bytes(buf[at + 4:at + 4 + size])
         return (data.decode() if type_id == _STRING else data), at + 4 + size
     if type_id == _UUID:
-        import uuid
         return uuid.UUID(bytes=bytes(buf[at:at + 16])), at + 16
     raise ValueError(f"unknown primitive type {type_id}")
 

@@ -178,3 +178,20 @@ def test_a_compaction_racing_a_column_update_is_not_applied(java, catalog):
     t = ps.Table.open(t.path)
     assert by_id(t.to_arrow().to_pylist()) == expected == by_id(java.read(t.path))
     assert len(live(t)) == 1
+
+
+def test_column_files_over_part_of_a_files_rows_are_refused_naming_them(java, tmp_path):
+    """Java's MERGE INTO may rewrite a column for part of a file's rows: a file of other row-id
+    bounds overlapping the first. Merging such ranges is not implemented (nor in Java 1.4.2):
+    the read is refused, naming the files and ranges, never answered from one of them."""
+    path = str(tmp_path / "part")
+    with java.batch() as b:
+        b.create_table(path, FIELDS, options=OPTIONS)
+        b.write(path, [{"id": i, "v": f"v{i}", "n": i} for i in range(10)])
+        b.write_columns(path, 2, ["v"], [{"v": f"new{i}"} for i in range(2, 6)])
+        javas = b.read(path, catch_error=True)
+    t = ps.Table.open(path)
+    with pytest.raises(UnsupportedOperationError, match=r"cover overlapping but different row ranges "
+                                                         r"\[\(0, 10\), \(2, 4\)\] .* not implemented"):
+        t.to_arrow()
+    assert "should be all row id ranges same" in javas.result.error  # Java 1.4.2 refuses it too

@@ -90,9 +90,12 @@ def test_a_not_null_column_with_a_default_may_be_missing_or_null(catalog):
 
 def test_defaults_that_do_not_cast_are_refused_naming_the_column(catalog):
     t = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("n", pa.int32()), ("a", pa.list_(pa.int32())),
-                                                ("r", pa.struct([("x", pa.int32())]))]))
+                                                ("r", pa.struct([("x", pa.int32())])), ("b", pa.bool_())]))
+    t.update_schema().add_column("ts", "TIMESTAMP(2)").commit()
     for column, text, error, message in [
             ("n", "abc", SchemaMismatchError, "'n'.*'abc' is not a valid INT"),
+            ("b", "maybe", SchemaMismatchError, "'b'.*'maybe' is not a valid BOOLEAN.*expected t, true, y, yes, 1"),
+            ("ts", "1000", SchemaMismatchError, "'ts'.*precision 0, 3, 6 or 9 only, not 2"),
             ("n", "99999999999", SchemaMismatchError, "out of range"),
             ("a", "[1, 2]", UnsupportedOperationError, "ARRAY"),
             (("r", "x"), "1", SchemaMismatchError, "top-level column")]:

@@ -423,6 +423,8 @@ def test_a_missing_index_file_is_an_error_naming_it(tmp_path):
     ({"file-index.bloom-filter.columns": "s", "file-index.bloom-filter.s.fpp": "2"}, "between 0 and 1"),
     ({"file-index.bloom-filter.columns": "s", "file-index.bloom-filter.s.items": "-5"}, "positive number"),
     ({"file-index.in-manifest-threshold": "lots"}, "file-index.in-manifest-threshold"),
+    ({"file-index.bloom-filter.columns": "s", "file-index.bloom-filter.s.fpp": "low"}, "between 0 and 1"),
+    ({"file-index.bloom-filter.columns": "s", "file-index.bloom-filter.s.items": "lots"}, "positive number"),
 ])
 def test_options_javas_writers_reject_are_refused_at_create(tmp_path, options, message):
     schema = pa.schema([("id", pa.int64(), False), ("s", pa.string()), ("flag", pa.bool_()),
@@ -521,3 +523,78 @@ def test_a_filter_on_a_column_the_scanned_schema_lacks_keeps_the_files(tmp_path)
     flt = parse_filter([[("extra", "=", "x")], [("s", "=", "zzz")]], wider)
     scan = TableScan(table.file_io, table.path, table.schema, table.branch)
     assert sum(len(s.files) for s in scan.plan(table.latest_snapshot(), flt)) == 1
+
+
+def test_column_names_beyond_ascii_in_index_heads_as_javas(java, tmp_path):
+    """An index file's head names its columns in Java's modified UTF-8 (three bytes a unit from
+    U+0800, a surrogate pair as two units): Java reads the heads we write, we read Java's, and
+    both skip and keep files by them."""
+    path = str(tmp_path / "db.db" / "names")
+    columns = ["名字", "a😀"]
+    options = {"bucket": "-1", "file-index.bloom-filter.columns": ",".join(columns),
+               "file-index.in-manifest-threshold": "1 b"}  # an append table: value filters skip files
+    java.create_table(path, [{"name": "id", "type": "INT NOT NULL"}, {"name": columns[0], "type": "STRING"},
+                             {"name": columns[1], "type": "INT"}], options=options)
+    with java.batch() as b:
+        b.write(path, [{"id": i, columns[0]: f"j{i}", columns[1]: i} for i in range(5)])
+    table = ps.Table.open(path)
+    table.write_arrow(pa.table({"id": pa.array(range(5, 10), pa.int32()), columns[0]: [f"o{i}" for i in range(5, 10)],
+                                columns[1]: pa.array(range(5, 10), pa.int32())}, schema=table.arrow_schema()))
+    heads = []
+    for index_path in sorted(_index_files(path)):
+        with open(index_path, "rb") as f:
+            heads.append(sorted(file_index.decode(f.read(), index_path)))
+    assert heads == [sorted(columns)] * 2  # Java's file and ours
+    for column, value, want in [(columns[0], "j3", [3]), (columns[0], "o7", [7]), (columns[1], 8, [8]),
+                                (columns[1], 2, [2])]:
+        assert set(want) <= {r["id"] for r in java.read(path, equal=(column, value))}, (column, value)
+        assert table.to_arrow(filter=[(column, "=", value)]).column("id").to_pylist() == want, (column, value)
+    for absent in ("j35", "o55"):  # within each file's min..max: only the bloom filters skip them
+        assert java.read(path, equal=(columns[0], absent)) == []
+        assert table.plan(table.latest_snapshot(), filter=[(columns[0], "=", absent)]) == []
+
+
+def _small_indexes() -> list[tuple[str, str, bytes]]:
+    """(kind, Paimon type, index bytes) of a few rows with repeats and a null, of every kind."""
+    from paimon_streaming import bitmap_index, bsi_index, range_bitmap_index
+    from paimon_streaming.types import parse_atomic
+    ints = pa.array([5, -3, None, 5, 70000, -3, 2**40], pa.int64())
+    strings = pa.array(["b", "a", None, "b", "ccc", "a", "d"])
+    bloom = BloomFilter64.sized(10, 0.1)
+    bloom.add(thomas_wang(np.arange(10, dtype=np.int64)))
+    big, text = parse_atomic("BIGINT"), parse_atomic("STRING")
+    return [("bitmap", "BIGINT", bitmap_index.build(ints, big)),
+            ("bitmap", "STRING", bitmap_index.build(strings, text, bitmap_index.VERSION_1)),
+            ("bitmap", "STRING", bitmap_index.build(strings, text, bitmap_index.VERSION_2, 24)),
+            ("bsi", "BIGINT", bsi_index.build(ints, big)),
+            ("range-bitmap", "BIGINT", range_bitmap_index.build(ints, big, 16)),
+            ("range-bitmap", "STRING", range_bitmap_index.build(strings, text, 16)),
+            ("bloom-filter", "BIGINT", bloom.to_bytes())]
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_every_damaged_byte_of_an_unchecked_index_is_caught_or_harmless(case):
+    """Java's index files carry no checksum: each byte of each kind of index, damaged (three
+    ways), or the index cut short, is read by `check`'s verification and by a filtered read's
+    pruning either as an index (a change no structural rule sees) or as a CorruptFileError
+    naming the file and column; never another exception (before, pyroaring's IndexError, a
+    dictionary cut short and a damaged container count allocating without end escaped)."""
+    from paimon_streaming.predicate import parse_filter
+    from paimon_streaming.types import DataField, parse_atomic
+    kind, type_name, data = _small_indexes()[case]
+    fields = {"c": DataField(0, "c", parse_atomic(type_name))}
+    schema = pa.schema([("c", pa.int64() if type_name == "BIGINT" else pa.string())])
+    values = [5, 6, 2**40] if type_name == "BIGINT" else ["b", "bb", "zz"]
+    filters = [parse_filter([("c", op, v)], schema) for v in values for op in ("=", "<", ">=")]
+    file_index.verify({"c": {kind: data}}, "data-1.parquet", fields)
+    damaged = [data[:i] + bytes([data[i] ^ flip]) + data[i + 1:] for i in range(len(data)) for flip in (1, 0x80, 0xFF)]
+    caught = 0
+    for d in damaged + [data[:cut] for cut in range(len(data))]:
+        for check in [lambda: file_index.verify({"c": {kind: d}}, "data-1.parquet", fields)] + \
+                [lambda f=f: file_index.may_match({"c": {kind: d}}, f, fields, "data-1.parquet") for f in filters]:
+            try:
+                check()
+            except CorruptFileError as exc:
+                assert "data-1.parquet is damaged: column 'c'," in str(exc)
+                caught += 1
+    assert caught > len(data)

@@ -211,7 +211,8 @@ def test_range_filters_skip_files_by_range_bitmaps_without_statistics(tmp_path):
     """A table without statistics (`metadata.stats-mode` = none) prunes range filters by its
     range bitmaps' smallest and largest values, as Java's readers do: for every value of each
     column and each of <, <=, >, >=, exactly the rows an unfiltered read holds, reading fewer
-    files; a file whose column is all null matches no range; floats are left to statistics."""
+    files; a file whose column is all null matches no range and no value; floats are left to
+    statistics for ranges."""
     schema = pa.schema([("id", pa.int64(), False), ("n", pa.int32()), ("s", pa.string()), ("d", pa.date32()),
                         ("ts", pa.timestamp("ms")), ("ltz", pa.timestamp("us", "UTC")), ("dec", pa.decimal128(10, 2)),
                         ("t", pa.time32("ms")), ("f", pa.float64())])
@@ -240,10 +241,9 @@ def test_range_filters_skip_files_by_range_bitmaps_without_statistics(tmp_path):
         values = sorted({r[column] for r in everything if r[column] is not None})
         for value in values[::7] + [values[0], values[-1]]:
             for op, holds in OPS.items():
-                if op == "=":
-                    continue
                 got = sorted(r["id"] for r in table.to_arrow(filter=[(column, op, value)]).to_pylist())
                 want = sorted(r["id"] for r in everything if r[column] is not None and holds(r[column], value))
                 assert got == want, (column, op, value)
         pruned = planned([(column, "<", values[len(values) // 2])])
         assert pruned == 5 if column == "f" else pruned < 4, column
+        assert planned([(column, "=", values[-1])]) == 1, column  # its dictionary rules out the all-null file too

@@ -101,3 +101,57 @@ def test_this_sources_own_and_unknown_options_pass(tmp_path):
                            "read.stream.maxrowspertrigger": "9", "deletion-vectors.enabled": "true",
                            "my.own.setting": "x"})
     assert spec.limits.max_files == 3 and spec.limits.max_rows == 9 and spec.row_kind_column == "k"
+
+
+@pytest.mark.parametrize("key", ["snapshot-id", "tag", "timestamp-millis"])
+def test_an_incremental_query_with_a_time_travel_table_option_is_refused(key):
+    """Table options (the Python API's path, which has no source aliases) that ask for an
+    incremental query and a time travel at once: refused, naming both, not one silently ignored."""
+    from paimon_streaming.table_scan_options import TableScanOptions
+    with pytest.raises(InvalidOptionError, match=rf"incremental query \(incremental-between\) takes no time travel "
+                                                 rf"option \({key}\)"):
+        TableScanOptions.of({"incremental-between": "1,2", key: "1"}, "db.t")
+
+
+
+def test_fallback_branch_tags_and_empty_branch(warehouse):
+    """`scan.fallback-branch` and tags: a read at a tag takes the branch's partitions from the
+    branch's tag of the same name (as Java's rewriteOtherOptions keeps the tag name; Java 1.4.2's
+    read then adds none of the branch's rows), and is refused, naming the branch, when the branch
+    has no such tag; a branch without snapshots adds nothing; a branch whose columns differ is
+    refused, naming both."""
+    import paimon_streaming as ps
+    from java_oracle import get_oracle
+    from paimon_streaming.errors import TagNotFoundError, UnsupportedOperationError
+    java = get_oracle()
+    path = f"{warehouse}/db.db/fbtags"
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "dt", "type": "STRING NOT NULL"},
+              {"name": "v", "type": "STRING"}]
+    with java.batch() as b:
+        b.create_table(path, fields, partition_keys=["dt"], options={"bucket": "-1"})
+        b.create_branch(path, "batch")
+        b.alter(path, [{"kind": "set-option", "path": [], "key": "scan.fallback-branch", "value": "batch"}])
+        # Java's fallback time travel looks up the main snapshot's schema id in the branch too
+        b.alter(path, [{"kind": "set-option", "path": [], "key": "snapshot.num-retained.max", "value": "99"}],
+                branch="batch")
+        b.write(path, [{"id": 1, "dt": "d2", "v": "main"}])
+    t = ps.Table.open(path)
+
+    def rows(table):
+        return sorted((r["id"], r["dt"], r["v"]) for r in (table if isinstance(table, list) else table.to_pylist()))
+    assert rows(t.to_arrow()) == rows(java.read(path)) == [(1, "d2", "main")]  # the branch has no snapshot
+    with java.batch() as b:
+        b.write(path, [{"id": 2, "dt": "d1", "v": "batch-1"}], branch="batch")
+        b.write(path, [{"id": 3, "dt": "d1", "v": "batch-2"}], branch="batch")
+        b.create_tag(path, "t", snapshot_id=1)
+    with pytest.raises(TagNotFoundError, match="tag 't' of table .*branch-batch does not exist"):
+        t.to_arrow(tag="t")
+    ps.Table.open(path, branch="batch").create_tag("t", snapshot_id=1)
+    assert rows(t.to_arrow(tag="t")) == [(1, "d2", "main"), (2, "d1", "batch-1")]
+    assert rows(java.read(path, tag="t")) == [(1, "d2", "main")]
+    assert rows(t.to_arrow()) == rows(java.read(path)) == \
+        [(1, "d2", "main"), (2, "d1", "batch-1"), (3, "d1", "batch-2")]
+    with java.batch() as b:
+        b.alter(path, [{"kind": "add", "path": ["extra"], "type": "INT"}], branch="batch")
+    with pytest.raises(UnsupportedOperationError, match="fallback branch 'batch': the branch's columns .*extra"):
+        ps.Table.open(path).to_arrow()

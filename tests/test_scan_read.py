@@ -162,6 +162,16 @@ def test_filter_values_of_another_kind_or_missing_are_errors_naming_the_term(cat
         with pytest.raises(ValueError, match=match):
             t.delete(flt)
     assert t.to_arrow(filter=[("s", "=", None)]).num_rows == 0 and t.to_arrow().num_rows == 2
+    for flt, match in (("id > 1", "filter must be a pyarrow.compute.Expression or a non-empty list"),
+                       ([], "filter must be a pyarrow.compute.Expression or a non-empty list"),
+                       ([("id",)], r"filter term \('id',\) is not a \(column, op, value\) tuple"),
+                       ([("id", "~", 1)], r"filter operator '~' is not one of")):
+        with pytest.raises(ValueError, match=match):
+            t.to_arrow(filter=flt)
+    # an integer beyond every double: every double is below it
+    assert t.to_arrow(filter=[("amount", "<", 10**400)]).num_rows == 2
+    assert t.to_arrow(filter=[("amount", ">=", 10**400)]).num_rows == 0
+    assert t.to_arrow(filter=[("amount", ">", -10**400)]).num_rows == 2
 
 
 def test_iso_text_against_temporal_columns_is_the_value_it_names(catalog):
@@ -188,3 +198,39 @@ def test_iso_text_against_temporal_columns_is_the_value_it_names(catalog):
                        ([("tm", "in", ["10:00", "noon"])], "'noon' for column 'tm'")):
         with pytest.raises(SchemaMismatchError, match=match):
             t.to_arrow(filter=flt)
+
+
+def test_manifests_that_do_not_replay_are_a_corrupt_snapshot(catalog):
+    """A snapshot whose manifests add a file twice (a manifest listed twice) cannot be planned:
+    CorruptFileError naming the snapshot and its manifest lists, never rows read twice."""
+    import dataclasses
+    from paimon_streaming.errors import CorruptFileError
+    from paimon_streaming.manifest import ManifestList
+    from paimon_streaming.paths import PathFactory
+    t = catalog.create_table("db.replay", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                             options={"bucket": "-1"})
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=t.arrow_schema()))
+    t.write_arrow(pa.table({"id": [3], "v": ["c"]}, schema=t.arrow_schema()))
+    latest = t.latest_snapshot()
+    ml = ManifestList(t.file_io, PathFactory(t.path, "parquet"))
+    metas = ml.read(latest.base_manifest_list) + ml.read(latest.delta_manifest_list)
+    base_name, base_size = ml.write(metas + metas[-1:])
+    delta_name, delta_size = ml.write([])
+    snap = dataclasses.replace(latest, id=latest.id + 1, base_manifest_list=base_name,
+                               base_manifest_list_size=base_size, delta_manifest_list=delta_name,
+                               delta_manifest_list_size=delta_size, time_millis=latest.time_millis + 1)
+    assert t.snapshot_manager.try_publish(snap)
+    with pytest.raises(CorruptFileError, match=rf"the manifests of snapshot {snap.id} of .* do not replay "
+                                               rf"\(file .* is added twice\).*{base_name}"):
+        t.to_arrow()
+
+
+def test_an_instant_against_a_date_column_is_refused(catalog):
+    """A time-zone-aware datetime names an instant, not a day: against a DATE column it is an
+    error naming the column (a naive midnight is the day; another naive time matches no day)."""
+    t = catalog.create_table("db.days", pa.schema([("d", pa.date32())]))
+    t.write_arrow(pa.table({"d": [dt.date(2024, 1, 1), dt.date(2024, 1, 2)]}))
+    with pytest.raises(SchemaMismatchError, match=r"column 'd' \(DATE\)"):
+        t.to_arrow(filter=[("d", "=", dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))])
+    assert t.to_arrow(filter=[("d", "=", dt.datetime(2024, 1, 1))]).to_pylist() == [{"d": dt.date(2024, 1, 1)}]
+    assert t.to_arrow(filter=[("d", "=", dt.datetime(2024, 1, 1, 12))]).num_rows == 0

@@ -175,6 +175,17 @@ def test_several_changes_are_one_schema_file_and_no_change_is_none(catalog):
     (lambda u: u.set_option("buckets", "4"), InvalidOptionError, "did you mean 'bucket'"),
     (lambda u: u.set_option("snapshot.num-retained.min", "0"), InvalidOptionError, "at least 1"),
     (lambda u: u.set_option("sequence.field", "gone"), InvalidOptionError, "not in the schema"),
+    (lambda u: u.add_column("", pa.int8()), SchemaMismatchError, "invalid column path ''"),
+    (lambda u: u.drop_column(("addr", 3)), SchemaMismatchError, r"invalid column path \('addr', 3\)"),
+    (lambda u: u.add_column("n", 42), SchemaMismatchError, "expected a pyarrow type or a Paimon type name, got 42"),
+    (lambda u: u.add_column("n", pa.int8(), first=True, after="id"), SchemaMismatchError, "first=True or after="),
+    (lambda u: u.update_column("id", nullable=True), SchemaMismatchError, "'id' must stay NOT NULL"),
+    (lambda u: u.union_by_name(pa.schema([pa.field("id", pa.decimal128(20, 0), False)])), SchemaMismatchError,
+     "'id' .* key columns keep their type"),
+    (lambda u: u.union_by_name(pa.schema([("note", pa.int64())])), SchemaMismatchError,
+     "cannot merge the type of column 'note' .* STRING"),
+    (lambda u: u.union_by_name(pa.schema([("addr", pa.struct([("zip", pa.string())]))])), SchemaMismatchError,
+     "cannot merge the type of column 'addr.zip'"),
 ])
 def test_refused_changes_name_the_reason_and_write_nothing(catalog, change, error, match):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
@@ -382,3 +393,138 @@ def test_rows_inside_arrays_and_maps_evolve_as_java_evolves_them(catalog, tmp_pa
     got = {r["id"]: r for r in ps.Table.open(t.path).to_arrow().to_pylist()}
     assert got[1]["items"] == [{"code": "x", "n": 1, "qty": None, "price": None}]
     assert got[3] == {"id": 3, "items": [{"code": "w", "n": 3, "qty": 1, "price": 1.5}], "m": [("i", {"a": 3, "bee": "q"})]}
+
+
+def test_union_by_name_widens_nested_elements_keeping_their_field_ids(catalog):
+    """ARRAY elements and MAP values widen in place: a ROW inside keeps its field ids, so the
+    files written before read by id into the wider type."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("l", pa.list_(pa.struct([("a", pa.int32())]))),
+                        ("m", pa.map_(pa.string(), pa.struct([("b", pa.int32())]))),
+                        ("li", pa.list_(pa.int32())), ("mi", pa.map_(pa.string(), pa.int32()))])
+    t = catalog.create_table("db.nest", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "l": [[{"a": 1}]], "m": [[("k", {"b": 2})]], "li": [[3]], "mi": [[("k", 4)]]},
+                           schema=schema))
+    ids = {f.name: f.id for f in t.schema.fields[1].type.element.fields + t.schema.fields[2].type.value.fields}
+    t.update_schema().union_by_name(pa.schema([("l", pa.list_(pa.struct([("a", pa.int64())]))),
+                                               ("m", pa.map_(pa.string(), pa.struct([("b", pa.int64())]))),
+                                               ("li", pa.list_(pa.int64())),
+                                               ("mi", pa.map_(pa.string(), pa.int64()))])).commit()
+    assert [str(f.type) for f in t.schema.fields[1:]] == \
+        ["ARRAY<ROW<a BIGINT>>", "MAP<STRING, ROW<b BIGINT>>", "ARRAY<BIGINT>", "MAP<STRING, BIGINT>"]
+    assert {f.name: f.id for f in t.schema.fields[1].type.element.fields + t.schema.fields[2].type.value.fields} == ids
+    big = 2**40
+    t.write_arrow(pa.table({"id": [2], "l": [[{"a": big}]], "m": [[("k", {"b": big})]], "li": [[big]],
+                            "mi": [[("k", big)]]}, schema=t.arrow_schema()))
+    assert ps.Table.open(t.path).to_arrow().to_pylist() == [
+        {"id": 1, "l": [{"a": 1}], "m": [("k", {"b": 2})], "li": [3], "mi": [("k", 4)]},
+        {"id": 2, "l": [{"a": big}], "m": [("k", {"b": big})], "li": [big], "mi": [("k", big)]}]
+
+
+def test_dropping_a_column_drops_its_field_options(catalog):
+    """`fields.<column>.*` options go with the column, so a column added later under the same
+    name does not inherit them (Java 1.4.2 keeps them)."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("n", pa.int64()), ("s", pa.int64())])
+    t = catalog.create_table("db.agg", schema, primary_keys=["id"],
+                             options={"bucket": "1", "merge-engine": "aggregation",
+                                      "fields.n.aggregate-function": "sum", "fields.s.aggregate-function": "sum"})
+    t.update_schema().drop_column("n").commit()
+    assert "fields.n.aggregate-function" not in t.schema.options and "fields.s.aggregate-function" in t.schema.options
+    t.update_schema().add_column("n", pa.int64()).commit()
+    for v in (1, 2):
+        t.write_arrow(pa.table({"id": [1], "s": [v], "n": [v]}, schema=t.arrow_schema()))
+    assert t.to_arrow().to_pylist() == [{"id": 1, "s": 3, "n": 2}]  # the new n: last value, not a sum
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"options": {"bucket": "2", "bucket-key": "nope"}}, r"bucket-key column\(s\) \['nope'\] are not in the schema"),
+    ({"partition_keys": ["dt"], "options": {"bucket": "2", "bucket-key": "dt"}},
+     r"bucket-key \['dt'\] must not contain partition keys \['dt'\]"),
+    ({"primary_keys": ["id"], "options": {"bucket": "2", "bucket-key": "v"}},
+     r"bucket-key \['v'\] must be a subset of the primary key \['id'\]"),
+    ({"primary_keys": ["id"], "options": {"bucket": "-2"}}, r"postpone bucket mode \(bucket = -2\) is not supported"),
+])
+def test_create_table_refuses_bad_bucket_layouts(catalog, warehouse, kwargs, match):
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64()), pa.field("dt", pa.string(), False)])
+    with pytest.raises(InvalidOptionError, match=match):
+        catalog.create_table("db.bad", schema, **kwargs)
+    assert not os.path.exists(f"{warehouse}/db.db/bad")  # nothing written
+
+
+def test_create_table_refuses_duplicate_names_and_spells_booleans_as_java(catalog):
+    with pytest.raises(SchemaMismatchError, match=r"duplicate column names in schema: \['a', 'a'\]"):
+        catalog.create_table("db.dup", pa.schema([("a", pa.int64()), ("a", pa.string())]))
+    t = catalog.create_table("db.opts", pa.schema([("a", pa.int64())]),
+                             options={"bucket": -1, "deletion-vectors.enabled": True, "write-only": False})
+    assert {k: t.schema.options[k] for k in ("bucket", "deletion-vectors.enabled", "write-only")} == \
+        {"bucket": "-1", "deletion-vectors.enabled": "true", "write-only": "false"}
+
+
+def _damage_schema(path, edit) -> None:
+    """Edit schema-0 as JSON, written as Java writes it (without our check, which would catch it first)."""
+    from paimon_streaming.json_check import CHECK_KEY
+    name = f"{path}/schema/schema-0"
+    obj = json.load(open(name))
+    obj.pop(CHECK_KEY, None)
+    edit(obj)
+    with open(name, "w") as f:
+        json.dump(obj, f)
+
+
+@pytest.mark.parametrize("edit, error, match", [
+    (lambda o: o.update(id=3), "CorruptFileError", "is damaged: it holds schema id 3"),
+    (lambda o: o["fields"][1].update(name="id"), "CorruptFileError", "is damaged: its field names or ids repeat"),
+    (lambda o: o["fields"][1].update(id=0), "CorruptFileError", "is damaged: its field names or ids repeat"),
+    (lambda o: o.update(primaryKeys=["idd"]), "CorruptFileError", r"primary/partition keys \['idd'\] are not among"),
+    (lambda o: o.update(primaryKeyz=o.pop("primaryKeys")), "CorruptFileError",
+     "unknown key 'primaryKeyz', one character away from 'primaryKeys'"),
+    (lambda o: o["fields"][1].update(type="INT)("), "UnsupportedTypeError", r"cannot parse Paimon type 'INT\)\('"),
+    (lambda o: o["fields"][1].update(type="INTEGR"), "UnsupportedTypeError", "unsupported Paimon type 'INTEGR'"),
+    (lambda o: o["fields"][1].update(type={"type": "VECTOR"}), "UnsupportedTypeError", "cannot parse Paimon type"),
+    (lambda o: o["fields"][1].update(type=7), "UnsupportedTypeError", "cannot parse Paimon type 7"),
+])
+def test_a_damaged_schema_file_is_an_error_naming_it(catalog, edit, error, match):
+    from paimon_streaming import errors
+    t = catalog.create_table("db.dmg", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int32())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "v": [2]}, schema=t.arrow_schema()))
+    _damage_schema(t.path, edit)
+    with pytest.raises(getattr(errors, error), match=f"schema file {t.path}/schema/schema-0.*{match}"):
+        ps.Table.open(t.path).to_arrow()
+
+
+def test_java_spellings_of_schema_files_are_read(catalog):
+    """A type written `INT NULL` and a column with a description (Java's COMMENT) are read; our
+    next schema keeps the description."""
+    t = catalog.create_table("db.spell", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int32())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "v": [2]}, schema=t.arrow_schema()))
+    _damage_schema(t.path, lambda o: o["fields"][1].update(type="INT NULL", description="the value"))
+    t = ps.Table.open(t.path)
+    assert t.to_arrow().to_pylist() == [{"id": 1, "v": 2}]
+    t.update_schema().add_column("w", pa.string(), comment="new one").commit()
+    saved = json.load(open(f"{t.path}/schema/schema-1"))["fields"]
+    assert [(f["name"], f["type"], f.get("description")) for f in saved] == \
+        [("id", "BIGINT NOT NULL", None), ("v", "INT", "the value"), ("w", "STRING", "new one")]
+
+
+def test_a_missing_schema_file_of_data_files_is_an_error_naming_it(catalog):
+    from paimon_streaming.errors import MissingFileError
+    t = catalog.create_table("db.gone", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int32())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    t.update_schema().add_column("w", pa.string()).commit()
+    t.write_arrow(pa.table({"id": [1], "v": [2], "w": ["x"]}, schema=t.arrow_schema()))
+    os.remove(f"{t.path}/schema/schema-1")
+    with pytest.raises(MissingFileError, match=f"schema file {t.path}/schema/schema-1 does not exist"):
+        ps.Table.open(t.path).to_arrow()
+
+
+def test_map_keys_keep_their_type_and_decimals_keep_within_38_digits(catalog):
+    from paimon_streaming.errors import UnsupportedTypeError
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("m", pa.map_(pa.int32(), pa.int32()))])
+    t = catalog.create_table("db.mk", schema, primary_keys=["id"], options={"bucket": "1"})
+    with pytest.raises(SchemaMismatchError, match=r"the key type of a MAP cannot change \(INT NOT NULL -> BIGINT"):
+        t.update_schema().update_column("m", pa.map_(pa.int64(), pa.int32())).commit()
+    t.update_schema().update_column("m", pa.map_(pa.int32(), pa.int64())).commit()  # its values may widen
+    assert str(t.schema.field("m").type) == "MAP<INT, BIGINT>"
+    with pytest.raises(UnsupportedTypeError, match="DECIMAL precision 40 exceeds Paimon's maximum 38"):
+        catalog.create_table("db.wide", pa.schema([("d", pa.decimal256(40, 2))]))

@@ -467,3 +467,24 @@ def test_system_tables(catalog):
     assert split_system_table("/wh/db.db/t$Snapshots") == ("/wh/db.db/t", "snapshots")
     assert split_system_table("/wh/db.db/t") == ("/wh/db.db/t", None)
     assert split_system_table("/wh/a$b/t") == ("/wh/a$b/t", None)
+
+
+def test_start_options_resolved_against_the_table(catalog):
+    """`scan.version` names a tag, else a snapshot id, else is refused naming it; `from-timestamp`
+    on a table without snapshots starts at the first one; a boolean option takes true/false only."""
+    t = append_table(catalog, "db.ver")
+    assert stream_scan(t, **{"scan.mode": "from-timestamp", "scan.timestamp-millis": 1}).start_position() == \
+        StreamPosition(1)
+    t.write_arrow(batch([1]))
+    t.write_arrow(batch([2]))
+    t.create_tag("v1", snapshot_id=1)
+    assert stream_scan(t, **{"scan.version": "v1"}).start_position() == StreamPosition(1, 0, True)  # as scan.tag-name
+    assert stream_scan(t, **{"scan.version": "2"}).start_position() == StreamPosition(2)
+    with pytest.raises(InvalidOptionError, match="'scan.version' = 'v9' is neither a tag of .* nor a snapshot id"):
+        stream_scan(t, **{"scan.version": "v9"}).start_position()
+    with pytest.raises(InvalidOptionError, match="'consumer.ignore-progress' must be true or false, got 'yes'"):
+        stream_scan(t, **{"consumer.ignore-progress": "yes"})
+    with pytest.raises(InvalidOptionError, match="'scan.snapshot-id' must be an integer, got 'x'"):
+        stream_scan(t, **{"scan.snapshot-id": "x"})
+    with pytest.raises(InvalidOptionError, match="give only one of"):
+        stream_scan(t, **{"scan.version": "1", "scan.tag-name": "2"})

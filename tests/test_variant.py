@@ -352,3 +352,66 @@ def test_ingest_command_passes_variant_columns(monkeypatch):
     assert main(["ingest", "--bootstrap-servers", "127.0.0.1:1", "--topic", "t", "--warehouse", "/unused",
                  "--table", "db.t", "--variant-column", "payload", "--variant-column", "attrs", "--no-progress"]) == 0
     assert seen[0].variant_columns == ("payload", "attrs")
+
+
+def test_python_values_encode_by_their_base_type_and_print_as_json():
+    """`from_values` takes subclasses by their base type (IntEnum, str and dict subclasses),
+    floats as doubles, Decimals exactly (refused beyond 38 digits), and refuses what no variant
+    holds (naming it); `to_json` prints bytes as base64 and dates in ISO 8601."""
+    import base64
+    import collections
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Name(str):
+        pass
+    docs = [Level.HIGH, Name("x"), collections.OrderedDict(b=1, a=[0.5]), 0.1, Decimal("-12.340"),
+            b"\x00\xff", dt.date(2024, 2, 29), {"k": Decimal(10) ** 30}]
+    arr = variant.from_values(docs)
+    assert variant.to_python(arr) == [3, "x", {"b": 1, "a": [0.5]}, 0.1, Decimal("-12.340"), b"\x00\xff",
+                                      dt.date(2024, 2, 29), {"k": Decimal(10) ** 30}]
+    assert type(variant.to_python(arr)[3]) is float
+    assert variant.to_json(arr).to_pylist() == [
+        "3", '"x"', '{"a":[0.5],"b":1}', "0.1", "-12.34", json.dumps(base64.b64encode(b"\x00\xff").decode()),
+        '"2024-02-29"', '{"k":' + "1" + "0" * 30 + "}"]
+    with pytest.raises(MalformedVariantError, match="more than 38 digits"):
+        variant.from_values([Decimal(10) ** 40 + 1])
+    with pytest.raises(MalformedVariantError, match="variant object keys are strings, not 1"):
+        variant.from_values([{1: "a"}])
+    with pytest.raises(MalformedVariantError, match="a variant cannot hold set"):
+        variant.from_values([{"k": {1, 2}}])
+
+
+def test_large_variants_use_three_byte_offsets():
+    """An object whose values pass 64 KiB, and a dictionary of more than 64 KiB of key bytes:
+    three-byte offsets, read back whole (as Spark reads them)."""
+    big = "x" * 70_000
+    keys = {f"key-{i:05d}-" + "k" * 20: i for i in range(3000)}
+    arr = variant.from_values([{"a": big, "b": [big, 1]}, keys])
+    assert variant.to_python(arr) == [{"a": big, "b": [big, 1]}, keys]
+
+
+@pytest.mark.parametrize("type_id, payload, want, text", [
+    (17, (45296789000).to_bytes(8, "little"), dt.time(12, 34, 56, 789000), '"12:34:56.789000"'),
+    (20, bytes(range(16)), "00010203-0405-0607-0809-0a0b0c0d0e0f", '"00010203-0405-0607-0809-0a0b0c0d0e0f"'),
+])
+def test_variant_time_and_uuid_written_by_others_are_read(type_id, payload, want, text):
+    """Variant types other writers may use (TIME_NTZ, UUID): decoded, and printed as JSON strings."""
+    import uuid
+    metadata = bytes([1, 0, 0])  # version 1, no keys
+    arr = pa.StructArray.from_arrays([pa.array([bytes([type_id << 2]) + payload], pa.binary()),
+                                      pa.array([metadata], pa.binary())], fields=list(VARIANT_ARROW))
+    got = variant.to_python(arr)[0]
+    assert (str(got) if isinstance(got, uuid.UUID) else got) == want
+    assert variant.to_json(arr).to_pylist() == [text]
+
+
+def test_an_unknown_variant_type_and_arrow_json_input():
+    metadata = bytes([1, 0, 0])
+    arr = pa.StructArray.from_arrays([pa.array([bytes([21 << 2])], pa.binary()), pa.array([metadata], pa.binary())],
+                                     fields=list(VARIANT_ARROW))
+    with pytest.raises(MalformedVariantError, match=r"malformed variant \(unknown primitive type 21\)"):
+        variant.to_python(arr)
+    assert variant.to_python(variant.from_json(pa.array(['{"a": 1}', None]))) == [{"a": 1}, None]

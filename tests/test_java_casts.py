@@ -1,0 +1,51 @@
+"""`java_cast` (java_casts.py) at the edges of Java 1.4.2's cast rules: the values it gives where
+Java's casts give them, and `CastRefused` (the reader then names the file and column) where
+Java's read fails or its result is not reproduced. The long differential hunt against Java is
+tests/test_java_cast_hunt.py."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import pyarrow as pa
+import pytest
+
+from paimon_streaming.java_casts import CastRefused, java_cast
+from paimon_streaming.types import parse_atomic
+
+
+def cast(values, arrow_type, old: str, new: str) -> list:
+    return java_cast(pa.array(values, arrow_type), parse_atomic(old), parse_atomic(new)).to_pylist()
+
+
+def test_values_java_casts_give():
+    # a dictionary-encoded column (as Parquet may decode one) casts as its values
+    strings = pa.array(["1", "-2", None, "1"]).dictionary_encode()
+    assert java_cast(strings, parse_atomic("STRING"), parse_atomic("INT")).to_pylist() == [1, -2, None, 1]
+    # Java's BinaryString -> boolean: t/true/y/yes/1 and f/false/n/no/0, any case
+    assert cast(["t", "No", None, "YES", "0"], pa.string(), "STRING", "BOOLEAN") == [True, False, None, True, False]
+    # a DECIMAL of scale 0 prints its digits (BigDecimal.toPlainString)
+    assert cast([decimal.Decimal("123"), decimal.Decimal("-5"), None], pa.decimal128(10, 0), "DECIMAL(10, 0)",
+                "STRING") == ["123", "-5", None]
+    # to an unbounded VARBINARY nothing is cut
+    assert cast([b"\x00\x01\x02", None], pa.binary(), "BINARY(3)", "BYTES") == [b"\x00\x01\x02", None]
+
+
+@pytest.mark.parametrize("values, arrow_type, old, new, why", [
+    ([dt.datetime(1969, 12, 31, 23, 0)], pa.timestamp("ms"), "TIMESTAMP(3)", "TIME", "before 1970"),
+    ([2**62], pa.int64(), "BIGINT", "TIMESTAMP(3)", "seconds overflow Java's milliseconds"),
+    ([decimal.Decimal(10) ** 20], pa.decimal128(38, 0), "DECIMAL(38, 0)", "BIGINT", "beyond BIGINT's range"),
+    ([b"\xff\xfe"], pa.binary(), "BYTES", "STRING", "UTF-8"),
+    (["99999999999999999999"], pa.string(), "STRING", "BIGINT", "overflows BIGINT"),
+    ([1e-40], pa.float32(), "FLOAT", "STRING", "subnormal"),
+    ([dt.date(1, 1, 1)], pa.date32(), "DATE", "STRING", None),
+    ([10001 * 366 * 86400 * 1000], pa.timestamp("ms"), "TIMESTAMP(3)", "STRING", "a year outside 1-9999"),
+    (["0x1p3"], pa.string(), "STRING", "DOUBLE", "'0x1p3' is no DOUBLE"),
+    (["1" * 61], pa.string(), "STRING", "DECIMAL(10, 2)", "more than 60 characters"),
+])
+def test_casts_java_cannot_do_or_we_do_not_reproduce_are_refused(values, arrow_type, old, new, why):
+    if why is None:  # the year 1 is within Java's range: printed
+        assert cast(values, arrow_type, old, new) == ["0001-01-01"]
+        return
+    with pytest.raises(CastRefused, match=why):
+        cast(values, arrow_type, old, new)
