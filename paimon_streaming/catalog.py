@@ -142,6 +142,7 @@ class Catalog:
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
         if self.table_exists(new_identifier) or self.file_io.exists(self.table_path(new_identifier)):
             raise TableAlreadyExistsError(f"table {new_identifier} already exists at {self.table_path(new_identifier)}")
+        self.file_io.check_dir_rename()  # before the new name's database is created
         self.create_database(split_identifier(new_identifier)[0], ignore_if_exists=True)
         try:
             self.file_io.rename_dir(self.table_path(identifier), self.table_path(new_identifier))
@@ -190,6 +191,6 @@ def load_table(table: str, warehouse: str | None = None, branch: str | None = No
     if warehouse is not None:
         return Catalog(warehouse).get_table(ref if branch is None else f"{ref}{SUFFIX}{branch}")
     if "/" not in ref and "://" not in ref:
-        raise ValueError(f"table {table!r} is not a path; give a table directory (or URI), "
-                         "or pass warehouse= to resolve a 'db.table' name")
+        raise InvalidNameError(f"table {table!r} is not a path; give a table directory (or URI), "
+                               "or pass warehouse= to resolve a 'db.table' name")
     return Table.open(ref, branch=branch)

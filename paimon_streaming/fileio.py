@@ -280,12 +280,15 @@ class FileIO:
         existing `dst` raises FileExistsError, atomically (nothing moves, not even into it).
         Object stores have no directory rename (it would copy every file, visibly half-done
         on a crash)."""
+        self.check_dir_rename()
         if self.is_local:
             os.rename(src, dst)
-        elif isinstance(self.fs, pafs.HadoopFileSystem):
-            if not hdfs.rename(self.fs, src, dst, replace=False):
-                raise FileExistsError(f"cannot move {src} to {dst}: {dst} exists")
-        else:
+        elif not hdfs.rename(self.fs, src, dst, replace=False):
+            raise FileExistsError(f"cannot move {src} to {dst}: {dst} exists")
+
+    def check_dir_rename(self) -> None:
+        """UnsupportedOperationError unless `rename_dir` can work here: asked before anything changes."""
+        if not (self.is_local or isinstance(self.fs, pafs.HadoopFileSystem)):
             raise UnsupportedOperationError(
                 f"renaming a directory on {self.fs.type_name} is not atomic (object stores copy every file); "
                 "rename tables on a local filesystem or HDFS, or create a new table and copy the rows")

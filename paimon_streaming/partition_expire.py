@@ -105,15 +105,62 @@ def partition_time(keys: list[str], values: list[str | None], pattern: str | Non
         if m is None:
             return None
         y, mo, d, h, mi, s, frac = m.groups()
-        try:
-            return dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0),
-                               int((frac or "0").ljust(6, "0")[:6]))
-        except ValueError:
-            return None
+        return _lenient(int(y), int(mo), int(d), int(h or 0) * 3600 + int(mi or 0) * 60 + int(s or 0),
+                        int((frac or "0").ljust(6, "0")[:6]))
     try:
-        return dt.datetime.strptime(text, strptime_format(formatter))
-    except ValueError:
+        fmt = strptime_format(formatter)
+    except ValueError:  # a pattern Java's tables may hold that this module cannot apply
         return None
+    try:
+        return dt.datetime.strptime(text, fmt)
+    except ValueError:
+        return _past_month_end(text, fmt)
+    except re.error:  # a field given twice
+        return None
+
+
+def _lenient(year: int, month: int, day: int, seconds: int, micros: int) -> dt.datetime:
+    """Java's default partition time formatter resolves leniently: a month, day, hour... past
+    its range rolls over into the next (2024-02-30 is 2024-03-01, 2024-13-01 is 2025-01-01,
+    24:00:00 the next day's midnight, day 0 the month before's last). Years before 1 or after
+    9999 (beyond Python's datetime) are the earliest or latest time there is."""
+    year, month0 = divmod(year * 12 + month - 1, 12)
+    if year < 1:
+        return dt.datetime.min
+    if year > 9999:
+        return dt.datetime.max
+    try:
+        return dt.datetime(year, month0 + 1, 1) + dt.timedelta(days=day - 1, seconds=seconds, microseconds=micros)
+    except OverflowError:
+        return dt.datetime.min if year < 5000 else dt.datetime.max
+
+
+_DIRECTIVE = {"Y": r"\d{4}", "y": r"\d{2}", "m": r"\d{1,2}", "H": r"\d{1,2}", "M": r"\d{1,2}", "S": r"\d{1,2}",
+              "f": r"\d{1,6}", "d": r"(?P<day>\d{1,2})"}
+
+
+def _past_month_end(text: str, fmt: str) -> dt.datetime | None:
+    """A `partition.timestamp-formatter` resolves as Java's (SMART): a day of the month past
+    the month's end (20240230, 20230229, 20240431) is the month's last day; any other value
+    out of range does not parse (None)."""
+    parts, i = [], 0
+    while i < len(fmt):
+        if fmt[i] == "%" and i + 1 < len(fmt):
+            parts.append("%" if fmt[i + 1] == "%" else _DIRECTIVE.get(fmt[i + 1], "(?!)"))
+            i += 2
+        else:
+            parts.append(re.escape(fmt[i]))
+            i += 1
+    m = re.fullmatch("".join(parts), text)
+    day = None if m is None else m.groupdict().get("day")
+    if day is None or not 29 <= int(day) <= 31:
+        return None
+    for last in range(int(day) - 1, 27, -1):
+        try:
+            return dt.datetime.strptime(f"{text[:m.start('day')]}{last:0{len(day)}d}{text[m.end('day'):]}", fmt)
+        except ValueError:
+            continue
+    return None
 
 
 class PartitionTimeCheck:

@@ -27,6 +27,8 @@ from .scan import TableScan
 from .schema import TableSchema
 from .snapshot import Snapshot
 from .table import Table
+from .tags import tag_create_time_from_json
+from .types import DataField, DataType
 
 _TS = pa.timestamp("ms", tz="UTC")
 _LOCAL_TS = pa.timestamp("ms")
@@ -121,7 +123,7 @@ def _tags(table: Table, _: Snapshot | None) -> list[dict]:
         s = table.tag_manager.snapshot(name)
         rows.append({"tag_name": name, "snapshot_id": s.id, "schema_id": s.schema_id,
                      "commit_time": _instant(s.time_millis), "record_count": s.total_record_count,
-                     "create_time": _local_datetime(s.extra.get("tagCreateTime")),
+                     "create_time": tag_create_time_from_json(s.extra.get("tagCreateTime")),
                      "time_retained": _duration(s.extra.get("tagTimeRetained"))})
     return rows
 
@@ -138,7 +140,7 @@ def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
         file_schema = scan.schema_of(f.schema_id)
         nulls, mins, maxs = _value_stats(f, file_schema)
         rows.append({
-            "partition": _row_str(scan.partition_values(e.partition), "{", "}"),
+            "partition": _row_str(scan.partition_values(e.partition), scan.partition_fields, "{", "}", cast=True),
             "bucket": e.bucket, "file_path": path, "file_format": f.file_name.rsplit(".", 1)[-1],
             "schema_id": f.schema_id, "level": f.level, "record_count": f.row_count,
             "file_size_in_bytes": f.file_size,
@@ -162,8 +164,10 @@ def _manifests(table: Table, snapshot: Snapshot | None) -> list[dict]:
     metas = scan.data_manifests(snapshot)  # sizes checked: a damaged list is an error naming it
     return [{"file_name": m.file_name, "file_size": m.file_size, "num_added_files": m.num_added_files,
              "num_deleted_files": m.num_deleted_files, "schema_id": m.schema_id,
-             "min_partition_stats": _row_str(deserialize_row(m.partition_stats.min_values, types), "{", "}"),
-             "max_partition_stats": _row_str(deserialize_row(m.partition_stats.max_values, types), "{", "}"),
+             "min_partition_stats": _row_str(deserialize_row(m.partition_stats.min_values, types),
+                                             scan.partition_fields, "{", "}", cast=True),
+             "max_partition_stats": _row_str(deserialize_row(m.partition_stats.max_values, types),
+                                             scan.partition_fields, "{", "}", cast=True),
              "min_row_id": m.min_row_id, "max_row_id": m.max_row_id} for m in metas]
 
 
@@ -246,17 +250,6 @@ def _naive_millis(millis: int) -> dt.datetime:
     return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=millis)
 
 
-def _local_datetime(value: Any) -> dt.datetime | None:
-    """Jackson's LocalDateTime: [y, m, d, h, min(, s(, nanos))] or an ISO string."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return dt.datetime.fromisoformat(value)
-    parts = list(value) + [0] * (7 - len(value))
-    y, mo, d, h, mi, s, nanos = parts[:7]
-    return dt.datetime(y, mo, d, h, mi, s, nanos // 1000)
-
-
 def _duration(seconds: Any) -> str | None:
     """Decimal seconds -> Java's Duration.toString ('PT24H', 'PT1M30S', 'PT0.5S')."""
     if seconds is None:
@@ -279,20 +272,22 @@ def _duration(seconds: Any) -> str | None:
     return out
 
 
-def _value_str(v: Any) -> str:
+def _value_str(v: Any, t: DataType, cast: bool = False) -> str:
+    """A value as Java's system tables print it: a partition value as CAST(v AS STRING)
+    (`cast`), a key or a statistic as its internal value's toString (a date as its epoch
+    day, a time as its milliseconds of the day, a timestamp as a LocalDateTime, floating
+    numbers as Java's Float/Double.toString); null as `null`, strings as they are."""
     if v is None:
         return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, bytes):
-        return v.hex()
-    if isinstance(v, dt.datetime):
-        return v.isoformat()
-    return str(v)
+    if t.root in ("CHAR", "VARCHAR"):
+        return v
+    if t.root in ("BINARY", "VARBINARY") and not cast:
+        return v.hex()  # Java prints a byte[]'s identity, which no reader can use
+    return partition_value_str(v, t, legacy=not cast)
 
 
-def _row_str(values: list[Any], open_: str, close: str) -> str:
-    return open_ + ", ".join(_value_str(v) for v in values) + close
+def _row_str(values: list[Any], fields: list[DataField], open_: str, close: str, cast: bool = False) -> str:
+    return open_ + ", ".join(_value_str(v, f.type, cast) for v, f in zip(values, fields)) + close
 
 
 def _key_str(data: bytes, schema: TableSchema) -> str | None:
@@ -300,7 +295,7 @@ def _key_str(data: bytes, schema: TableSchema) -> str | None:
     if not keys or not data:
         return None
     try:
-        return _row_str(deserialize_row(data, [k.type for k in keys]), "[", "]")
+        return _row_str(deserialize_row(data, [k.type for k in keys]), keys, "[", "]")
     except Exception:  # noqa: BLE001 - statistics are informative; never fail the listing
         return None
 
@@ -315,7 +310,14 @@ def _value_stats(f: DataFileMeta, file_schema: TableSchema) -> tuple[str, str, s
     except Exception:  # noqa: BLE001
         return "{}", "{}", "{}"
     nulls = list(f.value_stats.null_counts) if f.value_stats.null_counts is not None else [None] * len(names)
+    # Java collects them in a TreeMap: by name, in Java's (UTF-16) string order
+    order = sorted(range(len(names)), key=lambda i: names[i].encode("utf-16-be"))
 
-    def fmt(values: list[Any]) -> str:
-        return "{" + ", ".join(f"{n}={_value_str(v)}" for n, v in zip(names, values)) + "}"
-    return fmt(nulls), fmt(mins), fmt(maxs)
+    def fmt(values: list[Any], typed: bool = True) -> str:
+        return "{" + ", ".join(f"{names[i]}={_value_str(values[i], types[i]) if typed else _count_str(values[i])}"
+                               for i in order) + "}"
+    return fmt(nulls, typed=False), fmt(mins), fmt(maxs)
+
+
+def _count_str(count: int | None) -> str:
+    return "null" if count is None else str(count)

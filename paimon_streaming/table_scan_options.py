@@ -39,10 +39,6 @@ class TableScanOptions:
     incremental: IncrementalRange | None = None
     version: str | None = None  # `scan.version`, until `resolved` against the table's tags
 
-    @property
-    def time_travel(self) -> bool:
-        return any(x is not None for x in (self.snapshot_id, self.tag, self.timestamp_millis, self.version))
-
     def resolved(self, tags: TagManager) -> "TableScanOptions":
         """`scan.version` as Java reads it: a tag of that name, else a snapshot id."""
         if self.version is None:
@@ -68,32 +64,17 @@ class TableScanOptions:
         if mode not in _LATEST_MODES + _SNAPSHOT_MODES + ("from-timestamp", "compacted-full", "incremental"):
             raise UnsupportedOperationError(f"cannot read {table_name} as a batch: its option 'scan.mode' = "
                                             f"'{mode}' is not implemented by paimon-streaming")
+        # check_start_options refused a start mode without its option, and more than one option
         incremental = incremental_query(opts)
-        if mode == "incremental" and incremental is None:
-            raise InvalidOptionError(f"{table_name}: 'scan.mode' = 'incremental' needs 'incremental-between', "
-                                     "'incremental-between-timestamp' or 'incremental-to-auto-tag'")
         if incremental is not None:
             return TableScanOptions(incremental=incremental)
         timestamp = opts.get("scan.timestamp-millis")
         if timestamp is None and "scan.timestamp" in opts:
             timestamp = str(parse_local_timestamp(opts["scan.timestamp"], "scan.timestamp"))
-        try:
-            snapshot_id = None if "scan.snapshot-id" not in opts else int(opts["scan.snapshot-id"])
-            timestamp_millis = None if timestamp is None else int(timestamp)
-        except ValueError as exc:
-            raise InvalidOptionError(f"{table_name}: option 'scan.snapshot-id' / 'scan.timestamp-millis' must "
-                                     f"be an integer ({exc})") from None
+        snapshot_id = _integer(opts.get("scan.snapshot-id"), "scan.snapshot-id", table_name)
+        timestamp_millis = _integer(timestamp, "scan.timestamp-millis", table_name)
         tag = opts.get("scan.tag-name")
         version = opts.get("scan.version")
-        if mode == "from-timestamp" and timestamp_millis is None:
-            raise InvalidOptionError(f"{table_name}: 'scan.mode' = 'from-timestamp' needs 'scan.timestamp-millis' "
-                                     "or 'scan.timestamp'")
-        if mode in _SNAPSHOT_MODES and snapshot_id is None and tag is None and version is None:
-            raise InvalidOptionError(f"{table_name}: 'scan.mode' = '{mode}' needs 'scan.snapshot-id' or "
-                                     "'scan.tag-name'")
-        if sum(x is not None for x in (snapshot_id, tag, timestamp_millis, version)) > 1:
-            raise InvalidOptionError(f"{table_name}: its options give more than one of 'scan.snapshot-id', "
-                                     "'scan.tag-name', 'scan.version' and 'scan.timestamp-millis'")
         return TableScanOptions(snapshot_id, tag, timestamp_millis, compacted_full=mode == "compacted-full",
                                 version=version)
 
@@ -107,3 +88,12 @@ class TableScanOptions:
             if compacted is not None:
                 return snapshots.snapshot(compacted)
         return snapshot_at(snapshots, tags, self.snapshot_id, self.tag, self.timestamp_millis)
+
+
+def _integer(text: str | None, key: str, table_name: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidOptionError(f"{table_name}: table option '{key}' = {text!r} is not an integer") from None

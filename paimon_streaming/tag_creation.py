@@ -67,6 +67,24 @@ class TagPeriod:
         return _EPOCH + offset * self.length - self.length
 
 
+def validate_tag_creation(options: CoreOptions, table_path: str) -> ZoneInfo | None:
+    """The time zone automatic tags are named in (None: this process's); InvalidOptionError,
+    naming the option, for a `tag.creation-delay` not shorter than the period or an unknown
+    zone, which Java's writers refuse too."""
+    period = TagPeriod(options.get("tag.creation-period"), options.get("tag.period-formatter"),
+                       options.get("tag.creation-period-duration"))
+    if dt.timedelta(milliseconds=options.get("tag.creation-delay")) >= period.length:
+        raise InvalidOptionError(f"table option 'tag.creation-delay' of {table_path} must be shorter than the "
+                                 "tag.creation-period")
+    zone_key = "sink.process-time-zone" if options.get("tag.automatic-creation") == "process-time" \
+        else "sink.watermark-time-zone"
+    zone = options.get(zone_key)
+    try:
+        return ZoneInfo(zone) if zone else None
+    except (KeyError, ValueError) as exc:
+        raise InvalidOptionError(f"table option '{zone_key}' of {table_path}: unknown time zone {zone!r}") from exc
+
+
 class TagAutoCreation:
     """Creates (and trims) the automatic tags of one table after commits."""
 
@@ -76,18 +94,11 @@ class TagAutoCreation:
         self.period = TagPeriod(options.get("tag.creation-period"), options.get("tag.period-formatter"),
                                 options.get("tag.creation-period-duration"))
         self.delay = dt.timedelta(milliseconds=options.get("tag.creation-delay"))
-        if self.delay >= self.period.length:
-            raise InvalidOptionError(f"tag.creation-delay of table {table_path} must be shorter than the "
-                                     "tag.creation-period")
         self.num_retained_max = options.get("tag.num-retained-max")
         self.time_retained_ms = options.get("tag.default-time-retained")
         self.completion = options.get("tag.automatic-completion")
-        zone_key = "sink.process-time-zone" if self.mode == "process-time" else "sink.watermark-time-zone"
-        zone = options.get(zone_key)
-        try:
-            self.zone = ZoneInfo(zone) if zone else None
-        except (KeyError, ValueError) as exc:
-            raise InvalidOptionError(f"table option '{zone_key}' of {table_path}: unknown time zone {zone!r}") from exc
+        # a table that creates no tags is not held to the options only its tag creation reads
+        self.zone = validate_tag_creation(options, table_path) if self.enabled else None
         self.table_path = table_path
         self.snapshots = SnapshotManager(file_io, branch_path(table_path, branch))
         self.tags = TagManager(file_io, branch_path(table_path, branch))

@@ -4,6 +4,7 @@ branch manager does; cleanup on one branch never deletes what another branch rea
 from __future__ import annotations
 
 import datetime
+import os
 
 import pyarrow as pa
 import pytest
@@ -365,3 +366,59 @@ def test_a_half_made_branch_is_reported_and_made_again(catalog):
     assert rows(t) == {1: "a"}
     t.create_branch("x")
     assert ps.Table.open(t.path, branch="x").latest_snapshot() is None and check_table(t).problems == []
+
+
+def test_fast_forward_drops_the_schemas_main_added_after_the_branch(catalog):
+    """Main evolved its schema after the branch was made: forced, the fast-forward removes
+    those schema files too, so main's schema is the branch's again (a schema the branch never
+    had, left as main's latest, would read the branch's files under the wrong columns)."""
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch(range(3), "a"))
+    t.create_tag("t1")
+    dev = t.create_branch("dev", tag="t1")
+    with t.update_schema() as update:
+        update.add_column("note", pa.string())
+    t.write_arrow(pa.table({"id": [9], "v": ["main"], "note": ["n"]}))
+    dev.write_arrow(batch([5], "dev"))
+    t.fast_forward("dev", force=True)
+    main = catalog.get_table("db.t")
+    assert main.schema_manager.schema_ids() == [0] and main.schema.field_names == ["id", "v"]
+    assert rows(main) == {0: "a", 1: "a", 2: "a", 5: "dev"} and check_table(main).ok
+    main.write_arrow(batch([6], "after"))
+    assert rows(main)[6] == "after"
+
+
+def test_a_branch_named_twice_must_agree_and_main_cannot_fast_forward(catalog):
+    from paimon_streaming.catalog import load_table
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(batch([1], "a"))
+    t.create_tag("t1")
+    t.create_branch("dev", tag="t1")
+    with pytest.raises(InvalidOptionError, match=r"the table names branch 'dev' and option 'branch' 'qa'"):
+        load_table(f"{t.path}$branch_dev", branch="qa")
+    assert rows(load_table(f"{t.path}$branch_dev", branch="dev")) == {1: "a"}
+    with pytest.raises(InvalidOptionError, match="fast-forward takes a branch other than main"):
+        t.fast_forward("main")
+
+
+def test_main_expiration_keeps_the_changelog_a_branch_snapshot_still_names(catalog):
+    """A branch made from tag t1 starts from a copy of t1's snapshot, changelog included:
+    expiring that snapshot on main (whose changelog files go with it) keeps the changelog
+    files the branch's snapshot names, so the branch's changes stay readable."""
+    from paimon_streaming.file_cleanup import FileCleaner
+    t = catalog.create_table("db.t", schema=SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "changelog-producer": "input"})
+    t.write_arrow(batch(range(3), "a"))
+    t.create_tag("t1")
+    dev = t.create_branch("dev", tag="t1")
+    cleaner = FileCleaner(t.file_io, t.path, t.schema)
+    changelog = {cleaner.data_file_path(e) for e in cleaner.changelog_files(dev.snapshot(1))}
+    assert changelog and all(os.path.exists(p) for p in changelog)
+    for i in range(3):
+        t.write_arrow(batch([10 + i], "main"))
+    t.delete_tag("t1")
+    t.expire_snapshots(retain_max=1, retain_min=1, older_than=2 ** 62)
+    assert [s.id for s in t.snapshots()] == [4]
+    assert all(os.path.exists(p) for p in changelog)
+    assert sorted(r["id"] for r in dev.changes_between(0, 1).to_pylist()) == [0, 1, 2]
+    assert check_table(dev).ok

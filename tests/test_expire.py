@@ -267,6 +267,18 @@ def test_consumers_protect_their_snapshots(catalog):
     consumers.delete("reader")
     assert t.expire_snapshots(older_than=FUTURE).earliest == 6
 
+    # a consumer file whose position is not a number: the consumer's snapshots stay, and the
+    # error names the file
+    for i in range(3):
+        t.write_arrow(batch([10 + i]))
+    with open(consumers.path("broken"), "w") as f:
+        f.write('{"nextSnapshot": null}')
+    from paimon_streaming.errors import CorruptFileError
+    with pytest.raises(CorruptFileError, match=r"consumer file .*consumer-broken cannot be parsed: "
+                                               r"nextSnapshot is None, not an integer"):
+        t.expire_snapshots(older_than=FUTURE)
+    assert [s.id for s in t.snapshots()] == [6, 7, 8, 9]
+
 
 def test_consumer_expiration_time(catalog):
     t = catalog.create_table("db.t", SCHEMA, options={
@@ -408,3 +420,117 @@ def test_java_interop_of_expiration(catalog, warehouse):
     assert bt.snapshot_manager.earliest_id() > bt.tag_manager.snapshot("ours").id   # Java expired past it
     assert rows_by(pa.Table.from_pylist(our_tag.result), "id", "p") == our_tag_rows
     assert rows_by(bt.to_arrow(tag="ours"), "id", "p") == our_tag_rows
+
+
+def test_statistics_files_go_when_no_retained_snapshot_names_them(catalog, warehouse):
+    """Java's ANALYZE writes `statistics/<file>` and names it in the snapshot (later commits
+    carry the name on). Expiring a snapshot deletes its statistics file only when no retained
+    snapshot names it too."""
+    import json
+    from java_oracle import get_oracle
+    path = f"{warehouse}/db.db/stats"
+    with get_oracle().batch() as b:
+        b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                       primary_keys=["id"], options={"bucket": "1"})
+        for i in range(3):
+            b.write(path, [{"id": i, "v": "j"}])
+    os.makedirs(f"{path}/statistics")
+    for sid, stats in [(1, "stats-one"), (2, "stats-one"), (3, "stats-three")]:
+        with open(f"{path}/snapshot/snapshot-{sid}") as f:
+            snap = json.load(f)
+        snap["statistics"] = stats
+        with open(f"{path}/snapshot/snapshot-{sid}", "w") as f:
+            json.dump(snap, f)
+        with open(f"{path}/statistics/{stats}", "w") as f:
+            f.write('{"snapshotId": %d, "schemaId": 0, "mergedRecordCount": %d, "colStats": {}}' % (sid, sid))
+    t = catalog.get_table("db.stats")
+    t.expire_snapshots(retain_max=2, retain_min=1)
+    assert [s.id for s in t.snapshots()] == [2, 3]
+    assert sorted(os.listdir(f"{path}/statistics")) == ["stats-one", "stats-three"]   # snapshot 2 names it
+    t.expire_snapshots(retain_max=1, retain_min=1)
+    assert os.listdir(f"{path}/statistics") == ["stats-three"]
+    assert files_on_disk(t) == referenced_files(t)
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [0, 1, 2]
+
+
+def _damage(path: str) -> None:
+    from paimon_streaming.file_cache import clear_all
+    with open(path, "wb") as f:
+        f.write(b"not avro")
+    clear_all()   # read it as a fresh process would
+
+
+def _all_files(t) -> set[str]:
+    return files_on_disk(t)
+
+
+def test_unreadable_metadata_keeps_every_file_the_expiration_cannot_vouch_for(catalog):
+    """Expiring snapshots whose retained neighbour (the new earliest snapshot, a tag below a
+    deleting snapshot, another branch) cannot be read deletes the expired snapshot files but
+    no data file or manifest: a file that neighbour may use is never deleted on a guess."""
+    # the tag of snapshot 1 holds A, which snapshot 2 deleted: its manifest list unreadable
+    t = catalog.create_table("db.tagged", SCHEMA, options=ONE_SNAPSHOT_PER_WRITE)
+    h = History(t)
+    h.commit(["A"])
+    t.create_tag("t1", 1)
+    h.commit(["B"], ["A"])
+    h.commit(["C"])
+    _damage(f"{t.path}/manifest/{t.snapshot(1).base_manifest_list}")
+    before = _all_files(t)
+    t.expire_snapshots(retain_max=1, retain_min=1, older_than=FUTURE)
+    assert [s.id for s in t.snapshots()] == [3]
+    assert h.exists("A") and _all_files(t) == before
+    assert rows_by(t.to_arrow(), "id") == [{"id": 1, "v": "B"}, {"id": 2, "v": "C"}]
+
+    # the new earliest snapshot's manifest list unreadable
+    t = catalog.create_table("db.end", SCHEMA, options=ONE_SNAPSHOT_PER_WRITE)
+    h = History(t)
+    h.commit(["A"])
+    h.commit(["B"], ["A"])
+    h.commit(["C"])
+    _damage(f"{t.path}/manifest/{t.snapshot(3).delta_manifest_list}")
+    before = _all_files(t)
+    t.expire_snapshots(retain_max=1, retain_min=1, older_than=FUTURE)
+    assert [s.id for s in t.snapshots()] == [3]
+    assert h.exists("A") and _all_files(t) == before
+
+    # another branch's own snapshot unreadable: main's expiration cannot tell what it uses
+    t = catalog.create_table("db.branched", SCHEMA, options=ONE_SNAPSHOT_PER_WRITE)
+    h = History(t)
+    h.commit(["A"])
+    t.create_tag("t1", 1)
+    branch = t.create_branch("b", tag="t1")
+    branch.write_arrow(batch([7], "on-branch"))
+    h.commit(["B"], ["A"])
+    h.commit(["C"])
+    t.delete_tag("t1")
+    _damage(f"{branch.path}/manifest/{branch.latest_snapshot().delta_manifest_list}")
+    before = _all_files(t)
+    t.expire_snapshots(retain_max=1, retain_min=1, older_than=FUTURE)
+    assert [s.id for s in t.snapshots()] == [3]
+    assert h.exists("A") and _all_files(t) == before
+
+
+def test_expire_changelogs_refuses_impossible_arguments_before_touching_javas_changelogs(catalog, warehouse):
+    """Java's expiration with `changelog.num-retained.max` above the snapshots' leaves long-lived
+    changelogs; `expire_changelogs` with retain_min above retain_max (or below 1) refuses,
+    naming the arguments and options, and every changelog stays."""
+    from java_oracle import get_oracle
+    path = f"{warehouse}/db.db/cl"
+    options = {"bucket": "1", "changelog-producer": "input", "snapshot.num-retained.min": "1",
+               "snapshot.num-retained.max": "1", "changelog.num-retained.max": "10"}
+    with get_oracle().batch() as b:
+        b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                       primary_keys=["id"], options=options)
+        for i in range(3):
+            b.write(path, [{"id": i, "v": "j"}])
+        b.expire(path)
+    t = catalog.get_table("db.cl")
+    before = sorted(os.listdir(f"{path}/changelog"))
+    assert "changelog-1" in before
+    for retain_max, retain_min, max_deletes in [(1, 2, None), (5, 0, None), (5, 1, 0)]:
+        with pytest.raises(InvalidOptionError, match=r"cannot expire the long-lived changelogs of .*need 1 <= "
+                                                     r"retain_min .*\(changelog.num-retained.min"):
+            t.expire_changelogs(retain_max=retain_max, retain_min=retain_min, max_deletes=max_deletes)
+    assert sorted(os.listdir(f"{path}/changelog")) == before
+    assert t.expire_changelogs(retain_max=1, retain_min=1, older_than=FUTURE).expired > 0

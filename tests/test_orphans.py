@@ -72,3 +72,48 @@ def test_files_of_a_failed_commit_are_orphans(catalog):
     assert t.remove_orphan_files().paths == []                      # too young
     assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 1000).paths == sorted(leftovers)
     assert t.to_arrow().num_rows == 1
+
+
+def test_cleanup_that_cannot_know_every_used_file_deletes_nothing(catalog, monkeypatch):
+    """Orphan cleanup deletes a file only when nothing may use it: a snapshot whose manifest
+    list is unreadable, a branch without a schema, or a listing of the snapshot directory that
+    misses the latest snapshot each stop it with an error naming the cause, nothing deleted."""
+    import pytest
+    from paimon_streaming.errors import CorruptFileError, UnsupportedOperationError
+    from paimon_streaming.file_cache import clear_all
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    junk = stray(f"{t.path}/bucket-0/data-junk.parquet", 2 * DAY)
+    for path in files_on_disk(t):
+        age(path, 2 * DAY)
+    before = files_on_disk(t)
+
+    listed = t.file_io.list_names
+    monkeypatch.setattr(t.file_io, "list_names", lambda path: [
+        n for n in listed(path) if not (path.endswith("/snapshot") and n == "snapshot-3")])
+    with pytest.raises(OSError, match=r"listing .*/snapshot gave snapshot ids 1\.\.2, but snapshot 3 exists"):
+        t.remove_orphan_files()
+    monkeypatch.undo()
+    assert files_on_disk(t) == before
+
+    t.create_tag("t1", 1)
+    t.create_branch("dev", tag="t1")
+    schema_dir = f"{t.path}/branch/branch-dev/schema"
+    saved = {n: open(f"{schema_dir}/{n}", "rb").read() for n in os.listdir(schema_dir)}
+    for n in saved:
+        os.remove(f"{schema_dir}/{n}")
+    with pytest.raises(UnsupportedOperationError, match=r"branch .*branch-dev has no schema: orphan file cleanup"):
+        t.remove_orphan_files()
+    assert files_on_disk(t) == before
+    for n, data in saved.items():
+        with open(f"{schema_dir}/{n}", "wb") as f:
+            f.write(data)
+
+    damaged = f"{t.path}/manifest/{t.snapshot(2).delta_manifest_list}"
+    with open(damaged, "wb") as f:
+        f.write(b"not avro")
+    clear_all()
+    with pytest.raises(CorruptFileError, match=os.path.basename(damaged)):
+        t.remove_orphan_files()
+    assert files_on_disk(t) == before and os.path.exists(junk)

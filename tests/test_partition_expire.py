@@ -37,6 +37,17 @@ def rows(ids, dts, v="x") -> pa.Table:
     (["dt"], ["19787"], None, None, None),             # a DATE partition, held as its day number
     (["dt"], ["not a date"], None, "yyyyMMdd", None),
     (["dt"], [None], None, None, None),                # null (the default partition)
+    # out of range: Java's default formatter rolls over (LENIENT), a formatter takes a day past
+    # the month's end as its last day (SMART), years beyond Python's are the first or last time
+    (["dt"], ["2024-02-30 24:00:00"], None, None, dt.datetime(2024, 3, 2)),
+    (["dt"], ["2024-00-00"], None, None, dt.datetime(2023, 11, 30)),
+    (["dt"], ["0001-01-00"], None, None, dt.datetime.min),
+    (["dt"], ["9999-12-31 24:00:00"], None, None, dt.datetime.max),
+    (["dt"], ["2023-02-31"], None, "yyyy-MM-dd", dt.datetime(2023, 2, 28)),
+    (["dt"], ["2023-02-32"], None, "yyyy-MM-dd", None),
+    (["dt"], ["202413"], None, "yyyyMM", None),        # no day field: month 13 is no date
+    (["dt"], ["2024-01-05 05"], None, "yyyy-MM-dd dd", None),   # a field twice: never a time here
+    (["dt"], ["2024-01-05 Mon"], None, "yyyy-MM-dd EEE", None),   # a Java table's pattern we cannot apply
 ])
 def test_partition_time_from_values(keys, values, pattern, formatter, expected):
     assert partition_time(keys, values, pattern, formatter) == expected
@@ -145,3 +156,40 @@ def test_strict_format_refuses_partitions_that_are_no_time(catalog):
                                options={"partition.timestamp-formatter": "yyyyMMdd"})
     lax.write_arrow(rows([1], ["2024-05-01"]))  # not strict: written (and never expires)
     assert lax.to_arrow().num_rows == 1
+
+
+@pytest.mark.parametrize("formatter, values", [
+    (None, ["2024-02-30", "2024-13-01", "2024-00-10", "2024-01-00", "2024-01-01 24:00:00", "2024-01-01 23:60:00",
+            "0000-01-01", "99999-01-01", "2024-02-30 01:02:03.123456789", "2024-01-01T00:00:00", "eu"]),
+    ("yyyyMMdd", ["20240230", "20230229", "20240431", "20241301", "20240132", "20240105", "2024-01-05"]),
+])
+def test_out_of_range_dates_expire_as_javas_formatter_resolves_them(catalog, warehouse, formatter, values):
+    """Java reads a partition value with its default formatter leniently (2024-02-30 is March
+    1st, month 13 the next January, 24:00 the next midnight) and with a
+    `partition.timestamp-formatter` smartly (a day past the month's end is its last day, month
+    13 no date): the partitions it would expire are the ones we expire."""
+    from java_oracle import get_oracle
+    path = f"{warehouse}/db.db/odd"
+    options = {"bucket": "-1", **({"partition.timestamp-formatter": formatter} if formatter else {})}
+    java = get_oracle()
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "INT"}, {"name": "dt", "type": "STRING"}],
+                       partition_keys=["dt"], options=options)
+        b.write(path, [{"id": i, "dt": v} for i, v in enumerate(values)])
+    ours = catalog.get_table("db.odd").expire_partitions("1 d", dry_run=True)
+    with java.batch() as b:
+        javas = b.expire_partitions(path, "1 d")
+    assert sorted(p["dt"] for p in ours) == sorted(p["dt"] for p in javas.result)
+
+
+def test_nothing_to_expire_without_partitions_or_snapshots(catalog):
+    """An unpartitioned table has no partition to expire; a partitioned one without a snapshot
+    has none yet: both answer with none and commit nothing."""
+    plain = catalog.create_table("db.plain", pa.schema([pa.field("id", pa.int64(), False)]),
+                                 options={"partition.expiration-time": "1 d"})
+    assert plain.expire_partitions() == [] and plain.latest_snapshot() is None
+    plain.write_arrow(pa.table({"id": [1]}))
+    assert plain.expire_partitions("1 ms") == [] and len(plain.snapshots()) == 1
+    empty = catalog.create_table("db.empty", SCHEMA, partition_keys=["dt"])
+    assert empty.expire_partitions("1 d", dry_run=True) == empty.expire_partitions("1 d") == []
+    assert empty.latest_snapshot() is None

@@ -65,6 +65,11 @@ def test_files_with_expired_rows_are_rewritten_not_moved(catalog):
     assert expiry.holds_expired(entry, t.schema)
     t.write_arrow(pa.table({"id": [3], "v": ["c"], "ts": [NOW]}, schema=schema))
     assert not expiry.holds_expired([e for s in t.plan(t.latest_snapshot()) for e in s.files][-1], t.schema)
+    # a file whose times are all null has no minimum: no row of it ever expires, nor is it rewritten
+    t.write_arrow(pa.table({"id": [4], "v": ["d"], "ts": pa.array([None], pa.int64())}, schema=schema))
+    assert not expiry.holds_expired([e for s in t.plan(t.latest_snapshot()) for e in s.files][-1], t.schema)
+    t.compact(full=True)
+    assert values(t) == {1: "a", 3: "c", 4: "d"}
 
 
 @pytest.mark.parametrize("options, says", [

@@ -161,6 +161,13 @@ def test_refusals(tmp_path):
     with pytest.raises(SchemaMismatchError, match=r"partition columns \['dt'\] only"):
         fixed.rescale(bucket=3, partitions=[("id", "=", 1)])
     assert fixed.options.bucket == 2  # refused before the option changed
+    whole = cat.create_table("db.w", SCHEMA, primary_keys=["id"], options={"bucket": "2"})
+    assert rescale_module.partitions_to_rescale(whole, 4) == []   # no snapshot yet: nothing to rewrite
+    assert whole.rescale(bucket=4) is None and whole.options.bucket == 4
+    whole.write_arrow(batch([1], "a"))
+    with pytest.raises(SchemaMismatchError, match=r"db.w is not partitioned: rescale it whole \(partitions=None\)"):
+        whole.rescale(bucket=3, partitions=[("dt", "=", "x")])
+    assert whole.options.bucket == 4
 
 
 def test_cli_rescale(tmp_path, capsys):

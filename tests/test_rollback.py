@@ -88,3 +88,25 @@ def test_rollback_by_id_through_a_tag_and_errors(catalog):
         t.rollback_to("nope")
     assert t.rollback_to(2).id == 2                           # already there: nothing changes
     assert rows_by(t.to_arrow(), "id") == contents[2]
+
+
+def test_rollback_to_a_snapshot_whose_metadata_is_unreadable_changes_nothing(catalog):
+    """The snapshot rolled back to decides which files stay: when its manifest list cannot be
+    read, the rollback refuses, naming the table, the snapshot and the file, and the table
+    keeps every snapshot, tag and file."""
+    from paimon_streaming.errors import CorruptFileError
+    from paimon_streaming.file_cache import clear_all
+    t = pk_table(catalog)
+    history(t, 4)
+    t.create_tag("at4", snapshot_id=4)
+    damaged = t.snapshot(2).base_manifest_list
+    with open(f"{t.path}/manifest/{damaged}", "wb") as f:
+        f.write(b"not avro")
+    clear_all()
+    before = files_on_disk(t)
+    with pytest.raises(CorruptFileError, match=rf"cannot roll back {t.path} to snapshot 2: its metadata is "
+                                               rf"unreadable \(.*{damaged}"):
+        t.rollback_to(2)
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 4] and t.tags() == ["at4"]
+    assert open(f"{t.path}/snapshot/LATEST").read() == "4"
+    assert files_on_disk(t) == before

@@ -248,3 +248,4 @@ def test_renaming_a_table_on_s3_is_refused_and_the_table_stays(s3):
         cat.rename_table("db.t", "other.t2")
     assert cat.get_table("db.t").to_arrow().num_rows == 2
     assert not cat.table_exists("other.t2")
+    assert cat.list_databases() == ["db"]  # nothing made for the new name either

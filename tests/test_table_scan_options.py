@@ -6,6 +6,9 @@ files; reading the latest snapshot instead would answer another question without
 """
 from __future__ import annotations
 
+import datetime as dt
+import time
+
 import pyarrow as pa
 import pytest
 
@@ -73,3 +76,58 @@ def test_options_java_honours_that_are_not_implemented_are_refused(catalog):
     with pytest.raises(InvalidOptionError, match="scan.timestamp"):
         t.to_arrow()
     assert t.to_arrow(snapshot_id=1).num_rows == 1
+
+
+def test_scan_options_java_refuses_are_refused_naming_them(tmp_path):
+    """A `scan.version` that is neither a tag nor a snapshot id, a `scan.snapshot-id` or
+    `scan.timestamp-millis` that is not a number: Java's reads refuse the table, so do ours,
+    naming the option and its value, rather than read the latest snapshot."""
+    java = get_oracle()
+    path = str(tmp_path / "db.db" / "t")
+    with java.batch() as b:
+        b.create_table(path, FIELDS, primary_keys=["id"], options={"bucket": "1"})
+        b.write(path, [{"id": 1, "v": "a"}])
+    cases = [("scan.version", "nope", r"'scan.version' = 'nope' is neither a tag of .* nor a snapshot id"),
+             ("scan.snapshot-id", "abc", r"'scan.snapshot-id' = 'abc' is not an integer"),
+             ("scan.timestamp-millis", "1.5", r"'scan.timestamp-millis' = '1.5' is not an integer")]
+    with java.batch() as b:
+        refusals = [b.read(path, options={key: value}, catch_error=True) for key, value, _ in cases]
+    t = ps.Table.open(path)
+    for (key, value, message), refusal in zip(cases, refusals):
+        assert "IllegalArgumentException" in refusal.result.error, key
+        t.update_schema().set_option(key, value).commit()
+        with pytest.raises(InvalidOptionError, match=message):
+            t.to_arrow()
+        assert ids(t.to_arrow(snapshot_id=1).to_pylist()) == [1]
+        t.update_schema().remove_option(key).commit()
+    t.update_schema().set_option("scan.version", "1").commit()   # a snapshot id: that snapshot
+    t.write_arrow(pa.table({"id": pa.array([2], pa.int32()), "v": ["b"]}, schema=t.arrow_schema()))
+    assert ids(t.to_arrow().to_pylist()) == [1]
+
+
+def test_scan_timestamp_with_an_explicit_zone_means_that_instant(catalog):
+    """`scan.timestamp` with 'Z' or an offset (which Java refuses) is read in that zone, not
+    this process's: the read sees the newest snapshot committed at or before that instant. A
+    table without snapshots has none there: the error names the table."""
+    t = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+    t.update_schema().set_option("scan.timestamp-millis", "0").commit()
+    with pytest.raises(ps.SnapshotNotFoundError, match=r"committed at or before 0 .*earliest snapshot is None"):
+        t.to_arrow()
+    t.update_schema().remove_option("scan.timestamp-millis").commit()
+    t.write_arrow(pa.table({"id": [1]}))
+    first = t.latest_snapshot().time_millis
+    while int(time.time() * 1000) <= first + 2:
+        time.sleep(0.001)
+    t.write_arrow(pa.table({"id": [2]}))
+    utc = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=first)
+    for zone, offset in [("Z", dt.timedelta(0)), ("+05:30", dt.timedelta(hours=5, minutes=30)),
+                         ("-0130", -dt.timedelta(hours=1, minutes=30))]:
+        wall = (utc + offset).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        t.update_schema().set_option("scan.timestamp", wall + zone).commit()
+        assert ids(t.to_arrow().to_pylist()) == [1], zone
+        before = (utc + offset - dt.timedelta(milliseconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+        t.update_schema().set_option("scan.timestamp", before + zone).commit()
+        with pytest.raises(ps.SnapshotNotFoundError, match="earliest snapshot is 1"):
+            t.to_arrow()
+    t.update_schema().remove_option("scan.timestamp").commit()
+    assert ids(t.to_arrow().to_pylist()) == [1, 2]

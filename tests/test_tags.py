@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import time
 
 import pyarrow as pa
@@ -233,3 +234,67 @@ def test_two_tags_on_one_expired_snapshot_share_its_files(catalog):
     assert rows_by(t.to_arrow(tag="other"), "id") == [{"id": i, "v": "a"} for i in range(4)]
     assert t.delete_tag("other") > 0                       # now its own data files go
     assert rows_by(t.to_arrow(), "id") == [{"id": i, "v": "b2"} for i in range(4)]
+
+
+def test_deleting_a_tag_beside_unreadable_metadata_deletes_only_the_tag_file(catalog):
+    """The files of an expired snapshot's tag go only when its neighbours (the earliest
+    snapshot, the tags beside it) and Java's long-lived changelogs say nobody else uses them:
+    when one of those cannot be read, the tag goes and its files stay (orphan cleanup takes
+    them once the table is mended) rather than delete what a neighbour may still use."""
+    from paimon_streaming.file_cache import clear_all
+    from test_expire import files_on_disk
+
+    def tagged_then_expired(name):
+        t = pk_table(catalog, name, **{"snapshot.num-retained.min": "1"})
+        t.write_arrow(batch(range(4), "a"))
+        t.create_tag("one")
+        t.write_arrow(batch(range(4), "b"))
+        t.compact(full=True)
+        t.expire_snapshots(older_than=2 ** 62)
+        assert [s.id for s in t.snapshots()] == [3]
+        return t
+
+    def damage(path):
+        with open(path, "w") as f:
+            f.write("damaged")
+        clear_all()
+    t = tagged_then_expired("db.neighbour")
+    damage(f"{t.path}/manifest/{t.latest_snapshot().base_manifest_list}")   # the earliest snapshot
+    before = files_on_disk(t)
+    assert t.delete_tag("one") == 0
+    assert t.tags() == [] and files_on_disk(t) == before
+    # a long-lived changelog (Java's, `changelog.num-retained.*`) that cannot be parsed
+    t = tagged_then_expired("db.changelog")
+    os.makedirs(f"{t.path}/changelog")
+    damage(f"{t.path}/changelog/changelog-1")
+    before = files_on_disk(t)
+    assert t.delete_tag("one") == 0
+    assert t.tags() == [] and files_on_disk(t) == before
+    assert rows_by(t.to_arrow(), "id") == [{"id": i, "v": "b"} for i in range(4)]
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"tag.creation-period": "hourly", "tag.creation-delay": "2 h"},
+     r"'tag.creation-delay' of .* must be shorter than the tag.creation-period"),
+    ({"sink.process-time-zone": "Nope/Zone"}, r"'sink.process-time-zone' of .*: unknown time zone 'Nope/Zone'"),
+    ({"tag.automatic-creation": "watermark", "sink.watermark-time-zone": "Mars/Olympus"},
+     r"'sink.watermark-time-zone' of .*: unknown time zone 'Mars/Olympus'"),
+])
+def test_automatic_tag_options_java_refuses_are_errors_naming_them(catalog, caplog, options, says):
+    """A creation delay as long as the period, an unknown zone: Java's writers refuse the table;
+    ours commit (the data is safe) and the tag creation after the commit fails with an error
+    naming the option, logged at every commit until the option is fixed. A table that creates
+    no tags is not held to those options."""
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.tag_creation import TagAutoCreation
+    t = pk_table(catalog, **{"tag.automatic-creation": "process-time", **options})
+    with pytest.raises(InvalidOptionError, match=says):
+        TagAutoCreation(t.file_io, t.path, t.schema)
+    t.write_arrow(batch([1]))
+    assert t.to_arrow().num_rows == 1 and t.tags() == []
+    assert "automatic tag creation" in caplog.text and "InvalidOptionError" in caplog.text
+    caplog.clear()
+    with t.update_schema() as update:
+        update.set_option("tag.automatic-creation", "none")
+    t.write_arrow(batch([2]))
+    assert t.to_arrow().num_rows == 2 and "automatic tag creation" not in caplog.text

@@ -1,0 +1,53 @@
+"""The filesystem catalog (paimon_streaming/catalog.py): databases and tables by name, and the
+errors that name what is missing or already there."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+
+import paimon_streaming as ps
+from paimon_streaming.catalog import load_table, split_identifier
+from paimon_streaming.errors import InvalidNameError, TableAlreadyExistsError, TableNotFoundError
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def test_a_bare_table_name_is_in_the_default_database(catalog, warehouse):
+    assert split_identifier("orders") == ("default", "orders")
+    t = catalog.create_table("orders", SCHEMA)
+    assert t.path == f"{warehouse}/default.db/orders" and catalog.list_tables("default") == ["orders"]
+    assert load_table("orders", warehouse=warehouse).path == t.path
+    with pytest.raises(InvalidNameError, match=r"table 'orders' is not a path; .*pass warehouse="):
+        load_table("orders")
+
+
+def test_databases_and_tables_that_are_missing_or_already_there(catalog, warehouse):
+    catalog.create_database("db")
+    with pytest.raises(TableAlreadyExistsError, match=rf"database db already exists in {warehouse}"):
+        catalog.create_database("db")
+    catalog.create_database("db", ignore_if_exists=True)
+    for call in (lambda: catalog.drop_database("nodb"), lambda: catalog.list_tables("nodb")):
+        with pytest.raises(TableNotFoundError, match=rf"database nodb does not exist in {warehouse}"):
+            call()
+    catalog.drop_database("nodb", ignore_if_not_exists=True)
+    with pytest.raises(TableNotFoundError, match=rf"table db.missing does not exist in {warehouse}"):
+        catalog.drop_table("db.missing")
+    catalog.drop_table("db.missing", ignore_if_not_exists=True)
+    with pytest.raises(TableNotFoundError, match=rf"table db.missing does not exist in {warehouse}"):
+        catalog.rename_table("db.missing", "db.other")
+    assert not os.path.exists(f"{warehouse}/db.db/other")
+
+
+def test_a_missing_branch_of_an_existing_table_names_the_branches(catalog):
+    t = catalog.create_table("db.t", SCHEMA)
+    t.write_arrow(pa.table({"id": [1]}))
+    t.create_tag("t1")
+    t.create_branch("dev", tag="t1")
+    with pytest.raises(TableNotFoundError, match=r"no branch 'nope'.*dev"):
+        catalog.get_table("db.t$branch_nope")
+    with pytest.raises(TableNotFoundError, match=r"table db.gone does not exist"):
+        catalog.get_table("db.gone$branch_dev")
+    assert catalog.get_table("db.t$branch_dev").to_arrow().num_rows == 1
+    assert isinstance(catalog.get_table("db.t"), ps.Table)
