@@ -57,6 +57,7 @@ from .avro_codecs import register_snappy
 from .errors import (CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError,
                      UnsupportedOperationError)
 from .fileio import FileIO
+from .int96 import beyond_nanoseconds
 from .numpy_arrow import from_numpy, narrowable
 from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_bool
 from .system_fields import KEY_PREFIX
@@ -544,9 +545,9 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                                        "every damaged file")
         try:
             if fmt == PARQUET:
-                raw, num_rows = _read_parquet(source, wanted, _file_name(path), as_dictionary=keep is not None)
+                raw, num_rows = _read_parquet(source, wanted, path, as_dictionary=keep is not None)
             elif fmt == ORC:
-                raw, num_rows = _read_orc(source, wanted)
+                raw, num_rows = _read_orc(source, wanted, path)
             else:
                 raw, num_rows = _read_avro(source, wanted, path)
         except PaimonError:
@@ -716,14 +717,17 @@ def verify_data_file(file_io: FileIO, path: str, fields: list[DataField], file_s
                                "(damaged header)")
 
 
-def _read_parquet(source, wanted: list[DataField], file_name: str,
+def _read_parquet(source, wanted: list[DataField], path: str,
                   as_dictionary: bool = False) -> tuple[dict[str, pa.ChunkedArray], int]:
     """Columns by name. INT96 columns are read in the unit of their declared precision.
     `as_dictionary`: string columns that qualify (`_dictionary_columns`) stay dictionary-encoded.
 
     pyarrow's INT96 unit is per read; reading everything as ns would overflow p<=6 values
-    outside 1677-2262, so a file holding INT96 is read once per needed unit.
+    outside 1677-2262, so a file holding INT96 is read once per needed unit. pyarrow's ns read
+    wraps a value outside those years around without a word (Java writes years 1 to 9999): the
+    values of another writer's INT96 columns are checked first (`int96.beyond_nanoseconds`).
     """
+    file_name = _file_name(path)
     size = source.size()
     pre_buffer = size >= PREBUFFER_MIN_BYTES
     use_threads = size >= COLUMN_THREADS_MIN_BYTES
@@ -759,8 +763,24 @@ def _read_parquet(source, wanted: list[DataField], file_name: str,
                               coerce_int96_timestamp_unit=unit)
         table = _timestamps_of_int64(part.read(columns=names_in_unit, use_threads=use_threads), present)
         _check_declared(table.schema, [f for f in present if f.name in names_in_unit])
+        if unit == "ns" and written_as is None:  # ours come from Arrow nanoseconds
+            for f in present:
+                leaves = [i for i in range(len(pf.schema)) if pf.schema.column(i).physical_type == "INT96"
+                          and pf.schema.column(i).path.split(".")[0] == f.name]
+                if f.name in names_in_unit and leaves and beyond_nanoseconds(source, pf.metadata, leaves):
+                    raise _timestamps_beyond_nanoseconds(path, f)
         columns.update(zip(table.column_names, table.columns))
     return columns, pf.metadata.num_rows
+
+
+def _timestamps_beyond_nanoseconds(path: str, f: DataField) -> UnsupportedOperationError:
+    """A sound file holding timestamps Arrow's nanoseconds cannot hold (`_beyond_nanoseconds`,
+    `_read_orc`): refused by name rather than read as other instants."""
+    return UnsupportedOperationError(
+        f"data file {path}: column {f.name!r} ({f.type.sql()}) holds a timestamp outside 1677-09-21 .. "
+        "2262-04-11, which pyarrow reads only as nanoseconds since 1970 (a TIMESTAMP(7-9) column, or any "
+        "TIMESTAMP of an ORC file); Java's writers take years 1 to 9999. Read the table with Java, or have "
+        "Java rewrite those rows (TIMESTAMP(0-6) columns of Parquet files hold years 1 to 9999 here)")
 
 
 def _timestamps_of_int64(table: pa.Table, fields: list[DataField]) -> pa.Table:
@@ -864,11 +884,25 @@ def _read_avro(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa
     return {f.name: table.column(f.name) for f in present}, len(records)
 
 
-def _read_orc(source, wanted: list[DataField]) -> tuple[dict[str, pa.ChunkedArray], int]:
-    """Columns by name. ORC pads CHAR(n) and Java's ORC reader right-trims it: so do we."""
+def _read_orc(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa.ChunkedArray], int]:
+    """Columns by name. ORC pads CHAR(n) and Java's ORC reader right-trims it: so do we.
+    pyarrow reads ORC timestamps as nanoseconds and refuses one outside 1677-2262: the column
+    holding it is named (`_timestamps_beyond_nanoseconds`), the file is not called damaged."""
     of = orc.ORCFile(source)
     names = set(of.schema.names)
-    table = of.read(columns=[f.name for f in wanted if f.name in names])
+    present = [f for f in wanted if f.name in names]
+    try:
+        table = of.read(columns=[f.name for f in present])
+    except pa.ArrowInvalid as exc:
+        if "out of range for nanosecond resolution" not in str(exc):
+            raise
+        for f in present:
+            if f.type.root in _MAY_HOLD_TIMESTAMPS:
+                try:
+                    of.read(columns=[f.name])
+                except pa.ArrowInvalid:
+                    raise _timestamps_beyond_nanoseconds(path, f) from exc
+        raise
     table.validate(full=True)  # ORC has no checksums: at least no invalid UTF-8 or offsets go on
     chars = {f.name for f in wanted if f.type.root == "CHAR"}
     return {name: pc.utf8_rtrim(col.cast(pa.string()), characters=" ") if name in chars else col
