@@ -135,6 +135,7 @@ class TableSchema:
         opts.refuse_unimplemented(options)
         table_schema.validate()
         check_changelog_producer(table_schema)
+        _refuse_binary_partitions(table_schema)
         return table_schema
 
     def validate(self) -> None:
@@ -190,6 +191,19 @@ class TableSchema:
         for name in core.sequence_field:
             if name not in self.field_names:
                 raise InvalidOptionError(f"sequence.field column '{name}' is not in the schema")
+
+
+def _refuse_binary_partitions(schema: TableSchema) -> None:
+    """Java names a partition directory by the partition value's text, which for BINARY,
+    VARBINARY and BYTES is a Java array's identity (`k=[B@5649d11a`, new at every call): Java
+    1.4.2 cannot find the files of its own such table, nor of ours. Refused when a table is
+    created (Spark refuses binary partition columns too); tables that already have one are read."""
+    binary = [k for k in schema.partition_keys if schema.field(k).type.is_binary]
+    if binary:
+        raise InvalidOptionError(
+            f"partition column(s) {binary} are binary: Apache Paimon names a partition directory by its value "
+            "as text, which a binary value has not (Java names it by an array's identity, so no reader finds "
+            "the files); partition by a STRING (hex or base64 of the bytes), or leave it out of the partition")
 
 
 def check_changelog_producer(schema: TableSchema, base: TableSchema | None = None) -> None:

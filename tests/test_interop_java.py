@@ -876,3 +876,24 @@ def test_javas_timestamps_beyond_nanoseconds_are_refused_by_name(java, warehouse
         assert late in str(err.value)
         assert {p.path: p.kind for p in check_location(path).problems} == {late: "unreadable-file"}
 
+
+
+def test_binary_partition_columns_are_refused_as_java_cannot_find_their_files(java, warehouse, catalog):
+    """Java names a partition directory by the value's text, for BINARY/VARBINARY/BYTES a Java
+    array's identity (`k=%5BB@5649d11a`, new at each call): Java 1.4.2 cannot read its own such
+    table, nor did it read ours (we named the directory by the bytes). Creating one is refused
+    here; Java's read fails on a missing file, and so does ours, naming it."""
+    from paimon_streaming.errors import InvalidOptionError, MissingFileError
+    path = f"{warehouse}/db.db/jbinpart"
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "INT NOT NULL"}, {"name": "k", "type": "BYTES"}],
+                       partition_keys=["k"], options={"bucket": "-1"})
+        b.write(path, [{"id": 1, "k": b"ab"}])
+        refused = b.read(path, catch_error=True)
+    assert "FileNotFoundException" in refused.result.error and "k=%5BB@" in refused.result.error
+    with pytest.raises(MissingFileError, match="k=ab/bucket-0"):
+        ps.Table.open(path).to_arrow()
+    for binary in (pa.binary(), pa.binary(4)):
+        with pytest.raises(InvalidOptionError, match=r"partition column\(s\) \['k'\] are binary"):
+            catalog.create_table("db.obinpart", pa.schema([pa.field("id", pa.int32(), False), ("k", binary)]),
+                                 partition_keys=["k"])
