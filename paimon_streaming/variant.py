@@ -16,6 +16,7 @@ import datetime as dt
 import decimal
 import functools
 import json
+import re
 import struct
 import uuid
 from decimal import Decimal
@@ -46,6 +47,14 @@ _DECIMALS = ((_DECIMAL4, 9, 4), (_DECIMAL8, 18, 8), (_DECIMAL16, 38, 16))
 
 class MalformedVariantError(SchemaMismatchError):
     """Bytes that are not a Parquet Variant encoding (raised naming the column or value)."""
+
+
+class Float32(float):
+    """A variant FLOAT (4 bytes) read back: its exact value, printed with the shortest digits
+    that identify it as a float, as Java's Float.toString does (1.1, not 1.100000023841858)."""
+
+    def __repr__(self) -> str:
+        return repr(float(np.format_float_scientific(np.float32(self), unique=True)))
 
 
 # ---- building -------------------------------------------------------------------------------
@@ -161,6 +170,8 @@ def _encode(value: Any, ids: dict[str, int]) -> bytes:
         return _encode_number(value)
     if kind is float:
         return bytes([_primitive(_DOUBLE)]) + struct.pack("<d", value)
+    if kind is Float32:
+        return bytes([_primitive(_FLOAT)]) + struct.pack("<f", value)
     if isinstance(value, Decimal):
         return _encode_decimal(value, strict=True)
     if isinstance(value, (bytes, bytearray)):
@@ -252,27 +263,83 @@ def to_python(variants: pa.Array | pa.ChunkedArray) -> list[Any]:
 
 
 def to_json(variants: pa.Array | pa.ChunkedArray) -> pa.StringArray:
-    """Each variant as compact JSON text, as Spark's and Java's `to_json` write JSON's own types
-    (an object's fields by key name, decimals with their digits, no trailing zeros); dates and
-    timestamps as ISO 8601 strings, bytes as base64 strings; null for a null variant."""
+    """Each variant as compact JSON text, the same text as Java's `Variant.toJson()` and Spark's
+    `to_json`: an object's fields by key name, decimals without trailing zeros, doubles and
+    floats as Java's Double/Float.toString (1.0E10; NaN and Infinity quoted), timestamps as
+    "2026-11-29 12:00:00.5+00:00" (UTC) and timestamp_ntz without the offset, dates in ISO 8601,
+    bytes as base64 strings; null for a null variant."""
     valid = variants.is_valid().to_pylist()
     return pa.array([_json(v) if ok else None for v, ok in zip(to_python(variants), valid)], pa.string())
 
 
 def _json(value: Any) -> str:
     if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _json(v) for k, v in value.items()) + "}"
+        return "{" + ",".join(_json_string(k) + ":" + _json(v) for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_json(v) for v in value) + "]"
+    if isinstance(value, str):
+        return _json_string(value)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float):
+        return _java_float_text(value)
     if isinstance(value, Decimal):  # trailing zeros dropped, as Spark's and Java's toJson do
         return format(value.normalize(_EXACT), "f")
     if isinstance(value, (bytes, bytearray)):
         return json.dumps(base64.b64encode(value).decode())
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return json.dumps(value.isoformat())
-    if isinstance(value, uuid.UUID):  # as Spark's toJson: its canonical text, quoted
+    if isinstance(value, dt.datetime):
+        text = _without_trailing_zeros(value.replace(tzinfo=None).isoformat(sep=" "))
+        return json.dumps(text + ("+00:00" if value.tzinfo is not None else ""))
+    if isinstance(value, dt.time):
+        return json.dumps(_without_trailing_zeros(value.isoformat()))
+    if isinstance(value, (dt.date, uuid.UUID)):  # as Spark's toJson: their canonical text, quoted
         return json.dumps(str(value))
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value)
+
+
+_SHORT_ESCAPE = re.compile(r"\\\\|\\u00[0-9a-f]{2}")
+
+
+def _json_string(text: str) -> str:
+    """`text` quoted as Jackson writes it (Java's and Spark's toJson): control characters as
+    \\u00XX in upper case hex (Python's json writes lower case), everything else as json does."""
+    return _SHORT_ESCAPE.sub(lambda m: m[0][:4] + m[0][4:].upper(), json.dumps(text, ensure_ascii=False))
+
+
+def _without_trailing_zeros(clock: str) -> str:
+    """ISO time text with the fraction's trailing zeros dropped (and the point, if nothing is
+    left), as java.time's ISO_LOCAL_TIME prints it."""
+    if "." not in clock:
+        return clock
+    return clock.rstrip("0").rstrip(".")
+
+
+def _java_float_text(value: float) -> str:
+    """A double (or a `Float32`) as Java's Double.toString (Float.toString) writes it: the
+    shortest digits that identify it, but at least two significant ones when one would do
+    (5e-324 is 4.9E-324), plain from 0.001 up to 10^7, else d.dddE<exponent>."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return json.dumps("NaN" if value != value else ("Infinity" if value > 0 else "-Infinity"))
+    if value == 0:
+        return "-0.0" if str(value).startswith("-") else "0.0"
+    single = isinstance(value, Float32)
+    shortest = repr(value) if not single else np.format_float_scientific(np.float32(value), unique=True)
+    sign, digits, exponent = Decimal(shortest).as_tuple()
+    if len(digits) == 1:  # Java then takes the two-digit decimal nearest the value
+        nearest = (np.format_float_scientific(np.float32(value), precision=1, unique=False) if single
+                   else format(value, ".1e"))
+        sign, digits, exponent = Decimal(nearest).as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    power = len(digits) - 1 + exponent  # of the first digit
+    if -3 <= power < 7:
+        if power >= 0:
+            whole, fraction = text[:power + 1].ljust(power + 1, "0"), text[power + 1:]
+        else:
+            whole, fraction = "0", "0" * (-power - 1) + text
+        body = f"{whole}.{fraction or '0'}"
+    else:
+        body = f"{text[0]}.{text[1:] or '0'}E{power}"
+    return ("-" if sign else "") + body
 
 
 def decode(value: bytes, metadata: bytes) -> Any:
@@ -333,9 +400,10 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
     if type_id in _INTEGERS:
         fmt = _INTEGERS[type_id]
         return fmt.unpack_from(buf, at)[0], at + fmt.size
-    if type_id in (_DOUBLE, _FLOAT):
-        fmt = "<d" if type_id == _DOUBLE else "<f"
-        return struct.unpack_from(fmt, buf, at)[0], at + struct.calcsize(fmt)
+    if type_id == _DOUBLE:
+        return struct.unpack_from("<d", buf, at)[0], at + 8
+    if type_id == _FLOAT:
+        return Float32(struct.unpack_from("<f", buf, at)[0]), at + 4
     for decimal_type, _, size in _DECIMALS:
         if type_id == decimal_type:
             scale = buf[at]

@@ -230,6 +230,48 @@ def test_java_reads_our_variants_and_we_read_javas(tmp_path):
         load_table(shredded).to_arrow()
 
 
+JAVA_TEXTS = [  # (value, Java's Variant.toJson() of it)
+    (dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc), '"2026-11-29 12:00:00+00:00"'),
+    (dt.datetime(2026, 11, 29, 12, 0, 0, 500000, tzinfo=dt.timezone.utc), '"2026-11-29 12:00:00.5+00:00"'),
+    (dt.datetime(1969, 12, 31, 23, 59, 59, 123400), '"1969-12-31 23:59:59.1234"'),
+    (dt.datetime(1, 1, 1), '"0001-01-01 00:00:00"'), (dt.date(1, 1, 1), '"0001-01-01"'),
+    (1e10, "1.0E10"), (1e-5, "1.0E-5"), (123456789.0, "1.23456789E8"), (1e7, "1.0E7"), (9999999.0, "9999999.0"),
+    (0.001, "0.001"), (0.0001, "1.0E-4"), (0.0015, "0.0015"), (100.0, "100.0"), (-0.0, "-0.0"), (-2.5e-7, "-2.5E-7"),
+    (0.1 + 0.2, "0.30000000000000004"), (1e300, "1.0E300"), (5e-324, "4.9E-324"),
+    (float("nan"), '"NaN"'), (float("inf"), '"Infinity"'), (float("-inf"), '"-Infinity"'),
+    (variant.Float32(1.1), "1.1"), (variant.Float32(3.4028235e38), "3.4028235E38"),
+    (variant.Float32(1e-45), "1.4E-45"), (variant.Float32(16777216.0), "1.6777216E7"),
+    (variant.Float32(0.001), "0.001"), (variant.Float32(1e-4), "1.0E-4"), (variant.Float32("nan"), '"NaN"'),
+    ("a\x01b\x1f\n\t\"\\/\u2028é \\u001f", '"a\\u0001b\\u001F\\n\\t\\"\\\\/\u2028é \\\\u001f"'),
+]
+
+
+def test_to_json_prints_the_text_of_javas_toJson(tmp_path):
+    """Timestamps, doubles, floats and escapes print as Apache Paimon 1.4.2's `Variant.toJson()`
+    prints them (Spark's `to_json` is the same code): checked against Java's text, and over
+    random bit patterns the same value with at most Java's digits (JDK 17's Double/Float.toString
+    sometimes prints a digit or two more than the shortest, which JDK 19+ prints as we do)."""
+    import numpy as np
+    rng = np.random.default_rng(7)
+    doubles = rng.integers(0, 2 ** 63, 1500, dtype=np.uint64).view(np.float64)
+    floats = rng.integers(0, 2 ** 31, 1500, dtype=np.uint32).view(np.float32)
+    randoms = [float(x) for x in doubles[np.isfinite(doubles)]] + [variant.Float32(x) for x in floats[np.isfinite(floats)]]
+    values = [v for v, _ in JAVA_TEXTS] + randoms
+    assert variant.to_python(variant.from_values([variant.Float32(1.1)])) == [np.float32(1.1)]  # kept as a FLOAT
+    assert repr(variant.Float32(1.1)) == "1.1"
+    t = create_table_at(str(tmp_path / "t"), SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": range(len(values)), "payload": variant.from_values(values)}, schema=SCHEMA))
+    javas = {r["id"]: r["payload"]["json"] for r in get_oracle().read(str(tmp_path / "t"))}
+    ours = variant.to_json(variant.from_values(values)).to_pylist()
+    assert ours[:len(JAVA_TEXTS)] == [text for _, text in JAVA_TEXTS]
+    assert [javas[i] for i in range(len(JAVA_TEXTS))] == [text for _, text in JAVA_TEXTS]
+    as_value = [(lambda s: np.float32(s)) if isinstance(v, variant.Float32) else float for v in randoms]
+    differing = [(javas[i], ours[i], parse) for i, parse in zip(range(len(JAVA_TEXTS), len(values)), as_value)
+                 if javas[i] != ours[i]]
+    assert all(parse(j) == parse(o) and len(o) < len(j) for j, o, parse in differing)
+    assert len(differing) < len(randoms) // 5
+
+
 @pytest.mark.usefixtures("spark")
 def test_spark_writes_and_reads_variants(spark, tmp_path):
     """Spark 4's VariantType through foreachBatch(paimon_sink) (driver and one task), the data
@@ -238,7 +280,9 @@ def test_spark_writes_and_reads_variants(spark, tmp_path):
     path = str(tmp_path / "events")
     df = spark.sql("""select id, parse_json(j) as payload from values
         (1, '{"user":{"id":1001},"city":"Hangzhou","active":true}'), (2, null), (3, '2.50'), (4, '[1,"x"]')
-        as t(id, j)""")
+        as t(id, j) union all select 9L, to_variant_object(named_struct(
+          'big', 1e10d, 'small', 1e-5d, 'f', cast(1.1 as float), 'nan', cast('NaN' as double),
+          't', timestamp'2026-11-29 12:00:00.5', 'n', timestamp_ntz'1969-12-31 23:59:59', 's', 'a\\u0001b'))""")
     paimon_sink(path, commit_user="u", options={"primary-key": "id", "bucket": "2",
                                                  "deletion-vectors.enabled": "true"})(df, 0)
     paimon_sink(path, commit_user="u", shuffle=False)(spark.sql(
@@ -254,7 +298,9 @@ def test_spark_writes_and_reads_variants(spark, tmp_path):
         "id", "to_json(payload) as j", "variant_get(payload, '$.user.id', 'int') as uid").collect()}
     assert got == {1: ('{"active":true,"city":"Hangzhou","user":{"id":1001}}', 1001), 2: (None, None),
                    3: ("2.5", None), 4: ('[1,"x"]', None), 5: ('{"in":"a task"}', None), 6: (None, None),
-                   7: ('{"by":"the data source"}', None), 8: (None, None)}
+                   7: ('{"by":"the data source"}', None), 8: (None, None),
+                   9: ('{"big":1.0E10,"f":1.1,"n":"1969-12-31 23:59:59","nan":"NaN","s":"a\\u0001b",'
+                       '"small":1.0E-5,"t":"2026-11-29 12:00:00.5+00:00"}', None)}
     assert ours == {k: j for k, (j, _) in got.items()}  # our to_json prints what Spark's does
     checkpoint = str(tmp_path / "checkpoint")
     query = (spark.readStream.format("paimon").load(path).selectExpr("id", "to_json(payload) as j")
@@ -394,7 +440,7 @@ def test_large_variants_use_three_byte_offsets():
 
 
 @pytest.mark.parametrize("type_id, payload, want, text", [
-    (17, (45296789000).to_bytes(8, "little"), dt.time(12, 34, 56, 789000), '"12:34:56.789000"'),
+    (17, (45296789000).to_bytes(8, "little"), dt.time(12, 34, 56, 789000), '"12:34:56.789"'),
     (20, bytes(range(16)), "00010203-0405-0607-0809-0a0b0c0d0e0f", '"00010203-0405-0607-0809-0a0b0c0d0e0f"'),
 ])
 def test_variant_time_and_uuid_written_by_others_are_read(type_id, payload, want, text):
