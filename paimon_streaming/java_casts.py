@@ -97,7 +97,7 @@ def java_cast(arr: pa.Array, old: DataType, new: DataType) -> pa.Array:
         elif o == "DECIMAL":
             text = _plain_decimal(arr, old)
         elif o in _FLOATS:
-            text = _java_float_text(arr)
+            text = java_float_text(arr)
         elif o in _BINARIES:
             return _utf8(arr, "its bytes are not valid UTF-8 text")
         elif o in ("DATE", "TIME", "TIMESTAMP") and new.precision == 2147483647:
@@ -406,17 +406,25 @@ def _groups(keys: pa.Array):
         yield k, pc.fill_null(pc.equal(keys, k), False)
 
 
-def _java_float_text(arr: pa.Array) -> pa.Array:
-    """Java's `Double.toString` / `Float.toString`: the shortest digits that read back as the
-    value (JDK 19+; JDK 17 sometimes prints a 17th digit), plain from 10^-3 up to 10^7
-    ("100.0", "0.001"), else computerized scientific ("1.0E10", "1.5E-7"); "NaN", "Infinity",
-    "-0.0"."""
-    v = _numbers(arr, np.float64)
-    valid = ~_np_mask(arr.is_null())
-    tiny = np.finfo(np.float32 if pa.types.is_float32(arr.type) else np.float64).tiny
-    if np.any(valid & (v != 0) & (np.abs(v) < tiny)):
-        raise CastRefused("Java prints a subnormal value with two digits closest to its exact value")
+def java_float_text(arr: pa.Array) -> pa.Array:
+    """Java's `Double.toString` / `Float.toString` of a DOUBLE / FLOAT array: the shortest digits
+    that read back as the value (JDK 19+; JDK 17 sometimes prints a 17th digit), but two where one
+    would do (Double.MIN_VALUE is 4.9E-324, not 5E-324), plain from 10^-3 up to 10^7 ("100.0",
+    "0.001"), else computerized scientific ("1.0E10", "1.5E-7"); "NaN", "Infinity", "-0.0"."""
     shortest = pc.cast(arr, pa.string())
+    v = _numbers(arr, np.float64)
+    tiny = np.finfo(np.float32 if pa.types.is_float32(arr.type) else np.float64).tiny
+    subnormal = np.flatnonzero(~_np_mask(arr.is_null()) & (v != 0) & (np.abs(v) < tiny))
+    if subnormal.size:  # only those may have a one-digit shortest text unequal to the nearest two-digit one
+        two_digits = [np.format_float_scientific(np.float32(x), precision=1, unique=False)
+                      if pa.types.is_float32(arr.type) else format(x, ".1e")
+                      for x in v[subnormal].tolist()]  # a loop over subnormal values only: real data hardly holds any
+        one_digit = [len(t.lstrip("-").split("e")[0].replace(".", "").strip("0")) == 1
+                     for t in shortest.take(pa.array(subnormal)).to_pylist()]
+        mask = np.zeros(len(arr), bool)
+        mask[subnormal[one_digit]] = True
+        shortest = pc.replace_with_mask(shortest, pa.array(mask),
+                                        pa.array([t for t, one in zip(two_digits, one_digit) if one], pa.string()))
     parts = pc.extract_regex(pc.fill_null(shortest, "0"),
                              r"^(?P<sign>-?)(?P<int>\d+)(?:\.(?P<frac>\d+))?(?:e(?P<exp>[+-]?\d+))?$")
     sign, whole, frac = (pc.struct_field(parts, n) for n in ("sign", "int", "frac"))

@@ -21,7 +21,7 @@ import struct
 import uuid
 from decimal import Decimal
 from itertools import accumulate
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedTypeError
 from .datafile import rebased_offsets
+from .java_casts import java_float_text
 from .numpy_arrow import from_numpy
 from .types import VARIANT_ARROW, DataField, DataType
 
@@ -268,21 +269,43 @@ def to_json(variants: pa.Array | pa.ChunkedArray) -> pa.StringArray:
     floats as Java's Double/Float.toString (1.0E10; NaN and Infinity quoted), timestamps as
     "2026-11-29 12:00:00.5+00:00" (UTC) and timestamp_ntz without the offset, dates in ISO 8601,
     bytes as base64 strings; null for a null variant."""
+    documents = to_python(variants)
+    doubles: list[float] = []
+    floats: list[float] = []
+    _gather_floats(documents, doubles, floats)
+    texts = {float: iter(_float_texts(doubles, pa.float64())), Float32: iter(_float_texts(floats, pa.float32()))}
     valid = variants.is_valid().to_pylist()
-    return pa.array([_json(v) if ok else None for v, ok in zip(to_python(variants), valid)], pa.string())
+    return pa.array([_json(v, texts) if ok else None for v, ok in zip(documents, valid)], pa.string())
 
 
-def _json(value: Any) -> str:
+def _gather_floats(value: Any, doubles: list[float], floats: list[float]) -> None:
+    """The doubles and floats in `value`, in the order `_json` meets them (printed all at once)."""
     if isinstance(value, dict):
-        return "{" + ",".join(_json_string(k) + ":" + _json(v) for k, v in value.items()) + "}"
+        value = list(value.values())
     if isinstance(value, list):
-        return "[" + ",".join(_json(v) for v in value) + "]"
+        for v in value:
+            _gather_floats(v, doubles, floats)
+    elif isinstance(value, float):
+        (floats if isinstance(value, Float32) else doubles).append(value)
+
+
+def _float_texts(values: list[float], arrow_type: pa.DataType) -> list[str]:
+    """Java's text of each value, as JSON: NaN and the infinities quoted, as Java's toJson does."""
+    texts = java_float_text(pa.array(values, arrow_type)).to_pylist()
+    return [json.dumps(t) if t[-1] in "Ny" else t for t in texts]
+
+
+def _json(value: Any, float_texts: dict[type, Iterator[str]]) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(_json_string(k) + ":" + _json(v, float_texts) for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json(v, float_texts) for v in value) + "]"
     if isinstance(value, str):
         return _json_string(value)
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, float):
-        return _java_float_text(value)
+        return next(float_texts[type(value)])
     if isinstance(value, Decimal):  # trailing zeros dropped, as Spark's and Java's toJson do
         return format(value.normalize(_EXACT), "f")
     if isinstance(value, (bytes, bytearray)):
@@ -312,34 +335,6 @@ def _without_trailing_zeros(clock: str) -> str:
     if "." not in clock:
         return clock
     return clock.rstrip("0").rstrip(".")
-
-
-def _java_float_text(value: float) -> str:
-    """A double (or a `Float32`) as Java's Double.toString (Float.toString) writes it: the
-    shortest digits that identify it, but at least two significant ones when one would do
-    (5e-324 is 4.9E-324), plain from 0.001 up to 10^7, else d.dddE<exponent>."""
-    if value != value or value in (float("inf"), float("-inf")):
-        return json.dumps("NaN" if value != value else ("Infinity" if value > 0 else "-Infinity"))
-    if value == 0:
-        return "-0.0" if str(value).startswith("-") else "0.0"
-    single = isinstance(value, Float32)
-    shortest = repr(value) if not single else np.format_float_scientific(np.float32(value), unique=True)
-    sign, digits, exponent = Decimal(shortest).as_tuple()
-    if len(digits) == 1:  # Java then takes the two-digit decimal nearest the value
-        nearest = (np.format_float_scientific(np.float32(value), precision=1, unique=False) if single
-                   else format(value, ".1e"))
-        sign, digits, exponent = Decimal(nearest).as_tuple()
-    text = "".join(map(str, digits)).rstrip("0") or "0"
-    power = len(digits) - 1 + exponent  # of the first digit
-    if -3 <= power < 7:
-        if power >= 0:
-            whole, fraction = text[:power + 1].ljust(power + 1, "0"), text[power + 1:]
-        else:
-            whole, fraction = "0", "0" * (-power - 1) + text
-        body = f"{whole}.{fraction or '0'}"
-    else:
-        body = f"{text[0]}.{text[1:] or '0'}E{power}"
-    return ("-" if sign else "") + body
 
 
 def decode(value: bytes, metadata: bytes) -> Any:
