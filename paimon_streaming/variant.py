@@ -68,7 +68,8 @@ def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.St
     """JSON documents as variants (None stays a null variant), as Spark's `parse_json` encodes
     them: integers in the narrowest of 1/2/4/8 bytes, numbers with a fraction as decimals while
     they fit 38 digits (with an exponent, or wider: doubles), an object's fields by key name.
-    MalformedVariantError names the document that is not JSON."""
+    MalformedVariantError names the document that is not JSON or names a key twice in an object
+    (Spark and Java refuse those too)."""
     if isinstance(texts, (pa.Array, pa.ChunkedArray)):
         texts = texts.to_pylist()
     documents = []
@@ -76,7 +77,7 @@ def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.St
         try:
             documents.append(NULL_VARIANT if text is None else loads(text))
         except (ValueError, TypeError) as exc:
-            raise MalformedVariantError(f"document {i} is not JSON ({exc}): {str(text)[:80]!r}") from None
+            raise MalformedVariantError(f"document {i} is no variant's JSON ({exc}): {str(text)[:80]!r}") from None
     return from_values(documents)
 
 
@@ -106,7 +107,18 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-_DECODER = json.JSONDecoder(parse_float=JsonNumber, parse_constant=_refuse_constant)
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object; one naming a key twice is refused, as Spark's `parse_json` and Java's
+    `GenericVariant.fromJson` refuse it (Python's json would keep the last value silently)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"an object names the key {twice!r} twice")
+    return obj
+
+
+_DECODER = json.JSONDecoder(parse_float=JsonNumber, parse_constant=_refuse_constant, object_pairs_hook=_object)
 
 
 def encode(document: Any) -> tuple[bytes, bytes]:

@@ -66,8 +66,11 @@ def test_codec_round_trip_and_narrowest_encodings():
 
 
 def test_codec_refuses_what_is_not_a_variant():
-    with pytest.raises(MalformedVariantError, match="document 1 is not JSON"):
+    with pytest.raises(MalformedVariantError, match="document 1 is no variant's JSON"):
         variant.from_json(["{}", "{oops"])
+    # a key twice in one object: refused, as Spark's parse_json and Java's fromJson refuse it
+    with pytest.raises(MalformedVariantError, match=r"document 2 .*names the key 'c' twice"):
+        variant.from_json(['{"c":1}', '[{"c":1},{"c":2}]', '{"a":{"c":1,"b":0,"c":2}}'])
     with pytest.raises(MalformedVariantError, match="NaN"):
         variant.from_json(["NaN"])
     with pytest.raises(MalformedVariantError, match="malformed variant"):
@@ -373,7 +376,7 @@ def test_spark_writes_and_reads_nested_variants(spark, tmp_path):
 def test_decoder_with_a_variant_column_reports_new_fields():
     """The JSON decoder of a table with a VARIANT column: variants of any shape, and fields the
     table lacks reported typed as pyarrow infers them (schema evolution), as without one."""
-    from paimon_streaming.sinks.decoders import Decoder
+    from paimon_streaming.sinks.decoders import DecodeError, Decoder
     schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("payload", VARIANT_ARROW)])
     values = [b'{"id":1,"payload":[1,"x"],"extra":{"q":1.5},"m":"s"}', b'{"id":2,"payload":{"a":[1,"x"]}}']
     records = pa.RecordBatch.from_pydict({
@@ -382,6 +385,15 @@ def test_decoder_with_a_variant_column_reports_new_fields():
     decoded = Decoder("json", schema, ("id",)).decode_all(records)
     assert variant.to_python(decoded.rows.column("payload")) == [[1, "x"], {"a": [1, "x"]}]
     assert {f.name: f.type for f in decoded.new_fields} == {"extra": pa.struct([("q", pa.float64())]), "m": pa.string()}
+    # a key twice in a variant's object: the record is refused (set aside with --on-error skip), as
+    # pyarrow refuses one elsewhere in a record, and Spark's parse_json in a variant
+    twice = pa.RecordBatch.from_pydict({
+        "key": pa.array([b"1", b"2"]), "value": pa.array([values[0], b'{"id":2,"payload":{"a":1,"a":2}}']),
+        "topic": ["t", "t"], "partition": pa.array([0, 0], pa.int32()), "offset": pa.array([0, 1], pa.int64())})
+    with pytest.raises(DecodeError, match=r"record topic=t partition=0 offset=1 .*names the key 'a' twice"):
+        Decoder("json", schema, ("id",)).decode_all(twice)
+    skipped = Decoder("json", schema, ("id",), on_error="skip").decode_all(twice)
+    assert skipped.rows.column("id").to_pylist() == [1] and skipped.rejected.num_rows == 1
 
 
 def test_ingest_command_passes_variant_columns(monkeypatch):
