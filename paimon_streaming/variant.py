@@ -21,13 +21,13 @@ import struct
 import uuid
 from decimal import Decimal
 from itertools import accumulate
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedTypeError
+from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedOperationError, UnsupportedTypeError
 from .datafile import rebased_offsets
 from .java_casts import java_float_text
 from .numpy_arrow import from_numpy
@@ -417,14 +417,18 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
             unscaled = int.from_bytes(buf[at + 1:at + 1 + size], "little", signed=True)
             return Decimal(unscaled).scaleb(-scale, _EXACT), at + 1 + size
     if type_id == _DATE:
-        return _EPOCH_DATE + dt.timedelta(days=struct.unpack_from("<i", buf, at)[0]), at + 4
+        days = struct.unpack_from("<i", buf, at)[0]
+        return _in_python_years(lambda: _EPOCH_DATE + dt.timedelta(days=days), f"date {days} days from 1970-01-01"), at + 4
     if type_id in (_TIMESTAMP, _TIMESTAMP_NTZ, _TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ):
         ticks = struct.unpack_from("<q", buf, at)[0]
         micros = ticks // 1000 if type_id in (_TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ) else ticks
-        moment = _EPOCH + dt.timedelta(microseconds=micros)
+        moment = _in_python_years(lambda: _EPOCH + dt.timedelta(microseconds=micros),
+                                  f"timestamp {ticks} {'micro' if ticks == micros else 'nano'}seconds from 1970-01-01")
         return (moment if type_id in (_TIMESTAMP, _TIMESTAMP_NANOS) else moment.replace(tzinfo=None)), at + 8
     if type_id == _TIME_NTZ:
         micros = struct.unpack_from("<q", buf, at)[0]
+        if not 0 <= micros < 86_400_000_000:
+            raise ValueError(f"a time of day of {micros} microseconds")
         return (dt.datetime.min + dt.timedelta(microseconds=micros)).time(), at + 8
     if type_id in (_BINARY, _STRING):
         size = struct.unpack_from("<I", buf, at)[0]
@@ -433,6 +437,16 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
     if type_id == _UUID:
         return uuid.UUID(bytes=bytes(buf[at:at + 16])), at + 16
     raise ValueError(f"unknown primitive type {type_id}")
+
+
+def _in_python_years(build: Callable[[], Any], what: str) -> Any:
+    """A date or datetime that Python holds (years 1 to 9999), or an error naming the value: a
+    variant may hold any (Java prints year 10000 as +10000-01-01); read those with Spark or Java."""
+    try:
+        return build()
+    except OverflowError:
+        raise UnsupportedOperationError(f"a variant holds a {what}, outside the years 1 to 9999 that "
+                                        "Python's datetime holds; read it with Spark's variant_get or Java") from None
 
 
 # ---- checking writes ------------------------------------------------------------------------

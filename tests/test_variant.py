@@ -466,6 +466,22 @@ def test_variant_time_and_uuid_written_by_others_are_read(type_id, payload, want
     assert variant.to_json(arr).to_pylist() == [text]
 
 
+@pytest.mark.parametrize("type_id, payload, error", [
+    (11, (3_000_000).to_bytes(4, "little", signed=True), "date 3000000 days from 1970-01-01, outside the years 1 to 9999"),
+    (12, (2 ** 62).to_bytes(8, "little"), "timestamp 4611686018427387904 microseconds from 1970-01-01, outside"),
+    (17, (86_400_000_000).to_bytes(8, "little"), r"malformed variant \(a time of day of 86400000000 microseconds\)"),
+])
+def test_variant_dates_python_cannot_hold_and_times_beyond_a_day_are_named(type_id, payload, error):
+    """A date or timestamp beyond Python's years 1-9999 (a variant holds any: Java prints year
+    10000 as +10000-01-01) is an error naming it, not an OverflowError; a TIME of 24 hours or
+    more is malformed (it was read as a time of the next day)."""
+    metadata = bytes([1, 0, 0])
+    arr = pa.StructArray.from_arrays([pa.array([bytes([type_id << 2]) + payload], pa.binary()),
+                                      pa.array([metadata], pa.binary())], fields=list(VARIANT_ARROW))
+    with pytest.raises((UnsupportedOperationError, MalformedVariantError), match=error):
+        variant.to_json(arr)
+
+
 def test_an_unknown_variant_type_and_arrow_json_input():
     metadata = bytes([1, 0, 0])
     arr = pa.StructArray.from_arrays([pa.array([bytes([21 << 2])], pa.binary()), pa.array([metadata], pa.binary())],
