@@ -10,15 +10,16 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import itertools
-import math
 import re
-import struct
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import pyarrow as pa
+
 from .datafile import data_file_name
 from .external_paths import ExternalPaths
+from .java_casts import java_float_text
 from .types import DataField, DataType
 
 # Characters Paimon escapes in partition directory names: controls, DEL and these.
@@ -31,42 +32,9 @@ def escape_path_name(text: str) -> str:
 
 
 def java_float_str(value: float, single: bool) -> str:
-    """Java's Float/Double.toString for the partition names of floating columns."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
-    text = _java_digits(value, single)
-    mag = abs(value)
-    if 1e-3 <= mag < 1e7:
-        whole, _, frac = format(decimal.Decimal(text), "f").partition(".")
-        return f"{whole}.{frac.rstrip('0') or '0'}"
-    digits, _, exp = f"{decimal.Decimal(text):e}".partition("e")
-    if "." not in digits:
-        digits += ".0"
-    digits = digits.rstrip("0") if digits.endswith("0") and not digits.endswith(".0") else digits
-    return f"{digits}E{int(exp)}"
-
-
-def _java_digits(value: float, single: bool) -> str:
-    """The decimal digits Java prints: the fewest that identify the value among floats (or
-    doubles), but at least two, correctly rounded (Double.MIN_VALUE is 4.9E-324, not 5E-324;
-    Float.MIN_VALUE 1.4E-45)."""
-    for count in range(2, 10 if single else 18):
-        text = f"{value:.{count - 1}e}"
-        back = float(text)
-        if (_as_float32(back) == _as_float32(value)) if single else back == value:
-            return text
-    return repr(value)
-
-
-def _as_float32(value: float) -> float | None:
-    try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    except OverflowError:  # beyond Float.MAX_VALUE
-        return None
+    """Java's Float/Double.toString for the partition names of floating columns (one value:
+    `java_casts.java_float_text` of a one-element array)."""
+    return java_float_text(pa.array([value], pa.float32() if single else pa.float64()))[0].as_py()
 
 
 def _local_datetime_str(value: dt.datetime) -> str:
