@@ -15,11 +15,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import pyarrow as pa
-
 from .datafile import data_file_name
 from .external_paths import ExternalPaths
-from .java_casts import java_float_text
+from .java_text import java_float_str
 from .types import DataField, DataType
 
 # Characters Paimon escapes in partition directory names: controls, DEL and these.
@@ -29,12 +27,6 @@ _EPOCH_DATE = dt.date(1970, 1, 1)
 
 def escape_path_name(text: str) -> str:
     return _ESCAPED.sub(lambda m: f"%{ord(m.group()):02X}", text)
-
-
-def java_float_str(value: float, single: bool) -> str:
-    """Java's Float/Double.toString for the partition names of floating columns (one value:
-    `java_casts.java_float_text` of a one-element array)."""
-    return java_float_text(pa.array([value], pa.float32() if single else pa.float64()))[0].as_py()
 
 
 def _local_datetime_str(value: dt.datetime) -> str:

@@ -16,7 +16,6 @@ import datetime as dt
 import decimal
 import functools
 import json
-import re
 import struct
 import uuid
 from decimal import Decimal
@@ -30,6 +29,7 @@ import pyarrow.compute as pc
 from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedOperationError, UnsupportedTypeError
 from .datafile import rebased_offsets
 from .java_casts import java_float_text
+from .java_text import jackson_quoted
 from .numpy_arrow import from_numpy
 from .types import VARIANT_ARROW, DataField, DataType
 
@@ -107,18 +107,19 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object; one naming a key twice is refused, as Spark's `parse_json` and Java's
-    `GenericVariant.fromJson` refuse it (Python's json would keep the last value silently)."""
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
+def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object (json's `object_pairs_hook`); one naming a key twice is refused, as Spark's
+    `parse_json`, Java's `GenericVariant.fromJson` and pyarrow's JSON reader refuse it (Python's
+    json would keep the last value silently)."""
+    members = dict(pairs)
+    if len(members) != len(pairs):
         seen: set[str] = set()
         twice = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"an object names the key {twice!r} twice")
-    return obj
+        raise ValueError(f"the key {twice!r} is given twice in one JSON object")
+    return members
 
 
-_DECODER = json.JSONDecoder(parse_float=JsonNumber, parse_constant=_refuse_constant, object_pairs_hook=_object)
+_DECODER = json.JSONDecoder(parse_float=JsonNumber, parse_constant=_refuse_constant, object_pairs_hook=unique_members)
 
 
 def encode(document: Any) -> tuple[bytes, bytes]:
@@ -309,11 +310,11 @@ def _float_texts(values: list[float], arrow_type: pa.DataType) -> list[str]:
 
 def _json(value: Any, float_texts: dict[type, Iterator[str]]) -> str:
     if isinstance(value, dict):
-        return "{" + ",".join(_json_string(k) + ":" + _json(v, float_texts) for k, v in value.items()) + "}"
+        return "{" + ",".join(jackson_quoted(k) + ":" + _json(v, float_texts) for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_json(v, float_texts) for v in value) + "]"
     if isinstance(value, str):
-        return _json_string(value)
+        return jackson_quoted(value)
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, float):
@@ -330,15 +331,6 @@ def _json(value: Any, float_texts: dict[type, Iterator[str]]) -> str:
     if isinstance(value, (dt.date, uuid.UUID)):  # as Spark's toJson: their canonical text, quoted
         return json.dumps(str(value))
     return json.dumps(value)
-
-
-_SHORT_ESCAPE = re.compile(r"\\\\|\\u00[0-9a-f]{2}")
-
-
-def _json_string(text: str) -> str:
-    """`text` quoted as Jackson writes it (Java's and Spark's toJson): control characters as
-    \\u00XX in upper case hex (Python's json writes lower case), everything else as json does."""
-    return _SHORT_ESCAPE.sub(lambda m: m[0][:4] + m[0][4:].upper(), json.dumps(text, ensure_ascii=False))
 
 
 def _without_trailing_zeros(clock: str) -> str:

@@ -37,6 +37,7 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
+from paimon_streaming.java_text import jackson_quoted, java_float_str
 from . import debezium
 from .change_events import Column, change_rows, with_sources
 
@@ -146,7 +147,7 @@ def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return java_double(value)
+        return java_float_str(value, single=False)
     if isinstance(value, Binary):
         return base64.b64encode(value).decode()
     return str(value)  # int, Millis, Decimal (its scientific form is Java BigDecimal's)
@@ -155,15 +156,15 @@ def _scalar(value: Any) -> str:
 def _json(value: Any) -> str:
     """Compact JSON as Jackson writes it (Java's doubles; NaN and Infinity quoted)."""
     if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_json(v)}" for k, v in value.items()) + "}"
+        return "{" + ",".join(f"{jackson_quoted(k)}:{_json(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_json(v) for v in value) + "]"
     if value is None:
         return "null"
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return jackson_quoted(value)
     if isinstance(value, Binary) or not _finite(value):
-        return json.dumps(_scalar(value))  # base64, and NaN/Infinity quoted, as Jackson writes them
+        return jackson_quoted(_scalar(value))  # base64, and NaN/Infinity quoted, as Jackson writes them
     return _scalar(value)
 
 
@@ -171,20 +172,6 @@ def _finite(value: Any) -> bool:
     if isinstance(value, decimal.Decimal):
         return value.is_finite()
     return not isinstance(value, float) or math.isfinite(value)
-
-
-def java_double(x: float) -> str:
-    """Java's `Double.toString` (the shortest digits that read back): NaN, Infinity, 1.0,
-    0.001, 1.0E7, -1.234E-5."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0 or 1e-3 <= abs(x) < 1e7:
-        return repr(x)  # positional in this range, as Java's
-    digits = decimal.Decimal(repr(abs(x))).normalize().as_tuple()
-    shown = "".join(map(str, digits.digits))
-    return f"{'-' if x < 0 else ''}{shown[0]}.{shown[1:] or '0'}E{len(shown) - 1 + digits.exponent}"
 
 
 def document(value: str | None, what: str) -> dict | None:

@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from paimon_streaming.variant import unique_members
+
 __all__ = ["holds_map", "read"]
 
 
@@ -55,17 +57,8 @@ class _Number(str):
     takes) kept as its text; integers are Python's ints, exact at any size."""
 
 
-def _unique_members(pairs: list[tuple[str, Any]]) -> dict:
-    members = dict(pairs)
-    if len(members) != len(pairs):
-        seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"the key {twice!r} is given twice in one JSON object")
-    return members
-
-
 _DECODER = json.JSONDecoder(parse_float=_Number, parse_constant=_Number,
-                            object_pairs_hook=_unique_members)
+                            object_pairs_hook=unique_members)
 _text = json.encoder.encode_basestring_ascii  # a str as JSON text
 
 

@@ -17,7 +17,7 @@ import tempfile
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import paimon_streaming as ps
@@ -288,6 +288,7 @@ def test_we_stream_javas_changelog_after_its_snapshots_expired(steps):
     from its first snapshot still gives every batch's changes, as Java's incremental query of
     the same history without expiration gives them; and our own table, expired under the same
     options, streams the same."""
+    assume(any(step[0] == "write" for step in steps))  # compactions of an empty table make no snapshot
     java = get_oracle()
     options = {"bucket": "2", **DV, "changelog-producer": "lookup", "snapshot.num-retained.min": "1",
                "snapshot.num-retained.max": "2", "changelog.num-retained.max": "100"}
