@@ -86,7 +86,10 @@ def test_every_bson_value_as_paimons_cdc_writes_it():
                         ({"$regex": "a/b", "$options": ""}, "/a\\/b/"), ({"$numberInt": "-7"}, "-7"),
                         ({"$numberDouble": "1e20"}, "1.0E20"), (1.5e-5, "1.5E-5"), (1234567.0, "1234567.0"),
                         ({"$numberDecimal": "1E+3"}, "1E+3"), ({"a": {"$numberDecimal": "Infinity"}}, '{"a":"Infinity"}'),
-                        ({"$code": "f()", "$scope": {"x": 1}}, '{"$code":"f()","$scope":{"x":1}}')]:
+                        ({"$code": "f()", "$scope": {"x": 1}}, '{"$code":"f()","$scope":{"x":1}}'),
+                        # Jackson: control characters in upper-case hex; Double.toString: 4.9E-324
+                        ({"s\x1f": "a\x01\n", "d": 5e-324}, '{"s\\u001F":"a\\u0001\\n","d":4.9E-324}'),
+                        (5e-324, "4.9E-324")]:
         assert debezium_bson.text(debezium_bson.natural(form)) == value, form
 
 
