@@ -364,19 +364,51 @@ def _unsliced(table: pa.Table) -> pa.Table:
 
 
 def _check_orc_timestamps(table: pa.Table, path: str) -> None:
-    """pyarrow reads ORC timestamps as nanoseconds, so a TIMESTAMP outside 1677-09-21 ..
-    2262-04-11 written to ORC could not be read back here: refused before it is written."""
+    """Timestamps an ORC file cannot give back, refused before it is written: pyarrow reads ORC
+    timestamps as nanoseconds, so none outside 1677-09-21 .. 2262-04-11; and pyarrow's writer
+    stores one before 1970 with digits below the millisecond with negative nanoseconds, which
+    Java's reader refuses (IllegalArgumentException), so none of those either."""
     for name, column in zip(table.column_names, table.columns):
         as_ns = _nanosecond_type(column.type)
-        if as_ns == column.type:
+        if as_ns == column.type and not _holds_timestamps(column.type):
             continue
         try:
-            column.cast(as_ns)
+            in_ns = column.cast(as_ns)
         except pa.ArrowInvalid:
             raise SchemaMismatchError(
                 f"column {name!r} holds a TIMESTAMP outside 1677-09-21 .. 2262-04-11, which an ORC file cannot give "
                 f"back to pyarrow (it reads ORC timestamps in nanoseconds); file.format = parquet keeps years 1 to "
                 f"9999 (writing {path})") from None
+        for chunk in in_ns.chunks:
+            _check_orc_sub_milliseconds(name, chunk, path)
+
+
+def _holds_timestamps(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or (pa.types.is_nested(t) and any(
+        _holds_timestamps(t.field(i).type) for i in range(t.num_fields)))
+
+
+def _check_orc_sub_milliseconds(name: str, arr: pa.Array, path: str) -> None:
+    """A timestamp (nanoseconds) before 1970 with digits below the millisecond in `arr`, nested
+    ones too: refused naming the column (`_check_orc_timestamps`)."""
+    t = arr.type
+    if pa.types.is_timestamp(t):
+        ns = arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        bad = (ns < 0) & (ns % 1_000_000 != 0)
+        if bad.any():
+            value = arr[int(np.argmax(bad))]
+            raise SchemaMismatchError(
+                f"column {name!r} holds {value}, a TIMESTAMP before 1970 with digits below the millisecond, which "
+                f"pyarrow's ORC writer stores in a form Java's reader refuses; file.format = parquet keeps them "
+                f"(writing {path})")
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _check_orc_sub_milliseconds(f"{name}.{t.field(i).name}", arr.field(i), path)
+    elif pa.types.is_map(t):
+        _check_orc_sub_milliseconds(f"{name}.key", arr.keys, path)
+        _check_orc_sub_milliseconds(f"{name}.value", arr.items, path)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        _check_orc_sub_milliseconds(f"{name}[]", arr.flatten(), path)
 
 
 def _nanosecond_type(t: pa.DataType) -> pa.DataType:

@@ -85,8 +85,9 @@ def fio(tmp_path):
     return file_io, root
 
 
-# pyarrow's ORC reader yields ns timestamps: years outside 1677-2262 are refused there
-ORC_ROWS = ROWS[:2] + [{**ROWS[2], "ts6": dt.datetime(1900, 1, 1)}]
+# pyarrow's ORC reader yields ns timestamps: years outside 1677-2262 are refused there, and
+# digits below the millisecond before 1970, which Java cannot read from pyarrow's ORC files
+ORC_ROWS = ROWS[:2] + [{**ROWS[2], "ts6": dt.datetime(1900, 1, 1), "ts9": -1_000_000}]
 
 
 def _table(fields: list[DataField], rows=ROWS) -> pa.Table:

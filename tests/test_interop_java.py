@@ -897,3 +897,29 @@ def test_binary_partition_columns_are_refused_as_java_cannot_find_their_files(ja
         with pytest.raises(InvalidOptionError, match=r"partition column\(s\) \['k'\] are binary"):
             catalog.create_table("db.obinpart", pa.schema([pa.field("id", pa.int32(), False), ("k", binary)]),
                                  partition_keys=["k"])
+
+
+def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_cannot_read_them(java, catalog):
+    """pyarrow's ORC writer stores a timestamp before 1970 with digits below the millisecond
+    with negative nanoseconds, and Java 1.4.2's reader fails on the file (IllegalArgumentException):
+    such a batch is refused naming the column (nested ones too) and commits nothing. Millisecond
+    values before 1970 and any after it are written, and Java reads them exactly."""
+    import re
+    from java_oracle import epoch_nanos
+    from paimon_streaming.errors import SchemaMismatchError
+    schema = pa.schema([pa.field("id", pa.int32(), False), ("ts", pa.timestamp("us")), ("ns", pa.timestamp("ns")),
+                        ("n", pa.list_(pa.struct([("t", pa.timestamp("us"))])))])
+    t = catalog.create_table("db.orcts", schema, primary_keys=["id"], options={"bucket": "1", "file.format": "orc"})
+    fine = [dt.datetime(1969, 12, 31, 23, 59, 59, 500000), dt.datetime(1960, 6, 1, 12, 0, 0, 1000),
+            dt.datetime(1971, 1, 1, 0, 0, 0, 1), dt.datetime(2024, 2, 29, 12, 30, 0, 123456)]
+    t.write_arrow(pa.table({"id": range(4), "ts": fine, "ns": fine, "n": [[{"t": v}] for v in fine]}, schema=schema))
+    for column, row in [("ts", {"ts": dt.datetime(1969, 12, 31, 23, 59, 59, 1)}),
+                        ("ns", {"ns": dt.datetime(1900, 1, 1, 0, 0, 0, 123456)}),
+                        ("n[].t", {"n": [{"t": None}, {"t": dt.datetime(1969, 12, 31, 23, 59, 59, 999999)}]})]:
+        with pytest.raises(SchemaMismatchError, match=rf"column '{re.escape(column)}' holds .* before 1970 with digits below "
+                                                      "the millisecond"):
+            t.write_arrow(pa.table({"id": [9], **{k: [row.get(k)] for k in ("ts", "ns", "n")}}, schema=schema))
+    assert t.latest_snapshot().id == 1
+    got = sorted(java.read(t.path), key=lambda r: r["id"])
+    assert [r["ts"] for r in got] == fine and [r["n"] for r in got] == [[{"t": v}] for v in fine]
+    assert [r["ns"] for r in got] == [epoch_nanos(v) for v in fine]

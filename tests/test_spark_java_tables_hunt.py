@@ -126,6 +126,13 @@ I2 = JCol("i2", "BIGINT", "int", _ints(-2**31, 2**31 - 1, 2**40), lo=-2**63, hi=
 N = JCol("n", "INT", "int", (1, 2, -7), lo=-2**31, hi=2**31 - 1)
 
 
+def _names_char_column(f: "F") -> bool:
+    """Whether filter `f` compares a CHAR column anywhere in its tree."""
+    if f.kids:
+        return any(_names_char_column(k) for k in f.kids)
+    return f.c is not None and f.c.ptype.startswith("CHAR(")
+
+
 @dataclass
 class Config:
     kind: str                     # append, append_fixed, pk, pk_dv
@@ -642,7 +649,11 @@ def check(java, spark, cfg: Config, before: list, after: list, compact: list[boo
         then_flt = data.draw(filters(then_cols, then), label="time travel filter")
         projection = data.draw(st.lists(st.sampled_from(names + (["st.a"] if "st" in names else [])), min_size=1,
                                         max_size=3, unique=True), label="projection")
-        wheres = [f.java() for f in flts]
+        # Java 1.4.2's ORC reader skips row groups by ORC's CHAR statistics, which are padded with
+        # spaces: `ch < 'a '` loses a row 'a' that Java's unfiltered read gives (a Java bug); its
+        # filtered reads of ORC CHAR columns are not compared
+        orc_char = cfg.options.get("file.format") == "orc"
+        wheres = [(None, False) if orc_char and _names_char_column(f) else f.java() for f in flts]
         with java.batch() as b:
             full = b.read(path)
             java_filtered = [b.read(path, where=w) if w is not None else None for w, _ in wheres]
