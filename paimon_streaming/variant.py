@@ -304,6 +304,8 @@ def _gather_floats(value: Any, doubles: list[float], floats: list[float]) -> Non
 
 def _float_texts(values: list[float], arrow_type: pa.DataType) -> list[str]:
     """Java's text of each value, as JSON: NaN and the infinities quoted, as Java's toJson does."""
+    if not values:
+        return []
     texts = java_float_text(pa.array(values, arrow_type)).to_pylist()
     return [json.dumps(t) if t[-1] in "Ny" else t for t in texts]
 
