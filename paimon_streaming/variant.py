@@ -124,7 +124,7 @@ _DECODER = json.JSONDecoder(parse_float=JsonNumber, parse_constant=_refuse_const
 
 def encode(document: Any) -> tuple[bytes, bytes]:
     """One Python value (dict with str keys, list, str, bool, int, float, Decimal, bytes, date,
-    datetime, None) as a variant's (value, metadata). One pass: keys get ids as they are met
+    datetime, None; numpy's numbers by value) as a variant's (value, metadata). One pass: keys get ids as they are met
     (the dictionary is then unsorted, which the encoding allows), objects list their fields by
     key name."""
     ids: dict[str, int] = {}
@@ -199,6 +199,8 @@ def _encode(value: Any, ids: dict[str, int]) -> bytes:
     for base in (int, float, str, dict, list):  # subclasses: IntEnum, OrderedDict, ... (bool has none)
         if isinstance(value, base):
             return _encode(base(value), ids)
+    if isinstance(value, (np.integer, np.bool_, np.floating)):  # numpy's (pandas') numbers, by value
+        return _encode(Float32(value) if isinstance(value, np.float32) else value.item(), ids)
     raise MalformedVariantError(f"a variant cannot hold {type(value).__name__} {value!r}")
 
 

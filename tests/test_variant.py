@@ -434,6 +434,11 @@ def test_python_values_encode_by_their_base_type_and_print_as_json():
     assert variant.to_json(arr).to_pylist() == [
         "3", '"x"', '{"a":[0.5],"b":1}', "0.1", "-12.34", json.dumps(base64.b64encode(b"\x00\xff").decode()),
         '"2024-02-29"', '{"k":' + "1" + "0" * 30 + "}"]
+    import numpy as np  # numpy's numbers by value; a float32 stays a FLOAT
+    assert variant.to_json(variant.from_values([[np.int64(2 ** 40), np.int8(-3), np.bool_(True), np.float64(0.5),
+                                                 np.float32(1.1)]])).to_pylist() == ["[1099511627776,-3,true,0.5,1.1]"]
+    with pytest.raises(MalformedVariantError, match="cannot hold datetime64"):
+        variant.from_values([np.datetime64(1, "ns")])
     with pytest.raises(MalformedVariantError, match="more than 38 digits"):
         variant.from_values([Decimal(10) ** 40 + 1])
     with pytest.raises(MalformedVariantError, match="variant object keys are strings, not 1"):
