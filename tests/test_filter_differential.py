@@ -468,12 +468,18 @@ def rows_of(cfg: Config) -> st.SearchStrategy:
         else:
             values = c.values
             if c.kind in ("ts", "tstz") and cfg.options.get("file.format") == "orc":
-                # pyarrow's ORC reader holds nanoseconds: ORC files take 1677-2262 only (README;
-                # tests/test_datafile.py test_orc_timestamps_beyond_nanoseconds_are_refused)
-                values = values.map(lambda t: t if 1700 <= t.year <= 2200 else t.replace(year=2000))
+                # pyarrow's ORC reader holds nanoseconds: ORC files take 1677-2262 only, and before
+                # 1970 no digits below the millisecond, which Java cannot read from pyarrow's ORC
+                # (README; tests/test_datafile.py test_orc_timestamps_beyond_nanoseconds_are_refused)
+                values = values.map(_orc_writable)
             fields[c.name] = st.one_of(st.none(), values, values, values) if nullable else values
     kinds = st.sampled_from(["+I", "+I", "+U", "-D"]) if cfg.pk and cfg.engine == "deduplicate" else st.just("+I")
     return st.lists(st.tuples(st.fixed_dictionaries(fields), kinds), max_size=12)
+
+
+def _orc_writable(t: dt.datetime) -> dt.datetime:
+    t = t if 1700 <= t.year <= 2200 else t.replace(year=2000)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000) if t.year < 1970 else t
 
 
 def model(cfg: Config, batches: list[list[tuple[dict, str]]], overwrites: list[bool] | None = None) -> list[dict]:
@@ -635,7 +641,7 @@ def test_filtered_read_is_the_filtered_unfiltered_read(data):
 
 
 # ---- bulk files: many rows and distinct values per file (Roaring containers, index blocks) -------
-def _bulk_value(col: Col, rng) -> Any:
+def _bulk_value(col: Col, rng, orc: bool) -> Any:
     if rng.random() < 0.1:
         return None
     if col.kind == "int":
@@ -660,7 +666,9 @@ def _bulk_value(col: Col, rng) -> Any:
     if col.kind == "date":
         return dt.date(1970, 1, 1) + dt.timedelta(days=rng.randint(-20000, 20000))
     step = {"s": 10**6, "ms": 1000}.get(col.unit, 1)
-    t = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=rng.randint(-2 * 10**15, 2 * 10**15) // step * step)
+    micros = rng.randint(-2 * 10**15, 2 * 10**15)
+    step = max(step, 1000) if orc and micros < 0 else step   # ORC: no digits below the ms before 1970
+    t = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros // step * step)
     return t.replace(tzinfo=UTC) if col.kind == "tstz" else t
 
 
@@ -686,7 +694,7 @@ def test_bulk_files_filtered_read(data):
     for _ in range(data.draw(st.integers(1, 2), label="commits")):
         batch = []
         for _ in range(rng.randint(500, 2500)):
-            row = {c.name: _bulk_value(c, rng) for c in cfg.columns}
+            row = {c.name: _bulk_value(c, rng, cfg.options.get("file.format") == "orc") for c in cfg.columns}
             row["k"] = rng.randint(0, 3000)
             if cfg.partition:
                 nullable = not (cfg.pk and cfg.kind != "pk_cross")
