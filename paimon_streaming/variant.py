@@ -268,9 +268,9 @@ def _uints(values: list[int], width: int) -> bytes:
 
 # ---- reading --------------------------------------------------------------------------------
 def to_python(variants: pa.Array | pa.ChunkedArray) -> list[Any]:
-    """Each variant as Python values: dict, list, str, int, Decimal, float, bool, bytes, date,
-    datetime (UTC-aware for a timestamp, naive for timestamp_ntz), time, UUID, None for a null
-    variant and for a variant's JSON null."""
+    """Each variant as Python values: dict, list, str, int, Decimal, float (`Float32` for a
+    FLOAT), bool, bytes, date, datetime (UTC-aware for a timestamp, naive for timestamp_ntz),
+    time, UUID, None for a null variant and for a variant's JSON null."""
     values = variants.field("value") if isinstance(variants, pa.StructArray) else pc.struct_field(variants, "value")
     metadatas = (variants.field("metadata") if isinstance(variants, pa.StructArray)
                  else pc.struct_field(variants, "metadata"))
