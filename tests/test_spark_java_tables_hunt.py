@@ -55,9 +55,9 @@ from test_filter_differential import _canon as _value_canon
 from test_spark_source import stream
 
 try:
-    from java_oracle import get_oracle
+    from java_oracle import JavaRefusal, get_oracle
 except ImportError:  # pragma: no cover - run from the repository root
-    from tests.java_oracle import get_oracle
+    from tests.java_oracle import JavaRefusal, get_oracle
 
 EXAMPLES = int(os.environ.get("SPARK_JAVA_HUNT_EXAMPLES", "5"))
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
@@ -656,7 +656,7 @@ def check(java, spark, cfg: Config, before: list, after: list, compact: list[boo
         wheres = [(None, False) if orc_char and _names_char_column(f) else f.java() for f in flts]
         with java.batch() as b:
             full = b.read(path)
-            java_filtered = [b.read(path, where=w) if w is not None else None for w, _ in wheres]
+            java_filtered = [b.read(path, where=w, catch_error=True) if w is not None else None for w, _ in wheres]
             java_then = b.read(path, snapshot_id=sid)
         answers = spark_answers(spark, path, [({}, f.sql(), None) for f in flts] + [({}, None, projection)] +
                                 [(options, then_flt.sql(), None)])
@@ -668,7 +668,11 @@ def check(java, spark, cfg: Config, before: list, after: list, compact: list[boo
             want = canon([r for r in core if f.holds(r) is True], names)
             assert canon(got, names) == want, \
                 f"Spark's WHERE {f.sql()} on a Java {context}:\ngot  {canon(got, names)}\nwant {want}"
-            if jf is not None:
+            if jf is not None and isinstance(jf.result, JavaRefusal):
+                # Java 1.4.2 fails with a NullPointerException (CastExecutors.castLiteralsWithEvolution)
+                # on an IN list holding NULL over a column whose type was widened: no answer to compare
+                assert "NullPointerException" in jf.result.error and "NULL" in f.sql(), jf.result.error
+            elif jf is not None:
                 java_rows = canon([r for r in _java_rows(jf.result, names) if f.holds(r) is True], names)
                 assert java_rows == want, \
                     f"Java's read with {f.java()[0]} (for {f.sql()}) on a Java {context}:\n{java_rows}\nwant {want}"
