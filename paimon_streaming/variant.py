@@ -124,9 +124,9 @@ _DECODER = json.JSONDecoder(parse_float=JsonNumber, parse_constant=_refuse_const
 
 def encode(document: Any) -> tuple[bytes, bytes]:
     """One Python value (dict with str keys, list, str, bool, int, float, Decimal, bytes, date,
-    datetime, None; numpy's numbers by value) as a variant's (value, metadata). One pass: keys get ids as they are met
-    (the dictionary is then unsorted, which the encoding allows), objects list their fields by
-    key name."""
+    datetime, None; numpy's numbers by value) as a variant's (value, metadata). One pass: keys
+    get ids as they are met (the dictionary is then unsorted, which the encoding allows),
+    objects list their fields by key name."""
     ids: dict[str, int] = {}
     value = _encode(document, ids)
     return value, _metadata(tuple(ids))
@@ -414,7 +414,8 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
             return Decimal(unscaled).scaleb(-scale, _EXACT), at + 1 + size
     if type_id == _DATE:
         days = struct.unpack_from("<i", buf, at)[0]
-        return _in_python_years(lambda: _EPOCH_DATE + dt.timedelta(days=days), f"date {days} days from 1970-01-01"), at + 4
+        day = _in_python_years(lambda: _EPOCH_DATE + dt.timedelta(days=days), f"date {days} days from 1970-01-01")
+        return day, at + 4
     if type_id in (_TIMESTAMP, _TIMESTAMP_NTZ, _TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ):
         ticks = struct.unpack_from("<q", buf, at)[0]
         micros = ticks // 1000 if type_id in (_TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ) else ticks
