@@ -58,6 +58,47 @@ class Float32(float):
         return repr(float(np.format_float_scientific(np.float32(self), unique=True)))
 
 
+class TimestampNanos(dt.datetime):
+    """A variant TIMESTAMP_NANOS (UTC-aware) or TIMESTAMP_NANOS_NTZ (naive) read back: a datetime
+    to the microsecond plus `nanosecond`, the 0-999 nanoseconds below it, which Python's
+    datetime cannot hold. Printed with them and written back as nanoseconds, so nothing is cut;
+    equal only to a value with the same nanoseconds."""
+
+    nanosecond: int
+
+    def __new__(cls, *args: Any, nanosecond: int = 0, **kwargs: Any) -> "TimestampNanos":
+        if not 0 <= nanosecond < 1000:
+            raise ValueError(f"nanosecond must be in 0..999, not {nanosecond}")
+        moment = super().__new__(cls, *args, **kwargs)
+        moment.nanosecond = nanosecond
+        return moment
+
+    @classmethod
+    def of(cls, moment: dt.datetime, nanosecond: int) -> "TimestampNanos":
+        return cls(moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
+                   moment.microsecond, moment.tzinfo, nanosecond=nanosecond)
+
+    def replace(self, *args: Any, nanosecond: int | None = None, **kwargs: Any) -> "TimestampNanos":
+        """As datetime's, keeping the nanoseconds unless given."""
+        moment = dt.datetime.replace(self, *args, **kwargs)
+        return TimestampNanos.of(moment, self.nanosecond if nanosecond is None else nanosecond)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, dt.datetime):
+            return NotImplemented
+        return dt.datetime.__eq__(self, other) is True and self.nanosecond == getattr(other, "nanosecond", 0)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash((dt.datetime.__hash__(self), self.nanosecond))
+
+    def __repr__(self) -> str:
+        return f"{dt.datetime.__repr__(self)[:-1]}, nanosecond={self.nanosecond})"
+
+
 # ---- building -------------------------------------------------------------------------------
 class JsonNumber(str):
     """A JSON number with a fraction or exponent (from `loads`), kept as its text until its
@@ -124,7 +165,7 @@ _DECODER = json.JSONDecoder(parse_float=JsonNumber, parse_constant=_refuse_const
 
 def encode(document: Any) -> tuple[bytes, bytes]:
     """One Python value (dict with str keys, list, str, bool, int, float, Decimal, bytes, date,
-    datetime, None; numpy's numbers by value) as a variant's (value, metadata). One pass: keys
+    datetime, time without a zone, UUID, None; numpy's numbers by value) as a variant's (value, metadata). One pass: keys
     get ids as they are met (the dictionary is then unsorted, which the encoding allows),
     objects list their fields by key name."""
     ids: dict[str, int] = {}
@@ -193,9 +234,17 @@ def _encode(value: Any, ids: dict[str, int]) -> bytes:
     if isinstance(value, dt.datetime):
         aware = value.tzinfo is not None
         micros = ((value - _EPOCH) if aware else (value - _EPOCH.replace(tzinfo=None))) // dt.timedelta(microseconds=1)
+        if isinstance(value, TimestampNanos):
+            type_id, ticks = (_TIMESTAMP_NANOS if aware else _TIMESTAMP_NANOS_NTZ), micros * 1000 + value.nanosecond
+            return bytes([_primitive(type_id)]) + struct.pack("<q", ticks)
         return bytes([_primitive(_TIMESTAMP if aware else _TIMESTAMP_NTZ)]) + struct.pack("<q", micros)
     if isinstance(value, dt.date):
         return bytes([_primitive(_DATE)]) + struct.pack("<i", (value - _EPOCH_DATE).days)
+    if isinstance(value, dt.time) and value.tzinfo is None:
+        micros = ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+        return bytes([_primitive(_TIME_NTZ)]) + struct.pack("<q", micros)
+    if isinstance(value, uuid.UUID):
+        return bytes([_primitive(_UUID)]) + value.bytes
     for base in (int, float, str, dict, list):  # subclasses: IntEnum, OrderedDict, ... (bool has none)
         if isinstance(value, base):
             return _encode(base(value), ids)
@@ -269,8 +318,8 @@ def _uints(values: list[int], width: int) -> bytes:
 # ---- reading --------------------------------------------------------------------------------
 def to_python(variants: pa.Array | pa.ChunkedArray) -> list[Any]:
     """Each variant as Python values: dict, list, str, int, Decimal, float (`Float32` for a
-    FLOAT), bool, bytes, date, datetime (UTC-aware for a timestamp, naive for timestamp_ntz),
-    time, UUID, None for a null variant and for a variant's JSON null."""
+    FLOAT), bool, bytes, date, datetime (UTC-aware for a timestamp, naive for timestamp_ntz;
+    `TimestampNanos` for the nanosecond ones), time, UUID, None for a null variant and for a variant's JSON null."""
     values = variants.field("value") if isinstance(variants, pa.StructArray) else pc.struct_field(variants, "value")
     metadatas = (variants.field("metadata") if isinstance(variants, pa.StructArray)
                  else pc.struct_field(variants, "metadata"))
@@ -328,7 +377,10 @@ def _json(value: Any, float_texts: dict[type, Iterator[str]]) -> str:
     if isinstance(value, (bytes, bytearray)):
         return json.dumps(base64.b64encode(value).decode())
     if isinstance(value, dt.datetime):
-        text = _without_trailing_zeros(value.replace(tzinfo=None).isoformat(sep=" "))
+        text = dt.datetime.isoformat(value, sep=" ", timespec="seconds")[:19]
+        fraction = (f"{value.microsecond:06d}{value.nanosecond:03d}" if isinstance(value, TimestampNanos)
+                    else f"{value.microsecond:06d}")
+        text = _without_trailing_zeros(f"{text}.{fraction}")
         return json.dumps(text + ("+00:00" if value.tzinfo is not None else ""))
     if isinstance(value, dt.time):
         return json.dumps(_without_trailing_zeros(value.isoformat()))
@@ -418,10 +470,13 @@ def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]
         return day, at + 4
     if type_id in (_TIMESTAMP, _TIMESTAMP_NTZ, _TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ):
         ticks = struct.unpack_from("<q", buf, at)[0]
-        micros = ticks // 1000 if type_id in (_TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ) else ticks
+        nanos = type_id in (_TIMESTAMP_NANOS, _TIMESTAMP_NANOS_NTZ)
+        micros = ticks // 1000 if nanos else ticks
         moment = _in_python_years(lambda: _EPOCH + dt.timedelta(microseconds=micros),
-                                  f"timestamp {ticks} {'micro' if ticks == micros else 'nano'}seconds from 1970-01-01")
-        return (moment if type_id in (_TIMESTAMP, _TIMESTAMP_NANOS) else moment.replace(tzinfo=None)), at + 8
+                                  f"timestamp {ticks} {'nano' if nanos else 'micro'}seconds from 1970-01-01")
+        if type_id in (_TIMESTAMP_NTZ, _TIMESTAMP_NANOS_NTZ):
+            moment = moment.replace(tzinfo=None)
+        return (TimestampNanos.of(moment, ticks % 1000) if nanos else moment), at + 8
     if type_id == _TIME_NTZ:
         micros = struct.unpack_from("<q", buf, at)[0]
         if not 0 <= micros < 86_400_000_000:

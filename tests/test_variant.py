@@ -456,19 +456,47 @@ def test_large_variants_use_three_byte_offsets():
     assert variant.to_python(arr) == [{"a": big, "b": [big, 1]}, keys]
 
 
+_UTC = dt.timezone.utc
+
+
 @pytest.mark.parametrize("type_id, payload, want, text", [
     (17, (45296789000).to_bytes(8, "little"), dt.time(12, 34, 56, 789000), '"12:34:56.789"'),
     (20, bytes(range(16)), "00010203-0405-0607-0809-0a0b0c0d0e0f", '"00010203-0405-0607-0809-0a0b0c0d0e0f"'),
+    (18, (1_764_417_600_123_456_789).to_bytes(8, "little"),
+     variant.TimestampNanos(2025, 11, 29, 12, 0, 0, 123456, _UTC, nanosecond=789), '"2025-11-29 12:00:00.123456789+00:00"'),
+    (19, (-1).to_bytes(8, "little", signed=True),
+     variant.TimestampNanos(1969, 12, 31, 23, 59, 59, 999999, nanosecond=999), '"1969-12-31 23:59:59.999999999"'),
+    (19, (1_500).to_bytes(8, "little"), variant.TimestampNanos(1970, 1, 1, 0, 0, 0, 1, nanosecond=500),
+     '"1970-01-01 00:00:00.0000015"'),
+    (18, (-1_000).to_bytes(8, "little", signed=True),
+     variant.TimestampNanos(1969, 12, 31, 23, 59, 59, 999999, _UTC), '"1969-12-31 23:59:59.999999+00:00"'),
 ])
-def test_variant_time_and_uuid_written_by_others_are_read(type_id, payload, want, text):
-    """Variant types other writers may use (TIME_NTZ, UUID): decoded, and printed as JSON strings."""
+def test_variant_time_uuid_and_nanosecond_timestamps_written_by_others_are_read(type_id, payload, want, text):
+    """Variant types other writers may use (TIME_NTZ, UUID, TIMESTAMP_NANOS(_NTZ)): decoded,
+    printed as JSON strings, and written back as the same bytes. Nanosecond timestamps were cut
+    to the microsecond (and written back as microsecond ones)."""
     import uuid
     metadata = bytes([1, 0, 0])  # version 1, no keys
-    arr = pa.StructArray.from_arrays([pa.array([bytes([type_id << 2]) + payload], pa.binary()),
+    value = bytes([type_id << 2]) + payload
+    arr = pa.StructArray.from_arrays([pa.array([value], pa.binary()),
                                       pa.array([metadata], pa.binary())], fields=list(VARIANT_ARROW))
     got = variant.to_python(arr)[0]
     assert (str(got) if isinstance(got, uuid.UUID) else got) == want
+    assert type(got) is type(want) or isinstance(got, uuid.UUID)
     assert variant.to_json(arr).to_pylist() == [text]
+    assert variant.encode(got) == (value, metadata)
+
+
+def test_nanosecond_timestamps_compare_and_replace_with_their_nanoseconds():
+    moment = variant.TimestampNanos(2026, 1, 2, 3, 4, 5, 6, nanosecond=7)
+    assert moment != dt.datetime(2026, 1, 2, 3, 4, 5, 6) and dt.datetime(2026, 1, 2, 3, 4, 5, 6) != moment
+    assert moment == variant.TimestampNanos(2026, 1, 2, 3, 4, 5, 6, nanosecond=7)
+    assert len({moment, variant.TimestampNanos(2026, 1, 2, 3, 4, 5, 6, nanosecond=8)}) == 2
+    assert variant.TimestampNanos(2026, 1, 1) == dt.datetime(2026, 1, 1)
+    assert moment.replace(year=2027).nanosecond == 7 and moment.replace(nanosecond=1).nanosecond == 1
+    assert repr(moment) == "TimestampNanos(2026, 1, 2, 3, 4, 5, 6, nanosecond=7)"
+    with pytest.raises(ValueError, match="nanosecond must be in 0..999, not 1000"):
+        variant.TimestampNanos(2026, 1, 1, nanosecond=1000)
 
 
 @pytest.mark.parametrize("type_id, payload, error", [
