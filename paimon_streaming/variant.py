@@ -4,10 +4,10 @@
 A variant's `metadata` is a dictionary of the object keys it uses; its `value` is a tree of
 typed nodes (primitives, strings, objects of key ids, arrays) whose first byte says what
 follows. Spark builds variants with `parse_json` and reads them as `VariantVal`; a Python user
-builds them here with `from_json` and reads them back with `to_python` / `to_json`. Those two
-walk each value in Python (a variant is a tree, nothing columnar to vectorize): they are for
-building and inspecting values, not a table's read path, which hands the bytes over unchanged.
-`conform` checks a column on the write path, vectorized.
+builds them here with `from_json` (in bulk: `variant_json`, the documents it leaves aside
+one by one here) or `from_values`, and reads them back with `to_python` / `to_json`, which walk
+each value in Python: they are for inspecting values, not a table's read path, which hands
+the bytes over unchanged. `conform` checks a column on the write path, vectorized.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedOperationError, UnsupportedTypeError
+from . import variant_json
 from .datafile import rebased_offsets
 from .java_casts import java_float_text
 from .java_text import jackson_quoted
@@ -110,16 +111,69 @@ def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.St
     them: integers in the narrowest of 1/2/4/8 bytes, numbers with a fraction as decimals while
     they fit 38 digits (with an exponent, or wider: doubles), an object's fields by key name.
     MalformedVariantError names the document that is not JSON or names a key twice in an object
-    (Spark and Java refuse those too)."""
-    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
-        texts = texts.to_pylist()
-    documents = []
-    for i, text in enumerate(texts):
+    (Spark and Java refuse those too). Encoded in bulk (`variant_json`); the documents that path
+    leaves aside are parsed and encoded here one by one."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if not isinstance(texts, pa.Array):
+        texts = list(texts)
         try:
-            documents.append(NULL_VARIANT if text is None else loads(text))
-        except (ValueError, TypeError) as exc:
+            texts = pa.array(texts)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed str and bytes
+            return _from_json_one_by_one(list(enumerate(texts)))
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type) or pa.types.is_binary(texts.type)
+            or pa.types.is_large_binary(texts.type) or pa.types.is_null(texts.type)):
+        raise TypeError(f"JSON documents are strings, not {texts.type}")
+    present = texts.is_valid().to_numpy(zero_copy_only=False)
+    tape = variant_json.tape(*variant_json.binary_documents(texts))
+    variants, python = variant_json.encode(tape, np.where(present, tape.top(), -1))
+    python &= present
+    if not python.any():
+        return variants
+    left = np.flatnonzero(python)
+    encoded = _from_json_one_by_one(list(zip(left.tolist(), texts.take(pa.array(left)).to_pylist())))
+    return _with_replaced(variants, python, encoded)
+
+
+def fields_from_json(records: pa.Array, names: Iterable[str]) -> tuple[dict[str, pa.StructArray], set[str]]:
+    """The members `names` of JSON records (one document each) as variant columns, as
+    `ingest --variant-column` stores them: an absent member, a JSON null and a record that is
+    no object give a null variant. Also the keys the records' objects hold at the top. A record
+    that is not JSON raises ValueError, as `loads` does. Encoded in bulk (`variant_json`), the
+    records that path leaves aside one by one."""
+    tape = variant_json.tape(*variant_json.binary_documents(records))
+    parsed = {i: loads(records[i].as_py()) for i in np.flatnonzero(tape.python).tolist()}
+    keys = tape.top_level_keys() | {k for d in parsed.values() if isinstance(d, dict) for k in d}
+    columns = {}
+    for name in names:
+        column, python = variant_json.encode(tape, tape.members(name))
+        left = np.flatnonzero(python).tolist()
+        if left:
+            documents = [parsed[i] if i in parsed else loads(records[i].as_py()) for i in left]
+            members = [d.get(name) if isinstance(d, dict) else None for d in documents]
+            column = _with_replaced(column, python, from_values([NULL_VARIANT if m is None else m for m in members]))
+        columns[name] = column
+    return columns, keys
+
+
+def _from_json_one_by_one(texts: list[tuple[int, str | bytes | None]]) -> pa.StructArray:
+    encoded = []
+    for i, text in texts:
+        try:
+            encoded.append(None if text is None else encode(loads(text)))
+        except (ValueError, TypeError) as exc:  # not JSON, a key given twice, a lone surrogate
             raise MalformedVariantError(f"document {i} is no variant's JSON ({exc}): {str(text)[:80]!r}") from None
-    return from_values(documents)
+    return _variants(encoded)
+
+
+def _with_replaced(variants: pa.StructArray, where: np.ndarray, replacements: pa.StructArray) -> pa.StructArray:
+    """`variants` with the items at `where` (a mask) taken from `replacements`, in order."""
+    mask = pa.array(where)
+    fields = [pc.replace_with_mask(variants.field(name), mask, replacements.field(name).cast(pa.binary()))
+              for name in ("value", "metadata")]
+    valid = variants.is_valid().to_numpy(zero_copy_only=False)
+    valid[where] = replacements.is_valid().to_numpy(zero_copy_only=False)
+    return pa.StructArray.from_arrays(fields, fields=list(VARIANT_ARROW), mask=from_numpy(~valid))
 
 
 NULL_VARIANT = object()  # in `from_values`: a null variant (SQL NULL), not one holding JSON null
@@ -133,15 +187,16 @@ def loads(text: str | bytes) -> Any:
 def from_values(documents: Iterable[Any]) -> pa.StructArray:
     """Python values (see `encode`; JSON-parsed ones from `loads`) as variants; `None` is a
     variant holding JSON null, `NULL_VARIANT` a null variant."""
-    values, metadatas, valid = [], [], []
-    for document in documents:
-        value, metadata = (b"", b"") if document is NULL_VARIANT else encode(document)
-        values.append(value)
-        metadatas.append(metadata)
-        valid.append(document is not NULL_VARIANT)
-    mask = from_numpy(np.logical_not(np.array(valid, bool)))
-    return pa.StructArray.from_arrays([pa.array(values, pa.binary()), pa.array(metadatas, pa.binary())],
-                                      fields=list(VARIANT_ARROW), mask=mask)
+    return _variants([None if document is NULL_VARIANT else encode(document) for document in documents])
+
+
+def _variants(encoded: list[tuple[bytes, bytes] | None]) -> pa.StructArray:
+    """Encoded (value, metadata) pairs as a variant column; None is a null variant."""
+    valid = np.array([pair is not None for pair in encoded], bool)
+    pairs = [pair or (b"", b"") for pair in encoded]
+    return pa.StructArray.from_arrays([pa.array([v for v, _ in pairs], pa.binary()),
+                                       pa.array([m for _, m in pairs], pa.binary())],
+                                      fields=list(VARIANT_ARROW), mask=from_numpy(~valid))
 
 
 def _refuse_constant(name: str) -> Any:

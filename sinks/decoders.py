@@ -658,18 +658,19 @@ def _with_variants(buffer: bytes, schema: pa.Schema, variants: list[str]) -> pa.
     """Rows of a table with VARIANT columns. pyarrow parses the other columns (a variant's JSON
     has no Arrow type it could infer: arrays mix types), each record is parsed again in Python
     for its variant fields (an absent field or a JSON null is a null variant, as for a column of
-    any other type), and fields the table lacks are typed as pyarrow infers them (for schema
-    evolution, as `_read_json` with unexpected fields inferred reports them)."""
+    any other type; `variant.fields_from_json`, in bulk), and fields the table lacks are typed
+    as pyarrow infers them (for schema evolution, as `_read_json` with unexpected fields
+    inferred reports them)."""
     rest = pa.schema([f for f in schema if f.name not in variants])
     table = _fitting(_read_json(buffer, rest, unexpected="ignore"))
-    documents = [variant.loads(line) for line in buffer.split(b"\n") if line.strip()]
-    documents = [d if isinstance(d, dict) else {} for d in documents]
+    records = [line for line in buffer.split(b"\n") if line.strip()]
+    columns, keys = variant.fields_from_json(pa.array(records, pa.binary()), variants)
     for name in variants:
-        fields = [d.get(name) for d in documents]
-        column = variant.from_values([variant.NULL_VARIANT if f is None else f for f in fields])
-        table = table.add_column(schema.get_field_index(name), schema.field(name), column)
-    unknown = sorted({k for d in documents for k in d} - set(schema.names))
+        table = table.add_column(schema.get_field_index(name), schema.field(name), columns[name])
+    unknown = sorted(keys - set(schema.names))
     if unknown:
+        documents = [variant.loads(line) for line in records]
+        documents = [d if isinstance(d, dict) else {} for d in documents]
         lines = b"".join(json.dumps({k: _plain(d[k]) for k in unknown if k in d}).encode() + b"\n" for d in documents)
         inferred = _read_json(lines, pa.schema([]), unexpected="infer")
         for name in inferred.column_names:
