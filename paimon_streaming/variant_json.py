@@ -279,10 +279,11 @@ def _structure(kind: np.ndarray, doc: np.ndarray, n: int) -> tuple[np.ndarray, _
 
 
 def _key_order(keys: np.ndarray, parents: np.ndarray, names: pa.Array, tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each key's place among its object's keys sorted by name (bytes, so code points), by
+    """Each key's place among its object's keys sorted by name (`variant.utf16_order`), by
     token, and the keys naming a key of their object a second time (Python's json and Spark
     refuse those objects)."""
-    by_object = pc.sort_indices(pa.table({"p": parents, "k": names}), [("p", "ascending"), ("k", "ascending")]).to_numpy()
+    order = _utf16_order(names)
+    by_object = pc.sort_indices(pa.table({"p": parents, "k": order}), [("p", "ascending"), ("k", "ascending")]).to_numpy()
     new_object = _starts(parents[by_object])
     twice = keys[by_object[~new_object & _equal_to_previous(names.take(by_object))]]
     place = np.full(tokens, -1, np.int64)
@@ -512,7 +513,8 @@ def _keys(t: Tape, keys: np.ndarray, owners: np.ndarray) -> tuple[np.ndarray, tu
     """For object members (their key tokens): each one's id in its document's dictionary, and
     the dictionaries: (owner, key) sorted and unique."""
     texts = strings(t, keys)
-    by_owner = pc.sort_indices(pa.table({"o": owners, "k": texts}), [("o", "ascending"), ("k", "ascending")]).to_numpy()
+    by_owner = pc.sort_indices(pa.table({"o": owners, "k": _utf16_order(texts)}),
+                               [("o", "ascending"), ("k", "ascending")]).to_numpy()
     owner_sorted, texts_sorted = owners[by_owner], texts.take(by_owner)
     new_owner = _starts(owner_sorted)
     new_key = new_owner | ~_equal_to_previous(texts_sorted)
@@ -520,6 +522,27 @@ def _keys(t: Tape, keys: np.ndarray, owners: np.ndarray) -> tuple[np.ndarray, tu
     ids = np.empty(len(keys), np.int64)
     ids[by_owner] = entry - entry[_group_first_index(new_owner)]
     return ids, (owner_sorted[new_key], texts_sorted.filter(pa.array(new_key)))
+
+
+def _utf16_order(texts: pa.Array) -> pa.Array:
+    """UTF-8 texts made to sort byte by byte as Java's Strings sort (`variant.utf16_order`):
+    a character beyond the BMP (a 4-byte sequence, F0-F4 ...) sorts as its surrogates do,
+    after U+D7FF (ED 9F BF) and before U+E000 (EE 80 80), so its lead byte becomes ED A0-A4."""
+    offsets_buffer, data_buffer = texts.buffers()[1:3]
+    offsets = np.frombuffer(offsets_buffer, np.int64)[texts.offset:texts.offset + len(texts) + 1]
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    data = data[offsets[0]:offsets[-1]]
+    lead = data >= 0xF0
+    if not lead.any():
+        return texts
+    widened = np.repeat(data, np.where(lead, 2, 1))
+    at = np.flatnonzero(lead) + np.arange(int(lead.sum()))  # each lead byte's place once widened
+    widened[at] = 0xED
+    widened[at + 1] = 0xA0 + (data[lead] - 0xF0)
+    extra = np.r_[0, np.cumsum(lead)]
+    new_offsets = (offsets - offsets[0]) + extra[offsets - offsets[0]]
+    return pa.Array.from_buffers(pa.large_binary(), len(texts), [None, pa.py_buffer(new_offsets),
+                                                                   pa.py_buffer(widened)])
 
 
 def _starts(groups: np.ndarray) -> np.ndarray:

@@ -314,6 +314,27 @@ def test_spark_writes_and_reads_variants(spark, tmp_path):
     assert os.listdir(checkpoint)
 
 
+def test_spark_finds_every_field_of_bulk_encoded_variants(spark, tmp_path):
+    """Spark (and Java) look a field up by binary search in objects of 32 fields or more, so an
+    object must list its fields in their key order: `from_json`'s bulk encoder sorts them by
+    UTF-8 bytes (code points), with keys beyond the BMP and past U+E000, where Java's UTF-16
+    order differs, and nested objects sharing one sorted dictionary."""
+    keys = [f"k{i:02d}" for i in range(36)] + ["\U0001F600", "\ue000", "\u00e9", "Z", ""]
+    document = {k: i for i, k in enumerate(keys)}
+    document["nested"] = {k: -i for i, k in enumerate(reversed(keys))}
+    texts = [json.dumps(document, ensure_ascii=ensure_ascii) for ensure_ascii in (False, True)]
+    path = str(tmp_path / "t")
+    create_table_at(path, SCHEMA, primary_keys=["id"], options={"bucket": "1"}).write_arrow(
+        pa.table({"id": [1, 2], "payload": variant.from_json(texts)}, schema=SCHEMA))
+    read = spark.read.format("paimon").load(path).orderBy("id")
+    lookups = [f"variant_get(payload, '$[\"{k}\"]', 'int')" for k in keys]
+    nested = [f"variant_get(payload, '$.nested[\"{k}\"]', 'int')" for k in keys]
+    for row in read.selectExpr(*lookups, *nested, "to_json(payload) = to_json(parse_json(" + repr(texts[0]) + "))").collect():
+        assert list(row)[:len(keys)] == list(range(len(keys)))
+        assert list(row)[len(keys):2 * len(keys)] == [-i for i in reversed(range(len(keys)))]
+        assert row[-1] is True
+
+
 def test_ingest_fills_variant_columns_from_json_records(spark, broker, tmp_path):
     """`paimon-streaming ingest --variant-column payload`: a new table gets `payload` as VARIANT
     (its shapes vary, which inference could not type), each record's field JSON becomes a
