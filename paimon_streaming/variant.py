@@ -123,7 +123,7 @@ def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.St
             return _from_json_one_by_one(list(enumerate(texts)))
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type) or pa.types.is_binary(texts.type)
             or pa.types.is_large_binary(texts.type) or pa.types.is_null(texts.type)):
-        raise TypeError(f"JSON documents are strings, not {texts.type}")
+        return _from_json_one_by_one(list(enumerate(texts.to_pylist())))  # which names the first non-text
     present = texts.is_valid().to_numpy(zero_copy_only=False)
     tape = variant_json.tape(*variant_json.binary_documents(texts))
     variants, python = variant_json.encode(tape, np.where(present, tape.top(), -1))

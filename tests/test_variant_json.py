@@ -165,6 +165,8 @@ def test_bytes_and_chunked_input():
     with pytest.raises(MalformedVariantError, match="document 0 is no variant's JSON"):
         variant.from_json(pa.array([b'"\xff"']))  # not UTF-8
     assert variant.to_python(variant.from_json([])) == []
+    with pytest.raises(MalformedVariantError, match="document 1 is no variant's JSON"):
+        variant.from_json([None, 5])  # not text: named as before
 
 
 def test_fields_from_json_takes_members_as_ingest_stores_them():
