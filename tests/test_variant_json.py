@@ -197,3 +197,22 @@ def test_many_documents_take_the_same_time_per_document():
             best = min(best, time.perf_counter() - start)
         return best
     assert seconds(documents) < 60 * seconds(documents[:1000]) + 0.5
+
+
+def test_spark_prints_our_variants_as_it_prints_its_own_parse_json(spark):
+    """Spark's `to_json` of our bulk-encoded variants against `to_json(parse_json(text))` of
+    the same documents: the same text, so the same values, types and field order (Spark's
+    lookups binary-search that order)."""
+    from pyspark.sql import VariantVal
+    r = random.Random(SEED + 17)
+    documents: list[str] = []
+    while len(documents) < 10 * EXAMPLES:
+        document = _document(r)
+        if document is not None and _one_by_one([document])[0] == "ok":
+            documents.append(document)
+    encoded = variant.from_json(documents)
+    rows = [(i, text, VariantVal(value, metadata)) for i, (text, value, metadata) in enumerate(zip(
+        documents, encoded.field("value").to_pylist(), encoded.field("metadata").to_pylist()))]
+    frame = spark.createDataFrame(rows, "i int, j string, v variant")
+    got = frame.selectExpr("i", "to_json(v) as ours", "to_json(parse_json(j)) as spark").collect()
+    assert [(row.i, row.ours) for row in got] == [(row.i, row.spark) for row in got]
