@@ -424,8 +424,7 @@ def encode(t: Tape, roots: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
     # top down: where each value goes in its document's bytes
     sizes = size[child]
     before = np.cumsum(sizes) - sizes
-    first = np.r_[True, child_parent[1:] != child_parent[:-1]] if len(child) else np.zeros(0, bool)
-    within = before - np.maximum.accumulate(np.where(first, before, 0)) if len(child) else before
+    within = before - before[_group_first_index(_starts(child_parent))]  # offset among its siblings
     container_of = np.full(len(nodes), -1, np.int64)
     container_of[containers] = np.arange(len(containers))
     c = container_of[child_parent]
