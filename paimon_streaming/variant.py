@@ -266,7 +266,10 @@ def _encode(value: Any, ids: dict[str, int]) -> bytes:
             return struct.pack("<Bi", _INT32_BYTE, value)
         return _encode_big_int(value)
     if kind is dict:
-        keys = sorted(value)
+        try:
+            keys = sorted(value)
+        except TypeError:  # keys of several types
+            raise MalformedVariantError(f"variant object keys are strings, not {list(value)!r}") from None
         if keys and type(keys[-1]) is str and keys[-1] >= "\ue000":  # (keys sorted by code point here)
             keys.sort(key=utf16_order)
         field_ids = []

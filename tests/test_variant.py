@@ -464,6 +464,8 @@ def test_python_values_encode_by_their_base_type_and_print_as_json():
         variant.from_values([Decimal(10) ** 40 + 1])
     with pytest.raises(MalformedVariantError, match="variant object keys are strings, not 1"):
         variant.from_values([{1: "a"}])
+    with pytest.raises(MalformedVariantError, match=r"variant object keys are strings, not \[1, 'b'\]"):
+        variant.from_values([{1: "a", "b": 2}])  # (was a bare TypeError from sorting them)
     with pytest.raises(MalformedVariantError, match="a variant cannot hold set"):
         variant.from_values([{"k": {1, 2}}])
 
