@@ -268,7 +268,10 @@ def _structure(kind: np.ndarray, doc: np.ndarray, n: int) -> tuple[np.ndarray, _
                   np.where(expected == 1, member_kind == _COLON,
                            np.where(expected == 2, value, member_kind == _COMMA)))
     bad[doc[member[~ok]]] = True
-    counts = np.bincount(parent[member], minlength=len(kind))[opening]
+    counts = np.zeros(len(kind), np.int64)
+    last = np.r_[_starts(parent[member])[1:], True] if len(member) else np.zeros(0, bool)
+    counts[parent[member[last]]] = rank[member[last]] + 1  # a container's last member's rank
+    counts = counts[opening]
     complete = np.where(kind[opening] == _OBJ, (counts == 0) | (counts % 4 == 3), (counts == 0) | (counts % 2 == 1))
     bad[doc[opening[~complete]]] = True
     if bad.any():
