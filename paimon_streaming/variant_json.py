@@ -467,7 +467,7 @@ def _scalars(t: Tape, nodes: np.ndarray, kind: np.ndarray, header: np.ndarray, s
     """Headers, sizes and payload writes of the literals and numbers among `nodes`, as Spark's
     parse_json encodes them: integers in the narrowest of 1/2/4/8 bytes, numbers with a fraction
     as the narrowest decimal, with an exponent as doubles. Returns the numbers of more than 18
-    digits, left to the Python path (big integers, 16-byte decimals)."""
+    digits but longs, left to the Python path (integers beyond a long, 16-byte decimals)."""
     slots = np.flatnonzero(kind == _SCALAR)
     first = t.data[t.start[nodes[slots]]]
     for letter, literal in ((b"t", _TRUE_H), (b"f", _FALSE_H), (b"n", _NULL_H)):
@@ -478,8 +478,10 @@ def _scalars(t: Tape, nodes: np.ndarray, kind: np.ndarray, header: np.ndarray, s
     texts = _segments(t.data, starts, ends).view(pa.large_string())
     has_exponent = pc.match_substring_regex(texts, "[eE]").to_numpy(zero_copy_only=False)
     dot = pc.find_substring(texts, ".").to_numpy(zero_copy_only=False).astype(np.int64)
-    digits = ends - starts - (t.data[starts] == ord("-")) - (dot >= 0)
-    wide = ~has_exponent & (digits > 18)
+    negative = t.data[starts] == ord("-")
+    digits = ends - starts - negative - (dot >= 0)
+    long_19 = _fits_a_long(texts, negative) & ~has_exponent & (dot < 0) & (digits == 19)  # e.g. snowflake ids
+    wide = ~has_exponent & (digits > 18) & ~long_19
 
     integer = ~has_exponent & (dot < 0) & ~wide
     values = pc.cast(texts.filter(integer), pa.int64()).to_numpy(zero_copy_only=False)
@@ -506,6 +508,14 @@ def _scalars(t: Tape, nodes: np.ndarray, kind: np.ndarray, header: np.ndarray, s
     size[numbers[double]] = 9
     writes.append((numbers[double], 1, bits, np.full(len(bits), 8)))
     return numbers[wide]
+
+
+def _fits_a_long(texts: pa.Array, negative: np.ndarray) -> np.ndarray:
+    """Whether each 19-digit integer text lies within a long's range (digit texts of one length
+    compare as their numbers do)."""
+    magnitude = pc.if_else(pa.array(negative), pc.utf8_slice_codeunits(texts, 1), texts)
+    limit = pc.if_else(pa.array(negative), pa.scalar(str(2**63)), pa.scalar(str(2**63 - 1)))
+    return pc.less_equal(magnitude, limit).to_numpy(zero_copy_only=False)
 
 
 _POWERS_OF_TEN = 10 ** np.arange(1, 19, dtype=np.int64)  # digits of n: 1 + how many of these are <= n

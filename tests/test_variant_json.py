@@ -128,20 +128,22 @@ def test_each_malformed_document_is_refused_as_python_refuses_it(document):
 
 
 def test_the_bulk_path_takes_most_documents_and_leaves_the_rare_ones_to_python():
-    """Not a silent fallback for everything: ordinary documents, escapes included, are encoded in
-    bulk; numbers of more than 18 digits, deep nesting and bad JSON go to the Python path."""
+    """Not a silent fallback for everything: ordinary documents, escapes and 19-digit longs
+    included, are encoded in bulk; integers beyond a long, deep nesting and bad JSON go to the
+    Python path."""
     documents = ['{"a": 1, "b": [true, null, "x\\"y\\u00e9"], "c": {"d": -2.50, "e": 1e3}}', '"s"', "[]",
+                 '{"snowflake": 1864434583029940225}', "9223372036854775808",
                  "12345678901234567890", "[" * 130 + "]" * 130, "[1,]", '{"a":1,"a":2}', '"\\ud800"']
     tape = variant_json.tape(*variant_json.binary_documents(pa.array(documents)))
     _, python = variant_json.encode(tape, tape.top())
-    assert python.tolist() == [False, False, False, True, True, True, True, True]
+    assert python.tolist() == [False, False, False, False, True, True, True, True, True, True]
 
 
 @pytest.mark.parametrize("document", [
     '{"b": 1, "a": [true, null, "x"]}', '"short"', '"' + "y" * 64 + '"', "-129", "2147483648", "-0.0", "0.000",
     "99999999.9", "1000000000.5", "1.5e300", "[" + ",".join(["1"] * 300) + "]",
     "{" + ",".join(f'"k{i:03d}": {i}' for i in range(300)) + "}", '["' + "z" * 70_000 + '", 1]',
-    "\t[1]\r\n", '"\\/"',
+    "\t[1]\r\n", '"\\/"', "9223372036854775807", "-9223372036854775808", "1234567890123456789",
 ])
 def test_flat_documents_encode_to_the_python_paths_bytes(document):
     """Without nested objects the dictionaries agree too (sorted here, in key order there), so
