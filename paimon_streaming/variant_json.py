@@ -11,10 +11,10 @@ documents is encoded with numpy over one byte buffer, in three steps:
    children's);
 3. each value's place, top down, and the bytes written with scatters.
 
-The path is conservative: a document it is not sure of (not JSON, a key given twice, a
-number wider than 18 digits, nesting deeper than `MAX_DEPTH`, text that is not UTF-8) is
-marked for the caller, which encodes it in Python (`variant.loads` / `variant.encode`), so
-errors and rare cases keep that path's behaviour. The bytes differ from `variant.encode`'s
+The path is conservative: a document it is not sure of (not JSON, a key given twice, an
+integer beyond a long or a decimal of more than 18 digits, nesting deeper than `MAX_DEPTH`,
+text that is not UTF-8) is marked for the caller, which encodes it in Python (`variant.loads`
+/ `variant.encode`), so errors and rare cases keep that path's behaviour. The bytes differ from `variant.encode`'s
 only in the order of the metadata dictionary (sorted here, in the order met there), which
 the encoding leaves free; the values are the same (`tests/test_variant_json.py`).
 """
@@ -358,8 +358,8 @@ def _texts(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, unescaped: di
 # ---- encoding -------------------------------------------------------------------------------
 def encode(t: Tape, roots: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
     """The variants of the values at `roots` (a token index per document, -1 for a null
-    variant), and which documents are left to the Python path: `t.python`, and those holding a
-    number wider than 18 digits (null variants here)."""
+    variant), and which documents are left to the Python path: `t.python`, and those holding an
+    integer beyond a long or a decimal of more than 18 digits (null variants here)."""
     python = t.python.copy()
     live = np.flatnonzero(roots >= 0)
     spans = t.close[roots[live]] - roots[live] + 1
