@@ -228,9 +228,9 @@ def utf16_order(key: str) -> bytes:
 
 def encode(document: Any) -> tuple[bytes, bytes]:
     """One Python value (dict with str keys, list, str, bool, int, float, Decimal, bytes, date,
-    datetime, time without a zone, UUID, None; numpy's numbers by value) as a variant's (value, metadata). One pass: keys
-    get ids as they are met (the dictionary is then unsorted, which the encoding allows),
-    objects list their fields by key name (`utf16_order`)."""
+    datetime, time without a zone, UUID, None; numpy's numbers by value) as a variant's (value,
+    metadata). One pass: keys get ids as they are met (the dictionary is then unsorted, which
+    the encoding allows), objects list their fields by key name (`utf16_order`)."""
     ids: dict[str, int] = {}
     value = _encode(document, ids)
     return value, _metadata(tuple(ids))

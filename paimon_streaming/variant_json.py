@@ -11,12 +11,12 @@ documents is encoded with numpy over one byte buffer, in three steps:
    children's);
 3. each value's place, top down, and the bytes written with scatters.
 
-The path is conservative: a document it is not sure of (not JSON, a key given twice, an
-integer beyond a long or a decimal of more than 18 digits, nesting deeper than `MAX_DEPTH`,
-text that is not UTF-8) is marked for the caller, which encodes it in Python (`variant.loads`
-/ `variant.encode`), so errors and rare cases keep that path's behaviour. The bytes differ from `variant.encode`'s
-only in the order of the metadata dictionary (sorted here, in the order met there), which
-the encoding leaves free; the values are the same (`tests/test_variant_json.py`).
+The path is conservative: a document it is not sure of (not JSON, a key given twice, an integer
+beyond a long or a decimal of more than 18 digits, nesting deeper than `MAX_DEPTH`, text that
+is not UTF-8) is marked for the caller, which encodes it in Python (`variant.loads` /
+`variant.encode`), so errors and rare cases keep that path's behaviour. The bytes differ from
+`variant.encode`'s only in the order of the metadata dictionary (sorted here, in the order met
+there), which the encoding leaves free; the values are the same (`tests/test_variant_json.py`).
 """
 from __future__ import annotations
 
@@ -286,7 +286,8 @@ def _key_order(keys: np.ndarray, parents: np.ndarray, names: pa.Array, tokens: i
     token, and the keys naming a key of their object a second time (Python's json and Spark
     refuse those objects)."""
     order = _utf16_order(names)
-    by_object = pc.sort_indices(pa.table({"p": parents, "k": order}), [("p", "ascending"), ("k", "ascending")]).to_numpy()
+    by_object = pc.sort_indices(pa.table({"p": parents, "k": order}),
+                                [("p", "ascending"), ("k", "ascending")]).to_numpy()
     new_object = _starts(parents[by_object])
     twice = keys[by_object[~new_object & _equal_to_previous(names.take(by_object))]]
     place = np.full(tokens, -1, np.int64)
@@ -620,7 +621,8 @@ def _binary(out: np.ndarray, live: np.ndarray, sizes: np.ndarray, n: int) -> pa.
     lengths = np.zeros(n, np.int64)
     lengths[live] = sizes
     offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
-    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(out)]).cast(pa.binary())
+    binary = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(out)])
+    return binary.cast(pa.binary())
 
 
 def _metadata(owners: np.ndarray, keys: pa.Array, live: np.ndarray, n: int) -> pa.Array:
