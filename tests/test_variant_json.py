@@ -184,6 +184,37 @@ def test_fields_from_json_takes_members_as_ingest_stores_them():
         variant.fields_from_json(pa.array([b'{"id": 1, "other": {"k": 1, "k": 2}}']), ["payload"])
 
 
+@pytest.mark.parametrize("round_", range(EXAMPLES // 4))
+def test_fields_from_json_gives_what_parsing_each_record_gives(round_):
+    """Ingest's records: the member `payload` of each (absent, null, any JSON; records that are no
+    objects; a key given twice somewhere) against `loads` + `from_values` record by record."""
+    r = random.Random(SEED * 7_919 + round_)
+    records = []
+    for _ in range(r.choice([1, 10, 60])):
+        members = {"id": str(r.randint(0, 99))}
+        if r.random() < 0.8:
+            members["payload"] = _value(r, 1) if r.random() < 0.9 else "null"
+        if r.random() < 0.3:
+            members[r.choice(KEYS)] = _value(r, 2)
+        text = "{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in members.items()) + "}"
+        c = r.random()
+        records.append(text if c < 0.85 else _value(r, 0) if c < 0.99 else '{"payload": 1, "payload": 2}')
+    batch = pa.array([t.encode() for t in records], pa.binary())
+    try:
+        documents = [variant.loads(t) for t in records]
+        payloads = [d.get("payload") if isinstance(d, dict) else None for d in documents]
+        want = variant.to_python(variant.from_values([variant.NULL_VARIANT if p is None else p for p in payloads]))
+        keys = {k for d in documents if isinstance(d, dict) for k in d}
+    except ValueError as exc:
+        with pytest.raises(ValueError) as raised:
+            variant.fields_from_json(batch, ["payload"])
+        assert type(raised.value) is type(exc)
+        return
+    columns, got_keys = variant.fields_from_json(batch, ["payload"])
+    assert [_typed(v) for v in variant.to_python(columns["payload"])] == [_typed(v) for v in want]
+    assert got_keys == keys
+
+
 def test_many_documents_take_the_same_time_per_document():
     """Vectorized: 20,000 documents cost about 20 times 1,000 (not a per-document Python walk in
     disguise, which would also scale linearly; this guards against quadratic steps)."""
