@@ -57,4 +57,8 @@ _SHORT_ESCAPE = re.compile(r"\\\\|\\u00[0-9a-f]{2}")
 def jackson_quoted(text: str) -> str:
     """`text` as a JSON string, as Jackson writes it (Java's and Spark's toJson): control characters as
     \\u00XX in upper case hex (Python's json writes lower case), everything else as json does."""
-    return _SHORT_ESCAPE.sub(lambda m: m[0][:4] + m[0][4:].upper(), json.dumps(text, ensure_ascii=False))
+    quoted = _quoted(text)  # what json.dumps(text, ensure_ascii=False) writes
+    return _SHORT_ESCAPE.sub(lambda m: m[0][:4] + m[0][4:].upper(), quoted) if "\\u00" in quoted else quoted
+
+
+_quoted = json.encoder.encode_basestring

@@ -436,8 +436,10 @@ def _json(value: Any, float_texts: dict[type, Iterator[str]]) -> str:
         return "[" + ",".join(_json(v, float_texts) for v in value) + "]"
     if isinstance(value, str):
         return jackson_quoted(value)
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         return next(float_texts[type(value)])
     if isinstance(value, Decimal):  # trailing zeros dropped, as Spark's and Java's toJson do
@@ -468,7 +470,7 @@ def _without_trailing_zeros(clock: str) -> str:
 def decode(value: bytes, metadata: bytes) -> Any:
     """One variant's (value, metadata) as Python values (see `to_python`)."""
     try:
-        keys = _dictionary(metadata)
+        keys = _dictionary(bytes(metadata))
         decoded, _ = _decode(memoryview(value), 0, keys)
         return decoded
     except (IndexError, struct.error, ValueError, UnicodeDecodeError) as exc:
@@ -476,7 +478,9 @@ def decode(value: bytes, metadata: bytes) -> Any:
                                     f"metadata {bytes(metadata[:16]).hex()}...") from None
 
 
-def _dictionary(metadata: bytes) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _dictionary(metadata: bytes) -> tuple[str, ...]:
+    """The keys of a variant's metadata (cached: the variants of a column mostly share theirs)."""
     header = metadata[0]
     if header & 0x0F != _VERSION:
         raise ValueError(f"metadata version {header & 0x0F}, not {_VERSION}")
@@ -485,10 +489,10 @@ def _dictionary(metadata: bytes) -> list[str]:
     start = 1 + width
     offsets = [int.from_bytes(metadata[start + i * width:start + (i + 1) * width], "little") for i in range(count + 1)]
     base = start + (count + 1) * width
-    return [bytes(metadata[base + offsets[i]:base + offsets[i + 1]]).decode() for i in range(count)]
+    return tuple(bytes(metadata[base + offsets[i]:base + offsets[i + 1]]).decode() for i in range(count))
 
 
-def _decode(buf: memoryview, pos: int, keys: list[str]) -> tuple[Any, int]:
+def _decode(buf: memoryview, pos: int, keys: tuple[str, ...]) -> tuple[Any, int]:
     header = buf[pos]
     basic, info = header & 0x3, header >> 2
     if basic == _SHORT_STRING:
@@ -504,15 +508,20 @@ def _decode(buf: memoryview, pos: int, keys: list[str]) -> tuple[Any, int]:
         ids_at = pos + 1 + count_width
         offsets_at = ids_at + count * id_width
         data_at = offsets_at + (count + 1) * offset_width
-        offsets = [int.from_bytes(buf[offsets_at + i * offset_width:offsets_at + (i + 1) * offset_width], "little")
-                   for i in range(count + 1)]
-        items = [_decode(buf, data_at + offsets[i], keys)[0] for i in range(count)]
+        offsets = _read_uints(buf, offsets_at, count + 1, offset_width)
+        items = [_decode(buf, data_at + offset, keys)[0] for offset in offsets[:-1]]
         end = data_at + offsets[count]
         if basic == _ARRAY:
             return items, end
-        ids = [int.from_bytes(buf[ids_at + i * id_width:ids_at + (i + 1) * id_width], "little") for i in range(count)]
-        return {keys[i]: item for i, item in zip(ids, items)}, end
+        return {keys[i]: item for i, item in zip(_read_uints(buf, ids_at, count, id_width), items)}, end
     return _decode_primitive(buf, pos + 1, info)
+
+
+def _read_uints(buf: memoryview, at: int, count: int, width: int) -> tuple[int, ...]:
+    """`count` little-endian unsigned integers of `width` bytes from `at`."""
+    if width == 3:
+        return tuple(int.from_bytes(buf[at + i * 3:at + i * 3 + 3], "little") for i in range(count))
+    return struct.unpack_from(f"<{count}{_UINT_FORMATS[width]}", buf, at)
 
 
 def _decode_primitive(buf: memoryview, at: int, type_id: int) -> tuple[Any, int]:
