@@ -124,6 +124,11 @@ def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.St
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type) or pa.types.is_binary(texts.type)
             or pa.types.is_large_binary(texts.type) or pa.types.is_null(texts.type)):
         return _from_json_one_by_one(list(enumerate(texts.to_pylist())))  # which names the first non-text
+    return _concatenated([_from_json_in_bulk(chunk, first) for first, chunk in variant_json.chunks(texts)])
+
+
+def _from_json_in_bulk(texts: pa.Array, first: int) -> pa.StructArray:
+    """`from_json` of documents `first`, `first + 1`, ... (the numbers errors name)."""
     present = texts.is_valid().to_numpy(zero_copy_only=False)
     tape = variant_json.tape(*variant_json.binary_documents(texts))
     variants, python = variant_json.encode(tape, np.where(present, tape.top(), -1))
@@ -131,8 +136,12 @@ def from_json(texts: Iterable[str | None] | pa.Array | pa.ChunkedArray) -> pa.St
     if not python.any():
         return variants
     left = np.flatnonzero(python)
-    encoded = _from_json_one_by_one(list(zip(left.tolist(), texts.take(pa.array(left)).to_pylist())))
+    encoded = _from_json_one_by_one(list(zip((left + first).tolist(), texts.take(pa.array(left)).to_pylist())))
     return _with_replaced(variants, python, encoded)
+
+
+def _concatenated(parts: list[pa.Array]) -> pa.Array:
+    return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
 
 
 def fields_from_json(records: pa.Array, names: Iterable[str]) -> tuple[dict[str, pa.StructArray], set[str]]:
@@ -141,19 +150,22 @@ def fields_from_json(records: pa.Array, names: Iterable[str]) -> tuple[dict[str,
     no object give a null variant. Also the keys the records' objects hold at the top. A record
     that is not JSON raises ValueError, as `loads` does. Encoded in bulk (`variant_json`), the
     records that path leaves aside one by one."""
-    tape = variant_json.tape(*variant_json.binary_documents(records))
-    parsed = {i: loads(records[i].as_py()) for i in np.flatnonzero(tape.python).tolist()}
-    keys = tape.top_level_keys() | {k for d in parsed.values() if isinstance(d, dict) for k in d}
-    columns = {}
-    for name in names:
-        column, python = variant_json.encode(tape, tape.members(name))
-        left = np.flatnonzero(python).tolist()
-        if left:
-            documents = [parsed[i] if i in parsed else loads(records[i].as_py()) for i in left]
-            members = [d.get(name) if isinstance(d, dict) else None for d in documents]
-            column = _with_replaced(column, python, from_values([NULL_VARIANT if m is None else m for m in members]))
-        columns[name] = column
-    return columns, keys
+    names = list(names)
+    parts: dict[str, list[pa.StructArray]] = {name: [] for name in names}
+    keys: set[str] = set()
+    for _, chunk in variant_json.chunks(records):
+        tape = variant_json.tape(*variant_json.binary_documents(chunk))
+        parsed = {i: loads(chunk[i].as_py()) for i in np.flatnonzero(tape.python).tolist()}
+        keys |= tape.top_level_keys() | {k for d in parsed.values() if isinstance(d, dict) for k in d}
+        for name in names:
+            column, python = variant_json.encode(tape, tape.members(name))
+            left = np.flatnonzero(python).tolist()
+            if left:
+                documents = [parsed[i] if i in parsed else loads(chunk[i].as_py()) for i in left]
+                members = [d.get(name) if isinstance(d, dict) else None for d in documents]
+                column = _with_replaced(column, python, from_values([NULL_VARIANT if m is None else m for m in members]))
+            parts[name].append(column)
+    return {name: _concatenated(parts[name]) for name in names}, keys
 
 
 def _from_json_one_by_one(texts: list[tuple[int, str | bytes | None]]) -> pa.StructArray:

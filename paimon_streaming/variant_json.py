@@ -97,6 +97,23 @@ class Tape:
         return roots
 
 
+# Documents encoded together: the tape's arrays peak at about 60 bytes per byte of JSON (an 87 MB
+# batch took 4.5 GB in one piece, 150 MB with its output in these, at the same speed).
+CHUNK_BYTES = 2 << 20
+
+
+def chunks(documents: pa.Array) -> list[tuple[int, pa.Array]]:
+    """`documents` in slices of about CHUNK_BYTES (at least one document each), with the index
+    of each slice's first document: a big batch is encoded slice by slice, in bounded memory."""
+    if not isinstance(documents, pa.Array) or len(documents) == 0:
+        return [(0, documents)]
+    sizes = pc.fill_null(pc.binary_length(documents.cast(pa.large_binary())), 0).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(sizes)
+    cuts = np.unique(np.searchsorted(ends, np.arange(CHUNK_BYTES, int(ends[-1]), CHUNK_BYTES), "right"))
+    bounds = [0, *[int(c) for c in cuts if 0 < c < len(documents)], len(documents)]
+    return [(a, documents.slice(a, b - a)) for a, b in zip(bounds, bounds[1:])]
+
+
 def binary_documents(documents: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """A string or binary array's bytes and offsets (nulls are empty documents)."""
     documents = documents.cast(pa.large_binary())

@@ -105,8 +105,15 @@ def _typed(value):
     return type(value).__name__, repr(value)
 
 
+@pytest.fixture(params=["one chunk", "chunks of 64 bytes"])
+def chunked(request, monkeypatch):
+    """Batches encoded whole, and slice by slice (`variant_json.chunks`), as big ones are."""
+    if request.param != "one chunk":
+        monkeypatch.setattr(variant_json, "CHUNK_BYTES", 64)
+
+
 @pytest.mark.parametrize("round_", range(EXAMPLES))
-def test_bulk_encoding_gives_what_the_python_path_gives(round_):
+def test_bulk_encoding_gives_what_the_python_path_gives(round_, chunked):
     r = random.Random(SEED * 1_000_003 + round_)
     documents = [_document(r) for _ in range(r.choice([1, 5, 40]))]
     clean = [d for d in documents if _one_by_one([d])[0] == "ok"]
@@ -152,7 +159,7 @@ def test_flat_documents_encode_to_the_python_paths_bytes(document):
     assert (bulk.field("value")[0].as_py(), bulk.field("metadata")[0].as_py()) == variant.encode(variant.loads(document))
 
 
-def test_an_error_names_the_first_document_python_would_name():
+def test_an_error_names_the_first_document_python_would_name(chunked):
     with pytest.raises(MalformedVariantError, match=r"document 2 is no variant's JSON \(Expecting value"):
         variant.from_json(['{"a": 1}', None, "[1,]", "{,}"])
     with pytest.raises(MalformedVariantError, match=r"document 1 is no variant's JSON \(the key 'a' is given twice"):
@@ -185,7 +192,7 @@ def test_fields_from_json_takes_members_as_ingest_stores_them():
 
 
 @pytest.mark.parametrize("round_", range(EXAMPLES // 4))
-def test_fields_from_json_gives_what_parsing_each_record_gives(round_):
+def test_fields_from_json_gives_what_parsing_each_record_gives(round_, chunked):
     """Ingest's records: the member `payload` of each (absent, null, any JSON; records that are no
     objects; a key given twice somewhere) against `loads` + `from_values` record by record."""
     r = random.Random(SEED * 7_919 + round_)
