@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedOperationError, UnsupportedTypeError
-from . import variant_json
+from . import variant_json, variant_text
 from .datafile import rebased_offsets
 from .java_casts import java_float_text
 from .java_text import jackson_quoted
@@ -413,13 +413,31 @@ def to_json(variants: pa.Array | pa.ChunkedArray) -> pa.StringArray:
     floats as Java's Double/Float.toString (1.0E10; NaN and Infinity quoted), timestamps as
     "2026-11-29 12:00:00.5+00:00" (UTC) and timestamp_ntz without the offset, dates in ISO 8601,
     bytes as base64 strings; null for a null variant."""
+    if isinstance(variants, pa.ChunkedArray):
+        variants = variants.combine_chunks()
+    values, metadatas = variants.field("value"), variants.field("metadata")
+    valid = variants.is_valid().to_numpy(zero_copy_only=False)
+    parts = []
+    for first, chunk in variant_json.chunks(values):
+        end = first + len(chunk)
+        texts, python = variant_text.json_texts(chunk, metadatas.slice(first, len(chunk)), valid[first:end])
+        if python.any():
+            left = variants.slice(first, len(chunk)).filter(pa.array(python))
+            texts = pc.replace_with_mask(texts, pa.array(python), pa.array(_to_json_one_by_one(left), pa.large_string()))
+        parts.append(texts)
+    texts = pa.concat_arrays(parts) if len(parts) != 1 else parts[0]
+    return pc.if_else(pa.array(valid), texts, pa.scalar(None, pa.large_string())).cast(pa.string())
+
+
+def _to_json_one_by_one(variants: pa.StructArray) -> list[str | None]:
+    """`to_json` value by value in Python (the variants the bulk path leaves aside)."""
     documents = to_python(variants)
     doubles: list[float] = []
     floats: list[float] = []
     _gather_floats(documents, doubles, floats)
     texts = {float: iter(_float_texts(doubles, pa.float64())), Float32: iter(_float_texts(floats, pa.float32()))}
     valid = variants.is_valid().to_pylist()
-    return pa.array([_json(v, texts) if ok else None for v, ok in zip(documents, valid)], pa.string())
+    return [_json(v, texts) if ok else None for v, ok in zip(documents, valid)]
 
 
 def _gather_floats(value: Any, doubles: list[float], floats: list[float]) -> None:
@@ -483,7 +501,7 @@ def decode(value: bytes, metadata: bytes) -> Any:
     """One variant's (value, metadata) as Python values (see `to_python`)."""
     try:
         keys = _dictionary(bytes(metadata))
-        decoded, _ = _decode(memoryview(value), 0, keys)
+        decoded, _ = _decode(memoryview(value), 0, keys, [len(value)])
         return decoded
     except (IndexError, struct.error, ValueError, UnicodeDecodeError) as exc:
         raise MalformedVariantError(f"malformed variant ({exc}): value {bytes(value[:16]).hex()}..., "
@@ -504,7 +522,12 @@ def _dictionary(metadata: bytes) -> tuple[str, ...]:
     return tuple(bytes(metadata[base + offsets[i]:base + offsets[i + 1]]).decode() for i in range(count))
 
 
-def _decode(buf: memoryview, pos: int, keys: tuple[str, ...]) -> tuple[Any, int]:
+def _decode(buf: memoryview, pos: int, keys: tuple[str, ...], budget: list[int]) -> tuple[Any, int]:
+    """The value at `pos` and where it ends. `budget`: the values left to read; each has a byte
+    of its own, so damaged offsets that read values again (and again: exponentially) stop."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError("more values than bytes: offsets read values twice")
     header = buf[pos]
     basic, info = header & 0x3, header >> 2
     if basic == _SHORT_STRING:
@@ -521,7 +544,7 @@ def _decode(buf: memoryview, pos: int, keys: tuple[str, ...]) -> tuple[Any, int]
         offsets_at = ids_at + count * id_width
         data_at = offsets_at + (count + 1) * offset_width
         offsets = _read_uints(buf, offsets_at, count + 1, offset_width)
-        items = [_decode(buf, data_at + offset, keys)[0] for offset in offsets[:-1]]
+        items = [_decode(buf, data_at + offset, keys, budget)[0] for offset in offsets[:-1]]
         end = data_at + offsets[count]
         if basic == _ARRAY:
             return items, end

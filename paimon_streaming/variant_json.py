@@ -169,7 +169,7 @@ def tape(data: np.ndarray, offsets: np.ndarray) -> Tape:
 
     scalars = np.flatnonzero(kind == _SCALAR)
     if len(scalars):
-        texts = _segments(data, start[scalars], end[scalars])
+        texts = segments(data, start[scalars], end[scalars])
         valid = pc.match_substring_regex(texts, _SCALAR_TEXT).to_numpy(zero_copy_only=False)
         python[doc[scalars[~valid]]] = True
     strings_with_high_bytes = _strings_to_validate(data, kind, start, end)
@@ -275,7 +275,7 @@ def _structure(kind: np.ndarray, doc: np.ndarray, n: int) -> tuple[np.ndarray, _
     parent = np.full(len(kind), -1, np.int64)
     parent[member] = opening[np.searchsorted(keys, (level[member] - 1) * stride + member) - 1]
     rank = np.full(len(kind), -1, np.int64)
-    rank[member] = np.arange(len(member)) - _group_first_index(_starts(parent[member]))
+    rank[member] = np.arange(len(member)) - group_first_index(group_starts(parent[member]))
 
     in_object = kind[parent[member]] == _OBJ
     member_kind = kind[member]
@@ -286,7 +286,7 @@ def _structure(kind: np.ndarray, doc: np.ndarray, n: int) -> tuple[np.ndarray, _
                            np.where(expected == 2, value, member_kind == _COMMA)))
     bad[doc[member[~ok]]] = True
     counts = np.zeros(len(kind), np.int64)
-    last = np.r_[_starts(parent[member])[1:], True] if len(member) else np.zeros(0, bool)
+    last = np.r_[group_starts(parent[member])[1:], True] if len(member) else np.zeros(0, bool)
     counts[parent[member[last]]] = rank[member[last]] + 1  # a container's last member's rank
     counts = counts[opening]
     complete = np.where(kind[opening] == _OBJ, (counts == 0) | (counts % 4 == 3), (counts == 0) | (counts % 2 == 1))
@@ -305,10 +305,10 @@ def _key_order(keys: np.ndarray, parents: np.ndarray, names: pa.Array, tokens: i
     order = _utf16_order(names)
     by_object = pc.sort_indices(pa.table({"p": parents, "k": order}),
                                 [("p", "ascending"), ("k", "ascending")]).to_numpy()
-    new_object = _starts(parents[by_object])
+    new_object = group_starts(parents[by_object])
     twice = keys[by_object[~new_object & _equal_to_previous(names.take(by_object))]]
     place = np.full(tokens, -1, np.int64)
-    place[keys[by_object]] = np.arange(len(keys)) - _group_first_index(new_object)
+    place[keys[by_object]] = np.arange(len(keys)) - group_first_index(new_object)
     return twice, place
 
 
@@ -321,7 +321,7 @@ def _within_documents(running: np.ndarray, doc: np.ndarray, n: int) -> np.ndarra
     return running - base[doc]
 
 
-def _segments(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.BinaryArray:
+def segments(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.BinaryArray:
     """`data[starts[i]:ends[i]]` for each i, as one binary array."""
     lengths = ends - starts
     offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
@@ -341,7 +341,7 @@ def _strings_to_validate(data: np.ndarray, kind: np.ndarray, start: np.ndarray, 
 
 def _utf8(data: np.ndarray, start: np.ndarray, end: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """Whether each of these string tokens is UTF-8 (checked all at once; one by one on failure)."""
-    texts = _segments(data, start[tokens], end[tokens])
+    texts = segments(data, start[tokens], end[tokens])
     try:
         texts.view(pa.large_string()).validate(full=True)
         return np.ones(len(tokens), bool)
@@ -363,7 +363,7 @@ def strings(t: Tape, tokens: np.ndarray) -> pa.LargeBinaryArray:
 
 
 def _texts(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, unescaped: dict[int, bytes]) -> pa.LargeBinaryArray:
-    contents = _segments(data, starts + 1, ends - 1)
+    contents = segments(data, starts + 1, ends - 1)
     if not unescaped:
         return contents
     escaped = np.isin(starts, np.fromiter(unescaped, np.int64, len(unescaped)))
@@ -381,7 +381,7 @@ def encode(t: Tape, roots: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
     python = t.python.copy()
     live = np.flatnonzero(roots >= 0)
     spans = t.close[roots[live]] - roots[live] + 1
-    tokens = _ranges(roots[live], spans)
+    tokens = ranges(roots[live], spans)
     owner = np.repeat(np.arange(len(live)), spans)
     kind = t.kind[tokens]
     is_value = ((kind == _OBJ) | (kind == _ARR) | (kind == _STR) | (kind == _SCALAR)) & ~t.is_key[tokens]
@@ -445,7 +445,7 @@ def encode(t: Tape, roots: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
     # top down: where each value goes in its document's bytes
     sizes = size[child]
     before = np.cumsum(sizes) - sizes
-    within = before - before[_group_first_index(_starts(child_parent))]  # offset among its siblings
+    within = before - before[group_first_index(group_starts(child_parent))]  # offset among its siblings
     container_of = np.full(len(nodes), -1, np.int64)
     container_of[containers] = np.arange(len(containers))
     c = container_of[child_parent]
@@ -462,7 +462,7 @@ def encode(t: Tape, roots: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
 
     out = np.zeros(int(root_size.sum()), np.uint8)
     out[position] = header
-    _put(out, position[text_slots] + np.where(short, 1, 5), texts)
+    put_texts(out, position[text_slots] + np.where(short, 1, 5), texts)
     for slots, after, values, widths in writes:
         _put_uints(out, position[slots] + after, values, widths)
     parent_at = position[child_parent]
@@ -493,7 +493,7 @@ def _scalars(t: Tape, nodes: np.ndarray, kind: np.ndarray, header: np.ndarray, s
     size[slots] = 1
     numbers = slots[(first != ord("t")) & (first != ord("f")) & (first != ord("n"))]
     starts, ends = t.start[nodes[numbers]], t.end[nodes[numbers]]
-    texts = _segments(t.data, starts, ends).view(pa.large_string())
+    texts = segments(t.data, starts, ends).view(pa.large_string())
     has_exponent = pc.match_substring_regex(texts, "[eE]").to_numpy(zero_copy_only=False)
     dot = pc.find_substring(texts, ".").to_numpy(zero_copy_only=False).astype(np.int64)
     negative = t.data[starts] == ord("-")
@@ -546,11 +546,11 @@ def _keys(t: Tape, keys: np.ndarray, owners: np.ndarray) -> tuple[np.ndarray, tu
     by_owner = pc.sort_indices(pa.table({"o": owners, "k": _utf16_order(texts)}),
                                [("o", "ascending"), ("k", "ascending")]).to_numpy()
     owner_sorted, texts_sorted = owners[by_owner], texts.take(by_owner)
-    new_owner = _starts(owner_sorted)
+    new_owner = group_starts(owner_sorted)
     new_key = new_owner | ~_equal_to_previous(texts_sorted)
     entry = np.cumsum(new_key) - 1
     ids = np.empty(len(keys), np.int64)
-    ids[by_owner] = entry - entry[_group_first_index(new_owner)]
+    ids[by_owner] = entry - entry[group_first_index(new_owner)]
     return ids, (owner_sorted[new_key], texts_sorted.filter(pa.array(new_key)))
 
 
@@ -575,12 +575,12 @@ def _utf16_order(texts: pa.Array) -> pa.Array:
                                                                    pa.py_buffer(widened)])
 
 
-def _starts(groups: np.ndarray) -> np.ndarray:
+def group_starts(groups: np.ndarray) -> np.ndarray:
     """Where a new group begins in sorted `groups`."""
     return np.r_[True, groups[1:] != groups[:-1]] if len(groups) else np.zeros(0, bool)
 
 
-def _group_first_index(starts: np.ndarray) -> np.ndarray:
+def group_first_index(starts: np.ndarray) -> np.ndarray:
     """For each item, the index of its group's first item (groups begin where `starts`)."""
     return np.maximum.accumulate(np.where(starts, np.arange(len(starts)), 0)) if len(starts) else np.zeros(0, np.int64)
 
@@ -603,13 +603,13 @@ def _width(largest: np.ndarray) -> np.ndarray:
     return 1 + (largest > 0xFF) + (largest > 0xFFFF) + (largest > 0xFFFFFF)
 
 
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """`range(starts[i], starts[i] + lengths[i])` for each i, one after the other."""
     ends = np.cumsum(lengths)
     return np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
 
 
-def _put(out: np.ndarray, at: np.ndarray, texts: pa.Array) -> None:
+def put_texts(out: np.ndarray, at: np.ndarray, texts: pa.Array) -> None:
     """Copy each of `texts` into `out` from its `at`."""
     offsets_buffer, data_buffer = texts.buffers()[1:3]
     offsets = np.frombuffer(offsets_buffer, np.int64)[texts.offset:texts.offset + len(texts) + 1]
@@ -617,7 +617,7 @@ def _put(out: np.ndarray, at: np.ndarray, texts: pa.Array) -> None:
         return
     data = np.frombuffer(data_buffer, np.uint8)
     lengths = np.diff(offsets)
-    out[_ranges(at, lengths)] = data[_ranges(offsets[:-1], lengths)]
+    out[ranges(at, lengths)] = data[ranges(offsets[:-1], lengths)]
 
 
 def _put_uints(out: np.ndarray, at: np.ndarray, values: np.ndarray, widths: np.ndarray) -> None:
@@ -655,11 +655,11 @@ def _metadata(owners: np.ndarray, keys: pa.Array, live: np.ndarray, n: int) -> p
     out[base] = 1 | ((width - 1) << 6)
     _put_uints(out, base + 1, count, width)
     before = np.cumsum(lengths) - lengths
-    first = _starts(owners)
-    within = before - before[_group_first_index(first)] if len(owners) else before
-    place = np.arange(len(owners)) - _group_first_index(first)
+    first = group_starts(owners)
+    within = before - before[group_first_index(first)] if len(owners) else before
+    place = np.arange(len(owners)) - group_first_index(first)
     w = width[owners]
     _put_uints(out, base[owners] + 1 + w + place * w, within, w)
     _put_uints(out, base + 1 + width + count * width, key_bytes, width)
-    _put(out, base[owners] + 1 + w * (count[owners] + 2) + within, keys)
+    put_texts(out, base[owners] + 1 + w * (count[owners] + 2) + within, keys)
     return _binary(out, live, size, n)
