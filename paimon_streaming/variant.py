@@ -5,9 +5,9 @@ A variant's `metadata` is a dictionary of the object keys it uses; its `value` i
 typed nodes (primitives, strings, objects of key ids, arrays) whose first byte says what
 follows. Spark builds variants with `parse_json` and reads them as `VariantVal`; a Python user
 builds them here with `from_json` (in bulk: `variant_json`, the documents it leaves aside
-one by one here) or `from_values`, and reads them back with `to_python` / `to_json`, which walk
-each value in Python: they are for inspecting values, not a table's read path, which hands
-the bytes over unchanged. `conform` checks a column on the write path, vectorized.
+one by one here) or `from_values`, and reads them back with `to_json` (in bulk: `variant_text`,
+likewise) or `to_python`, which walks each value in Python; a table's read path hands the bytes
+over unchanged. `conform` checks a column on the write path, vectorized.
 """
 from __future__ import annotations
 

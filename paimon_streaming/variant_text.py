@@ -10,7 +10,7 @@ UUID, a nanosecond timestamp, a 16-byte decimal, a date or timestamp outside the
 9999) or that is not well formed (anything out of its bytes' bounds, a key id beyond the
 dictionary, text that is not UTF-8, nesting deeper than `MAX_DEPTH`) is marked for the caller,
 which prints it in Python (`variant.decode`), so rare values and errors keep that path's text
-and messages (`tests/test_variant_json.py` compares the two).
+and messages (`tests/test_variant_text.py` compares the two).
 """
 from __future__ import annotations
 
