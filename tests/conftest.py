@@ -72,3 +72,12 @@ def killed_before_compaction(error: BaseException) -> Iterator[None]:
         yield
     finally:
         FileStoreCommit._commit_with_retry = original
+
+
+@pytest.fixture(params=["one chunk", "chunks of 64 bytes"])
+def chunked(request, monkeypatch):
+    """Variant batches encoded and printed whole, and slice by slice (`variant_json.chunks`), as
+    big ones are."""
+    if request.param != "one chunk":
+        from paimon_streaming import variant_json
+        monkeypatch.setattr(variant_json, "CHUNK_BYTES", 64)

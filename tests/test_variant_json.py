@@ -105,13 +105,6 @@ def _typed(value):
     return type(value).__name__, repr(value)
 
 
-@pytest.fixture(params=["one chunk", "chunks of 64 bytes"])
-def chunked(request, monkeypatch):
-    """Batches encoded whole, and slice by slice (`variant_json.chunks`), as big ones are."""
-    if request.param != "one chunk":
-        monkeypatch.setattr(variant_json, "CHUNK_BYTES", 64)
-
-
 @pytest.mark.parametrize("round_", range(EXAMPLES))
 def test_bulk_encoding_gives_what_the_python_path_gives(round_, chunked):
     r = random.Random(SEED * 1_000_003 + round_)

@@ -13,7 +13,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from paimon_streaming import variant, variant_json
+from paimon_streaming import variant
 from paimon_streaming.types import VARIANT_ARROW
 from test_variant_json import _document, _one_by_one
 
@@ -79,12 +79,6 @@ def _mutated(r: random.Random, variants: pa.StructArray) -> pa.StructArray:
             metadatas[i] = bytes(data)
     return pa.StructArray.from_arrays([pa.array(values, pa.binary()), pa.array(metadatas, pa.binary())],
                                       fields=list(VARIANT_ARROW), mask=pa.array([v is None for v in values]))
-
-
-@pytest.fixture(params=["one chunk", "chunks of 64 bytes"])
-def chunked(request, monkeypatch):
-    if request.param != "one chunk":
-        monkeypatch.setattr(variant_json, "CHUNK_BYTES", 64)
 
 
 @pytest.mark.parametrize("round_", range(EXAMPLES))
