@@ -17,6 +17,7 @@ demo() { "$work/venv/bin/paimon-streaming" demo --batches 3 --rows 5000 --keys 2
 echo "== user install: wheel with the [spark] extra into a new virtualenv"
 "$python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$work/dist" .
 "$python" -m venv "$work/venv"
+"$work/venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
 wheel=$(ls "$work"/dist/paimon_streaming-*.whl)
 "$work/venv/bin/pip" install -q --disable-pip-version-check "$wheel[spark]"
 "$work/venv/bin/pip" check

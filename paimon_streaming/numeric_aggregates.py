@@ -49,7 +49,8 @@ def sum_of(col: pa.ChunkedArray, add: np.ndarray, retract: np.ndarray, gid: np.n
     values = col.to_numpy(zero_copy_only=False).astype(np.float32 if pa.types.is_float32(t) else np.float64)
     valid = (add | retract) & pc.is_valid(col).to_numpy(zero_copy_only=False)
     values = np.where(retract, -values, values)
-    out, has = _fold(values, valid, np.zeros(len(values), bool), gid, groups, np.add, np.subtract)
+    with np.errstate(invalid="ignore", over="ignore"):  # overflow to infinity, inf - inf to NaN: Java's doubles
+        out, has = _fold(values, valid, np.zeros(len(values), bool), gid, groups, np.add, np.subtract)
     return pa.array(out, t, mask=~has)
 
 
