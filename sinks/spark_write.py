@@ -16,9 +16,10 @@ from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
+
+from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2, named)
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.functions import arrow_udf
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, MapType, StructType, VariantType
 
@@ -371,7 +372,7 @@ def group_key_udf(plan: WritePlan, key_names: list[str]):
         return pa.StructArray.from_arrays([partitions, pa.array(buckets.astype(np.int32))],
                                           names=["partition", "bucket"])
 
-    return arrow_udf(group_key, "partition binary, bucket int")
+    return F.arrow_udf(group_key, "partition binary, bucket int")
 
 
 def _write_unbucketed(df: DataFrame, plan: WritePlan) -> WriteResult:
