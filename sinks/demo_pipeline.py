@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2, named)
+from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2.1, named)
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit

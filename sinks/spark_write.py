@@ -17,7 +17,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2, named)
+from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2.1, named)
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema

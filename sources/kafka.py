@@ -82,7 +82,7 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2, named)
+from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2.1, named)
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
                                               SupportsTriggerAvailableNow)

@@ -83,7 +83,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2, named)
+from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark >= 4.2.1, named)
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles,
                                               ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow)
