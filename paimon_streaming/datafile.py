@@ -221,12 +221,16 @@ def _conform_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
         offsets, start = rebased_offsets(arr)
         values = _conform_array(arr.values.slice(start), target.value_type)
         return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
-    if _is_temporal(src) and _is_temporal(target) and \
-            _UNIT_RANK[src.unit] > _UNIT_RANK[target.unit]:
+    if _is_temporal(src) and _is_temporal(target) and finer_unit(src.unit, target.unit):
         if pa.types.is_timestamp(src):
             return _floor_timestamps(arr, target)
         return pc.cast(arr, target, safe=False)  # finer -> coarser times (never negative): truncate
     return pc.cast(narrowable(arr), target)
+
+
+def finer_unit(unit: str, than: str) -> bool:
+    """Whether Arrow time unit `unit` ("s", "ms", "us", "ns") is finer than `than`."""
+    return _UNIT_RANK[unit] > _UNIT_RANK[than]
 
 
 def _floor_timestamps(arr: pa.Array, target: pa.DataType) -> pa.Array:

@@ -144,6 +144,8 @@ def _column_value(value: Any, arrow_type: pa.DataType) -> Any:
                 else INEXACT
         return scalar_or_inexact(int(value) if pa.types.is_integer(arrow_type) and value == int(value) else value,
                                  arrow_type)
+    if numeric and _is_temporal(arrow_type):
+        return None  # Arrow would take 20240105 as days (microseconds, ...) since 1970: refused
     if pa.types.is_date(arrow_type) and isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             return None
@@ -157,6 +159,10 @@ def _column_value(value: Any, arrow_type: pa.DataType) -> Any:
             and isinstance(value, (dt.datetime, dt.time)):
         return scalar if scalar.cast(finest).value == pa.scalar(value, type=finest).value else INEXACT
     return scalar
+
+
+def _is_temporal(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_date(arrow_type) or pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type)
 
 
 def _microseconds(arrow_type: pa.DataType) -> pa.DataType | None:
@@ -269,8 +275,10 @@ def _of_column(column: str, value: Any, arrow_type: pa.DataType) -> Any:
     raise its own while reading ("no kernel matching input types (double, string)")."""
     literal = _column_value(value, arrow_type)
     if literal is None:
+        hint = "; give a date or time as ISO text ('2024-01-05', '2024-01-05 10:30:00') or a datetime value" \
+            if _is_temporal(arrow_type) else ""
         raise SchemaMismatchError(f"filter value {value!r} ({type(value).__name__}) does not compare with column "
-                                  f"'{column}' ({from_arrow(arrow_type)})")
+                                  f"'{column}' ({from_arrow(arrow_type)}){hint}")
     return literal
 
 

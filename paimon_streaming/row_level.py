@@ -84,7 +84,7 @@ def update_rows(table: "Table", filter: Any, values: Values, commit_user: str | 
     rows of `table` that `filter` matches; the new snapshot id, or None when no row matched.
     `commit_user` and `commit_identifier`: once, as `delete_rows`."""
     _check_filter(table, filter, "update of", "to update every row, pass pyarrow.compute.scalar(True)")
-    _check_values(table, values)
+    check_values(table, values)
     if table.primary_keys:
         _check_updatable(table, values)
     elif row_tracking.enabled(table.schema.options):
@@ -127,7 +127,9 @@ def _check_filter(table: "Table", filter: Any, what: str, instead: str) -> None:
             "them row by row is not implemented (Java's Spark DELETE and UPDATE do it)")
 
 
-def _check_values(table: "Table", values: Values) -> None:
+def check_values(table: "Table", values: Values) -> None:
+    """The values of an update of `table` (what `update_rows` checks before it reads a row):
+    columns that exist, no primary key, literals that fit their column."""
     if not values:
         raise ValueError(f"update of {table.name} needs values: {{column: value or expression}}")
     names = table.schema.field_names
@@ -138,6 +140,10 @@ def _check_values(table: "Table", values: Values) -> None:
     if keys:
         raise UnsupportedOperationError(f"update of {table.name}: primary key columns {keys} cannot be updated "
                                         "(as in Java); delete the rows and write them with the new keys")
+    arrow = table.arrow_schema()
+    for column, value in values.items():
+        if not isinstance(value, pc.Expression):
+            _set_value(table.name, column, value, arrow.field(column).type)
 
 
 # ---- primary-key tables: -D / +U rows ----------------------------------------------------------
@@ -256,17 +262,26 @@ def _updated(rows: pa.Table, values: Values, schema: pa.Schema, table_name: str)
                                   f"rows: {exc}") from None
     for column, value in values.items():
         target = schema.field(column).type
-        try:
-            if column in expressions:
+        if column not in expressions:
+            new = pa.repeat(_set_value(table_name, column, value, target), rows.num_rows)
+        else:
+            try:
                 new = computed.column(column).cast(target)
-            else:
-                new = pa.repeat(_literal(value, target), rows.num_rows)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
-                OverflowError) as exc:
-            raise SchemaMismatchError(f"update of {table_name}: value {value!r} for column '{column}' "
-                                      f"({target}) does not fit: {exc}") from None
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(f"update of {table_name}: the expression {value} for column '{column}' "
+                                          f"({target}) gives values that do not fit: {exc}") from None
         rows = rows.set_column(rows.schema.get_field_index(column), schema.field(column), new)
     return rows
+
+
+def _set_value(table_name: str, column: str, value: Any, target: pa.DataType) -> pa.Scalar:
+    """`_literal`, its errors naming the update, the column and the value."""
+    try:
+        return _literal(value, target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+            OverflowError) as exc:
+        raise SchemaMismatchError(f"update of {table_name}: value {value!r} for column '{column}' "
+                                  f"({target}) does not fit: {exc}") from None
 
 
 def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
@@ -280,6 +295,9 @@ def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
     if isinstance(value, float) and pa.types.is_decimal(target) and math.isfinite(value):
         value = decimal.Decimal(repr(value))
     numeric = isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
+    if numeric and (pa.types.is_date(target) or pa.types.is_timestamp(target)):
+        raise ValueError("a date or timestamp is given as ISO text ('2024-01-05', '2024-01-05 10:30:00') or a "
+                         "datetime value, not a number (which Arrow would take as days or units since 1970)")
     if numeric and pa.types.is_integer(target) and not (_finite(value) and value == int(value)):
         raise ValueError(f"{value!r} is not an integer")
     scalar = pa.scalar(value, type=target)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import json
 import time
+import unicodedata
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -147,6 +148,7 @@ class TableSchema:
         from .row_tracking import check_table as check_row_tracking
         from .data_evolution import check_table as check_data_evolution
         opts.validate(self.options)
+        check_field_names(self.fields)
         validate_engine_options(self)
         validate_partition_expiration(self.core_options)
         validate_record_expiry(self)
@@ -191,6 +193,39 @@ class TableSchema:
         for name in core.sequence_field:
             if name not in self.field_names:
                 raise InvalidOptionError(f"sequence.field column '{name}' is not in the schema")
+
+
+def check_field_names(fields: Sequence[DataField], row: str = "") -> None:
+    """Every ROW's field names (the table's columns, nested ROWs inside ARRAY and MAP too) hold
+    a character other than whitespace and are unique, as Java's RowType requires: Java 1.4.2
+    cannot open a table with a column named '' or ' '."""
+    names = [f.name for f in fields]
+    blank = [n for n in names if all(_java_whitespace(c) for c in n)]
+    if blank:
+        raise SchemaMismatchError(f"column name {blank[0]!r}{f' in {row}' if row else ''} has no character other than "
+                                  "whitespace, which Apache Paimon refuses (Java cannot open such a table)")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise SchemaMismatchError(f"duplicate field names {twice} in {row or 'the schema'}")
+    for f in fields:
+        for path, nested in _rows_in(f.type, f"{row}.{f.name}".lstrip(".")):
+            check_field_names(nested, path)
+
+
+def _rows_in(t: DataType, path: str) -> Iterator[tuple[str, tuple[DataField, ...]]]:
+    """The ROW types in `t` (itself, or inside ARRAY, MULTISET and MAP), with their paths."""
+    if t.fields:
+        yield path, t.fields
+    for inner, suffix in ((t.element, "[]"), (t.key, ".key"), (t.value, ".value")):
+        if inner is not None:
+            yield from _rows_in(inner, path + suffix)
+
+
+def _java_whitespace(c: str) -> bool:
+    """Java's Character.isWhitespace: Unicode spaces other than the no-break ones, and the
+    ASCII separators and controls \t \n \x0b \x0c \r \x1c-\x1f."""
+    return c in "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f" or (
+        unicodedata.category(c) in ("Zs", "Zl", "Zp") and c not in "\u00a0\u2007\u202f")
 
 
 def _refuse_binary_partitions(schema: TableSchema) -> None:

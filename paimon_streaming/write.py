@@ -16,7 +16,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -238,6 +238,8 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             for chunk in col.chunks:
                 _check_milliseconds_of_day(f.name, chunk)
                 _check_not_null_elements(f.name, chunk, target)
+        for chunk in col.chunks:
+            _check_years(f.name, chunk)
         check_decimals_fit(f.name, col)
         col = with_defaults(col, f)
         if not f.type.nullable and col.null_count:
@@ -290,25 +292,60 @@ def _check_not_null_elements(name: str, arr: pa.Array, target: pa.DataType) -> N
     _check_not_null_elements(f"{name}[]", values, entry.type)
 
 
+def _leaf_arrays(name: str, arr: pa.Array) -> Iterator[tuple[str, pa.Array]]:
+    """The leaf arrays of a column (inside ROW, ARRAY and MAP too), each with its path."""
+    t = arr.type
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from _leaf_arrays(f"{name}.{t.field(i).name}", arr.field(i))
+    elif pa.types.is_map(t):
+        yield from _leaf_arrays(f"{name}.key", arr.keys)
+        yield from _leaf_arrays(f"{name}.value", arr.items)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        yield from _leaf_arrays(f"{name}[]", arr.flatten())
+    else:
+        yield name, arr
+
+
 def _check_milliseconds_of_day(name: str, arr: pa.Array) -> None:
     """TIME values cast from the input (an integer is milliseconds of the day: Paimon's own
     value, and what Spark reads TIME as), nested ones too: SchemaMismatchError naming the
     column outside 0..86,399,999."""
-    t = arr.type
-    if pa.types.is_time32(t):
-        low, high = pc.min_max(arr.view(pa.int32())).values()
+    for path, leaf in _leaf_arrays(name, arr):
+        if not pa.types.is_time32(leaf.type):
+            continue
+        low, high = pc.min_max(leaf.view(pa.int32())).values()
         if low.is_valid and (low.as_py() < 0 or high.as_py() >= 86_400_000):
             bad = low.as_py() if low.as_py() < 0 else high.as_py()
-            raise SchemaMismatchError(f"column '{name}' is a TIME: an integer written to it is milliseconds of "
+            raise SchemaMismatchError(f"column '{path}' is a TIME: an integer written to it is milliseconds of "
                                       f"the day, 0 to 86399999, not {bad}")
-    elif pa.types.is_struct(t):
-        for i in range(t.num_fields):
-            _check_milliseconds_of_day(f"{name}.{t.field(i).name}", arr.field(i))
-    elif pa.types.is_map(t):
-        _check_milliseconds_of_day(f"{name}.key", arr.keys)
-        _check_milliseconds_of_day(f"{name}.value", arr.items)
-    elif pa.types.is_list(t) or pa.types.is_large_list(t):
-        _check_milliseconds_of_day(f"{name}[]", arr.flatten())
+
+
+# Years 1 to 9999: what Java's writers and readers take, and Python's dates (statistics, filters)
+_FIRST_DAY, _LAST_DAY = -719_162, 2_932_896  # 0001-01-01 and 9999-12-31, in days since 1970
+_SECONDS_PER_DAY = 86_400
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def _check_years(name: str, arr: pa.Array) -> None:
+    """DATE and TIMESTAMP values (nested ones too) in years 1 to 9999: SchemaMismatchError
+    naming the column otherwise, before a file is written (an integer 20240105 cast to a DATE
+    is a day in the year 57,000)."""
+    for path, leaf in _leaf_arrays(name, arr):
+        if pa.types.is_date32(leaf.type):
+            first, last, what = _FIRST_DAY, _LAST_DAY, "DATE"
+            low, high = pc.min_max(leaf.view(pa.int32())).values()
+        elif pa.types.is_timestamp(leaf.type) and leaf.type.unit != "ns":  # nanoseconds: 1677 to 2262
+            per_day = _SECONDS_PER_DAY * _PER_SECOND[leaf.type.unit]
+            first, last, what = _FIRST_DAY * per_day, (_LAST_DAY + 1) * per_day - 1, "TIMESTAMP"
+            low, high = pc.min_max(leaf.view(pa.int64())).values()
+        else:
+            continue
+        if low.is_valid and (low.as_py() < first or high.as_py() > last):
+            bad = low if low.as_py() < first else high
+            raise SchemaMismatchError(f"column '{path}' holds a {what} outside the years 1 to 9999 ({bad.as_py()} "
+                                      f"{'days' if what == 'DATE' else leaf.type.unit} since 1970-01-01), which "
+                                      "Paimon's readers do not take")
 
 
 def check_decimals_fit(name: str, column: pa.Array | pa.ChunkedArray) -> None:

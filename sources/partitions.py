@@ -25,6 +25,7 @@ from pyspark.sql.types import StructType
 
 from paimon_streaming import row_tracking
 from paimon_streaming.change_read import read_unit, to_output
+from paimon_streaming.datafile import conform, finer_unit
 from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.predicate import parse_filter
@@ -182,9 +183,11 @@ def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
         if column.type.equals(field.type):
             arrays.append(column)
             continue
-        lossy_ok = pa.types.is_timestamp(field.type) or pa.types.is_time(field.type)
+        floored = _floored_type(column.type, field.type)
+        if not floored.equals(column.type):
+            column = conform(column, floored)
         try:
-            arrays.append(column.cast(field.type, safe=not lossy_ok))
+            arrays.append(column.cast(field.type))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             # a read schema's type (`.schema("id int")`) that some stored value does not fit
             raise SchemaMismatchError(
@@ -192,3 +195,21 @@ def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
                 f"({column.type}) do not all convert ({exc}); read it as its table type, or cast it in Spark") \
                 from None
     return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _floored_type(src: pa.DataType, dst: pa.DataType) -> pa.DataType:
+    """`src` with each TIMESTAMP finer than Spark's microseconds at `dst`'s unit (also inside
+    ROW, ARRAY and MAP): those are floored first (`datafile.conform`), as Java's connector cuts
+    TIMESTAMP(7-9) to microseconds; Arrow's cast truncates toward zero, which would move
+    1969-12-31 23:59:59.999999999 to 1970-01-01 00:00:00."""
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst):
+        return pa.timestamp(dst.unit, src.tz) if finer_unit(src.unit, dst.unit) else src
+    if pa.types.is_struct(src) and pa.types.is_struct(dst) and src.num_fields == dst.num_fields:
+        return pa.struct([src.field(i).with_type(_floored_type(src.field(i).type, dst.field(i).type))
+                          for i in range(src.num_fields)])
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        return pa.map_(src.key_field.with_type(_floored_type(src.key_type, dst.key_type)),
+                       src.item_field.with_type(_floored_type(src.item_type, dst.item_type)))
+    if pa.types.is_list(src) and pa.types.is_list(dst):
+        return pa.list_(src.value_field.with_type(_floored_type(src.value_type, dst.value_type)))
+    return src

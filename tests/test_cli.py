@@ -51,6 +51,9 @@ def test_delete_with_where_terms(tmp_path, capsys):
     assert "no row matched" in capsys.readouterr().out
     assert main(["delete", path, "--where", "day", "=", "someday"]) == 1
     assert "column 'day' (DATE) is not a date" in capsys.readouterr().err
+    # a number against a DATE was days since 1970: `day < 20240105` (meant 2024-01-05) deleted every row
+    assert main(["delete", path, "--where", "day", "<", "20240105"]) == 1
+    assert "value 20240105 (int) does not compare with column 'day' (DATE); give a date" in capsys.readouterr().err
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2]
 
 
@@ -71,6 +74,9 @@ def test_update_with_set_values(tmp_path, capsys):
     assert "primary key columns ['id'] cannot be updated" in capsys.readouterr().err
     assert main(["update", table.path, "--where", "id", "=", "1", "--set", "n"]) == 1
     assert "--set takes COLUMN=VALUE" in capsys.readouterr().err
+    # a value the update refuses, its dry run refuses too (it said "1 rows match")
+    assert main(["update", table.path, "--where", "id", "=", "1", "--set", "n=abc", "--dry-run"]) == 1
+    assert "value 'abc' for column 'n'" in capsys.readouterr().err
 
 
 def test_errors_exit_non_zero(tmp_path, capsys):

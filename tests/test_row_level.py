@@ -366,7 +366,8 @@ def test_values_set_are_the_column_values_they_name_exactly(catalog):
                                          "day": dt.date(2024, 2, 3)}]
     for values, match in (({"n": 2.5}, "2.5 is not an integer"), ({"n": decimal.Decimal("2.5")}, "not an integer"),
                           ({"f": 1e39}, "beyond the range of float"), ({"amount": 12.555}, "data loss"),
-                          ({"amount": "abc"}, "column 'amount'")):
+                          ({"amount": "abc"}, "column 'amount'"),
+                          ({"day": 20240203}, "not a number")):  # Arrow: day 20,240,203 since 1970
         with pytest.raises(SchemaMismatchError, match=match):
             t.update([("id", "=", 1)], values)
     assert t.to_arrow().column("n").to_pylist() == [3]

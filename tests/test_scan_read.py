@@ -157,6 +157,18 @@ def test_filter_values_of_another_kind_or_missing_are_errors_naming_the_term(cat
                        ([("id", "=", True)], r"value True \(bool\) .* column 'id' \(BIGINT\)")):
         with pytest.raises(SchemaMismatchError, match=match):
             t.to_arrow(filter=flt)
+    # a number against a DATE, TIME or TIMESTAMP was taken as days (ms, us) since 1970: 20240105 as a
+    # day in the year 57,000, so `d < 20240105` matched every row
+    times = catalog.create_table("db.times", pa.schema([("d", pa.date32()), ("t", pa.time32("ms")),
+                                                        ("ts", pa.timestamp("us", tz="UTC"))]))
+    times.write_arrow(pa.table({"d": [dt.date(2024, 1, 1)], "t": [dt.time(1)],
+                                "ts": [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)]}))
+    for flt in ([("d", "<", 20240105)], [("t", ">", 1.5)], [("ts", "in", [1])]):
+        with pytest.raises(SchemaMismatchError, match=r"does not compare with column .* give a date or time as ISO"):
+            times.to_arrow(filter=flt)
+        with pytest.raises(SchemaMismatchError):
+            times.delete(flt)
+    assert times.to_arrow(filter=[("d", "<", "2024-01-05"), ("ts", ">=", "2024-01-01")]).num_rows == 1
     for flt, match in (([("id", ">")], "has no value to compare with"), ([("id", "in", 3)], "takes a list"),
                        ([("s", "is null", "x")], "'is null' takes no value")):
         with pytest.raises(ValueError, match=match):

@@ -191,6 +191,29 @@ def test_integers_written_to_time_columns_are_milliseconds_of_the_day(catalog):
         t.write_arrow(pa.table({"id": [2], "t": [5]}))
 
 
+def test_dates_and_timestamps_outside_the_years_1_to_9999_are_refused_before_a_file_is_written(catalog):
+    """Arrow holds days and microseconds far beyond year 9999 (an integer 20240105 cast to a
+    DATE is a day in the year 57,000); the statistics of such a file failed with a bare
+    OverflowError after the file was written, leaving it behind. Refused first, naming the
+    column (nested too); the years' own edges are written and read back."""
+    schema = pa.schema([("d", pa.date32()), ("ts", pa.timestamp("ms", tz="UTC")),
+                        ("ev", pa.struct([("at", pa.list_(pa.timestamp("us")))]))])
+    t = catalog.create_table("db.years", schema)
+    edges = {"d": [dt.date(1, 1, 1), dt.date(9999, 12, 31)],
+             "ts": [dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc),
+                    dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone.utc)],
+             "ev": [{"at": [dt.datetime(1, 1, 1)]}, {"at": [dt.datetime(9999, 12, 31, 23, 59, 59, 999999)]}]}
+    t.write_arrow(pa.table(edges, schema=schema))
+    assert t.to_arrow().to_pydict() == edges
+    files_before = sorted(os.listdir(f"{t.path}/bucket-0"))
+    for column, arr, path in (("d", pa.array([20240105], pa.date32()), "d"),
+                              ("ts", pa.array([253402300800000], pa.timestamp("ms", tz="UTC")), "ts"),
+                              ("ev", pa.array([{"at": [-62135596800000001]}], schema.field("ev").type), r"ev\.at\[\]")):
+        with pytest.raises(SchemaMismatchError, match=f"column '{path}' holds a (DATE|TIMESTAMP) outside the years 1 to"):
+            t.write_arrow(pa.table({column: arr}))
+    assert sorted(os.listdir(f"{t.path}/bucket-0")) == files_before and t.latest_snapshot().id == 1
+
+
 def test_instants_and_wall_times_meet_in_a_zone(catalog):
     """An instant written into a TIMESTAMP column keeps the wall time of its Arrow zone; a wall
     time into a TIMESTAMP_LTZ column is UTC's (write.conform; Spark's session zone in the sink)."""

@@ -453,6 +453,19 @@ def test_create_table_refuses_bad_bucket_layouts(catalog, warehouse, kwargs, mat
 def test_create_table_refuses_duplicate_names_and_spells_booleans_as_java(catalog):
     with pytest.raises(SchemaMismatchError, match=r"duplicate column names in schema: \['a', 'a'\]"):
         catalog.create_table("db.dup", pa.schema([("a", pa.int64()), ("a", pa.string())]))
+    # blank names (nested ones too), which Java 1.4.2 cannot open a table with ("Field names must
+    # contain at least one non-whitespace character"), and duplicates inside a ROW
+    for schema, match in ((pa.schema([("", pa.int64())]), "column name '' has no character other than whitespace"),
+                          (pa.schema([("s", pa.list_(pa.struct([(" \t", pa.int64())])))]), r"' \\t' in s\[\]"),
+                          (pa.schema([("m", pa.map_(pa.string(), pa.struct([("a", pa.int8()), ("a", pa.int8())])))]),
+                           r"duplicate field names \['a'\] in m.value")):
+        with pytest.raises(SchemaMismatchError, match=match):
+            catalog.create_table("db.blank", schema)
+    t = catalog.create_table("db.named", pa.schema([("a", pa.int64()), ("\u00a0", pa.int64())]))  # Java takes a no-break space
+    for change in (lambda u: u.rename_column("a", " "), lambda u: u.add_column("  ", "INT")):
+        with pytest.raises(SchemaMismatchError, match="has no character other than whitespace"):
+            change(t.update_schema()).commit()
+    assert t.arrow_schema().names == ["a", "\u00a0"]
     t = catalog.create_table("db.opts", pa.schema([("a", pa.int64())]),
                              options={"bucket": -1, "deletion-vectors.enabled": True, "write-only": False})
     assert {k: t.schema.options[k] for k in ("bucket", "deletion-vectors.enabled", "write-only")} == \

@@ -741,6 +741,33 @@ def test_time_columns_read_as_milliseconds_of_the_day(spark, catalog):
         spark.sql("select 3L as id, 86400000 as t").write.format("paimon").mode("append").save(copy.path)
 
 
+def test_nanosecond_timestamps_before_1970_are_floored_to_sparks_microseconds(spark, catalog):
+    """TIMESTAMP(9) / TIMESTAMP_LTZ(9) values are cut to Spark's microseconds by flooring, as
+    Java's connector and our core cut a lower precision; Arrow's cast truncates toward zero,
+    which read 1969-12-31 23:59:59.999999999 as 1970-01-01 00:00:00 (another day, and a filter
+    `< 1970-01-01` missed it). Nested ones too, in batch reads and streams."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("ts", pa.timestamp("ns")),
+                        ("ltz", pa.timestamp("ns", tz="UTC")), ("ev", pa.struct([("at", pa.timestamp("ns"))])),
+                        ("all", pa.list_(pa.timestamp("ns")))])
+    nanos = [-1, -1_500, 1_999, None]
+    t = catalog.create_table("db.nanos", schema)
+    t.write_arrow(pa.table({"id": [1, 2, 3, 4], "ts": pa.array(nanos, pa.timestamp("ns")),
+                            "ltz": pa.array(nanos, pa.timestamp("ns", tz="UTC")),
+                            "ev": [None if n is None else {"at": n} for n in nanos],
+                            "all": [None if n is None else [n, n] for n in nanos]}, schema=schema))
+    micros = [-1, -2, 1, None]  # floor(ns / 1000)
+    query = "id, unix_micros(to_timestamp(ts)) ts, unix_micros(ltz) ltz, unix_micros(to_timestamp(ev.at)) at, " \
+            "unix_micros(to_timestamp(`all`[1])) second"
+    expected = [(i, m, m, m, m) for i, m in zip([1, 2, 3, 4], micros)]
+    df = spark.read.format("paimon").load(t.path)
+    assert sorted(tuple(r) for r in df.selectExpr(*query.split(", ")).collect()) == expected
+    assert df.filter("ts < timestamp_ntz'1970-01-01 00:00:00'").count() == 2
+    q = (stream(spark, t.path).writeStream.format("memory").queryName("nanos")
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert sorted(tuple(r) for r in spark.sql(f"select {query} from nanos").collect()) == expected
+
+
 def test_pushed_filters_taken_over_only_where_arrow_agrees_with_spark(catalog):
     """Spark's pushed filters (as `pushFilters` gets them, in its filter-pushdown worker): a
     filter is taken over only where the reader evaluates it exactly as Spark would; anything
