@@ -57,6 +57,44 @@ def test_delete_with_where_terms(tmp_path, capsys):
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2]
 
 
+def test_decimal_values_are_taken_at_their_digits(tmp_path, capsys):
+    """A VALUE with a fraction was parsed as a double: 12345678901234567.89 became ...567.88, so
+    `--where amt = ...` missed the row, `--set` wrote another value and `<` matched a row above."""
+    import decimal
+    import paimon_streaming as ps
+    schema = pa.schema([("id", pa.int64()), ("amt", pa.decimal128(20, 2)), ("q", pa.decimal128(38, 18)),
+                        ("f", pa.float64())])
+    table = ps.Catalog(str(tmp_path / "wh")).create_table("db.t", schema)
+    d = decimal.Decimal
+    table.write_arrow(pa.table({"id": [1, 2], "amt": [d("12345678901234567.89"), d("12345678901234567.80")],
+                                "q": [d("0.123456789012345678"), d(1)], "f": [0.1, 0.2]}, schema=schema))
+    for where, matching in ((["amt", "=", "12345678901234567.89"], 1), (["amt", "<", "12345678901234567.85"], 1),
+                            (["q", "in", "[0.123456789012345678, 2.5]"], 1), (["f", "=", "0.1"], 1)):
+        assert main(["delete", table.path, "--where", *where, "--dry-run", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["matching_rows"] == matching, where
+    assert main(["update", table.path, "--where", "id", "=", "2", "--set", "amt=99999999999999999.99",
+                 "--set", "q=0.123456789012345678"]) == 0
+    assert table.to_arrow(columns=["amt", "q"], filter=[("id", "=", 2)]).to_pylist() == \
+        [{"amt": d("99999999999999999.99"), "q": d("0.123456789012345678")}]
+
+
+def test_output_into_a_closed_pipe_ends_quietly_after_the_work(tmp_path):
+    """`paimon-streaming ... | head`: the command's work is done; the closed pipe printed "error:
+    [Errno 32] Broken pipe" and exited 1 (with --json, a second traceback). Now it ends as a
+    shell tool a closed pipe stops: 141, nothing on stderr."""
+    import paimon_streaming as ps
+    table = ps.Catalog(str(tmp_path / "wh")).create_table("db.t", pa.schema([("id", pa.int64())]))
+    table.write_arrow(pa.table({"id": [1]}))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    done = subprocess.run([sys.executable, "-c", "import sys; from paimon_streaming.cli import main; sys.exit(main())",
+                           "tag", "create", table.path, "v1", "--json"], stdout=write_end, stderr=subprocess.PIPE,
+                          text=True, timeout=120)
+    os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
+    assert table.tags() == ["v1"]
+
+
 def test_update_with_set_values(tmp_path, capsys):
     import paimon_streaming as ps
     table = ps.Catalog(str(tmp_path / "wh")).create_table(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
+import signal
 import sys
 from typing import Sequence
 
@@ -40,6 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # output into a closed pipe (`| head`): the command itself is done
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor fail the exit's flush
+        return 128 + signal.SIGPIPE  # what a shell reports for a command a closed pipe ended
     except (PaimonError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if getattr(args, "json", False):  # scripts get the failure as JSON too

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import decimal
 import json
 import time
 from typing import Any
@@ -91,13 +92,15 @@ def cmd_rescale(args: argparse.Namespace) -> int:
 
 def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
     """A VALUE given on the command line: JSON (`5`, `null`, `["a", "b"]`), else text; a JSON
-    number or boolean for a column that holds text stays text (`--where zip = 01234`)."""
+    number or boolean for a column that holds text stays text (`--where zip = 01234`), and a
+    number with a fraction for a DECIMAL column is the decimal it spells (a double would hold
+    12345678901234567.89 as ...567.88)."""
+    kind = schema.field(column).type if column in schema.names else pa.null()
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=decimal.Decimal if pa.types.is_decimal(kind) else float)
     except json.JSONDecodeError:
         return text
-    textual = column in schema.names and (pa.types.is_string(schema.field(column).type)
-                                          or pa.types.is_large_string(schema.field(column).type))
+    textual = pa.types.is_string(kind) or pa.types.is_large_string(kind)
     return text if textual and isinstance(value, (int, float, bool)) else value
 
 
