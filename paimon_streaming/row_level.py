@@ -415,12 +415,12 @@ def _rewrite(writer: TableWrite, bucket: AppendBucket, files: list[DataFileMeta]
             continue
         rows = _file_rows(writer, bucket.bucket_dir, f)
         new = _updated(rows.take(from_numpy(positions)), values, writer.schema.arrow_schema(), writer.table_name)
-        matched = np.zeros(rows.num_rows, bool)
-        matched[positions] = True
-        mask = from_numpy(matched)
+        # row i from the file, or its update (Arrow's replace_with_mask takes no ARRAY, MAP or ROW)
+        source = np.arange(rows.num_rows)
+        source[positions] = rows.num_rows + np.arange(len(positions))
         rewritten.append(pa.Table.from_arrays(
-            [pc.replace_with_mask(rows.column(n).combine_chunks(), mask, new.column(n).combine_chunks())
-             if n in values else rows.column(n) for n in rows.column_names], schema=rows.schema))
+            [pa.chunked_array(rows.column(n).chunks + new.column(n).chunks, rows.schema.field(n).type).take(
+                from_numpy(source)) if n in values else rows.column(n) for n in rows.column_names], schema=rows.schema))
     return inc, rewritten
 
 

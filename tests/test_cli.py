@@ -152,7 +152,7 @@ def test_human_output_of_info_and_compact(tmp_path, capsys):
     assert main(["info", table.path]) == 0
     out = capsys.readouterr().out
     assert "columns:\n  id: BIGINT NOT NULL\n  v: STRING\n" in out and "primary_keys: ['id']" in out
-    assert "latest_snapshot: 1" in out and "total_rows: 2" in out
+    assert "latest_snapshot: 1" in out and "total_records: 2" in out
     assert main(["compact", table.path, "--full"]) == 0
     assert capsys.readouterr().out == f"compacted {table.ref}: snapshot 2\n"
     assert main(["compact", table.path]) == 0

@@ -73,7 +73,7 @@ def test_branches(table, capsys):
     dev.write_arrow(pa.table({"id": [9], "v": ["dev"]}, schema=SCHEMA))
     assert run(capsys, "tag", "create", table.path + "$branch_dev", "audited")[0] == 0
     code, out, _ = run(capsys, "branch", "list", table.path, "--json")
-    assert json.loads(out) == [{"branch": "dev", "snapshots": 2, "latest": 3, "total_rows": 3, "tags": 2}]
+    assert json.loads(out) == [{"branch": "dev", "snapshots": 2, "latest": 3, "total_records": 3, "tags": 2}]
     code, _, err = run(capsys, "branch", "fast-forward", table.path, "dev")
     assert code == 1 and "main has snapshots 3..4 that the branch does not hold" in err and "--force" in err
     assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 2, 3]  # main untouched

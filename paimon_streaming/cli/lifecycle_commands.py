@@ -31,10 +31,10 @@ def cmd_tag_list(args: argparse.Namespace) -> int:
         for name in names:
             tag = table.tag_manager.snapshot(name) if len(names) > 1 else snap
             rows.append({"tag": name, "snapshot": snap.id, "kind": snap.commit_kind,
-                         "total_rows": snap.total_record_count, "commit_time": _time(snap.time_millis),
+                         "total_records": snap.total_record_count, "commit_time": _time(snap.time_millis),
                          "time_retained_s": tag.extra.get("tagTimeRetained")})
     emit(args, rows, lambda r: print_rows([{k: "" if v is None else v for k, v in row.items()} for row in r],
-                                          ["tag", "snapshot", "kind", "total_rows", "commit_time",
+                                          ["tag", "snapshot", "kind", "total_records", "commit_time",
                                            "time_retained_s"]))
     return 0
 
@@ -62,9 +62,9 @@ def cmd_branch_list(args: argparse.Namespace) -> int:
         branch = Table(table.file_io, table.path, branch=name)
         latest = branch.latest_snapshot()
         rows.append({"branch": name, "snapshots": len(branch.snapshots()), "latest": latest and latest.id,
-                     "total_rows": latest and latest.total_record_count, "tags": len(branch.tags())})
+                     "total_records": latest and latest.total_record_count, "tags": len(branch.tags())})
     emit(args, rows, lambda r: print_rows([{k: "" if v is None else v for k, v in row.items()} for row in r],
-                                          ["branch", "snapshots", "latest", "total_rows", "tags"]))
+                                          ["branch", "snapshots", "latest", "total_records", "tags"]))
     return 0
 
 

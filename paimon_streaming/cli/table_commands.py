@@ -17,8 +17,8 @@ from .output import add_table_argument, print_rows
 
 def _snapshot_rows(table: Table) -> list[dict]:
     return [{"id": s.id, "kind": s.commit_kind, "schema": s.schema_id, "user": s.commit_user,
-             "identifier": s.commit_identifier, "total_rows": s.total_record_count,
-             "delta_rows": s.delta_record_count,
+             "identifier": s.commit_identifier, "total_records": s.total_record_count,
+             "delta_records": s.delta_record_count,
              "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.time_millis / 1000))}
             for s in table.snapshots()]
 
@@ -29,7 +29,7 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
     else:
-        print_rows(rows, ["id", "kind", "total_rows", "delta_rows", "identifier", "user", "time"])
+        print_rows(rows, ["id", "kind", "total_records", "delta_records", "identifier", "user", "time"])
     return 0
 
 
@@ -40,7 +40,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             "columns": [{"name": f.name, "type": str(f.type)} for f in table.schema.fields],
             "primary_keys": table.primary_keys, "partition_keys": table.partition_keys,
             "options": table.schema.options, "latest_snapshot": latest.id if latest else None,
-            "total_rows": latest.total_record_count if latest else 0, "tags": table.tags()}
+            "total_records": latest.total_record_count if latest else 0, "tags": table.tags()}
     if args.json:
         print(json.dumps(info))
     else:
