@@ -75,6 +75,7 @@ def delete_rows(table: "Table", filter: Any, commit_user: str | None = None,
     id (None once expired), as `Table.write_arrow`."""
     _check_filter(table, filter, "delete from", "to empty the table, overwrite it with an empty batch "
                                                 "(write_arrow(..., overwrite=True))")
+    check_change(table, None)
     return _change(table, filter, None, commit_user, commit_identifier)
 
 
@@ -84,6 +85,17 @@ def update_rows(table: "Table", filter: Any, values: Values, commit_user: str | 
     rows of `table` that `filter` matches; the new snapshot id, or None when no row matched.
     `commit_user` and `commit_identifier`: once, as `delete_rows`."""
     _check_filter(table, filter, "update of", "to update every row, pass pyarrow.compute.scalar(True)")
+    check_change(table, values)
+    return _change(table, filter, values, commit_user, commit_identifier)
+
+
+def check_change(table: "Table", values: Values | None) -> None:
+    """What a delete (`values` None) or an update of `table` refuses before it reads a row (a
+    dry run's checks): the values, and a table whose merge engine or options would not apply it."""
+    if values is None:
+        if table.primary_keys:
+            _deletes_by_rows(table)  # raises where a delete cannot be applied
+        return
     check_values(table, values)
     if table.primary_keys:
         _check_updatable(table, values)
@@ -91,7 +103,6 @@ def update_rows(table: "Table", filter: Any, values: Values, commit_user: str | 
         raise UnsupportedOperationError(
             f"update of {table.name}: the updated rows of a row-tracking table keep their _ROW_ID in Java's "
             "UPDATE, which is not implemented here; delete and write the rows again (new ids) instead")
-    return _change(table, filter, values, commit_user, commit_identifier)
 
 
 def _change(table: "Table", filter: Any, values: Values | None, commit_user: str | None,
@@ -128,8 +139,8 @@ def _check_filter(table: "Table", filter: Any, what: str, instead: str) -> None:
 
 
 def check_values(table: "Table", values: Values) -> None:
-    """The values of an update of `table` (what `update_rows` checks before it reads a row):
-    columns that exist, no primary key, literals that fit their column."""
+    """The values of an update of `table`: columns that exist, no primary key, literals that
+    fit their column."""
     if not values:
         raise ValueError(f"update of {table.name} needs values: {{column: value or expression}}")
     names = table.schema.field_names

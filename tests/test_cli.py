@@ -95,6 +95,18 @@ def test_output_into_a_closed_pipe_ends_quietly_after_the_work(tmp_path):
     assert table.tags() == ["v1"]
 
 
+def test_a_dry_run_refuses_what_the_change_would_refuse(tmp_path, capsys):
+    """A dry run said "1 rows match" for a delete or update the real run refuses."""
+    import paimon_streaming as ps
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int32())])
+    table = ps.Catalog(str(tmp_path / "wh")).create_table("db.t", schema, primary_keys=["id"],
+                                                          options={"bucket": "1", "merge-engine": "first-row"})
+    table.write_arrow(pa.table({"id": [1], "v": [1]}, schema=schema))
+    for command in (["delete"], ["update", "--set", "v=2"]):
+        assert main([*command, table.path, "--where", "id", "=", "1", "--dry-run"]) == 1
+        assert "merge engine 'first-row'" in capsys.readouterr().err
+
+
 def test_update_with_set_values(tmp_path, capsys):
     import paimon_streaming as ps
     table = ps.Catalog(str(tmp_path / "wh")).create_table(

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..rescale import partitions_to_rescale
-from ..row_level import check_values
+from ..row_level import check_change
 from ..table import Table
 from .output import add_table_argument, print_rows
 
@@ -131,8 +131,7 @@ def cmd_row_level(args: argparse.Namespace) -> int:
     terms = where_terms(args.where, table.arrow_schema())
     values = set_values(args.set, table.arrow_schema()) if args.command == "update" else None
     if args.dry_run:
-        if values is not None:
-            check_values(table, values)  # what the update would refuse, the dry run refuses too
+        check_change(table, values)  # what the delete or update would refuse, the dry run refuses too
         matched = table.to_arrow(columns=table.schema.field_names[:1], filter=terms).num_rows
         result = {"table": table.ref, "matching_rows": matched, "snapshot": None}
     else:
