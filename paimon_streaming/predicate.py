@@ -219,14 +219,26 @@ def _comparison(column: str, op: str, value: Any, arrow_type: pa.DataType) -> pc
     if not _finite(value):  # an infinity: above (or below) every value of the column
         holds = op in ("<", "<=") if value > 0 else op in (">", ">=")
         return field.is_valid() if holds else pc.scalar(False)
-    if pa.types.is_decimal(arrow_type):  # more digits than the column: both sides at the literal's scale
-        d = decimal.Decimal(value)
-        wide = pa.decimal128(38, max(arrow_type.scale, -d.as_tuple().exponent))
-        return _OPS_EXPR[op](field.cast(wide), pa.scalar(d, type=wide))
+    if pa.types.is_decimal(arrow_type):
+        return _beside_decimals(field, op, decimal.Decimal(value), arrow_type)
     neighbour, below = _neighbour(value, arrow_type)
     if below:  # neighbour < value, and no value of the type between them
         return field <= neighbour if op in ("<", "<=") else field > neighbour
     return field < neighbour if op in ("<", "<=") else field >= neighbour
+
+
+def _beside_decimals(field: pc.Expression, op: str, d: decimal.Decimal, arrow_type: pa.DataType) -> pc.Expression:
+    """`field op d` (op < <= > >=) for a literal that no value of the DECIMAL column equals (more
+    digits than its scale, 1e-300, or beyond its precision, 1e40): the column's values lie on a
+    grid of its scale, so `x > d` is `x > below` and `x < d` is `x <= below`, `below` the grid
+    point just under `d`."""
+    step = decimal.Decimal(1).scaleb(-arrow_type.scale)
+    largest = decimal.Decimal(10) ** (arrow_type.precision - arrow_type.scale) - step
+    if abs(d) > largest:  # beyond every value of the column
+        return field.is_valid() if (op in ("<", "<=")) == (d > 0) else pc.scalar(False)
+    with decimal.localcontext(prec=80):
+        below = pa.scalar(d.quantize(step, rounding=decimal.ROUND_FLOOR), type=arrow_type)
+    return field <= below if op in ("<", "<=") else field > below
 
 
 def _neighbour(value: int | float | decimal.Decimal, arrow_type: pa.DataType) -> tuple[pa.Scalar, bool]:

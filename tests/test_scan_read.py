@@ -146,6 +146,22 @@ def test_decimal_filters_compare_by_value(catalog):
     assert t.to_arrow(filter=[("a", "in", [Decimal("1.5")])]).to_pylist() == [{"a": Decimal("1.50")}]
 
 
+def test_decimal_filters_with_literals_beyond_the_columns_digits(catalog):
+    """A literal with more digits than DECIMAL(38) holds (1e-300) or beyond the column's
+    precision (1e40) raised Arrow's "Rescaling Decimal value would cause data loss", naming
+    neither column nor value; each compares by value now, as SQL does."""
+    from decimal import Decimal as D
+    values = [D("-999.99"), D("-0.01"), D("0.00"), D("0.01"), D("1.50"), D("999.99"), None]
+    t = catalog.create_table("db.edges", pa.schema([("a", pa.decimal128(5, 2))]))
+    t.write_arrow(pa.table({"a": pa.array(values, pa.decimal128(5, 2))}))
+    compare = {"<": D.__lt__, "<=": D.__le__, ">": D.__gt__, ">=": D.__ge__, "=": D.__eq__, "!=": D.__ne__}
+    for literal in (1e-300, -1e-300, D("1.505"), D("-0.005"), 1e40, -1e40, D("999.995"), D("-1000.5"), D("1e-50")):
+        exact = D(repr(literal)) if isinstance(literal, float) else literal
+        for op, holds in compare.items():
+            got = sorted(t.to_arrow(filter=[("a", op, literal)]).column("a").to_pylist())
+            assert got == sorted(v for v in values if v is not None and holds(v, exact)), (literal, op)
+
+
 def test_filter_values_of_another_kind_or_missing_are_errors_naming_the_term(catalog):
     """Text against a number, a number or boolean against text raised Arrow's own error from a
     reading thread ("no kernel matching input types (double, string)"), naming no column; a
