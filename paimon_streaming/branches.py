@@ -13,6 +13,7 @@ table after a crash at any step. Cleanup on one branch never deletes what anothe
 from __future__ import annotations
 
 import datetime
+import re
 
 from .errors import (BranchAlreadyExistsError, CommitConflictError, InvalidOptionError, SnapshotNotFoundError,
                      TableNotFoundError, TagNotFoundError, UnsupportedOperationError)
@@ -79,6 +80,9 @@ def create_branch(file_io: FileIO, table_path: str, name: str, tag: str | None =
     with the tag and the schemas up to the snapshot's. Schemas are written first and the
     snapshot last, so a crash leaves a valid (perhaps empty) branch."""
     validate_branch_name(name)
+    if SUFFIX in name or re.search(r"[\x00-\x1f\x7f]", name):
+        raise InvalidOptionError(f"invalid branch name {name!r}: it must not hold control characters or "
+                                 f"'{SUFFIX}', which would name another branch (TABLE{SUFFIX}<name>)")
     if name == MAIN:
         raise InvalidOptionError(f"'{MAIN}' is the main branch's name; pick another for a new branch")
     root = branch_path(table_path, name)
@@ -146,6 +150,9 @@ def fast_forward(file_io: FileIO, table_path: str, name: str, force: bool = Fals
     the branch's. The files main's removed snapshots alone used are left to orphan cleanup, as
     Java leaves them."""
     validate_branch_name(name)
+    if SUFFIX in name or re.search(r"[\x00-\x1f\x7f]", name):
+        raise InvalidOptionError(f"invalid branch name {name!r}: it must not hold control characters or "
+                                 f"'{SUFFIX}', which would name another branch (TABLE{SUFFIX}<name>)")
     if name == MAIN:
         raise InvalidOptionError("fast-forward takes a branch other than main")
     if name not in branch_names(file_io, table_path):

@@ -141,7 +141,7 @@ def test_branch_management_refusals(catalog):
     t.create_branch("dev", tag="t1")
     with pytest.raises(BranchAlreadyExistsError, match="branch 'dev' .* already exists"):
         t.create_branch("dev")
-    for bad in ("main", "123", "", "a/b"):
+    for bad in ("main", "123", "", "a/b", "x$branch_y", "a\nb"):  # the last two: not addressable
         with pytest.raises(InvalidOptionError):
             t.create_branch(bad)
     with pytest.raises(ps.SnapshotNotFoundError, match="tag 'nope'"):
