@@ -46,6 +46,9 @@ R = TypeVar("R")
 # answers each request after milliseconds to tens of milliseconds, so the reads of many small
 # files (manifests, data files) overlap their waits instead of adding them up.
 LOCAL_IO_THREADS = 4
+# The longest name a file written atomically may have: its temporary ".<name>.<uuid4>.tmp" beside
+# it must stay within the 255 bytes of a file name on ext4, XFS and APFS.
+MAX_ATOMIC_NAME_BYTES = 255 - len("..tmp") - 36
 REMOTE_IO_THREADS = 16
 
 # A remote file of known size up to this many bytes is fetched whole, in one request, and

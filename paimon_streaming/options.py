@@ -40,7 +40,7 @@ def parse_duration_ms(text: str) -> int:
     """Paimon Duration: '1 h', '30 min', '10 s', '500 ms', '1d'; plain numbers are millis."""
     m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).lower() not in _DURATION_UNITS:
-        raise ValueError("expected a duration such as 1 h or 30 s")
+        raise ValueError(f"expected a duration such as 1 h or 30 s, not {text!r}")
     return int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
 
 

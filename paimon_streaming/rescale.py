@@ -62,7 +62,8 @@ def rescale(table: "Table", bucket: int | None = None, partitions: Any = None,
 def _check_rescalable(table: "Table", bucket: int | None) -> None:
     current = table.options.bucket
     if current <= 0:
-        mode = {-1: "dynamic (-1): its buckets grow as keys come", -2: "postpone (-2)"}.get(current, str(current))
+        mode = {-1: "dynamic (-1): its buckets grow as keys come" if table.primary_keys else
+                "unaware (-1): an append table without buckets", -2: "postpone (-2)"}.get(current, str(current))
         raise UnsupportedOperationError(f"cannot rescale {table.name}: its bucket mode is {mode}; only tables with "
                                         "a fixed bucket count ('bucket' > 0) are rescaled")
     if bucket is not None and (isinstance(bucket, bool) or not isinstance(bucket, int) or bucket <= 0):
@@ -75,7 +76,7 @@ def _partition_filter(table: "Table", partitions: Any) -> pa.compute.Expression 
         return None
     fields = [f for f in table.arrow_schema() if f.name in table.partition_keys]
     if not fields:
-        raise SchemaMismatchError(f"{table.name} is not partitioned: rescale it whole (partitions=None)")
+        raise SchemaMismatchError(f"{table.name} is not partitioned: rescale it whole (no partition filter)")
     try:
         return parse_filter(partitions, pa.schema(fields)).expression
     except SchemaMismatchError as exc:

@@ -56,7 +56,11 @@ class Rollback:
                 return snap
         raise SnapshotNotFoundError(
             f"cannot roll back {self.table_path} to snapshot {target}: it does not exist and no tag holds it "
-            f"(snapshots {self.snapshots.earliest_id()}..{self.snapshots.latest_id()}, tags {self.tags.tag_names()})")
+            f"({self._snapshot_range()}, tags {self.tags.tag_names()})")
+
+    def _snapshot_range(self) -> str:
+        latest = self.snapshots.latest_id()
+        return "no snapshots" if latest is None else f"snapshots {self.snapshots.earliest_id()}..{latest}"
 
     def rollback_to(self, target: int | str) -> Snapshot:
         """Roll back; returns the snapshot that is now the latest.

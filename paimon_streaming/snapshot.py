@@ -237,7 +237,7 @@ class SnapshotManager:
                     f"committed, but snapshot file {self.path(hint)} does not exist and the newest snapshot "
                     f"file is {self.path(newest) if ids else 'none'}: snapshot file(s) "
                     f"{(newest or 0) + 1}..{hint} were deleted. Reading or writing on would silently roll the "
-                    f"table back to snapshot {newest}. Restore the missing file(s) from a backup, or accept "
+                    f"table back to {f'snapshot {newest}' if ids else 'no snapshot at all'}. Restore the missing file(s) from a backup, or accept "
                     f"the loss with `paimon-streaming check --repair {self.table_path}` (rewrites the hint)")
             return ids[-1]
         ids = self._listed_ids()

@@ -14,7 +14,7 @@ import re
 
 from .errors import (InvalidTagNameError, SnapshotExpiredError, SnapshotNotFoundError, TagAlreadyExistsError,
                      TagNotFoundError)
-from .fileio import FileIO
+from .fileio import MAX_ATOMIC_NAME_BYTES, FileIO
 from .snapshot import Snapshot, SnapshotManager, parse_snapshot_file
 
 TAG_PREFIX = "tag-"
@@ -39,6 +39,10 @@ def validate_tag_name(name: str, allow_numeric: bool = False) -> str:
             "contain '/', '\\' or control characters")
     if name.startswith("."):
         raise InvalidTagNameError(f"invalid tag name {name!r}: a tag name must not start with '.'")
+    if len(f"{TAG_PREFIX}{name}".encode()) > MAX_ATOMIC_NAME_BYTES:
+        raise InvalidTagNameError(f"invalid tag name {name[:40]!r}...: its file name '{TAG_PREFIX}<name>' would "
+                                  f"exceed {MAX_ATOMIC_NAME_BYTES} bytes, the longest a tag file can have (file "
+                                  "systems take names of up to 255 bytes, its temporary file's included)")
     return name
 
 

@@ -165,7 +165,7 @@ def test_refusals(tmp_path):
     assert rescale_module.partitions_to_rescale(whole, 4) == []   # no snapshot yet: nothing to rewrite
     assert whole.rescale(bucket=4) is None and whole.options.bucket == 4
     whole.write_arrow(batch([1], "a"))
-    with pytest.raises(SchemaMismatchError, match=r"db.w is not partitioned: rescale it whole \(partitions=None\)"):
+    with pytest.raises(SchemaMismatchError, match=r"db.w is not partitioned: rescale it whole \(no partition filter\)"):
         whole.rescale(bucket=3, partitions=[("dt", "=", "x")])
     assert whole.options.bucket == 4
 
