@@ -16,9 +16,9 @@ from pyspark.sql.types import StructType
 from paimon_streaming import row_tracking
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError, SnapshotNotFoundError
 from paimon_streaming.system_tables import system_table_schema
-from paimon_streaming.types import map_arrow_leaves
 
 from .options import ReadSpec
+from .partitions import spark_schema
 from .reader import batch_reader, read_schema
 
 
@@ -46,14 +46,7 @@ def source_schema(options: Mapping[str, str]) -> StructType:
             raise SchemaMismatchError(f"rowKindColumn '{spec.row_kind_column}' is already a column of table "
                                       f"{table.name}; choose another name")
         arrow = arrow.append(pa.field(spec.row_kind_column, pa.string(), False))
-    return from_arrow_schema(pa.schema([f.with_type(_spark_arrow_type(f.type)) for f in arrow]))
-
-
-def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
-    """The Arrow type Spark gets for a column: Paimon TIME (milliseconds of the day, time32 in
-    Arrow, which PySpark cannot convert) as an INT of those milliseconds, as Paimon's own Spark
-    connector maps it; the readers cast the data to it (`partitions._conform`)."""
-    return map_arrow_leaves(t, lambda leaf: pa.int32() if pa.types.is_time(leaf) else leaf)
+    return spark_schema(arrow)
 
 
 def reader(options: Mapping[str, str], schema: StructType) -> DataSourceReader:

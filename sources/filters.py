@@ -23,8 +23,8 @@ _COMPARISONS = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", 
 Term = tuple  # (column, op, value)
 
 
-def _column(schema: TableSchema, attribute: tuple) -> tuple[str, DataType] | None:
-    if len(attribute) != 1:
+def _column(schema: TableSchema, attribute: tuple, left: set[str]) -> tuple[str, DataType] | None:
+    if len(attribute) != 1 or attribute[0] in left:
         return None
     name = attribute[0]
     for f in (*schema.fields, *(row_tracking.FIELDS if row_tracking.tracks_rows(schema) else ())):
@@ -57,11 +57,12 @@ def _value(value: Any, t: DataType) -> tuple[bool, Any]:
     return False, None
 
 
-def to_term(flt: Any, schema: TableSchema) -> Term | None:
-    """The term for one Spark filter, or None when it is not taken over."""
+def to_term(flt: Any, schema: TableSchema, left: set[str] = frozenset()) -> Term | None:
+    """The term for one Spark filter, or None when it is not taken over (also any filter on a
+    column of `left`)."""
     kind = type(flt).__name__
     if kind in _COMPARISONS or kind in ("In", "IsNull", "IsNotNull"):
-        col = _column(schema, flt.attribute)
+        col = _column(schema, flt.attribute, left)
         if col is None:
             return None
         name, t = col
@@ -77,16 +78,17 @@ def to_term(flt: Any, schema: TableSchema) -> Term | None:
         ok, value = _value(flt.value, t)
         return (name, _COMPARISONS[kind], value) if ok else None
     if kind == "Not" and type(flt.child).__name__ == "EqualTo":
-        term = to_term(flt.child, schema)
+        term = to_term(flt.child, schema, left)
         return None if term is None else (term[0], "!=", term[2])
     return None
 
 
-def split_filters(filters: Iterable[Any], schema: TableSchema) -> tuple[list[Term], list[Any]]:
-    """(terms taken over, Spark filters left to Spark)."""
+def split_filters(filters: Iterable[Any], schema: TableSchema,
+                  left: set[str] = frozenset()) -> tuple[list[Term], list[Any]]:
+    """(terms taken over, Spark filters left to Spark: also every one on a column of `left`)."""
     terms, rest = [], []
     for f in filters:
-        term = to_term(f, schema)
+        term = to_term(f, schema, left)
         if term is None:
             rest.append(f)
         else:

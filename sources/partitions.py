@@ -20,7 +20,7 @@ from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from paimon_streaming import row_tracking
@@ -33,6 +33,7 @@ from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.streaming_scan import ReadUnit
+from paimon_streaming.types import map_arrow_leaves
 
 _KIND = "__paimon_row_kind"
 MAX_BATCH_ROWS = 64 * 1024
@@ -172,6 +173,14 @@ def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.R
         arrays = [table.column(_KIND if col is None else col) for _, col in ctx.columns]
         result = pa.Table.from_arrays(arrays, names=[name for name, _ in ctx.columns])
         yield from _conform(result, target).to_batches(max_chunksize=MAX_BATCH_ROWS)
+
+
+def spark_schema(arrow: pa.Schema) -> StructType:
+    """The Spark schema of a read of columns `arrow`: Paimon TIME (milliseconds of the day, time32
+    in Arrow, which PySpark cannot convert) as an INT of those milliseconds, as Paimon's own Spark
+    connector maps it (nested too); the readers cast the data to it (`_conform`)."""
+    return from_arrow_schema(pa.schema([f.with_type(map_arrow_leaves(
+        f.type, lambda leaf: pa.int32() if pa.types.is_time(leaf) else leaf)) for f in arrow]))
 
 
 def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:

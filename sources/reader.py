@@ -76,7 +76,7 @@ from paimon_streaming.time_travel import snapshot_at
 
 from .filters import split_filters
 from .options import ReadSpec
-from .partitions import PaimonInputPartition, ReadContext, pack, read_min_partitions, read_partition
+from .partitions import PaimonInputPartition, ReadContext, pack, read_min_partitions, read_partition, spark_schema
 
 _PUSHDOWN_WORKER = "data_source_pushdown_filters"
 
@@ -108,6 +108,10 @@ class PaimonBatchReader(DataSourceReader):
         self._snapshot = snapshot  # resolved once: every later step reads the same snapshot
         self.table_schema_json = table_schema.to_json()
         self.terms: list[tuple] = []
+        # a column a read schema (`.schema(...)`) gives another type is filtered by Spark on the
+        # values as cast, whose failure is an error naming it; pushed, the stored values would be
+        own = spark_schema(table_schema.arrow_schema())
+        self.retyped = sorted(f.name for f in schema.fields if f.name in own.names and own[f.name].dataType != f.dataType)
         self.ctx = ReadContext.create(spec.location, table_schema, schema, spec.row_kind_column, table.name,
                                       table.branch)
         if table_schema.id != table.schema.id:  # time travel merges under today's options, as Java
@@ -158,7 +162,7 @@ class PaimonPushdownReader(PaimonBatchReader):
 
     def pushFilters(self, filters: list) -> Iterable:
         schema = TableSchema.from_json(self.table_schema_json)
-        terms, rest = split_filters(filters, schema)
+        terms, rest = split_filters(filters, schema, set(self.retyped))
         self.terms.extend(terms)
         return rest
 
