@@ -86,7 +86,8 @@ def cmd_rescale(args: argparse.Namespace) -> int:
         print(json.dumps(result))
     else:
         print(f"rescaled {table.ref} to {result['bucket']} buckets: "
-              + (f"snapshot {sid}" if sid is not None else "every selected partition had that count"))
+              + (f"snapshot {sid}" if sid is not None else "no file to rewrite (no selected partition holds data "
+                                                        "in another bucket count)"))
     return 0
 
 
