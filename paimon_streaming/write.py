@@ -86,6 +86,13 @@ def _hidden_nulls_filled(name: str, col: pa.ChunkedArray, target: pa.DataType) -
     return pa.chunked_array([_hidden_filled(c, target) for c in col.chunks])
 
 
+def _null_column(rows: int, target: pa.DataType) -> pa.Array:
+    """`rows` nulls of `target`; a ROW's NOT NULL fields under them hold zero values (Parquet's
+    writer refuses a null there, even under a null ROW)."""
+    nulls = pa.nulls(rows, target)
+    return _hidden_filled(nulls, target) if _not_null_inside(target) else nulls
+
+
 def _not_null_inside(t: pa.DataType) -> bool:
     if pa.types.is_struct(t):
         return any(not f.nullable or _not_null_inside(f.type) for f in t)
@@ -151,6 +158,21 @@ def _is_any_list(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
+def _instants_of_wall_times(arr: pa.Array, zone: str) -> pa.Array:
+    """Wall times read in `zone` as java.time and Spark's casts read them: a repeated one as the
+    earlier instant, one the clocks skipped moved later by the gap (02:30 on a spring-forward
+    day in New York is 03:30 EDT), that is read with the offset before the gap."""
+    earliest = pc.assume_timezone(arr, zone, ambiguous="earliest", nonexistent="earliest")
+    latest = pc.assume_timezone(arr, zone, ambiguous="earliest", nonexistent="latest")
+    skipped = pc.not_equal(earliest, latest)  # only in a gap: the instants before and after it
+    if not pc.any(skipped).as_py():
+        return latest
+    # `earliest` is the gap's last instant before it: its wall time minus it is the offset before
+    offset_before = pc.subtract(pc.local_timestamp(earliest).cast(pa.int64()), earliest.cast(pa.int64()))
+    moved = pc.subtract(arr.cast(pa.int64()), offset_before).cast(latest.type)
+    return pc.if_else(skipped, moved, latest)
+
+
 def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) -> pa.Array:
     """One chunk of `_between_zones`: nested types rebuilt around their converted children."""
     t = arr.type
@@ -162,7 +184,7 @@ def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) 
         if target.tz is None:
             zoned = arr if time_zone is None else arr.cast(pa.timestamp(t.unit, tz=time_zone))
             return pc.local_timestamp(zoned)
-        return pc.assume_timezone(arr, time_zone or "UTC", ambiguous="earliest", nonexistent="raise")
+        return _instants_of_wall_times(arr, time_zone or "UTC")
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
         children = [_zones_converted(arr.field(i), target.field(f.name).type, time_zone)
@@ -187,7 +209,8 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     An instant written into a TIMESTAMP column (a wall time) becomes the wall time it shows in
     `time_zone` (Spark's session time zone, as Spark's casts do), else in its own Arrow zone; a
     wall time written into a TIMESTAMP WITH LOCAL TIME ZONE column is read in `time_zone`, else
-    UTC (a wall time that zone skips or repeats names no one instant: refused, or the earlier).
+    UTC (one the zone repeats as the earlier instant, one it skips moved later by the gap, as
+    java.time and Spark's casts read them).
 
     Row kinds: `row_kind_column` names an input column (not stored unless it is a table
     column) of +I/-U/+U/-D strings (or int8 kind bytes); without it the table option
@@ -215,11 +238,11 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
             if not f.type.nullable and f.default_value is None:
                 raise SchemaMismatchError(
                     f"column '{f.name}' of table {table_name} is NOT NULL but missing from the input")
-            columns.append(variant.conform(f.name, with_defaults(pa.nulls(data.num_rows, target), f), f.type))
+            columns.append(variant.conform(f.name, with_defaults(_null_column(data.num_rows, target), f), f.type))
             continue
         col = _plainly_encoded(f.name, data.column(f.name))
         if pa.types.is_null(col.type):  # an all-null column of Arrow type null fits any column
-            col = pa.chunked_array([pa.nulls(len(col), target)])
+            col = pa.chunked_array([_null_column(len(col), target)])
         else:
             try:
                 have = from_arrow(col.type)
