@@ -55,7 +55,7 @@ from .system_fields import is_system_field, reserved_names_message
 from .lsm.changelog import changelog_producer, input_changelog
 from .lsm.dv_compaction import BucketCompactor, BucketFiles
 from .lsm.lookup import KEY_INDEXES, KeyIndex
-from .types import DataField, from_arrow, to_arrow
+from .types import MAX_LENGTH, DataField, DataType, from_arrow, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _BUCKET_BITS = 31  # a (partition, bucket) group id holds any bucket Paimon allows (a Java int)
@@ -264,6 +264,8 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
         for chunk in col.chunks:
             _check_years(f.name, chunk)
         check_decimals_fit(f.name, col)
+        for chunk in col.chunks:
+            _check_lengths(f.name, f.type, chunk)
         col = with_defaults(col, f)
         if not f.type.nullable and col.null_count:
             col = fill_retractions(col, f.name, schema, kinds, table_name)
@@ -369,6 +371,29 @@ def _check_years(name: str, arr: pa.Array) -> None:
             raise SchemaMismatchError(f"column '{path}' holds a {what} outside the years 1 to 9999 ({bad.as_py()} "
                                       f"{'days' if what == 'DATE' else leaf.type.unit} since 1970-01-01), which "
                                       "Paimon's readers do not take")
+
+
+def _check_lengths(name: str, t: DataType, arr: pa.Array) -> None:
+    """CHAR(n) and VARCHAR(n) values of at most n characters, BINARY(n) and VARBINARY(n) of at
+    most n bytes (nested ones too): SchemaMismatchError naming the column otherwise, as Spark's
+    writers refuse them (EXCEED_LIMIT_LENGTH); shorter CHAR and BINARY values are kept as given."""
+    if t.fields:
+        for f, child in zip(t.fields, arr.flatten()):
+            _check_lengths(f"{name}.{f.name}", f.type, child)
+    elif t.element is not None:
+        _check_lengths(f"{name}[]", t.element, arr.flatten())
+    elif t.key is not None:
+        _check_lengths(f"{name}.key", t.key, arr.keys)
+        _check_lengths(f"{name}.value", t.value, arr.items)
+    elif t.root in _LENGTHS and t.precision < MAX_LENGTH and len(arr):
+        longest = pc.max(_LENGTHS[t.root](arr)).as_py()
+        if longest is not None and longest > t.precision:
+            unit = "characters" if t.root in ("CHAR", "VARCHAR") else "bytes"
+            raise SchemaMismatchError(f"column '{name}' is {t}: a value of {longest} {unit} does not fit its "
+                                      f"{t.precision}")
+
+
+_LENGTHS = {"CHAR": pc.utf8_length, "VARCHAR": pc.utf8_length, "BINARY": pc.binary_length, "VARBINARY": pc.binary_length}
 
 
 def check_decimals_fit(name: str, column: pa.Array | pa.ChunkedArray) -> None:

@@ -87,7 +87,7 @@ STRINGS = ["", "a", "b", "A", "é", "日本語", "\U0001F600", "\uffff", "\ud7ff
            "a" * 15 + "\ud7ff" + "b",               # bumping U+D7FF lands in the surrogates
            "a" * 15 + "\uffff" + "b",               # bumping U+FFFF needs 4 UTF-8 bytes
            "é" * 17, "日本語" * 6, "\U0001F600" * 17, "z" * 22]
-CHAR_N = 24                                         # CHAR(24): every string above fits
+CHAR_N = 32                                         # CHAR(32): every string above fits (30 at most)
 BINARIES = [b"", b"\x00", b"\x00\x00", b"ab", b"\x7f", b"\x80", b"\xff", b"\xff" * 20, b"\xff" * 19 + b"\xfe",
             b"\x80\x00", b"\x00" * 20]
 BINARY4 = [b"\x00\x00\x00\x00", b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"ab\x00\x00"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 
 import pyarrow as pa
 import pytest
@@ -130,6 +131,26 @@ def test_bad_input_fails_clearly_and_commits_nothing(catalog):
     # missing nullable columns become nulls; narrower ints widen
     t.write_arrow(pa.table({"id": pa.array([3], pa.int32()), "v": ["c"]}))
     assert t.to_arrow(filter=[("id", "=", 3)]).to_pylist() == [{"id": 3, "v": "c", "n": None}]
+
+
+def test_values_longer_than_char_varchar_and_binary_lengths_are_refused(catalog):
+    """VARCHAR(3) stored 'abcdef' and VARBINARY(2) four bytes, silently: Spark's writers refuse
+    them (EXCEED_LIMIT_LENGTH), and our own error for a value that does not fit names the
+    column. Lengths count characters (bytes for binaries); shorter CHAR values are kept as given."""
+    from paimon_streaming.types import DataField, DataType
+    t = catalog.create_table("db.lengths", pa.schema([("id", pa.int64())]))
+    with t.update_schema() as update:
+        update.add_column("v", "VARCHAR(3)").add_column("ch", "CHAR(3)").add_column("vb", "VARBINARY(2)")
+        update.add_column("r", DataType("ROW", fields=(DataField(-1, "s", DataType("VARCHAR", precision=2)),)))
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["abc", "é€x"], "ch": ["a", None], "vb": [b"ab", b""],
+                            "r": [None, {"s": "ab"}]}))
+    for column, value, error in (("v", ["abcd"], "'v' is VARCHAR(3): a value of 4 characters"),
+                                 ("ch", ["abcd"], "'ch' is CHAR(3): a value of 4 characters"),
+                                 ("vb", [b"abc"], "'vb' is VARBINARY(2): a value of 3 bytes"),
+                                 ("r", [{"s": "abc"}], "'r.s' is VARCHAR(2): a value of 3 characters")):
+        with pytest.raises(SchemaMismatchError, match=re.escape(error)):
+            t.write_arrow(pa.table({"id": [3], column: value}))
+    assert t.to_arrow().column("v").to_pylist() == ["abc", "é€x"] and t.latest_snapshot().id == 1
 
 
 def test_a_missing_row_column_with_not_null_fields_is_written_as_nulls(catalog):
