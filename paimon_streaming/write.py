@@ -224,6 +224,9 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     data, kinds = _split_row_kinds(data, schema, table_name, row_kind_column)
     names = schema.field_names
     table_columns, input_columns = set(names), set(data.column_names)
+    twice = sorted({c for c in data.column_names if data.column_names.count(c) > 1})
+    if twice:
+        raise SchemaMismatchError(f"input of table {table_name} has column(s) {twice} more than once")
     reserved = [c for c in data.column_names if is_system_field(c) and c not in table_columns]
     if reserved:
         raise SchemaMismatchError(f"input of table {table_name}: {reserved_names_message(reserved)}, or pass "

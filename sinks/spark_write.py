@@ -68,10 +68,16 @@ def reconcile_schema(table: Table, schema: pa.Schema, row_kind_column: str | Non
     exactly-once); without it, input columns the table lacks are an error naming them and
     `how_to_merge` (never silently dropped)."""
     incoming = pa.schema([f for f in schema if f.name != row_kind_column])
+    known = set(table.schema.field_names)
     if merge_schema:
+        untyped = [f.name for f in incoming if pa.types.is_null(f.type) and f.name not in known]
+        if untyped:
+            raise SchemaMismatchError(
+                f"the input's new column(s) {untyped} have no type (Spark's NullType: `lit(None)`, or a field null in "
+                f"every record), and schema merging cannot add a column without one to table {table.name}; give "
+                "them a type (`lit(None).cast('string')`), or drop them from the input")
         table.update_schema().union_by_name(incoming).commit()
         return
-    known = set(table.schema.field_names)
     new = [n for n in incoming.names if n not in known]
     by_case = {n.lower(): n for n in known}
     for name in new:

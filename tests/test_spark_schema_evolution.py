@@ -25,6 +25,14 @@ def test_sink_without_merge_schema_names_the_new_columns(spark, catalog):
     with pytest.raises(SchemaMismatchError, match=r"\['coupon'\].*merge_schema=True"):
         sink(spark.createDataFrame([(1, "a", "X")], "id long, v string, coupon string"), 0)
     assert t.latest_snapshot() is None and ps.Table.open(t.path).schema.id == 0
+    # with merge_schema a column without a type (`lit(None)`) was "not in table", which merging was asked
+    # to fix; and a column given twice was a bare KeyError
+    merging = paimon_sink(t.path, commit_user="job", merge_schema=True)
+    with pytest.raises(SchemaMismatchError, match=r"new column\(s\) \['extra'\] have no type .*lit\(None\)\.cast"):
+        merging(spark.sql("select 1L id, 'a' v, null extra"), 0)
+    with pytest.raises(SchemaMismatchError, match=r"has column\(s\) \['v'\] more than once"):
+        sink(spark.sql("select 1L id, 'a' v, 'b' v"), 0)
+    assert t.latest_snapshot() is None and ps.Table.open(t.path).schema.id == 0
 
 
 @pytest.mark.parametrize("dv", [False, True])
