@@ -266,6 +266,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
                 _check_not_null_elements(f.name, chunk, target)
         for chunk in col.chunks:
             _check_years(f.name, chunk)
+            _check_utf8(f.name, chunk)
         check_decimals_fit(f.name, col)
         for chunk in col.chunks:
             _check_lengths(f.name, f.type, chunk)
@@ -374,6 +375,19 @@ def _check_years(name: str, arr: pa.Array) -> None:
             raise SchemaMismatchError(f"column '{path}' holds a {what} outside the years 1 to 9999 ({bad.as_py()} "
                                       f"{'days' if what == 'DATE' else leaf.type.unit} since 1970-01-01), which "
                                       "Paimon's readers do not take")
+
+
+def _check_utf8(name: str, arr: pa.Array) -> None:
+    """STRING values (nested ones too) that are UTF-8 text: Arrow arrays built from buffers, and
+    Spark's strings (which may hold any bytes), are not checked where they are made; such a file
+    would not read back. SchemaMismatchError naming the column otherwise."""
+    for path, leaf in _leaf_arrays(name, arr):
+        if pa.types.is_string(leaf.type) or pa.types.is_large_string(leaf.type):
+            try:  # the cast checks UTF-8 alone (`validate(full=True)` takes 3x as long)
+                leaf.view(pa.large_binary() if pa.types.is_large_string(leaf.type) else pa.binary()).cast(leaf.type)
+            except pa.ArrowInvalid as exc:
+                raise SchemaMismatchError(f"column '{path}' holds a value that is not UTF-8 text ({exc}); write "
+                                          "such bytes to a BYTES column") from None
 
 
 def _check_lengths(name: str, t: DataType, arr: pa.Array) -> None:

@@ -826,13 +826,14 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
     finds the culprits (the error path only): the first raises DecodeError with `on_error`
     fail, else they are returned as (index, error) and the others parsed together again."""
     values = values.cast(pa.binary())
-    objects = np.ones(len(values), bool)
+    text = _utf8(values)
+    objects = text.copy()
     flat = values
     if what != "CSV":
         # one line per record: a newline becomes a tab, whitespace between tokens as the newline is,
         # and, as the newline, no JSON inside a string (a space there would change the text)
         flat = pc.replace_substring(pc.replace_substring(values, "\n", "\t"), "\r", "\t")
-        objects = _braced(flat)
+        objects &= _braced(flat)
     table = _parse_joined(flat, parse_all) if objects.all() else None
     if table is not None and count(table) == len(values):
         return table, []
@@ -840,6 +841,8 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
     singles: dict[int, pa.Table] = {}
     for i, raw in enumerate(flat.to_pylist()):
         try:
+            if not text[i]:  # pyarrow's readers would take the bytes into a STRING column unchecked
+                raise _NotJson(f"its bytes are not UTF-8 text, which {what} is")
             if not objects[i]:
                 _json_document(raw)
                 raise ValueError("not a JSON object")
@@ -910,6 +913,23 @@ def _unifies(a: pa.Field, b: pa.Field) -> bool:
         pa.unify_schemas([pa.schema([a]), pa.schema([b])], promote_options="permissive")
         return True
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+
+
+def _utf8(values: pa.Array) -> np.ndarray:
+    """Which binary values are UTF-8 text (checked all at once; one by one on the error path)."""
+    try:
+        values.cast(pa.string())
+        return np.ones(len(values), bool)
+    except pa.ArrowInvalid:
+        return np.array([v is None or _decodes(v) for v in values.to_pylist()], bool)
+
+
+def _decodes(raw: bytes) -> bool:
+    try:
+        raw.decode()
+        return True
+    except UnicodeDecodeError:
         return False
 
 

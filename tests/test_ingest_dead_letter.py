@@ -50,6 +50,21 @@ def test_decoder_sets_poison_records_aside_in_order():
             for r in csv.rejected.to_pylist()] == [(100, True), (102, True)]
 
 
+def test_a_record_that_is_not_utf8_text_is_a_poison_record():
+    """pyarrow's JSON reader takes bytes that are not UTF-8 into a STRING column unchecked: such a
+    table did not read back, or its statistics failed the job with a bare UnicodeDecodeError.
+    The record is set aside naming it (JSON, CSV and change events are UTF-8 text)."""
+    values = [b'{"id": 1, "name": "a"}', b'{"id": 2, "name": "\xff\xfe max"}', b'{"id": 3, "name": "m\xc3( z"}',
+              b'{"id": 4, "name": "\xc3\xa9"}']
+    for fmt, raw in (("json", values), ("csv", [b"1,a,", b"2,\xff\xfe,", b"3,m\xc3(,", b"4,\xc3\xa9,"])):
+        decoded = Decoder(fmt, SCHEMA, ("id",), on_error="dead-letter").decode_all(records(raw))
+        assert decoded.rows.column("name").to_pylist() == ["a", "é"], fmt
+        assert [(r["offset"], "not UTF-8 text" in r["error"]) for r in decoded.rejected.to_pylist()] == \
+            [(101, True), (102, True)], fmt
+        with pytest.raises(DecodeError, match="offset=101 is not valid .*its bytes are not UTF-8 text"):
+            Decoder(fmt, SCHEMA, ("id",)).decode_all(records(raw))
+
+
 def test_a_number_wider_than_its_decimal_column_is_a_poison_record():
     """pyarrow's JSON and CSV readers keep a number with more digits than its DECIMAL column's
     precision (an 11-digit 123456789.50 in DECIMAL(10, 2)); written, Java would read it back as

@@ -153,6 +153,20 @@ def test_values_longer_than_char_varchar_and_binary_lengths_are_refused(catalog)
     assert t.to_arrow().column("v").to_pylist() == ["abc", "é€x"] and t.latest_snapshot().id == 1
 
 
+def test_strings_that_are_not_utf8_text_are_refused(catalog):
+    """Arrow arrays built from buffers (and Spark's strings, which may hold any bytes) are not
+    checked where they are made: such a STRING was written and its file did not read back."""
+    t = catalog.create_table("db.utf8", pa.schema([("id", pa.int64()), ("v", pa.string()),
+                                                   ("r", pa.struct([("s", pa.large_string())]))]))
+    raw = pa.array([b"ok", b"\xff\xfe"], pa.binary())
+    for column, bad in (("v", pa.Array.from_buffers(pa.string(), 2, raw.buffers())),
+                        ("r", pa.StructArray.from_arrays([pa.Array.from_buffers(pa.large_string(), 2, raw.cast(
+                            pa.large_binary()).buffers())], names=["s"]))):
+        with pytest.raises(SchemaMismatchError, match=f"column '{column}(.s)?' holds a value that is not UTF-8 text"):
+            t.write_arrow(pa.table({"id": [1, 2], column: bad}))
+    assert t.latest_snapshot() is None
+
+
 def test_a_missing_row_column_with_not_null_fields_is_written_as_nulls(catalog):
     """A ROW column whose type has NOT NULL fields, missing from the input (or given as Arrow
     nulls), failed in Parquet's writer ("file metadata is only available after writer close")."""
