@@ -1020,9 +1020,13 @@ def infer_json_schema(values: list[bytes], variants: tuple[str, ...] = (), on_er
         try:
             if not isinstance(_json_document(line), dict):
                 raise _NotAnObject("not a JSON object")
-            one = _inferred_schema([line], variants)
             try:
-                schema = one if schema is None else pa.unify_schemas([schema, one], promote_options="permissive")
+                one = _inferred_schema([line], variants)
+            except DecodeError:  # a field typed by no value of its own (`[]`): the others may type it
+                one = None
+            try:
+                schema = one if schema is None or one is None else \
+                    pa.unify_schemas([schema, one], promote_options="permissive")
             except errors:  # pyarrow's joint inference may still fit them (a timestamp's text and other text)
                 schema = _inferred_schema(kept + [line], variants)
             kept.append(line)
@@ -1034,11 +1038,13 @@ def infer_json_schema(values: list[bytes], variants: tuple[str, ...] = (), on_er
                 raise DecodeError(f"record {where[i] if where else f'#{i} of the sample'} is {why}: the new table's "
                                   "columns cannot be inferred from it (pass --schema, or --on-error skip or "
                                   "dead-letter to leave it out)") from None
-    if schema is None:
+    if not kept:
         raise DecodeError("cannot infer a schema: no sampled record of the topic is a JSON object; pass --schema")
     try:
-        return _inferred_schema(kept, variants)
+        return _inferred_schema(kept, variants)  # a field no record types: DecodeError naming it
     except errors:
+        if schema is None:
+            raise
         return schema
 
 

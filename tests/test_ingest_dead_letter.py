@@ -252,3 +252,15 @@ def test_a_poison_record_among_the_inference_sample_follows_on_error(tmp_path, f
     with pytest.raises(DecodeError, match=f"record topic=orders partition=3 {first}.*pass --schema"):
         ensure_table(None, cfg, lambda line: None, lambda: sample)
     assert not ps.Catalog(str(tmp_path)).table_exists("db.fail")
+
+
+def test_an_empty_array_typed_by_another_sampled_record_survives_a_poison_record():
+    """With a poison record in the sample, each record was inferred alone, and one holding `[]`
+    (typed by an earlier record's `[1]`) stopped the job as untyped. The records are typed
+    together; a field no record types is still the error naming it."""
+    from paimon_streaming.sinks.decoders import infer_json_schema
+    sample = [b'{"id": 1, "arr": [1]}', b'{"id": 2, "arr": []}', b'{"id": 3, "v": 1}', b'{"id": 4, "v": "x"}']
+    assert [(f.name, str(f.type)) for f in infer_json_schema(sample, on_error="dead-letter")] == \
+        [("id", "int64"), ("arr", "list<item: int64>"), ("v", "int64")]
+    with pytest.raises(DecodeError, match="field 'arr' holds an empty array"):
+        infer_json_schema([b'{"id": 2, "arr": []}', b'{"id": 3, "v": 1}', b'{"id": 4, "v": "x"}'], on_error="skip")
