@@ -155,6 +155,16 @@ def without_untyped(t: pa.DataType) -> pa.DataType | None:
     return t
 
 
+def inferred_column_type(t: pa.DataType) -> pa.DataType | None:
+    """The column type of a field pyarrow inferred from JSON values: `without_untyped`, with
+    timestamps it read from whole-second ISO text (TIMESTAMP(0)) as microseconds, Spark's
+    TIMESTAMP, so that a later value with a fraction of a second fits."""
+    kept = without_untyped(t)
+    return None if kept is None else map_arrow_leaves(
+        kept, lambda leaf: pa.timestamp("us", leaf.tz) if pa.types.is_timestamp(leaf) and leaf.unit in ("s", "ms")
+        else leaf)
+
+
 def untyped_value(values: pa.Array | pa.ChunkedArray, declared: pa.DataType | None, path: str) -> str | None:
     """The path of a value in `values` (parsed JSON, fields inferred) that no column could hold
     yet: an empty ARRAY, a ROW of no typed field (`{}`, `{"k": null}`), where `declared` (the

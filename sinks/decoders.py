@@ -188,7 +188,7 @@ class Decoder:
             if self.source_table is None:
                 sources = tuple(sorted(pc.unique(rows.column(change_events.SOURCE_COLUMN)).drop_null().to_pylist()))
             rows = rows.drop_columns([change_events.SOURCE_COLUMN])
-        new_fields = pa.schema([f.with_type(change_events.without_untyped(f.type)) for f in rows.schema
+        new_fields = pa.schema([f.with_type(change_events.inferred_column_type(f.type)) for f in rows.schema
                                 if f.name not in self.schema.names and f.name != KIND_COLUMN
                                 and change_events.typed(f.type)])
         if self.format == "json" and len({f.name.lower() for f in new_fields}) < len(new_fields):
@@ -1064,7 +1064,7 @@ def _inferred_schema(lines: list[bytes], variants: tuple[str, ...]) -> pa.Schema
     except ValueError as exc:
         raise DecodeError(f"cannot infer the new table's columns from the sampled records: {exc}") from None
     # fields seen only as nulls tell no type: they become columns when records give them values
-    inferred = [f.with_type(change_events.without_untyped(f.type)) for f in sample.schema
+    inferred = [f.with_type(change_events.inferred_column_type(f.type)) for f in sample.schema
                 if change_events.typed(f.type)]
     first: dict[str, pa.Field] = {}  # `name` and `Name`: one column (the first), which the other fills
     inferred = [first.setdefault(f.name.lower(), f) for f in inferred if f.name.lower() not in first]

@@ -264,3 +264,14 @@ def test_an_empty_array_typed_by_another_sampled_record_survives_a_poison_record
         [("id", "int64"), ("arr", "list<item: int64>"), ("v", "int64")]
     with pytest.raises(DecodeError, match="field 'arr' holds an empty array"):
         infer_json_schema([b'{"id": 2, "arr": []}', b'{"id": 3, "v": 1}', b'{"id": 4, "v": "x"}'], on_error="skip")
+
+
+def test_timestamps_inferred_from_whole_second_text_take_fractions_later():
+    """A column inferred from "2026-01-02T03:04:05" was TIMESTAMP(0): every later value with a
+    fraction of a second was a poison record. Inferred as Spark's TIMESTAMP (microseconds)."""
+    from paimon_streaming.sinks.decoders import infer_json_schema
+    schema = infer_json_schema([b'{"id": 1, "ts": "2026-01-02T03:04:05"}', b'{"id": 2, "ts": "2026-01-03 00:00:00"}'])
+    assert schema.field("ts").type == pa.timestamp("us")
+    decoded = Decoder("json", pa.schema([pa.field("id", pa.int64(), False), ("ts", pa.timestamp("us"))]), ("id",),
+                      on_error="dead-letter").decode_all(records([b'{"id": 3, "ts": "2026-01-04T10:00:00.250"}']))
+    assert decoded.rows.column("ts").to_pylist() == [datetime.datetime(2026, 1, 4, 10, 0, 0, 250000)]
