@@ -34,7 +34,8 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 from pyspark.accumulators import Accumulator, AccumulatorParam
-from pyspark.errors import StreamingQueryException
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException, StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 import paimon_streaming as ps
@@ -253,7 +254,13 @@ def _keys_not_null(schema: pa.Schema, keys: tuple[str, ...]) -> pa.Schema:
 
 def _table_schema(spark: SparkSession, cfg: IngestConfig, samples: Samples) -> tuple[pa.Schema, str]:
     if cfg.schema:
-        ddl = spark.createDataFrame([], cfg.schema).schema
+        try:
+            ddl = spark.createDataFrame([], cfg.schema).schema
+        except (PySparkException, Py4JJavaError) as exc:  # Spark's DDL parser, through Py4J or Spark Connect
+            text = str(exc.java_exception.getMessage()) if isinstance(exc, Py4JJavaError) else str(exc)
+            reason = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+            raise InvalidOptionError(f"--schema {cfg.schema!r} is not a schema in Spark's DDL (such as "
+                                     f"'id BIGINT, name STRING'): {reason}") from None
         return arrow_schema_of(ddl), "from --schema"
     if cfg.format in ("avro", debezium.AVRO_FORMAT) and cfg.schema_registry:
         return _registry_table_schema(cfg, samples), "from the first record's writer schema in the registry"

@@ -275,3 +275,15 @@ def test_timestamps_inferred_from_whole_second_text_take_fractions_later():
     decoded = Decoder("json", pa.schema([pa.field("id", pa.int64(), False), ("ts", pa.timestamp("us"))]), ("id",),
                       on_error="dead-letter").decode_all(records([b'{"id": 3, "ts": "2026-01-04T10:00:00.250"}']))
     assert decoded.rows.column("ts").to_pylist() == [datetime.datetime(2026, 1, 4, 10, 0, 0, 250000)]
+
+
+def test_a_schema_that_is_not_spark_ddl_is_one_line_naming_it(spark, tmp_path):
+    """An invalid --schema printed a Py4J traceback of ~90 lines; now an InvalidOptionError
+    naming the text and Spark's reason."""
+    from paimon_streaming.errors import InvalidOptionError
+    from paimon_streaming.sinks.ingest import IngestConfig, _table_schema
+    for ddl, reason in (("id BIGINT, name STRNG", "STRNG"), ("id BIGINT, created TIMESTAMP_NTZ(3)", "PRECISION")):
+        cfg = IngestConfig(bootstrap_servers="127.0.0.1:1", warehouse=str(tmp_path), table="db.t", topics=("x",),
+                           schema=ddl)
+        with pytest.raises(InvalidOptionError, match=f"--schema '.*' is not a schema in Spark's DDL .*{reason}"):
+            _table_schema(spark, cfg, lambda: [])
