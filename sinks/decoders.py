@@ -550,8 +550,10 @@ class Decoder:
             try:
                 cols = {field.name: pc.cast(keys.cast(pa.string()), field.type)}
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise DecodeError(f"tombstone keys from {_where(records, 0)} on are not {field.type} values of "
-                                  f"primary key '{field.name}': {exc}") from exc
+                texts = keys.cast(pa.string())
+                first = next((i for i in range(len(texts)) if not _casts(texts.slice(i, 1), field.type)), 0)
+                raise DecodeError(f"tombstone key {texts[first].as_py()!r} of record {_where(records, first)} is not a "
+                                  f"{field.type} value of primary key '{field.name}': {exc}") from exc
             table = pa.table(cols)
         else:
             table, _ = _parse_lines(keys, records, lambda b: _read_json(b, key_schema),
@@ -853,7 +855,8 @@ def _parse_lines(values: pa.Array, records: pa.RecordBatch, parse_all, parse_one
             error = f"not valid {what}: {str(exc).strip()[:300]}" if isinstance(exc, _NotJson) else \
                 f"not valid {what} for the table's schema: {exc.__class__.__name__}: {str(exc).strip()[:300]}"
             if on_error == "fail":
-                raise DecodeError(f"record {_where(records, i)} is {error}; value={raw[:200]!r}") from exc
+                raise DecodeError(f"record {_where(records, i)} is {error}; value={values[i].as_py()[:200]!r}") \
+                    from exc
             bad.append((i, error))
     if bad:
         keep = np.ones(len(values), bool)
@@ -913,6 +916,14 @@ def _unifies(a: pa.Field, b: pa.Field) -> bool:
         pa.unify_schemas([pa.schema([a]), pa.schema([b])], promote_options="permissive")
         return True
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+
+
+def _casts(values: pa.Array, to: pa.DataType) -> bool:
+    try:
+        pc.cast(values, to)
+        return True
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return False
 
 

@@ -190,7 +190,8 @@ def _table_for(spark: SparkSession, cfg: IngestConfig, named: RecordsInDriver | 
         return ensure_table(spark, cfg, log)
     samples = named.samples(sources)
     if not any(_CARRIES_ROW[cfg.format](v) for _, v in samples):
-        log(f"{cfg.table}: the records of {', '.join(sources)} carry no row yet; the table is created with the first")
+        log(f"{cfg.table}: the records of {', '.join(sources)} carry no row yet; the table is created with the "
+            "first record that does")
         return None
     try:
         return ensure_table(spark, cfg, log, lambda: samples)

@@ -5,6 +5,7 @@ committed exactly once together with the batch (also across a crash between the 
 from __future__ import annotations
 
 import datetime
+import re
 import json
 
 import pyarrow as pa
@@ -287,3 +288,13 @@ def test_a_schema_that_is_not_spark_ddl_is_one_line_naming_it(spark, tmp_path):
                            schema=ddl)
         with pytest.raises(InvalidOptionError, match=f"--schema '.*' is not a schema in Spark's DDL .*{reason}"):
             _table_schema(spark, cfg, lambda: [])
+
+
+def test_fail_mode_errors_quote_the_record_and_name_the_bad_tombstone():
+    """The error quoted the value with its newlines turned into tabs (not the record's bytes), and
+    a tombstone key that is not the key's type was named by the batch's first tombstone."""
+    with pytest.raises(DecodeError, match=re.escape('''value=b'{"id": 1, "name": "a\\nb"}\'''')):
+        Decoder("json", SCHEMA, ("id",)).decode_all(records([b'{"id": 1, "name": "a\nb"}']))
+    with pytest.raises(DecodeError, match="tombstone key 'x y' of record topic=t partition=1 offset=102 is not"):
+        Decoder("json", SCHEMA, ("id",), key_format="string").decode_all(
+            records([None, None, None], [b"1", b"2", b"x y"]))
