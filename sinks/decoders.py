@@ -1033,11 +1033,15 @@ def infer_json_schema(values: list[bytes], variants: tuple[str, ...] = (), on_er
                 raise _NotAnObject("not a JSON object")
             try:
                 one = _inferred_schema([line], variants)
-            except DecodeError:  # a field typed by no value of its own (`[]`): the others may type it
-                one = None
+            except DecodeError:  # a field typed by no value of its own (`[]`): the others may type it,
+                one = None       # if it fits them (a clash goes to `except errors`, as any other)
+                try:
+                    _inferred_schema(kept + [line], variants)
+                except DecodeError:
+                    pass
             try:
-                schema = one if schema is None or one is None else \
-                    pa.unify_schemas([schema, one], promote_options="permissive")
+                if one is not None:
+                    schema = one if schema is None else pa.unify_schemas([schema, one], promote_options="permissive")
             except errors:  # pyarrow's joint inference may still fit them (a timestamp's text and other text)
                 schema = _inferred_schema(kept + [line], variants)
             kept.append(line)
