@@ -929,19 +929,9 @@ def _casts(values: pa.Array, to: pa.DataType) -> bool:
 
 def _utf8(values: pa.Array) -> np.ndarray:
     """Which binary values are UTF-8 text (checked all at once; one by one on the error path)."""
-    try:
-        values.cast(pa.string())
+    if _casts(values, pa.string()):
         return np.ones(len(values), bool)
-    except pa.ArrowInvalid:
-        return np.array([v is None or _decodes(v) for v in values.to_pylist()], bool)
-
-
-def _decodes(raw: bytes) -> bool:
-    try:
-        raw.decode()
-        return True
-    except UnicodeDecodeError:
-        return False
+    return np.array([_casts(values.slice(i, 1), pa.string()) for i in range(len(values))], bool)
 
 
 class _NotJson(ValueError):
