@@ -210,3 +210,27 @@ def test_remove_orphans_lists_the_files(tmp_path, capsys):
     assert main(["remove-orphans", table.path, "--older-than", "2999-01-01", "--dry-run"]) == 0
     assert capsys.readouterr().out == f"{orphan}\nwould remove 1 orphan files (10 bytes) of {table.ref}\n"
     assert os.path.exists(orphan)
+
+
+def test_table_after_where_terms_and_usage_errors_as_json(tmp_path, capsys):
+    """`delete --where id = 1 TABLE` (the table after the options) was refused: --where's terms
+    had swallowed it; `is null` may come unquoted; a usage error under --json prints JSON too."""
+    table = _small_table(tmp_path)
+    table.write_arrow(pa.table({"id": [3], "v": [None]}))
+    assert main(["delete", "--where", "v", "IS", "NULL", "--dry-run", "--json", table.path]) == 0
+    assert json.loads(capsys.readouterr().out)["matching_rows"] == 1
+    assert main(["update", "--set", "v=z", "--where", "id", "IN", "[1, 3]", table.path]) == 0
+    assert capsys.readouterr().out.startswith("updated ")
+    assert main(["delete", "--where", "v", "is not null", "--where", "id", "<", "2", table.path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["snapshot"] is not None
+    assert sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"]) == [{"id": 2, "v": "b"}, {"id": 3, "v": "z"}]
+    assert main(["rescale", "--where", "id", ">", "0", table.path, "--dry-run", "--json"]) == 1
+    assert table.path not in json.loads(capsys.readouterr().out)["error"]  # the table was found: an error of its own
+    assert main(["delete", "--where", "id", "=", "1", "--json"]) == 1  # no table at all
+    assert json.loads(capsys.readouterr().out)["error"].startswith("delete needs the table")
+    with pytest.raises(SystemExit) as exit_info:  # argparse's own refusal: --where is required
+        main(["delete", table.path, "--json"])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert "usage: paimon-streaming delete" in captured.err
+    assert json.loads(captured.out) == {"error": "the following arguments are required: --where", "type": "UsageError"}

@@ -29,8 +29,22 @@ COMMAND_MODULES = (
 )
 
 
+class UsageError(Exception):
+    """Arguments the parser refuses; `main` reports it as argparse does (usage, SystemExit(2)),
+    and as JSON too under --json."""
+
+    def __init__(self, message: str, usage: str):
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print and exit here, before --json is known
+        raise UsageError(message, self.format_usage())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="paimon-streaming",
+    parser = _Parser(prog="paimon-streaming",
                                      description="Pure-Python Apache Paimon tables: demo, ingestion and table tools.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -39,7 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print(f"{exc.usage}paimon-streaming: error: {exc}", file=sys.stderr)
+        if "--json" in argv:
+            print(json.dumps({"error": str(exc), "type": "UsageError"}))
+        raise SystemExit(2) from None
     try:
         return args.func(args)
     except BrokenPipeError:  # output into a closed pipe (`| head`): the command itself is done

@@ -22,6 +22,9 @@ def emit(args: argparse.Namespace, result: Any, human: Callable[[Any], None]) ->
         human(result)
 
 
-def add_table_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("table", help="table directory (<warehouse>/<db>.db/<table>) or URI")
+def add_table_argument(parser: argparse.ArgumentParser, after_where: bool = False) -> None:
+    """The TABLE argument (and --json); `after_where`: it may follow --where's terms, which the
+    command then takes from them (`table_commands.take_trailing_table`)."""
+    parser.add_argument("table", nargs="?" if after_where else None,
+                        help="table directory (<warehouse>/<db>.db/<table>) or URI")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

@@ -67,6 +67,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 def cmd_rescale(args: argparse.Namespace) -> int:
     """`rescale`: a new bucket count, and the selected partitions rewritten to the table's."""
+    take_trailing_table(args)
     table = Table.open(args.table)
     terms = where_terms(args.where, table.arrow_schema()) if args.where else None
     if args.dry_run:
@@ -105,13 +106,46 @@ def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
     return text if textual and isinstance(value, (int, float, bool)) else value
 
 
+_NULLARY_OPS = ("is null", "is not null")
+_WORDED_OPS = ("is not null", "is null", "not in")  # longest first: `is not null` before `is null`
+
+
+def _where_parts(where: list[str]) -> tuple[str, str, list[str]]:
+    """COLUMN, OP and what follows them; an OP of words may come as one argument
+    (`'is null'`) or as several (`is null`, as typed without quotes), in either case."""
+    if len(where) < 2:
+        raise ValueError(f"--where takes COLUMN OP [VALUE], got {' '.join(where)!r}")
+    rest = where[1:]
+    for op in _WORDED_OPS:
+        words = op.split()
+        if [w.lower() for w in rest[:len(words)]] == words:
+            return where[0], op, rest[len(words):]
+    op = rest[0].lower() if rest[0].lower() in ("in", *_WORDED_OPS) else rest[0]  # SQL's keywords in any case
+    return where[0], op, rest[1:]
+
+
+def take_trailing_table(args: argparse.Namespace) -> None:
+    """`delete --where id = 5 TABLE`: the last --where swallowed the table (its option takes
+    one or more arguments, so argparse cannot tell where it ends); its surplus argument is the
+    table when none came before the options."""
+    if args.table is not None:
+        return
+    if args.where:
+        column, op, rest = _where_parts(args.where[-1])
+        if len(rest) == (0 if op in _NULLARY_OPS else 1) + 1:
+            args.table = args.where[-1].pop()
+            return
+    raise ValueError(f"{args.command} needs the table: paimon-streaming {args.command} TABLE --where COLUMN OP [VALUE]")
+
+
 def where_terms(wheres: list[list[str]], schema: pa.Schema) -> list[tuple]:
     """`--where COLUMN OP [VALUE]` options as filter terms (AND)."""
     terms = []
     for where in wheres:
-        if len(where) not in (2, 3):
+        column, op, rest = _where_parts(where)
+        if len(rest) != (0 if op in _NULLARY_OPS else 1):
             raise ValueError(f"--where takes COLUMN OP [VALUE], got {' '.join(where)!r}")
-        terms.append(tuple(where) if len(where) == 2 else (where[0], where[1], cli_value(where[0], where[2], schema)))
+        terms.append((column, op) if not rest else (column, op, cli_value(column, rest[0], schema)))
     return terms
 
 
@@ -128,6 +162,7 @@ def set_values(sets: list[str], schema: pa.Schema) -> dict[str, Any]:
 
 def cmd_row_level(args: argparse.Namespace) -> int:
     """`delete` and `update`: one commit, or with --dry-run the number of rows it would change."""
+    take_trailing_table(args)
     table = Table.open(args.table)
     terms = where_terms(args.where, table.arrow_schema())
     values = set_values(args.set, table.arrow_schema()) if args.command == "update" else None
@@ -165,7 +200,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
     p = sub.add_parser("rescale", help="change a fixed-bucket table's bucket count and rewrite its partitions "
                                        "to it (Paimon's CALL sys.rescale)")
-    add_table_argument(p)
+    add_table_argument(p, after_where=True)
     p.add_argument("--bucket", type=int, help="the new bucket count (default: the table's, to rewrite partitions "
                                               "written before a change of it)")
     p.add_argument("--where", nargs="+", action="append", metavar="TERM",
@@ -177,7 +212,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        ("update", "set values in the rows a filter matches (SQL's UPDATE ... SET ... WHERE), in one "
                                   "commit")):
         p = sub.add_parser(name, help=text)
-        add_table_argument(p)
+        add_table_argument(p, after_where=True)
         p.add_argument("--where", nargs="+", action="append", required=True, metavar="TERM",
                        help="COLUMN OP [VALUE], repeated for AND: --where dt '<' 2024-01-01 --where id in '[1, 2]' "
                             "(OP: = != < <= > >= in 'not in' 'is null' 'is not null'; VALUE as JSON, else text)")
