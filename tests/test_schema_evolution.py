@@ -321,6 +321,27 @@ def test_cli_alter(catalog, capsys):
     assert ps.Table.open(t.path).schema.field("remark").default_value is None
 
 
+def test_cli_alter_names_in_backticks(catalog, capsys):
+    """A column whose name holds a dot (JSON keys such as user.id become one) was unreachable:
+    `user.id` always meant field id of a ROW user. Backticks name it, as in Spark SQL."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("user.id", pa.string()),
+                        ("addr", pa.struct([("zip", pa.string())]))])
+    t = catalog.create_table("db.dots", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "user.id": ["u1"], "addr": [{"zip": "z1"}]}))
+    assert main(["alter", t.path, "--rename", "`user.id`=`uid`", "--add-column", "`a b` INT AFTER id",
+                 "--add-column", "addr.`c=d` STRING", "--type", "`a b`=BIGINT", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(c["name"], c["type"]) for c in out["columns"]] == [
+        ("id", "BIGINT NOT NULL"), ("a b", "BIGINT"), ("uid", "STRING"), ("addr", "ROW<zip STRING, c=d STRING>")]
+    assert main(["alter", t.path, "--default", "`uid`=anon", "--drop", "addr.zip", "--json"]) == 0
+    capsys.readouterr()
+    assert ps.Table.open(t.path).to_arrow().to_pylist() == [{"id": 1, "a b": None, "uid": "u1", "addr": {"c=d": None}}]
+    assert main(["alter", t.path, "--drop", "user.id", "--json"]) == 1  # a ROW user's field id: no such column
+    assert "user" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["alter", t.path, "--drop", "`unclosed", "--json"]) == 1
+    assert "in backticks" in json.loads(capsys.readouterr().out)["error"]
+
+
 @pytest.mark.parametrize("dv", [False, True])
 def test_we_read_tables_java_evolved(tmp_path, dv):
     """Every change kind made by Paimon's own SchemaManager, with data written by Java before and

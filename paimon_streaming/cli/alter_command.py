@@ -9,21 +9,34 @@ from ..schema_update import SchemaUpdate
 from ..table import Table
 from .output import add_table_argument, emit
 
-_ADD = re.compile(r"^\s*(?P<path>\S+)\s+(?P<type>.+?)(?:\s+(?P<first>FIRST)|\s+AFTER\s+(?P<after>\S+))?\s*$",
+# A column name as Spark SQL writes one: plain (no spaces, dots or backticks) or in backticks
+# (`` `user.id` ``, a backtick inside doubled); a nested field's path joins names with dots.
+_NAME = r"(?:`(?:[^`]|``)*`|[^\s`.=]+)"
+_NAME_PATH = rf"{_NAME}(?:\.{_NAME})*"
+_ADD = re.compile(rf"^\s*(?P<path>{_NAME_PATH})\s+(?P<type>.+?)(?:\s+(?P<first>FIRST)|\s+AFTER\s+(?P<after>{_NAME}))?\s*$",
                   re.IGNORECASE)
 
 
+def _unquoted(name: str) -> str:
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
 def _path(text: str) -> str | tuple[str, ...]:
-    """`addr.zip` names the nested field zip of ROW column addr."""
-    parts = tuple(text.split("."))
+    """`addr.zip` names the nested field zip of ROW column addr; `` `user.id` `` the column
+    named user.id."""
+    if not re.fullmatch(_NAME_PATH, text.strip()):
+        raise ValueError(f"expected a column name (in backticks if it holds a dot, a space, '=' or a backtick, "
+                         f"as in Spark SQL: `user.id`), got {text!r}")
+    parts = tuple(_unquoted(m) for m in re.findall(_NAME, text.strip()))
     return parts[0] if len(parts) == 1 else parts
 
 
 def _pair(text: str, what: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
+    """NAME=VALUE, the NAME plain or in backticks (which may hold '=')."""
+    m = re.match(rf"\s*({_NAME_PATH})?\s*=", text)
+    if not m or not m[1]:
         raise ValueError(f"expected {what}, got {text!r}")  # reported by main, as every argument error
-    return name.strip(), value.strip()
+    return m[1], text[m.end():].strip()
 
 
 def _changes(args: argparse.Namespace, update: SchemaUpdate) -> None:
@@ -31,10 +44,11 @@ def _changes(args: argparse.Namespace, update: SchemaUpdate) -> None:
         m = _ADD.match(spec)
         if not m:
             raise ValueError(f"--add-column expects 'NAME TYPE [FIRST | AFTER COLUMN]', got {spec!r}")
-        update.add_column(_path(m["path"]), m["type"], first=bool(m["first"]), after=m["after"])
+        update.add_column(_path(m["path"]), m["type"], first=bool(m["first"]),
+                          after=_unquoted(m["after"]) if m["after"] else None)
     for spec in args.rename:
         old, new = _pair(spec, "OLD=NEW")
-        update.rename_column(_path(old), new)
+        update.rename_column(_path(old), _unquoted(new))
     for spec in args.type:
         name, type_name = _pair(spec, "COLUMN=TYPE")
         update.update_column(_path(name), type_name)
@@ -42,14 +56,16 @@ def _changes(args: argparse.Namespace, update: SchemaUpdate) -> None:
         update.update_column(_path(name), nullable=True)
     for spec in args.default:
         name, value = _pair(spec, "COLUMN=VALUE")
-        update.set_default(name, value)
+        update.set_default(_path(name), value)
     for name in args.drop_default:
-        update.set_default(name, None)
+        update.set_default(_path(name), None)
     for name in args.drop:
         update.drop_column(_path(name))
     for spec in args.set:
-        key, value = _pair(spec, "KEY=VALUE")
-        update.set_option(key, value)
+        key, sep, value = spec.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected KEY=VALUE, got {spec!r}")
+        update.set_option(key.strip(), value.strip())
     for key in args.unset:
         update.remove_option(key)
     if args.comment is not None:
@@ -73,7 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("alter", help="change a table's schema: add, rename, drop or widen columns, options",
                        description="All changes become one new schema file; data files are not rewritten "
                                    "(older files are read by field id). Nested ROW fields are named "
-                                   "with dots: addr.zip.")
+                                   "with dots: addr.zip; a name holding a dot, a space, '=' or a "
+                                   "backtick goes in backticks, as in Spark SQL: `user.id`.")
     add_table_argument(p)
     p.add_argument("--add-column", action="append", default=[], metavar="'NAME TYPE [FIRST|AFTER COL]'",
                    help="add a nullable column, e.g. 'coupon STRING AFTER id' (repeatable)")
