@@ -303,8 +303,14 @@ def _binary_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def serialize_row(values: Sequence[Any], types: Sequence[DataType]) -> bytes:
     """One row with the 4-byte big-endian arity prefix (Java SerializationUtils.serializeBinaryRow)."""
-    columns = [pa.array([v], type=to_arrow(t)) for v, t in zip(values, types, strict=True)]
+    columns = [_one_value(v, to_arrow(t)) for v, t in zip(values, types, strict=True)]
     return serialize_rows(columns, types, num_rows=1)[0]
+
+
+def _one_value(value: Any, arrow_type: pa.DataType) -> pa.Array:
+    if getattr(value, "nanosecond", 0) and pa.types.is_timestamp(arrow_type) and arrow_type.unit == "ns":
+        return pa.array([epoch_nanos(value)], pa.int64()).cast(arrow_type)  # pa.array would drop them
+    return pa.array([value], type=arrow_type)
 
 
 def serialize_rows(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType],
@@ -531,6 +537,16 @@ class NanoDatetime(datetime.datetime):
 
 def _nano_datetime(value: datetime.datetime, nanosecond: int) -> NanoDatetime:
     return NanoDatetime.of(value, nanosecond)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def epoch_nanos(value: datetime.datetime) -> int:
+    """A datetime's nanoseconds since 1970 (a naive one as UTC, as Arrow takes it), with the
+    `nanosecond` a NanoDatetime or pandas.Timestamp holds below its microsecond."""
+    base = _EPOCH if value.tzinfo is None else _EPOCH.replace(tzinfo=datetime.timezone.utc)
+    return (value - base) // datetime.timedelta(microseconds=1) * 1000 + getattr(value, "nanosecond", 0)
 
 
 def _var_bytes(row: memoryview, slot: int) -> memoryview:

@@ -11,6 +11,7 @@ import datetime as dt
 import decimal
 import fractions
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -18,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .binary_row import NanoDatetime, epoch_nanos
 from .errors import SchemaMismatchError
 from .types import from_arrow
 
@@ -64,7 +66,7 @@ def parse_filter(spec: Any, schema: pa.Schema) -> Filter | None:
             if op not in ("is null", "is not null") and pa.types.is_nested(kind):
                 raise SchemaMismatchError(f"filter column '{column}' is of type {from_arrow(kind)}: its values do not compare "
                                           f"('{op}'); only 'is null' and 'is not null' apply to it")
-            terms.append(Term(column, op, _as_typed_digits(_from_text(column, value, kind), kind)))
+            terms.append(Term(column, op, _as_typed_digits(_from_text(column, plain_literal(value, kind), kind), kind)))
         disjuncts.append(tuple(terms))
     expression = _or([_and([_term_expr(t, schema.field(t.column).type) for t in conj]) for conj in disjuncts])
     return Filter(tuple(disjuncts), expression)
@@ -81,7 +83,7 @@ def _from_text(column: str, value: Any, arrow_type: pa.DataType) -> Any:
     if pa.types.is_date(arrow_type):
         parse, what = dt.date.fromisoformat, "a date (YYYY-MM-DD)"
     elif pa.types.is_timestamp(arrow_type):
-        parse, what = dt.datetime.fromisoformat, "a timestamp (YYYY-MM-DD[ HH:MM:SS[.ffffff]][+HH:MM])"
+        parse, what = _timestamp_text, "a timestamp (YYYY-MM-DD[ HH:MM:SS[.fffffffff]][+HH:MM])"
     elif pa.types.is_time(arrow_type):
         parse, what = dt.time.fromisoformat, "a time of day (HH:MM:SS[.ffffff])"
     else:
@@ -91,6 +93,77 @@ def _from_text(column: str, value: Any, arrow_type: pa.DataType) -> Any:
     except ValueError:
         raise SchemaMismatchError(f"filter value {value!r} for column '{column}' ({from_arrow(arrow_type)}) is not "
                                   f"{what}") from None
+
+
+_BEYOND_MICROSECONDS = re.compile(r"(?P<head>.*[T ]\d\d:\d\d:\d\d\.\d{6})(?P<nanos>\d{1,3})(?P<more>\d*)(?P<tail>.*)")
+
+
+def _timestamp_text(text: str) -> dt.datetime:
+    """ISO text as a datetime; digits 7-9 of its fraction (which datetime.fromisoformat drops)
+    kept as a NanoDatetime's nanoseconds."""
+    m = _BEYOND_MICROSECONDS.fullmatch(text)
+    if m is None:
+        return dt.datetime.fromisoformat(text)
+    if m["more"].strip("0"):
+        raise ValueError("more fractional digits than nanoseconds")
+    value = dt.datetime.fromisoformat(m["head"] + m["tail"])
+    nanos = int(m["nanos"].ljust(3, "0"))
+    return NanoDatetime.of(value, nanos) if nanos else value
+
+
+def plain_literal(value: Any, arrow_type: pa.DataType) -> Any:
+    """A literal as the plain Python value it holds, for a column of `arrow_type`: numpy scalars
+    (np.int64, np.float32, np.bool_, np.datetime64; what pandas and polars hand back) as ints,
+    floats, bools and datetimes (a float32 2.5 compared as Arrow's cast would see 2), one against
+    a DECIMAL as the decimal its shortest text shows; a pandas.Timestamp as a datetime keeping
+    its nanoseconds; an instant against a TIMESTAMP (wall-time) column as the wall time it shows
+    in its own zone, as `write_arrow` stores it. Values of `in` lists too."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain_literal(v, arrow_type) for v in value)
+    if isinstance(value, np.generic):
+        if isinstance(value, np.floating) and pa.types.is_decimal(arrow_type) and np.isfinite(value):
+            return decimal.Decimal(str(value))
+        value = _datetime64_value(value) if isinstance(value, np.datetime64) else value.item()
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None and pa.types.is_timestamp(arrow_type) and arrow_type.tz is None:
+            value = _with_nanos(value.replace(tzinfo=None), getattr(value, "nanosecond", 0))
+        elif type(value) not in (dt.datetime, NanoDatetime):  # pandas.Timestamp
+            value = _with_nanos(dt.datetime(value.year, value.month, value.day, value.hour, value.minute, value.second,
+                                            value.microsecond, value.tzinfo, fold=value.fold),
+                                getattr(value, "nanosecond", 0))
+    return value
+
+
+def _with_nanos(value: dt.datetime, nanos: int) -> dt.datetime:
+    plain = dt.datetime(value.year, value.month, value.day, value.hour, value.minute, value.second,
+                        value.microsecond, value.tzinfo, fold=value.fold)
+    return NanoDatetime.of(plain, nanos) if nanos else plain
+
+
+def _datetime64_value(value: np.datetime64) -> Any:
+    """np.datetime64 as a date (unit of days or coarser), a datetime (finer), None for NaT."""
+    if np.isnat(value):
+        return None
+    unit = np.datetime_data(value.dtype)[0]
+    if unit in ("Y", "M", "W", "D"):
+        return value.astype("datetime64[D]").item()
+    nanos = int(value.astype("datetime64[ns]").astype(np.int64)) if unit == "ns" else \
+        int(value.astype("datetime64[us]").astype(np.int64)) * 1000
+    return _with_nanos(_EPOCH + dt.timedelta(microseconds=nanos // 1000), nanos % 1000)
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_UNIT_NANOS = {"s": 10 ** 9, "ms": 10 ** 6, "us": 10 ** 3, "ns": 1}
+
+
+def timestamp_scalar(value: dt.datetime, arrow_type: pa.DataType) -> Any:
+    """`value` as a scalar of a TIMESTAMP column's type when it is exactly one of its values,
+    else INEXACT (finer than the column's unit, or beyond its range)."""
+    units, rest = divmod(epoch_nanos(value), _UNIT_NANOS[arrow_type.unit])
+    try:
+        return INEXACT if rest else pa.scalar(units, type=arrow_type)
+    except (pa.ArrowInvalid, OverflowError):
+        return INEXACT
 
 
 def _as_typed_digits(value: Any, arrow_type: pa.DataType) -> Any:
@@ -127,7 +200,7 @@ def _term_parts(item: Any) -> tuple[str, str, Any]:
 class _Inexact:
     """A literal no value of the column equals, though it compares with them: a fraction against
     an integer column, a double between two FLOATs, an instant finer than the column's unit, a
-    time of day against a DATE, NaN (which equals nothing)."""
+    time of day against a DATE, NaN (which equals nothing), an instant beyond the column's range."""
 
 
 INEXACT = _Inexact()
@@ -149,15 +222,17 @@ def _column_value(value: Any, arrow_type: pa.DataType) -> Any:
     if pa.types.is_date(arrow_type) and isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             return None
-        return pa.scalar(value.date(), arrow_type) if value == dt.datetime.combine(value.date(), dt.time()) else INEXACT
+        return pa.scalar(value.date(), arrow_type) if value == dt.datetime.combine(value.date(), dt.time()) \
+            and not getattr(value, "nanosecond", 0) else INEXACT
+    if pa.types.is_timestamp(arrow_type) and isinstance(value, dt.datetime):
+        return timestamp_scalar(value, arrow_type)
     try:
         scalar = pa.scalar(value, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         return INEXACT if pa.types.is_decimal(arrow_type) and numeric else None
-    finest = _microseconds(arrow_type)
-    if finest is not None and getattr(arrow_type, "unit", None) in ("s", "ms") \
-            and isinstance(value, (dt.datetime, dt.time)):
-        return scalar if scalar.cast(finest).value == pa.scalar(value, type=finest).value else INEXACT
+    if pa.types.is_time(arrow_type) and arrow_type.unit in ("s", "ms") and isinstance(value, dt.time):
+        return scalar if scalar.cast(pa.time64("us")).value == pa.scalar(value, type=pa.time64("us")).value \
+            else INEXACT
     return scalar
 
 
@@ -165,14 +240,22 @@ def _is_temporal(arrow_type: pa.DataType) -> bool:
     return pa.types.is_date(arrow_type) or pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type)
 
 
-def _microseconds(arrow_type: pa.DataType) -> pa.DataType | None:
-    """The type a Python datetime (time) literal is exact in, for a TIMESTAMP (TIME) column:
-    microseconds; a DATE compares with a datetime as its midnight."""
+def _beside_temporal(field: pc.Expression, op: str, value: Any, arrow_type: pa.DataType) -> pc.Expression:
+    """`field op value` (op < <= > >=) for a date or time literal no value of the column equals
+    (finer than its unit: a nanosecond against TIMESTAMP(6), 10:30 against a DATE): the column's
+    values lie on a grid of its unit, so `x > v` is `x > below` and `x < v` is `x <= below`,
+    `below` the grid point just under `v` (none: `v` lies beyond the column's range)."""
     if pa.types.is_timestamp(arrow_type):
-        return pa.timestamp("us", tz=arrow_type.tz)
-    if pa.types.is_time(arrow_type):
-        return pa.time64("us")
-    return pa.timestamp("us") if pa.types.is_date(arrow_type) else None
+        units = epoch_nanos(value) // _UNIT_NANOS[arrow_type.unit]
+        below = pa.scalar(units, type=arrow_type) if -2 ** 63 <= units < 2 ** 63 else None
+    elif pa.types.is_time(arrow_type):
+        nanos = ((value.hour * 60 + value.minute) * 60 + value.second) * 10 ** 9 + value.microsecond * 1000
+        below = pa.scalar(nanos // _UNIT_NANOS[arrow_type.unit], type=arrow_type)
+    else:
+        below = pa.scalar(value.date(), type=arrow_type)
+    if below is None:
+        return field.is_valid() if (op in ("<", "<=")) == (units > 0) else pc.scalar(False)
+    return field <= below if op in ("<", "<=") else field > below
 
 
 def scalar_or_inexact(value: int | float | decimal.Decimal, arrow_type: pa.DataType) -> Any:
@@ -211,9 +294,8 @@ def _comparison(column: str, op: str, value: Any, arrow_type: pa.DataType) -> pc
         return pc.scalar(False)
     if op == "!=":
         return field.is_valid()
-    finest = _microseconds(arrow_type)
-    if finest is not None:
-        return _OPS_EXPR[op](field.cast(finest), pa.scalar(value, type=finest))  # a lossless widening
+    if _is_temporal(arrow_type):
+        return _beside_temporal(field, op, value, arrow_type)
     if _is_nan(value):
         return pc.scalar(False)
     if not _finite(value):  # an infinity: above (or below) every value of the column
@@ -326,6 +408,8 @@ def compare_values(a: Any, b: Any) -> int | None:
     compare by their exact values (2**53 + 1 > 2.0**53), NaN above them."""
     if isinstance(a, float) and isinstance(b, float):
         return _double_compare(a, b)
+    if isinstance(a, dt.datetime) and isinstance(b, dt.datetime):  # to the nanosecond (NanoDatetime)
+        a, b = (_with_nanos(a, 0), getattr(a, "nanosecond", 0)), (_with_nanos(b, 0), getattr(b, "nanosecond", 0))
     if isinstance(a, float) or isinstance(b, float):
         numbers = (int, float, decimal.Decimal)
         if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):

@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+from .binary_row import epoch_nanos
 from .deletionvectors import decode_vector, positions_of, read_index_file
 from .errors import CorruptFileError, SchemaMismatchError, UnsupportedOperationError
 from .evolution import read_evolved
@@ -244,14 +245,5 @@ __all__ = ["SplitReader", "last_of_each_key", "first_of_each_key"]
 def _epoch_in(value: dt.datetime, unit: str) -> int:
     """A decoded partition timestamp (naive, or aware in UTC; `nanosecond` below the
     microsecond of a TIMESTAMP(7..9)) since the epoch in `unit`, floored as Java cuts it."""
-    nanosecond = getattr(value, "nanosecond", 0)   # (a conversion would lose it)
-    if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-    delta = value - _EPOCH
-    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    if unit == "ns":
-        return micros * 1000 + nanosecond
-    return micros // {"s": 1_000_000, "ms": 1000, "us": 1}[unit]
+    return epoch_nanos(value) // {"s": 10 ** 9, "ms": 10 ** 6, "us": 1000, "ns": 1}[unit]
 
-
-_EPOCH = dt.datetime(1970, 1, 1)

@@ -29,6 +29,7 @@ file its first vector (two such vectors of one file would hide each other's rows
 """
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 import logging
 import math
@@ -53,7 +54,7 @@ from .manifest.entries import DELETION_VECTORS_INDEX
 from .merge_engine import row_kind_filter
 from .numpy_arrow import from_numpy
 from .paths import TableDirs
-from .predicate import Filter, parse_filter
+from .predicate import INEXACT, Filter, parse_filter, plain_literal, timestamp_scalar
 from .read import SplitReader
 from .scan import TableScan
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -301,8 +302,15 @@ def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
     type is cast from its text (`"12.5"`, `"2024-01-01"`: what the command line passes), and a
     number is never truncated or rounded to infinity (pyarrow turns 2.5 into 2 for an integer
     column, 1e39 into inf for a FLOAT)."""
+    value = plain_literal(value, target)  # numpy and pandas scalars as Python values, as filters take them
     if isinstance(value, str) and not (pa.types.is_string(target) or pa.types.is_large_string(target)):
         return pa.scalar(value).cast(target)
+    if isinstance(value, dt.datetime) and pa.types.is_timestamp(target):
+        scalar = timestamp_scalar(value, target)
+        if scalar is INEXACT:
+            raise ValueError(f"it is finer than the column's unit ({target.unit}) or beyond its range: it would be "
+                             "cut, which writes refuse too")
+        return scalar
     if isinstance(value, float) and pa.types.is_decimal(target) and math.isfinite(value):
         value = decimal.Decimal(repr(value))
     numeric = isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)

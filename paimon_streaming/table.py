@@ -42,7 +42,7 @@ from .tags import TagManager
 from .time_travel import local_epoch_millis
 from .keyvalue import VALUE_KIND
 from .manifest import ManifestEntry
-from .write import TableWrite, conform, write_threads
+from .write import TableWrite, arrow_table, conform, write_threads
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +283,8 @@ class Table:
                     commit_user: str | None = None, commit_identifier: int | None = None,
                     row_kind_column: str | None = None) -> int | None:
         """Write one batch and commit it; returns the new snapshot id (None if nothing changed).
+        `data`: a pyarrow Table or RecordBatch, a RecordBatchReader, a list of batches, or a
+        pandas or polars DataFrame or duckdb result (anything with the Arrow stream interface).
 
         `overwrite=True` replaces the table's whole content with `data`. A failed write commits
         nothing; files it wrote are unreferenced and removed by orphan cleanup.
@@ -294,6 +296,7 @@ class Table:
         (None once expired), and an identifier below the user's newest that was never
         committed raises CommitIdentifierError.
         """
+        data = arrow_table(data)  # once: a RecordBatchReader reads only once, and a retry writes it again
         just_read = None  # the newest snapshot, when the exactly-once check has just read it
         if commit_user is not None and commit_identifier is not None:
             commits = self.new_commit().user_commits(commit_user, commit_identifier)

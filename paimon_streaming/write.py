@@ -55,7 +55,7 @@ from .system_fields import is_system_field, reserved_names_message
 from .lsm.changelog import changelog_producer, input_changelog
 from .lsm.dv_compaction import BucketCompactor, BucketFiles
 from .lsm.lookup import KEY_INDEXES, KeyIndex
-from .types import MAX_LENGTH, DataField, DataType, from_arrow, to_arrow
+from .types import MAX_LENGTH, DataField, DataType, from_arrow, map_arrow_leaves, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _BUCKET_BITS = 31  # a (partition, bucket) group id holds any bucket Paimon allows (a Java int)
@@ -219,8 +219,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     for system columns. When a batch has row kinds, the result carries them as a trailing int8
     `_VALUE_KIND` column.
     """
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
+    data = arrow_table(data)
     data, kinds = _split_row_kinds(data, schema, table_name, row_kind_column)
     names = schema.field_names
     table_columns, input_columns = set(names), set(data.column_names)
@@ -243,7 +242,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
                     f"column '{f.name}' of table {table_name} is NOT NULL but missing from the input")
             columns.append(variant.conform(f.name, with_defaults(_null_column(data.num_rows, target), f), f.type))
             continue
-        col = _plainly_encoded(f.name, data.column(f.name))
+        col = _in_paimon_types(f.name, _plainly_encoded(f.name, data.column(f.name)))
         if pa.types.is_null(col.type):  # an all-null column of Arrow type null fits any column
             col = pa.chunked_array([_null_column(len(col), target)])
         else:
@@ -256,11 +255,14 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
         target = wide_enough(target, col.nbytes)  # 2 GiB of strings: 64-bit offsets (merge_engine.py)
         if col.type != target:
             col = _hidden_nulls_filled(f.name, col, target)
+            given = col
             try:
-                col = _between_zones(col, target, time_zone).cast(target)
+                col = _between_zones(_integers_as_decimals(col, target), target, time_zone).cast(target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 raise SchemaMismatchError(
-                    f"column '{f.name}' cannot be cast from {col.type} to {target}: {exc}") from None
+                    f"column '{f.name}' cannot be cast from {given.type} to {target}: {exc}") from None
+            if pa.types.is_float32(target) and pa.types.is_float64(given.type):
+                _check_float_range(f.name, given, col)
             for chunk in col.chunks:
                 _check_milliseconds_of_day(f.name, chunk)
                 _check_not_null_elements(f.name, chunk, target)
@@ -284,6 +286,69 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
 
 
 _WIDENED = (pa.large_string(), pa.large_binary())  # what `wide_enough` makes a column
+
+
+def arrow_table(data) -> pa.Table:
+    """The input of a write as one Arrow table: a Table, a RecordBatch, a RecordBatchReader
+    (read whole: it is one commit), a list of batches or tables, or any object with the Arrow
+    stream interface (pandas and polars DataFrames, duckdb results), as deltalake takes them."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if isinstance(data, (list, tuple)) and data and all(isinstance(d, (pa.Table, pa.RecordBatch)) for d in data):
+        return pa.concat_tables([arrow_table(d) for d in data])
+    if hasattr(data, "__arrow_c_stream__") or type(data).__module__.startswith("pandas"):
+        return pa.table(data)
+    raise TypeError(f"a write takes a pyarrow Table, RecordBatch or RecordBatchReader, a list of batches, or an object "
+                    f"with the Arrow stream interface (pandas, polars, duckdb), not {type(data).__name__}")
+
+
+# Arrow types Paimon has no type for, as the Paimon type that holds each of their values (a
+# value beyond it, a uint64 above 2^63 - 1, is refused by the cast naming the column)
+_PAIMON_HOLDS = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.int64(),
+                 pa.float16(): pa.float32(), pa.date64(): pa.date32()}
+
+
+def _paimon_leaf(t: pa.DataType) -> pa.DataType:
+    if isinstance(t, pa.BaseExtensionType):
+        return _paimon_leaf(t.storage_type)
+    if pa.types.is_decimal(t) and t.precision > 38 and 0 <= t.scale <= 38:
+        return pa.decimal128(38, t.scale)
+    return _PAIMON_HOLDS.get(t, t)
+
+
+def _in_paimon_types(name: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Unsigned integers (polars' row index, duckdb's UINTEGER), half floats, date64, DECIMALs of
+    more than 38 digits and extension types (at any depth) as the Paimon-typed values they hold."""
+    t = map_arrow_leaves(col.type, _paimon_leaf)
+    if t == col.type:
+        return col
+    try:
+        return col.cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatchError(f"column '{name}' ({col.type}) holds a value beyond {t}: {exc}") from None
+
+
+def _integers_as_decimals(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """Integers bound for a DECIMAL column, first as DECIMAL(38) of its scale: Arrow casts an
+    int64 only to a DECIMAL of 19 integer digits or more (DECIMAL(12, 2) would refuse 10); the
+    cast to the column's precision then checks each value fits."""
+    if pa.types.is_integer(col.type) and pa.types.is_decimal(target) and 0 <= target.scale <= 19:
+        return col.cast(pa.decimal128(38, target.scale))
+    return col
+
+
+def _check_float_range(name: str, given: pa.ChunkedArray, cast: pa.ChunkedArray) -> None:
+    """A DOUBLE beyond FLOAT's range becomes infinity in Arrow's cast: refused, naming the column
+    (as update refuses it)."""
+    overflow = pc.and_(pc.is_inf(cast), pc.invert(pc.is_inf(given)))
+    if pc.any(overflow).as_py():
+        value = pc.filter(given, overflow)[0].as_py()
+        raise SchemaMismatchError(f"column '{name}' holds {value!r}, beyond the range of FLOAT (about 3.4e38): "
+                                  "it would be written as infinity")
 
 
 def _plainly_encoded(name: str, col: pa.ChunkedArray) -> pa.ChunkedArray:

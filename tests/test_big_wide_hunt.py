@@ -278,6 +278,55 @@ def test_shapes_the_writer_cannot_take_are_refused_naming_the_column(catalog, co
     assert t.snapshots() == [] and data_files(t) == []
 
 
+def test_types_paimon_lacks_are_written_as_the_values_they_hold(catalog):
+    """Unsigned integers (polars' row index is UInt32, duckdb has UTINYINT..UBIGINT), half floats,
+    date64, DECIMALs of more than 38 digits and extension types inside a ROW were refused ("no
+    Paimon equivalent"); an int64 into DECIMAL(12, 2) was refused by Arrow's cast ("precision
+    ... at least 21") while an int32 was taken; a DOUBLE beyond FLOAT's range was written as inf."""
+    import datetime as dt
+    import uuid
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("u", pa.int32()), ("h", pa.float32()), ("day", pa.date32()),
+                        ("d", pa.decimal128(12, 2)), ("r", pa.struct([("k", pa.binary(16))]))])
+    t = catalog.create_table("db.t", schema)
+    key = uuid.UUID(int=7).bytes
+    t.write_arrow(pa.table({"id": pa.array([1, 2], pa.uint64()), "u": pa.array([0, 2 ** 16 - 1], pa.uint16()),
+                            "h": pa.array(np.array([1.5, -2], np.float16)),
+                            "day": pa.array([dt.date(2024, 1, 1), None], pa.date64()),
+                            "d": pa.array([decimal.Decimal("1.50"), 10 ** 9], pa.decimal256(40, 2)),
+                            "r": pa.StructArray.from_arrays([pa.array([key, key], pa.uuid())], names=["k"])}))
+    t.write_arrow(pa.table({"id": [3], "d": [10]}))  # int64 into DECIMAL(12, 2)
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "u": 0, "h": 1.5, "day": dt.date(2024, 1, 1), "d": decimal.Decimal("1.50"), "r": {"k": key}},
+        {"id": 2, "u": 65535, "h": -2.0, "day": None, "d": decimal.Decimal("1000000000.00"), "r": {"k": key}},
+        {"id": 3, "u": None, "h": None, "day": None, "d": decimal.Decimal("10.00"), "r": None}]
+    for column, values, match in (("id", pa.array([2 ** 63], pa.uint64()), r"column 'id' \(uint64\) holds a value beyond"),
+                                  ("d", pa.array([10 ** 10]), r"column 'd' cannot be cast"),
+                                  ("h", pa.array([1e39]), r"column 'h' holds 1e\+39, beyond the range of FLOAT")):
+        with pytest.raises(SchemaMismatchError, match=match):
+            t.write_arrow(pa.table({"id": [9], column: values}) if column != "id" else pa.table({"id": values}))
+    assert t.to_arrow().num_rows == 3
+
+
+def test_writes_take_what_deltalake_takes(catalog):
+    """A RecordBatchReader, a list of batches, a pandas DataFrame or any object with the Arrow
+    stream interface (polars, duckdb) failed with AttributeError: no attribute 'column_names'."""
+    import pandas as pd
+    t = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    batch = pa.record_batch({"id": [1], "v": ["a"]})
+
+    class Stream:  # what polars and duckdb hand over
+        def __arrow_c_stream__(self, requested_schema=None):
+            return pa.table({"id": [5], "v": ["e"]}).__arrow_c_stream__(requested_schema)
+
+    t.write_arrow(pa.RecordBatchReader.from_batches(batch.schema, [batch]))
+    t.write_arrow([batch, pa.record_batch({"id": [2], "v": ["b"]})])
+    t.write_arrow(pd.DataFrame({"id": [3, 4], "v": ["c", "d"]}))
+    t.write_arrow(Stream())
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 1, 2, 3, 4, 5]
+    with pytest.raises(TypeError, match="not dict"):
+        t.write_arrow({"id": [1]})
+
+
 # ---- strings past 32-bit offsets --------------------------------------------------------------------
 def _blob_rows(rows: int, size: int, large: bool, start: int = 0) -> pa.Table:
     """`rows` strings (and as many binaries) of `size` bytes, each distinct, in chunks of at most

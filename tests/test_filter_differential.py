@@ -46,6 +46,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import paimon_streaming as ps
+from paimon_streaming.errors import SchemaMismatchError
 
 MAX_EXAMPLES = int(os.environ.get("PAIMON_FILTER_DIFF_EXAMPLES", "18"))
 # Shrinking rebuilds tables for minutes; the failure message names the filter, the table and its
@@ -1123,3 +1124,49 @@ def test_dynamic_bucket_overwrite_keeps_one_version(wh):
     assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == \
         [{"k": 1, "v": 1}, {"k": 2, "v": 1}, {"k": 4, "v": 2}]
     assert t.to_arrow(filter=[("v", "=", 1)]).column("k").to_pylist() in ([1, 2], [2, 1])
+
+
+def test_numpy_and_pandas_literals_compare_by_the_values_they_hold(wh):
+    """Scalars as pandas, polars and numpy hand them back: np.float32(2.5) was truncated to 2
+    against an integer column, np.float64 against a DECIMAL raised decimal.InvalidOperation (its
+    repr is 'np.float64(0.1)'), a pd.Timestamp's nanoseconds were cut against TIMESTAMP(6), and
+    an instant against a wall-time column was taken as UTC while write_arrow stores its own wall
+    time."""
+    import numpy as np
+    import pandas as pd
+    schema = pa.schema([("i", pa.int64()), ("d", pa.decimal128(10, 2)), ("ts", pa.timestamp("us"))])
+    base = dt.datetime(2024, 1, 1, 12, 0, 0, 123456)
+    t = _table(wh, schema, [{"i": [1, 2, 3], "d": [D("0.10"), D("3.00"), D("5.00")],
+                             "ts": [base, base + dt.timedelta(microseconds=1), dt.datetime(2024, 1, 1, 12)]}])
+    assert _rows(t, [("i", "=", np.float32(2.5))], "i") == _reprs([])
+    assert _rows(t, [("i", "<", np.float32(2.5))], "i") == _reprs([1, 2])
+    assert _rows(t, [("i", "in", [np.int64(3), np.float64(1.0)])], "i") == _reprs([1, 3])
+    assert _rows(t, [("d", "=", np.float64(0.1))], "i") == _reprs([1])
+    assert _rows(t, [("d", "=", np.float32(0.1))], "i") == _reprs([1])  # its shortest text, as a float's repr
+    assert _rows(t, [("d", "=", np.int64(3))], "i") == _reprs([2])
+    nanos = pd.Timestamp("2024-01-01 12:00:00.123456789")
+    assert _rows(t, [("ts", "=", nanos)], "i") == _reprs([])
+    assert _rows(t, [("ts", "<", nanos)], "i") == _reprs([1, 3])
+    assert _rows(t, [("ts", ">=", nanos)], "i") == _reprs([2])
+    assert _rows(t, [("ts", ">", np.datetime64("2024-01-01T12:00:00.123456001", "ns"))], "i") == _reprs([2])
+    assert _rows(t, [("ts", "=", np.datetime64("2024-01-01T12:00:00.123456", "us"))], "i") == _reprs([1])
+    noon_berlin = pd.Timestamp("2024-01-01 12:00", tz="Europe/Berlin")  # written, it is stored as 12:00
+    assert _rows(t, [("ts", "=", noon_berlin)], "i") == _reprs([3])
+    with pytest.raises(SchemaMismatchError, match="does not compare"):
+        t.to_arrow(filter=[("ts", ">", np.int64(5))])
+
+
+def test_nanosecond_partitions_and_text(wh):
+    """TIMESTAMP(9) partitions differing below the microsecond: a manifest's partition statistics
+    kept the first value seen as its maximum (they compared as microseconds), so a filter on the
+    larger one pruned its manifest; ISO text lost digits 7-9 (datetime.fromisoformat)."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.timestamp("ns")), ("ts", pa.timestamp("ns"))])
+    values = pa.array([1704110400123456000, 1704110400123456789], pa.timestamp("ns"))
+    t = _table(wh, schema, [{"id": [1, 2], "p": values, "ts": values}], partition_keys=["p"])
+    for column in ("p", "ts"):
+        assert _rows(t, [(column, "=", "2024-01-01 12:00:00.123456789")], "id") == _reprs([2]), column
+        assert _rows(t, [(column, "<", "2024-01-01 12:00:00.123456789")], "id") == _reprs([1]), column
+        assert _rows(t, [(column, ">", dt.datetime(2024, 1, 1, 12, 0, 0, 123456))], "id") == _reprs([2]), column
+        assert _rows(t, [(column, "=", "2024-01-01 12:00:00.1234567")], "id") == _reprs([]), column
+    with pytest.raises(SchemaMismatchError, match="is not a timestamp"):
+        t.to_arrow(filter=[("ts", "=", "2024-01-01 12:00:00.1234567891")])

@@ -392,6 +392,34 @@ def test_values_set_are_the_column_values_they_name_exactly(catalog):
     assert t.to_arrow().column("n").to_pylist() == [3]
 
 
+def test_values_from_numpy_and_pandas_are_set_as_filters_read_them(catalog):
+    """np.float32(2.5) was set into an integer column as 2, a pd.Timestamp's nanoseconds were cut
+    against TIMESTAMP(6) (write_arrow refuses that loss), and an instant into a wall-time column
+    became its UTC wall time (write_arrow stores its own)."""
+    import datetime as dt
+    import decimal
+    import numpy as np
+    import pandas as pd
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("n", pa.int64()), ("amount", pa.decimal128(12, 2)),
+                        ("ts", pa.timestamp("us")), ("ns", pa.timestamp("ns"))])
+    t = catalog.create_table("db.np", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "n": [1], "amount": pa.array([decimal.Decimal(1)], pa.decimal128(12, 2)),
+                            "ts": [dt.datetime(2024, 1, 1)], "ns": pa.array([0], pa.timestamp("ns"))}))
+    t.update([("id", "=", np.int64(1))], {"n": np.float32(3.0), "amount": np.float64(1.1),
+                                          "ts": pd.Timestamp("2024-01-01 12:00", tz="Europe/Berlin"),
+                                          "ns": pd.Timestamp("2024-01-01 12:00:00.123456789")})
+    assert t.to_arrow().to_pylist() == [{"id": 1, "n": 3, "amount": decimal.Decimal("1.10"),
+                                         "ts": dt.datetime(2024, 1, 1, 12),
+                                         "ns": pd.Timestamp("2024-01-01 12:00:00.123456789")}]
+    for values, match in (({"n": np.float32(2.5)}, "2.5 is not an integer"),
+                          ({"ts": pd.Timestamp("2024-01-01 12:00:00.123456789")}, "finer than the column's unit"),
+                          ({"ts": np.datetime64(10 ** 18 + 1, "ns")}, "finer than the column's unit")):
+        with pytest.raises(SchemaMismatchError, match=match):
+            t.update([("id", "=", 1)], values)
+    assert t.delete([("ns", "=", "2024-01-01 12:00:00.123456789")]) is not None
+    assert t.to_arrow().num_rows == 0
+
+
 def test_a_delete_by_positions_compacts_waiting_level0_files_first(catalog):
     """Level-0 files (left by a write-only writer) would bring a key back above the marks of a
     delete by positions once compacted: they are compacted first, then the delete is planned
