@@ -32,7 +32,7 @@ from .predicate import Filter, may_match
 from .branches import branch_path
 from .schema import SchemaManager, TableSchema
 from .schema_update import widening_error
-from .types import DataField
+from .types import DataField, DataType
 from .snapshot import Snapshot
 
 
@@ -296,6 +296,7 @@ class TableScan:
             mins, maxs = deserialize_row(stats.min_values, types), deserialize_row(stats.max_values, types, upper=True)
         except (ValueError, TypeError, IndexError, struct.error):  # statistics we cannot decode: read it
             return True
+        mins, maxs = _to_the_microsecond(mins, maxs, types)
         nulls = list(stats.null_counts) if stats.null_counts is not None else [None] * len(types)
         if not (len(mins) == len(maxs) == len(nulls) == len(types)):
             return True
@@ -401,3 +402,17 @@ def _floor_datetime(value: Any, precision: int) -> Any:
     if not isinstance(value, datetime.datetime):
         return value
     return value.replace(microsecond=0 if precision == 0 else value.microsecond // 1000 * 1000)
+
+
+def _to_the_microsecond(mins: list[Any], maxs: list[Any], types: list[DataType]) -> tuple[list[Any], list[Any]]:
+    """TIMESTAMP(7-9) partition bounds widened to whole microseconds: until 2026-12 our writer kept,
+    of a manifest's partitions within one microsecond, the first seen as both bounds (they compared
+    as microseconds), so a bound is known only to its microsecond."""
+    mins, maxs = list(mins), list(maxs)
+    for i, t in enumerate(types):
+        if t.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and t.precision > 6:
+            if isinstance(mins[i], datetime.datetime):  # a NanoDatetime as its microsecond
+                mins[i] = datetime.datetime.combine(mins[i].date(), mins[i].timetz())
+            if isinstance(maxs[i], datetime.datetime):  # (rounded up to a microsecond when decoded)
+                maxs[i] = maxs[i] + datetime.timedelta(microseconds=1)
+    return mins, maxs

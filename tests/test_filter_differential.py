@@ -1170,3 +1170,23 @@ def test_nanosecond_partitions_and_text(wh):
         assert _rows(t, [(column, "=", "2024-01-01 12:00:00.1234567")], "id") == _reprs([]), column
     with pytest.raises(SchemaMismatchError, match="is not a timestamp"):
         t.to_arrow(filter=[("ts", "=", "2024-01-01 12:00:00.1234567891")])
+
+
+def test_nanosecond_partition_statistics_written_before_are_read_to_the_microsecond(wh, monkeypatch):
+    """Manifests written before nanoseconds compared kept the first partition of a microsecond
+    as both bounds; a reader comparing exactly would prune the larger partition's manifest."""
+    from paimon_streaming.manifest import files
+    from paimon_streaming.predicate import compare_values
+
+    def as_microseconds(a, b):  # how partition statistics were chosen then
+        if isinstance(a, dt.datetime) and isinstance(b, dt.datetime):
+            a, b = dt.datetime.combine(a.date(), a.timetz()), dt.datetime.combine(b.date(), b.timetz())
+        return compare_values(a, b)
+
+    schema = pa.schema([("id", pa.int64()), ("p", pa.timestamp("ns"))])
+    monkeypatch.setattr(files, "compare_values", as_microseconds)
+    t = _table(wh, schema, [{"id": [1, 2], "p": pa.array([1704110400123456000, 1704110400123456789],
+                                                         pa.timestamp("ns"))}], partition_keys=["p"])
+    monkeypatch.undo()
+    assert _rows(t, [("p", "=", "2024-01-01 12:00:00.123456789")], "id") == _reprs([2])
+    assert _rows(t, [("p", "<", "2024-01-01 12:00:00.123456001")], "id") == _reprs([1])
