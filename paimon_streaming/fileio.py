@@ -91,6 +91,10 @@ class FileIO:
         `s3.region` for an s3:// location (credentials come from the URI or the AWS_* variables)."""
         if filesystem is not None:
             return FileIO(filesystem), location.rstrip("/") or "/"
+        if location.startswith("file:") and not location.startswith("file://"):
+            location = location[len("file:"):]  # file:/abs/path, as Spark and Hadoop qualify a local path
+            if not location.startswith("/"):
+                raise ValueError(f"file: location {'file:' + location!r} is not absolute (file:/abs/path or file:///abs/path)")
         if "://" not in location:
             return FileIO(pafs.LocalFileSystem()), os.path.abspath(location)
         location = _with_s3_options(_s3_scheme(location), options or {})

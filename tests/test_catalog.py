@@ -23,6 +23,21 @@ def test_a_bare_table_name_is_in_the_default_database(catalog, warehouse):
         load_table("orders")
 
 
+def test_file_uris_with_one_slash_are_local_paths(catalog, warehouse, tmp_path, monkeypatch):
+    """`file:/abs/path` (how Spark and Hadoop qualify a local path: CREATE TABLE ... LOCATION,
+    OPTIONS(path)) was taken as a relative path, so the table landed in ./file:/abs/path."""
+    t = catalog.create_table("db.t", SCHEMA)
+    t.write_arrow(pa.table({"id": [1]}))
+    monkeypatch.chdir(tmp_path)
+    for location in (f"file:{t.path}", f"file://{t.path}"):
+        assert ps.Table.open(location).path == t.path
+        assert ps.Table.open(location).to_arrow().column("id").to_pylist() == [1]
+    assert ps.Catalog(f"file:{warehouse}").get_table("db.t").path == t.path
+    assert not os.path.exists(tmp_path / "file:")
+    with pytest.raises(ValueError, match="not absolute"):
+        ps.Table.open("file:relative/t")
+
+
 def test_databases_and_tables_that_are_missing_or_already_there(catalog, warehouse):
     catalog.create_database("db")
     with pytest.raises(TableAlreadyExistsError, match=rf"database db already exists in {warehouse}"):
