@@ -21,7 +21,7 @@ from typing import Iterator, Mapping, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, DataType as SparkType, MapType, StructType
 
 from paimon_streaming import row_tracking
 from paimon_streaming.change_read import read_unit, to_output
@@ -33,7 +33,7 @@ from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.streaming_scan import ReadUnit
-from paimon_streaming.types import map_arrow_leaves
+from paimon_streaming.types import DataType, map_arrow_leaves
 
 _KIND = "__paimon_row_kind"
 MAX_BATCH_ROWS = 64 * 1024
@@ -117,10 +117,11 @@ class ReadContext:
         for f in output.fields:
             if row_kind_column is not None and f.name == row_kind_column:
                 columns.append((f.name, None))
-            elif f.name in names:
-                columns.append((f.name, f.name))
-            elif len(lower.get(f.name.lower(), [])) == 1:
-                columns.append((f.name, lower[f.name.lower()][0]))
+            elif f.name in names or len(lower.get(f.name.lower(), [])) == 1:
+                column = f.name if f.name in names else lower[f.name.lower()][0]
+                if column in schema.field_names:
+                    _check_nested_names(f.dataType, schema.field(column).type, column, table_name)
+                columns.append((f.name, column))
             else:
                 raise SchemaMismatchError(
                     f"column '{f.name}' of the read schema is not a column of Paimon table {table_name} "
@@ -142,6 +143,24 @@ class ReadContext:
     @property
     def wants_row_kind(self) -> bool:
         return any(c is None for _, c in self.columns)
+
+
+def _check_nested_names(given: SparkType, stored: DataType, path: str, table_name: str) -> None:
+    """A read schema's ROW fields name the table's exactly, at any depth (a field named in
+    another case, or one the ROW lacks, would read as nulls)."""
+    if isinstance(given, StructType) and stored.root == "ROW":
+        have = {f.name: f for f in stored.fields}
+        for f in given.fields:
+            if f.name not in have:
+                raise SchemaMismatchError(
+                    f"field '{path}.{f.name}' of the read schema is not a field of column '{path}' of Paimon table "
+                    f"{table_name} (its fields: {list(have)}; nested names are matched exactly, in their case)")
+            _check_nested_names(f.dataType, have[f.name].type, f"{path}.{f.name}", table_name)
+    elif isinstance(given, ArrayType) and stored.element is not None:
+        _check_nested_names(given.elementType, stored.element, f"{path}.element", table_name)
+    elif isinstance(given, MapType) and stored.root == "MAP":
+        _check_nested_names(given.keyType, stored.key, f"{path}.key", table_name)
+        _check_nested_names(given.valueType, stored.value, f"{path}.value", table_name)
 
 
 def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.RecordBatch]:

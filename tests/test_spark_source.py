@@ -467,6 +467,20 @@ def test_pushed_down_equalities_skip_files_by_their_indexes(spark, catalog, inde
         assert read().where("v > 's120'").rdd.getNumPartitions() == 3
 
 
+def test_a_read_schema_names_nested_fields_exactly(spark, catalog):
+    """`.schema("s struct<aa:int>")` over a stored ROW<Aa INT> read nulls, as did a field the ROW
+    lacks (top-level names match in any case, unknown ones were refused)."""
+    t = catalog.create_table("db.nested", pa.schema([("id", pa.int64()), ("s", pa.struct([("Aa", pa.int32())])),
+                                                     ("l", pa.list_(pa.struct([("Bb", pa.string())])))]))
+    t.write_arrow(pa.table({"id": [1], "s": [{"Aa": 10}], "l": [[{"Bb": "x"}]]}))
+    read = spark.read.format("paimon")
+    assert [tuple(r) for r in read.schema("ID long, S struct<Aa:int>").load(t.path).collect()] == [(1, (10,))]
+    for spec, field in (("id long, s struct<aa:int>", "s.aa"), ("id long, s struct<Aa:int, zz:string>", "s.zz"),
+                        ("id long, l array<struct<bb:string>>", "l.element.bb")):
+        with pytest.raises(Exception, match=f"field '{field}' of the read schema"):
+            read.schema(spec).load(t.path).collect()
+
+
 def test_batch_projection_time_travel_and_table_option(spark, tmp_path, catalog):
     t = pk_table(catalog)
     t.write_arrow(batch([1, 2]))
