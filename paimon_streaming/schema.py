@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from . import options as opts
 from .bucket import check_bucket_function
-from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .errors import InvalidOptionError, PaimonError, SchemaMismatchError, UnsupportedTypeError
 from .system_fields import is_system_field, reserved_names_message
 from .fileio import FileIO
 from .json_check import CHECK_KEY, check_mismatch, json_check
@@ -127,7 +127,11 @@ class TableSchema:
         for f in schema:
             next_id[0] += 1
             fid = next_id[0]
-            t = assign_field_ids(from_arrow(f.type, f.nullable), next_id)
+            try:
+                t = assign_field_ids(from_arrow(f.type, f.nullable), next_id)
+            except UnsupportedTypeError as exc:
+                hint = " (an untyped null column: cast it to the type it will hold)" if pa.types.is_null(f.type) else ""
+                raise UnsupportedTypeError(f"column '{f.name}': {exc}{hint}") from None
             if f.name in primary_keys:
                 t = t.copy(nullable=False)
             fields.append(DataField(fid, f.name, t))

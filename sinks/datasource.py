@@ -90,7 +90,9 @@ class TableRef:
         ref = options.get("table") or options.get("path")
         if not ref:
             raise PaimonError("format('paimon') needs a path (load/save argument or option 'path'), "
-                              "or option 'table' ('db.table') with option 'warehouse'")
+                              "or option 'table' ('db.table') with option 'warehouse'. Spark passes no path for a "
+                              "catalog table (saveAsTable, insertInto, CREATE TABLE ... USING paimon): write through "
+                              "save(path) or a temporary view, CREATE TEMPORARY VIEW v USING paimon OPTIONS (path '...')")
         ref, branch = resolve_branch(ref, options.get("branch"))
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
         return TableRef(ref, warehouse, location, branch)

@@ -221,7 +221,9 @@ class ReadSpec:
         if not ref:
             raise PaimonError("format('paimon') needs a table: load('<table directory or URI>'), or option "
                               "'table' ('db.table') with option 'warehouse'; append '$snapshots', '$files', ... "
-                              "for a system table")
+                              "for a system table. Spark passes no path for a catalog table (spark.table, CREATE TABLE ... USING "
+                              "paimon): read one through a temporary view, CREATE TEMPORARY VIEW v USING paimon OPTIONS "
+                              "(path '...')")
         ref, system = split_system_table(ref)
         row_tracking = system == ROW_TRACKING
         if row_tracking:

@@ -38,6 +38,17 @@ def test_file_uris_with_one_slash_are_local_paths(catalog, warehouse, tmp_path, 
         ps.Table.open("file:relative/t")
 
 
+def test_a_column_of_a_type_paimon_lacks_is_named(catalog):
+    """A Spark interval or NULL-literal column (df.write creates the table from it) was refused
+    as "Arrow type duration[us] has no Paimon equivalent", without its name."""
+    from paimon_streaming.errors import UnsupportedTypeError
+    for arrow, match in ((pa.duration("us"), r"column 'iv': Arrow type duration\[us\]"),
+                         (pa.null(), r"column 'iv': Arrow type null .*cast it to the type it will hold")):
+        with pytest.raises(UnsupportedTypeError, match=match):
+            catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("iv", arrow)]))
+    assert not catalog.table_exists("db.t")
+
+
 def test_databases_and_tables_that_are_missing_or_already_there(catalog, warehouse):
     catalog.create_database("db")
     with pytest.raises(TableAlreadyExistsError, match=rf"database db already exists in {warehouse}"):

@@ -840,7 +840,7 @@ def test_a_read_schema_with_other_types_fails_alike_with_and_without_pushdown(sp
 
 
 @pytest.mark.parametrize("options, error", [
-    ({}, "needs a table: load"),
+    ({}, "a catalog table (spark.table, CREATE TABLE ... USING paimon): read one through a temporary view"),
     ({"scan.snapshot-id": "abc"}, "'snapshot-id' must be a positive integer, got 'abc'"),
     ({"scan.snapshot-id": "0"}, "'snapshot-id' must be a positive integer, got '0'"),
     ({"maxFilesPerTrigger": "many"}, "'max-files-per-trigger' must be a positive integer, got 'many'"),
