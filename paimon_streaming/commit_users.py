@@ -28,6 +28,10 @@ from .json_check import CHECK_KEY, check_mismatch, json_check
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
 RECORDS_DIR = "commit-user"
+# The snapshot property naming the streaming query that committed (Spark's checkpoint or query
+# id); recorded with the identifiers, so a replay check can tell a restart from another query
+QUERY_PROPERTY = "paimon-streaming.spark-query"
+QUERIES_CHECK_KEY = "queriesCheck"
 
 
 @dataclass
@@ -105,20 +109,54 @@ class CommitUserRecords:
             if all(f is not None for f in found):
                 return IdentifierRanges.of((), [r for f in found for r in f.ranges])
 
+    def recorded_queries(self, commit_user: str) -> dict[str, IdentifierRanges]:
+        """The recorded identifiers of `commit_user` by the query that committed them (those of
+        snapshots that named one: QUERY_PROPERTY)."""
+        out: dict[str, list[tuple[int, int]]] = {}
+        for path in self._files(commit_user):
+            for query, ranges in self._read_queries(path).items():
+                out.setdefault(query, []).extend(ranges)
+        return {q: IdentifierRanges.of((), r) for q, r in out.items()}
+
+    def _read_queries(self, path: str) -> dict[str, list[tuple[int, int]]]:
+        try:
+            obj = json.loads(self.file_io.read_bytes(path).decode("utf-8"))
+            queries = {str(q): [(int(lo), int(hi)) for lo, hi in r] for q, r in obj.get("queries", {}).items()}
+            mismatch = check_mismatch(obj[QUERIES_CHECK_KEY], json_check([obj["commitUser"], obj["queries"]])) \
+                if QUERIES_CHECK_KEY in obj else None
+        except FileNotFoundError:
+            return {}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptFileError(f"commit-user record {path} cannot be parsed: {exc}") from exc
+        if mismatch:
+            raise CorruptFileError(f"commit-user record {path} is damaged: {mismatch}; restore it from a backup")
+        return queries
+
     def record(self, expiring: Iterable[Snapshot]) -> None:
-        """Record the identifiers of `expiring` per user; call before deleting any of them.
+        """Record the identifiers of `expiring` per user (and per query, QUERY_PROPERTY); call
+        before deleting any of them.
 
         A user's new file holds its old records too; the old files are deleted only after it
         is written, so a crash or a concurrent expiration never loses an identifier."""
         by_user: dict[str, set[int]] = {}
+        by_query: dict[str, dict[str, set[int]]] = {}
         for snap in expiring:
             if snap.commit_identifier != BATCH_COMMIT_IDENTIFIER:
                 by_user.setdefault(snap.commit_user, set()).add(snap.commit_identifier)
+                query = (snap.properties or {}).get(QUERY_PROPERTY)
+                if query is not None:
+                    by_query.setdefault(snap.commit_user, {}).setdefault(query, set()).add(snap.commit_identifier)
         for user, identifiers in by_user.items():
             old = self._files(user)
             merged = IdentifierRanges.of(identifiers, [r for path in old for r in self.read(path).ranges])
-            body = json.dumps({"commitUser": user, "ranges": merged.ranges,
-                               CHECK_KEY: json_check([user, merged.ranges])}).encode()
+            queries = {q: IdentifierRanges.of(ids) for q, ids in by_query.get(user, {}).items()}
+            for q, ranges in (item for path in old for item in self._read_queries(path).items()):
+                queries[q] = IdentifierRanges.of((), queries.get(q, IdentifierRanges()).ranges + ranges)
+            query_ranges = {q: [list(r) for r in queries[q].ranges] for q in sorted(queries)}
+            record = {"commitUser": user, "ranges": merged.ranges, CHECK_KEY: json_check([user, merged.ranges])}
+            if query_ranges:
+                record.update({"queries": query_ranges, QUERIES_CHECK_KEY: json_check([user, query_ranges])})
+            body = json.dumps(record).encode()
             self.file_io.overwrite_atomic(f"{self.user_dir(user)}/identifiers-{uuid.uuid4().hex}.json", body)
             for path in old:
                 self.file_io.delete_quietly(path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 
 from .branches import MAIN, branch_path
+from .consumers import ConsumerManager
 from .errors import CommitConflictError, CorruptFileError, SnapshotNotFoundError
 from .file_cleanup import FileCleaner, file_key
 from .long_lived_changelogs import PREFIX as CHANGELOG_PREFIX
@@ -91,6 +92,9 @@ class Rollback:
                 f"cannot roll back {self.table_path} to snapshot {retained.id}: its metadata is unreadable "
                 f"({exc})") from exc
 
+        # consumers first: a crash after it leaves them to read again what they read (not to skip
+        # the snapshots new commits put under the removed ids)
+        ConsumerManager(self.file_io, self.root).roll_back(retained.id)
         # the earliest snapshot stays until the tag's snapshot is back (no moment without one)
         last = removed[:1] if restore else []
         if removed or not restore:

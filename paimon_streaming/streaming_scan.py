@@ -305,13 +305,14 @@ class StreamingScan:
         progress file (unless `consumer.ignore-progress`), else per `scan.mode`."""
         o = self.options
         if o.consumer_id and not o.consumer_ignore_progress:
-            n = self.consumers.next_snapshot(o.consumer_id)
-            if n is not None:
+            found = self.consumers.progress(o.consumer_id)
+            if found is not None:
+                n, full = found
                 earliest = self.snapshots.earliest_id()
                 if earliest is not None and n < earliest and \
-                        long_lived_changelog(self.file_io, self.table_path, n) is None:
+                        (full or long_lived_changelog(self.file_io, self.table_path, n) is None):
                     raise self._expired(n, f"consumer '{o.consumer_id}' is at snapshot {n}")
-                return StreamPosition(n)
+                return StreamPosition(n, 0, full)
         mode = o.scan_mode
         if o.version is not None:  # `scan.version` (alone: check_start_options): a tag, else a snapshot id, as Java
             if self.tags.exists(o.version):
@@ -635,4 +636,4 @@ class StreamingScan:
         """Write the consumer file (if `consumer-id` is set): snapshots >= position.snapshot are
         still needed by this stream."""
         if self.options.consumer_id:
-            self.consumers.record(self.options.consumer_id, position.snapshot)
+            self.consumers.record(self.options.consumer_id, position.snapshot, position.full)

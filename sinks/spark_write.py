@@ -26,6 +26,7 @@ from pyspark.sql.types import ArrayType, MapType, StructType, VariantType
 from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import MAIN, branch_path
 from paimon_streaming.commit import CommitMessage
+from paimon_streaming.commit_users import QUERY_PROPERTY, CommitUserRecords
 from paimon_streaming.errors import CommitIdentifierError, InvalidOptionError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.manifest import IndexManifestEntry, ManifestEntry
@@ -167,7 +168,6 @@ def check_existing_table_options(table: Table, options: dict[str, str], where: s
 
 # snapshot property: which streaming query committed a micro-batch ("query-id:<Spark's query id>"
 # or "checkpoint:<checkpoint location>"), so a replay can be told from another query's batch
-QUERY_PROPERTY = "paimon-streaming.spark-query"
 
 
 def committed_replay(table: Table, commit_user: str, batch_id: int, query: str | None, how: str) -> bool:
@@ -176,22 +176,27 @@ def committed_replay(table: Table, commit_user: str, batch_id: int, query: str |
     the running query (QUERY_PROPERTY); when the snapshots that committed the batch name another
     one, this is a second query, or a checkpoint started afresh, under the same commit user: its
     batches would be skipped as already written and their rows lost, so CommitIdentifierError,
-    naming `how` to pass a new commit user. Snapshots that name no query (Spark Connect, older
-    writers, expired ones) are taken as replays, as before."""
+    naming `how` to pass a new commit user. Expired snapshots answer through the records
+    expiration keeps (commit_users.py); snapshots that name no query (Spark Connect, older
+    writers) are taken as replays, as before."""
     commits = table.new_commit().user_commits(commit_user, batch_id)
     if not commits.committed(batch_id):
         return False
-    if query is None or batch_id not in commits.live:
+    if query is None:
         return True
-    others = set()
-    for snap in table.snapshot_manager.iter_descending(commits.live[batch_id]):
-        if snap.commit_user != commit_user:
-            continue
-        if snap.commit_identifier != batch_id:
-            break
-        recorded = (snap.properties or {}).get(QUERY_PROPERTY)
-        if recorded is not None and recorded != query:
-            others.add(recorded)
+    if batch_id in commits.live:
+        others = set()
+        for snap in table.snapshot_manager.iter_descending(commits.live[batch_id]):
+            if snap.commit_user != commit_user:
+                continue
+            if snap.commit_identifier != batch_id:
+                break
+            recorded = (snap.properties or {}).get(QUERY_PROPERTY)
+            if recorded is not None and recorded != query:
+                others.add(recorded)
+    else:  # expired: the records name the query of each identifier
+        records = CommitUserRecords(table.file_io, branch_path(table.path, table.branch))
+        others = {q for q, ids in records.recorded_queries(commit_user).items() if batch_id in ids and q != query}
     if others:
         raise CommitIdentifierError(
             f"batch {batch_id} was committed to table {table.name} under commit user {commit_user!r} by another "

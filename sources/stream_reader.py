@@ -150,7 +150,11 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ---- offsets ------------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        self._initial = self.scan.start_position().to_dict()
+        start = self.scan.start_position()
+        # a consumer's snapshots are kept from the start on, not from the first batch's commit: a
+        # stream that dies in batch 0 resumes from its checkpoint after any expiration
+        self.scan.record_progress(start)
+        self._initial = start.to_dict()
         return dict(self._initial)
 
     def getDefaultReadLimit(self) -> ReadLimit:

@@ -152,3 +152,33 @@ def test_concurrent_expiration_never_lets_a_replay_apply_twice(catalog, append_t
     data = t.to_arrow()
     assert data.num_rows == 40 * 2 + 40
     assert len(set(data.column("id").to_pylist())) == data.num_rows
+
+
+def test_a_batch_of_another_query_is_told_apart_after_its_snapshots_expired(catalog, append_table):
+    """A fresh checkpoint under an old commit user: while the first query's snapshots were live its
+    batch 0 was refused (CommitIdentifierError); once they expired, the records had lost which query
+    committed them, and batches 0-2 were skipped as replays: their rows lost."""
+    from paimon_streaming.commit_users import QUERY_PROPERTY
+    from paimon_streaming.sinks.spark_write import committed_replay
+    t = append_table
+    for batch in range(3):
+        t.new_commit().commit(t.write_messages(rows(batch * 10, 2, batch)), "src-to-tgt", batch,
+                              properties={QUERY_PROPERTY: "checkpoint:/ck1"})
+    t.write_arrow(rows(1000, 1, -1))
+    t.expire_snapshots()
+    assert "src-to-tgt" not in {s.commit_user for s in t.snapshots()}
+    records = CommitUserRecords(t.file_io, t.path)
+    assert {q: r.ranges for q, r in records.recorded_queries("src-to-tgt").items()} == {"checkpoint:/ck1": [(0, 2)]}
+    assert committed_replay(t, "src-to-tgt", 2, "checkpoint:/ck1", "commitUser")  # the same query: a replay
+    with pytest.raises(CommitIdentifierError, match=r"by another streaming query \(checkpoint:/ck1; this one is "):
+        committed_replay(t, "src-to-tgt", 0, "checkpoint:/ck2", "commitUser")
+    # a later expiration merges the records, queries included; a damaged query list is named
+    t.new_commit().commit(t.write_messages(rows(50, 1, 3)), "src-to-tgt", 3, properties={QUERY_PROPERTY: "checkpoint:/ck1"})
+    t.write_arrow(rows(1001, 1, -1))
+    t.expire_snapshots()
+    assert records.recorded_queries("src-to-tgt")["checkpoint:/ck1"].ranges == [(0, 3)]
+    (name,) = t.file_io.list_names(records.user_dir("src-to-tgt"))
+    path = f"{records.user_dir('src-to-tgt')}/{name}"
+    t.file_io.write_bytes(path, t.file_io.read_bytes(path).replace(b"ck1", b"ck9"))
+    with pytest.raises(CorruptFileError, match=name):
+        committed_replay(t, "src-to-tgt", 0, "checkpoint:/ck2", "commitUser")

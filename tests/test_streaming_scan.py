@@ -417,6 +417,46 @@ def test_consumer_progress_is_recorded_and_resumed(catalog):
         stream_scan(t, **{"consumer-id": "job"}).start_position()
 
 
+def test_a_consumer_mid_way_through_the_starting_state_resumes_it_whole(catalog):
+    """A stream stopped part way through its full starting read recorded only {"nextSnapshot": 3}:
+    a new stream with the consumer id read snapshot 3's changes, and never the rest of the state."""
+    t = append_table(catalog)
+    for i in range(3):
+        t.write_arrow(batch([i * 10, i * 10 + 1]))
+    ss = stream_scan(t, **{"consumer-id": "job"})
+    start = ss.start_position()
+    assert start == StreamPosition(3, 0, True)
+    _, end = ss.plan_batch(start, ReadLimits(max_files=1))
+    assert end.full and end.units > 0
+    ss.record_progress(end)
+    recorded = json.loads(t.file_io.read_text(f"{t.path}/consumer/consumer-job"))
+    assert recorded["nextSnapshot"] == 3 and recorded["fullRead"] is True
+    again = stream_scan(t, **{"consumer-id": "job"})
+    assert again.start_position() == StreamPosition(3, 0, True)
+    assert sorted(r["id"] for r in flat(drain(again)[0])) == [0, 1, 10, 11, 20, 21]
+    ss.record_progress(StreamPosition(4))  # past the starting state: a plain position again
+    assert "fullRead" not in json.loads(t.file_io.read_text(f"{t.path}/consumer/consumer-job"))
+
+
+def test_a_rollback_moves_consumers_back_to_what_remains(catalog):
+    """After a rollback to 2 and new commits 3-6, a consumer that had read to 7 started at 7,
+    skipping the four new commits."""
+    t = append_table(catalog)
+    for i in range(6):
+        t.write_arrow(batch([i]))
+    cm = ConsumerManager(t.file_io, t.path)
+    cm.record("ahead", 7)
+    cm.record("starting", 5, full_read=True)
+    cm.record("behind", 2)
+    t.rollback_to(2)
+    assert cm.every_progress() == {"ahead": (3, False), "starting": (2, True), "behind": (2, False)}
+    for i in range(10, 14):
+        t.write_arrow(batch([i]))
+    assert sorted(r["id"] for r in flat(drain(stream_scan(t, **{"consumer-id": "ahead"}))[0])) == [10, 11, 12, 13]
+    assert sorted(r["id"] for r in flat(drain(stream_scan(t, **{"consumer-id": "starting"}))[0])) == \
+        [0, 1, 10, 11, 12, 13]
+
+
 # ---- time travel --------------------------------------------------------------------------------------
 def test_time_travel_by_timestamp(catalog):
     t = append_table(catalog)
