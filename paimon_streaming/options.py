@@ -6,9 +6,12 @@ are validated when a table is created so a bad value fails early and clearly.
 """
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
+
+import numpy as np
 
 from .errors import InvalidOptionError
 from .external_paths import ExternalPaths
@@ -17,8 +20,20 @@ from .stats import parse_stats_mode
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
-_DURATION_UNITS = {"": 1, "ms": 1, "s": 1000, "sec": 1000, "min": 60_000, "m": 60_000,
-                   "h": 3_600_000, "d": 86_400_000}
+def _duration_units() -> dict[str, int]:
+    """Java's TimeUtils labels (a plural label also with an `s`), case-insensitive: label ->
+    nanoseconds of one unit; durations are kept in milliseconds, floored as Java's toMillis."""
+    units: dict[str, int] = {"": 10 ** 6}
+    for nanos, singular, plural in ((86_400 * 10 ** 9, ("d",), ("day",)), (3_600 * 10 ** 9, ("h",), ("hour",)),
+                                    (60 * 10 ** 9, ("min", "m"), ("minute",)), (10 ** 9, ("s",), ("sec", "second")),
+                                    (10 ** 6, ("ms",), ("milli", "millisecond")),
+                                    (10 ** 3, ("µs",), ("micro", "microsecond")), (1, ("ns",), ("nano", "nanosecond"))):
+        for label in singular + plural + tuple(p + "s" for p in plural):
+            units[label] = nanos
+    return units
+
+
+_DURATION_UNITS = _duration_units()
 
 
 def parse_bool(text: str) -> bool:
@@ -36,12 +51,30 @@ def parse_memory_size(text: str) -> int:
     return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
 
 
+def duration_ms(value: Any, what: str) -> int:
+    """A duration argument in milliseconds: text as Paimon writes it ('7 d'), a timedelta (or
+    pandas.Timedelta), or a whole number of milliseconds (numpy's too); ValueError naming `what`
+    for a negative one, TypeError for anything else (a bool, a float)."""
+    if isinstance(value, str):
+        ms = parse_duration_ms(value)
+    elif isinstance(value, datetime.timedelta):
+        ms = value // datetime.timedelta(milliseconds=1)
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        ms = int(value)
+    else:
+        raise TypeError(f"{what} takes a duration ('7 d', a timedelta or milliseconds), not {value!r}")
+    if ms < 0:
+        raise ValueError(f"{what} must not be negative, got {value!r}")
+    return ms
+
+
 def parse_duration_ms(text: str) -> int:
-    """Paimon Duration: '1 h', '30 min', '10 s', '500 ms', '1d'; plain numbers are millis."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    """Paimon Duration, in milliseconds: '1 h', '30 min', '10 s', '500 ms', '1d', '7 days', '2 hours'
+    (Java's TimeUtils units and labels); plain numbers are millis."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Zµ]*)\s*", text)
     if not m or m.group(2).lower() not in _DURATION_UNITS:
-        raise ValueError(f"expected a duration such as 1 h or 30 s, not {text!r}")
-    return int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+        raise ValueError(f"expected a duration such as 1 h, 30 s or 7 days, not {text!r}")
+    return int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()] // 10 ** 6
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -412,9 +445,17 @@ class CoreOptions:
         self.raw = dict(options)
 
     def get(self, key: str) -> Any:
+        """The parsed value; InvalidOptionError naming the option when a table written elsewhere
+        holds a value not read here (pypaimon's `file.format` = `row`, say)."""
         opt = OPTIONS[key]
         raw = self.raw.get(key, opt.default)
-        return None if raw is None else opt.parse(str(raw))
+        if raw is None:
+            return None
+        try:
+            return opt.parse(str(raw))
+        except ValueError as exc:
+            raise InvalidOptionError(f"table option '{key}' = {raw!r} is not supported by paimon-streaming: "
+                                     f"{exc}") from None
 
     def per_column(self, key: str) -> dict[str, str]:
         """`<key>#<column>` options: raw value by column name."""

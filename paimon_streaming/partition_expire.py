@@ -51,31 +51,57 @@ _DEFAULT_TIME = re.compile(r"(\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2
 _JAVA_LETTERS = {"y": "%Y", "u": "%Y", "M": "%m", "d": "%d", "H": "%H", "m": "%M", "s": "%S", "S": "%f"}
 
 
-def strptime_format(java_pattern: str) -> str:
-    """A Java DateTimeFormatter pattern (`yyyyMMdd`, `yyyy-MM-dd HH:mm:ss`, quoted literals) as a
-    strptime format; ValueError for letters other than y/u M d H m s S."""
-    out, i = [], 0
+def _tokens(java_pattern: str) -> list[tuple[str | None, str]]:
+    """A Java DateTimeFormatter pattern as (letter, its run) for each run of a pattern letter
+    and (None, text) for literal text (quoted, or not a letter)."""
+    out: list[tuple[str | None, str]] = []
+    i = 0
     while i < len(java_pattern):
         c = java_pattern[i]
         if c == "'":
             end = java_pattern.find("'", i + 1)
             if end < 0:
                 raise ValueError(f"unclosed quote in {java_pattern!r}")
-            out.append(java_pattern[i + 1:end].replace("%", "%%") or "'")
+            out.append((None, java_pattern[i + 1:end] or "'"))
             i = end + 1
             continue
         run = i
         while run < len(java_pattern) and java_pattern[run] == c:
             run += 1
-        if c.isalpha():
-            width, year = run - i, c in "yu"
-            if c not in _JAVA_LETTERS or (year and width not in (2, 4)) or (not year and c != "S" and width > 2):
-                raise ValueError(f"pattern letters {java_pattern[i:run]!r} are not supported (use y, M, d, H, m, s, S)")
-            out.append("%y" if year and width == 2 else _JAVA_LETTERS[c])
-        else:
-            out.append(java_pattern[i:run].replace("%", "%%"))
+        out.append((c if c.isalpha() else None, java_pattern[i:run]))
         i = run
+    return out
+
+
+def strptime_format(java_pattern: str) -> str:
+    """A Java DateTimeFormatter pattern (`yyyyMMdd`, `yyyy-MM-dd HH:mm:ss`, quoted literals) as a
+    strptime format; ValueError for letters other than y/u M d H m s S."""
+    out = []
+    for letter, run in _tokens(java_pattern):
+        if letter is None:
+            out.append(run.replace("%", "%%"))
+            continue
+        width, year = len(run), letter in "yu"
+        if letter not in _JAVA_LETTERS or (year and width not in (2, 4)) or (not year and letter != "S" and width > 2):
+            raise ValueError(f"pattern letters {run!r} are not supported (use y, M, d, H, m, s, S)")
+        out.append("%y" if year and width == 2 else _JAVA_LETTERS[letter])
     return "".join(out)
+
+
+def _java_digits(java_pattern: str) -> re.Pattern:
+    """The digits Java's formatter takes for each field (strptime takes one or two for any):
+    `MM`, `dd`, `HH`, `yy` exactly two, `yyyy` four, `SSS` three, a single letter one or two."""
+    parts = []
+    for letter, run in _tokens(java_pattern):
+        if letter is None:
+            parts.append(re.escape(run))
+        elif letter in "yu":
+            parts.append(rf"\d{{{len(run)}}}")
+        elif letter == "S" or len(run) == 2:
+            parts.append(rf"\d{{{len(run)}}}")
+        else:
+            parts.append(r"\d{1,2}")
+    return re.compile("".join(parts))
 
 
 def validate_partition_expiration(options: CoreOptions) -> None:
@@ -111,12 +137,18 @@ def partition_time(keys: list[str], values: list[str | None], pattern: str | Non
         fmt = strptime_format(formatter)
     except ValueError:  # a pattern Java's tables may hold that this module cannot apply
         return None
+    letters = {letter for letter, _ in _tokens(formatter) if letter is not None}
+    if "d" not in letters or not _java_digits(formatter).fullmatch(text):
+        return None  # Java reads no date without a day, nor a field of other digits ('2020-1-5' for yyyy-MM-dd)
     try:
-        return dt.datetime.strptime(text, fmt)
+        value = dt.datetime.strptime(text, fmt)
     except ValueError:
-        return _past_month_end(text, fmt)
+        value = _past_month_end(text, fmt)
     except re.error:  # a field given twice
         return None
+    if value is not None and "%y" in fmt:  # Java's two-digit years are 2000-2099 (strptime's: 1969-2068)
+        value = value.replace(year=2000 + value.year % 100)
+    return value
 
 
 def _lenient(year: int, month: int, day: int, seconds: int, micros: int) -> dt.datetime:
@@ -217,7 +249,10 @@ class PartitionExpiration:
         partitions, oldest values first, at most `partition.expiration-max-num`."""
         if self.ttl_ms is None or not self.schema.partition_keys:
             return []
-        threshold = (dt.datetime.now() if now is None else now) - dt.timedelta(milliseconds=self.ttl_ms)
+        try:
+            threshold = (dt.datetime.now() if now is None else now) - dt.timedelta(milliseconds=self.ttl_ms)
+        except OverflowError:  # a time to live reaching before the year 1 ('1000000 d'): nothing expires
+            return []
         latest = SnapshotManager(self.file_io, branch_path(self.table_path, self.branch)).latest()
         if latest is None:
             return []

@@ -9,6 +9,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Collection, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from . import cross_partition, full_compaction, row_tracking
@@ -25,7 +26,7 @@ from .fileio import FileIO
 from .incremental import IncrementalRange, IncrementalScan
 from .expire import ExpireResult, SnapshotExpiration
 from .changelog_expire import ChangelogExpiration, ChangelogExpireResult
-from .options import CoreOptions, parse_duration_ms, refuse_other_branch_reads
+from .options import CoreOptions, duration_ms, refuse_other_branch_reads
 from .orphans import OrphanFilesClean, OrphanResult
 from .partition_expire import PartitionExpiration
 from .predicate import parse_filter
@@ -139,17 +140,17 @@ class Table:
 
     # ---- snapshot lifecycle ---------------------------------------------------------------
     def create_tag(self, name: str, snapshot_id: int | None = None,
-                   time_retained: str | int | None = None) -> Snapshot:
+                   time_retained: str | int | datetime.timedelta | None = None) -> Snapshot:
         """Tag the latest snapshot, or `snapshot_id` (which must still exist); returns it.
 
-        `time_retained` (a duration such as "7 d", or millis) makes the tag expire that long
+        `time_retained` (a duration such as "7 d", a timedelta, or millis) makes the tag expire that long
         after its creation; default: the table option `tag.default-time-retained`.
         """
         snapshot = self.snapshot_manager.latest() if snapshot_id is None else self.snapshot(snapshot_id)
         if snapshot is None:
             raise SnapshotNotFoundError(f"cannot tag table {self.name}: it has no snapshot yet; write first")
-        retained = self.options.get("tag.default-time-retained") if time_retained is None else (
-            time_retained if isinstance(time_retained, int) else parse_duration_ms(time_retained))
+        retained = self.options.get("tag.default-time-retained") if time_retained is None else \
+            duration_ms(time_retained, "time_retained")
         self.tag_manager.create(snapshot, name, retained)
         return snapshot
 
@@ -211,11 +212,11 @@ class Table:
         return ChangelogExpiration(self.file_io, self.path, self.schema, self.branch).expire(
             retain_max, retain_min, _epoch_millis(older_than), max_deletes)
 
-    def expire_partitions(self, expiration_time: str | None = None, dry_run: bool = False) -> list[dict[str, str]]:
+    def expire_partitions(self, expiration_time: str | int | datetime.timedelta | None = None, dry_run: bool = False) -> list[dict[str, str]]:
         """Drop the partitions older than `expiration_time` (e.g. '7 d'; default the table's
         `partition.expiration-time`) now, as after a commit (partition_expire.py); returns their
         values, oldest first. `dry_run`: only list them."""
-        ttl = None if expiration_time is None else parse_duration_ms(expiration_time)
+        ttl = None if expiration_time is None else duration_ms(expiration_time, "expiration_time")
         expiration = PartitionExpiration(self.file_io, self.path, self.schema, ttl, self.branch)
         if expiration.ttl_ms is None:
             raise InvalidOptionError(f"{self.name} has no 'partition.expiration-time'; pass expiration_time")
@@ -659,9 +660,14 @@ class Table:
 
 
 def _epoch_millis(value: Any) -> int | None:
-    """A point in time given as epoch millis or a datetime (naive = local time)."""
-    if value is None or isinstance(value, int):
-        return value
+    """A point in time given as epoch millis (numpy's too) or a datetime (naive = local time;
+    pandas.Timestamp too)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, datetime.datetime) and value != value:  # pandas.NaT
+        raise TypeError("expected a datetime or epoch milliseconds, got NaT")
     if isinstance(value, datetime.datetime):  # exact: a float on the way made some millis the one before
         if value.tzinfo is None:
             return local_epoch_millis(value.replace(microsecond=0)) + value.microsecond // 1000

@@ -104,8 +104,16 @@ class TagDeletion:
                 tag = snap if len(names) == 1 else self.tags.snapshot(name)
                 created = tag_create_time_from_json(tag.extra.get("tagCreateTime"))
                 retained = tag.extra.get("tagTimeRetained")
-                if created is not None and retained is not None and \
-                        created + dt.timedelta(seconds=float(retained)) < now:
+                if created is not None and retained is not None and _passed(created, float(retained), now):
                     self.delete(name)
                     expired.append(name)
         return expired
+
+
+def _passed(created: dt.datetime, retained_s: float, now: dt.datetime) -> bool:
+    """Whether `created` + `retained_s` seconds is before `now`; a retention reaching past the
+    year 9999 (Java's '3000000 d') never passes."""
+    try:
+        return created + dt.timedelta(seconds=retained_s) < now
+    except OverflowError:
+        return False

@@ -117,3 +117,17 @@ def test_cleanup_that_cannot_know_every_used_file_deletes_nothing(catalog, monke
     with pytest.raises(CorruptFileError, match=os.path.basename(damaged)):
         t.remove_orphan_files()
     assert files_on_disk(t) == before and os.path.exists(junk)
+
+
+def test_a_cutoff_in_the_future_is_refused(catalog):
+    """A naive UTC time read as local time (8 h ahead in UTC-8) deleted the files of a write not
+    yet committed; its commit then referenced missing files. Java refuses such a cutoff too."""
+    import datetime as dt
+    import pytest
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["p"])
+    t.write_arrow(batch([1]))
+    pending = t.write_messages(batch([2]))
+    with pytest.raises(ValueError, match="in the future"):
+        t.remove_orphan_files(older_than=dt.datetime.now() + dt.timedelta(hours=8))
+    t.new_commit().commit(pending, "u", 1)
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]

@@ -48,6 +48,14 @@ def rows(ids, dts, v="x") -> pa.Table:
     (["dt"], ["202413"], None, "yyyyMM", None),        # no day field: month 13 is no date
     (["dt"], ["2024-01-05 05"], None, "yyyy-MM-dd dd", None),   # a field twice: never a time here
     (["dt"], ["2024-01-05 Mon"], None, "yyyy-MM-dd EEE", None),   # a Java table's pattern we cannot apply
+    # Java's DateTimeFormatter: two letters take exactly two digits, no date without a day, and
+    # two-digit years are 2000-2099 (strptime took '2020-1-5', '2020-01' and 1999 for '99')
+    (["dt"], ["2020-1-5"], None, "yyyy-MM-dd", None),
+    (["dt"], ["2020015"], None, "yyyyMMdd", None),
+    (["dt"], ["2020-01-05 5"], None, "yyyy-MM-dd HH", None),
+    (["dt"], ["2020-01"], None, "yyyy-MM", None),
+    (["dt"], ["991231"], None, "yyMMdd", dt.datetime(2099, 12, 31)),
+    (["dt"], ["2020-1-5 7"], None, "yyyy-M-d H", dt.datetime(2020, 1, 5, 7)),
 ])
 def test_partition_time_from_values(keys, values, pattern, formatter, expected):
     assert partition_time(keys, values, pattern, formatter) == expected
@@ -193,3 +201,10 @@ def test_nothing_to_expire_without_partitions_or_snapshots(catalog):
     empty = catalog.create_table("db.empty", SCHEMA, partition_keys=["dt"])
     assert empty.expire_partitions("1 d", dry_run=True) == empty.expire_partitions("1 d") == []
     assert empty.latest_snapshot() is None
+
+
+def test_a_time_to_live_past_the_calendar_expires_nothing(catalog):
+    """'1000000 d' (Java takes it) raised OverflowError after every commit."""
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options={"partition.expiration-time": "1000000 d"})
+    t.write_arrow(rows([1], ["2000-01-01"]))
+    assert t.expire_partitions() == [] and t.expire_partitions(dt.timedelta(days=1), dry_run=True) == [{"dt": "2000-01-01"}]

@@ -299,3 +299,30 @@ def test_automatic_tag_options_java_refuses_are_errors_naming_them(catalog, capl
         update.set_option("tag.automatic-creation", "none")
     t.write_arrow(batch([2]))
     assert t.to_arrow().num_rows == 2 and "automatic tag creation" not in caplog.text
+
+
+def test_durations_as_java_writes_them_and_as_python_holds_them(catalog):
+    """Java's duration labels ('2 hours', '7 days', '10 secs') were refused, so a Java table with
+    snapshot.time-retained = '2 hours' failed every expiration (num-retained.max no longer held);
+    a timedelta or np.int64 retention was a raw re.error, -5 and True were taken; one tag kept
+    '3000000 d' (Java takes it) overflowed and stopped every other tag's expiration."""
+    import numpy as np
+    from paimon_streaming.options import parse_duration_ms
+    assert [parse_duration_ms(t) for t in ("2 hours", "7 days", "10 secs", "30 Minutes", "1500 micros", "5 ms")] == \
+        [7_200_000, 604_800_000, 10_000, 1_800_000, 1, 5]
+    t = pk_table(catalog, **{"snapshot.time-retained": "2 hours", "snapshot.num-retained.min": "1",
+                             "snapshot.num-retained.max": "2"})
+    for i in range(4):
+        t.write_arrow(batch([i]))
+    assert len(t.snapshots()) == 2
+    t.create_tag("a", time_retained=dt.timedelta(days=7))
+    t.create_tag("b", time_retained=np.int64(3_600_000))
+    t.create_tag("forever", time_retained="3000000 d")
+    t.create_tag("brief", time_retained=1)
+    assert t.tag_manager.snapshot("a").extra["tagTimeRetained"] in (604800, 604800.0)
+    for bad, error in ((-5, ValueError), (True, TypeError), (1.5, TypeError)):
+        with pytest.raises(error, match="time_retained"):
+            t.create_tag("c", time_retained=bad)
+    time.sleep(0.01)
+    t.write_arrow(batch([9]))  # expiration after the commit: 'brief' goes, whatever 'forever' holds
+    assert sorted(t.tags()) == ["a", "b", "forever"]
