@@ -69,7 +69,7 @@ from .dynamic_bucket import read_hash_file
 from .evolution import read_evolved
 from .manifest.files import read_records
 from .paths import TableDirs
-from .scan import TableScan
+from .scan import TableScan, refuse_map_layouts
 from .schema import SchemaManager, TableSchema
 from .snapshot import APPEND, Snapshot, SnapshotManager
 from .table import Table
@@ -529,6 +529,7 @@ class _Checker:
         except PaimonError:
             return  # its schema file is missing or damaged: reported on its own
         try:
+            refuse_map_layouts(schema.options, self.path)  # a layout not read here: unreadable, not damaged
             verify_data_file(self.io, path, written_fields(file_fields(schema), e.file.write_cols),
                              e.file.file_size, e.file.row_count)
         except PaimonError as exc:

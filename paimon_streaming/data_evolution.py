@@ -56,6 +56,17 @@ def check_table(options: Mapping[str, str]) -> None:
                                  "'true' (Paimon refuses it too)")
 
 
+def refuse_deletion_vectors(options: Mapping[str, str], table: str) -> None:
+    """UnsupportedOperationError for a data-evolution table with deletion vectors (pypaimon 2.1
+    writes them; Java refuses the combination): its vectors mark rows that reads by row id here
+    would return, and a compaction here would bring back."""
+    if enabled(options) and parse_bool(str(options.get("deletion-vectors.enabled", "false"))):
+        raise UnsupportedOperationError(
+            f"table {table} has data evolution with deletion vectors ('{OPTION}' and 'deletion-vectors.enabled' = "
+            "'true', as pypaimon writes it; Java refuses it): paimon-streaming does not apply deletion vectors to "
+            "rows read by row id, so it neither reads nor writes this table")
+
+
 def row_groups(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
     """`files` (one bucket's) grouped by overlapping row-id ranges, in row-id order, each group
     newest first (by max sequence number). Every file of a group must cover the same rows."""

@@ -21,7 +21,7 @@ from typing import Any
 from . import data_evolution, file_index, row_tracking
 from .binary_row import deserialize_row
 from .datafile import format_from_file_name
-from .errors import CommitConflictError, CorruptFileError
+from .errors import CommitConflictError, CorruptFileError, UnsupportedOperationError
 from .fileio import FileIO
 from .manifest import (DataFileMeta, IndexManifestFile, ManifestEntry, ManifestFile, ManifestFileMeta,
                        ManifestList, DeletionVectorMeta, live_entries)
@@ -164,7 +164,10 @@ class TableScan:
         skip_level0 = pk and (dv or self.options.merge_engine == "first-row") and not all_levels
         postponed = self.postponed_bucket
         # a file of a data-evolution table holds some columns of its rows: its stats prune nothing alone
+        refuse_map_layouts(self.options.raw, self.table_path)
         by_row_id = data_evolution.enabled(self.options.raw) and not pk
+        if by_row_id:
+            data_evolution.refuse_deletion_vectors(self.options.raw, self.table_path)
         # the data manifests and the index manifest are independent reads (overlapping remotely)
         live, deletion_files = self.file_io.map(lambda read: read(), [
             lambda: self.live_entries(snapshot, flt), lambda: self.deletion_files(snapshot) if dv else {}])
@@ -416,3 +419,15 @@ def _to_the_microsecond(mins: list[Any], maxs: list[Any], types: list[DataType])
             if isinstance(maxs[i], datetime.datetime):  # (rounded up to a microsecond when decoded)
                 maxs[i] = maxs[i] + datetime.timedelta(microseconds=1)
     return mins, maxs
+
+
+def refuse_map_layouts(options: dict[str, str], table: str) -> None:
+    """UnsupportedOperationError for MAP columns stored in another layout than Paimon's plain
+    one (pypaimon 2.1's `fields.<column>.map.storage-layout` = `shared-shredding`: a struct of
+    key columns and an overflow, which would otherwise be reported as a damaged file)."""
+    for key, value in options.items():
+        if key.startswith("fields.") and key.endswith(".map.storage-layout") and str(value).strip().lower() != "default":
+            column = key[len("fields."):-len(".map.storage-layout")]
+            raise UnsupportedOperationError(
+                f"table {table} stores MAP column '{column}' in layout '{value}' (option '{key}', as pypaimon writes "
+                "it), which paimon-streaming does not read")

@@ -639,6 +639,7 @@ class TableWrite:
         if CoreOptions(schema.options).file_format == "avro":
             raise UnsupportedOperationError(f"cannot write to {table_name}: {AVRO_WRITES}; files already written "
                                             "stay readable after the option changes")
+        data_evolution.refuse_deletion_vectors(schema.options, table_name)
         for key in unimplemented_features(schema.options):
             raise UnsupportedOperationError(
                 f"cannot write to {table_name}: its option '{key}' = '{schema.options[key]}' asks for "

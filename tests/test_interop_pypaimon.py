@@ -162,3 +162,20 @@ def test_pypaimon_primary_key_table_every_type_read_by_us(warehouse):
     expected.update({r["id"]: r for r in all_types_data(6, 10).to_pylist()})
     t = ps.Catalog(warehouse).get_table("db.theirs_pk")
     assert normalize(rows_by(t.to_arrow(), "id")) == normalize(sorted(expected.values(), key=lambda r: r["id"]))
+
+
+def test_pypaimon_layouts_and_formats_we_do_not_read_are_refused_by_name(warehouse):
+    """pypaimon 2.1's shared-shredding MAP layout was reported as a damaged file (by reads and
+    `check`), and its `file.format` = 'row' as a bare "expected one of parquet, orc, avro"."""
+    from paimon_streaming.check import check_table
+    from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("m", pa.map_(pa.string(), pa.int64()))])
+    pypaimon_create(warehouse, "db.shredded", schema, options={"fields.m.map.storage-layout": "shared-shredding"})
+    pypaimon_write(warehouse, "db.shredded", pa.table({"id": [1], "m": [[("a", 1)]]}, schema=schema))
+    t = ps.Table.open(f"{warehouse}/db.db/shredded")
+    with pytest.raises(UnsupportedOperationError, match=r"MAP column 'm' in layout 'shared-shredding'"):
+        t.to_arrow()
+    assert {p.kind for p in check_table(t).problems} == {"unreadable-file"}
+    pypaimon_create(warehouse, "db.rows", pa.schema([("id", pa.int64())]), options={"file.format": "row"})
+    with pytest.raises(InvalidOptionError, match=r"table option 'file.format' = 'row' is not supported"):
+        ps.Table.open(f"{warehouse}/db.db/rows").to_arrow()
