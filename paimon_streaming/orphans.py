@@ -60,10 +60,6 @@ class OrphanFilesClean:
         """Remove unreferenced files last modified before `older_than_ms` (epoch millis;
         default: one day ago)."""
         now_ms = int(time.time() * 1000)
-        if older_than_ms is not None and older_than_ms > now_ms:
-            raise ValueError(f"older_than ({older_than_ms} ms since 1970) is in the future: files writers are "
-                             "writing now, not committed yet, would be deleted (Java refuses it too); a naive "
-                             "datetime is local time")
         threshold = now_ms - DEFAULT_OLDER_THAN_MS if older_than_ms is None else older_than_ms
         candidates = [s for s in self._candidate_files() if s.mtime_ms < threshold]
         if not candidates:

@@ -5,6 +5,7 @@ import contextlib
 import datetime
 import itertools
 import logging
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Collection, Iterator, Sequence
@@ -227,9 +228,17 @@ class Table:
     def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False) -> OrphanResult:
         """Delete files no snapshot or tag references, last modified before `older_than`
         (datetime or epoch millis; default one day ago, so files of running writers stay).
-        Returns an OrphanResult with the paths."""
+        Returns an OrphanResult with the paths.
+
+        A datetime in the future is refused, as Java's procedure refuses it: most often a UTC
+        wall time taken as local time, it would delete the files of writes not committed yet.
+        Epoch millis are taken as given (a cleanup of everything, with no writer running)."""
         self._on_main("orphan file cleanup")
-        return OrphanFilesClean(self.file_io, self.path, self.schema).clean(_epoch_millis(older_than), dry_run)
+        cutoff = _epoch_millis(older_than)
+        if isinstance(older_than, datetime.datetime) and cutoff > time.time() * 1000:
+            raise ValueError(f"older_than {older_than} is in the future (a naive datetime is local time): files of "
+                             "writes not committed yet would be deleted; Java refuses it too")
+        return OrphanFilesClean(self.file_io, self.path, self.schema).clean(cutoff, dry_run)
 
     # ---- writing --------------------------------------------------------------------------
     def new_write(self) -> TableWrite:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pyarrow as pa
 import pytest
@@ -207,7 +208,12 @@ def test_remove_orphans_lists_the_files(tmp_path, capsys):
     orphan = f"{table.path}/bucket-0/data-orphan.parquet"
     with open(orphan, "wb") as f:
         f.write(b"x" * 10)
-    assert main(["remove-orphans", table.path, "--older-than", "2999-01-01", "--dry-run"]) == 0
+    assert main(["remove-orphans", table.path, "--older-than", "2999-01-01", "--dry-run"]) == 1  # the future
+    assert "is in the future" in capsys.readouterr().err
+    an_hour_ago = time.time() - 3600
+    os.utime(orphan, (an_hour_ago, an_hour_ago))
+    assert main(["remove-orphans", table.path, "--older-than",
+                 time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(an_hour_ago + 60)), "--dry-run"]) == 0
     assert capsys.readouterr().out == f"{orphan}\nwould remove 1 orphan files (10 bytes) of {table.ref}\n"
     assert os.path.exists(orphan)
 

@@ -36,9 +36,9 @@ are regression tests at the end of the file.
 """
 from __future__ import annotations
 
-import datetime
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -282,7 +282,7 @@ SCENARIOS = [
     Scenario("delete-branch", _branch_template, lambda t: t.delete_branch("dev"), _delete_branch_again),
     Scenario("write-on-branch", _branch_template, _branch_write),
     Scenario("remove-orphan-files", _orphan_template,
-             lambda t: t.remove_orphan_files(older_than=datetime.datetime.now() + datetime.timedelta(days=1))),
+             lambda t: t.remove_orphan_files(older_than=int(time.time() * 1000) + 86_400_000)),
     Scenario("rescale", history, lambda t: t.rescale(bucket=3)),
     Scenario("add-column", history, _add_column, _add_column_again),
     Scenario("expire-partitions", _partition_template, lambda t: t.expire_partitions("30 d")),

@@ -6,6 +6,7 @@ batches its Java operations into as few JVM runs as it can.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from decimal import Decimal
 
 import numpy as np
@@ -377,7 +378,7 @@ def test_layout_options_interoperate(java, catalog, warehouse, options):
         assert check_table(t).ok, check_table(t).problems
         before = set(glob.glob(f"{path}/data/bucket-*/index-*"))
         t.expire_snapshots(retain_max=1, retain_min=1, older_than=datetime.datetime.now())
-        t.remove_orphan_files(older_than=datetime.datetime.now() + datetime.timedelta(seconds=1))
+        t.remove_orphan_files(older_than=int(time.time() * 1000) + 1000)
         after = set(glob.glob(f"{path}/data/bucket-*/index-*"))
         assert after and after < before, name  # replaced index files are gone, the live ones stay
         assert {r["id"]: r["v"] for r in ps.Table.open(path).to_arrow().to_pylist()} == expected[name], name
@@ -517,7 +518,7 @@ def test_javas_long_lived_changelog_is_streamed_and_kept(java, warehouse, produc
     expected += [[(100 + i, "ours")] for i in range(3)]
     t.expire_snapshots(retain_max=1, retain_min=1, older_than=datetime.datetime.now())  # an explicit expiration
     assert len(ps.Table.open(path).snapshots()) == 1
-    t.remove_orphan_files(older_than=datetime.datetime.now() + datetime.timedelta(seconds=1))
+    t.remove_orphan_files(older_than=int(time.time() * 1000) + 1000)
     kept = max(int(p.rsplit("-", 1)[1]) for p in changelogs)  # what Java moved stays readable
     assert streamed(kept) == expected[:len(streamed(kept))] and len(streamed(kept)) >= 3
     with java.batch() as b:
@@ -577,7 +578,6 @@ def test_orphan_cleanup_keeps_the_files_of_javas_branches(java, warehouse):
     """A branch (Java's `branch/branch-<name>/`) has its own snapshots and tags but writes its
     data files and manifests beside the main branch's: orphan cleanup must count what branch
     snapshots reference as used, as Java's does, or it deletes the branch's data."""
-    import datetime
     path = f"{warehouse}/db.db/branched"
     fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
     with java.batch() as b:
@@ -587,7 +587,7 @@ def test_orphan_cleanup_keeps_the_files_of_javas_branches(java, warehouse):
         b.create_branch(path, "dev", tag="t1")
         b.write(path, [{"id": i, "v": "dev"} for i in range(5, 15)], branch="dev")
     t = ps.Table.open(path)
-    removed = t.remove_orphan_files(older_than=datetime.datetime.now() + datetime.timedelta(seconds=1))
+    removed = t.remove_orphan_files(older_than=int(time.time() * 1000) + 1000)
     assert removed.paths == []
     with java.batch() as b:
         dev = b.read(path, branch="dev")
