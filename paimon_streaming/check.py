@@ -239,6 +239,7 @@ class _Checker:
         self._listings: dict[str, dict[str, int]] = {}
         self._decoded: dict[str, list | None] = {}
         self._verdicts: dict[str, bool] = {}
+        self._data_files_checked: set[tuple[bytes, int, str]] = set()
         self._schema_ids: set[int] | None = None
         self._earliest_snapshot: int | None = None
         self._good_schemas: dict[int, TableSchema] = {}
@@ -246,6 +247,7 @@ class _Checker:
     def share_verdicts(self, other: "_Checker") -> None:
         """Reuse what `other` found of the files both read (branches share main's files)."""
         self._listings, self._decoded, self._verdicts = other._listings, other._decoded, other._verdicts
+        self._data_files_checked = other._data_files_checked
 
     def problem(self, kind: str, path: str, message: str, severity: str = ERROR) -> None:
         self.report.problems.append(Problem(severity, kind, path, message))
@@ -499,6 +501,10 @@ class _Checker:
 
     def _check_data_file(self, label: str, e: ManifestEntry) -> None:
         f = e.file
+        key = (e.partition, e.bucket, f.file_name)
+        if key in self._data_files_checked:  # live in many snapshots: checked (and reported) once
+            return
+        self._data_files_checked.add(key)
         self._check_schema(f"{label} (data file {f.file_name})", f.schema_id)
         directory = self._bucket_dir(e)
         path = TableDirs.data_file(directory, f)

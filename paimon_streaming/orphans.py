@@ -86,6 +86,7 @@ class OrphanFilesClean:
         used: set[str] = set()
         done: set[tuple[str, bool, int, str]] = set()
         changelogs_read: set[str] = set()
+        walked: set[str] = set()  # manifests whose entries are in `used` (immutable files: walked once)
         while True:
             found = False
             for root in self._branch_roots():
@@ -100,7 +101,9 @@ class OrphanFilesClean:
                     done.add(key)
                     found = True
                     try:
-                        used |= self._names_of(snap)
+                        names, manifests = self._names_of(snap, walked)
+                        used |= names
+                        walked |= manifests
                     except CorruptFileError:
                         if is_snapshot and not snapshots.exists(snap.id):
                             continue  # expired while we were reading it
@@ -147,8 +150,12 @@ class OrphanFilesClean:
         out.extend((s, False) for s, _ in tags.tagged_snapshots())
         return out
 
-    def _names_of(self, snap: Snapshot) -> set[str]:
+    def _names_of(self, snap: Snapshot, walked: set[str]) -> tuple[set[str], set[str]]:
+        """The names `snap` references, and the manifests whose entries it read; a manifest in
+        `walked` (its entries counted already) is not read again: snapshots share most of theirs,
+        and reading each for every snapshot cost snapshots x live files."""
         names = {_name(p) for p in self.cleaner.metadata_files(snap, changelog=False)}
+        read: set[str] = set()
         lists = [snap.base_manifest_list, snap.delta_manifest_list]
         if snap.changelog_manifest_list and self.file_io.exists(
                 f"{self.cleaner.manifest_dir}/{snap.changelog_manifest_list}"):
@@ -158,10 +165,13 @@ class OrphanFilesClean:
         for name in lists:
             for meta in scan.manifest_list.read(name):
                 names.add(meta.file_name)
+                if meta.file_name in walked:
+                    continue
                 for e in scan.manifest_file.read(meta.file_name):
                     names.add(e.file.file_name)
                     names.update(e.file.extra_files)
-        return names
+                read.add(meta.file_name)
+        return names, read
 
     # ---- candidates ------------------------------------------------------------------------
     def _candidate_files(self) -> list[FileStatus]:

@@ -11,6 +11,7 @@ here: the caller hands the returned messages to `FileStoreCommit`.
 """
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -223,7 +224,7 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     data, kinds = _split_row_kinds(data, schema, table_name, row_kind_column)
     names = schema.field_names
     table_columns, input_columns = set(names), set(data.column_names)
-    twice = sorted({c for c in data.column_names if data.column_names.count(c) > 1})
+    twice = sorted(c for c, n in collections.Counter(data.column_names).items() if n > 1)
     if twice:
         raise SchemaMismatchError(f"input of table {table_name} has column(s) {twice} more than once")
     reserved = [c for c in data.column_names if is_system_field(c) and c not in table_columns]

@@ -433,14 +433,14 @@ def test_orphan_cleanup_racing_a_commit_and_expiration_keeps_live_files(tmp_path
     original = orphans_module.OrphanFilesClean._names_of
     raced = []
 
-    def commit_and_expire(self, snap):
+    def commit_and_expire(self, snap, walked):
         if not raced:
             raced.append(1)
             other = ps.Table.open(t.path)
             other.write_arrow(pa.table({"id": [2], "p": ["b"]}, schema=t.arrow_schema()))
             other.expire_snapshots(retain_max=1, retain_min=1)
             manifest_files._CACHE.clear()  # as another process: snapshot 1's lists are gone
-        return original(self, snap)
+        return original(self, snap, walked)
 
     monkeypatch.setattr(orphans_module.OrphanFilesClean, "_names_of", commit_and_expire)
     removed = t.remove_orphan_files()
