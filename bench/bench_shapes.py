@@ -13,7 +13,8 @@ Read whole.
 W7 `lookup`: a primary-key table `(id BIGINT, email STRING, amount DOUBLE)` with 4 buckets and
 deletion vectors gets `--commits` commits (default 100) of 20,000 rows, 80% new ids and 20%
 updates; each id has its own email. Read whole, and one email (`email = 'user-7@example.com'`,
-one row: a filter on a column that is not the key, which min/max statistics cannot prune).
+one row: a filter on a column that is not the key, which min/max statistics cannot prune), and
+one id (`id = 7`: the key's bucket alone is read, as Java selects it).
 
 W8 `moving-keys`: a primary-key table `(id BIGINT, dt STRING, amount DOUBLE)` keyed by `id`,
 partitioned by `dt`, `bucket` = -1 with deletion vectors (a cross-partition upsert table) gets
@@ -28,7 +29,7 @@ Read whole.
 
 Per run and system, in fresh processes: the write (one commit a batch, rows/s), then the first
 read of a fresh process and the median of 5 reads after it (and for W5 the median of 5 reads of
-one partition, a filter that prunes the others; for W7 of the one email). Systems, in the same run:
+one partition, a filter that prunes the others; for W7 of the one email and of the one id). Systems, in the same run:
 - `raw-parquet`: pyarrow writing each batch as Parquet (W5: `write_to_dataset` with hive
   partitioning, one file per partition and batch; W6: one `write_table` per batch), read with
   `pyarrow.parquet.read_table` on the directory: the floor, no table format, no upserts;
@@ -115,6 +116,7 @@ class SmallFiles:
         return commits * self.rows
 
     probe = [("p", "=", ONE_PARTITION)]
+    key_probe: list | None = None
 
     def probe_rows(self, commits: int) -> int:
         return commits * self.rows // PARTITIONS
@@ -154,12 +156,14 @@ class Wide:
         return self._ids_before(commits)
 
     probe = None
+    key_probe: list | None = None
 
 
 class Lookup(Wide):
     """W7: one email looked up in a primary-key table with deletion vectors."""
     rows = 20_000
     probe = [("email", "=", "user-7@example.com")]
+    key_probe = [("id", "=", 7)]
 
     def __init__(self, columns: int):
         self.schema = pa.schema([pa.field("id", pa.int64(), False), ("email", pa.string()), ("amount", pa.float64())])
@@ -319,6 +323,10 @@ def child(args: argparse.Namespace) -> None:
         if one.num_rows != workload.probe_rows(args.commits):
             raise SystemExit(f"{args.child} read {one.num_rows} rows of {workload.probe}")
         result["probe_read_s"] = median_seconds(lambda: read(workload.probe))
+    if workload.key_probe is not None:
+        if read(workload.key_probe).num_rows != 1:
+            raise SystemExit(f"{args.child} did not read one row of {workload.key_probe}")
+        result["key_read_s"] = median_seconds(lambda: read(workload.key_probe))
     print(json.dumps(result))
 
 
@@ -332,7 +340,7 @@ def spawn(system: str, phase: str, workdir: str, args: argparse.Namespace) -> di
 
 
 def report(args: argparse.Namespace, runs: dict[str, list[dict]]) -> None:
-    keys = [k for k in ("rows_per_s", "first_read_s", "read_s", "probe_read_s") if k in runs["raw-parquet"][0]]
+    keys = [k for k in ("rows_per_s", "first_read_s", "read_s", "probe_read_s", "key_read_s") if k in runs["raw-parquet"][0]]
     raw = runs["raw-parquet"]
     medians = {s: {k: statistics.median(r[k] for r in per_run) for k in keys} for s, per_run in runs.items()}
     ratios = {s: {k: statistics.median(a[k] / b[k] for a, b in zip(per_run, raw)) for k in keys}

@@ -206,7 +206,7 @@ class _Inexact:
 INEXACT = _Inexact()
 
 
-def _column_value(value: Any, arrow_type: pa.DataType) -> Any:
+def column_literal(value: Any, arrow_type: pa.DataType) -> Any:
     """`value` as a scalar of the column's type when it is exactly one of its values; INEXACT
     when no value of the type equals it; None when it is of another kind (a string against a
     number), which `_of_column` refuses."""
@@ -283,7 +283,7 @@ def _is_nan(value: Any) -> bool:
 
 
 def _comparison(column: str, op: str, value: Any, arrow_type: pa.DataType) -> pc.Expression:
-    """`column op value`, exact whatever the literal's type (see `_column_value`)."""
+    """`column op value`, exact whatever the literal's type (see `column_literal`)."""
     field = pc.field(column)
     if value is None:
         return _OPS_EXPR[op](field, pa.scalar(None, type=arrow_type))  # null: true for no row
@@ -364,10 +364,10 @@ def _membership(column: str, op: str, values: list, arrow_type: pa.DataType) -> 
 
 
 def _of_column(column: str, value: Any, arrow_type: pa.DataType) -> Any:
-    """`_column_value`, refusing a literal of another kind than the column's (text against a
+    """`column_literal`, refusing a literal of another kind than the column's (text against a
     number, a number or a boolean against text) with an error naming both, where Arrow would
     raise its own while reading ("no kernel matching input types (double, string)")."""
-    literal = _column_value(value, arrow_type)
+    literal = column_literal(value, arrow_type)
     if literal is None:
         hint = "; give a date or time as ISO text ('2024-01-05', '2024-01-05 10:30:00') or a datetime value" \
             if _is_temporal(arrow_type) else ""

@@ -1,7 +1,8 @@
 """Planning a read: snapshot -> live data files and deletion vectors, grouped into splits.
 
 A split is one (partition, bucket) with the files to read. Files are pruned by partition
-values and by min/max statistics. A split either must be merged by key (`needs_merge`), and
+values, by bucket (a filter pinning the bucket key, bucket_selection.py) and by min/max
+statistics. A split either must be merged by key (`needs_merge`), and
 is then read whole, or is *raw*: every key lives in at most one of its files, so each file
 can be read on its own, in parallel (`DataSplit.pieces`). Raw, as Java's
 `MergeTreeSplitGenerator`: append tables; primary-key buckets whose files are all at
@@ -15,11 +16,12 @@ from __future__ import annotations
 import datetime
 import math
 import struct
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 from . import data_evolution, file_index, row_tracking
 from .binary_row import deserialize_row
+from .bucket_selection import pinned_keys, selected_buckets
 from .datafile import format_from_file_name
 from .errors import CommitConflictError, CorruptFileError, UnsupportedOperationError
 from .fileio import FileIO
@@ -171,9 +173,10 @@ class TableScan:
         # the data manifests and the index manifest are independent reads (overlapping remotely)
         live, deletion_files = self.file_io.map(lambda read: read(), [
             lambda: self.live_entries(snapshot, flt), lambda: self.deletion_files(snapshot) if dv else {}])
+        may_hold = self._bucket_selection(flt, live)
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for e in live:
-            if (skip_level0 and e.file.level == 0) or postponed(e):
+            if (skip_level0 and e.file.level == 0) or postponed(e) or not may_hold(e.total_buckets, e.bucket):
                 continue
             groups.setdefault((e.partition, e.bucket), []).append(e)
         selected = {}
@@ -245,6 +248,34 @@ class TableScan:
                     not (old.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and old.type.precision == 0):
                 out[name] = old
         return out
+
+    def _bucket_selection(self, flt: Filter | None, live: list[ManifestEntry]) -> Callable[[int, int], bool]:
+        """Whether a bucket (of a layout of so many buckets) may hold rows `flt` matches: those
+        its bucket-key literals hash to (bucket_selection.py). Every bucket may, unless the
+        table has fixed buckets and every live file was hashed with today's bucket-key types."""
+        key_fields = self.schema.fields_of(self.schema.bucket_keys)
+        keys = pinned_keys(flt, key_fields) if self.options.bucket > 0 else None
+        if keys is None or not self._hashed_as_today(live, key_fields):
+            return lambda total, bucket: True
+        function = self.options.get("bucket-function.type")
+        by_layout: dict[int, frozenset[int]] = {}
+
+        def may_hold(total: int, bucket: int) -> bool:
+            if total <= 0:  # a layout the entry does not record
+                return True
+            if total not in by_layout:
+                by_layout[total] = selected_buckets(keys, key_fields, total, function)
+            return bucket in by_layout[total]
+        return may_hold
+
+    def _hashed_as_today(self, live: list[ManifestEntry], key_fields: list[DataField]) -> bool:
+        """Whether every file's schema had the bucket-key columns (by field id) of today's types."""
+        today = {f.id: replace(f.type, nullable=True) for f in key_fields}
+        for schema_id in {e.file.schema_id for e in live} - {self.schema.id}:
+            then = {f.id: replace(f.type, nullable=True) for f in self.schema_of(schema_id).fields if f.id in today}
+            if then != today:
+                return False
+        return True
 
     def postponed_bucket(self, entry: ManifestEntry) -> bool:
         """A file of a postpone-bucket table (`bucket` = -2) still waiting in bucket -2: Java's

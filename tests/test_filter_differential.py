@@ -396,9 +396,9 @@ def configs(draw) -> Config:
     columns = draw(st.lists(st.sampled_from(VALUE_COLUMNS), min_size=1, max_size=4, unique_by=lambda c: c.name))
     options: dict[str, str] = {}
     if kind == "append_fixed":
-        options.update({"bucket": draw(st.sampled_from(["1", "2"])), "bucket-key": "k"})
+        options.update({"bucket": draw(st.sampled_from(["1", "2", "5"])), "bucket-key": "k"})
     elif kind in ("pk", "pk_dv"):
-        options["bucket"] = draw(st.sampled_from(["1", "2"]))
+        options["bucket"] = draw(st.sampled_from(["1", "2", "5"]))
     elif kind == "pk_dynamic":
         options.update({"bucket": "-1", "dynamic-bucket.target-row-num": draw(st.sampled_from(["2", "100"]))})
     elif kind == "pk_cross":
