@@ -50,7 +50,8 @@ from paimon_streaming.write import conform
 
 from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, table_schema_of,
                           check_existing_table_options, collect_arrow, committed_replay, compact_after_commit, query_property,
-                          encode_messages, reconcile_schema, session_time_zone, write_dataframe, write_task)
+                          encode_messages, reconcile_schema, session_time_zone, without_char_types, write_dataframe,
+                          write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 
@@ -166,6 +167,7 @@ class PaimonSink:
         to prepare (`ingest --database`). `collected`: the batch's rows, already collected in
         the driver (written there; `df` still gives the query and its session)."""
         clock = StageClock()
+        df = without_char_types(df)
         base_user = self.commit_user or query_commit_user(df)  # before the table is created: it may refuse
         table = self._table(df)
         call = SinkCall.of(table, base_user, batch_id, df)

@@ -21,7 +21,8 @@ from paimon_streaming.sinks import spark_version  # noqa: F401  (first: PySpark 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import ArrayType, MapType, StructType, VariantType
+from pyspark.sql.types import (ArrayType, CharType, DataType, MapType, StringType, StructField, StructType,
+                               VarcharType, VariantType)
 
 from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import MAIN, branch_path
@@ -278,8 +279,32 @@ def session_time_zone(df: DataFrame) -> str:
 
 def arrow_schema_of(schema) -> pa.Schema:
     """The Arrow schema of a Spark schema; TimestampType (an instant) maps to UTC timestamps,
-    i.e. Paimon TIMESTAMP_LTZ, TimestampNTZType to TIMESTAMP."""
-    return to_arrow_schema(schema, timezone="UTC")
+    i.e. Paimon TIMESTAMP_LTZ, TimestampNTZType to TIMESTAMP. CHAR(n) and VARCHAR(n), which
+    Spark keeps in schemas under `spark.sql.preserveCharVarcharTypeInfo` and PySpark cannot
+    convert, are strings, as Spark reads them everywhere else."""
+    return to_arrow_schema(_chars_as_strings(schema), timezone="UTC")
+
+
+def without_char_types(df: DataFrame) -> DataFrame:
+    """`df` with its CHAR(n)/VARCHAR(n) columns (`spark.sql.preserveCharVarcharTypeInfo`) cast
+    to strings: PySpark's Arrow conversions (`toArrow`, `mapInArrow`) refuse them."""
+    wanted = _chars_as_strings(df.schema)
+    if wanted == df.schema:
+        return df
+    return df.select([df[i].cast(w.dataType).alias(f.name) if w != f else df[i]
+                      for i, (f, w) in enumerate(zip(df.schema.fields, wanted.fields))])
+
+
+def _chars_as_strings(t: DataType) -> DataType:
+    if isinstance(t, (CharType, VarcharType)):
+        return StringType()
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _chars_as_strings(f.dataType), f.nullable, f.metadata) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return ArrayType(_chars_as_strings(t.elementType), t.containsNull)
+    if isinstance(t, MapType):
+        return MapType(_chars_as_strings(t.keyType), _chars_as_strings(t.valueType), t.valueContainsNull)
+    return t
 
 
 def table_schema_of(schema, row_kind_column: str | None) -> pa.Schema:

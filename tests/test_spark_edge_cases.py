@@ -147,6 +147,36 @@ def test_nested_maps_arrays_and_rows_through_every_writer_and_reader(spark, tmp_
     assert by_id(get_oracle().read(path)) == NESTED_EXPECTED
 
 
+CHAR_DDL = "id long, c char(5), v varchar(3), a array<varchar(4)>, m map<string, struct<x: char(2)>>"
+CHAR_ROWS = [(1, "ab", "xyz", ["q", None], {"k": ("z",)}), (2, None, None, None, None)]
+
+
+@pytest.mark.parametrize("writer", ["sink", "sink-shuffle", "format"])
+def test_char_and_varchar_columns_kept_by_spark_are_strings(spark, tmp_path, writer):
+    """Under `spark.sql.preserveCharVarcharTypeInfo` Spark keeps CHAR(n)/VARCHAR(n) in schemas,
+    which PySpark's Arrow conversions refuse ("CharType(5) is not supported in conversion to
+    Arrow"): every writer stores them as strings, as Spark reads them without the setting."""
+    path = str(tmp_path / "wh" / "db.db" / "chars")
+    options = {"primary-key": "id", "bucket": "2"}
+    with conf(spark, "spark.sql.preserveCharVarcharTypeInfo", "true"):
+        source = spark.createDataFrame(CHAR_ROWS, CHAR_DDL)
+        assert "CharType(5)" in str(source.schema)
+        if writer.startswith("sink"):
+            paimon_sink(path, commit_user="chars", options=options,
+                        shuffle=True if writer == "sink-shuffle" else None)(source, 0)
+        elif writer == "format":
+            w = source.write.format("paimon").mode("append")
+            for k, v in options.items():
+                w = w.option(k, v)
+            w.save(path)
+        t = ps.Table.open(path)
+        assert [str(f.type) for f in t.schema.fields[1:3]] == ["STRING", "STRING"]
+        expected = [{"id": 1, "c": "ab", "v": "xyz", "a": ["q", None], "m": {"k": {"x": "z"}}},
+                    {"id": 2, "c": None, "v": None, "a": None, "m": None}]
+        assert spark_rows(spark.read.format("paimon").load(path)) == expected
+    assert by_id([{**r, "m": r["m"] and dict(r["m"])} for r in t.to_arrow().to_pylist()]) == expected
+
+
 @pytest.mark.parametrize("writer", ["sink", "sink-shuffle", "format", "format-nested-only"])
 def test_nested_instants_and_wall_times_convert_in_the_session_zone(spark, catalog, writer):
     """Into an existing table whose nested types are the other kind of timestamp, a Spark
