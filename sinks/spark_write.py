@@ -47,7 +47,7 @@ def compact_after_commit(table: Table, commit_user: str, identifier: int, writte
     pushed up, and a batch due for scheduled full compaction (`full-compaction.delta-commits`)
     fully compacts the buckets it wrote and those its user wrote since the previous due batch;
     append tables get the small files of the buckets it wrote merged (unless `write-only`)."""
-    table = Table.open(table.path, branch=table.branch)
+    table = Table(table.file_io, table.path, table.name, table.branch)  # the schema as committed, same store
     if not table.primary_keys:
         if table.options.get("write-only") or not written:
             return []

@@ -207,6 +207,39 @@ def test_spark_sink_on_s3(s3, tmp_path):
                                                             [(i, f"u{i}") for i in range(3, 9)])
 
 
+def test_spark_data_source_writes_on_s3(s3, tmp_path):
+    """df.write.format("paimon") and writeStream.format("paimon") into s3:// tables: each batch
+    commits once and the write reports success (the compaction after the commit reopened the
+    table by its store-relative path, as a local directory, and failed a committed write)."""
+    pytest.importorskip("pyspark")
+    from spark_support import get_spark
+    spark = get_spark()
+    ps.register(spark)
+    catalog = ps.Catalog(s3.uri("lake/source-writes", credentials=True))
+    for name, options in (("appended", {}), ("keyed", {"primary-key": "id", "bucket": "2",
+                                                       "deletion-vectors.enabled": "true"})):
+        location = catalog.table_location(f"db.{name}")
+        for v in ("a", "u"):
+            w = spark.createDataFrame(rows(range(4), v=v).select(["id", "v"]).to_pandas()).write.format("paimon")
+            for k, x in options.items():
+                w = w.option(k, x)
+            w.mode("append").save(location)
+        expected = [{"id": i, "v": f"{v}{i}"} for v in ("a", "u") for i in range(4)] if not options else \
+            [{"id": i, "v": f"u{i}"} for i in range(4)]
+        assert sorted(catalog.get_table(f"db.{name}").to_arrow().to_pylist(), key=lambda r: (r["v"], r["id"])) == \
+            sorted(expected, key=lambda r: (r["v"], r["id"])), name
+    source = tmp_path / "in"
+    spark.createDataFrame(rows(range(3), v="s").select(["id", "v"]).to_pandas()).write.parquet(str(source))
+    location = catalog.table_location("db.streamed")
+    q = (spark.readStream.schema("id long, v string").parquet(str(source)).writeStream.format("paimon")
+         .option("primary-key", "id").option("bucket", "2").option("deletion-vectors.enabled", "true")
+         .option("commitUser", "s3-stream").option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(availableNow=True).start(location))
+    q.awaitTermination(300)
+    assert q.exception() is None, q.exception()
+    assert rows_by(catalog.get_table("db.streamed").to_arrow(), "id") == [{"id": i, "v": f"s{i}"} for i in range(3)]
+
+
 def test_local_table_with_its_data_files_on_s3(s3, catalog, monkeypatch):
     """A table on local disk whose data files live on S3 (`data-file.external-paths`; the store
     opened from the URI, its endpoint from the environment): written, read, compacted, expired
