@@ -399,38 +399,29 @@ class Decoder:
         their writer schema's types and cast to the table's (avro_types.py). With a schema
         registry each record names its writer schema, and the fields of writer schemas the table
         lacks come back as new columns (typed from the schema), as JSON's do."""
-        import fastavro
         out: list[tuple[int, dict]] = []
         decoded: list[int] = []
         bad: list[tuple[int, str]] = []
         writers: dict[int, Any] = {}
+        types: dict[int, pa.Schema | _WriterSchemaError] = {}
         for i, raw in enumerate(values.to_pylist()):
             try:
-                sid, writer, body = self._avro_writer(raw, writers)
-                out.append((sid, fastavro.schemaless_reader(io.BytesIO(body), writer)))
-                decoded.append(i)
+                sid, datum = self._avro_record(raw, writers, types)
             except schema_registry.SchemaRegistryError as exc:
                 raise DecodeError(f"record {_where(records, i)}: {exc}") from None
+            except DecodeError:
+                raise
+            except _WriterSchemaError as exc:  # a registry's writer schema (a producer's new version)
+                error, verb = str(exc), ":"
             except Exception as exc:
-                error = f"not Avro of its writer schema: {exc.__class__.__name__}: {exc}"
-                if self.on_error == "fail":
-                    raise DecodeError(f"record {_where(records, i)} is {error}") from exc
-                bad.append((i, error))
-        types = {}
-        for sid in writers:
-            try:
-                types[sid] = avro_types.arrow_schema(self._avro_writer_json(sid))
-            except avro_types.AvroTypeError as exc:
-                what = f"{'the Avro schema' if sid < 0 else f'writer schema {sid}'}: {exc}"
-                if sid < 0:
-                    raise DecodeError(what) from None
-                # a registry's writer schema (a producer's new version): its records, by their coordinates
-                of_sid = [j for j, (k, _) in enumerate(out) if k == sid]
-                if self.on_error == "fail":
-                    raise DecodeError(f"record {_where(records, decoded[of_sid[0]])}: {what}") from None
-                bad.extend((decoded[j], what) for j in of_sid)
-                out = [item for k, item in enumerate(out) if k not in set(of_sid)]
-                decoded = [i for k, i in enumerate(decoded) if k not in set(of_sid)]
+                error, verb = f"not Avro of its writer schema: {exc.__class__.__name__}: {exc}", " is"
+            else:
+                out.append((sid, datum))
+                decoded.append(i)
+                continue
+            if self.on_error == "fail":
+                raise DecodeError(f"record {_where(records, i)}{verb} {error}") from None
+            bad.append((i, error))
 
         def build(items: list[tuple[int, dict]]) -> pa.Table:
             parts, origin = [], []
@@ -480,7 +471,7 @@ class Decoder:
             events, decoded = [], []
             for i in idx:
                 try:
-                    events.append(fastavro.schemaless_reader(io.BytesIO(raws[i][schema_registry.HEADER:]), reader))
+                    events.append(_avro_datum(raws[i][schema_registry.HEADER:], reader))
                     decoded.append(i)
                 except Exception as exc:
                     if self.on_error == "fail":
@@ -532,6 +523,23 @@ class Decoder:
             writers[sid] = schema_registry.writer_schema(self.schema_registry, sid)
         return sid, writers[sid], raw[schema_registry.HEADER:]
 
+    def _avro_record(self, raw: bytes, writers: dict[int, Any],
+                     types: dict[int, pa.Schema | _WriterSchemaError]) -> tuple[int, Any]:
+        """(writer schema id, datum) of one value; the Arrow schemas of the writer schemas seen
+        are collected in `types` (_WriterSchemaError for one Arrow cannot type, DecodeError for
+        the schema file, which every record is read with)."""
+        sid, writer, body = self._avro_writer(raw, writers)
+        if sid not in types:
+            try:
+                types[sid] = avro_types.arrow_schema(self._avro_writer_json(sid))
+            except avro_types.AvroTypeError as exc:
+                if sid < 0:
+                    raise DecodeError(f"the Avro schema: {exc}") from None
+                types[sid] = _WriterSchemaError(f"writer schema {sid}: {exc}")
+        if isinstance(types[sid], _WriterSchemaError):
+            raise types[sid]
+        return sid, _avro_datum(body, writer)
+
     def _avro_writer_json(self, sid: int) -> Any:
         return json.loads(self.avro_schema) if sid < 0 else schema_registry.writer_schema_json(self.schema_registry, sid)
 
@@ -568,12 +576,11 @@ class Decoder:
     def _avro_keys(self, keys: pa.Array, records: pa.RecordBatch, key_schema: pa.Schema) -> pa.Table:
         """Tombstone keys framed for the schema registry: a record of the key columns, or the one
         key column's value itself (a primitive key schema)."""
-        import fastavro
         rows = []
         for i, raw in enumerate(keys.to_pylist()):
             try:
                 writer = schema_registry.writer_schema(self.schema_registry, schema_registry.schema_id(raw))
-                key = fastavro.schemaless_reader(io.BytesIO(raw[schema_registry.HEADER:]), writer)
+                key = _avro_datum(raw[schema_registry.HEADER:], writer)
             except schema_registry.SchemaRegistryError as exc:
                 raise DecodeError(f"record {_where(records, i)}: {exc}") from None
             except Exception as exc:
@@ -598,6 +605,23 @@ class Decoder:
                 raise DecodeError(f"tombstone key of record {_where(records, i)} has no '{name}' "
                                   f"(primary key {list(self.primary_keys)})")
         return table
+
+
+class _WriterSchemaError(Exception):
+    """A registry's writer schema that has no Arrow schema: its records are poison records."""
+
+
+def _avro_datum(body: bytes, schema: Any) -> Any:
+    """The one Avro datum `body` holds, which must fill it: bytes left over mean it was written
+    with another schema (a producer already on a newer schema than `--avro-schema`'s file), whose
+    fields would otherwise be read shifted, as other values, without an error."""
+    import fastavro
+    stream = io.BytesIO(body)
+    datum = fastavro.schemaless_reader(stream, schema)
+    if stream.tell() != len(body):
+        raise ValueError(f"{len(body) - stream.tell()} of its {len(body)} bytes are left after the datum: it was "
+                         "written with another schema than the one read with")
+    return datum
 
 
 def _naming_the_column(parse, parse_columns, columns: list, line: bytes) -> pa.Table:

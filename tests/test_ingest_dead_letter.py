@@ -156,6 +156,33 @@ def test_an_avro_value_that_does_not_fit_its_column_is_one_poison_record():
         Decoder("avro", schema, ("id",), avro_schema=json.dumps(avro_schema)).decode_all(records([avro(r) for r in rows]))
 
 
+def test_avro_written_with_a_newer_schema_than_the_file_is_a_poison_record():
+    """A producer already on a newer writer schema than `--avro-schema`'s file: a record with a
+    field appended, or inserted before another, leaves bytes after the datum read with the old
+    schema. Before, both were committed, one without its new field and the other with `amount`
+    read from the inserted string's length (1 instead of 30)."""
+    import io
+    import fastavro
+
+    def avro(fields: list, row: dict) -> bytes:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema({"type": "record", "name": "r", "fields": fields}), row)
+        return out.getvalue()
+    v1 = [{"name": "id", "type": "long"}, {"name": "amount", "type": "long"}]
+    appended = v1 + [{"name": "note", "type": "string"}]
+    inserted = [v1[0], {"name": "note", "type": "string"}, v1[1]]
+    values = [avro(v1, {"id": 1, "amount": 10}), avro(appended, {"id": 2, "amount": 20, "note": "gift wrap"}),
+              avro(inserted, {"id": 3, "note": "x", "amount": 30}), avro(v1, {"id": 4, "amount": 40})]
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("amount", pa.int64())])
+    avro_schema = json.dumps({"type": "record", "name": "r", "fields": v1})
+    decoded = Decoder("avro", schema, ("id",), avro_schema=avro_schema, on_error="dead-letter").decode_all(records(values))
+    assert decoded.rows.select(["id", "amount"]).to_pylist() == [{"id": 1, "amount": 10}, {"id": 4, "amount": 40}]
+    errors = {r["offset"]: r["error"] for r in decoded.rejected.to_pylist()}
+    assert sorted(errors) == [101, 102] and all("written with another schema" in e for e in errors.values()), errors
+    with pytest.raises(DecodeError, match="offset=101 is not Avro of its writer schema.*bytes are left"):
+        Decoder("avro", schema, ("id",), avro_schema=avro_schema).decode_all(records(values))
+
+
 def test_dead_letter_keeps_every_poison_record_once_with_a_real_broker(spark, broker, tmp_path):
     topic = unique_topic("poison")
     broker.create_topic(topic)
