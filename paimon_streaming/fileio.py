@@ -113,10 +113,12 @@ class FileIO:
 
     def uri(self, path: str) -> str:
         """A location string for `path` that `for_path` opens again with the same settings
-        (what Spark executors receive). A FileIO built from a filesystem object gives the path."""
+        (what Spark executors receive). A FileIO built from a filesystem object gives the path.
+        The path is percent-encoded, as `for_path` decodes it: a database `d%41` would otherwise
+        name `dA`, and a space, `#` or `?` would not parse or would cut the query off."""
         if not self.uri_prefix:
             return path
-        return f"{self.uri_prefix}{path}" + (f"?{self.uri_query}" if self.uri_query else "")
+        return f"{self.uri_prefix}{urllib.parse.quote(path, safe='/')}" + (f"?{self.uri_query}" if self.uri_query else "")
 
     def _at(self, path: str) -> tuple["FileIO", str]:
         """The FileIO and path for `path`: this one for its own paths; for a URI (an external

@@ -137,6 +137,19 @@ def test_catalog_and_tables_on_s3(s3):
     assert location.startswith("s3://lake/cat/db.db/t?") and "endpoint_override" in location
 
 
+def test_table_locations_name_their_table_whatever_its_characters(s3):
+    """`table_location` percent-encodes the path, as opening a URI decodes it: `d%41.t` used to
+    open `dA.t`, and a space, `#`, `?` or a non-ASCII letter broke the location."""
+    cat = ps.Catalog(s3.uri("lake/names"))
+    names = ["dA.t", "d%41.t", "db.a b", "db.t#1", "db.t?x", "db.tä", "db.100%"]
+    for i, name in enumerate(names):
+        cat.create_table(name, SCHEMA).write_arrow(rows(range(i + 1)))
+    for i, name in enumerate(names):
+        location = cat.table_location(name)
+        assert "endpoint_override" in location, location
+        assert ps.Table.open(location).to_arrow().num_rows == i + 1, (name, location)
+
+
 def test_lost_reply_of_the_snapshot_put_commits_once(s3, monkeypatch):
     """The PUT of the snapshot is applied but its reply is lost: the committer cannot know it
     won, re-reads, finds its own snapshot and does not commit the batch a second time."""
