@@ -20,8 +20,8 @@ from .binary_row import deserialize_row
 from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .cross_partition import check_no_concurrent_writes
-from .errors import (CommitConflictError, PaimonError, SequenceConflictError, SnapshotNotFoundError, StaleOptionsError,
-                     StalePlanError)
+from .errors import (CommitConflictError, DuplicateCommitError, PaimonError, SequenceConflictError,
+                     SnapshotNotFoundError, StaleOptionsError, StalePlanError)
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries, index_key,
@@ -32,7 +32,7 @@ from .options import CoreOptions, write_rule_change
 from .paths import PathFactory, TableDirs, partition_path
 from . import data_evolution, row_tracking
 from .schema import SchemaManager, TableSchema
-from .snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
+from .snapshot import APPEND, BATCH_COMMIT_IDENTIFIER, COMPACT, OVERWRITE, Snapshot, SnapshotManager
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,8 @@ class FileStoreCommit:
                overwrite_partitions: list[bytes] | None = None, overwrite: bool = False,
                ignore_empty: bool = True, watermark: int | None = None,
                properties: dict[str, str] | None = None, best_effort_compaction: bool = False,
-               planned_on: Snapshot | None = None, maintain: bool = True, placed: bool = False) -> list[int]:
+               planned_on: Snapshot | None = None, maintain: bool = True, placed: bool = False,
+               unique_since: int | None = None) -> list[int]:
         """Commit one committable; returns the ids of the snapshots created (0, 1 or 2).
 
         `overwrite=True` replaces the whole table, or only `overwrite_partitions` when given.
@@ -153,6 +154,10 @@ class FileStoreCommit:
         `maintain=False`: no maintenance after it (a commit of the maintenance itself).
         `placed`: the rows of a cross-partition upsert table were placed by where keys lived at
         `planned_on` (cross_partition.py): a newer snapshot by another writer fails the commit.
+        `unique_since`: the caller's exactly-once check found (commit_user, identifier) not
+        committed up to this snapshot id; the snapshots after it are checked before publishing,
+        so two attempts of one batch racing each other commit it once (DuplicateCommitError for
+        the later, which commits nothing).
         """
         created: list[Snapshot] = []
         try:
@@ -160,14 +165,15 @@ class FileStoreCommit:
             if overwrite:
                 created.append(self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
                                                        replace=True, overwrite_partitions=overwrite_partitions,
-                                                       check_conflicts=True, previous=planned_on, placed=placed))
+                                                       check_conflicts=True, previous=planned_on, placed=placed,
+                                                       unique_since=unique_since))
             elif not data.is_empty() or not ignore_empty:
                 deletes = any(e.kind == DELETE for e in data.entries) or any(
                     e.index_file.index_type == "DELETION_VECTORS" for e in data.index)
                 kind = OVERWRITE if deletes else APPEND
                 created.append(self._commit_with_retry(kind, data, commit_user, identifier, watermark,
                                                        properties, check_conflicts=deletes, previous=planned_on,
-                                                       placed=placed))
+                                                       placed=placed, unique_since=unique_since))
             compact = _collect(messages, lambda m: m.compact)
             if not compact.is_empty():
                 try:
@@ -197,7 +203,8 @@ class FileStoreCommit:
                            watermark: int | None, properties: dict[str, str] | None,
                            replace: bool = False, overwrite_partitions: list[bytes] | None = None,
                            check_conflicts: bool = False, previous: Snapshot | None = None,
-                           previous_is_own: bool = False, placed: bool = False) -> Snapshot:
+                           previous_is_own: bool = False, placed: bool = False,
+                           unique_since: int | None = None) -> Snapshot:
         """`previous`: a snapshot that was the latest a moment ago: the one this commit call just
         published (`previous_is_own`), or the one its messages were planned on, while no snapshot
         follows it. The first attempt builds on it without reading the hint and the snapshot
@@ -216,6 +223,9 @@ class FileStoreCommit:
                 done = self._find_own_commit(seen_latest, latest, commit_user, identifier, kind)
                 if done is not None:
                     return done
+            if unique_since is not None and latest is not None and latest.id > unique_since:
+                self._refuse_duplicate(unique_since, latest, commit_user, identifier)
+                unique_since = latest.id
             seen_latest = latest.id if latest else None
             planned_id = previous.id if previous else 0
             if placed and previous is not None:
@@ -256,6 +266,22 @@ class FileStoreCommit:
                 f"snapshot {planned_on.id} of {self.table_path}, on which this batch was planned, "
                 + ("was rolled back or expired" if now is None else "was rolled back and replaced")
                 + f" (latest is {latest.id if latest else None}); nothing was committed, plan the batch again")
+
+    def _refuse_duplicate(self, after: int, latest: Snapshot, commit_user: str, identifier: int) -> None:
+        """DuplicateCommitError when a snapshot after `after` carries `commit_user` with
+        `identifier` or a newer one: another attempt of this batch got there first."""
+        for sid in range(after + 1, latest.id + 1):
+            try:
+                snap = latest if sid == latest.id else self.snapshots.snapshot(sid)
+            except SnapshotNotFoundError:
+                continue  # expired or rolled back meanwhile
+            theirs = snap.commit_identifier
+            if snap.commit_user == commit_user and theirs != BATCH_COMMIT_IDENTIFIER and theirs >= identifier:
+                raise DuplicateCommitError(
+                    f"commit identifier {theirs} of commit user {commit_user!r} was committed to {self.table_path} "
+                    f"(snapshot {sid}) by another attempt while this one wrote identifier {identifier} (a zombie "
+                    "writer next to its retry?): this attempt commits nothing",
+                    sid if theirs == identifier else None)
 
     def _find_own_commit(self, seen_latest: int | None, latest: Snapshot | None, commit_user: str,
                          identifier: int, kind: str) -> Snapshot | None:

@@ -82,6 +82,16 @@ class CommitIdentifierError(PaimonError, ValueError):
     itself: a user's identifiers must increase, or replays would be applied twice."""
 
 
+class DuplicateCommitError(CommitIdentifierError):
+    """Another attempt of the same batch (a zombie and its retry, under one commit user) committed
+    its identifier, or a newer one, while this attempt was writing: this one commits nothing.
+    `snapshot_id` is the other attempt's snapshot of this identifier (None: a newer identifier)."""
+
+    def __init__(self, message: str, snapshot_id: int | None):
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+
+
 class SequenceConflictError(CommitConflictError):
     """Another writer committed rows to a bucket this commit writes, numbered at or above this
     commit's sequence numbers: applied as is, the two batches would interleave key by key.

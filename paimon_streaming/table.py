@@ -17,7 +17,7 @@ from . import cross_partition, full_compaction, row_tracking
 from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
 from .row_level import delete_rows, update_rows
-from .errors import (CommitConflictError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
+from .errors import (CommitConflictError, DuplicateCommitError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
                      StaleOptionsError, StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from .branches import (MAIN, branch_names, branch_path, branch_ref, create_branch, delete_branch, fast_forward,
                        refuse_on_branch, resolve_branch)
@@ -308,6 +308,7 @@ class Table:
         """
         data = arrow_table(data)  # once: a RecordBatchReader reads only once, and a retry writes it again
         just_read = None  # the newest snapshot, when the exactly-once check has just read it
+        unique_since = None  # the snapshot id up to which the identifier is known not committed
         if commit_user is not None and commit_identifier is not None:
             commits = self.new_commit().user_commits(commit_user, commit_identifier)
             just_read = commits.latest
@@ -319,19 +320,23 @@ class Table:
                 log.info("write to %s by %s with identifier %s already committed (snapshot %s): skipped",
                          self.name, commit_user, commit_identifier, existing)
                 return existing
+            unique_since = commits.latest.id if commits.latest is not None else 0
         user = commit_user or str(uuid.uuid4())
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
-        return self.write_planned_rows(lambda latest: (data, row_kind_column), user, identifier, overwrite, just_read)
+        return self.write_planned_rows(lambda latest: (data, row_kind_column), user, identifier, overwrite, just_read,
+                                       unique_since=unique_since)
 
     def write_planned_rows(self, rows_on: Callable[[Snapshot | None], tuple[pa.Table, str | None] | None],
                            user: str, identifier: int, overwrite: bool = False, just_read: Snapshot | None = None,
-                           exclusive: bool = False) -> int | None:
+                           exclusive: bool = False, unique_since: int | None = None) -> int | None:
         """Write and commit the rows `rows_on(latest)` gives (with their row-kind column; None:
         nothing to write) on the newest snapshot; returns the last snapshot id. A plan that
         loses a race (StalePlanError, SequenceConflictError) is discarded and made again, up to
         `commit.max-retries` times. `exclusive`: the rows were read from that snapshot (a
         delete or update by key), so any other writer's data commit since fails the commit and
-        they are read again. `just_read`: the newest snapshot, when the caller has just read it."""
+        they are read again. `just_read`: the newest snapshot, when the caller has just read it.
+        `unique_since`: the exactly-once check's snapshot (FileStoreCommit.commit); another
+        attempt of the same identifier committing first makes this one a replay."""
         full = bool(self.primary_keys) and full_compaction.is_due(self.options, identifier)
         committer = self.new_commit()
         retries = self.options.get("commit.max-retries")
@@ -356,7 +361,8 @@ class Table:
                 if not overwrite:
                     messages += self.stranded_compaction(planned_on, messages)
                 ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
-                                       planned_on=planned_on, placed=writer.cross_partition or exclusive)
+                                       planned_on=planned_on, placed=writer.cross_partition or exclusive,
+                                       unique_since=unique_since)
                 if writer.cross_partition:
                     cross_partition.committed(self.path, self.branch, planned_on.id if planned_on else None, ids,
                                               user, identifier)
@@ -373,6 +379,13 @@ class Table:
                     full = bool(self.primary_keys) and full_compaction.is_due(self.options, identifier)
                     committer = self.new_commit()
                 log.info("write to %s raced another writer; planning it again", self.name)
+            except DuplicateCommitError as exc:
+                committer.discard(messages)
+                if exc.snapshot_id is None:
+                    raise
+                log.info("write to %s by %s with identifier %s was committed by another attempt (snapshot %s): "
+                         "skipped", self.name, user, identifier, exc.snapshot_id)
+                return exc.snapshot_id
             except CommitConflictError:
                 landed = self._own_snapshot_since(planned_on, user, identifier)
                 if landed is None:

@@ -53,7 +53,7 @@ from pyspark.sql.types import StructType
 from paimon_streaming import cross_partition
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import (InvalidOptionError, PaimonError, SchemaMismatchError, TableNotFoundError,
+from paimon_streaming.errors import (DuplicateCommitError, InvalidOptionError, PaimonError, SchemaMismatchError, TableNotFoundError,
                                      UnsupportedOperationError)
 from paimon_streaming.options import misspelt_name
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
@@ -292,15 +292,24 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[PaimonCommitMessage], batchId: int) -> None:
         table = self.where.open()
-        if committed_replay(table, self.commit_user, batchId, self.query,
-                            ".option('commitUser', ...) (and keep it for every restart from this query's checkpoint)"):
+        replay, unique_since = committed_replay(
+            table, self.commit_user, batchId, self.query,
+            ".option('commitUser', ...) (and keep it for every restart from this query's checkpoint)")
+        if replay:
             log.info("paimon stream write table=%s batch=%d already committed: skipped", table.name, batchId)
             # the replay's tasks wrote files anew (new names): delete them, or they stay as orphans
             table.new_commit().discard([m for cm in messages if cm is not None for m in pickle.loads(cm.messages)])
             return
         msgs = _messages(messages, table)
-        ids = table.new_commit().commit(msgs, self.commit_user, batchId, overwrite=self.overwrite,
-                                        properties=query_property(self.query))
+        try:
+            ids = table.new_commit().commit(msgs, self.commit_user, batchId, overwrite=self.overwrite,
+                                            properties=query_property(self.query), unique_since=unique_since)
+        except DuplicateCommitError as exc:
+            table.new_commit().discard(msgs)
+            if exc.snapshot_id is None:
+                raise
+            log.info("paimon stream write table=%s batch=%d committed by another attempt: skipped", table.name, batchId)
+            return
         ids += compact_after_commit(table, self.commit_user, batchId, msgs)
         log.info("paimon stream write table=%s batch=%d rows_in=%d files=%d snapshots=%s", table.name, batchId,
                  sum(m.rows_in for m in messages if m is not None),

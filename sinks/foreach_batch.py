@@ -43,7 +43,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import (CommitConflictError, PaimonError, SequenceConflictError, StaleOptionsError,
+from paimon_streaming.errors import (CommitConflictError, DuplicateCommitError, PaimonError, SequenceConflictError, StaleOptionsError,
                                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
@@ -175,7 +175,8 @@ class PaimonSink:
         table.complete_interrupted_batch(commit_user)  # a crash between a batch's two snapshots
         how = "commit_user= (the same on every restart from this query's checkpoint)" if self.commit_user else \
             "checkpoint (the default commit user is the query id, which the checkpoint keeps)"
-        if committed_replay(table, commit_user, batch_id, running_query(df), how):
+        replay, unique_since = committed_replay(table, commit_user, batch_id, running_query(df), how)
+        if replay:
             log.info("paimon_sink table=%s batch=%d already committed by %s: skipped",
                      table.name, batch_id, commit_user)
             call.done()
@@ -186,7 +187,8 @@ class PaimonSink:
         reconcile_schema(table, input_schema, self.row_kind_column, self.merge_schema,
                          "pass merge_schema=True to paimon_sink")
         clock.lap("prepare")
-        prepared = PreparedBatch(self, df, batch_id, table, call, before_commit, transform, clock, collected)
+        prepared = PreparedBatch(self, df, batch_id, table, call, before_commit, transform, clock, unique_since,
+                                 collected)
         prepared.write()
         return prepared
 
@@ -203,6 +205,7 @@ class PreparedBatch:
     before_commit: Callable[[], None] | None
     transform: ArrowTransform | None
     clock: "StageClock"
+    unique_since: int  # the snapshot id up to which the batch was found not committed (committed_replay)
     collected: pa.Table | None = None  # the batch's rows, in the driver already
     result: WriteResult | None = None
     plan: WritePlan | None = None
@@ -254,7 +257,7 @@ class PreparedBatch:
                     if placed and self.plan.snapshot_id is not None else None
                 snapshot_ids = table.new_commit().commit(self.result.messages, self.commit_user, batch_id,
                                                          best_effort_compaction=True, planned_on=planned_on,
-                                                         placed=placed,
+                                                         placed=placed, unique_since=self.unique_since,
                                                          properties=query_property(running_query(self.df)))
                 if placed:
                     cross_partition.committed(table.path, table.branch, self.plan.snapshot_id, snapshot_ids,
@@ -262,6 +265,14 @@ class PreparedBatch:
                 self.call.done()
                 self.clock.lap("commit")
                 break
+            except DuplicateCommitError as exc:
+                self.discard()
+                if exc.snapshot_id is None:
+                    raise
+                log.info("paimon_sink table=%s batch=%d was committed by another attempt (snapshot %d): skipped",
+                         table.name, batch_id, exc.snapshot_id)
+                self.call.done()
+                return
             except (SequenceConflictError, StalePlanError) as exc:
                 # another writer's rows reached this batch's sequence numbers in a bucket, or
                 # came after the snapshot a cross-partition batch's keys were placed on: write

@@ -171,9 +171,10 @@ def check_existing_table_options(table: Table, options: dict[str, str], where: s
 # or "checkpoint:<checkpoint location>"), so a replay can be told from another query's batch
 
 
-def committed_replay(table: Table, commit_user: str, batch_id: int, query: str | None, how: str) -> bool:
+def committed_replay(table: Table, commit_user: str, batch_id: int, query: str | None, how: str) -> tuple[bool, int]:
     """Whether micro-batch `batch_id` of `commit_user` is committed already: a replay after a
-    restart (or a query restarted from an older copy of its checkpoint), to skip. `query` names
+    restart (or a query restarted from an older copy of its checkpoint), to skip; and the
+    snapshot id up to which it is not (the commit's `unique_since`). `query` names
     the running query (QUERY_PROPERTY); when the snapshots that committed the batch name another
     one, this is a second query, or a checkpoint started afresh, under the same commit user: its
     batches would be skipped as already written and their rows lost, so CommitIdentifierError,
@@ -181,10 +182,11 @@ def committed_replay(table: Table, commit_user: str, batch_id: int, query: str |
     expiration keeps (commit_users.py); snapshots that name no query (Spark Connect, older
     writers) are taken as replays, as before."""
     commits = table.new_commit().user_commits(commit_user, batch_id)
+    checked = commits.latest.id if commits.latest is not None else 0
     if not commits.committed(batch_id):
-        return False
+        return False, checked
     if query is None:
-        return True
+        return True, checked
     if batch_id in commits.live:
         others = set()
         for snap in table.snapshot_manager.iter_descending(commits.live[batch_id]):
@@ -204,7 +206,7 @@ def committed_replay(table: Table, commit_user: str, batch_id: int, query: str |
             f"streaming query ({sorted(others)[0]}; this one is {query}): a second query, or a checkpoint started "
             f"afresh, under the same commit user would have its batches skipped as already written and their rows "
             f"lost. Nothing was written; give this query its own {how}")
-    return True
+    return True, checked
 
 
 def query_property(query: str | None) -> dict[str, str] | None:

@@ -4,6 +4,7 @@ replays are no-ops, and identifiers that go backwards are refused."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pyarrow as pa
 import pytest
@@ -169,7 +170,7 @@ def test_a_batch_of_another_query_is_told_apart_after_its_snapshots_expired(cata
     assert "src-to-tgt" not in {s.commit_user for s in t.snapshots()}
     records = CommitUserRecords(t.file_io, t.path)
     assert {q: r.ranges for q, r in records.recorded_queries("src-to-tgt").items()} == {"checkpoint:/ck1": [(0, 2)]}
-    assert committed_replay(t, "src-to-tgt", 2, "checkpoint:/ck1", "commitUser")  # the same query: a replay
+    assert committed_replay(t, "src-to-tgt", 2, "checkpoint:/ck1", "commitUser")[0]  # the same query: a replay
     with pytest.raises(CommitIdentifierError, match=r"by another streaming query \(checkpoint:/ck1; this one is "):
         committed_replay(t, "src-to-tgt", 0, "checkpoint:/ck2", "commitUser")
     # a later expiration merges the records, queries included; a damaged query list is named
@@ -182,3 +183,38 @@ def test_a_batch_of_another_query_is_told_apart_after_its_snapshots_expired(cata
     t.file_io.write_bytes(path, t.file_io.read_bytes(path).replace(b"ck1", b"ck9"))
     with pytest.raises(CorruptFileError, match=name):
         committed_replay(t, "src-to-tgt", 0, "checkpoint:/ck2", "commitUser")
+
+
+@pytest.mark.parametrize("options", [{}, {"primary-key": "id", "bucket": "2", "merge-engine": "aggregation",
+                                          "fields.batch.aggregate-function": "sum"}])
+def test_two_attempts_of_one_batch_racing_commit_it_once(catalog, options, monkeypatch):
+    """A zombie attempt and its retry (one commit user, one identifier): the second to commit
+    finds the first's snapshot among those committed since its exactly-once check and commits
+    nothing, its files deleted; before, both applied (rows twice, sums doubled). An attempt of
+    an older identifier than one committed meanwhile is refused."""
+    from paimon_streaming.table import Table
+    pk = options.pop("primary-key", None)
+    t = catalog.create_table("db.raced", SCHEMA, primary_keys=[pk] if pk else None, options=options)
+    a, b = Table.open(t.path), Table.open(t.path)
+    write_planned_rows = Table.write_planned_rows
+
+    def b_commits_first(self, *args, **kwargs):  # A has passed its check; B, the same batch, commits now
+        monkeypatch.setattr(Table, "write_planned_rows", write_planned_rows)
+        assert b.write_arrow(rows(0, 3, 1), commit_user="nightly", commit_identifier=7) == 1
+        return write_planned_rows(self, *args, **kwargs)
+    monkeypatch.setattr(Table, "write_planned_rows", b_commits_first)
+    assert a.write_arrow(rows(0, 3, 1), commit_user="nightly", commit_identifier=7) == 1
+    assert [(s.commit_user, s.commit_identifier) for s in t.snapshots()] == [("nightly", 7)]
+    assert sorted(t.to_arrow().column("batch").to_pylist()) == [1, 1, 1]
+
+    def b_commits_newer(self, *args, **kwargs):
+        monkeypatch.setattr(Table, "write_planned_rows", write_planned_rows)
+        b.write_arrow(rows(0, 3, 1), commit_user="nightly", commit_identifier=9)
+        return write_planned_rows(self, *args, **kwargs)
+    monkeypatch.setattr(Table, "write_planned_rows", b_commits_newer)
+    with pytest.raises(CommitIdentifierError, match="identifier 9 of commit user 'nightly' was committed"):
+        a.write_arrow(rows(0, 3, 1), commit_user="nightly", commit_identifier=8)
+    assert [s.commit_identifier for s in t.snapshots()] == [7, 9]
+    assert sorted(t.to_arrow().column("batch").to_pylist()) == ([1, 1, 1, 1, 1, 1] if pk is None else [2, 2, 2])
+    # the refused attempts' files were deleted, so nothing is left for orphan cleanup
+    assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 60_000, dry_run=True).paths == []

@@ -183,6 +183,27 @@ def test_replayed_batch_is_skipped(spark, tmp_path, catalog):
     assert [s.commit_identifier for s in t.snapshots()] == [0, 1]
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_zombie_attempt_of_a_committed_batch_commits_nothing(spark, catalog, shuffle):
+    """Two attempts of micro-batch 1 under one commit user (a zombie driver and the restarted
+    query): the zombie wrote its files before the other committed, and its commit finds the
+    batch committed since its exactly-once check: it deletes its files and commits nothing
+    (before, both applied: every amount summed twice)."""
+    t = catalog.create_table("db.zombie", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64())]),
+                             primary_keys=["id"], options={"bucket": "2", "merge-engine": "aggregation",
+                                                           "fields.v.aggregate-function": "sum"})
+    sink = paimon_sink(t.path, commit_user="job-z", shuffle=shuffle)
+    df = spark.createDataFrame([(1, 10), (2, 20)], "id long, v long")
+    sink(df, 0)
+    zombie = sink.prepare(df, 1)
+    sink(df, 1)
+    zombie.commit()
+    assert sorted((r["id"], r["v"]) for r in t.to_arrow().to_pylist()) == [(1, 20), (2, 40)]
+    assert [s.commit_identifier for s in t.snapshots() if s.commit_kind != "COMPACT"] == [0, 1]
+    sink(spark.createDataFrame([(1, 1)], "id long, v long"), 2)
+    assert sorted((r["id"], r["v"]) for r in t.to_arrow().to_pylist()) == [(1, 21), (2, 40)]
+
+
 def test_bad_input_fails_batch_and_commits_nothing(spark, tmp_path, catalog):
     t = catalog.create_table("db.bad", pa.schema([("id", pa.int64()), ("v", pa.string())]),
                              primary_keys=["id"], options={"bucket": "2"})
