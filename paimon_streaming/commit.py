@@ -213,6 +213,7 @@ class FileStoreCommit:
         max_retries = self.options.get("commit.max-retries")
         seen_latest: int | None = None
         outcome_unknown = False
+        unknown_cause: BaseException | None = None
         for attempt in range(max_retries + 1):
             if attempt == 0 and previous is not None and (previous_is_own or
                                                           not self.snapshots.exists(previous.id + 1)):
@@ -238,15 +239,17 @@ class FileStoreCommit:
                                                   properties, replace, overwrite_partitions, check_conflicts,
                                                   check_options=not previous_is_own)
                 outcome_unknown = False
-            except _PublishUnknown:
+            except _PublishUnknown as exc:
                 outcome_unknown = True
+                unknown_cause = exc.__cause__
                 published = None
             if published is not None:
                 return published
             time.sleep(min(1.0, 0.01 * (2 ** attempt)) * random.random())
         raise CommitConflictError(
-            f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: "
-            "other writers keep taking the next snapshot id")
+            f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: " +
+            (f"the store kept failing the snapshot's write ({unknown_cause})" if outcome_unknown else
+             "other writers keep taking the next snapshot id"))
 
     def _check_plan_not_rolled_back(self, planned_on: Snapshot, latest: Snapshot | None) -> None:
         """A batch placed on `planned_on` (rows a delete or update read, keys a cross-partition

@@ -17,6 +17,8 @@ given number of times, and does one of:
   object's size can tell);
 * ``ignore-range``: forward without the Range header, so the whole object comes back under a
   200 (gateways and caches that do not support ranged GETs do this);
+* ``ignore-conditions``: forward without the If-None-Match / If-Match headers, as a store that
+  does not implement conditional writes silently does (the PUT overwrites);
 * ``delay``: wait, then forward;
 * ``call``: run a function (e.g. replace the object between two ranged reads), then forward.
 
@@ -38,7 +40,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-ACTIONS = ("status", "lost-reply", "reset", "short", "lying-length", "ignore-range", "delay", "call")
+ACTIONS = ("status", "lost-reply", "reset", "short", "lying-length", "ignore-range", "ignore-conditions", "delay",
+           "call")
 
 S3_SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
                 b'<Message>Please reduce your request rate.</Message></Error>')
@@ -108,8 +111,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         action = rule.action if rule is not None else None
         sent = self.headers
-        if action == "ignore-range":
-            sent = {k: v for k, v in self.headers.items() if k.lower() != "range"}
+        dropped = {"ignore-range": ("range",), "ignore-conditions": ("if-none-match", "if-match")}.get(action, ())
+        if dropped:
+            sent = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
         status, reason, headers, data = proxy.forward(method, target, sent, body)
         proxy.record(method, target, status, action or "")
         if action == "lost-reply":

@@ -9,6 +9,13 @@ credentials given in the URI) and otherwise from botocore's standard chain: envi
 variables, shared config and credentials files (`AWS_PROFILE`), web identity (IRSA), SSO,
 container and instance-profile credentials, `AWS_ENDPOINT_URL[_S3]`, `AWS_REGION`.
 
+A store that ignores the header (an S3-compatible store without conditional writes) would let
+two writers racing for one snapshot id both "win", the second silently replacing the first. So
+before its first create in a bucket, a process checks that the store honours it: it creates a
+probe object twice, expecting a 412 the second time, and deletes it (three requests once per
+process and bucket); a store that answers 200 again, or refuses the header as not implemented
+(501), is an UnsupportedStoreError before anything is published.
+
 botocore's retries are off for this request: a PUT that was applied but whose reply was lost
 would be retried into a 412 and read as "another writer won", and the commit would then
 delete the files its own snapshot references. Instead any transport error surfaces as an
@@ -19,10 +26,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import threading
+import uuid
+
 from ..errors import S3ConfigurationError
-from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload
+from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload, UnsupportedStoreError
 
 _CONFLICT_RETRIES = 20  # 409 ConditionalRequestConflict: another conditional write on the key in flight
+_HONOURING: set[tuple[str, str]] = set()  # (endpoint, bucket) found to honour If-None-Match
+_HONOURING_LOCK = threading.Lock()
 
 
 class S3CreateIfAbsent(ConditionalUpload):
@@ -30,8 +42,13 @@ class S3CreateIfAbsent(ConditionalUpload):
         return _make_client(settings)
 
     def __call__(self, path: str, data: bytes) -> bool:
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
         bucket, _, key = path.lstrip("/").partition("/")
+        self._check_honoured(bucket, key)
+        return self._put_if_absent(bucket, key, data)
+
+    def _put_if_absent(self, bucket: str, key: str, data: bytes) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+        path = f"{bucket}/{key}"
         for attempt in range(_CONFLICT_RETRIES):
             try:
                 self.client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
@@ -49,12 +66,42 @@ class S3CreateIfAbsent(ConditionalUpload):
                 if status == 409 and attempt + 1 < _CONFLICT_RETRIES:
                     time.sleep(0.05 * (attempt + 1))
                     continue
+                if status == 501 or code == "NotImplemented":
+                    raise UnsupportedStoreError(
+                        f"the store refuses conditional writes (PutObject with If-None-Match: *) to s3://{path}: "
+                        f"{code} ({status}). Commits need them, or writers racing for a snapshot id would "
+                        "overwrite each other; use a store that implements them (S3, MinIO, ...)") from exc
                 if status is not None and 400 <= status < 500 and status not in THROTTLED_OR_TIMED_OUT:
                     raise S3ConfigurationError(f"S3 refused to create s3://{path}: {code} ({status}): {exc}") from exc
                 raise OSError(f"creating s3://{path} failed with an unknown outcome: {exc}") from exc
             except BotoCoreError as exc:
                 raise OSError(f"creating s3://{path} failed with an unknown outcome: {exc}") from exc
         raise OSError(f"creating s3://{path}: other conditional writes kept conflicting")
+
+    def _check_honoured(self, bucket: str, key: str) -> None:
+        """UnsupportedStoreError when the store takes a second conditional create of an object
+        (it ignores If-None-Match); see the module docstring."""
+        where = (str(self.client().meta.endpoint_url), bucket)
+        if where in _HONOURING:
+            return
+        folder = key.rpartition("/")[0]
+        probe = f"{folder}/.conditional-write-check-{uuid.uuid4().hex}" if folder else \
+            f".conditional-write-check-{uuid.uuid4().hex}"
+        try:
+            self._put_if_absent(bucket, probe, b"")
+            if self._put_if_absent(bucket, probe, b""):
+                raise UnsupportedStoreError(
+                    f"the store at {where[0]} ignores conditional writes (If-None-Match: *) in bucket {bucket}: a "
+                    f"second create of s3://{bucket}/{probe} succeeded. Writers racing for one snapshot id would "
+                    "silently overwrite each other's commits; use a store that implements conditional writes "
+                    "(S3, MinIO, ...)")
+        finally:
+            try:
+                self.client().delete_object(Bucket=bucket, Key=probe)
+            except Exception:  # noqa: BLE001 - a probe left behind is an empty object nothing reads
+                pass
+        with _HONOURING_LOCK:
+            _HONOURING.add(where)
 
 
 def _make_client(args: dict) -> Any:
