@@ -355,6 +355,7 @@ class Decoder:
                 raise ValueError(f"field '{KIND_COLUMN}' is the name ingest gives the rows' kinds: rename it in the "
                                  "records")
             table = table.drop_columns([KIND_COLUMN])
+        table = _nested_aliases_folded(table, self.schema)
         aliases = _case_aliases(table.column_names, self.schema.names)
         if not aliases:
             return table
@@ -741,6 +742,56 @@ def _merged_aliases(table: pa.Table, aliases: dict[str, str]) -> pa.Table:
             merged = pc.coalesce(merged, table.column(alias))
         table = table.set_column(table.schema.get_field_index(column), table.field(column), merged)
     return table.drop_columns(list(aliases))
+
+
+def _nested_aliases_folded(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`_case_aliases` inside ROW columns (also ROWs in ARRAYs), at any depth: a field named as no
+    field of the table's ROW but as one ignoring case fills that field (the exact name wins in a
+    record holding both) and goes. Before, `{"o": {"X": 2}}` against a ROW `o` with field `x`
+    was a new field the table could not take (it differs from `x` only in case), and the job
+    stopped on it at every restart."""
+    for i, name in enumerate(table.column_names):
+        if name in schema.names and table.field(i).type != schema.field(name).type:
+            folded = _folded(table.column(i).combine_chunks(), schema.field(name).type, name)
+            if folded is not None:
+                table = table.set_column(i, table.field(i).with_type(folded.type), folded)
+    return table
+
+
+def _folded(array: pa.Array, wanted: pa.DataType, path: str) -> pa.Array | None:
+    """`array` with its case-alias fields folded into the fields of `wanted` they name, or None
+    when it has none."""
+    if pa.types.is_struct(array.type) and pa.types.is_struct(wanted):
+        names = [array.type.field(j).name for j in range(array.type.num_fields)]
+        aliases = _case_aliases(names, [wanted.field(j).name for j in range(wanted.num_fields)])
+        children, changed = {}, bool(aliases)
+        for name in dict.fromkeys(aliases.get(n, n) for n in names):  # a field, or the one its alias fills
+            child = None
+            for source in [name] * (name in names) + [a for a, target in aliases.items() if target == name]:
+                part = array.field(source)
+                if wanted.get_field_index(name) >= 0:
+                    inner = _folded(part, wanted.field(name).type, f"{path}.{source}")
+                    changed |= inner is not None
+                    part = part if inner is None else inner
+                if child is not None and part.type != child.type:
+                    raise ValueError(f"field '{path}.{source}' fills '{path}.{name}' (its name ignoring case), but "
+                                     f"holds {part.type} where other records hold {child.type}")
+                child = part if child is None else pc.coalesce(child, part)
+            children[name] = child
+        if not changed:
+            return None
+        return pa.StructArray.from_arrays(list(children.values()), names=list(children),
+                                          mask=array.is_null() if array.null_count else None)
+    if (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)) and \
+            (pa.types.is_list(wanted) or pa.types.is_large_list(wanted)):
+        offsets = array.offsets
+        start = offsets[0].as_py()
+        values = _folded(array.values.slice(start, offsets[-1].as_py() - start), wanted.value_type, f"{path}.element")
+        if values is None:
+            return None
+        return type(array).from_arrays(pc.subtract(offsets, start) if start else offsets, values,
+                                       mask=array.is_null() if array.null_count else None)
+    return None
 
 
 def _plain(value: Any) -> Any:

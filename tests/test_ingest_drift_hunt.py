@@ -255,6 +255,24 @@ def test_new_fields_differing_only_in_case_become_one_column(tmp_path):
     assert {i: r["name"] for i, r in new.rows().items()} == {1: "a", 2: "b"}
 
 
+def test_nested_fields_named_in_another_case_fill_their_fields(tmp_path):
+    """`{"o": {"X": 2}}` against a ROW `o` with field `x` (and in ROWs of an ARRAY, at any depth):
+    the field fills `x`, as a top-level field fills its column; before, it was reported as a
+    new field ('records carry field(s) ['o']'), whose schema change failed ("differs ... only
+    in case") at every restart, even with --on-error dead-letter, and the records after it
+    never arrived."""
+    job = Ingest(tmp_path)
+    job.batch([{"id": 1, "o": {"x": 1, "r": {"y": "a"}}, "arr": [{"k": 1}]}])
+    job.batch([{"id": 2, "o": {"X": 2, "R": {"Y": "b"}}, "arr": [{"K": 7}, {"k": 8}]},
+               {"id": 3, "o": {"x": 3, "X": 9}}, {"id": 4, "o": None, "arr": None}, {"id": 5, "o": {"x": 5}}])
+    assert job.types()["o"] == "ROW<x BIGINT, r ROW<y STRING>>" and job.types()["arr"] == "ARRAY<ROW<k BIGINT>>"
+    rows = job.rows()
+    assert [(rows[i]["o"], rows[i]["arr"]) for i in sorted(rows)] == [
+        ({"x": 1, "r": {"y": "a"}}, [{"k": 1}]), ({"x": 2, "r": {"y": "b"}}, [{"k": 7}, {"k": 8}]),
+        ({"x": 3, "r": None}, None), (None, None), ({"x": 5, "r": None}, None)]
+    assert job.dead_letters() == {}
+
+
 @pytest.mark.parametrize("name", ["_KEY_id", "_SEQUENCE_NUMBER", "rowkind", "_VALUE_KIND"])
 def test_fields_named_as_paimon_system_fields_are_an_error_naming_them(tmp_path, name):
     job = Ingest(tmp_path)
