@@ -57,11 +57,12 @@ from paimon_streaming.errors import (DuplicateCommitError, InvalidOptionError, P
                                      UnsupportedOperationError)
 from paimon_streaming.options import misspelt_name
 from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
+from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 
 from .spark_write import (WritePlan, arrow_schema_of, check_existing_table_options, committed_replay, compact_after_commit,
-                          query_property, reconcile_schema, refuse_foreign_write_options, table_schema_of, task_index,
-                          write_task)
+                          publish_schema, query_property, reconcile_schema, refuse_foreign_write_options, table_schema_of,
+                          task_index, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 # the options of the writer (all others are table options); Spark hands them over lower-cased
@@ -101,9 +102,10 @@ class TableRef:
         return Table.open(self.location, branch=self.branch)
 
 
-def open_or_create(options: dict[str, str], schema: StructType) -> Table:
+def open_or_create(options: dict[str, str], schema: StructType) -> tuple[Table, TableSchema | None]:
     """The table, created from the input's schema when missing; with option `mergeSchema`
-    evolved to hold the input's columns (see `reconcile_schema`)."""
+    in the schema that holds the input's columns, returned too while uncommitted (see
+    `reconcile_schema`)."""
     where = TableRef.of(options)
     try:
         table = load_table(where.ref, where.warehouse, where.branch)
@@ -112,12 +114,12 @@ def open_or_create(options: dict[str, str], schema: StructType) -> Table:
             raise  # a missing branch is created with Table.create_branch, not by a write
         create_table_at(where.location, table_schema_of(schema, options.get("rowkindcolumn")),
                         options=_table_options(options))
-        return _one_task_per_partition(load_table(where.ref, where.warehouse))
+        return _one_task_per_partition(load_table(where.ref, where.warehouse)), None
     check_existing_table_options(table, _table_options(options), "this format('paimon') write")
     merge = (options.get("mergeschema") or options.get("write.merge-schema") or "false").strip().lower() == "true"
-    reconcile_schema(table, arrow_schema_of(schema), options.get("rowkindcolumn"), merge,
-                     ".option('mergeSchema', 'true')")
-    return _one_task_per_partition(table)
+    pending = reconcile_schema(table, arrow_schema_of(schema), options.get("rowkindcolumn"), merge,
+                               ".option('mergeSchema', 'true')")
+    return _one_task_per_partition(table), pending
 
 
 def _table_options(options: dict[str, str]) -> dict[str, str]:
@@ -237,7 +239,7 @@ class PaimonBatchWriter(DataSourceArrowWriter):
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool, overwrite_mode: str = "static"):
         refuse_misspelt(options)
         self.dynamic_overwrite = _overwrite_mode(options, overwrite_mode) == "dynamic"
-        table = open_or_create(options, schema)
+        table, self.pending_schema = open_or_create(options, schema)  # committed with the data
         self.where = TableRef.of(options)
         self.plan = replace(WritePlan.for_table(table, self.where.location, options.get("rowkindcolumn"), compact=False),
                             overwrite=overwrite)
@@ -251,6 +253,11 @@ class PaimonBatchWriter(DataSourceArrowWriter):
     def commit(self, messages: list[PaimonCommitMessage]) -> None:
         table = self.where.open()
         msgs = _messages(messages, table)
+        try:
+            publish_schema(table, self.pending_schema)
+        except BaseException:
+            table.new_commit().discard(msgs)
+            raise
         partitions = sorted({m.partition for m in msgs}) if self.dynamic_overwrite else None
         if self.overwrite and self.dynamic_overwrite and not msgs:
             return  # dynamic overwrite of nothing changes nothing
@@ -277,7 +284,8 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 "writeStream.format('paimon') needs .option('commitUser', '<stable name of this query>') so "
                 "replayed micro-batches are recognized (exactly-once); or use foreachBatch(paimon_sink(...)), "
                 "which takes the streaming query id on classic Spark")
-        open_or_create(options, schema)
+        table, pending = open_or_create(options, schema)
+        publish_schema(table, pending)  # the tasks of each micro-batch open the table: its schema, committed
         self.where = TableRef.of(options)
         self.row_kind_column = options.get("rowkindcolumn")
         self.time_zone = options.get("timezone")

@@ -45,13 +45,14 @@ from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
 from paimon_streaming.errors import (CommitConflictError, DuplicateCommitError, PaimonError, SequenceConflictError, StaleOptionsError,
                                      StalePlanError, TableNotFoundError, UnsupportedOperationError)
+from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
 
 from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, table_schema_of,
                           check_existing_table_options, collect_arrow, committed_replay, compact_after_commit, query_property,
-                          encode_messages, reconcile_schema, session_time_zone, without_char_types, write_dataframe,
-                          write_task)
+                          encode_messages, publish_schema, reconcile_schema, session_time_zone, without_char_types,
+                          write_dataframe, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 
@@ -184,11 +185,11 @@ class PaimonSink:
                 compute_skipped_batch(df)
             return None
         input_schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
-        reconcile_schema(table, input_schema, self.row_kind_column, self.merge_schema,
-                         "pass merge_schema=True to paimon_sink")
+        pending_schema = reconcile_schema(table, input_schema, self.row_kind_column, self.merge_schema,
+                                          "pass merge_schema=True to paimon_sink")
         clock.lap("prepare")
         prepared = PreparedBatch(self, df, batch_id, table, call, before_commit, transform, clock, unique_since,
-                                 collected)
+                                 pending_schema, collected)
         prepared.write()
         return prepared
 
@@ -206,6 +207,7 @@ class PreparedBatch:
     transform: ArrowTransform | None
     clock: "StageClock"
     unique_since: int  # the snapshot id up to which the batch was found not committed (committed_replay)
+    pending_schema: TableSchema | None  # the merged schema it is written in, committed with it (reconcile_schema)
     collected: pa.Table | None = None  # the batch's rows, in the driver already
     result: WriteResult | None = None
     plan: WritePlan | None = None
@@ -249,6 +251,11 @@ class PreparedBatch:
     def commit(self) -> None:
         """Commit the batch as snapshot(s) under (commit user, batch id)."""
         table, batch_id = self.table, self.batch_id
+        try:
+            publish_schema(table, self.pending_schema)
+        except BaseException:
+            self.discard()
+            raise
         retries = table.options.get("commit.max-retries")
         placed = self.plan.cross_partition
         for attempt in range(retries + 1):

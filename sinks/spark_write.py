@@ -28,7 +28,7 @@ from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import MAIN, branch_path
 from paimon_streaming.commit import CommitMessage
 from paimon_streaming.commit_users import QUERY_PROPERTY, CommitUserRecords
-from paimon_streaming.errors import CommitIdentifierError, InvalidOptionError, SchemaMismatchError
+from paimon_streaming.errors import CommitConflictError, CommitIdentifierError, InvalidOptionError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.manifest import IndexManifestEntry, ManifestEntry
 from paimon_streaming.options import OPTIONS, misspelled_key
@@ -64,22 +64,31 @@ def compact_after_commit(table: Table, commit_user: str, identifier: int, writte
 
 
 def reconcile_schema(table: Table, schema: pa.Schema, row_kind_column: str | None, merge_schema: bool,
-                     how_to_merge: str) -> None:
-    """Before a batch is written: with `merge_schema`, evolve the table to hold the input's
-    columns and wider types (idempotent, so a replayed batch finds nothing to change and stays
-    exactly-once); without it, input columns the table lacks are an error naming them and
-    `how_to_merge` (never silently dropped)."""
+                     how_to_merge: str) -> TableSchema | None:
+    """Before a batch is written: with `merge_schema`, the schema that holds the input's columns
+    and wider types, to write the batch in; returned (and made `table.schema`) uncommitted, for
+    `publish_schema` to commit just before the batch's data, so a batch that fails (a null key,
+    a value its column cannot hold) leaves the schema as it was; None when nothing changes.
+    The change is idempotent, so a replayed batch finds nothing to change and stays
+    exactly-once. Without `merge_schema`, input columns the table lacks are an error naming
+    them and `how_to_merge` (never silently dropped)."""
     incoming = pa.schema([f for f in schema if f.name != row_kind_column])
     known = set(table.schema.field_names)
     if merge_schema:
-        untyped = [f.name for f in incoming if pa.types.is_null(f.type) and f.name not in known]
+        current = table.schema.arrow_schema()
+        untyped = [path for f in incoming for path in _untyped_new_fields(
+            f.type, current.field(f.name).type if f.name in known else None, f.name)]
         if untyped:
             raise SchemaMismatchError(
-                f"the input's new column(s) {untyped} have no type (Spark's NullType: `lit(None)`, or a field null in "
-                f"every record), and schema merging cannot add a column without one to table {table.name}; give "
+                f"the input's new column(s) or field(s) {untyped} have no type (Spark's NullType: `lit(None)`, or a "
+                f"field null in every record), and schema merging cannot add one without it to table {table.name}; give "
                 "them a type (`lit(None).cast('string')`), or drop them from the input")
-        table.update_schema().union_by_name(incoming).commit()
-        return
+        table.refresh()
+        evolved = table.update_schema().union_by_name(incoming).apply(table.schema, table.latest_snapshot() is not None)
+        if evolved is table.schema:
+            return None
+        table.schema = evolved
+        return evolved
     new = [n for n in incoming.names if n not in known]
     by_case = {n.lower(): n for n in known}
     for name in new:
@@ -93,6 +102,51 @@ def reconcile_schema(table: Table, schema: pa.Schema, row_kind_column: str | Non
         raise SchemaMismatchError(f"the input has column(s) {new} that table {table.name} does not have "
                                   f"(columns: {table.schema.field_names}); {how_to_merge} to add them to the "
                                   "table, or drop them from the input")
+
+
+def publish_schema(table: Table, pending: TableSchema | None) -> None:
+    """Commit the schema a batch was written in (`reconcile_schema`), just before its data. Its id
+    taken by the same change (a replay, or another writer merging the same columns) is that
+    schema; by another change, a CommitConflictError: nothing of the batch is committed, and a
+    restart writes it again in the schema there is then."""
+    if pending is None:
+        return
+    if table.schema_manager.try_commit(pending):
+        table.schema = pending
+        return
+    there = table.schema_manager.schema(pending.id)
+    if _same_schema(there, pending):
+        table.schema = there
+        return
+    raise CommitConflictError(
+        f"another schema change of table {table.name} took schema id {pending.id} while this batch was written in its "
+        "merged schema; nothing of the batch was committed, and it is written again in the new schema when the "
+        "query restarts")
+
+
+def _same_schema(a: TableSchema, b: TableSchema) -> bool:
+    return (a.fields, a.highest_field_id, a.primary_keys, a.partition_keys, a.options, a.comment) == \
+        (b.fields, b.highest_field_id, b.primary_keys, b.partition_keys, b.options, b.comment)
+
+
+def _untyped_new_fields(t: pa.DataType, existing: pa.DataType | None, path: str) -> list[str]:
+    """The paths of the fields of an input column of type `t` (the table's column of that name:
+    `existing`) that are new and of Spark's NullType, at any depth of ROWs, ARRAYs and MAPs."""
+    if pa.types.is_null(t):
+        return [] if existing is not None else [path]
+    if pa.types.is_struct(t):
+        inner = {existing.field(j).name: existing.field(j).type for j in range(existing.num_fields)} \
+            if existing is not None and pa.types.is_struct(existing) else {}
+        return [p for j in range(t.num_fields)
+                for p in _untyped_new_fields(t.field(j).type, inner.get(t.field(j).name), f"{path}.{t.field(j).name}")]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        within = existing.value_type if existing is not None and pa.types.is_list(existing) else None
+        return _untyped_new_fields(t.value_type, within, f"{path}.element")
+    if pa.types.is_map(t):
+        mapped = existing is not None and pa.types.is_map(existing)
+        return _untyped_new_fields(t.key_type, existing.key_type if mapped else None, f"{path}.key") + \
+            _untyped_new_fields(t.item_type, existing.item_type if mapped else None, f"{path}.value")
+    return []
 
 
 # Write options of other connectors (Delta Lake, Apache Iceberg): taken as table options they

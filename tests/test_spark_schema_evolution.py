@@ -11,7 +11,7 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.commit import FileStoreCommit
-from paimon_streaming.errors import SchemaMismatchError
+from paimon_streaming.errors import CommitConflictError, SchemaMismatchError
 from paimon_streaming.sinks import paimon_sink
 from conftest import pypaimon_read, rows_by
 from test_spark_source import flat, ok, run_batches, stream
@@ -28,8 +28,12 @@ def test_sink_without_merge_schema_names_the_new_columns(spark, catalog):
     # with merge_schema a column without a type (`lit(None)`) was "not in table", which merging was asked
     # to fix; and a column given twice was a bare KeyError
     merging = paimon_sink(t.path, commit_user="job", merge_schema=True)
-    with pytest.raises(SchemaMismatchError, match=r"new column\(s\) \['extra'\] have no type .*lit\(None\)\.cast"):
+    with pytest.raises(SchemaMismatchError, match=r"new column\(s\) or field\(s\) \['extra'\] have no type .*lit\(None\)\.cast"):
         merging(spark.sql("select 1L id, 'a' v, null extra"), 0)
+    # inside a ROW (or an ARRAY's ROWs) too: it was "Arrow type null has no Paimon equivalent", naming nothing
+    with pytest.raises(SchemaMismatchError, match=r"\['st.z', 'arr.element.q'\] have no type"):
+        merging(spark.sql("select 1L id, 'a' v, named_struct('a', 2, 'z', null) st, "
+                          "array(named_struct('q', null)) arr"), 0)
     with pytest.raises(SchemaMismatchError, match=r"has column\(s\) \['v'\] more than once"):
         sink(spark.sql("select 1L id, 'a' v, 'b' v"), 0)
     assert t.latest_snapshot() is None and ps.Table.open(t.path).schema.id == 0
@@ -62,6 +66,41 @@ def test_sink_merge_schema_evolves_then_commits_exactly_once(spark, catalog, war
     assert rows_by(fresh.to_arrow(), "id") == want
     assert rows_by(pypaimon_read(warehouse, "db.t"), "id") == want
     assert [s.commit_identifier for s in fresh.snapshots() if s.commit_kind == "APPEND"] == [0, 1, 2]
+
+
+def test_a_failed_merging_batch_leaves_the_schema_as_it_was(spark, catalog, tmp_path):
+    """A batch that adds and widens columns but fails its input checks (a null key) commits
+    nothing, its schema change included: the merged schema is committed with the batch's data.
+    Before, the table kept `v` widened to DOUBLE and `x` added though no row was written. A
+    schema change by someone else while a merging batch is written (the same id, another
+    change) fails the batch, which its restart writes in the new schema."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int32())])
+    t = catalog.create_table("db.fails", schema, primary_keys=["id"], options={"bucket": "1"})
+    sink = paimon_sink(t.path, commit_user="job", merge_schema=True)
+    sink(spark.createDataFrame([(1, 10)], "id long, v int"), 0)
+    with pytest.raises(Exception, match="'id'"):
+        sink(spark.createDataFrame([(None, 2.5, "x")], "id long, v double, x string"), 1)
+    path = str(tmp_path / "ds")
+    spark.createDataFrame([(1, 10)], "id long, v int").write.format("paimon").option("primary-key", "id") \
+        .option("bucket", "1").mode("append").save(path)
+    with pytest.raises(Exception, match="'id'"):
+        spark.createDataFrame([(None, 2.5, "x")], "id long, v double, x string").write.format("paimon") \
+            .option("mergeSchema", "true").mode("append").save(path)
+    for table in (ps.Table.open(t.path), ps.Table.open(path)):
+        assert table.schema.id == 0 and [str(f.type) for f in table.schema.fields] == ["BIGINT NOT NULL", "INT"]
+        assert table.to_arrow().to_pylist() == [{"id": 1, "v": 10}]
+    batch = spark.createDataFrame([(2, 20, "y")], "id long, v int, x string")
+    prepared = sink.prepare(batch, 1)
+    with t.update_schema() as update:
+        update.add_column("other", pa.string())
+    with pytest.raises(CommitConflictError, match="took schema id 1"):
+        prepared.commit()
+    assert ps.Table.open(t.path).to_arrow().num_rows == 1
+    sink(batch, 1)
+    fresh = ps.Table.open(t.path)
+    assert fresh.schema.field_names == ["id", "v", "other", "x"]
+    assert rows_by(fresh.to_arrow(), "id") == [{"id": 1, "v": 10, "other": None, "x": None},
+                                                {"id": 2, "v": 20, "other": None, "x": "y"}]
 
 
 def test_datasource_merge_schema_option(spark, tmp_path):
