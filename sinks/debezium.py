@@ -189,13 +189,20 @@ def _declared_scale(spec: dict) -> int | None:
 
 
 def _wider(declared: pa.DataType, current: pa.DataType) -> bool:
-    """Whether the source now declares a column wider than the table's (a widened INT, FLOAT or
-    DECIMAL upstream): decoded as declared, the table widens before the batch is written."""
+    """Whether the source now declares a column wider than the table's (a widened INT, FLOAT,
+    DECIMAL, or a finer TIMESTAMP upstream): decoded as declared, the table widens
+    before the batch is written."""
     ints = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
     if declared in ints and current in ints:
         return ints.index(declared) > ints.index(current)
     if declared == pa.float64() and current == pa.float32():
         return True
+    # a DATETIME(3) column becoming DATETIME(6) upstream (Timestamp -> MicroTimestamp): a finer
+    # unit holds every value of the coarser one (Paimon's CDC widens TIMESTAMP precision too;
+    # TIME columns are TIME(3) whatever the source's, as Paimon stores milliseconds of the day)
+    units = ("s", "ms", "us", "ns")
+    if pa.types.is_timestamp(declared) and pa.types.is_timestamp(current) and declared.tz == current.tz:
+        return units.index(declared.unit) > units.index(current.unit)
     # a DECIMAL with at least the table's integer digits and scale holds every value of it (Paimon's
     # CDC widens a DECIMAL the source declares wider too; a narrower one is cast value by value)
     return pa.types.is_decimal(declared) and pa.types.is_decimal(current) and declared != current \

@@ -193,13 +193,17 @@ def test_events_that_cannot_be_applied_are_refused_by_record(payload, error):
     assert skipped.rejected.column("offset").to_pylist() == [1]
 
 
-def test_precision_loss_is_refused_and_append_tables_are_refused():
+def test_declared_precision_widens_and_append_tables_are_refused():
     table = pa.schema([pa.field("id", pa.int64(), False), ("saved", pa.timestamp("ms"))])
     micros = json.dumps({"schema": envelope_schema([("id", "int64", None, None),
                                                     ("saved", "int64", "io.debezium.time.MicroTimestamp", None)]),
                          "payload": {"op": "c", "after": {"id": 1, "saved": 1700000000123456}}}).encode()
-    with pytest.raises(DecodeError, match="column 'saved'.*would lose data"):
-        Decoder("debezium-json", table, ("id",)).decode(records([micros]))
+    # the envelope declares microseconds: a wider column (test_a_finer_timestamp_or_time_upstream_widens_the_table)
+    assert Decoder("debezium-json", table, ("id",)).decode_all(records([micros])).new_fields == \
+        pa.schema([("saved", pa.timestamp("us"))])
+    bare = json.dumps({"op": "c", "after": {"id": 1, "saved": 1700000000123}}).encode()  # no envelope: milliseconds
+    assert Decoder("debezium-json", table, ("id",)).decode(records([bare])).column("saved").to_pylist() == \
+        [dt.datetime(2023, 11, 14, 22, 13, 20, 123000)]
     with pytest.raises(DecodeError, match="needs a primary-key table"):
         Decoder("debezium-json", table)
 
@@ -461,6 +465,31 @@ def test_a_column_widened_upstream_widens_the_table(tmp_path):
     narrower = {"schema": envelope_schema(source[:2]), "payload": {"op": "c", "after": {"id": 2, "qty": 5}}}
     assert len(Decoder("debezium-json", table.schema.arrow_schema(), ("id",)).decode_all(
         records([json.dumps(narrower).encode()])).new_fields) == 0
+
+
+def test_a_finer_timestamp_or_time_upstream_widens_the_table(tmp_path):
+    """DATETIME(3) -> DATETIME(6) upstream turns Debezium's Timestamp into MicroTimestamp: the
+    table's TIMESTAMP(3) widens, as Paimon's CDC widens it; before, every event with
+    sub-millisecond values stopped the job (or was dead-lettered). TIME stays TIME(3): Paimon
+    stores milliseconds of the day, and the microseconds are cut off as before."""
+    import paimon_streaming as ps
+    table = ps.Catalog(str(tmp_path)).create_table(
+        "db.t", pa.schema([pa.field("id", pa.int64(), False), ("ts", pa.timestamp("ms")), ("t", pa.time32("ms"))]),
+        primary_keys=["id"], options={"bucket": "1"})
+    source = [("id", "int64", None, None), ("ts", "int64", "io.debezium.time.MicroTimestamp", None),
+              ("t", "int64", "io.debezium.time.MicroTime", None)]
+    event = {"schema": envelope_schema(source), "payload": {"op": "c", "after": {
+        "id": 1, "ts": 1_700_000_000_123_456, "t": 3_723_000_007}}}
+    values = records([json.dumps(event).encode()])
+    decoded = Decoder("debezium-json", table.schema.arrow_schema(), ("id",)).decode_all(values)
+    assert decoded.new_fields == pa.schema([("ts", pa.timestamp("us"))])
+    table.update_schema().union_by_name(decoded.new_fields).commit()
+    table.refresh()
+    assert [str(f.type) for f in table.schema.fields[1:]] == ["TIMESTAMP(6)", "TIME(3)"]
+    rows = Decoder("debezium-json", table.schema.arrow_schema(), ("id",)).decode(values)
+    table.write_arrow(pa.Table.from_batches([rows]), row_kind_column="_kind")
+    assert table.to_arrow().to_pylist() == [{"id": 1, "ts": dt.datetime(2023, 11, 14, 22, 13, 20, 123456),
+                                             "t": dt.time(1, 2, 3)}]
 
 
 def test_envelopes_split_as_a_plain_reading_would_split_them():
