@@ -254,6 +254,13 @@ class StreamOptions:
         consumer = _get(merged, "consumer-id")
         producer = (_get(merged, "changelog-producer") or "none").lower()
         CoreOptions({"changelog-producer": producer}).get("changelog-producer")  # validates
+        if _bool(merged, "streaming-read-overwrite") and producer in ("lookup", "full-compaction"):
+            # as Java refuses it: the overwrite's diff and the next compaction's changelog both
+            # hold its changes, which would be read twice
+            raise InvalidOptionError(
+                f"'streaming-read-overwrite' = true cannot stream a table whose changelog-producer is '{producer}': "
+                "an overwrite's changes would be read twice (from the overwrite's diff and from the changelog of the "
+                "compaction after it), as Paimon refuses it too")
         return StreamOptions(
             scan_mode=mode, snapshot_id=_int(merged, "scan.snapshot-id"),
             timestamp_millis=_timestamp_millis(merged), tag_name=_get(merged, "scan.tag-name"),

@@ -20,6 +20,7 @@ import pyarrow as pa
 from .binary_row import deserialize_row
 from .branches import PREFIX as BRANCH_PREFIX, branch_path
 from .consumers import ConsumerManager
+from .errors import UnsupportedOperationError
 from .manifest import DataFileMeta
 from .paths import TableDirs, partition_value_str
 from .row_tracking import value_stats_fields
@@ -84,11 +85,21 @@ SEPARATOR = "$"
 ROW_TRACKING = "row_tracking"
 
 
+# Paimon's system tables of a table that this package does not build: named, rather than taken
+# for part of a table directory's name ("no Paimon table at .../t$audit_log")
+_NOT_IMPLEMENTED = ("audit_log", "binlog", "ro", "read_optimized", "statistics", "aggregation_fields",
+                    "table_indexes", "buckets")
+
+
 def split_system_table(ref: str) -> tuple[str, str | None]:
     """'<table>$<system table>' -> (table, name); a plain table reference -> (ref, None)."""
     base, sep, name = ref.rpartition(SEPARATOR)
     if sep and base and (name.lower() in SCHEMAS or name.lower() == ROW_TRACKING):
         return base, name.lower()
+    if sep and base and name.lower() in _NOT_IMPLEMENTED:
+        raise UnsupportedOperationError(
+            f"system table '{SEPARATOR}{name}' of {base} is Paimon's, but not implemented by paimon-streaming; its "
+            f"system tables are {', '.join(SEPARATOR + n for n in SYSTEM_TABLES + (ROW_TRACKING,))}")
     return ref, None
 
 

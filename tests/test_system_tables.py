@@ -137,3 +137,19 @@ def test_an_unknown_system_table_is_refused_with_the_known_names(catalog):
     t = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
     with pytest.raises(ValueError, match=r"unknown system table 'snapshot'; expected one of snapshots, tags, files"):
         system_table(t, "snapshot")
+
+
+@pytest.mark.parametrize("name", ["audit_log", "binlog", "ro", "read_optimized", "statistics", "buckets"])
+def test_a_system_table_of_paimons_not_built_here_is_named(catalog, spark, name):
+    """`load(path + "$audit_log")` was "no Paimon table at .../t$audit_log", pointing at a
+    missing table instead of a system table not implemented here."""
+    from paimon_streaming.errors import UnsupportedOperationError
+    from paimon_streaming.system_tables import split_system_table
+    t = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+    with pytest.raises(UnsupportedOperationError, match=rf"system table '\${name}' of .* not implemented by "
+                                                        r"paimon-streaming; its system tables are \$snapshots"):
+        split_system_table(f"{t.path}${name}")
+    import paimon_streaming as ps
+    ps.register(spark)
+    with pytest.raises(Exception, match=rf"'\${name}' of .* not implemented"):
+        spark.read.format("paimon").load(f"{t.path}${name}").collect()
