@@ -101,10 +101,17 @@ class KafkaOptions:
         """A kafka-python consumer that never commits to Kafka: offsets live in Spark's checkpoint.
         With `bulk`, its polls return each fetch response's records as columns (`FetchedRecords`)."""
         from kafka import KafkaConsumer
+        from kafka.errors import KafkaError
 
         from .kafka import decode_in_bulk
+        from .kafka_offsets import KafkaSourceError
         settings = {"enable_auto_commit": False, "group_id": None, **dict(self.consumer_config)}
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers.split(","), **settings)
+        try:
+            consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers.split(","), **settings)
+        except KafkaError as exc:  # "Unable to bootstrap": a stack trace that named no broker
+            raise KafkaSourceError(f"cannot reach a Kafka broker at {self.bootstrap_servers} ({exc}): check the "
+                                   "address (--bootstrap-servers, kafka.bootstrap.servers) and that the broker is up "
+                                   "and reachable from here") from None
         if bulk:
             decode_in_bulk(consumer)
         return consumer

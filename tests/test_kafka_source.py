@@ -550,3 +550,20 @@ def test_option_values_parsed_or_refused_without_a_broker(caplog):
     with caplog.at_level(logging.WARNING):
         KafkaOptions.parse({**base, "subscribe": "t", "maxOffsetsPerTrigger": "10"}, batch=True)
     assert "option 'maxOffsetsPerTrigger' is ignored in batch queries" in caplog.text
+
+
+def test_an_unreachable_broker_is_named(monkeypatch):
+    """kafka-python's "Unable to bootstrap" (KafkaTimeoutError) reached `paimon-streaming ingest`
+    as a 40-line stack trace; it is a KafkaSourceError naming the address (the CLI prints it as
+    one `error:` line)."""
+    import kafka
+    from kafka.errors import KafkaTimeoutError
+
+    from paimon_streaming.sources.kafka_offsets import KafkaSourceError
+    from paimon_streaming.sources.kafka_options import KafkaOptions
+
+    def unreachable(*args, **kwargs):
+        raise KafkaTimeoutError("Unable to bootstrap from ['h1:9092', 'h2:9092']")
+    monkeypatch.setattr(kafka, "KafkaConsumer", unreachable)
+    with pytest.raises(KafkaSourceError, match=r"cannot reach a Kafka broker at h1:9092,h2:9092 \(.*Unable to bootstrap"):
+        KafkaOptions.parse({"kafka.bootstrap.servers": "h1:9092,h2:9092", "subscribe": "t"}).consumer()
