@@ -71,6 +71,14 @@ _WRITER_OPTIONS = {k.lower(): k for k in ("path", "table", "warehouse", "branch"
                                           "checkpointLocation")}  # Spark's, of writeStream: not a table option
 
 
+# the read options that pick a snapshot (sources/options.py): given to a write (an INSERT into a
+# time-travel view), they were taken as table options with a warning, and the write went to the
+# latest snapshot
+_READ_SNAPSHOT_OPTIONS = ("snapshot-id", "scan.snapshot-id", "tag", "scan.tag-name", "timestamp-millis",
+                          "scan.timestamp-millis", "scan.timestamp", "scan.version", "incremental-between",
+                          "incremental-between-timestamp")
+
+
 @dataclass
 class PaimonCommitMessage(WriterCommitMessage):
     messages: bytes
@@ -219,9 +227,15 @@ def refuse_misspelt(options: dict[str, str]) -> None:
     """An option one typo away from a writer option (`partitionOverwriteMod`) would be taken as
     a table option and ignored; for `partitionOverwriteMode` that turns a dynamic overwrite into
     a replacement of the whole table. Refused, naming the option meant; so are other
-    connectors' write options (`replaceWhere`: spark_write.FOREIGN_WRITE_OPTIONS)."""
+    connectors' write options (`replaceWhere`: spark_write.FOREIGN_WRITE_OPTIONS) and the read
+    options that pick a snapshot (_READ_SNAPSHOT_OPTIONS)."""
     refuse_foreign_write_options(options)
     for key in options:
+        if key.lower() in _READ_SNAPSHOT_OPTIONS:
+            raise InvalidOptionError(
+                f"write option {key!r} picks a snapshot to read (a time-travel view's option?): a write goes on top "
+                "of the latest snapshot, so writing through it would change the current table, not the snapshot "
+                "it shows; write through a view or path without it")
         meant = misspelt_name(key, _WRITER_OPTIONS.values())
         if meant is not None:
             raise InvalidOptionError(f"unknown write option {key!r}: did you mean {meant!r}?")

@@ -244,6 +244,22 @@ def test_datasource_batch_writes(spark, tmp_path):
     assert rows_by(pypaimon_read(str(tmp_path / "wh"), "db.ds"), "id") == [{"id": 5, "v": "e", "dt": "x"}]
 
 
+def test_an_insert_into_a_time_travel_view_is_refused(spark, tmp_path):
+    """`INSERT INTO v` where v is `USING paimon OPTIONS (path ..., 'snapshot-id' '1')`: the write
+    went to the latest snapshot, with only a warning that the option differs from the table's.
+    It changed the current table, not what the view shows; now it is refused, writing nothing."""
+    path = str(tmp_path / "wh" / "db.db" / "tt")
+    spark.createDataFrame([(1, "a")], "id long, v string").write.format("paimon").option("primary-key", "id") \
+        .option("bucket", "1").mode("append").save(path)
+    spark.createDataFrame([(2, "b")], "id long, v string").write.format("paimon").mode("append").save(path)
+    for key, value in (("snapshot-id", "1"), ("scan.tag-name", "t1"), ("timestamp-millis", "1")):
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW tt USING paimon OPTIONS (path '{path}', '{key}' '{value}')")
+        with pytest.raises(Exception, match=f"write option '{key}' picks a snapshot to read"):
+            spark.sql("INSERT INTO tt VALUES (3, 'c')")
+    assert rows_by(ps.Table.open(path).to_arrow(), "id") == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
+    assert [s.id for s in ps.Table.open(path).snapshots()] == [1, 2]
+
+
 def test_datasource_overwrite_follows_the_sessions_partition_overwrite_mode(spark, tmp_path):
     """spark.sql.sources.partitionOverwriteMode=dynamic as register() sees it makes overwrites
     dynamic, as in Paimon's, Delta's and Iceberg's connectors; a misspelt option or value is an
