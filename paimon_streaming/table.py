@@ -296,7 +296,8 @@ class Table:
         `data`: a pyarrow Table or RecordBatch, a RecordBatchReader, a list of batches, or a
         pandas or polars DataFrame or duckdb result (anything with the Arrow stream interface).
 
-        `overwrite=True` replaces the table's whole content with `data`. A failed write commits
+        `overwrite=True` replaces the table's whole content with `data` (only the partitions it
+        writes when the table sets `dynamic-partition-overwrite` = true). A failed write commits
         nothing; files it wrote are unreferenced and removed by orphan cleanup.
         `row_kind_column` names an input column (not stored) whose values +I, -U, +U, -D give
         each row's kind (primary-key tables: -U/-D retract or delete as the merge engine says);
@@ -360,9 +361,12 @@ class Table:
                     messages += self.scheduled_compaction(user, identifier, messages)
                 if not overwrite:
                     messages += self.stranded_compaction(planned_on, messages)
-                ids = committer.commit(messages, user, identifier, overwrite=overwrite, best_effort_compaction=True,
-                                       planned_on=planned_on, placed=writer.cross_partition or exclusive,
-                                       unique_since=unique_since)
+                partitions = self._dynamically_overwritten(messages) if overwrite else None
+                if partitions == []:
+                    return None  # a dynamic overwrite of no rows changes nothing
+                ids = committer.commit(messages, user, identifier, overwrite=overwrite, overwrite_partitions=partitions,
+                                       best_effort_compaction=True, planned_on=planned_on,
+                                       placed=writer.cross_partition or exclusive, unique_since=unique_since)
                 if writer.cross_partition:
                     cross_partition.committed(self.path, self.branch, planned_on.id if planned_on else None, ids,
                                               user, identifier)
@@ -395,6 +399,15 @@ class Table:
                 sid = self.complete_interrupted_batch(user, landed)
                 return landed.id if sid is None else sid  # None: a concurrent compaction took the files
         raise AssertionError("unreachable")
+
+    def _dynamically_overwritten(self, messages: list[CommitMessage]) -> list[bytes] | None:
+        """The partitions an overwrite replaces when the table sets `dynamic-partition-overwrite`
+        = true (Java's option): those the rows are written to; None (the whole table) otherwise,
+        and when the option is unset (Java's default is true; ours replaces the table, as
+        Delta's and pyarrow's overwrites do)."""
+        if not self.partition_keys or self.options.raw.get("dynamic-partition-overwrite", "").strip().lower() != "true":
+            return None
+        return sorted({m.partition for m in messages})
 
     def _own_snapshot_since(self, planned_on: Snapshot | None, user: str, identifier: int) -> Snapshot | None:
         """The newest snapshot `user` committed with `identifier` after `planned_on` (a write's

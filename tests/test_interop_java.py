@@ -923,3 +923,35 @@ def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_ca
     got = sorted(java.read(t.path), key=lambda r: r["id"])
     assert [r["ts"] for r in got] == fine and [r["n"] for r in got] == [[{"t": v}] for v in fine]
     assert [r["ns"] for r in got] == [epoch_nanos(v) for v in fine]
+
+
+@pytest.mark.parametrize("setting", ["true", "false", None])
+@pytest.mark.parametrize("keys", [None, ["id", "dt"]])
+def test_an_overwrite_follows_the_tables_dynamic_partition_overwrite(java, tmp_path, setting, keys):
+    """`dynamic-partition-overwrite` = true (Java's option) makes an overwrite replace only the
+    partitions it writes, as Java's overwrite of the same table does; the option was accepted
+    and ignored (every other partition dropped). Unset, our overwrite replaces the table (the
+    README's rule; Java's default is dynamic), set to false both replace it."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False)])
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "dt", "type": "STRING NOT NULL"}]
+    options = {"bucket": "1"} if keys else {}
+    if setting is not None:
+        options["dynamic-partition-overwrite"] = setting
+    base, new = [{"id": 1, "dt": "a"}, {"id": 2, "dt": "b"}], [{"id": 3, "dt": "a"}]
+    t = ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=keys, partition_keys=["dt"],
+                                              options=options)
+    t.write_arrow(pa.Table.from_pylist(base, schema=schema))
+    t.write_arrow(pa.Table.from_pylist(new, schema=schema), overwrite=True)
+    expected = [base[1]] + new if setting == "true" else new  # by id
+    assert rows_by(t.to_arrow(), "id") == expected
+    if setting == "true":  # no rows: no partition replaced, no snapshot
+        assert t.write_arrow(schema.empty_table(), overwrite=True) is None
+        assert rows_by(t.to_arrow(), "id") == expected
+    if setting is not None:
+        path = str(tmp_path / "java" / "t")
+        with java.batch() as b:
+            b.create_table(path, fields, primary_keys=keys or (), partition_keys=["dt"], options=options)
+            b.write(path, base)
+        with java.batch() as b:
+            b.write(path, new, overwrite=True)
+        assert rows_by(pa.Table.from_pylist(java.read(path)), "id") == expected
