@@ -39,6 +39,7 @@ from .paths import partition_value_str
 from .scan import TableScan
 from .schema import TableSchema
 from .snapshot import SnapshotManager
+from .types import DataField
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 # per table path in this process: when its partitions were last checked (time.monotonic())
 _LAST_CHECK: dict[str, float] = {}
 
-_DEFAULT_TIME = re.compile(r"(\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")
+_DEFAULT_TIME = re.compile(r"(-?\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")
 # Java DateTimeFormatter letters -> strptime directives (strptime takes 1 or 2 digits for %m %d %H %M %S)
 _JAVA_LETTERS = {"y": "%Y", "u": "%Y", "M": "%m", "d": "%d", "H": "%H", "m": "%M", "s": "%S", "S": "%f"}
 
@@ -115,11 +116,19 @@ def validate_partition_expiration(options: CoreOptions) -> None:
                                      f"'partition.timestamp-formatter': {exc}") from None
 
 
+def time_texts(values: list[Any], fields: list[DataField]) -> list[str | None]:
+    """The partition's values as text for `partition_time`: strings as they are (a blank one is
+    no null there, unlike in a directory name), others as Java prints them."""
+    return [v if isinstance(v, str) else partition_value_str(v, f.type) for v, f in zip(values, fields)]
+
+
 def partition_time(keys: list[str], values: list[str | None], pattern: str | None,
                    formatter: str | None) -> dt.datetime | None:
     """The time of a partition from its values (Java's PartitionTimeExtractor); None when they
-    do not parse."""
-    if any(v is None for v in values) or not values:
+    do not parse. Without a pattern only the first value is read, so a null in another column
+    does not matter; a pattern reads every value as text (a blank string is ''), and a null
+    anywhere gives no time (Java's extractor fails on it)."""
+    if not values or values[0] is None or (pattern is not None and any(v is None for v in values)):
         return None
     text = values[0]
     if pattern is not None:
@@ -143,7 +152,7 @@ def partition_time(keys: list[str], values: list[str | None], pattern: str | Non
     try:
         value = dt.datetime.strptime(text, fmt)
     except ValueError:
-        value = _past_month_end(text, fmt)
+        value = _smart(text, fmt)
     except re.error:  # a field given twice
         return None
     if value is not None and "%y" in fmt:  # Java's two-digit years are 2000-2099 (strptime's: 1969-2068)
@@ -167,14 +176,31 @@ def _lenient(year: int, month: int, day: int, seconds: int, micros: int) -> dt.d
         return dt.datetime.min if year < 5000 else dt.datetime.max
 
 
-_DIRECTIVE = {"Y": r"\d{4}", "y": r"\d{2}", "m": r"\d{1,2}", "H": r"\d{1,2}", "M": r"\d{1,2}", "S": r"\d{1,2}",
-              "f": r"\d{1,6}", "d": r"(?P<day>\d{1,2})"}
+_DIRECTIVE = {"Y": r"\d{4}", "y": r"\d{2}", "m": r"\d{1,2}", "H": r"(?P<hour>\d{1,2})", "M": r"(?P<minute>\d{1,2})",
+              "S": r"(?P<second>\d{1,2})", "f": r"(?P<fraction>\d{1,6})", "d": r"(?P<day>\d{1,2})"}
 
 
-def _past_month_end(text: str, fmt: str) -> dt.datetime | None:
-    """A `partition.timestamp-formatter` resolves as Java's (SMART): a day of the month past
-    the month's end (20240230, 20230229, 20240431) is the month's last day; any other value
-    out of range does not parse (None)."""
+def _smart(text: str, fmt: str) -> dt.datetime | None:
+    """A `partition.timestamp-formatter` resolves as Java's (SMART): 24:00 (minutes, seconds and
+    fraction zero) is the next day's midnight (2020010124 for yyyyMMddHH), and a day of the
+    month past the month's end (20240230, 20230229, 20240431) is the month's last day; any
+    other value out of range does not parse (None)."""
+    m = _directives(fmt).fullmatch(text)
+    if m is None:
+        return None
+    hour = m.groupdict().get("hour")
+    if hour is not None and int(hour) == 24 and all(int(m.groupdict().get(g) or 0) == 0
+                                                    for g in ("minute", "second", "fraction")):
+        midnight = f"{text[:m.start('hour')]}{0:0{len(hour)}d}{text[m.end('hour'):]}"
+        try:
+            value = dt.datetime.strptime(midnight, fmt)
+        except ValueError:
+            value = _past_month_end(midnight, fmt)
+        return None if value is None else value + dt.timedelta(days=1)
+    return _past_month_end(text, fmt)
+
+
+def _directives(fmt: str) -> re.Pattern:
     parts, i = [], 0
     while i < len(fmt):
         if fmt[i] == "%" and i + 1 < len(fmt):
@@ -183,7 +209,15 @@ def _past_month_end(text: str, fmt: str) -> dt.datetime | None:
         else:
             parts.append(re.escape(fmt[i]))
             i += 1
-    m = re.fullmatch("".join(parts), text)
+    try:
+        return re.compile("".join(parts))
+    except re.error:  # a field given twice: parses nothing
+        return re.compile("(?!)")
+
+
+def _past_month_end(text: str, fmt: str) -> dt.datetime | None:
+    """`_smart` for a day of the month past the month's end."""
+    m = _directives(fmt).fullmatch(text)
     day = None if m is None else m.groupdict().get("day")
     if day is None or not 29 <= int(day) <= 31:
         return None
@@ -214,7 +248,7 @@ class PartitionTimeCheck:
         if not self.enabled:
             return
         text = [partition_value_str(v, f.type) for v, f in zip(values, self.fields)]
-        if partition_time(self.keys, text, self.pattern, self.formatter) is None:
+        if partition_time(self.keys, time_texts(values, self.fields), self.pattern, self.formatter) is None:
             shown = ", ".join(f"{k}={v}" for k, v in zip(self.keys, text))
             raise SchemaMismatchError(
                 f"cannot write to {table_name}: partition {shown} does not match 'partition.timestamp-formatter' "
@@ -266,7 +300,7 @@ class PartitionExpiration:
         by_update_time = self.options.get("partition.expiration-strategy") == "update-time"
         out = []
         for partition, created in newest.items():
-            values = [partition_value_str(v, f.type) for v, f in zip(scan.partition_values(partition), fields)]
+            values = time_texts(scan.partition_values(partition), fields)  # a blank string as it is, as Java shows it
             if by_update_time:
                 when: dt.datetime | None = _EPOCH + dt.timedelta(milliseconds=created)
             else:

@@ -168,8 +168,12 @@ def test_strict_format_refuses_partitions_that_are_no_time(catalog):
 
 @pytest.mark.parametrize("formatter, values", [
     (None, ["2024-02-30", "2024-13-01", "2024-00-10", "2024-01-00", "2024-01-01 24:00:00", "2024-01-01 23:60:00",
-            "0000-01-01", "99999-01-01", "2024-02-30 01:02:03.123456789", "2024-01-01T00:00:00", "eu"]),
+            "0000-01-01", "99999-01-01", "2024-02-30 01:02:03.123456789", "2024-01-01T00:00:00", "eu",
+            "-2020-01-01", "+2020-01-01"]),
     ("yyyyMMdd", ["20240230", "20230229", "20240431", "20241301", "20240132", "20240105", "2024-01-05"]),
+    # 24:00 is the next midnight (SMART), 24:30 and minute 60 are no time
+    ("yyyyMMddHH", ["2020010124", "2020013124", "2020010123", "2020010125"]),
+    ("yyyy-MM-dd HH:mm", ["2020-01-01 24:00", "2020-01-01 24:30", "2020-01-01 23:60", "2020-02-30 24:00"]),
 ])
 def test_out_of_range_dates_expire_as_javas_formatter_resolves_them(catalog, warehouse, formatter, values):
     """Java reads a partition value with its default formatter leniently (2024-02-30 is March
@@ -188,6 +192,31 @@ def test_out_of_range_dates_expire_as_javas_formatter_resolves_them(catalog, war
     with java.batch() as b:
         javas = b.expire_partitions(path, "1 d")
     assert sorted(p["dt"] for p in ours) == sorted(p["dt"] for p in javas.result)
+
+
+@pytest.mark.parametrize("pattern", [None, "$dt"])
+def test_a_null_or_blank_value_of_another_partition_column(catalog, warehouse, pattern):
+    """Java reads a partition's time from its first value (or the pattern's values, as text): a
+    null or blank value in another column does not keep the partition from expiring, except a
+    null that the pattern reads as text. We kept all of them for good; a strict table refused
+    to write them."""
+    from java_oracle import get_oracle
+    path = f"{warehouse}/db.db/two"
+    options = {"bucket": "-1", **({"partition.timestamp-pattern": pattern} if pattern else {})}
+    java = get_oracle()
+    regions = [None, "", " ", "eu"]
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "INT"}, {"name": "dt", "type": "STRING"},
+                              {"name": "region", "type": "STRING"}], partition_keys=["dt", "region"], options=options)
+        b.write(path, [{"id": i, "dt": "2020-01-01", "region": r} for i, r in enumerate(regions)])
+    ours = catalog.get_table("db.two").expire_partitions("1 d", dry_run=True)
+    with java.batch() as b:
+        javas = b.expire_partitions(path, "1 d")
+    assert sorted(p["region"] for p in ours) == sorted(p["region"] for p in javas.result)
+    assert len(ours) >= 2
+    strict = catalog.create_table("db.strict", pa.schema([("id", pa.int64()), ("dt", pa.string()), ("region", pa.string())]),
+                                  partition_keys=["dt", "region"], options={"partition.timestamp-format.strict": "true"})
+    assert strict.write_arrow(pa.table({"id": [1, 2], "dt": ["2020-01-01"] * 2, "region": [None, ""]})) == 1
 
 
 def test_nothing_to_expire_without_partitions_or_snapshots(catalog):
