@@ -272,19 +272,30 @@ class FileStoreCommit:
 
     def _refuse_duplicate(self, after: int, latest: Snapshot, commit_user: str, identifier: int) -> None:
         """DuplicateCommitError when a snapshot after `after` carries `commit_user` with
-        `identifier` or a newer one: another attempt of this batch got there first."""
+        `identifier` or a newer one: another attempt of this batch got there first. Snapshots
+        expired meanwhile answer through the commit-user records, which expiration writes
+        before it deletes them (read after the scan, as `user_commits` reads them)."""
+        expired = False
         for sid in range(after + 1, latest.id + 1):
             try:
                 snap = latest if sid == latest.id else self.snapshots.snapshot(sid)
             except SnapshotNotFoundError:
-                continue  # expired or rolled back meanwhile
+                expired = True  # or rolled back
+                continue
             theirs = snap.commit_identifier
             if snap.commit_user == commit_user and theirs != BATCH_COMMIT_IDENTIFIER and theirs >= identifier:
-                raise DuplicateCommitError(
-                    f"commit identifier {theirs} of commit user {commit_user!r} was committed to {self.table_path} "
-                    f"(snapshot {sid}) by another attempt while this one wrote identifier {identifier} (a zombie "
-                    "writer next to its retry?): this attempt commits nothing",
-                    sid if theirs == identifier else None)
+                self._raise_duplicate(commit_user, identifier, theirs, f"snapshot {sid}", sid)
+        if expired:
+            newest = CommitUserRecords(self.file_io, self.meta).recorded(commit_user).max()
+            if newest is not None and newest >= identifier:
+                self._raise_duplicate(commit_user, identifier, newest, "a snapshot expired since", None)
+
+    def _raise_duplicate(self, commit_user: str, identifier: int, theirs: int, where: str,
+                         snapshot_id: int | None) -> None:
+        raise DuplicateCommitError(
+            f"commit identifier {theirs} of commit user {commit_user!r} was committed to {self.table_path} ({where}) "
+            f"by another attempt while this one wrote identifier {identifier} (a zombie writer next to its retry?): "
+            "this attempt commits nothing", theirs == identifier, snapshot_id if theirs == identifier else None)
 
     def _find_own_commit(self, seen_latest: int | None, latest: Snapshot | None, commit_user: str,
                          identifier: int, kind: str) -> Snapshot | None:

@@ -85,10 +85,12 @@ class CommitIdentifierError(PaimonError, ValueError):
 class DuplicateCommitError(CommitIdentifierError):
     """Another attempt of the same batch (a zombie and its retry, under one commit user) committed
     its identifier, or a newer one, while this attempt was writing: this one commits nothing.
-    `snapshot_id` is the other attempt's snapshot of this identifier (None: a newer identifier)."""
+    `replay`: the other attempt committed this identifier (not a newer one), in `snapshot_id`
+    (None once expired)."""
 
-    def __init__(self, message: str, snapshot_id: int | None):
+    def __init__(self, message: str, replay: bool, snapshot_id: int | None):
         super().__init__(message)
+        self.replay = replay
         self.snapshot_id = snapshot_id
 
 

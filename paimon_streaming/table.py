@@ -385,7 +385,7 @@ class Table:
                 log.info("write to %s raced another writer; planning it again", self.name)
             except DuplicateCommitError as exc:
                 committer.discard(messages)
-                if exc.snapshot_id is None:
+                if not exc.replay:
                     raise
                 log.info("write to %s by %s with identifier %s was committed by another attempt (snapshot %s): "
                          "skipped", self.name, user, identifier, exc.snapshot_id)

@@ -328,7 +328,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                                             properties=query_property(self.query), unique_since=unique_since)
         except DuplicateCommitError as exc:
             table.new_commit().discard(msgs)
-            if exc.snapshot_id is None:
+            if not exc.replay:
                 raise
             log.info("paimon stream write table=%s batch=%d committed by another attempt: skipped", table.name, batchId)
             return

@@ -274,9 +274,9 @@ class PreparedBatch:
                 break
             except DuplicateCommitError as exc:
                 self.discard()
-                if exc.snapshot_id is None:
+                if not exc.replay:
                     raise
-                log.info("paimon_sink table=%s batch=%d was committed by another attempt (snapshot %d): skipped",
+                log.info("paimon_sink table=%s batch=%d was committed by another attempt (snapshot %s): skipped",
                          table.name, batch_id, exc.snapshot_id)
                 self.call.done()
                 return

@@ -218,3 +218,28 @@ def test_two_attempts_of_one_batch_racing_commit_it_once(catalog, options, monke
     assert sorted(t.to_arrow().column("batch").to_pylist()) == ([1, 1, 1, 1, 1, 1] if pk is None else [2, 2, 2])
     # the refused attempts' files were deleted, so nothing is left for orphan cleanup
     assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 60_000, dry_run=True).paths == []
+
+
+def test_racing_attempts_across_an_expiration(catalog, monkeypatch):
+    """The other attempt's snapshot expired before this attempt publishes: the commit-user
+    records (written before expiration deletes) answer, so the batch still commits once (it
+    was applied twice: the expired snapshot was skipped) and the write returns None as a
+    replay of an expired commit does."""
+    from paimon_streaming.table import Table
+    t = catalog.create_table("db.expiring", SCHEMA, primary_keys=["id"], options={
+        "bucket": "1", "merge-engine": "aggregation", "fields.batch.aggregate-function": "sum",
+        "snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1"})
+    a, b = Table.open(t.path), Table.open(t.path)
+    write_planned_rows = Table.write_planned_rows
+
+    def b_commits_then_expires(self, *args, **kwargs):
+        monkeypatch.setattr(Table, "write_planned_rows", write_planned_rows)
+        b.write_arrow(rows(0, 2, 5), commit_user="nightly", commit_identifier=7)
+        for i in range(3):  # another user's writes: expiration drops b's snapshot
+            b.write_arrow(rows(100 + i, 1, 1), commit_user="other", commit_identifier=i)
+        assert "nightly" not in {s.commit_user for s in t.snapshots()}
+        return write_planned_rows(self, *args, **kwargs)
+    monkeypatch.setattr(Table, "write_planned_rows", b_commits_then_expires)
+    assert a.write_arrow(rows(0, 2, 5), commit_user="nightly", commit_identifier=7) is None
+    assert sorted((r["id"], r["batch"]) for r in t.to_arrow().to_pylist() if r["id"] < 100) == [(0, 5), (1, 5)]
+    assert "nightly" not in {s.commit_user for s in t.snapshots()}
