@@ -61,8 +61,8 @@ from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 
 from .spark_write import (WritePlan, arrow_schema_of, check_existing_table_options, committed_replay, compact_after_commit,
-                          publish_schema, query_property, reconcile_schema, refuse_foreign_write_options, table_schema_of,
-                          task_index, write_task)
+                          publish_schema, query_property, reconcile_schema, refuse_foreign_write_options, schema_race,
+                          table_schema_of, task_index, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 # the options of the writer (all others are table options); Spark hands them over lower-cased
@@ -77,6 +77,9 @@ _WRITER_OPTIONS = {k.lower(): k for k in ("path", "table", "warehouse", "branch"
 _READ_SNAPSHOT_OPTIONS = ("snapshot-id", "scan.snapshot-id", "tag", "scan.tag-name", "timestamp-millis",
                           "scan.timestamp-millis", "scan.timestamp", "scan.version", "incremental-between",
                           "incremental-between-timestamp")
+
+
+_SCHEMA_RACES = 10  # schema changes by others a stream writer's merge may lose before it gives up
 
 
 @dataclass
@@ -268,7 +271,8 @@ class PaimonBatchWriter(DataSourceArrowWriter):
         table = self.where.open()
         msgs = _messages(messages, table)
         try:
-            publish_schema(table, self.pending_schema)
+            if not publish_schema(table, self.pending_schema):  # the tasks' files are in its field ids
+                raise schema_race(table, self.pending_schema)
         except BaseException:
             table.new_commit().discard(msgs)
             raise
@@ -298,8 +302,12 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 "writeStream.format('paimon') needs .option('commitUser', '<stable name of this query>') so "
                 "replayed micro-batches are recognized (exactly-once); or use foreachBatch(paimon_sink(...)), "
                 "which takes the streaming query id on classic Spark")
-        table, pending = open_or_create(options, schema)
-        publish_schema(table, pending)  # the tasks of each micro-batch open the table: its schema, committed
+        for _ in range(_SCHEMA_RACES):  # the tasks of each micro-batch open the table: its schema, committed now
+            table, pending = open_or_create(options, schema)
+            if publish_schema(table, pending):
+                break
+        else:
+            raise schema_race(table, pending)
         self.where = TableRef.of(options)
         self.row_kind_column = options.get("rowkindcolumn")
         self.time_zone = options.get("timezone")

@@ -51,8 +51,8 @@ from paimon_streaming.write import conform
 
 from .spark_write import (MESSAGE_SCHEMA, ORDER_COL, WritePlan, WriteResult, arrow_schema_of, table_schema_of,
                           check_existing_table_options, collect_arrow, committed_replay, compact_after_commit, query_property,
-                          encode_messages, publish_schema, reconcile_schema, session_time_zone, without_char_types,
-                          write_dataframe, write_task)
+                          encode_messages, publish_schema, reconcile_schema, schema_race, session_time_zone,
+                          without_char_types, write_dataframe, write_task)
 
 log = logging.getLogger("paimon_streaming.sink")
 
@@ -189,7 +189,7 @@ class PaimonSink:
                                           "pass merge_schema=True to paimon_sink")
         clock.lap("prepare")
         prepared = PreparedBatch(self, df, batch_id, table, call, before_commit, transform, clock, unique_since,
-                                 pending_schema, collected)
+                                 input_schema, pending_schema, collected)
         prepared.write()
         return prepared
 
@@ -207,6 +207,7 @@ class PreparedBatch:
     transform: ArrowTransform | None
     clock: "StageClock"
     unique_since: int  # the snapshot id up to which the batch was found not committed (committed_replay)
+    input_schema: pa.Schema
     pending_schema: TableSchema | None  # the merged schema it is written in, committed with it (reconcile_schema)
     collected: pa.Table | None = None  # the batch's rows, in the driver already
     result: WriteResult | None = None
@@ -244,6 +245,26 @@ class PreparedBatch:
             raise
         self.result = result
 
+    def _publish_schema(self, retries: int) -> None:
+        """Commit the merged schema the batch was written in; when another writer's schema change
+        took its id, merge again on that schema and write the batch again (its files' field ids
+        may name other columns there)."""
+        for attempt in range(retries + 1):
+            try:
+                if publish_schema(self.table, self.pending_schema):
+                    return
+            except BaseException:
+                self.discard()
+                raise
+            self.discard()
+            if attempt == retries:
+                raise schema_race(self.table, self.pending_schema)
+            log.warning("paimon_sink table=%s batch=%d: another schema change came first; writing it again",
+                        self.table.name, self.batch_id)
+            self.pending_schema = reconcile_schema(self.table, self.input_schema, self.sink.row_kind_column, True,
+                                                   "pass merge_schema=True to paimon_sink")
+            self.write()
+
     def discard(self) -> None:
         """Delete the files of a batch that will not be committed."""
         self.table.new_commit().discard(self.result.messages)
@@ -251,12 +272,8 @@ class PreparedBatch:
     def commit(self) -> None:
         """Commit the batch as snapshot(s) under (commit user, batch id)."""
         table, batch_id = self.table, self.batch_id
-        try:
-            publish_schema(table, self.pending_schema)
-        except BaseException:
-            self.discard()
-            raise
         retries = table.options.get("commit.max-retries")
+        self._publish_schema(retries)
         placed = self.plan.cross_partition
         for attempt in range(retries + 1):
             try:

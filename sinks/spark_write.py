@@ -104,24 +104,29 @@ def reconcile_schema(table: Table, schema: pa.Schema, row_kind_column: str | Non
                                   "table, or drop them from the input")
 
 
-def publish_schema(table: Table, pending: TableSchema | None) -> None:
-    """Commit the schema a batch was written in (`reconcile_schema`), just before its data. Its id
-    taken by the same change (a replay, or another writer merging the same columns) is that
-    schema; by another change, a CommitConflictError: nothing of the batch is committed, and a
-    restart writes it again in the schema there is then."""
+def publish_schema(table: Table, pending: TableSchema | None) -> bool:
+    """Commit the schema a batch was written in (`reconcile_schema`), just before its data; True
+    when it is the table's (committed here, or the same change by a replay or another writer
+    merging the same columns). False when another change took its id: the batch's files, in
+    field ids that schema may give other columns, must be written again in the schema there is
+    now (`reconcile_schema` again)."""
     if pending is None:
-        return
+        return True
     if table.schema_manager.try_commit(pending):
         table.schema = pending
-        return
+        return True
     there = table.schema_manager.schema(pending.id)
     if _same_schema(there, pending):
         table.schema = there
-        return
-    raise CommitConflictError(
-        f"another schema change of table {table.name} took schema id {pending.id} while this batch was written in its "
-        "merged schema; nothing of the batch was committed, and it is written again in the new schema when the "
-        "query restarts")
+        return True
+    return False
+
+
+def schema_race(table: Table, pending: TableSchema) -> CommitConflictError:
+    return CommitConflictError(
+        f"other schema changes of table {table.name} kept taking schema id {pending.id} while this batch was written "
+        "in its merged schema; nothing of the batch was committed, and it is written again in the new schema when "
+        "the query restarts")
 
 
 def _same_schema(a: TableSchema, b: TableSchema) -> bool:
