@@ -43,6 +43,9 @@ Every failure raises `MissingFileError` / `CorruptFileError` naming the file.
 """
 from __future__ import annotations
 
+import contextlib
+import datetime
+import decimal
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -268,7 +271,76 @@ def _file_table(data: pa.Table, fields: list[DataField], for_orc: bool) -> pa.Ta
         raise SchemaMismatchError(f"data has no column(s) {missing} for the data file "
                                   f"(columns: {data.column_names})")
     columns = [conform(data.column(f.name), schema.field(i).type) for i, f in enumerate(fields)]
+    columns = [_required_children_filled(c) if _has_required_children(c.type) else c for c in columns]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _has_required_children(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return any(not t.field(i).nullable or _has_required_children(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_required_children(t.value_type)
+    return False
+
+
+def _required_children_filled(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A ROW's NOT NULL fields hold nulls only under a null ROW (a ROW column a schema change
+    added reads as nulls from older files, fields and all); Parquet's writer refuses any null in
+    a required field, so those slots get a placeholder that no reader sees."""
+    return pa.chunked_array([_filled(chunk) for chunk in column.chunks], column.type)
+
+
+def _filled(arr: pa.Array) -> pa.Array:
+    if pa.types.is_struct(arr.type):
+        if arr.offset:
+            arr = pa.concat_arrays([arr])  # children of an unsliced struct line up with it
+        children = []
+        for i in range(arr.type.num_fields):
+            f, child = arr.type.field(i), _filled(arr.field(i))
+            if not f.nullable and child.null_count:
+                child = _without_nulls(child)
+            children.append(child)
+        return pa.StructArray.from_arrays(children, fields=list(arr.type),
+                                          mask=arr.is_null() if arr.null_count else None)
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        values = _filled(arr.values)
+        return type(arr).from_arrays(arr.offsets, values, type=arr.type,
+                                     mask=arr.is_null() if arr.null_count else None)
+    return arr
+
+
+def _without_nulls(arr: pa.Array) -> pa.Array:
+    """`arr` with a placeholder in its null slots: a ROW made non-null (its own required fields
+    filled), an empty list, or the type's zero."""
+    t = arr.type
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_without_nulls(arr.field(i)) if not t.field(i).nullable
+                                           else arr.field(i) for i in range(t.num_fields)], fields=list(t))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return type(arr).from_arrays(arr.offsets, arr.values, type=t)  # a null list's offsets span nothing
+    return pc.fill_null(arr, _zero(t))
+
+
+def _zero(t: pa.DataType) -> pa.Scalar:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_fixed_size_binary(t):
+        return pa.scalar(bytes(t.byte_width), t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False, t)
+    if pa.types.is_map(t):
+        return pa.scalar([], t)
+    if pa.types.is_decimal(t):
+        return pa.scalar(decimal.Decimal(0), t)
+    if pa.types.is_date(t):
+        return pa.scalar(datetime.date(1970, 1, 1), t)
+    if pa.types.is_time(t):
+        return pa.scalar(datetime.time(0), t)
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t):
+        return pa.scalar(0, pa.int64()).cast(t)
+    return pa.scalar(0, t)  # integers and floats
 
 
 # ---- writing ------------------------------------------------------------------------------
@@ -467,7 +539,7 @@ def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
     if int96:
         table = _plain_int64_timestamps(table)
     footer: list[pq.FileMetaData] = []
-    with pq.ParquetWriter(
+    writer = pq.ParquetWriter(
         out, table.schema,
         metadata_collector=footer,
         compression=codec,
@@ -481,10 +553,18 @@ def _write_parquet(out, table: pa.Table, fields: list[DataField], codec: str,
         use_compliant_nested_type=True,
         write_statistics=_statistics_columns(table),
         write_page_checksum=PAGE_CHECKSUMS,  # CRC32 per page, verified on read (module docstring)
-    ) as writer:
+    )
+    try:
         writer.write_table(table)
         # the file's own name, so that another valid file put in its place is refused on read
         writer.add_key_value_metadata({FILE_NAME_KEY: file_name})
+    except BaseException:
+        # closing a writer whose write failed raises its own error ("file metadata is only
+        # available after writer close"), which would hide the cause
+        with contextlib.suppress(Exception):
+            writer.close()
+        raise
+    writer.close()
     return footer[0]
 
 

@@ -562,3 +562,28 @@ def test_map_keys_keep_their_type_and_decimals_keep_within_38_digits(catalog):
     assert str(t.schema.field("m").type) == "MAP<INT, BIGINT>"
     with pytest.raises(UnsupportedTypeError, match="DECIMAL precision 40 exceeds Paimon's maximum 38"):
         catalog.create_table("db.wide", pa.schema([("d", pa.decimal256(40, 2))]))
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_a_row_column_with_not_null_fields_added_to_a_table_with_rows(catalog, dv):
+    """A ROW column with NOT NULL fields (Spark's `named_struct`) added to a table that has rows:
+    the older rows read it as null, and every file written of them since (a compaction, a
+    deletion-vector write's lookup compaction) failed with "file metadata is only available
+    after writer close", hiding pyarrow's "Column 'a' is declared non-nullable but contains
+    nulls". A null ROW's fields are not stored: they are written, and read back, as null."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64())])
+    t = catalog.create_table("db.rows", schema, primary_keys=["id"],
+                             options={"bucket": "1", **({"deletion-vectors.enabled": "true"} if dv else {})})
+    t.write_arrow(pa.table({"id": [0, 1, 2, 3], "v": [0, 1, 2, 3]}, schema=schema))
+    with t.update_schema() as update:
+        update.add_column("s", pa.struct([pa.field("a", pa.int64(), False),
+                                          pa.field("b", pa.list_(pa.field("item", pa.int64(), False)), False)]))
+    s_type = t.arrow_schema().field("s").type
+    t.write_arrow(pa.table({"id": [2, 3, 4], "v": [20, 30, 40],
+                            "s": pa.array([{"a": 2, "b": [1]}, None, {"a": 4, "b": []}], s_type)}))
+    t.compact(full=True)
+    expected = [{"id": 0, "v": 0, "s": None}, {"id": 1, "v": 1, "s": None}, {"id": 2, "v": 20, "s": {"a": 2, "b": [1]}},
+                {"id": 3, "v": 30, "s": None}, {"id": 4, "v": 40, "s": {"a": 4, "b": []}}]
+    assert rows_by(t.to_arrow(), "id") == expected
+    from java_oracle import get_oracle
+    assert rows_by(pa.Table.from_pylist(get_oracle().read(t.path)), "id") == expected
