@@ -148,6 +148,13 @@ class Stream:
         return sorted(self.rows)
 
 
+def read_overwrite(options: dict[str, str]) -> dict[str, str]:
+    """`streaming-read-overwrite` for primary-key streams, except with a lookup changelog, whose
+    compaction after an overwrite holds its changes (Java refuses the two together)."""
+    return {} if options.get("changelog-producer") in ("lookup", "full-compaction") else \
+        {"streaming-read-overwrite": "true"}
+
+
 def build_history(wh: str, kind: str, seed: int, commits: int):
     """Run a random history; returns (table, model, inserted rows per snapshot, the consumer)."""
     pk, options = TABLES[kind]
@@ -165,7 +172,7 @@ def build_history(wh: str, kind: str, seed: int, commits: int):
     model.at[1] = model.logical[1] = model.current()
     appended[1] = [(0, 0, "seed")]
     consumer = Stream(table, {"consumer-id": "slow", "scan.mode": "from-snapshot-full", "scan.snapshot-id": "1",
-                              "streaming-read-overwrite": "true"} if pk else
+                              **read_overwrite(opts)} if pk else
                       {"consumer-id": "slow", "scan.mode": "from-snapshot", "scan.snapshot-id": "1"}, pk)
     tags = 0
     for step in range(commits):
@@ -191,7 +198,7 @@ def build_history(wh: str, kind: str, seed: int, commits: int):
             else:
                 table.delete([[("p", "=", p), ("id", "=", i)] for p, i in keys])
             model.delete(keys)
-        elif roll < 0.80:
+        elif roll < 0.80 and read_overwrite(opts):  # a lookup changelog's streams cannot read overwrites
             what = "overwrite"
             p = rng.randrange(6)
             ids = sorted(rng.sample(range(80), rng.randint(1, 5)))
@@ -311,11 +318,11 @@ def test_long_history_reads_the_model(kind, seed):
         for s in (snaps[0], snaps[len(snaps) // 2], snaps[-1]):
             if pk:
                 full = Stream(table, {"scan.mode": "from-snapshot-full", "scan.snapshot-id": str(s.id),
-                                      "streaming-read-overwrite": "true"}, pk)
+                                      **read_overwrite(TABLES[kind][1])}, pk)
                 full.drain()
                 assert full.current() == final, (kind, "from-snapshot-full", s.id)
                 delta = Stream(table, {"scan.mode": "from-snapshot", "scan.snapshot-id": str(s.id),
-                                       "streaming-read-overwrite": "true"}, pk)
+                                       **read_overwrite(TABLES[kind][1])}, pk)
                 delta.rows = {(p, i): v for p, i, v in model.logical[s.id - 1]} if s.id - 1 in model.at else None
                 if delta.rows is not None and TABLES[kind][1].get("changelog-producer") != "lookup":
                     delta.drain()
