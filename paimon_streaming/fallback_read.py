@@ -78,6 +78,9 @@ class FallbackBranch:
         """The branch's splits of the partitions the table's snapshot `main` does not hold."""
         if snapshot is None:
             return []
-        held = {e.partition for e in main_scan.live_entries(main, flt)} if main is not None else set()
+        # a partition main's read shows nothing of (a deletion-vector table's level-0 files) is not
+        # held, as in Java, whose fallback takes the partitions of main's planned splits
+        held = {e.partition for e in main_scan.live_entries(main, flt) if main_scan.planned(e)} \
+            if main is not None else set()
         scan = TableScan(file_io, table_path, self.schema, self.name)
         return [s for s in scan.plan(snapshot, flt) if s.partition not in held]

@@ -163,8 +163,6 @@ class TableScan:
         self.schema_of(snapshot.schema_id)  # a deleted (newest) schema file is an error, not an older schema
         pk = bool(self.schema.primary_keys)
         dv = self.options.deletion_vectors
-        skip_level0 = pk and (dv or self.options.merge_engine == "first-row") and not all_levels
-        postponed = self.postponed_bucket
         # a file of a data-evolution table holds some columns of its rows: its stats prune nothing alone
         refuse_map_layouts(self.options.raw, self.table_path)
         by_row_id = data_evolution.enabled(self.options.raw) and not pk
@@ -176,7 +174,7 @@ class TableScan:
         may_hold = self._bucket_selection(flt, live)
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for e in live:
-            if (skip_level0 and e.file.level == 0) or postponed(e) or not may_hold(e.total_buckets, e.bucket):
+            if not self.planned(e, all_levels) or not may_hold(e.total_buckets, e.bucket):
                 continue
             groups.setdefault((e.partition, e.bucket), []).append(e)
         selected = {}
@@ -276,6 +274,13 @@ class TableScan:
             if then != today:
                 return False
         return True
+
+    def planned(self, entry: ManifestEntry, all_levels: bool = False) -> bool:
+        """Whether `plan` reads this live file: not a level-0 file of a primary-key table with
+        deletion vectors or first-row (unless `all_levels`), nor one still in a postpone bucket."""
+        skip_level0 = bool(self.schema.primary_keys) and not all_levels and \
+            (self.options.deletion_vectors or self.options.merge_engine == "first-row")
+        return not (skip_level0 and entry.file.level == 0) and not self.postponed_bucket(entry)
 
     def postponed_bucket(self, entry: ManifestEntry) -> bool:
         """A file of a postpone-bucket table (`bucket` = -2) still waiting in bucket -2: Java's

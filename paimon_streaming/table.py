@@ -624,7 +624,7 @@ class Table:
             self.refresh()
         merging = with_current_options(schema, self.schema)  # time travel merges under today's options, as Java
         table = SplitReader(self.file_io, scan, merging).read(splits, columns, flt)
-        fallback = FallbackBranch.of(self.file_io, self.path, schema, self.name)
+        fallback = FallbackBranch.of(self.file_io, self.path, self.schema, self.name)  # today's options, as Java
         if fallback is None:
             return table
         at = fallback.snapshot(snapshot, snapshot_id, tag, None)
@@ -632,7 +632,7 @@ class Table:
         if not more:
             return table
         rest = SplitReader(self.file_io, TableScan(self.file_io, self.path, fallback.schema, fallback.name),
-                           fallback.schema).read(more, columns, flt)
+                           fallback.schema).read(more, table.column_names, flt)  # the columns of the snapshot read
         return pa.concat_tables([table, rest.cast(table.schema)])
 
     def changes_between(self, start: int | str | datetime.datetime, end: int | str | datetime.datetime,

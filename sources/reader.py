@@ -117,7 +117,7 @@ class PaimonBatchReader(DataSourceReader):
         if table_schema.id != table.schema.id:  # time travel merges under today's options, as Java
             self.ctx = self.ctx.merging_under(with_current_options(table_schema, table.schema))
         self._fallback = None if spec.incremental is not None else \
-            FallbackBranch.of(table.file_io, table.path, table_schema, table.name)
+            FallbackBranch.of(table.file_io, table.path, table.schema, table.name)  # today's options, as Java
         self._fallback_snapshot = None
         self.fallback_ctx = None
         if self._fallback is not None:

@@ -955,3 +955,48 @@ def test_an_overwrite_follows_the_tables_dynamic_partition_overwrite(java, tmp_p
         with java.batch() as b:
             b.write(path, new, overwrite=True)
         assert rows_by(pa.Table.from_pylist(java.read(path)), "id") == expected
+
+
+def test_fallback_branch_under_todays_options_and_level0_partitions(java, tmp_path):
+    """`scan.fallback-branch` as Java reads it: a time-travel read decides by the table's options
+    of today (not those of the snapshot's schema: fallback rows were missing from, or added to,
+    old snapshots), checks today's columns of both branches (a schema change both made failed
+    such a read), and a deletion-vector table's partition whose files are all at level 0 (not
+    read yet) comes from the fallback, as Java takes it (it returned nothing)."""
+    from paimon_streaming.catalog import create_table_at
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+
+    def both(path, **kw):
+        ours = sorted((r["id"], r["dt"]) for r in ps.Table.open(path).to_arrow(**kw).to_pylist())
+        javas = sorted((r["id"], r["dt"]) for r in java.read(path, **kw))
+        assert ours == javas, (path, kw)
+        return ours
+    p = str(tmp_path / "later")
+    t = create_table_at(p, schema, partition_keys=["dt"])
+    t.create_branch("fb").write_arrow(pa.table({"id": [100, 101], "dt": ["a", "b"]}))
+    t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))  # snapshot 1, under a schema without the option
+    with t.update_schema() as update:
+        update.set_option("scan.fallback-branch", "fb")
+    ps.Table.open(p).write_arrow(pa.table({"id": [2], "dt": ["a"]}))
+    assert both(p, snapshot_id=1) == [(1, "a"), (101, "b")]
+    with ps.Table.open(p).update_schema() as update:
+        update.remove_option("scan.fallback-branch")
+    assert both(p, snapshot_id=2) == [(1, "a"), (2, "a")]
+    p = str(tmp_path / "evolved")
+    t = create_table_at(p, schema, partition_keys=["dt"], options={"scan.fallback-branch": "fb"})
+    fb = t.create_branch("fb")
+    fb.write_arrow(pa.table({"id": [100, 101], "dt": ["a", "b"]}))
+    t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
+    for branch in (ps.Table.open(p), ps.Table.open(p, branch="fb")):
+        with branch.update_schema() as update:
+            update.add_column("note", pa.string())
+    assert both(p, snapshot_id=1) == [(1, "a"), (101, "b")]
+    p = str(tmp_path / "level0")
+    t = create_table_at(p, schema, primary_keys=["id", "dt"], partition_keys=["dt"],
+                        options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.create_branch("fb").write_arrow(pa.table({"id": [100, 101], "dt": ["a", "b"]}))
+    with t.update_schema() as update:
+        update.set_option("scan.fallback-branch", "fb")
+        update.set_option("write-only", "true")  # main's files stay at level 0
+    ps.Table.open(p).write_arrow(pa.table({"id": [1], "dt": ["a"]}))
+    assert both(p) == [(100, "a"), (101, "b")]
