@@ -24,6 +24,7 @@ import pyarrow.json as pajson
 from paimon_streaming.datafile import rebased_offsets
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
+from paimon_streaming.zones import instants_in
 from . import json_maps
 from .base64_columns import base64_decoded
 
@@ -453,8 +454,8 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
     if e == "utc-text":
         return pc.assume_timezone(raw.cast(pa.timestamp(_text_unit(c.type))), "UTC")
     if e.startswith(LOCAL_TEXT):  # an hour the zone repeats or skips (daylight saving) names no one instant
-        return pc.assume_timezone(raw.cast(pa.timestamp(_text_unit(c.type))), e[len(LOCAL_TEXT):], ambiguous="raise",
-                                  nonexistent="raise")
+        return instants_in(raw.cast(pa.timestamp(_text_unit(c.type))), e[len(LOCAL_TEXT):], ambiguous="raise",
+                           nonexistent="raise")
     if e == "base64":
         return base64_decoded(c.name, raw)
     if e == "iso-8859-1":
