@@ -325,3 +325,22 @@ def test_fail_mode_errors_quote_the_record_and_name_the_bad_tombstone():
     with pytest.raises(DecodeError, match="tombstone key 'x y' of record topic=t partition=1 offset=102 is not"):
         Decoder("json", SCHEMA, ("id",), key_format="string").decode_all(
             records([None, None, None], [b"1", b"2", b"x y"]))
+
+
+def test_csv_numbers_beyond_their_type_or_not_decimal_are_poison_records():
+    """pyarrow's CSV reader took `1e39` as a FLOAT's infinity, `1e309` as a DOUBLE's, and
+    `0x10` as 16; Spark's CSV reader takes none of them (and JSON's refuse them): poison records
+    naming the column. Infinity and NaN spelt out, `+5`, and empty fields (nulls) still read."""
+    schema = pa.schema([pa.field("id", pa.int32(), False), ("f", pa.float32()), ("d", pa.float64()), ("i", pa.int8())])
+    values = [b"1,1.5,2.5,3", b"2,1e39,1,1", b"3,1,1e309,1", b"4,1,1,0x10", b"5,inf,-Infinity,-7", b"6,nan,NaN,",
+              b"7,3.4028234e38,1.7e308,127", b"8,1,1,128", b"9,+1.5,.5,+5", b'10,"",1,1']
+    decoded = Decoder("csv", schema, ("id",), on_error="dead-letter").decode_all(records(values))
+    rows = {r["id"]: (r["f"], r["d"], r["i"]) for r in decoded.rows.to_pylist()}
+    assert sorted(rows) == [1, 5, 6, 7, 9]
+    assert rows[5] == (float("inf"), float("-inf"), -7) and rows[9] == (1.5, 0.5, 5) and rows[6][2] is None
+    errors = {r["offset"] - 100: r["error"] for r in decoded.rejected.to_pylist()}
+    assert sorted(errors) == [1, 2, 3, 7, 9], errors
+    assert "column 'f' (FLOAT) has a number beyond its range" in errors[1]
+    assert "column 'd' (DOUBLE) has a number beyond its range" in errors[2]
+    assert "column 'i' (TINYINT) has text that is no number" in errors[3]
+    assert "column 'i' (TINYINT)" in errors[7] and "column 'f' (FLOAT)" in errors[9]
