@@ -4,7 +4,8 @@ A filter is taken over only when our reader evaluates it exactly as Spark would:
 column of a type whose comparisons agree between Spark and Arrow (integers, STRING/VARCHAR,
 booleans, dates, decimals), and an operator with the same null semantics. Everything else
 (floats: NaN orders differently; timestamps; CHAR (padding); NOT IN; IN with a null; LIKE patterns;
-null-safe equality) is returned to Spark, which evaluates it after the scan.
+null-safe equality; dates up to 1582-10-15, which PySpark hands over moved) is returned to Spark,
+which evaluates it after the scan.
 """
 from __future__ import annotations
 
@@ -53,8 +54,14 @@ def _value(value: Any, t: DataType) -> tuple[bool, Any]:
     if t.root == "BOOLEAN":
         return isinstance(value, bool), value
     if t.root == "DATE":
-        return (isinstance(value, dt.date) and not isinstance(value, dt.datetime)), value
+        return (isinstance(value, dt.date) and not isinstance(value, dt.datetime) and value > _GREGORIAN_START), value
     return False, None
+
+
+# PySpark hands a DATE literal of 1582-10-05..14 (days its hybrid calendar lacks) over as
+# 1582-10-15: `d = DATE '1582-10-10'` pushed would return the 1582-10-15 rows. Dates up to that
+# day are left to Spark, which compares them itself.
+_GREGORIAN_START = dt.date(1582, 10, 15)
 
 
 def to_term(flt: Any, schema: TableSchema, left: set[str] = frozenset()) -> Term | None:

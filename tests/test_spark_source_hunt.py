@@ -275,3 +275,21 @@ def test_a_rollback_below_the_streams_position_is_not_a_silent_gap(spark, tmp_pa
     delivered = sorted(r["id"] for r in flat(second))
     # either the new commits are delivered, or the query fails saying the table was rolled back
     assert exc is not None or delivered == [40, 50, 60], delivered
+
+
+def test_pushed_date_filters_of_the_calendar_switch(spark, catalog):
+    """PySpark hands `DATE '1582-10-10'` (a day its hybrid calendar lacks) to a Python data
+    source as 1582-10-15: pushed, `d = DATE '1582-10-10'` returned the 1582-10-15 row and
+    `d < DATE '1582-10-10'` the 1582-10-10 one. Dates up to 1582-10-15 are left to Spark."""
+    import datetime as dt
+    from test_spark_source import conf
+    days = [dt.date(1582, 10, 10), dt.date(1582, 10, 4), dt.date(1582, 10, 15), dt.date(1000, 1, 1),
+            dt.date(1582, 10, 16), dt.date(2024, 1, 1)]
+    t = catalog.create_table("db.dates", pa.schema([("id", pa.int32()), ("d", pa.date32())]))
+    t.write_arrow(pa.table({"id": pa.array(range(len(days)), pa.int32()), "d": pa.array(days, pa.date32())}))
+    with conf(spark, "spark.sql.python.filterPushdown.enabled", "true"):
+        for i, day in enumerate(days):
+            df = spark.read.format("paimon").load(t.path)
+            assert sorted(r.id for r in df.where(f"d = DATE '{day}'").collect()) == [i], day
+            assert sorted(r.id for r in spark.read.format("paimon").load(t.path).where(f"d < DATE '{day}'").collect()) \
+                == sorted(j for j, other in enumerate(days) if other < day), day
