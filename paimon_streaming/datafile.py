@@ -44,8 +44,6 @@ Every failure raises `MissingFileError` / `CorruptFileError` naming the file.
 from __future__ import annotations
 
 import contextlib
-import datetime
-import decimal
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -292,13 +290,12 @@ def _required_children_filled(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _filled(arr: pa.Array) -> pa.Array:
     if pa.types.is_struct(arr.type):
-        if arr.offset:
-            arr = pa.concat_arrays([arr])  # children of an unsliced struct line up with it
-        children = []
+        children = []  # (`field` gives a child as the struct is sliced)
         for i in range(arr.type.num_fields):
             f, child = arr.type.field(i), _filled(arr.field(i))
             if not f.nullable and child.null_count:
-                child = _without_nulls(child)
+                from .retraction_values import zero_value  # here: it imports modules that import this one
+                child = pc.fill_null(child, zero_value(f.type))
             children.append(child)
         return pa.StructArray.from_arrays(children, fields=list(arr.type),
                                           mask=arr.is_null() if arr.null_count else None)
@@ -309,38 +306,6 @@ def _filled(arr: pa.Array) -> pa.Array:
     return arr
 
 
-def _without_nulls(arr: pa.Array) -> pa.Array:
-    """`arr` with a placeholder in its null slots: a ROW made non-null (its own required fields
-    filled), an empty list, or the type's zero."""
-    t = arr.type
-    if pa.types.is_struct(t):
-        return pa.StructArray.from_arrays([_without_nulls(arr.field(i)) if not t.field(i).nullable
-                                           else arr.field(i) for i in range(t.num_fields)], fields=list(t))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return type(arr).from_arrays(arr.offsets, arr.values, type=t)  # a null list's offsets span nothing
-    return pc.fill_null(arr, _zero(t))
-
-
-def _zero(t: pa.DataType) -> pa.Scalar:
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return pa.scalar("", t)
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return pa.scalar(b"", t)
-    if pa.types.is_fixed_size_binary(t):
-        return pa.scalar(bytes(t.byte_width), t)
-    if pa.types.is_boolean(t):
-        return pa.scalar(False, t)
-    if pa.types.is_map(t):
-        return pa.scalar([], t)
-    if pa.types.is_decimal(t):
-        return pa.scalar(decimal.Decimal(0), t)
-    if pa.types.is_date(t):
-        return pa.scalar(datetime.date(1970, 1, 1), t)
-    if pa.types.is_time(t):
-        return pa.scalar(datetime.time(0), t)
-    if pa.types.is_timestamp(t) or pa.types.is_duration(t):
-        return pa.scalar(0, pa.int64()).cast(t)
-    return pa.scalar(0, t)  # integers and floats
 
 
 # ---- writing ------------------------------------------------------------------------------
