@@ -378,6 +378,8 @@ class FileStoreCommit:
             self._check_bucket_counts(live.apply(entries, strict=False)[0], entries, kind)
         if index_changes and not replace:
             self._check_index_conflicts(latest, index_changes, kind)
+        if check_conflicts and not replace:
+            self._check_removed_files_unmarked(latest, index_changes, after, entries, kind)
         if targets:
             self._check_vector_targets(after or live.apply(entries, strict=False)[0], targets, kind)
 
@@ -579,6 +581,31 @@ class FileStoreCommit:
                     f"{kind} commit to {self.table_path} conflicts on the {e.index_file.index_type} index of bucket "
                     f"{e.bucket}: a concurrent commit replaced it (now {current}); the commit was not applied, "
                     "retry it on the new snapshot (the sink and Table.compact redo it)")
+
+    def _check_removed_files_unmarked(self, latest: Snapshot | None, index_changes: list[IndexManifestEntry],
+                                      after: LiveFiles, entries: list[ManifestEntry], kind: str) -> None:
+        """A file this commit removes must not keep a deletion vector it leaves live: such a
+        vector came from a concurrent delete or upsert since the plan (a compaction or rewrite
+        drops the vectors it read), and the rows it marks would be back in the files written
+        from the unmarked copy (Java's conflict check compares each removed file's vector too)."""
+        removed: set[tuple[bytes, str]] = set()
+        for e in entries:
+            if e.kind == DELETE:
+                live = after.bucket(e.partition, e.bucket)
+                if live is None or e.file.file_name not in live.names:  # an upgrade keeps the file
+                    removed.add((e.partition, e.file.file_name))
+        if not removed or latest is None or latest.index_manifest is None:
+            return
+        previous = self.index_manifest.read(latest.index_manifest)
+        for e in combine_index_entries(previous, index_changes, self.bucket_unaware):
+            if e.index_file.index_type != "DELETION_VECTORS" or not e.index_file.dv_ranges:
+                continue
+            for r in e.index_file.dv_ranges:
+                if (e.partition, r.data_file_name) in removed:
+                    raise CommitConflictError(
+                        f"{kind} commit to {self.table_path} removes {r.data_file_name}, whose rows a concurrent "
+                        f"commit marked deleted since this commit was planned (deletion vector in "
+                        f"{e.index_file.file_name}); the commit was not applied, plan it again on the new snapshot")
 
     def _check_vector_targets(self, after: LiveFiles, targets: dict[tuple[bytes, int], set[str]], kind: str) -> None:
         """Deletion vectors must mark files that are live after this commit: marks computed

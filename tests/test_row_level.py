@@ -219,6 +219,40 @@ def test_a_compaction_committed_after_the_plan_is_a_conflict_planned_again(catal
     assert ids(t.to_arrow()) == [i for i in range(20) if i not in (3, 15)]
 
 
+@pytest.mark.parametrize("bucket", ["-1", "2"])
+def test_a_change_committed_while_a_compaction_is_planned_is_kept(catalog, warehouse, monkeypatch, bucket):
+    """The reverse order: another writer's delete or update marks rows in files a compaction
+    has read but not yet committed. The compaction's copies still hold those rows, so its
+    commit is a conflict: a write's own compaction is dropped, `Table.compact` plans again.
+    (Before, the COMPACT snapshot removed the marked files and the rows came back.)"""
+    options = {"deletion-vectors.enabled": "true", "compaction.min.file-num": "3", "bucket": bucket}
+    t = catalog.create_table("db.t", SCHEMA, options={**options, **({"bucket-key": "id"} if bucket != "-1" else {})})
+    t.write_arrow(batch(0, 10))
+    t.write_arrow(batch(10, 20))
+    real_write, real_plan, changed = ps.Table._write_planned, ps.Table._compaction_messages, []
+
+    def write_then_delete(self, *args, **kwargs):  # the write's compaction of the 3 files is planned
+        messages = real_write(self, *args, **kwargs)
+        ps.Table.open(self.path).delete([("id", "in", [3, 15])])
+        return messages
+    monkeypatch.setattr(ps.Table, "_write_planned", write_then_delete)
+    t.write_arrow(batch(20, 30))
+    monkeypatch.setattr(ps.Table, "_write_planned", real_write)
+    assert t.latest_snapshot().commit_kind == "APPEND"  # the compaction was dropped
+    expected = [i for i in range(30) if i not in (3, 15)]
+    assert ids(t.to_arrow()) == expected
+
+    def plan_then_update(self, *args, **kwargs):
+        messages = real_plan(self, *args, **kwargs)
+        if not changed:
+            changed.append(ps.Table.open(self.path).update([("id", "=", 7)], {"id": 107}))
+        return messages
+    monkeypatch.setattr(ps.Table, "_compaction_messages", plan_then_update)
+    assert t.compact(full=True) is not None  # planned again after the update
+    expected = sorted([i for i in expected if i != 7] + [107])
+    assert ids(t.to_arrow()) == expected and ids(pypaimon_read(warehouse, "db.t")) == expected
+
+
 def test_a_conflict_on_every_attempt_raises_and_commits_nothing(catalog, monkeypatch):
     t = catalog.create_table("db.t", SCHEMA, options={"commit.max-retries": "1"})
     t.write_arrow(batch(0, 10))
