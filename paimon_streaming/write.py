@@ -770,7 +770,7 @@ class TableWrite:
             if self.changelog == "input":
                 changelog = self.write_changelog(directory, input_changelog(
                     self._with_kind(rows).append_column(SEQUENCE_NUMBER, pa.array(sequence)),
-                    self.schema.trimmed_primary_keys))
+                    self.schema.trimmed_primary_keys, self.engine.sequence_fields))
             rows, sequence = self._sort_and_merge(rows, sequence)
         cut = rows.num_rows if split_after is None else first_key_above(rows, self.schema.trimmed_primary_keys,
                                                                          split_after)

@@ -366,6 +366,17 @@ def test_input_changelog_of_a_deletion_vector_table():
                               [("x", 1, "b", 1, "-U"), ("x", 1, "c", 1, "+U")]]
 
 
+def test_input_changelog_follows_the_sequence_field():
+    """A key's input records come in the order they merge (`sequence.field`, nulls first,
+    then arrival), as Java's write buffer gives them: applied in turn they end with the row
+    the table keeps. Before, a late-arriving older row came last."""
+    steps = [("write", [("x", 1, "new", 20, "+I"), ("x", 1, "old", 10, "+I"), ("x", 1, "none", None, "+I"),
+                        ("x", 2, "b", 5, "+I"), ("x", 2, "a", 5, "+I")])]
+    out = run_history({"bucket": "1", "sequence.field": "n", "changelog-producer": "input"}, steps)
+    assert out["changes"] == [[("x", 1, "none", None, "+I"), ("x", 1, "old", 10, "+I"), ("x", 1, "new", 20, "+I"),
+                               ("x", 2, "b", 5, "+I"), ("x", 2, "a", 5, "+I")]]
+
+
 def test_a_retraction_that_nulls_a_not_null_column_is_refused_by_name():
     """An aggregate retracting a NOT NULL column to null: Java refuses the write ("Field 'p'
     expected not null"); so do we, naming the column, and nothing is committed."""

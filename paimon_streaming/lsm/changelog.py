@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from ..binary_row import encode_rows
 from ..errors import InvalidOptionError
 from ..keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
-from ..merge_engine import is_retract
+from ..merge_engine import is_retract, sort_nulls_first
 from ..options import CoreOptions
 from ..types import DataType, from_arrow
 from .lookup import key_rows
@@ -79,10 +79,11 @@ def lookup_changelog(new: pa.Table, old: pa.Table, keys: Sequence[str], key_type
     return both.take(order).drop_columns([_ORDER])
 
 
-def input_changelog(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Input records sorted by key then sequence number, every record kept with its kind."""
-    order = pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in keys] + [(SEQUENCE_NUMBER, "ascending")])
-    return rows.take(order)
+def input_changelog(rows: pa.Table, keys: Sequence[str], seq_fields: Sequence[str] = ()) -> pa.Table:
+    """Input records in the order they are merged (key, `sequence.field` columns, sequence
+    number; nulls first), every record kept with its kind: a consumer applying them in turn
+    ends with the row the table keeps, as with Java's changelog from its write buffer."""
+    return rows.take(sort_nulls_first(rows, [*keys, *seq_fields, SEQUENCE_NUMBER]))
 
 
 def _member(table: pa.Table, other: pa.Table, keys: Sequence[str], key_types: Sequence[DataType]) -> np.ndarray:
