@@ -570,7 +570,7 @@ class PartialUpdateEngine(MergeEngine):
                         f"group for it ('fields.<seq>.sequence-group' containing '{f.name}')")
                 continue
             self.aggregators[f.name] = _group_field_agg(f.name, func, f.type, o)
-        self.lookup_merges_every_key = bool(self.aggregators)
+        self.lookup_merges_every_key = bool(self.groups)
 
     def read_columns(self, names):
         extra = [f for gr in self.groups for f in gr.seq]

@@ -377,6 +377,21 @@ def test_input_changelog_follows_the_sequence_field():
                                ("x", 2, "b", 5, "+I"), ("x", 2, "a", 5, "+I")]]
 
 
+@pytest.mark.parametrize("first_into", ["an empty bucket", "a bucket with older keys"])
+def test_partial_update_merges_a_new_keys_lone_row(first_into):
+    """Java's lookup compaction runs partial-update's merge on every key it rewrites, a new
+    key's lone row too: a sequence group whose sequence is null is left out (null). Into an
+    empty bucket Java moves the file up as written, but its changelog holds the merged row.
+    Before, our rows and changelog kept the group's values."""
+    options = {"bucket": "1", "merge-engine": "partial-update", **DV, "changelog-producer": "lookup",
+               "fields.n.sequence-group": "v"}
+    steps = [("write", [("x", 2, "b", None, "+I"), ("x", 3, "c", 3, "+I")])]
+    if first_into != "an empty bucket":
+        steps.insert(0, ("write", [("x", 1, "a", 1, "+I")]))
+    out = run_history(options, steps)
+    assert out["changes"][-1] == [("x", 2, None, None, "+I"), ("x", 3, "c", 3, "+I")]
+
+
 def test_a_retraction_that_nulls_a_not_null_column_is_refused_by_name():
     """An aggregate retracting a NOT NULL column to null: Java refuses the write ("Field 'p'
     expected not null"); so do we, naming the column, and nothing is committed."""

@@ -98,6 +98,11 @@ class BucketCompactor:
                                            {f.file_name for f in bucket.files}, self.bitmap64)
         level0_bytes = sum(f.file_size for f in bucket.files if f.level == 0)
         moved = [] if full or not self.lookup else self._disjoint_level0(bucket.files)
+        merged_rows = self._changed_by_merge(bucket, moved)
+        if merged_rows and any(f.level > 0 for f in bucket.files):
+            # Java moves a level-0 file up as it is only into an empty top (its output level
+            # is then the top); below files it rewrites it through the merge function
+            moved = [f for f in moved if f.file_name not in merged_rows]
         up = [f.upgrade(self.universal.max_level) for f in moved]
         names = {f.file_name for f in moved}
         if moved:
@@ -106,7 +111,9 @@ class BucketCompactor:
         if up:
             self._coalesce_small(bucket, up, inc, vectors)
         if moved and self.write_changelog is not None:  # keys new to the bucket: +I, no lookup needed
-            rows = pa.concat_tables([self._read_file(bucket, f, self._all_columns(), None)[0] for f in moved])
+            # the changelog holds the merged rows even where the data stays as written (as Java's)
+            rows = pa.concat_tables([merged_rows[f.file_name] if f.file_name in merged_rows
+                                     else self._read_file(bucket, f, self._all_columns(), None)[0] for f in moved])
             kinds = pa.array(np.full(rows.num_rows, INSERT, np.int8))
             inc.changelog_files.extend(self.write_changelog(
                 bucket.bucket_dir, rows.set_column(rows.column_names.index(VALUE_KIND), VALUE_KIND, kinds),
@@ -125,6 +132,22 @@ class BucketCompactor:
         KEY_INDEXES.discard(removed)
         RECENT_ROWS.discard(removed)
         return None if inc.is_empty() else inc
+
+    def _changed_by_merge(self, bucket: BucketFiles, files: list[DataFileMeta]) -> dict[str, pa.Table]:
+        """The merged rows of those `files` whose rows the engine's merge changes when it runs
+        on each key's lone row, by file name. Java's lookup compaction merges every key it
+        rewrites: partial-update drops a sequence group whose sequence is null, a distinct
+        `collect` its repeats."""
+        if not self.engine.lookup_merges_every_key:
+            return {}
+        out = {}
+        for f in files:
+            rows = self._read_file(bucket, f, self._all_columns(), None)[0]
+            merged = self.engine.merge_every_key(sort_for_merge(rows, self.keys, self.engine.sequence_fields),
+                                                 self.keys)
+            if not merged.equals(rows):
+                out[f.file_name] = merged
+        return out
 
     def _coalesce_small(self, bucket: BucketFiles, up: list[DataFileMeta], inc: Increment,
                         vectors: DeletionVectorMaintainer) -> None:
