@@ -66,6 +66,18 @@ def is_cross_partition(schema: TableSchema) -> bool:
         and CoreOptions(schema.options).bucket == -1
 
 
+def check_partition_overwrite(schema: TableSchema, table_name: str) -> None:
+    """Refuse an overwrite of some partitions of a cross-partition table: a key of the new rows
+    may live in a partition left as it is, and would then be live twice (an overwrite of the
+    whole table, or an upsert, keeps each key in one partition)."""
+    if is_cross_partition(schema):
+        raise UnsupportedOperationError(
+            f"a dynamic partition overwrite of {table_name} is not supported: its primary key "
+            f"{schema.primary_keys} leaves out the partition keys, so a key written into the replaced "
+            "partitions may live in another one, which the overwrite keeps; overwrite the whole table, "
+            "or delete the partitions and write the rows")
+
+
 @dataclass
 class _Keys:
     """Keys in probe order: sorted int64 values (a single integer-like key) or sorted 64-bit

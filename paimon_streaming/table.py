@@ -338,6 +338,8 @@ class Table:
         they are read again. `just_read`: the newest snapshot, when the caller has just read it.
         `unique_since`: the exactly-once check's snapshot (FileStoreCommit.commit); another
         attempt of the same identifier committing first makes this one a replay."""
+        if overwrite and self.overwrites_partitions:
+            cross_partition.check_partition_overwrite(self.schema, self.name)
         full = bool(self.primary_keys) and full_compaction.is_due(self.options, identifier)
         committer = self.new_commit()
         retries = self.options.get("commit.max-retries")
@@ -400,14 +402,18 @@ class Table:
                 return landed.id if sid is None else sid  # None: a concurrent compaction took the files
         raise AssertionError("unreachable")
 
+    @property
+    def overwrites_partitions(self) -> bool:
+        """Whether an overwrite replaces only the partitions it writes: the table sets
+        `dynamic-partition-overwrite` = true (Java's option; unset, ours replaces the table, as
+        Delta's and pyarrow's overwrites do, where Java's default is true)."""
+        return bool(self.partition_keys) and \
+            self.options.raw.get("dynamic-partition-overwrite", "").strip().lower() == "true"
+
     def _dynamically_overwritten(self, messages: list[CommitMessage]) -> list[bytes] | None:
-        """The partitions an overwrite replaces when the table sets `dynamic-partition-overwrite`
-        = true (Java's option): those the rows are written to; None (the whole table) otherwise,
-        and when the option is unset (Java's default is true; ours replaces the table, as
-        Delta's and pyarrow's overwrites do)."""
-        if not self.partition_keys or self.options.raw.get("dynamic-partition-overwrite", "").strip().lower() != "true":
-            return None
-        return sorted({m.partition for m in messages})
+        """The partitions an overwrite replaces: those the rows are written to when
+        `overwrites_partitions`, else None (the whole table)."""
+        return sorted({m.partition for m in messages}) if self.overwrites_partitions else None
 
     def _own_snapshot_since(self, planned_on: Snapshot | None, user: str, identifier: int) -> Snapshot | None:
         """The newest snapshot `user` committed with `identifier` after `planned_on` (a write's

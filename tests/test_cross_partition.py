@@ -249,6 +249,22 @@ def test_writers_that_cannot_place_rows_refuse(catalog):
         t.write_messages(rows([1], ["a"], ["x"]))
 
 
+def test_a_dynamic_partition_overwrite_is_refused_and_a_whole_overwrite_places_every_key(catalog):
+    """A key of the rows may live in a partition the overwrite keeps: it would be live twice
+    (before, `(1, a)` stayed beside the new `(1, b)`), so replacing some partitions is refused;
+    replacing the whole table leaves each key once."""
+    t = make(catalog, **{"dynamic-partition-overwrite": "true"})
+    t.write_arrow(rows([1, 2], ["a", "b"], ["old1", "old2"]))
+    with pytest.raises(UnsupportedOperationError, match="dynamic partition overwrite"):
+        t.write_arrow(rows([1], ["b"], ["new1"]), overwrite=True)
+    assert content(t) == [(1, "a", "old1", None), (2, "b", "old2", None)]
+    whole = make(catalog, "db.whole")
+    whole.write_arrow(rows([1, 2], ["a", "b"], ["old1", "old2"]))
+    whole.write_arrow(rows([1], ["b"], ["new1"]), overwrite=True)
+    whole.write_arrow(rows([1], ["c"], ["newer"]))
+    assert content(whole) == [(1, "c", "newer", None)]
+
+
 def test_table_options_java_refuses_are_refused(catalog):
     with pytest.raises(InvalidOptionError, match="sequence.field"):
         make(catalog, **{"sequence.field": "n"})
