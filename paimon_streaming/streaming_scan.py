@@ -309,7 +309,18 @@ class StreamingScan:
     # ---- where a stream starts ------------------------------------------------------------
     def start_position(self) -> StreamPosition:
         """The first position of a new stream: consumer progress when `consumer-id` has a
-        progress file (unless `consumer.ignore-progress`), else per `scan.mode`."""
+        progress file (unless `consumer.ignore-progress`), else per `scan.mode`; marked with
+        the snapshot before it, so that a rollback below the start is noticed while the stream
+        has read nothing yet (else commits under the rolled-back ids were skipped)."""
+        start = self._start_position()
+        try:
+            return self.marked(start)
+        except SnapshotGapError:
+            raise
+        except SnapshotNotFoundError:  # the snapshot before the start has expired: nothing to mark
+            return start
+
+    def _start_position(self) -> StreamPosition:
         o = self.options
         if o.consumer_id and not o.consumer_ignore_progress:
             found = self.consumers.progress(o.consumer_id)
@@ -602,7 +613,7 @@ class StreamingScan:
                 f"does not exist any more (latest is {latest})"
             raise SnapshotNotFoundError(
                 f"table {self.table_path} was rolled back below this stream's position: snapshot {mark}, which "
-                f"the stream read (committed at {position.read_time}), {found}. Its changes since cannot be told "
+                f"the stream had reached (committed at {position.read_time}), {found}. Its changes since cannot be told "
                 "from those read; start a new query (a new checkpoint) to read the table as it is now")
 
     def _schema_changed(self, snapshot_id: int) -> SchemaChangedError:

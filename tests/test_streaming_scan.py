@@ -384,7 +384,7 @@ def test_a_rollback_below_the_position_is_an_error(catalog):
         ss.plan_batch(pos)   # not yet committed again: snapshot 3 does not exist
     for i in (10, 11):
         t.write_arrow(batch([i]))
-    with pytest.raises(SnapshotNotFoundError, match="snapshot 3, which the stream read .* is now another"):
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 3, which the stream had reached .* is now another"):
         stream_scan(t).plan_batch(pos)
     with pytest.raises(SnapshotNotFoundError, match="rolled back"):
         stream_scan(t).units_between(pos, StreamPosition(5))
@@ -393,6 +393,29 @@ def test_a_rollback_below_the_position_is_an_error(catalog):
     expire_before(t, 5)
     units, _ = stream_scan(t).plan_batch(pos)                 # snapshot 4 expired since: goes on
     assert [u.snapshot_id for u in units] == [5]
+
+
+@pytest.mark.parametrize("mode", ["latest", "from-timestamp"])
+def test_a_rollback_below_a_new_streams_start_is_an_error(catalog, mode):
+    """A stream that has read nothing yet (started after snapshot 3, idle): rolled back to 2
+    and committed again, its next plan refuses. Before, the start carried no mark, and the
+    stream read only the newest snapshot: the rows of the new 3 were skipped."""
+    t = append_table(catalog)
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    options = {"scan.mode": mode}
+    if mode == "from-timestamp":
+        options["scan.timestamp-millis"] = t.snapshot(3).time_millis + 1
+    ss = stream_scan(t, **options)
+    start = ss.start_position()
+    assert start == StreamPosition(4) and start.read_time == t.snapshot(3).time_millis
+    units, pos = ss.plan_batch(start)
+    assert units == [] and pos.read_time == start.read_time
+    t.rollback_to(2)
+    for i in (10, 11):
+        t.write_arrow(batch([i]))
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 3, which the stream had reached .* is now another"):
+        stream_scan(t, **options).plan_batch(pos)
 
 
 # ---- consumers ---------------------------------------------------------------------------------------
