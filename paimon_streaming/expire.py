@@ -56,9 +56,9 @@ from .tags import TagManager
 log = logging.getLogger(__name__)
 
 # Per table path, in this process: the earliest snapshot id the last expiration that expired
-# nothing kept, and the commit time of the snapshot after it when that time held it back
-# (see `SnapshotExpiration.expire`).
-_HELD_BACK: dict[str, tuple[int, int | None]] = {}
+# nothing kept, the commit time of the snapshot after it when that time held it back, and the
+# latest id then (see `SnapshotExpiration.expire`).
+_HELD_BACK: dict[str, tuple[int, int | None, int]] = {}
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,9 @@ class SnapshotExpiration:
         `snapshot.num-retained.min` of it or the snapshot after E (whose time held E back) is
         still within `snapshot.time-retained`, nothing can expire (the earliest only moves up,
         and commit times with it), so the run stops before any request. On an object store
-        that saves the 8 round trips every commit would otherwise spend."""
+        that saves the 8 round trips every commit would otherwise spend. A `latest` below the
+        one of that run tells of a rollback, or of a table dropped and made again: the earliest
+        may have moved down (a tag's snapshot written back), so the run reads."""
         kept = retention(self.options)
         retain_max = kept.num_max if retain_max is None else retain_max
         retain_min = kept.num_min if retain_min is None else retain_min
@@ -112,7 +114,7 @@ class SnapshotExpiration:
                 "--retain-max, --max-deletes); retain_min defaults to snapshot.num-retained.min, so pass it too "
                 "when retain_max is smaller")
         held = _HELD_BACK.get(self.meta)
-        if latest is not None and held is not None and latest - retain_max + 1 <= held[0] and (
+        if latest is not None and held is not None and latest >= held[2] and latest - retain_max + 1 <= held[0] and (
                 latest - retain_min + 1 <= held[0] or (held[1] is not None and older_than_ms <= held[1])):
             return ExpireResult(0, held[0], 0)
         latest = self.snapshots.latest_id()
@@ -136,7 +138,7 @@ class SnapshotExpiration:
                 held_by = successor.time_millis if sid == earliest else None
                 break
         if end <= earliest:
-            _HELD_BACK[self.meta] = (earliest, held_by)
+            _HELD_BACK[self.meta] = (earliest, held_by, latest)
         result = self.expire_until(earliest, end)
         self._expire_changelogs(now_ms)
         return result

@@ -255,6 +255,29 @@ def test_expiration_after_a_commit_reads_nothing_below_num_retained_min(catalog,
     assert [s.id for s in t.snapshots()] == [1, 2, 3]  # (only 3 exist)
 
 
+@pytest.mark.parametrize("how", ["rollback to an expired tag", "drop and create again"])
+def test_commits_keep_num_retained_max_after_the_earliest_moves_down(catalog, how):
+    """The commits' own expiration remembers the earliest snapshot of a run that expired
+    nothing; a rollback to a tag of an expired snapshot, or the table made again, moves the
+    earliest down. Before, the next commits kept skipping the run until the remembered id was
+    reached again: 31 snapshots with snapshot.num-retained.max 5."""
+    options = {"snapshot.num-retained.max": "5", "snapshot.num-retained.min": "1", **ONE_SNAPSHOT_PER_WRITE}
+    t = catalog.create_table("db.t", SCHEMA, options=options)
+    t.write_arrow(batch([0]))
+    t.create_tag("early", snapshot_id=1)
+    for i in range(1, 20):
+        t.write_arrow(batch([i]))
+    assert t.expire_snapshots().expired == 0  # the earliest (16) remembered
+    if how == "rollback to an expired tag":
+        t.rollback_to("early")
+    else:
+        catalog.drop_table("db.t")
+        t = catalog.create_table("db.t", SCHEMA, options=options)
+    for i in range(100, 110):
+        t.write_arrow(batch([i]))
+        assert len(t.snapshots()) <= 5
+
+
 def test_consumers_protect_their_snapshots(catalog):
     t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1", **ONE_SNAPSHOT_PER_WRITE})
     for i in range(6):
