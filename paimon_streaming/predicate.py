@@ -315,10 +315,10 @@ def _beside_decimals(field: pc.Expression, op: str, d: decimal.Decimal, arrow_ty
     grid of its scale, so `x > d` is `x > below` and `x < d` is `x <= below`, `below` the grid
     point just under `d`."""
     step = decimal.Decimal(1).scaleb(-arrow_type.scale)
-    largest = decimal.Decimal(10) ** (arrow_type.precision - arrow_type.scale) - step
-    if abs(d) > largest:  # beyond every value of the column
-        return field.is_valid() if (op in ("<", "<=")) == (d > 0) else pc.scalar(False)
-    with decimal.localcontext(prec=80):
+    with decimal.localcontext(prec=80):  # exact for 38 digits (the default context keeps 28)
+        largest = decimal.Decimal(10) ** (arrow_type.precision - arrow_type.scale) - step
+        if abs(d) > largest:  # beyond every value of the column
+            return field.is_valid() if (op in ("<", "<=")) == (d > 0) else pc.scalar(False)
         below = pa.scalar(d.quantize(step, rounding=decimal.ROUND_FLOOR), type=arrow_type)
     return field <= below if op in ("<", "<=") else field > below
 
@@ -448,7 +448,8 @@ def term_may_match(t: Term, lo: Any, hi: Any, null_count: int | None, row_count:
         return True
     values = list(t.value) if t.op in ("in", "not in") else [t.value]
     if t.op == "not in" or t.op == "!=":
-        return not (compare_values(lo, hi) == 0 and lo in values)
+        # compare_values, not `in`: Python's == takes a NanoDatetime for its microsecond
+        return not (compare_values(lo, hi) == 0 and any(compare_values(lo, v) == 0 for v in values))
     results = []
     for v in values:
         # A zero literal is both zeros: bounds are in Double.compare's order (-0.0 < 0.0), and a

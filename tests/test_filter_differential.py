@@ -1172,6 +1172,31 @@ def test_nanosecond_partitions_and_text(wh):
         t.to_arrow(filter=[("ts", "=", "2024-01-01 12:00:00.1234567891")])
 
 
+@pytest.mark.parametrize("precision", ["us", "ns"])
+def test_not_equal_to_a_nanosecond_literal_keeps_the_equal_microsecond(wh, precision):
+    """`ts != 12:00:00.000000002` on files (and partitions) holding only 12:00: predicate's
+    statistics check asked `min in literals` with Python's ==, for which a NanoDatetime equals
+    its microsecond, and pruned the file: 0 rows where 1 matches."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.timestamp(precision)), ("ts", pa.timestamp(precision))])
+    noon = pa.array([dt.datetime(2024, 2, 29, 12)], pa.timestamp(precision))
+    t = _table(wh, schema, [{"id": [1], "p": noon, "ts": noon}], partition_keys=["p"])
+    for column in ("p", "ts"):
+        assert _rows(t, [(column, "!=", "2024-02-29 12:00:00.000000002")], "id") == _reprs([1]), column
+        assert _rows(t, [(column, "not in", ["2024-02-29 12:00:00.000000002"])], "id") == _reprs([1]), column
+        assert _rows(t, [(column, "!=", "2024-02-29 12:00:00")], "id") == _reprs([]), column
+
+
+def test_a_literal_just_beyond_a_38_digit_decimal(wh):
+    """10^28 against DECIMAL(38, 10), whose largest value is 10^28 - 10^-10: the bound was
+    computed in Python's 28-digit context, rounded to 10^28, and the literal then failed
+    Arrow's cast (ArrowInvalid) instead of comparing by value."""
+    schema = pa.schema([("v", pa.decimal128(38, 10))])
+    big = D("9" * 28 + ".9999999999")
+    t = _table(wh, schema, [{"v": [D("1.5000000000"), big, None]}])
+    assert _rows(t, [("v", "<=", D("1E+28"))], "v") == _reprs([D("1.5000000000"), big])
+    assert _rows(t, [("v", ">", 1e28)], "v") == _reprs([])
+
+
 def test_nanosecond_partition_statistics_written_before_are_read_to_the_microsecond(wh, monkeypatch):
     """Manifests written before nanoseconds compared kept the first partition of a microsecond
     as both bounds; a reader comparing exactly would prune the larger partition's manifest."""
