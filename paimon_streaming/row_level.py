@@ -54,10 +54,11 @@ from .manifest.entries import DELETION_VECTORS_INDEX
 from .merge_engine import row_kind_filter
 from .numpy_arrow import from_numpy
 from .paths import TableDirs
-from .predicate import INEXACT, Filter, parse_filter, plain_literal, timestamp_scalar
+from .predicate import INEXACT, Filter, column_literal, from_text, parse_filter, plain_literal, timestamp_scalar
 from .read import SplitReader
 from .scan import TableScan
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from .types import from_arrow
 from .write import TableWrite, conform, write_threads
 
 if TYPE_CHECKING:
@@ -93,6 +94,11 @@ def update_rows(table: "Table", filter: Any, values: Values, commit_user: str | 
 def check_change(table: "Table", values: Values | None) -> None:
     """What a delete (`values` None) or an update of `table` refuses before it reads a row (a
     dry run's checks): the values, and a table whose merge engine or options would not apply it."""
+    if data_evolution.enabled(table.schema.options) and not table.primary_keys:
+        raise UnsupportedOperationError(
+            f"{'update of' if values else 'delete from'} {table.name}: a data-evolution table's rows are spread "
+            "over files by row id; changing them row by row is not implemented (Java's Spark DELETE and UPDATE "
+            "do it)")
     if values is None:
         if table.primary_keys:
             _deletes_by_rows(table)  # raises where a delete cannot be applied
@@ -133,10 +139,6 @@ def _change(table: "Table", filter: Any, values: Values | None, commit_user: str
 def _check_filter(table: "Table", filter: Any, what: str, instead: str) -> None:
     if filter is None:
         raise ValueError(f"{what} {table.name} needs a filter; {instead}")
-    if data_evolution.enabled(table.schema.options) and not table.primary_keys:
-        raise UnsupportedOperationError(
-            f"{what} {table.name}: a data-evolution table's rows are spread over files by row id; changing "
-            "them row by row is not implemented (Java's Spark DELETE and UPDATE do it)")
 
 
 def check_values(table: "Table", values: Values) -> None:
@@ -287,9 +289,10 @@ def _updated(rows: pa.Table, values: Values, schema: pa.Schema, table_name: str)
 
 
 def _set_value(table_name: str, column: str, value: Any, target: pa.DataType) -> pa.Scalar:
-    """`_literal`, its errors naming the update, the column and the value."""
+    """`_literal` (ISO text for a date or time read as filters read it), its errors naming the
+    update, the column and the value."""
     try:
-        return _literal(value, target)
+        return _literal(from_text(column, value, target, "value"), target)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
             OverflowError) as exc:
         raise SchemaMismatchError(f"update of {table_name}: value {value!r} for column '{column}' "
@@ -303,8 +306,16 @@ def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
     number is never truncated or rounded to infinity (pyarrow turns 2.5 into 2 for an integer
     column, 1e39 into inf for a FLOAT)."""
     value = plain_literal(value, target)  # numpy and pandas scalars as Python values, as filters take them
+    if isinstance(value, dt.time) and pa.types.is_time(target):
+        scalar = column_literal(value, target)
+        if not isinstance(scalar, pa.Scalar):
+            raise ValueError(f"it is finer than the column's unit ({target.unit}): it would be cut, which writes "
+                             "refuse too")
+        return scalar
     if isinstance(value, str) and not (pa.types.is_string(target) or pa.types.is_large_string(target)):
         return pa.scalar(value).cast(target)
+    if isinstance(value, (dict, list, tuple)):
+        _check_nested_fields(value, target, "value")
     if isinstance(value, dt.datetime) and pa.types.is_timestamp(target):
         scalar = timestamp_scalar(value, target)
         if scalar is INEXACT:
@@ -323,6 +334,28 @@ def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
     if numeric and pa.types.is_floating(target) and _finite(value) and not math.isfinite(scalar.as_py()):
         raise ValueError(f"{value!r} is beyond the range of {target}")
     return scalar
+
+
+def _check_nested_fields(value: Any, t: pa.DataType, path: str) -> None:
+    """Refuse a ROW value (at any depth) naming a field its type lacks: pyarrow would leave the
+    field out and the ROW's own field null (`{"zpi": ...}` for `zip`), as writes refuse it."""
+    if value is None:
+        return
+    if pa.types.is_struct(t) and isinstance(value, dict):
+        names = [t.field(i).name for i in range(t.num_fields)]
+        unknown = [k for k in value if k not in names]
+        if unknown:
+            raise ValueError(f"{path} has field(s) {unknown} that its type {from_arrow(t)} does not have")
+        for i, name in enumerate(names):
+            _check_nested_fields(value.get(name), t.field(i).type, f"{path}.{name}")
+    elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and isinstance(value, (list, tuple)):
+        for item in value:
+            _check_nested_fields(item, t.value_type, f"{path}[]")
+    elif pa.types.is_map(t):
+        items = value.items() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+        for item in items:
+            if isinstance(item, (list, tuple)) and len(item) == 2:
+                _check_nested_fields(item[1], t.item_type, f"{path}{{}}")
 
 
 def _finite(value: int | float | decimal.Decimal) -> bool:

@@ -454,6 +454,39 @@ def test_values_from_numpy_and_pandas_are_set_as_filters_read_them(catalog):
     assert t.to_arrow().num_rows == 0
 
 
+def test_text_and_rows_set_as_filters_and_writes_read_them(catalog):
+    """ISO text for TIME, TIMESTAMP_LTZ (no offset) and TIMESTAMP (with an offset: that instant's
+    wall time here, as filters read it) failed with Arrow's cast errors although `--where` took
+    the same text; a ROW value naming a field its type lacks set the real field to null."""
+    import datetime as dt
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("tm", pa.time32("ms")), ("ltz", pa.timestamp("us", "UTC")),
+                        ("ts", pa.timestamp("ms")), ("address", pa.struct([("zip", pa.string())])),
+                        ("items", pa.list_(pa.struct([("sku", pa.string())])))])
+    t = catalog.create_table("db.text", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "tm": [dt.time(10, 30)], "ltz": [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)],
+                            "ts": [dt.datetime(2024, 1, 1)], "address": [{"zip": "01234"}], "items": [[{"sku": "a"}]]},
+                           schema=schema))
+    t.update([("tm", "=", "10:30:00")], {"tm": "11:00:00", "ltz": "2024-01-02 10:30:00+00:00",
+                                         "ts": dt.datetime(2024, 1, 2, 10).isoformat(), "address": {"zip": "99"}})
+    row = t.to_arrow().to_pylist()[0]
+    assert (row["tm"], row["ltz"].replace(tzinfo=None), row["ts"], row["address"]) == \
+        (dt.time(11), dt.datetime(2024, 1, 2, 10, 30), dt.datetime(2024, 1, 2, 10), {"zip": "99"})
+    for values, match in (({"address": {"zpi": "1"}}, r"has field\(s\) \['zpi'\]"),
+                          ({"items": [{"sku": "b", "qty": 1}]}, r"value\[\] has field\(s\) \['qty'\]"),
+                          ({"tm": "11:00:00.0005"}, "finer than the column's unit"),
+                          ({"tm": "eleven"}, "value 'eleven' for column 'tm'.* is not a time of day")):
+        with pytest.raises(SchemaMismatchError, match=match):
+            t.update([("id", "=", 1)], values)
+    assert t.to_arrow().to_pylist()[0]["address"] == {"zip": "99"}
+
+
+def test_a_dry_run_refuses_what_the_delete_refuses(catalog):
+    de = catalog.create_table("db.de", SCHEMA, options={"row-tracking.enabled": "true",
+                                                        "data-evolution.enabled": "true"})
+    with pytest.raises(UnsupportedOperationError, match="data-evolution"):
+        row_level.check_change(de, None)
+
+
 def test_a_delete_by_positions_compacts_waiting_level0_files_first(catalog):
     """Level-0 files (left by a write-only writer) would bring a key back above the marks of a
     delete by positions once compacted: they are compacted first, then the delete is planned
