@@ -1128,6 +1128,11 @@ def validate_engine_options(schema: TableSchema) -> None:
     if schema.primary_keys:
         engine_for(schema)
         first_row = str(o.get("merge-engine", "deduplicate")).strip().lower() == "first-row"
+        producer = str(o.get("changelog-producer", "none")).strip().lower()
+        if first_row and producer not in ("none", "lookup"):  # Java's SchemaValidation
+            raise InvalidOptionError(f"merge engine 'first-row' cannot go with 'changelog-producer' = '{producer}': "
+                                     "Paimon supports only 'none' and 'lookup' with it (and refuses to open such a "
+                                     "table)")
         if first_row and _bool(o, "deletion-vectors.enabled"):  # Java's SchemaValidation
             raise InvalidOptionError("merge engine 'first-row' cannot go with 'deletion-vectors.enabled' = 'true' (Paimon "
                                      "refuses to open such a table): first-row never deletes an old row, and its "

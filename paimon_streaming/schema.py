@@ -153,6 +153,8 @@ class TableSchema:
         from .data_evolution import check_table as check_data_evolution
         opts.validate(self.options)
         check_field_names(self.fields)
+        check_field_options(self.options, self.field_names)
+        check_sequence_field(self.options, self.field_names)
         validate_engine_options(self)
         validate_partition_expiration(self.core_options)
         validate_record_expiry(self)
@@ -192,11 +194,85 @@ class TableSchema:
                 raise InvalidOptionError(
                     f"sequence.field cannot be used in a cross-partition upsert table (primary key {pk} "
                     f"without every partition key {part})")
+        if bucket == -1 and self.options.get("bucket-key") is not None:  # Java's SchemaValidation
+            raise InvalidOptionError(
+                f"table option 'bucket-key' = {self.options['bucket-key']!r} cannot go with 'bucket' = -1 (Paimon "
+                "refuses to create or open such a table): remove 'bucket-key', or set a bucket count")
+        if "partition.expiration-time" in self.options and not part:  # Java's SchemaValidation
+            raise InvalidOptionError("table option 'partition.expiration-time' needs a partitioned table (Paimon "
+                                     "refuses to create or open a table without partition keys that sets it)")
+        _check_streaming_read_overwrite(self)
         if bucket == -2:
             raise InvalidOptionError("postpone bucket mode (bucket = -2) is not supported")
-        for name in core.sequence_field:
-            if name not in self.field_names:
-                raise InvalidOptionError(f"sequence.field column '{name}' is not in the schema")
+
+
+def java_split(text: str, sep: str) -> list[str]:
+    """Java's `String.split` by a literal one-character `sep`: trailing empty parts are dropped
+    (a text without `sep` is itself, "" included)."""
+    parts = text.split(sep)
+    if len(parts) > 1:
+        while parts and parts[-1] == "":
+            parts.pop()
+    return parts
+
+
+def check_field_options(options: dict[str, str], names: Sequence[str]) -> None:
+    """Every option whose key starts with 'fields' names existing columns between its first and
+    second dot (several separated by commas, as a sequence group's key), or is
+    'fields.default-aggregate-function': Java's SchemaValidation refuses any other, so Java
+    could neither create nor open the table (an option of a column that does not exist, or
+    was misspelled, would also be silently ignored)."""
+    for key in options:
+        if not key.startswith("fields"):
+            continue
+        parts = java_split(key, ".")
+        if len(parts) < 2:
+            raise InvalidOptionError(f"table option {key!r} names no column: a column option is "
+                                     "'fields.<column>.<option>' (Paimon refuses to create or open such a table)")
+        for name in java_split(parts[1], ","):
+            if name != "default-aggregate-function" and name not in names:
+                raise InvalidOptionError(
+                    f"table option {key!r} names column {name!r}, which is not in the table schema {list(names)} "
+                    "(Paimon refuses to create or open such a table): remove the option or name a column")
+
+
+def check_sequence_field(options: dict[str, str], names: Sequence[str]) -> None:
+    """`sequence.field` names existing columns, each once, as Java's SchemaValidation requires."""
+    raw = options.get("sequence.field")
+    if raw is None:
+        return
+    fields = [f.strip() for f in java_split(raw, ",")]
+    for f in fields:
+        if f not in names:
+            raise InvalidOptionError(f"sequence.field column {f!r} is not in the schema {list(names)} (table "
+                                     f"option 'sequence.field' = {raw!r})")
+        if fields.count(f) > 1:
+            raise InvalidOptionError(f"table option 'sequence.field' = {raw!r} names column {f!r} more than once "
+                                     "(Paimon refuses it: sequence field is defined repeatedly)")
+
+
+def _check_streaming_read_overwrite(schema: "TableSchema") -> None:
+    """`streaming-read-overwrite` as a table option: Java's SchemaValidation refuses it with a
+    'lookup' or 'full-compaction' changelog producer (a stream would read the changes twice) and
+    on a table without primary key ('streaming-read-append-overwrite' is that table's)."""
+    raw = schema.options.get("streaming-read-overwrite")
+    if raw is None:
+        return
+    low = str(raw).strip().lower()
+    if low not in ("true", "false"):
+        raise InvalidOptionError(f"invalid value {raw!r} for table option 'streaming-read-overwrite': "
+                                 "expected true or false")
+    if low == "false":
+        return
+    if not schema.primary_keys:
+        raise InvalidOptionError("table option 'streaming-read-overwrite' = 'true' needs a primary-key table (Paimon "
+                                 "refuses it on a table without primary key): use 'streaming-read-append-overwrite'")
+    producer = str(schema.options.get("changelog-producer", "none")).strip().lower()
+    if producer in ("lookup", "full-compaction"):
+        raise InvalidOptionError(
+            f"table option 'streaming-read-overwrite' = 'true' cannot go with 'changelog-producer' = '{producer}' "
+            "(Paimon refuses it: a stream would read an overwrite's changes twice); pass it as a read option "
+            "of the stream instead, or leave it out")
 
 
 def check_field_names(fields: Sequence[DataField], row: str = "") -> None:

@@ -254,6 +254,76 @@ def test_engine_options_checked_when_the_table_is_created(catalog):
         assert not catalog.table_exists("db.bad")
 
 
+# Options Java 1.4.2's SchemaValidation refuses (so Java could neither create nor open the
+# table): (options, primary keys, what our refusal names)
+JAVA_REFUSED_OPTIONS = [
+    ({"merge-engine": "first-row", "changelog-producer": "input"}, ["id"],
+     "first-row' cannot go with 'changelog-producer' = 'input'"),
+    ({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum", "fields.vv.aggregate-function": "sum"},
+     ["id"], "'fields.vv.aggregate-function' names column 'vv', which is not in the table schema"),
+    ({"merge-engine": "aggregation", "fields.zz.ignore-retract": "true"}, ["id"], "'fields.zz.ignore-retract'"),
+    ({"fields.v,zz.sequence-group": "ts", "merge-engine": "partial-update"}, ["id"], "'zz'"),
+    ({"fieldsx": "1"}, ["id"], "'fieldsx' names no column"),
+    ({"sequence.field": "ts,ts"}, ["id"], "'sequence.field' = 'ts,ts' names column 'ts' more than once"),
+    ({"sequence.field": "ts,,v"}, ["id"], "sequence.field column '' is not in the schema"),
+    ({"changelog-producer": "lookup", "deletion-vectors.enabled": "true", "streaming-read-overwrite": "true"},
+     ["id"], "'streaming-read-overwrite' = 'true' cannot go with 'changelog-producer' = 'lookup'"),
+    ({"streaming-read-overwrite": "true", "bucket": "-1"}, [], "'streaming-read-overwrite' = 'true' needs a primary-key"),
+    ({"bucket": "-1", "bucket-key": "id"}, ["id"], "'bucket-key' = 'id' cannot go with 'bucket' = -1"),
+    ({"bucket": "-1", "bucket-key": "id"}, [], "'bucket-key' = 'id' cannot go with 'bucket' = -1"),
+    ({"partition.expiration-time": "1 d"}, ["id"], "'partition.expiration-time' needs a partitioned table"),
+]
+JAVA_ACCEPTED_OPTIONS = [  # near misses of those: Java creates these tables
+    ({"merge-engine": "aggregation", "fields.default-aggregate-function": "sum"}, ["id"]),
+    ({"merge-engine": "partial-update", "fields.v,ts.sequence-group": "id"}, ["id"]),
+    ({"fields.v.stats-mode": "full", "fields.v,.anything": "x"}, ["id"]),
+    ({"sequence.field": " ts , v ,"}, ["id"]),
+    ({"changelog-producer": "input", "streaming-read-overwrite": "true"}, ["id"]),
+    ({"merge-engine": "first-row", "changelog-producer": "lookup"}, ["id"]),
+    ({"bucket": "-1", "streaming-read-overwrite": "false"}, []),
+]
+_REFUSAL_SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64()), ("ts", pa.int64())])
+
+
+@pytest.mark.parametrize("options, keys, match", JAVA_REFUSED_OPTIONS)
+def test_options_java_refuses_are_refused_at_create_and_alter(catalog, options, keys, match):
+    options = {"bucket": "1", **options}
+    with pytest.raises(InvalidOptionError, match=match):
+        catalog.create_table("db.bad", _REFUSAL_SCHEMA, primary_keys=keys, options=options)
+    assert not catalog.table_exists("db.bad")
+    # the same options set on an existing table: refused, no schema written
+    base = {k: v for k, v in options.items() if k in ("bucket", "merge-engine", "deletion-vectors.enabled")}
+    t = catalog.create_table("db.ok", _REFUSAL_SCHEMA, primary_keys=keys, options=base)
+    update = t.update_schema()
+    for k, v in options.items():
+        if k not in base:
+            update.set_option(k, v)
+    with pytest.raises(InvalidOptionError, match=match):
+        update.commit()
+    assert t.schema.id == 0
+
+
+@pytest.mark.parametrize("options, keys", JAVA_ACCEPTED_OPTIONS)
+def test_near_misses_of_refused_options_are_accepted(catalog, options, keys):
+    t = catalog.create_table("db.t", _REFUSAL_SCHEMA, primary_keys=keys, options={"bucket": "1", **options})
+    assert t.schema.options["bucket"] == options.get("bucket", "1")
+
+
+def test_java_refuses_and_accepts_the_same_options(tmp_path):
+    """The oracle for the two lists above: Java 1.4.2 refuses to create each refused table and
+    creates each accepted one."""
+    from java_oracle import JavaOracleError, get_oracle
+    java = get_oracle()
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "BIGINT"},
+              {"name": "ts", "type": "BIGINT"}]
+    for i, (options, keys, _) in enumerate(JAVA_REFUSED_OPTIONS):
+        with pytest.raises(JavaOracleError):
+            java.create_table(str(tmp_path / f"refused{i}"), fields, keys, [], {"bucket": "1", **options})
+    with java.batch() as b:
+        for i, (options, keys) in enumerate(JAVA_ACCEPTED_OPTIONS):
+            b.create_table(str(tmp_path / f"accepted{i}"), fields, keys, [], {"bucket": "1", **options})
+
+
 def test_append_table_row_kinds(catalog):
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     t = catalog.create_table("db.app", schema)

@@ -221,10 +221,13 @@ def test_a_null_or_blank_value_of_another_partition_column(catalog, warehouse, p
 
 def test_nothing_to_expire_without_partitions_or_snapshots(catalog):
     """An unpartitioned table has no partition to expire; a partitioned one without a snapshot
-    has none yet: both answer with none and commit nothing."""
-    plain = catalog.create_table("db.plain", pa.schema([pa.field("id", pa.int64(), False)]),
-                                 options={"partition.expiration-time": "1 d"})
-    assert plain.expire_partitions() == [] and plain.latest_snapshot() is None
+    has none yet: both answer with none and commit nothing. (An unpartitioned table cannot
+    set 'partition.expiration-time', as in Java.)"""
+    with pytest.raises(InvalidOptionError, match="'partition.expiration-time' needs a partitioned table"):
+        catalog.create_table("db.plain", pa.schema([pa.field("id", pa.int64(), False)]),
+                             options={"partition.expiration-time": "1 d"})
+    plain = catalog.create_table("db.plain", pa.schema([pa.field("id", pa.int64(), False)]))
+    assert plain.expire_partitions("1 d") == [] and plain.latest_snapshot() is None
     plain.write_arrow(pa.table({"id": [1]}))
     assert plain.expire_partitions("1 ms") == [] and len(plain.snapshots()) == 1
     empty = catalog.create_table("db.empty", SCHEMA, partition_keys=["dt"])
