@@ -27,7 +27,7 @@ import pyarrow as pa
 from .default_values import default_scalar
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .options import refuse_unimplemented
-from .schema import SchemaManager, TableSchema, check_changelog_producer
+from .schema import SchemaManager, TableSchema, check_changelog_producer, java_split
 from .system_fields import is_system_field, reserved_names_message
 from .types import DataField, DataType, assign_field_ids, from_arrow, parse_atomic
 
@@ -441,11 +441,36 @@ def _check_bucket_change(old: str | None, new: str | None) -> None:
 
 
 def _rename_field_options(options: dict[str, str], old: str, new: str) -> None:
-    """`fields.<old>.*` options follow the column; options naming it in their value (bucket-key,
-    sequence.field, ...) are caught by the validation of the new schema."""
+    """Options naming column `old` name `new` after its rename, as Java's SchemaManager rewrites
+    them (applyRenameColumnsToOptions): the names in 'bucket-key' and 'sequence.field', the
+    columns in a sequence group's key and value (`fields.<a,b>.sequence-group` = 'c,d'), and the
+    key of every other `fields.<old>.*` option (Java moves only the aggregate-function,
+    ignore-retract, distinct and list-agg-delimiter ones and refuses the rename with another;
+    moving them all keeps the table one Java opens). A `nested-key` value names fields of the
+    nested ROW, not columns, so it stays (Java renames its names too). Other options naming the
+    column (rowkind.field, ...) are caught by the validation of the new schema, as in Java."""
+    def renamed(names: list[str]) -> str:
+        return ",".join(new if n == old else n for n in names)
+
+    for key in ("bucket-key", "sequence.field"):
+        value = options.get(key)
+        if value is not None and value.strip():
+            options[key] = renamed(java_split(value, ","))
     prefix = f"fields.{old}."
-    for key in [k for k in options if k.startswith(prefix)]:
-        options[f"fields.{new}." + key[len(prefix):]] = options.pop(key)
+    for key in list(options):
+        value = options[key]
+        suffix = next((sfx for sfx in (".sequence-group", ".nested-key")
+                       if key.startswith("fields.") and key.endswith(sfx) and len(key) > len("fields.") + len(sfx)),
+                      None)
+        if suffix is not None:
+            columns = key[len("fields."):-len(suffix)]
+            del options[key]
+            if suffix == ".sequence-group":
+                value = renamed(java_split(value, ","))
+            options[f"fields.{renamed(java_split(columns, ','))}{suffix}"] = value
+        elif key.startswith(prefix):
+            del options[key]
+            options[f"fields.{new}." + key[len(prefix):]] = value
 
 
 def _keep_nested_ids(old: DataType, new: DataType) -> DataType:

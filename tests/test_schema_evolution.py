@@ -443,7 +443,8 @@ def test_union_by_name_widens_nested_elements_keeping_their_field_ids(catalog):
 
 def test_dropping_a_column_drops_its_field_options(catalog):
     """`fields.<column>.*` options go with the column, so a column added later under the same
-    name does not inherit them (Java 1.4.2 keeps them)."""
+    name does not inherit them (Java 1.4.2 keeps them, and so refuses the drop: an option of a
+    column that is not in the schema)."""
     schema = pa.schema([pa.field("id", pa.int64(), False), ("n", pa.int64()), ("s", pa.int64())])
     t = catalog.create_table("db.agg", schema, primary_keys=["id"],
                              options={"bucket": "1", "merge-engine": "aggregation",
@@ -587,3 +588,53 @@ def test_a_row_column_with_not_null_fields_added_to_a_table_with_rows(catalog, d
     assert rows_by(t.to_arrow(), "id") == expected
     from java_oracle import get_oracle
     assert rows_by(pa.Table.from_pylist(get_oracle().read(t.path)), "id") == expected
+
+
+RENAME_CASES = [  # options, primary keys, renames (in one change), the rows read after the writes
+    # group (s, t): (1, 3) is older than (2, 1), (3, 0) newest: its null a; b sums every row
+    ({"merge-engine": "partial-update", "fields.s,t.sequence-group": "a,b", "fields.b.aggregate-function": "sum",
+      "fields.c.sequence-group": "d"}, ["k"], [("s", "s2"), ("a", "a2"), ("b", "b2"), ("d", "d2")],
+     [{"k": 1, "s2": 3, "t": 0, "a2": None, "b2": 22, "c": 2, "d2": "q"}]),
+    ({"merge-engine": "partial-update", "fields.s.sequence-group": "a,b"}, ["k"], [("s", "s2")],
+     [{"k": 1, "s2": 3, "t": 0, "a": None, "b": 7, "c": 2, "d": "r"}]),
+    ({"sequence.field": "s,t"}, ["k"], [("t", "t2")],  # (3, 0) is the newest
+     [{"k": 1, "s": 3, "t2": 0, "a": None, "b": 7, "c": None, "d": "r"}]),
+    ({"bucket": "2", "bucket-key": "a,s"}, [], [("s", "s2"), ("c", "c2")],
+     [{"k": 1, "s2": 1, "t": 3, "a": "y", "b": 5, "c2": 2, "d": "q"},
+      {"k": 1, "s2": 2, "t": 1, "a": "x", "b": 10, "c2": 1, "d": "p"},
+      {"k": 1, "s2": 3, "t": 0, "a": None, "b": 7, "c2": None, "d": "r"}]),
+]
+_RENAME_FIELDS = [("k", "BIGINT NOT NULL", pa.int64()), ("s", "INT", pa.int32()), ("t", "INT", pa.int32()),
+                  ("a", "STRING", pa.string()), ("b", "BIGINT", pa.int64()), ("c", "INT", pa.int32()),
+                  ("d", "STRING", pa.string())]
+
+
+@pytest.mark.parametrize("options, keys, renames, expected", RENAME_CASES)
+def test_renames_rewrite_the_options_naming_the_column_as_java(tmp_path, options, keys, renames, expected):
+    """A column named in 'sequence.field', 'bucket-key' or a sequence group's key or value is
+    renamed in those options, as Java's SchemaManager rewrites them (before, such a rename was
+    refused): the options equal Java's after the same rename, and rows written after it merge
+    by the renamed columns, in Java's read of our table as in ours."""
+    from java_oracle import get_oracle
+    java = get_oracle()
+    options = {"bucket": "1", **options}
+    schema = pa.schema([pa.field(n, t, n != "k") for n, _, t in _RENAME_FIELDS])
+    t = ps.Catalog(str(tmp_path / "ours")).create_table("db.t", schema, primary_keys=keys, options=options)
+    rows = [{"k": 1, "s": 2, "t": 1, "a": "x", "b": 10, "c": 1, "d": "p"}]
+    t.write_arrow(pa.Table.from_pylist(rows, schema=schema))
+    update = t.update_schema()
+    for old, new in renames:
+        update.rename_column(old, new)
+    update.commit()
+    jpath = tmp_path / "java"
+    java.create_table(jpath, [{"name": n, "type": j} for n, j, _ in _RENAME_FIELDS], keys, [], options)
+    java.alter(jpath, [{"kind": "rename", "path": [old], "newName": new} for old, new in renames])
+    assert t.schema.options == json.load(open(jpath / "schema" / "schema-1"))["options"]
+    names = dict(renames)
+    later = [{"k": 1, "s": 1, "t": 3, "a": "y", "b": 5, "c": 2, "d": "q"},
+             {"k": 1, "s": 3, "t": 0, "a": None, "b": 7, "c": None, "d": "r"}]
+    t.write_arrow(pa.Table.from_pylist([{names.get(n, n): v for n, v in r.items()} for r in later],
+                                       schema=t.arrow_schema()))
+    ours = sorted(t.to_arrow().to_pylist(), key=lambda r: (r["k"], str(r)))
+    assert ours == sorted(java.read(t.path), key=lambda r: (r["k"], str(r)))
+    assert ours == sorted(expected, key=lambda r: (r["k"], str(r)))
