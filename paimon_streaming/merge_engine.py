@@ -950,7 +950,10 @@ def _check_function_type(field: str, func: str, t: DataType) -> None:
     elif func == "listagg":
         ok = t.root == "VARCHAR" and t.precision == MAX_LENGTH
     if not ok:
-        raise InvalidOptionError(f"aggregate function '{func}' cannot be used on field '{field}' of type {t}")
+        hint = (" (Java 1.4.2 creates such a table, then fails its first write: 'Incomparable type: BOOLEAN'; "
+                f"use {'bool_or' if func == 'max' else 'bool_and'})" if func in ("min", "max") and t.root == "BOOLEAN"
+                else "")
+        raise InvalidOptionError(f"aggregate function '{func}' cannot be used on field '{field}' of type {t}{hint}")
 
 
 class AggregationEngine(MergeEngine):

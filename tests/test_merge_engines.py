@@ -538,6 +538,7 @@ def test_aggregation_option_errors():
         ({"fields.default-aggregate-function": "nope"}, "'nope'"),
         ({"fields.s.aggregate-function": "sum"}, "'sum'.*'s'"),
         ({"fields.v.aggregate-function": "bool_and"}, "bool_and"),
+        ({"fields.b.aggregate-function": "max"}, "'max' cannot be used on field 'b' of type BOOLEAN.*use bool_or"),
         ({"fields.v.aggregate-function": "rbm32"}, "not supported"),
         ({"fields.v.aggregate-function": "collect"}, "needs an ARRAY column"),
         ({"fields.v.ignore-retract": "true", "aggregation.remove-record-on-delete": "true"}, "conflict"),
