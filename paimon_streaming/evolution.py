@@ -22,7 +22,7 @@ from .fileio import FileIO
 from .java_casts import CastRefused, java_cast
 from . import row_tracking
 from .keyvalue import file_fields
-from .schema import TableSchema
+from .schema import TableSchema, column_option
 from .schema_update import widening_error
 from .types import DataField, DataType, arrow_field, to_arrow
 
@@ -75,8 +75,8 @@ def with_current_options(old: TableSchema, current: TableSchema) -> TableSchema:
     then = {f.name: old_names.get(f.id) for f in current.fields}  # current name -> old name (None: absent)
     kept, mapped = {}, {}
     for key, value in current.options.items():
-        name, dot, suffix = key[len("fields."):].partition(".") if key.startswith("fields.") else ("", "", "")
-        if dot and suffix and name in then:
+        name, suffix = column_option(key) or ("", "")
+        if suffix and name in then:
             if then[name] is not None:
                 mapped[f"fields.{then[name]}.{suffix}"] = value
         else:

@@ -216,6 +216,16 @@ def java_split(text: str, sep: str) -> list[str]:
     return parts
 
 
+def column_option(key: str) -> tuple[str, str] | None:
+    """(column, option) of a per-column option `fields.<column>.<option>`, else None. An
+    option's name holds no dot, so the column is what lies before the last one:
+    `fields.a.b.aggregate-function` sets column `a.b`'s function, not an option of `a`."""
+    if not key.startswith("fields."):
+        return None
+    column, dot, option = key[len("fields."):].rpartition(".")
+    return (column, option) if dot and column and option else None
+
+
 def check_field_options(options: dict[str, str], names: Sequence[str]) -> None:
     """Every option whose key starts with 'fields' names existing columns between its first and
     second dot (several separated by commas, as a sequence group's key), or is

@@ -27,7 +27,7 @@ import pyarrow as pa
 from .default_values import default_scalar
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .options import refuse_unimplemented
-from .schema import SchemaManager, TableSchema, check_changelog_producer, java_split
+from .schema import SchemaManager, TableSchema, check_changelog_producer, column_option, java_split
 from .system_fields import is_system_field, reserved_names_message
 from .types import DataField, DataType, assign_field_ids, from_arrow, parse_atomic
 
@@ -259,7 +259,7 @@ class SchemaUpdate:
                     raise SchemaMismatchError(f"cannot drop '{_dotted(path)}': it is the last field of the {what}")
             _edit_siblings(d.fields, path, edit)
             if len(path) == 1:
-                for key in [k for k in d.options if k.startswith(f"fields.{path[0]}.")]:
+                for key in [k for k in d.options if (column_option(k) or ("",))[0] == path[0]]:
                     del d.options[key]
         self._changes.append(change)
         return self
@@ -456,7 +456,6 @@ def _rename_field_options(options: dict[str, str], old: str, new: str) -> None:
         value = options.get(key)
         if value is not None and value.strip():
             options[key] = renamed(java_split(value, ","))
-    prefix = f"fields.{old}."
     for key in list(options):
         value = options[key]
         suffix = next((sfx for sfx in (".sequence-group", ".nested-key")
@@ -468,9 +467,9 @@ def _rename_field_options(options: dict[str, str], old: str, new: str) -> None:
             if suffix == ".sequence-group":
                 value = renamed(java_split(value, ","))
             options[f"fields.{renamed(java_split(columns, ','))}{suffix}"] = value
-        elif key.startswith(prefix):
+        elif (column_option(key) or ("",))[0] == old:
             del options[key]
-            options[f"fields.{new}." + key[len(prefix):]] = value
+            options[f"fields.{new}.{column_option(key)[1]}"] = value
 
 
 def _keep_nested_ids(old: DataType, new: DataType) -> DataType:

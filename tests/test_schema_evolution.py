@@ -638,3 +638,24 @@ def test_renames_rewrite_the_options_naming_the_column_as_java(tmp_path, options
     ours = sorted(t.to_arrow().to_pylist(), key=lambda r: (r["k"], str(r)))
     assert ours == sorted(java.read(t.path), key=lambda r: (r["k"], str(r)))
     assert ours == sorted(expected, key=lambda r: (r["k"], str(r)))
+
+
+def test_options_of_a_dotted_column_stay_with_it(tmp_path):
+    """Columns `a` and `a.b`: `fields.a.b.aggregate-function` is `a.b`'s (an option's name
+    holds no dot). Renaming or dropping `a` moved or deleted it, so `a.b` lost its sum (5 on
+    10 gave 5). Now the option stays, and the change is refused as Java refuses it: the key
+    names `a` in Java's reading (SchemaValidation); renaming `a.b` moves it."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.int64()), ("a.b", pa.int64())])
+    options = {"merge-engine": "aggregation", "bucket": "1", "fields.a.aggregate-function": "max",
+               "fields.a.b.aggregate-function": "sum"}
+    t = ps.Catalog(str(tmp_path)).create_table("db.t", schema, primary_keys=["id"], options=options)
+    for change in (lambda u: u.rename_column("a", "z"), lambda u: u.drop_column("a")):
+        with pytest.raises(InvalidOptionError, match="fields.a.b.aggregate-function"):
+            change(t.update_schema()).commit()
+    t.update_schema().rename_column("a.b", "c").commit()
+    t = ps.Table.open(t.path)
+    assert {k: v for k, v in t.schema.options.items() if k.startswith("fields.")} == {
+        "fields.a.aggregate-function": "max", "fields.c.aggregate-function": "sum"}
+    t.write_arrow(pa.table({"id": [1], "a": [1], "c": [10]}))
+    t.write_arrow(pa.table({"id": [1], "a": [0], "c": [5]}))
+    assert t.to_arrow().to_pylist() == [{"id": 1, "a": 1, "c": 15}]
