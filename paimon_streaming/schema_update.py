@@ -29,7 +29,7 @@ from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .options import refuse_unimplemented
 from .schema import SchemaManager, TableSchema, check_changelog_producer, column_option, java_split
 from .system_fields import is_system_field, reserved_names_message
-from .types import DataField, DataType, assign_field_ids, from_arrow, parse_atomic
+from .types import DataField, DataType, assign_field_ids, from_arrow, parse_type
 
 if TYPE_CHECKING:
     from .table import Table
@@ -120,7 +120,7 @@ def _to_type(value: TypeLike) -> DataType:
     if isinstance(value, pa.DataType):
         return from_arrow(value)
     if isinstance(value, str):
-        return parse_atomic(value)
+        return parse_type(value)
     raise SchemaMismatchError(f"expected a pyarrow type or a Paimon type name, got {value!r}")
 
 

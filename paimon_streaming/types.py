@@ -180,6 +180,75 @@ def parse_atomic(text: str) -> DataType:
     raise UnsupportedTypeError(f"unsupported Paimon type {text!r}")
 
 
+_NESTED_TYPE_RE = re.compile(r"\s*(ARRAY|MULTISET|MAP|ROW)\s*<", re.IGNORECASE)
+_NULLABILITY_RE = re.compile(r"\s*(NOT\s+NULL|NULL)\b", re.IGNORECASE)
+_COMMENT_RE = re.compile(r"\s*COMMENT\s*'((?:[^']|'')*)'", re.IGNORECASE)
+_FIELD_NAME_RE = re.compile(r"\s*(`(?:[^`]|``)+`|[^\s`<>,]+)\s+")
+
+
+def parse_type(text: str) -> DataType:
+    """Parse a type as Paimon's SQL writes it, nested ones included (``ARRAY<BIGINT>``,
+    ``MAP<STRING, INT NOT NULL>``, ``ROW<zip STRING, `the code` INT NOT NULL COMMENT 'x'>``);
+    the fields of a ROW get id -1 (a schema change numbers them). UnsupportedTypeError names
+    the text otherwise."""
+    try:
+        parsed, end = _parse_type_at(text, 0)
+    except (UnsupportedTypeError, IndexError):
+        raise UnsupportedTypeError(f"cannot parse Paimon type {text!r}") from None
+    if text[end:].strip():
+        raise UnsupportedTypeError(f"cannot parse Paimon type {text!r}: unexpected {text[end:].strip()!r}")
+    return parsed
+
+
+def _parse_type_at(text: str, i: int) -> tuple[DataType, int]:
+    nested = _NESTED_TYPE_RE.match(text, i)
+    if nested is None:  # an atomic type runs to the next ',' or '>' outside its parentheses
+        depth, j = 0, i
+        while j < len(text) and not (depth == 0 and text[j] in ",>") and \
+                not (depth == 0 and _COMMENT_RE.match(text, j) and text[j].isspace()):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+        return parse_atomic(text[i:j]), j
+    root, i = nested.group(1).upper(), nested.end()
+    if root in ("ARRAY", "MULTISET"):
+        element, i = _parse_type_at(text, i)
+        t = DataType(root, element=element)
+    elif root == "MAP":
+        key, i = _parse_type_at(text, i)
+        i = _expect(text, i, ",")
+        value, i = _parse_type_at(text, i)
+        t = DataType("MAP", key=replace(key, nullable=False), value=value)
+    else:
+        fields = []
+        while True:
+            name = _FIELD_NAME_RE.match(text, i)
+            if name is None:
+                raise UnsupportedTypeError("a ROW field needs a name and a type")
+            field_type, i = _parse_type_at(text, name.end())
+            comment = _COMMENT_RE.match(text, i)
+            if comment is not None:
+                i = comment.end()
+            word = name.group(1)
+            fields.append(DataField(-1, word[1:-1].replace("``", "`") if word.startswith("`") else word, field_type,
+                                    comment.group(1).replace("''", "'") if comment is not None else None))
+            if text[i:].lstrip().startswith(">"):
+                break
+            i = _expect(text, i, ",")
+        t = DataType("ROW", fields=tuple(fields))
+    i = _expect(text, i, ">")
+    nullability = _NULLABILITY_RE.match(text, i)
+    if nullability is not None:
+        return replace(t, nullable=not nullability.group(1).upper().startswith("NOT")), nullability.end()
+    return t, i
+
+
+def _expect(text: str, i: int, token: str) -> int:
+    stripped = len(text) - len(text[i:].lstrip())
+    if not text.startswith(token, stripped):
+        raise UnsupportedTypeError(f"expected {token!r}")
+    return stripped + 1
+
+
 # ---- constructors used by callers and tests -------------------------------------------
 def string(nullable: bool = True) -> DataType:
     return DataType("VARCHAR", nullable, MAX_LENGTH)

@@ -240,3 +240,24 @@ def test_table_after_where_terms_and_usage_errors_as_json(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "usage: paimon-streaming delete" in captured.err
     assert json.loads(captured.out) == {"error": "the following arguments are required: --where", "type": "UsageError"}
+
+
+def test_alter_takes_nested_types_as_it_prints_them(tmp_path, capsys):
+    """`alter` printed `tags: ARRAY<INT>` but refused that text as input ("cannot parse Paimon
+    type"): no ARRAY, MAP or ROW column could be added or widened from the command line."""
+    import paimon_streaming as ps
+    table = _small_table(tmp_path)
+    assert main(["alter", table.path, "--add-column", "tags ARRAY<INT>",
+                 "--add-column", "m MAP<STRING, ARRAY<DECIMAL(10, 2)>>",
+                 "--add-column", "addr ROW<zip STRING, `house no` INT NOT NULL COMMENT 'the number'>"]) == 0
+    assert main(["alter", table.path, "--type", "tags=ARRAY<BIGINT>"]) == 0
+    out = capsys.readouterr().out
+    assert "tags: ARRAY<BIGINT>" in out and "m: MAP<STRING, ARRAY<DECIMAL(10, 2)>>" in out
+    t = ps.Table.open(table.path)
+    addr = t.schema.fields[t.schema.field_names.index("addr")].type
+    assert [(f.name, str(f.type), f.description) for f in addr.fields] == [
+        ("zip", "STRING", None), ("house no", "INT NOT NULL", "the number")]
+    assert len({f.id for f in addr.fields}) == 2 and min(f.id for f in addr.fields) > 0
+    for bad in ("x ARRAY<INT", "x ROW<>", "x MAP<INT>"):
+        assert main(["alter", table.path, "--add-column", bad]) == 1
+        assert "cannot parse Paimon type" in capsys.readouterr().err
