@@ -21,7 +21,7 @@ from .binary_row import deserialize_row
 from .branches import PREFIX as BRANCH_PREFIX, branch_path
 from .consumers import ConsumerManager
 from .errors import UnsupportedOperationError
-from .manifest import DataFileMeta
+from .manifest import DataFileMeta, ManifestEntry
 from .paths import TableDirs, partition_value_str
 from .row_tracking import value_stats_fields
 from .scan import TableScan
@@ -145,11 +145,11 @@ def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
         return []
     scan = TableScan(table.file_io, table.path, table.schema, table.branch)
     rows = []
-    for e in scan.live_entries(snapshot):
+    for e in _visible_entries(scan, snapshot):
         f = e.file
         path = TableDirs.data_file(scan.dirs.bucket(scan.partition_dir(e.partition), e.bucket), f)
         file_schema = scan.schema_of(f.schema_id)
-        nulls, mins, maxs = _value_stats(f, file_schema)
+        nulls, mins, maxs = _value_stats(f, file_schema, table.schema)
         rows.append({
             "partition": _row_str(scan.partition_values(e.partition), scan.partition_fields, "{", "}", cast=True),
             "bucket": e.bucket, "file_path": path, "file_format": f.file_name.rsplit(".", 1)[-1],
@@ -166,13 +166,22 @@ def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
     return rows
 
 
+def _visible_entries(scan: TableScan, snapshot: Snapshot) -> list[ManifestEntry]:
+    """The live files a batch read sees: not those still waiting in a postpone-bucket table's
+    bucket -2 (Java's $files and $partitions scan as reads do)."""
+    return [e for e in scan.live_entries(snapshot) if not scan.postponed_bucket(e)]
+
+
 def _manifests(table: Table, snapshot: Snapshot | None) -> list[dict]:
     snapshot = snapshot or table.latest_snapshot()
     if snapshot is None:
         return []
     scan = TableScan(table.file_io, table.path, table.schema, table.branch)
     types = [x.type.copy(nullable=True) for x in scan.partition_fields]
-    metas = scan.data_manifests(snapshot)  # sizes checked: a damaged list is an error naming it
+    # sizes checked: a damaged list is an error naming it; the changelog's too, as Java lists them
+    metas = scan.data_manifests(snapshot) + (scan.manifest_list.read(snapshot.changelog_manifest_list,
+                                                                     snapshot.changelog_manifest_list_size)
+                                             if snapshot.changelog_manifest_list else [])
     return [{"file_name": m.file_name, "file_size": m.file_size, "num_added_files": m.num_added_files,
              "num_deleted_files": m.num_deleted_files, "schema_id": m.schema_id,
              "min_partition_stats": _row_str(deserialize_row(m.partition_stats.min_values, types),
@@ -192,7 +201,7 @@ def _partitions(table: Table, snapshot: Snapshot | None) -> list[dict]:
     scan = TableScan(table.file_io, table.path, table.schema, table.branch)
     default_name = scan.options.partition_default_name
     stats: dict[bytes, dict] = {}
-    for e in scan.live_entries(snapshot):
+    for e in _visible_entries(scan, snapshot):
         s = stats.setdefault(e.partition, {"record_count": 0, "file_size_in_bytes": 0, "file_count": 0})
         s["record_count"] += e.file.row_count
         s["file_size_in_bytes"] += e.file.file_size
@@ -239,7 +248,8 @@ def _branches(table: Table, _: Snapshot | None) -> list[dict]:
         name = status.path.rstrip("/").rsplit("/", 1)[-1]
         if status.is_dir and name.startswith(BRANCH_PREFIX):
             rows.append({"branch_name": name[len(BRANCH_PREFIX):],
-                         "create_time": dt.datetime.fromtimestamp(status.mtime_ms / 1000).replace(microsecond=0)})
+                         "create_time": dt.datetime.fromtimestamp(status.mtime_ms // 1000).replace(
+                             microsecond=status.mtime_ms % 1000 * 1000)})
     return sorted(rows, key=lambda r: r["branch_name"])
 
 
@@ -311,22 +321,30 @@ def _key_str(data: bytes, schema: TableSchema) -> str | None:
         return None
 
 
-def _value_stats(f: DataFileMeta, file_schema: TableSchema) -> tuple[str, str, str]:
+def _value_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema) -> tuple[str, str, str]:
+    """A file's null counts, minima and maxima as Java's FilesTable shows them: one entry per
+    column of the table's schema (matched to the file's by field id: renamed, added and dropped
+    columns follow the table; null where the file keeps no statistics), by name."""
     try:
         fields = value_stats_fields(f, file_schema.fields)
-        names = [x.name for x in fields]
         types = [x.type.copy(nullable=True) for x in fields]
         mins = deserialize_row(f.value_stats.min_values, types)
         maxs = deserialize_row(f.value_stats.max_values, types)
     except Exception:  # noqa: BLE001
         return "{}", "{}", "{}"
-    nulls = list(f.value_stats.null_counts) if f.value_stats.null_counts is not None else [None] * len(names)
+    nulls = list(f.value_stats.null_counts) if f.value_stats.null_counts is not None else [None] * len(fields)
+    held = {x.id: i for i, x in enumerate(fields) if i < len(nulls)}
+    written = {x.id for x in file_schema.fields}
     # Java collects them in a TreeMap: by name, in Java's (UTF-16) string order
-    order = sorted(range(len(names)), key=lambda i: names[i].encode("utf-16-be"))
+    columns = sorted(schema.fields, key=lambda x: x.name.encode("utf-16-be"))
 
     def fmt(values: list[Any], typed: bool = True) -> str:
-        return "{" + ", ".join(f"{names[i]}={_value_str(values[i], types[i]) if typed else _count_str(values[i])}"
-                               for i in order) + "}"
+        def text(column: DataField) -> str:
+            i = held.get(column.id)
+            if i is None:  # a column added since the file was written holds only nulls
+                return str(f.row_count) if not typed and column.id not in written else "null"
+            return _value_str(values[i], types[i]) if typed else _count_str(values[i])
+        return "{" + ", ".join(f"{column.name}={text(column)}" for column in columns) + "}"
     return fmt(nulls, typed=False), fmt(mins), fmt(maxs)
 
 

@@ -124,6 +124,39 @@ def test_files_and_manifests_print_keys_partitions_and_statistics_as_java(java, 
         "{x, 2024-05-01 00:00:00.000, 0.5, false}"]
 
 
+def test_files_follow_the_tables_schema_and_manifests_list_changelogs_as_java(java, warehouse):
+    """`$files` printed each file's statistics under the schema it was written with (a renamed
+    column under its old name, a dropped one still there, an added one missing), left out
+    columns without statistics and showed row tracking's own columns; `$manifests` left out
+    the changelog manifests. Java's system tables of the same tables are the answer."""
+    catalog = ps.Catalog(warehouse)
+    keyed = catalog.create_table("db.keyed", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()),
+                                                        ("d", pa.int64()), ("n", pa.int64())]),
+                                 primary_keys=["id"], options={"bucket": "1", "changelog-producer": "input",
+                                                               "fields.n.stats-mode": "none"})
+    keyed.write_arrow(pa.table({"id": [1, 2], "v": ["a", None], "d": [5, 6], "n": [1, None]}))
+    keyed.update_schema().rename_column("v", "v2").drop_column("d").add_column("w", pa.int64()).commit()
+    keyed = ps.Table.open(keyed.path)
+    keyed.write_arrow(pa.table({"id": [3], "v2": ["c"], "n": [2], "w": [7]}))
+    tracked = catalog.create_table("db.tracked", pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+                                   options={"row-tracking.enabled": "true"})
+    for i in range(2):
+        tracked.write_arrow(pa.table({"id": [i], "v": [i * 10]}))
+    tracked.compact(full=True)
+    with java.batch() as b:
+        want = {t.path: (b.read(t.path, system_table="files"), b.read(t.path, system_table="manifests"))
+                for t in (keyed, tracked)}
+    for t in (keyed, tracked):
+        files, manifests = want[t.path]
+
+        def picked(rows):
+            return sorted(({k: r[k] for k in FILES_COLUMNS} for r in rows), key=lambda r: r["min_value_stats"])
+        assert picked(system_table(t, "files").to_pylist()) == picked(files.result), t.path
+        assert sorted(system_table(t, "manifests").to_pylist(), key=lambda r: r["file_name"]) == \
+            sorted(manifests.result, key=lambda r: r["file_name"]), t.path
+    assert len(system_table(keyed, "manifests")) == 3  # base, delta and changelog of snapshot 2
+
+
 def test_a_table_without_snapshots_has_empty_system_tables(catalog):
     """Before its first commit a table's system tables are empty, with their columns."""
     t = catalog.create_table("db.empty", pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_keys=["p"])
