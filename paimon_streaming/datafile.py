@@ -985,6 +985,36 @@ def _read_orc(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa.
                     raise _timestamps_beyond_nanoseconds(path, f) from exc
         raise
     table.validate(full=True)  # ORC has no checksums: at least no invalid UTF-8 or offsets go on
-    chars = {f.name for f in wanted if f.type.root == "CHAR"}
-    return {name: pc.utf8_rtrim(col.cast(pa.string()), characters=" ") if name in chars else col
+    types = {f.name: f.type for f in wanted}
+    return {name: pa.chunked_array([_chars_trimmed(c, types[name]) for c in col.chunks])
+            if _holds_char(types[name]) else col
             for name, col in zip(table.column_names, table.columns)}, of.nrows
+
+
+def _holds_char(t: DataType) -> bool:
+    return t.root == "CHAR" or any(_holds_char(c) for c in (t.element, t.key, t.value) if c is not None) or \
+        any(_holds_char(f.type) for f in t.fields)
+
+
+def _chars_trimmed(arr: pa.Array, t: DataType) -> pa.Array:
+    """`arr` (of Paimon type `t`) with every CHAR value right-trimmed, in ROWs, ARRAYs and MAPs
+    too: ORC pads them to their length (Java's reader trims them at any depth)."""
+    if t.root == "CHAR":
+        return pc.utf8_rtrim(arr.cast(pa.string()), characters=" ")
+    if not _holds_char(t):
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    if t.root == "ROW":
+        children = [_chars_trimmed(arr.field(i), f.type) for i, f in enumerate(t.fields)]
+        return pa.StructArray.from_arrays(children, fields=[arr.type.field(i).with_type(c.type)
+                                                            for i, c in enumerate(children)], mask=mask)
+    offsets, start = rebased_offsets(arr)
+    end = start + offsets[-1].as_py()
+    if t.root == "ARRAY":
+        return pa.ListArray.from_arrays(offsets, _chars_trimmed(arr.values.slice(start, end - start), t.element),
+                                        mask=mask)
+    key_type, item_type = (t.key, t.value) if t.root == "MAP" else (t.element, None)  # a MULTISET: counts
+    keys = _chars_trimmed(arr.keys.slice(start, end - start), key_type)
+    items = arr.items.slice(start, end - start)
+    return pa.MapArray.from_arrays(offsets, keys, items if item_type is None else _chars_trimmed(items, item_type),
+                                   mask=mask)

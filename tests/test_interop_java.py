@@ -899,6 +899,29 @@ def test_binary_partition_columns_are_refused_as_java_cannot_find_their_files(ja
                                  partition_keys=["k"])
 
 
+def test_orc_char_inside_rows_arrays_and_maps_is_trimmed_as_java_reads_it(java, tmp_path):
+    """ORC pads CHAR(n) at any depth; only top-level CHAR columns were trimmed, so `r.b`, the
+    array's elements and the map's keys and values read 'ab ' where Java reads 'ab' (and our
+    compaction wrote the padding back as values)."""
+    path = str(tmp_path / "db.db" / "t")
+    fields = [{"name": "id", "type": "INT NOT NULL"}, {"name": "c", "type": "CHAR(3)"},
+              {"name": "r", "type": {"type": "ROW", "fields": [{"id": 10, "name": "b", "type": "CHAR(3)"},
+                                                               {"id": 11, "name": "n", "type": "INT"}]}},
+              {"name": "a", "type": {"type": "ARRAY", "element": "CHAR(3)"}},
+              {"name": "m", "type": {"type": "MAP", "key": "CHAR(3)", "value": "CHAR(3)"}}]
+    rows = [{"id": 1, "c": "ab", "r": {"b": "ab", "n": 1}, "a": ["ab", None, "abc"], "m": {"ab": "x", "c": None}},
+            {"id": 2, "c": None, "r": None, "a": None, "m": None},
+            {"id": 3, "c": "", "r": {"b": None, "n": None}, "a": [], "m": {}}]
+    with java.batch() as b:
+        b.create_table(path, fields, primary_keys=["id"], options={"file.format": "orc", "bucket": "1"})
+        b.write(path, rows)
+        want = b.read(path)
+    t = ps.Table.open(path)
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == sorted(want.result, key=lambda r: r["id"])
+    t.compact(full=True)
+    assert sorted(java.read(path), key=lambda r: r["id"]) == sorted(want.result, key=lambda r: r["id"])
+
+
 def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_cannot_read_them(java, catalog):
     """pyarrow's ORC writer stores a timestamp before 1970 with digits below the millisecond
     with negative nanoseconds, and Java 1.4.2's reader fails on the file (IllegalArgumentException):
