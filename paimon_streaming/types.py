@@ -351,6 +351,9 @@ def from_arrow(at: pa.DataType, nullable: bool = True) -> DataType:
     if T.is_decimal(at):
         if at.precision > 38:
             raise UnsupportedTypeError(f"DECIMAL precision {at.precision} exceeds Paimon's maximum 38")
+        if at.scale < 0:  # Spark's legacy allowNegativeScaleOfDecimal, pyarrow's decimal128(3, -2)
+            raise UnsupportedTypeError(f"DECIMAL({at.precision}, {at.scale}): Paimon has no negative scale; cast "
+                                       f"the column to DECIMAL({at.precision - at.scale}, 0)")
         return DataType("DECIMAL", nullable, at.precision, at.scale)
     if T.is_timestamp(at):
         root = "TIMESTAMP" if at.tz is None else "TIMESTAMP_LTZ"

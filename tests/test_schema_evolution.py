@@ -563,6 +563,11 @@ def test_map_keys_keep_their_type_and_decimals_keep_within_38_digits(catalog):
     assert str(t.schema.field("m").type) == "MAP<INT, BIGINT>"
     with pytest.raises(UnsupportedTypeError, match="DECIMAL precision 40 exceeds Paimon's maximum 38"):
         catalog.create_table("db.wide", pa.schema([("d", pa.decimal256(40, 2))]))
+    # a negative scale (Spark's legacy decimals) was written into schema-0 as DECIMAL(3, -2), which
+    # no reader parses: the path could then be neither opened nor created again
+    with pytest.raises(UnsupportedTypeError, match=r"column 'd': DECIMAL\(3, -2\): Paimon has no negative scale"):
+        catalog.create_table("db.neg", pa.schema([("d", pa.decimal128(3, -2))]))
+    assert catalog.create_table("db.neg", pa.schema([("d", pa.decimal128(5, 0))])).schema.id == 0
 
 
 @pytest.mark.parametrize("dv", [False, True])
