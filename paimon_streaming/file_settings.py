@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import row_tracking
-from .options import CoreOptions
+from .options import CoreOptions, parse_bool
 from .schema import TableSchema
 from .stats import STATS_MODE_OPTION, stats_columns, stats_modes
 from .types import DataField
@@ -27,6 +27,7 @@ STATS_MODE_PER_LEVEL = "metadata.stats-mode.per.level"
 CHANGELOG_FORMAT = "changelog-file.format"
 CHANGELOG_COMPRESSION = "changelog-file.compression"
 CHANGELOG_STATS_MODE = "changelog-file.stats-mode"
+STATS_DENSE_STORE = "metadata.stats-dense-store"
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class FileSettings:
     modes: dict[str, str]                 # stats mode of each column with stats
     value_stats_cols: tuple[str, ...] | None
     stats_fields: tuple[DataField, ...]   # the columns value stats are kept for
+    # `metadata.stats-dense-store` (Java's default true): the stats row holds only the columns
+    # with stats (named in value_stats_cols); false: every column, unknown where mode is none
+    dense: bool = True
 
 
 class FileSettingsByLevel:
@@ -65,9 +69,10 @@ class FileSettingsByLevel:
         fields = self.schema.fields + (row_tracking.FIELDS if tracked else ())
         modes = stats_modes({**self.schema.options, STATS_MODE_OPTION: stats_mode}, [f.name for f in fields],
                             self.thin_keys)
-        cols = stats_columns(fields, modes)
+        dense = parse_bool(self.options.raw.get(STATS_DENSE_STORE, "true"))
+        cols = stats_columns(fields, modes) if dense else None
         file_format = pick(CHANGELOG_FORMAT, FORMAT_PER_LEVEL, self.options.file_format)
         compression = pick(CHANGELOG_COMPRESSION, COMPRESSION_PER_LEVEL, self.options.file_compression)
         if file_format == "avro":
             file_format, compression = self.options.file_format, self.options.file_compression
-        return FileSettings(file_format, compression, modes, None if cols is None else tuple(cols), fields)
+        return FileSettings(file_format, compression, modes, None if cols is None else tuple(cols), fields, dense)

@@ -912,7 +912,8 @@ class TableWrite:
                 self._remember(directory, name, rows, sequence, kinds, keep_rows=level == 0)
             else:  # an append file: its compaction (same batch) takes the rows from here
                 self._fresh.setdefault(directory, {})[name] = rows
-        value_stats = self._stats(rows, list(settings.stats_fields), settings.modes, written.string_bounds)
+        value_stats = self._stats(rows, list(settings.stats_fields), settings.modes, written.string_bounds,
+                                  all_fields=not settings.dense)
         return DataFileMeta(
             file_name=name, file_size=written.size, row_count=n, min_key=min_key, max_key=max_key,
             key_stats=key_stats, value_stats=value_stats,

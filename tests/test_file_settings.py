@@ -89,3 +89,24 @@ def test_levels_asking_for_avro_are_written_as_the_table_format(catalog):
 def test_bad_values_are_refused_at_create(catalog, key, value, says):
     with pytest.raises(InvalidOptionError, match=f"'{key}'.*{says}"):
         catalog.create_table("db.bad", SCHEMA, primary_keys=["id"], options={key: value})
+
+
+def test_sparse_stats_store_keeps_every_column(catalog):
+    """`metadata.stats-dense-store` = false (Java: full-width stats rows, no value_stats_cols)
+    was accepted and ignored; a column of mode none is there with unknown stats, and filters
+    on both columns still prune right."""
+    for dense in ("true", "false"):
+        t = catalog.create_table(f"db.t{dense}", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())]),
+                                 options={"fields.v.stats-mode": "none", "metadata.stats-dense-store": dense})
+        t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", None]}))
+        t.write_arrow(pa.table({"id": pa.array([5], pa.int64()), "v": ["b"]}))
+        files = [e.file for e in TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())]
+        if dense == "true":
+            assert {f.value_stats_cols for f in files} == {("id",)}
+            assert {tuple(f.value_stats.null_counts) for f in files} == {(0,)}
+        else:
+            assert {f.value_stats_cols for f in files} == {None}
+            assert {tuple(f.value_stats.null_counts) for f in files} == {(0, None)}
+        assert t.to_arrow(filter=[("id", ">", 2)]).column("id").to_pylist() == [5]
+        assert sorted(t.to_arrow(filter=[("v", "=", "a")]).column("id").to_pylist()) == [1]
+        assert sorted(pypaimon_read(catalog.warehouse, f"db.t{dense}").column("id").to_pylist()) == [1, 2, 5]
