@@ -364,13 +364,11 @@ def _div_toward_zero(v: np.ndarray, d: int) -> np.ndarray:
 
 
 def _from_epoch_ms(ms: np.ndarray, mask: pa.Array, new: DataType) -> pa.Array:
+    """Java's milliseconds as a TIMESTAMP `new` (kept whole: Java does not cut them to the
+    precision, and every precision is read in milliseconds or finer)."""
     target = to_arrow(new)
     per = _UNIT_NS[target.unit]
-    if per > 10**6 and np.any((ms % (per // 10**6) != 0) & ~_np_mask(mask)):
-        raise CastRefused(f"Java keeps the milliseconds in a {new} value (it does not cut the cast to the "
-                          "precision), which this column, read in seconds, cannot hold")
-    return _from_numpy(ms * (10**6 // per) if per <= 10**6 else np.floor_divide(ms, per // 10**6), mask,
-                       pa.timestamp(target.unit)).cast(target)
+    return _from_numpy(ms * (10**6 // per), mask, pa.timestamp(target.unit)).cast(target)
 
 
 def _truncate_timestamps(arr: pa.Array, precision: int, target: pa.DataType) -> pa.Array:
@@ -479,8 +477,7 @@ def _date_time_text(arr: pa.Array, old: DataType) -> pa.Array:
     text = pc.cast(arr, pa.string())
     if old.root == "TIMESTAMP":
         p = old.precision or 0
-        text = pc.replace_substring_regex(text, r"^(.*\.\d{%d}\d*?)0*$" % p, r"\1") if p else \
-            pc.replace_substring_regex(text, r"\.0*$", "")
+        text = pc.replace_substring_regex(text, r"^(.*\.\d{%d}\d*?)0*$" % p, r"\1")  # a TIMESTAMP(0) too
         text = pc.replace_substring_regex(text, r"\.$", "")
     return text
 

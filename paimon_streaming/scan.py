@@ -235,8 +235,8 @@ class TableScan:
     def _same_columns(self, f: DataFileMeta, names: set[str]) -> dict[str, DataField]:
         """Of the current columns `names`, those the file holds as a field of the same type (by
         field id), with that field (its name in the file's index). Not a TIMESTAMP(0): Java
-        indexes the fraction of a second its values may hold (23:59:58.500), which is read
-        floored (23:59:58), so its index would rule out the values read."""
+        indexes the fraction of a second its values may hold (23:59:58.500) as it reads them,
+        and these indexes are not probed with such values (kept out: they prune nothing)."""
         by_id = {fld.id: fld for fld in self.schema_of(f.schema_id).fields}
         now = {fld.name: fld for fld in self.schema.fields}  # a fallback branch may lack a filter's column
         out = {}
@@ -411,8 +411,8 @@ def file_stats(f: DataFileMeta, file_schema: TableSchema, schema: TableSchema, w
             if orc and fld.type.root in ("FLOAT", "DOUBLE") and lo is not None and hi is not None:
                 lo, hi = _orc_float_bounds(lo, hi)
             elif fld.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and (fld.type.precision or 0) <= 3:
-                # Java's writers keep what a value holds below its precision (a TIMESTAMP(0) of
-                # 23:59:59.500, its min/max too); it is read floored to the column's unit
+                # Java's writers keep what a value holds below its precision (an ORC file's
+                # microseconds, its min/max too); it is read floored to milliseconds
                 lo, hi = _floor_datetime(lo, fld.type.precision or 0), _floor_datetime(hi, fld.type.precision or 0)
             elif orc and fld.type.root == "CHAR":
                 # ORC pads a CHAR(n) to n with spaces, its statistics too ('ab   '), while the
@@ -436,11 +436,11 @@ def _orc_float_bounds(lo: float, hi: float) -> tuple[float | None, float | None]
 
 
 def _floor_datetime(value: Any, precision: int) -> Any:
-    """A TIMESTAMP(precision <= 3) bound floored to the unit it is read in: seconds for
-    precision 0, milliseconds else (`types.to_arrow`)."""
+    """A TIMESTAMP(precision <= 3) bound floored to the unit it is read in, milliseconds
+    (`types.to_arrow`): an ORC file's bounds may hold microseconds."""
     if not isinstance(value, datetime.datetime):
         return value
-    return value.replace(microsecond=0 if precision == 0 else value.microsecond // 1000 * 1000)
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
 def _to_the_microsecond(mins: list[Any], maxs: list[Any], types: list[DataType]) -> tuple[list[Any], list[Any]]:

@@ -263,7 +263,10 @@ _TS_UNIT = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
 
 def _unit_for(precision: int) -> str:
-    return "s" if precision == 0 else "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
+    """Java's unit for a TIMESTAMP(precision): milliseconds up to 3, precision 0 too (Java's
+    writers keep the fraction of a second a TIMESTAMP(0) value comes with, in milliseconds,
+    and its readers give it back: 23:59:58.500 reads as such, not as 23:59:58)."""
+    return "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
 
 
 _SIMPLE_ARROW = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),

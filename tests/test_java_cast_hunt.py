@@ -172,7 +172,6 @@ PAIRS = [
 # Java's casts we refuse rather than reproduce (yet): the read is an UnsupportedOperationError
 GAPS = {
     ("STRING", "DATE"): "DateTimeUtils.parseDate",
-    ("TIME(3)", "TIMESTAMP(0)"): "a TIMESTAMP(0) holding milliseconds (we read TIMESTAMP(0) in seconds)",
     ("TIMESTAMP(6)", "TIMESTAMP(6) WITH LOCAL TIME ZONE"): "the reading JVM's default time zone",
     ("DATE", "TIMESTAMP(3) WITH LOCAL TIME ZONE"): "the reading JVM's default time zone",
     ("TIMESTAMP(3) WITH LOCAL TIME ZONE", "STRING"): "the reading JVM's default time zone",

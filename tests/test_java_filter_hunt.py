@@ -34,7 +34,7 @@ The silent wrong answers this hunt found are kept as explicit regression tests a
 ORC's FLOAT/DOUBLE statistics leave NaN out, ORC pads CHAR statistics, a column narrowed by
 Java's explicit casts keeps statistics its values no longer lie within (and its timestamps were
 cut toward zero, not floored), and Java keeps the fraction of a second of a TIMESTAMP(0) value in
-its statistics and file indexes while it is read floored.
+its statistics and file indexes (and reads it back, as we now do: it was read floored).
 
 JAVA_FILTER_HUNT_EXAMPLES=100 hunts longer (default: a CI-sized run); JAVA_FILTER_HUNT_SHRINK=1
 shrinks a failure (slow: each step runs Java again).
@@ -128,10 +128,10 @@ JCOLS = [
     JCol(Col("bo", pa.bool_(), "bool", st.booleans()), "BOOLEAN", ("bitmap", "range-bitmap")),
     JCol(Col("d", pa.date32(), "date", _DATE), "DATE", _ALL),
     JCol(Col("tm", pa.time32("ms"), "time", _TIME_MS, unit="ms"), "TIME(3)", _ALL),
-    # Java keeps the fraction of a second a TIMESTAMP(0) value is written with (and its
-    # statistics do), we read it floored (test_java_timestamp_0_values_with_a_fraction)
-    JCol(Col("ts0", pa.timestamp("s"), "ts", _TS_US, unit="s"), "TIMESTAMP(0)", _ALL),
-    JCol(Col("lz0", pa.timestamp("s", tz="UTC"), "tstz", _TS_US.map(lambda t: t.replace(tzinfo=UTC)), unit="s"),
+    # Java keeps the milliseconds a TIMESTAMP(0) value is written with (and its statistics
+    # do), and reads them back: so do we (test_java_timestamp_0_values_with_a_fraction)
+    JCol(Col("ts0", pa.timestamp("ms"), "ts", _TS_US.map(_ms), unit="ms"), "TIMESTAMP(0)", _ALL),
+    JCol(Col("lz0", pa.timestamp("ms", tz="UTC"), "tstz", _TS_US.map(lambda t: _ms(t).replace(tzinfo=UTC)), unit="ms"),
          "TIMESTAMP(0) WITH LOCAL TIME ZONE", _ALL),
     JCol(Col("ts3", pa.timestamp("ms"), "ts", _TS_US.map(_ms), unit="ms"), "TIMESTAMP(3)", _ALL),
     JCol(Col("ts6", pa.timestamp("us"), "ts", _TS_US), "TIMESTAMP(6)", _ALL),
@@ -329,16 +329,11 @@ def rows_of(draw, cfg: Config, after: bool) -> list[tuple[dict, str]]:
 
 # ---- Java's rows as we read them -----------------------------------------------------------------
 def _ours(cols: list[JCol], rows: list[dict]) -> list[dict]:
-    """Java's rows in our read's Python values (TIMESTAMP(9) as pandas Timestamps, TIMESTAMP(0)
-    floored to the second)."""
+    """Java's rows in our read's Python values (TIMESTAMP(9) as pandas Timestamps)."""
     ns = {c.name: c.col.kind for c in cols if c.col.unit == "ns"}
-    seconds = [c.name for c in cols if c.col.unit == "s"]
     out = []
     for r in rows:
         r = dict(r)
-        for n in seconds:
-            if r.get(n) is not None:
-                r[n] = r[n].replace(microsecond=0)
         for n, kind in ns.items():
             if r.get(n) is not None:
                 r[n] = pd.Timestamp(r[n], unit="ns", tz="UTC" if kind == "tstz" else None)
@@ -590,10 +585,10 @@ FRACTIONS = [dt.datetime(1969, 12, 31, 23, 59, 58, 500000), dt.datetime(1914, 1,
 def test_java_timestamp_0_values_with_a_fraction(java, tmp_path):
     """Java's writers keep what a TIMESTAMP(0) value holds below the second (its Parquet and
     Avro files milliseconds, ORC nanoseconds), and so do its statistics; we read such a column
-    in seconds (floored). A file of 23:59:58.500 has min = max = 23:59:58.500, so `c =
+    in seconds (floored) then. A file of 23:59:58.500 has min = max = 23:59:58.500, so `c =
     23:59:58` and `c <= 23:59:58`, true of the value read, skipped it. Statistics of a timestamp
-    are now floored to the unit the column is read in (a floored bound still bounds the floored
-    values)."""
+    are floored to the unit the column is read in (a floored bound still bounds the floored
+    values); a TIMESTAMP(0) column is now read in milliseconds, as Java reads it."""
     tables = {}
     for fmt in ("parquet", "orc", "avro"):
         for kind, ptype in (("ts", "TIMESTAMP(0)"), ("tstz", "TIMESTAMP(0) WITH LOCAL TIME ZONE")):
@@ -603,7 +598,7 @@ def test_java_timestamp_0_values_with_a_fraction(java, tmp_path):
                                        {"file.format": fmt, "bucket": "-1", "metadata.stats-mode": "full"})
     for name, path in _java_tables(java, tmp_path, tables).items():
         t = ps.Table.open(path)
-        cols = {"k": K, "c": Col("c", t.arrow_schema().field("c").type, name.split("_")[1], st.nothing(), unit="s")}
+        cols = {"k": K, "c": Col("c", t.arrow_schema().field("c").type, name.split("_")[1], st.nothing(), unit="ms")}
         for r in t.to_arrow().to_pylist():
             for op in ("=", "<=", ">=", "<", ">", "in"):
                 _expect(t, cols, [("c", op, [r["c"]] if op == "in" else r["c"])], name)
@@ -611,16 +606,94 @@ def test_java_timestamp_0_values_with_a_fraction(java, tmp_path):
 
 def test_java_timestamp_0_indexes_hold_the_fraction(java, tmp_path):
     """Java indexes a TIMESTAMP(0) value by what it holds, milliseconds included (23:59:58.500),
-    and we read it floored to 23:59:58: every kind of index ruled the file out for `c =
+    and we read it floored to 23:59:58 then: every kind of index ruled the file out for `c =
     23:59:58` and `c in (23:59:58)`. A file index of a TIMESTAMP(0) column no longer prunes."""
     paths = _java_tables(java, tmp_path, {
         index: ([{"name": "k", "type": "INT"}, {"name": "c", "type": "TIMESTAMP(0)"}],
                 [[{"k": i, "c": v}, {"k": 10 + i, "c": None}] for i, v in enumerate(FRACTIONS)],
                 {"file.format": "parquet", "bucket": "-1", "metadata.stats-mode": "none", f"file-index.{index}.columns": "c"})
         for index in ("bloom-filter", "bitmap", "bsi", "range-bitmap")})
-    cols = {"k": K, "c": Col("c", pa.timestamp("s"), "ts", st.nothing(), unit="s")}
+    cols = {"k": K, "c": Col("c", pa.timestamp("ms"), "ts", st.nothing(), unit="ms")}
     for index, path in paths.items():
         t = ps.Table.open(path)
-        for v in [v.replace(microsecond=0) for v in FRACTIONS]:
+        for v in [v.replace(microsecond=0) for v in FRACTIONS] + [_ms(v) for v in FRACTIONS]:
             for op in ("=", "in", "<=", ">=", "<", ">", "!=", "not in"):
                 _expect(t, cols, [("c", op, [v] if op in ("in", "not in") else v)], index)
+
+
+# milliseconds only: an ORC file of Java's holds what Java is given, which we read in milliseconds
+MILLIS = [dt.datetime(2024, 1, 1, 23, 59, 58, 500000), dt.datetime(1969, 12, 31, 23, 59, 59, 250000),
+          dt.datetime(1914, 1, 1, 0, 0, 0, 123000), dt.datetime(2000, 1, 1, 0, 0, 1)]
+
+
+def _canon(v: Any) -> Any:
+    return v.replace(tzinfo=None) if isinstance(v, dt.datetime) else v
+
+
+def test_java_timestamp_0_fractions_after_a_type_change(java, tmp_path):
+    """A TIMESTAMP(0) value Java wrote with milliseconds (23:59:58.500, 1969-12-31
+    23:59:59.250) reads as Java reads it: as such (it was read in seconds, floored), after our
+    lossless widening to TIMESTAMP(3)/(6) (was 23:59:58, 23:59:59) and after Java's change to
+    STRING ('2024-01-01 23:59:58.5', was '2024-01-01 23:59:58') or BIGINT (seconds cut toward
+    zero: 0, was -1); `c = <Java's value>` finds its row (found none)."""
+    changes = {"ts3": ("TIMESTAMP(0)", "TIMESTAMP(3)", "ours"), "ts6": ("TIMESTAMP(0)", "TIMESTAMP(6)", "ours"),
+               "lz3": ("TIMESTAMP(0) WITH LOCAL TIME ZONE", "TIMESTAMP(3) WITH LOCAL TIME ZONE", "ours"),
+               "str": ("TIMESTAMP(0)", "STRING", "java"), "big": ("TIMESTAMP(0)", "BIGINT", "java"),
+               "same": ("TIMESTAMP(0)", None, None), "lz_same": ("TIMESTAMP(0) WITH LOCAL TIME ZONE", None, None)}
+    tables = {}
+    for fmt in ("parquet", "orc", "avro"):
+        for name, (old, _, _) in changes.items():
+            values = [v.replace(tzinfo=UTC) if "LOCAL" in old else v for v in MILLIS]
+            tables[f"{fmt}_{name}"] = ([{"name": "k", "type": "INT"}, {"name": "c", "type": old}],
+                                       [[{"k": i, "c": v}] for i, v in enumerate(values)] + [[{"k": 9, "c": None}]],
+                                       {"file.format": fmt, "bucket": "-1"})
+    paths = _java_tables(java, tmp_path, tables)
+    with java.batch() as b:
+        for name, path in paths.items():
+            _, new, by = changes[name.split("_", 1)[1]]
+            if by == "java":
+                b.alter(path, [{"kind": "type", "path": ["c"], "type": new}])
+    for name, path in paths.items():
+        _, new, by = changes[name.split("_", 1)[1]]
+        if by == "ours":
+            with ps.Table.open(path).update_schema() as u:
+                u.update_column("c", new)
+    with java.batch() as b:
+        theirs = {name: b.read(path) for name, path in paths.items()}
+    for name, path in paths.items():
+        t = ps.Table.open(path)
+        want = sorted((r["k"], _canon(r["c"])) for r in theirs[name].result)
+        assert sorted((r["k"], _canon(r["c"])) for r in t.to_arrow().to_pylist()) == want, name
+        for k, v in want:
+            if v is not None:
+                if "lz" in name and isinstance(v, dt.datetime):
+                    v = v.replace(tzinfo=UTC)
+                got = t.to_arrow(filter=[("c", "=", v)]).to_pylist()
+                assert sorted(r["k"] for r in got) == [k], (name, v, got)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])  # (Avro files we read, never write)
+def test_our_compaction_keeps_java_timestamp_0_fractions(java, tmp_path, fmt):
+    """Our full compaction of Java's TIMESTAMP(0) files holding milliseconds rewrote 23:59:58.500
+    as 23:59:58 (read in seconds): Java then read changed values. It copies them as stored.
+    (Java's ORC files give 1969-12-31 23:59:59.250 back as 1970-01-01 00:00:00.250, to Java too.)"""
+    fields = [{"name": "k", "type": "INT NOT NULL"}, {"name": "c", "type": "TIMESTAMP(0)"},
+              {"name": "z", "type": "TIMESTAMP(0) WITH LOCAL TIME ZONE"}]
+    files = [[{"k": i, "c": v, "z": v.replace(tzinfo=UTC)}] for i, v in enumerate(MILLIS)]
+    paths = {name: f"{tmp_path}/db.db/{name}" for name in ("append", "pk")}
+    with java.batch() as b:
+        b.create_table(paths["append"], fields, options={"file.format": fmt, "bucket": "-1"})
+        b.create_table(paths["pk"], fields, primary_keys=["k"], options={"file.format": fmt, "bucket": "1"})
+        for path in paths.values():
+            for rows in files:
+                b.write(path, rows)
+    with java.batch() as b:
+        before = {name: b.read(path) for name, path in paths.items()}
+    for path in paths.values():
+        ps.Table.open(path).compact(full=True)
+    with java.batch() as b:
+        after = {name: b.read(path) for name, path in paths.items()}
+    for name, path in paths.items():
+        assert ps.Table.open(path).latest_snapshot().commit_kind == "COMPACT" and len(before[name].result) == len(MILLIS)
+        assert sorted(before[name].result, key=lambda r: r["k"]) == sorted(after[name].result, key=lambda r: r["k"]), name
+        assert sum(r["c"].microsecond != 0 for r in after[name].result) == 3, name
