@@ -309,10 +309,13 @@ class StreamingScan:
     # ---- where a stream starts ------------------------------------------------------------
     def start_position(self) -> StreamPosition:
         """The first position of a new stream: consumer progress when `consumer-id` has a
-        progress file (unless `consumer.ignore-progress`), else per `scan.mode`; marked with
-        the snapshot before it, so that a rollback below the start is noticed while the stream
-        has read nothing yet (else commits under the rolled-back ids were skipped)."""
+        progress file (unless `consumer.ignore-progress`), else per `scan.mode`. A start at a
+        snapshot's changes is marked with the snapshot before it, so that a rollback below it
+        is noticed while the stream has read nothing yet (else commits under the rolled-back
+        ids were skipped); a full start reads whole whatever snapshot has its id."""
         start = self._start_position()
+        if start.full:
+            return start
         try:
             return self.marked(start)
         except SnapshotGapError:
