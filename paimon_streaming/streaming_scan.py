@@ -303,7 +303,8 @@ class StreamingScan:
         self.snapshots = SnapshotManager(file_io, self.table_path)
         self.tags = TagManager(file_io, self.table_path)
         self.consumers = ConsumerManager(file_io, self.table_path)
-        self._plans: OrderedDict[tuple[int, bool], list[ReadUnit]] = OrderedDict()
+        # (snapshot id, full) -> its units and the commit time of the snapshot they were planned on
+        self._plans: OrderedDict[tuple[int, bool], tuple[list[ReadUnit], int]] = OrderedDict()
         self._newer_schema: dict[int, int] = {}  # snapshot id -> its schema id, when it changes columns
 
     # ---- where a stream starts ------------------------------------------------------------
@@ -391,9 +392,9 @@ class StreamingScan:
         """The units of one snapshot (full plan or changes); None when it does not exist yet."""
         key = (snapshot_id, full)
         cached = self._plans.get(key)
-        if cached is not None:
+        if cached is not None and self._still_planned(snapshot_id, cached[1]):
             self._plans.move_to_end(key)
-            return cached
+            return cached[0]
         snapshot = self._snapshot(snapshot_id, full)
         if snapshot is None:
             return None
@@ -401,10 +402,22 @@ class StreamingScan:
                 self.scan.schema_of(snapshot.schema_id).fields != self.schema.fields:
             self._newer_schema[snapshot_id] = snapshot.schema_id
         units = self._full_units(snapshot) if full else self._change_units(snapshot)
-        self._plans[key] = units
+        self._plans[key] = (units, snapshot.time_millis)
         while len(self._plans) > self.PLAN_CACHE_SIZE:
             self._plans.popitem(last=False)
         return units
+
+    def _still_planned(self, snapshot_id: int, planned_time: int) -> bool:
+        """Whether a plan made earlier is of the snapshot that has its id now: a rollback to the
+        one before it and a new commit put another snapshot under the id, whose changes are to
+        be read instead (a plan made but not yet delivered: a read limit or a deferred batch
+        stopped short of it). One that expired since is still the one planned."""
+        try:
+            return self.snapshots.snapshot(snapshot_id).time_millis == planned_time
+        except SnapshotGapError:
+            raise
+        except SnapshotNotFoundError:
+            return True
 
     def _snapshot(self, snapshot_id: int, full: bool) -> Snapshot | None:
         """The snapshot, None when not committed yet. Raises SnapshotExpiredError when expired,
@@ -655,6 +668,9 @@ class StreamingScan:
     # ---- progress -----------------------------------------------------------------------
     def record_progress(self, position: StreamPosition) -> None:
         """Write the consumer file (if `consumer-id` is set): snapshots >= position.snapshot are
-        still needed by this stream."""
+        still needed by this stream. Not past a rollback below the position (the error of
+        `check_not_rolled_back`): the rollback moved the consumer back, and a new query with
+        its id would otherwise skip what was committed since."""
         if self.options.consumer_id:
+            self.check_not_rolled_back(position)
             self.consumers.record(self.options.consumer_id, position.snapshot, position.full)
