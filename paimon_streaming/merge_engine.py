@@ -88,8 +88,11 @@ def row_kinds(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     `RowKind.fromShortString`) or of integer bytes 0..3. Errors name the column and bad values."""
     t = column.type
     if pa.types.is_dictionary(t):
-        column = column.cast(t.value_type)
-        t = t.value_type
+        column = column.cast(pa.dictionary(t.index_type, pa.string()) if t.value_type == pa.string_view() else t)
+        column = column.cast(column.type.value_type)
+        t = column.type
+    if t == pa.string_view():  # polars' strings
+        column, t = column.cast(pa.string()), pa.string()
     if column.null_count:
         raise SchemaMismatchError(f"row kind column '{name}' contains {column.null_count} null value(s); "
                                   f"every row needs one of {', '.join(_SHORT_KINDS)}")

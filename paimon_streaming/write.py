@@ -301,8 +301,16 @@ def arrow_table(data) -> pa.Table:
     if isinstance(data, pa.RecordBatchReader):
         return data.read_all()
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, (pa.Table, pa.RecordBatch)) for d in data):
-        return pa.concat_tables([arrow_table(d) for d in data])
-    if hasattr(data, "__arrow_c_stream__") or type(data).__module__.startswith("pandas"):
+        # columns by name, types unified (a column of nulls in one batch, int32 in another)
+        return pa.concat_tables([arrow_table(d) for d in data], promote_options="permissive")
+    if isinstance(data, (list, tuple)) and not data:
+        raise ValueError("a write of an empty list of batches has no columns: pass a table with no rows instead")
+    if type(data).__module__.startswith("pandas") and hasattr(data, "reset_index"):
+        # a named index (a RangeIndex too, which pyarrow keeps only in metadata) is a column,
+        # an unnamed one (0, 1, 2, ... or what a filter left of it) is not data
+        named = [n for n in data.index.names if n is not None]
+        return pa.Table.from_pandas(data.reset_index(level=named) if named else data, preserve_index=False)
+    if hasattr(data, "__arrow_c_stream__"):
         return pa.table(data)
     raise TypeError(f"a write takes a pyarrow Table, RecordBatch or RecordBatchReader, a list of batches, or an object "
                     f"with the Arrow stream interface (pandas, polars, duckdb), not {type(data).__name__}")
@@ -314,11 +322,16 @@ _PAIMON_HOLDS = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): p
                  pa.float16(): pa.float32(), pa.date64(): pa.date32()}
 
 
+_VIEW_VALUES = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
 def _paimon_leaf(t: pa.DataType) -> pa.DataType:
     if isinstance(t, pa.BaseExtensionType):
         return _paimon_leaf(t.storage_type)
     if pa.types.is_decimal(t) and t.precision > 38 and 0 <= t.scale <= 38:
         return pa.decimal128(38, t.scale)
+    if pa.types.is_dictionary(t) and t.value_type in _VIEW_VALUES:  # polars' categoricals: no take kernel
+        return pa.dictionary(t.index_type, _VIEW_VALUES[t.value_type])
     return _PAIMON_HOLDS.get(t, t)
 
 

@@ -327,6 +327,29 @@ def test_writes_take_what_deltalake_takes(catalog):
         t.write_arrow({"id": [1]})
 
 
+def test_pandas_indexes_polars_categoricals_and_mixed_batches(catalog):
+    """A pandas index named like a column was written when its values were not a range and
+    stored as nulls when they were (pandas keeps a RangeIndex in metadata only); an unnamed
+    index left by a filter failed on '__index_level_0__'; polars' categoricals (dictionaries of
+    string views) and string-view row kinds were refused; a list of batches whose types or
+    column order differ failed in Arrow's concat."""
+    import pandas as pd
+    t = catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pd.DataFrame({"id": [1, 2, 3], "v": ["a", "b", "c"]}).set_index("id"))       # a RangeIndex
+    t.write_arrow(pd.DataFrame({"id": [30, 10], "v": ["y", "x"]}).set_index("id"))            # not a range
+    frame = pd.DataFrame({"id": [4, 5, 6], "v": ["d", "e", "f"]})
+    t.write_arrow(frame[frame.id != 5])                                                        # index 0, 2
+    view = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.uint32()), pa.array(["g", "h"], pa.string_view()))
+    t.write_arrow(pa.table({"id": [7, 8], "v": view, "op": pa.array(["+I", "+I"], pa.string_view())}),
+                  row_kind_column="op")
+    t.write_arrow([pa.record_batch({"id": [9], "v": [None]}), pa.record_batch({"v": ["j"], "id": [11]})])
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == {
+        1: "a", 2: "b", 3: "c", 10: "x", 30: "y", 4: "d", 6: "f", 7: "g", 8: "h", 9: None, 11: "j"}
+    with pytest.raises(ValueError, match="empty list of batches"):
+        t.write_arrow([])
+
+
 # ---- strings past 32-bit offsets --------------------------------------------------------------------
 def _blob_rows(rows: int, size: int, large: bool, start: int = 0) -> pa.Table:
     """`rows` strings (and as many binaries) of `size` bytes, each distinct, in chunks of at most
