@@ -480,16 +480,32 @@ class NewFieldsSeen(Exception):
         self.fields = fields
 
 
-def check_one_source_table(cfg: IngestConfig, accumulated: list[bytes]) -> None:
+SOURCE_TABLE_OPTION = "paimon-streaming.ingest.source-table"  # the source table a job without --source-table took
+
+
+def check_one_source_table(cfg: IngestConfig, accumulated: list[bytes], table: Table | None = None) -> None:
     """InvalidOptionError (before the commit: nothing of the batch is written) when change events
-    of several source tables arrive without --source-table saying which this table takes."""
+    of several source tables arrive without --source-table saying which this table takes. With
+    `table`, also across batches and runs: the first batch's source table is remembered in the
+    table option SOURCE_TABLE_OPTION (set before that batch commits), and a later batch of
+    another source table is refused as one holding both."""
     tables = sorted({name.decode() for name in accumulated})
+    remembered = None if table is None else table.options.raw.get(SOURCE_TABLE_OPTION)
+    earlier = ""
+    if remembered is not None and tables and tables != [remembered]:
+        earlier = (f" (table {cfg.table} took the rows of {remembered} in earlier batches: its option "
+                   f"{SOURCE_TABLE_OPTION} says so; unset it with paimon-streaming alter --unset only when the "
+                   "table is to take another source table's rows from now on)")
+        tables = sorted({*tables, remembered})
     if len(tables) > 1:
         raise InvalidOptionError(
-            f"the topic carries change events of {len(tables)} source tables {tables[:10]}: ingesting them all into "
-            f"{cfg.table} would mix their rows under the same keys; give --source-table with the one to take "
+            f"the topic carries change events of {len(tables)} source tables {tables[:10]}{earlier}: ingesting them "
+            f"all into {cfg.table} would mix their rows under the same keys; give --source-table with the one to take "
             "(a regular expression of db.table), or '.*' to merge them on purpose (as Paimon's kafka_sync_table "
             "does); nothing of this batch was written")
+    if table is not None and tables and remembered is None:
+        table.update_schema().set_option(SOURCE_TABLE_OPTION, tables[0]).commit()
+        table.refresh()
 
 
 def _new_fields(accumulated: list) -> pa.Schema:
@@ -584,8 +600,8 @@ def prepare_table_batch(spark: SparkSession, cfg: IngestConfig, table: Table, re
         sources = spark.sparkContext.accumulator([], _BytesList())
 
         def before_commit() -> None:
-            if not prefiltered:
-                check_one_source_table(cfg, sources.value)
+            if not prefiltered and cfg.source_table is None:
+                check_one_source_table(cfg, sources.value, table)
             fields = _new_fields(seen.value)
             if len(fields):
                 raise NewFieldsSeen(fields)

@@ -123,6 +123,50 @@ def test_ingest_a_topic_of_two_tables(spark, broker, tmp_path):
     assert {r["id"]: r["qty"] for r in get_oracle().read(table.path)} == ours
 
 
+def test_a_later_batch_of_another_source_table_is_refused(tmp_path):
+    """Without --source-table, the source table of the first batch is remembered in the table's
+    options (so also across restarts): a later batch holding only another table's events is
+    refused as a batch of both, nothing of it written; --source-table '.*' merges on purpose."""
+    import paimon_streaming as ps
+    from paimon_streaming.sinks.ingest import SOURCE_TABLE_OPTION
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    catalog.create_table("db.orders", TABLE, primary_keys=["id"], options={"bucket": "1"})
+    cfg = IngestConfig(bootstrap_servers="unused", warehouse=str(tmp_path / "wh"), table="db.orders")
+    check_one_source_table(cfg, [b"shop.orders"], catalog.get_table("db.orders"))
+    table = catalog.get_table("db.orders")  # a restart loads it again
+    assert table.options.raw[SOURCE_TABLE_OPTION] == "shop.orders"
+    check_one_source_table(cfg, [], table)
+    check_one_source_table(cfg, [b"shop.orders"], table)
+    with pytest.raises(InvalidOptionError, match=r"2 source tables \['shop.orders', 'shop.users'\] \(table db.orders "
+                                                 r"took the rows of shop.orders in earlier batches.*--source-table"):
+        check_one_source_table(cfg, [b"shop.users"], table)
+
+
+def test_ingest_refuses_another_source_table_after_a_restart(spark, broker, tmp_path):
+    """A Maxwell topic of shop.orders and shop.users into db.orders without --source-table: run 1
+    sees orders' events only; run 2 (same checkpoint) only users' events, which stop it before
+    they overwrite or delete orders' rows of the same keys."""
+    import paimon_streaming as ps
+    from kafka_broker import unique_topic
+    from paimon_streaming.sinks.ingest import run_ingest
+
+    topic = unique_topic("maxwell-later")
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [(None, json.dumps(maxwell("orders", k, 10 * k)).encode()) for k in (1, 2)])
+    cfg = IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"), table="db.orders",
+                       topics=(topic,), format="maxwell-json", schema="id BIGINT NOT NULL, qty BIGINT", bucket=1,
+                       trigger="available-now", checkpoint=str(tmp_path / "ckpt"))
+    lines: list[str] = []
+    assert run_ingest(spark, cfg, lines.append) == 0, lines
+    users = [maxwell("users", 1, 999), {**maxwell("users", 2, 0), "type": "delete"}]
+    produce(broker, topic, [(None, json.dumps(e).encode()) for e in users])
+    lines.clear()
+    assert run_ingest(spark, cfg, lines.append) == 1, lines
+    assert any("2 source tables ['shop.orders', 'shop.users']" in line for line in lines), lines
+    table = ps.Catalog(str(tmp_path / "wh")).get_table("db.orders")
+    assert sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "qty": 10}, {"id": 2, "qty": 20}]
+
+
 def test_pretty_printed_records_name_their_tables_and_with_names_adds_them():
     """Records written across several lines (pretty-printed JSON) and CRLF line ends name their
     tables as one-line records do; `with_names` (the mapInArrow function) adds the names to each
