@@ -145,6 +145,7 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     types = events.column("mysqlType").combine_chunks().take(pa.array(kept))
     parents = pc.list_parent_indices(data).to_numpy(zero_copy_only=False)
     rows = pc.list_flatten(data)
+    columns = _as_declared(columns, types, [f.name for f in rows.type])
     row_types = types.take(pa.array(parents))
     after = _labelled(rows, row_types, columns)
     before = _labelled(_old_rows(data, old, parents, rows), row_types, columns)
@@ -189,13 +190,112 @@ def _rows_where(keep: pa.Array, rows: pa.StructArray) -> pa.StructArray:
                                       mask=pc.invert(pc.fill_null(keep, False)))
 
 
+def _definitions(types: pa.StructArray) -> dict[str, list[str]]:
+    """Each column's distinct `mysqlType` definitions among the messages."""
+    return {f.name: pc.unique(values.drop_null()).to_pylist() for f, values in zip(types.type, types.flatten())
+            if pa.types.is_string(values.type)}
+
+
+def _as_declared(columns: list[Column], types: pa.StructArray, fields: Sequence[str]) -> list[Column]:
+    """The columns as the messages' `mysqlType` declares them (Canal's text carries no type of
+    its own). A column declared wider than the table's (`change_events.wider`: an INT become
+    BIGINT, FLOAT DOUBLE, DECIMAL(8, 3) DECIMAL(10, 4), DATETIME(3) DATETIME(6) upstream) is decoded
+    as declared, so the table widens before the batch is written, as Paimon's CDC widens it;
+    other declared types are cast to the column's value by value (a value that does not fit is
+    an undecodable record, never rounded). Fields of the rows no column names (columns added
+    upstream) are typed from `mysqlType` as a new table's are (`table_schema`), not left to the
+    JSON reader's STRING. A binary column holding BIT(n > 1) values (Canal: the unsigned number's
+    decimal text) is decoded to bytes by `_labelled`."""
+    definitions = _definitions(types)
+    encoding_of = encoding_in(None)  # the types _mysql_type makes have no zone
+    out = []
+    for c in columns:
+        target = c.type
+        for definition in definitions.get(c.name, ()):
+            try:
+                declared = _mysql_type(c.name, definition)
+            except ValueError:
+                continue  # a type not read here: its text is cast to the column's type
+            if change_events.wider(declared, target):
+                target = declared
+        c = c if target == c.type else Column.of(c.name, encoding_of(target), target)
+        out.append(Column.of(c.name, "plain", c.type) if _bits_into(c, definitions.get(c.name, ())) else c)
+    known = {c.name for c in columns}
+    for name in fields:
+        if name in known or not definitions.get(name):
+            continue  # no mysqlType for it: left to change_rows (as parsed)
+        declared = [_mysql_type(name, definition) for definition in definitions[name]]
+        target = declared[0]
+        for t in declared[1:]:
+            target = t if change_events.wider(t, target) else target
+        c = Column.of(name, encoding_of(target), target)
+        out.append(Column.of(name, "plain", target) if _bits_into(c, definitions[name]) else c)
+    return out
+
+
+def _bit_width(definition: str) -> int | None:
+    """n of a BIT(n) definition with n > 1 (None: another type, or BIT(1), a BOOLEAN)."""
+    m = _MYSQL_TYPE.match(definition or "")
+    if not m or m.group(1).strip().upper() != "BIT" or not m.group(2) or not m.group(2).strip().isdigit():
+        return None
+    n = int(m.group(2))
+    return n if n > 1 else None
+
+
+def _bits_into(c: Column, definitions: Sequence[str]) -> bool:
+    """Whether binary column `c` holds BIT(n > 1) values among these definitions: its text
+    (numbers, and ISO-8859-1 text of other definitions) becomes bytes in `_labelled`."""
+    return pa.types.is_binary(c.type) and any(_bit_width(d) for d in definitions)
+
+
+def _bit_bytes(column: str, width: int, text: pa.Array) -> pa.Array:
+    """A BIT(width)'s values as Canal writes them (the unsigned number's decimal text; a BIT(64)
+    with its top bit set maybe as a negative long) -> the big-endian bytes of the number,
+    (width + 7) // 8 of them, as Paimon's MySQL CDC stores a BIT(n > 1) (BINARY((n + 7) / 8))."""
+    if pc.any(pc.invert(pc.match_substring_regex(text, r"^-?[0-9]+$"))).as_py():
+        raise ValueError(f"column '{column}' (BIT({width})) has text that is no number")
+    negative = pc.fill_null(pc.starts_with(text, "-"), False)
+    none = pa.scalar(None, pa.string())
+    try:
+        unsigned = pc.cast(pc.if_else(negative, none, text), pa.uint64())
+        signed = pc.cast(pc.if_else(negative, text, none), pa.int64())
+    except pa.ArrowInvalid:
+        raise ValueError(f"column '{column}' (BIT({width})) has a number beyond 64 bits") from None
+    numbers = np.where(negative.to_numpy(zero_copy_only=False),
+                       signed.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64),
+                       unsigned.fill_null(0).to_numpy(zero_copy_only=False))
+    if width < 64 and (numbers >> np.uint64(width)).any():
+        raise ValueError(f"column '{column}' holds a number beyond its BIT({width})")
+    size = (width + 7) // 8
+    data = numbers.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - size:]
+    offsets = (np.arange(len(text) + 1) * size).astype(np.int32)
+    values = pa.Array.from_buffers(pa.binary(), len(text), [None, pa.py_buffer(offsets.tobytes()),
+                                                            pa.py_buffer(np.ascontiguousarray(data).tobytes())])
+    return pc.if_else(text.is_valid(), values, pa.scalar(None, pa.binary()))
+
+
 def _labelled(rows: pa.StructArray, types: pa.StructArray, columns: list[Column]) -> pa.StructArray:
-    """ENUM indexes and SET bit masks as their labels, by each row's `mysqlType`."""
+    """ENUM indexes and SET bit masks as their labels, and the numbers of BIT(n > 1) columns
+    (binary ones, `_bits_into`) as their bytes, by each row's `mysqlType`."""
     names = [f.name for f in rows.type]
     values = dict(zip(names, rows.flatten()))
     declared = dict(zip((f.name for f in types.type), types.flatten()))
     for c in columns:
         if c.name not in values or c.name not in declared or not pa.types.is_string(declared[c.name].type):
+            continue
+        if c.encoding == "plain" and pa.types.is_binary(c.type) and pa.types.is_string(values[c.name].type):
+            text = values[c.name]
+            bits = pa.nulls(len(text), pa.binary())
+            is_bit = pa.array(np.zeros(len(text), bool))
+            none = pa.scalar(None, pa.string())
+            for definition in pc.unique(declared[c.name].drop_null()).to_pylist():
+                width = _bit_width(definition)
+                if width:
+                    rows_of_it = pc.fill_null(pc.equal(declared[c.name], definition), False)
+                    bits = pc.if_else(rows_of_it, _bit_bytes(c.name, width, pc.if_else(rows_of_it, text, none)), bits)
+                    is_bit = pc.or_(is_bit, rows_of_it)
+            others = change_events.iso_8859_1_bytes(c.name, pc.if_else(is_bit, none, text))
+            values[c.name] = pc.if_else(is_bit, bits, others)
             continue
         for definition in pc.unique(declared[c.name].drop_null()).to_pylist():
             kind = definition.split("(", 1)[0].strip().lower()

@@ -115,6 +115,29 @@ def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
     return map_arrow_leaves(target, lambda t: pa.string() if pa.types.is_timestamp(t) and t.tz is None else t)
 
 
+def wider(declared: pa.DataType, current: pa.DataType) -> bool:
+    """Whether the source now declares a column wider than the table's (a widened INT, FLOAT,
+    DECIMAL, or a finer TIMESTAMP upstream; Debezium's envelope, Canal's `mysqlType`): decoded
+    as declared, the column's type differs from the table's and the table widens before the
+    batch is written, as Paimon's CDC widens it."""
+    ints = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+    if declared in ints and current in ints:
+        return ints.index(declared) > ints.index(current)
+    if declared == pa.float64() and current == pa.float32():
+        return True
+    # a DATETIME(3) column becoming DATETIME(6) upstream (Timestamp -> MicroTimestamp): a finer
+    # unit holds every value of the coarser one (Paimon's CDC widens TIMESTAMP precision too;
+    # TIME columns are TIME(3) whatever the source's, as Paimon stores milliseconds of the day)
+    units = ("s", "ms", "us", "ns")
+    if pa.types.is_timestamp(declared) and pa.types.is_timestamp(current) and declared.tz == current.tz:
+        return units.index(declared.unit) > units.index(current.unit)
+    # a DECIMAL with at least the table's integer digits and scale holds every value of it (Paimon's
+    # CDC widens a DECIMAL the source declares wider too; a narrower one is cast value by value)
+    return pa.types.is_decimal(declared) and pa.types.is_decimal(current) and declared != current \
+        and declared.scale >= current.scale and \
+        declared.precision - declared.scale >= current.precision - current.scale
+
+
 def with_new_fields(parsed: pa.DataType, declared: pa.DataType) -> pa.DataType:
     """`declared`, with the fields the `parsed` ROW values (in ROWs, ARRAY elements and MAP
     values too, which a schema change adds to as Java's does) carry beyond it, as parsed; fields

@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
 from . import avro_types, change_events
-from .change_events import ARRAY_PREFIX, EPOCH_UNITS, TIME_UNITS, Column, array_of, change_rows, read_events
+from .change_events import ARRAY_PREFIX, EPOCH_UNITS, TIME_UNITS, Column, array_of, change_rows, read_events, wider
 
 FORMAT = "debezium-json"
 AVRO_FORMAT = "debezium-avro"
@@ -105,7 +105,7 @@ def default_columns(schema: pa.Schema, decimal_handling: str = "precise") -> lis
 def envelope_columns(schema: pa.Schema, envelope_schema: dict) -> list[Column]:
     """The table's columns, and the after image's fields the table lacks, as the envelope's
     schema says they are encoded (table columns it does not list: as without an envelope;
-    columns it declares wider than the table's: of the declared type, see `_wider`)."""
+    columns it declares wider than the table's: of the declared type, see `change_events.wider`)."""
     fields = {}
     for image in envelope_schema.get("fields") or ():
         if image.get("field") in ("before", "after") and image.get("type") == "struct":
@@ -121,7 +121,7 @@ def envelope_columns(schema: pa.Schema, envelope_schema: dict) -> list[Column]:
         if _LOGICAL.get(spec.get("name") or "") == "variable-scale":
             declared = None  # each value has its own scale: they go into the column when they fit it
         if declared is not None:  # wider, or ROW fields the table lacks as the envelope types them
-            target = declared if _wider(declared, f.type) else change_events.with_new_fields(declared, f.type)
+            target = declared if wider(declared, f.type) else change_events.with_new_fields(declared, f.type)
         else:
             target = f.type
             unknown = _new_nested_fields(spec, f.type, f.name)
@@ -186,28 +186,6 @@ def _declared_scale(spec: dict) -> int | None:
         return None
     scale = (spec.get("parameters") or {}).get("scale")
     return int(scale) if scale is not None else 0
-
-
-def _wider(declared: pa.DataType, current: pa.DataType) -> bool:
-    """Whether the source now declares a column wider than the table's (a widened INT, FLOAT,
-    DECIMAL, or a finer TIMESTAMP upstream): decoded as declared, the table widens
-    before the batch is written."""
-    ints = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
-    if declared in ints and current in ints:
-        return ints.index(declared) > ints.index(current)
-    if declared == pa.float64() and current == pa.float32():
-        return True
-    # a DATETIME(3) column becoming DATETIME(6) upstream (Timestamp -> MicroTimestamp): a finer
-    # unit holds every value of the coarser one (Paimon's CDC widens TIMESTAMP precision too;
-    # TIME columns are TIME(3) whatever the source's, as Paimon stores milliseconds of the day)
-    units = ("s", "ms", "us", "ns")
-    if pa.types.is_timestamp(declared) and pa.types.is_timestamp(current) and declared.tz == current.tz:
-        return units.index(declared.unit) > units.index(current.unit)
-    # a DECIMAL with at least the table's integer digits and scale holds every value of it (Paimon's
-    # CDC widens a DECIMAL the source declares wider too; a narrower one is cast value by value)
-    return pa.types.is_decimal(declared) and pa.types.is_decimal(current) and declared != current \
-        and declared.scale >= current.scale and \
-        declared.precision - declared.scale >= current.precision - current.scale
 
 
 def _new_column_type(spec: dict, nested: bool = False) -> pa.DataType | None:

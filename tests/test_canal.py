@@ -256,3 +256,77 @@ def test_messages_whose_rows_cannot_be_applied_are_refused_by_record():
     assert "a INSERT record without rows in 'data'" in errors[0]
     assert "'old' does not hold one entry per row of 'data'" in errors[1]
     assert "column 'tags' holds a bit outside its SET" in errors[2]
+
+
+def test_bit_columns_are_the_big_endian_bytes_of_their_number():
+    """Canal writes a BIT(n > 1) as the decimal text of its unsigned number (b'0000000100000010' is
+    "258"): stored as the number's big-endian bytes, (n + 7) // 8 of them, as Paimon's MySQL CDC
+    stores it (BINARY((n + 7) / 8)); also in a column added upstream, and beside ISO-8859-1 text of
+    a VARBINARY definition of the same column. A number beyond BIT(n) is refused by record."""
+    types = {"id": "int(11)", "flags": "bit(16)", "wide": "bit(64)", "one": "bit(1)"}
+    table = pa.schema([pa.field("id", pa.int32(), False), ("flags", pa.binary()), ("wide", pa.binary()),
+                       ("one", pa.bool_())])
+    from paimon_streaming.sinks import canal
+    assert canal.table_schema(types).set(0, table.field(0)) == table
+
+    def message(row, mysql_types=types):
+        return json.dumps({"type": "INSERT", "isDdl": False, "database": "shop", "table": "t", "mysqlType": mysql_types,
+                           "data": [row]}).encode()
+    rows = Decoder("canal-json", table, ("id",)).decode(records([
+        message({"id": "1", "flags": "258", "wide": "18446744073709551615", "one": "1"}),
+        message({"id": "2", "flags": "0", "wide": "-9223372036854775808", "one": "0"}),
+        message({"id": "3", "flags": None, "wide": "5", "one": None}),
+        message({"id": "4", "flags": "\u00ff\u0001"}, {"id": "int(11)", "flags": "varbinary(4)"})]))
+    assert rows.to_pylist() == [
+        {"id": 1, "flags": b"\x01\x02", "wide": b"\xff" * 8, "one": True, "_kind": "+I"},
+        {"id": 2, "flags": b"\x00\x00", "wide": b"\x80" + b"\x00" * 7, "one": False, "_kind": "+I"},
+        {"id": 3, "flags": None, "wide": b"\x00" * 7 + b"\x05", "one": None, "_kind": "+I"},
+        {"id": 4, "flags": b"\xff\x01", "wide": None, "one": None, "_kind": "+I"}]
+    added = Decoder("canal-json", table.remove(1), ("id",)).decode_all(records([
+        message({"id": "1", "flags": "1", "wide": "1"}), message({"id": "2", "flags": "65535", "wide": "2"})]))
+    assert added.new_fields == pa.schema([("flags", pa.binary())])
+    assert added.rows.num_rows == 2
+    wide = Decoder("canal-json", table, ("id",), on_error="skip").decode_all(records([
+        message({"id": "1", "flags": "65536"}), message({"id": "2", "flags": "x"})]))
+    assert wide.rows.num_rows == 0
+    errors = wide.rejected.column("error").to_pylist()
+    assert "column 'flags' holds a number beyond its BIT(16)" in errors[0]
+    assert "column 'flags' (BIT(16)) has text that is no number" in errors[1]
+
+
+def test_columns_widened_or_added_upstream_take_their_mysql_types():
+    """A column the source widens (INT -> BIGINT, FLOAT -> DOUBLE, DECIMAL(8,3) -> DECIMAL(10,4))
+    is decoded as the message's mysqlType declares it, so the table widens (as Paimon's CDC does)
+    where before a value was rounded into FLOAT or refused; columns added upstream are typed
+    from mysqlType (BIGINT, DECIMAL, VARBINARY, DOUBLE, ENUM labels), not STRING. A narrower
+    declared type is cast to the column's."""
+    table = pa.schema([pa.field("id", pa.int32(), False), ("f", pa.float32()), ("n", pa.int32()),
+                       ("d", pa.decimal128(8, 3)), ("big", pa.int64())])
+    before = {"id": "int", "f": "float", "n": "int(11)", "d": "decimal(8,3)", "big": "bigint(20)"}
+    after = {"id": "int", "f": "double", "n": "bigint(20)", "d": "decimal(10,4)", "big": "int(11)",
+             "v2": "bigint(20)", "v3": "decimal(8,3)", "v4": "varbinary(20)", "v5": "double",
+             "v6": "enum('x','y')", "v7": "datetime(3)"}
+
+    def message(mysql_types, row):
+        return json.dumps({"type": "INSERT", "isDdl": False, "database": "shop", "table": "t",
+                           "mysqlType": mysql_types, "data": [row]}).encode()
+    batch = records([message(before, {"id": "1", "f": "9.5", "n": "1", "d": "1.500", "big": "7"}),
+                     message(after, {"id": "2", "f": "9.00000000009", "n": "70000000000", "d": "1.2345", "big": "8",
+                                     "v2": "90000000000", "v3": "99999.999", "v4": "a\u00ffb", "v5": "4.00000000004",
+                                     "v6": "2", "v7": None})])
+    decoded = Decoder("canal-json", table, ("id",)).decode_all(batch)
+    assert decoded.rejected.num_rows == 0
+    assert decoded.new_fields == pa.schema([
+        ("v2", pa.int64()), ("v3", pa.decimal128(8, 3)), ("v4", pa.binary()), ("v5", pa.float64()),
+        ("v6", pa.string()), ("v7", pa.timestamp("us")),
+        ("f", pa.float64()), ("n", pa.int64()), ("d", pa.decimal128(10, 4))])
+    # the table evolved as ingest evolves it: the batch decodes as it was written upstream
+    fields = {f.name: f for f in decoded.new_fields}
+    evolved = pa.schema([fields.pop(f.name).with_nullable(True) if f.name in fields else f for f in table]
+                        + [f.with_nullable(True) for f in fields.values()])
+    again = Decoder("canal-json", evolved, ("id",)).decode_all(batch)
+    assert len(again.new_fields) == 0 and again.rejected.num_rows == 0
+    assert again.rows.to_pylist()[1] == {
+        "id": 2, "f": 9.00000000009, "n": 70000000000, "d": decimal.Decimal("1.2345"), "big": 8, "v2": 90000000000,
+        "v3": decimal.Decimal("99999.999"), "v4": b"a\xffb", "v5": 4.00000000004, "v6": "y", "v7": None, "_kind": "+I"}
+    assert again.rows.to_pylist()[0]["f"] == 9.5
