@@ -48,6 +48,7 @@ VARIABLE_SCALE = ("variable-scale", "variable-scale-unscaled")
 LOCAL_TEXT = "local-text:"  # "local-text:Asia/Shanghai": wall-time text in that zone (Canal's TIMESTAMP)
 ARRAY_PREFIX = "array:"  # "array:days": an ARRAY of days since the epoch (see `array_of`)
 TIME_UNITS = {"time-ms": "ms", "time-us": "us", "time-ns": "ns"}
+MS_PER_DAY = 86_400_000
 # a DECIMAL sent as a JSON number (Debezium's decimal.handling.mode=double): read from its text
 # with room for any column's digits either side of the point, so a misfit is named by column
 JSON_NUMBER_DECIMAL = pa.decimal256(76, 38)
@@ -59,7 +60,7 @@ class Column:
     """One column as a change event carries it: the encoding and the Arrow type to parse it as."""
 
     name: str
-    encoding: str  # plain, base64, days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double,
+    encoding: str  # plain, base64, bits(-bytes), days, epoch-*, zoned, time-*, decimal-bytes/-unscaled/-text/-double,
     #               variable-scale(-unscaled), text, wall-text (DMS's), utc-text (Maxwell's), iso-8859-1 (Canal's
     #               bytes), one of _UNDECODABLE, or "array:" and one of these (`array_of`)
     wire: pa.DataType | None  # None: not declared to the JSON reader (any JSON value; refused when not null)
@@ -99,8 +100,10 @@ def _wire_type(encoding: str, target: pa.DataType) -> pa.DataType | None:
     if encoding in ("base64", "decimal-bytes", "decimal-text", "zoned", "text", "wall-text", "utc-text", "iso-8859-1") \
             or encoding.startswith(LOCAL_TEXT):
         return pa.string() if encoding != "base64" else target  # base64_decoded maps binary leaves
-    if encoding == "decimal-unscaled":
+    if encoding in ("decimal-unscaled", "bits-bytes"):
         return pa.binary()
+    if encoding == "bits":  # Debezium's io.debezium.data.Bits in JSON: base64
+        return pa.string()
     if encoding in VARIABLE_SCALE:  # Debezium's VariableScaleDecimal: the value base64 in JSON, bytes in Avro
         return pa.struct([("scale", pa.int32()), ("value", pa.string() if encoding == "variable-scale" else pa.binary())])
     if encoding == "days":
@@ -490,9 +493,15 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
     if e == "zoned":
         return raw.cast(pa.timestamp(_text_unit(c.type), tz="UTC"))
     if e in TIME_UNITS:
-        # Paimon keeps a TIME in milliseconds of the day: finer digits are cut, as Java's writers do
+        # Paimon keeps a TIME in milliseconds of the day: finer digits are cut, as Java's writers do.
+        # A MySQL TIME outside 0-24h ('25:00:00', '-01:00:00') is the time of day it names on a
+        # clock (01:00, 23:00): Paimon's Debezium CDC reads it as an instant's UTC time of day
         per_ms = {"ms": 1, "us": 1000, "ns": 1_000_000}[TIME_UNITS[e]]
-        return pc.divide(raw, per_ms).cast(pa.int32()).cast(pa.time32("ms"))
+        ms = np.floor_divide(raw.fill_null(0).to_numpy(zero_copy_only=False), per_ms) % MS_PER_DAY
+        return pa.array(ms.astype(np.int32), pa.int32(), mask=raw.is_null().to_numpy(zero_copy_only=False)) \
+            .cast(pa.time32("ms"))
+    if e in ("bits", "bits-bytes"):  # little-endian bytes of the bits, stored big-endian as Paimon's CDC does
+        return reversed_bytes(base64_decoded(c.name, raw.cast(pa.binary())) if e == "bits" else raw.cast(pa.binary()))
     if e in ("decimal-bytes", "decimal-unscaled"):  # at the source's scale; cast to the column's (safely) after
         data = base64_decoded(c.name, raw.cast(pa.binary())) if e == "decimal-bytes" else raw.cast(pa.binary())
         if c.scale is None or not pa.types.is_decimal(c.type) or c.scale == c.type.scale:
@@ -515,6 +524,22 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
             raise ValueError(f"column '{c.name}' has a double with more digits than the scale of {c.type}")
         return exact
     raise ValueError(f"column '{c.name}': unknown encoding {e!r}")
+
+
+def reversed_bytes(values: pa.Array) -> pa.Array:
+    """Each binary value's bytes in reverse order, in one numpy pass."""
+    if values.offset:
+        values = pa.concat_arrays([values])
+    n = len(values)
+    offsets = np.frombuffer(values.buffers()[1], np.int32, n + 1)
+    data = np.frombuffer(values.buffers()[2], np.uint8) if values.buffers()[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    rows = np.repeat(np.arange(n), lengths)
+    position = np.arange(offsets[0], offsets[-1])
+    flipped = data[(offsets[:-1] + offsets[1:] - 1)[rows] - position] if len(position) else data[:0]
+    out = np.concatenate([data[:offsets[0]], flipped])
+    return pa.Array.from_buffers(pa.binary(), n, [values.buffers()[0], values.buffers()[1], pa.py_buffer(out.tobytes())],
+                                 null_count=values.null_count)
 
 
 def _text_unit(t: pa.DataType) -> str:

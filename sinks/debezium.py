@@ -71,6 +71,7 @@ _LOGICAL = {
     "io.debezium.time.MicroTime": "time-us", "io.debezium.time.NanoTime": "time-ns",
     "org.apache.kafka.connect.data.Decimal": "decimal-bytes",
     "io.debezium.data.VariableScaleDecimal": "variable-scale",
+    "io.debezium.data.Bits": "bits",  # a MySQL BIT(n > 1): little-endian bytes, stored big-endian
 }
 # a new column of variable-scale decimals: Paimon's Postgres CDC types a NUMERIC without declared
 # precision so (after Spark, SPARK-26538)
@@ -221,6 +222,8 @@ def _new_column_type(spec: dict, nested: bool = False) -> pa.DataType | None:
         return pa.decimal128(int(params.get("connect.decimal.precision", 38)), int(params.get("scale", 0)))
     if encoding == "variable-scale":
         return VARIABLE_SCALE_COLUMN
+    if encoding == "bits":  # Paimon's CDC: BINARY((length + 7) / 8)
+        return pa.binary()
     return _CONNECT_TYPES.get(spec.get("type"))
 
 
@@ -274,7 +277,7 @@ def _as_avro(encoding: str) -> str:
     """A JSON encoding as Avro carries it: bytes and decimals as bytes, not base64."""
     if encoding.startswith(ARRAY_PREFIX):
         return array_of(_as_avro(encoding[len(ARRAY_PREFIX):]))
-    return {"base64": "plain", "decimal-bytes": "decimal-unscaled",
+    return {"base64": "plain", "decimal-bytes": "decimal-unscaled", "bits": "bits-bytes",
             "variable-scale": "variable-scale-unscaled"}.get(encoding, encoding)
 
 

@@ -920,3 +920,39 @@ def test_debezium_avro_new_fields_of_types_not_decoded_are_refused_by_record(reg
             records(values))
         assert decoded.rows.num_rows == 0 and decoded.rejected.column("offset").to_pylist() == [0, 1]
         assert "writer schema 11: field(s) ['odd']" in decoded.rejected.column("error")[0].as_py()
+
+
+def test_bits_are_stored_big_endian_and_times_beyond_a_day_wrap():
+    """io.debezium.data.Bits (a MySQL BIT(n > 1)) carries the bits' bytes little-endian: stored
+    big-endian, as Paimon's Debezium CDC reverses them (b'0000000100000010' is 0x0102), a new
+    column of them BYTES. A MySQL TIME outside 0-24h ('25:00:00', '-01:00:00' as MicroTime) is
+    the time of day Paimon's CDC reads it as (01:00, 23:00), never a TIME out of its range."""
+    bits = {"type": "bytes", "optional": True, "name": "io.debezium.data.Bits", "version": 1,
+            "parameters": {"length": "16"}}
+    micro = {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTime", "version": 1}
+
+    def envelope(after, *fields):
+        image = {"type": "struct", "optional": True,
+                 "fields": [{"type": "int64", "optional": False, "field": "id"}, *fields]}
+        schema = {"type": "struct", "fields": [dict(image, field="before"), dict(image, field="after"),
+                                               {"type": "string", "optional": False, "field": "op"}]}
+        return json.dumps({"schema": schema, "payload": {"op": "c", "before": None, "after": after}}).encode()
+    table = pa.schema([pa.field("id", pa.int64(), False), ("flags", pa.binary()), ("t", pa.time32("ms"))])
+    fields = (dict(bits, field="flags"), dict(micro, field="t"))
+    little = base64.b64encode(bytes([0x02, 0x01])).decode()
+    rows = Decoder("debezium-json", table, ("id",)).decode(records([
+        envelope({"id": 1, "flags": little, "t": 25 * 3600 * 10**6}, *fields),
+        envelope({"id": 2, "flags": base64.b64encode(b"\x01").decode(), "t": -3600 * 10**6}, *fields),
+        envelope({"id": 3, "flags": None, "t": -1}, *fields),
+        envelope({"id": 4, "flags": "", "t": None}, *fields)]))
+    assert rows.to_pylist() == [
+        {"id": 1, "flags": b"\x01\x02", "t": dt.time(1), "_kind": "+I"},
+        {"id": 2, "flags": b"\x01", "t": dt.time(23), "_kind": "+I"},
+        {"id": 3, "flags": None, "t": dt.time(23, 59, 59, 999000), "_kind": "+I"},
+        {"id": 4, "flags": b"", "t": None, "_kind": "+I"}]
+    added = Decoder("debezium-json", table.remove(1), ("id",)).decode_all(records([
+        envelope({"id": 1, "flags": little, "t": 0}, *fields)]))
+    assert added.new_fields == pa.schema([("flags", pa.binary())])
+    from paimon_streaming.sinks import debezium
+    assert debezium.table_schema_of({"fields": [{"field": "after", "type": "struct", "fields": [
+        dict(bits, field="flags")]}]}) == pa.schema([("flags", pa.binary())])
