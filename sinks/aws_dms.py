@@ -53,10 +53,20 @@ def encoding_of(t: pa.DataType) -> str:
 
 
 def row_image(value: bytes | None) -> dict | None:
-    """The row a data record carries, without its before image (None for control records)."""
+    """The row a data record carries, without an update's before image (None for control
+    records): only updates carry one, so a load's or insert's `BI_` fields are columns."""
     operation = (change_events.row_object(value, "metadata") or {}).get("operation")
     data = change_events.row_object(value, "data") if operation in _OPS else None
-    return {k: v for k, v in data.items() if not k.startswith(BEFORE_PREFIX)} if data else None
+    if not data:
+        return None
+    return {k: v for k, v in data.items() if operation != "update" or not _before_image_of(k, data)}
+
+
+def _before_image_of(name: str, fields) -> bool:
+    """Whether field `name` of an update is the before image of another of its `fields`: BI_x
+    beside x (DMS's before image; a column named BI_... with no column it is the image of is
+    data)."""
+    return name.startswith(BEFORE_PREFIX) and name[len(BEFORE_PREFIX):] in fields
 
 
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
@@ -65,7 +75,7 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     number of records in the schema's metadata (`EVENTS_METADATA`)."""
     wire = {c.name: c.wire for c in columns if c.wire is not None}
     image = pa.struct([pa.field(n, t) for n, t in wire.items()]
-                      + [pa.field(BEFORE_PREFIX + k, wire[k]) for k in keys if k in wire])
+                      + [pa.field(BEFORE_PREFIX + k, wire[k]) for k in keys if k in wire and BEFORE_PREFIX + k not in wire])
     metadata = pa.struct([("record-type", pa.string()), ("operation", pa.string()), ("schema-name", pa.string()),
                           ("table-name", pa.string())])
     events = read_events(buffer, pa.schema([("metadata", metadata), ("data", image)]), closed=("metadata",))
@@ -76,7 +86,7 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     kept = np.flatnonzero(~control.to_numpy(zero_copy_only=False) | unapplied.to_numpy(zero_copy_only=False))
     op = change_events.op_codes(operation.take(pa.array(kept)), _OPS)
     data = events.column("data").combine_chunks().take(pa.array(kept))
-    after = _without_before_image(data)
+    after = _without_before_image(data, pc.equal(op, "u"), {c.name for c in columns})
     table = change_rows(op, _before(op, data, after, keys, partitioned), after, columns, kind_column, event_column,
                         keys, partitioned, partial)
     table = table.set_column(table.schema.get_field_index(event_column), event_column,
@@ -86,11 +96,21 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
         {EVENTS_METADATA: str(len(meta)).encode()})
 
 
-def _without_before_image(data: pa.StructArray) -> pa.StructArray:
-    """The row a record holds: its fields less the before image's."""
-    fields = [f for f in data.type if not f.name.startswith(BEFORE_PREFIX)]
-    return pa.StructArray.from_arrays([data.field(f.name) for f in fields], fields=fields,
-                                      mask=data.is_null() if data.null_count else None)
+def _without_before_image(data: pa.StructArray, is_update: pa.Array, columns: set[str]) -> pa.StructArray:
+    """The row each record holds: its fields less an update's before image (`_before_image_of`;
+    as Paimon's CDC, only updates carry one: a load's or insert's BI_ fields are data). Such a
+    field stays (null in updates) where it is a table column or data of other records."""
+    names = data.type.names
+    fields, arrays = [], []
+    for f in data.type:
+        values = data.field(f.name)
+        if _before_image_of(f.name, names):
+            values = pc.if_else(is_update, pa.scalar(None, f.type), values)
+            if f.name not in columns and values.null_count == len(values):
+                continue  # only the before image of updates: no column
+        fields.append(f)
+        arrays.append(values)
+    return pa.StructArray.from_arrays(arrays, fields=fields, mask=data.is_null() if data.null_count else None)
 
 
 def _before(op: pa.Array, data: pa.StructArray, after: pa.StructArray, keys: Sequence[str],

@@ -160,3 +160,26 @@ def test_ingest_aws_dms_end_to_end(spark, broker, tmp_path):
     assert any("evolved to schema" in line and "note" in line for line in lines), lines
     assert ours == sorted(final.values(), key=lambda r: r["id"])
     assert java == ours
+
+
+def test_columns_named_bi_are_data_outside_updates():
+    """Only an update carries DMS's before image (BI_x beside x), as Paimon's CDC reads it: a
+    load's or insert's BI_ fields, and an update's BI_ field that is the image of no field, are
+    the source's own columns, kept (before, every BI_ field was dropped from every record, also
+    from the rows a new table's columns are inferred from)."""
+    from paimon_streaming.sinks import aws_dms
+    table = pa.schema([pa.field("ID", pa.int64(), False), ("BI_SCORE", pa.int64()), ("NAME", pa.string())])
+    batch = records([json.dumps(m).encode() for m in [
+        message("load", {"ID": 1, "BI_SCORE": 90, "NAME": "a"}),
+        message("insert", {"ID": 2, "BI_SCORE": 80, "NAME": "b"}),
+        message("update", {"ID": 3, "BI_ID": 2, "BI_SCORE": 70, "NAME": "c", "BI_NAME": "b"})]])
+    decoded = Decoder("aws-dms-json", table, ("ID",)).decode_all(batch)
+    assert len(decoded.new_fields) == 0 and decoded.rejected.num_rows == 0
+    assert decoded.rows.to_pylist() == [
+        {"ID": 1, "BI_SCORE": 90, "NAME": "a", "_kind": "+I"}, {"ID": 2, "BI_SCORE": 80, "NAME": "b", "_kind": "+I"},
+        {"ID": 2, "BI_SCORE": 70, "NAME": "c", "_kind": "-D"},  # the old key deleted
+        {"ID": 3, "BI_SCORE": 70, "NAME": "c", "_kind": "+I"}]
+    assert aws_dms.row_image(json.dumps(message("insert", {"ID": 1, "BI_SCORE": 90})).encode()) == \
+        {"ID": 1, "BI_SCORE": 90}
+    assert aws_dms.row_image(json.dumps(message("update", {"ID": 1, "BI_ID": 1, "BI_X": 5})).encode()) == \
+        {"ID": 1, "BI_X": 5}
