@@ -61,7 +61,7 @@ from .collection_aggregates import (COLLECTION_FUNCTIONS, RETRACTABLE_COLLECTION
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .numeric_aggregates import float_extreme, hash_aggregate, product_of, sum_of
 from .keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
-from .schema import TableSchema
+from .schema import TableSchema, java_split
 from .types import MAX_LENGTH, DataType
 
 __all__ = ["MergeEngine", "engine_for", "validate_engine_options", "merge_sorted", "sort_for_merge", "sort_and_merge",
@@ -528,8 +528,9 @@ class PartialUpdateEngine(MergeEngine):
         for k, v in o.items():
             if not (k.startswith("fields.") and k.endswith(".sequence-group")):
                 continue
-            seq = tuple(_split(k[len("fields."):-len(".sequence-group")]))
-            vals = tuple(_split(v))
+            # names as written, spaces included: Java splits these lists without trimming
+            seq = tuple(java_split(k[len("fields."):-len(".sequence-group")], ","))
+            vals = tuple(java_split(v, ","))
             for f in seq + vals:
                 if f not in names:
                     raise InvalidOptionError(f"table option '{k}': field '{f}' is not in the table schema {names}")

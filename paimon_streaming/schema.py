@@ -59,8 +59,8 @@ class TableSchema:
     @property
     def bucket_keys(self) -> list[str]:
         raw = self.options.get("bucket-key")
-        if raw:
-            return [k.strip() for k in raw.split(",") if k.strip()]
+        if raw and raw.strip():  # names as written, spaces included, as Java splits them
+            return java_split(raw, ",")
         return self.trimmed_primary_keys
 
     @property

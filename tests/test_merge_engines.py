@@ -272,6 +272,7 @@ JAVA_REFUSED_OPTIONS = [
     ({"bucket": "-1", "bucket-key": "id"}, ["id"], "'bucket-key' = 'id' cannot go with 'bucket' = -1"),
     ({"bucket": "-1", "bucket-key": "id"}, [], "'bucket-key' = 'id' cannot go with 'bucket' = -1"),
     ({"partition.expiration-time": "1 d"}, ["id"], "'partition.expiration-time' needs a partitioned table"),
+    ({"bucket-key": " id"}, ["id"], r"bucket-key column\(s\) \[' id'\] are not in the schema"),  # not trimmed
 ]
 JAVA_ACCEPTED_OPTIONS = [  # near misses of those: Java creates these tables
     ({"merge-engine": "aggregation", "fields.default-aggregate-function": "sum"}, ["id"]),
@@ -322,6 +323,33 @@ def test_java_refuses_and_accepts_the_same_options(tmp_path):
     with java.batch() as b:
         for i, (options, keys) in enumerate(JAVA_ACCEPTED_OPTIONS):
             b.create_table(str(tmp_path / f"accepted{i}"), fields, keys, [], {"bucket": "1", **options})
+
+
+def test_names_in_bucket_key_and_sequence_groups_keep_their_spaces_as_java(tmp_path):
+    """Java splits `bucket-key` and a sequence group's columns at commas without trimming; we
+    trimmed them, so in a Java table with columns `k` and ` k` (bucket-key ` k`) our upserts
+    hashed `k` and landed in other buckets (every key twice), and a group `v, t` merged `t`
+    where Java merges ` t`."""
+    from java_oracle import get_oracle
+    java = get_oracle()
+    keyed, grouped = str(tmp_path / "db.db" / "keyed"), str(tmp_path / "db.db" / "grouped")
+    with java.batch() as b:
+        b.create_table(keyed, [{"name": "k", "type": "INT NOT NULL"}, {"name": " k", "type": "INT NOT NULL"},
+                               {"name": "v", "type": "STRING"}], ["k", " k"], [], {"bucket": "4", "bucket-key": " k"})
+        b.write(keyed, [{"k": i, " k": 100 + i, "v": "java"} for i in range(8)])
+        b.create_table(grouped, [{"name": "k", "type": "INT NOT NULL"}, {"name": "s", "type": "INT"},
+                                 {"name": "v", "type": "STRING"}, {"name": "t", "type": "STRING"},
+                                 {"name": " t", "type": "STRING"}], ["k"], [],
+                       {"bucket": "1", "merge-engine": "partial-update", "fields.s.sequence-group": "v, t"})
+        b.write(grouped, [{"k": 1, "s": 2, "v": "new", "t": "new", " t": "new"}])
+        b.write(grouped, [{"k": 1, "s": 1, "v": "old", "t": "old", " t": "old"}])
+        want = b.read(grouped)
+    t = ps.Table.open(keyed)
+    t.write_arrow(pa.table({"k": pa.array(range(8), pa.int32()), " k": pa.array(range(100, 108), pa.int32()),
+                            "v": ["ours"] * 8}))
+    assert sorted(r["v"] for r in java.read(keyed)) == ["ours"] * 8
+    assert ps.Table.open(grouped).to_arrow().to_pylist() == want.result == [
+        {"k": 1, "s": 2, "v": "new", "t": "old", " t": "new"}]
 
 
 def test_append_table_row_kinds(catalog):
