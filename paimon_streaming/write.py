@@ -34,7 +34,7 @@ from .file_index import INDEX_SUFFIX, FileIndexSpec
 from .default_values import with_defaults
 from .dynamic_bucket import DynamicBucketAssigner
 from . import variant
-from .zones import instants_in, local_wall_times
+from .zones import instants_in, java_zone, local_wall_times
 from .errors import (InvalidOptionError, PaimonError, SchemaMismatchError, UnsupportedOperationError,
                      UnsupportedTypeError)
 from .external_paths import ExternalPaths
@@ -184,7 +184,7 @@ def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) 
         arr, t = arr.cast(pa.list_(t.value_field)), pa.list_(t.value_field)
     if pa.types.is_timestamp(t):
         if target.tz is None:
-            zoned = arr if time_zone is None else arr.cast(pa.timestamp(t.unit, tz=time_zone))
+            zoned = arr if time_zone is None else arr.cast(pa.timestamp(t.unit, tz=java_zone(time_zone)))
             return local_wall_times(zoned)
         return _instants_of_wall_times(arr, time_zone or "UTC")
     mask = arr.is_null() if arr.null_count else None
@@ -209,7 +209,8 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     value replaced by it (default_values.py); errors name the column.
 
     An instant written into a TIMESTAMP column (a wall time) becomes the wall time it shows in
-    `time_zone` (Spark's session time zone, as Spark's casts do), else in its own Arrow zone; a
+    `time_zone` (Spark's session time zone, as Spark's casts do; Java's zone ids such as
+    'GMT+08:00', 'UTC-3' or 'CST' too, `zones.java_zone`), else in its own Arrow zone; a
     wall time written into a TIMESTAMP WITH LOCAL TIME ZONE column is read in `time_zone`, else
     UTC (one the zone repeats as the earlier instant, one it skips moved later by the gap, as
     java.time and Spark's casts read them).

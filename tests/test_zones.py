@@ -43,3 +43,25 @@ def test_instants_written_as_wall_times_after_2037(catalog):
                             "ts": pa.array(values, pa.timestamp("us", tz="America/New_York"))}))
     got = {r["id"]: r["ts"] for r in t.to_arrow().to_pylist()}
     assert got == {i + 1: v.replace(tzinfo=None) for i, v in enumerate(values)}
+
+
+def test_java_zone_ids_are_read_as_java_reads_them():
+    """Spark's session time zone is a Java ZoneId text (`ZoneId.of(id, ZoneId.SHORT_IDS)`):
+    offsets bare or after UTC/GMT/UT, Z/UT/UTC/GMT, the SHORT_IDS abbreviations; each becomes a
+    zone pyarrow takes, and the conversions take them as given."""
+    from paimon_streaming.errors import UnsupportedOperationError
+    from paimon_streaming.zones import java_zone
+    cases = {"GMT+08:00": "+08:00", "UTC+08:00": "+08:00", "UTC+8": "+08:00", "UT+1": "+01:00", "UTC-3": "-03:00",
+             "+8": "+08:00", "+0800": "+08:00", "+08:00:00": "+08:00", "GMT+8:30": "+08:30", "-00:00": "UTC",
+             "Z": "UTC", "UT": "UTC", "UTC": "UTC", "GMT": "UTC", "CST": "America/Chicago", "IST": "Asia/Kolkata",
+             "PST": "America/Los_Angeles", "CTT": "Asia/Shanghai", "EST": "-05:00", "HST": "-10:00",
+             "America/New_York": "America/New_York", "Etc/GMT+8": "Etc/GMT+8"}
+    assert {z: java_zone(z) for z in cases} == cases
+    for bad in ("+19:00", "GMT+", "-03:30:15"):
+        with pytest.raises(UnsupportedOperationError, match="time zone"):
+            java_zone(bad)
+    walls = pa.array([dt.datetime(2024, 7, 1, 12)], pa.timestamp("us"))
+    for zone, hours in [("GMT+08:00", 4), ("UTC-3", 15), ("CST", 17), ("Z", 12)]:
+        instant = instants_in(walls, zone)
+        assert instant.cast(pa.timestamp("us", tz="UTC"))[0].as_py() == dt.datetime(2024, 7, 1, hours, tzinfo=UTC)
+        assert local_wall_times(instant.cast(pa.timestamp("us", tz=zone))).to_pylist() == walls.to_pylist()
