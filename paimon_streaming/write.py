@@ -34,7 +34,7 @@ from .file_index import INDEX_SUFFIX, FileIndexSpec
 from .default_values import with_defaults
 from .dynamic_bucket import DynamicBucketAssigner
 from . import variant
-from .zones import instants_in, java_zone, local_wall_times
+from .zones import instants_of_wall_times, java_zone, local_wall_times
 from .errors import (InvalidOptionError, PaimonError, SchemaMismatchError, UnsupportedOperationError,
                      UnsupportedTypeError)
 from .external_paths import ExternalPaths
@@ -160,21 +160,6 @@ def _is_any_list(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
-def _instants_of_wall_times(arr: pa.Array, zone: str) -> pa.Array:
-    """Wall times read in `zone` as java.time and Spark's casts read them: a repeated one as the
-    earlier instant, one the clocks skipped moved later by the gap (02:30 on a spring-forward
-    day in New York is 03:30 EDT), that is read with the offset before the gap."""
-    earliest = instants_in(arr, zone, ambiguous="earliest", nonexistent="earliest")
-    latest = instants_in(arr, zone, ambiguous="earliest", nonexistent="latest")
-    skipped = pc.not_equal(earliest, latest)  # only in a gap: the instants before and after it
-    if not pc.any(skipped).as_py():
-        return latest
-    # `earliest` is the gap's last instant before it: its wall time minus it is the offset before
-    offset_before = pc.subtract(local_wall_times(earliest).cast(pa.int64()), earliest.cast(pa.int64()))
-    moved = pc.subtract(arr.cast(pa.int64()), offset_before).cast(latest.type)
-    return pc.if_else(skipped, moved, latest)
-
-
 def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) -> pa.Array:
     """One chunk of `_between_zones`: nested types rebuilt around their converted children."""
     t = arr.type
@@ -186,7 +171,7 @@ def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) 
         if target.tz is None:
             zoned = arr if time_zone is None else arr.cast(pa.timestamp(t.unit, tz=java_zone(time_zone)))
             return local_wall_times(zoned)
-        return _instants_of_wall_times(arr, time_zone or "UTC")
+        return instants_of_wall_times(arr, time_zone or "UTC")
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
         children = [_zones_converted(arr.field(i), target.field(f.name).type, time_zone)

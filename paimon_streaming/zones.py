@@ -89,6 +89,21 @@ def instants_in(wall_times: pa.Array, zone: str, **options) -> pa.Array:
     return _through_listed_years(wall_times, zone, lambda a: pc.assume_timezone(a, zone, **options))
 
 
+def instants_of_wall_times(arr: pa.Array, zone: str) -> pa.Array:
+    """Wall times read in `zone` as java.time and Spark's casts read them: a repeated one as the
+    earlier instant, one the clocks skipped moved later by the gap (02:30 on a spring-forward
+    day in New York is 03:30 EDT), that is read with the offset before the gap."""
+    earliest = instants_in(arr, zone, ambiguous="earliest", nonexistent="earliest")
+    latest = instants_in(arr, zone, ambiguous="earliest", nonexistent="latest")
+    skipped = pc.not_equal(earliest, latest)  # only in a gap: the instants before and after it
+    if not pc.any(skipped).as_py():
+        return latest
+    # `earliest` is the gap's last instant before it: its wall time minus it is the offset before
+    offset_before = pc.subtract(local_wall_times(earliest).cast(pa.int64()), earliest.cast(pa.int64()))
+    moved = pc.subtract(arr.cast(pa.int64()), offset_before).cast(latest.type)
+    return pc.if_else(skipped, moved, latest)
+
+
 def _through_listed_years(arr: pa.Array, zone: str, convert: Callable[[pa.Array], pa.Array]) -> pa.Array:
     """`convert(arr)`, with values after 2037 converted in a listed year of the same calendar and
     shifted back (module docstring). The shift is taken from the year of the value as given

@@ -35,6 +35,8 @@ from paimon_streaming.schema import TableSchema
 from paimon_streaming.streaming_scan import ReadUnit
 from paimon_streaming.types import DataType, map_arrow_leaves
 
+from .spark_casts import ANSI, SESSION_TIME_ZONE, CastSettings, SparkCastRefused, spark_cast
+
 _KIND = "__paimon_row_kind"
 MAX_BATCH_ROWS = 64 * 1024
 
@@ -178,6 +180,7 @@ def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.R
     flt = parse_filter([tuple(t) for t in ctx.filter_terms], row_tracking.filterable(schema)) if ctx.filter_terms \
         else None
     names = ctx.table_columns
+    settings = None
     for unit in units:
         try:
             table = read_unit(reader, unit, names, flt)
@@ -191,7 +194,9 @@ def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.R
             continue
         arrays = [table.column(_KIND if col is None else col) for _, col in ctx.columns]
         result = pa.Table.from_arrays(arrays, names=[name for name, _ in ctx.columns])
-        yield from _conform(result, target).to_batches(max_chunksize=MAX_BATCH_ROWS)
+        if settings is None and not result.schema.equals(target):
+            settings = session_cast_settings()
+        yield from _conform(result, target, settings).to_batches(max_chunksize=MAX_BATCH_ROWS)
 
 
 def spark_schema(arrow: pa.Schema) -> StructType:
@@ -202,10 +207,13 @@ def spark_schema(arrow: pa.Schema) -> StructType:
         f.type, lambda leaf: pa.int32() if pa.types.is_time(leaf) else leaf)) for f in arrow]))
 
 
-def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
-    """Cast to Spark's Arrow schema (timestamps to microseconds with Spark's time zone)."""
+def _conform(table: pa.Table, target: pa.Schema, settings: CastSettings | None = None) -> pa.Table:
+    """Cast to Spark's Arrow schema: timestamps to microseconds (floored), a read schema's other
+    types as Spark's CAST casts them in the session's time zone (`spark_casts`), or refused
+    naming the column."""
     if table.schema.equals(target):
         return table
+    settings = settings or CastSettings()
     arrays = []
     for column, field in zip(table.columns, target):
         if column.type.equals(field.type):
@@ -215,7 +223,12 @@ def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
         if not floored.equals(column.type):
             column = conform(column, floored)
         try:
-            arrays.append(column.cast(field.type))
+            arrays.append(pa.chunked_array([spark_cast(c, field.type, settings) for c in column.chunks], field.type))
+        except SparkCastRefused as exc:
+            raise SchemaMismatchError(
+                f"column {field.name!r} cannot be read as {field.type} (the read schema's type) from its "
+                f"{column.type} values as Spark's CAST reads them: {exc}; read it as its table type, or cast it "
+                "in Spark") from None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             # a read schema's type (`.schema("id int")`) that some stored value does not fit
             raise SchemaMismatchError(
@@ -223,6 +236,16 @@ def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
                 f"({column.type}) do not all convert ({exc}); read it as its table type, or cast it in Spark") \
                 from None
     return pa.Table.from_arrays(arrays, schema=target)
+
+
+def session_cast_settings() -> CastSettings:
+    """The session's time zone and ANSI mode as a task sees them (Spark gives a task the SQL
+    settings a session sets as local properties; a Python data source is given nothing else)."""
+    from pyspark import TaskContext
+    context = TaskContext.get()
+    if context is None:
+        return CastSettings.of({})
+    return CastSettings.of({key: context.getLocalProperty(key) for key in (SESSION_TIME_ZONE, ANSI)})
 
 
 def _floored_type(src: pa.DataType, dst: pa.DataType) -> pa.DataType:

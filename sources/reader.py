@@ -22,7 +22,8 @@ the newest full compaction instead (see paimon_streaming/full_compaction.py), as
 
 Projection: PySpark's Python Data Source API gives sources no column pruning; give the
 columns to read as the read schema (`.schema("id long, v string")`, names matched to table
-columns case-insensitively, types cast), and only those columns are read from the files.
+columns case-insensitively, types cast as Spark's CAST casts them in the session's time zone:
+spark_casts.py), and only those columns are read from the files.
 
 Filter pushdown: with `spark.sql.python.filterPushdown.enabled=true` (Spark's default is
 false; `paimon_streaming.register` sets it) Spark hands the query's filters to the reader. Comparisons (=, <>, <, <=, >, >=),

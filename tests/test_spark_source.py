@@ -930,3 +930,47 @@ def test_stream_reader_bytes_limit_and_a_schema_changed_since_defined(catalog):
     r.stop()
     with pytest.raises(SchemaChangedError, match="the schema of table .*bytes changed since this stream was defined"):
         stream_reader({"path": t.path}, StructType([StructField("id", LongType()), StructField("gone", LongType())]))
+
+
+def test_a_read_schema_casts_as_sparks_cast_in_the_session_zone(spark, catalog):
+    """`.schema(...)` with other types than the table's gives what Spark's own CAST gives in the
+    same session (New York): an instant as TIMESTAMP_NTZ, DATE and text its wall time there, a
+    wall time and a DATE as TIMESTAMP the instant they are there (02:30 on a spring-forward day
+    moved later by the gap), floats and decimals as Java/Spark print them (NaN, -0.0, 1.0E22,
+    0.0000000001), nested too; Arrow's cast had given UTC wall times, 'nan', '1E-10'. A cast not
+    reproduced is refused naming the column and the types."""
+    import decimal
+    from pyspark.sql import functions as F
+    utc = datetime.timezone.utc
+    t = catalog.create_table("db.read_casts", pa.schema([
+        ("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("ntz", pa.timestamp("us")), ("d", pa.date32()),
+        ("x", pa.float64()), ("f", pa.float32()), ("dec", pa.decimal128(38, 10)), ("big", pa.int64()),
+        ("st", pa.struct([("a", pa.timestamp("us", tz="UTC")), ("b", pa.list_(pa.float64()))]))]))
+    t.write_arrow(pa.table({
+        "id": [1, 2, 3],
+        "ts": pa.array([datetime.datetime(2024, 7, 1, 12, tzinfo=utc), datetime.datetime(1969, 12, 31, 23, 59, 59, 999999,
+                                                                                          tzinfo=utc), None],
+                       pa.timestamp("us", tz="UTC")),
+        "ntz": pa.array([datetime.datetime(2024, 7, 1, 12), datetime.datetime(2024, 3, 10, 2, 30, 0, 500000), None],
+                        pa.timestamp("us")),
+        "d": pa.array([datetime.date(2024, 7, 1), datetime.date(1900, 1, 1), None], pa.date32()),
+        "x": [float("nan"), -0.0, 1e22], "f": pa.array([1.5, float("inf"), None], pa.float32()),
+        "dec": pa.array([decimal.Decimal("0.0000000001"), decimal.Decimal("-12.5"), None], pa.decimal128(38, 10)),
+        "big": [2**63 - 1, -(2**53) - 1, None],
+        "st": [{"a": datetime.datetime(2024, 1, 1, 3, tzinfo=utc), "b": [float("nan"), 0.1]}, None, {"a": None, "b": None}]}))
+    casts = [("ts", "timestamp_ntz"), ("ts", "date"), ("ts", "string"), ("ntz", "timestamp"), ("ntz", "string"),
+             ("d", "timestamp"), ("x", "string"), ("f", "string"), ("f", "double"), ("dec", "string"),
+             ("dec", "double"), ("dec", "decimal(20,2)"), ("big", "double"), ("big", "string"),
+             ("st", "struct<a:timestamp_ntz,b:array<string>>")]
+    with conf(spark, "spark.sql.session.timeZone", "America/New_York"):
+        base = spark.read.format("paimon").load(t.path)
+        for column, type_ in casts:
+            as_text = F.to_json(F.col(column)) if type_.startswith("struct") else F.col(column).cast("string")
+            got = spark.read.format("paimon").schema(f"id long, {column} {type_}").load(t.path) \
+                .select("id", as_text.alias("v")).collect()
+            want = base.select("id", F.col(column).cast(type_).alias(column)) \
+                .select("id", (F.to_json(F.col(column)) if type_.startswith("struct")
+                               else F.col(column).cast("string")).alias("v")).collect()
+            assert sorted(map(tuple, got)) == sorted(map(tuple, want)), (column, type_)
+        with pytest.raises(Exception, match=r"column 'big' cannot be read as timestamp.*Spark's CAST"):
+            spark.read.format("paimon").schema("id long, big timestamp").load(t.path).collect()
