@@ -43,6 +43,9 @@ def test_delete_with_where_terms(tmp_path, capsys):
     path = table.path
     assert main(["delete", path, "--where", "zip", "=", "01234", "--dry-run", "--json"]) == 0  # text, not 1234
     assert json.loads(capsys.readouterr().out)["matching_rows"] == 1
+    # numbers in a list for a text column are their text too (`[1234]` was the int 1234: refused)
+    assert main(["delete", path, "--where", "zip", "in", "[1234, 9.0]", "--dry-run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["matching_rows"] == 1
     assert main(["delete", path, "--where", "zip", "in", '["01234", "9"]', "--where", "day", ">=", "2022-01-11"]) == 0
     assert "deleted from" in capsys.readouterr().out
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3]  # 2022-01-11 is day 19,003

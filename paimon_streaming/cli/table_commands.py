@@ -98,12 +98,21 @@ def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
     number with a fraction for a DECIMAL column is the decimal it spells (a double would hold
     12345678901234567.89 as ...567.88)."""
     kind = schema.field(column).type if column in schema.names else pa.null()
+    textual = pa.types.is_string(kind) or pa.types.is_large_string(kind)
     try:
-        value = json.loads(text, parse_float=decimal.Decimal if pa.types.is_decimal(kind) else float)
+        if textual:  # numbers as they are written, in lists too (`in '[1.50, 2]'`)
+            value = json.loads(text, parse_float=str, parse_int=str)
+        else:
+            value = json.loads(text, parse_float=decimal.Decimal if pa.types.is_decimal(kind) else float)
     except json.JSONDecodeError:
         return text
-    textual = pa.types.is_string(kind) or pa.types.is_large_string(kind)
-    return text if textual and isinstance(value, (int, float, bool)) else value
+    if not textual:
+        return value
+    if isinstance(value, list):
+        return [json.dumps(v) if isinstance(v, bool) else v for v in value]
+    if isinstance(value, str) and text.lstrip().startswith('"'):
+        return value  # a JSON string: '"null"' is the text null
+    return value if value is None or isinstance(value, (list, dict)) else text
 
 
 _NULLARY_OPS = ("is null", "is not null")
