@@ -213,8 +213,9 @@ def _epoch_millis_nanos(column: pa.Array, t: DataType) -> tuple[np.ndarray, np.n
 
 
 def _stored_digits(precision: int) -> int:
-    """Fractional digits a TIMESTAMP(precision) column stores (its Arrow unit: s, ms, us, ns)."""
-    return 0 if precision == 0 else 3 if precision <= 3 else 6 if precision <= 6 else 9
+    """Fractional digits a TIMESTAMP(precision) column stores (its Arrow unit: ms, us, ns; a TIMESTAMP(0)
+    keeps the milliseconds it is given, as Java's writers do)."""
+    return 3 if precision <= 3 else 6 if precision <= 6 else 9
 
 
 def _encode_timestamp(column: pa.Array, t: DataType, null: np.ndarray) -> _Field:

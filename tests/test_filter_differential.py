@@ -1215,3 +1215,23 @@ def test_nanosecond_partition_statistics_written_before_are_read_to_the_microsec
     monkeypatch.undo()
     assert _rows(t, [("p", "=", "2024-01-01 12:00:00.123456789")], "id") == _reprs([2])
     assert _rows(t, [("p", "<", "2024-01-01 12:00:00.123456001")], "id") == _reprs([1])
+
+
+def test_timestamp_0_milliseconds_in_partitions_keys_and_statistics(wh):
+    """TIMESTAMP(0) keeps the milliseconds it is given (as Java's writers do), so its BinaryRows
+    must too: partition rows, bucket keys and statistics were floored to the second, so a write
+    put a .250 row's file under the 10:00 partition's entry (the table then failed to read), and
+    `k > 58.200` pruned the file holding 58.500."""
+    schema = pa.schema([pa.field("k", pa.timestamp("s"), False), pa.field("pt", pa.timestamp("s"), False),
+                        ("v", pa.int64())])
+    t = wh.create_table("db.ts0", schema, primary_keys=["k", "pt"], partition_keys=["pt"], options={"bucket": "3"})
+    day = dt.datetime
+    keys = [day(2024, 1, 1, 23, 59, 58, 500000), day(2024, 1, 1, 23, 59, 58), day(2024, 1, 1, 23, 59, 58, 999000)]
+    parts = [day(2024, 1, 1, 10, 0, 0, 250000), day(2024, 1, 1, 10), day(2024, 1, 1, 10, 0, 0, 250000)]
+    for v in (1, 2):  # the second write upserts every key in place
+        t.write_arrow(pa.table({"k": pa.array(keys, pa.timestamp("ms")), "pt": pa.array(parts, pa.timestamp("ms")),
+                                "v": [v] * 3}))
+    rows = sorted((r["k"], r["pt"], r["v"]) for r in ps.Table.open(t.path).to_arrow().to_pylist())
+    assert rows == sorted(zip(keys, parts, [2] * 3))
+    assert len({e.partition for e in t.plan(t.latest_snapshot())}) == 2
+    assert sorted(t.to_arrow(filter=[("k", ">", "2024-01-01 23:59:58.200")]).column("v").to_pylist()) == [2, 2]
