@@ -528,11 +528,8 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
 
 def reversed_bytes(values: pa.Array) -> pa.Array:
     """Each binary value's bytes in reverse order, in one numpy pass."""
-    if values.offset:
-        values = pa.concat_arrays([values])
+    values, offsets, data = _binary_buffers(values)
     n = len(values)
-    offsets = np.frombuffer(values.buffers()[1], np.int32, n + 1)
-    data = np.frombuffer(values.buffers()[2], np.uint8) if values.buffers()[2] is not None else np.zeros(0, np.uint8)
     lengths = np.diff(offsets)
     rows = np.repeat(np.arange(n), lengths)
     position = np.arange(offsets[0], offsets[-1])
@@ -540,6 +537,15 @@ def reversed_bytes(values: pa.Array) -> pa.Array:
     out = np.concatenate([data[:offsets[0]], flipped])
     return pa.Array.from_buffers(pa.binary(), n, [values.buffers()[0], values.buffers()[1], pa.py_buffer(out.tobytes())],
                                  null_count=values.null_count)
+
+
+def _binary_buffers(values: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """A binary array unsliced, with its int32 offsets and its data bytes as numpy views."""
+    if values.offset:
+        values = pa.concat_arrays([values])
+    offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1)
+    data = np.frombuffer(values.buffers()[2], np.uint8) if values.buffers()[2] is not None else np.zeros(0, np.uint8)
+    return values, offsets, data
 
 
 def _text_unit(t: pa.DataType) -> str:
@@ -553,11 +559,8 @@ def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.A
     integer, placed into 16-byte little-endian decimal128 slots in one numpy pass."""
     if not pa.types.is_decimal(target):
         raise ValueError(f"column '{column}' holds Kafka Connect decimals but is {target}")
-    if data.offset:
-        data = pa.concat_arrays([data])
+    data, offsets, raw = _binary_buffers(data)
     n = len(data)
-    offsets = np.frombuffer(data.buffers()[1], np.int32, n + 1)
-    raw = np.frombuffer(data.buffers()[2], np.uint8) if data.buffers()[2] is not None else np.zeros(0, np.uint8)
     lengths = np.diff(offsets)
     if ((lengths == 0) & data.is_valid().to_numpy(zero_copy_only=False)).any():
         raise ValueError(f"column '{column}' has a decimal of no bytes (Kafka Connect writes at least one)")
