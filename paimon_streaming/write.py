@@ -188,7 +188,7 @@ def _zones_converted(arr: pa.Array, target: pa.DataType, time_zone: str | None) 
                                                            time_zone), mask=mask)
 
 
-def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: str,
+def conform(data: pa.Table | pa.RecordBatch | list[pa.Table], schema: TableSchema, table_name: str,
             row_kind_column: str | None = None, time_zone: str | None = None) -> pa.Table:
     """Match columns by name and cast to the table's types, nulls of columns with a default
     value replaced by it (default_values.py); errors name the column.
@@ -208,6 +208,10 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
     `_VALUE_KIND` column.
     """
     data = arrow_table(data)
+    if isinstance(data, list):
+        # a string column past 2 GiB in one batch is widened there: concatenation widens the others
+        return pa.concat_tables([conform(d, schema, table_name, row_kind_column, time_zone) for d in data],
+                                promote_options="permissive")
     data, kinds = _split_row_kinds(data, schema, table_name, row_kind_column)
     names = schema.field_names
     table_columns, input_columns = set(names), set(data.column_names)
@@ -276,10 +280,11 @@ def conform(data: pa.Table | pa.RecordBatch, schema: TableSchema, table_name: st
 _WIDENED = (pa.large_string(), pa.large_binary())  # what `wide_enough` makes a column
 
 
-def arrow_table(data) -> pa.Table:
-    """The input of a write as one Arrow table: a Table, a RecordBatch, a RecordBatchReader
-    (read whole: it is one commit), a list of batches or tables, or any object with the Arrow
-    stream interface (pandas and polars DataFrames, duckdb results), as deltalake takes them."""
+def arrow_table(data) -> pa.Table | list[pa.Table]:
+    """The input of a write as one Arrow table (a list of them for a list of batches or tables):
+    a Table, a RecordBatch, a RecordBatchReader (read whole: it is one commit), a list, or any
+    object with the Arrow stream interface (pandas and polars DataFrames, duckdb results), as
+    deltalake takes them."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -287,19 +292,33 @@ def arrow_table(data) -> pa.Table:
     if isinstance(data, pa.RecordBatchReader):
         return data.read_all()
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, (pa.Table, pa.RecordBatch)) for d in data):
-        # columns by name, types unified (a column of nulls in one batch, int32 in another)
-        return pa.concat_tables([arrow_table(d) for d in data], promote_options="permissive")
+        # kept apart: each batch is cast to the table's types on its own (`conform`), as it would
+        # be written alone; Arrow's unified type could round (int32 beside float32 as float32)
+        return [arrow_table(d) for d in data]
     if isinstance(data, (list, tuple)) and not data:
         raise ValueError("a write of an empty list of batches has no columns: pass a table with no rows instead")
     if type(data).__module__.startswith("pandas") and hasattr(data, "reset_index"):
-        # a named index (a RangeIndex too, which pyarrow keeps only in metadata) is a column,
-        # an unnamed one (0, 1, 2, ... or what a filter left of it) is not data
-        named = [n for n in data.index.names if n is not None]
-        return pa.Table.from_pandas(data.reset_index(level=named) if named else data, preserve_index=False)
+        return _pandas_table(data)
     if hasattr(data, "__arrow_c_stream__"):
         return pa.table(data)
     raise TypeError(f"a write takes a pyarrow Table, RecordBatch or RecordBatchReader, a list of batches, or an object "
                     f"with the Arrow stream interface (pandas, polars, duckdb), not {type(data).__name__}")
+
+
+def _pandas_table(df) -> pa.Table:
+    """A named index (a RangeIndex too, which pyarrow keeps only in metadata) is a column; an
+    unnamed one (0, 1, 2, ... or what a filter left of it) is not data, nor is a level that
+    repeats a column (`set_index("k", drop=False)`): a level named like a column but holding
+    other values is refused."""
+    named = [n for n in df.index.names if n is not None]
+    repeated = [n for n in named if n in df.columns]
+    for n in repeated:
+        column, level = df[n], df.index.get_level_values(n).to_series()
+        if column.ndim != 1 or not column.reset_index(drop=True).equals(level.reset_index(drop=True)):
+            raise SchemaMismatchError(f"the input's index level '{n}' holds other values than its column '{n}': "
+                                      "rename or drop one of them")
+    moved = [n for n in named if n not in repeated]
+    return pa.Table.from_pandas(df.reset_index(level=moved) if moved else df, preserve_index=False)
 
 
 # Arrow types Paimon has no type for, as the Paimon type that holds each of their values (a

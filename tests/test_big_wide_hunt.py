@@ -350,6 +350,36 @@ def test_pandas_indexes_polars_categoricals_and_mixed_batches(catalog):
         t.write_arrow([])
 
 
+def test_lists_of_batches_are_cast_batch_by_batch_and_index_levels_repeating_columns(catalog):
+    """A list of batches was unified by Arrow before the checked cast: an INT32 batch beside a
+    FLOAT one went in as FLOAT and 16777217 was rounded (alone it is refused); a categorical,
+    zoned or unsigned batch beside a plain one failed in Arrow's merge. An index level
+    repeating its column (`set_index("id", drop=False)`) failed in pandas."""
+    import pandas as pd
+    t = catalog.create_table("db.f", pa.schema([pa.field("id", pa.int64(), False), ("f", pa.float32()),
+                                                ("v", pa.string()), ("ts", pa.timestamp("us")), ("u", pa.int64())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    plain = pa.table({"id": [2], "f": pa.array([0.5], pa.float32())})
+    with pytest.raises(SchemaMismatchError, match="column 'f' cannot be cast from int32 to float"):
+        t.write_arrow([pa.table({"id": [1], "f": pa.array([16777217], pa.int32())}), plain])
+    with pytest.raises(SchemaMismatchError, match="column 'f' cannot be cast from int64 to float"):
+        t.write_arrow([plain, pa.table({"id": [1], "f": pa.array([2**53 + 1], pa.int64())})])
+    assert t.latest_snapshot() is None
+    wall = dt.datetime(2020, 1, 1, 12)
+    categorical = pa.Table.from_pandas(pd.DataFrame({"id": [3], "v": pd.Categorical(["c"])}), preserve_index=False)
+    t.write_arrow([categorical, pa.table({"id": [4], "v": pa.array(["d"], pa.string_view())}),
+                   pa.table({"id": [5], "ts": pa.array([wall], pa.timestamp("ms", tz="UTC")),
+                             "u": pa.array([7], pa.uint64())}),
+                   pa.table({"id": [6], "ts": pa.array([wall], pa.timestamp("us")), "u": pa.array([8], pa.int64())})])
+    t.write_arrow(pd.DataFrame({"id": [7], "v": ["g"]}).set_index("id", drop=False))
+    moved = pd.DataFrame({"id": [8], "v": ["h"]}).set_index("id", drop=False)
+    moved.index = pd.Index([9], name="id")
+    with pytest.raises(SchemaMismatchError, match="index level 'id' holds other values than its column"):
+        t.write_arrow(moved)
+    assert sorted((r["id"], r["v"], r["ts"], r["u"]) for r in t.to_arrow().to_pylist()) == [
+        (3, "c", None, None), (4, "d", None, None), (5, None, wall, 7), (6, None, wall, 8), (7, "g", None, None)]
+
+
 # ---- strings past 32-bit offsets --------------------------------------------------------------------
 def _blob_rows(rows: int, size: int, large: bool, start: int = 0) -> pa.Table:
     """`rows` strings (and as many binaries) of `size` bytes, each distinct, in chunks of at most
