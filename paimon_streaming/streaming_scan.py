@@ -559,7 +559,9 @@ class StreamingScan:
         """The units after `start` that one micro-batch admits, and the position after them.
 
         Reads no snapshot beyond `last_snapshot` (Trigger.AvailableNow's target). When nothing
-        is left to read, returns ([], start): the stream does not move."""
+        is left to read, returns ([], start): the stream does not move. Snapshots with nothing
+        to read (compactions) are stepped over even when no unit follows them, as Java's
+        stream steps over them: a checkpoint left before them would need them after they expire."""
         self.check_not_rolled_back(start)
         latest = self.snapshots.latest_id()
         if latest is None:
@@ -591,9 +593,10 @@ class StreamingScan:
                         break
                     units.append(u)
             s += 1
-        if not units:
+        end = end if end is not None else StreamPosition(s, 0, False)
+        if not units and (end.snapshot, end.units) == (start.snapshot, start.units):
             return [], start
-        return units, self.marked(end if end is not None else StreamPosition(s, 0, False))
+        return units, self.marked(end)
 
     def marked(self, position: StreamPosition) -> StreamPosition:
         """`position` with the commit time of the last snapshot it has read."""

@@ -187,8 +187,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         position = _position(start)
         limits = self._limits(limit)
         units, end = self.scan.plan_batch(position, limits, self._last_snapshot)
-        if not units or (limits is not None and self._defer_for_min_rows(sum(u.rows for u in units))):
-            return start
+        if end == position or (limits is not None and self._defer_for_min_rows(sum(u.rows for u in units))):
+            return start  # a move over snapshots with nothing to read (compactions) is an empty batch
         self._last_trigger_ms = time.time() * 1000
         out = end.to_dict()
         if self._initial is not None and dict(start) == self._initial:

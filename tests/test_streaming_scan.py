@@ -370,6 +370,28 @@ def test_expired_snapshot_is_a_clear_error(catalog):
         ss.units_between(pos, StreamPosition(4))
 
 
+def test_a_caught_up_stream_steps_over_compactions(catalog):
+    """A stream with nothing to read but compaction snapshots stayed before them: once they
+    expired, its restart failed with SnapshotExpiredError (and never read what came after),
+    though it had needed nothing of them. Java's stream steps over them (nextSnapshotId++)."""
+    t = catalog.create_table("db.c", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "2"})
+    t.write_arrow(pa.table({"id": [1, 2, 3, 4], "v": list("abcd")}))
+    ss = stream_scan(t, **{"scan.mode": "latest-full"})
+    units, pos = ss.plan_batch(ss.start_position())
+    assert units and pos.snapshot == 2
+    t.compact(full=True)
+    assert t.latest_snapshot().commit_kind == COMPACT
+    units, moved = ss.plan_batch(pos)
+    assert units == [] and moved.snapshot == 3 and moved.read_time == t.latest_snapshot().time_millis
+    assert ss.plan_batch(moved) == ([], moved)  # idle: the same position
+    t.write_arrow(pa.table({"id": [9], "v": ["z"]}))
+    t.expire_snapshots(retain_max=1, retain_min=1)
+    restarted = stream_scan(t, **{"scan.mode": "latest-full"})
+    units, _ = restarted.plan_batch(moved)
+    assert [r["id"] for _, rows in read_units(restarted, units, ["id"]) for r in rows.to_pylist()] == [9]
+
+
 def test_a_rollback_below_the_position_is_an_error(catalog):
     """A stream at snapshot 4 (read 1-3): rolled back to 2 and committed again (3, 4 anew), its
     next plan refuses instead of skipping the new snapshot 3; a position whose last snapshot
