@@ -62,3 +62,17 @@ def jackson_quoted(text: str) -> str:
 
 
 _quoted = json.encoder.encode_basestring
+
+
+# java.lang.Character.isWhitespace: Unicode space, line and paragraph separators except the
+# non-breaking ones (U+00A0, U+2007, U+202F), and the ASCII controls \t \n \v \f \r \x1c-\x1f.
+# Python's str.isspace also counts the non-breaking spaces and U+0085.
+_JAVA_WHITESPACE = frozenset(
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2008\u2009\u200a"
+    "\u2028\u2029\u205f\u3000")
+
+
+def java_blank(text: str) -> bool:
+    """Whether Java's StringUtils.isNullOrWhitespaceOnly takes `text` as blank (a partition value
+    written under the default partition name)."""
+    return all(c in _JAVA_WHITESPACE for c in text)

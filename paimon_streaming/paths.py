@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .datafile import data_file_name
 from .external_paths import ExternalPaths
-from .java_text import java_float_str
+from .java_text import java_blank, java_float_str
 from .types import DataField, DataType
 
 # Characters Paimon escapes in partition directory names: controls, DEL and these.
@@ -83,7 +83,7 @@ def partition_value_str(value: Any, t: DataType, legacy: bool = True) -> str | N
         return None
     r = t.root
     if r in ("CHAR", "VARCHAR"):
-        return None if value.strip() == "" else value
+        return None if java_blank(value) else value
     if r == "BOOLEAN":
         return "true" if value else "false"
     if r == "DATE":

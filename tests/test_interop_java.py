@@ -52,11 +52,13 @@ def test_java_reads_what_we_write(java, catalog):
     part = catalog.create_table("db.part", part_schema, partition_keys=["dt", "ts", "s"],
                                 options={"bucket": "2", "bucket-key": "id"})
     part.write_arrow(pa.table({
-        "id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"],
-        "dt": [dt.date(2024, 1, 1), dt.date(2024, 1, 1), dt.date(1969, 12, 31), dt.date(2024, 2, 29)],
+        "id": [1, 2, 3, 4, 5, 6], "v": ["a", "b", "c", "d", "e", "f"],
+        "dt": [dt.date(2024, 1, 1), dt.date(2024, 1, 1), dt.date(1969, 12, 31), dt.date(2024, 2, 29),
+               dt.date(2024, 1, 1), dt.date(2024, 1, 1)],
         "ts": [dt.datetime(2024, 1, 1, 1, 2, 3, 456789), dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 1, 0, 0, 5),
-               dt.datetime(2024, 1, 1, 0, 0, 0, 120000)],
-        "s": ["x y/z", "", None, "a=b%c:d"]}, schema=part_schema))
+               dt.datetime(2024, 1, 1, 0, 0, 0, 120000)] + [dt.datetime(2024, 1, 1)] * 2,
+        # a no-break space is not blank to Java (Character.isWhitespace), an em space is
+        "s": ["x y/z", "", None, "a=b%c:d", "\xa0", "\u2003"]}, schema=part_schema))
     dyn = catalog.create_table("db.dyn", pa.schema([("id", pa.int64(), False), ("v", pa.string())]),
                                primary_keys=["id"], options={"dynamic-bucket.target-row-num": "10"})
     dyn.write_arrow(pa.table({"id": list(range(35)), "v": ["a"] * 35}))
@@ -72,10 +74,10 @@ def test_java_reads_what_we_write(java, catalog):
         assert normalize(by_id(reads[t.name].result)) == normalize(by_id(t.to_arrow().to_pylist())), t.name
     ours_part = by_id(part.to_arrow().to_pylist())
     assert by_id(reads["db.part"].result) == ours_part
-    assert [r["s"] for r in ours_part] == ["x y/z", "", None, "a=b%c:d"]
+    assert [r["s"] for r in ours_part] == ["x y/z", "", None, "a=b%c:d", "\xa0", "\u2003"]
     import os
     dirs = {d for _, ds, _ in os.walk(part.path) for d in ds}
-    assert {"s=__DEFAULT_PARTITION__", "s=x y%2Fz", "s=a%3Db%25c%3Ad", "dt=19723", "dt=-1",
+    assert {"s=__DEFAULT_PARTITION__", "s=x y%2Fz", "s=\xa0", "s=a%3Db%25c%3Ad", "dt=19723", "dt=-1",
             "ts=2024-01-01T01%3A02%3A03.456789", "ts=2024-01-01T00%3A00", "ts=2024-01-01T00%3A00%3A00.120",
             "ts=2024-01-01T00%3A00%3A05"} <= dirs
 
