@@ -5,10 +5,12 @@ Every unit becomes a table of the requested columns plus an int8 `_VALUE_KIND` c
 
 - full units (the starting state): every row is +I;
 - delta and changelog units: each row keeps the kind it was written with;
-- overwrite units of primary-key tables and diff units (a batch incremental diff): the
-  difference between the replaced files and the new ones, per key: only before -> -D, only
-  after -> +I, changed -> -U (old) and +U (new); on append tables (diff units), per row, as a
-  multiset: a row only after -> +I, only before -> -D.
+- overwrite units of primary-key tables (a stream's `streaming-read-overwrite`): every row of
+  the replaced files -D, then every row of the new ones with its kind, as Java's stream reads
+  them (IncrementalChangelogReadProvider: a reversed read, then a plain one);
+- diff units (a batch incremental diff): the difference between the replaced files and the
+  new ones, per key: only before -> -D, only after -> +I, changed -> -U (old) and +U (new); on
+  append tables, per row, as a multiset: a row only after -> +I, only before -> -D.
 
 `to_output` turns that column into a user-visible row-kind column ('+I', '-U', '+U', '-D'),
 or, without one, drops the -U/-D rows so the result holds the upserted values only.
@@ -32,15 +34,22 @@ ROW_KIND_NAMES = ("+I", "-U", "+U", "-D")
 
 def read_unit(reader: SplitReader, unit: ReadUnit, names: list[str], flt: Filter | None = None) -> pa.Table:
     """Rows of one unit: columns `names` plus `_VALUE_KIND` (rows matching `flt`, if given)."""
-    if unit.kind in (OVERWRITE_DIFF, DIFF) and unit.before is not None:
+    if unit.kind == DIFF and unit.before is not None:
         diff = _keyed_diff if reader.schema.primary_keys else _multiset_diff
         table = diff(reader, unit, names)
         return table if flt is None else table.filter(flt.expression)
     table = reader.read_split(unit.split, names, flt, with_row_kind=True)
     if unit.kind == FULL:
-        table = table.set_column(table.schema.get_field_index(VALUE_KIND), pa.field(VALUE_KIND, pa.int8(), False),
-                                 pa.array(np.full(table.num_rows, INSERT, np.int8)))
+        table = _all_of_kind(table, INSERT)
+    if unit.kind == OVERWRITE_DIFF and unit.before is not None:
+        replaced = _all_of_kind(reader.read_split(unit.before, names, flt, with_row_kind=True), DELETE)
+        table = pa.concat_tables([replaced.cast(table.schema), table])
     return table
+
+
+def _all_of_kind(table: pa.Table, kind: int) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(VALUE_KIND), pa.field(VALUE_KIND, pa.int8(), False),
+                            pa.array(np.full(table.num_rows, kind, np.int8)))
 
 
 def to_output(table: pa.Table, row_kind_column: str | None) -> pa.Table:

@@ -13,8 +13,8 @@ of one partition and bucket, or a single file) of one snapshot's plan:
 - the *changelog* plan (changelog-producer input/lookup/full-compaction, Java's
   ChangelogFollowUpScanner): the changelog files of every snapshot that has them;
 - with `streaming-read-overwrite=true`, an OVERWRITE snapshot's changes: on append tables
-  the files it added, on primary-key tables the per-bucket difference between the replaced
-  and the new files (-D, +I, -U/+U), as Java's `readChanges`.
+  the files it added, on primary-key tables each bucket's replaced files (read as -D) and
+  new files, as Java's `readChanges` and stream read them.
 
 A `StreamPosition` (snapshot, units, full) says "everything before this snapshot, and the
 first `units` units of its plan, are consumed". Positions are what a stream checkpoints, so
