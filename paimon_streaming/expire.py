@@ -16,10 +16,12 @@ Which files go, for the expired range [begin, end) where `end` is the new earlie
   new earliest snapshot reads is ever deleted;
 * changelog files of the expired snapshots. A table that keeps its changelog longer than its
   snapshots (`changelog.*` retention, Java's decoupled lifecycle) keeps its snapshots that long
-  instead (`retention`); files Java's long-lived changelogs reference are never deleted. Where
-  Java's long-lived changelogs reach up to the expired snapshots, those become long-lived
-  changelogs too, as Java's expiration makes them (their files stay for the changelog
-  expiration), so no gap opens above Java's;
+  instead (`retention`); what Java's long-lived changelogs need is never deleted: with a
+  `changelog-producer` their changelog manifests and files, without one their manifests and
+  the files writes made (Java's `SnapshotDeletion`, `referenced_paths`). Where Java's
+  long-lived changelogs reach up to the expired snapshots, those become long-lived changelogs
+  too, as Java's expiration makes them (what they need stays for the changelog expiration),
+  so no gap opens above Java's;
 * manifest lists, manifests, index manifests and index files of the expired snapshots that
   neither the new earliest snapshot nor a tag overlapping the range references.
 
@@ -177,13 +179,14 @@ class SnapshotExpiration:
         tags_read = self.tags.tagged_snapshots()
         tagged = [s for s, _ in tags_read]
         javas = long_lived_changelogs(self.file_io, self.meta)
-        held = referenced_names(self.cleaner, javas)
+        produces = self.options.get("changelog-producer") != "none"
+        held = referenced_names(self.cleaner, javas, produces)
         # Java's changelogs run up to the snapshots: the expired ones continue that run, as Java's
         # expiration writes them, or the changelogs before would sit below a gap (and Java's
         # changelog expiration, reading every id of its range, fails on a gap between changelogs)
         continued = bool(javas) and javas[-1].id >= expiring[0].id - 1 if expiring else False
         if continued:
-            held |= referenced_names(self.cleaner, expiring)
+            held |= referenced_names(self.cleaner, expiring, produces)
         # Everything to delete is chosen while the snapshots are still there; then the snapshot
         # files go, oldest first, and only then their files. A crash at any point leaves a
         # contiguous run of snapshots whose files all exist (what was not deleted yet is an

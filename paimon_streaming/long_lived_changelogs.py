@@ -4,8 +4,8 @@ When a table keeps its changelog longer than its snapshots (`changelog.num-retai
 `.min` or `changelog.time-retained` above the `snapshot.*` value: Java's
 `changelogLifecycleDecoupled`), Java's snapshot expiration writes each expired snapshot as
 `changelog/changelog-<id>` (the snapshot's JSON) and leaves the files that changelog needs:
-the changelog manifests and files, or with `changelog-producer` = none the delta manifests
-and their level-0 files. Java's changelog expiration removes them later.
+the changelog manifests and files, or with `changelog-producer` = none the manifests and
+the level-0 files. Java's changelog expiration removes them later.
 
 Our expiration keeps such a table's snapshots themselves as long as its changelog is to be
 kept (expire.py), so the changelog stays in the snapshots; it writes entries only to continue
@@ -24,6 +24,7 @@ from dataclasses import replace
 from .errors import CorruptFileError, MissingFileError
 from .file_cleanup import FileCleaner
 from .fileio import FileIO
+from .manifest.entries import FILE_SOURCE_COMPACT
 from .snapshot import Snapshot, parse_snapshot_file
 
 PREFIX = "changelog-"
@@ -91,18 +92,29 @@ def long_lived_changelog(file_io: FileIO, root: str, snapshot_id: int) -> Snapsh
     return changelog
 
 
-def referenced_names(cleaner: FileCleaner, changelogs: list[Snapshot]) -> set[str]:
+def referenced_names(cleaner: FileCleaner, changelogs: list[Snapshot],
+                     produce_changelog: bool | None = None) -> set[str]:
     """Names of every file the changelogs reference (what `referenced_paths` lists): what
     cleanup elsewhere must keep. A damaged file among them raises `CorruptFileError`: what it
     references cannot be known, so the caller keeps everything."""
-    return {path.rsplit("/", 1)[-1] for path in referenced_paths(cleaner, changelogs, MissingFileError)}
+    return {path.rsplit("/", 1)[-1]
+            for path in referenced_paths(cleaner, changelogs, MissingFileError, produce_changelog)}
 
 
 def referenced_paths(cleaner: FileCleaner, changelogs: list[Snapshot],
-                     unreadable: type[CorruptFileError] = CorruptFileError) -> set[str]:
+                     unreadable: type[CorruptFileError] = CorruptFileError,
+                     produce_changelog: bool | None = None) -> set[str]:
     """Paths of every file the changelogs reference: manifest lists, manifests, data files (with
     their extra files), index manifests, index files and statistics. A file that cannot be read
-    for `unreadable` (by default: gone or damaged) names nothing more."""
+    for `unreadable` (by default: gone or damaged) names nothing more.
+
+    With `produce_changelog` given, only what snapshot expiration keeps for them, as Java's
+    `SnapshotDeletion` does: on a table with a `changelog-producer` (True) their changelog
+    manifest lists, manifests and files, all a stream reads of them; without one (False) their
+    manifest lists and manifests, and the data files writes made (a stream reads an APPEND
+    delta's new files; a compaction's are no change). The rest Java deletes with the snapshot;
+    keeping it would keep the data files for good, as the retained snapshots' manifests still
+    name them."""
     def listed(read) -> list:
         try:
             return list(read())
@@ -112,14 +124,20 @@ def referenced_paths(cleaner: FileCleaner, changelogs: list[Snapshot],
     scan, manifests = cleaner.scan, cleaner.manifest_dir
     out: set[str] = set()
     for c in changelogs:
-        for name in (c.base_manifest_list, c.delta_manifest_list, c.changelog_manifest_list):
+        lists = (c.changelog_manifest_list,) if produce_changelog else (
+            c.base_manifest_list, c.delta_manifest_list, c.changelog_manifest_list)
+        for name in lists:
             if not name:
                 continue
             out.add(f"{manifests}/{name}")
             for meta in listed(lambda: scan.manifest_list.read(name)):
                 out.add(f"{manifests}/{meta.file_name}")
                 for e in listed(lambda: scan.manifest_file.read(meta.file_name)):
+                    if produce_changelog is False and e.file.file_source == FILE_SOURCE_COMPACT:
+                        continue
                     out.update(cleaner.data_file_paths(e))
+        if produce_changelog is not None:
+            continue  # Java deletes their index manifests and statistics with the snapshot
         if c.index_manifest:
             out.add(f"{manifests}/{c.index_manifest}")
             out.update(cleaner.index_file_path(e) for e in listed(lambda: scan.index_manifest.read(c.index_manifest)))

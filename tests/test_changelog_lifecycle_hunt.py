@@ -443,6 +443,49 @@ def test_our_changelog_expiration_keeps_what_javas_keeps(java_tables, tmp_path):
             rows_by(ps.Table.open(ours).to_arrow(), *KEYS), ours
 
 
+@pytest.mark.parametrize("producer", ["input", "lookup", "none"])
+def test_our_snapshot_expiration_deletes_what_javas_deletes(java_tables, tmp_path, producer):
+    """Our snapshot expiration continuing Java's long-lived changelogs (the expired snapshots
+    become changelogs too) kept every file the expired snapshots referenced. Java's
+    `SnapshotDeletion` keeps only what the changelogs need: with a changelog producer their
+    changelog manifests and files, without one the manifests and the files writes made; it
+    deletes the data files the snapshots removed and, with a producer, their base and delta
+    manifest lists. Ours kept those for good: no changelog expiration or orphan cleanup deleted
+    them, as the retained snapshots' unmerged manifests still name them. Now, on copies of one
+    table (a tag inside the expired range), ours leaves exactly Java's files, and both read every
+    retained snapshot, the tag and every changelog's stream as before."""
+    base = _copy(java_tables, producer, tmp_path / "base")
+    with get_oracle().batch() as b:
+        b.write(base, [{"id": 1, "v": 100, "p": "x"}])
+        b.compact(base)
+        b.create_tag(base, "kept")
+    t = ps.Table.open(base)
+    for i in range(3):
+        t.write_arrow(pa.Table.from_pylist([{"id": 50 + i, "v": i, "p": "x"}], SCHEMA))
+    javas, ours = str(tmp_path / "java"), str(tmp_path / "ours")
+    shutil.copytree(base, javas)
+    shutil.copytree(base, ours)
+    mine = ps.Table.open(ours)
+    assert mine.expire_snapshots(retain_max=2, retain_min=1).expired > 0
+    with get_oracle().batch() as b:
+        b.expire(javas, {"snapshot.num-retained.max": 2, "snapshot.num-retained.min": 1})
+    assert files(ours) == files(javas)
+    ids = long_lived_changelog_ids(mine.file_io, ours)
+    retained = [s.id for s in mine.snapshots()]
+    assert check_table(mine).ok, check_table(mine).errors()
+    assert _changes(mine, ids) == _changes(ps.Table.open(base), ids)
+    with get_oracle().batch() as b:
+        snapshots = {i: b.read(ours, snapshot_id=i) for i in retained}
+        tag = b.read(ours, tag="kept")
+        stream = b.read(ours, with_row_kind=True, stream_plans=len(ids) + len(retained),
+                        options={"scan.mode": "from-snapshot", "scan.snapshot-id": ids[0]})
+    for i, rows in snapshots.items():
+        assert rows_by(pa.Table.from_pylist(rows.result, SCHEMA), *KEYS) == \
+            rows_by(mine.to_arrow(snapshot_id=i), *KEYS), i
+    assert rows_by(pa.Table.from_pylist(tag.result, SCHEMA), *KEYS) == rows_by(mine.to_arrow(tag="kept"), *KEYS)
+    assert stream.result
+
+
 def test_changelogs_past_retention_all_go_with_their_hints(java_tables, tmp_path):
     """When every long-lived changelog is past retention ours expires the newest too (Java 1.4.2
     keeps it, and with changelog-producer none a copy of every file live at its snapshot, for
