@@ -220,6 +220,7 @@ _OPTIONS = [
     Option("partition.expiration-strategy", "values-time", _choice("values-time", "update-time")),
     Option("partition.expiration-max-num", "100", _int_at_least(1)),
     Option("partition.expiration-batch-size", None, _int_at_least(1)),
+    Option("end-input.check-partition-expire", "false", parse_bool),
     Option("partition.timestamp-formatter", None, str),
     Option("partition.timestamp-pattern", None, str),
     Option("partition.timestamp-format.strict", "false", parse_bool),

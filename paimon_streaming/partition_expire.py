@@ -18,7 +18,9 @@ keep them until they expire). The partition's time comes from
 
 Checked at most every `partition.expiration-check-interval` (default 1 h; 0: after every
 commit) per table in a process, the first check within one interval of the first commit (the
-phase is random, as Java's, so many writers do not check at once). At most
+phase is random, as Java's, so many writers do not check at once); with
+`end-input.check-partition-expire` also after every batch write (Java's end of input: the batch
+commit identifier), as Java's. At most
 `partition.expiration-max-num` (100) partitions per check, the oldest by value first, dropped
 `partition.expiration-batch-size` at a time (default: all in one commit).
 """
@@ -38,7 +40,7 @@ from .options import CoreOptions
 from .paths import partition_value_str
 from .scan import TableScan
 from .schema import TableSchema
-from .snapshot import SnapshotManager
+from .snapshot import BATCH_COMMIT_IDENTIFIER, SnapshotManager
 from .types import DataField
 
 log = logging.getLogger(__name__)
@@ -268,12 +270,14 @@ class PartitionExpiration:
         self.options = CoreOptions(schema.options)
         self.ttl_ms = self.options.get("partition.expiration-time") if ttl_ms is None else ttl_ms
 
-    def due(self, now: float | None = None) -> bool:
-        """Whether this process checks the table now (`partition.expiration-check-interval`)."""
+    def due(self, identifier: int | None = None, now: float | None = None) -> bool:
+        """Whether this process checks the table now, after a commit with `identifier`
+        (`partition.expiration-check-interval`, `end-input.check-partition-expire`)."""
         interval = self.options.get("partition.expiration-check-interval") / 1000
         now = time.monotonic() if now is None else now
         last = _LAST_CHECK.setdefault(branch_path(self.table_path, self.branch), now - random.uniform(0, interval))
-        if interval and now <= last + interval:
+        end_input = identifier == BATCH_COMMIT_IDENTIFIER and self.options.get("end-input.check-partition-expire")
+        if interval and now <= last + interval and not end_input:
             return False
         _LAST_CHECK[branch_path(self.table_path, self.branch)] = now
         return True
@@ -336,6 +340,6 @@ def expire_partitions(file_io: FileIO, table_path: str, schema: TableSchema, com
                       identifier: int, branch: str = MAIN) -> list[dict[str, Any]]:
     """After a commit: drop expired partitions when a check is due."""
     expiration = PartitionExpiration(file_io, table_path, schema, branch=branch)
-    if expiration.ttl_ms is None or not expiration.due():
+    if expiration.ttl_ms is None or not expiration.due(identifier):
         return []
     return expiration.expire(commit_user, identifier)

@@ -151,6 +151,22 @@ def test_checks_run_once_an_interval(catalog, monkeypatch):
     assert not expiration.due(now=checked + 3602)
 
 
+def test_end_input_checks_after_every_batch_write(catalog, monkeypatch):
+    """`end-input.check-partition-expire`: a batch write (Java's end of input, the batch commit
+    identifier) checks whatever the interval, as Java's PartitionExpire; a streaming commit (its
+    own identifier) keeps the interval. The option was ignored: a batch write left the expired
+    partition until the interval passed."""
+    t = catalog.create_table("db.end_input", SCHEMA, partition_keys=["dt"],
+                             options={"partition.expiration-time": "1 d", "partition.expiration-check-interval": "1 h",
+                                      "end-input.check-partition-expire": "true"})
+    monkeypatch.setitem(partition_expire._LAST_CHECK, t.path, time.monotonic())
+    t.write_arrow(rows([0], [day(5)]), commit_user="stream", commit_identifier=1)
+    assert t.to_arrow().num_rows == 1  # a micro-batch: not due
+    t.write_arrow(rows([1], [day(0)]))
+    assert [r["dt"] for r in t.to_arrow().to_pylist()] == [day(0)]
+    assert t.snapshots()[-1].commit_kind == OVERWRITE
+
+
 def test_strict_format_refuses_partitions_that_are_no_time(catalog):
     from paimon_streaming.errors import SchemaMismatchError
     t = catalog.create_table("db.strict", SCHEMA, partition_keys=["dt"],
