@@ -1,14 +1,16 @@
 """Table maintenance after each commit, in Java's order (`TableCommitImpl.maintain`):
 automatic tags, tags past their retention, expired partitions, expired consumers, then
-snapshot expiration.
+snapshot expiration; after a batch commit with `tag.automatic-creation` = batch then the batch
+tag, as Java's engines create it once the batch's commit is done (`TagBatchCreation`).
 
-Nothing runs for `write-only` tables. Maintenance never fails a commit: the snapshot is
-already published, so errors are logged and the next commit tries again.
+Only the batch tag is made for `write-only` tables. Maintenance never fails a commit: the
+snapshot is already published, so errors are logged and the next commit tries again.
 """
 from __future__ import annotations
 
 import logging
 import time
+from typing import Any, Callable
 
 from .branches import MAIN, branch_path
 from .consumers import CONSUMER_PREFIX, ConsumerManager
@@ -17,7 +19,8 @@ from .fileio import FileIO
 from .options import CoreOptions
 from .partition_expire import expire_partitions
 from .schema import TableSchema
-from .tag_creation import TagAutoCreation
+from .snapshot import BATCH_COMMIT_IDENTIFIER
+from .tag_creation import TagAutoCreation, TagBatchCreation
 from .tag_deletion import TagDeletion
 
 log = logging.getLogger(__name__)
@@ -42,8 +45,21 @@ def after_commit(file_io: FileIO, table_path: str, schema: TableSchema, latest: 
     successful commit (`latest`: the id it published, by `commit_user` with `identifier`, who
     also drops expired partitions, as in Java)."""
     options = CoreOptions(schema.options)
-    if options.get("write-only"):
-        return
+    steps = [] if options.get("write-only") else _maintenance(file_io, table_path, schema, options, latest,
+                                                               commit_user, identifier, branch)
+    if identifier == BATCH_COMMIT_IDENTIFIER and options.get("tag.automatic-creation") == "batch":
+        steps.append(("batch tag creation", lambda: TagBatchCreation(file_io, table_path, schema, branch).run()))
+    for what, step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - the commit succeeded; maintenance retries next time
+            log.warning("%s of %s failed after a successful commit; it runs again after the next commit",
+                        what, table_path, exc_info=True)
+
+
+def _maintenance(file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions, latest: int | None,
+                 commit_user: str | None, identifier: int | None, branch: str) -> list[tuple[str, Callable[[], Any]]]:
+    """The steps a table that is not `write-only` runs after a commit, in Java's order."""
     steps = [("automatic tag creation", lambda: TagAutoCreation(file_io, table_path, schema, branch).run())]
     if options.get("tag.time-expire-enabled"):
         steps.append(("tag expiration", lambda: TagDeletion(file_io, table_path, schema, branch).expire_by_time()))
@@ -56,9 +72,4 @@ def after_commit(file_io: FileIO, table_path: str, schema: TableSchema, latest: 
             file_io, branch_path(table_path, branch), int(time.time() * 1000) - consumer_ttl)))
     steps.append(("snapshot expiration",
                   lambda: SnapshotExpiration(file_io, table_path, schema, branch).expire(latest=latest)))
-    for what, step in steps:
-        try:
-            step()
-        except Exception:  # noqa: BLE001 - the commit succeeded; maintenance retries next time
-            log.warning("%s of %s failed after a successful commit; it runs again after the next commit",
-                        what, table_path, exc_info=True)
+    return steps

@@ -11,6 +11,12 @@ two-hours always `2024-05-06 12`; `tag.creation-period-duration`, e.g. `30 min`,
 period: `202405061330`). With `tag.num-retained-max` the oldest automatic tags
 beyond that number are deleted, with their files. Progress is not kept in memory: it is
 the newest automatic tag, so any writer process continues where another stopped.
+
+`batch` (Java's `TagBatchCreation`): after each batch commit (the batch commit identifier,
+not a streaming micro-batch) the latest snapshot is tagged `batch-write-<yyyy-MM-dd>`, the day
+of its commit time in `sink.process-time-zone`, or `tag.batch.customized-name`; a tag of that
+name is replaced. Then with `tag.num-retained-max` the oldest tags beyond it go, counting every
+tag (manual ones too), as Java counts them.
 """
 from __future__ import annotations
 
@@ -71,13 +77,14 @@ def validate_tag_creation(options: CoreOptions, table_path: str) -> ZoneInfo | N
     """The time zone automatic tags are named in (None: this process's); InvalidOptionError,
     naming the option, for a `tag.creation-delay` not shorter than the period or an unknown
     zone, which Java's writers refuse too."""
-    period = TagPeriod(options.get("tag.creation-period"), options.get("tag.period-formatter"),
-                       options.get("tag.creation-period-duration"))
-    if dt.timedelta(milliseconds=options.get("tag.creation-delay")) >= period.length:
-        raise InvalidOptionError(f"table option 'tag.creation-delay' of {table_path} must be shorter than the "
-                                 "tag.creation-period")
-    zone_key = "sink.process-time-zone" if options.get("tag.automatic-creation") == "process-time" \
-        else "sink.watermark-time-zone"
+    mode = options.get("tag.automatic-creation")
+    if mode != "batch":  # (batch tags have no period)
+        period = TagPeriod(options.get("tag.creation-period"), options.get("tag.period-formatter"),
+                           options.get("tag.creation-period-duration"))
+        if dt.timedelta(milliseconds=options.get("tag.creation-delay")) >= period.length:
+            raise InvalidOptionError(f"table option 'tag.creation-delay' of {table_path} must be shorter than the "
+                                     "tag.creation-period")
+    zone_key = "sink.watermark-time-zone" if mode == "watermark" else "sink.process-time-zone"
     zone = options.get(zone_key)
     try:
         return ZoneInfo(zone) if zone else None
@@ -106,7 +113,7 @@ class TagAutoCreation:
 
     @property
     def enabled(self) -> bool:
-        return self.mode != "none"
+        return self.mode in ("process-time", "watermark")
 
     def snapshot_time(self, snapshot: Snapshot) -> dt.datetime | None:
         millis = snapshot.time_millis if self.mode == "process-time" else snapshot.watermark
@@ -176,3 +183,63 @@ class TagAutoCreation:
             log.info("deleting automatic tag %s of %s: more than tag.num-retained-max=%s", name,
                      self.table_path, self.num_retained_max)
             self.deletion.delete(name)
+
+
+BATCH_TAG_PREFIX = "batch-write-"
+
+
+class TagBatchCreation:
+    """Tags the latest snapshot after a batch commit (`tag.automatic-creation` = batch) and
+    trims the tags to `tag.num-retained-max`, as Java's `TagBatchCreation`."""
+
+    def __init__(self, file_io: FileIO, table_path: str, schema: TableSchema, branch: str = MAIN):
+        options = CoreOptions(schema.options)
+        self.zone = validate_tag_creation(options, table_path)
+        self.customized_name = options.get("tag.batch.customized-name")
+        self.num_retained_max = options.get("tag.num-retained-max")
+        self.time_retained_ms = options.get("tag.default-time-retained")
+        self.table_path = table_path
+        self.file_io = file_io
+        self.snapshots = SnapshotManager(file_io, branch_path(table_path, branch))
+        self.tags = TagManager(file_io, branch_path(table_path, branch))
+        self.deletion = TagDeletion(file_io, table_path, schema, branch)
+
+    def name(self, snapshot: Snapshot) -> str:
+        """`tag.batch.customized-name`, else `batch-write-` and the day of the snapshot's commit
+        time in `sink.process-time-zone` (this process's zone when unset, as the JVM's)."""
+        if self.customized_name is not None:
+            return self.customized_name
+        when = dt.datetime.fromtimestamp(snapshot.time_millis / 1000, self.zone)
+        return BATCH_TAG_PREFIX + when.strftime("%Y-%m-%d")
+
+    def run(self) -> str | None:
+        """Tag the latest snapshot (replacing a tag of the name), then trim; the tag's name."""
+        latest = self.snapshots.latest()
+        if latest is None:
+            return None
+        name = self.name(latest)
+        if self.tags.exists(name):
+            self.deletion.delete(name)
+        self.tags.create(latest, name, self.time_retained_ms)
+        log.info("created batch tag %s of %s on snapshot %s", name, self.table_path, latest.id)
+        self._trim()
+        return name
+
+    def _trim(self) -> None:
+        """Beyond `tag.num-retained-max` tags, the oldest go: by snapshot id, the tags of one
+        snapshot by their files' modification time."""
+        if self.num_retained_max is None:
+            return
+        tagged = self.tags.tagged_snapshots()
+        count = sum(len(names) for _, names in tagged)
+        if count <= self.num_retained_max:
+            return
+        mtimes = {s.path.rsplit("/", 1)[-1]: s.mtime_ms for s in self.file_io.list_status(self.tags.dir)}
+        for _, names in tagged:
+            for name in sorted(names, key=lambda n: mtimes.get(self.tags.path(n).rsplit("/", 1)[-1], 0)):
+                if count <= self.num_retained_max:
+                    return
+                log.info("deleting tag %s of %s: more than tag.num-retained-max=%s", name, self.table_path,
+                         self.num_retained_max)
+                self.deletion.delete(name)
+                count -= 1

@@ -204,6 +204,40 @@ def test_watermark_daily_with_delay(catalog):
     assert t.tag_manager.snapshot("2024-05-06").id == 4
 
 
+def test_batch_tags_after_each_batch_write(catalog, monkeypatch):
+    """`tag.automatic-creation` = batch, as Java's TagBatchCreation: each batch commit tags the
+    latest snapshot `batch-write-<day of its commit time in sink.process-time-zone>` (or
+    `tag.batch.customized-name`), replacing a tag of that name, with `tag.default-time-retained`;
+    a streaming commit (its own identifier) tags nothing; beyond `tag.num-retained-max` the
+    oldest tags go, manual ones too (Java counts every tag). The value was refused at create, and
+    on a table Java made with it every commit logged a failure and tagged nothing."""
+    from java_oracle import get_oracle
+    import paimon_streaming.commit as commit_module
+    clock = FakeClock(dt.datetime(2024, 5, 6, 10, 0))                 # 19:00 in Tokyo
+    monkeypatch.setattr(commit_module.time, "time", clock)
+    t = pk_table(catalog, **{"tag.automatic-creation": "batch", "sink.process-time-zone": "Asia/Tokyo",
+                             "tag.num-retained-max": "2", "tag.default-time-retained": "7 d"})
+    t.write_arrow(batch([1]))
+    assert t.tags() == ["batch-write-2024-05-06"] and t.tag_manager.snapshot("batch-write-2024-05-06").id == 1
+    assert t.tag_manager.snapshot("batch-write-2024-05-06").extra["tagTimeRetained"] == 7 * 86400
+    t.write_arrow(batch([2]))                                           # the day's tag moves on
+    assert t.tags() == ["batch-write-2024-05-06"] and t.tag_manager.snapshot("batch-write-2024-05-06").id == 2
+    t.write_arrow(batch([3]), commit_user="stream", commit_identifier=1)  # a micro-batch: no tag
+    assert t.tag_manager.snapshot("batch-write-2024-05-06").id == 2
+    t.create_tag("manual")
+    clock.set(dt.datetime(2024, 5, 6, 16, 0))                           # 01:00 next day in Tokyo
+    t.write_arrow(batch([4]))
+    assert t.tags() == ["batch-write-2024-05-07", "manual"]             # three tags: the oldest went
+    assert t.to_arrow(tag="batch-write-2024-05-07").num_rows == 4
+    with t.update_schema() as update:
+        update.set_option("tag.batch.customized-name", "nightly")
+    t.write_arrow(batch([5]))
+    assert t.tags() == ["batch-write-2024-05-07", "nightly"]            # "manual" (snapshot 3) was the oldest
+    with get_oracle().batch() as b:
+        javas = b.read(t.path, tag="nightly")
+    assert rows_by(pa.Table.from_pylist(javas.result), "id") == rows_by(t.to_arrow(tag="nightly"), "id")
+
+
 def test_tags_past_their_retention_expire_after_commits(catalog):
     t = pk_table(catalog, **{"tag.default-time-retained": "1 h"})
     t.write_arrow(batch([1]))
