@@ -216,7 +216,11 @@ class Table:
     def expire_partitions(self, expiration_time: str | int | datetime.timedelta | None = None, dry_run: bool = False) -> list[dict[str, str]]:
         """Drop the partitions older than `expiration_time` (e.g. '7 d'; default the table's
         `partition.expiration-time`) now, as after a commit (partition_expire.py); returns their
-        values, oldest first. `dry_run`: only list them."""
+        values, oldest first. `dry_run`: only list them. An unpartitioned table is refused, as
+        Java's procedure refuses it."""
+        if not self.partition_keys:
+            raise UnsupportedOperationError(f"cannot expire partitions of {self.name}: it is not partitioned "
+                                            "(Paimon refuses 'partition.expiration-time' on such a table too)")
         ttl = None if expiration_time is None else duration_ms(expiration_time, "expiration_time")
         expiration = PartitionExpiration(self.file_io, self.path, self.schema, ttl, self.branch)
         if expiration.ttl_ms is None:

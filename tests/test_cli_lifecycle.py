@@ -126,6 +126,19 @@ def test_expire_partitions(catalog, capsys):
     assert [r["dt"] for r in t.to_arrow().to_pylist()] == [days[2]]
 
 
+def test_expire_partitions_refuses_an_unpartitioned_table(table, capsys):
+    """An unpartitioned table has no partitions to expire: the command and
+    `Table.expire_partitions` refuse it, naming it, as Java's procedure does (they reported
+    "dropped 0"), and nothing is committed."""
+    from paimon_streaming.errors import UnsupportedOperationError
+    before = len(table.snapshots())
+    code, out, err = run(capsys, "expire-partitions", table.path, "--expiration-time", "1 d")
+    assert code == 1 and "cannot expire partitions of" in err and "not partitioned" in err and "dropped" not in out
+    with pytest.raises(UnsupportedOperationError, match="not partitioned"):
+        table.expire_partitions("1 d", dry_run=True)
+    assert len(table.snapshots()) == before
+
+
 def test_messages_name_the_command_line(catalog, capsys):
     """Errors of the commands speak of flags and branches: expire-partitions without a time asks
     for --expiration-time (not the Python keyword); `branch create` on a branch says branches

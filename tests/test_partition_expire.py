@@ -236,16 +236,22 @@ def test_a_null_or_blank_value_of_another_partition_column(catalog, warehouse, p
 
 
 def test_nothing_to_expire_without_partitions_or_snapshots(catalog):
-    """An unpartitioned table has no partition to expire; a partitioned one without a snapshot
-    has none yet: both answer with none and commit nothing. (An unpartitioned table cannot
-    set 'partition.expiration-time', as in Java.)"""
+    """An unpartitioned table has no partition to expire: expiring them is refused, as Java's
+    procedure refuses it; a partitioned one without a snapshot has none yet and answers with
+    none. Neither commits anything. (An unpartitioned table cannot set
+    'partition.expiration-time', as in Java.)"""
+    from paimon_streaming.errors import UnsupportedOperationError
     with pytest.raises(InvalidOptionError, match="'partition.expiration-time' needs a partitioned table"):
         catalog.create_table("db.plain", pa.schema([pa.field("id", pa.int64(), False)]),
                              options={"partition.expiration-time": "1 d"})
     plain = catalog.create_table("db.plain", pa.schema([pa.field("id", pa.int64(), False)]))
-    assert plain.expire_partitions("1 d") == [] and plain.latest_snapshot() is None
+    with pytest.raises(UnsupportedOperationError, match="db.plain.* is not partitioned"):
+        plain.expire_partitions("1 d")
+    assert plain.latest_snapshot() is None
     plain.write_arrow(pa.table({"id": [1]}))
-    assert plain.expire_partitions("1 ms") == [] and len(plain.snapshots()) == 1
+    with pytest.raises(UnsupportedOperationError, match="not partitioned"):
+        plain.expire_partitions("1 ms")
+    assert len(plain.snapshots()) == 1
     empty = catalog.create_table("db.empty", SCHEMA, partition_keys=["dt"])
     assert empty.expire_partitions("1 d", dry_run=True) == empty.expire_partitions("1 d") == []
     assert empty.latest_snapshot() is None

@@ -114,7 +114,8 @@ def cmd_expire(args: argparse.Namespace) -> int:
 
 def cmd_expire_partitions(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
-    if args.expiration_time is None and table.options.get("partition.expiration-time") is None:
+    if table.partition_keys and args.expiration_time is None and \
+            table.options.get("partition.expiration-time") is None:
         raise InvalidOptionError(f"{table.ref} has no 'partition.expiration-time' option: pass --expiration-time "
                                  "(e.g. '7 d'), or set the option (`paimon-streaming alter TABLE --set "
                                  "'partition.expiration-time=7 d'`)")
