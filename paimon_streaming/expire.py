@@ -4,7 +4,9 @@ Which snapshots go: everything below `latest - snapshot.num-retained.max + 1`; a
 snapshots while the *next* snapshot is older than `snapshot.time-retained` (so a snapshot
 is dropped only once its successor has existed that long); never the newest
 `snapshot.num-retained.min`, never one at or after the smallest consumer `nextSnapshot`,
-and at most `snapshot.expire.limit` per run. This is Java's `ExpireSnapshotsImpl.expire`.
+and at most `snapshot.expire.limit` per run. This is Java's `ExpireSnapshotsImpl.expire` of
+Paimon 2.0 (apache/paimon#7706); 1.4.2 stops at the first snapshot that is itself younger, so it
+expires one more (the newest one older than the limit, whose successor is younger).
 
 Which files go, for the expired range [begin, end) where `end` is the new earliest:
 

@@ -196,9 +196,10 @@ class Table:
                          older_than: Any = None, max_deletes: int | None = None) -> ExpireResult:
         """Expire old snapshots now and delete the files no retained snapshot, tag or consumer
         needs. Arguments override `snapshot.num-retained.max`, `snapshot.num-retained.min`,
-        `snapshot.time-retained` (`older_than`: a datetime, or epoch millis, before which
-        snapshots may go; each option raised to its `changelog.*` counterpart when that is
-        longer) and `snapshot.expire.limit`. Then Java's long-lived changelogs past the table's
+        `snapshot.time-retained` (`older_than`: a datetime, or epoch millis; a snapshot may go
+        once its successor was committed before it, Paimon 2.0's rule, one snapshot fewer than
+        1.4.2 expires; each option raised to its `changelog.*` counterpart when that is longer)
+        and `snapshot.expire.limit`. Then Java's long-lived changelogs past the table's
         `changelog.*` retention go, as `expire_changelogs()` does. Returns an ExpireResult."""
         return SnapshotExpiration(self.file_io, self.path, self.schema, self.branch).expire(
             retain_max, retain_min, _epoch_millis(older_than), max_deletes)

@@ -191,7 +191,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retain-max", type=int, help="keep at most this many snapshots")
     p.add_argument("--retain-min", type=int, help="keep at least this many snapshots")
     p.add_argument("--older-than", type=_point_in_time,
-                   help="snapshots before this local time may expire (instead of snapshot.time-retained)")
+                   help="snapshots whose successor was committed before this local time may expire "
+                        "(instead of snapshot.time-retained)")
     p.add_argument("--max-deletes", type=int, help="expire at most this many snapshots in this run")
     p.set_defaults(func=cmd_expire)
 
