@@ -205,6 +205,8 @@ class SnapshotExpiration:
         self.snapshots.commit_earliest_hint(end)
         data, metadata = self._kept_by_new_tags(tags_read, data, metadata)
         deleted = self.cleaner.delete_data_files(data + changelog) + self.cleaner.delete_paths(metadata)
+        if self.options.get("snapshot.clean-empty-directories"):
+            self.cleaner.delete_empty_dirs(data + changelog)
         log.info("expired snapshots [%s, %s) of %s, deleted %s files", expiring[0].id if expiring else end,
                  end, self.table_path, deleted)
         return ExpireResult(len(expiring), end, deleted)

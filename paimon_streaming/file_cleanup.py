@@ -148,6 +148,32 @@ class FileCleaner:
                 log.warning("could not delete %s (left for orphan cleanup): %s", path, exc)
         return count
 
+    def delete_empty_dirs(self, entries: Iterable[ManifestEntry]) -> None:
+        """`snapshot.clean-empty-directories`, as Java's `FileDeletionBase.cleanEmptyDirectories`:
+        the bucket directories of `entries` (files just deleted), then each one's partition
+        directory, and once that went the partition directories above it, deepest first, each
+        only when nothing is left in it (`FileIO.delete_empty_dir`: a file a writer adds
+        meanwhile stays). A directory that cannot go is left, logged at debug level."""
+        levels = len(self.scan.schema.partition_keys)
+        buckets = {self._bucket_dir(e) for e in entries}
+        for bucket in sorted(buckets):
+            self._delete_if_empty(bucket)
+        above: set[str] = set()
+        for partition in sorted({b.rsplit("/", 1)[0] for b in buckets} if levels else ()):
+            if self._delete_if_empty(partition):
+                for _ in range(levels - 1):
+                    partition = partition.rsplit("/", 1)[0]
+                    above.add(partition)
+        for directory in sorted(above, key=lambda d: d.count("/"), reverse=True):
+            self._delete_if_empty(directory)
+
+    def _delete_if_empty(self, directory: str) -> bool:
+        try:
+            return self.file_io.delete_empty_dir(directory)
+        except OSError as exc:
+            log.debug("directory %s was not removed (not empty?): %s", directory, exc)
+            return False
+
     def _bucket_dir(self, entry: ManifestEntry | IndexManifestEntry) -> str:
         return self.scan.dirs.bucket(self.scan.partition_dir(entry.partition), entry.bucket)
 

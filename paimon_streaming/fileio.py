@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from .errors import UnsupportedOperationError
-from .stores import CreateIfAbsent, create_if_absent_for, hdfs
+from .stores import CreateIfAbsent, RemoveDirMarker, create_if_absent_for, dir_marker_remover_for, hdfs
 
 # Filesystems whose objects appear whole when written (no rename needed for atomic replacement).
 _OBJECT_STORES = tuple(getattr(pafs, name) for name in ("S3FileSystem", "GcsFileSystem", "AzureFileSystem")
@@ -81,6 +81,7 @@ class FileIO:
         self.uri_prefix = uri_prefix
         self.uri_query = uri_query
         self._create: CreateIfAbsent | None = None
+        self._remove_marker: RemoveDirMarker | None = None
         self._other_stores: dict[str, FileIO] = {}
         self._other_stores_lock = threading.Lock()
 
@@ -316,6 +317,26 @@ class FileIO:
             self.delete(path)
         except OSError:
             pass
+
+    def delete_empty_dir(self, path: str) -> bool:
+        """Remove directory `path` when nothing is in it; True when it is gone. Nothing in it is
+        ever removed, so a file a writer adds meanwhile stays: locally rmdir(2); on S3 and GCS,
+        which have no directories, the marker object pyarrow leaves for one, once nothing else
+        has its prefix (a file added after that check implies the directory again). Elsewhere
+        (HDFS, Azure) nothing is removed: pyarrow removes their directories only with what is
+        in them."""
+        io, local = self._at(path)
+        if io.is_local:
+            try:
+                os.rmdir(local)
+            except FileNotFoundError:
+                pass
+            except OSError:  # not empty
+                return False
+            return True
+        if io._remove_marker is None:
+            io._remove_marker = dir_marker_remover_for(io.fs)
+        return io._remove_marker(local)
 
     def delete_dir(self, path: str) -> None:
         io, path = self._at(path)

@@ -215,6 +215,7 @@ _OPTIONS = [
     Option("snapshot.num-retained.max", "2147483647", _int_at_least(1)),
     Option("snapshot.time-retained", "1 h", parse_duration_ms),
     Option("snapshot.expire.limit", "50", _int_at_least(1)),
+    Option("snapshot.clean-empty-directories", "false", parse_bool),
     Option("partition.expiration-time", None, parse_duration_ms),
     Option("partition.expiration-check-interval", "1 h", parse_duration_ms),
     Option("partition.expiration-strategy", "values-time", _choice("values-time", "update-time")),

@@ -13,6 +13,7 @@ from paimon_streaming.commit import CommitMessage, Increment
 from paimon_streaming.consumers import ConsumerManager
 from paimon_streaming.errors import InvalidOptionError
 from paimon_streaming.file_cleanup import FileCleaner
+from paimon_streaming.table import Table
 from conftest import pypaimon_create, pypaimon_create_tag, pypaimon_read, pypaimon_write, rows_by
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
@@ -391,6 +392,39 @@ def test_mixed_writers_with_pypaimon_tags(catalog, warehouse):
         assert rows_by(pypaimon_read(warehouse, "db.mixed", snapshot_id=sid), "id") == content[sid]
     for name, sid in tags.items():
         assert rows_by(pypaimon_read(warehouse, "db.mixed", tag=name), "id") == content[sid]
+
+
+def _dirs(root: str) -> list[str]:
+    return sorted(os.path.relpath(d, root) for d, _, _ in os.walk(root))
+
+
+def test_clean_empty_directories_removes_what_javas_removes(catalog, tmp_path):
+    """`snapshot.clean-empty-directories` = true: expiration then removes the bucket and
+    partition directories its deletions left empty, deepest first, as Java's does (it was
+    accepted and ignored); a partition with files keeps its directories, and without the
+    option every directory stays. Checked against Java's expiration on a copy of the table."""
+    import shutil
+    from java_oracle import get_oracle
+    schema = pa.schema([("id", pa.int64(), False), ("y", pa.string(), False), ("d", pa.string(), False)])
+    options = {"bucket": "-1", "snapshot.clean-empty-directories": "true", "snapshot.num-retained.min": "1",
+               "partition.timestamp-pattern": "$y-01-$d"}
+    t = catalog.create_table("db.dirs", schema, partition_keys=["y", "d"], options=options)
+    t.write_arrow(pa.table({"id": [1, 2, 3], "y": ["2020", "2020", "2099"], "d": ["01", "02", "01"]}, schema=schema))
+    t.expire_partitions("1 d")                                  # drops y=2020 (both days)
+    t.write_arrow(pa.table({"id": [4], "y": ["2099"], "d": ["01"]}, schema=schema))
+    ours, javas, kept = (str(tmp_path / n) for n in ("ours", "java", "kept"))
+    for where in (ours, javas, kept):
+        shutil.copytree(t.path, where)
+    with Table.open(kept).update_schema() as update:
+        update.set_option("snapshot.clean-empty-directories", "false")
+    assert Table.open(ours).expire_snapshots(retain_max=1, retain_min=1).expired == 2
+    assert Table.open(kept).expire_snapshots(retain_max=1, retain_min=1).expired == 2
+    with get_oracle().batch() as b:
+        b.expire(javas, {"snapshot.num-retained.max": 1, "snapshot.num-retained.min": 1})
+    assert _dirs(ours) == _dirs(javas)
+    assert "y=2020" not in _dirs(ours) and "y=2099/d=01/bucket-0" in _dirs(ours)
+    assert "y=2020/d=01/bucket-0" in _dirs(kept)
+    assert Table.open(ours).to_arrow().num_rows == 2
 
 
 def test_java_interop_of_expiration(catalog, warehouse):

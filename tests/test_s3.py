@@ -137,6 +137,29 @@ def test_catalog_and_tables_on_s3(s3):
     assert location.startswith("s3://lake/cat/db.db/t?") and "endpoint_override" in location
 
 
+def test_clean_empty_directories_on_s3(s3):
+    """`snapshot.clean-empty-directories` on S3: pyarrow leaves a marker object for every
+    directory a file was written in, and expiration removes the markers of the bucket and
+    partition directories its deletions emptied, never an object beside them: a partition with
+    files keeps its directories."""
+    cat = ps.Catalog("s3://lake/dirs", options={"s3.endpoint": s3.endpoint, "s3.region": "us-east-1"})
+    schema = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False)])
+    t = cat.create_table("db.t", schema, partition_keys=["p"],
+                         options={"bucket": "-1", "snapshot.clean-empty-directories": "true",
+                                  "snapshot.num-retained.min": "1"})
+    t.write_arrow(pa.table({"id": [1, 2], "p": ["2020-01-01", "2099-01-01"]}, schema=schema))
+    t.expire_partitions("1 d")
+    t.write_arrow(pa.table({"id": [3], "p": ["2099-01-01"]}, schema=schema))
+    fs = s3.filesystem()
+    root = "lake/dirs/db.db/t"
+    assert fs.get_file_info(f"{root}/p=2020-01-01/bucket-0").type == pafs.FileType.Directory
+    assert t.expire_snapshots(retain_max=1, retain_min=1).expired == 2
+    assert fs.get_file_info(f"{root}/p=2020-01-01/bucket-0").type == pafs.FileType.NotFound
+    assert fs.get_file_info(f"{root}/p=2020-01-01").type == pafs.FileType.NotFound
+    assert fs.get_file_info(pafs.FileSelector(f"{root}/p=2099-01-01/bucket-0"))
+    assert t.to_arrow().num_rows == 2
+
+
 def test_table_locations_name_their_table_whatever_its_characters(s3):
     """`table_location` percent-encodes the path, as opening a URI decodes it: `d%41.t` used to
     open `dA.t`, and a space, `#`, `?` or a non-ASCII letter broke the location."""

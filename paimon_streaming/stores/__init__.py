@@ -30,6 +30,8 @@ from ..errors import UnsupportedOperationError
 # (path, bytes) -> True when created, False when the path already existed. An OSError means
 # the outcome is unknown (the request may have been applied): callers re-read to find out.
 CreateIfAbsent = Callable[[str, bytes], bool]
+# path -> True when the directory's marker object is gone, False when something else has its prefix
+RemoveDirMarker = Callable[[str], bool]
 
 SINGLE_COMMITTER_ENV = "PAIMON_SINGLE_COMMITTER"
 
@@ -46,9 +48,9 @@ class UnsupportedStoreError(UnsupportedOperationError):
 
 class ConditionalUpload:
     """Base of the object stores' creators, a conditional upload through the store's own SDK
-    (pyarrow has no conditional writes). The SDK client is made on first use from the keyword
-    arguments pyarrow rebuilds the filesystem from, so the creator pickles to Spark executors
-    as plain settings."""
+    (pyarrow has no conditional writes), and of their directory-marker removers. The SDK
+    client is made on first use from the keyword arguments pyarrow rebuilds the filesystem
+    from, so the creator pickles to Spark executors as plain settings."""
 
     def __init__(self, fs: pafs.FileSystem):
         self.settings = fs.__reduce__()[1][0]
@@ -91,6 +93,22 @@ def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:
         "could replace each other's snapshot. Supported: the local filesystem, S3 (and S3-compatible stores "
         f"with conditional writes), Google Cloud Storage, Azure Blob Storage, HDFS. If only one process ever commits to each table, set "
         f"{SINGLE_COMMITTER_ENV}=true to publish by an existence check and a rename")
+
+
+def dir_marker_remover_for(fs: pafs.FileSystem) -> RemoveDirMarker:
+    """What removes an empty directory's marker object on S3 and GCS, where pyarrow writes one
+    for every directory a file is written in (`FileIO.delete_empty_dir`); elsewhere one that
+    removes nothing."""
+    if isinstance(fs, pafs.SubTreeFileSystem):
+        inner, base = dir_marker_remover_for(fs.base_fs), fs.base_path.rstrip("/")
+        return lambda path: inner(f"{base}/{path.lstrip('/')}")
+    if isinstance(fs, pafs.S3FileSystem):
+        from .s3 import S3DirMarkerRemover
+        return S3DirMarkerRemover(fs)
+    if isinstance(fs, pafs.GcsFileSystem):
+        from .gcs import GcsDirMarkerRemover
+        return GcsDirMarkerRemover(fs)
+    return lambda path: False
 
 
 def _single_committer() -> bool:

@@ -42,6 +42,28 @@ class GcsCreateIfAbsent(ConditionalUpload):
             raise OSError(f"creating gs://{path} failed with an unknown outcome: {exc}") from exc
 
 
+class GcsDirMarkerRemover(ConditionalUpload):
+    """Deletes the marker object `<dir>/` of a directory once no other object has that prefix
+    (`FileIO.delete_empty_dir`); only the marker, so an object written meanwhile stays."""
+
+    def make_client(self, settings: dict) -> Any:
+        return _make_client(settings)
+
+    def __call__(self, path: str) -> bool:
+        from google.api_core import exceptions as gexc
+        bucket, _, name = path.lstrip("/").partition("/")
+        marker = name.rstrip("/") + "/"
+        try:
+            if any(b.name != marker for b in self.client().list_blobs(bucket, prefix=marker, max_results=2)):
+                return False
+            self.client().bucket(bucket).blob(marker).delete()
+        except gexc.NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - any SDK or transport failure: the directory stays
+            raise OSError(f"removing the directory marker gs://{bucket}/{marker}: {exc}") from exc
+        return True
+
+
 def _make_client(args: dict) -> Any:
     try:
         from google.cloud import storage

@@ -104,6 +104,27 @@ class S3CreateIfAbsent(ConditionalUpload):
             _HONOURING.add(where)
 
 
+class S3DirMarkerRemover(ConditionalUpload):
+    """Deletes the marker object `<dir>/` of a directory once no other object has that prefix
+    (`FileIO.delete_empty_dir`); only the marker, so an object written meanwhile stays."""
+
+    def make_client(self, settings: dict) -> Any:
+        return _make_client(settings)
+
+    def __call__(self, path: str) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError
+        bucket, _, key = path.lstrip("/").partition("/")
+        marker = key.rstrip("/") + "/"
+        try:
+            listed = self.client().list_objects_v2(Bucket=bucket, Prefix=marker, MaxKeys=2).get("Contents", [])
+            if any(o["Key"] != marker for o in listed):
+                return False
+            self.client().delete_object(Bucket=bucket, Key=marker)
+        except (BotoCoreError, ClientError) as exc:
+            raise OSError(f"removing the directory marker s3://{bucket}/{marker}: {exc}") from exc
+        return True
+
+
 def _make_client(args: dict) -> Any:
     try:
         import botocore.session
