@@ -27,7 +27,8 @@ import pyarrow as pa
 from .default_values import default_scalar
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .options import refuse_unimplemented
-from .schema import SchemaManager, TableSchema, check_changelog_producer, column_option, java_split
+from .schema import (SchemaManager, TableSchema, cast_type_check, check_changelog_producer, column_option,
+                     java_split)
 from .system_fields import is_system_field, reserved_names_message
 from .types import DataField, DataType, assign_field_ids, from_arrow, parse_type
 
@@ -101,6 +102,14 @@ class _Draft:
     primary_keys: tuple[str, ...]
     partition_keys: tuple[str, ...]
     has_snapshots: bool
+
+    def keeps_type(self, name: str) -> bool:
+        """Whether top-level column `name` is hashed to partitions or buckets by its type (a
+        key, or a `bucket-key` column: a widened -3 hashes to another bucket, and Java's
+        filters then prune the bucket its old rows are in)."""
+        raw = self.options.get("bucket-key")
+        bucket_keys = java_split(raw, ",") if raw and raw.strip() else []
+        return name in self.partition_keys + self.primary_keys or name in bucket_keys
 
 
 def _path(column: ColumnPath) -> tuple[str, ...]:
@@ -276,7 +285,7 @@ class SchemaUpdate:
 
         def change(d: _Draft) -> None:
             key = len(path) == 1 and path[0] in d.partition_keys + d.primary_keys
-            if key and new_type is not None:
+            if len(path) == 1 and d.keeps_type(path[0]) and new_type is not None:
                 raise SchemaMismatchError(f"cannot change the type of key column '{path[0]}' (Paimon refuses it: "
                                           "keys are hashed to buckets and partitions by their type)")
             if key and nullable:
@@ -528,9 +537,14 @@ def _union(d: _Draft, fields: list[DataField], incoming: list[pa.Field], parent:
         if widening_error(wanted, current.type) is None:
             continue  # the table's type already holds these values
         reason = widening_error(current.type, wanted)
-        if not reason and not parent and af.name in d.partition_keys + d.primary_keys:
+        if not reason and not parent and d.keeps_type(af.name):
             reason = "key columns keep their type (they are hashed to buckets and partitions by it)"
         if reason:
+            try:  # a type the write casts into the column's (int into DECIMAL, bigint into DOUBLE)
+                cast_type_check(_dotted(path), wanted, current.type)
+                continue  # keeps the column's type, as Java's merge without type widening
+            except SchemaMismatchError:
+                pass
             raise SchemaMismatchError(f"cannot merge the type of column '{_dotted(path)}' ({af.type}) into the "
                                       f"table's {current.type}: {reason}")
         fields[by_name[af.name]] = replace(current, type=_keep_nested_ids(current.type, wanted)

@@ -195,6 +195,32 @@ def test_refused_changes_name_the_reason_and_write_nothing(catalog, change, erro
     assert os.listdir(f"{t.path}/schema") == ["schema-0"] and t.schema.id == 0
 
 
+def test_a_merge_keeps_a_column_type_the_input_is_cast_into(catalog):
+    """merge_schema refused an input the plain write casts (an int for a DECIMAL column, a
+    DECIMAL of another scale, a bigint for a DOUBLE): it only adds columns and widens types,
+    as Java's merge without type widening keeps the column's type and casts the values."""
+    t = catalog.create_table("db.t", SCHEMA.append(pa.field("ratio", pa.float64())), primary_keys=["id"],
+                             options={"bucket": "1"})
+    incoming = pa.schema([("price", pa.int32()), ("ratio", pa.int64()), ("qty", pa.int64()),
+                          ("addr", pa.struct([("zip", pa.int16())]))])
+    t.update_schema().union_by_name(incoming).commit()
+    assert [str(t.schema.field(c).type) for c in ("price", "ratio", "qty")] == ["DECIMAL(10, 2)", "DOUBLE", "BIGINT"]
+    t.update_schema().union_by_name(pa.schema([("price", pa.decimal128(10, 4))])).commit()
+    assert str(t.schema.field("price").type) == "DECIMAL(10, 2)"
+
+
+def test_a_bucket_key_column_keeps_its_type(catalog):
+    """A bucket-key column widened from INT hashes -3 to another bucket: Java's filters then
+    pruned the bucket holding its old rows. Its type stays, as a key's does."""
+    t = catalog.create_table("db.a", pa.schema([("uid", pa.int32()), ("v", pa.string())]),
+                             options={"bucket": "4", "bucket-key": "uid"})
+    with pytest.raises(SchemaMismatchError, match="cannot change the type of key column 'uid'"):
+        t.update_schema().update_column("uid", type=pa.int64()).commit()
+    with pytest.raises(SchemaMismatchError, match="'uid' .* key columns keep their type"):
+        t.update_schema().union_by_name(pa.schema([("uid", pa.decimal128(20, 0))])).commit()
+    t.update_schema().update_column("v", type=pa.string()).commit()
+
+
 def test_a_rename_may_change_only_the_case_of_a_column(catalog):
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.update_schema().rename_column("note", "Note").commit()
