@@ -41,6 +41,7 @@ from pyspark.sql import DataFrame, SparkSession
 import paimon_streaming as ps
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
+from paimon_streaming.fileio import FileIO
 from paimon_streaming.options import OPTIONS
 from paimon_streaming.sources.kafka_options import refuse_misspelt
 from paimon_streaming.table import Table
@@ -631,6 +632,7 @@ def table_writer(spark: SparkSession, cfg: IngestConfig, table: Table,
 
 
 def start_query(spark: SparkSession, cfg: IngestConfig, source: str, write: Callable[[DataFrame, int], None]):
+    drop_unfinished_first_offsets(cfg.checkpoint_location())
     reader = spark.readStream.format(source)
     for k, v in cfg.source_options().items():
         reader = reader.option(k, v)
@@ -640,6 +642,23 @@ def start_query(spark: SparkSession, cfg: IngestConfig, source: str, write: Call
     else:
         writer = writer.trigger(processingTime=_interval(cfg.trigger))
     return writer.queryName(f"ingest-{cfg.target}").start()
+
+
+def drop_unfinished_first_offsets(checkpoint: str) -> None:
+    """A job killed while Spark wrote batch 0's offsets leaves their temp file
+    (offsets/.0.<uuid>.tmp) behind, and Spark refuses to start batch 0 in an offsets directory
+    holding anything (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY): every rerun failed. Before
+    any batch's offsets were written, such files are no one's (the job does not run)."""
+    file_io, path = FileIO.for_path(checkpoint)
+    offsets = f"{path}/offsets"
+    if not file_io.is_dir(offsets):
+        return
+    names = file_io.list_names(offsets)
+    if any(not n.startswith(".") for n in names):
+        return  # a batch's offsets were written: Spark goes on from them
+    for name in names:
+        if name.endswith((".tmp", ".tmp.crc")):
+            file_io.delete_quietly(f"{offsets}/{name}")
 
 
 def _interval(trigger: str) -> str:

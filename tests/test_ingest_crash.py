@@ -72,3 +72,23 @@ def test_sigkill_at_random_moments_then_restart_is_exactly_once(tmp_path):
     assert table_state(pypaimon_read(wh, "db.t")) == expected, f"kills after batches {kills}"
     appends = [s.commit_identifier for s in table.snapshots() if s.commit_kind == "APPEND"]
     assert appends == sorted(set(appends)), f"a batch was committed twice: {appends}"
+
+
+def test_a_kill_while_batch_0_offsets_were_written_does_not_stop_reruns(tmp_path):
+    """Killed while Spark wrote batch 0's offsets, the job left offsets/.0.<uuid>.tmp, and Spark
+    refused every rerun (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY on batch 0)."""
+    broker = get_broker()
+    topic = unique_topic("first-offsets")
+    broker.create_topic(topic, partitions=1)
+    messages = keyed_messages(50, 20, seed=3)
+    produce(broker, topic, messages, lambda r: json.dumps(r).encode())
+    wh = str(tmp_path / "wh")
+    offsets = tmp_path / "wh" / ".checkpoints" / "ingest-db.t" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / ".0.5f0c1c1e-7a4e-4d8e-9d57-3c1f6c6a9b10.tmp").write_text("v1\n")  # as the kill left it
+    (offsets / "..0.5f0c1c1e-7a4e-4d8e-9d57-3c1f6c6a9b10.tmp.crc").write_bytes(b"crc")
+    p = start(["--bootstrap-servers", broker.bootstrap, "--topic", topic, "--warehouse", wh, "--table", "db.t",
+               "--primary-key", "id", "--bucket", "1", "--master", "local[1]", "--trigger", "available-now"])
+    out, _ = p.communicate(timeout=600)
+    assert p.returncode == 0, out[-4000:]
+    assert table_state(ps.Catalog(wh).get_table("db.t").to_arrow()) == model_of(messages)
