@@ -32,7 +32,7 @@ from .errors import CorruptFileError, InvalidOptionError, UnsupportedOperationEr
 from .evolution import read_evolved
 from .fileio import FileIO
 from .manifest import DataFileMeta
-from .options import parse_bool
+from .option_text import parse_bool
 from .paths import TableDirs
 from .schema import TableSchema
 from .types import arrow_schema

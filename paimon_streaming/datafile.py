@@ -60,7 +60,7 @@ from .errors import (CorruptFileError, InvalidOptionError, MissingFileError, Pai
 from .fileio import FileIO
 from .int96 import beyond_nanoseconds
 from .numpy_arrow import from_numpy, narrowable
-from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_bool
+from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_hadoop_bool
 from .system_fields import KEY_PREFIX
 from .types import DataField, DataType, arrow_schema, map_arrow_leaves, to_arrow
 
@@ -342,7 +342,7 @@ class ParquetSettings:
     def of(options: CoreOptions) -> "ParquetSettings":
         per_column = options.per_column(PARQUET_DICTIONARY)
         return ParquetSettings(options.get(PARQUET_WRITER_VERSION) == "v2", options.get(PARQUET_DICTIONARY),
-                               tuple(sorted((c, parse_bool(v)) for c, v in per_column.items())))
+                               tuple(sorted((c, parse_hadoop_bool(v)) for c, v in per_column.items())))
 
     def dictionary_columns(self, schema: pa.Schema) -> list[str]:
         named = dict(self.dictionary_by_column)

@@ -37,7 +37,7 @@ from .index_values import FLOATS, STRINGS, java_numbers
 from .errors import CorruptFileError, InvalidOptionError, MissingFileError
 from .file_cache import ImmutableFileCache
 from .fileio import FileIO
-from .options import parse_bool, parse_memory_size
+from .option_text import parse_bool, parse_memory_size
 from .predicate import Filter, Term, term_may_match
 from .types import DataField, DataType, to_arrow
 

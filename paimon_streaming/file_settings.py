@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import row_tracking
-from .options import CoreOptions, parse_bool
+from .option_text import parse_bool
+from .options import CoreOptions
 from .schema import TableSchema
 from .stats import STATS_MODE_OPTION, stats_columns, stats_modes
 from .types import DataField

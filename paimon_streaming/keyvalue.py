@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .binary_row import deserialize_row
-from .options import parse_bool
+from .option_text import parse_bool
 from .schema import TableSchema
 from .system_fields import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND  # noqa: F401 (re-exported)
 from .types import DataField, DataType

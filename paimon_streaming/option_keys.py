@@ -1,9 +1,13 @@
 """Every option key Apache Paimon declares (CoreOptions, FlinkConnectorOptions, SparkConnectorOptions
 at apache/paimon 5dacde5, August 2026), plus keys earlier Paimon versions wrote (`manifest.format`).
 
-Used only to tell a mistyped key (`buckets`, `Bucket`) from a real one: no two of these keys are
+Used to tell a mistyped key (`buckets`, `Bucket`) from a real one: no two of these keys are
 one edit apart, so a key one edit from one of them and not itself listed is almost surely a typo.
 Regenerate by listing the `key("...")` names of those three classes.
+
+CORE_OPTION_TYPES: the CoreOptions keys (Paimon 1.4.2) of a number, boolean, duration or size
+type (`key("...").intType()` and the like), so a value Java cannot parse is refused when a table
+is created or altered here rather than left for Java to fail on.
 """
 
 PAIMON_OPTION_KEYS = frozenset("""
@@ -424,3 +428,202 @@ write.sequence-number-init-mode
 write.use-v2-write
 zorder.var-length-contribution
 """.split())
+
+# The keys of CoreOptions (Apache Paimon 1.4.2) whose values Java parses as a number, a boolean, a
+# duration or a size (OptionsUtils.convertValue): option_text has the parsers.
+CORE_OPTION_TYPES: dict[str, str] = {
+    **dict.fromkeys("""
+add-column-before-partition
+aggregation.remove-record-on-delete
+alter-column-null-to-not-null.disabled
+async-file-write
+auto-create
+blob-as-descriptor
+blob.split-by-file-size
+bucket-append-ordered
+chain-table.enabled
+changelog-producer.row-deduplicate
+clustering.incremental
+clustering.incremental.optimize-write
+commit.discard-duplicate-files
+commit.force-compact
+commit.force-create-snapshot
+compaction.force-rewrite-all-files
+compaction.force-up-level-0
+consumer.changelog-only
+consumer.ignore-progress
+data-evolution.enabled
+data-file.thin-mode
+delete.force-produce-changelog
+deletion-vectors.bitmap64
+deletion-vectors.enabled
+deletion-vectors.modifiable
+disable-explicit-type-casting
+dynamic-partition-overwrite
+end-input.check-partition-expire
+file-index.read.enabled
+file.suffix.include.compression
+force-lookup
+format-table.partition-path-only-value
+global-index.enabled
+ignore-delete
+ignore-update-before
+incremental-between-tag-to-snapshot
+index-file-in-data-file-dir
+key-value.sequence_number.enabled
+lookup-wait
+lookup.cache.bloom.filter.enabled
+lookup.remote-file.enabled
+manifest.delete-file-drop-stats
+metadata.stats-dense-store
+metastore.partitioned-table
+overwrite-upgrade
+partial-update.remove-record-on-delete
+partition.end-input-to-done
+partition.legacy-name
+partition.timestamp-format.strict
+pk-clustering-override
+postpone.batch-write-fixed-bucket
+query-auth.enabled
+row-tracking.enabled
+scan.ignore-corrupt-files
+scan.ignore-lost-files
+scan.plan-sort-partition
+snapshot.clean-empty-directories
+snapshot.ignore-empty-commit
+streaming-read-append-overwrite
+streaming-read-overwrite
+table-read.sequence-number.enabled
+tag.automatic-completion
+tag.create-success-file
+tag.time-expire-enabled
+variant.inferShreddingSchema
+visibility-callback.enabled
+write-buffer-for-append
+write-buffer-spillable
+write-only
+""".split(), "boolean"),
+    **dict.fromkeys("""
+bucket
+changelog.num-retained.max
+changelog.num-retained.min
+clustering.history-partition.limit
+commit.max-retries
+compaction.file-num-limit
+compaction.max-size-amplification-percent
+compaction.min.file-num
+compaction.offpeak-ratio
+compaction.offpeak.end.hour
+compaction.offpeak.start.hour
+compaction.size-ratio
+cross-partition-upsert.bootstrap-parallelism
+dynamic-bucket.assigner-parallelism
+dynamic-bucket.initial-buckets
+dynamic-bucket.max-buckets
+file-operation.thread-num
+file.compression.zstd-level
+full-compaction.delta-commits
+global-index.build.max-parallelism
+global-index.build.max-shard
+global-index.thread-num
+local-sort.max-num-file-handles
+lookup-compact.max-interval
+lookup.merge-records-threshold
+lookup.remote-file.level-threshold
+manifest.merge-min-count
+metadata.stats-keep-first-n-columns
+num-levels
+num-sorted-run.compaction-trigger
+num-sorted-run.stop-trigger
+parquet.enable.dictionary
+partition.expiration-batch-size
+partition.expiration-max-num
+postpone.batch-write-fixed-bucket.max-parallelism
+postpone.default-bucket-num
+read.batch-size
+scan.manifest.parallelism
+scan.max-splits-per-task
+snapshot.expire.limit
+snapshot.num-retained.max
+snapshot.num-retained.min
+sort-compaction.local-sample.magnification
+sort-spill-threshold
+spill-compression.zstd-level
+tag.num-retained-max
+variant.shredding.maxInferBufferRow
+variant.shredding.maxSchemaDepth
+variant.shredding.maxSchemaWidth
+write-max-writers-to-spill
+write.batch-size
+zorder.var-length-contribution
+""".split(), "int"),
+    **dict.fromkeys("""
+commit.strict-mode.last-safe-snapshot
+dynamic-bucket.target-row-num
+global-index.row-count-per-shard
+scan.bounded.watermark
+scan.creation-time-millis
+scan.file-creation-time-millis
+scan.snapshot-id
+scan.timestamp-millis
+scan.watermark
+""".split(), "long"),
+    **dict.fromkeys("""
+lookup.hash-load-factor
+""".split(), "float"),
+    **dict.fromkeys("""
+compaction.delete-ratio-threshold
+lookup.cache.bloom.filter.fpp
+lookup.cache.high-priority-pool-ratio
+variant.shredding.minFieldCardinalityRatio
+""".split(), "double"),
+    **dict.fromkeys("""
+changelog.time-retained
+clustering.history-partition.idle-to-full-sort
+commit.max-retry-wait
+commit.min-retry-wait
+commit.timeout
+compaction.optimization-interval
+consumer.expiration-time
+continuous.discovery-interval
+cross-partition-upsert.index-ttl
+lookup.cache-file-retention
+partition.expiration-check-interval
+partition.expiration-time
+partition.idle-time-to-report-statistic
+record-level.expire-time
+snapshot.time-retained
+snapshot.watermark-idle-timeout
+streaming.read.snapshot.delay
+tag.creation-delay
+tag.creation-period-duration
+tag.default-time-retained
+visibility-callback.check-interval
+visibility-callback.timeout
+""".split(), "duration"),
+    **dict.fromkeys("""
+blob.target-file-size
+cache-page-size
+compaction.incremental-size-threshold
+compaction.total-size-threshold
+deletion-vector.index-file.target-size
+file-index.in-manifest-threshold
+file-reader-async-threshold
+file.block-size
+local-merge-buffer-size
+lookup.cache-max-disk-size
+lookup.cache-max-memory-size
+lookup.merge-buffer-size
+manifest.full-compaction-threshold-size
+manifest.target-file-size
+page-size
+sort-spill-buffer-size
+source.split.open-file-cost
+source.split.target-size
+target-file-size
+vector.target-file-size
+write-buffer-size
+write-buffer-spill.max-disk-size
+write.batch-memory
+""".split(), "memory"),
+}

@@ -1,13 +1,13 @@
 """Table options with Paimon's keys and defaults, parsed and validated in one place.
 
 Options live in the schema file as strings (Paimon stores every value as a string). Keys
-we do not know are kept untouched (Paimon and its engines have hundreds); keys we do know
-are validated when a table is created so a bad value fails early and clearly.
+we do not know are kept untouched (Paimon and its engines have hundreds); keys we do know,
+and Paimon's keys of a number, boolean, duration or size type, are validated when a table is
+created or altered, as Java parses them (option_text), so a bad value fails early and clearly.
 """
 from __future__ import annotations
 
 import datetime
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -15,40 +15,10 @@ import numpy as np
 
 from .errors import InvalidOptionError
 from .external_paths import ExternalPaths
-from .option_keys import PAIMON_OPTION_KEYS
+from .option_keys import CORE_OPTION_TYPES, PAIMON_OPTION_KEYS
+from .option_text import choice, java_trim, parse_bool, parse_double, parse_duration_ms, parse_int, parse_long, \
+    parse_memory_size
 from .stats import parse_stats_mode
-
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-               "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
-def _duration_units() -> dict[str, int]:
-    """Java's TimeUtils labels (a plural label also with an `s`), case-insensitive: label ->
-    nanoseconds of one unit; durations are kept in milliseconds, floored as Java's toMillis."""
-    units: dict[str, int] = {"": 10 ** 6}
-    for nanos, singular, plural in ((86_400 * 10 ** 9, ("d",), ("day",)), (3_600 * 10 ** 9, ("h",), ("hour",)),
-                                    (60 * 10 ** 9, ("min", "m"), ("minute",)), (10 ** 9, ("s",), ("sec", "second")),
-                                    (10 ** 6, ("ms",), ("milli", "millisecond")),
-                                    (10 ** 3, ("µs",), ("micro", "microsecond")), (1, ("ns",), ("nano", "nanosecond"))):
-        for label in singular + plural + tuple(p + "s" for p in plural):
-            units[label] = nanos
-    return units
-
-
-_DURATION_UNITS = _duration_units()
-
-
-def parse_bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low not in ("true", "false"):
-        raise ValueError("expected true or false")
-    return low == "true"
-
-
-def parse_memory_size(text: str) -> int:
-    """Paimon MemorySize: '128 mb', '8MB', '1024' (bytes)."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in _SIZE_UNITS:
-        raise ValueError("expected a size such as 128 mb")
-    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
 
 
 def duration_ms(value: Any, what: str) -> int:
@@ -68,39 +38,27 @@ def duration_ms(value: Any, what: str) -> int:
     return ms
 
 
-def parse_duration_ms(text: str) -> int:
-    """Paimon Duration, in milliseconds: '1 h', '30 min', '10 s', '500 ms', '1d', '7 days', '2 hours'
-    (Java's TimeUtils units and labels); plain numbers are millis."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Zµ]*)\s*", text)
-    if not m or m.group(2).lower() not in _DURATION_UNITS:
-        raise ValueError(f"expected a duration such as 1 h, 30 s or 7 days, not {text!r}")
-    return int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()] // 10 ** 6
-
-
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        low = text.strip().lower()
-        if low not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}")
-        return low
-    return parse
-
-
 def _by_level(parse_value: Callable[[str], str]) -> Callable[[str], dict[int, str]]:
-    """A per-level map option as Paimon writes it, `0:lz4,1:zstd`: level -> parsed value."""
+    """A per-level map option as Paimon writes it, `0:lz4,1:zstd`: level -> parsed value. Java's
+    map options trim each entry, key and value (StructuredOptionsSplitter; its quoting is not
+    read here), and a level is an Integer.parseInt."""
     def parse(text: str) -> dict[int, str]:
         levels: dict[int, str] = {}
-        for pair in filter(None, (p.strip() for p in text.split(","))):
+        for pair in filter(None, map(java_trim, text.split(","))):
             level, sep, value = pair.partition(":")
-            if not sep or not level.strip().isdigit():
+            try:
+                number = parse_int(java_trim(level)) if sep else None
+            except ValueError:
+                number = None
+            if number is None:
                 raise ValueError(f"expected level:value pairs such as 0:lz4,1:zstd, not {pair!r}")
-            levels[int(level)] = parse_value(value)
+            levels[number] = parse_value(java_trim(value))
         return levels
     return parse
 
 
 def _max_buckets(text: str) -> int:
-    value = int(text.strip())
+    value = parse_int(text)
     if value == 0 or value < -1:
         raise ValueError("must be -1 (no limit) or a positive number of buckets")
     return value
@@ -125,25 +83,31 @@ def _stats_mode(text: str) -> str:
         raise ValueError("expected none, counts, full or truncate(N) with N > 0") from None
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
+def _int_at_least(minimum: int, parse_number: Callable[[str], int] = parse_int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        value = int(text.strip())
+        value = parse_number(text)
         if value < minimum:
             raise ValueError(f"must be at least {minimum}")
         return value
     return parse
 
 
-MAX_BUCKETS = 2**31 - 1  # Paimon keeps the bucket count, and each bucket id, in a Java int
-
-
 def _bucket(text: str) -> int:
-    value = int(text.strip())
+    value = parse_int(text)
     if value == 0 or value < -2:
         raise ValueError("must be a positive bucket count, -1 (dynamic/unaware) or -2 (postpone)")
-    if value > MAX_BUCKETS:
-        raise ValueError(f"must be at most {MAX_BUCKETS} (Paimon stores the bucket count as a Java int)")
     return value
+
+
+def _partition_default_name(text: str) -> str:
+    if not text:
+        raise ValueError("must not be empty (Java's writers fail on it: 'Path should not be null or empty')")
+    return text
+
+
+def parse_hadoop_bool(text: str) -> bool:
+    """A parquet-mr setting read through Hadoop's Configuration.getBoolean: trimmed, any case."""
+    return parse_bool(java_trim(text))
 
 
 @dataclass(frozen=True)
@@ -154,7 +118,7 @@ class Option:
 
 
 def _fraction(text: str) -> float:
-    value = float(text)
+    value = parse_double(text)
     if not 0.0 <= value <= 1.0:
         raise ValueError("must be a ratio between 0 and 1")
     return value
@@ -173,13 +137,13 @@ def _parquet_writer_version(text: str) -> str:
     return version
 
 
-_FORMAT = _choice("parquet", "orc", "avro")
-_COMPRESSION = _choice("zstd", "snappy", "lz4", "gzip", "none", "uncompressed")
+_FORMAT = choice("parquet", "orc", "avro")
+_COMPRESSION = choice("zstd", "snappy", "lz4", "gzip", "none", "uncompressed")
 
 _OPTIONS = [
     Option("bucket", "-1", _bucket),
     Option("bucket-key", None, str),
-    Option("bucket-function.type", "default", _choice("default", "mod", "hive")),
+    Option("bucket-function.type", "default", choice("default", "mod", "hive")),
     Option("file.format", "parquet", _FORMAT),  # avro: read, not written
     Option("file.compression", "zstd", _COMPRESSION),
     Option("file.format.per.level", "", _by_level(_FORMAT)),
@@ -187,20 +151,20 @@ _OPTIONS = [
     Option("changelog-file.format", None, _FORMAT),
     Option("changelog-file.compression", None, _COMPRESSION),
     Option("file.compression.zstd-level", "1", _int_at_least(1)),
-    Option("manifest.format", "avro", _choice("avro")),
-    Option("manifest.compression", "zstd", _choice("zstd", "null", "none", "deflate", "snappy")),
+    Option("manifest.format", "avro", choice("avro")),
+    Option("manifest.compression", "zstd", choice("zstd", "null", "none", "deflate", "snappy")),
     Option("manifest.target-file-size", "8 mb", parse_memory_size),
     Option("manifest.full-compaction-threshold-size", "16 mb", parse_memory_size),
     Option("manifest.merge-min-count", "30", _int_at_least(1)),
     Option("target-file-size", None, parse_memory_size),
     Option("merge-engine", "deduplicate",
-           _choice("deduplicate", "partial-update", "aggregation", "first-row")),
+           choice("deduplicate", "partial-update", "aggregation", "first-row")),
     Option("sequence.field", None, str),
-    Option("partition.default-name", "__DEFAULT_PARTITION__", str),
+    Option("partition.default-name", "__DEFAULT_PARTITION__", _partition_default_name),
     Option("partition.legacy-name", "true", parse_bool),
     Option("deletion-vectors.enabled", "false", parse_bool),
     Option("deletion-vectors.bitmap64", "false", parse_bool),
-    Option("changelog-producer", "none", _choice("none", "input", "lookup", "full-compaction")),
+    Option("changelog-producer", "none", choice("none", "input", "lookup", "full-compaction")),
     Option("metadata.stats-mode", "truncate(16)", _stats_mode),
     Option("metadata.stats-mode.per.level", "", _by_level(_stats_mode)),
     Option("changelog-file.stats-mode", None, _stats_mode),
@@ -218,7 +182,7 @@ _OPTIONS = [
     Option("snapshot.clean-empty-directories", "false", parse_bool),
     Option("partition.expiration-time", None, parse_duration_ms),
     Option("partition.expiration-check-interval", "1 h", parse_duration_ms),
-    Option("partition.expiration-strategy", "values-time", _choice("values-time", "update-time")),
+    Option("partition.expiration-strategy", "values-time", choice("values-time", "update-time")),
     Option("partition.expiration-max-num", "100", _int_at_least(1)),
     Option("partition.expiration-batch-size", None, _int_at_least(1)),
     Option("end-input.check-partition-expire", "false", parse_bool),
@@ -231,13 +195,13 @@ _OPTIONS = [
     Option("changelog.num-retained.min", None, _int_at_least(1)),
     Option("changelog.time-retained", None, parse_duration_ms),
     Option("consumer.expiration-time", None, parse_duration_ms),
-    Option("tag.automatic-creation", "none", _choice("none", "process-time", "watermark", "batch")),
-    Option("tag.creation-period", "daily", _choice("daily", "hourly", "two-hours")),
+    Option("tag.automatic-creation", "none", choice("none", "process-time", "watermark", "batch")),
+    Option("tag.creation-period", "daily", choice("daily", "hourly", "two-hours")),
     Option("tag.creation-delay", "0 ms", parse_duration_ms),
     Option("tag.creation-period-duration", None, _positive_duration_ms),
     Option("tag.time-expire-enabled", "true", parse_bool),
     Option("tag.period-formatter", "with_dashes",
-           _choice("with_dashes", "without_dashes", "without_dashes_and_spaces")),
+           choice("with_dashes", "without_dashes", "without_dashes_and_spaces")),
     Option("tag.num-retained-max", None, _int_at_least(1)),
     Option("tag.default-time-retained", None, parse_duration_ms),
     Option("tag.automatic-completion", "false", parse_bool),
@@ -252,16 +216,20 @@ _OPTIONS = [
     Option("compaction.min.file-num", "5", _int_at_least(1)),
     Option("source.split.open-file-cost", "4 mb", parse_memory_size),
     Option("compaction.force-rewrite-all-files", "false", parse_bool),
-    Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1)),
+    Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1, parse_long)),
     Option("dynamic-bucket.max-buckets", "-1", _max_buckets),
     Option("write-only", "false", parse_bool),
-    Option("full-compaction.delta-commits", None, lambda text: int(text.strip())),
+    Option("full-compaction.delta-commits", None, parse_int),
     Option(PARQUET_WRITER_VERSION, "v1", _parquet_writer_version),
-    Option(PARQUET_DICTIONARY, "true", parse_bool),
+    Option(PARQUET_DICTIONARY, "true", parse_hadoop_bool),
     Option("file-index.in-manifest-threshold", "500 b", parse_memory_size),
     Option("file-index.read.enabled", "true", parse_bool),
 ]
 OPTIONS: dict[str, Option] = {o.key: o for o in _OPTIONS}
+# the parser of each type of CORE_OPTION_TYPES, for the Paimon options not in OPTIONS
+_JAVA_PARSERS: dict[str, Callable[[str], Any]] = {
+    "boolean": parse_bool, "int": parse_int, "long": parse_long, "float": parse_double, "double": parse_double,
+    "duration": parse_duration_ms, "memory": parse_memory_size}
 KNOWN_KEYS = PAIMON_OPTION_KEYS | OPTIONS.keys()
 
 
@@ -275,10 +243,11 @@ def validate(options: dict[str, str]) -> None:
                                      f"ignore {key!r} and use the default of {meant!r})")
     for key, raw in options.items():
         opt = OPTIONS.get(key.split("#", 1)[0] if key.split("#", 1)[0] in _PER_COLUMN else key)
-        if opt is None:
+        parse = opt.parse if opt is not None else _JAVA_PARSERS.get(CORE_OPTION_TYPES.get(key, ""))
+        if parse is None:
             continue
         try:
-            opt.parse(str(raw))
+            parse(str(raw))
         except ValueError as exc:
             raise InvalidOptionError(f"invalid value {raw!r} for table option '{key}': {exc}") from None
     ExternalPaths.of(options)

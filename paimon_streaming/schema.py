@@ -16,6 +16,7 @@ from .errors import InvalidOptionError, PaimonError, SchemaMismatchError, Unsupp
 from .system_fields import is_system_field, reserved_names_message
 from .fileio import FileIO
 from .json_check import CHECK_KEY, check_mismatch, json_check
+from .option_text import parse_bool
 from .variant import check_table as check_variants
 from .types import DataField, DataType, arrow_schema, assign_field_ids, from_arrow, max_field_id
 
@@ -268,12 +269,11 @@ def _check_streaming_read_overwrite(schema: "TableSchema") -> None:
     raw = schema.options.get("streaming-read-overwrite")
     if raw is None:
         return
-    low = str(raw).strip().lower()
-    if low not in ("true", "false"):
-        raise InvalidOptionError(f"invalid value {raw!r} for table option 'streaming-read-overwrite': "
-                                 "expected true or false")
-    if low == "false":
-        return
+    try:
+        if not parse_bool(str(raw)):
+            return
+    except ValueError as exc:
+        raise InvalidOptionError(f"invalid value {raw!r} for table option 'streaming-read-overwrite': {exc}") from None
     if not schema.primary_keys:
         raise InvalidOptionError("table option 'streaming-read-overwrite' = 'true' needs a primary-key table (Paimon "
                                  "refuses it on a table without primary key): use 'streaming-read-append-overwrite'")

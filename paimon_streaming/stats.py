@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidOptionError
+from .option_text import parse_int
 from .system_fields import is_system_field
 from .types import DataField, DataType, to_arrow
 
@@ -32,7 +33,7 @@ KEY_STATS_MODE = "truncate(128)"          # system and `_KEY_*` columns (Java)
 STATS_MODE_OPTION = "metadata.stats-mode"
 KEEP_FIRST_N_OPTION = "metadata.stats-keep-first-n-columns"
 
-_TRUNCATE = re.compile(r"^TRUNCATE\((\d+)\)$")
+_TRUNCATE = re.compile(r"TRUNCATE\(([0-9]+)\)")
 _NO_MIN_MAX = {"ARRAY", "MAP", "MULTISET", "ROW", "BINARY", "VARBINARY", "VARIANT"}
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
@@ -40,15 +41,16 @@ _SURROGATES = range(0xD800, 0xE000)
 
 # ---- modes --------------------------------------------------------------------------------
 def parse_stats_mode(text: str, option: str = STATS_MODE_OPTION) -> str:
-    """Normalize a stats-mode value (`none`, `counts`, `full`, `truncate(N)`, any case).
+    """Normalize a stats-mode value (`none`, `counts`, `full`, `truncate(N)`, any case, nothing
+    around it: Java's SimpleColStatsCollector.from).
 
     Raises InvalidOptionError naming `option` for anything else, as Java refuses it.
     """
-    upper = str(text).strip().upper()
+    upper = str(text).upper()
     if upper in ("NONE", "COUNTS", "FULL"):
         return upper.lower()
-    m = _TRUNCATE.match(upper)
-    if m and int(m.group(1)) > 0:
+    m = _TRUNCATE.fullmatch(upper)
+    if m and 0 < int(m.group(1)) < 1 << 31:
         return f"truncate({int(m.group(1))})"
     raise InvalidOptionError(f"{option}={text!r} is not a stats mode; use none, counts, full "
                              f"or truncate(N) with N > 0")
@@ -89,8 +91,8 @@ def stats_modes(options: Mapping[str, str], field_names: Iterable[str],
 
 def _int_option(options: Mapping[str, str], key: str, default: int) -> int:
     try:
-        return int(options.get(key, default))
-    except (TypeError, ValueError):
+        return parse_int(str(options.get(key, default)))
+    except ValueError:
         raise InvalidOptionError(f"{key}={options[key]!r} is not an integer") from None
 
 

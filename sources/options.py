@@ -11,7 +11,8 @@ from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
 from paimon_streaming.incremental import IncrementalRange, incremental_query
-from paimon_streaming.options import misspelled_key, misspelt_name, parse_memory_size
+from paimon_streaming.option_text import parse_memory_size
+from paimon_streaming.options import misspelled_key, misspelt_name
 from paimon_streaming.streaming_scan import ReadLimits, check_start_options
 from paimon_streaming.system_tables import ROW_TRACKING, split_system_table
 from paimon_streaming.table import Table

@@ -1,8 +1,10 @@
 """Input that must be refused, not reinterpreted (issue 17, part 4): reserved system column
-names, bucket counts beyond Paimon's limit, and option keys one edit from Paimon's."""
+names, bucket counts beyond Paimon's limit, option keys one edit from Paimon's, and option
+values Java cannot parse."""
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -13,7 +15,7 @@ from paimon_streaming.bucket import fixed_buckets
 from paimon_streaming.catalog import create_table_at
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.option_keys import PAIMON_OPTION_KEYS
-from paimon_streaming.options import MAX_BUCKETS, misspelled_key
+from paimon_streaming.options import misspelled_key
 from paimon_streaming.system_fields import SYSTEM_FIELD_NAMES
 from paimon_streaming.types import DataType
 
@@ -69,14 +71,14 @@ def test_append_table_refuses_system_named_columns_too(catalog):
 
 
 # ---- bucket counts -------------------------------------------------------------------------
-@pytest.mark.parametrize("bucket", [str(MAX_BUCKETS + 1), "99999999999", "-3", "0"])
+@pytest.mark.parametrize("bucket", [str(2**31), "99999999999", "-3", "0"])
 def test_create_table_refuses_bucket_counts_paimon_cannot_hold(catalog, bucket):
     with pytest.raises(InvalidOptionError, match="bucket"):
         catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": bucket})
     assert not catalog.table_exists("db.t")
 
 
-@pytest.mark.parametrize("bucket", [16777216, MAX_BUCKETS])
+@pytest.mark.parametrize("bucket", [16777216, 2**31 - 1])
 def test_huge_bucket_counts_write_each_row_to_its_bucket(catalog, warehouse, bucket):
     """Bucket ids above 2^20 once overflowed the (partition, bucket) group id: 16777216 raised
     IndexError, 1.5M put rows into another partition's directory."""
@@ -119,6 +121,50 @@ def test_create_table_at_refuses_a_misspelled_key_before_any_file(warehouse):
     with pytest.raises(InvalidOptionError, match="'buckets'"):
         create_table_at(f"{warehouse}/db.db/x", KV, primary_keys=["k"], options={"buckets": "4"})
     assert not os.path.exists(f"{warehouse}/db.db/x/schema")
+
+
+# ---- option values: parsed as Java parses them ------------------------------------------------
+# Java (OptionsUtils, MemorySize, TimeUtils) refuses these: a table we created with one could not
+# be opened by Java (Integer.parseInt neither trims nor takes '_'; enums and booleans are
+# compared whole, in any case).
+JAVA_REFUSES = [("bucket", " 2"), ("bucket", "1_0"), ("bucket", "2 "), ("merge-engine", "first-row "),
+                ("deletion-vectors.enabled", "true "), ("changelog-producer", " input"), ("file.format", " orc"),
+                ("partition.default-name", ""), ("target-file-size", "\u0661 mb"), ("snapshot.time-retained", "+2 h"),
+                ("num-sorted-run.compaction-trigger", " 3"), ("file.compression", " zstd"),
+                ("manifest.compression", " zstd"), ("compaction.delete-ratio-threshold", "0_5"),
+                ("metadata.stats-mode", "truncate(16)\n"), ("row-tracking.enabled", "true "),
+                ("write-buffer-size", "1_000"), ("commit.force-compact", "yes")]
+# ...and takes these, as we do
+JAVA_TAKES = [("bucket", "+2"), ("bucket", "02"), ("merge-engine", "FIRST-ROW"), ("deletion-vectors.enabled", "TRUE"),
+              ("file.format", "ORC"), ("partition.default-name", "  "), ("target-file-size", " 1 mb "),
+              ("target-file-size", "1 mebibytes"), ("snapshot.time-retained", " 2 H "), ("file.compression", "ZSTD"),
+              ("compaction.delete-ratio-threshold", "0.5d"), ("file.format.per.level", "0: orc , 1:parquet")]
+
+
+def _table_options(key: str, value: str) -> dict[str, str]:
+    return {key: value} if key == "bucket" else {"bucket": "2", key: value}
+
+
+@pytest.mark.parametrize("key,value", JAVA_REFUSES)
+def test_option_values_java_cannot_parse_are_refused_naming_option_and_value(catalog, key, value):
+    with pytest.raises(InvalidOptionError, match=f"{re.escape(repr(value))} for table option '{re.escape(key)}'"):
+        catalog.create_table("db.t", KV, primary_keys=["k"], options=_table_options(key, value))
+    assert not catalog.table_exists("db.t")
+    t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "2"})
+    with pytest.raises(InvalidOptionError, match=f"table option '{re.escape(key)}'"):
+        t.update_schema().set_option(key, value).commit()
+    assert t.schema.id == 0
+
+
+def test_option_values_java_parses_are_taken_and_java_reads_the_table(catalog):
+    from java_oracle import get_oracle
+    java = get_oracle()
+    for i, (key, value) in enumerate(JAVA_TAKES):
+        t = catalog.create_table(f"db.t{i}", KV, primary_keys=["k"], options=_table_options(key, value))
+        t.write_arrow(pa.table({"k": [1, 1, 2], "v": ["a", "b", "c"]}, schema=KV))
+        assert t.schema.options[key] == value
+        ours = rows_by(t.to_arrow(), "k")
+        assert sorted(java.read(t.path), key=lambda r: r["k"]) == ours and len(ours) == 2, (key, value)
 
 
 def test_nulls_in_not_null_elements_and_map_values_are_refused_naming_the_column(catalog):

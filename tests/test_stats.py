@@ -156,13 +156,13 @@ def test_collect_accepts_chunked_and_dictionary_columns():
 
 @pytest.mark.parametrize("text, mode", [("none", "none"), ("COUNTS", "counts"), ("Full", "full"),
                                         ("truncate(16)", "truncate(16)"), ("TRUNCATE(128)", "truncate(128)"),
-                                        (" truncate(007) ", "truncate(7)")])
+                                        ("truncate(007)", "truncate(7)")])
 def test_parse_stats_mode(text, mode):
     assert parse_stats_mode(text) == mode
 
 
 @pytest.mark.parametrize("text", ["truncate(0)", "truncate()", "truncate(-1)", "truncate(x)", "bogus", "",
-                                  "truncate(16"])
+                                  "truncate(16", " truncate(7) ", "full\n", "truncate(2147483648)"])
 def test_parse_stats_mode_errors(text):
     with pytest.raises(InvalidOptionError, match="metadata.stats-mode"):
         parse_stats_mode(text)

@@ -341,7 +341,7 @@ def test_durations_as_java_writes_them_and_as_python_holds_them(catalog):
     a timedelta or np.int64 retention was a raw re.error, -5 and True were taken; one tag kept
     '3000000 d' (Java takes it) overflowed and stopped every other tag's expiration."""
     import numpy as np
-    from paimon_streaming.options import parse_duration_ms
+    from paimon_streaming.option_text import parse_duration_ms
     assert [parse_duration_ms(t) for t in ("2 hours", "7 days", "10 secs", "30 Minutes", "1500 micros", "5 ms")] == \
         [7_200_000, 604_800_000, 10_000, 1_800_000, 1, 5]
     t = pk_table(catalog, **{"snapshot.time-retained": "2 hours", "snapshot.num-retained.min": "1",

@@ -60,7 +60,7 @@ import pyarrow.compute as pc
 
 from ..binary_row import encode_rows, hash_rows
 from ..errors import InvalidOptionError
-from ..options import parse_bool, parse_duration_ms, parse_memory_size
+from ..option_text import parse_bool, parse_duration_ms, parse_memory_size
 from ..types import DataType
 
 _INT_ROOTS = {"TINYINT", "SMALLINT", "INT", "BIGINT", "DATE"}

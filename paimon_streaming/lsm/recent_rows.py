@@ -18,7 +18,7 @@ from typing import Iterable
 
 import pyarrow as pa
 
-from ..options import parse_memory_size
+from ..option_text import parse_memory_size
 
 ENV_SIZE = "PAIMON_COMPACTION_ROWS_CACHE_SIZE"
 
