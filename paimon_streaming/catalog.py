@@ -19,11 +19,17 @@ SYSTEM_TABLE_SPLITTER = "$"
 _NAME = re.compile(r"^[^./\\\x00-\x1f\x7f]+$")
 
 
-def _check_name(kind: str, name: str) -> str:
-    """Database and table names become directory names: no separators ('.', '/', '\\'), no
-    control characters, no surrounding spaces; table names also no '$' (it selects system tables,
-    `orders$snapshots`, as in Paimon). Unicode is fine."""
-    if not isinstance(name, str) or not name or not _NAME.match(name) or name.strip() != name:
+def _check_name(kind: str, name: str, new: bool = False) -> str:
+    """Database and table names are directory names: a name never has a path separator ('/',
+    '\\') or NUL, nor is '', '.' or '..'; a table name has no '$' (it selects system tables,
+    `orders$snapshots`, as in Paimon). `new` (a name being created) also refuses '.', control
+    characters and surrounding spaces, which other engines' identifiers trip on; existing ones
+    (Java and other writers make ' lead', 'a.b', '.hid') are looked up as Java's filesystem
+    catalog does. Unicode is fine."""
+    if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\\x00"):
+        raise InvalidNameError(f"invalid {kind} name {name!r}: a name is one directory name (not '', '.' or '..', "
+                               "without '/', '\\' or NUL)")
+    if new and (not _NAME.match(name) or name.strip() != name):
         raise InvalidNameError(f"invalid {kind} name {name!r}: use a non-empty name without '.', '/', '\\', "
                                "control characters or surrounding spaces")
     if kind == "table" and SYSTEM_TABLE_SPLITTER in name:
@@ -33,7 +39,8 @@ def _check_name(kind: str, name: str) -> str:
 
 
 def split_identifier(identifier: str) -> tuple[str, str]:
-    """'db.table' -> ('db', 'table'); a bare name means database 'default'."""
+    """'db.table' -> ('db', 'table'), split at the first '.' as Java's Identifier.fromString
+    ('db.a.b' is table 'a.b'); a bare name means database 'default'."""
     db, sep, table = identifier.partition(".")
     if not sep:
         db, table = "default", identifier
@@ -68,7 +75,7 @@ class Catalog:
             if ignore_if_exists:
                 return
             raise TableAlreadyExistsError(f"database {name} already exists in {self.warehouse}")
-        self.file_io.mkdirs(self.database_path(name))
+        self.file_io.mkdirs(self.database_path(_check_name("database", name, new=True)))
 
     def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         if not self.database_exists(name):
@@ -111,11 +118,12 @@ class Catalog:
         if split_branch(identifier)[1] is not None:
             raise InvalidNameError(f"{identifier} names a branch: create it from its table with "
                                    "Table.create_branch (or `paimon-streaming branch create`)")
-        db, _ = split_identifier(identifier)
+        db, table = split_identifier(identifier)
         if self.table_exists(identifier):
             if ignore_if_exists:
                 return self.get_table(identifier)
             raise TableAlreadyExistsError(f"table {identifier} already exists at {self.table_path(identifier)}")
+        _check_name("table", table, new=True)
         table_schema = TableSchema.create(schema, primary_keys, partition_keys, options, comment)
         self.create_database(db, ignore_if_exists=True)
         path = self.table_path(identifier)
@@ -140,6 +148,7 @@ class Catalog:
         reader sees the table under one name or the other (local filesystems and HDFS)."""
         if not self.table_exists(identifier):
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
+        _check_name("table", split_identifier(new_identifier)[1], new=True)
         if self.table_exists(new_identifier) or self.file_io.exists(self.table_path(new_identifier)):
             raise TableAlreadyExistsError(f"table {new_identifier} already exists at {self.table_path(new_identifier)}")
         self.file_io.check_dir_rename()  # before the new name's database is created

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_streaming as ps
-from paimon_streaming.catalog import load_table, split_identifier
+from paimon_streaming.catalog import create_table_at, load_table, split_identifier
 from paimon_streaming.errors import InvalidNameError, TableAlreadyExistsError, TableNotFoundError
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -77,3 +77,31 @@ def test_a_missing_branch_of_an_existing_table_names_the_branches(catalog):
         catalog.get_table("db.gone$branch_dev")
     assert catalog.get_table("db.t$branch_dev").to_arrow().num_rows == 1
     assert isinstance(catalog.get_table("db.t"), ps.Table)
+
+
+def test_tables_and_databases_other_writers_named_are_listed_and_opened(catalog, warehouse):
+    """Java's filesystem catalog makes tables named ' lead', 'trail ', 'a.b', '.hid' and a
+    database ' sp ' (it checks no names); list_tables/list_databases returned them and
+    get_table then refused them with InvalidNameError. They are looked up as Java's catalog
+    does, 'db.a.b' split at the first '.' as Java's Identifier.fromString; we still create
+    none of them."""
+    names = [" lead", "trail ", "a.b", ".hid"]
+    for db, name in [("db", n) for n in names] + [(" sp ", "t")]:
+        create_table_at(f"{warehouse}/{db}.db/{name}", SCHEMA).write_arrow(pa.table({"id": [len(name)]}))
+    assert catalog.list_databases() == [" sp ", "db"] and catalog.list_tables("db") == sorted(names)
+    for db, name in [("db", n) for n in names] + [(" sp ", "t")]:
+        assert catalog.table_exists(f"{db}.{name}")
+        t = catalog.get_table(f"{db}.{name}")
+        assert t.path == f"{warehouse}/{db}.db/{name}" and t.to_arrow()["id"].to_pylist() == [len(name)]
+    assert catalog.create_table("db. lead", SCHEMA, ignore_if_exists=True).path == f"{warehouse}/db.db/ lead"
+    catalog.rename_table("db.a.b", "db.ab")
+    catalog.drop_table("db.ab")
+    assert catalog.list_tables("db") == [" lead", ".hid", "trail "]
+    for identifier in ("db.x.y", "db. new", " sp .new ", "db..new"):
+        with pytest.raises(InvalidNameError, match="invalid table name"):
+            catalog.create_table(identifier, SCHEMA)
+    with pytest.raises(InvalidNameError, match="invalid database name"):
+        catalog.create_table(" new .t", SCHEMA)
+    for identifier in ("db..", "db.x/y", "db.t$snapshots", "../x.t"):
+        with pytest.raises(InvalidNameError, match="invalid (table|database) name"):
+            catalog.get_table(identifier)
