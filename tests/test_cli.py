@@ -127,10 +127,33 @@ def test_update_with_set_values(tmp_path, capsys):
     assert main(["update", table.path, "--where", "id", "=", "1", "--set", "id=5"]) == 1
     assert "primary key columns ['id'] cannot be updated" in capsys.readouterr().err
     assert main(["update", table.path, "--where", "id", "=", "1", "--set", "n"]) == 1
-    assert "--set takes COLUMN=VALUE" in capsys.readouterr().err
+    assert "expected --set COLUMN=VALUE, got 'n'" in capsys.readouterr().err
     # a value the update refuses, its dry run refuses too (it said "1 rows match")
     assert main(["update", table.path, "--where", "id", "=", "1", "--set", "n=abc", "--dry-run"]) == 1
     assert "value 'abc' for column 'n'" in capsys.readouterr().err
+
+
+def test_update_set_reads_column_names_as_alter_does(tmp_path, capsys):
+    """`--set 'a=b=NEW'` beside columns a and a=b set a to 'b=NEW', and `--set ' v =NEW'` set v
+    where column ' v ' was meant: names holding '=', spaces, dots or backticks go in backticks
+    (as alter's), and an unquoted name another such column would also read is refused."""
+    import paimon_streaming as ps
+    names = ["a", "a=b", "v", " v ", "x.y", "q`"]
+    table = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", pa.schema([pa.field("id", pa.int64(), False)] + [(n, pa.string()) for n in names]),
+        primary_keys=["id"], options={"bucket": "1"})
+    table.write_arrow(pa.table({"id": [1], **{n: ["old"] for n in names}}))
+    for item, other in (("a=b=NEW", "a=b"), (" v =NEW", " v ")):
+        assert main(["update", table.path, "--where", "id", "=", "1", "--set", item]) == 1
+        assert f"is ambiguous: it sets column {item.strip()[0]!r}, but column {other!r} exists" in \
+            capsys.readouterr().err
+    assert main(["update", table.path, "--where", "id", "=", "1", "--set", "x.y=NEW"]) == 1
+    assert "not nested fields; a column name holding a dot goes in backticks (`x.y`=VALUE)" in capsys.readouterr().err
+    assert table.latest_snapshot().id == 1
+    sets = ["`a=b`=B", "`a`=A=", "` v `= S", "v=V", "`x.y`=X", "`q```=Q"]
+    assert main(["update", table.path, "--where", "id", "=", "1", *sum((["--set", s] for s in sets), [])]) == 0
+    assert table.to_arrow().to_pylist() == [{"id": 1, "a": "A=", "a=b": "B", "v": "V", " v ": " S", "x.y": "X",
+                                            "q`": "Q"}]
 
 
 def test_errors_exit_non_zero(tmp_path, capsys):

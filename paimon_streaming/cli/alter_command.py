@@ -7,36 +7,16 @@ import re
 
 from ..schema_update import SchemaUpdate
 from ..table import Table
+from .names import NAME, NAME_PATH, column_path, split_pair, unquoted
 from .output import add_table_argument, emit
 
-# A column name as Spark SQL writes one: plain (no spaces, dots or backticks) or in backticks
-# (`` `user.id` ``, a backtick inside doubled); a nested field's path joins names with dots.
-_NAME = r"(?:`(?:[^`]|``)*`|[^\s`.=]+)"
-_NAME_PATH = rf"{_NAME}(?:\.{_NAME})*"
-_ADD = re.compile(rf"^\s*(?P<path>{_NAME_PATH})\s+(?P<type>.+?)(?:\s+(?P<first>FIRST)|\s+AFTER\s+(?P<after>{_NAME}))?\s*$",
+_ADD = re.compile(rf"^\s*(?P<path>{NAME_PATH})\s+(?P<type>.+?)(?:\s+(?P<first>FIRST)|\s+AFTER\s+(?P<after>{NAME}))?\s*$",
                   re.IGNORECASE)
 
 
-def _unquoted(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
-
-
-def _path(text: str) -> str | tuple[str, ...]:
-    """`addr.zip` names the nested field zip of ROW column addr; `` `user.id` `` the column
-    named user.id."""
-    if not re.fullmatch(_NAME_PATH, text.strip()):
-        raise ValueError(f"expected a column name (in backticks if it holds a dot, a space, '=' or a backtick, "
-                         f"as in Spark SQL: `user.id`), got {text!r}")
-    parts = tuple(_unquoted(m) for m in re.findall(_NAME, text.strip()))
-    return parts[0] if len(parts) == 1 else parts
-
-
 def _pair(text: str, what: str) -> tuple[str, str]:
-    """NAME=VALUE, the NAME plain or in backticks (which may hold '=')."""
-    m = re.match(rf"\s*({_NAME_PATH})?\s*=", text)
-    if not m or not m[1]:
-        raise ValueError(f"expected {what}, got {text!r}")  # reported by main, as every argument error
-    return m[1], text[m.end():].strip()
+    name, value = split_pair(text, what)
+    return name, value.strip()
 
 
 def _changes(args: argparse.Namespace, update: SchemaUpdate) -> None:
@@ -44,23 +24,23 @@ def _changes(args: argparse.Namespace, update: SchemaUpdate) -> None:
         m = _ADD.match(spec)
         if not m:
             raise ValueError(f"--add-column expects 'NAME TYPE [FIRST | AFTER COLUMN]', got {spec!r}")
-        update.add_column(_path(m["path"]), m["type"], first=bool(m["first"]),
-                          after=_unquoted(m["after"]) if m["after"] else None)
+        update.add_column(column_path(m["path"]), m["type"], first=bool(m["first"]),
+                          after=unquoted(m["after"]) if m["after"] else None)
     for spec in args.rename:
         old, new = _pair(spec, "OLD=NEW")
-        update.rename_column(_path(old), _unquoted(new))
+        update.rename_column(column_path(old), unquoted(new))
     for spec in args.type:
         name, type_name = _pair(spec, "COLUMN=TYPE")
-        update.update_column(_path(name), type_name)
+        update.update_column(column_path(name), type_name)
     for name in args.drop_not_null:
-        update.update_column(_path(name), nullable=True)
+        update.update_column(column_path(name), nullable=True)
     for spec in args.default:
         name, value = _pair(spec, "COLUMN=VALUE")
-        update.set_default(_path(name), value)
+        update.set_default(column_path(name), value)
     for name in args.drop_default:
-        update.set_default(_path(name), None)
+        update.set_default(column_path(name), None)
     for name in args.drop:
-        update.drop_column(_path(name))
+        update.drop_column(column_path(name))
     for spec in args.set:
         key, sep, value = spec.partition("=")
         if not sep or not key.strip():

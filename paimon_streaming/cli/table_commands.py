@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import decimal
 import json
+import re
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ import pyarrow as pa
 from ..rescale import partitions_to_rescale
 from ..row_level import check_change
 from ..table import Table
+from .names import column_path, split_pair
 from .output import add_table_argument, print_rows
 
 
@@ -159,13 +161,23 @@ def where_terms(wheres: list[list[str]], schema: pa.Schema) -> list[tuple]:
 
 
 def set_values(sets: list[str], schema: pa.Schema) -> dict[str, Any]:
-    """`--set COLUMN=VALUE` options as update values."""
+    """`--set COLUMN=VALUE` options as update values. COLUMN is read as `alter` reads it
+    (cli/names.py): a name holding '=', a space, a dot or a backtick goes in backticks. An
+    unquoted COLUMN that a column of such a name would also read (`a=b=1` beside `a=b`, ` v =1`
+    beside ` v `) is refused rather than guessed."""
     values = {}
     for item in sets:
-        column, sep, text = item.partition("=")
-        if not sep or not column.strip():
-            raise ValueError(f"--set takes COLUMN=VALUE, got {item!r}")
-        values[column.strip()] = cli_value(column.strip(), text, schema)
+        written, text = split_pair(item, "--set COLUMN=VALUE")
+        column = column_path(written)
+        if isinstance(column, tuple):
+            raise ValueError(f"--set {item!r}: update sets columns, not nested fields; a column name holding a "
+                             f"dot goes in backticks (`{'.'.join(column)}`=VALUE)")
+        other = None if written.startswith("`") else next(
+            (c for c in schema.names if c != column and re.match(rf"\s*{re.escape(c)}\s*=", item)), None)
+        if other is not None:
+            raise ValueError(f"--set {item!r} is ambiguous: it sets column {column!r}, but column {other!r} exists; "
+                             f"put the column in backticks: `{other.replace('`', '``')}`=VALUE or `{column}`=VALUE")
+        values[column] = cli_value(column, text, schema)
     return values
 
 
@@ -227,6 +239,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "(OP: = != < <= > >= in 'not in' 'is null' 'is not null'; VALUE as JSON, else text)")
         if name == "update":
             p.add_argument("--set", action="append", required=True, metavar="COLUMN=VALUE",
-                           help="a value to set (JSON, else text), repeated for more columns")
+                           help="a value to set (JSON, else text), repeated for more columns; a column name "
+                                "holding '=', a space, a dot or a backtick goes in backticks: '`a=b`=1'")
         p.add_argument("--dry-run", action="store_true", help="count the matching rows, change nothing")
         p.set_defaults(func=cmd_row_level)
