@@ -18,7 +18,9 @@ records (`record-type` control: create-table, add-column, ...) carry no row and 
 except drop-table and truncate-table, whose effect a table that skipped them would lack: those
 are undecodable records.
 
-Numbers and DECIMALs arrive as JSON numbers (or text), dates, times and timestamps as text.
+Numbers and DECIMALs arrive as JSON numbers (or text), dates, times and timestamps as text. As
+Paimon's parser takes every value as text, a STRING, BOOLEAN or number column takes any JSON
+value as its text, cast to the column's type (`change_events.read_loosely`).
 DMS writes a DATETIME's wall time with a trailing `Z`: a TIMESTAMP column takes its digits as
 the wall time; a TIMESTAMP WITH LOCAL TIME ZONE needs the text's offset (or `Z`). Binary
 columns are not decoded: DMS does not say how its JSON encodes them.
@@ -33,12 +35,14 @@ import pyarrow.compute as pc
 
 from . import change_events
 from .base64_columns import holds_binary
-from .change_events import EVENTS_METADATA, Column, change_rows, read_events
+from .change_events import EVENTS_METADATA, Column, change_rows
 
 FORMAT = "aws-dms-json"
 BEFORE_PREFIX = "BI_"
 _OPS = {"load": "r", "insert": "c", "update": "u", "delete": "d"}
 _UNAPPLIED_CONTROL = ("drop-table", "truncate-table")
+_METADATA = pa.struct([("record-type", pa.string()), ("operation", pa.string()), ("schema-name", pa.string()),
+                       ("table-name", pa.string())])
 
 
 def encoding_of(t: pa.DataType) -> str:
@@ -73,12 +77,14 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited DMS records -> rows as `change_events.change_rows` makes them, the
     number of records in the schema's metadata (`EVENTS_METADATA`)."""
-    wire = {c.name: c.wire for c in columns if c.wire is not None}
-    image = pa.struct([pa.field(n, t) for n, t in wire.items()]
-                      + [pa.field(BEFORE_PREFIX + k, wire[k]) for k in keys if k in wire and BEFORE_PREFIX + k not in wire])
-    metadata = pa.struct([("record-type", pa.string()), ("operation", pa.string()), ("schema-name", pa.string()),
-                          ("table-name", pa.string())])
-    events = read_events(buffer, pa.schema([("metadata", metadata), ("data", image)]), closed=("metadata",))
+    def schema_of(columns: list[Column]) -> pa.Schema:
+        wire = {c.name: c.wire for c in columns if c.wire is not None}
+        image = pa.struct([pa.field(n, t) for n, t in wire.items()] + [
+            pa.field(BEFORE_PREFIX + k, wire[k]) for k in keys if k in wire and BEFORE_PREFIX + k not in wire])
+        return pa.schema([("metadata", _METADATA), ("data", image)])
+    events, columns = change_events.read_loosely(
+        buffer, columns, schema_of, [change_events.as_text], ("data",), closed=("metadata",),
+        also=lambda name: (BEFORE_PREFIX + name,) if name in keys else ())
     meta = events.column("metadata").combine_chunks()
     record_type, operation = meta.field("record-type"), meta.field("operation")
     control = pc.fill_null(pc.and_(meta.is_valid(), pc.not_equal(record_type, "data")), False)

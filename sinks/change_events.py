@@ -25,7 +25,7 @@ from paimon_streaming.datafile import rebased_offsets
 from paimon_streaming.types import map_arrow_leaves
 from paimon_streaming.write import check_decimals_fit
 from paimon_streaming.zones import instants_in
-from . import json_maps
+from . import json_maps, json_text
 from .base64_columns import base64_decoded
 
 _KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
@@ -309,12 +309,12 @@ def _leaves(table: pa.Table, kind: pa.DataType = pa.float32()) -> list[tuple[str
     return out
 
 
-def read_events(buffer: bytes, schema: pa.Schema, closed: Sequence[str] = ()) -> pa.Table:
+def read_events(buffer: bytes, schema: pa.Schema, closed: Sequence[str] = (), one_by_one: bool = True) -> pa.Table:
     """The columns `schema` names of newline-delimited JSON events; fields it does not name are
     inferred (new columns inside the images), except inside the `closed` columns (records such
     as Debezium's `source`, of which only the named fields are read). When only inferred fields
     conflict between events (a connector's `source` or `ts` changing type is nothing to us), the
-    events are read one by one, keeping the named columns (the error path only)."""
+    events are read one by one (`one_by_one`), keeping the named columns (the error path only)."""
     def read_json(text: bytes, explicit: pa.Schema) -> pa.Table:
         return pajson.read_json(
             io.BytesIO(text), read_options=pajson.ReadOptions(block_size=max(len(text), 1 << 20)),
@@ -332,9 +332,52 @@ def read_events(buffer: bytes, schema: pa.Schema, closed: Sequence[str] = ()) ->
         return read(buffer)
     except pa.ArrowInvalid:
         lines = [line for line in buffer.split(b"\n") if line.strip()]
-        if len(lines) < 2:
+        if len(lines) < 2 or not one_by_one:
             raise
         return pa.concat_tables([read(line + b"\n") for line in lines], promote_options="permissive")
+
+
+def read_loosely(buffer: bytes, columns: list[Column], schema_of: Callable[[list[Column]], pa.Schema],
+                 loosenings: Sequence[Callable[[Column], Column]], images: Sequence[str],
+                 also: Callable[[str], Sequence[str]] = lambda name: (), closed: Sequence[str] = (),
+                 nested: bool = True) -> tuple[pa.Table, list[Column]]:
+    """`read_events` of the records as `schema_of(columns)`; when the JSON reader refuses them
+    (a value not of the JSON type its column's encoding reads: a number in a STRING column,
+    text in a BIGINT one), as `schema_of` the columns each of `loosenings` makes, in turn (the
+    vectorized path stays the common one). The values of columns a loosening reads as text
+    (and of the fields `also` names for them, such as DMS's before image) are rewritten to
+    Paimon's CDC text of them (`json_text.rewritten`), so that any JSON value reaches the column
+    as its text. Returns the events and the columns they are in."""
+    attempts: list[tuple[list[Column], tuple[str, ...]]] = [(columns, ())]
+    for loosen in loosenings:
+        loose = [loosen(c) for c in columns]
+        texts = tuple(n for c in loose if c.encoding == "text" for n in (c.name, *also(c.name)))
+        if (texts or loose != columns) and (loose, texts) not in attempts:
+            attempts.append((loose, texts))
+    first = None
+    for i, (tried, texts) in enumerate(attempts):
+        last = i == len(attempts) - 1
+        try:
+            text = json_text.rewritten(buffer, images, texts, nested) if texts else buffer
+        except ValueError:  # no JSON: the reader's error says where
+            raise first from None
+        try:
+            return read_events(text, schema_of(tried), closed, one_by_one=last), tried
+        except pa.ArrowInvalid as exc:
+            first = first or exc
+            if last:
+                raise
+
+
+def as_text(c: Column) -> Column:
+    """A column of a format whose parser in Paimon takes every value as text (Maxwell,
+    GoldenGate, AWS DMS; `read_loosely`): a STRING, BOOLEAN or number column reads a value of
+    any JSON type as its text, cast from it as Canal's text is."""
+    t = c.type
+    if c.encoding == "plain" and (pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_integer(t)
+                                  or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+        return Column(c.name, "text", pa.string(), t)
+    return c
 
 
 def change_rows(op: pa.Array, before: pa.StructArray, after: pa.StructArray, columns: list[Column],
@@ -504,9 +547,11 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         return reversed_bytes(base64_decoded(c.name, raw.cast(pa.binary())) if e == "bits" else raw.cast(pa.binary()))
     if e in ("decimal-bytes", "decimal-unscaled"):  # at the source's scale; cast to the column's (safely) after
         data = base64_decoded(c.name, raw.cast(pa.binary())) if e == "decimal-bytes" else raw.cast(pa.binary())
+        if pa.types.is_string(c.type):  # wider than 38 digits (a STRING column): the decimal's text
+            return _unscaled_decimals(c.name, data, pa.decimal256(76, c.scale or 0))
         if c.scale is None or not pa.types.is_decimal(c.type) or c.scale == c.type.scale:
             return _unscaled_decimals(c.name, data, c.type)
-        return _unscaled_decimals(c.name, data, pa.decimal128(38, c.scale))
+        return _unscaled_decimals(c.name, data, pa.decimal256(76, c.scale))  # a DECIMAL(65, 30)'s too
     if e in VARIABLE_SCALE:
         unscaled = raw.field("value") if e == "variable-scale-unscaled" else \
             base64_decoded(c.name, raw.field("value").cast(pa.binary()))
@@ -514,7 +559,9 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
     if e == "decimal-text":
         return raw
     if e == "decimal-double" and pa.types.is_decimal(raw.type):  # JSON: the number's text, read exactly
-        kept = raw.cast(pa.decimal256(raw.type.precision, c.type.scale), safe=False)
+        # (a STRING column, one wider than 38 digits: the decimal's text at the source's scale)
+        scale = c.type.scale if pa.types.is_decimal(c.type) else c.scale or 0
+        kept = raw.cast(pa.decimal256(raw.type.precision, scale), safe=False)
         if pc.any(pc.invert(pc.fill_null(pc.equal(kept.cast(raw.type), raw), True))).as_py():
             raise ValueError(f"column '{c.name}' has a number with more digits than the scale of {c.type}")
         return kept  # its precision: checked by the cast to the column's type
@@ -556,34 +603,37 @@ def _text_unit(t: pa.DataType) -> str:
 
 def _unscaled_decimals(column: str, data: pa.Array, target: pa.DataType) -> pa.Array:
     """Kafka Connect's Decimal: each value the big-endian two's-complement bytes of the unscaled
-    integer, placed into 16-byte little-endian decimal128 slots in one numpy pass."""
+    integer, placed into 16-byte little-endian decimal128 slots (32-byte decimal256 ones for a
+    DECIMAL256 `target`) in one numpy pass."""
     if not pa.types.is_decimal(target):
         raise ValueError(f"column '{column}' holds Kafka Connect decimals but is {target}")
+    width = target.byte_width
+    digits = 38 if width == 16 else 76
     data, offsets, raw = _binary_buffers(data)
     n = len(data)
     lengths = np.diff(offsets)
     if ((lengths == 0) & data.is_valid().to_numpy(zero_copy_only=False)).any():
         raise ValueError(f"column '{column}' has a decimal of no bytes (Kafka Connect writes at least one)")
     has_bytes = lengths > 0
-    first = np.where(lengths > 16, offsets[1:] - 16, offsets[:-1])  # the first of the (at most) 16 bytes kept
+    first = np.where(lengths > width, offsets[1:] - width, offsets[:-1])  # the first of the bytes kept
     negative = np.zeros(n, bool)
     negative[has_bytes] = raw[first[has_bytes]] >= 0x80
-    slots = np.zeros((n, 16), np.uint8)
+    slots = np.zeros((n, width), np.uint8)
     slots[negative] = 0xFF  # sign extension
     rows = np.repeat(np.arange(n), lengths)
     from_end = np.repeat(offsets[1:], lengths) - np.arange(offsets[0], offsets[-1])  # 1 = the last byte
     values = raw[offsets[0]:offsets[-1]]
-    beyond = from_end > 16
-    if beyond.any():  # more than 16 bytes: only a redundant sign extension of the 16 kept (00 or FF) fits
+    beyond = from_end > width
+    if beyond.any():  # more bytes than a slot: only a redundant sign extension of those kept (00 or FF) fits
         if (values[beyond] != np.where(negative, 0xFF, 0x00)[rows[beyond]]).any():
-            raise ValueError(f"column '{column}' has a decimal wider than 38 digits")
+            raise ValueError(f"column '{column}' has a decimal wider than {digits} digits")
         rows, from_end, values = rows[~beyond], from_end[~beyond], values[~beyond]
-    slots[rows, 16 - from_end] = values
+    slots[rows, width - from_end] = values
     if ((slots[:, 0] == 0x80) & ~slots[:, 1:].any(axis=1)).any():  # -2**127: 39 digits, which Arrow's check misses
-        raise ValueError(f"column '{column}' has a decimal wider than 38 digits")
+        raise ValueError(f"column '{column}' has a decimal wider than {digits} digits")
     little = np.ascontiguousarray(slots[:, ::-1])
-    wide = pa.Array.from_buffers(pa.decimal128(38, target.scale), n,
-                                 [data.buffers()[0], pa.py_buffer(little.tobytes())], null_count=data.null_count)
+    wide = pa.Array.from_buffers(pa.decimal128(38, target.scale) if width == 16 else pa.decimal256(76, target.scale),
+                                 n, [data.buffers()[0], pa.py_buffer(little.tobytes())], null_count=data.null_count)
     narrowed = wide.cast(target, safe=False)
     check_decimals_fit(column, narrowed)
     return narrowed

@@ -16,7 +16,9 @@ before image holds another value of the table's key) also deletes the old key.
 
 Debezium's JSON does not carry every type as itself. The schema envelope, when present, names
 each column's encoding (`io.debezium.time.Date`, `MicroTimestamp`, Kafka Connect's `Decimal`,
-...); without it the table's column types decide, with Debezium's defaults: DATE as days since
+...; a `Decimal` may also be a JSON number, Kafka Connect's decimal.format=NUMERIC, and one
+wider than 38 digits is a STRING column of its text, as Paimon's CDC types it); without it the
+table's column types decide, with Debezium's defaults: DATE as days since
 the epoch, TIMESTAMP(0-3) as epoch milliseconds, (4-6) microseconds, (7-9) nanoseconds,
 TIMESTAMP WITH LOCAL TIME ZONE as ISO-8601 text with its offset (`ZonedTimestamp`), BYTES as
 base64 and DECIMAL as `decimal.handling.mode` says (`precise`, Debezium's default: base64 of the
@@ -48,7 +50,7 @@ import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
 from . import avro_types, change_events
-from .change_events import ARRAY_PREFIX, EPOCH_UNITS, TIME_UNITS, Column, array_of, change_rows, read_events, wider
+from .change_events import ARRAY_PREFIX, EPOCH_UNITS, TIME_UNITS, Column, array_of, change_rows, wider
 
 FORMAT = "debezium-json"
 AVRO_FORMAT = "debezium-avro"
@@ -217,9 +219,10 @@ def _new_column_type(spec: dict, nested: bool = False) -> pa.DataType | None:
         return pa.timestamp("us", tz="UTC")
     if encoding in TIME_UNITS:
         return pa.time32("ms")
-    if encoding == "decimal-bytes":
+    if encoding == "decimal-bytes":  # wider than DECIMAL's 38 digits (MySQL's DECIMAL(65, 30)): STRING, as Paimon's CDC
         params = spec.get("parameters") or {}
-        return pa.decimal128(int(params.get("connect.decimal.precision", 38)), int(params.get("scale", 0)))
+        precision = int(params.get("connect.decimal.precision", 38))
+        return pa.decimal128(precision, int(params.get("scale", 0))) if precision <= 38 else pa.string()
     if encoding == "variable-scale":
         return VARIABLE_SCALE_COLUMN
     if encoding == "bits":  # Paimon's CDC: BINARY((length + 7) / 8)
@@ -398,12 +401,34 @@ def _views(values: pa.Array, data: np.ndarray, starts: np.ndarray, ends: np.ndar
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited Debezium payloads -> `change_rows`."""
-    image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    events = read_events(buffer, pa.schema([("op", pa.string()), ("before", image), ("after", image),
-                                            ("source", SOURCE)]), closed=("source",))
+    events, columns = change_events.read_loosely(buffer, columns, _schema_of, _LOOSENINGS, ("before", "after"),
+                                                 closed=("source",))
     rows = change_rows(*(events.column(c).combine_chunks() for c in ("op", "before", "after")), columns, kind_column,
                        event_column, keys, partitioned, partial)
     return change_events.with_sources(rows, source_name(events.column("source").combine_chunks()), event_column)
+
+
+def _schema_of(columns: list[Column]) -> pa.Schema:
+    image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
+    return pa.schema([("op", pa.string()), ("before", image), ("after", image), ("source", SOURCE)])
+
+
+def _numbers(c: Column) -> Column:
+    """A Kafka Connect Decimal read as a JSON number (the JSON converter's decimal.format=NUMERIC)."""
+    if c.encoding == "decimal-bytes":
+        return Column(c.name, "decimal-double", change_events.JSON_NUMBER_DECIMAL, c.type, c.scale)
+    return c
+
+
+def _float_texts(c: Column) -> Column:
+    """A FLOAT or DOUBLE's value read as text too (Jackson writes NaN and infinities quoted)."""
+    if c.encoding == "plain" and pa.types.is_floating(c.type):
+        return Column(c.name, "text", pa.string(), c.type)
+    return c
+
+
+# how columns are read when the JSON reader refuses the events (`change_events.read_loosely`)
+_LOOSENINGS = (_numbers, _float_texts, lambda c: _float_texts(_numbers(c)))
 
 
 SOURCE = pa.struct([("db", pa.string()), ("schema", pa.string()), ("table", pa.string()), ("collection", pa.string())])
@@ -417,7 +442,9 @@ def source_name(source: pa.StructArray) -> pa.Array:
 
 def table_schema_of(envelope_schema: dict) -> pa.Schema:
     """A new table's columns from an event's envelope: the after image's fields, typed by their
-    encodings (ValueError when one has no type here: declare the table's schema)."""
+    encodings (ValueError when one has no type here: declare the table's schema). They are
+    nullable whatever the source's (a later ALTER ... NULL upstream would stop the ingest), as
+    Paimon's CDC creates them; the primary key's are NOT NULL in the table."""
     columns = envelope_columns(pa.schema([]), envelope_schema)
     fields = {}
     for image in envelope_schema.get("fields") or ():
@@ -425,7 +452,7 @@ def table_schema_of(envelope_schema: dict) -> pa.Schema:
             fields = {f.get("field"): f for f in image.get("fields") or ()}
     if not fields:
         raise ValueError("the envelope has no after image")
-    return pa.schema([pa.field(c.name, c.type, fields[c.name].get("optional", True)) for c in columns])
+    return pa.schema([pa.field(c.name, c.type) for c in columns])
 
 
 def envelope_schema_text(text: Any) -> dict:

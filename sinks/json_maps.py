@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from paimon_streaming.variant import unique_members
 
-__all__ = ["holds_map", "read"]
+__all__ = ["DECODER", "Number", "holds_map", "read", "write_any"]
 
 
 def holds_map(t: pa.DataType) -> bool:
@@ -52,19 +52,19 @@ def read(buffer: bytes, schema: pa.Schema, read_json: Callable[[bytes, pa.Schema
 
 
 # ---- the rewrite ------------------------------------------------------------------------
-class _Number(str):
+class Number(str):
     """A JSON number with a fraction or exponent (or NaN/Infinity, which pyarrow's reader
     takes) kept as its text; integers are Python's ints, exact at any size."""
 
 
-_DECODER = json.JSONDecoder(parse_float=_Number, parse_constant=_Number,
+DECODER = json.JSONDecoder(parse_float=Number, parse_constant=Number,
                             object_pairs_hook=unique_members)
 _text = json.encoder.encode_basestring_ascii  # a str as JSON text
 
 
 def _as_pairs(buffer: bytes, schema: pa.Schema) -> bytes:
     write = _writer(pa.struct(list(schema)), "")
-    lines = [write(_DECODER.decode(line.decode())) for line in buffer.split(b"\n") if line.strip()]
+    lines = [write(DECODER.decode(line.decode())) for line in buffer.split(b"\n") if line.strip()]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -72,7 +72,7 @@ def _writer(t: pa.DataType | None, path: str) -> Callable[[Any], str]:
     """A function writing a parsed JSON value of declared type `t` (None: not declared) as JSON
     text, with the objects of MAP fields as lists of key/value objects."""
     if t is None or not holds_map(t):
-        return _write_any
+        return write_any
     if pa.types.is_map(t):
         item = _writer(t.item_type, f"{path}{{}}")
 
@@ -80,7 +80,7 @@ def _writer(t: pa.DataType | None, path: str) -> Callable[[Any], str]:
             if value is None:
                 return "null"
             if type(value) is not dict:
-                raise ValueError(f"field '{path}' is a MAP, written in JSON as an object, not {_write_any(value)[:40]}")
+                raise ValueError(f"field '{path}' is a MAP, written in JSON as an object, not {write_any(value)[:40]}")
             return "[" + ",".join(f'{{"key":{_text(k)},"value":{item(v)}}}' for k, v in value.items()) + "]"
         return write_map
     if pa.types.is_struct(t):
@@ -89,28 +89,28 @@ def _writer(t: pa.DataType | None, path: str) -> Callable[[Any], str]:
 
         def write_struct(value: Any) -> str:
             if type(value) is not dict:
-                return _write_any(value)  # the reader refuses it as it would the original
-            return "{" + ",".join(f"{_text(k)}:{fields.get(k, _write_any)(v)}" for k, v in value.items()) + "}"
+                return write_any(value)  # the reader refuses it as it would the original
+            return "{" + ",".join(f"{_text(k)}:{fields.get(k, write_any)(v)}" for k, v in value.items()) + "}"
         return write_struct
     element = _writer(t.value_type, f"{path}[]")
 
     def write_list(value: Any) -> str:
-        return "[" + ",".join(map(element, value)) + "]" if type(value) is list else _write_any(value)
+        return "[" + ",".join(map(element, value)) + "]" if type(value) is list else write_any(value)
     return write_list
 
 
-def _write_any(value: Any) -> str:
+def write_any(value: Any) -> str:
     kind = type(value)
     if kind is str:
         return _text(value)
-    if kind is _Number:
+    if kind is Number:
         return value
     if kind is int:
         return str(value)
     if kind is dict:
-        return "{" + ",".join(f"{_text(k)}:{_write_any(v)}" for k, v in value.items()) + "}"
+        return "{" + ",".join(f"{_text(k)}:{write_any(v)}" for k, v in value.items()) + "}"
     if kind is list:
-        return "[" + ",".join(map(_write_any, value)) + "]"
+        return "[" + ",".join(map(write_any, value)) + "]"
     return "null" if value is None else ("true" if value else "false")
 
 

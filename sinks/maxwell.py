@@ -14,7 +14,10 @@ type (DDL with `output_ddl`, which reaches the table as the columns of later row
 undecodable record.
 
 Maxwell's JSON carries numbers and DECIMALs as JSON numbers, DATE, DATETIME and TIME as text,
-MySQL TIMESTAMP as UTC text without a zone, and binary columns as base64.
+MySQL TIMESTAMP as UTC text without a zone, and binary columns as base64. As Paimon's parser
+takes every value as text, a STRING, BOOLEAN or number column takes any JSON value as its text
+(a number's digits, an object's JSON: a table whose columns Paimon created as STRING), cast to
+the column's type (`change_events.read_loosely`).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import pyarrow.compute as pc
 
 from .base64_columns import holds_binary
 from . import change_events
-from .change_events import EVENTS_METADATA, Column, change_rows, read_events
+from .change_events import EVENTS_METADATA, Column, change_rows
 
 FORMAT = "maxwell-json"
 _OPS = {"insert": "c", "bootstrap-insert": "r", "update": "u", "delete": "d"}
@@ -52,9 +55,7 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited Maxwell records -> rows as `change_events.change_rows` makes them, the
     number of records in the schema's metadata (`EVENTS_METADATA`)."""
-    image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    events = read_events(buffer, pa.schema([("type", pa.string()), ("data", image), ("old", image),
-                                            ("database", pa.string()), ("table", pa.string())]))
+    events, columns = change_events.read_loosely(buffer, columns, _schema_of, [change_events.as_text], ("data", "old"))
     kinds = events.column("type").combine_chunks()
     names = change_events.table_name(events.column("database").combine_chunks(), events.column("table").combine_chunks())
     rows = pc.invert(pc.fill_null(pc.is_in(kinds, pa.array(_MARKERS)), False)).to_numpy(zero_copy_only=False)
@@ -70,6 +71,12 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                              pa.array(kept).take(table.column(event_column)))
     return change_events.with_sources(table, names, event_column).replace_schema_metadata(
         {EVENTS_METADATA: str(len(kinds)).encode()})
+
+
+def _schema_of(columns: list[Column]) -> pa.Schema:
+    image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
+    return pa.schema([("type", pa.string()), ("data", image), ("old", image), ("database", pa.string()),
+                      ("table", pa.string())])
 
 
 def _before(op: pa.Array, data: pa.StructArray, old: pa.StructArray) -> pa.StructArray:

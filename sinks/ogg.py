@@ -10,7 +10,10 @@ GoldenGate writes one record per row operation::
 moved, a row changing partitions), D deletes the `before` image; T (a truncate) is an
 undecodable record, as Debezium's truncate events are (`change_events.change_rows`).
 
-Values arrive as JSON numbers (DECIMALs too), booleans and text (dates, times and timestamps);
+Values arrive as JSON numbers (DECIMALs too), booleans and text (dates, times and timestamps),
+or all as text (the formatter's `treatAllColumnsAsStrings`): as Paimon's parser takes every
+value as text, a STRING, BOOLEAN or number column takes any JSON value as its text, cast to the
+column's type (`change_events.read_loosely`);
 a TIMESTAMP WITH LOCAL TIME ZONE needs its text's offset (text without one is an undecodable
 record, never read in some zone). Binary columns are not decoded: GoldenGate's JSON formatter
 does not say how its text encodes them.
@@ -23,7 +26,7 @@ import pyarrow as pa
 
 from .base64_columns import holds_binary
 from . import change_events
-from .change_events import Column, change_rows, read_events
+from .change_events import Column, change_rows
 
 FORMAT = "ogg-json"
 _OPS = {"I": "c", "U": "u", "D": "d", "T": "t"}
@@ -46,10 +49,14 @@ def row_image(value: bytes | None) -> dict | None:
 def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_column: str,
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited GoldenGate records -> `change_events.change_rows`."""
-    image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
-    events = read_events(buffer, pa.schema([("op_type", pa.string()), ("before", image), ("after", image),
-                                            ("table", pa.string())]))
+    events, columns = change_events.read_loosely(buffer, columns, _schema_of, [change_events.as_text],
+                                                 ("before", "after"))
     op = change_events.op_codes(events.column("op_type").combine_chunks(), _OPS)
     rows = change_rows(op, events.column("before").combine_chunks(), events.column("after").combine_chunks(),
                        columns, kind_column, event_column, keys, partitioned, partial)
     return change_events.with_sources(rows, events.column("table").combine_chunks(), event_column)
+
+
+def _schema_of(columns: list[Column]) -> pa.Schema:
+    image = pa.struct([pa.field(c.name, c.wire) for c in columns if c.wire is not None])
+    return pa.schema([("op_type", pa.string()), ("before", image), ("after", image), ("table", pa.string())])

@@ -153,6 +153,42 @@ def test_envelope_names_encodings_the_table_does_not_imply():
     assert decoded.new_fields == pa.schema([("added", pa.decimal128(7, 3)), ("added_day", pa.date32())])
 
 
+def test_envelopes_paimons_cdc_reads_wide_numeric_and_quoted_values():
+    """As Paimon's CDC: a Decimal wider than 38 digits (MySQL's DECIMAL(65, 30)) is a STRING
+    column of the decimal's text; Kafka Connect's decimal.format=NUMERIC (a Decimal as a JSON
+    number) and Jackson's quoted NaN and infinities in a DOUBLE are read; a new table's columns
+    are nullable whatever the source's (an ALTER ... NULL upstream goes on)."""
+    from paimon_streaming.sinks import debezium
+    source = [("id", "int64", None, None), ("name", "string", None, None),
+              ("big", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "30", "connect.decimal.precision": "65"}),
+              ("amt", "bytes", "org.apache.kafka.connect.data.Decimal", {"scale": "2", "connect.decimal.precision": "10"}),
+              ("x", "double", None, None)]
+    schema = envelope_schema(source)
+    for image in schema["fields"][:2]:
+        image["fields"][1]["optional"] = False
+    table = debezium.table_schema_of(schema)
+    assert table == pa.schema([("id", pa.int64()), ("name", pa.string()), ("big", pa.string()),
+                               ("amt", pa.decimal128(10, 2)), ("x", pa.float64())])
+    table = table.set(0, table.field(0).with_nullable(False))
+
+    def value(after: dict) -> bytes:
+        return json.dumps({"schema": schema, "payload": {"op": "c", "before": None, "after": after}}).encode()
+    unscaled = -12345678901234567890123456789012345678901234567890
+    decoded = Decoder("debezium-json", table, ("id",)).decode(records([
+        value({"id": 1, "name": None, "x": "NaN",
+               "big": base64.b64encode(unscaled.to_bytes(21, "big", signed=True)).decode(),
+               "amt": base64.b64encode(b"\x04\xe2").decode()}),
+        value({"id": 2, "name": "a", "x": "-Infinity", "big": 12.5, "amt": 12.5}),
+        value({"id": 3, "name": "b", "x": 1.5, "big": 1e-7, "amt": None})])).to_pylist()
+    assert [(r["big"], r["amt"], r["x"]) for r in decoded[1:]] == [
+        ("12.500000000000000000000000000000", decimal.Decimal("12.50"), float("-inf")),
+        ("1.00000000000000000000000E-7", None, 1.5)]  # BigDecimal's text, at the source's scale
+    assert decoded[0]["big"] == "-12345678901234567890.123456789012345678901234567890"
+    assert decoded[0]["amt"] == decimal.Decimal("12.50") and decoded[0]["x"] != decoded[0]["x"]
+    with pytest.raises(DecodeError, match="column 'amt' has a number with more digits than the scale"):
+        Decoder("debezium-json", table, ("id",)).decode(records([value({"id": 4, "amt": 1.234})]))
+
+
 def test_new_fields_without_an_envelope_are_reported_as_inferred():
     table = pa.schema([pa.field("id", pa.int64(), False)])
     value = json.dumps({"op": "u", "before": None, "after": {"id": 1, "note": "x"}}).encode()

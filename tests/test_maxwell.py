@@ -95,6 +95,31 @@ def test_updates_moving_partitions_ddl_and_new_fields():
         Decoder("maxwell-json", table, ("region", "id"), key_format="json").decode(records(values))
 
 
+def test_any_json_value_reaches_a_column_as_paimons_cdc_text_of_it():
+    """Paimon's Maxwell parser takes every value as text, cast to the column's type (its own new
+    tables are all STRING): a number in a STRING column is the text of the BigDecimal Jackson
+    reads (trailing zeros stripped), an object compact JSON as Jackson writes it, "7" in a
+    BIGINT column 7; text that is no number is refused naming the column."""
+    table = pa.schema([pa.field("id", pa.string(), False), ("weight", pa.string()), ("doc", pa.string()),
+                       ("qty", pa.int64()), ("price", pa.decimal128(10, 2)), ("ok", pa.string())])
+
+    def insert(data: dict) -> bytes:
+        return json.dumps({"database": "shop", "table": "t", "type": "insert", "data": data},
+                          ensure_ascii=False).encode()
+    rows = Decoder("maxwell-json", table, ("id",)).decode(records([
+        insert({"id": 101, "weight": 3.14, "doc": {"a": [1, "@", "x\u0001\"é"], "b": None}, "qty": "7",
+                "price": "1.50", "ok": True}).replace(b'"@"', b"2.50"),  # a number's digits as written
+        insert({"id": "102", "weight": 1e20, "doc": [], "qty": 8, "price": 2, "ok": "yes"}),
+        insert({"id": "103", "weight": 100.0}),
+        insert({"id": -0, "weight": -0.0, "doc": "text", "qty": None, "price": None, "ok": False})])).to_pylist()
+    assert [tuple(r.values())[:-1] for r in rows] == [
+        ("101", "3.14", '{"a":[1,2.5,"x\\u0001\\"é"],"b":null}', 7, decimal.Decimal("1.50"), "true"),
+        ("102", "1E+20", "[]", 8, decimal.Decimal("2.00"), "yes"), ("103", "1E+2", None, None, None, None),
+        ("0", "0", "text", None, None, "false")]
+    with pytest.raises(DecodeError, match="offset=1 .*column 'qty' has text that is no decimal integer"):
+        Decoder("maxwell-json", table, ("id",)).decode(records([insert({"id": "1"}), insert({"id": "2", "qty": "x"})]))
+
+
 def test_ingest_maxwell_end_to_end(spark, broker, tmp_path):
     from kafka_broker import unique_topic
 
