@@ -6,16 +6,19 @@ Canal writes one record per statement, holding every row it changed::
      "isDdl": false, "pkNames": ["id"], "mysqlType": {"id": "int(11)", "price": "decimal(10,2)"},
      "database": "shop", "table": "items", "es": 1589373560000, "ts": 1589373560798}
 
-Every value is text. `data` holds the rows after an INSERT or UPDATE and the deleted rows of a
-DELETE; `old` the previous values of the columns an UPDATE changed, row by row. The rows become
-those of `change_events.change_rows`: INSERT +I, UPDATE +U (and a -D of the old key when `old`
+Every value is text (a typed JSON value, as Flink's canal-json writes, is read as its text).
+`data` holds the rows after an INSERT or UPDATE and the deleted rows of a DELETE; `old` the
+previous values of the columns an UPDATE changed, row by row. The rows become those of
+`change_events.change_rows`: INSERT and ROW (as Paimon's CDC reads it) +I, UPDATE +U (and a -D of the old key when `old`
 shows the table's key changed), DELETE -D. DDL records are skipped (their columns reach the
 table with later rows), except TRUNCATE and ERASE (a dropped table), whose effect a table that
 skipped them would lack: those are undecodable records.
 
 Text becomes each column's type by Arrow's casts; ENUM values arrive as their 1-based index and
-SET values as a bit mask, turned into labels (`[a,b]` for a SET, as Paimon's CDC writes it)
-from the record's `mysqlType`. Binary columns arrive as ISO-8859-1 text, a character per byte
+SET values as a bit mask, turned into labels (a SET's as a list in an ARRAY<STRING> column,
+as `[a,b]` in a STRING one, as Paimon's CDC writes them) from the record's `mysqlType`. A
+spatial column arrives as MySQL's internal geometry bytes (ISO-8859-1 text): kept as those
+bytes in a binary column, refused in a STRING one, where Paimon's CDC writes GeoJSON. Binary columns arrive as ISO-8859-1 text, a character per byte
 (Canal's `new String(bytes, ISO_8859_1)`), and become those bytes again. TIMESTAMP WITH LOCAL
 TIME ZONE columns: Canal's text is in the MySQL server's zone, which it does not name; they are
 read in the zone the decoder is given (`--server-time-zone`), else a record with such a value is
@@ -33,10 +36,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import change_events
-from .change_events import EVENTS_METADATA, LOCAL_TEXT, Column, change_rows, read_events
+from .change_events import EVENTS_METADATA, LOCAL_TEXT, Column, change_rows
 
 FORMAT = "canal-json"
-_OPS = {"INSERT": "c", "UPDATE": "u", "DELETE": "d"}
+_OPS = {"INSERT": "c", "ROW": "c", "UPDATE": "u", "DELETE": "d"}  # ROW: Paimon's CDC inserts it
 _UNAPPLIED_DDL = {"TRUNCATE": "a TRUNCATE", "ERASE": "a dropped table (ERASE)"}
 _OPTION = re.compile(r"'((?:[^']|'')*)'")
 
@@ -70,8 +73,8 @@ def table_schema(mysql_types: dict[str, str]) -> pa.Schema:
     typed as Paimon's MySQL CDC types them (`MySqlTypeUtils`): TINYINT(1) BOOLEAN, unsigned
     integers one size up (BIGINT UNSIGNED DECIMAL(20, 0)), DECIMAL(p, s) up to 38 digits
     (wider: STRING; without precision DECIMAL(38, 18)), DATETIME and TIMESTAMP(p) TIMESTAMP(p),
-    TIME, text types, JSON, ENUM and SET STRING (a SET's labels as `[a,b]`), binary types
-    BYTES. ValueError for a type not decoded here (spatial types), naming the column."""
+    TIME, text types, JSON and ENUM STRING, SET ARRAY<STRING> (its labels), binary types BYTES.
+    ValueError for a type not decoded here (spatial types), naming the column."""
     return pa.schema([(name, _mysql_type(name, declared)) for name, declared in mysql_types.items()])
 
 
@@ -80,13 +83,16 @@ _MYSQL_FIXED = {
     "SMALLINT": pa.int16(), "SMALLINT UNSIGNED": pa.int32(), "MEDIUMINT": pa.int32(), "MEDIUMINT UNSIGNED": pa.int64(),
     "INT": pa.int32(), "INTEGER": pa.int32(), "YEAR": pa.int32(), "INT UNSIGNED": pa.int64(),
     "INTEGER UNSIGNED": pa.int64(), "BIGINT": pa.int64(), "BIGINT UNSIGNED": pa.decimal128(20, 0),
-    "SERIAL": pa.decimal128(20, 0), "FLOAT": pa.float32(), "FLOAT UNSIGNED": pa.float32(), "REAL": pa.float64(),
-    "DOUBLE": pa.float64(), "DOUBLE UNSIGNED": pa.float64(), "DOUBLE PRECISION": pa.float64(), "DATE": pa.date32(),
+    "SERIAL": pa.decimal128(20, 0), "LONG": pa.int64(), "FLOAT": pa.float32(), "FLOAT UNSIGNED": pa.float32(),
+    "REAL": pa.float64(), "REAL UNSIGNED": pa.float64(), "DOUBLE": pa.float64(), "DOUBLE UNSIGNED": pa.float64(),
+    "DOUBLE PRECISION": pa.float64(), "DOUBLE PRECISION UNSIGNED": pa.float64(), "DATE": pa.date32(),
     "TIME": pa.time32("ms"), "CHAR": pa.string(), "VARCHAR": pa.string(), "TINYTEXT": pa.string(),
     "TEXT": pa.string(), "MEDIUMTEXT": pa.string(), "LONGTEXT": pa.string(), "JSON": pa.string(),
-    "ENUM": pa.string(), "SET": pa.string(), "BINARY": pa.binary(), "VARBINARY": pa.binary(),
+    "ENUM": pa.string(), "SET": pa.list_(pa.string()), "BINARY": pa.binary(), "VARBINARY": pa.binary(),
     "TINYBLOB": pa.binary(), "BLOB": pa.binary(), "MEDIUMBLOB": pa.binary(), "LONGBLOB": pa.binary(),
 }
+_SPATIAL = ("GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
+            "GEOMETRYCOLLECTION", "GEOMCOLLECTION")
 _MYSQL_TYPE = re.compile(r"^\s*([a-zA-Z]+(?:\s+[a-zA-Z]+)*?)\s*(?:\((.*)\))?((?:\s+[a-zA-Z]+)*)\s*$")
 
 
@@ -124,10 +130,7 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited Canal records -> rows as `change_events.change_rows` makes them, in record
     order, the number of records in the schema's metadata (`EVENTS_METADATA`)."""
-    image = pa.struct([pa.field(c.name, pa.string()) for c in columns if c.wire is not None])
-    events = read_events(buffer, pa.schema([("type", pa.string()), ("isDdl", pa.bool_()), ("data", pa.list_(image)),
-                                            ("old", pa.list_(image)), ("mysqlType", image), ("database", pa.string()),
-                                            ("table", pa.string())]))
+    events, _ = change_events.read_loosely(buffer, columns, _schema_of, [lambda c: c], ("data", "old"), nested=False)
     n = events.num_rows
     kinds = events.column("type").combine_chunks()
     ddl = pc.fill_null(events.column("isDdl").combine_chunks(), False).to_numpy(zero_copy_only=False)
@@ -160,6 +163,12 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     names = change_events.table_name(events.column("database").combine_chunks(), events.column("table").combine_chunks())
     return change_events.with_sources(table, names, event_column).replace_schema_metadata(
         {EVENTS_METADATA: str(n).encode()})
+
+
+def _schema_of(columns: list[Column]) -> pa.Schema:
+    image = pa.struct([pa.field(c.name, pa.string()) for c in columns if c.wire is not None])
+    return pa.schema([("type", pa.string()), ("isDdl", pa.bool_()), ("data", pa.list_(image)), ("old", pa.list_(image)),
+                      ("mysqlType", image), ("database", pa.string()), ("table", pa.string())])
 
 
 def _old_rows(data: pa.ListArray, old: pa.ListArray, parents: np.ndarray, rows: pa.StructArray) -> pa.StructArray:
@@ -219,7 +228,7 @@ def _as_declared(columns: list[Column], types: pa.StructArray, fields: Sequence[
             if change_events.wider(declared, target):
                 target = declared
         c = c if target == c.type else Column.of(c.name, encoding_of(target), target)
-        out.append(Column.of(c.name, "plain", c.type) if _bits_into(c, definitions.get(c.name, ())) else c)
+        out.append(_as_labelled(c, definitions.get(c.name, ())))
     known = {c.name for c in columns}
     for name in fields:
         if name in known or not definitions.get(name):
@@ -228,9 +237,22 @@ def _as_declared(columns: list[Column], types: pa.StructArray, fields: Sequence[
         target = declared[0]
         for t in declared[1:]:
             target = t if change_events.wider(t, target) else target
-        c = Column.of(name, encoding_of(target), target)
-        out.append(Column.of(name, "plain", target) if _bits_into(c, definitions[name]) else c)
+        out.append(_as_labelled(Column.of(name, encoding_of(target), target), definitions[name]))
     return out
+
+
+def _as_labelled(c: Column, definitions: Sequence[str]) -> Column:
+    """Column `c` as `_labelled` makes its values of these definitions: the bytes of BIT(n > 1)
+    numbers in a binary column (`_bits_into`), the labels of SETs in an ARRAY<STRING> one; as
+    it is otherwise."""
+    sets = pa.types.is_list(c.type) and pa.types.is_string(c.type.value_type) and bool(definitions) and \
+        all(_kind(d) == "set" for d in definitions)
+    return Column.of(c.name, "plain", c.type) if sets or _bits_into(c, definitions) else c
+
+
+def _kind(definition: str) -> str:
+    """The lower-case type name of a `mysqlType` definition (set of "set('a','b')")."""
+    return definition.split("(", 1)[0].strip().lower()
 
 
 def _bit_width(definition: str) -> int | None:
@@ -298,13 +320,28 @@ def _labelled(rows: pa.StructArray, types: pa.StructArray, columns: list[Column]
             values[c.name] = pc.if_else(is_bit, bits, others)
             continue
         for definition in pc.unique(declared[c.name].drop_null()).to_pylist():
-            kind = definition.split("(", 1)[0].strip().lower()
+            kind = _kind(definition)
+            rows_of_it = pc.fill_null(pc.equal(declared[c.name], definition), False)
+            if kind.upper() in _SPATIAL and not pa.types.is_binary(c.type) and \
+                    pc.any(pc.and_(rows_of_it, values[c.name].is_valid())).as_py():
+                raise ValueError(f"column '{c.name}' is a MySQL {kind.upper()}, which Canal sends as MySQL's internal "
+                                 "geometry bytes: declare the column BYTES to store them (Paimon's CDC writes "
+                                 "GeoJSON text, which is not written here)")
             if kind in ("enum", "set"):
-                rows_of_it = pc.fill_null(pc.equal(declared[c.name], definition), False)
                 labelled = _labels(c.name, kind, definition,
                                    pc.if_else(rows_of_it, values[c.name], pa.scalar(None, pa.string())))
                 values[c.name] = pc.if_else(rows_of_it, labelled, values[c.name])
+        if pa.types.is_list(c.type) and c.encoding == "plain":  # a SET's `[a,b]` as its labels
+            values[c.name] = _label_list(values[c.name])
     return pa.StructArray.from_arrays([values[n] for n in names], names=names, mask=rows.is_null())
+
+
+def _label_list(text: pa.Array) -> pa.Array:
+    """SET labels as `_labels` writes them (`[a,b]`) -> ARRAY<STRING> ([] for `[]`), as Paimon's
+    cast of that text to ARRAY<STRING> splits it."""
+    inner = pc.replace_substring_regex(text, r"^\[|\]$", "")
+    split = pc.split_pattern(inner, ",")
+    return pc.if_else(pc.equal(inner, ""), pa.scalar([], split.type), split)
 
 
 def _labels(column: str, kind: str, definition: str, text: pa.Array) -> pa.Array:

@@ -57,10 +57,11 @@ def text(row: dict) -> dict:
     return out
 
 
-def stored(row: dict) -> dict:
-    out = dict(row, color=COLORS[row["color"]],
-               tags="[" + ",".join(t for i, t in enumerate(TAGS) if row["tags"] >> i & 1) + "]")
-    return out
+def stored(row: dict, tags_array: bool = False) -> dict:
+    """A row as the table stores it: a SET's labels as `[a,b]` in a STRING column, as a list in
+    an ARRAY<STRING> one (a new table's)."""
+    labels = [t for i, t in enumerate(TAGS) if row["tags"] >> i & 1]
+    return dict(row, color=COLORS[row["color"]], tags=labels if tags_array else "[" + ",".join(labels) + "]")
 
 
 def history(rng: random.Random, n: int, keys: int) -> tuple[list[dict], dict]:
@@ -170,13 +171,17 @@ def test_key_moves_truncate_and_values_not_decoded():
 
 def test_a_new_tables_columns_come_from_mysql_types():
     from paimon_streaming.sinks import canal
-    assert canal.table_schema(MYSQL_TYPES) == TABLE.set(0, TABLE.field(0).with_nullable(True))
+    # a SET is ARRAY<STRING> of its labels, as Paimon's MySqlTypeUtils types it
+    assert canal.table_schema(MYSQL_TYPES) == TABLE.set(0, TABLE.field(0).with_nullable(True)) \
+        .set(9, pa.field("tags", pa.list_(pa.string())))
     more = {"a": "int(10) unsigned zerofill", "b": "decimal(65,2)", "c": "timestamp", "d": "decimal", "e": "bit(8)",
             "f": "tinyint(4)", "g": "double precision", "h": "bigint unsigned", "i": "datetime(3)", "j": "year(4)",
-            "k": "mediumint unsigned", "l": "longtext"}
+            "k": "mediumint unsigned", "l": "longtext", "m": "real unsigned", "n": "double precision unsigned zerofill",
+            "o": "real(10,7) unsigned zerofill"}
     assert [f.type for f in canal.table_schema(more)] == [
         pa.int64(), pa.string(), pa.timestamp("s"), pa.decimal128(38, 18), pa.binary(), pa.int8(), pa.float64(),
-        pa.decimal128(20, 0), pa.timestamp("ms"), pa.int32(), pa.int64(), pa.string()]
+        pa.decimal128(20, 0), pa.timestamp("ms"), pa.int32(), pa.int64(), pa.string(), pa.float64(), pa.float64(),
+        pa.float64()]
     with pytest.raises(ValueError, match="column 'spot' has MySQL type 'point', not read here"):
         canal.table_schema({"spot": "point"})
     # a new table's columns come from the first row message; DDL and broken records tell none
@@ -195,7 +200,7 @@ def test_ingest_canal_creates_the_table_from_mysql_types(spark, broker, tmp_path
     produce(broker, topic, [(None, json.dumps(m).encode()) for m in messages])
     ours, java, lines = ingest_items(spark, broker, tmp_path, topic, format="canal-json")
     assert any("typed as Paimon's MySQL CDC" in line for line in lines), lines
-    assert ours == sorted((stored(v) for v in final.values()), key=lambda r: r["id"])
+    assert ours == sorted((stored(v, tags_array=True) for v in final.values()), key=lambda r: r["id"])
     assert java == ours
 
 
@@ -237,6 +242,32 @@ def test_a_new_table_is_not_created_from_messages_that_cannot_type_it(tmp_path):
     assert not ps.Catalog(str(tmp_path)).table_exists("db.items")
     table = ensure_table(None, cfg, lambda line: None, lambda: [(None, ddl), (None, row({"id": "int", "n": "bigint"}))])
     assert table.schema.arrow_schema() == pa.schema([pa.field("id", pa.int32(), False), ("n", pa.int64())])
+
+
+def test_rows_messages_typed_values_sets_and_spatial_columns_as_paimons_cdc():
+    """As Paimon's Canal parser: a ROW message inserts its rows; typed JSON values (Flink's
+    canal-json writer) are read as their text; a SET in an ARRAY<STRING> column is its labels.
+    A spatial column is MySQL's internal geometry bytes: stored in a BYTES column, refused in a
+    STRING one (Paimon writes GeoJSON there), never stored as that text."""
+    types = {"id": "int(11)", "n": "bigint(20)", "tags": "set('a','b','c')", "spot": "point"}
+
+    def message(kind, row):
+        return json.dumps({"type": kind, "isDdl": False, "database": "shop", "table": "t", "mysqlType": types,
+                           "data": [row]}).encode()
+    table = pa.schema([pa.field("id", pa.int32(), False), ("n", pa.int64()), ("tags", pa.list_(pa.string())),
+                       ("spot", pa.binary())])
+    point = b"\x00\x00\x00\x00\x01\x01\x00\x00\x00" + b"\x00" * 6 + b"\xf0?" + b"\x00" * 6 + b"\xf0?"
+    rows = Decoder("canal-json", table, ("id",)).decode(records([
+        message("ROW", {"id": 1, "n": 5, "tags": "5", "spot": point.decode("latin-1")}),
+        message("INSERT", {"id": "2", "n": "6", "tags": "0", "spot": None})])).to_pylist()
+    assert rows == [{"id": 1, "n": 5, "tags": ["a", "c"], "spot": point, "_kind": "+I"},
+                    {"id": 2, "n": 6, "tags": [], "spot": None, "_kind": "+I"}]
+    with pytest.raises(DecodeError, match="column 'spot' is a MySQL POINT, which Canal sends as MySQL's internal"):
+        Decoder("canal-json", table.set(3, pa.field("spot", pa.string())), ("id",)).decode(
+            records([message("INSERT", {"id": "1", "spot": point.decode("latin-1")})]))
+    added = Decoder("canal-json", table.remove(3).remove(2), ("id",)).decode_all(records([
+        message("INSERT", {"id": "3", "tags": "6"})]))
+    assert added.new_fields == pa.schema([("tags", pa.list_(pa.string()))])
 
 
 def test_messages_whose_rows_cannot_be_applied_are_refused_by_record():
