@@ -17,6 +17,9 @@ or, without one, drops the -U/-D rows so the result holds the upserted values on
 """
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,9 +38,13 @@ ROW_KIND_NAMES = ("+I", "-U", "+U", "-D")
 def read_unit(reader: SplitReader, unit: ReadUnit, names: list[str], flt: Filter | None = None) -> pa.Table:
     """Rows of one unit: columns `names` plus `_VALUE_KIND` (rows matching `flt`, if given)."""
     if unit.kind == DIFF and unit.before is not None:
+        # whole rows are compared (Java's DiffMerger), then filtered and projected
         diff = _keyed_diff if reader.schema.primary_keys else _multiset_diff
-        table = diff(reader, unit, names)
-        return table if flt is None else table.filter(flt.expression)
+        columns = reader.schema.field_names + [n for n in names if n not in reader.schema.field_names]
+        table = diff(reader, unit, columns)
+        if flt is not None:
+            table = table.filter(flt.expression)
+        return table.select(names + [VALUE_KIND])
     table = reader.read_split(unit.split, names, flt, with_row_kind=True)
     if unit.kind == FULL:
         table = _all_of_kind(table, INSERT)
@@ -90,7 +97,7 @@ def _keyed_diff(reader: SplitReader, unit: ReadUnit, names: list[str]) -> pa.Tab
     keep = ~in_pair
     firsts = np.nonzero(pair)[0]
     if firsts.size:
-        changed = ~_rows_equal(ordered.select(names), firsts, firsts + 1)
+        changed = ~_rows_equal(ordered.select(reader.schema.field_names), firsts, firsts + 1)
         idx = firsts[changed]
         kinds[idx], kinds[idx + 1] = UPDATE_BEFORE, UPDATE_AFTER
         keep[idx] = keep[idx + 1] = True
@@ -132,15 +139,35 @@ def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:
 
 
 def _rows_equal(table: pa.Table, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Whether rows left[i] and right[i] of `table` hold equal values (nulls equal nulls)."""
+    """Whether rows left[i] and right[i] of `table` hold the same values, as Java compares rows
+    (by their bytes): nulls equal nulls, NaN equals NaN, -0.0 is not 0.0."""
     equal = np.ones(len(left), dtype=bool)
     li, ri = pa.array(left), pa.array(right)
-    for name in table.column_names:
-        a, b = table.column(name).take(li), table.column(name).take(ri)
+    for column in table.columns:
+        a, b = column.take(li), column.take(ri)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b)).to_numpy(zero_copy_only=False)
+        if pa.types.is_floating(a.type):
+            bits = np.dtype(f"int{a.type.bit_width}")
+            same = (pc.fill_null(a, 0).to_numpy(zero_copy_only=False).view(bits) ==
+                    pc.fill_null(b, 0).to_numpy(zero_copy_only=False).view(bits)) & \
+                (pc.is_valid(a).to_numpy(zero_copy_only=False) == pc.is_valid(b).to_numpy(zero_copy_only=False))
+            equal &= same | both_null
+            continue
         try:
-            same = pc.equal(a, b)
-            both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-            equal &= pc.or_(pc.fill_null(same, False), both_null).to_numpy(zero_copy_only=False)
+            same = pc.fill_null(pc.equal(a, b), False).to_numpy(zero_copy_only=False)
+            equal &= same | both_null
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # nested types: compare as Python values
-            equal &= np.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
+            equal &= np.array([_exactly(x) == _exactly(y) for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
     return equal
+
+
+def _exactly(value: Any) -> Any:
+    """A nested value with each float as what tells it apart in its bytes (NaN equal to NaN,
+    -0.0 other than 0.0), for a Python comparison."""
+    if isinstance(value, float):
+        return ("float", value != value, value if value == value else 0.0, math.copysign(1.0, value))
+    if isinstance(value, dict):
+        return {k: _exactly(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_exactly(v) for v in value]
+    return value

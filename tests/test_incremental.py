@@ -251,6 +251,24 @@ def test_diff_compares_nested_values(catalog, keyed):
     assert sorted(((r["k"], r["r"], r["l"], r["kind"]) for r in got), key=lambda x: (x[0], x[3] == "+U")) == want
 
 
+def test_a_diff_compares_whole_rows_as_java_does(catalog):
+    """A diff compared only the requested columns (a key whose value changed vanished from a
+    read of the key), compared floats by value (an untouched NaN came as -U/+U, 0.0 to -0.0
+    was no change), and filtered after projecting (a filter on another column failed)."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string()), ("d", pa.float64()),
+                        ("l", pa.list_(pa.float32()))])
+    t = catalog.create_table("db.whole", schema, primary_keys=["k"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"k": [1, 2, 3, 4], "v": ["a", "a", "a", "a"], "d": [1.0, float("nan"), 0.0, 1.0],
+                            "l": [[1.0], [float("nan")], [0.0], [float("nan")]]}, schema=schema))
+    t.create_tag("t1")
+    t.write_arrow(pa.table({"k": [1, 2, 3, 4], "v": ["b", "a", "a", "a"], "d": [1.0, float("nan"), -0.0, 1.0],
+                            "l": [[1.0], [float("nan")], [0.0], [-0.0]]}, schema=schema))
+    t.create_tag("t2")
+    assert sorted(r["k"] for r in t.changes_between("t1", "t2", columns=["k"]).to_pylist()) == [1, 3, 4]
+    got = t.changes_between("t1", "t2", columns=["v"], filter=[("k", "=", 1)], row_kind_column="kind").to_pylist()
+    assert sorted((r["v"], r["kind"]) for r in got) == [("a", "-U"), ("b", "+U")]
+
+
 def test_reversed_tag_and_time_ranges_are_refused(catalog):
     t, first, second, third = three_commits(catalog, "rev", {})
     t.create_tag("old", snapshot_id=first)
