@@ -20,8 +20,8 @@ from .binary_row import deserialize_row
 from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .cross_partition import check_no_concurrent_writes
-from .errors import (CommitConflictError, DuplicateCommitError, PaimonError, SequenceConflictError,
-                     SnapshotNotFoundError, StaleOptionsError, StalePlanError)
+from .errors import (CommitConflictError, CompactionNotCommittedError, DuplicateCommitError, PaimonError,
+                     SequenceConflictError, SnapshotNotFoundError, StaleOptionsError, StalePlanError)
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries, index_key,
@@ -148,7 +148,9 @@ class FileStoreCommit:
         `overwrite=True` replaces the whole table, or only `overwrite_partitions` when given.
         `best_effort_compaction`: writers pass it for the compaction they did after a write; on
         a merge-on-read table losing that compaction to a concurrent writer is then logged and
-        its files removed instead of failing a write whose data is committed.
+        its files removed instead of failing a write whose data is committed. Other failures
+        of a compaction after the data committed raise CompactionNotCommittedError, naming the
+        data's snapshot (a lookup table's readers see the batch only once it is compacted).
         `planned_on`: the snapshot the messages were written on, if the caller read it just
         before; the first attempt builds on it while no snapshot follows it.
         `maintain=False`: no maintenance after it (a commit of the maintenance itself).
@@ -181,14 +183,22 @@ class FileStoreCommit:
                                                            properties, check_conflicts=True,
                                                            previous=created[-1] if created else planned_on,
                                                            previous_is_own=bool(created)))
-                except CommitConflictError as exc:
-                    if not best_effort_compaction or (self.schema.primary_keys and self.options.lookup_compaction):
-                        raise  # lookup tables' readers need level 0 pushed up: the caller must know
-                    # a merge-on-read (or append table's) compaction after a write only saves
-                    # reads; the data is committed, and the next write compacts again
-                    log.warning("compaction of %s lost a race with another writer and was dropped: %s",
-                                self.table_path, exc)
-                    self._delete_unused_outputs(messages)
+                except Exception as exc:
+                    lookup = bool(self.schema.primary_keys) and self.options.lookup_compaction
+                    if isinstance(exc, CommitConflictError) and best_effort_compaction and not lookup:
+                        # a merge-on-read (or append table's) compaction after a write only
+                        # saves reads; the data is committed, and the next write compacts again
+                        log.warning("compaction of %s lost a race with another writer and was dropped: %s",
+                                    self.table_path, exc)
+                        self._delete_unused_outputs(messages)
+                    elif created:  # the caller must not take the committed data for uncommitted
+                        raise CompactionNotCommittedError(
+                            f"{self.table_path}: the data of commit identifier {identifier} was committed in "
+                            f"snapshot {created[-1].id}, its compaction was not ({type(exc).__name__}: {exc}); "
+                            "do not write it again: the next write or Table.compact compacts it",
+                            created[-1].id) from exc
+                    else:
+                        raise
         finally:
             if created:  # once per call: a hint one snapshot behind (a crash) is corrected by readers
                 self.snapshots.commit_latest_hint(created[-1].id)

@@ -94,6 +94,17 @@ class DuplicateCommitError(CommitIdentifierError):
         self.snapshot_id = snapshot_id
 
 
+class CompactionNotCommittedError(PaimonError):
+    """A write committed its data, in snapshot `snapshot_id`, but not the compaction it commits
+    after it (the cause is chained): do not write the batch again. On tables with lookup
+    compaction (deletion vectors) readers see the batch once the next write or `Table.compact`
+    compacts it."""
+
+    def __init__(self, message: str, snapshot_id: int):
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+
+
 class SequenceConflictError(CommitConflictError):
     """Another writer committed rows to a bucket this commit writes, numbered at or above this
     commit's sequence numbers: applied as is, the two batches would interleave key by key.

@@ -17,8 +17,9 @@ from . import cross_partition, full_compaction, row_tracking
 from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
 from .row_level import delete_rows, update_rows
-from .errors import (CommitConflictError, DuplicateCommitError, InvalidOptionError, SequenceConflictError, SnapshotNotFoundError,
-                     StaleOptionsError, StalePlanError, TableNotFoundError, UnsupportedOperationError)
+from .errors import (CommitConflictError, CompactionNotCommittedError, DuplicateCommitError, InvalidOptionError,
+                     SequenceConflictError, SnapshotNotFoundError, StaleOptionsError, StalePlanError, TableNotFoundError,
+                     UnsupportedOperationError)
 from .branches import (MAIN, branch_names, branch_path, branch_ref, create_branch, delete_branch, fast_forward,
                        refuse_on_branch, resolve_branch)
 from .evolution import with_current_options
@@ -303,7 +304,9 @@ class Table:
 
         `overwrite=True` replaces the table's whole content with `data` (only the partitions it
         writes when the table sets `dynamic-partition-overwrite` = true). A failed write commits
-        nothing; files it wrote are unreferenced and removed by orphan cleanup.
+        nothing; files it wrote are unreferenced and removed by orphan cleanup. Except
+        CompactionNotCommittedError: the data was committed (in its `snapshot_id`), the
+        compaction committed after it was not; do not write it again.
         `row_kind_column` names an input column (not stored) whose values +I, -U, +U, -D give
         each row's kind (primary-key tables: -U/-D retract or delete as the merge engine says);
         a table with the option `rowkind.field` takes them from that (stored) column instead.
@@ -397,15 +400,37 @@ class Table:
                 log.info("write to %s by %s with identifier %s was committed by another attempt (snapshot %s): "
                          "skipped", self.name, user, identifier, exc.snapshot_id)
                 return exc.snapshot_id
+            except CompactionNotCommittedError as exc:
+                if not self.reads_compacted_level0:
+                    raise  # readers see the data: the next write compacts it
+                # the data landed but its lookup compaction lost to a concurrent writer or failed
+                return self.complete_landed_batch(user, exc.snapshot_id)
             except CommitConflictError:
                 landed = self._own_snapshot_since(planned_on, user, identifier)
                 if landed is None:
                     raise
-                # the data landed but its lookup compaction lost to a concurrent writer: redo it
-                # on the new snapshot so deletion-vector readers see the batch
-                sid = self.complete_interrupted_batch(user, landed)
-                return landed.id if sid is None else sid  # None: a concurrent compaction took the files
+                return self.complete_landed_batch(user, landed.id)  # the store's answer was lost, not the data
         raise AssertionError("unreachable")
+
+    @property
+    def reads_compacted_level0(self) -> bool:
+        """Whether readers skip level-0 files until a lookup compaction pushes them up (primary-key
+        tables with deletion vectors, or first-row): each write compacts what it wrote."""
+        return bool(self.primary_keys) and self.options.lookup_compaction
+
+    def complete_landed_batch(self, commit_user: str, landed: int) -> int:
+        """Compact `commit_user`'s batch whose data landed in snapshot `landed` without its
+        lookup compaction, on the newest snapshot, so deletion-vector readers see it; returns the
+        batch's last snapshot id. A failure is CompactionNotCommittedError: the caller must not
+        take the committed data for uncommitted and write it again."""
+        try:
+            sid = self.complete_interrupted_batch(commit_user, self.snapshot_manager.snapshot(landed))
+        except Exception as exc:
+            raise CompactionNotCommittedError(
+                f"{self.name}: the batch was committed in snapshot {landed}, its compaction was not "
+                f"({type(exc).__name__}: {exc}); do not write it again: the next write or Table.compact "
+                "compacts it", landed) from exc
+        return landed if sid is None else sid  # None: a concurrent compaction took the files
 
     @property
     def overwrites_partitions(self) -> bool:
@@ -461,7 +486,7 @@ class Table:
         invisible to deletion-vector readers (tables with lookup compaction). `own_latest`: the
         user's newest snapshot, when the caller has read it. Returns the COMPACT snapshot id,
         or None when nothing was interrupted (or the table is `write-only`: its batches have none)."""
-        if not (self.primary_keys and self.options.lookup_compaction) or self.options.get("write-only"):
+        if not self.reads_compacted_level0 or self.options.get("write-only"):
             return None
         last = own_latest or self.snapshot_manager.latest_of_user(commit_user)
         if last is None or last.commit_kind == COMPACT:
@@ -531,7 +556,7 @@ class Table:
         """The (partition, bucket)s of `latest` whose level-0 files its readers skip (primary-key
         tables with lookup compaction): a batch between its APPEND and COMPACT snapshots, or
         one whose writer died there."""
-        if latest is None or not (self.primary_keys and self.options.lookup_compaction):
+        if latest is None or not self.reads_compacted_level0:
             return set()
         scan = TableScan(self.file_io, self.path, self.schema, self.branch)
         return {(e.partition, e.bucket) for e in scan.live_entries(latest)

@@ -43,8 +43,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from paimon_streaming import cross_partition, full_compaction
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog, create_table_at, load_table
-from paimon_streaming.errors import (CommitConflictError, DuplicateCommitError, PaimonError, SequenceConflictError, StaleOptionsError,
-                                     StalePlanError, TableNotFoundError, UnsupportedOperationError)
+from paimon_streaming.errors import (CommitConflictError, CompactionNotCommittedError, DuplicateCommitError, PaimonError,
+                                     SequenceConflictError, StaleOptionsError, StalePlanError, TableNotFoundError,
+                                     UnsupportedOperationError)
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 from paimon_streaming.write import conform
@@ -309,12 +310,19 @@ class PreparedBatch:
                 if isinstance(exc, StaleOptionsError):  # the table's options changed: write under the new ones
                     table.refresh()
                 self.write()
+            except CompactionNotCommittedError as exc:
+                if not table.reads_compacted_level0:
+                    raise  # readers see the data: the next batch compacts it
+                # the batch's data landed but its compaction lost to a concurrent one or failed:
+                # redo it on the new snapshot, as a restart would
+                snapshot_ids = [table.complete_landed_batch(self.commit_user, exc.snapshot_id)]
+                break
             except CommitConflictError:
                 if not table.committed_identifiers(self.commit_user, [batch_id]):
                     self.discard()  # nothing of the batch landed (e.g. its partition was rescaled): no orphans
                     raise
-                # the batch's data landed but its compaction lost to a concurrent one: redo it on
-                # the new snapshot, as a restart would
+                # the batch's data landed (the store's answer to its snapshot write was lost):
+                # compact it on the new snapshot, as a restart would
                 completed = table.complete_interrupted_batch(self.commit_user)
                 snapshot_ids = [completed] if completed is not None else []
                 break

@@ -24,20 +24,20 @@ def batch_of(writer: int, b: int, upsert: bool = False) -> pa.Table:
 def write_batches(location: str, writer: int, batches: int, upsert: bool, outcomes, errors) -> None:
     """Commit `batches` batches; errors go to the queue as text.
 
-    A deletion-vector write is APPEND then COMPACT; when its COMPACT loses to a concurrent
-    compaction (CommitConflictError) the batch's data is committed and the writer finishes
-    the compaction the way the sink does after a restart (`Table.compact` with the batch's
-    user and identifier), which is counted as a conflict.
+    A deletion-vector write is APPEND then COMPACT; when its COMPACT, and the redo of it,
+    lose to concurrent compactions (CompactionNotCommittedError) the batch's data is committed
+    and the writer finishes the compaction the way the sink does after a restart
+    (`Table.compact` with the batch's user and identifier), which is counted as a conflict.
     """
     import paimon_streaming as ps
-    from paimon_streaming.errors import CommitConflictError
+    from paimon_streaming.errors import CommitConflictError, CompactionNotCommittedError
     try:
         table = ps.Table.open(location)
         user = f"writer-{writer}"
         for b in range(batches):
             try:
                 table.write_arrow(batch_of(writer, b, upsert), commit_user=user, commit_identifier=b)
-            except CommitConflictError:
+            except (CommitConflictError, CompactionNotCommittedError):
                 outcomes.put("conflict")
                 if not table.committed_identifiers(user, [b]):
                     raise

@@ -59,7 +59,10 @@ def rows_by(table: pa.Table, *keys: str) -> list[dict]:
 @contextlib.contextmanager
 def killed_before_compaction(error: BaseException) -> Iterator[None]:
     """Within the block, a commit raises `error` after a batch's APPEND snapshot and before its
-    COMPACT one: the writer dies there, its level-0 files committed but not compacted."""
+    COMPACT one: the writer dies there, its level-0 files committed but not compacted. `error`
+    is no Exception (SystemExit, say): no handler of the writer runs (an Exception there is a
+    failed compaction, raised as CompactionNotCommittedError once redoing it failed too)."""
+    assert not isinstance(error, Exception), error
     from paimon_streaming.commit import FileStoreCommit
     original = FileStoreCommit._commit_with_retry
 

@@ -378,7 +378,7 @@ def test_random_histories_match_the_model(layout, engine, key, dv, target, max_b
     run_history(Config(layout, engine, key, dv, target, max_buckets, extra), history)
 
 
-class _Killed(Exception):
+class _Killed(BaseException):
     """The writer dying (killed_before_compaction)."""
 
 

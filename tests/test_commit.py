@@ -14,7 +14,7 @@ import pytest
 from paimon_streaming.errors import SnapshotMissingError
 
 import paimon_streaming as ps
-from paimon_streaming.errors import CommitConflictError
+from paimon_streaming.errors import CommitConflictError, CompactionNotCommittedError
 from paimon_streaming.scan import TableScan
 from paimon_streaming.snapshot import SnapshotManager
 from conftest import pypaimon_read, rows_by
@@ -321,14 +321,15 @@ def test_a_failed_upload_among_a_snapshots_concurrent_metadata_writes_leaves_not
         name = path.rsplit("/", 1)[-1]
         if name.startswith("manifest-") and not name.startswith("manifest-list-"):
             manifests.append(path)
-            if len(manifests) == 2:  # the COMPACT snapshot's (the APPEND wrote the first)
+            if len(manifests) >= 2:  # the COMPACT snapshot's (the APPEND wrote the first), and its redo
                 time.sleep(0.2)  # the base manifest list, uploaded beside it, lands first
                 failed.append(path)
                 raise OSError(f"injected upload failure of {path}")
         return original(self, path, data)
     monkeypatch.setattr(FileIO, "write_bytes", failing_compact_manifest)
-    with pytest.raises(OSError, match="injected upload failure"):
+    with pytest.raises(CompactionNotCommittedError, match="injected upload failure") as err:
         t.write_arrow(batch([2, 4], v="new"), commit_user="u", commit_identifier=1)
+    assert t.snapshot_manager.snapshot(err.value.snapshot_id).commit_kind == "APPEND"
     monkeypatch.undo()
     assert failed
     # the metadata files uploaded beside the failed one were deleted: no snapshot's, none left

@@ -14,7 +14,7 @@ import pytest
 import paimon_streaming as ps
 from paimon_streaming.check import check_table
 from paimon_streaming.commit import Increment
-from paimon_streaming.errors import CommitConflictError
+from paimon_streaming.errors import CommitConflictError, CompactionNotCommittedError
 from concurrent_worker import ROWS, SCHEMA, check_snapshot, compact_repeatedly, read_continuously, write_batches
 
 
@@ -116,8 +116,10 @@ def test_concurrent_deletion_vector_commits_never_drop_each_others_marks(tmp_pat
     from_b = b.write_messages(rows([3, 4], "b"))
     assert all(m.compact.new_index_files for m in from_b)
     a.new_commit().commit([replace(m, data=Increment()) for m in from_a], "writer-a", 1)  # COMPACT
-    with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket 0|no longer live"):
+    with pytest.raises(CompactionNotCommittedError, match="DELETION_VECTORS index of bucket 0|no longer live") as err:
         b.new_commit().commit(from_b, "writer-b", 1)
+    assert isinstance(err.value.__cause__, CommitConflictError)
+    assert t.snapshot_manager.snapshot(err.value.snapshot_id).commit_user == "writer-b"
     assert check_table(t).ok  # b's APPEND landed; its level-0 file is invisible to DV readers
     b.compact(commit_user="writer-b", commit_identifier=1)
     values = {r["id"]: r["v"] for r in t.to_arrow().to_pylist()}

@@ -24,7 +24,8 @@ import pytest
 import paimon_streaming as ps
 from paimon_streaming.check import check_location, repair_hints
 from paimon_streaming.cli import main
-from paimon_streaming.errors import CorruptFileError, MissingFileError, SnapshotGapError, SnapshotMissingError
+from paimon_streaming.errors import (CompactionNotCommittedError, CorruptFileError, MissingFileError, SnapshotGapError,
+                                     SnapshotMissingError)
 from paimon_streaming import file_cache
 from paimon_streaming.scan import TableScan
 from paimon_streaming.system_tables import system_table
@@ -252,6 +253,31 @@ def test_reader_between_a_snapshot_and_its_hint(dv_table):
     newest = sm.latest_id()
     edit_snapshot(sm.path(newest), to=sm.path(newest + 1), id=newest + 1)  # published; LATEST still `newest`
     assert sm.latest_id() == newest + 1 and ps.Table.open(t.path).latest_snapshot().id == newest + 1
+
+
+def test_write_whose_compaction_fails_after_its_data_says_the_data_is_committed(catalog):
+    """A stray snapshot file two ids ahead (a partial restore) fails a DV write's COMPACT after
+    its APPEND landed: the error must say the data is committed, or a caller taking the write
+    for failed writes it again (a sum counted the batch twice)."""
+    schema = pa.schema([("id", pa.int64(), False), ("n", pa.int64())])
+    t = catalog.create_table("db.agg", schema, primary_keys=["id"], options={
+        "bucket": "1", "deletion-vectors.enabled": "true", "merge-engine": "aggregation",
+        "fields.n.aggregate-function": "sum"})
+    t.write_arrow(pa.table({"id": [1], "n": [10]}, schema=schema))
+    sm = t.snapshot_manager
+    newest = sm.latest_id()
+    shutil.copy(sm.path(newest), sm.path(newest + 2))
+    file_cache.clear_all()
+    with pytest.raises(CompactionNotCommittedError) as err:
+        ps.Table.open(t.path).write_arrow(pa.table({"id": [1], "n": [5]}, schema=schema))
+    assert err.value.snapshot_id == newest + 1 and f"snapshot {newest + 1}" in str(err.value)
+    assert isinstance(err.value.__cause__, CorruptFileError) and sm.path(newest + 2) in str(err.value)
+    os.remove(sm.path(newest + 2))  # the stray file removed, the batch is not written again
+    file_cache.clear_all()
+    t = ps.Table.open(t.path)
+    assert t.snapshot_manager.snapshot(newest + 1).commit_kind == "APPEND"
+    t.write_arrow(pa.table({"id": [2], "n": [1]}, schema=schema))  # compacts the batch left in level 0
+    assert t.to_arrow().sort_by("id").column("n").to_pylist() == [15, 1]
 
 
 def test_repair_never_points_beyond_a_snapshot(dv_table):

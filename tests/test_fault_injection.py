@@ -24,6 +24,7 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.check import check_table
+from paimon_streaming.errors import CompactionNotCommittedError
 from paimon_streaming.lsm import dv_compaction
 from paimon_streaming.lsm.lookup import KeyIndexCache
 from faulty_fileio import MODES, FaultyFileIO
@@ -109,6 +110,10 @@ def _run(path: str, scenario: Scenario, faulty: FaultyFileIO) -> BaseException |
     original, dv_compaction.KEY_INDEXES = dv_compaction.KEY_INDEXES, KeyIndexCache()
     try:
         scenario.op(ps.Table(faulty, path))
+    except CompactionNotCommittedError as exc:  # the data landed: the error must say in which snapshot
+        assert ps.Table.open(path).snapshot_manager.snapshot(exc.snapshot_id).commit_identifier == IDENT
+        assert isinstance(exc.__cause__, OSError), exc
+        return exc
     except OSError as exc:
         return exc
     finally:

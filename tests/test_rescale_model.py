@@ -224,7 +224,7 @@ def _refused(exc: BaseException) -> bool:
     return isinstance(exc, CommitConflictError) and "files of" in str(exc)
 
 
-class _Killed(Exception):
+class _Killed(BaseException):
     """The writer dying before its batch's COMPACT snapshot."""
 
 
