@@ -160,7 +160,7 @@ class AppendCompactor:
     def compact(self, bucket: AppendBucket, full: bool = False) -> Increment | None:
         if data_evolution.enabled(self.schema.options):
             return self._compact_by_row_id(bucket)
-        live = {f.file_name for f in bucket.files}
+        live = {f.file_name: f.row_count for f in bucket.files}
         vectors = [DeletionVectorMaintainer(self.file_io, bucket.index_dir, index, live,
                                             self.options.get("deletion-vectors.bitmap64"))
                    for index in bucket.dv_indexes]

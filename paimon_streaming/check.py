@@ -51,7 +51,7 @@ from .branches import MAIN, branch_names, branch_path, branch_ref, resolve_branc
 from .commit_users import CommitUserRecords
 from .consumers import ConsumerManager
 from .datafile import verify_data_file
-from .deletionvectors import decode_vector
+from .deletionvectors import decode_in_range, decode_vector
 from .errors import (CorruptFileError, MissingFileError, PaimonError, TableNotFoundError, TagNotFoundError,
                      UnsupportedOperationError)
 from .fileio import FileIO
@@ -397,8 +397,9 @@ class _Checker:
         if snap.index_manifest is not None:
             records = self._decode(self.scan.index_manifest.path(snap.index_manifest), None, label,
                                    IndexManifestEntry.from_avro)
+            rows = {e.file.file_name: e.file.row_count for e in live}
             for entry in records or []:
-                self._check_index_file(label, entry)
+                self._check_index_file(label, entry, rows)
 
     def _check_changelogs(self) -> None:
         """Java's long-lived changelogs (long_lived_changelogs.py): each decodes, and what a
@@ -446,15 +447,16 @@ class _Checker:
             return  # its schema file is missing or damaged: reported on its own
         if producer != "none" or c.commit_kind != APPEND:
             return  # a stream reads nothing of it
-        for e in self._entries(label, c.delta_manifest_list, c.delta_manifest_list_size):
-            if e.kind == ADD:
-                self._check_data_file(label, e)
+        added = [e for e in self._entries(label, c.delta_manifest_list, c.delta_manifest_list_size) if e.kind == ADD]
+        for e in added:
+            self._check_data_file(label, e)
         if c.index_manifest and self.io.exists(self.scan.index_manifest.path(c.index_manifest)):
             # (Java deletes it with the snapshot unless a newer snapshot shares it; then it is read)
             records = self._decode(self.scan.index_manifest.path(c.index_manifest), None, label,
                                    IndexManifestEntry.from_avro)
+            rows = {e.file.file_name: e.file.row_count for e in added}
             for entry in records or []:
-                self._check_index_file(label, entry)
+                self._check_index_file(label, entry, rows)
 
     def _entries(self, label: str, list_name: str, list_size: int | None) -> list[ManifestEntry]:
         metas = self._decode(self.scan.manifest_list.path(list_name), list_size, label, ManifestFileMeta.from_avro)
@@ -547,7 +549,9 @@ class _Checker:
     def _bucket_dir(self, e: ManifestEntry | IndexManifestEntry) -> str:
         return self.scan.dirs.bucket(self.scan.partition_dir(e.partition), e.bucket)
 
-    def _check_index_file(self, label: str, e: IndexManifestEntry) -> None:
+    def _check_index_file(self, label: str, e: IndexManifestEntry, rows: dict[str, int]) -> None:
+        """Every deletion vector decodes and, where `rows` has its data file's row count, marks
+        positions within it (as reads check it)."""
         f = e.index_file
         path = self.scan.dirs.index_file(self._bucket_dir(e), f)
         if path in self._verdicts or not self._exists(path, f.file_size, label):
@@ -557,7 +561,11 @@ class _Checker:
         data = self.io.read_bytes(path)
         for meta in f.dv_ranges:
             try:
-                decode_vector(data, meta, path)
+                count = rows.get(meta.data_file_name)
+                if count is None:
+                    decode_vector(data, meta, path)
+                else:
+                    decode_in_range(data, meta, path, count)
             except PaimonError as exc:
                 self._verdicts[path] = False
                 self.problem("corrupt-file", path, f"{label}: {exc}")

@@ -130,10 +130,13 @@ def read_index_file(file_io: FileIO, path: str, file_size: int | None = None) ->
     return data
 
 
-def record_bytes(data: bytes, meta: DeletionVectorMeta, path: str) -> tuple[bytes, DeletionVectorMeta]:
-    """One data file's whole record (size, body, CRC) as stored, CRC-checked, with its meta."""
-    body = _checked_body(data, meta, path)
-    return data[meta.offset: meta.offset + 8 + len(body)], meta
+def record_bytes(data: bytes, meta: DeletionVectorMeta, path: str, row_count: int) -> tuple[bytes, DeletionVectorMeta]:
+    """One data file's whole record (size, body, CRC) as stored, with its meta, checked as
+    `decode_in_range` checks it: copied into a new index file, a damaged record would outlive
+    the restore of this one."""
+    decode_in_range(data, meta, path, row_count)
+    (size,) = struct.unpack_from(">i", data, meta.offset)
+    return data[meta.offset: meta.offset + 8 + size], meta
 
 
 def _checked_body(data: bytes, meta: DeletionVectorMeta, path: str) -> bytes:
@@ -171,4 +174,15 @@ def decode_vector(data: bytes, meta: DeletionVectorMeta, path: str) -> BitMap | 
         # a valid vector, not the one the index manifest describes: another file in this one's place
         raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} holds {len(vector)} positions "
                                f"but its index manifest entry records {meta.cardinality} (a replaced file)")
+    return vector
+
+
+def decode_in_range(data: bytes, meta: DeletionVectorMeta, path: str, row_count: int) -> BitMap | BitMap64:
+    """`decode_vector`, refusing a vector that marks a position beyond its data file's
+    `row_count`: a CRC-valid bitmap that belongs elsewhere, which would hide the wrong rows
+    (and, merged into a new index file, outlive the restore of this one)."""
+    vector = decode_vector(data, meta, path)
+    if len(vector) and vector.max() >= row_count:
+        raise CorruptFileError(f"deletion vector of {meta.data_file_name} in {path} marks position "
+                               f"{vector.max()}, beyond the file's {row_count} rows")
     return vector

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from .binary_row import epoch_nanos
-from .deletionvectors import decode_vector, positions_of, read_index_file
-from .errors import CorruptFileError, SchemaMismatchError, UnsupportedOperationError
+from .deletionvectors import decode_in_range, positions_of, read_index_file
+from .errors import SchemaMismatchError, UnsupportedOperationError
 from .evolution import read_evolved
 from .fileio import LOCAL_IO_THREADS, FileIO
 from .keyvalue import SEQUENCE_NUMBER, VALUE_KIND
@@ -185,10 +185,7 @@ class SplitReader:
         if data is None:
             data = read_index_file(self.file_io, deletion.path, deletion.file_size)
             self._dv_cache[deletion.path] = data
-        positions = positions_of(decode_vector(data, deletion.meta, deletion.path))
-        if positions.size and positions[-1] >= num_rows:  # the CRC matched: the bitmap belongs elsewhere
-            raise CorruptFileError(f"deletion vector of {deletion.meta.data_file_name} in {deletion.path} marks "
-                                   f"position {int(positions[-1])}, beyond the file's {num_rows} rows")
+        positions = positions_of(decode_in_range(data, deletion.meta, deletion.path, num_rows))
         mask = np.ones(num_rows, dtype=bool)
         mask[positions] = False
         return mask

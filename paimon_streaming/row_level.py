@@ -419,7 +419,7 @@ def _mark(writer: TableWrite, bucket: AppendBucket, files: list[DataFileMeta], f
     and updated). A vector stays in the index file holding it; a file without one gets it in the
     bucket's index file, or, in a bucket-unaware table (which keeps an index file per change, by
     name), in a new one."""
-    live = {f.file_name for f in bucket.files}
+    live = {f.file_name: f.row_count for f in bucket.files}
     bitmap64 = writer.options.get("deletion-vectors.bitmap64")
     vectors = [DeletionVectorMaintainer(writer.file_io, bucket.index_dir, index, live, bitmap64)
                for index in bucket.dv_indexes]

@@ -127,7 +127,7 @@ def mark_deleted(t, positions_by_file: dict[str, list[int]]) -> None:
     bucket_dir = w.bucket_dir([], 0)
     entries = live(t)
     vectors = DeletionVectorMaintainer(t.file_io, w.dirs.index_dir(bucket_dir), None,
-                                       {e.file.file_name for e in entries}, False)
+                                       {e.file.file_name: e.file.row_count for e in entries}, False)
     for name, positions in positions_by_file.items():
         vectors.mark(name, np.array(positions))
     added, _ = vectors.write(w.paths)

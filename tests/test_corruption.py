@@ -11,6 +11,7 @@ import pytest
 import paimon_streaming as ps
 from paimon_streaming.errors import CorruptFileError, MissingFileError
 from paimon_streaming import file_cache
+from vector_edits import rewrite_vector, vector_beyond_its_file
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
 
@@ -176,24 +177,8 @@ def test_snapshot_file_holding_a_json_array(pk):
     assert path in str(err.value)
 
 
-def _rewrite_vector(t: ps.Table, body: bytes) -> str:
-    """Put `body` (magic + bitmap) in place of the table's deletion vector, with a valid CRC."""
-    import struct
-    import zlib
-    scan = t.new_commit().index_manifest
-    (entry,) = [e for e in scan.read(t.latest_snapshot().index_manifest) if e.index_file.dv_ranges]
-    (meta,) = entry.index_file.dv_ranges
-    path = f"{t.path}/index/{entry.index_file.file_name}"
-    data = open(path, "rb").read()
-    record = struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
-    padding = len(data) - meta.offset - len(record)  # the file keeps the size the index manifest records
-    assert padding >= 0
-    open(path, "wb").write(data[:meta.offset] + record + b"\x00" * padding)
-    return path
-
-
 def test_deletion_vector_with_an_unknown_magic_number(dv):
-    path = _rewrite_vector(dv, b"\x00\x00\x00\x07" + b"\x00" * 16)
+    path = rewrite_vector(dv, b"\x00\x00\x00\x07" + b"\x00" * 16)
     with pytest.raises(CorruptFileError, match="unknown magic number") as err:
         fresh(dv).to_arrow()
     assert path in str(err.value)
@@ -204,7 +189,49 @@ def test_deletion_vector_replaced_by_another_is_refused(dv):
     import struct
     from pyroaring import BitMap
     from paimon_streaming.deletionvectors import MAGIC32
-    path = _rewrite_vector(dv, struct.pack(">i", MAGIC32) + BitMap([7]).serialize())
+    path = rewrite_vector(dv, struct.pack(">i", MAGIC32) + BitMap([7]).serialize())
     with pytest.raises(CorruptFileError, match="holds 1 positions but its index manifest entry records 2") as err:
         fresh(dv).to_arrow()
     assert path in str(err.value)
+
+
+def _rows(ids, v="a") -> pa.Table:
+    return pa.table({"id": list(ids), "v": [v] * len(ids)}, schema=SCHEMA)
+
+
+# (table options, primary key?, the change after the damage: its write loads the damaged vector)
+VECTOR_TABLES = {
+    "pk": ({"bucket": "1"}, True, lambda t: t.write_arrow(_rows([5], "w"))),     # merged with the new mark
+    "append": ({"bucket": "-1"}, False, lambda t: t.delete([("id", "=", 5)])),  # merged with the new mark
+    # another file of the bucket gets a vector: the damaged one is copied into the new index file
+    "append-copied": ({"bucket": "1", "bucket-key": "id"}, False, lambda t: t.delete([("id", "=", 105)])),
+}
+
+
+@pytest.mark.parametrize("kind", VECTOR_TABLES)
+def test_deletion_vector_beyond_its_file_is_never_merged_into_a_new_one(catalog, kind):
+    """A CRC-valid vector marking positions past its data file's end (one that belongs to
+    another file) is refused by reads, and by every write and compaction that loads it: merged
+    or copied into a new index file, it outlived the restore of the damaged one, and the
+    deletion it hid was lost (compaction raised a raw IndexError)."""
+    options, pk, change = VECTOR_TABLES[kind]
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"] if pk else None,
+                             options={**options, "deletion-vectors.enabled": "true"})
+    t.write_arrow(_rows(range(40)))
+    t.compact(full=True)
+    if pk:
+        t.write_arrow(_rows([1, 2], "b"))
+    else:
+        t.delete([("id", "<", 2)])
+        t.write_arrow(_rows(range(100, 140)))
+    before, newest = fresh(t).to_arrow().sort_by("id"), t.snapshot_manager.latest_id()
+    (index_file,) = os.listdir(f"{t.path}/index")
+    original = open(f"{t.path}/index/{index_file}", "rb").read()
+    path = vector_beyond_its_file(t)
+    for op in (lambda t: t.to_arrow(), lambda t: t.compact(full=True), change):
+        with pytest.raises(CorruptFileError, match="beyond the file's 40 rows") as err:
+            op(fresh(t))
+        assert path in str(err.value)
+    assert fresh(t).snapshot_manager.latest_id() == newest  # nothing committed
+    open(path, "wb").write(original)  # restored from a backup: the table is whole again
+    assert fresh(t).to_arrow().sort_by("id").equals(before)

@@ -36,6 +36,7 @@ from paimon_streaming.check import check_location
 from paimon_streaming.errors import CorruptFileError, PaimonError
 
 from stream_batches import micro_batches, open_stream
+from vector_edits import vector_beyond_its_file
 
 EXAMPLES = int(os.environ.get("DAMAGE_FUZZ_EXAMPLES", "60"))
 
@@ -441,6 +442,21 @@ def test_zeroed_deletion_vector_record_is_a_raw_struct_error(catalog):
     with pytest.raises(CorruptFileError) as err:
         _fresh(t.path).to_arrow()
     assert path in str(err.value)
+
+
+def test_deletion_vector_beyond_its_file_is_found_by_check(catalog):
+    """Found in session 62: `check` decoded each deletion vector but never compared its
+    positions with its data file's row count, and called a table ok whose every read failed."""
+    t = catalog.create_table("db.dv", SCHEMA, options={"bucket": "-1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(batch(range(20), "a"))
+    t.delete([("id", "<", 5)])
+    path = vector_beyond_its_file(t)
+    with pytest.raises(CorruptFileError) as err:
+        _fresh(t.path).to_arrow()
+    assert path in str(err.value)
+    report = check_location(t.path)
+    assert [(p.kind, p.path) for p in report.errors()] == [("corrupt-file", path)]
+    assert "beyond the file's 20 rows" in report.errors()[0].message
 
 
 def test_snapshot_missing_between_others_in_an_incremental_query(catalog):

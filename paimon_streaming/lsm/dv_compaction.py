@@ -95,7 +95,7 @@ class BucketCompactor:
     # ---- entry point ------------------------------------------------------------------------
     def compact(self, bucket: BucketFiles, full: bool = False, force_level0: bool = True) -> Increment | None:
         vectors = DeletionVectorMaintainer(self.file_io, bucket.index_dir, bucket.dv_index,
-                                           {f.file_name for f in bucket.files}, self.bitmap64)
+                                           {f.file_name: f.row_count for f in bucket.files}, self.bitmap64)
         level0_bytes = sum(f.file_size for f in bucket.files if f.level == 0)
         moved = [] if full or not self.lookup else self._disjoint_level0(bucket.files)
         merged_rows = self._changed_by_merge(bucket, moved)

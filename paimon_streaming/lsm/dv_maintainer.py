@@ -3,16 +3,18 @@
 A bucket keeps one DV index file holding a record per data file. Compaction touches few of
 those vectors (the files lookup hit and the files it rewrites), so vectors are decoded only
 when asked for, and when the index file is rewritten the records of untouched vectors are
-copied over as bytes (CRC-checked) instead of being decoded and encoded again. A bucket
-whose vectors did not change keeps its index file.
+copied over as bytes instead of being encoded again. A bucket whose vectors did not change
+keeps its index file. Every vector it loads, or copies, is checked as reads check it (CRC,
+cardinality, positions within its file's rows): merged or copied into a new index file, a
+damaged vector would stay damaged after the restore of its file.
 """
 from __future__ import annotations
 
 import numpy as np
 from pyroaring import BitMap, BitMap64
 
-from ..deletionvectors import (bitmap_from_positions, decode_vector, encode_index_file, positions_of, read_index_file,
-                               record_bytes, write_index_file)
+from ..deletionvectors import (bitmap_from_positions, decode_in_range, encode_index_file, positions_of,
+                               read_index_file, record_bytes, write_index_file)
 from ..fileio import FileIO
 from ..manifest import DeletionVectorMeta, IndexFileMeta
 from ..manifest.entries import DELETION_VECTORS_INDEX
@@ -20,8 +22,9 @@ from ..paths import PathFactory
 
 
 class DeletionVectorMaintainer:
-    def __init__(self, file_io: FileIO, index_dir: str, index: IndexFileMeta | None, live: set[str],
+    def __init__(self, file_io: FileIO, index_dir: str, index: IndexFileMeta | None, live: dict[str, int],
                  bitmap64: bool):
+        """`live`: the bucket's live data files, by name, with their row counts."""
         self.file_io = file_io
         self.index_dir = index_dir
         self.index = index
@@ -32,6 +35,7 @@ class DeletionVectorMaintainer:
         self._stored: dict[str, DeletionVectorMeta] = {
             r.data_file_name: r for r in (index.dv_ranges or () if index else ()) if r.data_file_name in live}
         self._changed = len(self._stored) != len(index.dv_ranges or ()) if index else False
+        self._rows = live
         self._decoded: dict[str, BitMap | BitMap64] = {}
 
     def _bytes(self) -> bytes:
@@ -44,7 +48,7 @@ class DeletionVectorMaintainer:
 
     def get(self, name: str) -> BitMap | BitMap64 | None:
         if name not in self._decoded and name in self._stored:
-            self._decoded[name] = decode_vector(self._bytes(), self._stored[name], self._path)
+            self._decoded[name] = decode_in_range(self._bytes(), self._stored[name], self._path, self._rows[name])
         return self._decoded.get(name)
 
     def deleted_count(self, name: str) -> int:
@@ -87,7 +91,7 @@ class DeletionVectorMaintainer:
             return [], []
         removed = [self.index] if self.index is not None else []
         decoded = {n: v for n, v in self._decoded.items() if len(v)}
-        copied = {n: record_bytes(self._bytes(), m, self._path) for n, m in self._stored.items()
+        copied = {n: record_bytes(self._bytes(), m, self._path, self._rows[n]) for n, m in self._stored.items()
                   if n not in self._decoded}
         if not decoded and not copied:
             return [], removed
