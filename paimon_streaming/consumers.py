@@ -56,6 +56,8 @@ class ConsumerManager:
             next_snapshot = obj["nextSnapshot"]
             if type(next_snapshot) is not int:
                 raise TypeError(f"nextSnapshot is {next_snapshot!r}, not an integer")
+            if not -2 ** 63 <= next_snapshot < 2 ** 63:  # Java's reader refuses it; expiration would drop everything
+                raise ValueError(f"nextSnapshot {next_snapshot} is beyond a 64-bit integer")
             mismatch = check_mismatch(obj[CHECK_KEY], json_check([next_snapshot])) if CHECK_KEY in obj else None
             full = obj.get(FULL_READ_KEY, False)
             if type(full) is not bool:

@@ -291,17 +291,18 @@ def test_consumers_protect_their_snapshots(catalog):
     consumers.delete("reader")
     assert t.expire_snapshots(older_than=FUTURE).earliest == 6
 
-    # a consumer file whose position is not a number: the consumer's snapshots stay, and the
-    # error names the file
+    # a consumer file whose position is not a number (or none Java reads: beyond a long, which
+    # took every snapshot for consumed): the consumer's snapshots stay, and the error names the file
     for i in range(3):
         t.write_arrow(batch([10 + i]))
-    with open(consumers.path("broken"), "w") as f:
-        f.write('{"nextSnapshot": null}')
     from paimon_streaming.errors import CorruptFileError
-    with pytest.raises(CorruptFileError, match=r"consumer file .*consumer-broken cannot be parsed: "
-                                               r"nextSnapshot is None, not an integer"):
-        t.expire_snapshots(older_than=FUTURE)
-    assert [s.id for s in t.snapshots()] == [6, 7, 8, 9]
+    for value, error in (("null", "nextSnapshot is None, not an integer"),
+                         ("99999999999999999999999", "nextSnapshot 9+ is beyond a 64-bit integer")):
+        with open(consumers.path("broken"), "w") as f:
+            f.write(f'{{"nextSnapshot": {value}}}')
+        with pytest.raises(CorruptFileError, match=r"consumer file .*consumer-broken cannot be parsed: " + error):
+            t.expire_snapshots(older_than=FUTURE)
+        assert [s.id for s in t.snapshots()] == [6, 7, 8, 9]
 
 
 def test_consumer_expiration_time(catalog):
