@@ -256,6 +256,10 @@ class FileStoreCommit:
             if published is not None:
                 return published
             time.sleep(min(1.0, 0.01 * (2 ** attempt)) * random.random())
+        if outcome_unknown:  # the last write may have landed: then its files are the table's
+            done = self._find_own_commit(seen_latest, self.snapshots.latest(), commit_user, identifier, kind)
+            if done is not None:
+                return done
         raise CommitConflictError(
             f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: " +
             (f"the store kept failing the snapshot's write ({unknown_cause})" if outcome_unknown else

@@ -181,6 +181,29 @@ def test_failed_commit_leaves_table_unchanged_and_removes_its_files(pk_table, mo
     assert len(pk_table.to_arrow()) == 3
 
 
+def test_a_last_publish_that_landed_though_the_store_failed_is_the_commit(catalog, monkeypatch):
+    """Every publish of the commit failed with an unknown outcome, the last one having landed:
+    the retries ran out and the commit was reported as a conflict, whose callers delete its
+    files (a compaction's), which the published snapshot then named."""
+    pk_table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"],
+                                    options={"bucket": "2", "commit.max-retries": "1"})
+    pk_table.write_arrow(batch([1]))
+    commit = pk_table.new_commit()
+    messages = pk_table.write_messages(batch([2]))
+    original = commit.snapshots.try_publish
+    calls = []
+
+    def flaky_publish(snapshot):
+        calls.append(snapshot.id)
+        if len(calls) == 2:
+            original(snapshot)  # lands, but the store's answer is lost
+        raise OSError("connection reset")
+
+    monkeypatch.setattr(commit.snapshots, "try_publish", flaky_publish)
+    assert commit.commit(messages, "u", 1) == [2]
+    assert len(calls) == 2 and sorted(r["id"] for r in pk_table.to_arrow().to_pylist()) == [1, 2]
+
+
 def test_lost_race_retries_on_new_latest(pk_table, monkeypatch):
     """A commit that loses the snapshot id to another writer retries on top of it."""
     pk_table.write_arrow(batch([1]))
