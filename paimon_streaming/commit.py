@@ -30,7 +30,7 @@ from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
 from .options import CoreOptions, write_rule_change
 from .paths import PathFactory, TableDirs, partition_path
-from . import data_evolution, row_tracking
+from . import data_evolution, overwrite_upgrade, row_tracking
 from .schema import SchemaManager, TableSchema
 from .snapshot import APPEND, BATCH_COMMIT_IDENTIFIER, COMPACT, OVERWRITE, Snapshot, SnapshotManager
 
@@ -164,6 +164,8 @@ class FileStoreCommit:
         created: list[Snapshot] = []
         try:
             data = _collect(messages, lambda m: m.data)
+            if overwrite and _collect(messages, lambda m: m.compact).is_empty():
+                data.entries = overwrite_upgrade.upgraded(data.entries, self.schema)
             if overwrite:
                 created.append(self._commit_with_retry(OVERWRITE, data, commit_user, identifier, watermark, properties,
                                                        replace=True, overwrite_partitions=overwrite_partitions,

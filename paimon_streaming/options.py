@@ -219,6 +219,7 @@ _OPTIONS = [
     Option("dynamic-bucket.target-row-num", "2000000", _int_at_least(1, parse_long)),
     Option("dynamic-bucket.max-buckets", "-1", _max_buckets),
     Option("write-only", "false", parse_bool),
+    Option("overwrite-upgrade", "true", parse_bool),
     Option("full-compaction.delta-commits", None, parse_int),
     Option(PARQUET_WRITER_VERSION, "v1", _parquet_writer_version),
     Option(PARQUET_DICTIONARY, "true", parse_hadoop_bool),
