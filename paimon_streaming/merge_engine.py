@@ -59,6 +59,7 @@ import pyarrow.compute as pc
 from .collection_aggregates import (COLLECTION_FUNCTIONS, RETRACTABLE_COLLECTIONS, CollectionSpec,
                                     aggregate_collection, collection_spec)
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .listagg import listagg
 from .numeric_aggregates import float_extreme, hash_aggregate, product_of, sum_of
 from .keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from .schema import TableSchema, java_split
@@ -757,9 +758,7 @@ def _group_field_agg(field: str, func: str, t: DataType, o: dict[str, str]) -> "
                 "between, an order we do not reproduce")
     else:
         _check_function_type(field, func, t)
-    if func == "listagg" and _bool(o, f"fields.{field}.distinct"):
-        raise InvalidOptionError(f"'fields.{field}.distinct' (listagg) is not supported by paimon-streaming yet")
-    return _FieldAgg(field, func, ignore_retract, o.get(f"fields.{field}.list-agg-delimiter", ","), collection)
+    return _field_agg(field, func, ignore_retract, o, collection)
 
 
 @dataclass
@@ -893,29 +892,10 @@ def _seq_group_aggregate(col: pa.ChunkedArray, spec: "_FieldAgg", ev: _SeqEvents
         idx = ev.last(act & (ev.start | (ev.add & np.where(at_init, ev.newer, ~ev.newer))))
         return pick(idx, idx >= 0)
     if func == "listagg":
-        return _seq_listagg(col, spec.delimiter, ev, nn)
+        values = _strings(col).take(pa.array(ev.rows, pa.int64()))
+        used, older = ev.active & (ev.start | ev.add), ev.add & ~ev.newer
+        return listagg(values, used, ev.gid, ev.count, spec.delimiter, spec.distinct, older).cast(col.type)
     raise PaimonError(f"aggregate function '{func}' is not implemented for sequence groups")  # guarded
-
-
-def _seq_listagg(col, delimiter: str, ev: _SeqEvents, nn: np.ndarray):
-    """listagg: a newer row appends, an older one prepends (aggReversed), empty strings add nothing."""
-    s = col.cast(pa.string()).take(pa.array(ev.rows, pa.int64()))
-    length = pc.fill_null(pc.binary_length(s), 0).to_numpy(zero_copy_only=False)
-    used = ev.active & (ev.start | ev.add) & nn
-    e = np.arange(len(ev.rows), dtype=np.int64)
-    place = np.where(ev.add & ~ev.newer, -(e + 1), e + 1)
-    chosen = np.flatnonzero(used & (length > 0))
-    chosen = chosen[np.lexsort((place[chosen], ev.gid[chosen]))]
-    t = pa.table({"g": pa.array(ev.gid[chosen]), "v": s.take(pa.array(chosen, pa.int64()))})
-    out = t.group_by("g", use_threads=False).aggregate([("v", "list")])
-    where = np.full(ev.count, -1, np.int64)
-    where[out.column("g").to_numpy()] = np.arange(out.num_rows)
-    joined = pc.binary_join(out.column("v_list").combine_chunks(), delimiter)
-    result = _take(joined, where, where >= 0)
-    any_value = np.zeros(ev.count, bool)
-    any_value[ev.gid[used]] = True
-    result = pc.if_else(pa.array(any_value & (where < 0)), pa.scalar("", pa.string()), result)
-    return result.cast(col.type)
 
 
 # ---- aggregation ----------------------------------------------------------------------------
@@ -925,7 +905,15 @@ class _FieldAgg:
     func: str              # primary_key for key columns
     ignore_retract: bool = False
     delimiter: str = ","
+    distinct: bool = False                     # listagg
     collection: CollectionSpec | None = None   # collect, merge_map, nested_update, nested_partial_update
+
+
+def _field_agg(field: str, func: str, ignore_retract: bool, o: dict[str, str],
+               collection: CollectionSpec | None) -> _FieldAgg:
+    distinct = func == "listagg" and _bool(o, f"fields.{field}.distinct")
+    return _FieldAgg(field, func, ignore_retract, o.get(f"fields.{field}.list-agg-delimiter", ","), distinct,
+                     collection)
 
 
 def _check_function_name(field: str, func: str) -> None:
@@ -944,9 +932,6 @@ def _check_function_type(field: str, func: str, t: DataType) -> None:
     ok = True
     if func in ("sum", "product"):
         ok = t.root in _NUMERIC
-        if func == "product" and t.root == "DECIMAL":
-            raise InvalidOptionError(f"aggregate function 'product' on DECIMAL field '{field}' is not supported "
-                                     "by paimon-streaming yet")
     elif func in ("min", "max"):
         ok = t.root in _COMPARABLE
     elif func in ("bool_and", "bool_or"):
@@ -987,14 +972,10 @@ class AggregationEngine(MergeEngine):
             if ignore_retract and self.remove_on_delete:
                 raise InvalidOptionError(f"'aggregation.remove-record-on-delete' and 'fields.{f.name}.ignore-retract' "
                                          "conflict; set only one of them")
-            if func == "listagg" and _bool(o, f"fields.{f.name}.distinct"):
-                raise InvalidOptionError(f"'fields.{f.name}.distinct' (listagg) is not supported by "
-                                         "paimon-streaming yet")
             if func == "first_not_null_value":
                 func = "first_non_null_value"
             collection = collection_spec(f.name, func, f.type, o) if func in COLLECTION_FUNCTIONS else None
-            self.fields[f.name] = _FieldAgg(f.name, func, ignore_retract,
-                                            o.get(f"fields.{f.name}.list-agg-delimiter", ","), collection)
+            self.fields[f.name] = _field_agg(f.name, func, ignore_retract, o, collection)
 
     def _changes_lone_rows(self, kinds: np.ndarray) -> np.ndarray:
         # every function returns a lone +I/+U as it is, but these (a distinct collect, nested
@@ -1085,23 +1066,13 @@ def _aggregate(col: pa.ChunkedArray, spec: _FieldAgg, c: _AggContext):
         hash_func = {"bool_and": "all", "bool_or": "any"}.get(func, func)
         return _group_agg(values, g, hash_func, _MIN_ONE).cast(col.type)
     if func == "listagg":
-        return _listagg(col, add, notnull, spec.delimiter, g)
+        return listagg(_strings(col), add, g.gid, g.count, spec.delimiter, spec.distinct).cast(col.type)
     raise PaimonError(f"aggregate function '{func}' is not implemented")  # guarded by validation
 
 
-def _listagg(col, add: np.ndarray, notnull: np.ndarray, delimiter: str, g: _Groups):
-    s = col.cast(pa.string())
-    length = pc.fill_null(pc.binary_length(s), 0).to_numpy(zero_copy_only=False)
-    nonempty = add & notnull & (length > 0)
-    any_value = g.any(add & notnull)
-    t = pa.table({"g": pa.array(g.gid), "v": s}).filter(pa.array(nonempty))
-    out = t.group_by("g", use_threads=False).aggregate([("v", "list")])
-    where = np.full(g.count, -1, np.int64)
-    where[out.column("g").to_numpy()] = np.arange(out.num_rows)
-    joined = pc.binary_join(out.column("v_list").combine_chunks(), delimiter)
-    result = _take(joined, where, where >= 0)
-    result = pc.if_else(pa.array(any_value & (where < 0)), pa.scalar("", pa.string()), result)
-    return result.cast(col.type)
+def _strings(col) -> pa.Array:
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return col.cast(pa.string())
 
 
 # ---- entry points ---------------------------------------------------------------------------

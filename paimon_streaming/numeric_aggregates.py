@@ -13,13 +13,20 @@ Java folds a key's rows one at a time (`FieldSumAgg`, `FieldProductAgg`, `FieldM
   values sum below the limit (no step can overflow); the others are folded step by step.
   Paimon 1.4 skips that check for DECIMAL up to 18 digits (it adds unscaled longs), keeping a
   value the column cannot hold; we give null there too (README, "Aggregation").
+* DECIMAL `product`: each step is the exact product rounded half up (away from zero) to the
+  column's scale, null where it needs more digits than the column has (at any precision), the
+  next value then starting again from itself. Here: the same fold on the unscaled values as
+  Python integers in numpy object arrays, vectorized across keys one position at a time.
 * Integers wrap at their width, in any order alike. A retraction subtracts (`sum`) or divides
-  (`product`: integers truncate toward zero, a division by zero is an error).
+  (`product`: integers truncate toward zero; decimals divide exactly, then round as a product
+  does, and a quotient with no finite decimal expansion fails, as Java's `BigDecimal.divide`;
+  a division by zero is an error; a retraction into a null keeps it null).
 * `min` / `max` of floats order as Java's `Double.compare`: -0.0 < 0.0 and NaN above every
   value (Arrow's ignore NaN and take -0.0 = 0.0).
 """
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Callable
 
 import numpy as np
@@ -32,6 +39,9 @@ from .errors import PaimonError
 _LONG_GROUP = 64
 # Decimal sums run in DECIMAL(60, s): any 38-digit value, and a sum of two, fit.
 _WORK_DIGITS = 60
+# A multiple of every 2^i * 5^j below 10^38 (i <= 126, j <= 54): an unscaled divisor over the
+# gcd divides it exactly when the quotient has a finite decimal expansion.
+_TERMINATING = 10 ** 127
 
 
 def sum_of(col: pa.ChunkedArray, add: np.ndarray, retract: np.ndarray, gid: np.ndarray, groups: int) -> pa.Array:
@@ -70,6 +80,8 @@ def product_of(col: pa.ChunkedArray, add: np.ndarray, retract: np.ndarray, gid: 
         out, has = _fold(values, valid, retract, gid, groups, lambda a, b: wrap(a * b),
                          lambda a, b: wrap(_java_divide(a, b)))
         return pa.array(out, pa.int64(), mask=~has).cast(t, safe=False)
+    if pa.types.is_decimal(t):
+        return _decimal_product(col, valid, retract, gid, groups, field)
     values = col.to_numpy(zero_copy_only=False).astype(np.float32 if pa.types.is_float32(t) else np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out, has = _fold(values, valid, retract, gid, groups, np.multiply, np.divide)
@@ -162,6 +174,78 @@ def _fold_decimals(signed: pa.Array, gid: np.ndarray, groups: int, risky: np.nda
         slot[sel] = np.arange(len(sel))
         acc = pc.if_else(pa.array(slot >= 0), step.take(pa.array(np.maximum(slot, 0), pa.int64())), acc)
     return pc.if_else(pa.array(risky), acc, total)
+
+
+def _decimal_product(col: pa.Array, valid: np.ndarray, retract: np.ndarray, gid: np.ndarray, groups: int,
+                     field: str) -> pa.Array:
+    """The `valid` rows multiplied (divided where `retract`) per group, step by step as Java's
+    FieldProductAgg on DECIMAL (see the module doc)."""
+    t = col.type
+    unscaled = _unscaled(col)
+    idx = np.flatnonzero(valid)
+    counts = np.bincount(gid[idx], minlength=groups)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    by_count = np.argsort(-counts, kind="stable")   # the groups with a k-th value come first
+    longer = -counts[by_count]
+    acc, has = np.zeros(groups, object), np.zeros(groups, bool)
+    unit, bound = 10 ** t.scale, 10 ** t.precision
+    for k in range(int(counts.max(initial=0))):
+        sel = by_count[:np.searchsorted(longer, -k)]
+        at = idx[first[sel] + k]
+        x, inv, held, a = unscaled[at], retract[at], has[sel], acc[sel]
+        step = np.where(held, 0, x)   # a start; a retraction into a null stays null
+        mul, div = held & ~inv, held & inv
+        if mul.any():
+            step[mul] = _round_divide(a[mul] * x[mul], unit)
+        if div.any():
+            step[div] = _exact_quotient(a[div], x[div], unit, field, t.scale)
+        acc[sel] = step
+        has[sel] = (held | ~inv) & (np.abs(step) < bound).astype(bool)
+    return _from_unscaled(acc, has, t)
+
+
+def _round_divide(n: np.ndarray, d) -> np.ndarray:
+    """n / d of Python integers rounded half away from zero (Java's RoundingMode.HALF_UP)."""
+    m = abs(d)   # d: an object array, or a Python int (np.abs would make it an int64)
+    q = (2 * abs(n) + m) // (2 * m)
+    return np.where((n < 0) ^ (d < 0), -q, q)
+
+
+def _exact_quotient(a: np.ndarray, b: np.ndarray, unit: int, field: str, scale: int) -> np.ndarray:
+    """a / b of unscaled decimals, rounded to their scale, where Java's BigDecimal.divide has an
+    exact result; else the error Java's read fails with too."""
+    if (b == 0).any():
+        raise PaimonError(f"aggregate function 'product' of field '{field}' cannot retract 0 (a division by "
+                          "zero, which Paimon refuses too)")
+    endless = (_TERMINATING % (np.abs(b) // np.gcd(a, b))) != 0
+    if endless.any():
+        n, d = int(a[endless][0]), int(b[endless][0])
+        raise PaimonError(f"aggregate function 'product' of field '{field}' cannot retract {_show(d, scale)} from "
+                          f"{_show(n, scale)}: the quotient has no finite decimal expansion (Paimon's "
+                          "BigDecimal.divide fails too)")
+    return _round_divide(a * unit, b)
+
+
+def _unscaled(col: pa.Array) -> np.ndarray:
+    """The unscaled values of a decimal128 column as Python integers (object array; 0 for null)."""
+    n = len(col)
+    words = np.frombuffer(col.buffers()[1], np.uint64)[2 * col.offset:2 * (col.offset + n)].reshape(n, 2)
+    out = words[:, 1].view(np.int64).astype(object) * (1 << 64) + words[:, 0].astype(object)
+    return np.where(pc.is_valid(col).to_numpy(zero_copy_only=False), out, 0)
+
+
+def _from_unscaled(values: np.ndarray, valid: np.ndarray, t: pa.DataType) -> pa.Array:
+    """A decimal128 column of type `t` from unscaled Python integers, null where not `valid`."""
+    v = np.where(valid, values, 0)
+    words = np.empty((len(v), 2), np.uint64)
+    words[:, 0] = (v & ((1 << 64) - 1)).astype(np.uint64)
+    words[:, 1] = (v >> 64).astype(np.int64).view(np.uint64)
+    bitmap = pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(t, len(v), [bitmap, pa.py_buffer(words.tobytes())])
+
+
+def _show(unscaled: int, scale: int) -> str:
+    return str(Decimal(f"{unscaled}E-{scale}"))   # exact, whatever the decimal context
 
 
 def _from_first_start(valid: np.ndarray, inverse: np.ndarray, gid: np.ndarray, groups: int) -> np.ndarray:

@@ -62,7 +62,7 @@ LAST_FIRST = ["last_value", "last_non_null_value", "first_value", "first_non_nul
 FUNCTIONS = {  # family -> aggregate functions both sides support on it
     "int": ["sum", "product", "min", "max"] + LAST_FIRST,
     "float": ["sum", "product", "min", "max"] + LAST_FIRST,
-    "decimal": ["sum", "min", "max"] + LAST_FIRST,  # product on DECIMAL: we refuse it at create
+    "decimal": ["sum", "product", "min", "max"] + LAST_FIRST,
     "string": ["listagg", "min", "max"] + LAST_FIRST,
     "cmp": ["min", "max"] + LAST_FIRST,
     "bool": ["bool_and", "bool_or"] + LAST_FIRST,
@@ -179,6 +179,8 @@ def aggregation_config(draw):
             o[f"fields.{c}.aggregate-function"] = f
             if f == "listagg" and draw(st.booleans()):
                 o[f"fields.{c}.list-agg-delimiter"] = draw(st.sampled_from(["|", "", " - ", "😀"]))
+            if f == "listagg" and draw(st.booleans()):
+                o[f"fields.{c}.distinct"] = "true"
         funcs[c] = f or default or "last_non_null_value"
     remove = draw(st.booleans())
     if remove:
@@ -253,6 +255,8 @@ def _group_functions(draw, o, funcs) -> dict:
             extra[f"fields.{c}.aggregate-function"] = f
             if f == "listagg" and draw(st.booleans()):
                 extra[f"fields.{c}.list-agg-delimiter"] = draw(st.sampled_from(["|", "", " - ", "😀"]))
+            if f == "listagg" and draw(st.booleans()):
+                extra[f"fields.{c}.distinct"] = "true"
         f = f or default
         if f is None:
             continue
@@ -515,6 +519,46 @@ FIXED = {  # cases where we agree with Java (regressions)
     "decimal38-sum-overflow-on-read": _case({"v": "DECIMAL(38, 4)"}, {F: "sum"},
                                             _adds("v", Decimal("9999999999999999999999999999999999.9999")),
                                             _adds("v", Decimal("0.0001")), _adds("v", Decimal("5.0000"))),
+    # listagg with fields.<f>.distinct (the first value kept as it is, later tokens once) and
+    # product on DECIMAL (rounds each step, null beyond the precision, retractions divide)
+    "listagg-distinct": _case(
+        {"v": "STRING", "w": "STRING", "x": "STRING", "y": "STRING"},
+        {F: "listagg", "fields.v.distinct": "true", "fields.w.aggregate-function": "listagg",
+         "fields.w.distinct": "true", "fields.w.list-agg-delimiter": " - ", "fields.x.aggregate-function": "listagg",
+         "fields.x.distinct": "true", "fields.x.list-agg-delimiter": "", "fields.y.aggregate-function": "listagg",
+         "fields.y.distinct": "true", "fields.y.list-agg-delimiter": "😀"},
+        [("+I", {"v": "", "w": None, "x": "a b", "y": "ü😀ü"}), ("+I", {"v": "a,b,a", "w": "p -", "x": "b", "y": ""}),
+         ("+I", {"v": "b,c,,c", "w": "q", "x": "c", "y": "😀a😀ü"})],
+        [("+I", {"v": None, "w": "p", "x": "bc", "y": None}), ("+I", {"v": "c,d,", "w": "- q", "x": "d e", "y": "a"})],
+        [("+I", {"k": 2, "v": "", "w": "", "x": "", "y": ""}), ("+I", {"k": 2, "v": "", "w": None, "x": "", "y": ""})],
+        [("+I", {"k": 3, "v": "x,x", "w": "a - a", "x": "a  a", "y": "😀"}),
+         ("+I", {"k": 3, "v": "x, x,y", "w": "a -  - b", "x": " b", "y": "😀😀b"})]),
+    "listagg-distinct-remove-record-on-delete": _case(
+        {"v": "STRING", "w": "INT"}, {F: "listagg", "fields.v.distinct": "true", "fields.w.aggregate-function": "sum",
+                                      "aggregation.remove-record-on-delete": "true"},
+        [("+I", {"v": "a,b", "w": 1}), ("-D", {"v": "b,b", "w": 2}), ("+I", {"v": "a,b,c", "w": 3})],
+        [("+I", {"v": "c,a,d", "w": 4})]),
+    "decimal-product": _case(
+        {"v": "DECIMAL(10, 2)", "w": "DECIMAL(38, 4)", "x": "DECIMAL(5, 2)"},
+        {F: "product", "fields.w.aggregate-function": "product", "fields.x.aggregate-function": "product"},
+        [("+I", {"v": Decimal("1.50"), "w": Decimal("1.2345"), "x": Decimal("999.99")}),
+         ("+I", {"v": Decimal("0.05"), "w": None, "x": Decimal("2.00")}),
+         ("+I", {"v": Decimal("-3.33"), "w": Decimal("12345678901234567890.1234"), "x": Decimal("1.50")})],
+        [("+I", {"v": None, "w": Decimal("-99999999999999999.9999"), "x": Decimal("-0.05")}),
+         ("+I", {"v": Decimal("0.01"), "w": Decimal("3.0000"), "x": Decimal("0.10")})],
+        [("+I", {"k": 2, "v": Decimal("0.05"), "w": Decimal("0.0005"), "x": Decimal("0.05")}),
+         ("+I", {"k": 2, "v": Decimal("0.05"), "w": Decimal("0.5000"), "x": Decimal("-0.10")})]),
+    "decimal-product-retract": _case(
+        {"v": "DECIMAL(10, 2)", "w": "DECIMAL(38, 4)", "x": "DECIMAL(5, 2)"},
+        {F: "product", "fields.w.aggregate-function": "product", "fields.x.aggregate-function": "product"},
+        [("+I", {"v": Decimal("3.00"), "w": Decimal("-7.0000"), "x": Decimal("999.99")}),
+         ("-U", {"v": Decimal("8.00"), "w": Decimal("0.0016"), "x": Decimal("2.00")}),
+         ("+U", {"v": Decimal("2.00"), "w": None, "x": Decimal("500.00")})],
+        [("-U", {"v": None, "w": Decimal("-2.5000"), "x": Decimal("3.00")}),
+         ("+I", {"v": Decimal("-1.25"), "w": Decimal("1.0000"), "x": Decimal("1.50")})],
+        [("-D", {"k": 2, "v": Decimal("3.00"), "w": Decimal("3.0000"), "x": Decimal("7.00")}),
+         ("+I", {"k": 2, "v": Decimal("2.00"), "w": Decimal("0.0000"), "x": None}),
+         ("-U", {"k": 2, "v": Decimal("-0.80"), "w": Decimal("-0.0625"), "x": Decimal("0.01")})]),
     # a key with more than 64 values in one merge is folded on its own (numeric_aggregates._LONG_GROUP)
     "long-key-float-sum-product": _case(
         {"v": "FLOAT", "w": "DOUBLE", "x": "BIGINT"}, {F: "sum", "fields.w.aggregate-function": "product",
@@ -575,6 +619,13 @@ FIXED.update({
          "partial-update.remove-record-on-sequence-group": "g"},
         [_g(1, v=1, w=1, x="a"), _g(2, v=2, w=2, x="b")], [("-D", {"g": 3, "v": 100, "w": 30, "x": "c"})],
         [_g(4, v=5, w=5, x="d"), _g(0, v=7, w=7, x="e")]),
+    "pu-group-listagg-distinct-decimal-product": _pu(
+        {"v": "STRING", "w": "DECIMAL(10, 2)", "x": "STRING", "y": "INT", "z": "INT"},
+        {F: "listagg", "fields.v.distinct": "true", "fields.w.aggregate-function": "product",
+         "fields.x.aggregate-function": "listagg", "fields.x.distinct": "true", "fields.x.list-agg-delimiter": " - "},
+        [_g(2, v="b,c,b", w=Decimal("1.50"), x="q"), _g(1, v="a,b", w=Decimal("0.33"), x="p -")],
+        [_g(3, v="d,a", w=Decimal("3.00"), x="p"), _g(0, v="", w=None, x="- q"), _g(None, v="z", w=Decimal("9.00"))],
+        [_g(1, v="e,c,e", w=Decimal("-0.50"), x="r - p -")]),
     "pu-group-default-function": _pu(
         {"v": "INT", "w": "INT", "x": "STRING", "y": "INT", "z": "INT"},
         {"fields.default-aggregate-function": "sum", "fields.x.aggregate-function": "listagg"},
@@ -658,6 +709,24 @@ def test_both_refuse_a_retraction_max_cannot_retract(tmp_path):
     with pytest.raises(PaimonError, match="fields.v.ignore-retract"):
         ours_read(path)
     with pytest.raises(JavaOracleError, match="(?i)retract"):
+        get_oracle().read(path)
+
+
+@pytest.mark.parametrize("retracted, java_error", [(Decimal("3.00"), "(?i)non-terminating"),
+                                                   (Decimal("0.00"), "(?i)division")])
+def test_both_refuse_a_decimal_product_retraction_without_exact_quotient(tmp_path, retracted, java_error):
+    """A -U into a DECIMAL `product` divides exactly (BigDecimal.divide): 1.00 / 3.00 and a
+    division by zero fail Java's read, and ours, naming the field and the values."""
+    columns, o, batches = _case({"v": "DECIMAL(10, 2)"}, {F: "product"}, [("+I", {"v": Decimal("1.00")})],
+                                [("-U", {"v": retracted})])
+    path = str(tmp_path / "db.db" / "t")
+    create_table(path, o, columns)
+    for batch in batches:
+        ours_write(ps.Table.open(path), batch)
+    match = "'product' of field 'v' cannot retract " + ("3.00 from 1.00: the quotient" if retracted else "0")
+    with pytest.raises(PaimonError, match=match):
+        ours_read(path)
+    with pytest.raises(JavaOracleError, match=java_error):
         get_oracle().read(path)
 
 

@@ -207,10 +207,9 @@ def test_options_refused_at_create(tmp_path):
          "count-limit"),
         ({"fields.g.sequence-group": "v", "fields.v.aggregate-function": "nope"}, "unknown aggregate function 'nope'"),
         ({"fields.g.sequence-group": "v", "fields.v.aggregate-function": "theta_sketch"}, "not supported"),
-        ({"fields.g.sequence-group": "d", "fields.d.aggregate-function": "product"}, "product.*DECIMAL"),
         ({"fields.g.sequence-group": "s", "fields.s.aggregate-function": "sum"}, "cannot be used on field 's'"),
-        ({"fields.g.sequence-group": "s", "fields.s.aggregate-function": "listagg", "fields.s.distinct": "true"},
-         "distinct"),
+        ({"fields.g.sequence-group": "s", "fields.s.aggregate-function": "listagg", "fields.s.distinct": "maybe"},
+         "'fields.s.distinct'"),
         ({"fields.g.sequence-group": "v", "fields.s.aggregate-function": "sum"}, "needs a sequence group"),
         ({"fields.g.sequence-group": "v", "fields.default-aggregate-function": "sum"}, "needs a sequence group"),
     ]
