@@ -7,9 +7,15 @@
   the old rows). The merge engine must remove a key on -D, as Java requires (deduplicate;
   partial-update with `partial-update.remove-record-on-delete` or `...-on-sequence-group`;
   aggregation with `aggregation.remove-record-on-delete`); an update must replace the row:
-  deduplicate, or partial-update without setting nulls (which it would skip). A delete from a
-  table whose -D rows would not remove the key (other engines, `ignore-delete`) marks the live
-  rows' positions when the table has deletion vectors, as Java's falls back to;
+  deduplicate, or partial-update without setting nulls (which it would skip), aggregate
+  functions (which would fold the row into itself) or a cross-partition table's partition
+  columns (the row would merge in its old partition). Rows the merge would not end as the
+  statement says are refused as read: a sequence field set lower or null (the +U loses the
+  comparison), a sequence group left with a null sequence (its fields would be nulled), a
+  delete of a row whose `remove-record-on-sequence-group` sequence is null (not removed). A
+  delete from a table whose -D rows would not remove the key (other engines, `ignore-delete`;
+  such rows) marks the live rows' positions when the table has deletion vectors, as Java's
+  falls back to;
 - append tables with deletion vectors get the matching rows' positions added to their files'
   vectors, no data rewritten; an update also writes the updated rows as new files;
 - other append tables have each file holding a matching row written again without those rows
@@ -42,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from . import data_evolution, row_tracking
+from . import cross_partition, data_evolution, row_tracking
 from .append_compaction import AppendBucket
 from .commit import CommitMessage, Increment
 from .errors import SchemaMismatchError, StalePlanError, UnsupportedOperationError
@@ -51,7 +57,7 @@ from .keyvalue import DELETE
 from .lsm.dv_maintainer import DeletionVectorMaintainer
 from .manifest import DataFileMeta
 from .manifest.entries import DELETION_VECTORS_INDEX
-from .merge_engine import row_kind_filter
+from .merge_engine import MergeEngine, PartialUpdateEngine, engine_for, row_kind_filter
 from .numpy_arrow import from_numpy
 from .paths import TableDirs
 from .predicate import INEXACT, Filter, column_literal, from_text, parse_filter, plain_literal, timestamp_scalar
@@ -127,7 +133,10 @@ def _change(table: "Table", filter: Any, values: Values | None, commit_user: str
             return commits.live.get(identifier)
     user = commit_user or str(uuid.uuid4())
     if table.primary_keys and (values is not None or _deletes_by_rows(table)):
-        return _write_by_key(table, filter, values, "+U" if values else "-D", user, identifier)
+        try:
+            return _write_by_key(table, filter, values, "+U" if values else "-D", user, identifier)
+        except _KeptByMerge:  # rows -D would not remove, in a table with deletion vectors: mark them
+            pass
     # a bucket-unaware table keeps a file's first vector in an index file of its own, beside any
     # other writer's first vector of that file, and readers take one: no data may come between
     side_by_side = table.options.bucket == -1 and table.options.deletion_vectors and not table.primary_keys
@@ -166,7 +175,7 @@ def _deletes_by_rows(table: "Table") -> bool:
     on one (Java's PrimaryKeyTableUtils.validatePKUpsertDeletable) and the writer keeps them (no
     `ignore-delete`, which drops them: Java's delete then does nothing). Otherwise a table with
     deletion vectors has the matching rows' positions marked, as Java's DELETE falls back to; the
-    others are refused, naming the reason."""
+    others are refused, naming the reason. (Rows a -D would keep: `_check_rows_removed`.)"""
     options = table.schema.options
     engine = table.options.merge_engine
 
@@ -204,18 +213,36 @@ def _compacted(table: "Table", latest: Snapshot) -> Snapshot:
 
 def _check_updatable(table: "Table", values: Values) -> None:
     """An update must leave each matching row with the values set: a deduplicate table takes
-    the +U row whole; partial-update takes its non-null fields (a null set would be skipped);
-    aggregation would aggregate the new values into the old, first-row keep the old row."""
+    the +U row whole; partial-update takes its non-null fields (a null set would be skipped),
+    folds it into the old row in aggregated fields, and merges it in the old partition of a
+    cross-partition table; aggregation would aggregate the new values into the old, first-row
+    keep the old row. (What depends on the rows: `_check_rows_updated`.)"""
     engine = table.options.merge_engine
     if engine == "deduplicate":
         return
     if engine == "partial-update":
         nulls = [c for c, v in values.items() if v is None]
-        if not nulls:
-            return
-        raise UnsupportedOperationError(
-            f"update of {table.name}: merge engine 'partial-update' skips null fields, so setting {nulls} to null "
-            "would change nothing; delete the rows and write them again instead")
+        if nulls:
+            raise UnsupportedOperationError(
+                f"update of {table.name}: merge engine 'partial-update' skips null fields, so setting {nulls} to "
+                "null would change nothing; delete the rows and write them again instead")
+        aggregated = engine_for(table.schema).aggregators
+        if aggregated:
+            options = table.schema.options
+            keys = [k if k in options else "fields.default-aggregate-function"
+                    for k in (f"fields.{f}.aggregate-function" for f in aggregated)]
+            raise UnsupportedOperationError(
+                f"update of {table.name}: fields {list(aggregated)} of merge engine 'partial-update' have aggregate "
+                f"functions ({sorted(set(keys))}): the whole row an update writes back would be folded into the "
+                "current values (a sum doubled); write rows holding just the key and the new values instead "
+                "(partial-update merges their non-null fields)")
+        partitions = [c for c in values if c in table.partition_keys]
+        if partitions and cross_partition.is_cross_partition(table.schema):
+            raise UnsupportedOperationError(
+                f"update of {table.name}: partition columns {partitions} of a cross-partition table with merge "
+                "engine 'partial-update' are not updated: the row is merged in the partition its key lives in "
+                "(as Java's writers do); delete the rows and write them again with the new partition values")
+        return
     raise UnsupportedOperationError(
         f"update of {table.name}: merge engine '{engine}' "
         + ("aggregates" if engine == "aggregation" else "keeps the first row of a key, ignoring")
@@ -255,14 +282,100 @@ def _rows_to_write(table: "Table", latest: Snapshot, spec: Any, values: Values |
     rows = SplitReader(table.file_io, scan, schema).read(scan.plan(latest, flt), None, flt)
     if rows.num_rows == 0:
         return None
+    engine = engine_for(schema)
     if values:
-        rows = _updated(rows, values, schema.arrow_schema(), table.name)
+        updated = _updated(rows, values, schema.arrow_schema(), table.name)
+        _check_rows_updated(table.name, engine, rows, updated, values)
+        rows = updated
+    else:
+        _check_rows_removed(table, engine, rows)
     kind_field = schema.options.get("rowkind.field")
     if kind_field:  # the table takes row kinds from a column of its own
         rows = rows.set_column(rows.schema.get_field_index(kind_field), kind_field, pa.array([kind] * rows.num_rows))
         return rows, None
     kind_column = _unused_name(rows.column_names, "_row_kind")
     return rows.append_column(kind_column, pa.array([kind] * rows.num_rows)), kind_column
+
+
+class _KeptByMerge(Exception):
+    """A delete's -D rows would not remove some matching rows: mark their positions instead."""
+
+
+def _check_rows_removed(table: "Table", engine: MergeEngine, rows: pa.Table) -> None:
+    """Refuse (with deletion vectors: turn into a delete by positions) a delete of rows a -D
+    keeps: under `partial-update.remove-record-on-sequence-group` a row whose every named
+    group has a null sequence (Java skips such a group; the -D only retracts the others)."""
+    if not isinstance(engine, PartialUpdateEngine) or not engine.reset_groups:
+        return
+    kept = np.ones(rows.num_rows, bool)
+    for i in engine.reset_groups:
+        kept &= _all_null(rows, engine.groups[i].seq)
+    if not kept.any():
+        return
+    if table.options.deletion_vectors:
+        raise _KeptByMerge()
+    raise UnsupportedOperationError(
+        f"delete from {table.name}: {int(kept.sum())} matching row(s) (e.g. {_key_of(rows, kept, engine)}) have "
+        f"the sequence field(s) {engine.remove_on_group} of 'partial-update.remove-record-on-sequence-group' null, "
+        "so their -D rows would not remove them (only null other groups' fields); set those sequence fields first "
+        "(an update), or enable deletion vectors (the rows' positions are then marked)")
+
+
+def _check_rows_updated(table_name: str, engine: MergeEngine, old: pa.Table, new: pa.Table, values: Values) -> None:
+    """Refuse an update of rows the merge would not end with the values set: a `sequence.field`
+    or a sequence group's sequence set null or lower than the row's (the +U sorts before the
+    row and loses), a sequence group whose sequence is null while its fields are not (partial-
+    update skips such a group, so the merge nulls its fields)."""
+    groups = engine.groups if isinstance(engine, PartialUpdateEngine) else []
+    for group in groups:
+        lost = _all_null(new, group.seq)
+        if not lost.any():
+            continue
+        lost &= ~_all_null(new, [f for f in group.values if f not in group.seq])
+        if lost.any():
+            raise UnsupportedOperationError(
+                f"update of {table_name}: {int(lost.sum())} matching row(s) (e.g. {_key_of(new, lost, engine)}) "
+                f"have the sequence field(s) {list(group.seq)} of sequence group {list(group.values)} null, which "
+                f"partial-update skips: the merge would set the group's fields to null; set {list(group.seq)} in "
+                "the same update")
+    for seq, what in [(engine.sequence_fields, "'sequence.field'")] + \
+            [(list(g.seq), f"sequence field(s) of group {list(g.values)}") for g in groups]:
+        if not set(seq) & set(values):
+            continue
+        lower = _lower(new, old, seq)
+        if lower.any():
+            raise UnsupportedOperationError(
+                f"update of {table_name}: {int(lower.sum())} matching row(s) (e.g. {_key_of(new, lower, engine)}) "
+                f"would set {what} {list(seq)} null or lower than their current value: the "
+                "merge orders a key's rows by them, so the update would be ignored; set them to the current value "
+                "or higher, or delete the rows and write them again")
+
+
+def _all_null(rows: pa.Table, columns: Any) -> np.ndarray:
+    """Per row, whether every one of `columns` is null."""
+    null = np.ones(rows.num_rows, bool)
+    for c in columns:
+        null &= pc.is_null(rows.column(c)).to_numpy(zero_copy_only=False)
+    return null
+
+
+def _lower(new: pa.Table, old: pa.Table, columns: list[str]) -> np.ndarray:
+    """Per row, whether `new`'s tuple of `columns` sorts before `old`'s (nulls first, as merges order)."""
+    lower, equal = np.zeros(new.num_rows, bool), np.ones(new.num_rows, bool)
+    for c in columns:
+        a, b = new.column(c), old.column(c)
+        a_null = pc.is_null(a).to_numpy(zero_copy_only=False)
+        b_null = pc.is_null(b).to_numpy(zero_copy_only=False)
+        less = pc.fill_null(pc.less(a, b), False).to_numpy(zero_copy_only=False) | (a_null & ~b_null)
+        lower |= equal & less
+        equal &= pc.fill_null(pc.equal(a, b), False).to_numpy(zero_copy_only=False) | (a_null & b_null)
+    return lower
+
+
+def _key_of(rows: pa.Table, mask: np.ndarray, engine: MergeEngine) -> dict[str, Any]:
+    """The primary key of the first row `mask` picks, to name it in an error."""
+    i = int(np.flatnonzero(mask)[0])
+    return {k: rows.column(k)[i].as_py() for k in engine.schema.primary_keys}
 
 
 def _updated(rows: pa.Table, values: Values, schema: pa.Schema, table_name: str) -> pa.Table:

@@ -351,6 +351,98 @@ def test_partial_update_sets_non_null_values(catalog):
     assert rows_of(t.to_arrow())[:4] == [(0, 100, "b"), (1, 100, "a"), (2, 100, "b"), (3, 3, "a")]
 
 
+GROUPS = pa.schema([pa.field("id", pa.int64(), False), ("g1", pa.int64()), ("a", pa.int64()), ("g2", pa.int64()),
+                    ("b", pa.string())])
+GROUPS_OPTIONS = {"bucket": "1", "merge-engine": "partial-update", "fields.g1.sequence-group": "a",
+                  "fields.g2.sequence-group": "b"}
+
+
+def grouped(catalog, name: str, options: dict) -> ps.Table:
+    """A partial-update table with sequence groups g1 -> a, g2 -> b; id 2 has g1 null, id 3 g2 null."""
+    t = catalog.create_table(name, GROUPS, primary_keys=["id"], options={**GROUPS_OPTIONS, **options})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "g1": [5, None, 5], "a": [10, 20, 30], "g2": [7, 7, None],
+                            "b": ["x", "y", "z"]}, GROUPS))
+    return t
+
+
+@pytest.mark.parametrize("options, fields", [({"fields.a.aggregate-function": "sum"}, "'a'"),
+                                             ({"fields.default-aggregate-function": "max"}, "'a', 'b'")])
+def test_partial_update_with_aggregate_functions_refuses_updates(catalog, options, fields):
+    """The whole row written back would be folded into itself (a sum doubled)."""
+    t = grouped(catalog, "db.t", options)
+    with pytest.raises(UnsupportedOperationError, match=rf"fields \[{fields}\].*aggregate-function"):
+        t.update([("id", "=", 1)], {"b": "X"})
+    assert t.latest_snapshot().id == 1 and t.to_arrow().to_pylist()[0]["a"] == 10
+
+
+def test_updates_leaving_a_sequence_group_null_are_refused(catalog):
+    """Partial-update skips a group whose sequence is null: the merge would null its fields."""
+    t = grouped(catalog, "db.t", {})
+    for key, values, group in ((2, {"a": 21}, "g1"), (3, {"a": 31}, "g2")):  # its own group, or another one
+        with pytest.raises(UnsupportedOperationError, match=rf"\{{'id': {key}\}}.*\['{group}'\].*in the same update"):
+            t.update([("id", "=", key)], values)
+    assert t.latest_snapshot().id == 1
+    t.update([("id", "=", 2)], {"g1": 1, "a": 21})  # its sequence set in the same update
+    assert t.to_arrow().to_pylist()[1] == {"id": 2, "g1": 1, "a": 21, "g2": 7, "b": "y"}
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
+def test_updates_setting_the_sequence_field_lower_or_null_are_refused(catalog, engine):
+    """The +U would sort before the row and lose; equal or higher values win."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("ts", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"],
+                             options={"bucket": "1", "sequence.field": "ts", "merge-engine": engine})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "ts": [10, 10, None], "v": ["a", "b", "c"]}, schema))
+    for values in ({"ts": 5, "v": "A"}, {"ts": None}, {"ts": pc.field("ts") - 1}):
+        if engine == "partial-update" and values.get("ts", 0) is None:
+            continue  # refused as a null set
+        with pytest.raises(UnsupportedOperationError, match=r"\{'id': 1\}.*'sequence.field' \['ts'\] null or lower"):
+            t.update([("id", "<", 3)], values)
+    assert t.latest_snapshot().id == 1
+    t.update([("id", "=", 1)], {"ts": 10, "v": "A"})
+    t.update([("id", "=", 2)], {"ts": 11, "v": "B"})
+    t.update([("id", "=", 3)], {"v": "C"})  # null stays null
+    assert t.to_arrow().to_pylist() == [{"id": 1, "ts": 10, "v": "A"}, {"id": 2, "ts": 11, "v": "B"},
+                                        {"id": 3, "ts": None, "v": "C"}]
+
+
+def test_updates_setting_a_group_sequence_lower_are_refused(catalog):
+    t = grouped(catalog, "db.t", {})
+    with pytest.raises(UnsupportedOperationError, match=r"sequence field\(s\) of group \['a'\] \['g1'\] null or lower"):
+        t.update([("id", "=", 1)], {"g1": 4, "a": 11})
+    assert t.latest_snapshot().id == 1
+
+
+def test_cross_partition_partial_update_refuses_partition_updates(catalog):
+    """The row would be merged in its old partition; deduplicate moves it (test_updates_match_a_model...)."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], partition_keys=["p"],
+                             options={"bucket": "-1", "merge-engine": "partial-update"})
+    t.write_arrow(batch(0, 4))
+    with pytest.raises(UnsupportedOperationError, match=r"partition columns \['p'\] of a cross-partition"):
+        t.update([("id", "=", 1)], {"p": "c", "v": 5})
+    assert t.latest_snapshot().id == 1
+    t.update([("id", "=", 1)], {"v": 5})
+    assert rows_of(t.to_arrow())[1] == (1, 5, "a")
+
+
+@pytest.mark.parametrize("dv", ["false", "true"])
+def test_deletes_of_rows_a_sequence_group_would_keep(catalog, dv):
+    """Under remove-record-on-sequence-group a -D of a row whose group sequence is null only
+    retracts the other groups: refused, or, with deletion vectors, the positions marked."""
+    t = grouped(catalog, "db.t", {"partial-update.remove-record-on-sequence-group": "g1",
+                                  "deletion-vectors.enabled": dv})
+    t.delete([("id", "=", 1)])  # g1 set: its -D removes it
+    assert ids(t.to_arrow()) == [2, 3]
+    latest = t.latest_snapshot().id
+    if dv == "false":
+        with pytest.raises(UnsupportedOperationError, match=r"1 matching row\(s\) \(e.g. \{'id': 2\}\).*\['g1'\]"):
+            t.delete([("id", "in", [2, 3])])
+        assert t.latest_snapshot().id == latest and ids(t.to_arrow()) == [2, 3]
+    else:
+        sid = t.delete([("id", "in", [2, 3])])
+        assert t.snapshot(sid).commit_kind == "OVERWRITE" and ids(t.to_arrow()) == []
+
+
 @pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}])
 def test_expressions_are_evaluated_on_the_matching_rows_only(catalog, options):
     """An expression that would overflow on a row the filter leaves alone changes nothing there."""
