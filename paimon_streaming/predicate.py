@@ -448,8 +448,10 @@ def term_may_match(t: Term, lo: Any, hi: Any, null_count: int | None, row_count:
         return True
     values = list(t.value) if t.op in ("in", "not in") else [t.value]
     if t.op == "not in" or t.op == "!=":
-        # compare_values, not `in`: Python's == takes a NanoDatetime for its microsecond
-        return not (compare_values(lo, hi) == 0 and any(compare_values(lo, v) == 0 for v in values))
+        # compare_values, not `in`: Python's == takes a NanoDatetime for its microsecond; a NaN
+        # literal rules nothing out (NaN != NaN holds for every row, as the row filter says)
+        return not (compare_values(lo, hi) == 0 and
+                    any(compare_values(lo, v) == 0 and not (isinstance(v, float) and v != v) for v in values))
     results = []
     for v in values:
         # A zero literal is both zeros: bounds are in Double.compare's order (-0.0 < 0.0), and a

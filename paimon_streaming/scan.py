@@ -236,14 +236,17 @@ class TableScan:
         """Of the current columns `names`, those the file holds as a field of the same type (by
         field id), with that field (its name in the file's index). Not a TIMESTAMP(0): Java
         indexes the fraction of a second its values may hold (23:59:58.500) as it reads them,
-        and these indexes are not probed with such values (kept out: they prune nothing)."""
+        and these indexes are not probed with such values (kept out: they prune nothing). Nor
+        an ORC file's CHAR: its index holds the padded values ('x  '), which are read trimmed."""
         by_id = {fld.id: fld for fld in self.schema_of(f.schema_id).fields}
         now = {fld.name: fld for fld in self.schema.fields}  # a fallback branch may lack a filter's column
+        orc = format_from_file_name(f.file_name) == "orc"
         out = {}
         for name in names & now.keys():
             old = by_id.get(now[name].id)
             if old is not None and old.type.copy(nullable=True) == now[name].type.copy(nullable=True) and \
-                    not (old.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and old.type.precision == 0):
+                    not (old.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and old.type.precision == 0) and \
+                    not (orc and old.type.root == "CHAR"):
                 out[name] = old
         return out
 

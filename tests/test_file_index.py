@@ -598,3 +598,22 @@ def test_every_damaged_byte_of_an_unchecked_index_is_caught_or_harmless(case):
                 assert "data-1.parquet is damaged: column 'c'," in str(exc)
                 caught += 1
     assert caught > len(data)
+
+
+@pytest.mark.parametrize("kind", ["bloom-filter", "bitmap", "range-bitmap"])
+def test_an_orc_files_char_index_prunes_nothing(tmp_path, kind):
+    """ORC pads CHAR(n) values, and so the values a file index holds ('x  '), while reads trim
+    them: `c = 'x'` ruled out the files holding 'x' (Spark and Flink write CHAR padded)."""
+    from paimon_streaming.fileio import FileIO
+    from paimon_streaming.schema import SchemaManager, TableSchema
+    from paimon_streaming.types import DataField, max_field_id
+    fields = (DataField.from_json({"id": 0, "name": "id", "type": "INT"}),
+              DataField.from_json({"id": 1, "name": "c", "type": "CHAR(5)"}))
+    path = str(tmp_path / "ch")
+    SchemaManager(*FileIO.for_path(path)).create(TableSchema(
+        0, fields, max_field_id(fields), (), (), {"file.format": "orc", f"file-index.{kind}.columns": "c"}, None, 0))
+    t = ps.Table.open(path)
+    t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int32()), "c": ["x  ", "ab"]}))
+    assert t.to_arrow().to_pylist() == [{"id": 1, "c": "x"}, {"id": 2, "c": "ab"}]
+    assert t.to_arrow(filter=[("c", "=", "x")]).to_pylist() == [{"id": 1, "c": "x"}]
+    assert t.to_arrow(filter=[("c", "in", ["ab", "zz"])]).to_pylist() == [{"id": 2, "c": "ab"}]
