@@ -21,6 +21,7 @@ from .binary_row import deserialize_row
 from .branches import PREFIX as BRANCH_PREFIX, branch_path
 from .consumers import ConsumerManager
 from .errors import UnsupportedOperationError
+from .fallback_read import FallbackBranch
 from .manifest import DataFileMeta, ManifestEntry
 from .paths import TableDirs, partition_value_str
 from .row_tracking import value_stats_fields
@@ -194,11 +195,22 @@ def _manifests(table: Table, snapshot: Snapshot | None) -> list[dict]:
 def _partitions(table: Table, snapshot: Snapshot | None) -> list[dict]:
     """Java's PartitionsTable over a filesystem catalog: per partition of `snapshot`, its live
     files at every level and the rows in them (before merging and deletion vectors, as Java
-    counts), and the newest creation time of a file its manifests name (added or deleted)."""
-    snapshot = snapshot or table.latest_snapshot()
-    if snapshot is None:
-        return []
-    scan = TableScan(table.file_io, table.path, table.schema, table.branch)
+    counts), and the newest creation time of a file its manifests name (added or deleted);
+    with `scan.fallback-branch`, also the branch's partitions the table lacks, as a read
+    takes them from it."""
+    at = snapshot or table.latest_snapshot()
+    rows = [] if at is None else _partition_rows(TableScan(table.file_io, table.path, table.schema, table.branch), at)
+    fallback = FallbackBranch.of(table.file_io, table.path, table.schema, table.name)
+    branch_at = None if fallback is None else fallback.snapshot(at, None if snapshot is None else snapshot.id,
+                                                                None, None)
+    if branch_at is not None:
+        held = {r["partition"] for r in rows}
+        branch = TableScan(table.file_io, table.path, fallback.schema, fallback.name)
+        rows += [r for r in _partition_rows(branch, branch_at) if r["partition"] not in held]
+    return sorted(rows, key=lambda r: r["partition"])
+
+
+def _partition_rows(scan: TableScan, snapshot: Snapshot) -> list[dict]:
     default_name = scan.options.partition_default_name
     stats: dict[bytes, dict] = {}
     for e in _visible_entries(scan, snapshot):
@@ -217,7 +229,7 @@ def _partitions(table: Table, snapshot: Snapshot | None) -> list[dict]:
         rows.append({"partition": "/".join(f"{f.name}={default_name if text is None else text}"
                                            for f, text in zip(scan.partition_fields, texts)),
                      **s, "last_update_time": _naive_millis(newest[partition]) if partition in newest else None})
-    return sorted(rows, key=lambda r: r["partition"])
+    return rows
 
 
 def _schemas(table: Table, _: Snapshot | None) -> list[dict]:

@@ -423,3 +423,19 @@ def test_main_expiration_keeps_the_changelog_a_branch_snapshot_still_names(catal
     assert all(os.path.exists(p) for p in changelog)
     assert sorted(r["id"] for r in dev.changes_between(0, 1).to_pylist()) == [0, 1, 2]
     assert check_table(dev).ok
+
+
+def test_partitions_of_a_table_with_a_fallback_branch_list_the_branchs_other_partitions(catalog):
+    """`$partitions` listed the table's own partitions only, where a read (and Java's
+    `$partitions`) also takes the fallback branch's partitions the table lacks."""
+    from paimon_streaming.system_tables import system_table
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False)])
+    t = catalog.create_table("db.fb", schema, primary_keys=["id", "dt"], partition_keys=["dt"],
+                             options={"bucket": "1"})
+    t.create_branch("batch").write_arrow(pa.table({"id": [1, 2, 3], "dt": ["d1", "d2", "d2"]}, schema=schema))
+    t.write_arrow(pa.table({"id": [9], "dt": ["d2"]}, schema=schema))
+    t.update_schema().set_option("scan.fallback-branch", "batch").commit()
+    t = catalog.get_table("db.fb")
+    assert sorted((r["id"], r["dt"]) for r in t.to_arrow().to_pylist()) == [(1, "d1"), (9, "d2")]
+    rows = system_table(t, "partitions").to_pylist()
+    assert [(r["partition"], r["record_count"]) for r in rows] == [("dt=d1", 1), ("dt=d2", 1)]
