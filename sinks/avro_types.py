@@ -3,14 +3,18 @@
 Every Avro type that has a Paimon column maps: records become ROWs, arrays ARRAYs, maps
 MAP<STRING, ...>, enums their symbols as STRING, fixed BYTES; a union of null and one type is
 that type, nullable; a named type used again by name is the same type. Logical types: decimal
-(bytes or fixed) DECIMAL, date DATE, time-millis/-micros TIME (Paimon keeps milliseconds: finer
-digits are cut, as Java's writers do), timestamp-millis/-micros an instant (TIMESTAMP WITH LOCAL
-TIME ZONE), local-timestamp-millis/-micros a wall time (TIMESTAMP), uuid STRING. Unions of
+(bytes or fixed) DECIMAL, date DATE, time-millis/-micros TIME(3)/TIME(6) (Paimon keeps
+milliseconds: finer digits are cut, as Java's writers do), timestamp-millis/-micros/-nanos an
+instant (TIMESTAMP WITH LOCAL TIME ZONE), local-timestamp-millis/-micros/-nanos a wall time
+(TIMESTAMP), uuid STRING. Unions of
 several types and recursive records have no column type: a DecodeError naming the field.
 
 Values are built in their writer schema's own types first, then cast to the table's with
 Arrow's safe casts, so a value that does not fit its column (a double into INT, a long beyond
-INT, an instant into a wall-time TIMESTAMP) is refused naming the column, never truncated.
+INT, an instant into a wall-time TIMESTAMP) is refused naming the column, never truncated; and
+what JSON refuses Avro refuses too: text that is no finite number in FLOAT/DOUBLE range (never
+infinity), anything but a boolean into BOOLEAN, a timestamp into DATE (its time of day would go),
+and a plain number into TIMESTAMP or DATE (no epoch unit is written with it).
 """
 from __future__ import annotations
 
@@ -23,9 +27,10 @@ from paimon_streaming.errors import PaimonError
 
 _PRIMITIVES = {"boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
                "double": pa.float64(), "string": pa.string(), "bytes": pa.binary()}
-_LOGICAL = {"date": pa.date32(), "time-millis": pa.time32("ms"), "time-micros": pa.time32("ms"),
+_LOGICAL = {"date": pa.date32(), "time-millis": pa.time32("ms"), "time-micros": pa.time64("us"),
             "timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": pa.timestamp("us", tz="UTC"),
-            "local-timestamp-millis": pa.timestamp("ms"), "local-timestamp-micros": pa.timestamp("us"),
+            "timestamp-nanos": pa.timestamp("ns", tz="UTC"), "local-timestamp-millis": pa.timestamp("ms"),
+            "local-timestamp-micros": pa.timestamp("us"), "local-timestamp-nanos": pa.timestamp("ns"),
             "uuid": pa.string()}
 _RESOLVING = object()  # a record whose fields are being mapped (a reference to it is recursion)
 
@@ -191,19 +196,84 @@ def conform(rows: pa.Table, target: pa.Schema) -> pa.Table:
 
 def _cast(name: str, column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
     src = column.type
-    if pa.types.is_timestamp(src) and pa.types.is_timestamp(to) and (src.tz is None) != (to.tz is None):
-        raise ValueError(f"column '{name}' is a TIMESTAMP {'WITH' if to.tz else 'WITHOUT'} LOCAL TIME ZONE but the "
-                         f"Avro writer schema has {'a wall time' if src.tz is None else 'an instant'} "
-                         f"({'local-' if src.tz is None else ''}timestamp); declare the column as the writer's type")
+    refused = _refusal(name, src, to)
+    if refused:
+        raise ValueError(refused)
     try:
-        cast = pc.cast(column, to, safe=True)
+        cast = pc.cast(column, to, safe=not _cuts_time(src, to))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise ValueError(f"column '{name}' is {to} but the Avro writer schema gives {src}: {exc}") from None
-    if pa.types.is_float64(src) and pa.types.is_float32(to):  # Arrow's safe cast rounds a double to a float
-        back = pc.cast(cast, src)
-        changed = pc.and_kleene(pc.not_equal(back, column), pc.invert(pc.and_(pc.is_nan(back), pc.is_nan(column))))
-        if pc.any(changed).as_py():
-            i = pc.index(changed, True).as_py()
-            raise ValueError(f"column '{name}' is {to} but the Avro writer schema gives {src}: "
-                             f"{column[i].as_py()!r} would be rounded to {cast[i].as_py()!r}")
+    for path, before, after in _leaf_pairs(name, column.combine_chunks(), cast.combine_chunks()):
+        lost = _lost(before, after)
+        if lost is not None:
+            i = pc.index(lost, True).as_py()
+            raise ValueError(f"column '{path}' is {after.type} but the Avro writer schema gives {before.type}: "
+                             f"{before[i].as_py()!r} would be {after[i].as_py()!r}")
     return cast
+
+
+def _refusal(path: str, src: pa.DataType, to: pa.DataType) -> str | None:
+    """Why no value of Avro type `src` goes into a column (or field, at `path`) of type `to`, as
+    JSON refuses it; None when the values decide (`_lost`) or Arrow's safe cast does."""
+    if pa.types.is_struct(src) and pa.types.is_struct(to):
+        return next((why for f in to if src.get_field_index(f.name) >= 0
+                     for why in [_refusal(f"{path}.{f.name}", src.field(f.name).type, f.type)] if why), None)
+    if _is_list(src) and _is_list(to):
+        return _refusal(f"{path}.element", src.value_type, to.value_type)
+    if pa.types.is_map(src) and pa.types.is_map(to):
+        return _refusal(f"{path}.key", src.key_type, to.key_type) or \
+            _refusal(f"{path}.value", src.item_type, to.item_type)
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(to) and (src.tz is None) != (to.tz is None):
+        return (f"column '{path}' is a TIMESTAMP {'WITH' if to.tz else 'WITHOUT'} LOCAL TIME ZONE but the "
+                f"Avro writer schema has {'a wall time' if src.tz is None else 'an instant'} "
+                f"({'local-' if src.tz is None else ''}timestamp); declare the column as the writer's type")
+    if pa.types.is_boolean(to) and not pa.types.is_boolean(src):
+        return f"column '{path}' is BOOLEAN but the Avro writer schema gives {src}, which is no truth value"
+    if pa.types.is_date(to) and pa.types.is_timestamp(src):
+        return (f"column '{path}' is a DATE but the Avro writer schema gives a timestamp ({src}), whose time of day "
+                "would be dropped; declare the column TIMESTAMP")
+    if (pa.types.is_date(to) or pa.types.is_timestamp(to)) and pa.types.is_integer(src):
+        return (f"column '{path}' is {to} but the Avro writer schema gives a plain number ({src}), which names no "
+                "epoch unit; give the Avro field a logical type (date, timestamp-micros, ...)")
+    return None
+
+
+def _cuts_time(src: pa.DataType, to: pa.DataType) -> bool:
+    """A TIME of microseconds into one of milliseconds: Paimon keeps milliseconds, so the finer
+    digits are cut, as Java's writers do (the one cast allowed to lose digits)."""
+    return pa.types.is_time(src) and pa.types.is_time(to)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _leaf_pairs(path: str, before: pa.Array, after: pa.Array):
+    """(path, writer's values, cast values) of each leaf the cast changed the type of."""
+    if pa.types.is_struct(after.type) and pa.types.is_struct(before.type):
+        for f in after.type:
+            if before.type.get_field_index(f.name) >= 0:
+                yield from _leaf_pairs(f"{path}.{f.name}", before.field(f.name), after.field(f.name))
+    elif _is_list(after.type) and _is_list(before.type):
+        yield from _leaf_pairs(f"{path}.element", before.flatten(), after.flatten())
+    elif pa.types.is_map(after.type) and pa.types.is_map(before.type):
+        yield from _leaf_pairs(f"{path}.key", before.keys, after.keys)
+        yield from _leaf_pairs(f"{path}.value", before.items, after.items)
+    elif before.type != after.type:
+        yield path, before, after
+
+
+def _lost(before: pa.Array, after: pa.Array) -> pa.Array | None:
+    """Which values a cast into FLOAT/DOUBLE changed that Arrow's safe cast lets by: a double
+    rounded to a float, and text beyond the type's range (infinity) or no number (NaN, inf),
+    which JSON refuses as text in a number column; None when none."""
+    if not pa.types.is_floating(after.type):
+        return None
+    if pa.types.is_string(before.type) or pa.types.is_large_string(before.type):
+        changed = pc.invert(pc.is_finite(after))
+    elif pa.types.is_float64(before.type) and pa.types.is_float32(after.type):  # Arrow's safe cast rounds it
+        back = pc.cast(after, before.type)
+        changed = pc.and_kleene(pc.not_equal(back, before), pc.invert(pc.and_(pc.is_nan(back), pc.is_nan(before))))
+    else:
+        return None
+    return changed if pc.any(changed).as_py() else None

@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 import io
 import json
+import re
 
 import fastavro
 import pyarrow as pa
@@ -180,3 +181,49 @@ def test_a_recursive_writer_schema_is_refused_naming_the_field(tmp_path):
     with pytest.raises(DecodeError, match=error):
         ensure_table(None, cfg, lambda line: None, lambda: [])
     assert not ps.Catalog(str(tmp_path)).table_exists("db.nodes")
+
+
+@pytest.mark.parametrize("avro_type, value, column, error", [
+    ("string", "1e39", pa.float32(), "'1e39' would be inf"),
+    ("string", "1e400", pa.float64(), "'1e400' would be inf"),
+    ("string", "NaN", pa.float64(), "'NaN' would be nan"),
+    ("string", "inf", pa.float64(), "'inf' would be inf"),
+    ("string", "true", pa.bool_(), "is BOOLEAN but .* no truth value"),
+    ("string", "1", pa.bool_(), "is BOOLEAN but .* no truth value"),
+    ({"type": "long", "logicalType": "local-timestamp-millis"}, dt.datetime(2026, 1, 5, 10, 30), pa.date32(),
+     "is a DATE but .* time of day would be dropped"),
+    ({"type": "long", "logicalType": "timestamp-micros"}, dt.datetime(2026, 1, 5, 23, 30, tzinfo=dt.timezone.utc),
+     pa.date32(), "is a DATE but .* time of day would be dropped"),
+    ("long", 1767607200123, pa.timestamp("ms"), "plain number .* names no epoch unit"),
+    ("long", 1767607200123, pa.timestamp("us", tz="UTC"), "plain number .* names no epoch unit"),
+    ("int", 20000, pa.date32(), "plain number .* names no epoch unit"),
+    ({"type": "record", "name": "In", "fields": [{"name": "a", "type": "string"}]}, {"a": "1e39"},
+     pa.struct([("a", pa.float32())]), "column 'v.a' .* would be inf"),
+    ({"type": "array", "items": "string"}, ["true"], pa.list_(pa.bool_()), "column 'v.element' is BOOLEAN")])
+def test_casts_refuse_what_json_refuses(avro_type, value, column, error):
+    """Text beyond a FLOAT's/DOUBLE's range was stored as infinity, NaN/inf and 1/true text taken
+    as numbers and truth values, a timestamp into DATE lost its time of day, a plain number into
+    TIMESTAMP/DATE was read in the column's unit: each a poison record naming the column now."""
+    writer = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}, {"name": "v", "type": avro_type}]}
+    table = pa.schema([("id", pa.int64()), ("v", column)])
+    out = Decoder("avro", table, avro_schema=json.dumps(writer), on_error="dead-letter").decode_all(
+        records(avro(writer, [{"id": 1, "v": value}])))
+    assert out.rows.num_rows == 0
+    assert re.search(error, out.rejected.column("error")[0].as_py())
+
+
+def test_time_micros_and_nanosecond_timestamps_keep_their_digits():
+    writer = {"type": "record", "name": "R", "fields": [
+        {"name": "t", "type": {"type": "long", "logicalType": "time-micros"}},
+        {"name": "i", "type": {"type": "long", "logicalType": "timestamp-nanos"}},
+        {"name": "w", "type": {"type": "long", "logicalType": "local-timestamp-nanos"}}]}
+    schema = arrow_schema(writer)
+    assert schema.types == [pa.time64("us"), pa.timestamp("ns", tz="UTC"), pa.timestamp("ns")]
+    raw = avro(writer, [{"t": dt.time(10, 0, 0, 123456), "i": 1767607200123456789, "w": 1767607200123456789}])
+    got = Decoder("avro", schema, avro_schema=json.dumps(writer)).decode(records(raw))
+    assert got.column("t").to_pylist() == [dt.time(10, 0, 0, 123456)]
+    assert got.column("i").cast(pa.int64()).to_pylist() == got.column("w").cast(pa.int64()).to_pylist() == \
+        [1767607200123456789]
+    millis = pa.schema([("t", pa.time32("ms")), ("i", pa.int64()), ("w", pa.timestamp("ns"))])  # TIME keeps ms
+    assert Decoder("avro", millis, avro_schema=json.dumps(writer)).decode(records(raw)).column("t").to_pylist() == \
+        [dt.time(10, 0, 0, 123000)]
