@@ -208,7 +208,8 @@ def _cast(name: str, column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArra
         if lost is not None:
             i = pc.index(lost, True).as_py()
             raise ValueError(f"column '{path}' is {after.type} but the Avro writer schema gives {before.type}: "
-                             f"{before[i].as_py()!r} would be {after[i].as_py()!r}")
+                             f"{before[i].as_py()!r} would be {'' if pa.types.is_string(before.type) else 'rounded to '}"
+                             f"{after[i].as_py()!r}")
     return cast
 
 
