@@ -913,7 +913,43 @@ def _read_json(buffer: bytes, schema: pa.Schema, unexpected: str = "ignore") -> 
     parsed = change_events.floats_in_range(read(schema), buffer, lambda: read(change_events.floats_as_doubles(schema)))
     if unexpected == "infer":  # `[]` or `{}` where the table has no column: refused, never cast away
         change_events.refuse_untyped(parsed, schema)
+        parsed = _zoned_as_instants(parsed, schema, buffer)
     return _read_json_bytes(_wall_times(parsed, schema))
+
+
+_ZONED = r"(?i)(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"  # ISO text ending in a zone or an offset
+
+
+def _zoned_as_instants(table: pa.Table, known: pa.Schema, buffer: bytes) -> pa.Table:
+    """Fields `known` lacks whose timestamps pyarrow inferred from text with a zone or offset
+    (`...T10:00:00Z`, `+02:00`), as TIMESTAMP WITH LOCAL TIME ZONE: they are instants (pyarrow
+    gives them in UTC), and as a wall-time TIMESTAMP column the decoder would refuse every one."""
+    def naive(t: pa.DataType) -> bool:
+        return pa.types.is_timestamp(t) and t.tz is None or any(naive(t.field(i).type) for i in range(t.num_fields))
+    inferred = [f for f in table.schema if f.name not in known.names and naive(f.type)]
+    if not inferred:
+        return table
+    as_text = pa.schema([f.with_type(map_arrow_leaves(f.type, lambda t: pa.string() if pa.types.is_timestamp(t)
+                                                      else t)) for f in inferred])
+    text = pajson.read_json(io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+                            parse_options=pajson.ParseOptions(explicit_schema=as_text,
+                                                              unexpected_field_behavior="ignore"))
+
+    def zoned(t: pa.DataType, values: pa.Array) -> pa.DataType:
+        if pa.types.is_timestamp(t):
+            return pa.timestamp(t.unit, "UTC") if t.tz is None and \
+                pc.any(pc.match_substring_regex(values, _ZONED)).as_py() else t
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(zoned(f.type, values.field(f.name))) for f in t])
+        if pa.types.is_list(t):
+            return pa.list_(t.value_field.with_type(zoned(t.value_type, values.flatten())))
+        return t
+    for f in inferred:
+        t = zoned(f.type, text.column(f.name).combine_chunks())
+        if t != f.type:
+            i = table.schema.get_field_index(f.name)
+            table = table.set_column(i, f.with_type(t), table.column(i).cast(t))
+    return table
 
 
 def _failing_column(buffer: bytes, schema: pa.Schema) -> pa.Field | None:
@@ -1179,7 +1215,8 @@ def _inferred_schema(lines: list[bytes], variants: tuple[str, ...]) -> pa.Schema
         documents = [json.loads(v) for v in lines]
         lines = [json.dumps({k: x for k, x in d.items() if k not in variants} if isinstance(d, dict) else d).encode()
                  for d in documents]
-    sample = pajson.read_json(io.BytesIO(b"\n".join(lines) + b"\n"))
+    buffer = b"\n".join(lines) + b"\n"
+    sample = _zoned_as_instants(pajson.read_json(io.BytesIO(buffer)), pa.schema([]), buffer)
     try:
         change_events.refuse_untyped(sample, pa.schema([]))
     except ValueError as exc:

@@ -35,6 +35,7 @@ DRIFT_HUNT_EXAMPLES=500 hunts longer with random drifting records (default: a CI
 from __future__ import annotations
 
 import base64
+import datetime
 import decimal
 import io
 import json
@@ -253,6 +254,24 @@ def test_new_fields_differing_only_in_case_become_one_column(tmp_path):
     new.batch([{"id": 1, "name": "a"}, {"id": 2, "Name": "b"}])
     assert new.types() == {"id": "BIGINT NOT NULL", "name": "STRING"}
     assert {i: r["name"] for i, r in new.rows().items()} == {1: "a", 2: "b"}
+
+
+def test_timestamps_with_a_zone_are_inferred_as_instants(tmp_path):
+    """ISO text with `Z` or an offset was inferred as a wall-time TIMESTAMP, which the decoder
+    then refused for every record (a new table ingested nothing, a new field dead-lettered the
+    record that brought it): TIMESTAMP WITH LOCAL TIME ZONE, at table creation and in drift."""
+    job = Ingest(tmp_path)
+    job.batch([{"id": 1, "at": "2026-01-05T10:00:00Z"}, {"id": 2, "at": "2026-01-05T10:00:00+02:00"}])
+    job.batch([{"id": 3, "at": "2026-01-05T12:00:00Z", "o": {"when": "2026-01-05T10:00:00-01:00"},
+                "wall": "2026-01-05T10:00:00"}])
+    types = job.types()
+    assert (types["at"], types["o"], types["wall"]) == (
+        "TIMESTAMP(6) WITH LOCAL TIME ZONE", "ROW<when TIMESTAMP(6) WITH LOCAL TIME ZONE>", "TIMESTAMP(6)")
+    rows = job.rows()
+    assert [rows[i]["at"].replace(tzinfo=None) for i in (1, 2, 3)] == [
+        datetime.datetime(2026, 1, 5, 10), datetime.datetime(2026, 1, 5, 8), datetime.datetime(2026, 1, 5, 12)]
+    assert rows[3]["o"]["when"].replace(tzinfo=None) == datetime.datetime(2026, 1, 5, 11)
+    assert job.dead_letters() == {}
 
 
 def test_nested_fields_named_in_another_case_fill_their_fields(tmp_path):
