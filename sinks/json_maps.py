@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_streaming.variant import unique_members
 
@@ -151,6 +153,8 @@ def _as_maps(path: str, array: pa.Array, declared: pa.DataType) -> pa.Array:
     if pa.types.is_map(declared):
         entries = array.values
         keys = _keys(path, entries.field(0), declared.key_type)
+        if keys.type != entries.field(0).type:
+            _check_keys_once(path, array.offsets, keys)
         items = _as_maps(f"{path}{{}}", entries.field(1), declared.item_type)
         return pa.MapArray.from_arrays(array.offsets, keys, items, type=_as_maps_type(array.type, declared),
                                        mask=mask)
@@ -162,6 +166,19 @@ def _as_maps(path: str, array: pa.Array, declared: pa.DataType) -> pa.Array:
         return pa.StructArray.from_arrays(children, fields=list(_as_maps_type(t, declared)), mask=mask)
     values = _as_maps(f"{path}[]", array.values, declared.value_type)
     return pa.ListArray.from_arrays(array.offsets, values, type=_as_maps_type(array.type, declared), mask=mask)
+
+
+def _check_keys_once(path: str, offsets: pa.Array, keys: pa.Array) -> None:
+    """ValueError naming the field when a map holds a key twice once cast ("7" and "07" of an
+    INT key): the texts were checked apart already."""
+    starts = offsets.to_numpy(zero_copy_only=False)
+    owner = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    pairs = pa.table({"map": owner, "key": keys.slice(starts[0], len(owner))})
+    counts = pairs.group_by(["map", "key"]).aggregate([("map", "count")])
+    twice = counts.filter(pc.greater(counts.column("map_count"), 1))
+    if twice.num_rows:
+        raise ValueError(f"field '{path}' has the key {twice.column('key')[0].as_py()!r} twice "
+                         "(keys equal as its MAP's key type)")
 
 
 def _keys(path: str, keys: pa.Array, key_type: pa.DataType) -> pa.Array:

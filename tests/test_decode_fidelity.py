@@ -1118,10 +1118,12 @@ def test_map_columns_are_filled_from_json_objects(tmp_path):
     values = [b'{"id":1,"tags":{"b":"2","a":null},"n":{"7":123456789012345678.12345678901234567891},'
               b'"r":{"at":{"t":"2024-01-01T10:00:00"},"x":1.5},"l":[{"k":1},null,{}]}',
               b'{"id":2,"tags":{},"n":null}', b'{"id":3,"tags":["a"]}', b'{"id":4,"n":{"x":1}}',
-              b'{"id":5,"tags":{"a":"1","a":"2"}}', b'{"id":6,"r":{"at":{"t":"2024-01-01T10:00:00+02:00"}}}']
+              b'{"id":5,"tags":{"a":"1","a":"2"}}', b'{"id":6,"r":{"at":{"t":"2024-01-01T10:00:00+02:00"}}}',
+              b'{"id":7,"n":{"7":1,"07":2}}']
     decoded = Decoder("json", schema, ("id",), on_error="dead-letter").decode_all(records(values))
     errors = dict(zip(decoded.rejected.column("offset").to_pylist(), decoded.rejected.column("error").to_pylist()))
-    assert sorted(errors) == [2, 3, 4, 5]
+    assert sorted(errors) == [2, 3, 4, 5, 6]
+    assert "field 'n' has the key 7 twice" in errors[6]  # "7" and "07" of an INT key (it was stored twice)
     assert "field 'tags' is a MAP, written in JSON as an object" in errors[2]
     assert "field 'n' has the key 'x', which is not a int32" in errors[3]
     assert "the key 'a' is given twice" in errors[4]
