@@ -558,6 +558,13 @@ class Decoder:
             table = self._avro_keys(keys, records, key_schema)
         elif self.key_format == "string":
             field = key_schema.field(0)
+            if pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type):
+                return self._key_rows(pa.table({field.name: keys.cast(field.type)}), key_schema)
+            text = _utf8(keys)
+            if not text.all():
+                bad = int(np.flatnonzero(~text)[0])
+                raise DecodeError(f"tombstone key of record {_where(records, bad)} is not UTF-8 text, as "
+                                  f"--key-format string reads it (primary key '{field.name}' is {field.type})")
             try:
                 cols = {field.name: pc.cast(keys.cast(pa.string()), field.type)}
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -570,6 +577,10 @@ class Decoder:
             table, _ = _parse_lines(keys, records, lambda b: _read_json(b, key_schema),
                                     lambda b: _read_json(b, key_schema), "JSON key", "fail",
                                     key_schema.empty_table())
+        return self._key_rows(table, key_schema)
+
+    def _key_rows(self, table: pa.Table, key_schema: pa.Schema) -> pa.Table:
+        """Deletes of the keys in `table`: the output rows, other columns null, kind -D."""
         n = table.num_rows
         columns = [table.column(f.name) if f.name in key_schema.names else pa.nulls(n, f.type)
                    for f in self.schema]

@@ -325,6 +325,14 @@ def test_fail_mode_errors_quote_the_record_and_name_the_bad_tombstone():
     with pytest.raises(DecodeError, match="tombstone key 'x y' of record topic=t partition=1 offset=102 is not"):
         Decoder("json", SCHEMA, ("id",), key_format="string").decode_all(
             records([None, None, None], [b"1", b"2", b"x y"]))
+    # a key's bytes are a BYTES key as they are; for other keys, bytes not UTF-8 are named
+    # (both raised a bare ArrowInvalid)
+    keyed_by_bytes = pa.schema([pa.field("id", pa.binary(), False), ("name", pa.string())])
+    deleted = Decoder("json", keyed_by_bytes, ("id",), key_format="string").decode_all(
+        records([None], [b"\xff\x00"]))
+    assert deleted.rows.column("id").to_pylist() == [b"\xff\x00"]
+    with pytest.raises(DecodeError, match="tombstone key of record topic=t partition=1 offset=101 is not UTF-8"):
+        Decoder("json", SCHEMA, ("id",), key_format="string").decode_all(records([None, None], [b"1", b"\xff"]))
 
 
 def test_csv_numbers_beyond_their_type_or_not_decimal_are_poison_records():
