@@ -786,6 +786,9 @@ def _folded(array: pa.Array, wanted: pa.DataType, path: str) -> pa.Array | None:
                     inner = _folded(part, wanted.field(name).type, f"{path}.{source}")
                     changed |= inner is not None
                     part = part if inner is None else inner
+                if child is not None and part.type != child.type and pa.types.is_integer(part.type) and \
+                        pa.types.is_integer(child.type) and _casts(part, child.type):
+                    part = part.cast(child.type)  # inferred int64 for an INT field: its values fit
                 if child is not None and part.type != child.type:
                     raise ValueError(f"field '{path}.{source}' fills '{path}.{name}' (its name ignoring case), but "
                                      f"holds {part.type} where other records hold {child.type}")

@@ -1218,6 +1218,17 @@ def test_csv_text_stays_text_and_nan_is_nan():
     assert "CSV" in decoded.rejected.column("error")[0].as_py()
 
 
+def test_a_row_field_named_in_another_case_fills_an_int_field():
+    """{"v": {"A": 1}} into `v ROW<a INT>` was refused: the alias read as int64 (JSON's
+    inference) where the field is INT. Integers that fit are taken; those that do not, and other
+    inferred types (a double for a FLOAT, a text for BYTES), stay refused naming the field."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.struct([("a", pa.int32())]))])
+    decoded = Decoder("json", schema, ("id",), on_error="dead-letter").decode_all(records([
+        b'{"id": 1, "v": {"A": 7}}', b'{"id": 2, "v": {"A": 3000000000}}']))
+    assert [(r["id"], r["v"]) for r in decoded.rows.to_pylist()] == [(1, {"a": 7})]
+    assert "field 'v.A' fills 'v.a'" in decoded.rejected.column("error")[0].as_py()
+
+
 def test_json_field_differing_from_a_column_only_in_case_fills_it():
     """{"name": ...} into a table with column `Name` decoded Name=null and reported `name` as a
     new field, so ingest added `name` beside `Name` (Spark then selects neither:
