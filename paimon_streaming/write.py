@@ -353,12 +353,30 @@ def _in_paimon_types(name: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _integers_as_decimals(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
-    """Integers bound for a DECIMAL column, first as DECIMAL(38) of its scale: Arrow casts an
-    int64 only to a DECIMAL of 19 integer digits or more (DECIMAL(12, 2) would refuse 10); the
-    cast to the column's precision then checks each value fits."""
-    if pa.types.is_integer(col.type) and pa.types.is_decimal(target) and 0 <= target.scale <= 19:
-        return col.cast(pa.decimal128(38, target.scale))
-    return col
+    """Integers bound for a DECIMAL column (or a DECIMAL inside a ROW, ARRAY or MAP), first as
+    DECIMAL(38) of its scale: Arrow casts an int64 only to a DECIMAL of 19 integer digits or
+    more (DECIMAL(12, 2) would refuse 10); the cast to the column's precision then checks each
+    value fits."""
+    via = _wide_decimals(col.type, target)
+    return col if via == col.type else col.cast(via)
+
+
+def _wide_decimals(given: pa.DataType, target: pa.DataType) -> pa.DataType:
+    if pa.types.is_integer(given) and pa.types.is_decimal(target) and 0 <= target.scale <= 19:
+        return pa.decimal128(38, target.scale)
+    if pa.types.is_struct(given) and pa.types.is_struct(target):
+        return pa.struct([f.with_type(_wide_decimals(f.type, target.field(f.name).type))
+                          if target.get_field_index(f.name) >= 0 else f for f in given])
+    if pa.types.is_map(given) and pa.types.is_map(target):
+        return pa.map_(given.key_field.with_type(_wide_decimals(given.key_type, target.key_type)),
+                       given.item_field.with_type(_wide_decimals(given.item_type, target.item_type)))
+    lists = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    if any(is_list(given) for is_list in lists) and any(is_list(target) for is_list in lists):
+        element = given.value_field.with_type(_wide_decimals(given.value_type, target.value_type))
+        if pa.types.is_large_list(given):
+            return pa.large_list(element)
+        return pa.list_(element, given.list_size) if pa.types.is_fixed_size_list(given) else pa.list_(element)
+    return given
 
 
 def _check_float_range(name: str, given: pa.ChunkedArray, cast: pa.ChunkedArray) -> None:

@@ -207,6 +207,20 @@ def test_a_merge_keeps_a_column_type_the_input_is_cast_into(catalog):
     assert [str(t.schema.field(c).type) for c in ("price", "ratio", "qty")] == ["DECIMAL(10, 2)", "DOUBLE", "BIGINT"]
     t.update_schema().union_by_name(pa.schema([("price", pa.decimal128(10, 4))])).commit()
     assert str(t.schema.field("price").type) == "DECIMAL(10, 2)"
+    # ints are cast into DECIMAL fields at any depth, as into a DECIMAL column (Arrow's cast
+    # refused an int32 into a DECIMAL of fewer than 10 integer digits)
+    nested = catalog.create_table("db.n", pa.schema([pa.field("k", pa.int64(), False),
+                                                     ("r", pa.struct([("d", pa.decimal128(10, 2))])),
+                                                     ("a", pa.list_(pa.decimal128(10, 2))),
+                                                     ("m", pa.map_(pa.string(), pa.decimal128(4, 1)))]),
+                                  primary_keys=["k"], options={"bucket": "1"})
+    nested.write_arrow(pa.table({"k": [1], "r": pa.array([{"d": 5}], pa.struct([("d", pa.int32())])),
+                                 "a": pa.array([[7, None]], pa.list_(pa.int64())),
+                                 "m": pa.array([[("x", 3)]], pa.map_(pa.string(), pa.int8()))}))
+    assert nested.to_arrow().to_pylist() == [{"k": 1, "r": {"d": decimal.Decimal("5.00")},
+                                             "a": [decimal.Decimal("7.00"), None], "m": [("x", decimal.Decimal("3.0"))]}]
+    with pytest.raises(SchemaMismatchError, match="column 'm'"):
+        nested.write_arrow(pa.table({"k": [2], "m": pa.array([[("x", 1000)]], pa.map_(pa.string(), pa.int16()))}))
 
 
 def test_a_bucket_key_column_keeps_its_type(catalog):
