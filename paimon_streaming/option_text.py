@@ -89,6 +89,16 @@ def choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def exact_choice(*allowed: str) -> Callable[[str], str]:
+    """A string option Java compares as written (Avro's codec names, a partition expiration
+    strategy): one of `allowed`, in its case."""
+    def parse(text: str) -> str:
+        if text not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)} (as written: Java compares them in this case)")
+        return text
+    return parse
+
+
 def _number_and_unit(text: str, what: str) -> tuple[int, str]:
     """MemorySize's and TimeUtils' split of trimmed text: ASCII digits, then a unit trimmed and lower-cased."""
     trimmed = java_trim(text)

@@ -16,8 +16,8 @@ import numpy as np
 from .errors import InvalidOptionError
 from .external_paths import ExternalPaths
 from .option_keys import CORE_OPTION_TYPES, PAIMON_OPTION_KEYS
-from .option_text import choice, java_trim, parse_bool, parse_double, parse_duration_ms, parse_int, parse_long, \
-    parse_memory_size
+from .option_text import (choice, exact_choice, java_trim, parse_bool, parse_double, parse_duration_ms, parse_int,
+                          parse_long, parse_memory_size)
 from .stats import parse_stats_mode
 
 
@@ -152,7 +152,9 @@ _OPTIONS = [
     Option("changelog-file.compression", None, _COMPRESSION),
     Option("file.compression.zstd-level", "1", _int_at_least(1)),
     Option("manifest.format", "avro", choice("avro")),
-    Option("manifest.compression", "zstd", choice("zstd", "null", "none", "deflate", "snappy")),
+    # Avro's codec names as Avro takes them; zstd in any case (Paimon's own name for it)
+    Option("manifest.compression", "zstd", lambda text: "zstd" if text.lower() == "zstd" else
+           exact_choice("null", "none", "deflate", "snappy")(text)),
     Option("manifest.target-file-size", "8 mb", parse_memory_size),
     Option("manifest.full-compaction-threshold-size", "16 mb", parse_memory_size),
     Option("manifest.merge-min-count", "30", _int_at_least(1)),
@@ -182,7 +184,7 @@ _OPTIONS = [
     Option("snapshot.clean-empty-directories", "false", parse_bool),
     Option("partition.expiration-time", None, parse_duration_ms),
     Option("partition.expiration-check-interval", "1 h", parse_duration_ms),
-    Option("partition.expiration-strategy", "values-time", choice("values-time", "update-time")),
+    Option("partition.expiration-strategy", "values-time", exact_choice("values-time", "update-time")),
     Option("partition.expiration-max-num", "100", _int_at_least(1)),
     Option("partition.expiration-batch-size", None, _int_at_least(1)),
     Option("end-input.check-partition-expire", "false", parse_bool),

@@ -133,12 +133,14 @@ JAVA_REFUSES = [("bucket", " 2"), ("bucket", "1_0"), ("bucket", "2 "), ("merge-e
                 ("num-sorted-run.compaction-trigger", " 3"), ("file.compression", " zstd"),
                 ("manifest.compression", " zstd"), ("compaction.delete-ratio-threshold", "0_5"),
                 ("metadata.stats-mode", "truncate(16)\n"), ("row-tracking.enabled", "true "),
-                ("write-buffer-size", "1_000"), ("commit.force-compact", "yes")]
+                ("write-buffer-size", "1_000"), ("commit.force-compact", "yes"),
+                ("manifest.compression", "Snappy"), ("partition.expiration-strategy", "VALUES-TIME")]
 # ...and takes these, as we do
 JAVA_TAKES = [("bucket", "+2"), ("bucket", "02"), ("merge-engine", "FIRST-ROW"), ("deletion-vectors.enabled", "TRUE"),
               ("file.format", "ORC"), ("partition.default-name", "  "), ("target-file-size", " 1 mb "),
               ("target-file-size", "1 mebibytes"), ("snapshot.time-retained", " 2 H "), ("file.compression", "ZSTD"),
-              ("compaction.delete-ratio-threshold", "0.5d"), ("file.format.per.level", "0: orc , 1:parquet")]
+              ("compaction.delete-ratio-threshold", "0.5d"), ("file.format.per.level", "0: orc , 1:parquet"),
+              ("manifest.compression", "Zstd"), ("manifest.compression", "snappy")]
 
 
 def _table_options(key: str, value: str) -> dict[str, str]:
