@@ -319,7 +319,10 @@ def _labelled(rows: pa.StructArray, types: pa.StructArray, columns: list[Column]
             others = change_events.iso_8859_1_bytes(c.name, pc.if_else(is_bit, none, text))
             values[c.name] = pc.if_else(is_bit, bits, others)
             continue
-        for definition in pc.unique(declared[c.name].drop_null()).to_pylist():
+        definitions = pc.unique(declared[c.name].drop_null()).to_pylist()
+        if pa.types.is_integer(values[c.name].type) and any(_kind(d) in ("enum", "set") for d in definitions):
+            values[c.name] = values[c.name].cast(pa.string())  # a typed index or bit mask (5): its text
+        for definition in definitions:
             kind = _kind(definition)
             rows_of_it = pc.fill_null(pc.equal(declared[c.name], definition), False)
             if kind.upper() in _SPATIAL and not pa.types.is_binary(c.type) and \

@@ -262,6 +262,9 @@ def test_rows_messages_typed_values_sets_and_spatial_columns_as_paimons_cdc():
         message("INSERT", {"id": "2", "n": "6", "tags": "0", "spot": None})])).to_pylist()
     assert rows == [{"id": 1, "n": 5, "tags": ["a", "c"], "spot": point, "_kind": "+I"},
                     {"id": 2, "n": 6, "tags": [], "spot": None, "_kind": "+I"}]
+    typed = Decoder("canal-json", table, ("id",)).decode(records([  # a SET's bit mask as a JSON number
+        message("INSERT", {"id": 3, "n": 7, "tags": 5})])).to_pylist()
+    assert [r["tags"] for r in typed] == [["a", "c"]]
     with pytest.raises(DecodeError, match="column 'spot' is a MySQL POINT, which Canal sends as MySQL's internal"):
         Decoder("canal-json", table.set(3, pa.field("spot", pa.string())), ("id",)).decode(
             records([message("INSERT", {"id": "1", "spot": point.decode("latin-1")})]))
