@@ -13,7 +13,8 @@ import paimon_streaming as ps
 from conftest import rows_by
 from paimon_streaming.check import check_table
 from paimon_streaming.fileio import FileIO
-from paimon_streaming.stores.gcs import GcsCreateIfAbsent
+from paimon_streaming.stores.gcs import GcsCreateIfAbsent, GcsDirMarkerRemover
+from store_checks import dir_marker_removed_only_when_alone, empty_directories_cleaned
 
 pytest.importorskip("google.cloud.storage")
 from gcs_server import GcsServer  # noqa: E402
@@ -75,23 +76,12 @@ def test_tables_on_gcs_and_a_crash_before_the_snapshot(gcs):
 
 
 def test_clean_empty_directories_on_gcs(gcs):
-    """`snapshot.clean-empty-directories` on GCS: expiration removes the marker objects of the
-    bucket and partition directories its deletions emptied; a partition with files keeps its."""
-    import pyarrow.fs as pafs
-    schema = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False)])
-    cat = ps.Catalog("lake/dirs", filesystem=gcs.filesystem())
-    t = cat.create_table("db.t", schema, partition_keys=["p"],
-                         options={"bucket": "-1", "snapshot.clean-empty-directories": "true",
-                                  "snapshot.num-retained.min": "1"})
-    t.write_arrow(pa.table({"id": [1, 2], "p": ["2020-01-01", "2099-01-01"]}, schema=schema))
-    t.expire_partitions("1 d")
-    t.write_arrow(pa.table({"id": [3], "p": ["2099-01-01"]}, schema=schema))
-    fs, root = gcs.filesystem(), "lake/dirs/db.db/t"
-    assert fs.get_file_info(f"{root}/p=2020-01-01/bucket-0").type == pafs.FileType.Directory
-    assert t.expire_snapshots(retain_max=1, retain_min=1).expired == 2
-    assert fs.get_file_info(f"{root}/p=2020-01-01").type == pafs.FileType.NotFound
-    assert fs.get_file_info(pafs.FileSelector(f"{root}/p=2099-01-01/bucket-0"))
-    assert t.to_arrow().num_rows == 2
+    empty_directories_cleaned(ps.Catalog("lake/dirs", filesystem=gcs.filesystem()), gcs.filesystem(),
+                              "lake/dirs/db.db/t")
+
+
+def test_dir_marker_remover_on_gcs(gcs):
+    dir_marker_removed_only_when_alone(GcsDirMarkerRemover(gcs.filesystem()), gcs.filesystem(), "lake/marker/d")
 
 
 def commit_batches(endpoint: str, writer: int, batches: int, errors) -> None:

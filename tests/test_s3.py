@@ -18,9 +18,10 @@ from paimon_streaming.check import check_table
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.scan import TableScan
 from paimon_streaming.errors import S3ConfigurationError
-from paimon_streaming.stores.s3 import S3CreateIfAbsent
+from paimon_streaming.stores.s3 import S3CreateIfAbsent, S3DirMarkerRemover
 from conftest import rows_by
-from store_checks import (SCHEMA, catalog_round_trip, crash_before_commit_reads_as_before, each_batch_committed_once,
+from store_checks import (SCHEMA, catalog_round_trip, crash_before_commit_reads_as_before,
+                          dir_marker_removed_only_when_alone, each_batch_committed_once, empty_directories_cleaned,
                           rows)
 
 pytest.importorskip("moto")
@@ -138,26 +139,12 @@ def test_catalog_and_tables_on_s3(s3):
 
 
 def test_clean_empty_directories_on_s3(s3):
-    """`snapshot.clean-empty-directories` on S3: pyarrow leaves a marker object for every
-    directory a file was written in, and expiration removes the markers of the bucket and
-    partition directories its deletions emptied, never an object beside them: a partition with
-    files keeps its directories."""
     cat = ps.Catalog("s3://lake/dirs", options={"s3.endpoint": s3.endpoint, "s3.region": "us-east-1"})
-    schema = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False)])
-    t = cat.create_table("db.t", schema, partition_keys=["p"],
-                         options={"bucket": "-1", "snapshot.clean-empty-directories": "true",
-                                  "snapshot.num-retained.min": "1"})
-    t.write_arrow(pa.table({"id": [1, 2], "p": ["2020-01-01", "2099-01-01"]}, schema=schema))
-    t.expire_partitions("1 d")
-    t.write_arrow(pa.table({"id": [3], "p": ["2099-01-01"]}, schema=schema))
-    fs = s3.filesystem()
-    root = "lake/dirs/db.db/t"
-    assert fs.get_file_info(f"{root}/p=2020-01-01/bucket-0").type == pafs.FileType.Directory
-    assert t.expire_snapshots(retain_max=1, retain_min=1).expired == 2
-    assert fs.get_file_info(f"{root}/p=2020-01-01/bucket-0").type == pafs.FileType.NotFound
-    assert fs.get_file_info(f"{root}/p=2020-01-01").type == pafs.FileType.NotFound
-    assert fs.get_file_info(pafs.FileSelector(f"{root}/p=2099-01-01/bucket-0"))
-    assert t.to_arrow().num_rows == 2
+    empty_directories_cleaned(cat, s3.filesystem(), "lake/dirs/db.db/t")
+
+
+def test_dir_marker_remover_on_s3(s3):
+    dir_marker_removed_only_when_alone(S3DirMarkerRemover(s3.filesystem()), s3.filesystem(), "lake/marker/d")
 
 
 def test_table_locations_name_their_table_whatever_its_characters(s3):

@@ -21,7 +21,7 @@ A `SubTreeFileSystem` uses its base filesystem's creator with the prefixed path.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import pyarrow.fs as pafs
 
@@ -62,6 +62,42 @@ class ConditionalUpload:
         return self._client
 
     def make_client(self, settings: dict) -> Any:
+        raise NotImplementedError
+
+
+class DirMarkerRemover(ConditionalUpload):
+    """Deletes the marker object `<dir>/` of a directory once no other object has that prefix
+    (`FileIO.delete_empty_dir`); only the marker, so an object written meanwhile stays. A marker
+    already gone counts as removed. The stores differ only in the SDK calls (the hooks below)."""
+
+    scheme = ""  # of the URLs errors name: s3, gs
+
+    def __call__(self, path: str) -> bool:
+        bucket, _, key = path.lstrip("/").partition("/")
+        marker = key.rstrip("/") + "/"
+        try:
+            if any(name != marker for name in self.list_names(bucket, marker)):
+                return False
+            self.delete_object(bucket, marker)
+        except self.gone_errors():
+            pass
+        except self.sdk_errors() as exc:  # the directory stays; callers leave it
+            raise OSError(f"removing the directory marker {self.scheme}://{bucket}/{marker}: {exc}") from exc
+        return True
+
+    def list_names(self, bucket: str, prefix: str) -> Iterable[str]:
+        """The names of up to two objects in `bucket` starting with `prefix`."""
+        raise NotImplementedError
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        raise NotImplementedError
+
+    def sdk_errors(self) -> tuple[type[Exception], ...]:
+        """What the SDK raises when a request fails (imported on use: the SDK is an extra)."""
+        raise NotImplementedError
+
+    def gone_errors(self) -> tuple[type[Exception], ...]:
+        """What the SDK raises for an object that does not exist."""
         raise NotImplementedError
 
 

@@ -13,10 +13,10 @@ a lost race.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from ..errors import StoreConfigurationError
-from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload
+from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload, DirMarkerRemover
 
 
 class GcsCreateIfAbsent(ConditionalUpload):
@@ -42,26 +42,27 @@ class GcsCreateIfAbsent(ConditionalUpload):
             raise OSError(f"creating gs://{path} failed with an unknown outcome: {exc}") from exc
 
 
-class GcsDirMarkerRemover(ConditionalUpload):
-    """Deletes the marker object `<dir>/` of a directory once no other object has that prefix
-    (`FileIO.delete_empty_dir`); only the marker, so an object written meanwhile stays."""
+class GcsDirMarkerRemover(DirMarkerRemover):
+    scheme = "gs"
 
     def make_client(self, settings: dict) -> Any:
         return _make_client(settings)
 
-    def __call__(self, path: str) -> bool:
-        from google.api_core import exceptions as gexc
-        bucket, _, name = path.lstrip("/").partition("/")
-        marker = name.rstrip("/") + "/"
-        try:
-            if any(b.name != marker for b in self.client().list_blobs(bucket, prefix=marker, max_results=2)):
-                return False
-            self.client().bucket(bucket).blob(marker).delete()
-        except gexc.NotFound:
-            pass
-        except Exception as exc:  # noqa: BLE001 - any SDK or transport failure: the directory stays
-            raise OSError(f"removing the directory marker gs://{bucket}/{marker}: {exc}") from exc
-        return True
+    def list_names(self, bucket: str, prefix: str) -> Iterable[str]:
+        return [b.name for b in self.client().list_blobs(bucket, prefix=prefix, max_results=2)]
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        self.client().bucket(bucket).blob(key).delete()
+
+    def sdk_errors(self) -> tuple[type[Exception], ...]:
+        import requests
+        from google.api_core.exceptions import GoogleAPIError
+        from google.auth.exceptions import GoogleAuthError
+        return GoogleAPIError, GoogleAuthError, requests.RequestException
+
+    def gone_errors(self) -> tuple[type[Exception], ...]:
+        from google.api_core.exceptions import NotFound
+        return (NotFound,)
 
 
 def _make_client(args: dict) -> Any:

@@ -24,13 +24,13 @@ OSError (outcome unknown), and the committer re-reads to learn whether the snaps
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Iterable
 
 import threading
 import uuid
 
 from ..errors import S3ConfigurationError
-from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload, UnsupportedStoreError
+from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload, DirMarkerRemover, UnsupportedStoreError
 
 _CONFLICT_RETRIES = 20  # 409 ConditionalRequestConflict: another conditional write on the key in flight
 _HONOURING: set[tuple[str, str]] = set()  # (endpoint, bucket) found to honour If-None-Match
@@ -104,25 +104,26 @@ class S3CreateIfAbsent(ConditionalUpload):
             _HONOURING.add(where)
 
 
-class S3DirMarkerRemover(ConditionalUpload):
-    """Deletes the marker object `<dir>/` of a directory once no other object has that prefix
-    (`FileIO.delete_empty_dir`); only the marker, so an object written meanwhile stays."""
+class S3DirMarkerRemover(DirMarkerRemover):
+    scheme = "s3"
 
     def make_client(self, settings: dict) -> Any:
         return _make_client(settings)
 
-    def __call__(self, path: str) -> bool:
+    def list_names(self, bucket: str, prefix: str) -> Iterable[str]:
+        listed = self.client().list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=2).get("Contents", [])
+        return [o["Key"] for o in listed]
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        self.client().delete_object(Bucket=bucket, Key=key)
+
+    def sdk_errors(self) -> tuple[type[Exception], ...]:
         from botocore.exceptions import BotoCoreError, ClientError
-        bucket, _, key = path.lstrip("/").partition("/")
-        marker = key.rstrip("/") + "/"
-        try:
-            listed = self.client().list_objects_v2(Bucket=bucket, Prefix=marker, MaxKeys=2).get("Contents", [])
-            if any(o["Key"] != marker for o in listed):
-                return False
-            self.client().delete_object(Bucket=bucket, Key=marker)
-        except (BotoCoreError, ClientError) as exc:
-            raise OSError(f"removing the directory marker s3://{bucket}/{marker}: {exc}") from exc
-        return True
+        return BotoCoreError, ClientError
+
+    def gone_errors(self) -> tuple[type[Exception], ...]:
+        # S3 answers a DELETE of a missing key with 204; a compatible store may say 404 NoSuchKey
+        return (self.client().exceptions.NoSuchKey,)
 
 
 def _make_client(args: dict) -> Any:
