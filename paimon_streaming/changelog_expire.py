@@ -21,7 +21,8 @@ Which files go: each file an expired changelog references that no snapshot, tag 
 long-lived changelog of any branch references (orphans.py's count of what is in use, so what we
 delete orphan cleanup would delete, and what we keep it keeps). Java deletes by kind instead
 (changelog files, data files the delta removed, the manifests), trusting tags and the newest
-snapshot only.
+snapshot only. With `snapshot.clean-empty-directories` the directories those deletions emptied
+go too, as Java's do (file_cleanup.py).
 
 Order: the changelog files go oldest first (when the newest goes, the LATEST hint first, or
 Java would take the hint for the newest and fail reading it), then the EARLIEST hint moves,
@@ -145,6 +146,7 @@ class ChangelogExpiration:
             return ChangelogExpireResult(len(expiring_ids), kept[0] if kept else None, 0)
         doomed = [p for p in candidates if p.rsplit("/", 1)[-1] not in used]
         deleted = cleaner.delete_paths(doomed)
+        cleaner.delete_empty_dirs(doomed)
         log.info("expired long-lived changelogs %s..%s of %s, deleted %s files", expiring_ids[0], expiring_ids[-1],
                  self.meta, deleted)
         return ChangelogExpireResult(len(expiring_ids), kept[0] if kept else None, deleted)

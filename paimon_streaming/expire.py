@@ -204,9 +204,9 @@ class SnapshotExpiration:
             self.file_io.delete(self.snapshots.path(s.id))
         self.snapshots.commit_earliest_hint(end)
         data, metadata = self._kept_by_new_tags(tags_read, data, metadata)
-        deleted = self.cleaner.delete_data_files(data + changelog) + self.cleaner.delete_paths(metadata)
-        if self.options.get("snapshot.clean-empty-directories"):
-            self.cleaner.delete_empty_dirs(data + changelog)
+        files = self.cleaner.data_paths(data + changelog)
+        deleted = self.cleaner.delete_paths(files) + self.cleaner.delete_paths(metadata)
+        self.cleaner.delete_empty_dirs(files)
         log.info("expired snapshots [%s, %s) of %s, deleted %s files", expiring[0].id if expiring else end,
                  end, self.table_path, deleted)
         return ExpireResult(len(expiring), end, deleted)

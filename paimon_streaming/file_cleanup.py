@@ -134,9 +134,12 @@ class FileCleaner:
     def index_file_path(self, entry: IndexManifestEntry) -> str:
         return self.scan.dirs.index_file(self._bucket_dir(entry), entry.index_file)
 
+    def data_paths(self, entries: Iterable[ManifestEntry]) -> set[str]:
+        """The paths of the data files `entries` with their extra files."""
+        return {p for e in entries for p in self.data_file_paths(e)}
+
     def delete_data_files(self, entries: Iterable[ManifestEntry]) -> int:
-        paths = {p for e in entries for p in self.data_file_paths(e)}
-        return self.delete_paths(paths)
+        return self.delete_paths(self.data_paths(entries))
 
     def delete_paths(self, paths: Iterable[str]) -> int:
         count = 0
@@ -148,14 +151,20 @@ class FileCleaner:
                 log.warning("could not delete %s (left for orphan cleanup): %s", path, exc)
         return count
 
-    def delete_empty_dirs(self, entries: Iterable[ManifestEntry]) -> None:
-        """`snapshot.clean-empty-directories`, as Java's `FileDeletionBase.cleanEmptyDirectories`:
-        the bucket directories of `entries` (files just deleted), then each one's partition
-        directory, and once that went the partition directories above it, deepest first, each
-        only when nothing is left in it (`FileIO.delete_empty_dir`: a file a writer adds
-        meanwhile stays). A directory that cannot go is left, logged at debug level."""
+    def delete_empty_dirs(self, deleted: Iterable[str]) -> None:
+        """`snapshot.clean-empty-directories`, as Java's `FileDeletionBase.cleanEmptyDirectories`
+        after snapshot expiration, changelog expiration and tag deletion: the bucket directories
+        the files just `deleted` were in (paths; manifests and files at external paths are in
+        none of the table's), then each one's partition directory, and once that went the
+        partition directories above it, deepest first, each only when nothing is left in it
+        (`FileIO.delete_empty_dir`: a file a writer adds meanwhile stays). A directory that
+        cannot go is left, logged at debug level. Nothing without the option."""
+        if not self.scan.options.get("snapshot.clean-empty-directories"):
+            return
         levels = len(self.scan.schema.partition_keys)
-        buckets = {self._bucket_dir(e) for e in entries}
+        root = f"{self.scan.dirs.data_root}/"
+        buckets = {d for d in (p.rsplit("/", 1)[0] for p in deleted) if d.startswith(root)
+                   and d.count("/") - root.count("/") == levels and d.rsplit("/", 1)[-1].startswith("bucket-")}
         for bucket in sorted(buckets):
             self._delete_if_empty(bucket)
         above: set[str] = set()

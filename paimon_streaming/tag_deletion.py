@@ -5,7 +5,8 @@ file goes. Otherwise the tag's files are candidates, and the neighbours decide: 
 tag shares with any other snapshot or tag is also in the tag just before it or in the
 nearest of (earliest snapshot, tag just after it), because a file lives in one contiguous
 run of snapshots. What neither neighbour references is deleted: data files, manifests,
-index files. Another tag on the same snapshot keeps everything, and so does another branch
+index files (and with `snapshot.clean-empty-directories` the directories that emptied, as Java
+does). Another tag on the same snapshot keeps everything, and so does another branch
 that references a file (a branch made from this tag, say: shared_files.py), and so does one of
 Java's long-lived changelogs (long_lived_changelogs.py: the tagged snapshot's own, say).
 """
@@ -83,7 +84,9 @@ class TagDeletion:
             log.warning("not deleting data files of the tag of snapshot %s of %s: %s", tagged.id,
                         self.table_path, exc)
         else:
-            deleted += self.cleaner.delete_data_files(doomed)
+            files = self.cleaner.data_paths(doomed)
+            deleted += self.cleaner.delete_paths(files)
+            self.cleaner.delete_empty_dirs(files)
         try:
             keep_meta = set().union(*(self.cleaner.metadata_files(s, changelog=False) for s in neighbours))
             doomed_meta = [p for p in self.cleaner.metadata_files_tolerant(tagged, changelog=False) - keep_meta

@@ -428,6 +428,66 @@ def test_clean_empty_directories_removes_what_javas_removes(catalog, tmp_path):
     assert Table.open(ours).to_arrow().num_rows == 2
 
 
+def test_clean_empty_directories_after_changelog_expiration(catalog, tmp_path):
+    """`snapshot.clean-empty-directories` after the expiration of Java's long-lived changelogs,
+    as Java's `ExpireChangelogImpl`: a dropped partition's changelog files, which the changelogs
+    kept past the snapshots, go, and with them its directories (they stayed); the other
+    partition keeps its. Checked against Java's changelog expiration on a copy."""
+    import shutil
+    from java_oracle import get_oracle
+    schema = pa.schema([("id", pa.int64(), False), ("p", pa.string(), False)])
+    t = catalog.create_table("db.cl", schema, primary_keys=["id", "p"], partition_keys=["p"],
+                             options={"bucket": "1", "changelog-producer": "input", "snapshot.num-retained.min": "1",
+                                      "changelog.num-retained.max": "10", "snapshot.clean-empty-directories": "true"})
+    t.write_arrow(pa.table({"id": [1, 2], "p": ["2020-01-01", "2099-01-01"]}, schema=schema))
+    t.expire_partitions("1 d")
+    for i in (3, 4):
+        t.write_arrow(pa.table({"id": [i], "p": ["2099-01-01"]}, schema=schema))
+    java, javas = get_oracle(), str(tmp_path / "java")
+    with java.batch() as b:  # the snapshots go, their changelogs stay
+        b.expire(t.path, {"snapshot.num-retained.max": 1})
+    assert os.listdir(f"{t.path}/p=2020-01-01/bucket-0")  # its changelog file
+    shutil.copytree(t.path, javas)
+    assert Table.open(t.path).expire_changelogs(retain_max=2, retain_min=2, older_than=FUTURE).expired == 2
+    with java.batch() as b:  # (decoupled, so Java expires changelogs, with its min above the snapshots')
+        b.expire(javas, {"snapshot.num-retained.max": 1, "changelog.num-retained.max": 2,
+                         "changelog.num-retained.min": 2})
+    assert "p=2020-01-01" not in _dirs(t.path) and "p=2099-01-01/bucket-0" in _dirs(t.path)
+    assert _dirs(t.path) == _dirs(javas)
+    assert Table.open(t.path).to_arrow().num_rows == 3
+
+
+def test_clean_empty_directories_after_tag_deletion(catalog, tmp_path):
+    """`snapshot.clean-empty-directories` after deleting a tag, as Java's `TagManager.deleteTag`:
+    the files only the tag kept (a dropped partition's) go, and with them their bucket and
+    partition directories, deepest first (they stayed); a partition with files keeps its, and
+    without the option every directory stays. Checked against Java's tag deletion on a copy."""
+    import shutil
+    from java_oracle import get_oracle
+    schema = pa.schema([("id", pa.int64(), False), ("y", pa.string(), False), ("d", pa.string(), False)])
+    options = {"bucket": "-1", "snapshot.clean-empty-directories": "true", "snapshot.num-retained.min": "1",
+               "partition.timestamp-pattern": "$y-01-$d"}
+    t = catalog.create_table("db.tagged", schema, partition_keys=["y", "d"], options=options)
+    t.write_arrow(pa.table({"id": [1, 2, 3], "y": ["2020", "2020", "2099"], "d": ["01", "02", "01"]}, schema=schema))
+    t.create_tag("old")
+    t.expire_partitions("1 d")                                  # drops y=2020 (both days)
+    t.write_arrow(pa.table({"id": [4], "y": ["2099"], "d": ["01"]}, schema=schema))
+    assert t.expire_snapshots(retain_max=1, retain_min=1).expired == 2
+    assert "y=2020/d=02/bucket-0" in _dirs(t.path)              # the tag keeps its files
+    ours, javas, kept = (str(tmp_path / n) for n in ("ours", "java", "kept"))
+    for where in (ours, javas, kept):
+        shutil.copytree(t.path, where)
+    with Table.open(kept).update_schema() as update:
+        update.set_option("snapshot.clean-empty-directories", "false")
+    assert Table.open(ours).delete_tag("old") > 0 and Table.open(kept).delete_tag("old") > 0
+    with get_oracle().batch() as b:
+        b.delete_tag(javas, "old")
+    assert "y=2020" not in _dirs(ours) and "y=2099/d=01/bucket-0" in _dirs(ours)
+    assert _dirs(ours) == _dirs(javas)
+    assert "y=2020/d=01/bucket-0" in _dirs(kept)
+    assert Table.open(ours).to_arrow().num_rows == 2
+
+
 def test_java_interop_of_expiration(catalog, warehouse):
     """Table A: Java writes, compacts and tags; we write too and expire; Java then reads every
     retained snapshot and its tag exactly as before, and nothing unreferenced is left. Table B:
