@@ -14,11 +14,12 @@ shows the table's key changed), DELETE -D. DDL records are skipped (their column
 table with later rows), except TRUNCATE and ERASE (a dropped table), whose effect a table that
 skipped them would lack: those are undecodable records.
 
-Text becomes each column's type by Arrow's casts; ENUM values arrive as their 1-based index and
-SET values as a bit mask, turned into labels (a SET's as a list in an ARRAY<STRING> column,
-as `[a,b]` in a STRING one, as Paimon's CDC writes them) from the record's `mysqlType`. A
-spatial column arrives as MySQL's internal geometry bytes (ISO-8859-1 text): kept as those
-bytes in a binary column, refused in a STRING one, where Paimon's CDC writes GeoJSON. Binary columns arrive as ISO-8859-1 text, a character per byte
+Text becomes each column's type as Paimon's CDC casts it (`change_events.java_cast_text`: a
+BOOLEAN from yes or T, a DECIMAL rounded HALF_UP to the column's scale); ENUM values arrive as
+their 1-based index and SET values as a bit mask, turned into labels (a SET's as a list in an
+ARRAY<STRING> column, as `[a,b]` in a STRING one, as Paimon's CDC writes them) from the record's
+`mysqlType`. A spatial column arrives as MySQL's internal geometry bytes (ISO-8859-1 text): kept
+as those bytes in a binary column, refused in a STRING one, where Paimon's CDC writes GeoJSON. Binary columns arrive as ISO-8859-1 text, a character per byte
 (Canal's `new String(bytes, ISO_8859_1)`), and become those bytes again. TIMESTAMP WITH LOCAL
 TIME ZONE columns: Canal's text is in the MySQL server's zone, which it does not name; they are
 read in the zone the decoder is given (`--server-time-zone`), else a record with such a value is
@@ -210,11 +211,12 @@ def _as_declared(columns: list[Column], types: pa.StructArray, fields: Sequence[
     its own). A column declared wider than the table's (`change_events.wider`: an INT become
     BIGINT, FLOAT DOUBLE, DECIMAL(8, 3) DECIMAL(10, 4), DATETIME(3) DATETIME(6) upstream) is decoded
     as declared, so the table widens before the batch is written, as Paimon's CDC widens it;
-    other declared types are cast to the column's value by value (a value that does not fit is
-    an undecodable record, never rounded). Fields of the rows no column names (columns added
-    upstream) are typed from `mysqlType` as a new table's are (`table_schema`), not left to the
-    JSON reader's STRING. A binary column holding BIT(n > 1) values (Canal: the unsigned number's
-    decimal text) is decoded to bytes by `_labelled`."""
+    other declared types are cast to the column's value by value (a DECIMAL rounded HALF_UP to
+    its scale, as Paimon's CDC casts it; a value that does not fit is an undecodable record).
+    Fields of the rows no column names (columns added upstream) are typed from `mysqlType` as a
+    new table's are (`table_schema`), not left to the JSON reader's STRING. A binary column
+    holding BIT(n > 1) values (Canal: the unsigned number's decimal text) is decoded to bytes by
+    `_labelled`."""
     definitions = _definitions(types)
     encoding_of = encoding_in(None)  # the types _mysql_type makes have no zone
     out = []

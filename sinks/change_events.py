@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from paimon_streaming.datafile import rebased_offsets
-from paimon_streaming.types import map_arrow_leaves
+from paimon_streaming.java_casts import CastRefused, java_cast
+from paimon_streaming.types import from_arrow, map_arrow_leaves, string
 from paimon_streaming.write import check_decimals_fit
 from paimon_streaming.zones import instants_in
 from . import json_maps, json_text
@@ -516,6 +517,8 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         if pc.any(pc.invert(pc.match_substring_regex(raw, r"^-?[0-9]+$"))).as_py():
             raise ValueError(f"column '{c.name}' has text that is no decimal integer")
         return raw
+    if e == "text" and (pa.types.is_boolean(c.type) or pa.types.is_decimal(c.type)):
+        return java_cast_text(c, raw)
     if e == "text":
         return raw  # cast to the column's type below
     if e == "wall-text":  # DMS's DATETIME: the wall time's digits, then a "Z" it appends
@@ -571,6 +574,28 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
             raise ValueError(f"column '{c.name}' has a double with more digits than the scale of {c.type}")
         return exact
     raise ValueError(f"column '{c.name}': unknown encoding {e!r}")
+
+
+def java_cast_text(c: Column, raw: pa.Array) -> pa.Array:
+    """Text into a BOOLEAN or DECIMAL column as Paimon's CDC casts it from STRING
+    (`java_casts.java_cast`): t/true/y/yes/1 and f/false/n/no/0 in any case, a number rounded
+    HALF_UP to the column's scale. A number then beyond the precision, which Java stores as null,
+    is refused here, as is text Java's cast fails on."""
+    text = raw.cast(pa.string())  # a typed JSON value Canal's new field was inferred as: its text
+    try:  # the common text (true, 0, digits within the scale and precision): Arrow's cast reads it as Java does
+        return pc.cast(text, c.type)
+    except pa.ArrowInvalid:
+        pass
+    target = from_arrow(c.type)
+    try:
+        out = java_cast(text, string(), target)
+    except CastRefused as exc:
+        raise ValueError(f"column '{c.name}' ({c.encoding} in the change events) does not fit {target}: {exc}") \
+            from None
+    if out.null_count > text.null_count:
+        raise ValueError(f"column '{c.name}' has a number beyond {target}, rounded to its scale (Paimon's CDC "
+                         "would store null for it)")
+    return out
 
 
 def reversed_bytes(values: pa.Array) -> pa.Array:

@@ -133,14 +133,16 @@ def test_moved_rows_control_records_and_values_not_decoded():
 
 def test_numbers_as_text_and_text_columns_of_numbers():
     """DMS writes numbers as JSON numbers or text, and a table Paimon's CDC created is all
-    STRING: each reaches its column as Paimon casts its text, the before image of the key too."""
-    table = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string()), ("amt", pa.decimal128(10, 2))])
+    STRING: each reaches its column as Paimon casts its text, the before image of the key too
+    ("t" is true, a DECIMAL rounded HALF_UP to the column's scale)."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string()), ("amt", pa.decimal128(10, 2)),
+                       ("ok", pa.bool_())])
     rows = Decoder("aws-dms-json", table, ("id",)).decode(records([json.dumps(m).encode() for m in [
-        message("insert", {"id": "1", "name": 12.0, "amt": "1.50"}),
-        message("update", {"id": 2, "name": "x", "amt": 2, "BI_id": "1"})]])).to_pylist()
+        message("insert", {"id": "1", "name": 12.0, "amt": "1.50", "ok": "t"}),
+        message("update", {"id": 2, "name": "x", "amt": "-2.005", "ok": "F", "BI_id": "1"})]])).to_pylist()
     assert [tuple(r.values()) for r in rows] == [
-        (1, "12", decimal.Decimal("1.50"), "+I"), (1, "x", decimal.Decimal("2.00"), "-D"),
-        (2, "x", decimal.Decimal("2.00"), "+I")]
+        (1, "12", decimal.Decimal("1.50"), True, "+I"), (1, "x", decimal.Decimal("-2.01"), False, "-D"),
+        (2, "x", decimal.Decimal("-2.01"), False, "+I")]
 
 
 def test_a_new_table_needs_the_primary_key(spark, broker, tmp_path):

@@ -120,6 +120,41 @@ def test_any_json_value_reaches_a_column_as_paimons_cdc_text_of_it():
         Decoder("maxwell-json", table, ("id",)).decode(records([insert({"id": "1"}), insert({"id": "2", "qty": "x"})]))
 
 
+def test_text_into_a_boolean_column_as_paimons_cast_reads_it():
+    """Paimon's CDC casts text to BOOLEAN as t, true, y, yes, 1 and f, false, n, no, 0 in any
+    case (`BinaryStringUtils.toBoolean`, not trimmed): so does a BOOLEAN column; other text (" yes",
+    "2", "on") is refused naming the column, as Java's cast fails on it."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("ok", pa.bool_())])
+
+    def insert(i: int, ok) -> bytes:
+        return json.dumps({"database": "shop", "table": "t", "type": "insert", "data": {"id": i, "ok": ok}}).encode()
+    values = ["yes", "T", "Y", "true", "1", 1, True, "no", "F", "N", "FALSE", "0", 0, False, None]
+    rows = Decoder("maxwell-json", table, ("id",)).decode(records([insert(i, v) for i, v in enumerate(values)]))
+    assert rows.column("ok").to_pylist() == [True] * 7 + [False] * 7 + [None]
+    for bad in (" yes", "2", "on", 2):
+        with pytest.raises(DecodeError, match="column 'ok' .* is no BOOLEAN"):
+            Decoder("maxwell-json", table, ("id",)).decode(records([insert(1, bad)]))
+
+
+def test_digits_beyond_a_decimals_scale_are_rounded_half_up_as_paimons_cast():
+    """Paimon's CDC reads a DECIMAL's text as a BigDecimal set to the column's scale HALF_UP
+    (`Decimal.fromBigDecimal`): 1.005 into DECIMAL(10, 2) is 1.01, -1.005 -1.01, 5E-3 0.01. A number
+    that then has more digits than the precision, which Java stores as null, is refused naming
+    the column."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("price", pa.decimal128(10, 2))])
+
+    def insert(i: int, price) -> bytes:
+        return json.dumps({"database": "shop", "table": "t", "type": "insert", "data": {"id": i, "price": price}}) \
+            .encode()
+    values = ["1.005", "-1.005", "1.0049999", "5E-3", "99999999.994", "1.5", None]
+    rows = Decoder("maxwell-json", table, ("id",)).decode(records(
+        [insert(i, v) for i, v in enumerate(values)] + [insert(7, 1.005).replace(b"1.005", b"2.675")]))
+    assert rows.column("price").to_pylist() == [decimal.Decimal(d) if d else None for d in (
+        "1.01", "-1.01", "1.00", "0.01", "99999999.99", "1.50", None, "2.68")]
+    with pytest.raises(DecodeError, match="column 'price' has a number beyond DECIMAL\\(10, 2\\)"):
+        Decoder("maxwell-json", table, ("id",)).decode(records([insert(1, "99999999.995")]))
+
+
 def test_ingest_maxwell_end_to_end(spark, broker, tmp_path):
     from kafka_broker import unique_topic
 

@@ -93,17 +93,19 @@ def test_moved_rows_truncates_and_values_not_decoded():
 
 def test_values_all_as_text_or_typed_reach_any_column():
     """GoldenGate's treatAllColumnsAsStrings writes every value as text, and a table Paimon's CDC
-    created is all STRING: numbers and text go into number and STRING columns as Paimon casts
-    their text (an update moving the key, its before image text too)."""
+    created is all STRING: numbers and text go into number, BOOLEAN and STRING columns as Paimon
+    casts their text (an update moving the key, its before image text too; "Y" is true, a DECIMAL
+    rounded HALF_UP to the column's scale)."""
     table = pa.schema([pa.field("ID", pa.int64(), False), ("NAME", pa.string()), ("AMT", pa.decimal128(10, 2)),
-                       ("RATE", pa.float64())])
-    events = [{"table": "SHOP.ITEMS", "op_type": "I", "after": {"ID": "1", "NAME": 12, "AMT": "1.50", "RATE": "0.5"}},
+                       ("RATE", pa.float64()), ("OK", pa.bool_())])
+    events = [{"table": "SHOP.ITEMS", "op_type": "I",
+               "after": {"ID": "1", "NAME": 12, "AMT": "1.50", "RATE": "0.5", "OK": "Y"}},
               {"table": "SHOP.ITEMS", "op_type": "U", "before": {"ID": "1", "NAME": "12"},
-               "after": {"ID": 2, "NAME": "x", "AMT": 1.5, "RATE": 2}}]
+               "after": {"ID": 2, "NAME": "x", "AMT": 1.005, "RATE": 2, "OK": "no"}}]
     rows = Decoder("ogg-json", table, ("ID",)).decode(records([json.dumps(e).encode() for e in events])).to_pylist()
     assert [tuple(r.values()) for r in rows] == [
-        (1, "12", decimal.Decimal("1.50"), 0.5, "+I"), (1, "12", None, None, "-D"),
-        (2, "x", decimal.Decimal("1.50"), 2.0, "+I")]
+        (1, "12", decimal.Decimal("1.50"), 0.5, True, "+I"), (1, "12", None, None, None, "-D"),
+        (2, "x", decimal.Decimal("1.01"), 2.0, False, "+I")]
 
 
 def test_ingest_ogg_end_to_end(spark, broker, tmp_path):
