@@ -6,7 +6,9 @@ Canal writes one record per statement, holding every row it changed::
      "isDdl": false, "pkNames": ["id"], "mysqlType": {"id": "int(11)", "price": "decimal(10,2)"},
      "database": "shop", "table": "items", "es": 1589373560000, "ts": 1589373560798}
 
-Every value is text (a typed JSON value, as Flink's canal-json writes, is read as its text).
+Every value is text (a typed JSON value, as Flink's canal-json writes, is read as its text, a
+BIT's number too; an object or array is refused: Paimon's parser stores Java's map text of it,
+`{a=1}`, no JSON).
 `data` holds the rows after an INSERT or UPDATE and the deleted rows of a DELETE; `old` the
 previous values of the columns an UPDATE changed, row by row. The rows become those of
 `change_events.change_rows`: INSERT and ROW (as Paimon's CDC reads it) +I, UPDATE +U (and a -D of the old key when `old`
@@ -131,7 +133,8 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
                  keys: Sequence[str] = (), partitioned: bool = False, partial: bool = False) -> pa.Table:
     """Newline-delimited Canal records -> rows as `change_events.change_rows` makes them, in record
     order, the number of records in the schema's metadata (`EVENTS_METADATA`)."""
-    events, _ = change_events.read_loosely(buffer, columns, _schema_of, [lambda c: c], ("data", "old"), nested=False)
+    events, _ = change_events.read_loosely(buffer, columns, _schema_of, [lambda c: c], ("data", "old"), nested=False,
+                                           text_encodings=("text", "iso-8859-1"))
     n = events.num_rows
     kinds = events.column("type").combine_chunks()
     ddl = pc.fill_null(events.column("isDdl").combine_chunks(), False).to_numpy(zero_copy_only=False)
@@ -307,8 +310,9 @@ def _labelled(rows: pa.StructArray, types: pa.StructArray, columns: list[Column]
     for c in columns:
         if c.name not in values or c.name not in declared or not pa.types.is_string(declared[c.name].type):
             continue
-        if c.encoding == "plain" and pa.types.is_binary(c.type) and pa.types.is_string(values[c.name].type):
-            text = values[c.name]
+        if c.encoding == "plain" and pa.types.is_binary(c.type) and \
+                (pa.types.is_string(values[c.name].type) or pa.types.is_integer(values[c.name].type)):
+            text = values[c.name].cast(pa.string())  # a new field's typed numbers (inferred): their text
             bits = pa.nulls(len(text), pa.binary())
             is_bit = pa.array(np.zeros(len(text), bool))
             none = pa.scalar(None, pa.string())

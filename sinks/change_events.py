@@ -341,18 +341,19 @@ def read_events(buffer: bytes, schema: pa.Schema, closed: Sequence[str] = (), on
 def read_loosely(buffer: bytes, columns: list[Column], schema_of: Callable[[list[Column]], pa.Schema],
                  loosenings: Sequence[Callable[[Column], Column]], images: Sequence[str],
                  also: Callable[[str], Sequence[str]] = lambda name: (), closed: Sequence[str] = (),
-                 nested: bool = True) -> tuple[pa.Table, list[Column]]:
+                 nested: bool = True, text_encodings: Sequence[str] = ("text",)) -> tuple[pa.Table, list[Column]]:
     """`read_events` of the records as `schema_of(columns)`; when the JSON reader refuses them
     (a value not of the JSON type its column's encoding reads: a number in a STRING column,
     text in a BIGINT one), as `schema_of` the columns each of `loosenings` makes, in turn (the
     vectorized path stays the common one). The values of columns a loosening reads as text
-    (and of the fields `also` names for them, such as DMS's before image) are rewritten to
-    Paimon's CDC text of them (`json_text.rewritten`), so that any JSON value reaches the column
-    as its text. Returns the events and the columns they are in."""
+    (those whose encoding is one of `text_encodings`, and the fields `also` names for them, such
+    as DMS's before image) are rewritten to Paimon's CDC text of them (`json_text.rewritten`),
+    so that any JSON value reaches the column as its text. Returns the events and the columns
+    they are in."""
     attempts: list[tuple[list[Column], tuple[str, ...]]] = [(columns, ())]
     for loosen in loosenings:
         loose = [loosen(c) for c in columns]
-        texts = tuple(n for c in loose if c.encoding == "text" for n in (c.name, *also(c.name)))
+        texts = tuple(n for c in loose if c.encoding in text_encodings for n in (c.name, *also(c.name)))
         if (texts or loose != columns) and (loose, texts) not in attempts:
             attempts.append((loose, texts))
     first = None

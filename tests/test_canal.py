@@ -328,6 +328,27 @@ def test_bit_columns_are_the_big_endian_bytes_of_their_number():
     assert "column 'flags' (BIT(16)) has text that is no number" in errors[1]
 
 
+def test_typed_numbers_in_bit_and_binary_columns_are_read_as_their_text():
+    """Flink's canal-json writes a BIT's value as a JSON number: Paimon's Canal parser takes it as
+    its text, so 258 is "258", the bytes 0x0102 of a BIT(16) (in a column of the table and in one
+    added upstream), 1 in a BIT(1) true, and a number in a VARBINARY column its text's bytes."""
+    types = {"id": "int(11)", "flags": "bit(16)", "one": "bit(1)", "blob": "varbinary(8)"}
+    table = pa.schema([pa.field("id", pa.int32(), False), ("flags", pa.binary()), ("one", pa.bool_()),
+                       ("blob", pa.binary())])
+
+    def message(row):
+        return json.dumps({"type": "INSERT", "isDdl": False, "database": "shop", "table": "t", "mysqlType": types,
+                           "data": [row]}).encode()
+    batch = records([message({"id": 1, "flags": 258, "one": 1, "blob": 5}),
+                     message({"id": 2, "flags": "3", "one": True, "blob": "x"})])
+    expected = [{"id": 1, "flags": b"\x01\x02", "one": True, "blob": b"5", "_kind": "+I"},
+                {"id": 2, "flags": b"\x00\x03", "one": True, "blob": b"x", "_kind": "+I"}]
+    assert Decoder("canal-json", table, ("id",)).decode(batch).to_pylist() == expected
+    added = Decoder("canal-json", table.remove(1), ("id",)).decode_all(records([
+        message({"id": 1, "flags": 258}), message({"id": 2, "flags": 3})]))
+    assert added.new_fields == pa.schema([("flags", pa.binary())]) and added.rejected.num_rows == 0
+
+
 def test_columns_widened_or_added_upstream_take_their_mysql_types():
     """A column the source widens (INT -> BIGINT, FLOAT -> DOUBLE, DECIMAL(8,3) -> DECIMAL(10,4))
     is decoded as the message's mysqlType declares it, so the table widens (as Paimon's CDC does)
