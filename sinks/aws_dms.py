@@ -93,8 +93,9 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     op = change_events.op_codes(operation.take(pa.array(kept)), _OPS)
     data = events.column("data").combine_chunks().take(pa.array(kept))
     after = _without_before_image(data, pc.equal(op, "u"), {c.name for c in columns})
-    table = change_rows(op, _before(op, data, after, keys, partitioned), after, columns, kind_column, event_column,
-                        keys, partitioned, partial)
+    table = change_events.without_negative_zeros(change_rows(
+        op, _before(op, data, after, keys, partitioned), after, columns, kind_column, event_column, keys, partitioned,
+        partial))
     table = table.set_column(table.schema.get_field_index(event_column), event_column,
                              pa.array(kept).take(table.column(event_column)))
     names = change_events.table_name(meta.field("schema-name"), meta.field("table-name"))

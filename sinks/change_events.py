@@ -371,6 +371,17 @@ def read_loosely(buffer: bytes, columns: list[Column], schema_of: Callable[[list
                 raise
 
 
+def without_negative_zeros(table: pa.Table) -> pa.Table:
+    """Rows of a format whose values Paimon's parser reads as BigDecimal text (Maxwell,
+    GoldenGate, AWS DMS; `json_text`): a BigDecimal has no negative zero, so Java stores -0.0
+    (or -0) in a FLOAT or DOUBLE column as 0.0, where the JSON reader keeps the sign."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_floating(f.type):
+            values = table.column(i)
+            table = table.set_column(i, f, pc.if_else(pc.equal(values, 0), pa.scalar(0, f.type), values))
+    return table
+
+
 def as_text(c: Column) -> Column:
     """A column of a format whose parser in Paimon takes every value as text (Maxwell,
     GoldenGate, AWS DMS; `read_loosely`): a STRING, BOOLEAN or number column reads a value of

@@ -65,8 +65,9 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     op = change_events.op_codes(op, _OPS)
     data = events.column("data").combine_chunks()
     old = events.column("old").combine_chunks()
-    table = change_rows(op, _before(op, data, old), pc.if_else(pc.equal(op, "d"), pa.nulls(len(op), data.type), data),
-                        columns, kind_column, event_column, keys, partitioned, partial)
+    table = change_events.without_negative_zeros(change_rows(
+        op, _before(op, data, old), pc.if_else(pc.equal(op, "d"), pa.nulls(len(op), data.type), data), columns,
+        kind_column, event_column, keys, partitioned, partial))
     table = table.set_column(table.schema.get_field_index(event_column), event_column,
                              pa.array(kept).take(table.column(event_column)))
     return change_events.with_sources(table, names, event_column).replace_schema_metadata(

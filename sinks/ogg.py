@@ -52,8 +52,9 @@ def parse_events(buffer: bytes, columns: list[Column], kind_column: str, event_c
     events, columns = change_events.read_loosely(buffer, columns, _schema_of, [change_events.as_text],
                                                  ("before", "after"))
     op = change_events.op_codes(events.column("op_type").combine_chunks(), _OPS)
-    rows = change_rows(op, events.column("before").combine_chunks(), events.column("after").combine_chunks(),
-                       columns, kind_column, event_column, keys, partitioned, partial)
+    rows = change_events.without_negative_zeros(change_rows(
+        op, events.column("before").combine_chunks(), events.column("after").combine_chunks(), columns, kind_column,
+        event_column, keys, partitioned, partial))
     return change_events.with_sources(rows, events.column("table").combine_chunks(), event_column)
 
 

@@ -838,12 +838,17 @@ JAVA_BOOLEANS = {"t": True, "true": True, "y": True, "yes": True, "1": True,
 
 def expect_maxwell(t: pa.DataType, v: Any) -> Out:
     """Maxwell's values are JSON's, but a MySQL TIMESTAMP (WITH LOCAL TIME ZONE column) is UTC
-    text without an offset, and dates and datetimes text cast by Arrow. BOOLEAN and DECIMAL
+    text without an offset, and dates and datetimes text cast by Arrow; a STRING column takes
+    any value's text (`java_json_text`), a FLOAT or DOUBLE column -0.0 as 0.0. BOOLEAN and DECIMAL
     columns take a value's text as Paimon's CDC casts it: t/yes/1 and f/no/0 in any case (a
     number's text is its BigDecimal without trailing zeros: 1.0 is 1), a number rounded HALF_UP
     to the scale and refused beyond the precision then (Java's null)."""
     if pa.types.is_timestamp(t) and t.tz is not None:
         return expect_json(pa.timestamp(t.unit), v)  # the wall time of UTC is the instant
+    if pa.types.is_string(t) and (isinstance(v, (Num, bool, Pairs, list))):
+        return ok(java_json_text(v))
+    if pa.types.is_floating(t) and isinstance(v, Num) and v not in NON_FINITE and D(v).is_zero():
+        return ok(fcanon(0.0))  # Java's BigDecimal has no negative zero
     if pa.types.is_boolean(t) and isinstance(v, Num):
         if v in NON_FINITE:
             return NO
@@ -860,6 +865,27 @@ def expect_maxwell(t: pa.DataType, v: Any) -> Out:
         plain = isinstance(v, Num) and re.fullmatch(r"-?[0-9]+(\.[0-9]*)?", v) and len(v) <= 60
         return fit if plain or fit.must == REJECT else either(fit.value)
     return expect_json(t, v)
+
+
+def java_json_text(v: Any) -> str:
+    """The text Paimon's CDC parsers store for a non-string JSON value in a STRING column:
+    integers as written, other numbers as Java's BigDecimal.stripTrailingZeros().toString()
+    (1.50 is 1.5, 100.0 is 1E+2, -0.0 is 0), NaN and Infinity as themselves, objects and arrays
+    as compact JSON of such texts."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, Pairs):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + java_json_text(x) for k, x in v) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(java_json_text(x) for x in v) + "]"
+    if not isinstance(v, Num):
+        return json.dumps(v, ensure_ascii=False)
+    if v in NON_FINITE or re.fullmatch(r"-?[0-9]+", v):
+        return v if v in NON_FINITE else str(int(v))
+    with decimal.localcontext(EXACT):
+        return "0" if D(v).is_zero() else str(D(v).normalize())
 
 
 @st.composite
@@ -1305,3 +1331,19 @@ def test_a_json_number_beyond_double_is_refused_naming_its_field():
     assert decoded.rows.column("x").to_pylist() == [1.5, -2.0]
     [error] = decoded.rejected.column("error").to_pylist()
     assert "field 'y' holds a number beyond the range of DOUBLE" in error and "'id'" not in error, error
+
+
+def test_negative_zero_is_stored_as_java_stores_it_in_maxwell_and_goldengate():
+    """Paimon's Maxwell and GoldenGate parsers read numbers as BigDecimal, which has no negative
+    zero: -0.0 and -0 become 0.0 in a DOUBLE column. The vectorized path kept the sign and the
+    per-record one (taken when another field needs its text, 24.0 into a BIGINT) dropped it, so
+    the same value was stored two ways."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("d", pa.float64()), ("f", pa.float32())])
+    maxwell = Decoder("maxwell-json", schema, ("id",))
+    ogg = Decoder("ogg-json", schema, ("id",))
+    for data in ['{"id":1,"d":-0.0,"f":-0}', '{"id":1.0,"d":-0.0,"f":-0}']:
+        for decoder, record in [(maxwell, f'{{"database":"s","table":"t","type":"insert","ts":1,"data":{data}}}'),
+                                (ogg, f'{{"table":"s.t","op_type":"I","after":{data}}}')]:
+            rows, errors = _one(decoder, record.encode())
+            assert not errors and len(rows) == 1, (record, errors)
+            assert [math.copysign(1, rows[0][c]) for c in "df"] == [1.0, 1.0], record
