@@ -132,3 +132,71 @@ def parse_duration_ms(text: str) -> int:
     if ms > _LONG_MAX:
         raise ValueError("beyond a Java long of milliseconds")
     return ms
+
+
+# Character.isWhitespace: the Unicode space, line and paragraph separators but the no-break
+# ones, and the ASCII controls \t to \r and \x1c to \x1f
+_JAVA_WHITESPACE = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                             "\u2008\u2009\u200a\u2028\u2029\u205f\u3000")
+
+
+def split_escaped(text: str, delimiter: str) -> list[str]:
+    """Java's StructuredOptionsSplitter.splitEscaped: `text` split on `delimiter`, a part either
+    quoted (' or ", a quote doubled inside, nothing but spaces after it) or not (trimmed, quotes
+    inside it kept); whitespace before a part is skipped, a delimiter leading or trailing the
+    text gives no part, two in a row an empty one."""
+    tokens: list[tuple[str, str]] = []  # (kind: quoted, plain or the delimiter, text)
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c in "'\"":
+            part, i = [], i + 1
+            while True:
+                if i >= len(text):
+                    raise ValueError("quoting was not closed (Java's 'Quoting was not closed properly')")
+                if text[i] == c and text[i + 1:i + 2] == c:
+                    part.append(c)
+                    i += 2
+                elif text[i] == c:
+                    i += 1
+                    break
+                else:
+                    part.append(text[i])
+                    i += 1
+            tokens.append(("quoted", "".join(part)))
+        elif c == delimiter:
+            tokens.append((c, c))
+            i += 1
+        elif c in _JAVA_WHITESPACE:
+            i += 1
+        else:
+            end = text.find(delimiter, i)
+            end = len(text) if end < 0 else end
+            tokens.append(("plain", java_trim(text[i:end])))
+            i = end
+    parts = []
+    for (kind, value), following in zip(tokens, tokens[1:] + [None]):
+        if kind == "quoted" and following is not None and following[0] != delimiter:
+            raise ValueError(f"a quoted part {value!r} is followed by more than spaces before the next "
+                             f"{delimiter!r} (Java's 'Illegal quoting')")
+        if kind != delimiter:
+            parts.append(value)
+        elif following is not None and following[0] == delimiter:
+            parts.append("")
+    return parts
+
+
+def parse_map(text: str) -> dict[str, str]:
+    """A map option as Java's OptionsUtils.convertToProperties reads it: `key:value` entries
+    split on ',' then ':' (split_escaped, so either may be quoted); an entry without exactly one
+    ':' (an empty one too) or a key given twice is refused, as Java refuses it."""
+    entries: dict[str, str] = {}
+    for entry in split_escaped(text, ","):
+        pair = split_escaped(entry, ":")
+        if len(pair) != 2:
+            raise ValueError(f"entry {entry!r} is not one key:value pair (Java's 'Map item is not a key-value pair')")
+        key, value = pair
+        if key in entries:
+            raise ValueError(f"key {key!r} is given twice (Java's 'Duplicate key')")
+        entries[key] = value
+    return entries

@@ -17,7 +17,7 @@ from .errors import InvalidOptionError
 from .external_paths import ExternalPaths
 from .option_keys import CORE_OPTION_TYPES, PAIMON_OPTION_KEYS
 from .option_text import (choice, exact_choice, java_trim, parse_bool, parse_double, parse_duration_ms, parse_int,
-                          parse_long, parse_memory_size)
+                          parse_long, parse_map, parse_memory_size)
 from .stats import parse_stats_mode
 
 
@@ -38,21 +38,21 @@ def duration_ms(value: Any, what: str) -> int:
     return ms
 
 
-def _by_level(parse_value: Callable[[str], str]) -> Callable[[str], dict[int, str]]:
-    """A per-level map option as Paimon writes it, `0:lz4,1:zstd`: level -> parsed value. Java's
-    map options trim each entry, key and value (StructuredOptionsSplitter; its quoting is not
-    read here), and a level is an Integer.parseInt."""
-    def parse(text: str) -> dict[int, str]:
-        levels: dict[int, str] = {}
-        for pair in filter(None, map(java_trim, text.split(","))):
-            level, sep, value = pair.partition(":")
+def _by_level(parse_value: Callable[[str], Any]) -> Callable[[str], dict[int, Any]]:
+    """A per-level map option as Paimon writes it, `0:lz4,1:zstd`: level -> parsed value. Java
+    reads it as a map option (option_text.parse_map), then each level with Integer.valueOf;
+    two keys of one level (`1` and `01`) fail its Collectors.toMap, so they are refused."""
+    def parse(text: str) -> dict[int, Any]:
+        levels: dict[int, Any] = {}
+        for key, value in parse_map(text).items():
             try:
-                number = parse_int(java_trim(level)) if sep else None
+                level = parse_int(key)
             except ValueError:
-                number = None
-            if number is None:
-                raise ValueError(f"expected level:value pairs such as 0:lz4,1:zstd, not {pair!r}")
-            levels[number] = parse_value(java_trim(value))
+                raise ValueError(f"level {key!r} is not a whole number; expected level:value pairs such as "
+                                 "0:lz4,1:zstd") from None
+            if level in levels:
+                raise ValueError(f"level {level} is given twice")
+            levels[level] = parse_value(value)
         return levels
     return parse
 

@@ -32,6 +32,7 @@ from .datafile import rebased_offsets
 from .java_casts import java_float_text
 from .java_text import jackson_quoted
 from .numpy_arrow import from_numpy
+from .options import CoreOptions
 from .types import VARIANT_ARROW, DataField, DataType
 
 _PRIMITIVE, _SHORT_STRING, _OBJECT, _ARRAY = 0, 1, 2, 3
@@ -691,9 +692,10 @@ def check_table(fields: Iterable[DataField], options: dict[str, str], keyed: Ite
     if keyed_variants:
         raise InvalidOptionError(f"column(s) {keyed_variants} holding a VARIANT cannot be partition, bucket or "
                                  "sequence columns (a variant has no order)")
-    formats = {k: v for k, v in options.items() if k in ("file.format", "changelog-file.format", "file.format.per.level")}
-    named = [f"{k}={v}" for k, v in formats.items()
-             if any(fmt.split(":")[-1].strip().lower() not in ("parquet", "") for fmt in str(v).split(","))]
+    core = CoreOptions(options)  # the formats as Java reads them (a per-level map's quotes, spaces)
+    named = [f"{k}={options[k]}" for k in ("file.format", "changelog-file.format", "file.format.per.level")
+             if k in options and any(fmt != "parquet" for fmt in (
+                 core.get(k).values() if k == "file.format.per.level" else [core.get(k)]))]
     if named:
         raise InvalidOptionError(f"VARIANT column(s) {variants} need Parquet data files, as in Apache Paimon; "
                                  f"the table sets {', '.join(named)}")

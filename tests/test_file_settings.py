@@ -3,14 +3,19 @@
 and every reader reads the mix. The changelog's (`changelog-file.*`): test_changelog_producer.py."""
 from __future__ import annotations
 
+import glob
+
 import pyarrow as pa
+import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.option_text import parse_map
 from paimon_streaming.scan import TableScan
 from conftest import pypaimon_read
+from java_oracle import JavaOracleError, get_oracle
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
 PER_LEVEL = {"file.compression.per.level": "0:none,5:snappy", "file.format.per.level": "4:orc",
@@ -110,3 +115,59 @@ def test_sparse_stats_store_keeps_every_column(catalog):
         assert t.to_arrow(filter=[("id", ">", 2)]).column("id").to_pylist() == [5]
         assert sorted(t.to_arrow(filter=[("v", "=", "a")]).column("id").to_pylist()) == [1]
         assert sorted(pypaimon_read(catalog.warehouse, f"db.t{dense}").column("id").to_pylist()) == [1, 2, 5]
+
+
+def _codec(path: str) -> str:
+    return pq.ParquetFile(path).metadata.row_group(0).column(0).compression if path.endswith(".parquet") \
+        else orc.ORCFile(path).compression if path.endswith(".orc") else "avro"
+
+
+@pytest.mark.parametrize("text", [
+    "0:gzip,5:snappy", " 0 : gzip , 5:snappy ", ",0:gzip", "0:gzip,", "0:gzip,,5:snappy", "'0:gzip',5:snappy",
+    "0:\"gzip\"", "0:'gzip' ,5:snappy", "0:gzip,0:snappy", "0:gzip,00:snappy", "+0:gzip", "0:", ":gzip", "0::gzip",
+    "0:gzip:snappy", "0:'gzip' x", "0:'gzip", "' 0':gzip", "0:' gzip'", "0:gzip\u3000", "\u30000:gzip", "\u00a00:gzip",
+    "0:gzip\x01", "\t0:gzip\n", "x:gzip", "0 1:gzip", "", "  ", ","])
+def test_per_level_maps_are_read_as_java_reads_them(catalog, warehouse, text):
+    """`file.compression.per.level` is read by Java's map parser (StructuredOptionsSplitter):
+    entries trimmed, quotes taken off, a leading or trailing ',' ignored, an empty entry, a key
+    given twice (`0` and `00` too) or a level that is not a number refused. Taken here exactly
+    where Java writes and compacts the table, and each level compressed as Java compresses it."""
+    java = get_oracle()
+    path = f"{warehouse}/db.db/java"
+    options = {"bucket": "1", "file.compression.per.level": text}
+    try:
+        with java.batch() as b:
+            b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                           primary_keys=["id"], options=options)
+            b.write(path, [{"id": 1, "v": "a"}])
+        java_first = sorted(glob.glob(f"{path}/bucket-0/*.parquet"))
+        java.write(path, [{"id": 1, "v": "b"}])
+        java.compact(path)
+        java_error = None
+    except JavaOracleError as exc:
+        java_error = str(exc)
+    try:
+        t = catalog.create_table("db.ours", SCHEMA, primary_keys=["id"], options=options)
+    except InvalidOptionError as exc:
+        assert java_error is not None, f"refused what Java writes: {exc}"
+        return
+    assert java_error is None, f"took what Java fails on: {java_error}"
+    t.write_arrow(rows([1], "a"))
+    ours_first = sorted(glob.glob(f"{t.path}/bucket-0/*.parquet"))
+    t.write_arrow(rows([1], "b"))
+    t.compact(full=True)
+    assert [_codec(f) for f in ours_first] == [_codec(f) for f in java_first]
+    assert {(e.file.level, _codec(f"{t.path}/bucket-0/{e.file.file_name}"))
+            for e in TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())} == \
+        {(5, "SNAPPY" if "5:snappy" in text.replace(" ", "") else "ZSTD")}
+
+
+def test_map_splitting_edge_cases():
+    """Quotes (doubled inside), separators inside quotes, and the errors Java raises."""
+    assert parse_map("'0:a','1:''b,c'''") == {"0": "a", "1": "b,c"}
+    assert parse_map("0:'it''s'") == {"0": "it's"}
+    assert parse_map("0:a'b") == {"0": "a'b"}  # a quote inside an unquoted part is kept
+    for bad, says in [("0:a,,1:b", "not one key:value"), ("0:a,0:b", "twice"), ("0:'a", "not closed"),
+                      ("'0'x:a", "quoted part")]:
+        with pytest.raises(ValueError, match=says):
+            parse_map(bad)

@@ -133,6 +133,7 @@ def test_where_a_table_may_hold_variants(tmp_path):
         create("orc", options={"file.format": "orc"})
     with pytest.raises(InvalidOptionError, match="file.format.per.level=0:avro"):
         create("avro", options={"file.format.per.level": "0:avro"})
+    create("quoted", options={"file.format.per.level": "'0:PARQUET', 1 : parquet"})  # as Java reads the map
     keyed = pa.schema([pa.field("id", pa.int64()), pa.field("m", pa.map_(pa.string(), pa.list_(VARIANT_ARROW)))])
     create("map-values", keyed)  # variants as map values are fine, as map keys not
     with pytest.raises(UnsupportedTypeError, match="holds a VARIANT as a MAP key"):
