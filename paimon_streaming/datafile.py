@@ -75,11 +75,48 @@ _FIELD_ID = b"PARQUET:field_id"
 _STRUCTURED_ID_BASE = (2**31 - 1) // 4       # SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE
 _DEPTH_LIMIT = 1 << 10                       # SpecialFields.STRUCTURED_TYPE_FIELD_DEPTH_LIMIT
 
-# `file.compression` value -> pyarrow codec name, per format.
-_PARQUET_CODECS = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "gzip": "gzip",
-                   "brotli": "brotli", "none": "none", "uncompressed": "none"}
-_ORC_CODECS = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "zlib": "zlib", "gzip": "zlib",
-               "none": "uncompressed", "uncompressed": "uncompressed"}
+# The compression names of each format's library as Java's Paimon 1.4.2 hands them on: the
+# enum names of parquet-mr's CompressionCodecName and ORC's CompressionKind in any case, Avro's
+# codec names as written (`=`). Each maps to the pyarrow codec written for it, None where
+# we write none: ORC's LZO (pyarrow neither writes nor reads it) and Avro's (Avro is written
+# as the table's format, file_settings.py). Parquet's LZO and BROTLI, Avro's xz, fail in Java
+# for want of their codec classes, so are not listed; Parquet's LZ4 is written as LZ4_RAW, the
+# only LZ4 pyarrow writes (Java writes Hadoop-framed LZ4; each reads both).
+_LIBRARY_CODECS = {
+    PARQUET: {"uncompressed": "none", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4", "lz4_raw": "lz4",
+              "zstd": "zstd"},
+    ORC: {"none": "uncompressed", "zlib": "zlib", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd", "lzo": None},
+    AVRO: {"=null": None, "=deflate": None, "=snappy": None, "=bzip2": None, "=zstandard": None},
+}
+# The names Paimon adds for `file.compression` (ParquetWriterFactory's `none`, as written;
+# AvroFileFormat's zstd, in any case); a format's own option (FORMAT_COMPRESSION_KEYS) lacks them.
+_PAIMON_CODECS = {PARQUET: {"=none": "none"}, ORC: {}, AVRO: {"zstd": None}}
+# Set on a table, the format's own option replaces `file.compression` for that format's files
+# in Java's writers; its key is matched with its format prefix in any case (`ORC.compress`).
+FORMAT_COMPRESSION_KEYS = {PARQUET: "parquet.compression", ORC: "orc.compress", AVRO: "avro.codec"}
+
+
+def java_codec(fmt: str, compression: str, option: str, own_option: bool = False) -> str | None:
+    """The pyarrow codec written for `compression` in a `fmt` file: the value of the table
+    option `option` names (quoted; the format's own one of FORMAT_COMPRESSION_KEYS when
+    `own_option`). InvalidOptionError naming the option and what Java's writer takes, where
+    Java's writer fails on it (or we cannot write what it writes)."""
+    names = {**_LIBRARY_CODECS[fmt], **({} if own_option else _PAIMON_CODECS[fmt])}
+    for name, codec in names.items():
+        if compression == name[1:] if name.startswith("=") else compression.upper() == name.upper():
+            if codec is None and fmt == ORC:
+                raise InvalidOptionError(f"invalid value {compression!r} for table option {option}: Java's ORC "
+                                         "writer takes it, but pyarrow can neither write nor read LZO ORC "
+                                         "files; use zstd, lz4, snappy, zlib or none")
+            return codec
+    written = [n for n in names if names[n] is not None or fmt == AVRO]
+    accepted = " or ".join(f"{', '.join(group)} ({how})" for group, how in (
+        ([n for n in written if not n.startswith("=")], "any case"),
+        ([n[1:] for n in written if n.startswith("=")], "as written")) if group)
+    raise InvalidOptionError(f"invalid value {compression!r} for table option {option}: not a compression Java's "
+                             f"{fmt} writer takes (Paimon 1.4.2 fails writing such files); use {accepted}")
+
+
 # Hadoop compression names -> file extensions (Java `HadoopCompressionType`); "none" has none.
 _COMPRESSION_EXT = {"none": None, "gzip": "gz", "bzip2": "bz2", "deflate": "deflate",
                     "snappy": "snappy", "lz4": "lz4", "zstd": "zst"}
@@ -112,8 +149,7 @@ def data_file_name(prefix: str, uuid: str, counter: int, file_format: str,
     """
     ext = "." + file_format.lower()
     if include_compression and compression:
-        comp = compression.lower()
-        comp_ext = _COMPRESSION_EXT.get(comp, comp)
+        comp_ext = _COMPRESSION_EXT.get(compression.lower(), compression)
         if comp_ext:
             ext = f".{comp_ext}{ext}"
     return f"{prefix}{uuid}-{counter}{ext}"
@@ -378,7 +414,7 @@ def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[Dat
     fmt = file_format.lower()
     if fmt not in FORMATS:
         raise InvalidOptionError(f"file.format {file_format!r} is not supported; use one of {FORMATS}")
-    codec = _codec(fmt, compression)
+    codec = java_codec(fmt, compression, "'file.compression'")
     table = _file_table(data, fields, for_orc=fmt == ORC)
     try:
         with file_io.open_output_stream(path) as out:
@@ -465,15 +501,6 @@ def _nanosecond_type(t: pa.DataType) -> pa.DataType:
         return pa.map_(t.key_field.with_type(_nanosecond_type(t.key_type)),
                        t.item_field.with_type(_nanosecond_type(t.item_type)))
     return t
-
-
-def _codec(fmt: str, compression: str) -> str:
-    codecs = _PARQUET_CODECS if fmt == PARQUET else _ORC_CODECS
-    codec = codecs.get((compression or "none").lower())
-    if codec is None:
-        raise InvalidOptionError(f"file.compression {compression!r} is not supported for {fmt}; "
-                                 f"use one of {sorted(codecs)}")
-    return codec
 
 
 def _needs_int96(fields: list[DataField]) -> bool:

@@ -152,7 +152,9 @@ class TableSchema:
         from .record_expire import validate_record_expiry
         from .row_tracking import check_table as check_row_tracking
         from .data_evolution import check_table as check_data_evolution
+        from .file_settings import FileSettingsByLevel
         opts.validate(self.options)
+        FileSettingsByLevel(self).check()
         check_field_names(self.fields)
         check_field_options(self.options, self.field_names)
         check_sequence_field(self.options, self.field_names)

@@ -116,19 +116,39 @@ def test_round_trip_every_type(fio, fmt, with_nanos):
     assert back.to_pylist() == data.to_pylist()
 
 
-@pytest.mark.parametrize("compression", ["zstd", "snappy", "lz4", "gzip", "none", "uncompressed", "ZSTD"])
-@pytest.mark.parametrize("fmt", ["parquet", "orc"])
-def test_compressions(fio, fmt, compression):
+@pytest.mark.parametrize("fmt, compression, codec", [
+    *(("parquet", c, w) for c, w in [("zstd", "ZSTD"), ("ZSTD", "ZSTD"), ("snappy", "SNAPPY"), ("lz4", "LZ4"),
+                                     ("LZ4_RAW", "LZ4"), ("gzip", "GZIP"), ("none", "UNCOMPRESSED"),
+                                     ("Uncompressed", "UNCOMPRESSED")]),
+    *(("orc", c, w) for c, w in [("zstd", "ZSTD"), ("snappy", "SNAPPY"), ("lz4", "LZ4"), ("zlib", "ZLIB"),
+                                 ("ZLIB", "ZLIB"), ("none", "UNCOMPRESSED"), ("NONE", "UNCOMPRESSED")])])
+def test_compressions(fio, fmt, compression, codec):
+    """Each name Java's writer of the format takes (CompressionCodecName, CompressionKind in any
+    case; Parquet's `none` as written) is written as Java writes it (Parquet's LZ4 as LZ4_RAW)."""
     file_io, root = fio
     fields = _fields(("id", T("BIGINT")), ("s", T("STRING")))
     data = pa.table({"id": list(range(1000)), "s": ["x" * 50] * 1000}, schema=arrow_schema(fields))
     path = f"{root}/f.{fmt}"
     write_data_file(file_io, path, data, fields, fmt, compression, zstd_level=3)
     assert read_data_file(file_io, path, fields).equals(data)
-    if fmt == "parquet":
-        codec = pq.ParquetFile(path).metadata.row_group(0).column(0).compression
-        assert codec == {"none": "UNCOMPRESSED", "uncompressed": "UNCOMPRESSED"}.get(
-            compression, compression.upper())
+    written = pq.ParquetFile(path).metadata.row_group(0).column(0).compression if fmt == "parquet" \
+        else orc.ORCFile(path).compression
+    assert written == codec
+
+
+@pytest.mark.parametrize("fmt, compression", [
+    ("parquet", "NONE"), ("parquet", "zlib"), ("parquet", "brotli"), ("parquet", "lzo"), ("parquet", " zstd"),
+    ("orc", "gzip"), ("orc", "GZIP"), ("orc", "uncompressed"), ("orc", "lz4_raw"), ("orc", "lzo"), ("orc", "")])
+def test_compressions_java_cannot_write_are_refused(fio, fmt, compression):
+    """Names Java's writer of the format fails on (orc with gzip: 'No enum constant
+    CompressionKind.GZIP'), and ORC's LZO, which pyarrow cannot write, are refused naming the
+    option; no file is left."""
+    file_io, root = fio
+    fields = _fields(("id", T("BIGINT")))
+    with pytest.raises(InvalidOptionError, match=f"'{compression}' for table option 'file.compression': .*({fmt}|LZO)"):
+        write_data_file(file_io, f"{root}/f.{fmt}", pa.table({"id": [1]}, schema=arrow_schema(fields)), fields,
+                        fmt, compression)
+    assert os.listdir(root) == []
 
 
 @pytest.mark.parametrize("options, nanos, delta, dictionary", [
@@ -554,6 +574,8 @@ def test_file_names():
     assert data_file_name("changelog-", "abc", 0, "orc", "zstd") == "changelog-abc-0.orc"
     assert data_file_name("data-", "abc", 0, "parquet", "zstd", True) == "data-abc-0.zst.parquet"
     assert data_file_name("data-", "abc", 0, "orc", "gzip", True) == "data-abc-0.gz.orc"
+    # a name not Hadoop's is the extension as written (Java's DataFilePathFactory)
+    assert data_file_name("data-", "abc", 0, "orc", "ZLIB", True) == "data-abc-0.ZLIB.orc"
     assert data_file_name("data-", "abc", 0, "parquet", "none", True) == "data-abc-0.parquet"
     assert data_file_name("data-", "abc", 0, "parquet", "brotli", True) == "data-abc-0.brotli.parquet"
     assert format_from_file_name("data-abc-0.parquet") == "parquet"

@@ -142,8 +142,8 @@ def append_options(rnd: random.Random) -> dict[str, str]:
 
 
 def avoid_gzip(o: dict[str, str]) -> None:
-    """Java 1.4.2 cannot write ORC with gzip ("No enum constant ...CompressionKind.GZIP"; ours
-    writes it, Java reads it): no gzip where a level may be ORC, so that Java's turn can write."""
+    """Java 1.4.2 cannot write ORC with gzip ("No enum constant ...CompressionKind.GZIP"; create
+    refuses it here too): no gzip where a level may be ORC."""
     if "orc" in o.get("file.format", "") + o.get("file.format.per.level", ""):
         if o.get("file.compression") == "gzip":
             o["file.compression"] = "zstd"

@@ -75,17 +75,17 @@ def test_level_zero_files_without_stats_still_prune_by_key(catalog):
 def test_levels_asking_for_avro_are_written_as_the_table_format(catalog):
     """Avro is read here, not written: where a level asks for it (as Paimon's write-performance
     guide suggests for levels 0 and 1), the level is written as the table's format, and the
-    level's compression (meant for Avro) gives way to the table's too."""
+    level's compression (meant for Avro: `null` is Avro's name) gives way to the table's too."""
     t = catalog.create_table("db.avrolevels", SCHEMA, primary_keys=["id"],
                              options={"bucket": "1", "file.format.per.level": "0:avro",
-                                      "file.compression.per.level": "0:none"})
+                                      "file.compression.per.level": "0:null"})
     t.write_arrow(rows(range(10), "a"))
     assert live_files(t) == [(0, "parquet", "ZSTD", None)]
 
 
 @pytest.mark.parametrize("key, value, says", [
     ("file.compression.per.level", "x:lz4", "level:value pairs"),
-    ("file.compression.per.level", "0:brotlix", "expected one of"),
+    ("file.compression.per.level", "0:brotlix", r" \(level 0\): not a compression Java's parquet writer"),
     ("file.format.per.level", "1:csv", "expected one of"),
     ("metadata.stats-mode.per.level", "0:some", "truncate"),
     ("metadata.stats-mode", "bogus", "truncate"),
@@ -120,6 +120,68 @@ def test_sparse_stats_store_keeps_every_column(catalog):
 def _codec(path: str) -> str:
     return pq.ParquetFile(path).metadata.row_group(0).column(0).compression if path.endswith(".parquet") \
         else orc.ORCFile(path).compression if path.endswith(".orc") else "avro"
+
+
+@pytest.mark.parametrize("primary_keys, options", [
+    ((), {"file.format": "orc", "file.compression": "gzip"}),
+    ((), {"file.format": "orc", "file.compression": "uncompressed"}),
+    ((), {"file.format": "orc", "file.compression": "ZLIB"}),
+    ((), {"file.format": "orc", "file.compression": "None"}),
+    ((), {"file.format": "parquet", "file.compression": "NONE"}),
+    ((), {"file.format": "parquet", "file.compression": "zlib"}),
+    ((), {"file.format": "parquet", "file.compression": "lz4_raw"}),
+    ((), {"file.format": "parquet", "file.compression": "Uncompressed"}),
+    ((), {"file.format": "orc", "file.compression": "gzip", "orc.compress": "zlib"}),
+    ((), {"file.format": "orc", "file.compression": "zstd", "ORC.compress": "snappy"}),
+    ((), {"file.format": "orc", "file.compression": "zstd", "orc.compress": "gzip"}),
+    ((), {"file.format": "parquet", "file.compression": "zlib", "parquet.compression": "gzip"}),
+    ((), {"file.format": "parquet", "parquet.compression": "none"}),
+    ((), {"file.compression.per.level": "0:zlib", "file.format.per.level": "0:orc"}),  # append: no levels
+    ((), {"file.format.per.level": "0:orc", "metadata.stats-mode.per.level": "0:none"}),
+    (("id",), {"file.compression.per.level": "0:zlib"}),
+    (("id",), {"file.format.per.level": "0:orc", "file.compression": "gzip"}),
+    (("id",), {"file.format": "orc", "file.compression.per.level": "5:gzip"}),  # Java fails compacting
+    (("id",), {"file.format.per.level": "0:avro", "file.compression.per.level": "0:none"}),
+    (("id",), {"file.format.per.level": "0:avro", "file.compression.per.level": "0:null"}),
+    (("id",), {"file.format.per.level": "0:avro", "file.compression": "lz4"}),
+    (("id",), {"file.format.per.level": "0:avro", "file.compression": "lz4", "avro.codec": "deflate"}),
+    (("id",), {"changelog-producer": "input", "changelog-file.format": "orc", "changelog-file.compression": "gzip"}),
+    (("id",), {"changelog-file.format": "orc", "changelog-file.compression": "gzip"}),  # no changelog written
+])
+def test_compressions_are_taken_as_javas_writers_take_them(catalog, warehouse, primary_keys, options):
+    """A compression is taken where Java 1.4.2 writes (and compacts) the table with it, and
+    written as Java writes it (the format's own `orc.compress` / `parquet.compression` first);
+    where Java fails, create refuses it naming the option. Names differ by format: ORC's are
+    CompressionKind's (zlib, not gzip; none, not uncompressed), Parquet's CompressionCodecName's
+    and Paimon's `none` (as written), Avro's its codecs' (for a level of Avro)."""
+    java = get_oracle()
+    path = f"{warehouse}/db.db/java"
+    options = {"bucket": "1", **options} if primary_keys else options
+    try:
+        with java.batch() as b:
+            b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                           primary_keys=primary_keys, options=options)
+            b.write(path, [{"id": 1, "v": "a"}])
+        java_first = sorted(glob.glob(f"{path}/bucket-0/*-0.*"))
+        java.write(path, [{"id": 1, "v": "b"}])  # two files of a key: compaction rewrites them
+        java.compact(path)
+        java_error = None
+    except JavaOracleError as exc:
+        java_error = str(exc)
+    try:
+        t = catalog.create_table("db.ours", SCHEMA, primary_keys=list(primary_keys), options=options)
+    except InvalidOptionError as exc:
+        assert java_error is not None, f"refused what Java writes: {exc}"
+        return
+    assert java_error is None, f"took what Java fails on: {java_error}"
+    t.write_arrow(rows([1], "a"))
+    ours_first = sorted(glob.glob(f"{t.path}/bucket-0/*-0.*"))
+    t.write_arrow(rows([1], "b"))
+    t.compact(full=True)
+    assert [r["v"] for r in t.to_arrow().to_pylist()] == (["b"] if primary_keys else ["a", "b"])
+    (java_file,), (our_file,) = java_first, ours_first
+    if not java_file.endswith(".avro"):
+        assert (our_file.rsplit(".", 1)[1], _codec(our_file)) == (java_file.rsplit(".", 1)[1], _codec(java_file))
 
 
 @pytest.mark.parametrize("text", [
