@@ -60,14 +60,14 @@ from . import data_evolution, row_tracking
 from .row_tracking import written_fields
 from .long_lived_changelogs import (PREFIX as CHANGELOG_PREFIX, changelog_latest_hint, long_lived_changelog_ids,
                                     read_long_lived_changelog)
-from .manifest import ADD, IndexManifestEntry, ManifestEntry, ManifestFileMeta, live_entries
+from .manifest import ADD, IndexManifestEntry, ManifestEntry, live_entries
 from .options import CoreOptions
 from .manifest.entries import DELETION_VECTORS_INDEX, HASH_INDEX
 from .bucket import bucket_key_hashes
 from .cross_partition import is_cross_partition
 from .dynamic_bucket import read_hash_file
 from .evolution import read_evolved
-from .manifest.files import read_records
+from .manifest.files import IndexManifestFile, ManifestFile, ManifestList, read_records
 from .paths import TableDirs
 from .scan import TableScan, refuse_map_layouts
 from .schema import SchemaManager, TableSchema
@@ -83,7 +83,7 @@ HINTS = ("LATEST", "EARLIEST")
 class Problem:
     severity: str   # ERROR or WARNING
     kind: str       # missing-file, size-mismatch, corrupt-file, unreadable-file (a codec library missing),
-                    # snapshot-gap, hint, duplicate-key, row-ids, ...
+                    # snapshot-gap, hint, duplicate-key, row-ids, manifest-format, ...
     path: str       # the file (or directory) concerned
     message: str
 
@@ -396,7 +396,7 @@ class _Checker:
                     self._check_data_file(label, e)
         if snap.index_manifest is not None:
             records = self._decode(self.scan.index_manifest.path(snap.index_manifest), None, label,
-                                   IndexManifestEntry.from_avro)
+                                   IndexManifestFile)
             rows = {e.file.file_name: e.file.row_count for e in live}
             for entry in records or []:
                 self._check_index_file(label, entry, rows)
@@ -453,29 +453,37 @@ class _Checker:
         if c.index_manifest and self.io.exists(self.scan.index_manifest.path(c.index_manifest)):
             # (Java deletes it with the snapshot unless a newer snapshot shares it; then it is read)
             records = self._decode(self.scan.index_manifest.path(c.index_manifest), None, label,
-                                   IndexManifestEntry.from_avro)
+                                   IndexManifestFile)
             rows = {e.file.file_name: e.file.row_count for e in added}
             for entry in records or []:
                 self._check_index_file(label, entry, rows)
 
     def _entries(self, label: str, list_name: str, list_size: int | None) -> list[ManifestEntry]:
-        metas = self._decode(self.scan.manifest_list.path(list_name), list_size, label, ManifestFileMeta.from_avro)
+        metas = self._decode(self.scan.manifest_list.path(list_name), list_size, label, ManifestList)
         out = []
         for meta in metas or []:
             out.extend(self._decode(self.scan.manifest_file.path(meta.file_name), meta.file_size, label,
-                                    ManifestEntry.from_avro) or [])
+                                    ManifestFile) or [])
         return out
 
     # ---- files ------------------------------------------------------------------------------
-    def _decode(self, path: str, size: int | None, label: str, convert) -> list | None:
-        """Records of a metadata file (None when missing or corrupt, reported once)."""
+    def _decode(self, path: str, size: int | None, label: str, kind) -> list | None:
+        """Records of a metadata file (None when missing or corrupt, reported once); one in
+        another format than `manifest.format` is a warning (Java 1.4 reads none of the table)."""
         if path not in self._decoded:
             self._decoded[path] = None
             if self._exists(path, size, label):
                 try:
-                    self._decoded[path] = read_records(self.io, path, convert, size)
+                    fmt, self._decoded[path] = read_records(self.io, path, kind, size)
                 except PaimonError as exc:
                     self.problem("corrupt-file", path, f"{label}: {exc}")
+                    return None
+                option = self.scan.options.get("manifest.format")
+                if fmt != option:
+                    self.problem("manifest-format", path, f"{label}: {path} is {fmt}, but the table option "
+                                 f"'manifest.format' is {option!r}: Java 1.4 reads every metadata file in that "
+                                 f"format, so it reads nothing of this table (set the option back to {fmt!r})",
+                                 WARNING)
         return self._decoded[path]
 
     def _exists(self, path: str, size: int | None, label: str) -> bool:

@@ -26,6 +26,7 @@ from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries, index_key,
                        merge_manifests)
+from .manifest.files import MetadataFormat
 from .manifest.live import LIVE_FILES, LiveFiles
 from .maintenance import after_commit
 from .options import CoreOptions, write_rule_change
@@ -111,12 +112,12 @@ class FileStoreCommit:
         self.snapshots = SnapshotManager(file_io, self.meta)
         self.paths = path_factory or PathFactory(table_path, self.options.file_format)
         self.dirs = TableDirs.of(table_path, schema.options)
-        compression = self.options.get("manifest.compression")
+        written = MetadataFormat.of(self.options)
         self.partition_fields = schema.fields_of(schema.partition_keys)
-        self.manifest_file = ManifestFile(file_io, self.paths, self.partition_fields, compression,
-                                          self.options.get("manifest.target-file-size"))
-        self.manifest_list = ManifestList(file_io, self.paths, compression)
-        self.index_manifest = IndexManifestFile(file_io, self.paths, compression)
+        self.manifest_file = ManifestFile(file_io, self.paths, self.partition_fields, written,
+                                          self.options.get("manifest.target-file-size"), only_written=True)
+        self.manifest_list = ManifestList(file_io, self.paths, written, only_written=True)
+        self.index_manifest = IndexManifestFile(file_io, self.paths, written, only_written=True)
 
     # ---- public -----------------------------------------------------------------------
     def committed_identifiers(self, commit_user: str, identifiers: Sequence[int]) -> set[int]:

@@ -411,24 +411,43 @@ def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[Dat
 
     A partially written file is removed when writing fails.
     """
-    fmt = file_format.lower()
-    if fmt not in FORMATS:
-        raise InvalidOptionError(f"file.format {file_format!r} is not supported; use one of {FORMATS}")
-    codec = java_codec(fmt, compression, "'file.compression'")
-    table = _file_table(data, fields, for_orc=fmt == ORC)
+    fmt, codec, table = _file_input(data, fields, file_format, compression, "'file.compression'")
     try:
         with file_io.open_output_stream(path) as out:
-            bounds = {}
-            if fmt == PARQUET:
-                footer = _write_parquet(out, table, fields, codec, zstd_level, parquet, _file_name(path))
-                bounds = _string_bounds(footer, table.schema)
-            else:
-                _check_orc_timestamps(table, path)
-                orc.write_table(_unsliced(table), out, compression=codec)
+            bounds = _write(out, table, fields, fmt, codec, zstd_level, parquet, path)
             return WrittenFile(out.tell(), bounds)
     except BaseException:
         file_io.delete_quietly(path)
         raise
+
+
+def encode_file(data: pa.Table, fields: list[DataField], file_format: str, compression: str,
+                zstd_level: int, parquet: ParquetSettings, path: str) -> bytes:
+    """The bytes `write_data_file` would write at `path`, in memory: metadata files in ORC or
+    Parquet (`manifest.format`) are small and written whole, as their Avro kin."""
+    fmt, codec, table = _file_input(data, fields, file_format, compression, "'manifest.compression'")
+    sink = pa.BufferOutputStream()
+    _write(sink, table, fields, fmt, codec, zstd_level, parquet, path)
+    return sink.getvalue().to_pybytes()
+
+
+def _file_input(data: pa.Table, fields: list[DataField], file_format: str, compression: str,
+                option: str) -> tuple[str, str | None, pa.Table]:
+    fmt = file_format.lower()
+    if fmt not in FORMATS:
+        raise InvalidOptionError(f"file.format {file_format!r} is not supported; use one of {FORMATS}")
+    return fmt, java_codec(fmt, compression, option), _file_table(data, fields, for_orc=fmt == ORC)
+
+
+def _write(out, table: pa.Table, fields: list[DataField], fmt: str, codec: str, zstd_level: int,
+           parquet: ParquetSettings, path: str) -> dict[str, tuple[str, str]]:
+    """Write the file table to `out`: the Parquet footer's string bounds (ORC: none)."""
+    if fmt == PARQUET:
+        footer = _write_parquet(out, table, fields, codec, zstd_level, parquet, _file_name(path))
+        return _string_bounds(footer, table.schema)
+    _check_orc_timestamps(table, path)
+    orc.write_table(_unsliced(table), out, compression=codec)
+    return {}
 
 
 def _unsliced(table: pa.Table) -> pa.Table:
@@ -651,29 +670,7 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                 raise CorruptFileError(f"data file {path} has {actual} bytes but its manifest entry records "
                                        f"{file_size} (truncated or replaced); `paimon-streaming check` lists "
                                        "every damaged file")
-        try:
-            if fmt == PARQUET:
-                raw, num_rows = _read_parquet(source, wanted, path, as_dictionary=keep is not None)
-            elif fmt == ORC:
-                raw, num_rows = _read_orc(source, wanted, path)
-            else:
-                raw, num_rows = _read_avro(source, wanted, path)
-        except PaimonError:
-            raise
-        except pa.ArrowInvalid as exc:
-            if "Map keys must be annotated as required" in str(exc):  # a valid file pyarrow refuses
-                raise UnsupportedOperationError(
-                    f"data file {path} has a MAP column whose keys the Parquet schema declares optional "
-                    "(as Paimon 0.8's writer did), which pyarrow cannot read (not even other columns of "
-                    "the file); rewrite its rows with Paimon Java 0.9 or newer (INSERT OVERWRITE; a compaction "
-                    "that only moves the file up a level keeps it)") from exc
-            raise CorruptFileError(f"data file {path} cannot be decoded ({type(exc).__name__}: {exc}); "
-                                   "`paimon-streaming check` lists every damaged file") from exc
-        except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
-            # truncated, overwritten or failing a page checksum: pyarrow's message omits the path
-            # (UnicodeDecodeError, a ValueError, comes from a garbled footer's names)
-            raise CorruptFileError(f"data file {path} cannot be decoded ({type(exc).__name__}: {exc}); "
-                                   "`paimon-streaming check` lists every damaged file") from exc
+        raw, num_rows = _decode(source, fmt, wanted, path, as_dictionary=keep is not None)
     if row_count is not None and num_rows != row_count:
         raise CorruptFileError(f"data file {path} holds {num_rows} rows but its manifest entry records "
                                f"{row_count} (damaged footer or replaced file)")
@@ -684,6 +681,47 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
         num_rows = int(np.count_nonzero(keep))
         if raw:
             raw = dict(zip(raw, pa.table(raw).filter(from_numpy(keep)).columns))
+    return _table(path, raw, wanted, num_rows)
+
+
+def decode_file(data: bytes, file_format: str, fields: list[DataField], path: str) -> pa.Table:
+    """A whole ORC or Parquet file held in memory (a metadata file of `manifest.format`),
+    decoded and checked as `read_data_file` reads one written with `fields`."""
+    raw, num_rows = _decode(pa.BufferReader(data), file_format, fields, path)
+    _check_decoded(path, raw, fields, num_rows, exact_scale=file_format == ORC)
+    return _table(path, raw, fields, num_rows)
+
+
+def _decode(source, fmt: str, wanted: list[DataField], path: str,
+            as_dictionary: bool = False) -> tuple[dict[str, pa.ChunkedArray], int]:
+    """The file's columns by name and its row count; CorruptFileError naming it when it does
+    not decode."""
+    try:
+        if fmt == PARQUET:
+            return _read_parquet(source, wanted, path, as_dictionary=as_dictionary)
+        if fmt == ORC:
+            return _read_orc(source, wanted, path)
+        return _read_avro(source, wanted, path)
+    except PaimonError:
+        raise
+    except pa.ArrowInvalid as exc:
+        if "Map keys must be annotated as required" in str(exc):  # a valid file pyarrow refuses
+            raise UnsupportedOperationError(
+                f"data file {path} has a MAP column whose keys the Parquet schema declares optional "
+                "(as Paimon 0.8's writer did), which pyarrow cannot read (not even other columns of "
+                "the file); rewrite its rows with Paimon Java 0.9 or newer (INSERT OVERWRITE; a compaction "
+                "that only moves the file up a level keeps it)") from exc
+        raise CorruptFileError(f"data file {path} cannot be decoded ({type(exc).__name__}: {exc}); "
+                               "`paimon-streaming check` lists every damaged file") from exc
+    except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
+        # truncated, overwritten or failing a page checksum: pyarrow's message omits the path
+        # (UnicodeDecodeError, a ValueError, comes from a garbled footer's names)
+        raise CorruptFileError(f"data file {path} cannot be decoded ({type(exc).__name__}: {exc}); "
+                               "`paimon-streaming check` lists every damaged file") from exc
+
+
+def _table(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[DataField], num_rows: int) -> pa.Table:
+    """The decoded columns as the canonical Arrow types of `wanted` (absent ones: nulls)."""
     arrays = [_conformed(path, raw[f.name], f) if f.name in raw else pa.nulls(num_rows, to_arrow(f.type))
               for f in wanted]
     if not arrays:  # keep the row count of a zero-column projection (count queries)

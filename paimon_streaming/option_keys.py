@@ -1,5 +1,6 @@
 """Every option key Apache Paimon declares (CoreOptions, FlinkConnectorOptions, SparkConnectorOptions
-at apache/paimon 5dacde5, August 2026), plus keys earlier Paimon versions wrote (`manifest.format`).
+at apache/paimon 5dacde5, August 2026), plus keys Paimon 1.4 declares that were removed since
+(`manifest.format`, apache/paimon#9154: later versions write and read Avro metadata files only).
 
 Used to tell a mistyped key (`buckets`, `Bucket`) from a real one: no two of these keys are
 one edit apart, so a key one edit from one of them and not itself listed is almost surely a typo.

@@ -151,7 +151,7 @@ _OPTIONS = [
     Option("changelog-file.format", None, _FORMAT),
     Option("changelog-file.compression", None, str),
     Option("file.compression.zstd-level", "1", _int_at_least(1)),
-    Option("manifest.format", "avro", choice("avro")),
+    Option("manifest.format", "avro", choice("avro", "orc", "parquet")),
     # Avro's codec names as Avro takes them; zstd in any case (Paimon's own name for it)
     Option("manifest.compression", "zstd", lambda text: "zstd" if text.lower() == "zstd" else
            exact_choice("null", "none", "deflate", "snappy")(text)),
@@ -236,6 +236,21 @@ _JAVA_PARSERS: dict[str, Callable[[str], Any]] = {
 KNOWN_KEYS = PAIMON_OPTION_KEYS | OPTIONS.keys()
 
 
+# `manifest.compression` values Java's ORC and Parquet writers take too (ORC: CompressionKind by
+# name; Parquet: "none" or CompressionCodecName by name), which Avro's "null" and "deflate" are not
+COLUMNAR_MANIFEST_CODECS = ("zstd", "none", "snappy")
+
+
+def check_manifest_compression(options: "CoreOptions") -> None:
+    """InvalidOptionError naming both options when `manifest.format` is orc or parquet and
+    `manifest.compression` an Avro-only codec, which Java's writer fails on."""
+    fmt, compression = options.get("manifest.format"), options.get("manifest.compression")
+    if fmt != "avro" and compression not in COLUMNAR_MANIFEST_CODECS:
+        raise InvalidOptionError(f"table option 'manifest.compression' = {compression!r} is an Avro codec, but "
+                                 f"'manifest.format' is {fmt!r}: use one of {', '.join(COLUMNAR_MANIFEST_CODECS)} "
+                                 f"(Java's {fmt} writer fails on it)")
+
+
 def validate(options: dict[str, str]) -> None:
     """Reject invalid values of known options, naming the key and what is expected, and keys
     that are misspellings of Paimon's (see `misspelled_key`)."""
@@ -255,6 +270,7 @@ def validate(options: dict[str, str]) -> None:
             raise InvalidOptionError(f"invalid value {raw!r} for table option '{key}': {exc}") from None
     ExternalPaths.of(options)
     typed = CoreOptions(options)
+    check_manifest_compression(typed)
     if typed.get("snapshot.num-retained.min") > typed.get("snapshot.num-retained.max"):
         raise InvalidOptionError("table option 'snapshot.num-retained.min' must not be greater than "
                                  "'snapshot.num-retained.max' (Paimon rejects it too); set both")

@@ -52,6 +52,8 @@ _FIXED_OPTIONS.update({
                                 "(Paimon refuses it too, unless 'deletion-vectors.modifiable' is set: then its "
                                 "readers miss the rows not compacted yet, or read old versions twice)",
     "deletion-vectors.bitmap64": "existing deletion-vector index files keep their bitmap format",
+    "manifest.format": "Java 1.4 reads every metadata file in the format it names, so after a change it can read "
+                       "none of the table's (it accepts the change, then fails every read and write)",
 })
 
 _INT_RANK = {"TINYINT": 0, "SMALLINT": 1, "INT": 2, "BIGINT": 3}

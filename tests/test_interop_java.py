@@ -1025,3 +1025,123 @@ def test_fallback_branch_under_todays_options_and_level0_partitions(java, tmp_pa
         update.set_option("write-only", "true")  # main's files stay at level 0
     ps.Table.open(p).write_arrow(pa.table({"id": [1], "dt": ["a"]}))
     assert both(p) == [(100, "a"), (101, "b")]
+
+
+@pytest.mark.parametrize("fmt", ["orc", "parquet"])
+def test_manifest_format_tables_interoperate(java, catalog, warehouse, fmt):
+    """`manifest.format` orc or parquet: Java writes manifests, manifest lists and index manifests
+    in that format. Its tables and ours are read, written on top of, compacted, expired and
+    checked by either side, and our files have the schema of Java's."""
+    import datetime
+    import glob
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+    from paimon_streaming.check import check_table
+    options = {"bucket": "2", "deletion-vectors.enabled": "true", "manifest.format": fmt,
+               "manifest.merge-min-count": "2"}
+    schema = pa.schema([pa.field("dt", pa.string(), False), pa.field("id", pa.int64(), False), ("v", pa.string())])
+    fields = [{"name": "dt", "type": "STRING NOT NULL"}, {"name": "id", "type": "BIGINT NOT NULL"},
+              {"name": "v", "type": "STRING"}]
+
+    def rows(ids, v):
+        return [{"dt": f"d{i % 2}", "id": i, "v": v} for i in ids]
+
+    def write_ours(path, ids, v):
+        ps.Table.open(path).write_arrow(pa.Table.from_pylist(rows(ids, v), schema=schema))
+        expected[path].update(((f"d{i % 2}", i), v) for i in ids)
+
+    def write_java(b, path, ids, v):
+        b.write(path, rows(ids, v))
+        expected[path].update(((f"d{i % 2}", i), v) for i in ids)
+
+    def as_dict(result):
+        return {(r["dt"], r["id"]): r["v"] for r in result}
+
+    ours = catalog.create_table("db.omf", schema, primary_keys=["dt", "id"], partition_keys=["dt"],
+                                options=options).path
+    theirs = f"{warehouse}/db.db/jmf"
+    expected = {ours: {}, theirs: {}}
+    with java.batch() as b:
+        b.create_table(theirs, fields, primary_keys=["dt", "id"], partition_keys=["dt"], options=options)
+        write_java(b, theirs, range(40), "j")
+        write_java(b, theirs, range(0, 40, 3), "j1")  # deletion vectors: an index manifest
+    for ids, v in ((range(30), "o"), (range(0, 50, 4), "o1"), (range(1, 50, 5), "o2")):
+        write_ours(ours, ids, v)
+    write_ours(theirs, range(2, 60, 6), "o3")
+    with java.batch() as b:
+        write_java(b, ours, range(5, 45, 7), "j2")
+        reads = {path: b.read(path) for path in expected}
+    for path in expected:
+        assert as_dict(reads[path].result) == expected[path]
+        assert as_dict(ps.Table.open(path).to_arrow().to_pylist()) == expected[path]
+        assert check_table(ps.Table.open(path)).ok, check_table(ps.Table.open(path)).problems
+    with java.batch() as b:
+        b.compact(theirs)
+    ps.Table.open(ours).compact(full=True)
+    write_ours(theirs, range(3, 30, 9), "o4")
+    with java.batch() as b:
+        write_java(b, ours, range(7, 20), "j3")
+        b.expire(ours, {"snapshot.num-retained.max": "1", "snapshot.num-retained.min": "1"})
+    ps.Table.open(theirs).expire_snapshots(retain_max=1, retain_min=1, older_than=datetime.datetime.now())
+    with java.batch() as b:
+        reads = {path: b.read(path) for path in expected}
+    for path in expected:
+        assert as_dict(reads[path].result) == expected[path]
+        assert as_dict(ps.Table.open(path).to_arrow().to_pylist()) == expected[path]
+        assert check_table(ps.Table.open(path)).ok, check_table(ps.Table.open(path)).problems
+
+    magic = {"orc": b"ORC", "parquet": b"PAR1"}[fmt]
+
+    def file_schema(path):  # Parquet: the fields with their ids (not the file's key-value metadata)
+        return orc.ORCFile(path).schema if fmt == "orc" else pa.schema(list(pq.read_schema(path)))
+
+    def by_java(path):
+        return orc.ORCFile(path).writer == "ORC_JAVA" if fmt == "orc" else \
+            pq.ParquetFile(path).metadata.created_by.startswith("parquet-mr")
+    for prefix in ("manifest-list-", "manifest-", "index-manifest-"):
+        files = [f for path in expected for f in glob.glob(f"{path}/manifest/{prefix}*")
+                 if prefix != "manifest-" or "manifest-list-" not in f]
+        for f in files:
+            with open(f, "rb") as fh:
+                assert fh.read(len(magic)) == magic, f
+        javas, others = [f for f in files if by_java(f)], [f for f in files if not by_java(f)]
+        assert javas and others, prefix
+        for f in files:  # ORC: Java's field ids are attributes pyarrow cannot write
+            assert file_schema(f).equals(file_schema(javas[0]), check_metadata=fmt == "parquet"), (f, file_schema(f))
+
+
+def test_manifest_format_changed_on_a_table_with_snapshots(java, warehouse):
+    """Java 1.4 reads every metadata file in the format `manifest.format` names: after Java
+    changes it on a table with snapshots, Java reads and writes nothing of it. We read it (each
+    file in its own format), refuse to commit on it naming the option (a commit of the new format
+    would leave a table Java reads under no value of it) and refuse the change ourselves; set
+    back, both write again."""
+    from paimon_streaming.check import check_table
+    from paimon_streaming.errors import InvalidOptionError
+    path = f"{warehouse}/db.db/altered"
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                       primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true",
+                                                     "manifest.format": "orc"})
+        b.write(path, [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}])
+        b.write(path, [{"id": 1, "v": "c"}])
+    with java.batch() as b:
+        b.alter(path, [{"kind": "set-option", "path": [], "key": "manifest.format", "value": "parquet"}])
+    with pytest.raises(Exception, match="Failed to read manifest-list|is not a Parquet file"):
+        java.read(path)
+    t = ps.Table.open(path)
+    assert by_id(t.to_arrow().to_pylist()) == [{"id": 1, "v": "c"}, {"id": 2, "v": "b"}]
+    report = check_table(t)
+    assert report.problems and {(p.severity, p.kind) for p in report.problems} == {("warning", "manifest-format")}
+    snapshots = len(t.snapshots())
+    with pytest.raises(InvalidOptionError, match="is orc, but the table option 'manifest.format' is 'parquet'"):
+        t.write_arrow(pa.table({"id": [3], "v": ["x"]}, schema=schema))
+    with pytest.raises(InvalidOptionError, match="'manifest.format' cannot be changed on a table with snapshots"):
+        t.update_schema().set_option("manifest.format", "avro").commit()
+    assert len(ps.Table.open(path).snapshots()) == snapshots
+    with java.batch() as b:
+        b.alter(path, [{"kind": "set-option", "path": [], "key": "manifest.format", "value": "orc"}])
+    ps.Table.open(path).write_arrow(pa.table({"id": [3], "v": ["x"]}, schema=schema))
+    assert by_id(java.read(path)) == [{"id": 1, "v": "c"}, {"id": 2, "v": "b"}, {"id": 3, "v": "x"}]
+    assert check_table(ps.Table.open(path)).ok

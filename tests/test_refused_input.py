@@ -134,13 +134,15 @@ JAVA_REFUSES = [("bucket", " 2"), ("bucket", "1_0"), ("bucket", "2 "), ("merge-e
                 ("manifest.compression", " zstd"), ("compaction.delete-ratio-threshold", "0_5"),
                 ("metadata.stats-mode", "truncate(16)\n"), ("row-tracking.enabled", "true "),
                 ("write-buffer-size", "1_000"), ("commit.force-compact", "yes"),
-                ("manifest.compression", "Snappy"), ("partition.expiration-strategy", "VALUES-TIME")]
+                ("manifest.compression", "Snappy"), ("partition.expiration-strategy", "VALUES-TIME"),
+                ("manifest.format", "orc ")]
 # ...and takes these, as we do
 JAVA_TAKES = [("bucket", "+2"), ("bucket", "02"), ("merge-engine", "FIRST-ROW"), ("deletion-vectors.enabled", "TRUE"),
               ("file.format", "ORC"), ("partition.default-name", "  "), ("target-file-size", " 1 mb "),
               ("target-file-size", "1 mebibytes"), ("snapshot.time-retained", " 2 H "), ("file.compression", "ZSTD"),
               ("compaction.delete-ratio-threshold", "0.5d"), ("file.format.per.level", "0: orc , 1:parquet"),
-              ("manifest.compression", "Zstd"), ("manifest.compression", "snappy")]
+              ("manifest.compression", "Zstd"), ("manifest.compression", "snappy"), ("manifest.format", "Parquet"),
+              ("manifest.format", "ORC")]
 
 
 def _table_options(key: str, value: str) -> dict[str, str]:
@@ -167,6 +169,19 @@ def test_option_values_java_parses_are_taken_and_java_reads_the_table(catalog):
         assert t.schema.options[key] == value
         ours = rows_by(t.to_arrow(), "k")
         assert sorted(java.read(t.path), key=lambda r: r["k"]) == ours and len(ours) == 2, (key, value)
+
+
+@pytest.mark.parametrize("fmt", ["orc", "parquet"])
+def test_avro_only_manifest_codecs_are_refused_for_orc_and_parquet_manifests(catalog, fmt):
+    """Java's ORC and Parquet writers take no codec named 'null' or 'deflate': it would fail on
+    every commit of the table."""
+    with pytest.raises(InvalidOptionError, match=f"'manifest.compression' = 'deflate'.*'manifest.format' is '{fmt}'"):
+        catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1", "manifest.format": fmt,
+                                                                      "manifest.compression": "deflate"})
+    t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1", "manifest.compression": "null"})
+    with pytest.raises(InvalidOptionError, match="'manifest.compression' = 'null'"):
+        t.update_schema().set_option("manifest.format", fmt).commit()
+    assert t.schema.id == 0
 
 
 def test_nulls_in_not_null_elements_and_map_values_are_refused_naming_the_column(catalog):

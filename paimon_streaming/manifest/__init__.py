@@ -1,4 +1,4 @@
-"""Manifest metadata: records, Avro files, and the merge of manifests."""
+"""Manifest metadata: records, metadata files (Avro, or ORC/Parquet by `manifest.format`), and the merge of manifests."""
 from .entries import (ADD, DELETE, DataFileMeta, DeletionVectorMeta, IndexFileMeta, IndexManifestEntry,
                       ManifestEntry, ManifestFileMeta, SimpleStats)
 from .files import IndexManifestFile, ManifestFile, ManifestList, combine_index_entries, index_key

@@ -201,9 +201,12 @@ class IndexManifestEntry:
     def bucket_key(self) -> tuple:
         return (self.partition, self.bucket, self.index_file.index_type)
 
-    def to_avro(self) -> dict:
+    def to_avro(self, tagged: bool = True) -> dict:
+        """`tagged`: each deletion-vector range names its union branch (fastavro's tuple
+        notation); ORC and Parquet rows take the plain record."""
         f = self.index_file
-        ranges = None if f.dv_ranges is None else [(DV_RANGE_RECORD, r.to_avro()) for r in f.dv_ranges]
+        ranges = None if f.dv_ranges is None else [(DV_RANGE_RECORD, r.to_avro()) if tagged else r.to_avro()
+                                                    for r in f.dv_ranges]
         return {"_VERSION": INDEX_ENTRY_VERSION, "_KIND": self.kind, "_PARTITION": self.partition,
                 "_BUCKET": self.bucket, "_INDEX_TYPE": f.index_type, "_FILE_NAME": f.file_name,
                 "_FILE_SIZE": f.file_size, "_ROW_COUNT": f.row_count,
