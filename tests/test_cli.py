@@ -82,6 +82,30 @@ def test_decimal_values_are_taken_at_their_digits(tmp_path, capsys):
         [{"amt": d("99999999999999999.99"), "q": d("0.123456789012345678")}]
 
 
+def test_where_values_compare_exactly_and_may_start_with_a_dash(tmp_path, capsys):
+    """A VALUE with a fraction or an exponent was a double for every non-DECIMAL column, so
+    `delete --where id = 1.0000000000000001` deleted row 1 (the library compares that exactly);
+    a FLOAT or DOUBLE column still takes it as a double, as Spark SQL does. A VALUE starting with
+    a dash other than -5 (-1e3, -Infinity, the text -x) was an 'unrecognized argument'."""
+    import paimon_streaming as ps
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("f", pa.float64()), ("s", pa.string())])
+    table = ps.Catalog(str(tmp_path / "wh")).create_table("db.t", schema, primary_keys=["id"])
+    table.write_arrow(pa.table({"id": [1, 2, 2**53, -5], "f": [0.0, 0.5, -1000.0, 0.1], "s": ["a", "-x", "b", "c"]},
+                               schema=schema))
+    for where, matching in ((["id", "=", "1.0000000000000001"], 0), (["id", "=", "9007199254740993.0"], 0),
+                            (["id", "=", "1.0"], 1), (["id", "in", "[1.0, 2, 2.5]"], 2), (["f", "=", "0.1"], 1),
+                            (["f", "<=", "-1e3"], 1), (["f", ">", "-Infinity"], 4), (["s", "=", "-x"], 1),
+                            (["id", "=", "-5"], 1)):
+        assert main(["delete", table.path, "--where", *where, "--dry-run", "--json"]) == 0, where
+        assert json.loads(capsys.readouterr().out)["matching_rows"] == matching, where
+    assert main(["update", table.path, "--where", "f", "<", "-1e2", "--set", "s=-y"]) == 0
+    assert table.to_arrow(columns=["s"], filter=[("id", "=", 2**53)]).to_pylist() == [{"s": "-y"}]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # --js is --json to argparse: the usage error comes as JSON too
+        main(["delete", table.path, "--js", "--where"])
+    assert json.loads(capsys.readouterr().out)["type"] == "UsageError"
+
+
 def test_output_into_a_closed_pipe_ends_quietly_after_the_work(tmp_path):
     """`paimon-streaming ... | head`: the command's work is done; the closed pipe printed "error:
     [Errno 32] Broken pipe" and exited 1 (with --json, a second traceback). Now it ends as a

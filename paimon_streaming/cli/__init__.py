@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except UsageError as exc:
         print(f"{exc.usage}paimon-streaming: error: {exc}", file=sys.stderr)
-        if "--json" in argv:
+        if any(len(a) > 2 and "--json".startswith(a) for a in argv):  # argparse takes --js for --json too
             print(json.dumps({"error": str(exc), "type": "UsageError"}))
         raise SystemExit(2) from None
     try:

@@ -97,15 +97,16 @@ def cmd_rescale(args: argparse.Namespace) -> int:
 def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
     """A VALUE given on the command line: JSON (`5`, `null`, `["a", "b"]`), else text; a JSON
     number or boolean for a column that holds text stays text (`--where zip = 01234`), and a
-    number with a fraction for a DECIMAL column is the decimal it spells (a double would hold
-    12345678901234567.89 as ...567.88)."""
+    number with a fraction or an exponent is the decimal it spells, compared by its exact value
+    (a double would hold 12345678901234567.89 as ...567.88, and make `id = 1.0000000000000001`
+    match 1), except for a FLOAT or DOUBLE column, where it is a double as in Spark SQL."""
     kind = schema.field(column).type if column in schema.names else pa.null()
     textual = pa.types.is_string(kind) or pa.types.is_large_string(kind)
     try:
         if textual:  # numbers as they are written, in lists too (`in '[1.50, 2]'`)
             value = json.loads(text, parse_float=str, parse_int=str)
         else:
-            value = json.loads(text, parse_float=decimal.Decimal if pa.types.is_decimal(kind) else float)
+            value = json.loads(text, parse_float=float if pa.types.is_floating(kind) else decimal.Decimal)
     except json.JSONDecodeError:
         return text
     if not textual:
@@ -115,6 +116,13 @@ def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
     if isinstance(value, str) and text.lstrip().startswith('"'):
         return value  # a JSON string: '"null"' is the text null
     return value if value is None or isinstance(value, (list, dict)) else text
+
+
+def _take_dashed_values(parser: argparse.ArgumentParser) -> None:
+    """Let a --where VALUE start with one dash (`-1e3`, `-Infinity`, the text `-x`): argparse
+    takes such a word for an unknown option unless it looks like `-5` or `-.5`. Its own options
+    (`-h`) and every `--word` still parse as options."""
+    parser._negative_number_matcher = re.compile(r"^-[^-]")  # noqa: SLF001 - argparse has no public hook
 
 
 _NULLARY_OPS = ("is null", "is not null")
@@ -227,6 +235,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--where", nargs="+", action="append", metavar="TERM",
                    help="COLUMN OP [VALUE] over partition columns, repeated for AND: the partitions to rewrite "
                         "(default: all)")
+    _take_dashed_values(p)
     p.add_argument("--dry-run", action="store_true", help="list the partitions it would rewrite, change nothing")
     p.set_defaults(func=cmd_rescale)
     for name, text in (("delete", "delete the rows a filter matches (SQL's DELETE FROM ... WHERE), in one commit"),
@@ -234,6 +243,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                   "commit")):
         p = sub.add_parser(name, help=text)
         add_table_argument(p, after_where=True)
+        _take_dashed_values(p)
         p.add_argument("--where", nargs="+", action="append", required=True, metavar="TERM",
                        help="COLUMN OP [VALUE], repeated for AND: --where dt '<' 2024-01-01 --where id in '[1, 2]' "
                             "(OP: = != < <= > >= in 'not in' 'is null' 'is not null'; VALUE as JSON, else text)")
