@@ -267,9 +267,9 @@ class IncrementalScan:
         old = {(s.partition, s.bucket): s for s in self.scan.plan(before)}
         new = {(s.partition, s.bucket): s for s in self.scan.plan(after)}
         counts: dict[bytes, tuple[set[int], set[int]]] = {}
-        for side, splits in enumerate((old, new)):
-            for (partition, _), split in splits.items():
-                counts.setdefault(partition, (set(), set()))[side].add(split.total_buckets)
+        for side, snapshot in enumerate((before, after)):  # every live file: a plan leaves out level 0 where
+            for e in self.scan.live_entries(snapshot) if snapshot is not None else ():  # readers skip it
+                counts.setdefault(e.partition, (set(), set()))[side].add(e.total_buckets)
         for was, now in counts.values():
             if was and now and was != now:  # a rescale: keys moved between buckets (whose ids may not meet)
                 raise InvalidOptionError(
