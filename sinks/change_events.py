@@ -22,11 +22,12 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from paimon_streaming.datafile import rebased_offsets
+from paimon_streaming.decimal_text import DecimalTextRefused, text_decimals
 from paimon_streaming.java_casts import CastRefused, java_cast
 from paimon_streaming.types import from_arrow, map_arrow_leaves, string
 from paimon_streaming.write import check_decimals_fit
 from paimon_streaming.zones import instants_in
-from . import json_maps, json_text
+from . import json_decimals, json_maps, json_text
 from .base64_columns import base64_decoded
 
 _KINDS = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
@@ -322,7 +323,7 @@ def read_events(buffer: bytes, schema: pa.Schema, closed: Sequence[str] = (), on
             parse_options=pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer"))
 
     def parsed(text: bytes, explicit: pa.Schema) -> pa.Table:
-        return json_maps.read(text, explicit, read_json).select(schema.names)
+        return json_maps.read(text, explicit, json_decimals.exact(read_json)).select(schema.names)
 
     def read(text: bytes) -> pa.Table:
         table = floats_in_range(parsed(text, schema), text, lambda: parsed(text, floats_as_doubles(schema)))
@@ -594,14 +595,13 @@ def java_cast_text(c: Column, raw: pa.Array) -> pa.Array:
     HALF_UP to the column's scale. A number then beyond the precision, which Java stores as null,
     is refused here, as is text Java's cast fails on."""
     text = raw.cast(pa.string())  # a typed JSON value Canal's new field was inferred as: its text
-    try:  # the common text (true, 0, digits within the scale and precision): Arrow's cast reads it as Java does
-        return pc.cast(text, c.type)
-    except pa.ArrowInvalid:
-        pass
     target = from_arrow(c.type)
     try:
-        out = java_cast(text, string(), target)
-    except CastRefused as exc:
+        if pa.types.is_decimal(c.type):
+            out = text_decimals(text, c.type, half_up=True, beyond_null=True)
+        else:
+            out = java_cast(text, string(), target)
+    except (CastRefused, DecimalTextRefused) as exc:
         raise ValueError(f"column '{c.name}' ({c.encoding} in the change events) does not fit {target}: {exc}") \
             from None
     if out.null_count > text.null_count:

@@ -47,8 +47,8 @@ from paimon_streaming.errors import PaimonError
 from paimon_streaming.types import VARIANT_ARROW, from_arrow, is_variant_arrow, map_arrow_leaves
 from paimon_streaming.variant import holds_variant
 from paimon_streaming.write import check_decimals_fit
-from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, json_maps, maxwell, ogg, \
-    schema_registry, source_tables
+from . import avro_types, aws_dms, canal, change_events, debezium, debezium_bson, json_decimals, json_maps, maxwell, \
+    ogg, schema_registry, source_tables
 from .base64_columns import base64_decoded, holds_binary
 
 CHANGE_EVENT_FORMATS = (debezium.FORMAT, debezium.AVRO_FORMAT, debezium_bson.FORMAT, maxwell.FORMAT, canal.FORMAT,
@@ -923,7 +923,7 @@ def _read_json(buffer: bytes, schema: pa.Schema, unexpected: str = "ignore") -> 
             parse_options=pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior=unexpected))
 
     def read(explicit: pa.Schema) -> pa.Table:
-        return json_maps.read(buffer, _wall_times_as_text(explicit), read_json)
+        return json_maps.read(buffer, _wall_times_as_text(explicit), json_decimals.exact(read_json))
     parsed = change_events.floats_in_range(read(schema), buffer, lambda: read(change_events.floats_as_doubles(schema)))
     if unexpected == "infer":  # `[]` or `{}` where the table has no column: refused, never cast away
         change_events.refuse_untyped(parsed, schema)

@@ -1347,3 +1347,45 @@ def test_negative_zero_is_stored_as_java_stores_it_in_maxwell_and_goldengate():
             rows, errors = _one(decoder, record.encode())
             assert not errors and len(rows) == 1, (record, errors)
             assert [math.copysign(1, rows[0][c]) for c in "df"] == [1.0, 1.0], record
+
+
+@pytest.mark.parametrize("fmt", ["json", "maxwell-json"])
+@pytest.mark.parametrize("number", ["-7e36", "99999999e31", '"-7e36"', "1e-41", "-83920793622.98e0",
+                                    "0.80636083778353374068124158683449786907366"])
+def test_json_numbers_beyond_a_decimal_are_never_another_number(fmt, number):
+    """pyarrow's JSON reader converts a number into a DECIMAL field as Arrow's cast converts text:
+    rescaled with a multiply that wraps, so {"k0": -7e36} into DECIMAL(38, 2) was stored as
+    -194352661581230730732507851364635770.88, 1e-41 as 0.00 (json_decimals.py). Now exactly or
+    refused; maxwell-json rounds HALF_UP as Paimon's CDC casts text (1e-41 is 0.00 there)."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("k0", pa.decimal128(38, 2)),
+                        ("r", pa.struct([("d", pa.decimal128(38, 38))])), ("l", pa.list_(pa.decimal128(10, 2))),
+                        ("m", pa.map_(pa.string(), pa.decimal128(10, 2)))])
+    body = b'{"id":1,"k0":%s,"r":{"d":0.5},"l":[1.5e1],"m":{"a":2.50}}' % number.encode()
+    if fmt != "json":
+        body = b'{"database":"shop","table":"t","type":"insert","ts":1,"data":%s}' % body
+    rows, errors = _one(Decoder(fmt, schema, ("id",)), body)
+    rounded = fmt != "json" and number in ("1e-41", "0.80636083778353374068124158683449786907366")
+    if rounded:
+        assert rows[0]["k0"] == D(number).quantize(D("0.01"), decimal.ROUND_HALF_UP)
+    elif number == "-83920793622.98e0":
+        assert rows[0]["k0"] == D("-83920793622.98")
+    else:
+        assert rows == [] and "DECIMAL(38, 2)" in errors[0]
+    if rows:
+        assert (rows[0]["r"], rows[0]["l"], rows[0]["m"]) == ({"d": D("0.5")}, [D("15.00")], [("a", D("2.50"))])
+
+
+def test_json_decimals_nested_exactly_or_refused():
+    """The same inside ROW, ARRAY and MAP fields, and a value with zeros beyond the precision
+    (6.000000000000000 into DECIMAL(2, 1)), which the reader refused, is taken."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("k", pa.decimal128(2, 1)),
+                        ("r", pa.struct([("d", pa.decimal128(38, 2))])), ("l", pa.list_(pa.decimal128(38, 2))),
+                        ("m", pa.map_(pa.string(), pa.decimal128(38, 2)))])
+    decoder = Decoder("json", schema, ("id",))
+    rows, errors = _one(decoder, b'{"id":1,"k":6.000000000000000,"r":{"d":1e2},"l":[1E+1],"m":{"a":"25e-1"}}')
+    assert rows[0]["k"] == D("6.0") and rows[0]["r"] == {"d": D("100.00")} and rows[0]["l"] == [D("10.00")] \
+        and rows[0]["m"] == [("a", D("2.50"))]
+    for body in [b'{"id":1,"r":{"d":-7e36}}', b'{"id":1,"l":[-7e36]}', b'{"id":1,"m":{"a":-7e36}}',
+                 b'{"id":1,"m":{"a":1e-41}}']:
+        rows, errors = _one(decoder, body)
+        assert rows == [] and errors, body
