@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .decimal_text import DecimalTextRefused, text_decimals
 from .types import DataType, to_arrow
 
 _INTS = {"TINYINT": np.int8, "SMALLINT": np.int16, "INT": np.int32, "BIGINT": np.int64}
@@ -502,21 +503,7 @@ def _string_to_float(arr: pa.Array, root: str) -> pa.Array:
 def _string_to_decimal(arr: pa.Array, new: DataType) -> pa.Array:
     """Java's `new BigDecimal(text)` (a sign, digits with a '.', an exponent; no blanks:
     anything else fails Java's read) rounded HALF_UP to the scale, null beyond the precision."""
-    p, s = new.precision, new.scale
-    text = pc.cast(arr, pa.string())
-    ok = pc.or_(pc.fill_null(pc.match_substring_regex(text, r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"), False),
-                arr.is_null())
-    if not pc.all(ok).as_py():
-        bad = pc.filter(arr, pc.invert(ok))[0].as_py()
-        raise CastRefused(f"{bad!r} is no DECIMAL (Java's read fails on it)")
-    if pc.any(pc.greater(pc.utf8_length(text), 60)).as_py():
-        raise CastRefused("a text of more than 60 characters")
-    approx = np.abs(_numbers(pc.cast(pc.replace_substring_regex(text, r"^\+", ""), pa.float64()), np.float64))
-    beyond = approx >= 1.5 * 10.0 ** (p - s)        # more than p digits whatever the rounding
-    tiny = approx < 10.0 ** -(s + 2)                 # rounds to 0
-    middle = pc.if_else(pa.array(beyond | tiny), "0", pc.replace_substring_regex(text, r"^\+", ""))
-    cut = pc.cast(middle, pa.decimal256(76, s + 1), safe=False)   # exact to s + 1 digits, cut toward zero
-    rounded = pc.cast(pc.round(cut, s, round_mode="half_towards_infinity"), cut.type)
-    nulls = beyond | _beyond(rounded, p - s, True) | _np_mask(arr.is_null())
-    clean = pc.if_else(pa.array(nulls), pa.scalar(0, cut.type), rounded)
-    return _with_nulls(pc.cast(clean, to_arrow(new)), nulls)
+    try:
+        return text_decimals(pc.cast(arr, pa.string()), to_arrow(new), half_up=True, beyond_null=True)
+    except DecimalTextRefused as exc:
+        raise CastRefused(f"{exc.text!r} is no DECIMAL (Java's read fails on it)") from None
