@@ -14,6 +14,9 @@ it would give other values it is replaced:
   instant's wall time in the session zone), floats as Java's `Float.toString`/`Double.toString`
   (`NaN`, `-0.0`, `1.0E22`: `java_casts.java_float_text`), decimals as their plain digits (ANSI
   mode; without it Java's `BigDecimal.toString`: the few values it prints as `1E-10` are refused);
+- text to an integer: trimmed, a sign and decimal digits (without ANSI mode a fraction cut, other
+  text and values beyond the type null; in ANSI mode an error), where Arrow's cast took hex
+  (`0xff` a TINYINT's -1);
 - integers to FLOAT/DOUBLE (rounded, where Arrow refuses beyond 2^53), DECIMAL to DOUBLE/FLOAT
   (Spark's `Decimal.toDouble`/`toFloat`), DECIMAL/integer/FLOAT/DOUBLE to DECIMAL (HALF_UP,
   beyond the precision an error in ANSI mode, else null).
@@ -39,11 +42,13 @@ from paimon_streaming.datafile import conform, finer_unit
 from paimon_streaming.errors import UnsupportedOperationError
 from paimon_streaming.java_casts import CastRefused, _decimal_to_double, _float_to_decimal, _int_to_decimal, \
     _plain_decimal, _round_decimal, _unscaled, java_float_text
+from paimon_streaming.number_text import text_numbers
 from paimon_streaming.types import DataType
 from paimon_streaming.zones import instants_of_wall_times, java_zone, local_wall_times
 
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 ANSI = "spark.sql.ansi.enabled"
+_SPARK_BLANKS = "".join(map(chr, range(33))) + "\x7f"  # what UTF8String.toLong trims
 _FIRST_DAY, _LAST_DAY = -719528, 2932896  # 0000-01-01 and 9999-12-31: four-digit years, as Spark prints them
 
 
@@ -164,6 +169,8 @@ def _leaf(arr: pa.Array, target: pa.DataType, s: CastSettings) -> pa.Array:
         except CastRefused as exc:
             raise SparkCastRefused(str(exc)) from None
         return _ansi_checked(arr, out, s)
+    if _is_text(t) and pa.types.is_integer(target):
+        return _text_to_integers(arr, target, s)
     if pa.types.is_floating(target) and (pa.types.is_integer(t) or pa.types.is_decimal(t)):
         if pa.types.is_integer(t):  # rounded to the nearest, as Java's (double) and (float)
             values = pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(target.to_pandas_dtype())
@@ -185,6 +192,22 @@ def _ansi_checked(given: pa.Array, out: pa.Array, s: CastSettings) -> pa.Array:
         raise SparkCastRefused(f"a value needs more digits than {out.type} has (Spark's ANSI cast fails on it; "
                                "with spark.sql.ansi.enabled=false it is null)")
     return out
+
+
+def _text_to_integers(arr: pa.Array, target: pa.DataType, s: CastSettings) -> pa.Array:
+    """Spark's cast of text to an integer type (`UTF8String.toLong` and its kin): the text
+    trimmed of bytes up to a space and DEL, then a sign and ASCII digits; without ANSI mode also
+    a '.' with digits, cut (`12.7` is 12, `.` is 0), and anything else or a value beyond the type
+    null. In ANSI mode those fail the query (CAST_INVALID_INPUT). Arrow's cast took hex
+    (`0xff` a TINYINT's -1)."""
+    text = pc.utf8_trim(pc.cast(arr, pa.string()), _SPARK_BLANKS)
+    if not s.ansi:
+        text = pc.replace_substring_regex(text, r"^([+-]?)([0-9]*)\.[0-9]*$", r"\10\2")
+    numbers, bad = text_numbers(text, target)
+    if s.ansi and bad.any():
+        raise SparkCastRefused(f"{arr[int(np.flatnonzero(bad)[0])].as_py()!r} is no {target} value (Spark's ANSI cast "
+                               "fails on it with CAST_INVALID_INPUT; with spark.sql.ansi.enabled=false it is null)")
+    return numbers
 
 
 def _text(arr: pa.Array, s: CastSettings) -> pa.Array:

@@ -932,6 +932,28 @@ def test_stream_reader_bytes_limit_and_a_schema_changed_since_defined(catalog):
         stream_reader({"path": t.path}, StructType([StructField("id", LongType()), StructField("gone", LongType())]))
 
 
+def test_a_read_schema_casts_text_to_integers_as_spark_4():
+    """Text read as TINYINT/INT/BIGINT as Spark 4's CAST gives it (values taken from Spark 4
+    itself): hex is no number (Arrow's cast had read '0xff' as a TINYINT's -1); blanks and
+    control bytes around it are trimmed; without ANSI mode a fraction is cut ('.' is 0) and
+    anything else, or beyond the type, is null; in ANSI mode those fail (CAST_INVALID_INPUT)."""
+    from sources.spark_casts import CastSettings, SparkCastRefused, spark_cast
+    texts = pa.array(["0xff", " 12 ", "\t+12\n", "-128", "128", "12.7", "-12.9", ".", "+", "", "1e2", "\u0661\u0662",
+                      "\xa012", "000000000000000000000000000000000000000012", None])
+    lenient = CastSettings("UTC", ansi=False)
+    assert spark_cast(texts, pa.int8(), lenient).to_pylist() == [
+        None, 12, 12, -128, None, 12, -12, 0, None, None, None, None, None, 12, None]
+    assert spark_cast(pa.array(["0xFFFFFFFF", "2147483648", "-2147483648"]), pa.int32(), lenient).to_pylist() == [
+        None, None, -2147483648]
+    assert spark_cast(pa.array(["9223372036854775808", "9223372036854775807"]), pa.int64(), lenient).to_pylist() == [
+        None, 2**63 - 1]
+    ansi = CastSettings("UTC", ansi=True)
+    assert spark_cast(pa.array([" 12 ", "-128", "\x0012\x7f", None]), pa.int8(), ansi).to_pylist() == [12, -128, 12, None]
+    for bad in ("0xff", "12.7", ".", "128", ""):
+        with pytest.raises(SparkCastRefused, match="CAST_INVALID_INPUT"):
+            spark_cast(pa.array(["1", bad]), pa.int8(), ansi)
+
+
 def test_a_read_schema_casts_as_sparks_cast_in_the_session_zone(spark, catalog):
     """`.schema(...)` with other types than the table's gives what Spark's own CAST gives in the
     same session (New York): an instant as TIMESTAMP_NTZ, DATE and text its wall time there, a
