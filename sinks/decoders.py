@@ -44,6 +44,7 @@ import pyarrow.json as pajson
 
 from paimon_streaming import variant
 from paimon_streaming.errors import PaimonError
+from paimon_streaming.number_text import text_numbers
 from paimon_streaming.types import VARIANT_ARROW, from_arrow, is_variant_arrow, map_arrow_leaves
 from paimon_streaming.variant import holds_variant
 from paimon_streaming.write import check_decimals_fit
@@ -566,7 +567,8 @@ class Decoder:
                 raise DecodeError(f"tombstone key of record {_where(records, bad)} is not UTF-8 text, as "
                                   f"--key-format string reads it (primary key '{field.name}' is {field.type})")
             try:
-                cols = {field.name: pc.cast(keys.cast(pa.string()), field.type)}
+                cols = {field.name: self._number_keys(keys, records, field) if _is_number(field.type)
+                        else pc.cast(keys.cast(pa.string()), field.type)}
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 texts = keys.cast(pa.string())
                 first = next((i for i in range(len(texts)) if not _casts(texts.slice(i, 1), field.type)), 0)
@@ -578,6 +580,18 @@ class Decoder:
                                     lambda b: _read_json(b, key_schema), "JSON key", "fail",
                                     key_schema.empty_table())
         return self._key_rows(table, key_schema)
+
+    @staticmethod
+    def _number_keys(keys: pa.Array, records: pa.RecordBatch, field: pa.Field) -> pa.Array:
+        """String keys of a number column as its numbers: decimal text only, within its range
+        (Arrow's cast took `0xff` for a TINYINT's -1, so the tombstone deleted another row)."""
+        numbers, bad = text_numbers(keys.cast(pa.string()), field.type)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DecodeError(f"tombstone key {keys.cast(pa.string())[i].as_py()!r} of record {_where(records, i)} is "
+                              f"not a {field.type} value of primary key '{field.name}': decimal digits within its range "
+                              "only (never another row's key)")
+        return numbers
 
     def _key_rows(self, table: pa.Table, key_schema: pa.Schema) -> pa.Table:
         """Deletes of the keys in `table`: the output rows, other columns null, kind -D."""

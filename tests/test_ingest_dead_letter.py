@@ -335,6 +335,21 @@ def test_fail_mode_errors_quote_the_record_and_name_the_bad_tombstone():
         Decoder("json", SCHEMA, ("id",), key_format="string").decode_all(records([None, None], [b"1", b"\xff"]))
 
 
+def test_a_string_tombstone_key_of_a_number_column_is_decimal_text_only():
+    """Arrow's cast took a string key `0xff` for a TINYINT's -1 (and `0x10` for 16): the
+    tombstone deleted another row. Such a key, or one beyond the column's range, is refused
+    naming the record, whatever --on-error says (a tombstone whose key does not decode fails the
+    job); decimal keys, `+5` too, still delete."""
+    schema = pa.schema([pa.field("id", pa.int8(), False), ("name", pa.string())])
+    for key in (b"0xff", b"0x10", b"128", b"1e2", b"\xd9\xa1"):
+        with pytest.raises(DecodeError, match=f"tombstone key {re.escape(repr(key.decode()))} of record topic=t "
+                                              r"partition=1 offset=101 is not a int8 value of primary key 'id'"):
+            Decoder("json", schema, ("id",), key_format="string", on_error="dead-letter").decode_all(
+                records([None, None], [b"1", key]))
+    deleted = Decoder("json", schema, ("id",), key_format="string").decode_all(records([None, None], [b"-128", b"+5"]))
+    assert deleted.rows.column("id").to_pylist() == [-128, 5]
+
+
 def test_csv_numbers_beyond_their_type_or_not_decimal_are_poison_records():
     """pyarrow's CSV reader took `1e39` as a FLOAT's infinity, `1e309` as a DOUBLE's, and
     `0x10` as 16; Spark's CSV reader takes none of them (and JSON's refuse them): poison records
