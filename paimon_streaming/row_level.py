@@ -58,6 +58,7 @@ from .lsm.dv_maintainer import DeletionVectorMaintainer
 from .manifest import DataFileMeta
 from .manifest.entries import DELETION_VECTORS_INDEX
 from .merge_engine import MergeEngine, PartialUpdateEngine, engine_for, row_kind_filter
+from .number_text import text_numbers
 from .numpy_arrow import from_numpy
 from .paths import TableDirs
 from .predicate import INEXACT, Filter, column_literal, from_text, parse_filter, plain_literal, timestamp_scalar
@@ -425,6 +426,11 @@ def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
             raise ValueError(f"it is finer than the column's unit ({target.unit}): it would be cut, which writes "
                              "refuse too")
         return scalar
+    if isinstance(value, str) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
+        numbers, bad = text_numbers(pa.array([value]), target)   # Arrow's cast takes hex: '0xff' a TINYINT's -1
+        if bad[0]:
+            raise ValueError(f"{value!r} is no {target} value (decimal digits, within its range)")
+        return numbers[0]
     if isinstance(value, str) and not (pa.types.is_string(target) or pa.types.is_large_string(target)):
         return pa.scalar(value).cast(target)
     if isinstance(value, (dict, list, tuple)):

@@ -4,6 +4,8 @@ against a model of the rows, against Apache Paimon Java's reader (and its compac
 left), and against concurrent commits that move the files a change planned on."""
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -516,6 +518,25 @@ def test_values_set_are_the_column_values_they_name_exactly(catalog):
         with pytest.raises(SchemaMismatchError, match=match):
             t.update([("id", "=", 1)], values)
     assert t.to_arrow().column("n").to_pylist() == [3]
+
+
+def test_text_set_into_a_number_column_is_decimal_text_within_its_range(catalog):
+    """Text (what `update --set b=0xff` passes) was cast by Arrow: hex into an integer, wrapped
+    ('0xff' stored a TINYINT's -1), and a FLOAT's '1e39' or '3.4028236e38' stored infinity.
+    Both are refused as numbers are; decimal text, a spelt-out infinity and FLOAT's largest
+    value still set."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("b", pa.int8()), ("f", pa.float32())])
+    t = catalog.create_table("db.text_numbers", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "b": pa.array([1], pa.int8()), "f": pa.array([1.0], pa.float32())}))
+    for values in ({"b": "0xff"}, {"b": "0x10"}, {"b": "128"}, {"f": "1e39"}, {"f": "3.4028236e38"}, {"f": "0x1p3"}):
+        with pytest.raises(SchemaMismatchError, match=f"value {re.escape(repr(next(iter(values.values()))))} for "
+                                                      "column .* is no (int8|float) value"):
+            t.update([("id", "=", 1)], values)
+    assert t.to_arrow().to_pylist() == [{"id": 1, "b": 1, "f": 1.0}]
+    t.update([("id", "=", 1)], {"b": "-128", "f": "3.4028235E38"})
+    assert t.to_arrow().to_pylist() == [{"id": 1, "b": -128, "f": 3.4028234663852886e38}]
+    t.update([("id", "=", 1)], {"b": "+5", "f": "-Infinity"})
+    assert t.to_arrow().to_pylist() == [{"id": 1, "b": 5, "f": float("-inf")}]
 
 
 def test_values_from_numpy_and_pandas_are_set_as_filters_read_them(catalog):
