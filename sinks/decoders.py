@@ -839,38 +839,19 @@ def _is_number(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t)
 
 
-_CSV_INTEGER = r"^[+-]?[0-9]+$"
-_CSV_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(?i:inf|infinity|nan)$"
-_CSV_INFINITY = r"^[+-]?(?i:inf|infinity)$"
-
-
 def _csv_numbers(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """The CSV's number columns, read as text, as numbers Spark's CSV reader takes: decimal
-    digits (pyarrow's reader took `0x10` as 16), and no value beyond its type's range
-    (pyarrow's made `1e39` a FLOAT's infinity); such a field is a ValueError naming its column,
-    so the record is a poison record."""
+    digits (pyarrow's reader took `0x10` as 16), each text cast straight to its type (a FLOAT
+    through a double rounded twice), and no value beyond its type's range (pyarrow's made `1e39`
+    a FLOAT's infinity); such a field is a ValueError naming its column, so the record is a
+    poison record."""
     for i, f in enumerate(schema):
         if not _is_number(f.type):
             continue
-        text = table.column(i)
-        shape = _CSV_INTEGER if pa.types.is_integer(f.type) else _CSV_FLOAT
-        if pc.any(pc.invert(pc.match_substring_regex(text, shape))).as_py():  # (nulls are no text)
-            raise ValueError(f"column '{f.name}' ({from_arrow(f.type)}) has text that is no number")
-        try:
-            if pa.types.is_integer(f.type):
-                number = pc.replace_substring_regex(text, r"^\+", "").cast(f.type)  # "+5", as Java parses it
-            else:
-                wide = text.cast(pa.float64())
-                beyond = pc.and_(pc.is_inf(wide), pc.invert(pc.match_substring_regex(text, _CSV_INFINITY)))
-                if f.type == pa.float32():
-                    beyond = pc.or_(beyond, pc.and_(pc.is_finite(wide),
-                                                    pc.greater(pc.abs(wide), float(np.finfo(np.float32).max))))
-                if pc.any(beyond).as_py():
-                    raise ValueError(f"column '{f.name}' ({from_arrow(f.type)}) has a number beyond its range")
-                number = wide.cast(f.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise ValueError(f"column '{f.name}' ({from_arrow(f.type)}): {exc}") from None
-        table = table.set_column(i, f, number)
+        numbers, bad = text_numbers(table.column(i).combine_chunks(), f.type)  # (nulls are no text)
+        if bad.any():
+            raise ValueError(f"column '{f.name}' ({from_arrow(f.type)}) has text that is no number within its range")
+        table = table.set_column(i, f, numbers)
     return table
 
 
