@@ -34,6 +34,13 @@ DEFAULTS = [
     ("TIME(3)", "12:30:01.5", dt.time(12, 30, 1, 500000)),
     ("TIMESTAMP(3)", "2024-01-01 10:00:00.123", dt.datetime(2024, 1, 1, 10, 0, 0, 123000)),
     ("TIMESTAMP(3)", "1700000000000", dt.datetime(2023, 11, 14, 22, 13, 20)),
+    # rounded once, as parseFloat (through a double it was 1.0); Java's suffix taken
+    ("FLOAT", "1.00000005960464477539062500000001", 1.0000001192092896),
+    ("FLOAT", "1.5f", 1.5),
+    ("DATE", "2024-1-5", dt.date(2024, 1, 5)),  # parseDate's y-m-d (refused as not ISO)
+    ("TIMESTAMP(6)", "1000-01-01 00:00:00", dt.datetime(1000, 1, 1)),  # beyond nanoseconds' 1677-2262
+    ("TIMESTAMP(3)", "2024-01-01 10:00:00.123456789", dt.datetime(2024, 1, 1, 10, 0, 0, 123000)),  # cut, not an error
+    ("TIMESTAMP(3)", "2023-02-30 24:00:00", dt.datetime(2023, 3, 1)),  # java.time's SMART resolver
 ]
 
 
@@ -96,7 +103,7 @@ def test_defaults_that_do_not_cast_are_refused_naming_the_column(catalog):
             ("n", "abc", SchemaMismatchError, "'n'.*'abc' is not a valid INT"),
             ("b", "maybe", SchemaMismatchError, "'b'.*'maybe' is not a valid BOOLEAN.*expected t, true, y, yes, 1"),
             ("ts", "1000", SchemaMismatchError, "'ts'.*precision 0, 3, 6 or 9 only, not 2"),
-            ("n", "99999999999", SchemaMismatchError, "out of range"),
+            ("n", "99999999999", SchemaMismatchError, "overflows INT"),
             ("a", "[1, 2]", UnsupportedOperationError, "ARRAY"),
             (("r", "x"), "1", SchemaMismatchError, "top-level column")]:
         with pytest.raises(error, match=message):
@@ -106,7 +113,6 @@ def test_defaults_that_do_not_cast_are_refused_naming_the_column(catalog):
 
 @pytest.mark.parametrize("type_,text,value", DEFAULTS + [
     ("DECIMAL(3, 2)", "12.5", None),  # more digits than the precision: Java's cast gives null
-    ("TIMESTAMP(6)", "2024-01-01T10:00:00.123456", dt.datetime(2024, 1, 1, 10, 0, 0, 123456)),
     ("TIME(0)", "1000", dt.time(0, 0, 1)),
     ("DATE", "19000", dt.date(2022, 1, 8)),
     ("TINYINT", "-128", -128),
@@ -114,3 +120,15 @@ def test_defaults_that_do_not_cast_are_refused_naming_the_column(catalog):
 def test_default_text_casts_as_paimons(type_, text, value):
     scalar = default_scalar(DataField(0, "c", parse_atomic(type_), None, text))
     assert (None if scalar is None else scalar.as_py()) == value
+
+
+@pytest.mark.parametrize("type_,text", [
+    ("FLOAT", "inf"), ("DOUBLE", "0x1p3"), ("INT", "\u0661\u0662"), ("TIME(3)", "\u0661\u0662"), ("DATE", "\u0661\u0662"),
+    ("DATE", "2024-02-30"), ("DATE", "2024-"), ("TIMESTAMP(6)", "2024-01-01T10:00:00.123456"),
+    ("TIMESTAMP(3)", "2024-01-01 10"), ("TIMESTAMP(9)", "2024-01-01 10:00:00.1234567891"), ("TIMESTAMP(3)", "2024--05"),
+    ("TIMESTAMP(3)", "2024-01-01 24:00:00.1"), ("TIMESTAMP_LTZ(3)", "1700000000000")])
+def test_default_text_javas_write_fails_on_is_refused(type_, text):
+    """Text Java 1.4.2's writer fails on (NumberFormatException, DateTimeParseException) was
+    taken: Python's int/float read Unicode digits and 'inf', fromisoformat a 'T'."""
+    with pytest.raises(SchemaMismatchError, match=f"column 'c': its default value .* is not a valid"):
+        default_scalar(DataField(0, "c", parse_atomic(type_), None, text))
