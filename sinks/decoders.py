@@ -43,6 +43,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
 from paimon_streaming import variant
+from paimon_streaming.decimal_text import DecimalTextRefused, text_decimals
 from paimon_streaming.errors import PaimonError
 from paimon_streaming.number_text import text_numbers
 from paimon_streaming.types import VARIANT_ARROW, from_arrow, is_variant_arrow, map_arrow_leaves
@@ -584,7 +585,14 @@ class Decoder:
     @staticmethod
     def _number_keys(keys: pa.Array, records: pa.RecordBatch, field: pa.Field) -> pa.Array:
         """String keys of a number column as its numbers: decimal text only, within its range
-        (Arrow's cast took `0xff` for a TINYINT's -1, so the tombstone deleted another row)."""
+        (Arrow's cast took `0xff` for a TINYINT's -1, so the tombstone deleted another row), a
+        DECIMAL's exactly."""
+        if pa.types.is_decimal(field.type):  # exactly: Arrow's cast wraps beyond the type
+            try:
+                return text_decimals(keys.cast(pa.string()), field.type)
+            except DecimalTextRefused as exc:
+                raise DecodeError(f"a tombstone key is not a {field.type} value of primary key '{field.name}': "
+                                  f"{exc}") from None
         numbers, bad = text_numbers(keys.cast(pa.string()), field.type)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -836,7 +844,7 @@ def _plain(value: Any) -> Any:
 
 
 def _is_number(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t)
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
 def _csv_numbers(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -846,6 +854,12 @@ def _csv_numbers(table: pa.Table, schema: pa.Schema) -> pa.Table:
     a FLOAT's infinity); such a field is a ValueError naming its column, so the record is a
     poison record."""
     for i, f in enumerate(schema):
+        if pa.types.is_decimal(f.type):  # exactly (Arrow's reader and cast wrap: '-7e36' into DECIMAL(38, 2))
+            try:
+                table = table.set_column(i, f, text_decimals(table.column(i).combine_chunks(), f.type))
+            except DecimalTextRefused as exc:
+                raise ValueError(f"column '{f.name}' ({from_arrow(f.type)}): {exc}") from None
+            continue
         if not _is_number(f.type):
             continue
         numbers, bad = text_numbers(table.column(i).combine_chunks(), f.type)  # (nulls are no text)

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimon_streaming.decimal_text import DecimalTextRefused, text_decimals
 from paimon_streaming.variant import unique_members
 
 __all__ = ["DECODER", "Number", "holds_map", "read", "write_any"]
@@ -186,7 +187,11 @@ def _keys(path: str, keys: pa.Array, key_type: pa.DataType) -> pa.Array:
     if key_type == keys.type:
         return keys
     try:
+        if pa.types.is_decimal(key_type):  # Arrow's cast of text wraps beyond the type ('1e-41' is 0.00)
+            return text_decimals(keys, key_type)
         return keys.cast(key_type)
+    except DecimalTextRefused as exc:
+        raise ValueError(f"field '{path}' has a key that is not a {key_type} (its MAP's key type): {exc}") from None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         for key in keys.to_pylist():  # the error path: find a culprit to name
             try:

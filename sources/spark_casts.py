@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_streaming.datafile import conform, finer_unit
+from paimon_streaming.decimal_text import DecimalTextRefused, text_decimals
 from paimon_streaming.errors import UnsupportedOperationError
 from paimon_streaming.java_casts import CastRefused, _decimal_to_double, _float_to_decimal, _int_to_decimal, \
     _plain_decimal, _round_decimal, _unscaled, java_float_text
@@ -165,7 +166,7 @@ def _leaf(arr: pa.Array, target: pa.DataType, s: CastSettings) -> pa.Array:
             elif pa.types.is_floating(t):
                 out = _float_to_decimal(pc.cast(arr, pa.float64()), new)
             else:
-                return arr.cast(target)
+                out = _text_to_decimals(arr, target, s)
         except CastRefused as exc:
             raise SparkCastRefused(str(exc)) from None
         return _ansi_checked(arr, out, s)
@@ -208,6 +209,32 @@ def _text_to_integers(arr: pa.Array, target: pa.DataType, s: CastSettings) -> pa
         raise SparkCastRefused(f"{arr[int(np.flatnonzero(bad)[0])].as_py()!r} is no {target} value (Spark's ANSI cast "
                                "fails on it with CAST_INVALID_INPUT; with spark.sql.ansi.enabled=false it is null)")
     return numbers
+
+
+_DECIMAL_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+
+
+def _text_to_decimals(arr: pa.Array, target: pa.DataType, s: CastSettings) -> pa.Array:
+    """Spark's cast of text to DECIMAL (`Decimal.fromString`): trimmed as for integers, a
+    decimal number with an optional exponent, rounded HALF_UP to the scale; text that is no
+    number, or a value beyond the precision, null (ANSI mode: an error). Arrow's cast wrapped
+    values beyond the type into others ('-7e36' into DECIMAL(38, 2))."""
+    text = pc.utf8_trim(pc.cast(arr, pa.string()), _SPARK_BLANKS)
+    number = pc.fill_null(pc.match_substring_regex(text, _DECIMAL_TEXT), True)
+    if not pc.all(number).as_py():
+        if s.ansi:
+            bad = arr.filter(pc.invert(number))[0].as_py()
+            raise SparkCastRefused(f"{bad!r} is no {target} value (Spark's ANSI cast fails on it with "
+                                   "CAST_INVALID_INPUT; with spark.sql.ansi.enabled=false it is null)")
+        text = pc.if_else(number, text, pa.scalar(None, pa.string()))
+    try:
+        out = text_decimals(text, target, half_up=True, beyond_null=True)
+    except DecimalTextRefused as exc:  # not expected past the regex: never a guess
+        raise SparkCastRefused(str(exc)) from None
+    if s.ansi and out.null_count > text.null_count:
+        raise SparkCastRefused(f"a value needs more digits than {target} has (Spark's ANSI cast fails on it; "
+                               "with spark.sql.ansi.enabled=false it is null)")
+    return out
 
 
 def _text(arr: pa.Array, s: CastSettings) -> pa.Array:

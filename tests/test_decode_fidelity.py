@@ -1389,3 +1389,26 @@ def test_json_decimals_nested_exactly_or_refused():
                  b'{"id":1,"m":{"a":1e-41}}']:
         rows, errors = _one(decoder, body)
         assert rows == [] and errors, body
+
+
+def test_csv_decimals_map_keys_and_tombstone_keys_are_exact_or_refused():
+    """CSV DECIMAL fields, JSON MAP keys of a DECIMAL key type and string tombstone keys of a
+    DECIMAL primary key went through Arrow's text conversion, which wraps: CSV '-7e36' into
+    DECIMAL(38, 2) was stored as -194352661581230730732507851364635770.88, a key '1e-41' as 0.00."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("d", pa.decimal128(38, 2))])
+    csv = Decoder("csv", schema, ("id",))
+    for body in [b"1,-7e36", b"1,1e-41", b"1,0.80636083778353374068124158683449786907366"]:
+        rows, errors = _one(csv, body)
+        assert rows == [] and "DECIMAL(38, 2)" in errors[0], body
+    assert _one(csv, b"1,-83920793622.98e0")[0][0]["d"] == D("-83920793622.98")
+    keyed = Decoder("json", pa.schema([pa.field("id", pa.int64(), False),
+                                       ("m", pa.map_(pa.decimal128(10, 2), pa.int32()))]), ("id",))
+    for body in [b'{"id":1,"m":{"-7e36":1}}', b'{"id":1,"m":{"1e-41":1}}']:
+        rows, errors = _one(keyed, body)
+        assert rows == [] and errors, body
+    assert _one(keyed, b'{"id":1,"m":{"25e-1":1}}')[0][0]["m"] == [(D("2.50"), 1)]
+    tombstones = Decoder("json", pa.schema([pa.field("k", pa.decimal128(38, 2), False), ("v", pa.string())]), ("k",),
+                         key_format="string")
+    assert tombstones.decode_all(records([None], [b"25e-1"])).rows.column("k").to_pylist() == [D("2.50")]
+    with pytest.raises(DecodeError, match="DECIMAL|decimal"):
+        tombstones.decode_all(records([None], [b"-7e36"]))

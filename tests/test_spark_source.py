@@ -3,6 +3,8 @@ restarts, consumer files, expired snapshots) and read (filters with pruning, pro
 travel, system tables), on tables written by our sink, our core and pypaimon."""
 from __future__ import annotations
 
+import decimal
+
 import contextlib
 import datetime
 import json
@@ -952,6 +954,27 @@ def test_a_read_schema_casts_text_to_integers_as_spark_4():
     for bad in ("0xff", "12.7", ".", "128", ""):
         with pytest.raises(SparkCastRefused, match="CAST_INVALID_INPUT"):
             spark_cast(pa.array(["1", bad]), pa.int8(), ansi)
+
+
+def test_a_read_schema_casts_text_to_decimals_as_spark_4():
+    """Text read as DECIMAL as Spark 4's CAST gives it (values taken from Spark 4 itself):
+    trimmed, exponents taken, HALF_UP to the scale, beyond the precision or no number null
+    (ANSI mode: an error). Arrow's cast gave '-7e36' as -194352661581230730732507851364635770.88
+    in DECIMAL(38, 2), '1e-41' as 0.00 by wrapping, and refused '1.005'."""
+    from sources.spark_casts import CastSettings, SparkCastRefused, spark_cast
+    texts = pa.array(["1.005", "-7e36", " 12 ", "1e-41", "-83920793622.98", "0.80636083778353374068124158683449786907366",
+                      "1e2", "abc", "1.5e1", "-0.005", None])
+    lenient = CastSettings("UTC", ansi=False)
+    d = decimal.Decimal
+    assert spark_cast(texts, pa.decimal128(38, 2), lenient).to_pylist() == [
+        d("1.01"), None, d("12.00"), d("0.00"), d("-83920793622.98"), d("0.81"), d("100.00"), None, d("15.00"),
+        d("-0.01"), None]
+    assert spark_cast(texts, pa.decimal128(10, 2), lenient).to_pylist()[4] is None
+    ansi = CastSettings("UTC", ansi=True)
+    assert spark_cast(pa.array(["1.005", " 2 "]), pa.decimal128(38, 2), ansi).to_pylist() == [d("1.01"), d("2.00")]
+    for bad in ("-7e36", "abc"):
+        with pytest.raises(SparkCastRefused):
+            spark_cast(pa.array(["1", bad]), pa.decimal128(38, 2), ansi)
 
 
 def test_a_read_schema_casts_as_sparks_cast_in_the_session_zone(spark, catalog):
