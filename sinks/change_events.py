@@ -572,8 +572,14 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
         unscaled = raw.field("value") if e == "variable-scale-unscaled" else \
             base64_decoded(c.name, raw.field("value").cast(pa.binary()))
         return _variable_scale_decimals(c.name, raw.field("scale"), unscaled, raw.is_valid(), c.type)
-    if e == "decimal-text":
-        return raw
+    if e == "decimal-text":  # exactly: Arrow's cast of text wraps beyond the type
+        if not pa.types.is_decimal(c.type):
+            return raw
+        try:
+            return text_decimals(raw, c.type)
+        except DecimalTextRefused as exc:
+            raise ValueError(f"column '{c.name}' ({c.encoding} in the change events) does not fit {c.type}: {exc}") \
+                from None
     if e == "decimal-double" and pa.types.is_decimal(raw.type):  # JSON: the number's text, read exactly
         # (a STRING column, one wider than 38 digits: the decimal's text at the source's scale)
         scale = c.type.scale if pa.types.is_decimal(c.type) else c.scale or 0

@@ -992,3 +992,14 @@ def test_bits_are_stored_big_endian_and_times_beyond_a_day_wrap():
     from paimon_streaming.sinks import debezium
     assert debezium.table_schema_of({"fields": [{"field": "after", "type": "struct", "fields": [
         dict(bits, field="flags")]}]}) == pa.schema([("flags", pa.binary())])
+
+
+@pytest.mark.parametrize("text", ["-7000000000000000000000000000000000000", "12.345", "abc"])
+def test_decimal_text_beyond_its_column_is_refused_never_another_number(text):
+    """decimal.handling.mode=string: the text went through Arrow's cast, which wraps a value
+    beyond the column into another number (37 digits into DECIMAL(38, 2) came back as
+    -194352661581230730732507851364635770.88)."""
+    table = pa.schema([pa.field("id", pa.int64(), False), ("price", pa.decimal128(38, 2))])
+    value = json.dumps({"op": "c", "after": {"id": 1, "price": text}}).encode()
+    with pytest.raises(DecodeError, match="column 'price'"):
+        Decoder("debezium-json", table, ("id",), decimal_handling="string").decode(records([value]))
