@@ -58,6 +58,7 @@ from .lsm.dv_maintainer import DeletionVectorMaintainer
 from .manifest import DataFileMeta
 from .manifest.entries import DELETION_VECTORS_INDEX
 from .merge_engine import MergeEngine, PartialUpdateEngine, engine_for, row_kind_filter
+from .decimal_text import DecimalTextRefused, text_decimals
 from .number_text import text_numbers
 from .numpy_arrow import from_numpy
 from .paths import TableDirs
@@ -431,6 +432,11 @@ def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
         if bad[0]:
             raise ValueError(f"{value!r} is no {target} value (decimal digits, within its range)")
         return numbers[0]
+    if isinstance(value, str) and pa.types.is_decimal(target):  # exactly: Arrow's cast wraps ('-7e36')
+        try:
+            return text_decimals(pa.array([value]), target)[0]
+        except DecimalTextRefused as exc:
+            raise ValueError(str(exc)) from None
     if isinstance(value, str) and not (pa.types.is_string(target) or pa.types.is_large_string(target)):
         return pa.scalar(value).cast(target)
     if isinstance(value, (dict, list, tuple)):

@@ -617,3 +617,18 @@ def test_a_delete_by_positions_compacts_waiting_level0_files_first(catalog):
     with get_oracle().batch() as jb:
         read = jb.read(t.path)
     assert sorted(r["id"] for r in read.result) == [0, 2, 3, 5]
+
+
+def test_text_set_into_a_decimal_is_exact_or_refused(catalog):
+    """Text set into a DECIMAL column went through Arrow's cast, which wraps a value beyond the
+    type into another number: update(..., {"q": "-7e36"}) stored -194352661581230730732507851364635770.88
+    in a DECIMAL(38, 2), "1e-41" stored 0.00."""
+    import decimal
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("q", pa.decimal128(38, 2))])
+    t = catalog.create_table("db.dec_text", schema, primary_keys=["id"])
+    t.write_arrow(pa.table({"id": [1], "q": [decimal.Decimal("1.00")]}, schema=schema))
+    for text in ("-7e36", "1e-41"):
+        with pytest.raises(SchemaMismatchError, match="column 'q'"):
+            t.update([("id", "=", 1)], {"q": text})
+    t.update([("id", "=", 1)], {"q": "25e-1"})
+    assert t.to_arrow().column("q").to_pylist() == [decimal.Decimal("2.50")]
