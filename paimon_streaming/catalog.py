@@ -19,7 +19,7 @@ SYSTEM_TABLE_SPLITTER = "$"
 _NAME = re.compile(r"^[^./\\\x00-\x1f\x7f]+$")
 
 
-def _check_name(kind: str, name: str, new: bool = False) -> str:
+def check_name(kind: str, name: str, new: bool = False) -> str:
     """Database and table names are directory names: a name never has a path separator ('/',
     '\\') or NUL, nor is '', '.' or '..'; a table name has no '$' (it selects system tables,
     `orders$snapshots`, as in Paimon). `new` (a name being created) also refuses '.', control
@@ -44,7 +44,7 @@ def split_identifier(identifier: str) -> tuple[str, str]:
     db, sep, table = identifier.partition(".")
     if not sep:
         db, table = "default", identifier
-    return _check_name("database", db), _check_name("table", table)
+    return check_name("database", db), check_name("table", table)
 
 
 class Catalog:
@@ -61,7 +61,7 @@ class Catalog:
 
     # ---- databases ------------------------------------------------------------------------
     def database_path(self, name: str) -> str:
-        return f"{self.warehouse}/{_check_name('database', name)}{DB_SUFFIX}"
+        return f"{self.warehouse}/{check_name('database', name)}{DB_SUFFIX}"
 
     def list_databases(self) -> list[str]:
         return sorted(s.path.rsplit("/", 1)[-1][: -len(DB_SUFFIX)] for s in self.file_io.list_status(self.warehouse)
@@ -75,7 +75,7 @@ class Catalog:
             if ignore_if_exists:
                 return
             raise TableAlreadyExistsError(f"database {name} already exists in {self.warehouse}")
-        self.file_io.mkdirs(self.database_path(_check_name("database", name, new=True)))
+        self.file_io.mkdirs(self.database_path(check_name("database", name, new=True)))
 
     def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         if not self.database_exists(name):
@@ -115,20 +115,29 @@ class Catalog:
                      partition_keys: list[str] | None = None, options: dict[str, Any] | None = None,
                      ignore_if_exists: bool = False, comment: str | None = None) -> Table:
         """Create a table from an Arrow schema. The database is created when missing."""
-        if split_branch(identifier)[1] is not None:
-            raise InvalidNameError(f"{identifier} names a branch: create it from its table with "
-                                   "Table.create_branch (or `paimon-streaming branch create`)")
-        db, table = split_identifier(identifier)
-        if self.table_exists(identifier):
+        if split_branch(identifier)[1] is None and self.table_exists(identifier):
             if ignore_if_exists:
                 return self.get_table(identifier)
             raise TableAlreadyExistsError(f"table {identifier} already exists at {self.table_path(identifier)}")
-        _check_name("table", table, new=True)
+        db = self.check_new_table(identifier)
         table_schema = TableSchema.create(schema, primary_keys, partition_keys, options, comment)
         self.create_database(db, ignore_if_exists=True)
         path = self.table_path(identifier)
         SchemaManager(self.file_io, path).create(table_schema)
         return Table(self.file_io, path, identifier)
+
+    def check_new_table(self, identifier: str) -> str:
+        """The database of a table `create_table` would create; InvalidNameError for a name it
+        refuses: a branch, a table name that is no plain directory name, or such a name of a
+        database not created yet (callers check before work that would be lost)."""
+        if split_branch(identifier)[1] is not None:
+            raise InvalidNameError(f"{identifier} names a branch: create it from its table with "
+                                   "Table.create_branch (or `paimon-streaming branch create`)")
+        db, table = split_identifier(identifier)
+        check_name("table", table, new=True)
+        if not self.database_exists(db):
+            check_name("database", db, new=True)
+        return db
 
     def get_table(self, identifier: str) -> Table:
         """The table; TableNotFoundError when there is none, MissingFileError when its directory
@@ -148,7 +157,7 @@ class Catalog:
         reader sees the table under one name or the other (local filesystems and HDFS)."""
         if not self.table_exists(identifier):
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
-        _check_name("table", split_identifier(new_identifier)[1], new=True)
+        check_name("table", split_identifier(new_identifier)[1], new=True)
         if self.table_exists(new_identifier) or self.file_io.exists(self.table_path(new_identifier)):
             raise TableAlreadyExistsError(f"table {new_identifier} already exists at {self.table_path(new_identifier)}")
         self.file_io.check_dir_rename()  # before the new name's database is created

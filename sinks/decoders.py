@@ -80,6 +80,46 @@ _CSV_CONVERT = functools.partial(pacsv.ConvertOptions, null_values=[""], strings
                                  quoted_strings_can_be_null=False)
 
 
+def check_settings(format: str, key_format: str | None, primary_keys: tuple[str, ...], avro_schema: str | None,
+                   schema_registry: str | None, on_error: str, decimal_handling: str, server_time_zone: str | None,
+                   source_table: str | None) -> None:
+    """DecodeError for settings that decode no record whatever the table holds (`key_format`
+    None: chosen by the table's key; `avro_schema`: its text, or its file, only whether it is
+    given counts), so that `ingest` refuses them before it starts."""
+    if on_error not in ON_ERROR:
+        raise DecodeError(f"unknown on-error mode '{on_error}'; use one of {', '.join(ON_ERROR)}")
+    if format not in FORMATS:
+        raise DecodeError(f"unknown format '{format}'; use one of {', '.join(FORMATS)}")
+    if format == "avro" and not (avro_schema or schema_registry):
+        raise DecodeError("format avro needs the writer schema (--avro-schema FILE or --schema-registry URL)")
+    if key_format == "avro" and not schema_registry:
+        raise DecodeError("Avro keys need the schema registry (--schema-registry URL)")
+    if format == debezium.AVRO_FORMAT and not schema_registry:
+        raise DecodeError("format debezium-avro needs the schema registry (--schema-registry URL)")
+    if decimal_handling not in debezium.DECIMAL_HANDLING:
+        raise DecodeError(f"unknown decimal handling '{decimal_handling}'; use one of "
+                          f"{', '.join(debezium.DECIMAL_HANDLING)}")
+    if server_time_zone is not None:
+        if format != canal.FORMAT:
+            raise DecodeError(f"a server time zone is for canal-json (Canal's TIMESTAMP text), not {format}")
+        try:
+            canal.check_zone(server_time_zone)
+        except ValueError as exc:
+            raise DecodeError(f"--server-time-zone: {exc}") from None
+    if source_table is not None:
+        if format not in source_tables.FORMATS:
+            raise DecodeError(f"a source table is for change events naming their table ({', '.join(source_tables.FORMATS)}), "
+                              f"not {format}")
+        try:
+            source_tables.check_pattern(source_table)
+        except ValueError as exc:
+            raise DecodeError(str(exc)) from None
+    if key_format not in (None, "string", "json", "avro"):
+        raise DecodeError(f"unknown key format '{key_format}'; use string, json or avro")
+    if key_format == "string" and len(primary_keys) > 1:
+        raise DecodeError(f"a composite primary key {list(primary_keys)} needs JSON keys (--key-format json)")
+
+
 @dataclass(frozen=True)
 class Decoder:
     """How to turn Kafka records into rows of `schema` (a picklable description)."""
@@ -99,37 +139,11 @@ class Decoder:
     source_table: str | None = None  # change events: the source tables (a regex of db.table) to keep (source_tables.py)
 
     def __post_init__(self) -> None:
-        if self.on_error not in ON_ERROR:
-            raise DecodeError(f"unknown on-error mode '{self.on_error}'; use one of {', '.join(ON_ERROR)}")
-        if self.format not in FORMATS:
-            raise DecodeError(f"unknown format '{self.format}'; use one of {', '.join(FORMATS)}")
-        if self.format == "avro" and not (self.avro_schema or self.schema_registry):
-            raise DecodeError("format avro needs the writer schema (--avro-schema FILE or --schema-registry URL)")
-        if self.key_format == "avro" and not self.schema_registry:
-            raise DecodeError("Avro keys need the schema registry (--schema-registry URL)")
+        check_settings(self.format, self.key_format, self.primary_keys, self.avro_schema, self.schema_registry,
+                       self.on_error, self.decimal_handling, self.server_time_zone, self.source_table)
         if self.format in CHANGE_EVENT_FORMATS and not self.primary_keys:
             raise DecodeError(f"format {self.format} needs a primary-key table: its updates and deletes "
                               "find rows by key")
-        if self.format == debezium.AVRO_FORMAT and not self.schema_registry:
-            raise DecodeError("format debezium-avro needs the schema registry (--schema-registry URL)")
-        if self.decimal_handling not in debezium.DECIMAL_HANDLING:
-            raise DecodeError(f"unknown decimal handling '{self.decimal_handling}'; use one of "
-                              f"{', '.join(debezium.DECIMAL_HANDLING)}")
-        if self.server_time_zone is not None:
-            if self.format != canal.FORMAT:
-                raise DecodeError(f"a server time zone is for canal-json (Canal's TIMESTAMP text), not {self.format}")
-            try:
-                canal.check_zone(self.server_time_zone)
-            except ValueError as exc:
-                raise DecodeError(str(exc)) from None
-        if self.source_table is not None:
-            if self.format not in source_tables.FORMATS:
-                raise DecodeError(f"a source table is for change events naming their table ({', '.join(source_tables.FORMATS)}), "
-                                  f"not {self.format}")
-            try:
-                source_tables.check_pattern(self.source_table)
-            except ValueError as exc:
-                raise DecodeError(str(exc)) from None
         variants = [f.name for f in self.schema if is_variant_arrow(f.type)]
         if variants and self.format != "json":
             raise DecodeError(f"the table's VARIANT column(s) {variants} are filled from JSON records (format json), "
@@ -143,10 +157,6 @@ class Decoder:
         if internal:
             raise DecodeError(f"the table's column(s) {internal} have names ingest keeps for itself (row kinds, "
                               "change events, source tables): rename them (paimon-streaming alter)")
-        if self.key_format not in ("string", "json", "avro"):
-            raise DecodeError(f"unknown key format '{self.key_format}'; use string, json or avro")
-        if self.key_format == "string" and len(self.primary_keys) > 1:
-            raise DecodeError(f"a composite primary key {list(self.primary_keys)} needs JSON keys (key format json)")
 
     @property
     def output_schema(self) -> pa.Schema:

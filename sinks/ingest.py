@@ -28,8 +28,7 @@ import re
 import signal
 import threading
 import time
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 import pyarrow as pa
@@ -43,13 +42,12 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.options import OPTIONS
-from paimon_streaming.sources.kafka_options import refuse_misspelt
 from paimon_streaming.table import Table
 
-from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry, source_tables
+from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
 from .foreach_batch import ArrowTransform, PreparedBatch, paimon_sink, query_commit_user
-from .source_tables import DatabaseRouting
+from .ingest_config import IngestConfig, avro_writer_schema, read_avro_schema, trigger_interval
 from .spark_write import arrow_schema_of
 
 SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
@@ -63,87 +61,6 @@ _SAMPLE_RECORDS = 1000
 RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset")  # of a Kafka record, as decoders take them
 # change-event formats whose every record names the source's key columns, in this field
 _KEYS_IN_RECORDS = {maxwell.FORMAT: "primary_key_columns", canal.FORMAT: "pkNames", ogg.FORMAT: "primary_keys"}
-
-
-@dataclass(frozen=True)
-class IngestConfig:
-    """What `paimon-streaming ingest` was asked to do (see the CLI's --help)."""
-
-    bootstrap_servers: str
-    warehouse: str
-    table: str = ""  # db.table; or `database` routes each source table to its own
-    topics: tuple[str, ...] = ()
-    topic_pattern: str | None = None
-    format: str = "json"
-    avro_schema: str | None = None  # path of an .avsc file
-    schema_registry: str | None = None  # Confluent Schema Registry URL: framed Avro values (and keys)
-    schema: str | None = None  # Spark DDL, e.g. "id BIGINT, name STRING"
-    primary_keys: tuple[str, ...] = ()
-    partition_keys: tuple[str, ...] = ()
-    partition_keys_if_present: bool = False  # --database: a table lacking one of them is not partitioned
-    bucket: int | None = None
-    table_options: dict[str, str] = field(default_factory=dict)
-    key_format: str | None = None
-    checkpoint: str | None = None
-    trigger: str = "10s"
-    starting_offsets: str = "earliest"
-    max_offsets_per_trigger: int | None = None
-    source: str = "auto"
-    kafka_options: dict[str, str] = field(default_factory=dict)
-    reader_options: dict[str, str] = field(default_factory=dict)  # Spark's Kafka source options, e.g. minPartitions
-    evolve_schema: bool = True  # records' new fields become columns; False: they are an error
-    on_error: str = "fail"  # an undecodable record: fail, skip, or dead-letter (see `set_aside`)
-    decimal_handling: str = "precise"  # debezium-json without schema envelopes: the connector's decimal.handling.mode
-    server_time_zone: str | None = None  # canal-json: the MySQL server's zone, which its TIMESTAMP text is in
-    source_table: str | None = None  # change events: the source tables (regex of db.table) this table takes
-    dead_letter_table: str | None = None  # default <db.table>_dead_letter (with `database`: <db>.ingest_dead_letter)
-    database: DatabaseRouting | None = None  # change events: a table per source table (ingest_database.py)
-    variant_columns: tuple[str, ...] = ()  # JSON: fields stored as VARIANT (a new table's are inferred without them)
-
-    def __post_init__(self) -> None:
-        refuse_misspelt(self.reader_options)  # Spark's connector would ignore them too
-        if bool(self.table) == (self.database is not None):
-            raise InvalidOptionError("give the target table (--table DB.TABLE) or a database to sync (--database DB)")
-        if self.database is not None and self.format not in source_tables.FORMATS:
-            raise InvalidOptionError(f"--database routes change events naming their tables "
-                                     f"({', '.join(source_tables.FORMATS)}), not {self.format}")
-        if self.variant_columns and self.format != "json":
-            raise InvalidOptionError(f"--variant-column takes fields of JSON records (--format json), not {self.format}")
-        keyed = set(self.variant_columns) & set(self.primary_keys + self.partition_keys)
-        if keyed:
-            raise InvalidOptionError(f"--variant-column {sorted(keyed)} cannot be a primary or partition key")
-        if self.source not in SOURCES:
-            raise InvalidOptionError(f"unknown source '{self.source}'; use auto, kafka (Spark's connector) or "
-                                     "kafka-python")
-        if self.trigger != "available-now":
-            _interval(self.trigger)  # refused before a table is created or a topic read
-        if self.database is not None and (self.schema or self.source_table):
-            raise InvalidOptionError("--schema and --source-table are for one table; with --database each source "
-                                     "table gets its own (--including-tables/--excluding-tables choose them; create "
-                                     "a table first to give it other columns)")
-
-    @property
-    def target(self) -> str:
-        """What the job writes: db.table, or database db."""
-        return self.table or f"database {self.database.database}"
-
-    def checkpoint_location(self) -> str:
-        """Default: <warehouse>/.checkpoints/ingest-<db.table> (or ingest-database-<db>), stable
-        so that a rerun resumes."""
-        name = self.table or f"database-{self.database.database}"
-        return self.checkpoint or f"{self.warehouse.rstrip('/')}/.checkpoints/ingest-{name}"
-
-    def source_options(self) -> dict[str, str]:
-        opts = {"kafka.bootstrap.servers": self.bootstrap_servers, "startingOffsets": self.starting_offsets}
-        if self.topic_pattern:
-            opts["subscribePattern"] = self.topic_pattern
-        else:
-            opts["subscribe"] = ",".join(self.topics)
-        if self.max_offsets_per_trigger:
-            opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
-        opts.update({f"kafka.{k}" if not k.startswith("kafka.") else k: v for k, v in self.kafka_options.items()})
-        opts.update(self.reader_options)
-        return opts
 
 
 # ---- the table -------------------------------------------------------------------------
@@ -178,9 +95,6 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
         cfg = replace(cfg, primary_keys=_source_primary_key(cfg, samples))
         log(f"primary key {list(cfg.primary_keys)} from the change events")
     schema, origin = _table_schema(spark, cfg, samples)
-    options = dict(cfg.table_options)
-    if cfg.bucket is not None:
-        options["bucket"] = str(cfg.bucket)
     partition_keys = list(cfg.partition_keys)
     if cfg.partition_keys_if_present and not set(partition_keys) <= set(schema.names):
         log(f"{cfg.table}: partition keys {partition_keys} are not all columns of it, so it is not partitioned "
@@ -190,7 +104,7 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
         check_topics_exist(cfg)  # before the table is created: a misspelt --topic leaves no table behind
     table = catalog.create_table(cfg.table, _keys_not_null(schema, cfg.primary_keys),
                                  primary_keys=list(cfg.primary_keys) or None,
-                                 partition_keys=partition_keys or None, options=options)
+                                 partition_keys=partition_keys or None, options=cfg.new_table_options())
     log(f"created table {cfg.table} at {table.path} (schema {origin}): "
         + ", ".join(f"{f.name} {f.type}" for f in table.schema.fields))
     return _with_variant_columns(table, cfg)
@@ -266,7 +180,7 @@ def _table_schema(spark: SparkSession, cfg: IngestConfig, samples: Samples) -> t
     if cfg.format in ("avro", debezium.AVRO_FORMAT) and cfg.schema_registry:
         return _registry_table_schema(cfg, samples), "from the first record's writer schema in the registry"
     if cfg.format == "avro":
-        return avro_to_arrow_schema(json.loads(read_avro_schema(cfg))), "from the Avro schema"
+        return avro_writer_schema(cfg), "from the Avro schema"
     if cfg.format == "json":
         sample = samples()
         return infer_json_schema([value for _, value in sample], cfg.variant_columns, cfg.on_error,
@@ -365,12 +279,6 @@ def _registry_table_schema(cfg: IngestConfig, samples: Samples) -> pa.Schema:
     return avro_to_arrow_schema(writer)
 
 
-def read_avro_schema(cfg: IngestConfig) -> str:
-    if not cfg.avro_schema:
-        raise InvalidOptionError("format avro needs --avro-schema FILE (the writer's Avro schema)")
-    return Path(cfg.avro_schema).read_text()
-
-
 def check_topics_exist(cfg: IngestConfig) -> None:
     """KafkaSourceError naming the --topic(s) the brokers do not have (a --topic-pattern may match
     topics created later: not checked)."""
@@ -422,9 +330,6 @@ def sample_records(cfg: IngestConfig) -> list[tuple[bytes | None, bytes]]:
 
 
 # ---- the query -------------------------------------------------------------------------
-SOURCES = ("auto", "kafka", "kafka-python")
-
-
 def spark_kafka_available(spark: SparkSession) -> bool:
     """Whether Spark's own Kafka connector (spark-sql-kafka-0-10) is on the driver's classpath."""
     try:
@@ -438,7 +343,7 @@ def spark_kafka_available(spark: SparkSession) -> bool:
 def kafka_source_name(spark: SparkSession, choice: str) -> str:
     if choice == "auto":
         return "kafka" if spark_kafka_available(spark) else "kafka-python"
-    return choice  # one of SOURCES (IngestConfig refuses others)
+    return choice  # one of ingest_config.SOURCES (IngestConfig refuses others)
 
 
 def decode_batches(decoder: Decoder, new_fields: Accumulator, rejected: Accumulator, sources: Accumulator,
@@ -522,10 +427,9 @@ def _rejected_rows(accumulated: list) -> pa.Table:
 def dead_letter_table(cfg: IngestConfig) -> Table:
     """The append table that keeps undecodable records (created when missing), next to the target."""
     catalog = Catalog(cfg.warehouse)
-    name = cfg.dead_letter_table or f"{cfg.table}_dead_letter"
     schema = REJECTED_SCHEMA.append(pa.field("batch_id", pa.int64())).append(
         pa.field("ingested_at", pa.timestamp("ms", tz="UTC")))
-    return catalog.create_table(name, schema, ignore_if_exists=True,
+    return catalog.create_table(cfg.dead_letter_name, schema, ignore_if_exists=True,
                                 comment=f"records of {cfg.target} that did not decode (paimon-streaming ingest)")
 
 
@@ -640,7 +544,7 @@ def start_query(spark: SparkSession, cfg: IngestConfig, source: str, write: Call
     if cfg.trigger == "available-now":
         writer = writer.trigger(availableNow=True)
     else:
-        writer = writer.trigger(processingTime=_interval(cfg.trigger))
+        writer = writer.trigger(processingTime=trigger_interval(cfg.trigger))
     return writer.queryName(f"ingest-{cfg.target}").start()
 
 
@@ -659,14 +563,6 @@ def drop_unfinished_first_offsets(checkpoint: str) -> None:
     for name in names:
         if name.endswith((".tmp", ".tmp.crc")):
             file_io.delete_quietly(f"{offsets}/{name}")
-
-
-def _interval(trigger: str) -> str:
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|m|min)?", trigger.strip())
-    if not m or ("." in m.group(1) and m.group(2) in ("m", "min")):  # Spark: no fraction of a minute
-        raise InvalidOptionError(f"--trigger must be an interval like 10s, 500ms, 1m, or available-now; got '{trigger}'")
-    unit = {"ms": "milliseconds", "s": "seconds", None: "seconds", "m": "minutes", "min": "minutes"}[m.group(2)]
-    return f"{m.group(1)} {unit}"
 
 
 # ---- progress --------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def spark_session(master: str, confs: list[tuple[str, str]], app: str, short_job
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from .ingest import IngestConfig, run_ingest
+    from .ingest_config import IngestConfig, check_before_start
     from .source_tables import DatabaseRouting
     topics = tuple(t.strip() for arg in args.topic for t in arg.split(",") if t.strip())
     if bool(topics) == bool(args.topic_pattern):
@@ -66,6 +66,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                                    args.excluding_tables)
     elif args.table_prefix or args.table_suffix or args.including_tables != ".*" or args.excluding_tables:
         raise ValueError("--table-prefix, --table-suffix, --including-tables and --excluding-tables go with --database")
+    if args.dead_letter_table and args.on_error != "dead-letter":
+        raise ValueError("--dead-letter-table goes with --on-error dead-letter")
     cfg = IngestConfig(
         bootstrap_servers=args.bootstrap_servers, warehouse=args.warehouse, table=args.table or "", database=database,
         topics=topics,
@@ -80,6 +82,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         on_error=args.on_error, dead_letter_table=args.dead_letter_table, decimal_handling=args.decimal_handling,
         server_time_zone=args.server_time_zone, source_table=args.source_table,
         variant_columns=tuple(args.variant_column))
+    check_before_start(cfg)  # every argument is checked before Spark starts (seconds) and a broker is asked
+    from .ingest import run_ingest
     spark = spark_session(args.master, args.conf, f"paimon-ingest-{args.table or args.database}")
     try:
         with LiveStatus(enabled=not args.no_progress) as live:

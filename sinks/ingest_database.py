@@ -68,11 +68,6 @@ _CARRIES_ROW: dict[str, Callable[[bytes | None], bool]] = {
 }
 
 
-def dead_letter_name(cfg: IngestConfig) -> str:
-    """Where --on-error dead-letter keeps the records of every table of the job."""
-    return cfg.dead_letter_table or f"{cfg.database.database}.ingest_dead_letter"
-
-
 def database_writer(spark: SparkSession, cfg: IngestConfig,
                     log: Callable[[str], None]) -> Callable[[DataFrame, int], None]:
     """The foreachBatch function of a job syncing a database (see the module docstring)."""
@@ -83,15 +78,15 @@ def database_writer(spark: SparkSession, cfg: IngestConfig,
         try:
             _set_aside_unnamed(cfg, named.unnamed(), query_commit_user(df), batch_id)
             targets = cfg.database.targets(named.sources())
-            if dead_letter_name(cfg) in targets:
-                raise InvalidOptionError(f"source table(s) {list(targets[dead_letter_name(cfg)])} would be written into "
-                                         f"the dead-letter table {dead_letter_name(cfg)}: give --dead-letter-table "
+            if cfg.dead_letter_name in targets:
+                raise InvalidOptionError(f"source table(s) {list(targets[cfg.dead_letter_name])} would be written into "
+                                         f"the dead-letter table {cfg.dead_letter_name}: give --dead-letter-table "
                                          "another name, or exclude them")
             prepared: list[PreparedBatch] = []
             try:  # every table's files first: a table whose records fail leaves the others uncommitted
                 for target, sources in targets.items():
                     # only DMS's records name no key: there --primary-key is every new table's
-                    tcfg = replace(cfg, table=target, database=None, dead_letter_table=dead_letter_name(cfg),
+                    tcfg = replace(cfg, table=target, database=None, dead_letter_table=cfg.dead_letter_name,
                                    primary_keys=cfg.primary_keys if cfg.format == aws_dms.FORMAT else (),
                                    partition_keys_if_present=True)
                     table = _table_for(spark, tcfg, named, sources, log)
@@ -210,5 +205,5 @@ def _set_aside_unnamed(cfg: IngestConfig, unnamed: pa.Table, commit_user: str, b
                           f"source table (is it a {cfg.format} change event?); nothing of this batch was written")
     error = pa.array([f"names no source table (not a {cfg.format} change event)"] * unnamed.num_rows, pa.string())
     rejected = unnamed.append_column("error", error).select(REJECTED_SCHEMA.names).cast(REJECTED_SCHEMA)
-    set_aside(replace(cfg, dead_letter_table=dead_letter_name(cfg)), rejected, f"{commit_user}:dead-letter", batch_id)
+    set_aside(cfg, rejected, f"{commit_user}:dead-letter", batch_id)
     REJECTED_PER_BATCH[batch_id] += unnamed.num_rows

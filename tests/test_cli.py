@@ -201,6 +201,61 @@ def test_cli_does_not_import_pyspark_and_validates_ingest_arguments(tmp_path, ca
     assert "--topic" in capsys.readouterr().err
 
 
+# ingest arguments no run can take, and the error naming each (they were reported after Spark
+# started, some only as "cannot reach a Kafka broker" when none answered)
+BAD_INGEST_ARGUMENTS = [
+    (["--table", "db.t.x"], "--table: invalid table name 't.x'"),
+    (["--table", "d/b.t"], "--table: invalid database name 'd/b'"),
+    (["--table", "db.t", "--bucket", "0"], "--bucket 0: must be a positive bucket count"),
+    (["--table", "db.t", "--option", "bucket=x"], "invalid value 'x' for table option 'bucket'"),
+    (["--table", "db.t", "--option", "deletion-vector.enabled=true"], "did you mean 'deletion-vectors.enabled'"),
+    (["--table", "db.t", "--format", "avro"], "format avro needs the writer schema (--avro-schema FILE"),
+    (["--table", "db.t", "--format", "avro", "--avro-schema", "{tmp}/nope.avsc"], "nope.avsc"),
+    (["--table", "db.t", "--format", "avro", "--avro-schema", "{tmp}/bad.avsc"], "--avro-schema {tmp}/bad.avsc is not"),
+    (["--table", "db.t", "--format", "debezium-avro"], "format debezium-avro needs the schema registry"),
+    (["--table", "db.t", "--key-format", "avro"], "Avro keys need the schema registry"),
+    (["--table", "db.t", "--primary-key", "a", "--primary-key", "b", "--key-format", "string"],
+     "composite primary key ['a', 'b'] needs JSON keys (--key-format json)"),
+    (["--table", "db.t", "--on-error", "dead-letter", "--dead-letter-table", "db.d.x"],
+     "--dead-letter-table: invalid table name 'd.x'"),
+    (["--table", "db.t", "--dead-letter-table", "db.d"], "--dead-letter-table goes with --on-error dead-letter"),
+    (["--table", "db.t", "--trigger", "fast"], "--trigger must be an interval"),
+    (["--table", "db.t", "--starting-offsets", "first"], "startingOffsets must be 'earliest', 'latest' or JSON"),
+    (["--table", "db.t", "--max-offsets-per-trigger", "0"], "maxOffsetsPerTrigger must be an integer >= 1, got '0'"),
+    (["--table", "db.t", "--format", "json", "--decimal-handling", "string", "--server-time-zone", "UTC"],
+     "a server time zone is for canal-json"),
+    (["--table", "db.t", "--format", "canal-json", "--server-time-zone", "Mars/Base"],
+     "--server-time-zone: unknown time zone 'Mars/Base'"),
+    (["--table", "db.t", "--format", "maxwell-json", "--source-table", "(("], "--source-table '((' is not a regular"),
+    (["--database", "a.b", "--format", "maxwell-json"], "--database: invalid database name 'a.b'"),
+    (["--database", "ods", "--format", "maxwell-json", "--table-prefix", "x/"], "--table-prefix/--table-suffix: "),
+    (["--database", "ods", "--format", "maxwell-json", "--excluding-tables", "(("], "--excluding-tables '((' is not"),
+]
+
+
+def test_ingest_refuses_bad_arguments_before_spark_or_a_broker(tmp_path):
+    """Each bad argument of BAD_INGEST_ARGUMENTS exits 1 naming it, with pyspark and kafka-python
+    unimportable: nothing started Spark or asked a broker."""
+    (tmp_path / "bad.avsc").write_text("{not json")
+    cases = [([a.format(tmp=tmp_path) for a in args], error.format(tmp=tmp_path)) for args, error in BAD_INGEST_ARGUMENTS]
+    code = ("import contextlib, io, json, sys\n"
+            "sys.modules['pyspark'] = sys.modules['kafka'] = None  # importing either fails\n"
+            "from paimon_streaming.cli import main\n"
+            "out = []\n"
+            "for args in json.loads(sys.argv[1]):\n"
+            "    err = io.StringIO()\n"
+            "    with contextlib.redirect_stderr(err):\n"
+            "        out.append([main(['ingest', '--bootstrap-servers', '127.0.0.1:1', '--topic', 't', '--warehouse', "
+            "sys.argv[2], *args]), err.getvalue()])\n"
+            "print(json.dumps(out))\n")
+    done = subprocess.run([sys.executable, "-c", code, json.dumps([args for args, _ in cases]), str(tmp_path / "wh")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for (args, error), (code, err) in zip(cases, json.loads(done.stdout)):
+        assert code == 1 and err.startswith("error: ") and error in err, (args, err)
+    assert not (tmp_path / "wh").exists()
+
+
 def _small_table(tmp_path):
     import paimon_streaming as ps
     table = ps.Catalog(str(tmp_path / "wh")).create_table(
