@@ -18,13 +18,14 @@ from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError, Sna
 from paimon_streaming.system_tables import system_table_schema
 
 from .options import ReadSpec
-from .partitions import spark_schema
+from .partitions import spark_schema, with_field_ids
 from .reader import batch_reader, read_schema
 
 
 def source_schema(options: Mapping[str, str]) -> StructType:
     """The Spark schema of a read: the table's columns (the time-travel snapshot's schema when
-    one is given by `snapshot-id` / `tag` / `timestamp-millis`, see `ReadSpec.reads_old_schema`), plus the row-kind column when `rowKindColumn` is set; or a system table's."""
+    one is given by `snapshot-id` / `tag` / `timestamp-millis`, see `ReadSpec.reads_old_schema`), plus the row-kind column when `rowKindColumn` is set; or a system table's.
+    Each column carries its field id (`with_field_ids`): a DataFrame reads the fields it was defined with."""
     spec = ReadSpec.parse(options)
     if spec.system_table is not None:
         return from_arrow_schema(system_table_schema(spec.system_table))
@@ -46,7 +47,7 @@ def source_schema(options: Mapping[str, str]) -> StructType:
             raise SchemaMismatchError(f"rowKindColumn '{spec.row_kind_column}' is already a column of table "
                                       f"{table.name}; choose another name")
         arrow = arrow.append(pa.field(spec.row_kind_column, pa.string(), False))
-    return spark_schema(arrow)
+    return with_field_ids(spark_schema(arrow), schema)
 
 
 def reader(options: Mapping[str, str], schema: StructType) -> DataSourceReader:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from paimon_streaming import row_tracking
 from paimon_streaming.schema import TableSchema
@@ -24,10 +24,11 @@ _COMPARISONS = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", 
 Term = tuple  # (column, op, value)
 
 
-def _column(schema: TableSchema, attribute: tuple, left: set[str]) -> tuple[str, DataType] | None:
+def _column(schema: TableSchema, attribute: tuple, columns: Mapping[str, str | None],
+            left: set[str]) -> tuple[str, DataType] | None:
     if len(attribute) != 1 or attribute[0] in left:
         return None
-    name = attribute[0]
+    name = columns.get(attribute[0])
     for f in (*schema.fields, *(row_tracking.FIELDS if row_tracking.tracks_rows(schema) else ())):
         if f.name == name:
             return (f.name, f.type) if f.type.root in _PUSHABLE_ROOTS else None
@@ -64,12 +65,14 @@ def _value(value: Any, t: DataType) -> tuple[bool, Any]:
 _GREGORIAN_START = dt.date(1582, 10, 15)
 
 
-def to_term(flt: Any, schema: TableSchema, left: set[str] = frozenset()) -> Term | None:
+def to_term(flt: Any, schema: TableSchema, columns: Mapping[str, str | None],
+            left: set[str] = frozenset()) -> Term | None:
     """The term for one Spark filter, or None when it is not taken over (also any filter on a
-    column of `left`)."""
+    column of `left`). `columns`: the read's column names -> the table columns they read
+    (`ReadContext.columns`; a DataFrame's column may read a field renamed since)."""
     kind = type(flt).__name__
     if kind in _COMPARISONS or kind in ("In", "IsNull", "IsNotNull"):
-        col = _column(schema, flt.attribute, left)
+        col = _column(schema, flt.attribute, columns, left)
         if col is None:
             return None
         name, t = col
@@ -85,17 +88,17 @@ def to_term(flt: Any, schema: TableSchema, left: set[str] = frozenset()) -> Term
         ok, value = _value(flt.value, t)
         return (name, _COMPARISONS[kind], value) if ok else None
     if kind == "Not" and type(flt.child).__name__ == "EqualTo":
-        term = to_term(flt.child, schema, left)
+        term = to_term(flt.child, schema, columns, left)
         return None if term is None else (term[0], "!=", term[2])
     return None
 
 
-def split_filters(filters: Iterable[Any], schema: TableSchema,
+def split_filters(filters: Iterable[Any], schema: TableSchema, columns: Mapping[str, str | None],
                   left: set[str] = frozenset()) -> tuple[list[Term], list[Any]]:
     """(terms taken over, Spark filters left to Spark: also every one on a column of `left`)."""
     terms, rest = [], []
     for f in filters:
-        term = to_term(f, schema, left)
+        term = to_term(f, schema, columns, left)
         if term is None:
             rest.append(f)
         else:

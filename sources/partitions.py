@@ -21,23 +21,25 @@ from typing import Iterator, Mapping, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import ArrayType, DataType as SparkType, MapType, StructType
+from pyspark.sql.types import ArrayType, DataType as SparkType, MapType, StructField, StructType
 
 from paimon_streaming import row_tracking
 from paimon_streaming.change_read import read_unit, to_output
 from paimon_streaming.datafile import conform, finer_unit
-from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaChangedError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.predicate import parse_filter
 from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.streaming_scan import ReadUnit
-from paimon_streaming.types import DataType, map_arrow_leaves
+from paimon_streaming.types import DataField, DataType, map_arrow_leaves
 
 from .spark_casts import ANSI, SESSION_TIME_ZONE, CastSettings, SparkCastRefused, spark_cast
 
 _KIND = "__paimon_row_kind"
+FIELD_ID = "paimon.field.id"    # StructField metadata: the Paimon field a column of a read stands for
+SCHEMA_ID = "paimon.schema.id"  # and the table schema it was defined with
 MAX_BATCH_ROWS = 64 * 1024
 
 
@@ -108,21 +110,28 @@ class ReadContext:
 
     @staticmethod
     def create(location: str, schema: TableSchema, output: StructType, row_kind_column: str | None,
-               table_name: str, branch: str | None = None) -> "ReadContext":
+               table_name: str, branch: str | None = None, ids_of: TableSchema | None = None) -> "ReadContext":
+        """The context of a read of `schema` answering in `output`. A column of `output` carrying a
+        field id (`with_field_ids`) reads that field of `ids_of` (default `schema`; a fallback
+        branch's read resolves the ids in the main schema, then matches the names), whatever it
+        is named now; the others are matched by name (a read schema the user gave)."""
         names = schema.field_names
         if row_tracking.enabled(schema.options) and not schema.primary_keys:
             names = names + list(row_tracking.NAMES)  # read with the rows when asked for
         lower = {}
         for n in names:
             lower.setdefault(n.lower(), []).append(n)
+        by_id = {f.id: f.name for f in (ids_of or schema).fields}
         columns = []
         for f in output.fields:
             if row_kind_column is not None and f.name == row_kind_column:
                 columns.append((f.name, None))
-            elif f.name in names or len(lower.get(f.name.lower(), [])) == 1:
-                column = f.name if f.name in names else lower[f.name.lower()][0]
-                if column in schema.field_names:
-                    _check_nested_names(f.dataType, schema.field(column).type, column, table_name)
+                continue
+            name = f.name if FIELD_ID not in f.metadata else _named_by_id(f, by_id, f"Paimon table {table_name}")
+            if name in names or len(lower.get(name.lower(), [])) == 1:
+                column = name if name in names else lower[name.lower()][0]
+                if column in schema.field_names:  # (a fallback's nested ids: checked in the main read's)
+                    _check_nested_names(f.dataType, schema.field(column).type, column, table_name, ids_of is None)
                 columns.append((f.name, column))
             else:
                 raise SchemaMismatchError(
@@ -147,22 +156,71 @@ class ReadContext:
         return any(c is None for _, c in self.columns)
 
 
-def _check_nested_names(given: SparkType, stored: DataType, path: str, table_name: str) -> None:
+def with_field_ids(spark: StructType, schema: TableSchema) -> StructType:
+    """`spark` (the Spark schema of a read of `schema`'s columns) with each column's and nested
+    ROW field's Paimon field id, and the schema id, in its metadata. Spark keeps the schema a
+    DataFrame, view or stream was defined with, and its reader resolves the columns by these
+    ids (`ReadContext.create`): after a rename, a swap of names or a drop and re-add of a name,
+    a column still reads the field it meant, or the read is refused."""
+    stored = {f.name: f for f in schema.fields}
+    return StructType([_with_id(f, stored[f.name], schema.id) if f.name in stored else f for f in spark.fields])
+
+
+def _with_id(given: StructField, stored: DataField, schema_id: int) -> StructField:
+    return StructField(given.name, _with_nested_ids(given.dataType, stored.type, schema_id), given.nullable,
+                       {**given.metadata, FIELD_ID: stored.id, SCHEMA_ID: schema_id})
+
+
+def _with_nested_ids(given: SparkType, stored: DataType, schema_id: int) -> SparkType:
+    if isinstance(given, StructType) and stored.root == "ROW":
+        fields = {f.name: f for f in stored.fields}
+        return StructType([_with_id(f, fields[f.name], schema_id) if f.name in fields else f for f in given.fields])
+    if isinstance(given, ArrayType) and stored.element is not None:
+        return ArrayType(_with_nested_ids(given.elementType, stored.element, schema_id), given.containsNull)
+    if isinstance(given, MapType) and stored.root == "MAP":
+        return MapType(_with_nested_ids(given.keyType, stored.key, schema_id),
+                       _with_nested_ids(given.valueType, stored.value, schema_id), given.valueContainsNull)
+    return given
+
+
+def _named_by_id(field: StructField, names: Mapping[int, str], where: str) -> str:
+    """The current name of the field `field` stands for (by the field id it carries), or
+    SchemaChangedError when that field has been dropped from `where` since."""
+    name = names.get(field.metadata[FIELD_ID])
+    if name is None:
+        raise SchemaChangedError(
+            f"'{field.name}' (field id {field.metadata[FIELD_ID]} of schema {field.metadata.get(SCHEMA_ID)}) was "
+            f"dropped from {where} after this DataFrame, view or stream was defined; define it again to read the "
+            "current columns")
+    return name
+
+
+def _check_nested_names(given: SparkType, stored: DataType, path: str, table_name: str, by_id: bool = True) -> None:
     """A read schema's ROW fields name the table's exactly, at any depth (a field named in
-    another case, or one the ROW lacks, would read as nulls)."""
+    another case, or one the ROW lacks, would read as nulls); a field carrying a field id
+    (`with_field_ids`) must still be that field under that name (nested fields are read by
+    name: a renamed one is refused rather than read from another)."""
     if isinstance(given, StructType) and stored.root == "ROW":
         have = {f.name: f for f in stored.fields}
         for f in given.fields:
+            if by_id and FIELD_ID in f.metadata:
+                name = _named_by_id(f, {s.id: s.name for s in stored.fields},
+                                    f"column '{path}' of Paimon table {table_name}")
+                if name != f.name:
+                    raise SchemaChangedError(
+                        f"field '{path}.{f.name}' of column '{path}' of Paimon table {table_name} was renamed to "
+                        f"'{name}' after this DataFrame, view or stream was defined; define it again to read the "
+                        "current fields")
             if f.name not in have:
                 raise SchemaMismatchError(
                     f"field '{path}.{f.name}' of the read schema is not a field of column '{path}' of Paimon table "
                     f"{table_name} (its fields: {list(have)}; nested names are matched exactly, in their case)")
-            _check_nested_names(f.dataType, have[f.name].type, f"{path}.{f.name}", table_name)
+            _check_nested_names(f.dataType, have[f.name].type, f"{path}.{f.name}", table_name, by_id)
     elif isinstance(given, ArrayType) and stored.element is not None:
-        _check_nested_names(given.elementType, stored.element, f"{path}.element", table_name)
+        _check_nested_names(given.elementType, stored.element, f"{path}.element", table_name, by_id)
     elif isinstance(given, MapType) and stored.root == "MAP":
-        _check_nested_names(given.keyType, stored.key, f"{path}.key", table_name)
-        _check_nested_names(given.valueType, stored.value, f"{path}.value", table_name)
+        _check_nested_names(given.keyType, stored.key, f"{path}.key", table_name, by_id)
+        _check_nested_names(given.valueType, stored.value, f"{path}.value", table_name, by_id)
 
 
 def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.RecordBatch]:

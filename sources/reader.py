@@ -109,12 +109,13 @@ class PaimonBatchReader(DataSourceReader):
         self._snapshot = snapshot  # resolved once: every later step reads the same snapshot
         self.table_schema_json = table_schema.to_json()
         self.terms: list[tuple] = []
+        self.ctx = ReadContext.create(spec.location, table_schema, schema, spec.row_kind_column, table.name,
+                                      table.branch)
         # a column a read schema (`.schema(...)`) gives another type is filtered by Spark on the
         # values as cast, whose failure is an error naming it; pushed, the stored values would be
         own = spark_schema(table_schema.arrow_schema())
-        self.retyped = sorted(f.name for f in schema.fields if f.name in own.names and own[f.name].dataType != f.dataType)
-        self.ctx = ReadContext.create(spec.location, table_schema, schema, spec.row_kind_column, table.name,
-                                      table.branch)
+        self.retyped = sorted(name for name, column in self.ctx.columns
+                              if column in own.names and own[column].dataType != schema[name].dataType)
         if table_schema.id != table.schema.id:  # time travel merges under today's options, as Java
             self.ctx = self.ctx.merging_under(with_current_options(table_schema, table.schema))
         self._fallback = None if spec.incremental is not None else \
@@ -125,7 +126,8 @@ class PaimonBatchReader(DataSourceReader):
             self._fallback_snapshot = self._fallback.snapshot(snapshot, spec.snapshot_id, spec.tag,
                                                               spec.timestamp_millis)
             self.fallback_ctx = ReadContext.create(spec.location, self._fallback.schema, schema,
-                                                   spec.row_kind_column, table.name, self._fallback.name)
+                                                   spec.row_kind_column, table.name, self._fallback.name,
+                                                   ids_of=table_schema)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -163,7 +165,7 @@ class PaimonPushdownReader(PaimonBatchReader):
 
     def pushFilters(self, filters: list) -> Iterable:
         schema = TableSchema.from_json(self.table_schema_json)
-        terms, rest = split_filters(filters, schema, set(self.retyped))
+        terms, rest = split_filters(filters, schema, dict(self.ctx.columns), set(self.retyped))
         self.terms.extend(terms)
         return rest
 

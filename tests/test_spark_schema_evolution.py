@@ -147,13 +147,76 @@ def test_stream_stops_at_a_schema_change_and_a_restart_continues_with_it(spark, 
     assert flat(restarted) == [{"id": 5, "value": "e", "coupon": "X"}]
 
 
-def test_a_stream_defined_before_a_schema_change_says_so(spark, tmp_path, catalog):
-    t = catalog.create_table("db.s", KV)
-    t.write_arrow(pa.table({"id": [1], "v": ["a"]}))
+def test_a_stream_defined_before_a_schema_change_reads_the_fields_it_meant(spark, tmp_path, catalog):
+    """Its columns are read by field id: after a swap of two names each still reads its own field
+    (it read the other one, silently, by name), a renamed one is read under its old name, and
+    one dropped since is refused, naming it."""
+    t = catalog.create_table("db.s", pa.schema([pa.field("id", pa.int64(), False), ("a", pa.string()),
+                                                ("b", pa.string())]))
+    t.write_arrow(pa.table({"id": [1], "a": ["A"], "b": ["B"]}))
     df = stream(spark, t.path)
-    t.update_schema().rename_column("v", "value").commit()
-    _, exc = run_batches(df, tmp_path / "ck")
-    assert "changed since this stream was defined" in str(exc)
+    with t.update_schema() as u:
+        u.rename_column("a", "tmp").rename_column("b", "a").rename_column("tmp", "b")
+    t.write_arrow(pa.table({"id": [2], "a": ["B2"], "b": ["A2"]}))
+    assert sorted(flat(ok(run_batches(df, tmp_path / "ck"))), key=lambda r: r["id"]) == [
+        {"id": 1, "a": "A", "b": "B"}, {"id": 2, "a": "A2", "b": "B2"}]
+    t.update_schema().drop_column("a").commit()  # the field `b` meant
+    _, exc = run_batches(df, tmp_path / "ck2")
+    assert "'b' (field id 2 of schema 0) was dropped from Paimon table" in str(exc)
+
+
+def test_a_dataframe_or_view_defined_before_a_schema_change_reads_the_fields_it_meant(spark, catalog):
+    """A batch DataFrame or temporary view keeps the schema it was defined with; its columns are
+    read by field id. After a swap of two names it returned each one's values under the other
+    name (filters too); after a rename and a re-add of the name, the new column's nulls. A column
+    dropped since is refused, naming it; a read schema the user gives matches names."""
+    t = catalog.create_table("db.swap", pa.schema([("k", pa.int64()), ("a", pa.string()), ("b", pa.string()),
+                                                   ("x", pa.int32())]), options={"bucket": "-1"})
+    t.write_arrow(pa.table({"k": [1, 2], "a": ["a1", "a2"], "b": ["b1", "b2"], "x": [10, 20]},
+                           t.schema.arrow_schema()))
+    df, renamed, dropped = (spark.read.format("paimon").load(t.path) for _ in range(3))  # each read once
+    for view in ("before_swap", "before_drop"):
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {view} USING paimon OPTIONS (path '{t.path}')")
+    with t.update_schema() as u:
+        u.rename_column("a", "tmp").rename_column("b", "a").rename_column("tmp", "b")
+    want = [{"k": 1, "a": "a1", "b": "b1", "x": 10}, {"k": 2, "a": "a2", "b": "b2", "x": 20}]
+    assert sorted((r.asDict() for r in df.collect()), key=lambda r: r["k"]) == want
+    assert [r.k for r in df.where("a = 'a2'").collect()] == [2]  # a pushed filter reads the field too
+    assert [r.k for r in df.where("b = 'a2'").collect()] == []
+    assert [r.asDict() for r in spark.sql("select * from before_swap where b = 'b1'").collect()] == want[:1]
+    now = spark.read.format("paimon").load(t.path)
+    assert [r.asDict() for r in now.where("k = 1").collect()] == [{"k": 1, "b": "a1", "a": "b1", "x": 10}]
+    given = spark.read.format("paimon").schema("k long, a string").load(t.path)  # by name, as documented
+    assert [tuple(r) for r in given.where("k = 1").collect()] == [(1, "b1")]
+    travelled = spark.read.format("paimon").option("snapshot-id", 1).load(t.path)  # the snapshot's schema
+    assert [r.asDict() for r in travelled.where("a = 'a1'").collect()] == want[:1]
+
+    with t.update_schema() as u:  # `a` (the field the DataFrames read as `b`) renamed, the name re-added
+        u.rename_column("b", "w").add_column("b", pa.string())
+    ps.Table.open(t.path).write_arrow(pa.table({"k": [3], "a": ["b3"], "w": ["a3"], "b": ["new"], "x": [30]},
+                                               ps.Table.open(t.path).schema.arrow_schema()))
+    assert [r.asDict() for r in renamed.where("a = 'a3'").collect()] == [{"k": 3, "a": "a3", "b": "b3", "x": 30}]
+    with t.update_schema() as u:
+        u.drop_column("x").add_column("x", pa.int32())
+    for stale in (dropped, spark.table("before_drop")):
+        with pytest.raises(Exception, match=r"'x' \(field id 3 of schema 0\) was dropped from Paimon table "
+                                            r"swap after this DataFrame, view or stream was defined"):
+            stale.collect()
+    assert spark.read.format("paimon").option("snapshot-id", 1).load(t.path).count() == 2
+
+
+def test_a_dataframe_refuses_a_nested_field_renamed_since(spark, catalog):
+    """Nested ROW fields are read by name: one renamed (or swapped) since the DataFrame was
+    defined is refused, naming it, rather than read from another field."""
+    t = catalog.create_table("db.nested", pa.schema([("k", pa.int64()),
+                                                     ("s", pa.struct([("x", pa.int32()), ("y", pa.int32())]))]))
+    t.write_arrow(pa.table({"k": [1], "s": [{"x": 1, "y": 2}]}, t.schema.arrow_schema()))
+    df = spark.read.format("paimon").load(t.path)
+    with t.update_schema() as u:
+        u.rename_column(["s", "x"], "tmp").rename_column(["s", "y"], "x").rename_column(["s", "tmp"], "y")
+    with pytest.raises(Exception, match=r"field 's.x' of column 's' of Paimon table nested was renamed to 'y'"):
+        df.collect()
+    assert [r.s.asDict() for r in spark.read.format("paimon").load(t.path).collect()] == [{"y": 1, "x": 2}]
 
 
 def _wait(condition, timeout: float = 120) -> None:

@@ -812,7 +812,8 @@ def test_pushed_filters_taken_over_only_where_arrow_agrees_with_spark(catalog):
             In(("id",), (1, None)), In(("id",), ()),       # IN with a null: null, never false
             Not(In(("id",), (1,))), Not(EqualTo(("x",), 1.0)), EqualNullSafe(("id",), 1),
             StringStartsWith(("v",), "a")]
-    terms, rest = split_filters(taken + left, t.schema)
+    columns = {n: n for n in t.schema.field_names}
+    terms, rest = split_filters(taken + left, t.schema, columns)
     assert terms == [("id", "=", 5), ("n", ">", -1), ("v", ">=", "k"), ("b", "<", True), ("day", "<=", day),
                      ("d", "=", decimal.Decimal("1.50")), ("d", "=", decimal.Decimal("7.00")), ("id", "in", [1, 2]),
                      ("n", "is null", None), ("d", "is not null", None), ("v", "!=", "a")]
@@ -821,7 +822,7 @@ def test_pushed_filters_taken_over_only_where_arrow_agrees_with_spark(catalog):
     t.write_arrow(pa.Table.from_pylist([{"id": 1, "v": "a"}, {"id": 2, "v": "b"}, {"id": 3, "v": None}],
                                        t.schema.arrow_schema()))
     assert sorted(r["id"] for r in t.to_arrow(filter=terms[-1:]).to_pylist()) == [2]
-    assert split_filters(taken[:1], t.schema, {"id"}) == ([], taken[:1])  # a column read as another type
+    assert split_filters(taken[:1], t.schema, columns, {"id"}) == ([], taken[:1])  # a column read as another type
 
 
 def test_a_read_schema_with_other_types_fails_alike_with_and_without_pushdown(spark, catalog):
