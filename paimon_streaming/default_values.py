@@ -79,11 +79,8 @@ def _parse(text: str, t: DataType):
         if text.lower() in _TRUE | _FALSE:
             return text.lower() in _TRUE
         raise ValueError("expected t, true, y, yes, 1, f, false, n, no or 0")
-    if root in _NUMBERS:
+    if root in _NUMBERS or root == "DECIMAL":
         return _java_number(text, t)
-    if root == "DECIMAL":
-        value = decimal.Decimal(text).quantize(decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP)
-        return None if len(value.as_tuple().digits) > t.precision and value != 0 else value
     if root in ("CHAR", "VARCHAR"):
         return _fit(text, t, " ")
     if root in ("BINARY", "VARBINARY"):
@@ -110,7 +107,8 @@ def _parse(text: str, t: DataType):
 
 
 def _java_number(text: str, t: DataType):
-    """The text cast to an integer or FLOAT/DOUBLE type as Java's STRING cast does (`java_casts`)."""
+    """The text cast to an integer, FLOAT/DOUBLE or DECIMAL type as Java's STRING cast does
+    (`java_casts`: a DECIMAL rounded HALF_UP, null beyond its precision)."""
     try:
         return java_cast(pa.array([text]), parse_atomic("STRING"), t)[0].as_py()
     except CastRefused as exc:

@@ -116,6 +116,11 @@ def test_defaults_that_do_not_cast_are_refused_naming_the_column(catalog):
     ("TIME(0)", "1000", dt.time(0, 0, 1)),
     ("DATE", "19000", dt.date(2022, 1, 8)),
     ("TINYINT", "-128", -128),
+    # Java 1.4.2's values: a decimal over 28 digits and exponents beyond the precision were refused
+    # (Python's decimal context), hexadecimal floats too
+    ("DECIMAL(38, 10)", "12345678901234567890.5", Decimal("12345678901234567890.5000000000")),
+    ("DECIMAL(38, 2)", "1e37", None), ("DECIMAL(10, 2)", "-7e36", None), ("DOUBLE", "0x1p3", 8.0),
+    ("FLOAT", "-0x1.8p1f", -3.0),
 ])
 def test_default_text_casts_as_paimons(type_, text, value):
     scalar = default_scalar(DataField(0, "c", parse_atomic(type_), None, text))
@@ -123,7 +128,7 @@ def test_default_text_casts_as_paimons(type_, text, value):
 
 
 @pytest.mark.parametrize("type_,text", [
-    ("FLOAT", "inf"), ("DOUBLE", "0x1p3"), ("INT", "\u0661\u0662"), ("TIME(3)", "\u0661\u0662"), ("DATE", "\u0661\u0662"),
+    ("FLOAT", "inf"), ("DECIMAL(10, 2)", "1_000"), ("DECIMAL(10, 2)", " 1.5 "), ("INT", "\u0661\u0662"), ("TIME(3)", "\u0661\u0662"), ("DATE", "\u0661\u0662"),
     ("DATE", "2024-02-30"), ("DATE", "2024-"), ("TIMESTAMP(6)", "2024-01-01T10:00:00.123456"),
     ("TIMESTAMP(3)", "2024-01-01 10"), ("TIMESTAMP(9)", "2024-01-01 10:00:00.1234567891"), ("TIMESTAMP(3)", "2024--05"),
     ("TIMESTAMP(3)", "2024-01-01 24:00:00.1"), ("TIMESTAMP_LTZ(3)", "1700000000000")])
