@@ -32,6 +32,7 @@ Nothing here imports pyspark: the session's settings come in as `CastSettings`.
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -212,15 +213,34 @@ def _text_to_integers(arr: pa.Array, target: pa.DataType, s: CastSettings) -> pa
 
 
 _DECIMAL_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_JAVA_TRIMMED = "".join(chr(c) for c in range(0x21))  # Java's String.trim
+
+
+def _ascii_digits(text: str) -> str:
+    """Digits of any script as ASCII ones, as Java's Character.digit reads them."""
+    return "".join(str(unicodedata.decimal(c)) if not c.isascii() and unicodedata.decimal(c, None) is not None
+                   else c for c in text)
 
 
 def _text_to_decimals(arr: pa.Array, target: pa.DataType, s: CastSettings) -> pa.Array:
-    """Spark's cast of text to DECIMAL (`Decimal.fromString`): trimmed as for integers, a
-    decimal number with an optional exponent, rounded HALF_UP to the scale; text that is no
-    number, or a value beyond the precision, null (ANSI mode: an error). Arrow's cast wrapped
-    values beyond the type into others ('-7e36' into DECIMAL(38, 2))."""
-    text = pc.utf8_trim(pc.cast(arr, pa.string()), _SPARK_BLANKS)
-    number = pc.fill_null(pc.match_substring_regex(text, _DECIMAL_TEXT), True)
+    """Spark's cast of text to DECIMAL (`Decimal.fromString`, Java's `new BigDecimal` of the
+    text `String.trim` left: characters up to U+0020 trimmed, digits of any script): a decimal
+    number with an optional exponent within Java's int, rounded HALF_UP to the scale; text that
+    is no number, or a value beyond the precision, null (ANSI mode: an error). Arrow's cast
+    wrapped values beyond the type into others ('-7e36' into DECIMAL(38, 2))."""
+    text = pc.utf8_trim(pc.cast(arr, pa.string()), _JAVA_TRIMMED)
+    foreign = pc.invert(pc.fill_null(pc.string_is_ascii(text), True))
+    if pc.any(foreign).as_py():  # rare: digits of other scripts ('١٢') as ASCII ones, by Python
+        ascii_digits = pa.array([_ascii_digits(t) for t in text.filter(foreign).to_pylist()], pa.string())
+        text = pc.replace_with_mask(text, foreign, ascii_digits)
+    # an exponent beyond Java's int is a NumberFormatException (Python's decimal would read 1e-2147483649 as 0)
+    exponent = pc.utf8_ltrim(pc.utf8_ltrim(pc.struct_field(pc.extract_regex(text, r"[eE](?P<e>[+-]?[0-9]+)$"), [0]),
+                                           "+-"), "0")
+    digits = pc.utf8_length(exponent)
+    exponent = pc.if_else(pc.equal(digits, 0), "0", pc.if_else(pc.greater(digits, 10), "9" * 11, exponent))
+    in_int = pc.less_equal(pc.cast(exponent, pa.int64()), 2**31 - 1)
+    number = pc.and_(pc.match_substring_regex(text, _DECIMAL_TEXT), pc.fill_null(in_int, True))
+    number = pc.fill_null(number, True)  # (a null stays null)
     if not pc.all(number).as_py():
         if s.ansi:
             bad = arr.filter(pc.invert(number))[0].as_py()

@@ -971,6 +971,10 @@ def test_a_read_schema_casts_text_to_decimals_as_spark_4():
         d("1.01"), None, d("12.00"), d("0.00"), d("-83920793622.98"), d("0.81"), d("100.00"), None, d("15.00"),
         d("-0.01"), None]
     assert spark_cast(texts, pa.decimal128(10, 2), lenient).to_pylist()[4] is None
+    # Java's String.trim (not DEL), digits of any script, an exponent beyond Java's int: as Spark 4.3
+    assert spark_cast(pa.array(["1.5\x7f", "\uff11\uff12", "\u0661\u0662", "1e-2147483649", "\t2\n", "1e-0"]),
+                      pa.decimal128(38, 2), lenient).to_pylist() == [None, d("12.00"), d("12.00"), None, d("2.00"),
+                                                                      d("1.00")]
     ansi = CastSettings("UTC", ansi=True)
     assert spark_cast(pa.array(["1.005", " 2 "]), pa.decimal128(38, 2), ansi).to_pylist() == [d("1.01"), d("2.00")]
     for bad in ("-7e36", "abc"):
