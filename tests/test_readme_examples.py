@@ -685,6 +685,15 @@ def _optional_groups(command: str) -> tuple[str, list[str]]:
     return base, alternatives
 
 
+def _with_companions(alt: str, avro_schema: str) -> list[str]:
+    """An optional argument with those it needs beside it (checked before Spark starts): an Avro
+    format its writer schema, a source-table filter a change-event format."""
+    needs = {"--format avro": ["--avro-schema", avro_schema], "--format debezium-avro": [
+        "--schema-registry", "http://localhost:1"], "--source-table": ["--format", "debezium-json"]}
+    extra = next((v for k, v in needs.items() if alt == k or alt.startswith(k + " ")), [])
+    return shlex.split(alt) + extra
+
+
 def test_ingest_block_options(warehouse, monkeypatch, tmp_path):
     bash = block('pip install ".[spark,kafka]"', "bash")
     commands = [c for c in _commands(bash) if c.startswith("paimon-streaming ingest")]
@@ -696,13 +705,14 @@ def test_ingest_block_options(warehouse, monkeypatch, tmp_path):
         base, alternatives = _optional_groups(command)
         assert _ingest_until_spark(monkeypatch, shlex.split(base)[1:]) is None, base
         for alt in alternatives:
-            error = _ingest_until_spark(monkeypatch, shlex.split(base)[1:] + shlex.split(alt))
+            error = _ingest_until_spark(monkeypatch, shlex.split(base)[1:] +
+                                        _with_companions(alt, str(tmp_path / "orders.avsc")))
             if error:
                 refused[alt] = error
     assert refused == {}, refused
 
 
-def test_command_line_block_spark_commands(warehouse, monkeypatch):
+def test_command_line_block_spark_commands(warehouse, monkeypatch, tmp_path):
     lines = substitute(block("paimon-streaming demo [--warehouse DIR]", "bash"), wh_subst(warehouse)).split("\n")
     demo = build_parser().parse_args(_argv(lines[0], [("DIR", warehouse), ("--batches N", "--batches 3"),
                                                       ("--rows N", "--rows 100"), ("--keys N", "--keys 50"),
@@ -720,7 +730,9 @@ def test_command_line_block_spark_commands(warehouse, monkeypatch):
             alt = re.sub(rf"(?<=\s){re.escape(k)}$", val, alt)
         if alt.startswith("--format") and "<" in alt:
             continue                             # "<change events>": the formats of the Kafka ingestion block
-        assert _ingest_until_spark(monkeypatch, shlex.split(base)[1:] + shlex.split(alt)) is None, alt
+        (tmp_path / "orders.avsc").write_text('{"type": "record", "name": "o", "fields": [{"name": "id", "type": "long"}]}')
+        assert _ingest_until_spark(monkeypatch, shlex.split(base)[1:] +
+                                   _with_companions(alt, str(tmp_path / "orders.avsc"))) is None, alt
 
 
 def test_set_up_commands():

@@ -348,7 +348,7 @@ def test_ingest_fills_variant_columns_from_json_records(spark, broker, tmp_path)
     with pytest.raises(DecodeError, match=r"VARIANT column\(s\) \['payload'\] are filled from JSON records"):
         Decoder("avro", schema, avro_schema='{"type":"record","name":"r","fields":[]}')
     with pytest.raises(InvalidOptionError, match="--variant-column takes fields of JSON records"):
-        IngestConfig(bootstrap_servers="unused", warehouse="unused", table="db.t", format="avro",
+        IngestConfig(bootstrap_servers="unused", warehouse="unused", table="db.t", format="csv",
                      variant_columns=("payload",))
     warehouse = str(tmp_path / "wh")
     topic = unique_topic("variant")
