@@ -154,16 +154,31 @@ def test_compressions_are_taken_as_javas_writers_take_them(catalog, warehouse, p
     where Java fails, create refuses it naming the option. Names differ by format: ORC's are
     CompressionKind's (zlib, not gzip; none, not uncompressed), Parquet's CompressionCodecName's
     and Paimon's `none` (as written), Avro's its codecs' (for a level of Avro)."""
+    options = {"bucket": "1", **options} if primary_keys else options
+    both = _written_by_both(catalog, warehouse, primary_keys, options, "*-0.*")
+    if both is None:
+        return
+    t, java_first, ours_first = both
+    assert [r["v"] for r in t.to_arrow().to_pylist()] == (["b"] if primary_keys else ["a", "b"])
+    (java_file,), (our_file,) = java_first, ours_first
+    if not java_file.endswith(".avro"):
+        assert (our_file.rsplit(".", 1)[1], _codec(our_file)) == (java_file.rsplit(".", 1)[1], _codec(java_file))
+
+
+def _written_by_both(catalog, warehouse, primary_keys, options, first_files):
+    """Java 1.4.2 and we each create a table (id, v) with `options`, write a row, then another
+    of the same key (two files: a compaction rewrites them) and compact fully. Either both take
+    the options or both refuse them (None); else our table, and the bucket's files matching
+    `first_files` after the first write, Java's and ours."""
     java = get_oracle()
     path = f"{warehouse}/db.db/java"
-    options = {"bucket": "1", **options} if primary_keys else options
     try:
         with java.batch() as b:
             b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
-                           primary_keys=primary_keys, options=options)
+                           primary_keys=list(primary_keys), options=options)
             b.write(path, [{"id": 1, "v": "a"}])
-        java_first = sorted(glob.glob(f"{path}/bucket-0/*-0.*"))
-        java.write(path, [{"id": 1, "v": "b"}])  # two files of a key: compaction rewrites them
+        java_first = sorted(glob.glob(f"{path}/bucket-0/{first_files}"))
+        java.write(path, [{"id": 1, "v": "b"}])
         java.compact(path)
         java_error = None
     except JavaOracleError as exc:
@@ -172,16 +187,13 @@ def test_compressions_are_taken_as_javas_writers_take_them(catalog, warehouse, p
         t = catalog.create_table("db.ours", SCHEMA, primary_keys=list(primary_keys), options=options)
     except InvalidOptionError as exc:
         assert java_error is not None, f"refused what Java writes: {exc}"
-        return
+        return None
     assert java_error is None, f"took what Java fails on: {java_error}"
     t.write_arrow(rows([1], "a"))
-    ours_first = sorted(glob.glob(f"{t.path}/bucket-0/*-0.*"))
+    ours_first = sorted(glob.glob(f"{t.path}/bucket-0/{first_files}"))
     t.write_arrow(rows([1], "b"))
     t.compact(full=True)
-    assert [r["v"] for r in t.to_arrow().to_pylist()] == (["b"] if primary_keys else ["a", "b"])
-    (java_file,), (our_file,) = java_first, ours_first
-    if not java_file.endswith(".avro"):
-        assert (our_file.rsplit(".", 1)[1], _codec(our_file)) == (java_file.rsplit(".", 1)[1], _codec(java_file))
+    return t, java_first, ours_first
 
 
 @pytest.mark.parametrize("text", [
@@ -194,30 +206,11 @@ def test_per_level_maps_are_read_as_java_reads_them(catalog, warehouse, text):
     entries trimmed, quotes taken off, a leading or trailing ',' ignored, an empty entry, a key
     given twice (`0` and `00` too) or a level that is not a number refused. Taken here exactly
     where Java writes and compacts the table, and each level compressed as Java compresses it."""
-    java = get_oracle()
-    path = f"{warehouse}/db.db/java"
-    options = {"bucket": "1", "file.compression.per.level": text}
-    try:
-        with java.batch() as b:
-            b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
-                           primary_keys=["id"], options=options)
-            b.write(path, [{"id": 1, "v": "a"}])
-        java_first = sorted(glob.glob(f"{path}/bucket-0/*.parquet"))
-        java.write(path, [{"id": 1, "v": "b"}])
-        java.compact(path)
-        java_error = None
-    except JavaOracleError as exc:
-        java_error = str(exc)
-    try:
-        t = catalog.create_table("db.ours", SCHEMA, primary_keys=["id"], options=options)
-    except InvalidOptionError as exc:
-        assert java_error is not None, f"refused what Java writes: {exc}"
+    both = _written_by_both(catalog, warehouse, ("id",), {"bucket": "1", "file.compression.per.level": text},
+                            "*.parquet")
+    if both is None:
         return
-    assert java_error is None, f"took what Java fails on: {java_error}"
-    t.write_arrow(rows([1], "a"))
-    ours_first = sorted(glob.glob(f"{t.path}/bucket-0/*.parquet"))
-    t.write_arrow(rows([1], "b"))
-    t.compact(full=True)
+    t, java_first, ours_first = both
     assert [_codec(f) for f in ours_first] == [_codec(f) for f in java_first]
     assert {(e.file.level, _codec(f"{t.path}/bucket-0/{e.file.file_name}"))
             for e in TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())} == \
