@@ -103,7 +103,8 @@ class DataType:
         return self.sql() + suffix
 
     def sql(self) -> str:
-        """The atomic type's SQL name without nullability (e.g. ``DECIMAL(10, 2)``)."""
+        """The type's SQL name without its own nullability (e.g. ``DECIMAL(10, 2)``); the fields and
+        elements of a ROW, ARRAY or MAP with theirs (``ROW<x INT NOT NULL>``), as Java writes them."""
         r = self.root
         if r in _PLAIN:
             return r
@@ -118,11 +119,11 @@ class DataType:
         if r in ("CHAR", "VARCHAR", "BINARY", "VARBINARY", "TIME", "TIMESTAMP"):
             return f"{r}({self.precision})"
         if r in ("ARRAY", "MULTISET"):
-            return f"{r}<{self.element.sql()}>"
+            return f"{r}<{self.element}>"
         if r == "MAP":
-            return f"MAP<{self.key.sql()}, {self.value.sql()}>"
+            return f"MAP<{self.key}, {self.value}>"
         if r == "ROW":
-            return "ROW<" + ", ".join(f"{f.name} {f.type.sql()}" for f in self.fields) + ">"
+            return "ROW<" + ", ".join(f"{f.name} {f.type}" for f in self.fields) + ">"
         return r
 
     def __str__(self) -> str:

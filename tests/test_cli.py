@@ -357,7 +357,7 @@ def test_alter_takes_nested_types_as_it_prints_them(tmp_path, capsys):
                  "--add-column", "addr ROW<zip STRING, `house no` INT NOT NULL COMMENT 'the number'>"]) == 0
     assert main(["alter", table.path, "--type", "tags=ARRAY<BIGINT>"]) == 0
     out = capsys.readouterr().out
-    assert "tags: ARRAY<BIGINT>" in out and "m: MAP<STRING, ARRAY<DECIMAL(10, 2)>>" in out
+    assert "tags: ARRAY<BIGINT>" in out and "m: MAP<STRING NOT NULL, ARRAY<DECIMAL(10, 2)>>" in out
     t = ps.Table.open(table.path)
     addr = t.schema.fields[t.schema.field_names.index("addr")].type
     assert [(f.name, str(f.type), f.description) for f in addr.fields] == [

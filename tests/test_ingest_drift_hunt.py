@@ -562,7 +562,8 @@ def test_avro_writer_schemas_adding_fields_inside_records_evolve_the_table(tmp_p
     job.batch([_framed(1, v1, {"id": 1, "addr": {"city": "a"}, "items": [{"k": 1}]})])
     job.batch([_framed(2, v2, {"id": 2, "addr": {"city": "b", "zip": 5}, "items": [{"k": 2, "v": "x"}]}),
                _framed(3, v3, {"id": 3, "addr": {"zip": 6}, "items": []})])
-    assert job.types()["addr"] == "ROW<city STRING, zip INT>" and job.types()["items"] == "ARRAY<ROW<k INT, v STRING>> NOT NULL"
+    assert job.types()["addr"] == "ROW<city STRING, zip INT>"
+    assert job.types()["items"] == "ARRAY<ROW<k INT NOT NULL, v STRING> NOT NULL> NOT NULL"
     assert job.rows() == {1: {"id": 1, "addr": {"city": "a", "zip": None}, "items": [{"k": 1, "v": None}]},
                           2: {"id": 2, "addr": {"city": "b", "zip": 5}, "items": [{"k": 2, "v": "x"}]},
                           3: {"id": 3, "addr": {"city": None, "zip": 6}, "items": []}}

@@ -471,7 +471,7 @@ def test_union_by_name_widens_nested_elements_keeping_their_field_ids(catalog):
                                                ("li", pa.list_(pa.int64())),
                                                ("mi", pa.map_(pa.string(), pa.int64()))])).commit()
     assert [str(f.type) for f in t.schema.fields[1:]] == \
-        ["ARRAY<ROW<a BIGINT>>", "MAP<STRING, ROW<b BIGINT>>", "ARRAY<BIGINT>", "MAP<STRING, BIGINT>"]
+        ["ARRAY<ROW<a BIGINT>>", "MAP<STRING NOT NULL, ROW<b BIGINT>>", "ARRAY<BIGINT>", "MAP<STRING NOT NULL, BIGINT>"]
     assert {f.name: f.id for f in t.schema.fields[1].type.element.fields + t.schema.fields[2].type.value.fields} == ids
     big = 2**40
     t.write_arrow(pa.table({"id": [2], "l": [[{"a": big}]], "m": [[("k", {"b": big})]], "li": [[big]],
@@ -600,7 +600,7 @@ def test_map_keys_keep_their_type_and_decimals_keep_within_38_digits(catalog):
     with pytest.raises(SchemaMismatchError, match=r"the key type of a MAP cannot change \(INT NOT NULL -> BIGINT"):
         t.update_schema().update_column("m", pa.map_(pa.int64(), pa.int32())).commit()
     t.update_schema().update_column("m", pa.map_(pa.int32(), pa.int64())).commit()  # its values may widen
-    assert str(t.schema.field("m").type) == "MAP<INT, BIGINT>"
+    assert str(t.schema.field("m").type) == "MAP<INT NOT NULL, BIGINT>"
     with pytest.raises(UnsupportedTypeError, match="DECIMAL precision 40 exceeds Paimon's maximum 38"):
         catalog.create_table("db.wide", pa.schema([("d", pa.decimal256(40, 2))]))
     # a negative scale (Spark's legacy decimals) was written into schema-0 as DECIMAL(3, -2), which
