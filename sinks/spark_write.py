@@ -369,12 +369,27 @@ def _chars_as_strings(t: DataType) -> DataType:
 
 
 def table_schema_of(schema, row_kind_column: str | None) -> pa.Schema:
-    """The Arrow schema of a table created from a stream's or DataFrame's schema: without the
-    row-kind column, which says how to apply each row and is not stored."""
-    arrow = arrow_schema_of(schema)
+    """The Arrow schema of a table created from a stream's or DataFrame's schema: every column
+    and nested field nullable (key columns become NOT NULL at create), as Spark's CTAS and
+    Delta create tables, since Spark marks a literal or derived column NOT NULL and a later
+    batch without it would be refused; without the row-kind column, which says how to apply
+    each row and is not stored."""
+    arrow = arrow_schema_of(_as_nullable(schema))
     if row_kind_column is not None and row_kind_column in arrow.names:
         arrow = arrow.remove(arrow.get_field_index(row_kind_column))
     return arrow
+
+
+def _as_nullable(t: DataType) -> DataType:
+    """Spark's `asNullable`: `t` with its fields, elements and map values nullable (a map key
+    cannot be null in Spark)."""
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _as_nullable(f.dataType), True, f.metadata) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return ArrayType(_as_nullable(t.elementType), True)
+    if isinstance(t, MapType):
+        return MapType(_as_nullable(t.keyType), _as_nullable(t.valueType), True)
+    return t
 
 
 def collect_arrow(df: DataFrame) -> pa.Table:

@@ -119,6 +119,26 @@ def test_datasource_merge_schema_option(spark, tmp_path):
     assert ps.Table.open(path).schema.field_names == ["id", "v", "score", "ok"]
 
 
+def test_a_table_created_by_a_write_has_nullable_columns_so_later_batches_may_lack_them(spark, tmp_path):
+    """Spark marks a literal or derived column NOT NULL (`'web' source`, `named_struct('x', 1)`):
+    a table created from it kept that, and a later batch without the column or field was refused
+    even with merge_schema. Tables are created nullable (keys NOT NULL), as Spark's CTAS and Delta."""
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    sink = paimon_sink(path, commit_user="job", merge_schema=True, options={"primary-key": "id", "bucket": "1"})
+    sink(spark.sql("select 1L id, 'web' source, named_struct('x', 1) s, array(named_struct('q', 1)) a"), 0)
+    assert [str(f.type) for f in ps.Table.open(path).schema.fields] == \
+        ["BIGINT NOT NULL", "STRING", "ROW<x INT>", "ARRAY<ROW<q INT>>"]
+    sink(spark.sql("select 2L id, named_struct('x', 2) s"), 1)                    # source missing
+    sink(spark.sql("select 3L id, 'app' source, named_struct('y', 'n') s"), 2)     # s.x missing
+    assert rows_by(ps.Table.open(path).to_arrow(), "id") == [
+        {"id": 1, "source": "web", "s": {"x": 1, "y": None}, "a": [{"q": 1}]},
+        {"id": 2, "source": None, "s": {"x": 2, "y": None}, "a": None},
+        {"id": 3, "source": "app", "s": {"x": None, "y": "n"}, "a": None}]
+    other = str(tmp_path / "wh" / "db.db" / "ds")  # the data source's writes create tables the same way
+    spark.sql("select 1L id, 'web' source").write.format("paimon").option("primary-key", "id").mode("append").save(other)
+    assert [str(f.type) for f in ps.Table.open(other).schema.fields] == ["BIGINT NOT NULL", "STRING"]
+
+
 def test_stream_stops_at_a_schema_change_and_a_restart_continues_with_it(spark, tmp_path, catalog):
     t = catalog.create_table("db.s", KV)
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
