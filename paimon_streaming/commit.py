@@ -224,8 +224,7 @@ class FileStoreCommit:
         again; should another writer have taken the next id, publishing fails and the next
         attempt reads (and `_try_commit_once` publishes only while `previous` still exists)."""
         max_retries = self.options.get("commit.max-retries")
-        seen_latest: int | None = None
-        outcome_unknown = False
+        unknown: list[Snapshot] = []  # the snapshots of attempts whose publish may have landed
         unknown_cause: BaseException | None = None
         for attempt in range(max_retries + 1):
             if attempt == 0 and previous is not None and (previous_is_own or
@@ -233,14 +232,14 @@ class FileStoreCommit:
                 latest = previous
             else:
                 latest = self.snapshots.latest()
-            if outcome_unknown:
-                done = self._find_own_commit(seen_latest, latest, commit_user, identifier, kind)
-                if done is not None:
-                    return done
+            # before anything else: a later attempt's lost race, a duplicate or a conflict may be
+            # this commit itself, landed late
+            done = self._find_own_commit(unknown, latest)
+            if done is not None:
+                return done
             if unique_since is not None and latest is not None and latest.id > unique_since:
                 self._refuse_duplicate(unique_since, latest, commit_user, identifier)
                 unique_since = latest.id
-            seen_latest = latest.id if latest else None
             planned_id = previous.id if previous else 0
             if placed and previous is not None:
                 self._check_plan_not_rolled_back(previous, latest)
@@ -251,21 +250,20 @@ class FileStoreCommit:
                 published = self._try_commit_once(kind, changes, latest, commit_user, identifier, watermark,
                                                   properties, replace, overwrite_partitions, check_conflicts,
                                                   check_options=not previous_is_own)
-                outcome_unknown = False
             except _PublishUnknown as exc:
-                outcome_unknown = True
+                unknown.append(exc.snapshot)
                 unknown_cause = exc.__cause__
                 published = None
             if published is not None:
                 return published
             time.sleep(min(1.0, 0.01 * (2 ** attempt)) * random.random())
-        if outcome_unknown:  # the last write may have landed: then its files are the table's
-            done = self._find_own_commit(seen_latest, self.snapshots.latest(), commit_user, identifier, kind)
-            if done is not None:
-                return done
+        latest = self.snapshots.latest()
+        done = self._find_own_commit(unknown, latest)
+        if done is not None:  # the last write landed: its files are the table's
+            return done
         raise CommitConflictError(
             f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: " +
-            (f"the store kept failing the snapshot's write ({unknown_cause})" if outcome_unknown else
+            (f"the store kept failing the snapshot's write ({unknown_cause})" if unknown else
              "other writers keep taking the next snapshot id"))
 
     def _check_plan_not_rolled_back(self, planned_on: Snapshot, latest: Snapshot | None) -> None:
@@ -314,15 +312,18 @@ class FileStoreCommit:
             f"by another attempt while this one wrote identifier {identifier} (a zombie writer next to its retry?): "
             "this attempt commits nothing", theirs == identifier, snapshot_id if theirs == identifier else None)
 
-    def _find_own_commit(self, seen_latest: int | None, latest: Snapshot | None, commit_user: str,
-                         identifier: int, kind: str) -> Snapshot | None:
-        if latest is None:
-            return None
-        start = (seen_latest or 0) + 1
-        for sid in range(start, latest.id + 1):
-            snap = self.snapshots.snapshot(sid)
-            if snap.commit_user == commit_user and snap.commit_identifier == identifier \
-                    and snap.commit_kind == kind:
+    def _find_own_commit(self, unknown: list[Snapshot], latest: Snapshot | None) -> Snapshot | None:
+        """The snapshot of `unknown` (attempts whose publish failed with an unknown outcome) that
+        landed, up to `latest`. Told by its delta manifest list, a file only that attempt wrote:
+        a commit user and identifier are shared by a zombie and its retry (or are a fresh
+        name per batch), but the list name is never. An id taken by another writer, expired or
+        rolled back is not this commit's."""
+        for sid in sorted({s.id for s in unknown if latest is not None and s.id <= latest.id}):
+            try:
+                snap = latest if sid == latest.id else self.snapshots.snapshot(sid)
+            except SnapshotNotFoundError:
+                continue
+            if any(s.id == sid and s.delta_manifest_list == snap.delta_manifest_list for s in unknown):
                 return snap
         return None
 
@@ -460,7 +461,7 @@ class FileStoreCommit:
             except OSError as exc:
                 log.warning("publishing snapshot %s of %s failed with an unknown outcome: %s",
                             new_id, self.table_path, exc)
-                raise _PublishUnknown() from exc
+                raise _PublishUnknown(snapshot) from exc
         except _PublishUnknown:
             raise
         except BaseException:
@@ -686,7 +687,11 @@ class FileStoreCommit:
 
 
 class _PublishUnknown(PaimonError):
-    """The snapshot write failed in a way that may or may not have created the file."""
+    """The write of `snapshot` failed in a way that may or may not have created the file."""
+
+    def __init__(self, snapshot: Snapshot):
+        super().__init__(f"publishing snapshot {snapshot.id} had an unknown outcome")
+        self.snapshot = snapshot
 
 
 def _vector_targets(index_changes: list[IndexManifestEntry]) -> dict[tuple[bytes, int], set[str]]:

@@ -14,6 +14,7 @@ import pytest
 from paimon_streaming.errors import SnapshotMissingError
 
 import paimon_streaming as ps
+from paimon_streaming.check import check_table
 from paimon_streaming.errors import CommitConflictError, CompactionNotCommittedError
 from paimon_streaming.scan import TableScan
 from paimon_streaming.snapshot import SnapshotManager
@@ -202,6 +203,68 @@ def test_a_last_publish_that_landed_though_the_store_failed_is_the_commit(catalo
     monkeypatch.setattr(commit.snapshots, "try_publish", flaky_publish)
     assert commit.commit(messages, "u", 1) == [2]
     assert len(calls) == 2 and sorted(r["id"] for r in pk_table.to_arrow().to_pylist()) == [1, 2]
+
+
+def _publish_late(monkeypatch, land_at: int = 2):
+    """The first snapshot publish times out while the store still holds the request; it lands
+    just before publish number `land_at` is decided (that one then finds the id taken)."""
+    original, calls, pending = SnapshotManager.try_publish, [], []
+
+    def delayed(self, snapshot):
+        calls.append(snapshot.id)
+        if len(calls) == 1:
+            pending.append((self, snapshot))
+            raise OSError("read timeout")
+        if len(calls) == land_at and pending:
+            assert original(*pending.pop())
+        return original(self, snapshot)
+
+    monkeypatch.setattr(SnapshotManager, "try_publish", delayed)
+    return calls
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["pk", "append"])
+@pytest.mark.parametrize("once", [True, False], ids=["commit-user", "plain"])
+def test_a_timed_out_publish_landing_before_the_retrys_is_the_commit(catalog, monkeypatch, keyed, once):
+    """The retry of a publish whose outcome was unknown loses the id to that very publish,
+    landed late: a lost race, after which the committer forgot the unknown outcome. A plain
+    write committed the batch again (snapshot 3 adding its files twice: unreadable); with a
+    commit user the next attempt took its own snapshot for another attempt's and deleted the
+    files snapshot 2 references. It is the commit now, found by the manifest list it wrote."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "p"] if keyed else None,
+                             options={"bucket": "1" if keyed else "-1"})
+    t.write_arrow(batch([1]))
+    calls = _publish_late(monkeypatch)
+    kw = dict(commit_user="u", commit_identifier=7) if once else {}
+    assert t.write_arrow(batch([2, 3]), **kw) == 2
+    monkeypatch.undo()
+    assert calls == [2, 2] and [s.id for s in t.snapshots()] == [1, 2]
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2, 3]
+    assert check_table(t).ok
+
+
+def test_a_timed_out_publish_is_not_taken_for_another_attempts_commit(catalog, monkeypatch):
+    """A zombie of the batch (same commit user and identifier) commits while this attempt's
+    publish is in doubt: the zombie's snapshot is not this attempt's (told by the manifest
+    list, not by the user), so this attempt is a replay and deletes its files, rather than a
+    success that leaves them behind unreferenced."""
+    t = catalog.create_table("db.t", SCHEMA, options={"bucket": "-1"})
+    t.write_arrow(batch([1]))
+    original, calls = SnapshotManager.try_publish, []
+
+    def zombie_first(self, snapshot):
+        calls.append(snapshot.id)
+        if len(calls) == 1:
+            ps.Table.open(t.path).write_arrow(batch([2]), commit_user="u", commit_identifier=7)
+            raise OSError("read timeout")  # never applied
+        return original(self, snapshot)
+
+    monkeypatch.setattr(SnapshotManager, "try_publish", zombie_first)
+    assert t.write_arrow(batch([2]), commit_user="u", commit_identifier=7) == 2
+    monkeypatch.undo()
+    assert calls == [2, 2] and [s.id for s in t.snapshots()] == [1, 2]
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2]
+    assert len([n for n in os.listdir(f"{t.path}/bucket-0") if n.startswith("data-")]) == 2
 
 
 def test_lost_race_retries_on_new_latest(pk_table, monkeypatch):
