@@ -20,8 +20,8 @@ from .binary_row import deserialize_row
 from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .cross_partition import check_no_concurrent_writes
-from .errors import (CommitConflictError, CompactionNotCommittedError, DuplicateCommitError, PaimonError,
-                     SequenceConflictError, SnapshotNotFoundError, StaleOptionsError, StalePlanError)
+from .errors import (CommitConflictError, CommitOutcomeUnknownError, CompactionNotCommittedError, DuplicateCommitError,
+                     PaimonError, SequenceConflictError, SnapshotNotFoundError, StaleOptionsError, StalePlanError)
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries, index_key,
@@ -261,6 +261,13 @@ class FileStoreCommit:
         done = self._find_own_commit(unknown, latest)
         if done is not None:  # the last write landed: its files are the table's
             return done
+        if unknown and (latest.id if latest else 0) < unknown[-1].id:  # its id is free: it may still land
+            raise CommitOutcomeUnknownError(
+                f"commit of {kind} snapshot {unknown[-1].id} to {self.table_path} by commit user {commit_user!r} "
+                f"failed after {max_retries} retries, the last write with an unknown outcome ({unknown_cause}): "
+                "the store may still apply it, so its files are kept. Written again under the same commit user "
+                f"and identifier the batch commits once; otherwise see whether snapshot {unknown[-1].id} is this "
+                "commit (its commit user) before writing it again")
         raise CommitConflictError(
             f"commit of {kind} snapshot to {self.table_path} failed after {max_retries} retries: " +
             (f"the store kept failing the snapshot's write ({unknown_cause})" if unknown else

@@ -37,6 +37,13 @@ class CommitConflictError(PaimonError):
     """A concurrent commit changed files this commit depends on; the commit was not applied."""
 
 
+class CommitOutcomeUnknownError(PaimonError):
+    """The store failed the last write of a commit's snapshot in a way that may have applied it
+    (a timeout, a reset), and the retries ran out before the snapshot id was taken: the commit
+    may still land, so its files are kept. Commit the batch again under the same commit user
+    and identifier: the exactly-once check finds it if it landed."""
+
+
 class CorruptFileError(PaimonError):
     """A metadata or index file cannot be decoded or fails its checksum."""
 

@@ -15,7 +15,7 @@ from paimon_streaming.errors import SnapshotMissingError
 
 import paimon_streaming as ps
 from paimon_streaming.check import check_table
-from paimon_streaming.errors import CommitConflictError, CompactionNotCommittedError
+from paimon_streaming.errors import CommitConflictError, CommitOutcomeUnknownError, CompactionNotCommittedError
 from paimon_streaming.scan import TableScan
 from paimon_streaming.snapshot import SnapshotManager
 from conftest import pypaimon_read, rows_by
@@ -241,6 +241,29 @@ def test_a_timed_out_publish_landing_before_the_retrys_is_the_commit(catalog, mo
     assert calls == [2, 2] and [s.id for s in t.snapshots()] == [1, 2]
     assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2, 3]
     assert check_table(t).ok
+
+
+def test_a_compaction_whose_last_publish_may_still_land_keeps_its_files(catalog, monkeypatch):
+    """Every publish of a compaction timed out, the last one's id still free: the store may yet
+    apply it, so the commit's outcome is unknown (CommitOutcomeUnknownError), not a conflict,
+    on which Table.compact deleted the files the snapshot names when it landed afterwards."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "p"],
+                             options={"bucket": "1", "commit.max-retries": "1"})
+    t.write_arrow(batch([1]))
+    t.write_arrow(batch([2]))
+    original, pending = SnapshotManager.try_publish, []
+
+    def timing_out(self, snapshot):
+        pending.append((self, snapshot))
+        raise OSError("read timeout")
+
+    monkeypatch.setattr(SnapshotManager, "try_publish", timing_out)
+    with pytest.raises(CommitOutcomeUnknownError, match="snapshot 3 .* may still apply it"):
+        t.compact(full=True)
+    monkeypatch.undo()
+    assert len(pending) == 2 and original(*pending[-1])  # the store applies it now
+    assert t.latest_snapshot().commit_kind == "COMPACT"
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2] and check_table(t).ok
 
 
 def test_a_timed_out_publish_is_not_taken_for_another_attempts_commit(catalog, monkeypatch):
