@@ -1,9 +1,10 @@
 """Expiring Java's long-lived changelogs (`changelog/changelog-<id>`, long_lived_changelogs.py).
 
 Java's snapshot expiration leaves one for each expired snapshot when the changelog outlives the
-snapshots; Java's changelog expiration (`ExpireChangelogImpl`) removes them later. We write them
-only to continue Java's (expire.py keeps the snapshots instead), but a table Java wrote and we
-maintain would keep Java's forever, with every file they reference: so ours expires them too.
+snapshots; Java's changelog expiration (`ExpireChangelogImpl`) removes them later. Ours writes
+them only when arguments keep the snapshots shorter than the changelog, or to continue Java's
+(else expire.py keeps the snapshots instead), but a table Java wrote and we maintain would keep Java's forever, with every
+file they reference: so ours expires them too.
 
 Which go, Java's rule, counted in snapshot ids: every one below `latest snapshot -
 changelog.num-retained.max + 1`; above that, those whose own commit time is older than
@@ -11,8 +12,9 @@ changelog.num-retained.max + 1`; above that, those whose own commit time is olde
 `changelog.num-retained.min` ids, never one at or after the smallest consumer `nextSnapshot`,
 at most `snapshot.expire.limit` ids a run (each `changelog.*` option defaults to its
 `snapshot.*` one). Tags and branches keep files, not changelogs. Changelogs below a gap
-(snapshots expired without a changelog, e.g. by `expire_snapshots(retain_max=...)`) go too,
-consumers permitting: no stream gets past the gap, and Java's changelog expiration fails on it. Unlike Java 1.4.2, which
+(snapshots expired without a changelog, e.g. by Java's `expire_snapshots` procedure given
+`retain_max`, whose retention leaves out the `changelog.*` options) go too, consumers
+permitting: no stream gets past the gap, and Java's changelog expiration fails on it. Unlike Java 1.4.2, which
 always keeps the newest one (and so, with changelog-producer none, a full copy of the table's
 files as of that snapshot, for good once only we maintain the table), the newest goes too
 when the rule says so.
@@ -121,6 +123,8 @@ class ChangelogExpiration:
         expiring_ids = [i for i in ids if i < end]
         kept = [i for i in ids if i >= end]
         if not expiring_ids:
+            if kept and not self.file_io.exists(f"{self.dir}/EARLIEST"):  # as Java's run writes it
+                self.file_io.overwrite_atomic(f"{self.dir}/EARLIEST", str(kept[0]).encode())
             return ChangelogExpireResult(0, kept[0] if kept else None, 0)
         expiring = [c for c in (read_long_lived_changelog(self.file_io, self.meta, i) for i in expiring_ids)
                     if c is not None]  # (None: expired by another process meanwhile)

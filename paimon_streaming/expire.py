@@ -20,10 +20,12 @@ Which files go, for the expired range [begin, end) where `end` is the new earlie
   snapshots (`changelog.*` retention, Java's decoupled lifecycle) keeps its snapshots that long
   instead (`retention`); what Java's long-lived changelogs need is never deleted: with a
   `changelog-producer` their changelog manifests and files, without one their manifests and
-  the files writes made (Java's `SnapshotDeletion`, `referenced_paths`). Where Java's
-  long-lived changelogs reach up to the expired snapshots, those become long-lived changelogs
-  too, as Java's expiration makes them (what they need stays for the changelog expiration),
-  so no gap opens above Java's;
+  the files writes made (Java's `SnapshotDeletion`, `referenced_paths`). The expired snapshots
+  become long-lived changelogs too, as Java's expiration makes them (what they need stays for
+  the changelog expiration), when arguments keep the snapshots shorter than the `changelog.*`
+  options (`decoupled`: Java's rule under those arguments as `snapshot.*` options), so streams
+  still start as far back as those promise, and where Java's long-lived changelogs reach up to
+  the expired snapshots, so no gap opens above Java's;
 * manifest lists, manifests, index manifests and index files of the expired snapshots that
   neither the new earliest snapshot nor a tag overlapping the range references.
 
@@ -104,19 +106,20 @@ class SnapshotExpiration:
         that saves the 8 round trips every commit would otherwise spend. A `latest` below the
         one of that run tells of a rollback, or of a table dropped and made again: the earliest
         may have moved down (a tag's snapshot written back), so the run reads."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        split = (retain_max, retain_min, older_than_ms) != (None, None, None) and decoupled(
+            self.options, retain_max, retain_min, None if older_than_ms is None else now_ms - older_than_ms)
         kept = retention(self.options)
         retain_max = kept.num_max if retain_max is None else retain_max
         retain_min = kept.num_min if retain_min is None else retain_min
         max_deletes = self.options.get("snapshot.expire.limit") if max_deletes is None else max_deletes
-        if older_than_ms is None:
-            now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-            older_than_ms = now_ms - kept.time_ms
+        older_than_ms = now_ms - kept.time_ms if older_than_ms is None else older_than_ms
         if retain_min < 1 or retain_max < retain_min or max_deletes < 1:
             raise InvalidOptionError(
                 f"cannot expire snapshots of {self.table_path}: need 1 <= retain_min ({retain_min}) <= "
                 f"retain_max ({retain_max}) and max_deletes ({max_deletes}) >= 1 (command line: --retain-min, "
-                "--retain-max, --max-deletes); retain_min defaults to snapshot.num-retained.min, so pass it too "
-                "when retain_max is smaller")
+                "--retain-max, --max-deletes); retain_min defaults to snapshot.num-retained.min (or the longer "
+                "changelog.num-retained.min), so pass it too when retain_max is smaller")
         held = _HELD_BACK.get(self.meta)
         if latest is not None and held is not None and latest >= held[2] and latest - retain_max + 1 <= held[0] and (
                 latest - retain_min + 1 <= held[0] or (held[1] is not None and older_than_ms <= held[1])):
@@ -143,7 +146,7 @@ class SnapshotExpiration:
                 break
         if end <= earliest:
             _HELD_BACK[self.meta] = (earliest, held_by, latest)
-        result = self.expire_until(earliest, end)
+        result = self.expire_until(earliest, end, split)
         self._expire_changelogs(now_ms)
         return result
 
@@ -164,8 +167,9 @@ class SnapshotExpiration:
         snapshot = self._try_snapshot(consumer_next)
         return consumer_next - 1 if snapshot is not None and snapshot.commit_kind == OVERWRITE else consumer_next
 
-    def expire_until(self, earliest: int, end: int) -> ExpireResult:
-        """Expire snapshots [earliest, end); `end` becomes the earliest snapshot."""
+    def expire_until(self, earliest: int, end: int, decoupled: bool = False) -> ExpireResult:
+        """Expire snapshots [earliest, end); `end` becomes the earliest snapshot. `decoupled`:
+        the changelog outlives them, so they become long-lived changelogs."""
         if end <= earliest:
             if not self.file_io.exists(f"{self.snapshots.dir}/EARLIEST"):
                 self.snapshots.commit_earliest_hint(earliest)
@@ -186,7 +190,7 @@ class SnapshotExpiration:
         # Java's changelogs run up to the snapshots: the expired ones continue that run, as Java's
         # expiration writes them, or the changelogs before would sit below a gap (and Java's
         # changelog expiration, reading every id of its range, fails on a gap between changelogs)
-        continued = bool(javas) and javas[-1].id >= expiring[0].id - 1 if expiring else False
+        continued = bool(expiring) and (decoupled or bool(javas) and javas[-1].id >= expiring[0].id - 1)
         if continued:
             held |= referenced_names(self.cleaner, expiring, produces)
         # Everything to delete is chosen while the snapshots are still there; then the snapshot
@@ -312,6 +316,21 @@ def retention(options: CoreOptions) -> Retention:
     return Retention(longer("snapshot.num-retained.max", "changelog.num-retained.max"),
                      longer("snapshot.num-retained.min", "changelog.num-retained.min"),
                      longer("snapshot.time-retained", "changelog.time-retained"))
+
+
+def decoupled(options: CoreOptions, retain_max: int | None, retain_min: int | None,
+              time_retained_ms: int | None) -> bool:
+    """Whether the changelog outlives snapshots kept by these arguments: Java's
+    `changelogLifecycleDecoupled` with them as `snapshot.*` options (those not given: the
+    table's), a `changelog.*` option above its `snapshot.*` one (one not set follows it). Java
+    then keeps the expired snapshots as long-lived changelogs. (Without arguments `retention`
+    keeps the snapshots as long instead.)"""
+    def longer(changelog_key: str, snapshot_key: str, given: int | None) -> bool:
+        changelog = options.get(changelog_key)
+        return changelog is not None and changelog > (options.get(snapshot_key) if given is None else given)
+    return (longer("changelog.num-retained.max", "snapshot.num-retained.max", retain_max)
+            or longer("changelog.num-retained.min", "snapshot.num-retained.min", retain_min)
+            or longer("changelog.time-retained", "snapshot.time-retained", time_retained_ms))
 
 
 def nearest_tag_below(tagged: list[Snapshot], snapshot_id: int) -> Snapshot | None:

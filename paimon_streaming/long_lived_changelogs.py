@@ -8,8 +8,9 @@ the changelog manifests and files, or with `changelog-producer` = none the manif
 the level-0 files. Java's changelog expiration removes them later.
 
 Our expiration keeps such a table's snapshots themselves as long as its changelog is to be
-kept (expire.py), so the changelog stays in the snapshots; it writes entries only to continue
-Java's (snapshots it expires right above them, expire.py). A table Java expired holds entries:
+kept (expire.py), so the changelog stays in the snapshots; it writes entries only when its
+arguments keep the snapshots shorter, as Java's would, or to continue Java's (snapshots it
+expires right above them, expire.py). A table Java expired holds entries:
 streams read their changes where the snapshot is gone (as Java's do), and orphan cleanup,
 snapshot expiration and tag deletion count what they reference as used, or a stream reading
 that changelog finds its files gone. Our expiration expires them by Java's rule

@@ -199,9 +199,12 @@ class Table:
         needs. Arguments override `snapshot.num-retained.max`, `snapshot.num-retained.min`,
         `snapshot.time-retained` (`older_than`: a datetime, or epoch millis; a snapshot may go
         once its successor was committed before it, Paimon 2.0's rule, one snapshot fewer than
-        1.4.2 expires; each option raised to its `changelog.*` counterpart when that is longer)
-        and `snapshot.expire.limit`. Then Java's long-lived changelogs past the table's
-        `changelog.*` retention go, as `expire_changelogs()` does. Returns an ExpireResult."""
+        1.4.2 expires) and `snapshot.expire.limit`; an option not overridden is raised to its
+        `changelog.*` counterpart when that is longer. Where the arguments keep snapshots shorter
+        than a `changelog.*` option, the expired snapshots stay as long-lived changelogs
+        (`changelog/changelog-<id>`), as Java's expiration keeps them, so streams can still start
+        that far back. Then long-lived changelogs past the table's `changelog.*` retention go,
+        as `expire_changelogs()` does. Returns an ExpireResult."""
         return SnapshotExpiration(self.file_io, self.path, self.schema, self.branch).expire(
             retain_max, retain_min, _epoch_millis(older_than), max_deletes)
 

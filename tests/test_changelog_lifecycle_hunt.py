@@ -486,6 +486,50 @@ def test_our_snapshot_expiration_deletes_what_javas_deletes(java_tables, tmp_pat
     assert stream.result
 
 
+BY_COUNT = {"changelog.num-retained.max": "20", "changelog.num-retained.min": "10"}
+ONE = {"retain_max": 1, "retain_min": 1}, {"snapshot.num-retained.max": 1, "snapshot.num-retained.min": 1}
+OLDER_THAN_ALL = {"older_than": 2 ** 62}, {"snapshot.time-retained": "1 ms"}  # (epoch millis, taken as given)
+
+
+@pytest.mark.parametrize("producer, changelog_options, arguments", [
+    ("full-compaction", BY_COUNT, ONE), ("input", BY_COUNT, ONE),
+    ("none", {"changelog.time-retained": "1 d"}, OLDER_THAN_ALL)])
+def test_expiration_with_arguments_keeps_the_changelog_as_javas_does(tmp_path, producer, changelog_options,
+                                                                       arguments):
+    """Arguments keeping snapshots shorter than the `changelog.*` options (`retain_max=1` on a
+    table keeping its changelog 20 snapshots, `older_than` now on one keeping it a day): Java's
+    expiration under those `snapshot.*` options keeps each expired snapshot as a long-lived
+    changelog; ours left none, so a stream from snapshot 2 read 8 of Java's 39 rows (the rest
+    of the history gone). Now, on copies of one table Java wrote, ours leaves exactly Java's
+    files, and both streams read alike."""
+    base = str(tmp_path / "db.db" / "base")
+    options = {"bucket": "2", "changelog-producer": producer, "snapshot.num-retained.max": "100",
+               "snapshot.num-retained.min": "1", **changelog_options}
+    with get_oracle().batch() as b:
+        b.create_table(base, FIELDS, primary_keys=["id"], options=options)
+        for i in range(5):
+            b.write(base, [{"id": k, "v": i, "p": "x"} for k in range(i, i + 4)])
+            b.compact(base)
+    javas, ours = str(tmp_path / "db.db" / "java"), str(tmp_path / "db.db" / "ours")
+    shutil.copytree(base, javas)
+    shutil.copytree(base, ours)
+    latest = ps.Table.open(base).latest_snapshot().id
+    streamed = _changes(ps.Table.open(base), range(2, latest))
+    mine = ps.Table.open(ours)
+    assert mine.expire_snapshots(**arguments[0]).expired == latest - 1
+    with get_oracle().batch() as b:
+        b.expire(javas, arguments[1])
+    assert files(ours) == files(javas)
+    assert long_lived_changelog_ids(mine.file_io, ours) == list(range(1, latest))
+    assert check_table(mine).ok, check_table(mine).errors()
+    assert _changes(mine, range(2, latest)) == streamed
+    with get_oracle().batch() as b:
+        streams = [b.read(path, with_row_kind=True, stream_plans=latest + 1,
+                          options={"scan.mode": "from-snapshot", "scan.snapshot-id": 2}) for path in (javas, ours)]
+    rows = [Counter((*(r[k] for k in KEYS), r["_ROW_KIND"]) for r in stream.result) for stream in streams]
+    assert rows[0] == rows[1] and sum(rows[0].values()) > 4 * 2  # more than the last snapshot's
+
+
 def test_changelogs_past_retention_all_go_with_their_hints(java_tables, tmp_path):
     """When every long-lived changelog is past retention ours expires the newest too (Java 1.4.2
     keeps it, and with changelog-producer none a copy of every file live at its snapshot, for

@@ -9,7 +9,10 @@ import time
 import pyarrow as pa
 import pytest
 
+from paimon_streaming.check import check_table
 from paimon_streaming.cli import main
+from paimon_streaming.long_lived_changelogs import long_lived_changelog_ids
+from stream_batches import open_stream, snapshot_changes
 
 SCHEMA = pa.schema([("id", pa.int64(), False), ("v", pa.string())])
 
@@ -83,6 +86,23 @@ def test_branches(table, capsys):
     assert run(capsys, "branch", "delete", table.path, "dev")[0] == 0
     code, _, err = run(capsys, "branch", "delete", table.path, "dev")
     assert code == 1 and "no branch 'dev'" in err
+
+
+def test_expire_below_the_changelog_retention_keeps_the_changelog(catalog, capsys):
+    """`expire --retain-max 1` on a table keeping its changelog 20 snapshots dropped the expired
+    snapshots' changelog, so a stream from snapshot 2 read only the last snapshot's changes;
+    now they stay as long-lived changelogs, as Java's expiration keeps them, and stream as before."""
+    t = catalog.create_table("db.cl", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "changelog-producer": "input", "snapshot.num-retained.max": "5",
+                                      "snapshot.num-retained.min": "1", "changelog.num-retained.max": "20"})
+    for i in range(4):
+        t.write_arrow(pa.table({"id": [i, i + 1], "v": [str(i)] * 2}, schema=SCHEMA))
+    changes = {i: snapshot_changes(open_stream(t, {}), i, ["id", "v"]) for i in range(1, 5)}
+    code, out, _ = run(capsys, "expire", t.path, "--retain-max", "1", "--retain-min", "1", "--json")
+    assert code == 0 and json.loads(out)["earliest"] == 4
+    assert long_lived_changelog_ids(t.file_io, t.path) == [1, 2, 3]
+    assert {i: snapshot_changes(open_stream(t, {}), i, ["id", "v"]) for i in range(1, 5)} == changes
+    assert check_table(t).ok
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -186,7 +186,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tag", action="store_true", help="TARGET is a tag name even if it looks like a number")
     p.set_defaults(func=cmd_rollback)
 
-    p = sub.add_parser("expire", help="expire old snapshots now (defaults: the table's snapshot.* options)")
+    p = sub.add_parser("expire", help="expire old snapshots now (defaults: the table's snapshot.* options, or "
+                                      "longer changelog.* ones; below a changelog.* option, expired snapshots "
+                                      "stay as changelogs)")
     add_table_argument(p)
     p.add_argument("--retain-max", type=int, help="keep at most this many snapshots")
     p.add_argument("--retain-min", type=int, help="keep at least this many snapshots")
