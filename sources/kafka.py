@@ -30,7 +30,8 @@ Options (Spark's Kafka source's, for streaming queries):
   read named), `startingOffsets`: `latest` (default, as Spark), `earliest`, or JSON
   `{"orders": {"0": 23, "1": -2}}` (-2 earliest, -1 latest; partitions and topics the JSON
   does not name start at earliest; naming one that is not read is an error, so a misspelt
-  topic is not read from earliest unnoticed). `startingOffsetsByTimestampStrategy`: `error` (default: a
+  topic is not read from earliest unnoticed; an offset past a partition's latest fails unless
+  `failOnDataLoss=false`, which starts it at the latest). `startingOffsetsByTimestampStrategy`: `error` (default: a
   partition without such a record fails the query) or `latest`.
 - `maxOffsetsPerTrigger`: at most this many offsets per micro-batch, split over the
   partitions in proportion to their backlog (as Spark does). `Trigger.AvailableNow` reads
@@ -130,7 +131,17 @@ class KafkaPythonStreamReader(KafkaOffsetResolver, DataSourceStreamReader, Suppo
         self._last_trigger: float | None = None  # minOffsetsPerTrigger: when a batch last started
 
     def initialOffset(self) -> dict:
-        return nest(self.starting_offsets(*self._bounds(self._partitions())))
+        earliest, latest = self._bounds(self._partitions())
+        start = self.starting_offsets(earliest, latest)
+        beyond = {k: (o, latest[k]) for k, o in start.items() if o > latest[k]}
+        if beyond:  # else the first batch would take the records' absence for a recreated topic
+            what = ", ".join(f"topic '{t}' partition {p} at {o} (latest {last})" for (t, p), (o, last) in sorted(beyond.items()))
+            if self.options.fail_on_data_loss:
+                raise KafkaSourceError(f"startingOffsets past the latest offset: {what}; those records do not exist "
+                                       "yet (Spark fails such a start too); set failOnDataLoss=false to start at the latest")
+            log.warning("startingOffsets past the latest offset (%s); failOnDataLoss=false: starting at the latest", what)
+            start.update({k: last for k, (_, last) in beyond.items()})
+        return nest(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger

@@ -373,6 +373,24 @@ def test_offsets_that_go_back_fail_unless_failondataloss_is_false(monkeypatch):
     assert reader(failOnDataLoss="false").latestOffset(start, ReadMaxRows(100)) == {"t": {"0": 3, "1": 200}}
 
 
+def test_starting_offsets_past_the_latest_fail_unless_failondataloss_is_false(monkeypatch):
+    """A JSON startingOffsets beyond a partition's latest offset started the query there, and its
+    first batch failed with "offsets went back ... the topic was recreated", which it was not."""
+    from paimon_streaming.sources.kafka import KafkaOptions, KafkaPythonStreamReader, KafkaSourceError
+
+    def reader(**options):
+        r = KafkaPythonStreamReader(KafkaOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "t",
+                                                        "startingOffsets": '{"t": {"0": 50, "1": 7}}', **options}), None)
+        monkeypatch.setattr(r, "_partitions", lambda: ["t0", "t1"])
+        monkeypatch.setattr(r, "_bounds", lambda tps: ({("t", 0): 0, ("t", 1): 0}, {("t", 0): 3, ("t", 1): 500}))
+        return r
+
+    with pytest.raises(KafkaSourceError, match="startingOffsets past the latest offset: topic 't' partition 0 at 50 "
+                                               "\\(latest 3\\)"):
+        reader().initialOffset()
+    assert reader(failOnDataLoss="false").initialOffset() == {"t": {"0": 3, "1": 7}}
+
+
 def test_min_offsets_per_trigger_waits_for_data_or_the_delay(monkeypatch):
     from paimon_streaming.sources import kafka as kafka_module
     clock = [1000.0]
