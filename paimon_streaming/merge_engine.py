@@ -179,11 +179,25 @@ def sort_for_merge(table: pa.Table, keys: Sequence[str], seq_fields: Sequence[st
     return table.take(_merge_order(table, keys, seq_fields))
 
 
-def sort_and_merge(table: pa.Table, keys: Sequence[str], engine: MergeEngine) -> pa.Table:
+def sort_and_merge(table: pa.Table, keys: Sequence[str], engine: MergeEngine,
+                   levels: np.ndarray | None = None) -> pa.Table:
     """`merge_sorted(sort_for_merge(table, ...))`, taking the rows once where the engine can
-    pick its rows from the sorted keys alone (see `MergeEngine.merge_in_order`)."""
+    pick its rows from the sorted keys alone (see `MergeEngine.merge_in_order`).
+
+    `levels` (each row's file level) on a table whose merge Java wraps in `LookupMergeFunction`
+    (`CoreOptions.need_lookup`): a key of several rows merges only its level-0 rows and its row of the
+    lowest level above 0. A lookup compaction writes a key's new row one level below the old
+    one with the old value folded in; the old row stays at its level until a compaction
+    reaches it, and merging both would count it twice."""
     table = offsets_widened(table)
-    return engine.merge_in_order(table, _merge_order(table, keys, engine.sequence_fields), keys)
+    order = _merge_order(table, keys, engine.sequence_fields)
+    if levels is None or not engine.lookup_wrapped:
+        return engine.merge_in_order(table, order, keys)
+    table, levels = table.take(order), levels[order]
+    g = _Groups.of(table, keys)
+    if g.count == table.num_rows:
+        return table  # every key once: passed through, as Java's ReducerMergeFunctionWrapper does
+    return engine.merge_picked(table.filter(pa.array(_lookup_picks(g, levels))), keys, g.sizes > 1)
 
 
 def _merge_order(table: pa.Table, keys: Sequence[str], seq_fields: Sequence[str]) -> np.ndarray:
@@ -229,6 +243,17 @@ def sort_nulls_first(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
     ranked = [pc.rank(keyed.column(n), sort_keys="ascending", null_placement=placement[n], tiebreaker="dense")
               for n, _ in sort_keys]
     return pc.sort_indices(pa.table(ranked, names=[n for n, _ in sort_keys]), sort_keys=sort_keys).to_numpy()
+
+
+def _lookup_picks(g: _Groups, levels: np.ndarray) -> np.ndarray:
+    """The rows of each key Java's `LookupMergeFunction` merges: its level-0 rows and the first
+    of its lowest level above 0 (`pickHighLevel`)."""
+    high = levels > 0
+    lowest = np.minimum.reduceat(np.where(high, levels, np.iinfo(np.int64).max), g.starts)
+    idx, found = g.first_where(high & (levels == lowest[g.gid]))
+    picks = ~high
+    picks[idx[found]] = True
+    return picks
 
 
 def _int_key_order(table: pa.Table, key: str) -> np.ndarray | None:
@@ -374,6 +399,9 @@ class MergeEngine:
     # every key merged (Java's LookupMergeFunction), rather than merging the merged new rows
     # with the old row: needed where merging is not associative
     lookup_merges_every_key = False
+    # Java wraps the merge of tables that need lookup (`CoreOptions.need_lookup`) in its
+    # LookupMergeFunction, which merges a key's rows of level 0 and lowest level above 0 only
+    lookup_wrapped = True
 
     def __init__(self, schema: TableSchema):
         o = schema.options
@@ -404,23 +432,30 @@ class MergeEngine:
 
     def merge(self, table: pa.Table, keys: Sequence[str]) -> pa.Table:
         """Merge a table sorted by `sort_for_merge` into one row per key (see the module doc)."""
-        return self._merge(table, keys, pass_singles=True)
+        return self._merge(table, keys, every_key=False)
 
     def merge_every_key(self, table: pa.Table, keys: Sequence[str]) -> pa.Table:
         """`merge`, with a key's lone row merged too: Java's lookup compactions (deletion
         vectors, changelog-producer lookup) run the merge function on every key they rewrite
         (`LookupMergeFunction` has no single-row pass-through), and for aggregation a lone row
         is not always itself (a retraction, a distinct `collect`)."""
-        return self._merge(table, keys, pass_singles=False)
+        return self._merge(table, keys, every_key=True)
 
-    def _merge(self, table: pa.Table, keys: Sequence[str], pass_singles: bool) -> pa.Table:
+    def merge_picked(self, table: pa.Table, keys: Sequence[str], several: np.ndarray) -> pa.Table:
+        """`merge` of the rows Java's `LookupMergeFunction` picked of each key (`sort_and_merge`):
+        a key that had several rows (`several`, per key) is merged even if one row is left, as
+        the wrapped merge function runs on what it picked; a key of one row passes through."""
+        return self._merge(table, keys, every_key=several)
+
+    def _merge(self, table: pa.Table, keys: Sequence[str], every_key: bool | np.ndarray) -> pa.Table:
+        """Merge by key; a lone row passes through unless `every_key` (for all keys or per key)."""
         n = table.num_rows
         if n == 0:
             return table
         g = _Groups.of(table, keys)
         single = g.sizes == 1
-        if not pass_singles:
-            single &= ~self._changes_lone_rows(_kinds(table)[g.starts])
+        if np.any(every_key):
+            single &= ~(every_key & self._changes_lone_rows(_kinds(table)[g.starts]))
         if single.all():
             return table  # every key once (or its lone row is its merge): nothing to merge
         multi_rows = ~single[g.gid]
@@ -486,6 +521,7 @@ class DeduplicateEngine(MergeEngine):
 
 class FirstRowEngine(MergeEngine):
     name = "first-row"
+    lookup_wrapped = False  # Java leaves it unwrapped: a key's first row is the one to keep
 
     def __init__(self, schema: TableSchema):
         super().__init__(schema)

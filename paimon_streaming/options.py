@@ -167,6 +167,7 @@ _OPTIONS = [
     Option("deletion-vectors.enabled", "false", parse_bool),
     Option("deletion-vectors.bitmap64", "false", parse_bool),
     Option("changelog-producer", "none", choice("none", "input", "lookup", "full-compaction")),
+    Option("force-lookup", "false", parse_bool),
     Option("metadata.stats-mode", "truncate(16)", _stats_mode),
     Option("metadata.stats-mode.per.level", "", _by_level(_stats_mode)),
     Option("changelog-file.stats-mode", None, _stats_mode),
@@ -473,6 +474,15 @@ class CoreOptions:
         """Level 0 is pushed up by a lookup compaction at every write: deletion-vector tables,
         and first-row tables (whose readers skip level 0, as Paimon's do)."""
         return self.deletion_vectors or self.merge_engine == "first-row"
+
+    @property
+    def need_lookup(self) -> bool:
+        """Java's `needLookup`: its compactions look older levels up to merge level 0 into
+        (changelog-producer lookup, deletion vectors, first-row, force-lookup), so a key's
+        row at a lower level holds its rows at higher ones, and its reads merge accordingly
+        (`merge_engine.sort_and_merge`)."""
+        return (self.get("changelog-producer") == "lookup" or self.deletion_vectors
+                or self.merge_engine == "first-row" or self.get("force-lookup"))
 
     @property
     def merge_engine(self) -> str:

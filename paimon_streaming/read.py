@@ -4,7 +4,8 @@ the files of other splits are read independently, in parallel.
 
 Everything here is columnar: deletion vectors become boolean masks, the merge is one sort by
 (key, sequence.field, sequence) plus the table's merge engine (`merge_engine.py`), after which
--U/-D results are dropped.
+-U/-D results are dropped. On tables Java compacts by lookup the merge takes a key's level-0
+rows and its row of the lowest level above 0 only, as Java's reads do (`sort_and_merge`).
 """
 from __future__ import annotations
 
@@ -211,7 +212,10 @@ class SplitReader:
         table = pa.concat_tables(parts)
         if table.num_rows == 0:
             return table
-        table = sort_and_merge(table, keys, engine)
+        levels = None
+        if self.options.need_lookup:  # Java merges a key's level-0 rows and lowest level above 0 only
+            levels = np.repeat(np.array([f.level for f in files], np.int64), [p.num_rows for p in parts])
+        table = sort_and_merge(table, keys, engine, levels)
         kinds = table.column(VALUE_KIND).to_numpy()
         return table.filter(from_numpy(~is_retract(kinds)))
 
