@@ -335,10 +335,11 @@ def _refuse_binary_partitions(schema: TableSchema) -> None:
 
 def check_changelog_producer(schema: TableSchema, base: TableSchema | None = None) -> None:
     """Refuse a `changelog-producer` every write would refuse (lsm/changelog.py's rules: 'lookup'
-    on a primary-key table needs deletion vectors or the first-row engine; 'full-compaction' is
-    not produced here), when a table is created so (`base` None) or a schema change makes it
-    so. Not when a table is opened, nor when a change keeps what `base` already had: a table
-    Java made so (Java writes it) stays readable and alterable here."""
+    on a primary-key table needs deletion vectors or the first-row engine, and so does
+    'force-lookup' but on deduplicate; 'full-compaction' is not produced here), when a table
+    is created so (`base` None) or a schema change makes it so. Not when a table is opened,
+    nor when a change keeps what `base` already had: a table Java made so (Java writes it)
+    stays readable and alterable here."""
     refusal = _unwritable_producer(schema)
     if refusal is not None and (base is None or _unwritable_producer(base) is None):
         raise refusal

@@ -123,6 +123,34 @@ def test_full_compaction_producer_is_refused_at_create_and_its_writes_too(catalo
     assert t.latest_snapshot() is None
 
 
+def test_force_lookup_where_our_compactions_would_lose_values_is_refused(catalog):
+    """'force-lookup' makes Java's reads merge a key's row of the lowest level above 0 only
+    (and its compactions look higher levels up to fold them in). Our compactions of a table
+    without deletion vectors do not look up: an aggregation's row compacted to level 4 would
+    leave the sum at level 5 out of every read. So such tables are refused at create, and the
+    write of one Java made is refused before anything is written; where the lowest level's
+    row is the answer anyway (deletion vectors, first-row, deduplicate) they are written."""
+    import dataclasses
+    from paimon_streaming.schema import SchemaManager, TableSchema
+    agg = {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum", "force-lookup": "true"}
+    for refused in (agg, {"merge-engine": "partial-update", "force-lookup": "true"},
+                    {"sequence.field": "n", "force-lookup": "true"}):
+        with pytest.raises(InvalidOptionError, match="'force-lookup' = 'true' is supported on deletion-vector"):
+            catalog.create_table("db.bad", SCHEMA, primary_keys=["k"], options={"bucket": "1", **refused})
+        assert not catalog.table_exists("db.bad")
+    for i, ok in enumerate(({**agg, **DV}, {"merge-engine": "first-row", "force-lookup": "true"},
+                            {"force-lookup": "true"})):
+        t = catalog.create_table(f"db.ok{i}", SCHEMA, primary_keys=["k"], options={"bucket": "1", **ok})
+        t.write_arrow(rows([1], "a"))
+    made = TableSchema.create(SCHEMA, ["k"], options={"bucket": "1"})  # as Java creates it
+    made = dataclasses.replace(made, options={**made.options, **agg})
+    SchemaManager(t.file_io, catalog.table_path("db.java")).create(made)
+    java = catalog.get_table("db.java")
+    with pytest.raises(InvalidOptionError, match="'force-lookup'"):
+        java.write_arrow(rows([1], "a"))
+    assert java.latest_snapshot() is None
+
+
 LOOKUP_REFUSED = ("changelog-producer 'lookup' is supported on deletion-vector tables ('deletion-vectors.enabled' "
                   "= 'true') and first-row tables; use 'input' otherwise")
 

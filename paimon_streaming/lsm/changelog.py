@@ -34,8 +34,16 @@ _ORDER = "__changelog_order"
 
 
 def changelog_producer(options: CoreOptions, primary_keys: Sequence[str], table: str) -> str:
-    """The table's producer, refusing combinations this writer cannot produce."""
+    """The table's producer, refusing combinations this writer cannot produce, and 'force-lookup'
+    where this writer cannot compact as Paimon reads (`CoreOptions.need_lookup`)."""
     producer = options.get("changelog-producer")
+    if primary_keys and options.get("force-lookup") and not options.lookup_compaction and \
+            (options.merge_engine != "deduplicate" or options.sequence_field):
+        raise InvalidOptionError(
+            f"table {table}: 'force-lookup' = 'true' is supported on deletion-vector tables, first-row tables "
+            "and deduplicate tables without 'sequence.field': Paimon's reads of it merge a key's row of the "
+            "lowest level above 0 only, which this writer's compactions (no lookup) leave without the values "
+            "of higher levels")
     if producer == "none":
         return producer
     if not primary_keys:
