@@ -154,10 +154,12 @@ class TableScan:
         return self._schema_cache[schema_id]
 
     # ---- planning -------------------------------------------------------------------------
-    def plan(self, snapshot: Snapshot | None, flt: Filter | None = None, all_levels: bool = False) -> list[DataSplit]:
+    def plan(self, snapshot: Snapshot | None, flt: Filter | None = None, all_levels: bool = False,
+             postponed: bool = False) -> list[DataSplit]:
         """The splits of `snapshot`. A batch read of a primary-key table with deletion vectors
         or first-row leaves level 0 out (its rows are not compacted in yet); `all_levels`
-        keeps it, merged, as a stream's starting read does (Java's DataTableStreamScan)."""
+        keeps it, merged, as a stream's starting read does (Java's DataTableStreamScan).
+        `postponed` keeps the files still in a postpone bucket too, as a bucket of their own."""
         if snapshot is None:
             return []
         self.schema_of(snapshot.schema_id)  # a deleted (newest) schema file is an error, not an older schema
@@ -174,14 +176,15 @@ class TableScan:
         may_hold = self._bucket_selection(flt, live)
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for e in live:
-            if not self.planned(e, all_levels) or not may_hold(e.total_buckets, e.bucket):
+            if not self.planned(e, all_levels, postponed) or not may_hold(e.total_buckets, e.bucket):
                 continue
             groups.setdefault((e.partition, e.bucket), []).append(e)
         selected = {}
         for (partition, bucket), entries in groups.items():
             if not self._partition_may_match(partition, flt):
                 continue
-            merged = self.needs_merge([e.file for e in entries])
+            # a postpone bucket's files are read as written, unmerged, as Java's MergeFileSplitRead reads them
+            merged = self.needs_merge([e.file for e in entries]) and bucket >= 0
             if by_row_id:
                 files = [e.file for e in entries]
                 if flt is not None and flt.disjuncts is not None:
@@ -196,7 +199,7 @@ class TableScan:
         if flt is not None and file_index.read_enabled(self.options.raw) and not by_row_id:
             self._drop_by_file_index(selected, flt)
         return [self.split_of(partition, bucket, total, files, deletion_files.get((partition, bucket)),
-                              needs_merge=self.needs_merge(files), by_row_id=by_row_id)
+                              needs_merge=self.needs_merge(files) and bucket >= 0, by_row_id=by_row_id)
                 for (partition, bucket), (total, _, files) in selected.items() if files]
 
     def _drop_by_file_index(self, selected: dict[tuple[bytes, int], tuple[int, bool, list[DataFileMeta]]],
@@ -278,12 +281,13 @@ class TableScan:
                 return False
         return True
 
-    def planned(self, entry: ManifestEntry, all_levels: bool = False) -> bool:
+    def planned(self, entry: ManifestEntry, all_levels: bool = False, postponed: bool = False) -> bool:
         """Whether `plan` reads this live file: not a level-0 file of a primary-key table with
-        deletion vectors or first-row (unless `all_levels`), nor one still in a postpone bucket."""
+        deletion vectors or first-row (unless `all_levels`), nor one still in a postpone bucket
+        (unless `postponed`)."""
         skip_level0 = bool(self.schema.primary_keys) and not all_levels and \
             (self.options.deletion_vectors or self.options.merge_engine == "first-row")
-        return not (skip_level0 and entry.file.level == 0) and not self.postponed_bucket(entry)
+        return not (skip_level0 and entry.file.level == 0) and (postponed or not self.postponed_bucket(entry))
 
     def postponed_bucket(self, entry: ManifestEntry) -> bool:
         """A file of a postpone-bucket table (`bucket` = -2) still waiting in bucket -2: Java's

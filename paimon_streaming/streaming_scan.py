@@ -280,11 +280,13 @@ def _timestamp_millis(options: Mapping[str, str]) -> int | None:
 
 def units_of_splits(snapshot_id: int, splits: list[DataSplit], kind: str = FULL) -> list[ReadUnit]:
     """Read units of planned splits in (partition, bucket) order: a split that must be merged
-    by key is one unit, any other split one unit per file (`DataSplit.pieces`)."""
+    by key is one unit, any other split one unit per file (`DataSplit.pieces`). A postpone
+    bucket's files (bucket -2, planned by a stream's start only) are DELTA units: their rows
+    keep the kinds they were written with, as Java reads them (unmerged)."""
     units: list[ReadUnit] = []
     for s in sorted(splits, key=lambda s: (s.partition, s.bucket)):
         for part in s.pieces():
-            units.append(ReadUnit(snapshot_id, len(units), kind, part))
+            units.append(ReadUnit(snapshot_id, len(units), kind if s.bucket >= 0 else DELTA, part))
     return units
 
 
@@ -473,9 +475,11 @@ class StreamingScan:
 
     def _full_units(self, snapshot: Snapshot) -> list[ReadUnit]:
         # every level, as Java's stream starts: a batch read of a deletion-vector (or first-row)
-        # table skips level 0, whose rows the stream would never get (it skips COMPACT snapshots)
-        splits = self.scan.plan(snapshot, all_levels=True)
+        # table skips level 0, whose rows the stream would never get (it skips COMPACT snapshots);
+        # without a changelog the rows still in a postpone bucket too, as Java's stream reads them
+        # (in its deltas too: it reads real buckets only when a producer writes a changelog)
         producer = self._producer(snapshot)
+        splits = self.scan.plan(snapshot, all_levels=True, postponed=producer == "none")
         if producer in ("lookup", "full-compaction") and self.schema.primary_keys:
             # as Java: level-0 files will still produce changelog; full-compaction reads the top level
             # only: the bucket's, which stays above `num-levels` when that shrank after files reached it

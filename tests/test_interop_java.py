@@ -407,6 +407,34 @@ def test_javas_postpone_bucket_table(java, warehouse):
         t.write_arrow(pa.table({"id": pa.array([9], pa.int64()), "v": ["ours"]}))
 
 
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_javas_postpone_bucket_rows_start_a_stream_as_javas(java, warehouse, producer):
+    """Java's stream reads the rows still in bucket -2 when the table has no changelog producer
+    (DataTableStreamScan reads real buckets only when one writes a changelog): its start
+    (latest-full, from-snapshot-full, compacted-full) as well as its deltas, unmerged, each row
+    with the kind it was written with. Before, our start left them out; with a producer both
+    leave them out. Batch reads leave them out either way."""
+    path = f"{warehouse}/db.db/postpone_{producer}"
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                       primary_keys=["id"], options={"bucket": "-2", "changelog-producer": producer})
+        b.write(path, [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}])
+        b.write(path, [{"id": 1, "v": "c"}, {"id": 3, "v": "d"}, {"id": 2, "v": "b", "_ROW_KIND": "-D"}])
+        b.read(path)
+    t = ps.Table.open(path)
+    modes = [{}, {"scan.mode": "from-snapshot-full", "scan.snapshot-id": "2"}, {"scan.mode": "compacted-full"},
+             {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}]
+    with java.batch() as b:
+        batch = b.read(path)
+        streams = [b.read(path, with_row_kind=True, options=m, stream_plans=4) for m in modes]
+    assert t.to_arrow().to_pylist() == batch.result == []
+    for m, javas in zip(modes, streams):
+        ours = stream_rows(open_stream(t, m), ["id", "v"])
+        assert sorted((r["id"], r["v"], r["_kind"]) for r in ours) == \
+            sorted((r["id"], r["v"], r["_ROW_KIND"]) for r in javas.result), m
+        assert javas.result or producer != "none", m
+
+
 @pytest.mark.parametrize("name, options, level0", [
     ("agg", {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum",
              "fields.s.aggregate-function": "listagg", "changelog-producer": "lookup"}, False),
