@@ -39,7 +39,8 @@ and, in Parquet columns a Paimon writer wrote, timestamps in the unit of their p
 decimals at their scale (in ORC, decimals at their scale). ORC has no checksums: a flipped
 byte inside an ORC stripe is caught only when it breaks decoding or yields invalid strings,
 otherwise it can read as another value (use Parquet, the default, where that matters).
-Every failure raises `MissingFileError` / `CorruptFileError` naming the file.
+Every failure raises `MissingFileError` / `CorruptFileError` naming the file; a read the store
+fails is the OSError it is, naming the file, never a damaged file (`_decode_stored`).
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ import pyarrow.parquet as pq
 from .avro_codecs import register_snappy
 from .errors import (CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError,
                      UnsupportedOperationError)
-from .fileio import FileIO
+from .fileio import FileIO, RecordedReads
 from .int96 import beyond_nanoseconds
 from .numpy_arrow import from_numpy, narrowable
 from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_hadoop_bool
@@ -670,7 +671,7 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                 raise CorruptFileError(f"data file {path} has {actual} bytes but its manifest entry records "
                                        f"{file_size} (truncated or replaced); `paimon-streaming check` lists "
                                        "every damaged file")
-        raw, num_rows = _decode(source, fmt, wanted, path, as_dictionary=keep is not None)
+        raw, num_rows = _decode_stored(source, fmt, wanted, path, as_dictionary=keep is not None)
     if row_count is not None and num_rows != row_count:
         raise CorruptFileError(f"data file {path} holds {num_rows} rows but its manifest entry records "
                                f"{row_count} (damaged footer or replaced file)")
@@ -690,6 +691,29 @@ def decode_file(data: bytes, file_format: str, fields: list[DataField], path: st
     raw, num_rows = _decode(pa.BufferReader(data), file_format, fields, path)
     _check_decoded(path, raw, fields, num_rows, exact_scale=file_format == ORC)
     return _table(path, raw, fields, num_rows)
+
+
+def _decode_stored(source: pa.NativeFile, fmt: str, wanted: list[DataField], path: str,
+                   as_dictionary: bool) -> tuple[dict[str, pa.ChunkedArray], int]:
+    """`_decode` of a file as `FileIO.open_input_file` opened it. One read in place (remote and
+    over REMOTE_WHOLE_FILE_BYTES, or local) fails alike when its bytes are damaged and when the
+    store fails a ranged read (throttled past the SDK's retries, a gateway ignoring Range): the
+    decoders wrap both. So before calling it damaged it is decoded once more through
+    `RecordedReads`: a store failure then is the OSError it is, naming the file (callers retry
+    it, `check` does not list the file as damaged), and a transient one is over."""
+    try:
+        return _decode(source, fmt, wanted, path, as_dictionary)
+    except CorruptFileError:
+        if isinstance(source, pa.BufferReader):
+            raise  # fetched whole: the store's errors were raised then, and these bytes are what it holds
+    source.seek(0)  # Avro is read from where the failed decode stopped
+    reads = RecordedReads(source)
+    try:
+        return _decode(pa.PythonFile(reads, mode="r"), fmt, wanted, path, as_dictionary)
+    except CorruptFileError:
+        if reads.failure is None:
+            raise
+        raise OSError(f"reading data file {path} failed: {reads.failure}") from reads.failure
 
 
 def _decode(source, fmt: str, wanted: list[DataField], path: str,

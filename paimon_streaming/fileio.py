@@ -346,6 +346,36 @@ class FileIO:
             pass
 
 
+class RecordedReads:
+    """An input file as a Python file object that keeps the first error its store raised
+    (`failure`). Decoders turn a failed read into their own errors (pyarrow's ORC reader into
+    message text, its Parquet reader and fastavro into a failed decode), so once one fails,
+    `failure` tells the store's fault (throttling, a gateway refusing ranged reads) from damage
+    in the bytes the store delivered. pyarrow reads a Python file one request at a time: for a
+    second look after a failure, not for every read (`pa.PythonFile(RecordedReads(f))`)."""
+
+    def __init__(self, source: pa.NativeFile):
+        self._source = source
+        self.failure: OSError | None = None
+
+    def read(self, nbytes: int = -1) -> bytes:
+        try:
+            return self._source.read(nbytes)
+        except OSError as exc:
+            self.failure = self.failure or exc
+            raise
+
+    def seek(self, position: int, whence: int = 0) -> int:
+        return self._source.seek(position, whence)
+
+    def tell(self) -> int:
+        return self._source.tell()
+
+    @property
+    def closed(self) -> bool:
+        return self._source.closed
+
+
 def _list_dir(fs: pafs.FileSystem, path: str) -> list[pafs.FileInfo] | None:
     """The entries of directory `path`; None when it does not exist.
 

@@ -761,6 +761,56 @@ def test_avro_data_files_are_read(fio, monkeypatch):
         read_data_file(file_io, path, AVRO_FIELDS)
 
 
+class _ThrottledStore(FileIO):
+    """Local files whose reads after the first fail `failures` times (-1: always) with an
+    OSError, as an object store's ranged GETs of a file read in place (over
+    REMOTE_WHOLE_FILE_BYTES) fail once the SDK's retries run out."""
+
+    def __init__(self, failures: int):
+        super().__init__(pa.fs.LocalFileSystem())
+        self.failures, self.reads = failures, 0
+
+    def open_input_file(self, path: str, size: int | None = None):
+        store, source = self, super().open_input_file(path, size)
+
+        class Throttled:
+            closed = property(lambda _: source.closed)
+            seek, tell, close = source.seek, source.tell, source.close
+
+            def read(self, nbytes: int = -1) -> bytes:
+                store.reads += 1
+                if store.reads > 1 and store.failures:
+                    store.failures -= 1
+                    raise OSError("AWS Error SLOW_DOWN during GetObject operation: Please reduce your request rate.")
+                return source.read(nbytes)
+        return pa.PythonFile(Throttled(), mode="r")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc", "avro"])
+def test_a_store_failing_reads_is_an_os_error_not_a_damaged_file(fio, fmt):
+    """The decoders wrap a store's failed read into a failed decode: a throttled read of a file
+    read in place was a CorruptFileError sending users to `check` (which listed healthy files as
+    damaged), and callers retrying on OSError gave up. Now it is an OSError naming the file, a
+    failure that passes is read through, and damage stays a CorruptFileError."""
+    file_io, root = fio
+    path = f"{root}/data-x-0.{fmt}"
+    if fmt == "avro":
+        fields, expected = AVRO_FIELDS, _avro_file(path)
+    else:
+        fields = _fields(("id", T("BIGINT NOT NULL")), ("s", T("STRING")))
+        expected = pa.table({"id": pa.array(range(5000), pa.int64()), "s": [f"s{i}" for i in range(5000)]})
+        write_data_file(file_io, path, expected, fields, fmt)
+    with pytest.raises(OSError, match=f"reading data file {re.escape(path)} failed: AWS Error SLOW_DOWN") as err:
+        read_data_file(_ThrottledStore(-1), path, fields)
+    assert not isinstance(err.value, CorruptFileError)
+    assert read_data_file(_ThrottledStore(1), path, fields).to_pylist() == expected.to_pylist()
+    with open(path, "r+b") as f:  # the tail: ORC's postscript (a byte flipped in a stripe may read as data)
+        f.seek(-65, os.SEEK_END)
+        f.write(b"\xff" * 64)
+    with pytest.raises(CorruptFileError, match="cannot be decoded"):
+        read_data_file(_ThrottledStore(0), path, fields)
+
+
 def test_a_java_csv_data_file_is_unsupported_not_damaged(warehouse, capsys):
     """Java 1.4.2 writes CSV data files (`file.format` = csv); a table that switched to Parquet
     keeps them. Reading one is an UnsupportedOperationError naming it, and `check` calls it

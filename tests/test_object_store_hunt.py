@@ -298,6 +298,35 @@ def test_read_errors_name_the_file_and_the_operation(s3, proxy, dv_table):
     assert not proxy.requests("DELETE")
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_a_read_the_store_fails_inside_a_large_file_is_no_damage(s3, proxy, fmt, monkeypatch):
+    """A data file over REMOTE_WHOLE_FILE_BYTES (0 here) is read in place, with ranged GETs
+    inside pyarrow's decoder. Answered 503 past the SDK's retries, or whole by a gateway that
+    ignores Range, the read was a CorruptFileError ("cannot be decoded", sending users to
+    `check`, which listed the healthy file as damaged). Now it is an OSError naming the file."""
+    from paimon_streaming import fileio
+    monkeypatch.setattr(fileio, "REMOTE_WHOLE_FILE_BYTES", 0)
+    t = ps.Catalog("lake/inplace", filesystem=s3.filesystem()).create_table(
+        f"db.{fmt}", SCHEMA, options={"file.format": fmt})
+    t.write_arrow(batch(range(2000), "x"))
+    no_retries = pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1", scheme="http",
+                                   endpoint_override=proxy.authority,
+                                   retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=1))
+    proxied = ps.Table(FileIO(no_retries), t.path)
+    for rule in (Rule("status", method="GET", pattern=READ_TARGETS["data"], times=-1, skip=1),
+                 Rule("ignore-range", method="GET", pattern=READ_TARGETS["data"], times=-1)):
+        proxy.clear()
+        proxy.add(rule)
+        with pytest.raises(OSError, match=rf"reading data file lake/inplace/db.db/{fmt}/bucket-0/data-.*\.{fmt} "
+                                          "failed: AWS Error") as err:
+            proxied.to_arrow()
+        assert not isinstance(err.value, ps.errors.CorruptFileError)
+        problems = check_table(proxied).problems
+        assert problems and not [p for p in problems if p.kind == "corrupt-file"], problems
+    proxy.clear()
+    assert proxied.to_arrow().num_rows == 2000 and check_table(proxied).ok
+
+
 # ---- writes and commits: storms, lost replies, aborted multipart uploads -------------------------
 @pytest.mark.parametrize("op", ["write_bytes", "mkdirs", "exists", "delete"])
 def test_an_error_of_the_bucket_check_names_the_file(s3, proxy, op):
