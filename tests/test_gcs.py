@@ -3,6 +3,7 @@
 processes and a crash before the snapshot work on GCS."""
 from __future__ import annotations
 
+import datetime as dt
 import multiprocessing
 import threading
 
@@ -39,6 +40,20 @@ def test_create_if_absent_creates_once(gcs):
     assert create("lake/once/snapshot-1", b"first") is True
     assert create("lake/once/snapshot-1", b"second") is False
     assert gcs.filesystem().open_input_stream("lake/once/snapshot-1").read() == b"first"
+
+
+def test_the_impersonated_service_account_carries_to_the_commit():
+    """pyarrow's `target_service_account` impersonates a service account for every read and
+    write; the conditional upload's client ignored it and committed under the caller's own
+    identity. It now impersonates the same account, from the same source credentials."""
+    import pyarrow.fs as pafs
+    from google.auth import impersonated_credentials
+    fs = pafs.GcsFileSystem(access_token="ya29.token", credential_token_expiration=dt.datetime(2100, 1, 1),
+                            target_service_account="writer@lake.iam.gserviceaccount.com", project_id="lake")
+    credentials = GcsCreateIfAbsent(fs).client()._credentials
+    assert isinstance(credentials, impersonated_credentials.Credentials)
+    assert credentials.service_account_email == "writer@lake.iam.gserviceaccount.com"
+    assert credentials._source_credentials.token == "ya29.token"
 
 
 def test_racing_writers_exactly_one_wins_every_time(gcs):

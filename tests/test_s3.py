@@ -25,7 +25,7 @@ from store_checks import (SCHEMA, catalog_round_trip, crash_before_commit_reads_
                           rows)
 
 pytest.importorskip("moto")
-from s3_server import CREDENTIALS, S3Server  # noqa: E402
+from s3_server import CREDENTIALS, S3Server, self_signed_certificate  # noqa: E402
 
 
 
@@ -113,11 +113,45 @@ def test_credentials_from_a_web_identity_token(s3, monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(tmp_path / "token"))
     monkeypatch.setenv("AWS_ENDPOINT_URL_STS", s3.endpoint)
     create = S3CreateIfAbsent(pafs.S3FileSystem(scheme="http", endpoint_override=f"127.0.0.1:{s3.port}",
-                                                region="us-east-1", anonymous=True))
+                                                region="us-east-1"))
     assert create("lake/webid/snapshot/snapshot-1", b"one") is True
     assert create("lake/webid/snapshot/snapshot-1", b"two") is False
     credentials = create.client()._request_signer._credentials.get_frozen_credentials()
     assert credentials.token and credentials.access_key != "testing"  # temporary, from STS
+
+
+def test_tls_ca_file_proxy_and_anonymous_access_carry_to_the_commit(s3, monkeypatch, tmp_path):
+    """The conditional PUT goes through botocore, which was given only the endpoint, region and
+    keys of the pyarrow filesystem: with `tls_ca_file_path` (a private CA) pyarrow read and wrote
+    but the first commit failed "CERTIFICATE_VERIFY_FAILED"; with `proxy_options` or
+    `anonymous` the commit went out by another network path or identity than the reads. Each
+    now carries over; a `role_arn`, which botocore is not given, is a configuration error."""
+    import botocore
+    from store_proxy import StoreProxy
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+    server = S3Server(self_signed_certificate(str(tmp_path)))
+    try:
+        server.create_bucket("lake")
+        t = ps.Catalog(server.uri("lake/tls")).create_table("db.t", SCHEMA)
+        assert t.write_arrow(rows(range(3))) == 1 and t.to_arrow().num_rows == 3
+    finally:
+        server.stop()
+    proxy = StoreProxy(f"127.0.0.1:{s3.port}")
+    try:
+        fs = pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1", scheme="http",
+                               endpoint_override=f"127.0.0.1:{s3.port}",
+                               proxy_options={"scheme": "http", "host": "127.0.0.1", "port": proxy.port})
+        t = ps.Catalog("lake/proxied", filesystem=fs).create_table("db.t", SCHEMA)
+        assert t.write_arrow(rows(range(3))) == 1
+        assert [r for r in proxy.requests("PUT") if r[1].endswith("/snapshot/snapshot-1")]
+    finally:
+        proxy.stop()
+    anonymous = S3CreateIfAbsent(pafs.S3FileSystem(anonymous=True, region="us-east-1", scheme="http",
+                                                   endpoint_override=f"127.0.0.1:{s3.port}"))
+    assert anonymous.client().meta.config.signature_version is botocore.UNSIGNED
+    role = S3CreateIfAbsent(pafs.S3FileSystem(role_arn="arn:aws:iam::123456789012:role/lake", region="us-east-1"))
+    with pytest.raises(S3ConfigurationError, match=r"role_arn \(arn:aws:iam::123456789012:role/lake\)"):
+        role("lake/role/snapshot/snapshot-1", b"{}")
 
 
 def test_endpoint_from_the_environment(s3, monkeypatch):

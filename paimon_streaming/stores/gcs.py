@@ -5,11 +5,11 @@
 pyarrow's GcsFileSystem reads and writes every other file but cannot send preconditions, so
 this one request goes through google-cloud-storage (the `gcs` extra), configured from the
 pyarrow filesystem the table was opened with (endpoint, scheme, project, anonymous access,
-access token) and otherwise from Google's Application Default Credentials (the
-GOOGLE_APPLICATION_CREDENTIALS file, gcloud's user credentials, workload identity, the
-metadata server). The client's retries are off for this request, for the reason `stores.s3`
-gives: a create whose reply was lost must stay an unknown outcome (OSError), never look like
-a lost race.
+access token, the service account it impersonates) and otherwise from Google's Application
+Default Credentials (the GOOGLE_APPLICATION_CREDENTIALS file, gcloud's user credentials,
+workload identity, the metadata server). The client's retries are off for this request, for
+the reason `stores.s3` gives: a create whose reply was lost must stay an unknown outcome
+(OSError), never look like a lost race.
 """
 from __future__ import annotations
 
@@ -79,8 +79,14 @@ def _make_client(args: dict) -> Any:
         from google.auth.credentials import AnonymousCredentials
         return storage.Client(project=project or "anonymous", credentials=AnonymousCredentials(),
                               client_options=options or None)
+    credentials = None
     if args.get("access_token"):
         from google.oauth2.credentials import Credentials
-        return storage.Client(project=project, credentials=Credentials(args["access_token"]),
-                              client_options=options or None)
-    return storage.Client(project=project, client_options=options or None)
+        credentials = Credentials(args["access_token"])
+    if args.get("target_service_account"):  # pyarrow impersonates it with the credentials it has
+        import google.auth
+        from google.auth import impersonated_credentials
+        credentials = impersonated_credentials.Credentials(
+            source_credentials=credentials or google.auth.default(scopes=storage.Client.SCOPE)[0],
+            target_principal=args["target_service_account"], target_scopes=list(storage.Client.SCOPE))
+    return storage.Client(project=project, credentials=credentials, client_options=options or None)

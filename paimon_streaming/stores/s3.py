@@ -4,10 +4,13 @@ S3 (since 2024) and S3-compatible stores with conditional writes (MinIO, moto, .
 `If-None-Match: *` atomically: the first PUT creates the object, every later one gets 412
 Precondition Failed. pyarrow's S3FileSystem, which reads and writes every other file, cannot
 send that header, so this one request goes through botocore (the `s3` extra), configured
-from the pyarrow filesystem the table was opened with (endpoint, region, addressing,
-credentials given in the URI) and otherwise from botocore's standard chain: environment
-variables, shared config and credentials files (`AWS_PROFILE`), web identity (IRSA), SSO,
-container and instance-profile credentials, `AWS_ENDPOINT_URL[_S3]`, `AWS_REGION`.
+from the pyarrow filesystem the table was opened with (endpoint, scheme, region, addressing,
+credentials given in the URI or the filesystem, anonymous access, `tls_ca_file_path`,
+`proxy_options`: the commit goes out under the identity and network path of the reads; a
+`role_arn` botocore is not given is a configuration error naming it) and otherwise from
+botocore's standard chain: environment variables, shared config and credentials files
+(`AWS_PROFILE`), web identity (IRSA), SSO, container and instance-profile credentials,
+`AWS_ENDPOINT_URL[_S3]`, `AWS_REGION`.
 
 A store that ignores the header (an S3-compatible store without conditional writes) would let
 two writers racing for one snapshot id both "win", the second silently replacing the first. So
@@ -23,11 +26,11 @@ OSError (outcome unknown), and the committer re-reads to learn whether the snaps
 """
 from __future__ import annotations
 
-import time
-from typing import Any, Iterable
-
 import threading
+import time
+import urllib.parse
 import uuid
+from typing import Any, Iterable
 
 from ..errors import S3ConfigurationError
 from . import THROTTLED_OR_TIMED_OUT, ConditionalUpload, DirMarkerRemover, UnsupportedStoreError
@@ -133,16 +136,38 @@ def _make_client(args: dict) -> Any:
     except ImportError:
         raise S3ConfigurationError("committing to an s3:// table needs botocore: pip install "
                                    "'paimon-streaming[s3]'") from None
+    if args.get("role_arn"):
+        raise S3ConfigurationError(
+            f"the S3 filesystem's role_arn ({args['role_arn']}) is not carried to the botocore client that "
+            "publishes snapshots, which would commit under another identity than the one reading and writing "
+            "data files; assume the role through settings both follow instead: an AWS_PROFILE whose profile "
+            "has role_arn and source_profile, or AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE")
+    scheme = args.get("scheme") or "https"
     endpoint = args.get("endpoint_override")
     if endpoint and "://" not in endpoint:
-        endpoint = f"{args.get('scheme') or 'https'}://{endpoint}"
+        endpoint = f"{scheme}://{endpoint}"
     session = botocore.session.get_session()
     config = Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=60,
                     s3={"addressing_style": "virtual" if args.get("force_virtual_addressing") else
-                        ("path" if endpoint else "auto")})
+                        ("path" if endpoint else "auto")},
+                    proxies=_proxies(args.get("proxy_options") or {}),
+                    signature_version=botocore.UNSIGNED if args.get("anonymous") else None)
     keys = {}
     if args.get("access_key"):
         keys = {"aws_access_key_id": args["access_key"], "aws_secret_access_key": args.get("secret_key"),
                 "aws_session_token": args.get("session_token") or None}
     region = args.get("region") or session.get_config_variable("region") or "us-east-1"
-    return session.create_client("s3", region_name=region, endpoint_url=endpoint or None, config=config, **keys)
+    return session.create_client("s3", region_name=region, endpoint_url=endpoint or None, config=config,
+                                 use_ssl=scheme != "http", verify=args.get("tls_ca_file_path") or None, **keys)
+
+
+def _proxies(options: dict) -> dict[str, str] | None:
+    """pyarrow's `proxy_options` (every request through one proxy) as botocore's `proxies`."""
+    if not options.get("host"):
+        return None
+    user = options.get("username") or ""
+    password = options.get("password") or ""
+    credentials = f"{urllib.parse.quote(user, safe='')}:{urllib.parse.quote(password, safe='')}@" if user else ""
+    port = f":{options['port']}" if (options.get("port") or -1) > 0 else ""
+    url = f"{options.get('scheme') or 'http'}://{credentials}{options['host']}{port}"
+    return {"http": url, "https": url}
