@@ -21,7 +21,8 @@ from .branches import MAIN, branch_path
 from .commit_users import CommitUserRecords, UserCommits, user_commits
 from .cross_partition import check_no_concurrent_writes
 from .errors import (CommitConflictError, CommitOutcomeUnknownError, CompactionNotCommittedError, DuplicateCommitError,
-                     PaimonError, SequenceConflictError, SnapshotNotFoundError, StaleOptionsError, StalePlanError)
+                     PaimonError, SequenceConflictError, SnapshotNotFoundError, StaleOptionsError, StalePlanError,
+                     TableNotFoundError)
 from .fileio import FileIO
 from .manifest import (ADD, DELETE, DataFileMeta, IndexFileMeta, IndexManifestEntry, IndexManifestFile,
                        ManifestEntry, ManifestFile, ManifestFileMeta, ManifestList, combine_index_entries, index_key,
@@ -334,15 +335,22 @@ class FileStoreCommit:
                 return snap
         return None
 
-    def _newest_schema_id(self, known: int) -> int:
+    def _newest_schema_id(self, known: int, first: bool) -> int:
         """The id of the table's newest schema, at least `known` (this writer's, or the latest
         snapshot's), which a snapshot records, as Java's commit does: a writer that planned under
         an older schema commits under the newest one (another process changed the schema
         meanwhile), so time travel to its snapshot answers in the columns Java answers in; its
         files keep their own schema id and readers convert them. One probe when there is none
-        newer (overlapping the manifest uploads)."""
+        newer (overlapping the manifest uploads); a `first` snapshot also checks that the
+        schema still exists."""
         schemas = SchemaManager(self.file_io, self.meta)
         if not self.file_io.exists(schemas.path(known + 1)):
+            if first and not self.file_io.exists(schemas.path(known)):
+                # the table or branch was dropped since this writer opened it: a first snapshot
+                # would recreate it without a schema, the rows unreachable
+                what = f"branch '{self.branch}' of table" if self.branch != MAIN else "table"
+                raise TableNotFoundError(f"{what} {self.table_path} no longer exists (its schema {known} is gone: "
+                                         "dropped or deleted since this writer opened it); nothing was committed")
             return known
         return max([known] + schemas.schema_ids())
 
@@ -431,7 +439,7 @@ class FileStoreCommit:
             return name
 
         known_schema = max(self.schema.id, latest.schema_id if latest else 0)
-        jobs = [write_base, lambda: write_listed(entries), write_index, lambda: self._newest_schema_id(known_schema)]
+        jobs = [write_base, lambda: write_listed(entries), write_index, lambda: self._newest_schema_id(known_schema, latest is None)]
         if changes.changelog:
             jobs.append(lambda: write_listed(changes.changelog))
         try:

@@ -166,6 +166,21 @@ def test_branch_management_refusals(catalog):
         t.delete_branch("dev")
 
 
+def test_a_writer_of_a_deleted_branch_or_dropped_table_commits_nothing(table, catalog):
+    """A handle on a branch deleted since it opened committed a first snapshot into the deleted
+    branch's directory: the branch was listed again, unreadable (no schema), its rows lost.
+    The same for a table dropped under its writer."""
+    branch = table.create_branch("x")
+    table.delete_branch("x")
+    with pytest.raises(TableNotFoundError, match="branch 'x' of table .* no longer exists"):
+        branch.write_arrow(batch([1], "a"))
+    assert table.branches() == [] and check_table(table).ok
+    catalog.drop_table("db.t")
+    with pytest.raises(TableNotFoundError, match="table .* no longer exists"):
+        table.write_arrow(batch([1], "a"))
+    assert not catalog.table_exists("db.t")
+
+
 def test_fast_forward_refuses_to_splice_unrelated_histories(catalog):
     """Main keeps its snapshots below the branch's earliest, so they must be the branch's
     history: the branch's base, or up to the snapshot the branch was made from. A branch that
