@@ -337,8 +337,8 @@ def _filled(arr: pa.Array) -> pa.Array:
         return pa.StructArray.from_arrays(children, fields=list(arr.type),
                                           mask=arr.is_null() if arr.null_count else None)
     if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
-        values = _filled(arr.values)
-        return type(arr).from_arrays(arr.offsets, values, type=arr.type,
+        offsets, start = rebased_offsets(arr)
+        return type(arr).from_arrays(offsets, _filled(arr.values.slice(start)), type=arr.type,
                                      mask=arr.is_null() if arr.null_count else None)
     return arr
 

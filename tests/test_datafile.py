@@ -516,6 +516,19 @@ def test_orc_timestamps_beyond_nanoseconds_are_refused(fio):
     assert read_data_file(file_io, f"{root}/b.orc", fields).to_pylist() == fine.to_pylist()
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_sliced_array_of_rows_with_a_not_null_field_and_a_null_array_is_written(fio, fmt):
+    """A file's rows are often a slice of a batch (a rolled file's): an ARRAY of ROWs with a NOT
+    NULL field failed to write ('Null bitmap with offsets slice not supported') once the slice
+    held a null ARRAY."""
+    file_io, root = fio
+    fields = _fields(("a", _array(_row(DataField(100, "x", T("INT NOT NULL")), DataField(101, "s", T("STRING"))))))
+    data = pa.Table.from_pylist([{"a": [{"x": 1, "s": "a"}]}, {"a": None}, {"a": [{"x": 2, "s": None}, None]}],
+                                schema=arrow_schema(fields)).slice(1)
+    write_data_file(file_io, f"{root}/a.{fmt}", data, fields, fmt)
+    assert read_data_file(file_io, f"{root}/a.{fmt}", fields).to_pylist() == data.to_pylist()
+
+
 def test_conform_sliced_nested_arrays():
     t = pa.map_(pa.field("key", pa.string(), False), pa.field("value", pa.int64()))
     src = pa.array([[("a", 1)], None, [("b", 2)]], pa.map_(pa.string(), pa.int32())).slice(1)
