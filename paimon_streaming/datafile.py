@@ -447,17 +447,38 @@ def _write(out, table: pa.Table, fields: list[DataField], fmt: str, codec: str, 
         footer = _write_parquet(out, table, fields, codec, zstd_level, parquet, _file_name(path))
         return _string_bounds(footer, table.schema)
     _check_orc_timestamps(table, path)
-    orc.write_table(_unsliced(table), out, compression=codec)
+    orc.write_table(_orc_writable(table), out, compression=codec)
     return {}
 
 
-def _unsliced(table: pa.Table) -> pa.Table:
-    """The table with its nested columns copied out of any slice: pyarrow's ORC writer ignores a
-    sliced struct array's offset and writes the values from the start of its buffers (other
-    rows'), and a file's rows are often a slice of a batch (a bucket's, a rolled file's)."""
+def _orc_writable(table: pa.Table) -> pa.Table:
+    """The table laid out so pyarrow's ORC writer writes its values. A file's rows are often a
+    slice of a batch (a bucket's, a rolled file's), and the writer ignores a sliced struct array's
+    offset (writing other rows' values): nested columns are copied out of any slice. The writer
+    also stores a struct's child values under the struct's null slots, where ORC readers (Java's
+    too) expect none, so every later value of that child is read one slot off, unless the child
+    is null there too; it nulls them itself but stops descending at a struct without nulls (a
+    null ROW inside a ROW that has none, or inside an ARRAY, read as '', 0, [] in every later
+    row): every struct's nulls are pushed into its children here, at every depth."""
     if not any(pa.types.is_nested(f.type) for f in table.schema):
         return table
-    return table.take(pa.array(np.arange(table.num_rows)))
+    copied = table.take(pa.array(np.arange(table.num_rows)))  # offsets 0 all the way down
+    return pa.Table.from_arrays([pa.chunked_array([_nulls_pushed_down(chunk) for chunk in column.chunks], column.type)
+                                 for column in copied.columns], schema=table.schema)
+
+
+def _nulls_pushed_down(arr: pa.Array) -> pa.Array:
+    """`arr` (unsliced, as `take` gives it) with each null struct slot's children null too."""
+    t, mask = arr.type, arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        children = arr.flatten() if arr.null_count else [arr.field(i) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays([_nulls_pushed_down(c) for c in children], fields=list(t), mask=mask)
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(arr.offsets, _nulls_pushed_down(arr.keys), _nulls_pushed_down(arr.items),
+                                       type=t, mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return type(arr).from_arrays(arr.offsets, _nulls_pushed_down(arr.values), type=t, mask=mask)
+    return arr
 
 
 def _check_orc_timestamps(table: pa.Table, path: str) -> None:

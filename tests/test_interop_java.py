@@ -995,6 +995,39 @@ def test_orc_char_inside_rows_arrays_and_maps_is_trimmed_as_java_reads_it(java, 
     assert sorted(java.read(path), key=lambda r: r["id"]) == sorted(want.result, key=lambda r: r["id"])
 
 
+def test_orc_null_rows_inside_rows_arrays_and_maps_read_in_java_as_written(java, catalog):
+    """pyarrow's ORC writer stored a ROW's fields under a null ROW nested in a ROW (or in an
+    ARRAY, or a MAP's value) where ORC keeps nothing, so Java (and we) read every later row of
+    that ROW as '', 0 and [] (when no ROW above it was null: the writer nulls those fields
+    itself below ROWs that hold a null): our writes and compactions, append and primary-key tables."""
+    inner = pa.struct([("s", pa.string()), ("i", pa.int32()), ("d", pa.list_(pa.int32()))])
+    schema = pa.schema([pa.field("id", pa.int32(), False), ("v", pa.struct([("b", inner)])),
+                        ("a", pa.list_(pa.struct([("b", inner)]))),
+                        ("m", pa.map_(pa.string(), pa.struct([("b", inner)])))])
+    b1, b2 = {"s": "x", "i": 1, "d": [1, 2]}, {"s": "y", "i": 2, "d": [3, None]}
+    rows = [{"id": 1, "v": {"b": b1}, "a": [{"b": b1}, {"b": None}, {"b": b2}],
+             "m": [("k", {"b": None}), ("j", {"b": b2})]},
+            {"id": 2, "v": {"b": None}, "a": [{"b": None}], "m": [("k", {"b": None})]},
+            {"id": 3, "v": {"b": None}, "a": None, "m": None},
+            {"id": 4, "v": {"b": b2}, "a": [{"b": b1}], "m": [("k", {"b": b1})]},
+            {"id": 5, "v": {"b": {"s": None, "i": None, "d": None}}, "a": [], "m": []}]
+    tables = [catalog.create_table("db.orc_nested_append", schema, options={"file.format": "orc", "bucket": "-1"}),
+              catalog.create_table("db.orc_nested_pk", schema, primary_keys=["id"],
+                                   options={"file.format": "orc", "bucket": "1", "deletion-vectors.enabled": "true"})]
+    for t in tables:
+        t.write_arrow(pa.Table.from_pylist(rows[:3], schema=schema))
+        t.write_arrow(pa.Table.from_pylist(rows[2:], schema=schema))
+    with java.batch() as b:
+        written = [b.read(t.path) for t in tables]
+    for t in tables:
+        t.compact(full=True)
+    with java.batch() as b:
+        compacted = [b.read(t.path) for t in tables]
+    assert by_id(written[0].result) == by_id(rows[:3] + rows[2:])
+    assert by_id(written[1].result) == by_id(compacted[1].result) == rows
+    assert by_id(compacted[0].result) == by_id(rows[:3] + rows[2:])
+
+
 def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_cannot_read_them(java, catalog):
     """pyarrow's ORC writer stores a timestamp before 1970 with digits below the millisecond
     with negative nanoseconds, and Java 1.4.2's reader fails on the file (IllegalArgumentException):
