@@ -333,9 +333,9 @@ class StreamingScan:
             if found is not None:
                 n, full = found
                 earliest = self.snapshots.earliest_id()
-                if earliest is not None and n < earliest and \
-                        (full or long_lived_changelog(self.file_io, self.table_path, n) is None):
-                    raise self._expired(n, f"consumer '{o.consumer_id}' is at snapshot {n}")
+                if earliest is not None and n < earliest:  # a tag keeps its state, Java's changelog its changes
+                    if (self._tagged(n) if full else long_lived_changelog(self.file_io, self.table_path, n)) is None:
+                        raise self._expired(n, f"consumer '{o.consumer_id}' is at snapshot {n}")
                 return StreamPosition(n, 0, full)
         mode = o.scan_mode
         if o.version is not None:  # `scan.version` (alone: check_start_options): a tag, else a snapshot id, as Java
@@ -394,7 +394,7 @@ class StreamingScan:
         """The units of one snapshot (full plan or changes); None when it does not exist yet."""
         key = (snapshot_id, full)
         cached = self._plans.get(key)
-        if cached is not None and self._still_planned(snapshot_id, cached[1]):
+        if cached is not None and self._still_planned(snapshot_id, full, cached[1]):
             self._plans.move_to_end(key)
             return cached[0]
         snapshot = self._snapshot(snapshot_id, full)
@@ -409,17 +409,30 @@ class StreamingScan:
             self._plans.popitem(last=False)
         return units
 
-    def _still_planned(self, snapshot_id: int, planned_time: int) -> bool:
+    def _still_planned(self, snapshot_id: int, full: bool, planned_time: int) -> bool:
         """Whether a plan made earlier is of the snapshot that has its id now: a rollback to the
         one before it and a new commit put another snapshot under the id, whose changes are to
         be read instead (a plan made but not yet delivered: a read limit or a deferred batch
-        stopped short of it). One that expired since is still the one planned."""
+        stopped short of it). Changes that expired since are still the ones planned; a full plan
+        only while a tag holds its snapshot: expiration deletes the files only it had (those a
+        compaction replaced since), so the rest of a full read is refused as after a restart."""
         try:
             return self.snapshots.snapshot(snapshot_id).time_millis == planned_time
         except SnapshotGapError:
             raise
         except SnapshotNotFoundError:
-            return True
+            if not full:
+                return True
+            tagged = self._tagged(snapshot_id)
+            return tagged is not None and tagged.time_millis == planned_time
+
+    def _tagged(self, snapshot_id: int) -> Snapshot | None:
+        """A tag's copy of the snapshot: a tag keeps its files after the snapshot itself expired."""
+        for name in self.tags.tag_names():
+            tagged = self.tags.snapshot(name)
+            if tagged.id == snapshot_id:
+                return tagged
+        return None
 
     def _snapshot(self, snapshot_id: int, full: bool) -> Snapshot | None:
         """The snapshot, None when not committed yet. Raises SnapshotExpiredError when expired,
@@ -432,11 +445,9 @@ class StreamingScan:
             gap = exc
         except SnapshotNotFoundError:
             pass
-        if full:  # a tag keeps its snapshot's files after the snapshot itself expired
-            for name in self.tags.tag_names():
-                tagged = self.tags.snapshot(name)
-                if tagged.id == snapshot_id:
-                    return tagged
+        tagged = self._tagged(snapshot_id) if full else None
+        if tagged is not None:
+            return tagged
         if gap is not None:
             raise gap
         latest = self.snapshots.latest_id()
@@ -446,7 +457,7 @@ class StreamingScan:
             changelog = long_lived_changelog(self.file_io, self.table_path, snapshot_id)
             if changelog is not None:
                 return changelog
-        raise self._expired(snapshot_id, "the stream")
+        raise self._expired(snapshot_id, "the stream reading its starting state" if full else "the stream")
 
     def _expired(self, snapshot_id: int, who: str) -> SnapshotExpiredError:
         earliest = self.snapshots.earliest_id()
@@ -603,17 +614,22 @@ class StreamingScan:
         return units, self.marked(end)
 
     def marked(self, position: StreamPosition) -> StreamPosition:
-        """`position` with the commit time of the last snapshot it has read."""
-        if position.last_read < 1:
+        """`position` with the commit time of the last snapshot it has read: once that expired,
+        from a tag of it (a start from a tag) or Java's long-lived changelog of it."""
+        n = position.last_read
+        if n < 1:
             return position
         try:
-            read = self.snapshots.snapshot(position.last_read)
+            read = self.snapshots.snapshot(n)
         except SnapshotGapError:
             raise
-        except SnapshotNotFoundError:  # read from Java's long-lived changelog of an expired snapshot
-            read = long_lived_changelog(self.file_io, self.table_path, position.last_read)
+        except SnapshotNotFoundError:
+            read = self._tagged(n) or long_lived_changelog(self.file_io, self.table_path, n)
             if read is None:
-                raise
+                latest = self.snapshots.latest_id()
+                if latest is None or n > latest:
+                    raise  # rolled back below it
+                raise self._expired(n, "the stream") from None
         return replace(position, read_time=read.time_millis)
 
     def check_not_rolled_back(self, position: StreamPosition) -> None:

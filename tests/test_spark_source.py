@@ -242,6 +242,28 @@ def test_expired_snapshot_fails_the_query_clearly(spark, tmp_path, catalog):
     assert "snapshot 2" in msg and "consumer-id" in msg and "snapshot.num-retained.min" in msg
 
 
+def test_a_tag_start_whose_snapshot_expired(spark, tmp_path, catalog):
+    """A stream from a tag whose snapshot expired reads the tag's state, then what follows: cut by
+    max-files-per-trigger (marking a batch failed: snapshot 2 does not exist), and with a
+    consumer-id (its start, recorded as {"nextSnapshot": 2, "fullRead": true}, was refused as expired)."""
+    from pyspark.sql import functions as F
+    t = pk_table(catalog, "db.tg")
+    t.write_arrow(batch([1, 2]))
+    t.write_arrow(batch([2, 3], v="u"))
+    create_tag(t, "two", 2)
+    t.write_arrow(batch([4]))
+    expire_before(t, 3)
+    queries = {"limit": {"max-files-per-trigger": 1}, "consumer": {"consumer-id": "c1"}}
+    union = None
+    for name, options in queries.items():
+        df = stream(spark, t.path, **{"scan.tag-name": "two", **options}).withColumn("q", F.lit(name))
+        union = df if union is None else union.unionByName(df)
+    rows = flat(ok(run_batches(union, tmp_path / "ck")))
+    for name in queries:
+        assert sorted((r["id"], r["v"]) for r in rows if r["q"] == name) == \
+            [(1, "v1"), (2, "u2"), (3, "u3"), (4, "v4")], name
+
+
 # ---- start modes ---------------------------------------------------------------------------------------
 def test_every_scan_mode(spark, tmp_path, catalog):
     from pyspark.sql import functions as F

@@ -301,6 +301,44 @@ def test_full_start_from_tag_survives_snapshot_expiration(catalog):
     assert sorted((r["id"], r["v"], r[KIND]) for r in flat(batches)) == \
         [(1, "v1", "+I"), (2, "u2", "+I"), (3, "u3", "+I"), (4, "v4", "+I")]
     assert pos == StreamPosition(4)
+    # cut into batches of one file: each position inside the tag's state is marked from the tag
+    # (it failed: snapshot 2 does not exist)
+    batches, pos = drain(stream_scan(t, **{"scan.tag-name": "v2"}), limits=ReadLimits(max_files=1))
+    assert len(batches) == 4 and pos == StreamPosition(4)
+    assert sorted((r["id"], r["v"]) for r in flat(batches)) == [(1, "v1"), (2, "u2"), (3, "u3"), (4, "v4")]
+    # a consumer that started there ({"nextSnapshot": 2, "fullRead": true}) resumes the tag's state
+    # (it was refused: snapshot 2 expired), as a Spark query with a consumer-id restarts its start
+    ss = stream_scan(t, **{"scan.tag-name": "v2", "consumer-id": "c1"})
+    ss.record_progress(ss.start_position())
+    again = stream_scan(t, **{"scan.tag-name": "v2", "consumer-id": "c1"})
+    assert again.start_position() == StreamPosition(2, 0, True)
+    assert sorted(r["id"] for r in flat(drain(again)[0])) == [1, 2, 3, 4]
+    t.file_io.delete(t.tag_manager.path("v2"))  # without the tag, the state is gone: the documented error
+    with pytest.raises(SnapshotExpiredError, match="consumer 'c1' is at snapshot 2 .*consumer-id"):
+        stream_scan(t, **{"consumer-id": "c1"}).start_position()
+
+
+def test_a_starting_state_whose_snapshot_expired_mid_read_is_the_expired_error(catalog):
+    """A latest-full read cut by a limit, its snapshot expired before the rest was read: the
+    rest of its files is no longer known to exist (expiration deletes those only it had), so the
+    stream fails naming the options that keep it, in the running stream (from its cached plan:
+    it failed with a bare SnapshotNotFoundError) as after a restart; never a partial state."""
+    t = catalog.create_table("db.fe", pa.schema([("id", pa.int64())]), options={"bucket": "-1"})
+    for i in range(3):
+        t.write_arrow(pa.table({"id": pa.array([i], pa.int64())}))
+    ss = stream_scan(t)
+    units, pos = ss.plan_batch(ss.start_position(), ReadLimits(max_files=1))
+    assert len(units) == 1 and pos == StreamPosition(3, 1, True)
+    for i in range(3):
+        t.write_arrow(pa.table({"id": pa.array([10 + i], pa.int64())}))
+    t.expire_snapshots(retain_max=1, retain_min=1)
+    for reader in (ss, stream_scan(t)):
+        for limits in (ReadLimits(max_files=1), None):
+            with pytest.raises(SnapshotExpiredError) as err:
+                reader.plan_batch(pos, limits)
+            msg = str(err.value)
+            assert "starting state needs snapshot 3" in msg and "earliest snapshot is 7" in msg
+            assert "consumer-id" in msg and "snapshot.num-retained.min" in msg
 
 
 # ---- admission and positions ---------------------------------------------------------------------
