@@ -20,7 +20,10 @@ layout matters (FORMAT §6, Java `ParquetSchemaConverter`):
 
 ORC follows Java's `OrcTypeUtil` where pyarrow allows (TIME as int, LTZ as timestamp with
 local time zone); pyarrow cannot write the `paimon.id` attributes (Java ignores them when
-reading), the zstd level, or CHAR/VARCHAR(n) types (plain string; Java converts on read).
+reading), the zstd level, or CHAR/VARCHAR(n) types (plain string; Java converts on read). A
+CHAR(n) value is stored padded with spaces to n characters at any depth, as ORC's writer stores
+it for Java (its statistics, which Java's filters read, of the padded values), and read
+right-trimmed, as Java's ORC reader does.
 Limits of pyarrow's ORC: timestamps are read as ns (years 1677-2262 only), and pre-1970
 timestamps with a sub-second part are written with negative nanos that Java rejects.
 
@@ -307,6 +310,9 @@ def _file_table(data: pa.Table, fields: list[DataField], for_orc: bool) -> pa.Ta
                                   f"(columns: {data.column_names})")
     columns = [conform(data.column(f.name), schema.field(i).type) for i, f in enumerate(fields)]
     columns = [_required_children_filled(c) if _has_required_children(c.type) else c for c in columns]
+    if for_orc:
+        columns = [pa.chunked_array([_chars_mapped(c, f.type, _padded) for c in column.chunks], column.type)
+                   if _holds_char(f.type) else column for f, column in zip(fields, columns)]
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -350,8 +356,10 @@ def _filled(arr: pa.Array) -> pa.Array:
 class WrittenFile:
     """A data file just written: its size in bytes and, for Parquet, the min and max of its
     top-level string columns from the footer statistics the writer computes anyway (as Java
-    takes a Parquet file's stats from its footer), by column name; a column without footer
-    bounds (ORC, several row groups, values over Parquet's statistics size limit) is absent."""
+    takes a Parquet file's stats from its footer), by column name; for ORC, those of its CHAR
+    columns, of the padded values it stores (as Java takes them from ORC's statistics); a
+    column without such bounds (other ORC columns, several row groups, values over Parquet's
+    statistics size limit, all nulls) is absent."""
     size: int
     string_bounds: dict[str, tuple[str, str]] = field(default_factory=dict)
 
@@ -442,13 +450,25 @@ def _file_input(data: pa.Table, fields: list[DataField], file_format: str, compr
 
 def _write(out, table: pa.Table, fields: list[DataField], fmt: str, codec: str, zstd_level: int,
            parquet: ParquetSettings, path: str) -> dict[str, tuple[str, str]]:
-    """Write the file table to `out`: the Parquet footer's string bounds (ORC: none)."""
+    """Write the file table to `out`: the Parquet footer's string bounds (ORC: its CHARs')."""
     if fmt == PARQUET:
         footer = _write_parquet(out, table, fields, codec, zstd_level, parquet, _file_name(path))
         return _string_bounds(footer, table.schema)
     _check_orc_timestamps(table, path)
     orc.write_table(_orc_writable(table), out, compression=codec)
-    return {}
+    return _char_bounds(table, fields)
+
+
+def _char_bounds(table: pa.Table, fields: list[DataField]) -> dict[str, tuple[str, str]]:
+    """Min/max of the top-level CHAR columns of an ORC file's table (padded): the values read
+    back are trimmed, but Java's statistics of the file, and so its filters, are of these."""
+    bounds = {}
+    for f in fields:
+        column = table.column(f.name)
+        if f.type.root == "CHAR" and column.null_count < len(column):
+            low_high = pc.min_max(column)
+            bounds[f.name] = (low_high["min"].as_py(), low_high["max"].as_py())
+    return bounds
 
 
 def _orc_writable(table: pa.Table) -> pa.Table:
@@ -1096,7 +1116,7 @@ def _read_orc(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa.
         raise
     table.validate(full=True)  # ORC has no checksums: at least no invalid UTF-8 or offsets go on
     types = {f.name: f.type for f in wanted}
-    return {name: pa.chunked_array([_chars_trimmed(c, types[name]) for c in col.chunks])
+    return {name: pa.chunked_array([_chars_mapped(c, types[name], _trimmed) for c in col.chunks])
             if _holds_char(types[name]) else col
             for name, col in zip(table.column_names, table.columns)}, of.nrows
 
@@ -1106,25 +1126,36 @@ def _holds_char(t: DataType) -> bool:
         any(_holds_char(f.type) for f in t.fields)
 
 
-def _chars_trimmed(arr: pa.Array, t: DataType) -> pa.Array:
-    """`arr` (of Paimon type `t`) with every CHAR value right-trimmed, in ROWs, ARRAYs and MAPs
-    too: ORC pads them to their length (Java's reader trims them at any depth)."""
+def _trimmed(arr: pa.Array, t: DataType) -> pa.Array:
+    return pc.utf8_rtrim(arr.cast(pa.string()), characters=" ")
+
+
+def _padded(arr: pa.Array, t: DataType) -> pa.Array:
+    return pc.utf8_rpad(arr, width=t.precision, padding=" ")
+
+
+def _chars_mapped(arr: pa.Array, t: DataType, leaf: Callable[[pa.Array, DataType], pa.Array]) -> pa.Array:
+    """`arr` (of Paimon type `t`) with `leaf` applied to its CHAR values, in ROWs, ARRAYs, MAPs
+    and MULTISETs too: ORC pads them to their length at any depth (Java's reader trims them)."""
     if t.root == "CHAR":
-        return pc.utf8_rtrim(arr.cast(pa.string()), characters=" ")
+        return leaf(arr, t)
     if not _holds_char(t):
         return arr
     mask = arr.is_null() if arr.null_count else None
     if t.root == "ROW":
-        children = [_chars_trimmed(arr.field(i), f.type) for i, f in enumerate(t.fields)]
+        children = [_chars_mapped(arr.field(i), f.type, leaf) for i, f in enumerate(t.fields)]
         return pa.StructArray.from_arrays(children, fields=[arr.type.field(i).with_type(c.type)
                                                             for i, c in enumerate(children)], mask=mask)
     offsets, start = rebased_offsets(arr)
     end = start + offsets[-1].as_py()
     if t.root == "ARRAY":
-        return pa.ListArray.from_arrays(offsets, _chars_trimmed(arr.values.slice(start, end - start), t.element),
+        values = _chars_mapped(arr.values.slice(start, end - start), t.element, leaf)
+        return pa.ListArray.from_arrays(offsets, values, type=pa.list_(arr.type.value_field.with_type(values.type)),
                                         mask=mask)
     key_type, item_type = (t.key, t.value) if t.root == "MAP" else (t.element, None)  # a MULTISET: counts
-    keys = _chars_trimmed(arr.keys.slice(start, end - start), key_type)
+    keys = _chars_mapped(arr.keys.slice(start, end - start), key_type, leaf)
     items = arr.items.slice(start, end - start)
-    return pa.MapArray.from_arrays(offsets, keys, items if item_type is None else _chars_trimmed(items, item_type),
-                                   mask=mask)
+    items = items if item_type is None else _chars_mapped(items, item_type, leaf)
+    return pa.MapArray.from_arrays(offsets, keys, items, mask=mask,
+                                   type=pa.map_(arr.type.key_field.with_type(keys.type),
+                                                arr.type.item_field.with_type(items.type)))

@@ -924,24 +924,28 @@ class TableWrite:
                 key_part + system + rows.columns,
                 names=[f.name for f in kfields][:len(key_part)] + [SEQUENCE_NUMBER, VALUE_KIND] + rows.column_names)
             key_types = [f.type for f in kfields]
-            key_modes = {f.name: settings.modes[k] if self.thin else KEY_STATS_MODE for f, k in zip(kfields, keys)}
             min_key, max_key = serialize_rows([c.take([0, n - 1]) for c in key_table.columns], key_types) \
                 if n else (EMPTY_ROW, EMPTY_ROW)
-            if n and not changelog and len(key_types) == 1 and key_types[0].root in _BOUNDS_ARE_STATS \
-                    and key_modes[kfields[0].name] not in ("none", "counts"):
-                # a data file is sorted by its key: the first and last are the key stats' bounds
-                key_stats = SimpleStats(min_key, max_key, (0,) * len(kfields))
-            else:
-                key_stats = self._stats(key_table, kfields, key_modes, all_fields=True)
         else:
             file_table = rows
             min_key = max_key = EMPTY_ROW
-            key_stats = EMPTY_STATS
         path, external_path = self.paths.place(directory, name)
         fields = self.fields + list(row_tracking.FIELDS) if tracked else self.fields
         written = write_data_file(self.file_io, path, file_table, fields,
                                   settings.file_format, settings.compression,
                                   self.options.get("file.compression.zstd-level"), self.parquet)
+        if self.pk:
+            key_modes = {f.name: settings.modes[k] if self.thin else KEY_STATS_MODE for f, k in zip(kfields, keys)}
+            if n and not changelog and len(key_types) == 1 and key_types[0].root in _BOUNDS_ARE_STATS \
+                    and key_modes[kfields[0].name] not in ("none", "counts"):
+                # a data file is sorted by its key: the first and last are the key stats' bounds
+                key_stats = SimpleStats(min_key, max_key, (0,) * len(kfields))
+            else:  # the bounds the file gave are under its column names (no `_KEY_` ones when thin)
+                key_bounds = {f.name: written.string_bounds[k if self.thin else f.name] for f, k in zip(kfields, keys)
+                              if (k if self.thin else f.name) in written.string_bounds}
+                key_stats = self._stats(key_table, kfields, key_modes, key_bounds, all_fields=True)
+        else:
+            key_stats = EMPTY_STATS
         embedded_index, extra_files = self._write_file_index(path, rows)
         if self._keep_fresh and not changelog:
             if self.pk:

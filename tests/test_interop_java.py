@@ -1028,6 +1028,58 @@ def test_orc_null_rows_inside_rows_arrays_and_maps_read_in_java_as_written(java,
     assert by_id(compacted[0].result) == by_id(rows[:3] + rows[2:])
 
 
+@pytest.mark.parametrize("fmt,thin", [("orc", False), ("orc", True), ("parquet", False)])
+def test_char_values_and_statistics_are_stored_as_javas_writer_stores_them(java, tmp_path, fmt, thin):
+    """Java's ORC writer pads a CHAR(n) value to n characters at any depth ('zz' is stored
+    'zz   '), and its key and value statistics of the file are of the padded values. We stored
+    'zz', and our compaction (which reads them trimmed, as Java does) wrote 'zz' with min/max
+    'zz' where Java's writes 'zz   ': Java's filter `ch = 'zz   '` skipped our file and lost the
+    row. Now both writers' files hold the same values and statistics, written or compacted;
+    Parquet keeps the values as given, as Java's does."""
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+    fields = [{"name": "k", "type": "CHAR(4) NOT NULL"}, {"name": "ch", "type": "CHAR(5)"},
+              {"name": "r", "type": {"type": "ROW", "fields": [{"id": 10, "name": "c", "type": "CHAR(3)"}]}},
+              {"name": "a", "type": {"type": "ARRAY", "element": "CHAR(2)"}}]
+    writes = [[{"k": "a", "ch": "zz", "r": {"c": "é"}, "a": ["x", None]}, {"k": "b", "ch": "zz   ", "r": None, "a": []},
+               {"k": "cc  ", "ch": "éé", "r": {"c": None}, "a": None}, {"k": "d", "ch": None, "r": {"c": ""}, "a": [""]}],
+              [{"k": "a", "ch": "", "r": {"c": "q"}, "a": ["yy"]}]]
+    options = {"file.format": fmt, "bucket": "1", "data-file.thin-mode": str(thin).lower(),
+               "num-sorted-run.compaction-trigger": "10"}
+    paths = {who: str(tmp_path / who) for who in ("java", "ours")}
+    with java.batch() as b:
+        for path in paths.values():
+            b.create_table(path, fields, primary_keys=["k"], options=options)
+        for rows in writes:
+            b.write(paths["java"], rows)
+    t = ps.Table.open(paths["ours"])
+    for rows in writes:
+        t.write_arrow(pa.Table.from_pylist(rows, schema=t.arrow_schema()))
+
+    def files(path):  # min/max as Java's `files` system table gives them, the key stats, the values stored
+        t = ps.Table.open(path)
+        entries = {e.file.file_name: e.file for e in TableScan(t.file_io, t.path, t.schema).live_entries(t.latest_snapshot())}
+        read = orc.read_table if fmt == "orc" else pq.read_table
+        return sorted([({c: r[c] for c in ("level", "record_count", "min_key", "max_key", "min_value_stats",
+                                            "max_value_stats")},
+                        entries[r["file_path"].rsplit("/", 1)[-1]].key_stats,
+                        read(r["file_path"]).drop_columns(["_SEQUENCE_NUMBER"]).to_pylist())
+                       for r in java.read(path, system_table="files")], key=repr)
+
+    assert files(paths["ours"]) == files(paths["java"])
+    java.compact(paths["java"])
+    t.compact(full=True)
+    compacted = files(paths["java"])
+    assert files(paths["ours"]) == compacted and len(compacted) == 1
+    if fmt == "orc":
+        assert {r["ch"] for r in compacted[0][2]} == {"     ", "zz   ", "éé   ", None}
+    with java.batch() as b:
+        found = {who: b.read(path, where=("ch", "=", "zz   ")) for who, path in paths.items()}
+        everything = b.read(paths["ours"])
+    assert found["ours"].result == found["java"].result and "b" in {r["k"] for r in found["ours"].result}
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == sorted(everything.result, key=lambda r: r["k"])
+
+
 def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_cannot_read_them(java, catalog):
     """pyarrow's ORC writer stores a timestamp before 1970 with digits below the millisecond
     with negative nanoseconds, and Java 1.4.2's reader fails on the file (IllegalArgumentException):
