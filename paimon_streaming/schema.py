@@ -18,7 +18,7 @@ from .fileio import FileIO
 from .json_check import CHECK_KEY, check_mismatch, json_check
 from .option_text import parse_bool
 from .variant import check_table as check_variants
-from .types import DataField, DataType, arrow_schema, assign_field_ids, from_arrow, max_field_id
+from .types import MULTISET_COUNT, DataField, DataType, arrow_schema, assign_field_ids, from_arrow, max_field_id
 
 SCHEMA_VERSION = 3
 
@@ -532,6 +532,10 @@ def cast_type_check(column: str, have: DataType, want: DataType) -> None:
     if have.root == want.root == "MAP":
         cast_type_check(f"{column}.key", have.key, want.key)
         cast_type_check(f"{column}.value", have.value, want.value)
+        return
+    if have.root == "MAP" and want.root == "MULTISET":  # Arrow has none: each element's count, as `to_arrow`
+        cast_type_check(f"{column}.key", have.key, want.element)
+        cast_type_check(f"{column}.value", have.value, MULTISET_COUNT)
         return
     if want.root == "VARIANT" and (have.root == "VARIANT" or _variant_parts(have)):
         return

@@ -276,6 +276,11 @@ _SIMPLE_ARROW = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int
                  "VARBINARY": pa.binary(), "TIME": pa.time32("ms")}
 
 
+# A MULTISET is stored, and exchanged through Arrow, as a MAP of each element to its count (Java's
+# `InternalMap` of `IntType(false)` values, any int: Java checks none)
+MULTISET_COUNT = DataType("INT", nullable=False)
+
+
 # VARIANT as Spark 4 exchanges it through Arrow (pyspark.sql.pandas.types): the Parquet Variant
 # binary encoding's two parts, `metadata` tagged so that Spark reads the struct back as a variant.
 VARIANT_ARROW = pa.struct([pa.field("value", pa.binary(), False),
@@ -306,7 +311,7 @@ def to_arrow(t: DataType) -> pa.DataType:
     if r == "ARRAY":
         return pa.list_(pa.field("element", to_arrow(t.element), t.element.nullable))
     if r == "MULTISET":
-        return pa.map_(pa.field("key", to_arrow(t.element), False), pa.field("value", pa.int32(), False))
+        return pa.map_(pa.field("key", to_arrow(t.element), False), pa.field("value", to_arrow(MULTISET_COUNT), False))
     if r == "MAP":
         return pa.map_(pa.field("key", to_arrow(t.key), False),
                        pa.field("value", to_arrow(t.value), t.value.nullable))

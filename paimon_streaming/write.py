@@ -57,7 +57,7 @@ from .system_fields import is_system_field, reserved_names_message
 from .lsm.changelog import changelog_producer, input_changelog
 from .lsm.dv_compaction import BucketCompactor, BucketFiles
 from .lsm.lookup import KEY_INDEXES, KeyIndex
-from .types import MAX_LENGTH, DataField, DataType, from_arrow, map_arrow_leaves, to_arrow
+from .types import MAX_LENGTH, MULTISET_COUNT, DataField, DataType, from_arrow, map_arrow_leaves, to_arrow
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _BUCKET_BITS = 31  # a (partition, bucket) group id holds any bucket Paimon allows (a Java int)
@@ -132,12 +132,14 @@ def _hidden_filled(arr: pa.Array, target: pa.DataType) -> pa.Array:
             or (pa.types.is_map(t) and pa.types.is_map(target)):
         start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()  # a slice: its entries only, from 0
         offsets = pc.subtract(arr.offsets, start)
-        if pa.types.is_map(t):
-            return pa.MapArray.from_arrays(offsets, arr.keys.slice(start, end - start),
-                                           _hidden_filled(arr.items.slice(start, end - start), target.item_type),
-                                           mask=mask)
-        return type(arr).from_arrays(offsets, _hidden_filled(arr.values.slice(start, end - start),
-                                                             target.value_type), mask=mask)
+        if pa.types.is_map(t):  # (the types given: `from_arrays` would make NOT NULL values nullable)
+            items = _hidden_filled(arr.items.slice(start, end - start), target.item_type)
+            return pa.MapArray.from_arrays(offsets, arr.keys.slice(start, end - start), items, mask=mask,
+                                           type=pa.map_(t.key_field, t.item_field.with_type(items.type)))
+        values = _hidden_filled(arr.values.slice(start, end - start), target.value_type)
+        element = t.value_field.with_type(values.type)
+        return type(arr).from_arrays(offsets, values, mask=mask,
+                                     type=pa.large_list(element) if pa.types.is_large_list(t) else pa.list_(element))
     return arr
 
 
@@ -257,8 +259,8 @@ def conform(data: pa.Table | pa.RecordBatch | list[pa.Table], schema: TableSchem
                 _check_float_range(f.name, given, col)
             for chunk in col.chunks:
                 _check_milliseconds_of_day(f.name, chunk)
-                _check_not_null_elements(f.name, chunk, target)
         for chunk in col.chunks:
+            _check_not_null_elements(f.name, chunk, f.type)
             _check_years(f.name, chunk)
             _check_utf8(f.name, chunk)
         check_decimals_fit(f.name, col)
@@ -404,24 +406,27 @@ def _plainly_encoded(name: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
     return col
 
 
-def _check_not_null_elements(name: str, arr: pa.Array, target: pa.DataType) -> None:
-    """SchemaMismatchError naming the column when a NOT NULL ARRAY element or MAP value holds a
-    null (Arrow's cast lets it through, and Parquet's writer then fails without naming it)."""
-    if not _not_null_inside(target) or not len(arr):
+def _check_not_null_elements(name: str, arr: pa.Array, t: DataType) -> None:
+    """SchemaMismatchError naming the column when a NOT NULL ARRAY element or MAP value, or a
+    MULTISET count, holds a null: Arrow's casts and arrays let it through (a field declared
+    non-nullable too), then pyarrow's Parquet writer fails without naming it and its ORC writer
+    stores it."""
+    if not t.is_nested or not len(arr) or not _not_null_inside(arr.type):
         return
-    if pa.types.is_struct(target):
-        for i, f in enumerate(target):
+    if t.root == "ROW":
+        for i, f in enumerate(t.fields):
             _check_not_null_elements(f"{name}.{f.name}", arr.field(i), f.type)
         return
     start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
-    if pa.types.is_map(target):
-        entry, values, what = target.item_field, arr.items.slice(start, end - start), "value"
+    if t.root == "ARRAY":
+        inner, values, what = t.element, arr.values.slice(start, end - start), "element"
     else:
-        entry, values, what = target.value_field, arr.values.slice(start, end - start), "element"
-    if not entry.nullable and values.null_count:
-        raise SchemaMismatchError(f"column '{name}' has a null {what}, where its type {from_arrow(target)} holds "
-                                  f"NOT NULL {what}s")
-    _check_not_null_elements(f"{name}[]", values, entry.type)
+        inner, what = (t.value, "value") if t.root == "MAP" else (MULTISET_COUNT, "count")
+        values = arr.items.slice(start, end - start)
+    if not inner.nullable and values.null_count:
+        raise SchemaMismatchError(f"column '{name}' has a null {what}, where its type {t.sql()} holds NOT NULL "
+                                  f"{what}s")
+    _check_not_null_elements(f"{name}[]", values, inner)
 
 
 def _leaf_arrays(name: str, arr: pa.Array) -> Iterator[tuple[str, pa.Array]]:
@@ -500,11 +505,13 @@ def _check_lengths(name: str, t: DataType, arr: pa.Array) -> None:
     if t.fields:
         for f, child in zip(t.fields, arr.flatten()):
             _check_lengths(f"{name}.{f.name}", f.type, child)
-    elif t.element is not None:
+    elif t.root == "ARRAY":
         _check_lengths(f"{name}[]", t.element, arr.flatten())
-    elif t.key is not None:
-        _check_lengths(f"{name}.key", t.key, arr.keys)
-        _check_lengths(f"{name}.value", t.value, arr.items)
+    elif t.root in ("MAP", "MULTISET"):  # a MULTISET: a map of each element to its count
+        start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()  # `keys` and `items` ignore a slice
+        _check_lengths(f"{name}.key", t.key or t.element, arr.keys.slice(start, end - start))
+        if t.value is not None:
+            _check_lengths(f"{name}.value", t.value, arr.items.slice(start, end - start))
     elif t.root in _LENGTHS and t.precision < MAX_LENGTH and len(arr):
         longest = pc.max(_LENGTHS[t.root](arr)).as_py()
         if longest is not None and longest > t.precision:

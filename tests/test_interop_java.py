@@ -6,6 +6,7 @@ batches its Java operations into as few JVM runs as it can.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from decimal import Decimal
 
@@ -1078,6 +1079,50 @@ def test_char_values_and_statistics_are_stored_as_javas_writer_stores_them(java,
         everything = b.read(paths["ours"])
     assert found["ours"].result == found["java"].result and "b" in {r["k"] for r in found["ours"].result}
     assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"]) == sorted(everything.result, key=lambda r: r["k"])
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_multiset_columns_are_written_as_java_reads_them(java, tmp_path, fmt):
+    """A MULTISET is a map of each element to its INT NOT NULL count (Java checks no count), and
+    `arrow_schema()` gives it as that map; but every write of one was refused ("MAP<STRING NOT
+    NULL, INT NOT NULL> cannot be written to table type MULTISET<STRING>"). Maps of elements to
+    integer counts are written now (nested ones too, in ORC CHAR elements padded as Java's), Java
+    reads them and compacts them; a null count is refused naming the column, as is a count that
+    does not fit an INT, and nothing is committed."""
+    from paimon_streaming.errors import SchemaMismatchError
+    path = str(tmp_path / fmt)
+    fields = [{"name": "id", "type": "INT NOT NULL"}, {"name": "ms", "type": {"type": "MULTISET", "element": "STRING"}},
+              {"name": "r", "type": {"type": "ROW", "fields": [
+                  {"id": 10, "name": "mc", "type": {"type": "MULTISET", "element": "CHAR(3)"}}]}}]
+    java_rows = [{"id": 0, "ms": [("a", 2), ("", 1)], "r": {"mc": [("x", 1)]}}, {"id": 1, "ms": [], "r": None}]
+    with java.batch() as b:
+        b.create_table(path, fields, primary_keys=["id"], options={"bucket": "1", "file.format": fmt})
+        b.write(path, java_rows)
+    t = ps.Table.open(path)
+    ours = [{"id": 2, "ms": [("b", 3), ("c", 0), ("d", -1)], "r": {"mc": [("yy", 2), ("", 1)]}},
+            {"id": 3, "ms": None, "r": {"mc": None}}, {"id": 1, "ms": [("e", 1)], "r": {"mc": []}}]
+    t.write_arrow(pa.Table.from_pylist(ours, schema=t.arrow_schema()))
+    wide = pa.schema([("id", pa.int32()), ("ms", pa.map_(pa.string(), pa.int64()))])
+    t.write_arrow(pa.Table.from_pylist([{"id": 4, "ms": [("f", 7)]}], schema=wide))
+    for bad, message in ((pa.Table.from_pylist([{"id": 5, "ms": [("g", None)]}], schema=t.arrow_schema()),
+                          "column 'ms' has a null count, where its type MULTISET<STRING> holds NOT NULL counts"),
+                         (pa.Table.from_pylist([{"id": 5, "ms": [("g", 2 ** 31)]}], schema=wide),
+                          "column 'ms' cannot be cast")):
+        with pytest.raises(SchemaMismatchError, match=re.escape(message)):
+            t.write_arrow(bad)
+    assert t.latest_snapshot().id == 3
+    expected = sorted([java_rows[0], *ours, {"id": 4, "ms": [("f", 7)], "r": None}], key=lambda r: r["id"])
+    with java.batch() as b:
+        before = b.read(path)
+        b.compact(path)
+        after = b.read(path)
+    assert sorted(before.result, key=lambda r: r["id"]) == expected
+    assert sorted(after.result, key=lambda r: r["id"]) == expected
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == expected
+    t.write_arrow(pa.Table.from_pylist([{"id": 6, "ms": [("h", 1)], "r": {"mc": [("z", 4)]}}], schema=t.arrow_schema()))
+    t.compact(full=True)
+    expected.append({"id": 6, "ms": [("h", 1)], "r": {"mc": [("z", 4)]}})
+    assert sorted(java.read(path), key=lambda r: r["id"]) == expected
 
 
 def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_cannot_read_them(java, catalog):
