@@ -141,6 +141,9 @@ def _tags(table: Table, _: Snapshot | None) -> list[dict]:
 
 
 def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
+    """Java's FilesTable: the live files of `snapshot` (default latest), their statistics by
+    the columns of the schema it is read in (`_schema_at`)."""
+    schema = _schema_at(table, snapshot)
     snapshot = snapshot or table.latest_snapshot()
     if snapshot is None:
         return []
@@ -150,7 +153,7 @@ def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
         f = e.file
         path = TableDirs.data_file(scan.dirs.bucket(scan.partition_dir(e.partition), e.bucket), f)
         file_schema = scan.schema_of(f.schema_id)
-        nulls, mins, maxs = _value_stats(f, file_schema, table.schema)
+        nulls, mins, maxs = _value_stats(f, file_schema, schema)
         rows.append({
             "partition": _row_str(scan.partition_values(e.partition), scan.partition_fields, "{", "}", cast=True),
             "bucket": e.bucket, "file_path": path, "file_format": f.file_name.rsplit(".", 1)[-1],
@@ -165,6 +168,12 @@ def _files(table: Table, snapshot: Snapshot | None) -> list[dict]:
             "first_row_id": f.first_row_id,
             "write_cols": None if f.write_cols is None else list(f.write_cols)})
     return rows
+
+
+def _schema_at(table: Table, snapshot: Snapshot | None) -> TableSchema:
+    """The schema a system table of `snapshot` answers in: time travel's the snapshot's own, as
+    Java's time-travelled table (its columns as they were), else the table's latest."""
+    return table.schema if snapshot is None else table.schema_manager.schema(snapshot.schema_id)
 
 
 def _visible_entries(scan: TableScan, snapshot: Snapshot) -> list[ManifestEntry]:

@@ -127,8 +127,9 @@ def test_files_and_manifests_print_keys_partitions_and_statistics_as_java(java, 
 def test_files_follow_the_tables_schema_and_manifests_list_changelogs_as_java(java, warehouse):
     """`$files` printed each file's statistics under the schema it was written with (a renamed
     column under its old name, a dropped one still there, an added one missing), left out
-    columns without statistics and showed row tracking's own columns; `$manifests` left out
-    the changelog manifests. Java's system tables of the same tables are the answer."""
+    columns without statistics and showed row tracking's own columns; time travel printed them
+    under the latest schema rather than the snapshot's; `$manifests` left out the changelog
+    manifests. Java's system tables of the same tables are the answer."""
     catalog = ps.Catalog(warehouse)
     keyed = catalog.create_table("db.keyed", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()),
                                                         ("d", pa.int64()), ("n", pa.int64())]),
@@ -146,6 +147,7 @@ def test_files_follow_the_tables_schema_and_manifests_list_changelogs_as_java(ja
     with java.batch() as b:
         want = {t.path: (b.read(t.path, system_table="files"), b.read(t.path, system_table="manifests"))
                 for t in (keyed, tracked)}
+        first = b.read(keyed.path, system_table="files", options={"scan.snapshot-id": 1})
     for t in (keyed, tracked):
         files, manifests = want[t.path]
 
@@ -155,6 +157,8 @@ def test_files_follow_the_tables_schema_and_manifests_list_changelogs_as_java(ja
         assert sorted(system_table(t, "manifests").to_pylist(), key=lambda r: r["file_name"]) == \
             sorted(manifests.result, key=lambda r: r["file_name"]), t.path
     assert len(system_table(keyed, "manifests")) == 3  # base, delta and changelog of snapshot 2
+    assert picked(system_table(keyed, "files", keyed.snapshot(1)).to_pylist()) == picked(first.result)
+    assert picked(first.result)[0]["min_value_stats"] == "{d=5, id=1, n=null, v=a}"
 
 
 def test_a_table_without_snapshots_has_empty_system_tables(catalog):
