@@ -209,13 +209,13 @@ def _partitions(table: Table, snapshot: Snapshot | None) -> list[dict]:
     takes them from it."""
     at = snapshot or table.latest_snapshot()
     rows = [] if at is None else _partition_rows(TableScan(table.file_io, table.path, table.schema, table.branch), at)
-    fallback = FallbackBranch.of(table.file_io, table.path, table.schema, table.name)
-    branch_at = None if fallback is None else fallback.snapshot(at, None if snapshot is None else snapshot.id,
-                                                                None, None)
-    if branch_at is not None:
+    fallback = FallbackBranch.of(table.file_io, table.path, table.schema.options, _schema_at(table, snapshot),
+                                 table.name, at, None if snapshot is None else snapshot.id,
+                                 travelled=snapshot is not None)
+    if fallback is not None and fallback.snapshot is not None:
         held = {r["partition"] for r in rows}
         branch = TableScan(table.file_io, table.path, fallback.schema, fallback.name)
-        rows += [r for r in _partition_rows(branch, branch_at) if r["partition"] not in held]
+        rows += [r for r in _partition_rows(branch, fallback.snapshot) if r["partition"] not in held]
     return sorted(rows, key=lambda r: r["partition"])
 
 

@@ -655,23 +655,22 @@ class Table:
         else:
             snapshot = self.resolve_snapshot(snapshot_id, tag)
         refuse_other_branch_reads(self.schema.options, self.name, fallback_ok=True)
-        schema = self.read_schema(snapshot, latest=snapshot_id is None and tag is None)
+        latest = snapshot_id is None and tag is None
+        schema = self.read_schema(snapshot, latest)
         flt = parse_filter(filter, row_tracking.filterable(schema))
         scan = TableScan(self.file_io, self.path, schema, self.branch)
         splits = scan.plan(snapshot, flt)
         if schema.id > self.schema.id:  # a Table opened before that schema: today's options are newer still
             self.refresh()
         merging = with_current_options(schema, self.schema)  # time travel merges under today's options, as Java
+        fallback = FallbackBranch.of(self.file_io, self.path, self.schema.options, schema, self.name, snapshot,
+                                     snapshot_id, tag, travelled=not latest)  # today's options, as Java
         table = SplitReader(self.file_io, scan, merging).read(splits, columns, flt)
-        fallback = FallbackBranch.of(self.file_io, self.path, self.schema, self.name)  # today's options, as Java
-        if fallback is None:
-            return table
-        at = fallback.snapshot(snapshot, snapshot_id, tag, None)
-        more = fallback.plan(self.file_io, self.path, scan, snapshot, at, flt)
+        more = [] if fallback is None else fallback.plan(self.file_io, self.path, scan, snapshot, flt)
         if not more:
             return table
         rest = SplitReader(self.file_io, TableScan(self.file_io, self.path, fallback.schema, fallback.name),
-                           fallback.schema).read(more, table.column_names, flt)  # the columns of the snapshot read
+                           fallback.merging).read(more, table.column_names, flt)  # the columns of the snapshot read
         return pa.concat_tables([table, rest.cast(table.schema)])
 
     def changes_between(self, start: int | str | datetime.datetime, end: int | str | datetime.datetime,

@@ -119,19 +119,18 @@ class PaimonBatchReader(DataSourceReader):
         if table_schema.id != table.schema.id:  # time travel merges under today's options, as Java
             self.ctx = self.ctx.merging_under(with_current_options(table_schema, table.schema))
         self._fallback = None if spec.incremental is not None else \
-            FallbackBranch.of(table.file_io, table.path, table.schema, table.name)  # today's options, as Java
-        self._fallback_snapshot = None
+            FallbackBranch.of(table.file_io, table.path, table.schema.options, table_schema, table.name, snapshot,
+                              spec.snapshot_id, spec.tag, spec.timestamp_millis,
+                              travelled=spec.reads_old_schema)  # today's options, as Java
         self.fallback_ctx = None
         if self._fallback is not None:
-            self._fallback_snapshot = self._fallback.snapshot(snapshot, spec.snapshot_id, spec.tag,
-                                                              spec.timestamp_millis)
             self.fallback_ctx = ReadContext.create(spec.location, self._fallback.schema, schema,
                                                    spec.row_kind_column, table.name, self._fallback.name,
-                                                   ids_of=table_schema)
+                                                   ids_of=table_schema).merging_under(self._fallback.merging)
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_snapshot"] = state["_fallback"] = state["_fallback_snapshot"] = None  # executors get units
+        state["_snapshot"] = state["_fallback"] = None  # executors get units
         return state
 
     def partitions(self) -> list[InputPartition]:
@@ -146,9 +145,9 @@ class PaimonBatchReader(DataSourceReader):
         units = [] if self._snapshot is None else units_of_splits(self._snapshot.id, scan.plan(self._snapshot, flt))
         parts = pack(units, self.spec.split_target_size, self.spec.split_open_file_cost,
                      read_min_partitions(self.spec.options))
-        if self._fallback is not None and self._fallback_snapshot is not None:
-            splits = self._fallback.plan(table.file_io, table.path, scan, self._snapshot, self._fallback_snapshot, flt)
-            more = pack(units_of_splits(self._fallback_snapshot.id, splits), self.spec.split_target_size,
+        if self._fallback is not None and self._fallback.snapshot is not None:
+            splits = self._fallback.plan(table.file_io, table.path, scan, self._snapshot, flt)
+            more = pack(units_of_splits(self._fallback.snapshot.id, splits), self.spec.split_target_size,
                         self.spec.split_open_file_cost, read_min_partitions(self.spec.options))
             parts += [PaimonInputPartition(len(parts) + i, p.units, fallback=True) for i, p in enumerate(more)]
         return parts

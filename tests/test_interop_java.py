@@ -1228,6 +1228,58 @@ def test_fallback_branch_under_todays_options_and_level0_partitions(java, tmp_pa
     assert both(p) == [(100, "a"), (101, "b")]
 
 
+def fallback_table_renamed_after(path: str, renames: list[tuple[str, str]]) -> ps.Table:
+    """A table (id, a, b, dt) whose fallback branch 'fb' holds partition d2 (a=12, b=92), its
+    snapshot 2 written after the branch's write, then `renames` made on the table and the branch."""
+    from paimon_streaming.catalog import create_table_at
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.int32()), ("b", pa.int32()),
+                        pa.field("dt", pa.string(), False)])
+
+    def row(i, a, b, d):
+        return pa.table({"id": [i], "a": pa.array([a], pa.int32()), "b": pa.array([b], pa.int32()), "dt": [d]},
+                        schema=schema)
+    t = create_table_at(path, schema, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "1"})
+    t.write_arrow(row(1, 11, 91, "d1"))
+    t.create_tag("t1", 1)
+    branch = t.create_branch("fb", tag="t1")
+    time.sleep(0.02)
+    branch.write_arrow(row(2, 12, 92, "d2"))
+    time.sleep(0.02)
+    t.write_arrow(row(3, 13, 93, "d1"))
+    for x in (t, branch):
+        for old, new in renames:
+            x.update_schema().rename_column(old, new).commit()
+    t.update_schema().set_option("scan.fallback-branch", "fb").commit()
+    return ps.Table.open(path)
+
+
+def test_fallback_branch_time_travel_reads_the_branch_in_its_snapshots_schema(java, tmp_path):
+    """Time travel of a table with `scan.fallback-branch` read the branch's rows by name in the
+    branch's newest schema: after a swap of two names on the table and the branch, the branch's
+    partition came back with the two columns swapped (a filter on one missed its row), after a
+    rename the read failed naming the old name. As Java, the branch is read in the schema of its
+    snapshot read (Spark's reads: test_spark_source.py); a branch whose column of a name is
+    another field (by field id) than the table's is refused, naming both."""
+    from paimon_streaming.errors import UnsupportedOperationError
+    swapped = fallback_table_renamed_after(str(tmp_path / "swapped"), [("a", "tmp"), ("b", "a"), ("tmp", "b")])
+    renamed = fallback_table_renamed_after(str(tmp_path / "renamed"), [("a", "c")])
+    with java.batch() as b:
+        javas = {t.path: b.read(t.path, options={"scan.snapshot-id": 2}) for t in (swapped, renamed)}
+    then = [(1, 11, 91, "d1"), (2, 12, 92, "d2"), (3, 13, 93, "d1")]
+    for t in (swapped, renamed):
+        assert sorted((r["id"], r["a"], r["b"], r["dt"]) for r in t.to_arrow(snapshot_id=2).to_pylist()) == \
+            sorted((r["id"], r["a"], r["b"], r["dt"]) for r in javas[t.path].result) == then, t.path
+    assert swapped.to_arrow(snapshot_id=2, filter=[("a", "=", 12)]).to_pylist() == \
+        [{"id": 2, "a": 12, "b": 92, "dt": "d2"}]
+    assert sorted((r["id"], r["b"], r["a"]) for r in swapped.to_arrow().to_pylist()) == \
+        [(1, 11, 91), (2, 12, 92), (3, 13, 93)]  # today's names, each the same field
+    swapped.update_schema().drop_column("b").commit()
+    swapped.update_schema().add_column("b", pa.int32()).commit()  # another field named b (field id 4)
+    with pytest.raises(UnsupportedOperationError, match=r"fallback branch 'fb': .*b INT \(field id 1\).*"
+                                                        r"b INT \(field id 4\)"):
+        ps.Table.open(swapped.path).to_arrow()
+
+
 @pytest.mark.parametrize("fmt", ["orc", "parquet"])
 def test_manifest_format_tables_interoperate(java, catalog, warehouse, fmt):
     """`manifest.format` orc or parquet: Java writes manifests, manifest lists and index manifests

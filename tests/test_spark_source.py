@@ -17,6 +17,7 @@ from paimon_streaming.consumers import ConsumerManager
 from paimon_streaming.errors import InvalidOptionError
 from paimon_streaming.sinks import paimon_sink
 from conftest import pypaimon_create, pypaimon_write, rows_by
+from test_interop_java import fallback_table_renamed_after
 from test_spark_sink import model_of, run_stream, upsert_batches, write_input_files
 from test_streaming_scan import commit_noop, create_tag, expire_before
 
@@ -636,6 +637,22 @@ def test_fallback_branch_batch_reads(spark, catalog):
         assert {r.id for r in spark.read.format("paimon").load(t.path).filter("dt = 'd2'").collect()} == {2}
     with pytest.raises(Exception, match="'scan.fallback-branch' = 'old'"):
         spark.read.format("paimon").option("incremental-between", "1,2").load(t.path).collect()
+
+
+def test_fallback_branch_time_travel_reads_in_the_snapshots_schema(spark, tmp_path):
+    """Time travel in the snapshot's own schema (`snapshot-id`, `tag`) of a table with
+    `scan.fallback-branch` read the branch by name in its newest schema: after a swap of two
+    names the branch's row came back swapped and a pushed filter missed it, after a rename the
+    read failed. The branch is read in its snapshot's schema, as Java (test_interop_java.py)."""
+    swapped = fallback_table_renamed_after(str(tmp_path / "swapped"), [("a", "tmp"), ("b", "a"), ("tmp", "b")])
+    renamed = fallback_table_renamed_after(str(tmp_path / "renamed"), [("a", "c")])
+    with conf(spark, "spark.sql.python.filterPushdown.enabled", "true"):
+        for t in (swapped, renamed):
+            df = spark.read.format("paimon").option("snapshot-id", 2).load(t.path)
+            assert df.columns == ["id", "a", "b", "dt"]
+            assert sorted(map(tuple, df.collect())) == [(1, 11, 91, "d1"), (2, 12, 92, "d2"), (3, 13, 93, "d1")]
+            assert [tuple(r) for r in df.where("a = 12").collect()] == [(2, 12, 92, "d2")]
+        assert sorted(r.id for r in spark.read.format("paimon").option("tag", "t1").load(renamed.path).collect()) == [1]
 
 
 def test_system_tables(spark, tmp_path, catalog):
