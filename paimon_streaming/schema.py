@@ -123,6 +123,7 @@ class TableSchema:
             missing = [k for k in keys if k not in names]
             if missing:
                 raise SchemaMismatchError(f"{kind} column(s) {missing} are not in the schema {names}")
+            check_distinct_keys(kind, keys)
         next_id = [-1]
         fields = []
         for f in schema:
@@ -207,6 +208,15 @@ class TableSchema:
         _check_streaming_read_overwrite(self)
         if bucket == -2:
             raise InvalidOptionError("postpone bucket mode (bucket = -2) is not supported")
+
+
+def check_distinct_keys(kind: str, keys: Sequence[str]) -> None:
+    """InvalidOptionError naming a column given twice as a primary or partition key: Java's
+    Schema refuses such a table (it could not read it), and ours would fail its writes."""
+    twice = sorted({k for k in keys if list(keys).count(k) > 1})
+    if twice:
+        raise InvalidOptionError(f"{kind} {list(keys)} must not contain duplicate columns: {twice} given more "
+                                 "than once")
 
 
 def java_split(text: str, sep: str) -> list[str]:

@@ -21,6 +21,7 @@ from paimon_streaming.branches import split_branch
 from paimon_streaming.catalog import Catalog, check_name, split_identifier
 from paimon_streaming.errors import InvalidNameError, InvalidOptionError
 from paimon_streaming.options import OPTIONS, validate
+from paimon_streaming.schema import check_distinct_keys
 from paimon_streaming.sources.kafka_options import KafkaOptions
 
 from . import source_tables
@@ -79,6 +80,8 @@ class IngestConfig:
             raise InvalidOptionError(str(exc)) from None
         if self.variant_columns and self.format != "json":
             raise InvalidOptionError(f"--variant-column takes fields of JSON records (--format json), not {self.format}")
+        for flag, keys in (("--primary-key", self.primary_keys), ("--partition-key", self.partition_keys)):
+            check_distinct_keys(flag, keys)
         keyed = set(self.variant_columns) & set(self.primary_keys + self.partition_keys)
         if keyed:
             raise InvalidOptionError(f"--variant-column {sorted(keyed)} cannot be a primary or partition key")

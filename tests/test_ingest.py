@@ -338,13 +338,17 @@ def test_trigger_intervals_as_spark_takes_them_and_bad_ones_refused_up_front(tmp
 
 
 def test_job_settings_that_cannot_work_are_refused_before_a_table_is_created(tmp_path):
-    """A --source Spark has not, a --variant-column that is a key, format avro without its
-    writer schema, a --primary-key the new table's columns lack: InvalidOptionError naming the
-    setting, and no table is left behind."""
+    """A --source Spark has not, a key column given twice, a --variant-column that is a key,
+    format avro without its writer schema, a --primary-key the new table's columns lack:
+    InvalidOptionError naming the setting, and no table is left behind."""
     from paimon_streaming.sinks.ingest import ensure_table
     base = dict(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.t", topics=("t",))
     with pytest.raises(InvalidOptionError, match="unknown source 'spark-kafka'; use auto, kafka"):
         IngestConfig(**base, source="spark-kafka")
+    for flag, given in (("--primary-key", {"primary_keys": ("id", "id")}),
+                        ("--partition-key", {"partition_keys": ("dt", "v", "dt")})):
+        with pytest.raises(InvalidOptionError, match=f"{flag} .* must not contain duplicate columns"):
+            IngestConfig(**base, **given)
     with pytest.raises(InvalidOptionError, match=r"--variant-column \['id'\] cannot be a primary or partition key"):
         IngestConfig(**base, format="json", variant_columns=("id", "doc"), primary_keys=("id",))
     samples = lambda: []  # noqa: E731 - the records are not needed: the settings are refused first

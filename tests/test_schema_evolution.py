@@ -512,6 +512,21 @@ def test_create_table_refuses_bad_bucket_layouts(catalog, warehouse, kwargs, mat
     assert not os.path.exists(f"{warehouse}/db.db/bad")  # nothing written
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"primary_keys": ["id", "id"]}, r"primary key \['id', 'id'\] must not contain duplicate columns: \['id'\]"),
+    ({"partition_keys": ["dt", "dt"]}, r"partition key \['dt', 'dt'\] must not contain duplicate columns"),
+    ({"options": {"primary-key": "id, id"}}, r"primary key \['id', 'id'\] must not contain duplicate"),
+    ({"options": {"partition": "dt,dt"}}, r"partition key \['dt', 'dt'\] must not contain duplicate"),
+])
+def test_create_table_refuses_a_key_column_given_twice(catalog, warehouse, kwargs, match):
+    """Java's Schema refuses it (and cannot read such a table); a primary key with a column twice
+    failed every write with Arrow's 'Field "_KEY_id" exists 2 times'."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False)])
+    with pytest.raises(InvalidOptionError, match=match):
+        catalog.create_table("db.bad", schema, **kwargs)
+    assert not os.path.exists(f"{warehouse}/db.db/bad")
+
+
 def test_create_table_refuses_duplicate_names_and_spells_booleans_as_java(catalog):
     with pytest.raises(SchemaMismatchError, match=r"duplicate column names in schema: \['a', 'a'\]"):
         catalog.create_table("db.dup", pa.schema([("a", pa.int64()), ("a", pa.string())]))
