@@ -23,6 +23,7 @@ exception inside a call into Spark's JVM); the next run resumes from the checkpo
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import re
 import signal
@@ -39,7 +40,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import paimon_streaming as ps
 from paimon_streaming.catalog import Catalog
-from paimon_streaming.errors import InvalidOptionError, SchemaMismatchError
+from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.options import OPTIONS
 from paimon_streaming.table import Table
@@ -767,10 +768,28 @@ def _progress_key(progress: dict) -> tuple:
 
 
 def failure_summary(text: str) -> str:
-    """The error line of our own exceptions out of a Spark failure (which wraps the Python
-    worker's traceback), else the first line of the failure."""
-    found = re.findall(r"(?:paimon_streaming\.[\w.]+\.)?(\w+Error: .*)", text)
-    ours = [f for f in found if f.split(":")[0] in ("DecodeError", "KafkaSourceError", "SchemaMismatchError",
-                                                   "NullKeyError", "InvalidOptionError")]
+    """The error line of our own exceptions (any PaimonError) out of a Spark failure (which wraps
+    the Python worker's traceback), else the first line of the failure."""
+    ours = [f"{name}: {message}" for module, name, message in _ERROR_LINE.findall(text)
+            if _is_paimon_error(module, name)]
     return (ours or [text.strip().splitlines()[0] if text.strip() else text])[-1]
 
+
+# an exception's line of a traceback: the class, qualified by its module unless printed bare, and its message
+_ERROR_LINE = re.compile(r"\b((?:[A-Za-z_]\w*\.)*)([A-Za-z_]\w*): (.*)")
+
+
+def _is_paimon_error(module: str, name: str) -> bool:
+    """Whether a traceback's exception class is a PaimonError: one of our modules' (imported to
+    tell), or printed bare and the name of one."""
+    if module.startswith("paimon_streaming."):
+        try:
+            cls = getattr(importlib.import_module(module.rstrip(".")), name, None)
+        except ImportError:
+            return False
+        return isinstance(cls, type) and issubclass(cls, PaimonError)
+    return not module and name in _subclass_names(PaimonError)
+
+
+def _subclass_names(cls: type) -> set[str]:
+    return {cls.__name__}.union(*(_subclass_names(sub) for sub in cls.__subclasses__()))

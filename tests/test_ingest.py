@@ -239,6 +239,25 @@ def test_cli_ingest_through_spark_kafka_connector(broker, tmp_path):
     assert table_state(ps.Catalog(wh).get_table("db.t").to_arrow()) == model_of(messages)
 
 
+def test_the_error_line_shows_any_paimon_error_of_a_failed_batch():
+    """A PaimonError other than the five decoding/option ones (a first-row table refusing a
+    tombstone) was shown as Py4J's 'An exception was raised by the Python Proxy...' line; the
+    error line shows the newest PaimonError of the traceback, qualified or bare, else the first line."""
+    from paimon_streaming.sinks.ingest import failure_summary
+    proxy = ("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch "
+             "sink. Reason: An exception was raised by the Python Proxy. Return Message: Traceback (most recent call "
+             "last):\n  File \"/x/commit.py\", line 9, in check\n    raise PaimonError(\n"
+             "paimon_streaming.errors.PaimonError: merge-engine 'first-row' cannot accept -U/-D rows\n"
+             "py4j.protocol.Py4JJavaError: An error occurred while calling o71.toArrow.\n: java.lang.Error: x\n")
+    assert failure_summary(proxy) == "PaimonError: merge-engine 'first-row' cannot accept -U/-D rows"
+    assert failure_summary("Traceback:\npaimon_streaming.sources.kafka_offsets.KafkaSourceError: gone\n"
+                           "paimon_streaming.errors.CommitConflictError: lost the race\n") == \
+        "CommitConflictError: lost the race"
+    assert failure_summary("Traceback:\nSnapshotExpiredError: snapshot 3 expired\nValueError: v\n") == \
+        "SnapshotExpiredError: snapshot 3 expired"
+    assert failure_summary("Job aborted.\nValueError: no\nmy.pkg.InvalidOptionError: not ours") == "Job aborted."
+
+
 def records(keys: list, values: list, topic: str = "t") -> pa.RecordBatch:
     n = len(values)
     return pa.RecordBatch.from_pydict({
