@@ -43,7 +43,9 @@ from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.options import OPTIONS
+from paimon_streaming.schema_update import widening_error
 from paimon_streaming.table import Table
+from paimon_streaming.types import DataType, from_arrow
 
 from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
@@ -88,7 +90,7 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
     catalog = Catalog(cfg.warehouse)
     if catalog.table_exists(cfg.table):
         table = catalog.get_table(cfg.table)
-        _check_existing_table(table, cfg)
+        _check_existing_table(spark, table, cfg)
         return _with_variant_columns(table, cfg)
     from_topic = samples is None
     samples = samples or functools.cache(functools.partial(sample_records, cfg))
@@ -111,14 +113,23 @@ def ensure_table(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], No
     return _with_variant_columns(table, cfg)
 
 
-def _check_existing_table(table: Table, cfg: IngestConfig) -> None:
-    """InvalidOptionError naming the setting when --primary-key, --partition-key, --bucket or an
-    --option given for an existing table differs from what the table has (they shape a new
-    table only, so the job would silently write otherwise than asked)."""
+def _check_existing_table(spark: SparkSession, table: Table, cfg: IngestConfig) -> None:
+    """InvalidOptionError naming the setting when --schema, --primary-key, --partition-key,
+    --bucket or an --option given for an existing table differs from what the table has (they
+    shape a new table only, so the job would silently write otherwise than asked). The table may
+    have more columns than --schema, and wider types, as schema evolution makes them."""
     def refuse(what: str, actual, given) -> None:
         raise InvalidOptionError(f"table {cfg.table} exists with {what} {actual}, not {given}: the settings of a new "
                                  f"table do not change an existing one; drop the flag, or change the table "
                                  "(paimon-streaming alter, rescale) or ingest into another table")
+    if cfg.schema:
+        types = {f.name: f.type for f in table.schema.fields}
+        differing = [f for f in _ddl_schema(spark, cfg) if f.name not in types or
+                     not _holds(types[f.name], from_arrow(f.type, f.nullable))]
+        if differing:
+            refuse("column(s)", ", ".join(f"{f.name} {types[f.name]}" if f.name in types else f"no {f.name}"
+                                          for f in differing),
+                   ", ".join(f"{f.name} {from_arrow(f.type, f.nullable)}" for f in differing) + " of --schema")
     if cfg.primary_keys and tuple(table.primary_keys) != tuple(cfg.primary_keys):
         refuse("primary key", table.primary_keys, list(cfg.primary_keys))
     names = set(table.schema.field_names)
@@ -132,6 +143,19 @@ def _check_existing_table(table: Table, cfg: IngestConfig) -> None:
         actual = table.options.raw.get(key, OPTIONS[key].default if key in OPTIONS else None)
         if not _same_option(key, actual, given):
             refuse(f"option {key} =", "unset" if actual is None else actual, given)
+
+
+def _holds(column: DataType, given: DataType) -> bool:
+    """Whether a column of this type holds what a column of type `given` would: the same type, or
+    one schema evolution made of it (widened, or a ROW with more fields, at any depth)."""
+    if column.root == given.root == "ROW":
+        fields = {f.name: f.type for f in column.fields}
+        return all(f.name in fields and _holds(fields[f.name], f.type) for f in given.fields)
+    if column.root == given.root and column.root in ("ARRAY", "MULTISET"):
+        return _holds(column.element, given.element)
+    if column.root == given.root == "MAP":
+        return column.key.copy(True) == given.key.copy(True) and _holds(column.value, given.value)
+    return widening_error(given, column) is None
 
 
 def _same_option(key: str, actual: str | None, given: str) -> bool:
@@ -168,16 +192,21 @@ def _keys_not_null(schema: pa.Schema, keys: tuple[str, ...]) -> pa.Schema:
     return pa.schema([f.with_nullable(False) if f.name in keys else f for f in schema])
 
 
+def _ddl_schema(spark: SparkSession, cfg: IngestConfig) -> pa.Schema:
+    """--schema's columns, as Arrow."""
+    try:
+        ddl = spark.createDataFrame([], cfg.schema).schema
+    except (PySparkException, Py4JJavaError) as exc:  # Spark's DDL parser, through Py4J or Spark Connect
+        text = str(exc.java_exception.getMessage()) if isinstance(exc, Py4JJavaError) else str(exc)
+        reason = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        raise InvalidOptionError(f"--schema {cfg.schema!r} is not a schema in Spark's DDL (such as "
+                                 f"'id BIGINT, name STRING'): {reason}") from None
+    return arrow_schema_of(ddl)
+
+
 def _table_schema(spark: SparkSession, cfg: IngestConfig, samples: Samples) -> tuple[pa.Schema, str]:
     if cfg.schema:
-        try:
-            ddl = spark.createDataFrame([], cfg.schema).schema
-        except (PySparkException, Py4JJavaError) as exc:  # Spark's DDL parser, through Py4J or Spark Connect
-            text = str(exc.java_exception.getMessage()) if isinstance(exc, Py4JJavaError) else str(exc)
-            reason = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-            raise InvalidOptionError(f"--schema {cfg.schema!r} is not a schema in Spark's DDL (such as "
-                                     f"'id BIGINT, name STRING'): {reason}") from None
-        return arrow_schema_of(ddl), "from --schema"
+        return _ddl_schema(spark, cfg), "from --schema"
     if cfg.format in ("avro", debezium.AVRO_FORMAT) and cfg.schema_registry:
         return _registry_table_schema(cfg, samples), "from the first record's writer schema in the registry"
     if cfg.format == "avro":

@@ -329,6 +329,33 @@ def test_settings_of_a_new_table_differing_from_an_existing_ones_are_refused(tmp
                                                                 "bucket": "2", "changelog-producer": "none"})
 
 
+def test_a_schema_an_existing_table_does_not_hold_is_refused(spark, tmp_path):
+    """--schema for an existing table was silently ignored: a column the table lacks or holds in
+    a type that does not take the given one is refused naming them; the table's own columns,
+    and those schema evolution made of them (more columns, wider types, ROWs with more
+    fields), are fine, so the command that created the table reruns."""
+    from paimon_streaming.sinks.ingest import ensure_table
+    ps.Catalog(str(tmp_path)).create_table("db.t", pa.schema([
+        pa.field("id", pa.int64(), False), ("v", pa.string()), ("n", pa.int32()),
+        ("r", pa.struct([("a", pa.int64()), ("b", pa.string())])), ("added", pa.float64())]),
+        primary_keys=["id"], options={"bucket": "1"})
+
+    def check(schema: str):
+        cfg = IngestConfig(bootstrap_servers="h:1", warehouse=str(tmp_path), table="db.t", topics=("t",),
+                           schema=schema)
+        return ensure_table(spark, cfg, lambda line: None)
+    with pytest.raises(InvalidOptionError, match=r"table db.t exists with column\(s\) v STRING, no extra, not "
+                                                 r"v INT, extra DOUBLE of --schema: .*drop the flag"):
+        check("id BIGINT, v INT, extra DOUBLE")
+    for schema, match in [("id BIGINT, n BIGINT", "n INT, not n BIGINT"),
+                          ("id BIGINT, r STRUCT<a: BIGINT, c: INT>", r"r ROW<a BIGINT, b STRING>, not r ROW<a BIGINT, c INT>")]:
+        with pytest.raises(InvalidOptionError, match=match):
+            check(schema)
+    for schema in ("id BIGINT, v STRING, n INT, r STRUCT<a: BIGINT, b: STRING>, added DOUBLE",
+                   "id BIGINT NOT NULL, v STRING, n SMALLINT, r STRUCT<a: INT>"):
+        assert check(schema).schema.field_names == ["id", "v", "n", "r", "added"]
+
+
 def test_a_missing_topic_is_refused_before_the_table_is_created(broker, tmp_path):
     from paimon_streaming.sinks.ingest import ensure_table
     from paimon_streaming.sources.kafka_offsets import KafkaSourceError
