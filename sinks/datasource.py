@@ -25,7 +25,9 @@ warning, and a misspelt key refused); an option one typo away from one of those 
 refused, and so are other connectors' write options (Delta's `replaceWhere`, `txnAppId`, ...:
 spark_write.FOREIGN_WRITE_OPTIONS). Streams: outputMode("complete") replaces the table with each
 micro-batch (Paimon's Java sink does the same); the snapshots of a micro-batch name the query's
-checkpoint, so another query under the same `commitUser` is refused rather than skipped. The
+checkpoint, so another query under the same `commitUser` is refused rather than skipped, and a
+checkpoint with finished batches is refused for a missing table, which it would create and
+resume after those batches in (checkpoint_target.py). The
 default `partitionOverwriteMode` is the session's `spark.sql.sources.partitionOverwriteMode`
 as `paimon_streaming.register(spark)` sees it (a writer is not given the session's settings:
 set it before registering, or give the option). Spark lower-cases data source option keys, so options that name
@@ -60,6 +62,7 @@ from paimon_streaming.snapshot import BATCH_COMMIT_IDENTIFIER
 from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 
+from .checkpoint_target import check_checkpoint_target
 from .spark_write import (WritePlan, arrow_schema_of, check_existing_table_options, committed_replay, compact_after_commit,
                           publish_schema, query_property, reconcile_schema, refuse_foreign_write_options, schema_race,
                           table_schema_of, task_index, write_task)
@@ -302,19 +305,29 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 "writeStream.format('paimon') needs .option('commitUser', '<stable name of this query>') so "
                 "replayed micro-batches are recognized (exactly-once); or use foreachBatch(paimon_sink(...)), "
                 "which takes the streaming query id on classic Spark")
+        self.where = TableRef.of(options)
+        checkpoint = (options.get("checkpointlocation") or "").strip().rstrip("/")
+        checkpoint = checkpoint if not checkpoint or "://" in checkpoint else os.path.abspath(checkpoint)
+        if checkpoint:  # before the table is created: a dropped one would resume after the batches it held
+            check_checkpoint_target(checkpoint, self._existing(), self.where.ref,
+                                    "Give this query a new checkpointLocation (and commitUser), or write the "
+                                    "table it wrote")
         for _ in range(_SCHEMA_RACES):  # the tasks of each micro-batch open the table: its schema, committed now
             table, pending = open_or_create(options, schema)
             if publish_schema(table, pending):
                 break
         else:
             raise schema_race(table, pending)
-        self.where = TableRef.of(options)
         self.row_kind_column = options.get("rowkindcolumn")
         self.time_zone = options.get("timezone")
-        checkpoint = (options.get("checkpointlocation") or "").strip().rstrip("/")
         # the query, as far as a Data Source writer can tell it: its checkpoint (committed_replay)
-        self.query = f"checkpoint:{checkpoint if '://' in checkpoint else os.path.abspath(checkpoint)}" \
-            if checkpoint else None
+        self.query = f"checkpoint:{checkpoint}" if checkpoint else None
+
+    def _existing(self) -> Table | None:
+        try:
+            return self.where.open()
+        except TableNotFoundError:
+            return None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         plan = WritePlan.for_table(self.where.open(), self.where.location, self.row_kind_column, compact=False)

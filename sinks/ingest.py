@@ -49,6 +49,7 @@ from paimon_streaming.types import DataType, from_arrow
 
 from . import aws_dms, canal, debezium, debezium_bson, maxwell, ogg, schema_registry
 from .decoders import CHANGE_EVENT_FORMATS, KIND_COLUMN, REJECTED_SCHEMA, Decoder, avro_to_arrow_schema, infer_json_schema
+from .checkpoint_target import check_checkpoint_target
 from .foreach_batch import ArrowTransform, PreparedBatch, paimon_sink, query_commit_user
 from .ingest_config import IngestConfig, avro_writer_schema, read_avro_schema, trigger_interval
 from .spark_write import arrow_schema_of
@@ -565,6 +566,19 @@ def table_writer(spark: SparkSession, cfg: IngestConfig, table: Table,
     return write
 
 
+def check_checkpoint_fits(cfg: IngestConfig) -> None:
+    """InvalidOptionError, before the table is created, when the checkpoint finished batches
+    that are not in the table (see checkpoint_target.py): a checkpoint of a dropped table, or
+    of another one, would skip every record its batches read."""
+    catalog = Catalog(cfg.warehouse)
+    table = catalog.get_table(cfg.table) if catalog.table_exists(cfg.table) else None
+    location = cfg.checkpoint_location()
+    check_checkpoint_target(location, table, cfg.table,
+                            f"Give --checkpoint a new directory (or delete {location}) to ingest into {cfg.table} "
+                            f"from --starting-offsets ({cfg.starting_offsets}), or use the table it wrote",
+                            made_before_batches=True)
+
+
 def start_query(spark: SparkSession, cfg: IngestConfig, source: str, write: Callable[[DataFrame, int], None]):
     drop_unfinished_first_offsets(cfg.checkpoint_location())
     reader = spark.readStream.format(source)
@@ -711,6 +725,7 @@ def run_ingest(spark: SparkSession, cfg: IngestConfig, log: Callable[[str], None
         def written(progress: dict) -> str:
             return f"{TABLES_PER_BATCH.get(progress.get('batchId'), 0)} table(s) written"
     else:
+        check_checkpoint_fits(cfg)
         table = ensure_table(spark, cfg, log)
         write = table_writer(spark, cfg, table, log)
 

@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 
 import fastavro
 import pyarrow as pa
@@ -121,6 +122,80 @@ def test_json_upserts_and_deletes_with_inferred_schema_then_resume(spark, broker
     expected = model_of(first + second)
     assert table_state(ps.Catalog(str(tmp_path / "wh")).get_table("db.t").to_arrow()) == expected
     assert table_state(pypaimon_read(str(tmp_path / "wh"), "db.t")) == expected
+
+
+def test_a_checkpoint_whose_batches_are_not_in_the_table_is_refused(spark, broker, tmp_path):
+    """A table dropped and created again, or another table given the checkpoint: the job resumed
+    after the checkpoint's batches and their records were silently missing (the new table held
+    only later ones). Refused naming the checkpoint and the table, before a table is created; a
+    new checkpoint reads the topic from the start."""
+    topic = unique_topic("ingest-stale-checkpoint")
+    broker.create_topic(topic, partitions=1)
+    rows = [(str(i), {"id": i, "name": f"n{i}", "amount": 0.5}) for i in range(7)]
+    produce(broker, topic, rows[:5], lambda r: json.dumps(r).encode())
+    assert ingest(spark, broker, tmp_path, topic, primary_keys=("id",), bucket=1)[0] == 0
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    catalog.drop_table("db.t")
+    produce(broker, topic, rows[5:], lambda r: json.dumps(r).encode())
+    ckpt = tmp_path / "ckpt"
+    refused = rf"checkpoint {ckpt} finished micro-batches up to 0 .* not in table db.t: the table does not exist"
+    with pytest.raises(InvalidOptionError, match=refused):
+        ingest(spark, broker, tmp_path, topic, primary_keys=("id",), bucket=1)
+    with pytest.raises(InvalidOptionError, match=r"not in table db.two: the table does not exist.*new directory"):
+        run_ingest(spark, IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"),
+                                       table="db.two", topics=(topic,), checkpoint=str(ckpt)), lambda line: None)
+    assert not catalog.table_exists("db.t") and not catalog.table_exists("db.two")
+    catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string()),
+                                            ("amount", pa.float64())]), primary_keys=["id"], options={"bucket": "1"})
+    with pytest.raises(InvalidOptionError, match="the table was created after batch 0 ran, and holds no commit"):
+        ingest(spark, broker, tmp_path, topic, primary_keys=("id",))
+    rc = run_ingest(spark, IngestConfig(bootstrap_servers=broker.bootstrap, warehouse=str(tmp_path / "wh"),
+                                        table="db.t", topics=(topic,), trigger="available-now",
+                                        checkpoint=str(tmp_path / "new")), lambda line: None)
+    assert rc == 0 and sorted(catalog.get_table("db.t").to_arrow().column("id").to_pylist()) == list(range(7))
+
+
+def test_a_checkpoint_fits_a_table_holding_its_batches_or_there_before_them(tmp_path):
+    """The evidence a checkpoint's batches are in a table: a commit of its commit user (also one
+    expiration recorded), or the table was there when its oldest kept batch ran (batches that
+    wrote no row commit nothing); a checkpoint without finished batches fits any table."""
+    from paimon_streaming.commit_users import CommitUserRecords
+    from paimon_streaming.sinks.checkpoint_target import check_checkpoint_target
+    schema = pa.schema([pa.field("id", pa.int64(), False)])
+    catalog = ps.Catalog(str(tmp_path / "wh"))
+    table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    created = table.schema.time_millis
+    ckpt = tmp_path / "ck"
+    (ckpt / "offsets").mkdir(parents=True)
+    (ckpt / "commits").mkdir()
+    (ckpt / "metadata").write_text('{"id":"q-1"}')
+
+    def check(table):
+        check_checkpoint_target(str(ckpt), table, "db.t", "Do this", made_before_batches=True)
+    check(None)  # no batch finished: a new table, or any
+    (ckpt / "offsets" / "0").write_text(f'v1\n{{"batchWatermarkMs":0,"batchTimestampMs":{created - 1}}}\n{{}}')
+    (ckpt / "offsets" / "1").write_text("v1\n{}")
+    check(table)  # batch 0 started; until it finished, the checkpoint resumes at it
+    (ckpt / "commits" / "0").write_text("v1\n{}")
+    (ckpt / "commits" / ".1.crc").write_text("")
+    with pytest.raises(InvalidOptionError, match=r"finished micro-batches up to 0 .* table db.t: the table was created "
+                                                 r"after batch 0 ran, and holds no commit of commit user 'q-1'.* Do this"):
+        check(table)
+    with pytest.raises(InvalidOptionError, match="the table does not exist"):
+        check(None)
+    check_checkpoint_target(str(ckpt), table, "db.t", "Do this")  # a table made while batch 0 ran
+    table.write_arrow(pa.table({"id": [1]}, schema=schema))  # another writer's
+    expired = replace(table.latest_snapshot(), commit_user="q-1", commit_identifier=0)
+    CommitUserRecords(table.file_io, table.path).record([expired])
+    check(table)  # a commit of the query that expiration recorded
+    (ckpt / "metadata").write_text('{"id":"q-2"}')
+    with pytest.raises(InvalidOptionError, match="holds no commit of commit user 'q-2'"):
+        check(table)
+    table.write_arrow(pa.table({"id": [2]}, schema=schema), commit_user="q-2", commit_identifier=0)
+    check(table)
+    (ckpt / "metadata").write_text('{"id":"q-3"}')
+    (ckpt / "offsets" / "0").write_text(f'v1\n{{"batchTimestampMs":{created + 1}}}')
+    check(table)  # the table was there when the batch ran: it may have written no row
 
 
 def test_ingest_into_a_branch(spark, broker, tmp_path):

@@ -17,6 +17,9 @@ fail naming the option, never answer or write something else without a word.
 """
 from __future__ import annotations
 
+import os
+import shutil
+
 import pyarrow as pa
 import pytest
 
@@ -162,6 +165,25 @@ def test_a_reused_commit_user_fails_instead_of_dropping_the_batches(spark, tmp_p
     # a replay of a batch (outside a query, as a restart would) is still skipped
     paimon_sink(sink_path, commit_user="job")(spark.createDataFrame([(3, "c")], "id long, v string"), 1)
     assert ps.Table.open(sink_path).latest_snapshot().id == 2
+
+
+def test_a_checkpoint_of_a_dropped_table_is_refused_before_it_is_created_again(spark, tmp_path):
+    """writeStream.format("paimon") restarted from its checkpoint after its table was dropped
+    created the table again and resumed after the checkpoint's batches: their rows were missing
+    from it, silently. Refused naming the checkpoint; a new checkpoint writes every row."""
+    source = tmp_path / "in"
+    batches = [pa.table({"id": [i * 10 + j for j in range(3)], "v": [f"b{i}"] * 3}) for i in range(2)]
+    write_files(source, batches)
+    path = str(tmp_path / "t")
+    assert stream_into(spark, str(source), tmp_path / "ck", path, commitUser="orders") is None
+    shutil.rmtree(path)
+    write_files(source, batches + [pa.table({"id": [100], "v": ["new"]})])
+    error = stream_into(spark, str(source), tmp_path / "ck", path, commitUser="orders")
+    assert error is not None and f"checkpoint {tmp_path / 'ck'} finished micro-batches up to 1" in str(error) \
+        and "the table does not exist" in str(error) and "new checkpointLocation" in str(error), error
+    assert not os.path.exists(path)
+    assert stream_into(spark, str(source), tmp_path / "ck2", path, commitUser="orders2") is None
+    assert ps.Table.open(path).to_arrow().num_rows == 7
 
 
 def test_a_column_differing_only_in_case_is_named(spark, catalog):
