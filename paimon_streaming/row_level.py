@@ -439,8 +439,8 @@ def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
             raise ValueError(str(exc)) from None
     if isinstance(value, str) and not (pa.types.is_string(target) or pa.types.is_large_string(target)):
         return pa.scalar(value).cast(target)
-    if isinstance(value, (dict, list, tuple)):
-        _check_nested_fields(value, target, "value")
+    if isinstance(value, (dict, list, tuple)) and pa.types.is_nested(target):
+        return pa.scalar(_nested(value, target, "value"), type=target)
     if isinstance(value, dt.datetime) and pa.types.is_timestamp(target):
         scalar = timestamp_scalar(value, target)
         if scalar is INEXACT:
@@ -461,26 +461,41 @@ def _literal(value: Any, target: pa.DataType) -> pa.Scalar:
     return scalar
 
 
-def _check_nested_fields(value: Any, t: pa.DataType, path: str) -> None:
-    """Refuse a ROW value (at any depth) naming a field its type lacks: pyarrow would leave the
-    field out and the ROW's own field null (`{"zpi": ...}` for `zip`), as writes refuse it."""
-    if value is None:
-        return
-    if pa.types.is_struct(t) and isinstance(value, dict):
+def _nested(value: Any, t: pa.DataType, path: str) -> Any:
+    """An ARRAY, MAP or ROW value with each element, key and field a `_literal` of its type, so
+    nested values follow the top level's rules (pyarrow would cut 2.9 to 2 in an ARRAY<INT> and
+    take 19723 as a DATE); a ROW field its type lacks is refused (pyarrow would leave it out and
+    the field null: `{"zpi": ...}` for `zip`), as writes refuse it."""
+    if pa.types.is_struct(t):
+        if not isinstance(value, dict):
+            raise ValueError(f"{path} is a {from_arrow(t)}: give it as a dict {{field: value}}")
         names = [t.field(i).name for i in range(t.num_fields)]
         unknown = [k for k in value if k not in names]
         if unknown:
             raise ValueError(f"{path} has field(s) {unknown} that its type {from_arrow(t)} does not have")
-        for i, name in enumerate(names):
-            _check_nested_fields(value.get(name), t.field(i).type, f"{path}.{name}")
-    elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and isinstance(value, (list, tuple)):
-        for item in value:
-            _check_nested_fields(item, t.value_type, f"{path}[]")
-    elif pa.types.is_map(t):
-        items = value.items() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
-        for item in items:
-            if isinstance(item, (list, tuple)) and len(item) == 2:
-                _check_nested_fields(item[1], t.item_type, f"{path}{{}}")
+        return {name: _element(value.get(name), t.field(i).type, f"{path}.{name}") for i, name in enumerate(names)}
+    if pa.types.is_map(t):
+        pairs = value.items() if isinstance(value, dict) else value
+        return [(_element(k, t.key_type, f"{path}{{key}}"), _element(v, t.item_type, f"{path}{{{k!r}}}"))
+                for k, v in pairs]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_element(item, t.value_type, f"{path}[{i}]") for i, item in enumerate(value)]
+    raise ValueError(f"{path} is a {from_arrow(t)}, which takes no list or dict")
+
+
+def _element(value: Any, t: pa.DataType, path: str) -> Any:
+    """One element of a nested value (`_nested`), its errors naming where it is."""
+    if value is None:
+        return None
+    if pa.types.is_nested(t) and isinstance(value, (dict, list, tuple)):
+        return _nested(value, t, path)
+    try:
+        return _literal(from_text(path, value, t, "value"), t)
+    except SchemaMismatchError:
+        raise
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+            OverflowError) as exc:
+        raise ValueError(f"{path} ({from_arrow(t)}): {exc}") from None
 
 
 def _finite(value: int | float | decimal.Decimal) -> bool:

@@ -585,12 +585,38 @@ def test_text_and_rows_set_as_filters_and_writes_read_them(catalog):
     assert (row["tm"], row["ltz"].replace(tzinfo=None), row["ts"], row["address"]) == \
         (dt.time(11), dt.datetime(2024, 1, 2, 10, 30), dt.datetime(2024, 1, 2, 10), {"zip": "99"})
     for values, match in (({"address": {"zpi": "1"}}, r"has field\(s\) \['zpi'\]"),
-                          ({"items": [{"sku": "b", "qty": 1}]}, r"value\[\] has field\(s\) \['qty'\]"),
+                          ({"items": [{"sku": "b", "qty": 1}]}, r"value\[0\] has field\(s\) \['qty'\]"),
                           ({"tm": "11:00:00.0005"}, "finer than the column's unit"),
                           ({"tm": "eleven"}, "value 'eleven' for column 'tm'.* is not a time of day")):
         with pytest.raises(SchemaMismatchError, match=match):
             t.update([("id", "=", 1)], values)
     assert t.to_arrow().to_pylist()[0]["address"] == {"zip": "99"}
+
+
+def test_nested_values_set_follow_the_top_level_rules(catalog):
+    """Numbers inside ARRAY, MAP and ROW values were cut (2.9 into an ARRAY<INT> stored 2, 1.7
+    into a MAP's TINYINT 1) or read as days (19723 into a DATE field stored 2024-01-01), which
+    the same value at top level is refused for; nested ISO text is a date as at top level."""
+    import datetime as dt
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("arr", pa.list_(pa.int32())),
+                        ("m", pa.map_(pa.string(), pa.int8())),
+                        ("r", pa.struct([("a", pa.int32()), ("d", pa.date32())])), ("dl", pa.list_(pa.date32()))])
+    t = catalog.create_table("db.nested_values", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "arr": [[0]], "m": [[("k", 0)]], "r": [None], "dl": [[]]}, schema=schema))
+    for values, match in (({"arr": [7.9]}, r"value\[0\] \(INT\): 7.9 is not an integer"),
+                          ({"m": {"k": 1.7}}, r"value\{'k'\} \(TINYINT\): 1.7 is not an integer"),
+                          ({"r": {"a": 3.99}}, r"value.a \(INT\): 3.99 is not an integer"),
+                          ({"r": {"d": 19723}}, r"value.d \(DATE\): a date .* not a number"),
+                          ({"dl": [19723]}, r"value\[0\] \(DATE\): a date .* not a number"),
+                          ({"r": (1, None)}, "give it as a dict")):
+        with pytest.raises(SchemaMismatchError, match=match):
+            t.update([("id", "=", 1)], values)
+    assert t.to_arrow().to_pylist()[0]["arr"] == [0]
+    t.update([("id", "=", 1)], {"arr": [7.0, None], "m": {"k": 2}, "r": {"a": 3, "d": "2024-02-02"},
+                                "dl": ["2024-03-03", dt.date(2024, 3, 4)]})
+    assert t.to_arrow().to_pylist() == [{"id": 1, "arr": [7, None], "m": [("k", 2)],
+                                         "r": {"a": 3, "d": dt.date(2024, 2, 2)},
+                                         "dl": [dt.date(2024, 3, 3), dt.date(2024, 3, 4)]}]
 
 
 def test_a_dry_run_refuses_what_the_delete_refuses(catalog):
