@@ -66,7 +66,7 @@ def parse_filter(spec: Any, schema: pa.Schema) -> Filter | None:
             if op not in ("is null", "is not null") and pa.types.is_nested(kind):
                 raise SchemaMismatchError(f"filter column '{column}' is of type {from_arrow(kind)}: its values do not compare "
                                           f"('{op}'); only 'is null' and 'is not null' apply to it")
-            terms.append(Term(column, op, _as_typed_digits(from_text(column, plain_literal(value, kind), kind), kind)))
+            terms.append(Term(column, op, _as_typed_digits(plain_literal(from_text(column, value, kind), kind), kind)))
         disjuncts.append(tuple(terms))
     expression = _or([_and([_term_expr(t, schema.field(t.column).type) for t in conj]) for conj in disjuncts])
     return Filter(tuple(disjuncts), expression)
@@ -74,8 +74,9 @@ def parse_filter(spec: Any, schema: pa.Schema) -> Filter | None:
 
 def from_text(column: str, value: Any, arrow_type: pa.DataType, what_value: str = "filter value") -> Any:
     """An ISO text against a DATE, TIME or TIMESTAMP column is the value it names, as SQL casts
-    `dt >= '2024-01-01'` (a text with an offset is that instant); one that names none is an
-    error naming the column. Values of `in` lists too."""
+    `dt >= '2024-01-01'` (a text with an offset is that instant, which `plain_literal` takes as
+    its wall time against a TIMESTAMP column); one that names none is an error naming the
+    column. Values of `in` lists too."""
     if isinstance(value, (list, tuple)):
         return type(value)(from_text(column, v, arrow_type, what_value) for v in value)
     if not isinstance(value, str):
