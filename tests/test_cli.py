@@ -106,6 +106,22 @@ def test_where_values_compare_exactly_and_may_start_with_a_dash(tmp_path, capsys
     assert json.loads(capsys.readouterr().out)["type"] == "UsageError"
 
 
+def test_fractions_inside_nested_values_are_doubles_for_double_elements(tmp_path):
+    """`--set 'fl=[1.5]'` on an ARRAY<DOUBLE> failed "Could not convert Decimal('1.5') ... to
+    double": fractions were doubles only for a top-level FLOAT or DOUBLE column."""
+    import decimal
+    import paimon_streaming as ps
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("fl", pa.list_(pa.float64())),
+                        ("m", pa.map_(pa.string(), pa.float32())),
+                        ("r", pa.struct([("x", pa.float64()), ("amt", pa.decimal128(20, 2))]))])
+    table = ps.Catalog(str(tmp_path / "wh")).create_table("db.t", schema, primary_keys=["id"])
+    table.write_arrow(pa.table({"id": [1], "fl": [None], "m": [None], "r": [None]}, schema=schema))
+    assert main(["update", table.path, "--where", "id", "=", "1", "--set", "fl=[1.5, 2]", "--set", 'm={"k": 0.25}',
+                 "--set", 'r={"x": 0.1, "amt": 12345678901234567.89}']) == 0
+    assert table.to_arrow(columns=["fl", "m", "r"]).to_pylist() == \
+        [{"fl": [1.5, 2.0], "m": [("k", 0.25)], "r": {"x": 0.1, "amt": decimal.Decimal("12345678901234567.89")}}]
+
+
 def test_output_into_a_closed_pipe_ends_quietly_after_the_work(tmp_path):
     """`paimon-streaming ... | head`: the command's work is done; the closed pipe printed "error:
     [Errno 32] Broken pipe" and exited 1 (with --json, a second traceback). Now it ends as a

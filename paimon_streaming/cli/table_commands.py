@@ -99,14 +99,15 @@ def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
     number or boolean for a column that holds text stays text (`--where zip = 01234`), and a
     number with a fraction or an exponent is the decimal it spells, compared by its exact value
     (a double would hold 12345678901234567.89 as ...567.88, and make `id = 1.0000000000000001`
-    match 1), except for a FLOAT or DOUBLE column, where it is a double as in Spark SQL."""
+    match 1), except for a FLOAT or DOUBLE column, or element, map value or ROW field, where it
+    is a double as in Spark SQL."""
     kind = schema.field(column).type if column in schema.names else pa.null()
     textual = pa.types.is_string(kind) or pa.types.is_large_string(kind)
     try:
         if textual:  # numbers as they are written, in lists too (`in '[1.50, 2]'`)
             value = json.loads(text, parse_float=str, parse_int=str)
         else:
-            value = json.loads(text, parse_float=float if pa.types.is_floating(kind) else decimal.Decimal)
+            value = _doubles(json.loads(text, parse_float=decimal.Decimal), kind)
     except json.JSONDecodeError:
         return text
     if not textual:
@@ -116,6 +117,24 @@ def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
     if isinstance(value, str) and text.lstrip().startswith('"'):
         return value  # a JSON string: '"null"' is the text null
     return value if value is None or isinstance(value, (list, dict)) else text
+
+
+def _doubles(value: Any, kind: pa.DataType) -> Any:
+    """`value` parsed from JSON with its fractions as decimals, those that are FLOAT or DOUBLE
+    values (at any depth of an ARRAY, MAP or ROW) as doubles (float() of a decimal rounds once,
+    as parsing the digits as a double does)."""
+    if isinstance(value, decimal.Decimal) and pa.types.is_floating(kind):
+        return float(value)
+    if isinstance(value, list) and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        return [_doubles(v, kind.value_type) for v in value]
+    if isinstance(value, dict) and pa.types.is_struct(kind):
+        return {k: _doubles(v, kind.field(k).type) if kind.get_field_index(k) >= 0 else v for k, v in value.items()}
+    if isinstance(value, dict) and pa.types.is_map(kind):
+        return {k: _doubles(v, kind.item_type) for k, v in value.items()}
+    if isinstance(value, list) and pa.types.is_map(kind):  # [[key, value], ...]
+        return [[_doubles(p[0], kind.key_type), _doubles(p[1], kind.item_type)]
+                if isinstance(p, list) and len(p) == 2 else p for p in value]
+    return value
 
 
 def _take_dashed_values(parser: argparse.ArgumentParser) -> None:
