@@ -41,7 +41,7 @@ import logging
 import math
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -107,6 +107,8 @@ def check_change(table: "Table", values: Values | None) -> None:
             f"{'update of' if values else 'delete from'} {table.name}: a data-evolution table's rows are spread "
             "over files by row id; changing them row by row is not implemented (Java's Spark DELETE and UPDATE "
             "do it)")
+    if table.primary_keys and table.options.get("write-only"):
+        _waiting(table, table.latest_snapshot(), values)  # raises where level-0 files wait
     if values is None:
         if table.primary_keys:
             _deletes_by_rows(table)  # raises where a delete cannot be applied
@@ -142,7 +144,8 @@ def _change(table: "Table", filter: Any, values: Values | None, commit_user: str
     # a bucket-unaware table keeps a file's first vector in an index file of its own, beside any
     # other writer's first vector of that file, and readers take one: no data may come between
     side_by_side = table.options.bucket == -1 and table.options.deletion_vectors and not table.primary_keys
-    return table.commit_planned(lambda latest: _file_changes(table, filter, values, _compacted(table, latest)), user,
+    return table.commit_planned(lambda latest: _file_changes(table, filter, values, _compacted(table, latest, values)),
+                                user,
                                 BATCH_COMMIT_IDENTIFIER if identifier is None else identifier,
                                 "update" if values else "delete", placed=side_by_side)
 
@@ -202,15 +205,33 @@ def _deletes_by_rows(table: "Table") -> bool:
                                     "the rows' positions marked instead)")
 
 
-def _compacted(table: "Table", latest: Snapshot) -> Snapshot:
+def _compacted(table: "Table", latest: Snapshot, values: Values | None) -> Snapshot:
     """`latest`, when no level-0 files wait in it: a delete by positions of a primary-key table
     must see the rows they hold, which would otherwise come back above its marks once compacted.
     Else they are compacted first and the change is planned again (StalePlanError)."""
-    waiting = table.uncompacted_buckets(latest) if table.primary_keys else set()
+    waiting = _waiting(table, latest, values)
     if waiting:
-        table.compact(only=waiting)
-        raise StalePlanError(f"{table.name}: level-0 files were compacted before the delete's read")
+        _compact_first(table, waiting)
     return latest
+
+
+def _waiting(table: "Table", latest: Snapshot | None, values: Values | None) -> set[tuple[bytes, int]]:
+    """The buckets of `latest` whose level-0 files its readers skip, which a change must compact
+    before it reads; refused on a `write-only` table, whose writers leave compaction to its own
+    job (the change would see neither those rows nor, until that job runs, its own -D or +U)."""
+    waiting = table.uncompacted_buckets(latest) if table.primary_keys else set()
+    if waiting and table.options.get("write-only"):
+        raise UnsupportedOperationError(
+            f"{'update of' if values else 'delete from'} {table.name}: {len(waiting)} bucket(s) hold level-0 files "
+            "its reads skip until compacted, and the table is 'write-only' (its writers do not compact); run its "
+            "compaction first (`paimon-streaming compact`, Table.compact()), then the change")
+    return waiting
+
+
+def _compact_first(table: "Table", waiting: set[tuple[bytes, int]]) -> NoReturn:
+    """Compact the level-0 files a change's read would skip, and have it planned again."""
+    table.compact(only=waiting)
+    raise StalePlanError(f"{table.name}: level-0 files were compacted before the change's read")
 
 
 def _check_updatable(table: "Table", values: Values) -> None:
@@ -262,14 +283,13 @@ def _write_by_key(table: "Table", spec: Any, values: Values | None, kind: str, u
         if latest is None:
             return None
         with table._planned_on(latest):
-            waiting = table.uncompacted_buckets(latest)
+            waiting = _waiting(table, latest, values)
             if not waiting:
                 return _rows_to_write(table, latest, spec, values, kind)
         # level-0 rows (a batch between its APPEND and COMPACT, or whose writer died there) are
         # hidden from this read, but this write's compaction would publish them below its own
         # rows: make them visible first, then read again
-        table.compact(only=waiting)
-        raise StalePlanError(f"{table.name}: level-0 files of another writer were compacted before the read")
+        _compact_first(table, waiting)
     return table.write_planned_rows(rows_on, user, BATCH_COMMIT_IDENTIFIER if identifier is None else identifier,
                                     exclusive=True)
 

@@ -627,14 +627,17 @@ def test_a_dry_run_refuses_what_the_delete_refuses(catalog):
 
 
 def test_a_delete_by_positions_compacts_waiting_level0_files_first(catalog):
-    """Level-0 files (left by a write-only writer) would bring a key back above the marks of a
-    delete by positions once compacted: they are compacted first, then the delete is planned
-    again on that snapshot, and Java reads the same rows."""
+    """Level-0 files (left by a writer that died before its compaction) would bring a key back
+    above the marks of a delete by positions once compacted: they are compacted first, then the
+    delete is planned again on that snapshot, and Java reads the same rows."""
+    from conftest import killed_before_compaction
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
                              options={"bucket": "1", "deletion-vectors.enabled": "true",
-                                      "merge-engine": "partial-update", "write-only": "true"})
-    t.write_arrow(batch(0, 6))
-    t.write_arrow(batch(0, 3))  # a second version of keys 0-2, on level 0 too
+                                      "merge-engine": "partial-update"})
+    with killed_before_compaction(SystemExit()):
+        for rows in (batch(0, 6), batch(0, 3)):  # a second version of keys 0-2, on level 0 too
+            with pytest.raises(SystemExit):
+                t.write_arrow(rows)
     assert t.uncompacted_buckets(t.latest_snapshot())
     sid = t.delete([("id", "in", [1, 4])])
     assert [t.snapshot(i).commit_kind for i in range(3, sid + 1)] == ["COMPACT", "OVERWRITE"]
@@ -643,6 +646,29 @@ def test_a_delete_by_positions_compacts_waiting_level0_files_first(catalog):
     with get_oracle().batch() as jb:
         read = jb.read(t.path)
     assert sorted(r["id"] for r in read.result) == [0, 2, 3, 5]
+
+
+def test_changes_of_a_write_only_table_with_level0_files_waiting_are_refused(catalog):
+    """A write-only deletion-vector table's level-0 files are hidden from reads until its
+    compaction job runs: a dry run counted 0 rows, the delete compacted the table (which its
+    writers must not), wrote its -D to level 0 (the row still shown) and the next delete, of no
+    row, committed that compaction. Both refuse now, naming the option; after the compaction the
+    change applies."""
+    t = catalog.create_table("db.wo", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true", "write-only": "true"})
+    t.write_arrow(batch(0, 3))
+    t.compact()
+    t.write_arrow(pa.table({"id": [1], "v": [11], "p": ["a"]}, schema=SCHEMA))  # waits in level 0
+    latest = t.latest_snapshot().id
+    for change in (lambda: row_level.check_change(t, None), lambda: t.delete([("v", "=", 11)]),
+                   lambda: t.update([("id", "=", 1)], {"v": 5})):
+        with pytest.raises(UnsupportedOperationError, match="level-0 files.*'write-only'.*compaction first"):
+            change()
+    assert t.latest_snapshot().id == latest
+    t.compact()
+    t.delete([("v", "=", 11)])
+    t.compact()
+    assert ids(t.to_arrow()) == [0, 2]
 
 
 def test_text_set_into_a_decimal_is_exact_or_refused(catalog):
