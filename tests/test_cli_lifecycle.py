@@ -111,6 +111,7 @@ def test_expire_below_the_changelog_retention_keeps_the_changelog(catalog, capsy
     (["tag", "delete", "{t}", "missing"], "tag 'missing'"),
     (["rollback", "{t}", "99"], "snapshot 99"),
     (["rollback", "{t}", "nope"], "tag 'nope'"),
+    (["rollback", "{t}", "\u00b2"], "tag '\u00b2'"),  # a digit to str.isdigit: int() failed on it
     (["expire", "{t}", "--retain-max", "1"], "retain_min"),
 ])
 def test_errors_exit_non_zero_with_a_message(table, capsys, argv, message):
@@ -128,6 +129,13 @@ def test_help_everywhere(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["expire", "/x", "--older-than", "yesterday"])
     assert exit_info.value.code == 2 and "expected a local time" in capsys.readouterr().err
+    # a bad duration named neither the option nor the value, and exited 1 after opening the table
+    for argv in (["tag", "create", "/x", "t1", "--time-retained", "forever"],
+                 ["expire-partitions", "/x", "--expiration-time", "bogus"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        assert f"argument {argv[-2]}: expected a duration such as '7 d'" in capsys.readouterr().err
 
 
 def test_expire_partitions(catalog, capsys):

@@ -8,6 +8,7 @@ import datetime as dt
 import time
 
 from ..errors import InvalidOptionError
+from ..option_text import parse_duration_ms
 from ..table import Table
 from .output import add_table_argument, emit, print_rows
 
@@ -22,6 +23,15 @@ def _point_in_time(text: str) -> dt.datetime:
         return dt.datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a local time such as '2024-05-06 13:00:00', got {text!r}")
+
+
+def _duration(text: str) -> str:
+    """A duration as Paimon's options take it (`7 d`, `1 h`), checked before anything runs."""
+    try:
+        parse_duration_ms(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a duration such as '7 d', '1 h' or '30 min', got {text!r}")
+    return text
 
 
 def cmd_tag_list(args: argparse.Namespace) -> int:
@@ -95,7 +105,8 @@ def cmd_fast_forward(args: argparse.Namespace) -> int:
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
-    target: int | str = args.target if args.tag or not args.target.isdigit() else int(args.target)
+    numeric = args.target.isascii() and args.target.isdigit()  # '²' is a digit to str.isdigit, not to int()
+    target: int | str = int(args.target) if numeric and not args.tag else args.target
     snap = table.rollback_to(target)
     emit(args, {"table": table.ref, "target": target, "snapshot": snap.id},
          lambda r: print(f"rolled {r['table']} back to snapshot {r['snapshot']}"))
@@ -162,7 +173,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = _action(tag_sub, "create", "tag the latest (or a given) snapshot", cmd_tag_create,
                 "tag name (not purely numeric, no '/', '\\' or control characters)")
     p.add_argument("--snapshot", type=int, help="snapshot id to tag (default: the latest)")
-    p.add_argument("--time-retained", help="expire the tag this long after creation, e.g. '7 d'")
+    p.add_argument("--time-retained", type=_duration, help="expire the tag this long after creation, e.g. '7 d'")
     _action(tag_sub, "delete", "delete a tag and the files only it kept alive", cmd_tag_delete, "tag name")
 
     branch = sub.add_parser("branch", help="create, delete, list and fast-forward branches (write one as "
@@ -200,7 +211,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("expire-partitions", help="drop partitions older than partition.expiration-time now")
     add_table_argument(p)
-    p.add_argument("--expiration-time", help="instead of the table's partition.expiration-time, e.g. '7 d'")
+    p.add_argument("--expiration-time", type=_duration, help="instead of the table's partition.expiration-time, e.g. '7 d'")
     p.add_argument("--dry-run", action="store_true", help="list the partitions, drop nothing")
     p.set_defaults(func=cmd_expire_partitions)
 
