@@ -282,7 +282,7 @@ class FileIO:
         Atomic on every store it is allowed on (`stores`): two writers never both win. An
         OSError means the outcome is unknown (the file may exist now)."""
         if self._create is None:
-            self._create = create_if_absent_for(self.fs)
+            self._create = create_if_absent_for(self.fs, self.uri_query)
         return self._create(path, data)
 
     def rename_dir(self, src: str, dst: str) -> None:

@@ -18,6 +18,7 @@ from store_checks import (SCHEMA, catalog_round_trip, crash_before_commit_reads_
 from paimon_streaming.catalog import create_table_at
 from paimon_streaming.errors import StoreConfigurationError
 from paimon_streaming.fileio import FileIO
+from paimon_streaming.stores import create_if_absent_for
 from paimon_streaming.stores.azure import AzureCreateIfAbsent
 
 pytest.importorskip("azure.storage.blob")
@@ -203,3 +204,13 @@ def test_the_commit_uses_the_credential_pyarrow_uses():
                                      "&sig=a%2Bb%3D")
     client = AzureCreateIfAbsent(fs).client()
     assert client.url == "http://acct.blob.core.windows.net/?sv=2025-01-05&sig=a%2Bb%3D"  # only the SAS, as given
+    # a URI's credential_kind, which pyarrow keeps out of its settings: the commit used DefaultAzureCredential
+    from azure.identity import AzureCliCredential, EnvironmentCredential
+
+    def of_uri(query: str):
+        file_io, _ = FileIO.for_path(f"abfs://acct.blob.core.windows.net/c/p?{query}")
+        return create_if_absent_for(file_io.fs, file_io.uri_query).client().credential
+
+    assert isinstance(of_uri("credential_kind=cli"), AzureCliCredential)
+    assert isinstance(of_uri("credential_kind=environment&sv=2025-01-05&sig=x"), EnvironmentCredential)
+    assert of_uri("credential_kind=anonymous") is None

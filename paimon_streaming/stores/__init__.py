@@ -101,10 +101,11 @@ class DirMarkerRemover(ConditionalUpload):
         raise NotImplementedError
 
 
-def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:
-    """The atomic create-if-absent of the store behind `fs` (see the module docstring)."""
+def create_if_absent_for(fs: pafs.FileSystem, uri_query: str = "") -> CreateIfAbsent:
+    """The atomic create-if-absent of the store behind `fs` (see the module docstring);
+    `uri_query`: that of the URI `fs` was opened from, for what pyarrow keeps out of its settings."""
     if isinstance(fs, pafs.SubTreeFileSystem):
-        inner, base = create_if_absent_for(fs.base_fs), fs.base_path.rstrip("/")
+        inner, base = create_if_absent_for(fs.base_fs, uri_query), fs.base_path.rstrip("/")
         return lambda path, data: inner(f"{base}/{path.lstrip('/')}", data)
     if isinstance(fs, pafs.LocalFileSystem):
         from .local import create_if_absent
@@ -117,7 +118,7 @@ def create_if_absent_for(fs: pafs.FileSystem) -> CreateIfAbsent:
         return GcsCreateIfAbsent(fs)
     if isinstance(fs, getattr(pafs, "AzureFileSystem", ())):  # absent from pyarrow builds without Azure
         from .azure import AzureCreateIfAbsent
-        return AzureCreateIfAbsent(fs)
+        return AzureCreateIfAbsent(fs, uri_query)
     if isinstance(fs, pafs.HadoopFileSystem):
         from .hdfs import HdfsCreateIfAbsent
         return HdfsCreateIfAbsent(fs)

@@ -4,15 +4,17 @@ the service decides atomically; 409 BlobAlreadyExists (or 412) means another wri
 pyarrow's AzureFileSystem reads and writes every other file but cannot send that condition,
 so this one request goes through azure-storage-blob (the `azure` extra), configured from the
 pyarrow filesystem the table was opened with: account, blob endpoint (so the Azurite emulator
-works), and its credential, chosen the way pyarrow chooses it: account key, SAS token (from
-an abfs:// URI's query), a service principal's client secret, a user-assigned managed
-identity's client id; without any, azure-identity's DefaultAzureCredential (environment,
-workload identity, managed identity, Azure CLI). The client's retries are off for this
+works), and its credential, chosen the way pyarrow chooses it: an abfs:// URI's
+`credential_kind` (which pyarrow keeps out of the filesystem's settings, so it is read from the
+URI), account key, SAS token (from the URI's query), a service principal's client secret, a
+user-assigned managed identity's client id; without any, azure-identity's
+DefaultAzureCredential (environment, workload identity, managed identity, Azure CLI). The client's retries are off for this
 request, for the reason `stores.s3` gives: a create whose reply was lost must stay an unknown
 outcome (OSError).
 """
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 from ..errors import StoreConfigurationError
@@ -24,6 +26,12 @@ _ARROW_URI_KEYS = {"enable_tls", "blob_storage_authority", "dfs_storage_authorit
 
 
 class AzureCreateIfAbsent(ConditionalUpload):
+    def __init__(self, fs: Any, uri_query: str = ""):
+        super().__init__(fs)
+        kind = urllib.parse.parse_qs(uri_query).get("credential_kind")
+        if kind:
+            self.settings = {**self.settings, "credential_kind": kind[-1]}
+
     def make_client(self, settings: dict) -> Any:
         return _make_client(settings)
 
@@ -61,8 +69,10 @@ def _make_client(args: dict) -> Any:
     except ImportError:
         raise StoreConfigurationError("committing to an Azure table needs azure-storage-blob: pip install "
                                       "'paimon-streaming[azure]'") from None
-    if args.get("account_key"):
-        credential: Any = {"account_name": args["account_name"], "account_key": args["account_key"]}
+    if args.get("credential_kind"):
+        credential: Any = _credential_of_kind(args["credential_kind"])
+    elif args.get("account_key"):
+        credential = {"account_name": args["account_name"], "account_key": args["account_key"]}
     elif args.get("sas_token"):
         credential = _sas_only(args["sas_token"])
     else:
@@ -78,6 +88,26 @@ def _make_client(args: dict) -> Any:
         else:
             credential = DefaultAzureCredential()
     return BlobServiceClient(_account_url(args), credential=credential, retry_total=0)
+
+
+def _credential_of_kind(kind: str) -> Any:
+    """The credential pyarrow uses for an abfs:// URI's `credential_kind` (None: anonymous)."""
+    if kind == "anonymous":
+        return None
+    try:
+        from azure import identity
+    except ImportError:
+        raise StoreConfigurationError(f"Azure credential_kind={kind} needs azure-identity: pip install "
+                                      "'paimon-streaming[azure]'") from None
+    kinds = {"default": identity.DefaultAzureCredential, "cli": identity.AzureCliCredential,
+             "workload_identity": identity.WorkloadIdentityCredential, "environment": identity.EnvironmentCredential}
+    if kind not in kinds:
+        raise StoreConfigurationError(f"unknown Azure credential_kind {kind!r} (pyarrow takes {sorted(kinds)} and "
+                                      "'anonymous')")
+    try:
+        return kinds[kind]()
+    except ValueError as exc:  # e.g. workload identity without its environment variables
+        raise StoreConfigurationError(f"Azure credential_kind={kind}: {exc}") from exc
 
 
 def _sas_only(query: str) -> str:
