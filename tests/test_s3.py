@@ -124,7 +124,8 @@ def test_tls_ca_file_proxy_and_anonymous_access_carry_to_the_commit(s3, monkeypa
     """The conditional PUT goes through botocore, which was given only the endpoint, region and
     keys of the pyarrow filesystem: with `tls_ca_file_path` (a private CA) pyarrow read and wrote
     but the first commit failed "CERTIFICATE_VERIFY_FAILED"; with `proxy_options` or
-    `anonymous` the commit went out by another network path or identity than the reads. Each
+    `anonymous` the commit went out by another network path or identity than the reads (and its
+    `connect_timeout`/`request_timeout` were botocore's defaults). Each
     now carries over; a `role_arn`, which botocore is not given, is a configuration error."""
     import botocore
     from store_proxy import StoreProxy
@@ -149,6 +150,8 @@ def test_tls_ca_file_proxy_and_anonymous_access_carry_to_the_commit(s3, monkeypa
     anonymous = S3CreateIfAbsent(pafs.S3FileSystem(anonymous=True, region="us-east-1", scheme="http",
                                                    endpoint_override=f"127.0.0.1:{s3.port}"))
     assert anonymous.client().meta.config.signature_version is botocore.UNSIGNED
+    timed = S3CreateIfAbsent(pafs.S3FileSystem(region="us-east-1", connect_timeout=2, request_timeout=7)).client()
+    assert (timed.meta.config.connect_timeout, timed.meta.config.read_timeout) == (2, 7)  # were botocore's 10 s, 60 s
     role = S3CreateIfAbsent(pafs.S3FileSystem(role_arn="arn:aws:iam::123456789012:role/lake", region="us-east-1"))
     with pytest.raises(S3ConfigurationError, match=r"role_arn \(arn:aws:iam::123456789012:role/lake\)"):
         role("lake/role/snapshot/snapshot-1", b"{}")

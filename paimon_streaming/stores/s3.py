@@ -147,7 +147,9 @@ def _make_client(args: dict) -> Any:
     if endpoint and "://" not in endpoint:
         endpoint = f"{scheme}://{endpoint}"
     session = botocore.session.get_session()
-    config = Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=60,
+    config = Config(retries={"total_max_attempts": 1},  # the filesystem's timeouts, else botocore's defaults
+                    connect_timeout=_seconds(args.get("connect_timeout"), 10),
+                    read_timeout=_seconds(args.get("request_timeout"), 60),
                     s3={"addressing_style": "virtual" if args.get("force_virtual_addressing") else
                         ("path" if endpoint else "auto")},
                     proxies=_proxies(args.get("proxy_options") or {}),
@@ -159,6 +161,11 @@ def _make_client(args: dict) -> Any:
     region = args.get("region") or session.get_config_variable("region") or "us-east-1"
     return session.create_client("s3", region_name=region, endpoint_url=endpoint or None, config=config,
                                  use_ssl=scheme != "http", verify=args.get("tls_ca_file_path") or None, **keys)
+
+
+def _seconds(value: float | None, default: float) -> float:
+    """A pyarrow timeout setting (-1: unset) in seconds."""
+    return value if value is not None and value > 0 else default
 
 
 def _proxies(options: dict) -> dict[str, str] | None:
