@@ -157,7 +157,8 @@ class FileStoreCommit:
         before; the first attempt builds on it while no snapshot follows it.
         `maintain=False`: no maintenance after it (a commit of the maintenance itself).
         `placed`: the rows of a cross-partition upsert table were placed by where keys lived at
-        `planned_on` (cross_partition.py): a newer snapshot by another writer fails the commit.
+        `planned_on` (cross_partition.py), or a delete or update read its rows there: a newer
+        snapshot by another writer (other than a compaction) fails the commit.
         `unique_since`: the caller's exactly-once check found (commit_user, identifier) not
         committed up to this snapshot id; the snapshots after it are checked before publishing,
         so two attempts of one batch racing each other commit it once (DuplicateCommitError for

@@ -27,11 +27,10 @@ is true change: a row where it is null (a comparison with a null) stays, as in S
 
 Concurrent writers: a change is planned again on the new snapshot (up to `commit.max-retries`
 times, then CommitConflictError, nothing committed) when a commit since its plan may have
-changed the rows it read: on primary-key tables any other writer's data commit (compactions
-aside; level-0 files lookup readers skip are compacted before the read); on append tables a
-file it rewrites or marks removed, or its bucket's vectors rewritten, or, in a bucket-unaware
-deletion-vector table (index files kept side by side), any other data commit while it gives a
-file its first vector (two such vectors of one file would hide each other's rows).
+changed the rows it read: any other writer's data commit (compactions aside: they change no
+row; level-0 files lookup readers skip are compacted before the read), which may hold rows the
+change, committed after it, must change too, and a compaction that removed a file it rewrites or
+marks, or rewrote its bucket's vectors.
 """
 from __future__ import annotations
 
@@ -141,13 +140,13 @@ def _change(table: "Table", filter: Any, values: Values | None, commit_user: str
             return _write_by_key(table, filter, values, "+U" if values else "-D", user, identifier)
         except _KeptByMerge:  # rows -D would not remove, in a table with deletion vectors: mark them
             pass
-    # a bucket-unaware table keeps a file's first vector in an index file of its own, beside any
-    # other writer's first vector of that file, and readers take one: no data may come between
-    side_by_side = table.options.bucket == -1 and table.options.deletion_vectors and not table.primary_keys
+    # placed: another writer's data since the plan may hold rows the filter matches (the change,
+    # committed after it, must change them too), or, in a bucket-unaware deletion-vector table,
+    # a first vector of a file this one marks (readers take one of the two): plan it again
     return table.commit_planned(lambda latest: _file_changes(table, filter, values, _compacted(table, latest, values)),
                                 user,
                                 BATCH_COMMIT_IDENTIFIER if identifier is None else identifier,
-                                "update" if values else "delete", placed=side_by_side)
+                                "update" if values else "delete", placed=True)
 
 
 def _check_filter(table: "Table", filter: Any, what: str, instead: str) -> None:
