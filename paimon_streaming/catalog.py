@@ -23,15 +23,19 @@ def check_name(kind: str, name: str, new: bool = False) -> str:
     """Database and table names are directory names: a name never has a path separator ('/',
     '\\') or NUL, nor is '', '.' or '..'; a table name has no '$' (it selects system tables,
     `orders$snapshots`, as in Paimon). `new` (a name being created) also refuses '.', control
-    characters and surrounding spaces, which other engines' identifiers trip on; existing ones
-    (Java and other writers make ' lead', 'a.b', '.hid') are looked up as Java's filesystem
-    catalog does. Unicode is fine."""
+    characters and surrounding spaces, which other engines' identifiers trip on, and ':', which a
+    Hadoop path segment cannot hold (HDFS refuses it, Java's Path reads 'a:b' as a URI scheme);
+    existing ones (Java and other writers make ' lead', 'a.b', '.hid'; ours made 'a:b') are
+    looked up as Java's filesystem catalog does. Unicode is fine."""
     if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\\x00"):
         raise InvalidNameError(f"invalid {kind} name {name!r}: a name is one directory name (not '', '.' or '..', "
                                "without '/', '\\' or NUL)")
     if new and (not _NAME.match(name) or name.strip() != name):
         raise InvalidNameError(f"invalid {kind} name {name!r}: use a non-empty name without '.', '/', '\\', "
                                "control characters or surrounding spaces")
+    if new and ":" in name:
+        raise InvalidNameError(f"invalid {kind} name {name!r}: ':' cannot be in a Hadoop path's directory name "
+                               "(HDFS refuses it; Paimon Java's paths take 'a:b' for a URI scheme); choose a name without it")
     if kind == "table" and SYSTEM_TABLE_SPLITTER in name:
         raise InvalidNameError(f"invalid table name {name!r}: '$' separates a table from its system tables "
                                "(orders$snapshots); choose a name without it")

@@ -105,3 +105,23 @@ def test_tables_and_databases_other_writers_named_are_listed_and_opened(catalog,
     for identifier in ("db..", "db.x/y", "db.t$snapshots", "../x.t"):
         with pytest.raises(InvalidNameError, match="invalid (table|database) name"):
             catalog.get_table(identifier)
+
+
+def test_a_new_name_with_a_colon_is_refused_and_an_existing_one_opens(catalog, warehouse):
+    """A table named 'c:d' was created locally, but on HDFS (whose paths cannot hold ':' in a
+    directory name) create_table failed with a bare "OSError [Errno 22] HDFS create directory
+    failed", and Java's Path takes 'c:d' for a URI scheme. New names with ':' are refused,
+    naming the character; a table an earlier version made still lists and opens."""
+    for create in (lambda: catalog.create_table("db.c:d", SCHEMA), lambda: catalog.create_table("d:b.t", SCHEMA),
+                   lambda: catalog.create_database("d:b")):
+        with pytest.raises(InvalidNameError, match=r"(table|database) name '(c:d|d:b)': ':' cannot be"):
+            create()
+    assert catalog.list_databases() == []
+    create_table_at(f"{warehouse}/db.db/c:d", SCHEMA).write_arrow(pa.table({"id": [1]}))
+    assert catalog.list_tables("db") == ["c:d"]
+    assert catalog.get_table("db.c:d").to_arrow()["id"].to_pylist() == [1]
+    catalog.create_table("db.t", SCHEMA)
+    with pytest.raises(InvalidNameError, match="':' cannot be"):
+        catalog.rename_table("db.t", "db.e:f")
+    catalog.rename_table("db.c:d", "db.cd")
+    assert catalog.list_tables("db") == ["cd", "t"]
