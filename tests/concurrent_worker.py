@@ -103,11 +103,14 @@ def check_snapshot(table, snapshot, upsert: bool = False) -> str | None:
     return None
 
 
-def read_continuously(location: str, upsert: bool, stop, seen, errors) -> None:
-    """Read each new snapshot until `stop` is set; report how many were checked."""
+def read_continuously(location: str, upsert: bool, ready, stop, seen, errors) -> None:
+    """Read each new snapshot until `stop` is set; report how many were checked. `ready` is set
+    once the table is open, so that writers start only then (on a loaded machine a reader still
+    importing could otherwise see none of their snapshots)."""
     import paimon_streaming as ps
     try:
         table = ps.Table.open(location)
+        ready.set()
         checked = 0
         last = None
         while not stop.is_set():

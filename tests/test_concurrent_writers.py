@@ -29,13 +29,14 @@ def run(location: str, writers: int, batches: int, upsert: bool, compactors: int
     """Writers (and compactors) in processes plus a reader; returns (snapshots the reader
     checked, outcomes reported)."""
     ctx = multiprocessing.get_context("spawn")
-    errors, outcomes, seen, stop = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
-    reader = ctx.Process(target=read_continuously, args=(location, upsert, stop, seen, errors))
+    errors, outcomes, seen, ready, stop = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Event()
+    reader = ctx.Process(target=read_continuously, args=(location, upsert, ready, stop, seen, errors))
     procs = [ctx.Process(target=write_batches, args=(location, w, batches, upsert, outcomes, errors))
              for w in range(writers)]
     procs += [ctx.Process(target=compact_repeatedly, args=(location, batches, outcomes, errors))
               for _ in range(compactors)]
     reader.start()
+    assert ready.wait(120), drain(errors)
     for p in procs:
         p.start()
     for p in procs:
