@@ -24,7 +24,8 @@ Checked, for every snapshot and tag:
   the newest snapshot: hints lag) or a missing one is only a warning: readers list past it;
 * the newest snapshot's totalRecordCount equals the rows of its live files (warning);
 * every partition's live files in the newest snapshot share one bucket count (rescale.py);
-* deletion-vector and first-row tables: no primary key is live twice in the newest snapshot.
+* deletion-vector, first-row and cross-partition upsert tables: no primary key is live twice in the
+  newest snapshot (in a cross-partition table, not in two partitions either).
 * dynamic-bucket tables (HASH index files): each bucket's HASH file holds the hash of every key
   of its live data files, and each hash is in one bucket of a partition (else a later write,
   ours or Java's, would put a key in a second bucket).
@@ -64,11 +65,11 @@ from .manifest import ADD, IndexManifestEntry, ManifestEntry, live_entries
 from .options import CoreOptions
 from .manifest.entries import DELETION_VECTORS_INDEX, HASH_INDEX
 from .bucket import bucket_key_hashes
-from .cross_partition import is_cross_partition
+from .cross_partition import ignored_retractions, is_cross_partition
 from .dynamic_bucket import read_hash_file
 from .evolution import read_evolved
 from .manifest.files import IndexManifestFile, ManifestFile, ManifestList, read_records
-from .paths import TableDirs
+from .paths import TableDirs, partition_path
 from .scan import TableScan, refuse_map_layouts
 from .schema import SchemaManager, TableSchema
 from .snapshot import APPEND, Snapshot, SnapshotManager
@@ -657,7 +658,8 @@ class _Checker:
         if self.verify_data:
             self._check_hash_index(snap, live)
         opts = self.table.options
-        if self.table.primary_keys and (opts.deletion_vectors or opts.merge_engine == "first-row"):
+        if self.table.primary_keys and (opts.deletion_vectors or opts.merge_engine == "first-row"
+                                        or is_cross_partition(self.table.schema)):
             self._check_unique_keys(snap)
         if row_tracking.enabled(opts.raw) and not self.table.primary_keys:
             for message in row_tracking.id_problems([e.file for e in live], snap.next_row_id,
@@ -733,17 +735,49 @@ class _Checker:
                              "key would place it in another bucket, live twice")
 
     def _check_unique_keys(self, snap: Snapshot) -> None:
-        keys = self.table.primary_keys
+        """No primary key live twice, as readers see the table (merged, deletion vectors applied):
+        where writers rely on deletion vectors or the first row, or, in a cross-partition table,
+        on each key living in one partition (with where each duplicate lives)."""
+        schema = self.table.schema
+        keys = list(self.table.primary_keys)
+        cross = is_cross_partition(schema)
+        parts = [k for k in schema.partition_keys if k not in keys] if cross else []
         try:
-            table = self.table.to_arrow(columns=keys, snapshot_id=snap.id)
+            table = self.table.to_arrow(columns=keys + parts, snapshot_id=snap.id)
         except (PaimonError, OSError, pa.ArrowException) as exc:
             self.problem("corrupt-file", self.path, f"snapshot {snap.id} cannot be read: {exc}")
             return
         counts = table.group_by(keys).aggregate([([], "count_all")])
         dup = counts.filter(pc.greater(counts["count_all"], pa.scalar(1, pa.int64())))
-        if dup.num_rows:
+        if dup.num_rows and cross:
+            option = ignored_retractions(schema)
+            cause = f" (merge engine 'deduplicate' with '{option}' = 'true' keeps a moved key's old row)" \
+                if option else ""
+            self.problem("duplicate-key", self.path,
+                         f"snapshot {snap.id}: {dup.num_rows} primary keys are live more than once (e.g. "
+                         f"{self._places(table, keys, parts)}): a cross-partition upsert table keeps each key in one "
+                         "partition and bucket; readers return such a key once per place and Java Paimon's next "
+                         f"writer fails on the table ('your data contains duplicates'){cause}; rewrite the table "
+                         "keeping one row per key (an overwrite of the whole table)")
+        elif dup.num_rows:
             sample = dup.slice(0, 3).select(keys).to_pylist()
             self.problem("duplicate-key", self.path,
                          f"snapshot {snap.id}: {dup.num_rows} primary keys are live more than once (e.g. "
                          f"{sample}); deletion vectors are missing marks — run a full compaction "
                          "(`paimon-streaming compact --full`) after finding the writer at fault")
+
+    def _places(self, table: pa.Table, keys: list[str], parts: list[str]) -> str:
+        """Where a few keys live more than once in `table` (their keys and partition columns)."""
+        places = table.group_by(keys).aggregate([([], "count_all")] + [(p, "list") for p in parts])
+        places = places.filter(pc.greater(places["count_all"], pa.scalar(1, pa.int64()))).slice(0, 3).to_pylist()
+        schema = self.table.schema
+        fields = schema.fields_of(schema.partition_keys)
+        default, legacy = self.table.options.partition_default_name, self.table.options.get("partition.legacy-name")
+        out = []
+        for place in places:
+            rows = ([place[f"{k}_list"][i] if k in parts else place[k] for k in schema.partition_keys]
+                    for i in range(place["count_all"]))
+            dirs = sorted(partition_path(values, fields, default, legacy) for values in rows)
+            key = {k: place[k] for k in keys}
+            out.append(f"{key} in {', '.join(dirs)}")
+        return "; ".join(out)

@@ -46,9 +46,9 @@ from .evolution import read_evolved
 from .keyvalue import DELETE, SEQUENCE_NUMBER, VALUE_KIND
 from .lsm.lookup import _hash64, _ranges, int_keys, is_int_key
 from .manifest import ManifestEntry
-from .merge_engine import is_retract, last_of_each_key
+from .merge_engine import ignore_delete_option, is_retract, last_of_each_key
 from .options import CoreOptions
-from .paths import TableDirs
+from .paths import TableDirs, partition_path
 from .read import SplitReader
 from .scan import TableScan
 from .schema import TableSchema
@@ -64,6 +64,15 @@ def is_cross_partition(schema: TableSchema) -> bool:
     """A primary-key table whose key leaves out a partition key, in dynamic bucket mode."""
     return bool(schema.primary_keys) and bool(set(schema.partition_keys) - set(schema.primary_keys)) \
         and CoreOptions(schema.options).bucket == -1
+
+
+def ignored_retractions(schema: TableSchema) -> str | None:
+    """The option ('ignore-delete' or an alias) that drops the -D row a deduplicate
+    cross-partition table retracts a moved key's old row with, or None. Writers and readers
+    drop it alike (Java's too), so a move would leave the key live in both partitions."""
+    if is_cross_partition(schema) and CoreOptions(schema.options).merge_engine == "deduplicate":
+        return ignore_delete_option(schema.options)
+    return None
 
 
 def check_partition_overwrite(schema: TableSchema, table_name: str) -> None:
@@ -196,10 +205,17 @@ class KeyPlacement:
             self._append(assignment.added)
         self.counts = assignment.counts
 
+    def _partition_dir(self, pid: int) -> str:
+        fields = self.schema.fields_of(self.schema.partition_keys)
+        options = CoreOptions(self.schema.options)
+        return partition_path(deserialize_row(self.partitions[int(pid)], [f.type for f in fields]), fields,
+                              options.partition_default_name, options.get("partition.legacy-name"))
+
     # ---- placing a batch ----------------------------------------------------------------------
     def assign(self, data: pa.Table, part_ids: np.ndarray, part_rows: list[bytes], target_rows: int,
-               engine: str) -> Assignment:
-        """Place a conformed batch (`part_ids`: each row's index into `part_rows`, its partition)."""
+               engine: str, table_name: str) -> Assignment:
+        """Place a conformed batch (`part_ids`: each row's index into `part_rows`, its partition).
+        A key moving to another partition of a table that ignores its retraction is refused."""
         processor = _PROCESSORS.get(engine)
         if processor is None:
             raise UnsupportedOperationError(f"cross-partition upserts with merge engine '{engine}'")
@@ -238,6 +254,18 @@ class KeyPlacement:
         keeps_bucket = exists & (old_part == target)
         counts = dict(self.counts)
         retract = np.flatnonzero(exists & ~keeps_bucket) if processor == _DEDUPLICATE else np.empty(0, np.int64)
+        option = ignored_retractions(self.schema) if len(retract) else None
+        if option:
+            k = retract[0]
+            key = data.select(list(self.schema.primary_keys)).slice(int(last[k]), 1).to_pylist()[0]
+            raise UnsupportedOperationError(
+                f"cannot move key {key} of {table_name} from partition {self._partition_dir(old_part[k])} to "
+                f"{self._partition_dir(target[k])} ({len(retract)} key(s) of the batch move): the table is a "
+                f"cross-partition upsert table with merge engine 'deduplicate' and '{option}' = 'true', which drops "
+                "the -D row retracting a key from its old partition, so the old row would stay live beside the new "
+                "one (readers would return the key twice, and Java Paimon's next writer fails on the table: 'your "
+                "data contains duplicates'); nothing was written. Write the key's rows into the partition it lives "
+                "in, or use a table without the option (drop -D rows before writing instead)")
         for p, b in zip(old_part[retract].tolist(), old_bucket[retract].tolist()):
             counts[(p, b)] = counts.get((p, b), 0) - 1
         bucket = np.where(keeps_bucket, old_bucket, -1)

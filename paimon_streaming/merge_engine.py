@@ -66,8 +66,8 @@ from .schema import TableSchema, java_split
 from .types import MAX_LENGTH, DataType
 
 __all__ = ["MergeEngine", "engine_for", "validate_engine_options", "merge_sorted", "sort_for_merge", "sort_and_merge",
-           "row_kinds", "row_kind_filter", "is_retract", "last_of_each_key", "first_of_each_key",
-           "AGGREGATE_FUNCTIONS"]
+           "row_kinds", "row_kind_filter", "ignore_delete_option", "is_retract", "last_of_each_key",
+           "first_of_each_key", "AGGREGATE_FUNCTIONS"]
 
 IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
                       "partial-update.ignore-delete")
@@ -118,6 +118,13 @@ def row_kinds(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
 
 def is_retract(kinds: np.ndarray) -> np.ndarray:
     return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+
+
+def ignore_delete_option(options: dict[str, str]) -> str | None:
+    """The option making writers and readers drop -U/-D rows ('ignore-delete' or an engine's
+    alias: the first of them set decides, as Java's fallback keys), or None when none does."""
+    key = next((k for k in IGNORE_DELETE_KEYS if k in options), None)
+    return key if key is not None and _bool(options, key) else None
 
 
 def row_kind_filter(options: dict[str, str], kinds: np.ndarray) -> np.ndarray | None:

@@ -142,6 +142,7 @@ class TableSchema:
         opts.refuse_unimplemented(options)
         table_schema.validate()
         check_changelog_producer(table_schema)
+        check_moves_kept(table_schema)
         _refuse_binary_partitions(table_schema)
         return table_schema
 
@@ -353,6 +354,25 @@ def check_changelog_producer(schema: TableSchema, base: TableSchema | None = Non
     refusal = _unwritable_producer(schema)
     if refusal is not None and (base is None or _unwritable_producer(base) is None):
         raise refusal
+
+
+def check_moves_kept(schema: TableSchema, base: TableSchema | None = None) -> None:
+    """Refuse a cross-partition upsert table whose key moves would leave the old row live:
+    merge engine 'deduplicate' retracts a moved key from its old partition with a -D row, which
+    'ignore-delete' (or an alias) drops for writers and readers alike, Java's too (whose next
+    writer then fails on the duplicate keys); our writers refuse such moves. Refused when a table
+    is created so or a schema change makes it so, as `check_changelog_producer`; a table Java
+    made so stays readable and writable here."""
+    from .cross_partition import ignored_retractions  # imports this module
+    option = ignored_retractions(schema)
+    if option and (base is None or not ignored_retractions(base)):
+        raise InvalidOptionError(
+            f"table option '{option}' = 'true' cannot go with merge engine 'deduplicate' on a cross-partition upsert "
+            f"table (primary key {list(schema.primary_keys)} without partition keys "
+            f"{[k for k in schema.partition_keys if k not in schema.primary_keys]}, 'bucket' = -1): a key written "
+            "into another partition is retracted from its old one by a -D row, which the option drops, so the old "
+            "row would stay live beside the new one (Paimon accepts the table; its next writer then fails on the "
+            "duplicate keys); drop -D rows before writing instead, or put the partition keys in the primary key")
 
 
 def _unwritable_producer(schema: TableSchema) -> InvalidOptionError | None:

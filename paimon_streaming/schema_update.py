@@ -27,8 +27,8 @@ import pyarrow as pa
 from .default_values import default_scalar
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
 from .options import refuse_unimplemented
-from .schema import (SchemaManager, TableSchema, cast_type_check, check_changelog_producer, column_option,
-                     java_split)
+from .schema import (SchemaManager, TableSchema, cast_type_check, check_changelog_producer, check_moves_kept,
+                     column_option, java_split)
 from .system_fields import is_system_field, reserved_names_message
 from .types import DataField, DataType, assign_field_ids, from_arrow, parse_type
 
@@ -376,6 +376,7 @@ class SchemaUpdate:
         try:
             new.validate()
             check_changelog_producer(new, base)
+            check_moves_kept(new, base)
         except PaimonError as exc:
             raise type(exc)(f"after this schema change: {exc}") from None
         return new

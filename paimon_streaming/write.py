@@ -730,7 +730,7 @@ class TableWrite:
         if self.cross_partition:
             self.assignment = self._placement().assign(data, part_ids, part_rows,
                                                        self.options.get("dynamic-bucket.target-row-num"),
-                                                       self.engine.name)
+                                                       self.engine.name, self.table_name)
             data, buckets = self.assignment.data, self.assignment.buckets
             part_ids, part_rows = self._partitions(data)
         else:

@@ -125,6 +125,29 @@ def test_key_live_twice_in_a_deletion_vector_table(dv):
     assert ("error", "duplicate-key", dv.path) in found, found
 
 
+def test_key_live_in_two_partitions_of_a_cross_partition_table(catalog):
+    """Java 1.4.2 moves a key of a deduplicate cross-partition table with 'ignore-delete' by a
+    -D row its writers and readers drop: the key stays live in both partitions (readers return
+    it twice, Java's next writer fails). Without 'ignore-delete' the old partition holds the
+    key's -D alone, so the key is live once."""
+    from java_oracle import get_oracle
+    fields = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"},
+              {"name": "p", "type": "STRING NOT NULL"}]
+    paths = {name: f"{catalog.warehouse}/db.db/{name}" for name in ("ignoring", "moving")}
+    with get_oracle().batch() as b:
+        for name, path in paths.items():
+            b.create_table(path, fields, primary_keys=["id"], partition_keys=["p"],
+                           options={"bucket": "-1", **({"ignore-delete": "true"} if name == "ignoring" else {})})
+            b.write_dynamic(path, [{"id": 1, "v": "a", "p": "x"}, {"id": 2, "v": "a", "p": "x"}])
+            b.write_dynamic(path, [{"id": 1, "v": "b", "p": "y"}])
+    report = check_table(ps.Table.open(paths["ignoring"]))
+    assert [(p.kind, p.path) for p in report.errors()] == [("duplicate-key", paths["ignoring"])]
+    assert "1 primary keys are live more than once (e.g. {'id': 1} in p=x, p=y)" in report.errors()[0].message
+    assert "'ignore-delete' = 'true' keeps a moved key's old row" in report.errors()[0].message
+    report = check_table(ps.Table.open(paths["moving"]))
+    assert report.ok and not report.problems, report.problems
+
+
 def test_check_of_a_branch_alone(catalog, capsys):
     """`check TABLE$branch_<name>` checks that branch (as the other commands take the suffix):
     healthy, it passes; a file only it uses, deleted, is its error; its hints are repaired by

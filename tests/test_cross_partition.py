@@ -4,6 +4,7 @@ keys live (paimon_streaming/cross_partition.py)."""
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import sys
 from typing import Iterator
@@ -14,11 +15,13 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming import cross_partition
+from paimon_streaming.check import check_table
 from paimon_streaming.commit import FileStoreCommit
 from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
 from paimon_streaming.read import SplitReader
 from paimon_streaming.scan import TableScan
 from conftest import killed_before_compaction, pypaimon_read, rows_by
+from metadata_edits import edit_schema
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False), ("v", pa.string()),
                     ("n", pa.int64())])
@@ -270,6 +273,52 @@ def test_table_options_java_refuses_are_refused(catalog):
         make(catalog, **{"sequence.field": "n"})
     with pytest.raises(InvalidOptionError, match="bucket"):
         catalog.create_table("db.fixed", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "2"})
+
+
+def java_made(catalog, name: str, **options) -> ps.Table:
+    """A table with `options` set as Java creates it (options we refuse to create it with)."""
+    t = make(catalog, name)
+    edit_schema(f"{t.path}/schema/schema-0", lambda s: s["options"].update(options))
+    return catalog.get_table(name)
+
+
+@pytest.mark.parametrize("option", ["ignore-delete", "deduplicate.ignore-delete"])
+def test_ignore_delete_refuses_to_move_a_key(catalog, option):
+    """Moving a key writes a -D into its old partition, which 'ignore-delete' drops (writers and
+    readers alike, Java's too): the key stayed live in both partitions, read twice, and Java's
+    next writer failed on the table. Such a batch is refused whole; keys that stay are written."""
+    t = java_made(catalog, "db.t", **{option: "true"})
+    t.write_arrow(rows([1, 2], ["a", "a"], ["x1", "x2"]))
+    moved = rows([2, 1, 3], ["a", "b", "b"], ["y2", "y1", "y3"])
+    for index in ("kept", "built again"):
+        with pytest.raises(UnsupportedOperationError, match=re.escape(
+                f"cannot move key {{'id': 1}} of db.t from partition dt=a to dt=b (1 key(s) of the batch move): ")
+                + f".*'{option}' = 'true'.*nothing was written"):
+            t.write_arrow(moved)
+        assert t.latest_snapshot().id == 1
+        cross_partition.forget_all()
+    t.write_arrow(rows([2, 1, 3, 4, 4], ["a", "a", "b", "c", "d"], ["y2", "y1", "y3", "z4", "w4"]))
+    assert content(ps.Table.open(t.path)) == [(1, "a", "y1", None), (2, "a", "y2", None), (3, "b", "y3", None),
+                                              (4, "d", "w4", None)]
+    assert check_table(ps.Table.open(t.path)).ok
+
+
+def test_ignore_delete_with_deduplicate_is_refused_when_a_table_is_made_so(catalog):
+    """A table whose key moves would leave the old row live is not created, nor made so by a
+    schema change; other engines (which keep a key in its old partition) take 'ignore-delete'."""
+    for option in ("ignore-delete", "deduplicate.ignore-delete", "first-row.ignore-delete"):
+        with pytest.raises(InvalidOptionError, match=re.escape(
+                f"table option '{option}' = 'true' cannot go with merge engine 'deduplicate' on a cross-partition")):
+            make(catalog, **{option: "true"})
+    t = make(catalog)
+    t.write_arrow(rows([1], ["a"], ["x"]))
+    with pytest.raises(InvalidOptionError, match="after this schema change: table option 'ignore-delete'"):
+        t.update_schema().set_option("ignore-delete", "true").commit()
+    for options in ({"ignore-delete": "false"}, {"merge-engine": "partial-update", "ignore-delete": "true"},
+                    {"merge-engine": "first-row", "first-row.ignore-delete": "true"}):
+        make(catalog, f"db.t{len(options)}{options.get('merge-engine', '')}".replace("-", "_"), **options)
+    java = java_made(catalog, "db.java", **{"ignore-delete": "true"})
+    java.update_schema().set_option("snapshot.num-retained.max", "50").commit()  # a table Java made so stays alterable
 
 
 def test_the_index_is_kept_between_commits_and_built_again_after_another_writer(catalog, monkeypatch):
