@@ -58,13 +58,14 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
+from . import orc_ltz
 from .avro_codecs import register_snappy
 from .errors import (CorruptFileError, InvalidOptionError, MissingFileError, PaimonError, SchemaMismatchError,
                      UnsupportedOperationError)
 from .fileio import FileIO, RecordedReads
 from .int96 import beyond_nanoseconds
 from .numpy_arrow import from_numpy, narrowable
-from .options import PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_hadoop_bool
+from .options import ORC_LTZ_LEGACY, PARQUET_DICTIONARY, PARQUET_WRITER_VERSION, CoreOptions, parse_hadoop_bool
 from .system_fields import KEY_PREFIX
 from .types import DataField, DataType, arrow_schema, map_arrow_leaves, to_arrow
 
@@ -311,8 +312,8 @@ def _file_table(data: pa.Table, fields: list[DataField], for_orc: bool) -> pa.Ta
     columns = [conform(data.column(f.name), schema.field(i).type) for i, f in enumerate(fields)]
     columns = [_required_children_filled(c) if _has_required_children(c.type) else c for c in columns]
     if for_orc:
-        columns = [pa.chunked_array([_chars_mapped(c, f.type, _padded) for c in column.chunks], column.type)
-                   if _holds_char(f.type) else column for f, column in zip(fields, columns)]
+        columns = [pa.chunked_array([_leaves_mapped(c, f.type, "CHAR", _padded) for c in column.chunks], column.type)
+                   if _holds(f.type, "CHAR") else column for f, column in zip(fields, columns)]
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -414,16 +415,18 @@ def _delta_packable(t: pa.DataType, int96: bool) -> bool:
 
 def write_data_file(file_io: FileIO, path: str, data: pa.Table, fields: list[DataField],
                     file_format: str = PARQUET, compression: str = "zstd",
-                    zstd_level: int = 1, parquet: ParquetSettings = ParquetSettings()) -> WrittenFile:
+                    zstd_level: int = 1, parquet: ParquetSettings = ParquetSettings(),
+                    orc_legacy_ltz: bool = True) -> WrittenFile:
     """Write one data file of `data` laid out by `fields` (`parquet`: the Parquet writer's
-    table options, see `ParquetSettings`).
+    table options, see `ParquetSettings`; `orc_legacy_ltz`: `orc.timestamp-ltz.legacy.type`,
+    see orc_ltz.py).
 
     A partially written file is removed when writing fails.
     """
     fmt, codec, table = _file_input(data, fields, file_format, compression, "'file.compression'")
     try:
         with file_io.open_output_stream(path) as out:
-            bounds = _write(out, table, fields, fmt, codec, zstd_level, parquet, path)
+            bounds = _write(out, table, fields, fmt, codec, zstd_level, parquet, path, orc_legacy_ltz)
             return WrittenFile(out.tell(), bounds)
     except BaseException:
         file_io.delete_quietly(path)
@@ -449,11 +452,15 @@ def _file_input(data: pa.Table, fields: list[DataField], file_format: str, compr
 
 
 def _write(out, table: pa.Table, fields: list[DataField], fmt: str, codec: str, zstd_level: int,
-           parquet: ParquetSettings, path: str) -> dict[str, tuple[str, str]]:
+           parquet: ParquetSettings, path: str, orc_legacy_ltz: bool = True) -> dict[str, tuple[str, str]]:
     """Write the file table to `out`: the Parquet footer's string bounds (ORC: its CHARs')."""
     if fmt == PARQUET:
         footer = _write_parquet(out, table, fields, codec, zstd_level, parquet, _file_name(path))
         return _string_bounds(footer, table.schema)
+    if orc_legacy_ltz:
+        for i, f in enumerate(fields):
+            if _holds(f.type, "TIMESTAMP_LTZ"):
+                table = table.set_column(i, table.schema.field(i), _ltz_shifted(table.column(i), f, orc_ltz.to_stored))
     _check_orc_timestamps(table, path)
     orc.write_table(_orc_writable(table), out, compression=codec)
     return _char_bounds(table, fields)
@@ -678,7 +685,8 @@ def _string_bounds(metadata: pq.FileMetaData, schema: pa.Schema) -> dict[str, tu
 # ---- reading ------------------------------------------------------------------------------
 def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                    columns: list[str] | None = None, file_size: int | None = None,
-                   row_count: int | None = None, keep: np.ndarray | None = None) -> pa.Table:
+                   row_count: int | None = None, keep: np.ndarray | None = None,
+                   orc_legacy_ltz: bool = True) -> pa.Table:
     """Read a data file as the canonical Arrow types of `fields` (projected to `columns`).
 
     `fields` are those of the schema the file was written with (`evolution.read_evolved` maps
@@ -688,7 +696,8 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
     missing file raises MissingFileError, a damaged one CorruptFileError, both naming it.
     `keep` (a boolean per row: a deletion vector's complement) drops rows before
     dictionary-encoded strings are decoded (`_dictionary_columns`), so the dropped rows'
-    strings are never built and the kept ones are built once.
+    strings are never built and the kept ones are built once. `orc_legacy_ltz`: the table's
+    `orc.timestamp-ltz.legacy.type` (orc_ltz.py).
     """
     by_name = {f.name: f for f in fields}
     unknown = [c for c in columns or () if c not in by_name]
@@ -712,7 +721,8 @@ def read_data_file(file_io: FileIO, path: str, fields: list[DataField],
                 raise CorruptFileError(f"data file {path} has {actual} bytes but its manifest entry records "
                                        f"{file_size} (truncated or replaced); `paimon-streaming check` lists "
                                        "every damaged file")
-        raw, num_rows = _decode_stored(source, fmt, wanted, path, as_dictionary=keep is not None)
+        raw, num_rows = _decode_stored(source, fmt, wanted, path, as_dictionary=keep is not None,
+                                       orc_legacy_ltz=orc_legacy_ltz)
     if row_count is not None and num_rows != row_count:
         raise CorruptFileError(f"data file {path} holds {num_rows} rows but its manifest entry records "
                                f"{row_count} (damaged footer or replaced file)")
@@ -735,7 +745,7 @@ def decode_file(data: bytes, file_format: str, fields: list[DataField], path: st
 
 
 def _decode_stored(source: pa.NativeFile, fmt: str, wanted: list[DataField], path: str,
-                   as_dictionary: bool) -> tuple[dict[str, pa.ChunkedArray], int]:
+                   as_dictionary: bool, orc_legacy_ltz: bool) -> tuple[dict[str, pa.ChunkedArray], int]:
     """`_decode` of a file as `FileIO.open_input_file` opened it. One read in place (remote and
     over REMOTE_WHOLE_FILE_BYTES, or local) fails alike when its bytes are damaged and when the
     store fails a ranged read (throttled past the SDK's retries, a gateway ignoring Range): the
@@ -743,14 +753,14 @@ def _decode_stored(source: pa.NativeFile, fmt: str, wanted: list[DataField], pat
     `RecordedReads`: a store failure then is the OSError it is, naming the file (callers retry
     it, `check` does not list the file as damaged), and a transient one is over."""
     try:
-        return _decode(source, fmt, wanted, path, as_dictionary)
+        return _decode(source, fmt, wanted, path, as_dictionary, orc_legacy_ltz)
     except CorruptFileError:
         if isinstance(source, pa.BufferReader):
             raise  # fetched whole: the store's errors were raised then, and these bytes are what it holds
     source.seek(0)  # Avro is read from where the failed decode stopped
     reads = RecordedReads(source)
     try:
-        return _decode(pa.PythonFile(reads, mode="r"), fmt, wanted, path, as_dictionary)
+        return _decode(pa.PythonFile(reads, mode="r"), fmt, wanted, path, as_dictionary, orc_legacy_ltz)
     except CorruptFileError:
         if reads.failure is None:
             raise
@@ -758,14 +768,14 @@ def _decode_stored(source: pa.NativeFile, fmt: str, wanted: list[DataField], pat
 
 
 def _decode(source, fmt: str, wanted: list[DataField], path: str,
-            as_dictionary: bool = False) -> tuple[dict[str, pa.ChunkedArray], int]:
+            as_dictionary: bool = False, orc_legacy_ltz: bool = True) -> tuple[dict[str, pa.ChunkedArray], int]:
     """The file's columns by name and its row count; CorruptFileError naming it when it does
     not decode."""
     try:
         if fmt == PARQUET:
             return _read_parquet(source, wanted, path, as_dictionary=as_dictionary)
         if fmt == ORC:
-            return _read_orc(source, wanted, path)
+            return _read_orc(source, wanted, path, orc_legacy_ltz)
         return _read_avro(source, wanted, path)
     except PaimonError:
         raise
@@ -1095,8 +1105,11 @@ def _read_avro(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa
     return {f.name: table.column(f.name) for f in present}, len(records)
 
 
-def _read_orc(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa.ChunkedArray], int]:
+def _read_orc(source, wanted: list[DataField], path: str,
+              legacy_ltz: bool = True) -> tuple[dict[str, pa.ChunkedArray], int]:
     """Columns by name. ORC pads CHAR(n) and Java's ORC reader right-trims it: so do we.
+    `legacy_ltz` (`orc.timestamp-ltz.legacy.type`): LTZ values are stored shifted by the local
+    zone's offset, and shifted back (orc_ltz.py).
     pyarrow reads ORC timestamps as nanoseconds and refuses one outside 1677-2262: the column
     holding it is named (`_timestamps_beyond_nanoseconds`), the file is not called damaged."""
     of = orc.ORCFile(source)
@@ -1116,14 +1129,62 @@ def _read_orc(source, wanted: list[DataField], path: str) -> tuple[dict[str, pa.
         raise
     table.validate(full=True)  # ORC has no checksums: at least no invalid UTF-8 or offsets go on
     types = {f.name: f.type for f in wanted}
-    return {name: pa.chunked_array([_chars_mapped(c, types[name], _trimmed) for c in col.chunks])
-            if _holds_char(types[name]) else col
-            for name, col in zip(table.column_names, table.columns)}, of.nrows
+    columns = {name: pa.chunked_array([_leaves_mapped(c, types[name], "CHAR", _trimmed) for c in col.chunks])
+               if _holds(types[name], "CHAR") else col
+               for name, col in zip(table.column_names, table.columns)}
+    if legacy_ltz:
+        for f in present:
+            if _holds(f.type, "TIMESTAMP_LTZ"):
+                try:
+                    columns[f.name] = _orc_ltz_mapped(columns[f.name], f.type, orc_ltz.from_stored)
+                except pa.ArrowInvalid:
+                    raise _timestamps_beyond_nanoseconds(path, f) from None
+    return columns, of.nrows
 
 
-def _holds_char(t: DataType) -> bool:
-    return t.root == "CHAR" or any(_holds_char(c) for c in (t.element, t.key, t.value) if c is not None) or \
-        any(_holds_char(f.type) for f in t.fields)
+def _orc_ltz_mapped(column: pa.ChunkedArray, t: DataType,
+                    shift: Callable[[pa.Array, orc_ltz.Zone], pa.Array]) -> pa.ChunkedArray:
+    """`column` (of Paimon type `t`) with its LTZ values, nested ones too, shifted by `shift` in
+    the local zone (orc_ltz.py), each in the unit of its precision first (as Java reads it).
+    ArrowInvalid when a value leaves the range of its unit."""
+    zone = orc_ltz.local_zone()
+
+    def leaf(arr: pa.Array, lt: DataType) -> pa.Array:
+        return shift(_conform_array(arr, to_arrow(lt)), zone)
+    chunks = [_leaves_mapped(c, t, "TIMESTAMP_LTZ", leaf) for c in column.chunks]
+    return pa.chunked_array(chunks) if chunks else column
+
+
+def orc_legacy_ltz_as_read(table: pa.Table, fields: list[DataField]) -> pa.Table:
+    """`table` (columns named by `fields`, some may be absent) with its LTZ values as they read
+    back from an ORC file written in legacy mode: those in a gap of the local zone's offsets (a
+    wall time clocks skip) come back later by the gap's length, as in Java. Statistics, file
+    indexes and rows kept for compaction are of these. SchemaMismatchError naming the column
+    where a value leaves the range of its unit."""
+    for f in fields:
+        if f.name in table.column_names and _holds(f.type, "TIMESTAMP_LTZ"):
+            i = table.column_names.index(f.name)
+            column = _ltz_shifted(table.column(i), f, lambda a, z: orc_ltz.from_stored(orc_ltz.to_stored(a, z), z))
+            table = table.set_column(i, table.schema.field(i), column)
+    return table
+
+
+def _ltz_shifted(column: pa.ChunkedArray, f: DataField,
+                 shift: Callable[[pa.Array, orc_ltz.Zone], pa.Array]) -> pa.ChunkedArray:
+    """`_orc_ltz_mapped` of a column being written: SchemaMismatchError naming it out of range."""
+    try:
+        return _orc_ltz_mapped(column, f.type, shift)
+    except pa.ArrowInvalid:
+        raise SchemaMismatchError(
+            f"column {f.name!r} holds a TIMESTAMP WITH LOCAL TIME ZONE that, shifted by the local time zone's offset "
+            f"as Java's ORC writer stores it ({ORC_LTZ_LEGACY} = true), falls outside what the file can "
+            "hold; set the table option to false or use file.format = parquet") from None
+
+
+def _holds(t: DataType, root: str) -> bool:
+    """Whether `t` is of type `root` or holds one (in ROWs, ARRAYs, MAPs, MULTISETs)."""
+    return t.root == root or any(_holds(c, root) for c in (t.element, t.key, t.value) if c is not None) or \
+        any(_holds(f.type, root) for f in t.fields)
 
 
 def _trimmed(arr: pa.Array, t: DataType) -> pa.Array:
@@ -1134,28 +1195,29 @@ def _padded(arr: pa.Array, t: DataType) -> pa.Array:
     return pc.utf8_rpad(arr, width=t.precision, padding=" ")
 
 
-def _chars_mapped(arr: pa.Array, t: DataType, leaf: Callable[[pa.Array, DataType], pa.Array]) -> pa.Array:
-    """`arr` (of Paimon type `t`) with `leaf` applied to its CHAR values, in ROWs, ARRAYs, MAPs
-    and MULTISETs too: ORC pads them to their length at any depth (Java's reader trims them)."""
-    if t.root == "CHAR":
+def _leaves_mapped(arr: pa.Array, t: DataType, root: str, leaf: Callable[[pa.Array, DataType], pa.Array]) -> pa.Array:
+    """`arr` (of Paimon type `t`) with `leaf` applied to its values of type `root`, in ROWs,
+    ARRAYs, MAPs and MULTISETs too: ORC pads CHARs to their length at any depth (Java's reader
+    trims them), Java's ORC writer shifts LTZ values at any depth (`_orc_ltz_mapped`)."""
+    if t.root == root:
         return leaf(arr, t)
-    if not _holds_char(t):
+    if not _holds(t, root):
         return arr
     mask = arr.is_null() if arr.null_count else None
     if t.root == "ROW":
-        children = [_chars_mapped(arr.field(i), f.type, leaf) for i, f in enumerate(t.fields)]
+        children = [_leaves_mapped(arr.field(i), f.type, root, leaf) for i, f in enumerate(t.fields)]
         return pa.StructArray.from_arrays(children, fields=[arr.type.field(i).with_type(c.type)
                                                             for i, c in enumerate(children)], mask=mask)
     offsets, start = rebased_offsets(arr)
     end = start + offsets[-1].as_py()
     if t.root == "ARRAY":
-        values = _chars_mapped(arr.values.slice(start, end - start), t.element, leaf)
+        values = _leaves_mapped(arr.values.slice(start, end - start), t.element, root, leaf)
         return pa.ListArray.from_arrays(offsets, values, type=pa.list_(arr.type.value_field.with_type(values.type)),
                                         mask=mask)
     key_type, item_type = (t.key, t.value) if t.root == "MAP" else (t.element, None)  # a MULTISET: counts
-    keys = _chars_mapped(arr.keys.slice(start, end - start), key_type, leaf)
+    keys = _leaves_mapped(arr.keys.slice(start, end - start), key_type, root, leaf)
     items = arr.items.slice(start, end - start)
-    items = items if item_type is None else _chars_mapped(items, item_type, leaf)
+    items = items if item_type is None else _leaves_mapped(items, item_type, root, leaf)
     return pa.MapArray.from_arrays(offsets, keys, items, mask=mask,
                                    type=pa.map_(arr.type.key_field.with_type(keys.type),
                                                 arr.type.item_field.with_type(items.type)))

@@ -22,6 +22,7 @@ from .fileio import FileIO
 from .java_casts import CastRefused, java_cast
 from . import row_tracking
 from .keyvalue import file_fields
+from .options import ORC_LTZ_LEGACY, CoreOptions
 from .schema import TableSchema, column_option
 from .schema_update import widening_error
 from .types import DataField, DataType, arrow_field, to_arrow
@@ -39,8 +40,10 @@ def read_evolved(file_io: FileIO, path: str, file_schema: TableSchema, schema: T
     fields = file_fields(file_schema)
     present = {f.name for f in fields}
     fields += [f for f in row_tracking.FIELDS if f.name in system and f.name not in present]  # row ids kept in files
-    table = read_data_file(file_io, path, fields,
-                           [o.name for o in olds if o is not None] + list(system), file_size, row_count, keep)
+    # Java's readers take format options from the reading table's options
+    legacy_ltz = CoreOptions(schema.options).get(ORC_LTZ_LEGACY)
+    table = read_data_file(file_io, path, fields, [o.name for o in olds if o is not None] + list(system),
+                           file_size, row_count, keep, legacy_ltz)
     if file_schema.id == schema.id:
         return table
     columns = [pa.nulls(table.num_rows, to_arrow(f.type)) if o is None else _evolved(table, path, o, f)

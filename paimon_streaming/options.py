@@ -126,6 +126,7 @@ def _fraction(text: str) -> float:
 
 PARQUET_WRITER_VERSION = "parquet.writer.version"
 PARQUET_DICTIONARY = "parquet.enable.dictionary"
+ORC_LTZ_LEGACY = "orc.timestamp-ltz.legacy.type"  # Java's OrcOptions: LTZ values stored shifted (orc_ltz.py)
 _PER_COLUMN = (PARQUET_DICTIONARY,)  # `<key>#<column>` overrides, as parquet-mr's ColumnConfigParser
 
 
@@ -226,6 +227,7 @@ _OPTIONS = [
     Option("full-compaction.delta-commits", None, parse_int),
     Option(PARQUET_WRITER_VERSION, "v1", _parquet_writer_version),
     Option(PARQUET_DICTIONARY, "true", parse_hadoop_bool),
+    Option(ORC_LTZ_LEGACY, "true", parse_bool),
     Option("file-index.in-manifest-threshold", "500 b", parse_memory_size),
     Option("file-index.read.enabled", "true", parse_bool),
 ]

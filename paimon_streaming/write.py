@@ -28,7 +28,7 @@ from .binary_row import deserialize_row, encode_rows, serialize_row, serialize_r
 from .branches import MAIN, branch_path
 from .bucket import bucket_key_hashes, fixed_buckets
 from .commit import CommitMessage, Increment
-from .datafile import ParquetSettings, write_data_file
+from .datafile import ORC, ParquetSettings, orc_legacy_ltz_as_read, write_data_file
 from . import file_index
 from .file_index import INDEX_SUFFIX, FileIndexSpec
 from .default_values import with_defaults
@@ -46,7 +46,7 @@ from .manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, SimpleSta
 from .manifest.entries import (DELETION_VECTORS_INDEX, EMPTY_ROW, EMPTY_STATS, FILE_SOURCE_APPEND,
                                FILE_SOURCE_COMPACT)
 from . import cross_partition, data_evolution, row_tracking
-from .options import AVRO_WRITES, CoreOptions, unimplemented_feature, unimplemented_features
+from .options import AVRO_WRITES, ORC_LTZ_LEGACY, CoreOptions, unimplemented_feature, unimplemented_features
 from .partition_expire import PartitionTimeCheck
 from .retraction_values import fill_retractions, zero_value
 from .paths import PathFactory, TableDirs, partition_path
@@ -706,6 +706,7 @@ class TableWrite:
         self.settings = FileSettingsByLevel(schema, schema.trimmed_primary_keys if self.thin else ())
         self.partition_times = PartitionTimeCheck(schema)
         self.parquet = ParquetSettings.of(self.options)
+        self.orc_legacy_ltz = self.options.get(ORC_LTZ_LEGACY)
         self.file_indexes = FileIndexSpec.of(schema.options, schema.fields)
         self._fields_by_name = {f.name: f for f in schema.fields}
         self.dynamic = DynamicBucketAssigner(file_io, self.paths, self.options.get("dynamic-bucket.target-row-num"),
@@ -913,6 +914,8 @@ class TableWrite:
         settings = self.settings.of(level, changelog, tracked)
         name = self.paths.new_changelog_file(settings.file_format) if changelog \
             else self.paths.new_data_file(settings.file_format)
+        if settings.file_format == ORC and self.orc_legacy_ltz:  # the values as read back, for stats and index
+            rows = orc_legacy_ltz_as_read(rows, self.schema.fields)
         n = rows.num_rows
         delete_rows = 0
         if self.pk:
@@ -940,7 +943,8 @@ class TableWrite:
         fields = self.fields + list(row_tracking.FIELDS) if tracked else self.fields
         written = write_data_file(self.file_io, path, file_table, fields,
                                   settings.file_format, settings.compression,
-                                  self.options.get("file.compression.zstd-level"), self.parquet)
+                                  self.options.get("file.compression.zstd-level"), self.parquet,
+                                  self.orc_legacy_ltz)
         if self.pk:
             key_modes = {f.name: settings.modes[k] if self.thin else KEY_STATS_MODE for f, k in zip(kfields, keys)}
             if n and not changelog and len(key_types) == 1 and key_types[0].root in _BOUNDS_ARE_STATS \

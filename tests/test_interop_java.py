@@ -6,6 +6,7 @@ batches its Java operations into as few JVM runs as it can.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import time
 from decimal import Decimal
@@ -1149,6 +1150,79 @@ def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_ca
     got = sorted(java.read(t.path), key=lambda r: r["id"])
     assert [r["ts"] for r in got] == fine and [r["n"] for r in got] == [[{"t": v}] for v in fine]
     assert [r["ns"] for r in got] == [epoch_nanos(v) for v in fine]
+
+
+@pytest.fixture
+def local_zone():
+    """Set this process's time zone, TZ (the oracle's JVMs are started in it); restored after."""
+    before = os.environ.get("TZ")
+
+    def set_zone(name: str) -> None:
+        os.environ["TZ"] = name
+        time.tzset()
+
+    yield set_zone
+    if before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+_UTC = dt.timezone.utc
+# per zone: a UTC wall clock in a gap of its offsets (read back one hour later, by Java too)
+_GAPS = {"America/Los_Angeles": dt.datetime(2024, 3, 10, 2, 30, tzinfo=_UTC),
+         "Asia/Shanghai": dt.datetime(1988, 4, 17, 2, 30, tzinfo=_UTC)}
+
+
+@pytest.mark.parametrize("zone", ["Asia/Shanghai", "America/Los_Angeles"])
+@pytest.mark.parametrize("legacy", [None, "false"])
+def test_orc_local_zoned_timestamps_read_and_written_as_java_in_any_time_zone(java, tmp_path, local_zone,
+                                                                              zone, legacy):
+    """Java's ORC writer stores a TIMESTAMP WITH LOCAL TIME ZONE, at any depth, shifted by the
+    JVM's zone's offset while `orc.timestamp-ltz.legacy.type` is true (its default), and its
+    reader shifts it back; we stored and read the true instant, so outside UTC each side read
+    the other's values hours off. Both now follow the option in the process's zone (TZ): values
+    across DST changes, before 1900 (LMT) and after 2037 read the same on both sides, a value
+    in a gap of the zone's offsets reads one hour later (as in Java), and filters (file
+    statistics included) find the values read."""
+    local_zone(zone)
+    path = str(tmp_path / "db.db" / "t")
+    lz = "TIMESTAMP(6) WITH LOCAL TIME ZONE"
+    fields = [{"name": "k", "type": "INT NOT NULL"}, {"name": "lz3", "type": "TIMESTAMP(3) WITH LOCAL TIME ZONE"},
+              {"name": "lz6", "type": lz},
+              {"name": "r", "type": {"type": "ROW", "fields": [{"id": 10, "name": "t", "type": lz}]}},
+              {"name": "a", "type": {"type": "ARRAY", "element": lz}},
+              {"name": "m", "type": {"type": "MAP", "key": "STRING NOT NULL", "value": lz}}]
+    plain = [dt.datetime(2024, 1, 1, tzinfo=_UTC), dt.datetime(2024, 11, 3, 1, 30, tzinfo=_UTC),  # LA: repeated
+             dt.datetime(2024, 7, 1, 12, 0, 0, 123000, tzinfo=_UTC), dt.datetime(1850, 6, 1, 12, tzinfo=_UTC),
+             dt.datetime(1900, 6, 1, 12, tzinfo=_UTC), dt.datetime(2100, 7, 1, 1, 30, tzinfo=_UTC), None]
+
+    def rows(first: int, values: list) -> list[dict]:
+        return [{"k": first + i, "lz3": v, "lz6": v, "r": {"t": v}, "a": [v, None], "m": {"x": v}}
+                for i, v in enumerate(values)]
+
+    with java.batch() as b:
+        b.create_table(path, fields, options={"file.format": "orc",
+                                              **({"orc.timestamp-ltz.legacy.type": legacy} if legacy else {})})
+        b.write(path, rows(0, plain))
+        b.write(path, rows(50, [_GAPS[zone]]))
+    t = ps.Table.open(path)
+    schema = t.arrow_schema()
+    t.write_arrow(pa.Table.from_pylist(rows(100, plain), schema))
+    t.write_arrow(pa.Table.from_pylist(rows(150, [_GAPS[zone]]), schema))
+
+    def comparable(rows: list[dict]) -> dict[int, dict]:
+        return {r["k"]: {**r, "m": dict(r["m"]) if r["m"] is not None else None} for r in rows}
+
+    java_read = comparable(java.read(path))
+    assert comparable(ps.Table.open(path).to_arrow().to_pylist()) == java_read
+    read_back = _GAPS[zone] + dt.timedelta(hours=1 if legacy is None else 0)
+    for first, values in [(0, plain), (100, plain), (50, [read_back]), (150, [read_back])]:
+        assert [java_read[first + i]["lz6"] for i in range(len(values))] == values
+        assert [java_read[first + i]["r"] for i in range(len(values))] == [{"t": v} for v in values]
+    assert sorted(ps.Table.open(path).to_arrow(filter=[("lz6", "=", plain[1])])["k"].to_pylist()) == [1, 101]
+    assert sorted(ps.Table.open(path).to_arrow(filter=[("lz6", "=", read_back)])["k"].to_pylist()) == [50, 150]
 
 
 @pytest.mark.parametrize("setting", ["true", "false", None])
