@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from typing import Iterator
 
 import pyarrow as pa
@@ -84,3 +85,21 @@ def chunked(request, monkeypatch):
     if request.param != "one chunk":
         from paimon_streaming import variant_json
         monkeypatch.setattr(variant_json, "CHUNK_BYTES", 64)
+
+
+@pytest.fixture
+def time_zone():
+    """Set this process's local time zone, TZ (as the JVM's default follows it: the oracle's
+    JVMs are started in it); restored after."""
+    before = os.environ.get("TZ")
+
+    def set_zone(name: str) -> None:
+        os.environ["TZ"] = name
+        time.tzset()
+
+    yield set_zone
+    if before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = before
+    time.tzset()

@@ -77,7 +77,6 @@ def test_java_reads_what_we_write(java, catalog):
     ours_part = by_id(part.to_arrow().to_pylist())
     assert by_id(reads["db.part"].result) == ours_part
     assert [r["s"] for r in ours_part] == ["x y/z", "", None, "a=b%c:d", "\xa0", "\u2003"]
-    import os
     dirs = {d for _, ds, _ in os.walk(part.path) for d in ds}
     assert {"s=__DEFAULT_PARTITION__", "s=x y%2Fz", "s=\xa0", "s=a%3Db%25c%3Ad", "dt=19723", "dt=-1",
             "ts=2024-01-01T01%3A02%3A03.456789", "ts=2024-01-01T00%3A00", "ts=2024-01-01T00%3A00%3A00.120",
@@ -1152,23 +1151,6 @@ def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_ca
     assert [r["ns"] for r in got] == [epoch_nanos(v) for v in fine]
 
 
-@pytest.fixture
-def local_zone():
-    """Set this process's time zone, TZ (the oracle's JVMs are started in it); restored after."""
-    before = os.environ.get("TZ")
-
-    def set_zone(name: str) -> None:
-        os.environ["TZ"] = name
-        time.tzset()
-
-    yield set_zone
-    if before is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
-
-
 _UTC = dt.timezone.utc
 # per zone: a UTC wall clock in a gap of its offsets (read back one hour later, by Java too)
 _GAPS = {"America/Los_Angeles": dt.datetime(2024, 3, 10, 2, 30, tzinfo=_UTC),
@@ -1177,7 +1159,7 @@ _GAPS = {"America/Los_Angeles": dt.datetime(2024, 3, 10, 2, 30, tzinfo=_UTC),
 
 @pytest.mark.parametrize("zone", ["Asia/Shanghai", "America/Los_Angeles"])
 @pytest.mark.parametrize("legacy", [None, "false"])
-def test_orc_local_zoned_timestamps_read_and_written_as_java_in_any_time_zone(java, tmp_path, local_zone,
+def test_orc_local_zoned_timestamps_read_and_written_as_java_in_any_time_zone(java, tmp_path, time_zone,
                                                                               zone, legacy):
     """Java's ORC writer stores a TIMESTAMP WITH LOCAL TIME ZONE, at any depth, shifted by the
     JVM's zone's offset while `orc.timestamp-ltz.legacy.type` is true (its default), and its
@@ -1186,7 +1168,7 @@ def test_orc_local_zoned_timestamps_read_and_written_as_java_in_any_time_zone(ja
     across DST changes, before 1900 (LMT) and after 2037 read the same on both sides, a value
     in a gap of the zone's offsets reads one hour later (as in Java), and filters (file
     statistics included) find the values read."""
-    local_zone(zone)
+    time_zone(zone)
     path = str(tmp_path / "db.db" / "t")
     lz = "TIMESTAMP(6) WITH LOCAL TIME ZONE"
     fields = [{"name": "k", "type": "INT NOT NULL"}, {"name": "lz3", "type": "TIMESTAMP(3) WITH LOCAL TIME ZONE"},

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import time
 
 import pyarrow as pa
 import pytest
@@ -42,23 +41,6 @@ from stream_batches import open_stream, stream_rows
 EXAMPLES = int(os.environ.get("TIME_TRAVEL_EXAMPLES", "25"))
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False)])
 FIELDS = [{"name": "id", "type": "BIGINT NOT NULL"}]
-
-
-@pytest.fixture
-def time_zone():
-    """Set this process's local time zone (as the JVM's default follows TZ); restored after."""
-    before = os.environ.get("TZ")
-
-    def set_zone(name: str) -> None:
-        os.environ["TZ"] = name
-        time.tzset()
-
-    yield set_zone
-    if before is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
 
 
 def local_text(millis: int, digits: int = 3) -> str:
