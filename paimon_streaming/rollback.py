@@ -52,9 +52,9 @@ class Rollback:
             return self.tags.snapshot(target)
         if self.snapshots.exists(target):
             return self.snapshots.snapshot(target)
-        for snap, _ in self.tags.tagged_snapshots():
-            if snap.id == target:
-                return snap
+        tagged = self.tags.holding(target)
+        if tagged is not None:
+            return tagged
         raise SnapshotNotFoundError(
             f"cannot roll back {self.table_path} to snapshot {target}: it does not exist and no tag holds it "
             f"({self._snapshot_range()}, tags {self.tags.tag_names()})")

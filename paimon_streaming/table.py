@@ -143,12 +143,18 @@ class Table:
     # ---- snapshot lifecycle ---------------------------------------------------------------
     def create_tag(self, name: str, snapshot_id: int | None = None,
                    time_retained: str | int | datetime.timedelta | None = None) -> Snapshot:
-        """Tag the latest snapshot, or `snapshot_id` (which must still exist); returns it.
+        """Tag the latest snapshot, or `snapshot_id` (expired, it is taken from a tag holding it,
+        as Java does); returns it.
 
         `time_retained` (a duration such as "7 d", a timedelta, or millis) makes the tag expire that long
         after its creation; default: the table option `tag.default-time-retained`.
         """
-        snapshot = self.snapshot_manager.latest() if snapshot_id is None else self.snapshot(snapshot_id)
+        if snapshot_id is None:
+            snapshot = self.snapshot_manager.latest()
+        elif self.snapshot_manager.exists(snapshot_id):
+            snapshot = self.snapshot(snapshot_id)
+        else:  # SnapshotNotFoundError when no tag holds it either
+            snapshot = self.tag_manager.holding(snapshot_id) or self.snapshot(snapshot_id)
         if snapshot is None:
             raise SnapshotNotFoundError(f"cannot tag table {self.name}: it has no snapshot yet; write first")
         retained = self.options.get("tag.default-time-retained") if time_retained is None else \

@@ -49,8 +49,8 @@ class TagDeletion:
         self.tags.delete_file(name)
         ids = [s.id for s, _ in all_tags]
         index = ids.index(tagged.id)
-        if len(all_tags[index][1]) > 1:
-            return 0
+        if len(all_tags[index][1]) > 1 or self.tags.holding(tagged.id) is not None:
+            return 0  # another tag holds it (one made from this tag meanwhile: read again now)
         neighbours: list[Snapshot] = []
         if index > 0:
             neighbours.append(all_tags[index - 1][0])

@@ -115,6 +115,11 @@ class TagManager:
             by_id.setdefault(snap.id, (snap, []))[1].append(name)
         return [by_id[i] for i in sorted(by_id)]
 
+    def holding(self, snapshot_id: int) -> Snapshot | None:
+        """The snapshot `snapshot_id` as a tag keeps it (tag fields dropped), None when no tag
+        does: what an expired snapshot id still names, as Java's findSnapshot falls back to."""
+        return next((snap for snap, _ in self.tagged_snapshots() if snap.id == snapshot_id), None)
+
     def create(self, snapshot: Snapshot, name: str, time_retained_ms: int | None = None,
                allow_numeric: bool = False, now: dt.datetime | None = None) -> None:
         """Write `tag-<name>` for `snapshot`; TagAlreadyExistsError if the name is taken."""
@@ -131,15 +136,16 @@ class TagManager:
         self._withdraw_if_gone(snapshot, name)
 
     def _withdraw_if_gone(self, snapshot: Snapshot, name: str) -> None:
-        """Remove the tag `name` just written for `snapshot` when the snapshot went meanwhile
-        (SnapshotExpiredError): an expiration or rollback that chose its files before the tag
-        existed may delete them. One that removes the snapshot after this check reads the tags
-        again before it deletes files, and keeps the tag's (expire.py)."""
+        """Remove the tag `name` just written for `snapshot` when neither the snapshot nor
+        another tag holds it any more (SnapshotExpiredError): an expiration, rollback or tag
+        deletion that chose its files before the tag existed may delete them. One that removes
+        the snapshot or the other tag after this check reads the tags again before it deletes
+        files, and keeps the tag's (expire.py, tag_deletion.py)."""
         snapshots = SnapshotManager(self.file_io, self.table_path)
         try:
             still = snapshots.snapshot(snapshot.id) == snapshot
         except SnapshotNotFoundError:
-            still = False
+            still = any(snap.id == snapshot.id and set(names) - {name} for snap, names in self.tagged_snapshots())
         if still:
             return
         self.delete_file(name)

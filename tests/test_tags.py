@@ -12,6 +12,7 @@ import pytest
 
 from paimon_streaming.errors import (InvalidTagNameError, SnapshotNotFoundError, TagAlreadyExistsError,
                                      TagNotFoundError)
+from paimon_streaming.check import check_table
 from paimon_streaming.tag_creation import TagPeriod
 from conftest import pypaimon_create_tag, pypaimon_read, pypaimon_tags, rows_by
 
@@ -256,19 +257,50 @@ def test_tags_past_their_retention_expire_after_commits(catalog):
 
 
 def test_two_tags_on_one_expired_snapshot_share_its_files(catalog):
+    """The second tag is made after the snapshot expired, from the tag holding it (as Java's
+    findSnapshot falls back to)."""
     t = pk_table(catalog, **{"snapshot.num-retained.min": "1"})
     t.write_arrow(batch(range(4), "a"))
     t.create_tag("one")
-    t.create_tag("other")
     for i in range(3):
         t.write_arrow(batch(range(4), f"b{i}"))
     t.compact(full=True)
     t.expire_snapshots(older_than=2 ** 62)
     assert [s.id for s in t.snapshots()] == [5]
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 2"):
+        t.create_tag("other", snapshot_id=2)  # expired, and no tag holds it
+    assert t.create_tag("other", snapshot_id=1).id == 1
+    assert json.loads(open(t.tag_manager.path("other")).read()) == json.loads(open(t.tag_manager.path("one")).read())
+    assert check_table(t).ok
     assert t.delete_tag("one") == 0                        # "other" still holds everything
     assert rows_by(t.to_arrow(tag="other"), "id") == [{"id": i, "v": "a"} for i in range(4)]
     assert t.delete_tag("other") > 0                       # now its own data files go
     assert rows_by(t.to_arrow(), "id") == [{"id": i, "v": "b2"} for i in range(4)]
+
+
+def test_a_tag_made_from_a_tag_being_deleted_keeps_its_files(catalog, monkeypatch):
+    """Tag 'other' is made from expired snapshot 1, held by tag 'one', just after the deletion
+    of 'one' listed the tags: the deletion reads them again before deleting files."""
+    from paimon_streaming.tags import TagManager
+    t = pk_table(catalog, **{"snapshot.num-retained.min": "1"})
+    t.write_arrow(batch(range(4), "a"))
+    t.create_tag("one")
+    for i in range(2):
+        t.write_arrow(batch(range(4), f"b{i}"))
+    t.compact(full=True)
+    t.expire_snapshots(older_than=2 ** 62)
+    delete_file = TagManager.delete_file
+
+    def made_meanwhile(self, name):
+        if name == "one":
+            t.create_tag("other", snapshot_id=1)
+        delete_file(self, name)
+
+    monkeypatch.setattr(TagManager, "delete_file", made_meanwhile)
+    assert t.delete_tag("one") == 0
+    assert t.tags() == ["other"]
+    assert rows_by(t.to_arrow(tag="other"), "id") == [{"id": i, "v": "a"} for i in range(4)]
+    assert check_table(t).ok
 
 
 def test_deleting_a_tag_beside_unreadable_metadata_deletes_only_the_tag_file(catalog):
