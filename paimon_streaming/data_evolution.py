@@ -28,6 +28,7 @@ from typing import Callable, Mapping, Sequence
 import pyarrow as pa
 
 from . import row_tracking
+from .datafile import rows_only
 from .errors import CorruptFileError, InvalidOptionError, UnsupportedOperationError
 from .evolution import read_evolved
 from .fileio import FileIO
@@ -145,6 +146,8 @@ def read_rows(file_io: FileIO, bucket_dir: str, group: Sequence[DataFileMeta], n
     if lost:
         raise CorruptFileError(f"no data file of rows {group[0].first_row_id}..{group[0].first_row_id + rows - 1} "
                                f"holds the NOT NULL column(s) {lost}: {[f.file_name for f in group]}")
+    if not names:
+        return rows_only(rows)  # a count's projection
     return pa.Table.from_arrays([columns[n] if n in columns else pa.nulls(rows, out.field(n).type) for n in names],
                                 schema=out)
 

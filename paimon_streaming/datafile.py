@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import fastavro
@@ -799,9 +799,23 @@ def _table(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[DataField], 
     """The decoded columns as the canonical Arrow types of `wanted` (absent ones: nulls)."""
     arrays = [_conformed(path, raw[f.name], f) if f.name in raw else pa.nulls(num_rows, to_arrow(f.type))
               for f in wanted]
-    if not arrays:  # keep the row count of a zero-column projection (count queries)
-        return pa.table({"_": pa.nulls(num_rows)}).select([])
+    if not arrays:
+        return rows_only(num_rows)
     return pa.Table.from_arrays(arrays, schema=arrow_schema(wanted))
+
+
+def rows_only(num_rows: int) -> pa.Table:
+    """A table of `num_rows` rows and no columns: what a zero-column projection (a count query)
+    reads; `pa.Table.from_arrays([])` would hold no rows."""
+    return pa.table({"_": pa.nulls(num_rows)}).select([])
+
+
+def concat_tables(tables: Sequence[pa.Table]) -> pa.Table:
+    """`pa.concat_tables` of tables of one schema, keeping the rows of tables without columns (a
+    count query's projection), which pyarrow's concatenation drops."""
+    if tables and not tables[0].num_columns:
+        return rows_only(sum(t.num_rows for t in tables))
+    return pa.concat_tables(tables)
 
 
 def _check_decoded(path: str, raw: dict[str, pa.ChunkedArray], wanted: list[DataField], num_rows: int,

@@ -44,7 +44,7 @@ def read_evolved(file_io: FileIO, path: str, file_schema: TableSchema, schema: T
     legacy_ltz = CoreOptions(schema.options).get(ORC_LTZ_LEGACY)
     table = read_data_file(file_io, path, fields, [o.name for o in olds if o is not None] + list(system),
                            file_size, row_count, keep, legacy_ltz)
-    if file_schema.id == schema.id:
+    if file_schema.id == schema.id or not names and not system:  # nothing to map (a count keeps its rows)
         return table
     columns = [pa.nulls(table.num_rows, to_arrow(f.type)) if o is None else _evolved(table, path, o, f)
                for f, o in zip(current, olds)]

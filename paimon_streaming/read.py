@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .binary_row import epoch_nanos
+from .datafile import concat_tables
 from .deletionvectors import decode_in_range, positions_of, read_index_file
 from .errors import SchemaMismatchError, UnsupportedOperationError
 from .evolution import read_evolved
@@ -69,7 +70,7 @@ class SplitReader:
         self._load_deletion_files(splits)
         with ThreadPoolExecutor(max_workers=self.threads(pieces)) as pool:
             tables = list(pool.map(lambda s: self.read_split(s, names, flt), pieces))
-        return pa.concat_tables([_as(t.select(out_schema.names), out_schema) for t in tables])
+        return concat_tables([_as(t.select(out_schema.names), out_schema) for t in tables])
 
     def _arrow_schema(self, names: list[str]) -> pa.Schema:
         """The Arrow schema of current columns `names` (a clear error for unknown ones)."""
@@ -101,11 +102,11 @@ class SplitReader:
             table = self._merge(split, wanted)
         elif split.by_row_id:
             parts = [self._read_row_group(split, group, wanted) for group in data_evolution.row_groups(split.files)]
-            table = pa.concat_tables(parts) if parts else None
+            table = concat_tables(parts) if parts else None
         else:
             system = [VALUE_KIND] if with_row_kind and self.schema.primary_keys else []
             parts = [self._read_file(split, f, wanted, system) for f in split.files]
-            table = pa.concat_tables(parts) if parts else None
+            table = concat_tables(parts) if parts else None
         if table is None:
             table = self._empty(wanted)
         elif flt is not None:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from . import cross_partition, full_compaction, row_tracking
 from .change_read import read_unit, to_output
 from .commit import CommitMessage, FileStoreCommit
+from .datafile import concat_tables
 from .row_level import delete_rows, update_rows
 from .errors import (CommitConflictError, CompactionNotCommittedError, DuplicateCommitError, InvalidOptionError,
                      SequenceConflictError, SnapshotNotFoundError, StaleOptionsError, StalePlanError, TableNotFoundError,
@@ -677,7 +678,7 @@ class Table:
             return table
         rest = SplitReader(self.file_io, TableScan(self.file_io, self.path, fallback.schema, fallback.name),
                            fallback.merging).read(more, table.column_names, flt)  # the columns of the snapshot read
-        return pa.concat_tables([table, rest.cast(table.schema)])
+        return concat_tables([table, rest if rest.schema.equals(table.schema) else rest.cast(table.schema)])
 
     def changes_between(self, start: int | str | datetime.datetime, end: int | str | datetime.datetime,
                         mode: str = "auto", columns: Sequence[str] | None = None, filter: Any = None,
@@ -710,7 +711,7 @@ class Table:
         with ThreadPoolExecutor(max_workers=reader.threads([u.split for u in units]) if units else 1) as pool:
             parts = list(pool.map(lambda u: to_output(read_unit(reader, u, names, flt), row_kind_column), units))
         if parts:
-            return pa.concat_tables(parts)
+            return concat_tables(parts)
         fields = self.arrow_schema()
         empty = pa.schema([fields.field(n) for n in names] + [pa.field(VALUE_KIND, pa.int8(), False)]).empty_table()
         return to_output(empty, row_kind_column)

@@ -25,7 +25,7 @@ from pyspark.sql.types import ArrayType, DataType as SparkType, MapType, StructF
 
 from paimon_streaming import row_tracking
 from paimon_streaming.change_read import read_unit, to_output
-from paimon_streaming.datafile import conform, finer_unit
+from paimon_streaming.datafile import conform, finer_unit, rows_only
 from paimon_streaming.errors import InvalidOptionError, PaimonError, SchemaChangedError, SchemaMismatchError
 from paimon_streaming.fileio import FileIO
 from paimon_streaming.predicate import parse_filter
@@ -251,7 +251,8 @@ def read_partition(ctx: ReadContext, partition: InputPartition) -> Iterator[pa.R
         if table.num_rows == 0:
             continue
         arrays = [table.column(_KIND if col is None else col) for _, col in ctx.columns]
-        result = pa.Table.from_arrays(arrays, names=[name for name, _ in ctx.columns])
+        result = pa.Table.from_arrays(arrays, names=[name for name, _ in ctx.columns]) if arrays else \
+            rows_only(table.num_rows)  # an empty read schema: Spark counts the rows
         if settings is None and not result.schema.equals(target):
             settings = session_cast_settings()
         yield from _conform(result, target, settings).to_batches(max_chunksize=MAX_BATCH_ROWS)

@@ -167,6 +167,7 @@ def test_usage(warehouse):
     assert filtered.column_names == ["id", "amount"] and sorted(filtered["id"].to_pylist()) == [2, 7]
     ored = v['orders.to_arrow(filter=[[("id", "<", 10)], [("id", ">", 1000)]])']
     assert sorted(ored["id"].to_pylist()) == [1, 2, 7, 2000]
+    assert v['orders.to_arrow(columns=[], filter=[("dt", "=", "2024-01-01")]).num_rows'] == 2   # "a count"
     assert v["orders.to_arrow(snapshot_id=3)"].num_rows == 5
     assert v['orders.to_arrow(tag="daily-2024-01-01")'].num_rows == 5
     # "what changed after snapshot 3 up to 7": the rows of APPEND snapshots 4, 5 and 7 (6 compacts)

@@ -111,6 +111,39 @@ def test_projection_and_expression_filter(append_table):
         append_table.to_arrow(filter=[("nope", "=", 1)])
 
 
+@pytest.mark.parametrize("kind", ["append", "primary-key", "deletion-vectors", "row-tracking", "data-evolution"])
+def test_an_empty_projection_counts_the_rows_a_full_read_returns(catalog, kind):
+    """`columns=[]` (a count query, as pyarrow.dataset's to_table(columns=[])) read 0 rows: the
+    row count was lost with the columns (an evolved file, a concatenation). It keeps the rows a
+    full read returns: filtered, merged by key (versions in several files, deletes), minus
+    deletion vectors; also for changes_between."""
+    options = {"primary-key": {"bucket": "2"}, "deletion-vectors": {"bucket": "2", "deletion-vectors.enabled": "true"},
+               "row-tracking": {"row-tracking.enabled": "true"},
+               "data-evolution": {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}}.get(kind, {})
+    keys = ["id", "dt"] if kind in ("primary-key", "deletion-vectors") else []
+    t = catalog.create_table("db.c", SCHEMA, primary_keys=keys, partition_keys=["dt"], options=options)
+    t.write_arrow(batch(list(range(30)), "d1"))
+    t.write_arrow(batch(list(range(20, 40)), "d1"))          # keys 20..29 again (primary-key tables)
+    t.write_arrow(batch(list(range(10)), "d2"))
+    if kind != "data-evolution":
+        t.delete([("id", "<", 3)])
+        with t.update_schema() as update:                    # files of an older schema
+            update.add_column("extra", "INT")
+        t = catalog.get_table("db.c")
+        t.write_arrow(batch([50, 51], "d1").append_column("extra", pa.array([1, 2], pa.int32())))
+    assert t.to_arrow().num_rows == {"primary-key": 46, "deletion-vectors": 46, "data-evolution": 60}.get(kind, 56)
+    last = t.latest_snapshot().id
+    for flt in (None, [("id", ">=", 25)], [("dt", "=", "d2")], pc.field("v") == "v27"):
+        full = t.to_arrow(filter=flt).num_rows
+        assert full > 0
+        assert t.to_arrow(columns=[], filter=flt).num_rows == full, flt
+        for start in (0, 1):
+            for kinds in (None, "kind"):
+                changes = t.changes_between(start, last, filter=flt, row_kind_column=kinds)
+                assert t.changes_between(start, last, columns=[], filter=flt, row_kind_column=kinds).num_rows == \
+                    changes.num_rows, (flt, start, kinds)
+
+
 def test_primary_key_value_filter_never_resurrects_old_versions(catalog):
     """Pruning by a value column must not drop the file with the newest version of a key."""
     t = catalog.create_table("db.pk", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],

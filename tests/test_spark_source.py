@@ -1063,3 +1063,31 @@ def test_a_read_schema_casts_as_sparks_cast_in_the_session_zone(spark, catalog):
             assert sorted(map(tuple, got)) == sorted(map(tuple, want)), (column, type_)
         with pytest.raises(Exception, match=r"column 'big' cannot be read as timestamp.*Spark's CAST"):
             spark.read.format("paimon").schema("id long, big timestamp").load(t.path).collect()
+
+
+def test_counts_of_merged_and_deletion_vector_tables_are_their_live_rows(spark, catalog):
+    """Spark's count() (and select(lit(1)), count(*)) of a read of the source, with and without
+    a pushed filter, and of a read with an empty read schema (which read no rows): the rows
+    after the merge by key and the deletion vectors, as a full read."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+    tables = [catalog.create_table("db.cnt_append", SCHEMA, partition_keys=["dt"])]
+    for dv in ("false", "true"):
+        tables.append(catalog.create_table(f"db.cnt_pk_{dv}", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                           options={"bucket": "2", "deletion-vectors.enabled": dv}))
+    for t in tables:
+        t.write_arrow(batch(list(range(30))))
+        t.write_arrow(batch(list(range(20, 50)), v="u"))      # a key's versions in two files (PK tables)
+        t.delete([("id", "<", 5)])
+    for t in tables:
+        df = spark.read.format("paimon").load(t.path)
+        df.createOrReplaceTempView("counted")
+        expected = t.to_arrow().num_rows
+        assert expected == (50 if t.primary_keys else 60) - 5
+        assert df.count() == df.select(F.lit(1)).count() == df.selectExpr("count(*)").first()[0] == \
+            spark.sql("select count(*) from counted").first()[0] == expected
+        assert spark.read.format("paimon").schema(StructType([])).load(t.path).count() == expected
+        with conf(spark, "spark.sql.python.filterPushdown.enabled", "true"):
+            filtered = spark.read.format("paimon").load(t.path).where("id >= 25 and dt = 'd1'")
+            assert filtered.count() == filtered.select(F.lit(1)).count() == \
+                t.to_arrow(filter=[("id", ">=", 25), ("dt", "=", "d1")]).num_rows > 0
