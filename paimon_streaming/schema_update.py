@@ -236,14 +236,15 @@ class SchemaUpdate:
         return self
 
     def rename_column(self, column: ColumnPath, new_name: str) -> "SchemaUpdate":
-        """Rename a column (or nested field); its id, and so its data, stay."""
+        """Rename a column (or nested field); its id, and so its data, stay. A primary key
+        column is renamed in the primary key too, as Java's SchemaManager does (data files keep
+        their `_KEY_<old name>` columns, read by field id); a partition column is not."""
         path = _path(column)
 
         def change(d: _Draft) -> None:
-            if len(path) == 1 and path[0] in d.partition_keys + d.primary_keys:
-                kind = "partition" if path[0] in d.partition_keys else "primary key"
-                raise SchemaMismatchError(f"cannot rename {kind} column '{path[0]}' (Paimon refuses it: keys name "
-                                          "partition directories and the key columns of data files)")
+            if len(path) == 1 and path[0] in d.partition_keys:
+                raise SchemaMismatchError(f"cannot rename partition column '{path[0]}' (Paimon refuses it: "
+                                          "partition values name the partition directories)")
 
             def edit(siblings: list[DataField], name: str) -> None:
                 i = _index(siblings, name, path)
@@ -251,6 +252,7 @@ class SchemaUpdate:
                 siblings[i] = replace(siblings[i], name=new_name)
             _edit_siblings(d.fields, path, edit)
             if len(path) == 1:
+                d.primary_keys = tuple(new_name if k == path[0] else k for k in d.primary_keys)
                 _rename_field_options(d.options, path[0], new_name)
         self._changes.append(change)
         return self
@@ -370,7 +372,8 @@ class SchemaUpdate:
         for change in self._changes:
             change(draft)
         new = replace(base, id=base.id + 1, fields=tuple(draft.fields), highest_field_id=draft.highest_field_id,
-                      options=draft.options, comment=draft.comment, time_millis=int(time.time() * 1000))
+                      primary_keys=draft.primary_keys, options=draft.options, comment=draft.comment,
+                      time_millis=int(time.time() * 1000))
         if (new.fields, new.options, new.comment) == (base.fields, base.options, base.comment):
             return base
         try:

@@ -152,7 +152,9 @@ def test_several_changes_are_one_schema_file_and_no_change_is_none(catalog):
     (lambda u: u.update_column("qty", pa.float32()), SchemaMismatchError, "INT cannot be widened to FLOAT"),
     (lambda u: u.update_column("id", pa.decimal128(20, 0)), SchemaMismatchError, "key column 'id'"),
     (lambda u: u.drop_column("id"), SchemaMismatchError, "primary key column 'id'"),
-    (lambda u: u.rename_column("id", "key"), SchemaMismatchError, "primary key column 'id'"),
+    # Java renames the key column and keeps the option, then fails every write ("id does not exist")
+    (lambda u: u.set_option("file-index.bloom-filter.columns", "id").rename_column("id", "key"), InvalidOptionError,
+     "'file-index.bloom-filter.columns' names 'id', which is not a column"),
     (lambda u: u.add_column("n", "INT NOT NULL"), SchemaMismatchError, "cannot be added as NOT NULL"),
     (lambda u: u.update_column("qty", nullable=False), SchemaMismatchError, "cannot become NOT NULL"),
     (lambda u: u.add_column("qty", pa.int8()), SchemaMismatchError, "'qty' already exists"),
@@ -659,6 +661,12 @@ RENAME_CASES = [  # options, primary keys, renames (in one change), the rows rea
      [{"k": 1, "s2": 3, "t": 0, "a": None, "b": 7, "c": 2, "d": "r"}]),
     ({"sequence.field": "s,t"}, ["k"], [("t", "t2")],  # (3, 0) is the newest
      [{"k": 1, "s": 3, "t2": 0, "a": None, "b": 7, "c": None, "d": "r"}]),
+    # primary key columns (Java renames them in the primary key, and in bucket-key or sequence.field)
+    ({"bucket-key": "k"}, ["k", "s"], [("k", "k2")],
+     [{"k2": 1, "s": s, "t": t, "a": a, "b": b, "c": c, "d": d}
+      for s, t, a, b, c, d in ((1, 3, "y", 5, 2, "q"), (2, 1, "x", 10, 1, "p"), (3, 0, None, 7, None, "r"))]),
+    ({"sequence.field": "k,t"}, ["k"], [("k", "k2"), ("t", "t2")],  # (1, 3) is the newest
+     [{"k2": 1, "s": 1, "t2": 3, "a": "y", "b": 5, "c": 2, "d": "q"}]),
     ({"bucket": "2", "bucket-key": "a,s"}, [], [("s", "s2"), ("c", "c2")],
      [{"k": 1, "s2": 1, "t": 3, "a": "y", "b": 5, "c2": 2, "d": "q"},
       {"k": 1, "s2": 2, "t": 1, "a": "x", "b": 10, "c2": 1, "d": "p"},
@@ -689,15 +697,73 @@ def test_renames_rewrite_the_options_naming_the_column_as_java(tmp_path, options
     jpath = tmp_path / "java"
     java.create_table(jpath, [{"name": n, "type": j} for n, j, _ in _RENAME_FIELDS], keys, [], options)
     java.alter(jpath, [{"kind": "rename", "path": [old], "newName": new} for old, new in renames])
-    assert t.schema.options == json.load(open(jpath / "schema" / "schema-1"))["options"]
+    java_schema = json.load(open(jpath / "schema" / "schema-1"))
+    assert (t.schema.options, list(t.schema.primary_keys)) == (java_schema["options"], java_schema["primaryKeys"])
     names = dict(renames)
     later = [{"k": 1, "s": 1, "t": 3, "a": "y", "b": 5, "c": 2, "d": "q"},
              {"k": 1, "s": 3, "t": 0, "a": None, "b": 7, "c": None, "d": "r"}]
     t.write_arrow(pa.Table.from_pylist([{names.get(n, n): v for n, v in r.items()} for r in later],
                                        schema=t.arrow_schema()))
-    ours = sorted(t.to_arrow().to_pylist(), key=lambda r: (r["k"], str(r)))
-    assert ours == sorted(java.read(t.path), key=lambda r: (r["k"], str(r)))
-    assert ours == sorted(expected, key=lambda r: (r["k"], str(r)))
+    key = names.get("k", "k")
+    ours = sorted(t.to_arrow().to_pylist(), key=lambda r: (r[key], str(r)))
+    assert ours == sorted(java.read(t.path), key=lambda r: (r[key], str(r)))
+    assert ours == sorted(expected, key=lambda r: (r[key], str(r)))
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_a_renamed_primary_key_column_reads_writes_and_compacts_as_in_java(tmp_path, dv):
+    """Renaming a primary key column was refused ("Paimon refuses it") where Java's
+    SchemaManager renames it, in the primary key too (only partition columns are refused). Our
+    rename makes the schema Java's does; upserts and deletes by the new name, ours and Java's,
+    merge with the rows written before it (their files name the old key column), and both read
+    the same before and after each side compacts."""
+    from java_oracle import get_oracle
+    java = get_oracle()
+    fields = [("k", "BIGINT NOT NULL", pa.int64()), ("p", "STRING NOT NULL", pa.string()), ("v", "STRING", pa.string())]
+    options = {"bucket": "2", "deletion-vectors.enabled": str(dv).lower()}
+    schema = pa.schema([pa.field(n, t, not j.endswith("NOT NULL")) for n, j, t in fields])
+    t = ps.Catalog(str(tmp_path / "ours")).create_table("db.t", schema, primary_keys=["k", "p"], partition_keys=["p"],
+                                                        options=options)
+    t.write_arrow(pa.table({"k": list(range(20)) * 2, "p": ["a"] * 20 + ["b"] * 20, "v": ["old"] * 40}, schema=schema))
+    with pytest.raises(SchemaMismatchError, match="cannot rename partition column 'p'"):
+        t.update_schema().rename_column("p", "q").commit()
+    t.update_schema().rename_column("k", "id").commit()
+    jpath = tmp_path / "java"
+    java.create_table(jpath, [{"name": n, "type": j} for n, j, _ in fields], ["k", "p"], ["p"], options)
+    java.alter(jpath, [{"kind": "rename", "path": ["k"], "newName": "id"}])
+    ours_json, java_json = json.load(open(f"{t.path}/schema/schema-1")), json.load(open(jpath / "schema" / "schema-1"))
+    for key in ("fields", "highestFieldId", "primaryKeys", "partitionKeys", "options"):
+        assert ours_json[key] == java_json[key], key
+    model = {(k, p): "old" for k in range(20) for p in "ab"}
+
+    def upsert_ours(ids: range, value: str, kind: str = "+I") -> None:
+        t.write_arrow(pa.table({"id": list(ids), "p": ["a"] * len(ids), "v": [value] * len(ids),
+                                "op": [kind] * len(ids)}), row_kind_column="op")
+        model.update({(i, "a"): value for i in ids} if kind == "+I" else {})
+        for i in ids if kind == "-D" else ():
+            model.pop((i, "a"))
+
+    def agree() -> None:
+        expected = sorted(({"id": k, "p": p, "v": v} for (k, p), v in model.items()), key=lambda r: (r["id"], r["p"]))
+        assert rows_by(ps.Table.open(t.path).to_arrow(), "id", "p") == expected
+        assert rows_by(pa.Table.from_pylist(java.read(t.path)), "id", "p") == expected
+        assert rows_by(ps.Table.open(t.path).to_arrow(filter=[("id", "=", 15)]), "p") == \
+            [r for r in expected if r["id"] == 15]
+
+    upsert_ours(range(10, 30), "ours")
+    upsert_ours(range(0, 3), "", "-D")
+    agree()
+    java.write(t.path, [{"id": i, "p": "a", "v": "java"} for i in range(25, 35)] +
+               [{"id": 5, "p": "a", "v": None, "_ROW_KIND": "-D"}])
+    model.update({(i, "a"): "java" for i in range(25, 35)})
+    model.pop((5, "a"))
+    agree()
+    t = ps.Table.open(t.path)
+    t.compact(full=True)
+    agree()
+    upsert_ours(range(30, 40), "after")
+    java.compact(t.path)
+    agree()
 
 
 def test_options_of_a_dotted_column_stay_with_it(tmp_path):
