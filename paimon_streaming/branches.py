@@ -21,6 +21,7 @@ from .fileio import FileIO
 from .schema import SchemaManager
 from .snapshot import SnapshotManager
 from .tags import TagManager, snapshot_json
+from .tzdb import local_tzinfo
 
 MAIN = "main"
 PREFIX = "branch-"
@@ -261,7 +262,7 @@ def _diverged(table_path: str, name: str, main: SnapshotManager, lost: list[int]
             snap = main.snapshot(sid)
         except Exception:  # noqa: BLE001 - expired meanwhile: its id still says enough
             return str(sid)
-        when = datetime.datetime.fromtimestamp(snap.time_millis / 1000).strftime("%Y-%m-%d %H:%M:%S")
+        when = datetime.datetime.fromtimestamp(snap.time_millis / 1000, local_tzinfo()).strftime("%Y-%m-%d %H:%M:%S")
         return f"{sid} ({snap.commit_kind} by commit user '{snap.commit_user}' at {when})"
     shown = [describe(sid) for sid in (lost if len(lost) <= 5 else lost[:2] + lost[-2:])]
     if len(lost) > 5:

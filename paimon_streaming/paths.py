@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from .datafile import data_file_name
 from .external_paths import ExternalPaths
 from .java_text import java_blank, java_float_str
+from .tzdb import local_tzinfo
 from .types import DataField, DataType
 
 # Characters Paimon escapes in partition directory names: controls, DEL and these.
@@ -53,7 +54,7 @@ def _cast_timestamp_str(value: dt.datetime, precision: int) -> str:
     process's zone (Java's: the JVM's default zone)."""
     nanos = value.microsecond * 1000 + getattr(value, "nanosecond", 0)
     if value.tzinfo is not None:
-        value = value.astimezone().replace(tzinfo=None)
+        value = value.astimezone(local_tzinfo()).replace(tzinfo=None)
     fraction = f"{nanos:09d}"
     while len(fraction) > precision and fraction.endswith("0"):
         fraction = fraction[:-1]

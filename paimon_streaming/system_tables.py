@@ -30,6 +30,7 @@ from .schema import TableSchema
 from .snapshot import Snapshot
 from .table import Table
 from .tags import tag_create_time_from_json
+from .tzdb import local_tzinfo
 from .types import DataField, DataType
 
 _TS = pa.timestamp("ms", tz="UTC")
@@ -269,8 +270,8 @@ def _branches(table: Table, _: Snapshot | None) -> list[dict]:
         name = status.path.rstrip("/").rsplit("/", 1)[-1]
         if status.is_dir and name.startswith(BRANCH_PREFIX):
             rows.append({"branch_name": name[len(BRANCH_PREFIX):],
-                         "create_time": dt.datetime.fromtimestamp(status.mtime_ms // 1000).replace(
-                             microsecond=status.mtime_ms % 1000 * 1000)})
+                         "create_time": dt.datetime.fromtimestamp(status.mtime_ms // 1000, local_tzinfo()).replace(
+                             microsecond=status.mtime_ms % 1000 * 1000, tzinfo=None)})
     return sorted(rows, key=lambda r: r["branch_name"])
 
 

@@ -32,6 +32,7 @@ from .schema import TableSchema
 from .snapshot import Snapshot, SnapshotManager
 from .tag_deletion import TagDeletion
 from .tags import TagManager
+from .tzdb import local_tzinfo, zone_info
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def validate_tag_creation(options: CoreOptions, table_path: str) -> ZoneInfo | N
     zone_key = "sink.watermark-time-zone" if mode == "watermark" else "sink.process-time-zone"
     zone = options.get(zone_key)
     try:
-        return ZoneInfo(zone) if zone else None
+        return zone_info(zone) if zone else None
     except (KeyError, ValueError) as exc:
         raise InvalidOptionError(f"table option '{zone_key}' of {table_path}: unknown time zone {zone!r}") from exc
 
@@ -119,9 +120,8 @@ class TagAutoCreation:
         millis = snapshot.time_millis if self.mode == "process-time" else snapshot.watermark
         if millis is None or millis == -(2 ** 63):
             return None
-        if self.zone is None:  # process time in the local zone, as the JVM default
-            return dt.datetime.fromtimestamp(millis / 1000)
-        return dt.datetime.fromtimestamp(millis / 1000, self.zone).replace(tzinfo=None)
+        # unset, the zone is the local one, as the JVM's default
+        return dt.datetime.fromtimestamp(millis / 1000, self.zone or local_tzinfo()).replace(tzinfo=None)
 
     def run(self) -> list[str]:
         """Tag every period completed since the newest automatic tag; returns the new names."""
@@ -209,7 +209,7 @@ class TagBatchCreation:
         time in `sink.process-time-zone` (this process's zone when unset, as the JVM's)."""
         if self.customized_name is not None:
             return self.customized_name
-        when = dt.datetime.fromtimestamp(snapshot.time_millis / 1000, self.zone)
+        when = dt.datetime.fromtimestamp(snapshot.time_millis / 1000, self.zone or local_tzinfo())
         return BATCH_TAG_PREFIX + when.strftime("%Y-%m-%d")
 
     def run(self) -> str | None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import time
 
 from .errors import InvalidOptionError, SnapshotNotFoundError
 from .snapshot import Snapshot, SnapshotManager
 from .tags import TagManager
+from .tzdb import local_tzinfo
 
 
 # Java's `DateTimeUtils` formatter, `yyyy-[MM][M]-[dd][d][ [HH][H]:[mm][m]:[ss][s][.fraction]]`,
@@ -21,6 +21,7 @@ from .tags import TagManager
 _TIMESTAMP = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})"
                         r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?")
 _EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _MILLI = dt.timedelta(milliseconds=1)
 
 
@@ -48,20 +49,11 @@ def parse_local_timestamp(text: str, key: str) -> int:
 
 
 def local_epoch_millis(wall: dt.datetime) -> int:
-    """Epoch millis of a naive local date-time in this process's time zone, as Java's
-    `LocalDateTime.atZone(default zone)`: in an overlap (clocks turned back) the earlier
-    instant, in a gap (clocks turned forward) the time moved forward by the gap."""
-    wall_ms = (wall.replace(tzinfo=None) - _EPOCH) // _MILLI
-    wall_s = wall_ms // 1000
-
-    def offset_at(instant_s: int) -> int:
-        return time.localtime(instant_s).tm_gmtoff
-
-    candidates = {offset_at(wall_s + shift) for shift in (-86400, 0, 86400)}
-    valid = [o for o in candidates if offset_at(wall_s - o) == o]
-    # no valid offset: a gap, read with the offset before it (what the larger one maps back to)
-    offset = max(valid) if valid else offset_at(wall_s - max(candidates))
-    return wall_ms - offset * 1000
+    """Epoch millis of a naive local date-time in the JVM's default zone (`tzdb.local_tzinfo`),
+    as Java's `LocalDateTime.atZone(default zone)`: in an overlap (clocks turned back) the
+    earlier instant, in a gap (clocks turned forward) the time moved forward by the gap (both
+    zoneinfo's fold=0: the offset before the transition)."""
+    return (wall.replace(tzinfo=local_tzinfo(), fold=0) - _EPOCH_UTC) // _MILLI
 
 
 def _last_with(manager: SnapshotManager, millis: int, inclusive: bool) -> int | None:

@@ -38,6 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from paimon_streaming.tzdb import zone_info
+
 from . import change_events
 from .change_events import EVENTS_METADATA, LOCAL_TEXT, Column, change_rows
 
@@ -122,9 +124,9 @@ def _mysql_type(column: str, declared: str) -> pa.DataType:
 
 
 def check_zone(zone: str) -> None:
-    """ValueError for a zone name the time zone database does not know."""
+    """ValueError for a zone name the time zone database (Java's: tzdb.py) does not know."""
     try:
-        zoneinfo.ZoneInfo(zone)
+        zone_info(zone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"unknown time zone {zone!r}: give an IANA name such as UTC or Asia/Shanghai") from None
 

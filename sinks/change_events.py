@@ -26,7 +26,7 @@ from paimon_streaming.decimal_text import DecimalTextRefused, text_decimals
 from paimon_streaming.java_casts import CastRefused, java_cast
 from paimon_streaming.types import from_arrow, map_arrow_leaves, string
 from paimon_streaming.write import check_decimals_fit
-from paimon_streaming.zones import instants_in
+from paimon_streaming.zones import instants_of_wall_times
 from . import json_decimals, json_maps, json_text
 from .base64_columns import base64_decoded
 
@@ -539,8 +539,7 @@ def _natural(c: Column, raw: pa.Array) -> pa.Array:
     if e == "utc-text":
         return pc.assume_timezone(raw.cast(pa.timestamp(_text_unit(c.type))), "UTC")
     if e.startswith(LOCAL_TEXT):  # an hour the zone repeats or skips (daylight saving) names no one instant
-        return instants_in(raw.cast(pa.timestamp(_text_unit(c.type))), e[len(LOCAL_TEXT):], ambiguous="raise",
-                           nonexistent="raise")
+        return instants_of_wall_times(raw.cast(pa.timestamp(_text_unit(c.type))), e[len(LOCAL_TEXT):], strict=True)
     if e == "base64":
         return base64_decoded(c.name, raw)
     if e == "iso-8859-1":

@@ -1154,10 +1154,12 @@ def test_orc_timestamps_before_1970_below_the_millisecond_are_refused_as_java_ca
 _UTC = dt.timezone.utc
 # per zone: a UTC wall clock in a gap of its offsets (read back one hour later, by Java too)
 _GAPS = {"America/Los_Angeles": dt.datetime(2024, 3, 10, 2, 30, tzinfo=_UTC),
-         "Asia/Shanghai": dt.datetime(1988, 4, 17, 2, 30, tzinfo=_UTC)}
+         "Asia/Shanghai": dt.datetime(1988, 4, 17, 2, 30, tzinfo=_UTC),
+         "Europe/Amsterdam": dt.datetime(2024, 3, 31, 2, 30, tzinfo=_UTC)}
 
 
-@pytest.mark.parametrize("zone", ["Asia/Shanghai", "America/Los_Angeles"])
+# Europe/Amsterdam: in 1900 at +00:00 in the JVM's data, at +00:19:32 in Debian's (its 'backzone')
+@pytest.mark.parametrize("zone", ["Asia/Shanghai", "America/Los_Angeles", "Europe/Amsterdam"])
 @pytest.mark.parametrize("legacy", [None, "false"])
 def test_orc_local_zoned_timestamps_read_and_written_as_java_in_any_time_zone(java, tmp_path, time_zone,
                                                                               zone, legacy):

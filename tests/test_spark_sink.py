@@ -201,6 +201,35 @@ def test_session_zones_in_java_spellings_convert_as_sparks_casts(spark, catalog)
         spark.conf.set("spark.sql.session.timeZone", old)
 
 
+def test_session_zones_convert_with_the_jvms_zone_data(spark, catalog):
+    """Spark's casts use the JVM's zone data, IANA's default build; pyarrow and zoneinfo read the
+    system's, which on Debian has the 'backzone' histories before 1970: an Amsterdam instant of
+    1900 was stored as a wall time 19:32 minutes off Spark's cast, Oslo's of 1965 and Reykjavik's
+    of 1930 an hour off. Instants into a TIMESTAMP column and wall times into a TIMESTAMP_LTZ
+    column store what Spark's own casts give, in 2045 and in a gap and an overlap too."""
+    import datetime as dt
+    texts = ["1900-01-01 12:00:00", "1930-07-01 12:00:00", "1937-06-30 12:00:00", "1965-07-01 12:00:00",
+             "2045-07-01 12:00:00", "2024-03-31 02:30:00", "2024-10-27 02:30:00", "2024-10-27 00:30:00"]
+    values = ", ".join(f"({i}L, TIMESTAMP'{s} UTC', TIMESTAMP_NTZ'{s}')" for i, s in enumerate(texts))
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("wall", pa.timestamp("us")),
+                        ("inst", pa.timestamp("us", tz="UTC"))])
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    old = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        for i, zone in enumerate(["Europe/Amsterdam", "Europe/Oslo", "Atlantic/Reykjavik"]):
+            spark.conf.set("spark.sql.session.timeZone", zone)
+            df = spark.sql(f"SELECT col1 AS id, col2 AS wall, col3 AS inst FROM VALUES {values}")
+            want = {r.id: (r.w, r.u) for r in df.selectExpr("id", "cast(cast(wall AS timestamp_ntz) AS string) w",
+                                                              "unix_micros(cast(inst AS timestamp)) u").collect()}
+            t = catalog.create_table(f"db.jvm_zone_{i}", schema, primary_keys=["id"])
+            paimon_sink(t.path, commit_user="zone")(df, 0)
+            got = {r["id"]: (str(r["wall"]), (r["inst"] - epoch) // dt.timedelta(microseconds=1))
+                   for r in ps.Table.open(t.path).to_arrow().to_pylist()}
+            assert got == want, zone
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", old)
+
+
 def test_replayed_batch_is_skipped(spark, tmp_path, catalog):
     t = catalog.create_table("db.r", pa.schema([("id", pa.int64()), ("v", pa.string())]))
     sink = paimon_sink(t.path, commit_user="job-1")
