@@ -12,8 +12,8 @@ of one partition and bucket, or a single file) of one snapshot's plan:
   row kind (_VALUE_KIND); COMPACT, ANALYZE and (by default) OVERWRITE snapshots add no units;
 - the *changelog* plan (changelog-producer input/lookup/full-compaction, Java's
   ChangelogFollowUpScanner): the changelog files of every snapshot that has them;
-- with `streaming-read-overwrite=true`, an OVERWRITE snapshot's changes: on append tables
-  the files it added, on primary-key tables each bucket's replaced files (read as -D) and
+- with `streaming-read-overwrite=true` (on append tables also `streaming-read-append-overwrite`,
+  their key in Java), an OVERWRITE snapshot's changes: on append tables the files it added, on primary-key tables each bucket's replaced files (read as -D) and
   new files, as Java's `readChanges` and stream read them.
 
 A `StreamPosition` (snapshot, units, full) says "everything before this snapshot, and the
@@ -232,6 +232,7 @@ class StreamOptions:
     consumer_id: str | None = None
     consumer_ignore_progress: bool = False
     read_overwrite: bool = False
+    read_append_overwrite: bool = False  # `streaming-read-append-overwrite`: Java's key for append tables
     changelog_producer: str = "none"
     full_compaction_delta_commits: int | None = None  # what `compacted-full` starts from
 
@@ -267,7 +268,8 @@ class StreamOptions:
             version=_get(merged, "scan.version"),
             consumer_id=None if consumer is None else check_consumer_id(consumer),
             consumer_ignore_progress=_bool(merged, "consumer.ignore-progress"),
-            read_overwrite=_bool(merged, "streaming-read-overwrite"), changelog_producer=producer,
+            read_overwrite=_bool(merged, "streaming-read-overwrite"),
+            read_append_overwrite=_bool(merged, "streaming-read-append-overwrite"), changelog_producer=producer,
             full_compaction_delta_commits=_int(merged, full_compaction.DELTA_COMMITS))
 
 
@@ -504,8 +506,15 @@ class StreamingScan:
             splits = [s.with_files(files, self.scan.needs_merge(files)) for s, files in zip(splits, kept)]
         return units_of_splits(snapshot.id, splits)
 
+    def _reads_overwrites(self) -> bool:
+        """Whether OVERWRITE snapshots' changes are streamed: `streaming-read-overwrite`, or on an
+        append table `streaming-read-append-overwrite` (Java's AppendOnlyFileStoreTable reads that
+        one; a primary-key table ignores it, as Java's)."""
+        o = self.options
+        return o.read_overwrite or (o.read_append_overwrite and not self.schema.primary_keys)
+
     def _change_units(self, snapshot: Snapshot) -> list[ReadUnit]:
-        if snapshot.commit_kind == OVERWRITE and self.options.read_overwrite:
+        if snapshot.commit_kind == OVERWRITE and self._reads_overwrites():
             return self._overwrite_units(snapshot)
         # a snapshot committed under 'none' holds a changelog when its writer produced one before
         # the change reached it (a lookup batch's COMPACT after its APPEND): then read that

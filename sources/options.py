@@ -50,7 +50,6 @@ UNSUPPORTED_READ_OPTIONS = {
     "scan.bucket": "one bucket",
     "scan.fallback-branch": "partitions missing here read from another branch",
     "scan.primary-branch": "another branch first",
-    "streaming-read-append-overwrite": "an append table's overwritten files as new rows of a stream",
     "stream-scan-mode": "a stream of a special scan (file monitor, compacted changelog)",
     "consumer.changelog-only": "consumers that hold only the changelog back",
 }

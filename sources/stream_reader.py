@@ -37,7 +37,8 @@ What each snapshot contributes (Java Paimon's streaming semantics):
   wrote, with their row kind: an insert or upsert arrives as +I or +U of the new value only
   (no -U of the previous value: without a changelog producer it is not known), a deletion
   as -D carrying the deleted key (and the values the writer gave). COMPACT snapshots add no
-  rows; OVERWRITE snapshots are skipped unless `streaming-read-overwrite=true`, which emits
+  rows; OVERWRITE snapshots are skipped unless `streaming-read-overwrite=true` (on an append
+  table also `streaming-read-append-overwrite=true`, Java's key for it), which emits
   an append table's new files as +I and, on a primary-key table, the difference per key
   between the replaced and the new data (-D, +I, -U/+U).
 - `changelog-producer` input / lookup / full-compaction: the changelog files of every

@@ -436,6 +436,35 @@ def test_javas_postpone_bucket_rows_start_a_stream_as_javas(java, warehouse, pro
         assert javas.result or producer != "none", m
 
 
+def test_streaming_read_append_overwrite_streams_an_append_tables_overwrites_as_java(java, catalog):
+    """`streaming-read-append-overwrite` = true (the key our refusal of `streaming-read-overwrite`
+    on an append table points to) makes Java's stream of an append table emit an OVERWRITE's new
+    rows; ours accepted the table option and skipped them. A read option overrides the table's;
+    a primary-key table ignores the key, as Java's."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    cases = [("ap_table", None, {"streaming-read-append-overwrite": "true"}, {}),
+             ("ap_read_off", None, {"streaming-read-append-overwrite": "true"},
+              {"streaming-read-append-overwrite": "false"}),
+             ("ap_read_on", None, {}, {"streaming-read-append-overwrite": "true"}),
+             ("pk_table", ["id"], {"bucket": "1", "streaming-read-append-overwrite": "true"}, {})]
+    tables = {}
+    for name, keys, options, _ in cases:
+        t = catalog.create_table(f"db.{name}", schema, primary_keys=keys, options=options)
+        for i, overwrite in ((1, False), (2, True), (3, False)):
+            t.write_arrow(pa.table({"id": [i], "v": [f"v{i}"]}, schema=schema), overwrite=overwrite)
+        tables[name] = ps.Table.open(t.path)
+    start = {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}
+    with java.batch() as b:
+        javas = {name: b.read(tables[name].path, with_row_kind=True, options={**start, **read}, stream_plans=6)
+                 for name, _, _, read in cases}
+    for name, _, _, read in cases:
+        ours = stream_rows(open_stream(tables[name], {**start, **read}), ["id", "v"])
+        assert [(r["_kind"], r["id"]) for r in ours] == \
+            [(r["_ROW_KIND"], r["id"]) for r in javas[name].result], name
+    assert [r["id"] for r in javas["ap_table"].result] == [1, 2, 3]
+    assert [r["id"] for r in javas["ap_read_off"].result] == [r["id"] for r in javas["pk_table"].result] == [1, 3]
+
+
 @pytest.mark.parametrize("name, options, level0", [
     ("agg", {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum",
              "fields.s.aggregate-function": "listagg", "changelog-producer": "lookup"}, False),

@@ -893,7 +893,7 @@ READ_OPTION_EFFECTS = {
 READ_OPTIONS_WITH_OTHERS = {"incremental-between-scan-mode", "incremental-between-tag-to-snapshot",
                             "read.stream.minRowsPerTrigger", "read.stream.maxTriggerDelayMs", "path", "table",
                             "warehouse", "consumer-id", "consumer.ignore-progress", "streaming-read-overwrite",
-                            "compacted-full", "full-compaction.delta-commits", "load(...)", "$<name>"}
+                            "streaming-read-append-overwrite", "compacted-full", "full-compaction.delta-commits", "load(...)", "$<name>"}
 
 
 def test_read_options_table(warehouse):

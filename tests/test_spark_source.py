@@ -355,6 +355,33 @@ def test_stream_reader_offsets(catalog):
         stream_reader({"path": t.path + "$snapshots"}, source_schema({"path": t.path + "$snapshots"}))
 
 
+def stream_reader_rows(options: dict) -> list[tuple]:
+    """Every (kind, id) the stream reader reads until idle, driven as Spark's planner drives it."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    r = stream_reader(options, source_schema(options))
+    start = r.initialOffset()
+    end = r.latestOffset(start, ReadAllAvailable())
+    return sorted((row["k"], row["id"]) for p in r.partitions(start, end) for b in r.read(p) for row in b.to_pylist())
+
+
+def test_streaming_read_append_overwrite_as_a_read_option_and_a_table_option(catalog):
+    """The source streams an append table's OVERWRITE rows with `streaming-read-append-overwrite`
+    (Java's key), as a read option (it was refused) or the table's (it was ignored); a read
+    option of false overrides the table's true."""
+    t = catalog.create_table("db.aow", SCHEMA, options={"streaming-read-append-overwrite": "true"})
+    t.write_arrow(batch([1]))
+    t.write_arrow(batch([2]), overwrite=True)
+    options = {"path": t.path, "rowKindColumn": "k", "scan.mode": "from-snapshot", "scan.snapshot-id": "1"}
+    assert stream_reader_rows(options) == [("+I", 1), ("+I", 2)]
+    assert stream_reader_rows({**options, "streaming-read-append-overwrite": "false"}) == [("+I", 1)]
+    t.update_schema().remove_option("streaming-read-append-overwrite").commit()
+    t.write_arrow(batch([3]))
+    assert stream_reader_rows(options) == [("+I", 1), ("+I", 3)]
+    assert stream_reader_rows({**options, "streaming-read-append-overwrite": "true"}) == \
+        [("+I", 1), ("+I", 2), ("+I", 3)]
+
+
 def test_min_rows_per_trigger_gathers_a_trickle_until_the_delay(catalog, monkeypatch):
     """read.stream.minRowsPerTrigger + read.stream.maxTriggerDelayMs, as Paimon's Spark source."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
