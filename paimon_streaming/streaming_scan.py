@@ -59,6 +59,10 @@ UNIMPLEMENTED_SCAN_OPTIONS = {
     "scan.creation-time-millis": "only files created after an instant",
     "scan.watermark": "the first snapshot with a watermark at or after a value",
 }
+# Those only Java's streams honour (its batch reads ignore them): streams refuse them.
+UNIMPLEMENTED_STREAM_OPTIONS = {
+    "scan.bounded.watermark": "a stream that ends at the first snapshot whose watermark is above a value",
+}
 
 # The options that say where a read starts, and those each start mode takes (Java's
 # SchemaValidation.validateStartupMode): any other one given with the mode is refused, as in
@@ -241,7 +245,7 @@ class StreamOptions:
         """Table options overridden by the reader's options (keys compared case-insensitively)."""
         merged = {k.lower(): v for k, v in table_options.items()}
         merged.update({k.lower(): v for k, v in read_options.items()})
-        for key, what in UNIMPLEMENTED_SCAN_OPTIONS.items():
+        for key, what in {**UNIMPLEMENTED_SCAN_OPTIONS, **UNIMPLEMENTED_STREAM_OPTIONS}.items():
             if _get(merged, key) is not None:
                 raise InvalidOptionError(f"option '{key}' (the table's or the stream's) asks for {what}, which "
                                          "paimon-streaming does not implement; the stream would answer something else")
@@ -250,6 +254,11 @@ class StreamOptions:
             raise InvalidOptionError(f"scan.mode '{mode}' is not supported by paimon-streaming; "
                                      f"use one of {', '.join(SCAN_MODES)}")
         check_start_options(merged, "stream")
+        incremental = [k for k in _MODE_START_OPTIONS["incremental"] if _get(merged, k) is not None]
+        if incremental:  # as Java's streams refuse them (else the stream would read the whole table)
+            raise InvalidOptionError(f"option(s) {incremental} (the table's or the stream's) ask for an incremental "
+                                     "query, a batch read: a stream cannot read one (Paimon refuses it too); start "
+                                     "the stream with 'scan.snapshot-id' or remove the option")
         if mode not in SCAN_MODES:
             raise InvalidOptionError(f"unknown scan.mode {mode!r}; expected one of {', '.join(SCAN_MODES)}")
         consumer = _get(merged, "consumer-id")

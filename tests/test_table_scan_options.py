@@ -79,6 +79,40 @@ def test_options_java_honours_that_are_not_implemented_are_refused(catalog):
     assert t.to_arrow(snapshot_id=1).num_rows == 1
 
 
+def test_stream_options_kept_in_the_table_that_streams_do_not_implement_are_refused(tmp_path):
+    """`scan.bounded.watermark` in a table's options ends Java's streams at the first snapshot
+    whose watermark is above it, and `incremental-between` there makes Java refuse to stream
+    ('Cannot read incremental in streaming mode'); our streams ignored both: one never ended,
+    the other streamed the whole table. Streams now refuse them naming the option; batch reads
+    answer as Java's (the bound ignored, the incremental query read)."""
+    java = get_oracle()
+    schema = pa.schema([pa.field("id", pa.int32(), False), ("v", pa.string())])
+    paths = {}
+    for name, key, value in (("bounded", "scan.bounded.watermark", "150"), ("incr", "incremental-between", "1,3")):
+        t = ps.Catalog(str(tmp_path)).create_table(f"db.{name}", schema, primary_keys=["id"], options={"bucket": "1"})
+        for i, watermark in ((1, 100), (2, 200), (3, 300)):
+            t = ps.Table.open(t.path)
+            t.new_commit().commit(t.write_messages(pa.table({"id": [i], "v": [f"v{i}"]}, schema=schema)), "job", i,
+                                  watermark=watermark)
+        java.alter(t.path, [{"kind": "set-option", "key": key, "value": value}])
+        paths[key] = t.path
+    start = {"scan.mode": "from-snapshot", "scan.snapshot-id": "1"}
+    with java.batch() as b:
+        batches = {key: b.read(path) for key, path in paths.items()}
+        bounded = b.read(paths["scan.bounded.watermark"], options=start, stream_plans=2)
+        ended = b.read(paths["scan.bounded.watermark"], options=start, stream_plans=3, catch_error=True)
+        incremental = b.read(paths["incremental-between"], stream_plans=2, catch_error=True)
+    assert ids(bounded.result) == [1] and "EndOfScanException" in ended.result.error
+    assert "Cannot read incremental in streaming mode" in incremental.result.error
+    for key, path in paths.items():
+        table = ps.Table.open(path)
+        assert ids(table.to_arrow().to_pylist()) == ids(batches[key].result) == \
+            ([1, 2, 3] if key == "scan.bounded.watermark" else [2, 3])
+        for read in ({}, start):
+            with pytest.raises(InvalidOptionError, match=f"'{key}'"):
+                StreamOptions.from_options(table.schema.options, read)
+
+
 def test_scan_options_java_refuses_are_refused_naming_them(tmp_path):
     """A `scan.version` that is neither a tag nor a snapshot id, a `scan.snapshot-id` or
     `scan.timestamp-millis` that is not a number: Java's reads refuse the table, so do ours,
