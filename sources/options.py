@@ -10,10 +10,11 @@ from typing import Mapping
 from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
-from paimon_streaming.incremental import IncrementalRange, incremental_query
+from paimon_streaming.incremental import INCREMENTAL_OPTIONS, IncrementalRange, incremental_query
+from paimon_streaming.option_keys import PAIMON_OPTION_KEYS
 from paimon_streaming.option_text import parse_memory_size
-from paimon_streaming.options import misspelled_key, misspelt_name
-from paimon_streaming.streaming_scan import ReadLimits, check_start_options
+from paimon_streaming.options import OPTIONS, CoreOptions, misspelled_key, misspelt_name
+from paimon_streaming.streaming_scan import START_OPTIONS, ReadLimits, check_start_options
 from paimon_streaming.system_tables import ROW_TRACKING, split_system_table
 from paimon_streaming.table import Table
 from paimon_streaming.table_scan_options import TableScanOptions
@@ -65,6 +66,53 @@ def refuse_unsupported(options: Mapping[str, str]) -> None:
                 "would answer something else, so it is refused. Time travel: 'snapshot-id', 'tag', "
                 "'timestamp-millis', 'scan.timestamp', 'scan.version'; changes: a stream from "
                 "'scan.snapshot-id' (e.g. with Trigger.AvailableNow)")
+
+
+# The Paimon options a read applies here besides _ALIASES' and the start and incremental keys, and
+# those that cannot change what a read returns (planning, parallelism, batch sizes, caches).
+READ_TABLE_OPTIONS = frozenset({
+    "branch", "scan.mode", "incremental-between-scan-mode", "incremental-between-tag-to-snapshot",
+    "consumer-id", "consumer.ignore-progress", "consumer.mode", "consumer.expiration-time",
+    "streaming-read-overwrite", "full-compaction.delta-commits",
+    "read.batch-size", "scan.manifest.parallelism", "scan.max-splits-per-task", "scan.split-enumerator.batch-size",
+    "scan.split-enumerator.mode", "scan.plan-sort-partition", "scan.infer-parallelism",
+    "scan.infer-parallelism.max", "scan.parallelism", "scan.dedicated-split-generation", "scan.max-snapshot.count",
+    "cache-page-size", "file-reader-async-threshold", "source.split.min-partitions",
+})
+_TABLE_KEYS = frozenset(key.lower() for key in PAIMON_OPTION_KEYS)
+
+
+def refuse_table_options(options: Mapping[str, str], location: str, branch: str | None) -> None:
+    """InvalidOptionError for a read option that is a table option (`merge-engine`, `ignore-delete`,
+    `sequence.field`, `fields.<column>.aggregate-function`, `deletion-vectors.enabled`, ...) with
+    another value than the table's: Java merges such dynamic options into the table it reads (or
+    refuses the immutable ones), so the merge answers differently; this reader merges by the
+    table's own options, and would ignore it."""
+    ours = READ_TABLE_OPTIONS | {key.lower() for key in OWN_READ_OPTIONS} | set(START_OPTIONS + INCREMENTAL_OPTIONS) \
+        | {key for aliases in _ALIASES.values() for key in aliases}
+    given = [key for key, value in options.items() if str(value).strip() and key not in ours
+             and (key in _TABLE_KEYS or key.startswith("fields."))]
+    if not given:
+        return
+    table_options = {k.lower(): v for k, v in Table.open(location, branch=branch).schema.options.items()}
+    for key in given:
+        if not _same_value(key, str(options[key]), table_options):
+            has = f"has {table_options[key]!r}" if key in table_options else "does not set it"
+            raise InvalidOptionError(
+                f"read option {key!r} = {options[key]!r} is a table option (table {location} {has}); a read "
+                "cannot apply it here, and ignored it would answer by the table's own options. Alter the table "
+                "(`paimon-streaming alter --set KEY=VALUE`, Table.update_schema().set_option(), ALTER TABLE ... "
+                "SET TBLPROPERTIES) or read without it")
+
+
+def _same_value(key: str, value: str, table_options: Mapping[str, str]) -> bool:
+    """Whether `value` is what the table already has for `key` (its default when unset)."""
+    if key in OPTIONS:
+        try:
+            return CoreOptions({key: value}).get(key) == CoreOptions(table_options).get(key)
+        except InvalidOptionError:
+            return False
+    return value.strip() == str(table_options.get(key, "")).strip()
 
 
 # The read options of other connectors (Delta Lake, Apache Iceberg) that ask for a time travel,
@@ -233,6 +281,7 @@ class ReadSpec:
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
         refuse_unsupported(opts)
         refuse_misspelled(opts)
+        refuse_table_options(opts, location, branch)
         check_start_options({**opts, **{key: _lookup(opts, alias) for alias, key in _START_ALIASES.items()}},
                             f"read of {location}")
         _resolve_version(opts, location, branch)

@@ -98,9 +98,36 @@ def test_a_misspelt_read_option_is_refused_rather_than_ignored(tmp_path, key, me
 
 def test_this_sources_own_and_unknown_options_pass(tmp_path):
     spec = ReadSpec.parse({"path": str(tmp_path), "max-files-per-trigger": "3", "rowkindcolumn": "k",
-                           "read.stream.maxrowspertrigger": "9", "deletion-vectors.enabled": "true",
-                           "my.own.setting": "x"})
+                           "read.stream.maxrowspertrigger": "9", "my.own.setting": "x"})
     assert spec.limits.max_files == 3 and spec.limits.max_rows == 9 and spec.row_kind_column == "k"
+
+
+AGG_SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("n", pa.int64()), pa.field("v", pa.string())])
+
+
+@pytest.mark.parametrize("key, value", [
+    ("ignore-delete", "true"), ("sequence.field", "v"), ("merge-engine", "first-row"),
+    ("merge-engine", "partial-update"), ("fields.n.aggregate-function", "max"), ("fields.n.ignore-retract", "true"),
+    ("deletion-vectors.enabled", "true"), ("partial-update.remove-record-on-delete", "true"),
+    ("changelog-producer", "input"), ("bucket", "3"), ("file.format", "orc")])
+def test_table_options_given_as_read_options_are_refused(catalog, key, value):
+    """Java applies a read's table options to the table it reads (AbstractFileStoreTable.copy: a
+    max instead of the table's sum, deletes ignored) or refuses them; ours merges by the table's
+    own options, so each is refused rather than ignored (batch reads and streams parse alike)."""
+    t = catalog.create_table("db.agg", AGG_SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "sum"})
+    with pytest.raises(InvalidOptionError, match=f"read option '{key}' = '{value}' is a table option.*alter"):
+        ReadSpec.parse({"path": t.path, key: value})
+
+
+def test_read_options_that_cannot_change_the_answer_pass(catalog):
+    """The table's own values (or its defaults) and planning / batch-size options change nothing."""
+    t = catalog.create_table("db.agg", AGG_SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "sum"})
+    ReadSpec.parse({"path": t.path, "bucket": "1", "merge-engine": "Aggregation", "fields.n.aggregate-function": "sum",
+                    "deletion-vectors.enabled": "false", "file.format": "parquet", "read.batch-size": "7",
+                    "scan.manifest.parallelism": "2", "scan.plan-sort-partition": "true",
+                    "source.split.target-size": "1 mb", "consumer-id": "c", "streaming-read-overwrite": "true"})
 
 
 @pytest.mark.parametrize("key", ["snapshot-id", "tag", "timestamp-millis"])

@@ -617,6 +617,14 @@ def test_batch_projection_time_travel_and_table_option(spark, tmp_path, catalog)
     for key, value in (("scan.partitions", "dt=1"),):
         with pytest.raises(Exception, match=f"read option '{key}'.*does not implement"):
             spark.read.format("paimon").option(key, value).load(t.path).collect()
+    # table options as read options: Java merges by them (or refuses them); refused, not ignored
+    for key, value in (("ignore-delete", "true"), ("sequence.field", "v")):
+        with pytest.raises(Exception, match=f"read option '{key}' = '{value}' is a table option"):
+            spark.read.format("paimon").option(key, value).load(t.path).collect()
+        with pytest.raises(Exception, match=f"read option '{key}' = '{value}' is a table option"):
+            stream(spark, t.path, **{key: value}).writeStream.format("noop").start().stop()
+    assert spark.read.format("paimon").option("bucket", "2").option("read.batch-size", "5").load(t.path).count() == \
+        spark.read.format("paimon").load(t.path).count()
     empty = catalog.create_table("db.empty", SCHEMA)
     assert spark.read.format("paimon").load(empty.path).count() == 0
 
