@@ -73,7 +73,7 @@ def refuse_unsupported(options: Mapping[str, str]) -> None:
 READ_TABLE_OPTIONS = frozenset({
     "branch", "scan.mode", "incremental-between-scan-mode", "incremental-between-tag-to-snapshot",
     "consumer-id", "consumer.ignore-progress", "consumer.mode", "consumer.expiration-time",
-    "streaming-read-overwrite", "full-compaction.delta-commits",
+    "streaming-read-overwrite", "streaming-read-append-overwrite", "full-compaction.delta-commits",
     "read.batch-size", "scan.manifest.parallelism", "scan.max-splits-per-task", "scan.split-enumerator.batch-size",
     "scan.split-enumerator.mode", "scan.plan-sort-partition", "scan.infer-parallelism",
     "scan.infer-parallelism.max", "scan.parallelism", "scan.dedicated-split-generation", "scan.max-snapshot.count",
