@@ -303,6 +303,11 @@ class SchemaUpdate:
                     reason = widening_error(dtype, new_type)
                     if reason:
                         raise SchemaMismatchError(f"cannot change column '{_dotted(path)}': {reason}")
+                    narrowed = _nested_not_null_added(dtype, new_type, _dotted(path))
+                    if narrowed:
+                        raise SchemaMismatchError(f"cannot change column '{_dotted(path)}' to {new_type}: it makes "
+                                                  f"'{narrowed}' NOT NULL, and files written before may hold nulls "
+                                                  "there (give the type with nullable elements and values)")
                     dtype = _keep_nested_ids(dtype, new_type).copy(dtype.nullable)
                 if nullable:
                     dtype = dtype.copy(True)
@@ -487,13 +492,30 @@ def _rename_field_options(options: dict[str, str], old: str, new: str) -> None:
             options[f"fields.{new}.{column_option(key)[1]}"] = value
 
 
-def _keep_nested_ids(old: DataType, new: DataType) -> DataType:
-    """`new` (a widening of `old`, so the same shape) with `old`'s nested field ids."""
+def _keep_nested_ids(old: DataType, new: DataType, keep_nullability: bool = False) -> DataType:
+    """`new` (a widening of `old`, so the same shape) with `old`'s nested field ids; with
+    `keep_nullability` also with `old`'s nullability at every nested level, as Java's merge
+    keeps the table's (`SchemaMergingUtils.merge`): an input's NOT NULL elements (Spark's
+    `array(1)`) must not make the null elements of the files written before unreadable."""
     if old.root in ("ARRAY", "MULTISET"):
-        return replace(new, element=_keep_nested_ids(old.element, new.element))
-    if old.root == "MAP":
-        return replace(new, key=old.key, value=_keep_nested_ids(old.value, new.value))
-    return new
+        new = replace(new, element=_keep_nested_ids(old.element, new.element, keep_nullability))
+    elif old.root == "MAP":
+        new = replace(new, key=old.key, value=_keep_nested_ids(old.value, new.value, keep_nullability))
+    return new.copy(old.nullable) if keep_nullability else new
+
+
+def _nested_not_null_added(old: DataType, new: DataType, path: str) -> str | None:
+    """The path of an element or map value `new` (a widening of `old`) makes NOT NULL where
+    `old`'s is nullable, or None: the files written before may hold nulls there."""
+    parts = {"ARRAY": ("element",), "MULTISET": ("element",), "MAP": ("value",)}.get(old.root, ())
+    for part in parts:
+        o, n = getattr(old, part), getattr(new, part)
+        if o.nullable and not n.nullable:
+            return f"{path}.{part}"
+        inner = _nested_not_null_added(o, n, f"{path}.{part}")
+        if inner:
+            return inner
+    return None
 
 
 def _new_field(d: _Draft, name: str, dtype: DataType, comment: str | None = None) -> DataField:
@@ -553,5 +575,4 @@ def _union(d: _Draft, fields: list[DataField], incoming: list[pa.Field], parent:
                 pass
             raise SchemaMismatchError(f"cannot merge the type of column '{_dotted(path)}' ({af.type}) into the "
                                       f"table's {current.type}: {reason}")
-        fields[by_name[af.name]] = replace(current, type=_keep_nested_ids(current.type, wanted)
-                                           .copy(current.type.nullable))
+        fields[by_name[af.name]] = replace(current, type=_keep_nested_ids(current.type, wanted, keep_nullability=True))

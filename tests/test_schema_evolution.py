@@ -483,6 +483,37 @@ def test_union_by_name_widens_nested_elements_keeping_their_field_ids(catalog):
         {"id": 2, "l": [{"a": big}], "m": [("k", {"b": big})], "li": [big], "mi": [("k", big)]}]
 
 
+def test_union_by_name_keeps_the_tables_nested_nullability(catalog):
+    """A widening merge took the input's nested nullability: NOT NULL elements and map values
+    (Spark's `array(3000000000L)`) made ARRAY<BIGINT NOT NULL> of a column whose files hold null
+    elements, which Java then failed to read (NullPointerException) and later writes with a null
+    element were refused. Java's merge keeps the table's nullability at every level; so do we,
+    either way (NOT NULL elements of the table stay NOT NULL)."""
+    from java_oracle import get_oracle
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.list_(pa.int32())),
+                        ("m", pa.map_(pa.string(), pa.int32())), ("aa", pa.list_(pa.list_(pa.int32()))),
+                        ("nn", pa.list_(pa.field("element", pa.int32(), False)))])
+    t = catalog.create_table("db.nulls", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "a": [[1, None]], "m": [[("k", None)]], "aa": [[[2, None]]], "nn": [[3]]},
+                           schema=schema))
+    not_null = lambda at: pa.field("element", at, False)  # noqa: E731
+    t.update_schema().union_by_name(pa.schema([
+        ("a", pa.list_(not_null(pa.int64()))), ("m", pa.map_(pa.string(), pa.field("value", pa.int64(), False))),
+        ("aa", pa.list_(not_null(pa.list_(not_null(pa.int64()))))), ("nn", pa.list_(pa.int64()))])).commit()
+    assert [str(f.type) for f in t.schema.fields[1:]] == \
+        ["ARRAY<BIGINT>", "MAP<STRING NOT NULL, BIGINT>", "ARRAY<ARRAY<BIGINT>>", "ARRAY<BIGINT NOT NULL>"]
+    t.write_arrow(pa.table({"id": [2], "a": [[None]], "m": [[("x", None)]], "aa": [[None, [None]]], "nn": [[2**40]]},
+                           schema=t.arrow_schema()))
+    want = [{"id": 1, "a": [1, None], "m": [("k", None)], "aa": [[2, None]], "nn": [3]},
+            {"id": 2, "a": [None], "m": [("x", None)], "aa": [None, [None]], "nn": [2**40]}]
+    assert rows_by(ps.Table.open(t.path).to_arrow(), "id") == want
+    java = sorted(get_oracle().read(t.path), key=lambda r: r["id"])
+    assert [{**r, "m": [tuple(kv) for kv in r["m"]]} for r in java] == want  # Java's map entries: lists
+    # an explicit type change making elements NOT NULL is refused, as NOT NULL of a column is
+    with pytest.raises(SchemaMismatchError, match=r"makes 'aa\.element\.element' NOT NULL.*may hold nulls"):
+        t.update_schema().update_column("aa", pa.list_(pa.list_(not_null(pa.int64())))).commit()
+
+
 def test_dropping_a_column_drops_its_field_options(catalog):
     """`fields.<column>.*` options go with the column, so a column added later under the same
     name does not inherit them (Java 1.4.2 keeps them, and so refuses the drop: an option of a

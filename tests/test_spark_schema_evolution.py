@@ -119,6 +119,30 @@ def test_datasource_merge_schema_option(spark, tmp_path):
     assert ps.Table.open(path).schema.field_names == ["id", "v", "score", "ok"]
 
 
+def test_merging_a_wider_literal_keeps_the_tables_nullable_elements(spark, catalog):
+    """Spark marks a literal's elements and map values NOT NULL (`array(3000000000L)`): widening
+    ARRAY<INT> by it made the column ARRAY<BIGINT NOT NULL>, so Java failed to read the null
+    elements of the files written before and a later batch with a null element was refused. The
+    table's nullability stays, at every level, as in Java's merge."""
+    from java_oracle import get_oracle
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.list_(pa.int32())),
+                        ("m", pa.map_(pa.string(), pa.int32()))])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    sink = paimon_sink(t.path, commit_user="job", merge_schema=True)
+    sink(spark.sql("select 1L id, array(1, null) a, map('k', cast(null as int)) m"), 0)
+    sink(spark.sql("select 2L id, array(3000000000L) a"), 1)
+    spark.sql("select 3L id, map('k', 3000000000L) m").write.format("paimon").option("mergeSchema", "true") \
+        .mode("append").save(t.path)
+    assert [str(f.type) for f in ps.Table.open(t.path).schema.fields] == \
+        ["BIGINT NOT NULL", "ARRAY<BIGINT>", "MAP<STRING NOT NULL, BIGINT>"]
+    sink(spark.sql("select 4L id, array(cast(null as bigint)) a, map('x', cast(null as bigint)) m"), 2)
+    want = {1: ([1, None], {"k": None}), 2: ([3000000000], None), 3: (None, {"k": 3000000000}),
+            4: ([None], {"x": None})}
+    java = {r["id"]: (r["a"], None if r["m"] is None else dict(r["m"])) for r in get_oracle().read(t.path)}
+    assert java == want
+    assert {r.id: (r.a, r.m) for r in spark.read.format("paimon").load(t.path).collect()} == want
+
+
 def test_a_table_created_by_a_write_has_nullable_columns_so_later_batches_may_lack_them(spark, tmp_path):
     """Spark marks a literal or derived column NOT NULL (`'web' source`, `named_struct('x', 1)`):
     a table created from it kept that, and a later batch without the column or field was refused
