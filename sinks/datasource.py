@@ -63,7 +63,7 @@ from paimon_streaming.schema import TableSchema
 from paimon_streaming.table import Table
 
 from .checkpoint_target import check_checkpoint_target
-from .spark_write import (WritePlan, arrow_schema_of, check_existing_table_options, committed_replay, compact_after_commit,
+from .spark_write import (WritePlan, check_existing_table_options, committed_replay, compact_after_commit,
                           publish_schema, query_property, reconcile_schema, refuse_foreign_write_options, schema_race,
                           table_schema_of, task_index, write_task)
 
@@ -119,19 +119,19 @@ class TableRef:
 def open_or_create(options: dict[str, str], schema: StructType) -> tuple[Table, TableSchema | None]:
     """The table, created from the input's schema when missing; with option `mergeSchema`
     in the schema that holds the input's columns, returned too while uncommitted (see
-    `reconcile_schema`)."""
+    `reconcile_schema`). Columns and fields merged in are nullable as a created table's."""
     where = TableRef.of(options)
+    as_created = table_schema_of(schema, options.get("rowkindcolumn"))
     try:
         table = load_table(where.ref, where.warehouse, where.branch)
     except TableNotFoundError:
         if where.branch is not None:
             raise  # a missing branch is created with Table.create_branch, not by a write
-        create_table_at(where.location, table_schema_of(schema, options.get("rowkindcolumn")),
-                        options=_table_options(options))
+        create_table_at(where.location, as_created, options=_table_options(options))
         return _one_task_per_partition(load_table(where.ref, where.warehouse)), None
     check_existing_table_options(table, _table_options(options), "this format('paimon') write")
     merge = (options.get("mergeschema") or options.get("write.merge-schema") or "false").strip().lower() == "true"
-    pending = reconcile_schema(table, arrow_schema_of(schema), options.get("rowkindcolumn"), merge,
+    pending = reconcile_schema(table, as_created, options.get("rowkindcolumn"), merge,
                                ".option('mergeSchema', 'true')")
     return _one_task_per_partition(table), pending
 

@@ -185,7 +185,8 @@ class PaimonSink:
             if collected is None:
                 compute_skipped_batch(df)
             return None
-        input_schema = transform.schema if transform is not None else arrow_schema_of(df.schema)
+        # merged as a table would be created from it: Spark's NOT NULL literal elements and fields nullable
+        input_schema = transform.schema if transform is not None else table_schema_of(df.schema, self.row_kind_column)
         pending_schema = reconcile_schema(table, input_schema, self.row_kind_column, self.merge_schema,
                                           "pass merge_schema=True to paimon_sink")
         clock.lap("prepare")

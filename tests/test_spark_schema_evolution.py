@@ -163,6 +163,39 @@ def test_a_table_created_by_a_write_has_nullable_columns_so_later_batches_may_la
     assert [str(f.type) for f in ps.Table.open(other).schema.fields] == ["BIGINT NOT NULL", "STRING"]
 
 
+def test_columns_merged_in_are_nullable_as_a_created_tables(spark, catalog, tmp_path):
+    """Columns and ROW fields merge_schema (or mergeSchema) added kept Spark's NOT NULL of
+    literal elements, fields and map values (ARRAY<INT NOT NULL>, ROW<f INT NOT NULL>), so the
+    next batch with a null there was refused, while a table created from the same input has them
+    nullable. They are added as a created table's; the core's union_by_name keeps an Arrow
+    schema's declared nullability, as create_table does."""
+    literal = "array(1) a, named_struct('f', 1) s, map('k', 1) m, array(named_struct('q', 1)) rs"
+    created = str(tmp_path / "wh" / "db.db" / "created")
+    paimon_sink(created, commit_user="job", options={"primary-key": "id", "bucket": "1"})(
+        spark.sql(f"select 1L id, 'x' v, {literal}"), 0)
+    types = ["BIGINT NOT NULL", "STRING", "ARRAY<INT>", "ROW<f INT>", "MAP<STRING NOT NULL, INT>", "ARRAY<ROW<q INT>>"]
+    assert [str(f.type) for f in ps.Table.open(created).schema.fields] == types
+    t = catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()),
+                                                ("rs", pa.list_(pa.struct([("p", pa.int32())])))]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    sink = paimon_sink(t.path, commit_user="job", merge_schema=True)
+    sink(spark.sql(f"select 1L id, 'x' v, {literal}"), 0)
+    assert [str(f.type) for f in ps.Table.open(t.path).schema.fields] == \
+        types[:2] + ["ARRAY<ROW<p INT, q INT>>"] + types[2:5]
+    nulls = "array(cast(null as int)) a, named_struct('f', cast(null as int)) s, map('k', cast(null as int)) m"
+    sink(spark.sql(f"select 2L id, 'y' v, {nulls}, array(named_struct('q', cast(null as int))) rs"), 1)
+    spark.sql("select 3L id, array(2) b").write.format("paimon").option("mergeSchema", "true").mode("append") \
+        .save(t.path)
+    assert str(ps.Table.open(t.path).schema.fields[-1].type) == "ARRAY<INT>"
+    spark.sql("select 4L id, array(cast(null as int)) b").write.format("paimon").mode("append").save(t.path)
+    assert {r["id"]: (r["a"], r["s"], r["b"]) for r in ps.Table.open(t.path).to_arrow().to_pylist()} == {
+        1: ([1], {"f": 1}, None), 2: ([None], {"f": None}, None), 3: (None, None, [2]), 4: (None, None, [None])}
+    core = catalog.create_table("db.core", pa.schema([("id", pa.int64())]))
+    element = pa.list_(pa.field("element", pa.int32(), False))
+    core.update_schema().union_by_name(pa.schema([("e", element)])).commit()
+    assert str(core.schema.fields[-1].type) == "ARRAY<INT NOT NULL>"  # as create_table keeps it
+
+
 def test_stream_stops_at_a_schema_change_and_a_restart_continues_with_it(spark, tmp_path, catalog):
     t = catalog.create_table("db.s", KV)
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
