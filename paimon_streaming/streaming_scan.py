@@ -17,7 +17,9 @@ of one partition and bucket, or a single file) of one snapshot's plan:
   new files, as Java's `readChanges` and stream read them.
 
 A `StreamPosition` (snapshot, units, full) says "everything before this snapshot, and the
-first `units` units of its plan, are consumed". Positions are what a stream checkpoints, so
+first `units` units of its plan, are consumed". A stream that starts on a table without a
+snapshot by a start that depends on the table (latest-full, from-timestamp) starts *pending*:
+its start is resolved at the first plan that sees a snapshot, as Java's starting scanners do. Positions are what a stream checkpoints, so
 a restarted stream continues exactly after the last committed unit. Plans are deterministic
 (a snapshot's files never change), so a position means the same thing in every run.
 """
@@ -106,11 +108,15 @@ class StreamPosition:
     `full`: that snapshot is read through its full plan (the stream's starting state)
     rather than its changes. `read_time`: the commit time of the last snapshot read (`marked`),
     so that a rollback below the position, and commits under the same ids since, are noticed
-    rather than skipped (`check_not_rolled_back`)."""
+    rather than skipped (`check_not_rolled_back`). `pending`: the start of a stream on a table
+    that had no snapshot yet, resolved by `StreamingScan.resolved` once it has one (so a
+    from-timestamp start does not read the commits made before its instant, nor latest-full
+    skip a first OVERWRITE)."""
     snapshot: int
     units: int = 0
     full: bool = False
     read_time: int | None = field(default=None, compare=False)  # not part of where the stream is
+    pending: bool = False
 
     @property
     def last_read(self) -> int:
@@ -121,6 +127,8 @@ class StreamPosition:
         out = {"snapshot": self.snapshot, "units": self.units, "full": self.full}
         if self.read_time is not None:
             out["readTime"] = self.read_time
+        if self.pending:
+            out["pending"] = True
         return out
 
     @staticmethod
@@ -128,9 +136,12 @@ class StreamPosition:
         try:
             read_time = d.get("readTime")
             return StreamPosition(int(d["snapshot"]), int(d.get("units", 0)), bool(d.get("full", False)),
-                                  None if read_time is None else int(read_time))
+                                  None if read_time is None else int(read_time), bool(d.get("pending", False)))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a paimon stream offset: {dict(d)!r}") from exc
+
+
+_PENDING = StreamPosition(1, pending=True)
 
 
 @dataclass(frozen=True)
@@ -337,6 +348,12 @@ class StreamingScan:
         except SnapshotNotFoundError:  # the snapshot before the start has expired: nothing to mark
             return start
 
+    def resolved(self, position: StreamPosition) -> StreamPosition:
+        """`position`, or for a pending start the start as it is now (still pending while the
+        table has no snapshot): Java's starting scanner is asked again at each plan until there
+        is one, which fixes the start."""
+        return self.start_position() if position.pending else position
+
     def _start_position(self) -> StreamPosition:
         o = self.options
         if o.consumer_id and not o.consumer_ignore_progress:
@@ -371,14 +388,14 @@ class StreamingScan:
             if compacted is not None:
                 return StreamPosition(compacted, 0, True)
         if mode in ("latest-full", "full", "compacted-full"):
-            return StreamPosition(latest, 0, True) if latest is not None else StreamPosition(1)
+            return StreamPosition(latest, 0, True) if latest is not None else _PENDING
         if mode == "latest":
             return StreamPosition(latest + 1 if latest is not None else 1)
         if mode == "from-timestamp":
             if o.timestamp_millis is None:
                 raise InvalidOptionError("scan.mode 'from-timestamp' needs option 'scan.timestamp-millis'")
             if latest is None:
-                return StreamPosition(1)
+                return _PENDING
             before = earlier_than(self.snapshots, o.timestamp_millis)
             return StreamPosition(earliest if before is None else before + 1)
         # from-snapshot / from-snapshot-full: a snapshot id, or a tag's snapshot (not both: check_start_options)
@@ -594,10 +611,12 @@ class StreamingScan:
         Reads no snapshot beyond `last_snapshot` (Trigger.AvailableNow's target). When nothing
         is left to read, returns ([], start): the stream does not move. Snapshots with nothing
         to read (compactions) are stepped over even when no unit follows them, as Java's
-        stream steps over them: a checkpoint left before them would need them after they expire."""
+        stream steps over them: a checkpoint left before them would need them after they expire.
+        A pending start is resolved first (the position returned is then a resolved one)."""
+        start = self.resolved(start)
         self.check_not_rolled_back(start)
         latest = self.snapshots.latest_id()
-        if latest is None:
+        if latest is None or start.pending:
             return [], start
         cap = latest if last_snapshot is None else min(latest, last_snapshot)
         admission = _Admission(limits)
@@ -686,7 +705,10 @@ class StreamingScan:
 
     def units_between(self, start: StreamPosition, end: StreamPosition) -> list[ReadUnit]:
         """The units after `start` up to `end` (a micro-batch's content). A rollback below `end`
-        since it was planned (its plans are cached) is refused, not read from those plans."""
+        since it was planned (its plans are cached) is refused, not read from those plans.
+        `start` is a resolved position: a pending one resolved now could be another start."""
+        if start.pending:
+            raise ValueError(f"stream offset {start} is a pending start: plan from its resolved position")
         self.check_not_rolled_back(start)
         self.check_not_rolled_back(end)
         out: list[ReadUnit] = []
@@ -712,6 +734,6 @@ class StreamingScan:
         still needed by this stream. Not past a rollback below the position (the error of
         `check_not_rolled_back`): the rollback moved the consumer back, and a new query with
         its id would otherwise skip what was committed since."""
-        if self.options.consumer_id:
+        if self.options.consumer_id and not position.pending:  # as Java's: nothing before a first snapshot
             self.check_not_rolled_back(position)
             self.consumers.record(self.options.consumer_id, position.snapshot, position.full)

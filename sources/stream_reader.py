@@ -63,7 +63,9 @@ Each micro-batch's units are packed into Spark tasks as batch reads are
 (`source.split.target-size`, `source.split.open-file-cost`, `source.split.min-partitions`).
 
 Offsets are JSON `{"snapshot": n, "units": k, "full": bool}`: everything before snapshot n
-and the first k units of its plan are consumed (`full`: n is read as a full state).
+and the first k units of its plan are consumed (`full`: n is read as a full state). A query
+that starts on a table without a snapshot (latest-full, from-timestamp) starts `"pending"`: its
+start is resolved by its options at the first plan that sees a snapshot, as Paimon's stream.
 
 `consumer-id`: when Spark commits a micro-batch's offsets to the source (Spark does so when
 the next micro-batch starts, so the file trails the newest batch by one), the source writes
@@ -185,10 +187,13 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return lim
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        position = _position(start)
+        # a start pending on an empty table is resolved once it has a snapshot: the first batch
+        # records that start (FROM), even when empty, so the stream keeps it
+        given = _position(start)
+        position = self.scan.resolved(given)
         limits = self._limits(limit)
         units, end = self.scan.plan_batch(position, limits, self._last_snapshot)
-        if end == position or (limits is not None and self._defer_for_min_rows(sum(u.rows for u in units))):
+        if end == given or (limits is not None and self._defer_for_min_rows(sum(u.rows for u in units))):
             return start  # a move over snapshots with nothing to read (compactions) is an empty batch
         self._last_trigger_ms = time.time() * 1000
         out = end.to_dict()

@@ -382,6 +382,33 @@ def test_streaming_read_append_overwrite_as_a_read_option_and_a_table_option(cat
         [("+I", 1), ("+I", 2), ("+I", 3)]
 
 
+def test_a_query_started_on_an_empty_table_resolves_its_start_at_the_first_snapshot(catalog):
+    """initialOffset on a table without a snapshot is pending (no consumer progress recorded, as
+    Java's); the first latestOffset that sees a snapshot resolves it by the query's options and
+    records it in the batch's end (FROM), even for an empty batch: from-timestamp after the
+    commits reads none of them (it read them all), latest-full the first snapshot's state (a
+    first INSERT OVERWRITE was skipped)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    t = catalog.create_table("db.empty", SCHEMA, partition_keys=["dt"])
+    future = {"path": t.path, "rowKindColumn": "k", "scan.timestamp-millis": "4102444800000", "consumer-id": "c"}
+    readers = [stream_reader(o, source_schema(o)) for o in (future, {"path": t.path, "rowKindColumn": "k"})]
+    starts = [r.initialOffset() for r in readers]
+    assert starts == [{"snapshot": 1, "units": 0, "full": False, "pending": True}] * 2
+    assert readers[0].latestOffset(starts[0], ReadAllAvailable()) == starts[0]
+    assert ConsumerManager(t.file_io, t.path).consumers() == {}
+    t.write_arrow(batch([1, 2]), overwrite=True)
+    ends = [r.latestOffset(s, ReadAllAvailable()) for r, s in zip(readers, starts)]
+    assert ends[0] == {"snapshot": 2, "units": 0, "full": False, "from": {"snapshot": 2, "units": 0, "full": False,
+                                                                            "readTime": t.snapshot(1).time_millis},
+                       "readTime": t.snapshot(1).time_millis}
+    rows = [sorted((row["k"], row["id"]) for p in r.partitions(s, e) for b in r.read(p) for row in b.to_pylist())
+            for r, s, e in zip(readers, starts, ends)]
+    assert rows == [[], [("+I", 1), ("+I", 2)]]
+    t.write_arrow(batch([3]))
+    assert readers[0].latestOffset(ends[0], ReadAllAvailable())["snapshot"] == 3   # reads snapshot 2 on
+
+
 def test_min_rows_per_trigger_gathers_a_trickle_until_the_delay(catalog, monkeypatch):
     """read.stream.minRowsPerTrigger + read.stream.maxTriggerDelayMs, as Paimon's Spark source."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows

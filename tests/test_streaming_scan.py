@@ -43,6 +43,7 @@ def drain(ss: StreamingScan, start: StreamPosition | None = None, limits: ReadLi
     pos = ss.start_position() if start is None else start
     batches = []
     while True:
+        pos = ss.resolved(pos)  # as the source's latestOffset: partitions(start, end) reads from it
         units, end = ss.plan_batch(pos, limits, last_snapshot)
         if not units:
             return batches, pos
@@ -108,8 +109,11 @@ def create_tag(t: ps.Table, name: str, snapshot_id: int) -> None:
 # ---- start modes ---------------------------------------------------------------------------------
 def test_start_modes(catalog):
     t = append_table(catalog)
-    assert stream_scan(t).start_position() == StreamPosition(1)            # empty table: from the first
+    # empty table: latest-full and from-timestamp are resolved at the first snapshot, latest reads from it
+    assert stream_scan(t).start_position() == StreamPosition(1, pending=True)
+    assert stream_scan(t, **{"scan.timestamp-millis": 0}).start_position() == StreamPosition(1, pending=True)
     assert stream_scan(t, **{"scan.mode": "latest"}).start_position() == StreamPosition(1)
+    assert stream_scan(t, **{"scan.snapshot-id": 3}).start_position() == StreamPosition(3)
     for i in range(4):
         t.write_arrow(batch([i]))
     times = [s.time_millis for s in t.snapshots()]
@@ -130,6 +134,28 @@ def test_start_modes(catalog):
     # an expired start snapshot starts from the earliest one, as Java does
     expire_before(t, 3)
     assert stream_scan(t, **{"scan.snapshot-id": 1}).start_position() == StreamPosition(3)
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({}, [1, 2, 3]), ({"scan.mode": "compacted-full"}, [1, 2, 3]),
+    ({"scan.timestamp-millis": 4_102_444_800_000}, []),      # 2100: after every commit
+    ({"scan.timestamp-millis": 0}, [3])])                    # before: from the first (an OVERWRITE, skipped)
+def test_a_start_on_an_empty_table_is_resolved_at_its_first_snapshot(catalog, options, expected):
+    """A stream started on a table without a snapshot started at snapshot 1's changes: with
+    from-timestamp it read the commits made before its instant (a stream started after them
+    reads none), with latest-full it skipped a first INSERT OVERWRITE (an OVERWRITE has no
+    changes to stream). Java's starting scanner is asked again at each plan until there is a
+    snapshot; ours is pending until then and reads what a stream started then reads."""
+    t = pk_table(catalog)
+    ss = stream_scan(t, **options)
+    start = ss.start_position()
+    assert start.pending and ss.plan_batch(start) == ([], start)
+    t.write_arrow(batch([1, 2]), overwrite=True)
+    t.write_arrow(batch([3]))
+    assert sorted(r["id"] for r in flat(drain(ss, start)[0])) == expected == \
+        sorted(r["id"] for r in flat(drain(stream_scan(t, **options))[0]))
+    with pytest.raises(ValueError, match="pending"):
+        ss.units_between(start, StreamPosition(3))
 
 
 def test_invalid_start_options(catalog):
@@ -386,6 +412,10 @@ def test_available_now_cap(catalog):
 def test_position_round_trip():
     p = StreamPosition(7, 3, True)
     assert StreamPosition.from_dict(json.loads(json.dumps(p.to_dict()))) == p
+    pending = StreamPosition(1, pending=True)
+    assert pending.to_dict() == {"snapshot": 1, "units": 0, "full": False, "pending": True}
+    assert StreamPosition.from_dict(pending.to_dict()) == pending
+    assert not StreamPosition.from_dict({"snapshot": 1, "units": 0, "full": False}).pending  # offsets before it
     with pytest.raises(ValueError, match="offset"):
         StreamPosition.from_dict({"units": 1})
     with pytest.raises(InvalidOptionError):
@@ -649,10 +679,10 @@ def test_system_tables(catalog):
 
 def test_start_options_resolved_against_the_table(catalog):
     """`scan.version` names a tag, else a snapshot id, else is refused naming it; `from-timestamp`
-    on a table without snapshots starts at the first one; a boolean option takes true/false only."""
+    on a table without snapshots is resolved at the first one; a boolean option takes true/false only."""
     t = append_table(catalog, "db.ver")
     assert stream_scan(t, **{"scan.mode": "from-timestamp", "scan.timestamp-millis": 1}).start_position() == \
-        StreamPosition(1)
+        StreamPosition(1, pending=True)
     t.write_arrow(batch([1]))
     t.write_arrow(batch([2]))
     t.create_tag("v1", snapshot_id=1)
