@@ -608,7 +608,9 @@ class StreamingScan:
                    last_snapshot: int | None = None) -> tuple[list[ReadUnit], StreamPosition]:
         """The units after `start` that one micro-batch admits, and the position after them.
 
-        Reads no snapshot beyond `last_snapshot` (Trigger.AvailableNow's target). When nothing
+        Reads no snapshot beyond `last_snapshot` (Trigger.AvailableNow's target), except a full
+        start's, which is read whole: its state holds everything up to the target (the start is
+        newer when a commit landed between AvailableNow's prepare and the query's start). When nothing
         is left to read, returns ([], start): the stream does not move. Snapshots with nothing
         to read (compactions) are stepped over even when no unit follows them, as Java's
         stream steps over them: a checkpoint left before them would need them after they expire.
@@ -618,6 +620,8 @@ class StreamingScan:
         latest = self.snapshots.latest_id()
         if latest is None or start.pending:
             return [], start
+        if last_snapshot is not None and start.full:
+            last_snapshot = max(last_snapshot, start.snapshot)
         cap = latest if last_snapshot is None else min(latest, last_snapshot)
         admission = _Admission(limits)
         units: list[ReadUnit] = []

@@ -409,6 +409,30 @@ def test_a_query_started_on_an_empty_table_resolves_its_start_at_the_first_snaps
     assert readers[0].latestOffset(ends[0], ReadAllAvailable())["snapshot"] == 3   # reads snapshot 2 on
 
 
+def test_available_now_reads_a_start_committed_after_its_prepare(catalog):
+    """Spark calls prepareForTriggerAvailableNow (which fixes the last snapshot to read) before
+    initialOffset: a commit between them put latest-full's start beyond that snapshot, and the
+    run read nothing, not even the table's state. A full start is read whole."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    t = catalog.create_table("db.now", SCHEMA, partition_keys=["dt"])
+    t.write_arrow(batch([1]))
+    options = {"path": t.path, "rowKindColumn": "k", "max-files-per-trigger": "1"}
+    r = stream_reader(options, source_schema(options))
+    r.prepareForTriggerAvailableNow()
+    t.write_arrow(batch([2]))
+    start = r.initialOffset()
+    assert start == {"snapshot": 2, "units": 0, "full": True}
+    offsets, rows = [start], []
+    while (end := r.latestOffset(offsets[-1], r.getDefaultReadLimit())) != offsets[-1]:
+        rows += [(row["k"], row["id"]) for p in r.partitions(offsets[-1], end) for b in r.read(p)
+                 for row in b.to_pylist()]
+        offsets.append(end)
+    assert sorted(rows) == [("+I", 1), ("+I", 2)] and len(offsets) == 3   # one file per batch
+    t.write_arrow(batch([3]))
+    assert r.latestOffset(offsets[-1], ReadAllAvailable()) == offsets[-1]   # nothing after its start
+
+
 def test_min_rows_per_trigger_gathers_a_trickle_until_the_delay(catalog, monkeypatch):
     """read.stream.minRowsPerTrigger + read.stream.maxTriggerDelayMs, as Paimon's Spark source."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows

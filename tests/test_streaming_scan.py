@@ -407,6 +407,9 @@ def test_available_now_cap(catalog):
     ss = stream_scan(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 1})
     batches, pos = drain(ss, last_snapshot=2)
     assert sorted(r["id"] for r in flat(batches)) == [0, 1] and pos == StreamPosition(3)
+    # a full start newer than the cap (committed after AvailableNow fixed it) is read whole, in batches too
+    batches, pos = drain(stream_scan(t), limits=ReadLimits(max_files=1), last_snapshot=2)
+    assert sorted(r["id"] for r in flat(batches)) == [0, 1, 2] and pos == StreamPosition(4)
 
 
 def test_position_round_trip():
