@@ -495,7 +495,10 @@ def write_in_driver(df: DataFrame, plan: WritePlan, transform: ArrowTransform | 
     if transform is not None:
         batches = list(transform.fn(iter(batches)))
         clock.lap("transform")
-    rows = pa.Table.from_batches([b for b in batches if b.num_rows], schema)
+    batches = [b for b in batches if b.num_rows]
+    # in the batches' own types: Spark sends strings and binaries as large_string / large_binary
+    # under spark.sql.execution.arrow.useLargeVarTypes, which `conform` casts as it casts any other
+    rows = pa.Table.from_batches(batches) if batches else schema.empty_table()
     result = WriteResult(plan.write(rows, whole_batch=True) if rows.num_rows else [], rows.num_rows)
     clock.lap("write")
     return result
