@@ -711,6 +711,8 @@ class StreamingScan:
         """The units after `start` up to `end` (a micro-batch's content). A rollback below `end`
         since it was planned (its plans are cached) is refused, not read from those plans.
         `start` is a resolved position: a pending one resolved now could be another start."""
+        if start.pending and end == start:  # a batch Spark runs before the table's first snapshot
+            return []
         if start.pending:
             raise ValueError(f"stream offset {start} is a pending start: plan from its resolved position")
         self.check_not_rolled_back(start)
