@@ -256,16 +256,23 @@ def test_tags_past_their_retention_expire_after_commits(catalog):
     assert t.tags() == ["brief2", "hour"]
 
 
-def test_two_tags_on_one_expired_snapshot_share_its_files(catalog):
-    """The second tag is made after the snapshot expired, from the tag holding it (as Java's
-    findSnapshot falls back to)."""
+def expired_under_tag(catalog, later: int):
+    """Snapshot 1 (ids 0-3 as 'a') tagged 'one', `later` batches (b0, b1, ...) and a full
+    compaction after it, then every snapshot but the newest expired: only the tag holds 1."""
     t = pk_table(catalog, **{"snapshot.num-retained.min": "1"})
     t.write_arrow(batch(range(4), "a"))
     t.create_tag("one")
-    for i in range(3):
+    for i in range(later):
         t.write_arrow(batch(range(4), f"b{i}"))
     t.compact(full=True)
     t.expire_snapshots(older_than=2 ** 62)
+    return t
+
+
+def test_two_tags_on_one_expired_snapshot_share_its_files(catalog):
+    """The second tag is made after the snapshot expired, from the tag holding it (as Java's
+    findSnapshot falls back to)."""
+    t = expired_under_tag(catalog, 3)
     assert [s.id for s in t.snapshots()] == [5]
     with pytest.raises(SnapshotNotFoundError, match="snapshot 2"):
         t.create_tag("other", snapshot_id=2)  # expired, and no tag holds it
@@ -282,13 +289,7 @@ def test_a_tag_made_from_a_tag_being_deleted_keeps_its_files(catalog, monkeypatc
     """Tag 'other' is made from expired snapshot 1, held by tag 'one', just after the deletion
     of 'one' listed the tags: the deletion reads them again before deleting files."""
     from paimon_streaming.tags import TagManager
-    t = pk_table(catalog, **{"snapshot.num-retained.min": "1"})
-    t.write_arrow(batch(range(4), "a"))
-    t.create_tag("one")
-    for i in range(2):
-        t.write_arrow(batch(range(4), f"b{i}"))
-    t.compact(full=True)
-    t.expire_snapshots(older_than=2 ** 62)
+    t = expired_under_tag(catalog, 2)
     delete_file = TagManager.delete_file
 
     def made_meanwhile(self, name):
