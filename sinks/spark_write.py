@@ -394,13 +394,19 @@ def _as_nullable(t: DataType) -> DataType:
 
 def collect_arrow(df: DataFrame) -> pa.Table:
     """The DataFrame's rows in the driver as Arrow (`toArrow`). PySpark's `toArrow` fails on a
-    null VARIANT (Spark sends its value and metadata as nulls in fields it declares non-null):
-    columns holding variants are taken as Spark sends them, and `write.conform` makes the null
-    variants' parts empty (`variant.conform`)."""
+    null VARIANT (Spark sends its value and metadata as nulls in fields it declares non-null)
+    and on a null struct, array or map whose fields, elements or values Spark declares non-null
+    (Spark sends nulls under it, which Arrow refuses to view as non-nullable). Such columns are
+    taken as Spark sends them: variants as they are (`write.conform` makes the null variants'
+    parts empty, `variant.conform`), the others cast to their types with every nested field
+    nullable (the write checks the table's own NOT NULL fields)."""
     raw = [f.name for f in df.schema.fields if _holds_variant(f.dataType)]
-    if not raw:
+    relaxed = [f.name for f in df.schema.fields if f.name not in raw and _as_nullable(f.dataType) != f.dataType]
+    if not raw and not relaxed:
         return df.toArrow()
-    schema = arrow_schema_of(df.schema)
+    schema = arrow_schema_of(StructType([
+        StructField(f.name, _as_nullable(f.dataType), f.nullable, f.metadata) if f.name in relaxed else f
+        for f in df.schema.fields]))
     table = pa.Table.from_batches(df._collect_as_arrow(empty_list_if_zero_records=False))
     columns = [table.column(name) if name in raw else table.column(name).cast(schema.field(name).type)
                for name in schema.names]

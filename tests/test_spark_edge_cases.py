@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 
 import paimon_streaming as ps
 from paimon_streaming.scan import TableScan
@@ -259,6 +260,28 @@ def test_a_null_row_whose_type_has_not_null_fields(spark, catalog):
         {"id": 1, "addr": {"zip": "1", "city": "x"}, "m": [("a", {"z": 1}), ("b", None)]},
         {"id": 2, "addr": None, "m": None}])
 
+
+
+@pytest.mark.parametrize("writer", ["sink", "sink-task", "sink-shuffle", "format"])
+def test_a_null_row_whose_spark_type_has_not_null_fields(spark, tmp_path, writer):
+    """A null struct whose fields Spark itself declares NOT NULL (`when(c, struct(id, array(1)))`:
+    the struct is nullable, its fields are not). paimon_sink writing in the driver failed the
+    batch with PySpark's "nulls in input cannot be viewed as non-nullable" (`toArrow`)."""
+    path = str(tmp_path / "wh" / "db.db" / "spark_not_null")
+    df = spark.range(4).select(F.col("id"), F.when(F.col("id") % 2 == 1, F.struct(
+        F.col("id").alias("a"), F.array(F.lit(1)).alias("b"))).alias("s"))
+    assert not df.schema["s"].dataType["a"].nullable and df.schema["s"].nullable
+    options = {"primary-key": "id", "bucket": "2"}
+    writers = {"sink": lambda: paimon_sink(path, commit_user="nn", options=options)(df, 0),
+               "sink-task": lambda: paimon_sink(path, commit_user="nn", shuffle=False,
+                                                options=options)(df.repartition(2), 0),
+               "sink-shuffle": lambda: paimon_sink(path, commit_user="nn", shuffle=True,
+                                                   options=options)(df.repartition(2), 0),
+               "format": lambda: df.write.format("paimon").options(**options).mode("append").save(path)}
+    writers[writer]()
+    expected = [{"id": i, "s": {"a": i, "b": [1]} if i % 2 else None} for i in range(4)]
+    assert by_id(ps.Table.open(path).to_arrow().to_pylist()) == expected
+    assert spark_rows(spark.read.format("paimon").load(path)) == expected
 
 # ---- 2. key-only deletes into NOT NULL columns ---------------------------------------------------------
 CDC_SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("qty", pa.int32(), False),
