@@ -59,6 +59,7 @@ import pyarrow.compute as pc
 from .collection_aggregates import (COLLECTION_FUNCTIONS, RETRACTABLE_COLLECTIONS, CollectionSpec,
                                     aggregate_collection, collection_spec)
 from .errors import InvalidOptionError, PaimonError, SchemaMismatchError
+from .option_keys import FALLBACK_KEYS
 from .listagg import listagg
 from .numeric_aggregates import float_extreme, hash_aggregate, product_of, sum_of
 from .keyvalue import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
@@ -69,8 +70,7 @@ __all__ = ["MergeEngine", "engine_for", "validate_engine_options", "merge_sorted
            "row_kinds", "row_kind_filter", "ignore_delete_option", "is_retract", "last_of_each_key",
            "first_of_each_key", "AGGREGATE_FUNCTIONS"]
 
-IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
-                      "partial-update.ignore-delete")
+IGNORE_DELETE_KEYS = ("ignore-delete", *FALLBACK_KEYS["ignore-delete"])
 _SHORT_KINDS = ["+I", "-U", "+U", "-D"]  # index = byte value
 
 AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_null_value", "first_value",

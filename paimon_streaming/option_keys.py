@@ -9,7 +9,12 @@ Regenerate by listing the `key("...")` names of those three classes.
 CORE_OPTION_TYPES: the CoreOptions keys (Paimon 1.4.2) of a number, boolean, duration or size
 type (`key("...").intType()` and the like), so a value Java cannot parse is refused when a table
 is created or altered here rather than left for Java to fail on.
+
+FALLBACK_KEYS: Java's older names of the options that change answers (`log.scan`).
 """
+from __future__ import annotations
+
+from typing import Mapping
 
 PAIMON_OPTION_KEYS = frozenset("""
 add-column-before-partition
@@ -628,3 +633,28 @@ write-buffer-spill.max-disk-size
 write.batch-memory
 """.split(), "memory"),
 }
+
+# Java's older names of the options that change what a read or a write does (CoreOptions'
+# `withFallbackKeys`, Paimon 1.4.2): Java reads an option under them, in this order, when the
+# option itself is not given, so a table created by an older job (or a Flink DDL) with
+# `log.scan` or `write.compaction-skip` behaves as with `scan.mode` or `write-only`. (Its other
+# fallback names are of options that change no answer: batch sizes, threads, clustering.)
+FALLBACK_KEYS: dict[str, tuple[str, ...]] = {
+    "scan.mode": ("log.scan",),
+    "scan.timestamp-millis": ("log.scan.timestamp-millis",),
+    "write-only": ("write.compaction-skip",),
+    "snapshot.clean-empty-directories": ("snapshot.expire.clean-empty-directories",),
+    "ignore-delete": ("first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete"),
+}
+
+
+def with_fallback_keys(options: Mapping[str, str]) -> dict[str, str]:
+    """`options` with each option of FALLBACK_KEYS that is not given taken from the first of
+    its older names that is, as Java reads it (the table's stored options stay as they are)."""
+    resolved = dict(options)
+    for key, fallbacks in FALLBACK_KEYS.items():
+        if key not in resolved:
+            given = next((name for name in fallbacks if name in resolved), None)
+            if given is not None:
+                resolved[key] = resolved[given]
+    return resolved

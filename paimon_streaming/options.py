@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import InvalidOptionError
 from .external_paths import ExternalPaths
-from .option_keys import CORE_OPTION_TYPES, PAIMON_OPTION_KEYS
+from .option_keys import CORE_OPTION_TYPES, PAIMON_OPTION_KEYS, with_fallback_keys
 from .option_text import (choice, exact_choice, java_trim, parse_bool, parse_double, parse_duration_ms, parse_int,
                           parse_long, parse_map, parse_memory_size)
 from .stats import parse_stats_mode
@@ -436,7 +436,7 @@ class CoreOptions:
     """Typed read access to a table's options (defaults from Paimon)."""
 
     def __init__(self, options: dict[str, str]):
-        self.raw = dict(options)
+        self.raw = with_fallback_keys(options)  # Java's older names (`write.compaction-skip`) read too
 
     def get(self, key: str) -> Any:
         """The parsed value; InvalidOptionError naming the option when a table written elsewhere

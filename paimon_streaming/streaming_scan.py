@@ -38,6 +38,7 @@ from .errors import (InvalidOptionError, SchemaChangedError, SnapshotExpiredErro
 from .fileio import FileIO
 from .long_lived_changelogs import earliest_long_lived_changelog_id, long_lived_changelog
 from .manifest import ADD, ManifestEntry
+from .option_keys import with_fallback_keys
 from .options import CoreOptions
 from .scan import DataSplit, TableScan
 from .schema import TableSchema
@@ -256,6 +257,7 @@ class StreamOptions:
         """Table options overridden by the reader's options (keys compared case-insensitively)."""
         merged = {k.lower(): v for k, v in table_options.items()}
         merged.update({k.lower(): v for k, v in read_options.items()})
+        merged = with_fallback_keys(merged)  # `log.scan`, `log.scan.timestamp-millis`: Java's older names
         for key, what in {**UNIMPLEMENTED_SCAN_OPTIONS, **UNIMPLEMENTED_STREAM_OPTIONS}.items():
             if _get(merged, key) is not None:
                 raise InvalidOptionError(f"option '{key}' (the table's or the stream's) asks for {what}, which "

@@ -19,6 +19,7 @@ from typing import Mapping
 from . import full_compaction
 from .errors import InvalidOptionError, UnsupportedOperationError
 from .incremental import IncrementalRange, incremental_query
+from .option_keys import with_fallback_keys
 from .options import CoreOptions
 from .snapshot import Snapshot, SnapshotManager
 from .streaming_scan import UNIMPLEMENTED_SCAN_OPTIONS, check_start_options
@@ -52,7 +53,7 @@ class TableScanOptions:
 
     @staticmethod
     def of(table_options: Mapping[str, str], table_name: str) -> "TableScanOptions":
-        opts = {k.lower(): str(v).strip() for k, v in table_options.items() if str(v).strip()}
+        opts = with_fallback_keys({k.lower(): str(v).strip() for k, v in table_options.items() if str(v).strip()})
         for key, what in UNIMPLEMENTED_SCAN_OPTIONS.items():
             if key in opts:
                 raise UnsupportedOperationError(

@@ -11,7 +11,7 @@ from paimon_streaming.branches import resolve_branch
 from paimon_streaming.catalog import Catalog
 from paimon_streaming.errors import InvalidOptionError, PaimonError
 from paimon_streaming.incremental import INCREMENTAL_OPTIONS, IncrementalRange, incremental_query
-from paimon_streaming.option_keys import PAIMON_OPTION_KEYS
+from paimon_streaming.option_keys import PAIMON_OPTION_KEYS, with_fallback_keys
 from paimon_streaming.option_text import parse_memory_size
 from paimon_streaming.options import OPTIONS, CoreOptions, misspelled_key, misspelt_name
 from paimon_streaming.streaming_scan import START_OPTIONS, ReadLimits, check_start_options
@@ -264,7 +264,7 @@ class ReadSpec:
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> "ReadSpec":
-        opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+        opts = with_fallback_keys({str(k).lower(): str(v) for k, v in options.items() if v is not None})
         ref = opts.get("table") or opts.get("path")
         if not ref:
             raise PaimonError("format('paimon') needs a table: load('<table directory or URI>'), or option "

@@ -16,6 +16,7 @@ import pytest
 import paimon_streaming as ps
 from paimon_streaming.errors import InvalidOptionError, UnsupportedOperationError
 from paimon_streaming.streaming_scan import StreamOptions
+from stream_batches import open_stream, stream_rows
 
 try:
     from java_oracle import get_oracle
@@ -32,6 +33,7 @@ CASES = {
     "incremental": ({"incremental-between": "1,3"}, [2, 3]),
     "compacted-full": ({"scan.mode": "compacted-full"}, [1, 2, 3]),
     "latest": ({"scan.mode": "latest"}, [1, 2, 3, 4]),
+    "log.scan": ({"log.scan": "compacted-full"}, [1, 2, 3]),   # Java's older name of scan.mode
 }
 
 
@@ -111,6 +113,45 @@ def test_stream_options_kept_in_the_table_that_streams_do_not_implement_are_refu
         for read in ({}, start):
             with pytest.raises(InvalidOptionError, match=f"'{key}'"):
                 StreamOptions.from_options(table.schema.options, read)
+
+
+def test_javas_older_option_names_steer_reads_and_writes_as_java(tmp_path):
+    """Java reads `scan.mode`, `scan.timestamp-millis` and `write-only` under their older names
+    (`log.scan`, `log.scan.timestamp-millis`, `write.compaction-skip`) too, so a table created
+    by an older job reads and writes as with the new names; we ignored them: a `log.scan` =
+    `from-timestamp` table read its latest state and streamed from the full table, a
+    `write.compaction-skip` table was compacted and its snapshots expired by our writes."""
+    java = get_oracle()
+    paths = {name: str(tmp_path / "db.db" / name) for name in ("ts", "latest", "skip")}
+    with java.batch() as b:
+        for path in paths.values():
+            b.create_table(path, FIELDS, primary_keys=["id"], options={"bucket": "1"})
+            b.write(path, [{"id": 1, "v": "v1"}])
+    time.sleep(0.01)
+    after_first = java.snapshots(paths["ts"])[-1]["timeMillis"] + 1
+    time.sleep(0.01)
+    old_names = {"ts": {"log.scan": "from-timestamp", "log.scan.timestamp-millis": str(after_first)},
+                 "latest": {"log.scan": "latest"},
+                 "skip": {"write.compaction-skip": "true", "snapshot.num-retained.max": "2",
+                          "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"}}
+    with java.batch() as b:
+        for name, path in paths.items():
+            b.write(path, [{"id": 2, "v": "v2"}])
+            b.alter(path, [{"kind": "set-option", "key": k, "value": v} for k, v in old_names[name].items()])
+            b.write(path, [{"id": 3, "v": "v3"}])
+    with java.batch() as b:
+        batch = b.read(paths["ts"])
+        streams = {name: b.read(paths[name], stream_plans=4) for name in ("ts", "latest")}
+    ts = ps.Table.open(paths["ts"])
+    assert ids(ts.to_arrow().to_pylist()) == ids(batch.result) == [1]
+    for name, expected in (("ts", [2, 3]), ("latest", [])):
+        assert ids(streams[name].result) == expected
+        assert ids(stream_rows(open_stream(ps.Table.open(paths[name]), {}), ["id", "v"])) == expected
+    skip = ps.Table.open(paths["skip"])
+    for i in range(4, 10):
+        skip.write_arrow(pa.table({"id": pa.array([i], pa.int32()), "v": [f"v{i}"]}))
+    assert [(s.id, s.commit_kind) for s in skip.snapshot_manager.snapshots()] == \
+        [(i, "APPEND") for i in range(1, 10)]   # no compaction, nothing expired: write-only
 
 
 def test_scan_options_java_refuses_are_refused_naming_them(tmp_path):
