@@ -111,8 +111,8 @@ def java_codec(fmt: str, compression: str, option: str, own_option: bool = False
         if compression == name[1:] if name.startswith("=") else compression.upper() == name.upper():
             if codec is None and fmt == ORC:
                 raise InvalidOptionError(f"invalid value {compression!r} for table option {option}: Java's ORC "
-                                         "writer takes it, but pyarrow can neither write nor read LZO ORC "
-                                         "files; use zstd, lz4, snappy, zlib or none")
+                                         "writer takes it, but pyarrow cannot write LZO ORC files "
+                                         "(tables holding them are read); use zstd, lz4, snappy, zlib or none")
             return codec
     written = [n for n in names if names[n] is not None or fmt == AVRO]
     accepted = " or ".join(f"{', '.join(group)} ({how})" for group, how in (

@@ -130,6 +130,18 @@ ORC_LTZ_LEGACY = "orc.timestamp-ltz.legacy.type"  # Java's OrcOptions: LTZ value
 _PER_COLUMN = (PARQUET_DICTIONARY,)  # `<key>#<column>` overrides, as parquet-mr's ColumnConfigParser
 
 
+def _manifest_codec(text: str) -> str:
+    """zstd in any case (Paimon's own name for it), or Avro's codec names as Avro takes them.
+    Java's ORC and Parquet manifest writers take their formats' other codecs too (lz4, gzip),
+    which this writer does not write (tables with them are read)."""
+    if text.lower() == "zstd":
+        return "zstd"
+    if text not in ("null", "none", "deflate", "snappy"):
+        raise ValueError("paimon-streaming writes manifests with zstd (any case) or Avro's null, none, deflate or "
+                         f"snappy (as written), in ORC and Parquet manifests with {', '.join(COLUMNAR_MANIFEST_CODECS)}")
+    return text
+
+
 def _parquet_writer_version(text: str) -> str:
     """parquet-mr's WriterVersion.fromString: a short name or the enum's name (case as given)."""
     version = {"v1": "v1", "PARQUET_1_0": "v1", "v2": "v2", "PARQUET_2_0": "v2"}.get(text.strip())
@@ -153,9 +165,7 @@ _OPTIONS = [
     Option("changelog-file.compression", None, str),
     Option("file.compression.zstd-level", "1", _int_at_least(1)),
     Option("manifest.format", "avro", choice("avro", "orc", "parquet")),
-    # Avro's codec names as Avro takes them; zstd in any case (Paimon's own name for it)
-    Option("manifest.compression", "zstd", lambda text: "zstd" if text.lower() == "zstd" else
-           exact_choice("null", "none", "deflate", "snappy")(text)),
+    Option("manifest.compression", "zstd", _manifest_codec),
     Option("manifest.target-file-size", "8 mb", parse_memory_size),
     Option("manifest.full-compaction-threshold-size", "16 mb", parse_memory_size),
     Option("manifest.merge-min-count", "30", _int_at_least(1)),

@@ -147,7 +147,8 @@ def test_compressions_java_cannot_write_are_refused(fio, fmt, compression):
     option; no file is left."""
     file_io, root = fio
     fields = _fields(("id", T("BIGINT")))
-    with pytest.raises(InvalidOptionError, match=f"'{compression}' for table option 'file.compression': .*({fmt}|LZO)"):
+    lzo = r"cannot write LZO ORC files \(tables holding them are read\)"
+    with pytest.raises(InvalidOptionError, match=f"'{compression}' for table option 'file.compression': .*({fmt}|{lzo})"):
         write_data_file(file_io, f"{root}/f.{fmt}", pa.table({"id": [1]}, schema=arrow_schema(fields)), fields,
                         fmt, compression)
     assert os.listdir(root) == []

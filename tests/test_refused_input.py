@@ -178,6 +178,10 @@ def test_avro_only_manifest_codecs_are_refused_for_orc_and_parquet_manifests(cat
     with pytest.raises(InvalidOptionError, match=f"'manifest.compression' = 'deflate'.*'manifest.format' is '{fmt}'"):
         catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1", "manifest.format": fmt,
                                                                       "manifest.compression": "deflate"})
+    with pytest.raises(InvalidOptionError, match="'lz4' for table option 'manifest.compression'.* ORC and Parquet "
+                                                 "manifests with zstd, none, snappy"):  # Java's, not written here
+        catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1", "manifest.format": fmt,
+                                                                      "manifest.compression": "lz4"})
     t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1", "manifest.compression": "null"})
     with pytest.raises(InvalidOptionError, match="'manifest.compression' = 'null'"):
         t.update_schema().set_option("manifest.format", fmt).commit()
