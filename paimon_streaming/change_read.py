@@ -24,7 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import row_tracking
 from .binary_row import encode_rows
+from .errors import SchemaMismatchError
 from .keyvalue import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
 from .predicate import Filter
 from .read import SplitReader
@@ -108,6 +110,10 @@ def _keyed_diff(reader: SplitReader, unit: ReadUnit, names: list[str]) -> pa.Tab
 def _multiset_diff(reader: SplitReader, unit: ReadUnit, names: list[str]) -> pa.Table:
     """Rows of an append table's diff unit: each distinct row (all columns compared) as many
     times more as the end state holds it than the start state (+I), or fewer (-D)."""
+    tracking = [n for n in names if n in row_tracking.NAMES]
+    if tracking:  # a row deleted and written again is no change by its values, but is by its ids
+        raise SchemaMismatchError(f"columns {tracking} are not part of a diff, which compares rows by their values "
+                                  "(two tags, or mode 'diff'): read them with mode 'delta'")
     fields = reader.schema.field_names
     before = reader.read_split(unit.before, fields, None)
     after = reader.read_split(unit.split, fields, None)

@@ -63,7 +63,7 @@ class SplitReader:
     def read(self, splits: Sequence[DataSplit], columns: Sequence[str] | None = None,
              flt: Filter | None = None) -> pa.Table:
         names = list(columns) if columns is not None else self.schema.field_names
-        out_schema = self._arrow_schema(names)
+        out_schema = self.arrow_schema(names)
         pieces = [p for s in splits for p in s.pieces()]  # files of raw splits are read in parallel
         if not pieces:
             return out_schema.empty_table()
@@ -72,7 +72,7 @@ class SplitReader:
             tables = list(pool.map(lambda s: self.read_split(s, names, flt), pieces))
         return concat_tables([_as(t.select(out_schema.names), out_schema) for t in tables])
 
-    def _arrow_schema(self, names: list[str]) -> pa.Schema:
+    def arrow_schema(self, names: list[str]) -> pa.Schema:
         """The Arrow schema of current columns `names` (a clear error for unknown ones)."""
         untracked = [n for n in names if n in row_tracking.NAMES and n not in self.tracking
                      and n not in self.schema.field_names]
@@ -116,7 +116,7 @@ class SplitReader:
         return table.select(names + ([VALUE_KIND] if with_row_kind else []))
 
     def _empty(self, names: list[str]) -> pa.Table:
-        return self._arrow_schema(names).empty_table()
+        return self.arrow_schema(names).empty_table()
 
     # ---- one file --------------------------------------------------------------------------
     def _read_file(self, split: DataSplit, meta: DataFileMeta, names: list[str],

@@ -712,8 +712,7 @@ class Table:
             parts = list(pool.map(lambda u: to_output(read_unit(reader, u, names, flt), row_kind_column), units))
         if parts:
             return concat_tables(parts)
-        fields = self.arrow_schema()
-        empty = pa.schema([fields.field(n) for n in names] + [pa.field(VALUE_KIND, pa.int8(), False)]).empty_table()
+        empty = pa.schema(list(reader.arrow_schema(names)) + [pa.field(VALUE_KIND, pa.int8(), False)]).empty_table()
         return to_output(empty, row_kind_column)
 
     def read_schema(self, snapshot: Snapshot | None, latest: bool) -> TableSchema:

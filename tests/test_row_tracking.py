@@ -158,6 +158,23 @@ def planned_files(t: ps.Table, flt) -> int:
     return sum(len(s.files) for s in t.plan(t.latest_snapshot(), flt))
 
 
+def test_incremental_reads_of_row_ids(catalog):
+    """A delta of a range with no appended file (a compaction) answered a raw KeyError for
+    `_ROW_ID`; a diff compares rows by their values, which ids are no part of: refused."""
+    t = tracked_table(catalog, "db.rt")
+    for start in (0, 5, 10, 15):   # the fourth commit compacts the three files before it
+        t.write_arrow(batch(start, 5))
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND"] * 4 + ["COMPACT"]
+    assert sorted(t.changes_between(1, 2, mode="delta", columns=TRACKED).column("_ROW_ID").to_pylist()) == \
+        [5, 6, 7, 8, 9]
+    empty = t.changes_between(4, 5, mode="delta", columns=TRACKED)
+    assert empty.num_rows == 0 and empty.schema.names == TRACKED
+    with pytest.raises(SchemaMismatchError, match="column 'nope' is not in the table schema"):
+        t.changes_between(4, 5, mode="delta", columns=["id", "nope"])
+    with pytest.raises(SchemaMismatchError, match=r"\['_ROW_ID'\] are not part of a diff"):
+        t.changes_between(1, 2, mode="diff", columns=["id", "_ROW_ID"])
+
+
 def test_filters_on_row_ids_prune_files_and_rows(catalog):
     """`_ROW_ID` and `_SEQUENCE_NUMBER` filter like columns: files whose ids (by position, or in
     their own columns after compaction) cannot match are not read, the rows are filtered, with
