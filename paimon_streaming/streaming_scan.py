@@ -398,17 +398,16 @@ class StreamingScan:
                 raise InvalidOptionError("scan.mode 'from-timestamp' needs option 'scan.timestamp-millis'")
             if latest is None:
                 return _PENDING
-            before = earlier_than(self.snapshots, o.timestamp_millis)
-            return StreamPosition(earliest if before is None else before + 1)
+            # as Java: the commits still readable from long-lived changelogs are searched too
+            # (`earlierThanTimeMills` with `startFromChangelog`), and one before them all starts there
+            first = self._earliest_changes(earliest)
+            before = earlier_than(self.snapshots, o.timestamp_millis, first, lambda n: self._snapshot(n, False))
+            return StreamPosition(first if before is None else before + 1)
         # from-snapshot / from-snapshot-full: a snapshot id, or a tag's snapshot (not both: check_start_options)
         if o.snapshot_id is not None:
             start = o.snapshot_id
             if earliest is not None and start < earliest and mode == "from-snapshot":
-                # as Java: from the earliest long-lived changelog (kept when the changelog
-                # outlives the snapshots), else from the earliest snapshot
-                changelog = earliest_long_lived_changelog_id(self.file_io, self.table_path)
-                if changelog is not None and changelog < earliest:
-                    earliest = max(start, changelog)
+                earliest = max(start, self._earliest_changes(earliest))
             if earliest is not None and start < earliest:
                 log.warning("scan.snapshot-id %d of %s has expired; starting from %d",
                             start, self.table_path, earliest)
@@ -418,6 +417,13 @@ class StreamingScan:
         else:
             raise InvalidOptionError(f"scan.mode '{mode}' needs option 'scan.snapshot-id' or 'scan.tag-name'")
         return StreamPosition(start, 0, mode == "from-snapshot-full")
+
+    def _earliest_changes(self, earliest: int) -> int:
+        """The first commit whose changes a stream can still read, given the earliest snapshot: as
+        Java's, the earliest long-lived changelog (kept when the changelog outlives the
+        snapshots) when it is older, else the earliest snapshot."""
+        changelog = earliest_long_lived_changelog_id(self.file_io, self.table_path)
+        return earliest if changelog is None else min(earliest, changelog)
 
     # ---- one snapshot's plan ------------------------------------------------------------
     def snapshot_units(self, snapshot_id: int, full: bool) -> list[ReadUnit] | None:

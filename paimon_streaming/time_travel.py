@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import Callable
 
 from .errors import InvalidOptionError, SnapshotNotFoundError
 from .snapshot import Snapshot, SnapshotManager
@@ -56,14 +57,17 @@ def local_epoch_millis(wall: dt.datetime) -> int:
     return (wall.replace(tzinfo=local_tzinfo(), fold=0) - _EPOCH_UTC) // _MILLI
 
 
-def _last_with(manager: SnapshotManager, millis: int, inclusive: bool) -> int | None:
-    """Id of the newest snapshot with time < millis (<= when inclusive); None when none is."""
-    earliest, latest = manager.earliest_id(), manager.latest_id()
+def _last_with(manager: SnapshotManager, millis: int, inclusive: bool, earliest: int | None = None,
+               read: Callable[[int], Snapshot] | None = None) -> int | None:
+    """Id of the newest snapshot with time < millis (<= when inclusive) among [earliest, latest]
+    read by `read` (by default the snapshots themselves); None when none is."""
+    earliest, latest = manager.earliest_id() if earliest is None else earliest, manager.latest_id()
     if earliest is None or latest is None:
         return None
+    read = manager.snapshot if read is None else read
 
     def before(snapshot_id: int) -> bool:
-        t = manager.snapshot(snapshot_id).time_millis
+        t = read(snapshot_id).time_millis
         return t <= millis if inclusive else t < millis
 
     if not before(earliest):
@@ -78,9 +82,11 @@ def _last_with(manager: SnapshotManager, millis: int, inclusive: bool) -> int | 
     return lo
 
 
-def earlier_than(manager: SnapshotManager, millis: int) -> int | None:
-    """Newest snapshot id committed strictly before `millis`, or None."""
-    return _last_with(manager, millis, inclusive=False)
+def earlier_than(manager: SnapshotManager, millis: int, earliest: int | None = None,
+                 read: Callable[[int], Snapshot] | None = None) -> int | None:
+    """Newest snapshot id committed strictly before `millis`, or None. A stream searches from
+    `earliest` with `read`, Java's long-lived changelogs of expired snapshots included."""
+    return _last_with(manager, millis, False, earliest, read)
 
 
 def earlier_or_equal(manager: SnapshotManager, millis: int) -> int | None:

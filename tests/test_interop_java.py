@@ -17,6 +17,7 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.bucket import fixed_buckets
+from paimon_streaming.long_lived_changelogs import long_lived_changelog
 from paimon_streaming.scan import TableScan
 from conftest import rows_by
 from stream_batches import open_stream, snapshot_changes, stream_rows
@@ -434,6 +435,35 @@ def test_javas_postpone_bucket_rows_start_a_stream_as_javas(java, warehouse, pro
         assert sorted((r["id"], r["v"], r["_kind"]) for r in ours) == \
             sorted((r["id"], r["v"], r["_ROW_KIND"]) for r in javas.result), m
         assert javas.result or producer != "none", m
+
+
+def test_a_from_timestamp_stream_starts_in_javas_long_lived_changelogs_as_java(java, warehouse):
+    """A table whose changelog outlives its snapshots (`changelog.num-retained.max` above
+    `snapshot.num-retained.max`): a from-timestamp stream at an instant before the earliest
+    snapshot started there and dropped the commits since the instant, which Java's expiration
+    kept as long-lived changelogs and Java's stream reads. Both search the changelogs with the
+    snapshots; an instant before them all starts at the earliest changelog."""
+    path = f"{warehouse}/db.db/ts_changelogs"
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                       primary_keys=["id"], options={"bucket": "1", "changelog-producer": "input",
+                                                     "snapshot.num-retained.min": "2", "snapshot.num-retained.max": "3",
+                                                     "changelog.num-retained.max": "50"})
+        for i in range(1, 9):
+            b.write(path, [{"id": i, "v": f"v{i}"}])
+    t = ps.Table.open(path)
+    earliest = t.snapshot_manager.earliest_id()
+    kept = [t.snapshot(i) if i >= earliest else long_lived_changelog(t.file_io, t.path, i)
+            for i in range(1, t.snapshot_manager.latest_id() + 1)]
+    assert earliest > 4 and all(kept), "Java kept the expired snapshots' changelogs"
+    instants = [0, kept[2].time_millis - 1, kept[2].time_millis, kept[earliest - 2].time_millis + 1]
+    modes = [{"scan.mode": "from-timestamp", "scan.timestamp-millis": str(m)} for m in instants]
+    with java.batch() as b:
+        javas = [b.read(path, with_row_kind=True, options=m, stream_plans=12) for m in modes]
+    for m, j in zip(modes, javas):
+        ours = stream_rows(open_stream(t, m), ["id", "v"])
+        assert [(r["_kind"], r["id"]) for r in ours] == [(r["_ROW_KIND"], r["id"]) for r in j.result], m
+    assert [r["id"] for r in javas[1].result] == list(range(3, 9))
 
 
 def test_streaming_read_append_overwrite_streams_an_append_tables_overwrites_as_java(java, catalog):

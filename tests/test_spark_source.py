@@ -382,6 +382,28 @@ def test_streaming_read_append_overwrite_as_a_read_option_and_a_table_option(cat
         [("+I", 1), ("+I", 2), ("+I", 3)]
 
 
+def test_a_from_timestamp_query_starts_in_the_long_lived_changelogs(catalog):
+    """The source's start is the core's: a from-timestamp query of a table whose older commits
+    survive only as long-lived changelogs reads them from its instant on (it started at the
+    earliest snapshot)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    t = catalog.create_table("db.lived", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                             options={"bucket": "1", "changelog-producer": "input",
+                                      "changelog.num-retained.max": "100", "write-only": "true"})
+    for i in range(1, 9):
+        t.write_arrow(batch([i]))
+    times = [s.time_millis for s in t.snapshots()]
+    t.expire_snapshots(retain_max=2, retain_min=1)
+    options = {"path": t.path, "rowKindColumn": "k", "scan.timestamp-millis": str(times[2] - 1)}
+    reader = stream_reader(options, source_schema(options))
+    start = reader.initialOffset()
+    assert start["snapshot"] == 3 < t.snapshot_manager.earliest_id()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert sorted(row["id"] for p in reader.partitions(start, end) for b in reader.read(p) for row in b.to_pylist()) \
+        == [i for i, m in enumerate(times, 1) if m >= times[2] - 1]
+
+
 def test_a_query_started_on_an_empty_table_resolves_its_start_at_the_first_snapshot(catalog):
     """initialOffset on a table without a snapshot is pending (no consumer progress recorded, as
     Java's); the first latestOffset that sees a snapshot resolves it by the query's options and

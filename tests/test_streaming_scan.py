@@ -136,6 +136,24 @@ def test_start_modes(catalog):
     assert stream_scan(t, **{"scan.snapshot-id": 1}).start_position() == StreamPosition(3)
 
 
+def test_from_timestamp_starts_in_the_long_lived_changelogs(catalog):
+    """Snapshots expired as long-lived changelogs (a table keeping its changelog longer than the
+    expiration's arguments keep snapshots): a from-timestamp stream at an instant before the
+    earliest snapshot started there, dropping the commits since the instant that the changelogs
+    still hold (a from-snapshot start read them). As Java's, it searches the changelogs with the
+    snapshots, and an instant before them all starts at the earliest changelog."""
+    t = pk_table(catalog, **{"bucket": "1", "changelog-producer": "input", "changelog.num-retained.max": "100",
+                             "write-only": "true"})
+    for i in range(1, 9):
+        t.write_arrow(batch([i]))
+    times = [s.time_millis for s in t.snapshots()]
+    t.expire_snapshots(retain_max=2, retain_min=1)
+    assert t.snapshot_manager.earliest_id() == 7
+    for instant in (0, times[0], times[2] - 1, times[2], times[5] + 1, times[7] + 1):
+        ss = stream_scan(t, **{"scan.timestamp-millis": instant})
+        assert sorted(r["id"] for r in flat(drain(ss)[0])) == [i for i, m in enumerate(times, 1) if m >= instant]
+
+
 @pytest.mark.parametrize("options, expected", [
     ({}, [1, 2, 3]), ({"scan.mode": "compacted-full"}, [1, 2, 3]),
     ({"scan.timestamp-millis": 4_102_444_800_000}, []),      # 2100: after every commit
