@@ -362,7 +362,9 @@ class StreamingScan:
             found = self.consumers.progress(o.consumer_id)
             if found is not None:
                 n, full = found
-                earliest = self.snapshots.earliest_id()
+                earliest, latest = self.snapshots.earliest_id(), self.snapshots.latest_id()
+                if n > (latest or 0) + 1:
+                    raise self._consumer_ahead(o.consumer_id, n, latest)
                 if earliest is not None and n < earliest:  # a tag keeps its state, Java's changelog its changes
                     if (self._tagged(n) if full else long_lived_changelog(self.file_io, self.table_path, n)) is None:
                         raise self._expired(n, f"consumer '{o.consumer_id}' is at snapshot {n}")
@@ -417,6 +419,20 @@ class StreamingScan:
         else:
             raise InvalidOptionError(f"scan.mode '{mode}' needs option 'scan.snapshot-id' or 'scan.tag-name'")
         return StreamPosition(start, 0, mode == "from-snapshot-full")
+
+    def _consumer_ahead(self, consumer_id: str, next_snapshot: int, latest: int | None) -> SnapshotNotFoundError:
+        """A consumer beyond the table's next commit (Java's rollback does not move consumers; a
+        re-created table may keep the old one's): resumed there, the stream would skip every
+        commit up to it once writers catch up. Refused as Java's NextSnapshotFetcher refuses
+        it, and as a checkpointed position past a rollback is (`check_not_rolled_back`)."""
+        return SnapshotNotFoundError(
+            f"table {self.table_path}: consumer '{consumer_id}' is at snapshot {next_snapshot} "
+            f"(consumer file {self.consumers.path(consumer_id)}), beyond the table's latest snapshot "
+            f"{latest if latest is not None else '(none)'}: the table was rolled back (by Java, whose rollback "
+            "does not move consumers) or re-created since, and resuming there would skip the commits "
+            f"{(latest or 0) + 1}..{next_snapshot - 1} once they are made. Start the stream with "
+            "'consumer.ignore-progress' = 'true' (it starts per 'scan.mode' and records its progress anew), "
+            "delete the consumer file, or use another 'consumer-id'")
 
     def _earliest_changes(self, earliest: int) -> int:
         """The first commit whose changes a stream can still read, given the earliest snapshot: as

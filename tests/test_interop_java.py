@@ -17,6 +17,7 @@ import pytest
 
 import paimon_streaming as ps
 from paimon_streaming.bucket import fixed_buckets
+from paimon_streaming.errors import SnapshotNotFoundError
 from paimon_streaming.long_lived_changelogs import long_lived_changelog
 from paimon_streaming.scan import TableScan
 from conftest import rows_by
@@ -464,6 +465,28 @@ def test_a_from_timestamp_stream_starts_in_javas_long_lived_changelogs_as_java(j
         ours = stream_rows(open_stream(t, m), ["id", "v"])
         assert [(r["_kind"], r["id"]) for r in ours] == [(r["_ROW_KIND"], r["id"]) for r in j.result], m
     assert [r["id"] for r in javas[1].result] == list(range(3, 9))
+
+
+def test_a_consumer_javas_rollback_left_beyond_the_table_is_refused_as_java(java, warehouse):
+    """Java's rollback does not move consumers: a consumer at snapshot 6 of a table rolled back
+    to 3 started there, and read nothing of the commits 4 and 5 made since. Java's stream
+    refuses it ("The next expected snapshot is too big"); ours too, naming the consumer."""
+    path = f"{warehouse}/db.db/consumer_ahead"
+    with java.batch() as b:
+        b.create_table(path, [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                       primary_keys=["id"], options={"bucket": "1"})
+        for i in range(1, 6):
+            b.write(path, [{"id": i, "v": f"v{i}"}])
+        b.record_consumer(path, "job", 6)
+        b.rollback_to(path, 3)
+        b.write(path, [{"id": 10, "v": "after"}])
+    t = ps.Table.open(path)
+    assert t.snapshot_manager.latest_id() == 4
+    with pytest.raises(SnapshotNotFoundError, match="consumer 'job' is at snapshot 6 .*latest snapshot 4"):
+        open_stream(t, {"consumer-id": "job"}).start_position()
+    with java.batch() as b:
+        javas = b.read(path, options={"consumer-id": "job"}, stream_plans=17, catch_error=True)
+    assert "too big" in str(javas.result)
 
 
 def test_streaming_read_append_overwrite_streams_an_append_tables_overwrites_as_java(java, catalog):

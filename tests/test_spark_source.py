@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_streaming.consumers import ConsumerManager
-from paimon_streaming.errors import InvalidOptionError
+from paimon_streaming.errors import InvalidOptionError, SnapshotNotFoundError
 from paimon_streaming.sinks import paimon_sink
 from conftest import pypaimon_create, pypaimon_write, rows_by
 from test_interop_java import fallback_table_renamed_after
@@ -402,6 +402,21 @@ def test_a_from_timestamp_query_starts_in_the_long_lived_changelogs(catalog):
     end = reader.latestOffset(start, ReadAllAvailable())
     assert sorted(row["id"] for p in reader.partitions(start, end) for b in reader.read(p) for row in b.to_pylist()) \
         == [i for i, m in enumerate(times, 1) if m >= times[2] - 1]
+
+
+def test_a_query_from_a_consumer_beyond_the_table_is_refused(catalog):
+    """A consumer ahead of the table's next commit (a rollback that left it there) is refused at
+    the query's start, not resumed there to skip the commits up to it; its consumer file is
+    left as it was."""
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    t = catalog.create_table("db.ahead", SCHEMA, partition_keys=["dt"])
+    for i in range(3):
+        t.write_arrow(batch([i]))
+    ConsumerManager(t.file_io, t.path).record("c", 7)
+    options = {"path": t.path, "consumer-id": "c"}
+    with pytest.raises(SnapshotNotFoundError, match="consumer 'c' is at snapshot 7 .*latest snapshot 3"):
+        stream_reader(options, source_schema(options)).initialOffset()
+    assert ConsumerManager(t.file_io, t.path).consumers() == {"c": 7}
 
 
 def test_a_query_started_on_an_empty_table_resolves_its_start_at_the_first_snapshot(catalog):

@@ -588,6 +588,33 @@ def test_consumer_progress_is_recorded_and_resumed(catalog):
         stream_scan(t, **{"consumer-id": "job"}).start_position()
 
 
+def test_a_consumer_beyond_the_next_commit_is_refused(catalog):
+    """A consumer whose next snapshot is beyond the latest + 1 (left by Java's rollback, which does
+    not move consumers, or kept when the table was re-created): the stream started there
+    silently, and once the writers caught up skipped every commit up to it. It is refused
+    naming the consumer, its snapshot and the latest, as Java's stream refuses it; at the
+    latest + 1 it waits for the next commit, and `consumer.ignore-progress` starts afresh."""
+    t = append_table(catalog)
+    cm = ConsumerManager(t.file_io, t.path)
+    cm.record("job", 3)
+    with pytest.raises(SnapshotNotFoundError, match="consumer 'job' is at snapshot 3.*latest snapshot [(]none[)]"):
+        stream_scan(t, **{"consumer-id": "job"}).start_position()
+    for i in range(5):
+        t.write_arrow(batch([i]))
+    cm.record("job", 9)
+    with pytest.raises(SnapshotNotFoundError, match=r"consumer 'job' is at snapshot 9 .*latest snapshot 5.*6\.\.8"
+                                                    r".*consumer.ignore-progress"):
+        stream_scan(t, **{"consumer-id": "job"}).start_position()
+    assert stream_scan(t, **{"consumer-id": "job", "consumer.ignore-progress": "true"}).start_position() == \
+        StreamPosition(5, 0, True)
+    cm.record("job", 6)
+    ss = stream_scan(t, **{"consumer-id": "job"})
+    start = ss.start_position()
+    assert start == StreamPosition(6)
+    t.write_arrow(batch([5]))
+    assert [r["id"] for r in flat(drain(ss, start)[0])] == [5]
+
+
 def test_progress_past_a_rollback_is_not_recorded(catalog):
     """Spark commits a batch's end after planning the next: a rollback in between moved the
     consumer back, and the commit wrote the old end again, so a new query with the consumer id
