@@ -102,6 +102,10 @@ from .partitions import ReadContext, pack, read_min_partitions, read_partition
 log = logging.getLogger("paimon_streaming.source")
 
 _NO_FILE_LIMIT = 2 ** 31 - 1
+# An idle query rewrites its consumer file (the same progress) this often, as Flink's checkpoints
+# do: `consumer.expiration-time` counts from the file's last write, so a live query that has read
+# everything would otherwise lose its consumer, and with it the snapshots it reads next.
+CONSUMER_REFRESH_S = 60.0
 FROM = "from"  # key of the first micro-batch's end offset: the start it was planned from
 
 
@@ -137,6 +141,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: dict | None = None
         self._last_snapshot: int | None = None
         self._last_trigger_ms = 0.0  # when latestOffset last moved the stream (min rows per trigger)
+        self._progress_at = 0.0  # time.monotonic() of this reader's last consumer write
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -156,7 +161,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start = self.scan.start_position()
         # a consumer's snapshots are kept from the start on, not from the first batch's commit: a
         # stream that dies in batch 0 resumes from its checkpoint after any expiration
-        self.scan.record_progress(start)
+        self._record_progress(start)
         self._initial = start.to_dict()
         return dict(self._initial)
 
@@ -194,6 +199,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         limits = self._limits(limit)
         units, end = self.scan.plan_batch(position, limits, self._last_snapshot)
         if end == given or (limits is not None and self._defer_for_min_rows(sum(u.rows for u in units))):
+            if time.monotonic() - self._progress_at >= CONSUMER_REFRESH_S:  # idle: keep the consumer alive
+                self._record_progress(given)
             return start  # a move over snapshots with nothing to read (compactions) is an empty batch
         self._last_trigger_ms = time.time() * 1000
         out = end.to_dict()
@@ -234,7 +241,11 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield from read_partition(self.ctx, partition)
 
     def commit(self, end: dict) -> None:
-        self.scan.record_progress(_position(end))
+        self._record_progress(_position(end))
+
+    def _record_progress(self, position: StreamPosition) -> None:
+        self.scan.record_progress(position)
+        self._progress_at = time.monotonic()
 
     def stop(self) -> None:
         self._scan = None

@@ -419,6 +419,31 @@ def test_a_query_from_a_consumer_beyond_the_table_is_refused(catalog):
     assert ConsumerManager(t.file_io, t.path).consumers() == {"c": 7}
 
 
+def test_an_idle_query_keeps_its_consumer_alive(catalog, monkeypatch):
+    """`consumer.expiration-time` counts from the consumer file's last write: an idle query (all
+    read, nothing new) rewrote it never, so expiration removed the consumer of a live stream,
+    and with it the snapshots it reads next. It rewrites the same progress once a minute, as
+    Flink's checkpoints do."""
+    import os
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from paimon_streaming.sources import stream_reader as module
+    from paimon_streaming.sources.datasource import source_schema, stream_reader
+    t = catalog.create_table("db.idle", SCHEMA, partition_keys=["dt"])
+    t.write_arrow(batch([1]))
+    options = {"path": t.path, "consumer-id": "c"}
+    reader = stream_reader(options, source_schema(options))
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    reader.commit(end)
+    consumers = ConsumerManager(t.file_io, t.path)
+    file = consumers.path("c")
+    os.utime(file, (1, 1))   # written long ago
+    assert reader.latestOffset(end, ReadAllAvailable()) == end and os.path.getmtime(file) == 1  # within the minute
+    monkeypatch.setattr(module, "CONSUMER_REFRESH_S", 0.0)
+    assert reader.latestOffset(end, ReadAllAvailable()) == end
+    assert os.path.getmtime(file) > 1 and consumers.consumers() == {"c": 2}
+
+
 def test_a_query_started_on_an_empty_table_resolves_its_start_at_the_first_snapshot(catalog):
     """initialOffset on a table without a snapshot is pending (no consumer progress recorded, as
     Java's); the first latestOffset that sees a snapshot resolves it by the query's options and
