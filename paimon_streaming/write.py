@@ -261,6 +261,7 @@ def conform(data: pa.Table | pa.RecordBatch | list[pa.Table], schema: TableSchem
                 _check_milliseconds_of_day(f.name, chunk)
         for chunk in col.chunks:
             _check_not_null_elements(f.name, chunk, f.type)
+            _check_unique_map_keys(f.name, chunk, f.type)
             _check_years(f.name, chunk)
             _check_utf8(f.name, chunk)
         check_decimals_fit(f.name, col)
@@ -427,6 +428,52 @@ def _check_not_null_elements(name: str, arr: pa.Array, t: DataType) -> None:
         raise SchemaMismatchError(f"column '{name}' has a null {what}, where its type {t.sql()} holds NOT NULL "
                                   f"{what}s")
     _check_not_null_elements(f"{name}[]", values, inner)
+
+
+def _check_unique_map_keys(name: str, arr: pa.Array, t: DataType) -> None:
+    """SchemaMismatchError naming the column when one MAP (or MULTISET) value holds a key twice:
+    Arrow's maps let it through, but a map holds each key once (Java's readers give both
+    entries back, Spark refuses such maps: spark.sql.mapKeyDedupPolicy). Keys of nested types
+    (rare: Spark and Java SQL cannot even write a ROW key literal) are not compared."""
+    if not t.is_nested or not len(arr):
+        return
+    if t.root == "ROW":
+        for i, f in enumerate(t.fields):
+            _check_unique_map_keys(f"{name}.{f.name}", arr.field(i), f.type)
+        return
+    offsets = arr.offsets.to_numpy(zero_copy_only=False)
+    start, end = int(offsets[0]), int(offsets[-1])
+    if t.root == "ARRAY":
+        _check_unique_map_keys(f"{name}[]", arr.values.slice(start, end - start), t.element)
+        return
+    key_type = t.key if t.root == "MAP" else t.element
+    keys = arr.keys.slice(start, end - start)
+    if key_type.is_nested:
+        _check_unique_map_keys(f"{name}.key", keys, key_type)
+    else:
+        _check_keys_once(name, arr, t, keys, offsets)
+    if t.root == "MAP":
+        _check_unique_map_keys(f"{name}.value", arr.items.slice(start, end - start), t.value)
+
+
+def _check_keys_once(name: str, arr: pa.Array, t: DataType, keys: pa.Array, offsets: np.ndarray) -> None:
+    """`_check_unique_map_keys` of one level of maps (`keys`: their atomic keys in order): each
+    entry coded as its row and its key's dictionary index, sorted (a group_by of the pairs
+    takes several times as long)."""
+    rows = np.repeat(np.arange(len(arr), dtype=np.int64), np.diff(offsets))
+    if arr.null_count:  # a null map's entries (if any) mean nothing
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)[rows]
+        keys, rows = keys.filter(pa.array(valid)), rows[valid]
+    if len(keys) < 2:
+        return
+    encoded = pc.dictionary_encode(keys)
+    codes = np.sort(rows * len(encoded.dictionary) + encoded.indices.to_numpy(zero_copy_only=False))
+    same = np.flatnonzero(codes[1:] == codes[:-1])
+    if len(same):
+        twice = int(codes[same[0]] // len(encoded.dictionary))
+        sample = keys.take(pa.array(np.flatnonzero(rows == twice)))
+        raise SchemaMismatchError(f"column '{name}' has a map holding a key twice ({sample.to_pylist()} in one "
+                                  f"value of type {t.sql()}): a map holds each key once")
 
 
 def _leaf_arrays(name: str, arr: pa.Array) -> Iterator[tuple[str, pa.Array]]:

@@ -3,6 +3,7 @@ names, bucket counts beyond Paimon's limit, option keys one edit from Paimon's, 
 values Java cannot parse."""
 from __future__ import annotations
 
+import datetime
 import os
 import re
 
@@ -229,3 +230,27 @@ def test_nulls_in_not_null_elements_of_the_tables_own_types_are_refused(catalog,
     t.write_arrow(rows.slice(1))
     assert rows_by(t.to_arrow(), "id") == [{"id": 1, "l": [1], "m": None, "r": None},
                                            {"id": 3, "l": None, "m": None, "r": {"m": [("ab", 1)]}}]
+
+
+def test_a_map_holding_a_key_twice_is_refused_naming_the_column(catalog):
+    """Arrow's maps may hold a key twice; the write took it, and Java's read gave both entries
+    back (Spark refuses such a map). Refused naming the column, nested ones too, with nothing
+    committed; a null map's entries and keys of different maps are no duplicates."""
+    t = catalog.create_table("db.maps", pa.schema([pa.field("id", pa.int64(), False)]), primary_keys=["id"],
+                             options={"bucket": "1"})
+    t.update_schema().add_column("m", "MAP<STRING, INT>").add_column("ms", "MULTISET<DOUBLE>") \
+        .add_column("r", "ROW<a ARRAY<MAP<DATE, STRING>>>").commit()
+    own = t.arrow_schema()
+    day = datetime.date(2024, 1, 1)
+    for bad, message in (({"id": 1, "m": [("a", 1), ("b", 2), ("a", 3)]}, "column 'm' has a map holding a key twice"),
+                         ({"id": 1, "ms": [(1.5, 1), (1.5, 2)]}, "column 'ms' has a map holding a key twice"),
+                         ({"id": 1, "r": {"a": [[], [(day, "x"), (day, "y")]]}},
+                          "column 'r.a[]' has a map holding a key twice")):
+        with pytest.raises(SchemaMismatchError, match=re.escape(message)):
+            t.write_arrow(pa.Table.from_pylist([{"id": 0, "m": [("a", 1)]}, bad], schema=own))
+    assert t.latest_snapshot() is None
+    m = own.field("m").type   # a null map whose offsets span entries, keys repeated across maps
+    hidden = pa.MapArray.from_arrays(pa.array([0, 2, 3]), pa.array(["a", "a", "a"]), pa.array([1, 2, 3], pa.int32()),
+                                     mask=pa.array([True, False]))
+    t.write_arrow(pa.table({"id": [1, 2], "m": hidden.cast(m)}))
+    assert rows_by(t.to_arrow(columns=["id", "m"]), "id") == [{"id": 1, "m": None}, {"id": 2, "m": [("a", 3)]}]
