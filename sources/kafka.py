@@ -32,7 +32,11 @@ Options (Spark's Kafka source's, for streaming queries):
   does not name start at earliest; naming one that is not read is an error, so a misspelt
   topic is not read from earliest unnoticed; an offset past a partition's latest fails unless
   `failOnDataLoss=false`, which starts it at the latest). `startingOffsetsByTimestampStrategy`: `error` (default: a
-  partition without such a record fails the query) or `latest`.
+  partition without such a record fails the query) or `latest`. The start is resolved once. The
+  Python data source API gives a source no checkpoint directory to keep it in, as Spark's
+  connector does, so the first micro-batch holds nothing of the partitions that start at their
+  latest offset: it ends where they start, and Spark's offset log keeps that. Their records come
+  from the second batch on, and a query restarted before the first batch committed starts there too.
 - `maxOffsetsPerTrigger`: at most this many offsets per micro-batch, split over the
   partitions in proportion to their backlog (as Spark does). `Trigger.AvailableNow` reads
   what was there when the query started, in such batches. `minOffsetsPerTrigger`: no batch
@@ -92,7 +96,7 @@ from pyspark.sql.types import StructType
 from paimon_streaming.errors import InvalidOptionError
 
 from .kafka_batches import HEADERS_TYPE, FetchedRecords, decode_fetched_records
-from .kafka_offsets import KafkaOffsetResolver, KafkaSourceError, flatten, nest
+from .kafka_offsets import Flat, KafkaOffsetResolver, KafkaSourceError, flatten, nest
 from .kafka_options import KafkaOptions, include_headers
 from .kafka_options import log as options_log
 
@@ -129,8 +133,20 @@ class KafkaPythonStreamReader(KafkaOffsetResolver, DataSourceStreamReader, Suppo
         self.schema = schema
         self._available_now: dict[tuple[str, int], int] | None = None
         self._last_trigger: float | None = None  # minOffsetsPerTrigger: when a batch last started
+        self._start: Flat | None = None  # the new query's start, resolved once
+        self._held: frozenset[tuple[str, int]] = frozenset()  # started at their latest: out of the first batch
 
     def initialOffset(self) -> dict:
+        """The new query's start, resolved once: Spark asks again to run the first batch, and a
+        later `latest` there skipped the records that came while it was planned. No checkpoint
+        directory is given to keep it in (Spark's connector writes `sources/<id>/0`): the first
+        batch ends where the partitions started at their latest offset start (`_held`), and
+        Spark's offset log keeps that for a query restarted before the batch committed."""
+        if self._start is None:
+            self._start = self._resolve_start()
+        return nest(self._start)
+
+    def _resolve_start(self) -> Flat:
         earliest, latest = self._bounds(self._partitions())
         start = self.starting_offsets(earliest, latest)
         beyond = {k: (o, latest[k]) for k, o in start.items() if o > latest[k]}
@@ -141,7 +157,8 @@ class KafkaPythonStreamReader(KafkaOffsetResolver, DataSourceStreamReader, Suppo
                                        "yet (Spark fails such a start too); set failOnDataLoss=false to start at the latest")
             log.warning("startingOffsets past the latest offset (%s); failOnDataLoss=false: starting at the latest", what)
             start.update({k: last for k, (_, last) in beyond.items()})
-        return nest(start)
+        self._held = frozenset(k for k, o in start.items() if o == latest[k])
+        return start
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
@@ -168,6 +185,9 @@ class KafkaPythonStreamReader(KafkaOffsetResolver, DataSourceStreamReader, Suppo
                     "from the new latest offsets")
             log.warning("Kafka offsets went back (%s); failOnDataLoss=false: going on from there", what)
         end = {k: latest[k] if k in went_back else max(latest.get(k, o), o) for k, o in begin.items()}
+        held, self._held = self._held, frozenset()
+        if held and flatten(start) == self._start:  # the first batch: see initialOffset
+            end.update({k: begin[k] for k in held})
         if self._defer_for_min_offsets(begin, end):
             return start
         if isinstance(limit, ReadMaxRows):

@@ -391,6 +391,64 @@ def test_starting_offsets_past_the_latest_fail_unless_failondataloss_is_false(mo
     assert reader(failOnDataLoss="false").initialOffset() == {"t": {"0": 3, "1": 7}}
 
 
+def read_between(reader, start: dict, end: dict) -> list[tuple[int, int]]:
+    """The (partition, offset) of the records a micro-batch from `start` to `end` reads."""
+    return [(p, o) for t in reader.partitions(start, end) for b in reader.read(t)
+            for p, o in zip(b.column("partition").to_pylist(), b.column("offset").to_pylist())]
+
+
+def test_a_new_querys_start_is_kept_when_spark_asks_again_and_after_a_restart(broker):
+    """Spark plans the first batch as latestOffset(initialOffset()), then calls initialOffset()
+    again to run it, and again after a restart before it committed. A start at `latest` was
+    resolved anew each time: the records that came while the first batch was planned were never
+    read. The start is resolved once, and the first batch ends where partitions started at their
+    latest offset start, so Spark's offset log keeps it for a restart."""
+    topic = unique_topic("start")
+    broker.create_topic(topic, partitions=2)
+    produce(broker, topic, [("k", "old")], partition=0)
+    produce(broker, topic, [("k", "p1-0"), ("k", "p1-1")], partition=1)
+    options = {"subscribe": topic, "startingOffsets": json.dumps({topic: {"0": -1}})}  # partition 1: earliest
+    r = reader_of(broker, **options)
+    start = r.initialOffset()
+    assert start == {topic: {"0": 1, "1": 0}}
+    produce(broker, topic, [("k", f"new{i}") for i in range(3)], partition=0)  # while batch 0 is planned
+    end0 = r.latestOffset(start, r.getDefaultReadLimit())
+    produce(broker, topic, [("k", f"new{i}") for i in range(3, 5)], partition=0)
+    assert r.initialOffset() == start  # Spark runs batch 0 from it
+    first_run = read_between(r, r.initialOffset(), end0)
+    assert first_run == [(1, 0), (1, 1)]  # partition 1 from earliest, as Trigger.Once would read it
+    # Batch 0 did not commit: a restarted query reruns it from its logged end, then goes on.
+    again = reader_of(broker, **options)
+    assert read_between(again, again.initialOffset(), end0) == first_run
+    end1 = again.latestOffset(end0, again.getDefaultReadLimit())
+    assert end1 == {topic: {"0": 6, "1": 2}}
+    assert read_between(again, end0, end1) == [(0, o) for o in range(1, 6)]  # each new record, once
+    assert again.latestOffset(end1, again.getDefaultReadLimit()) == end1  # the first batch only
+    r.close()
+    again.close()
+
+
+def test_a_stream_at_latest_restarted_before_its_first_batch_committed(spark, broker, tmp_path):
+    """In Spark: the first batch of a query at `latest` ends at its start, and a query restarted
+    before that batch committed goes on from there."""
+    topic = unique_topic("restart0")
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [("k", "old")])
+    ckpt = tmp_path / "ckpt"
+
+    def dies(df, batch_id):
+        raise RuntimeError(f"dies in batch {batch_id}")
+    q = (kafka(spark, broker, subscribe=topic).load().writeStream.foreachBatch(dies)
+         .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+    with pytest.raises(Exception, match="dies in batch 0"):
+        q.awaitTermination(120)
+    assert json.loads((ckpt / "offsets" / "0").read_text().splitlines()[-1]) == {topic: {"0": 1}}
+    assert not (ckpt / "commits" / "0").exists()
+    produce(broker, topic, [("k", f"new{i}") for i in range(3)])
+    got = run_available_now(spark, kafka(spark, broker, subscribe=topic), str(ckpt))
+    assert sorted(bytes(r["value"]).decode() for b in got for r in b) == ["new0", "new1", "new2"]
+
+
 def test_min_offsets_per_trigger_waits_for_data_or_the_delay(monkeypatch):
     from paimon_streaming.sources import kafka as kafka_module
     clock = [1000.0]
