@@ -39,7 +39,8 @@ Options (Spark's Kafka source's, for streaming queries):
   from the second batch on, and a query restarted before the first batch committed starts there too.
 - `maxOffsetsPerTrigger`: at most this many offsets per micro-batch, split over the
   partitions in proportion to their backlog (as Spark does). `Trigger.AvailableNow` reads
-  what was there when the query started, in such batches. `minOffsetsPerTrigger`: no batch
+  what was there when the query started, from its start on, in such batches (a query at `latest`
+  on a topic being written to reads nothing, whichever Spark resolves first). `minOffsetsPerTrigger`: no batch
   until that many offsets wait, or `maxTriggerDelay` (default `15m`) has passed since the last.
 - `minPartitions`: at least about this many Spark tasks a batch, large partitions' ranges cut
   into pieces in proportion to their size (one task a partition otherwise);
@@ -170,8 +171,6 @@ class KafkaPythonStreamReader(KafkaOffsetResolver, DataSourceStreamReader, Suppo
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         tps = self._partitions()
         earliest, latest = self._bounds(tps)
-        if self._available_now is not None:
-            latest = {k: min(o, self._available_now.get(k, earliest[k])) for k, o in latest.items()}
         begin = flatten(start)
         for key, o in earliest.items():
             begin.setdefault(key, o)  # a partition or topic that appeared: from its earliest offset
@@ -185,6 +184,8 @@ class KafkaPythonStreamReader(KafkaOffsetResolver, DataSourceStreamReader, Suppo
                     "from the new latest offsets")
             log.warning("Kafka offsets went back (%s); failOnDataLoss=false: going on from there", what)
         end = {k: latest[k] if k in went_back else max(latest.get(k, o), o) for k, o in begin.items()}
+        if self._available_now is not None:  # what was there when the trigger started, none of it before the start
+            end = {k: min(o, max(self._available_now.get(k, begin[k]), begin[k])) for k, o in end.items()}
         held, self._held = self._held, frozenset()
         if held and flatten(start) == self._start:  # the first batch: see initialOffset
             end.update({k: begin[k] for k in held})

@@ -428,6 +428,26 @@ def test_a_new_querys_start_is_kept_when_spark_asks_again_and_after_a_restart(br
     again.close()
 
 
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_available_now_at_latest_on_a_topic_being_written(broker, fail_on_data_loss):
+    """Spark calls prepareForTriggerAvailableNow before initialOffset: on a topic written to
+    meanwhile, a start at `latest` was past the offsets taken for the trigger, and the query
+    failed with "Kafka offsets went back ... the topic was recreated" (or, with
+    failOnDataLoss=false, warned so). It reads nothing: every record there is before its start."""
+    topic = unique_topic("avn")
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [("k", f"a{i}") for i in range(5)])
+    r = reader_of(broker, subscribe=topic, failOnDataLoss=fail_on_data_loss)
+    r.prepareForTriggerAvailableNow()
+    produce(broker, topic, [("k", f"b{i}") for i in range(3)])
+    start = r.initialOffset()
+    assert start == {topic: {"0": 8}}
+    end0 = r.latestOffset(start, r.getDefaultReadLimit())
+    assert read_between(r, start, end0) == []
+    assert r.latestOffset(end0, r.getDefaultReadLimit()) == end0 == start  # nothing more: the trigger ends
+    r.close()
+
+
 def test_a_stream_at_latest_restarted_before_its_first_batch_committed(spark, broker, tmp_path):
     """In Spark: the first batch of a query at `latest` ends at its start, and a query restarted
     before that batch committed goes on from there."""
