@@ -23,7 +23,9 @@ Options (Spark's Kafka source's, for streaming queries):
   KafkaConsumer with dots as underscores (`kafka.security.protocol` -> `security_protocol`).
 - Exactly one of `subscribe`: comma-separated topics; `subscribePattern`: a Java-style regex on
   topic names (topics that appear later are picked up, from their earliest offset, as Spark
-  does); `assign`: JSON `{"orders": [0, 1]}`, those partitions only.
+  does); `assign`: JSON `{"orders": [0, 1]}`, those partitions only. Partitions added to a
+  subscribed topic are read from their earliest offset by the next micro-batch (each batch asks
+  the brokers for the topics' metadata, as Spark's connector does).
 - Where a new query starts (a restarted one goes on from its checkpoint), first found first:
   `startingTimestamp` (ms since the epoch, every partition: its first record at or after it),
   `startingOffsetsByTimestamp` (JSON `{"orders": {"0": 1700000000000, ...}}`, every partition

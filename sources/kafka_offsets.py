@@ -55,8 +55,11 @@ class KafkaOffsetResolver:
             self._consumer = None
 
     def _partitions(self) -> list:
-        """The topic partitions read: assigned, subscribed, or matching the pattern now."""
+        """The topic partitions read: assigned, subscribed, or matching the pattern now. One
+        metadata request each time: kafka-python's cache is refreshed only every
+        metadata.max.age.ms (5 minutes), and partitions added to a topic would be read that late."""
         from kafka import TopicPartition
+        known = self.consumer.topics()  # refreshes the metadata of every topic
         if self.options.assign:
             for topic, partition in self.options.assign:
                 if partition not in (self.consumer.partitions_for_topic(topic) or ()):
@@ -65,7 +68,7 @@ class KafkaOffsetResolver:
             return [TopicPartition(t, p) for t, p in self.options.assign]
         if self.options.pattern is not None:
             rx = re.compile(self.options.pattern)
-            topics = sorted(t for t in self.consumer.topics() if rx.fullmatch(t))
+            topics = sorted(t for t in known if rx.fullmatch(t))
         else:
             topics = list(self.options.topics)
         tps = []

@@ -448,6 +448,30 @@ def test_available_now_at_latest_on_a_topic_being_written(broker, fail_on_data_l
     r.close()
 
 
+def test_partitions_added_to_a_topic_are_read_in_the_next_batch(broker):
+    """kafka-python caches topic metadata for metadata.max.age.ms (5 minutes): partitions added
+    to a subscribed topic were read only that much later. Each batch asks the brokers, as
+    Spark's connector does."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewPartitions
+    topic = unique_topic("grow")
+    broker.create_topic(topic, partitions=1)
+    produce(broker, topic, [("k", "a0")], partition=0)
+    r = reader_of(broker, subscribe=topic, startingOffsets="earliest")
+    end0 = r.latestOffset(r.initialOffset(), r.getDefaultReadLimit())
+    assert end0 == {topic: {"0": 1}}
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_partitions({topic: NewPartitions(3)})
+    admin.close()
+    produce(broker, topic, [("k", "b0"), ("k", "b1")], partition=1)
+    produce(broker, topic, [("k", "c0")], partition=2)
+    end1 = r.latestOffset(end0, r.getDefaultReadLimit())
+    assert end1 == {topic: {"0": 1, "1": 2, "2": 1}}  # new partitions: from their earliest offset
+    assert sorted(read_between(r, end0, end1)) == [(1, 0), (1, 1), (2, 0)]
+    assert r.reportLatestOffset() == end1
+    r.close()
+
+
 def test_a_stream_at_latest_restarted_before_its_first_batch_committed(spark, broker, tmp_path):
     """In Spark: the first batch of a query at `latest` ends at its start, and a query restarted
     before that batch committed goes on from there."""
