@@ -16,7 +16,8 @@ columns as Spark's `format("kafka")`, so a job can switch between the two:
 
 Columns: key (binary), value (binary), topic (string), partition (int), offset (long),
 timestamp (timestamp), timestampType (int: 0 create time, 1 log-append time), and with
-`includeHeaders=true` headers (array<struct<key: string, value: binary>>).
+`includeHeaders=true` headers (array<struct<key: string, value: binary>>; null for a record
+without any, as in Spark).
 
 Options (Spark's Kafka source's, for streaming queries):
 - `kafka.bootstrap.servers` (required); other `kafka.<name>` options go to kafka-python's
@@ -25,7 +26,8 @@ Options (Spark's Kafka source's, for streaming queries):
   topic names (topics that appear later are picked up, from their earliest offset, as Spark
   does); `assign`: JSON `{"orders": [0, 1]}`, those partitions only. Partitions added to a
   subscribed topic are read from their earliest offset by the next micro-batch (each batch asks
-  the brokers for the topics' metadata, as Spark's connector does).
+  the brokers for the topics' metadata, as Spark's connector does); a subscribed topic that
+  does not exist, or is deleted while the query runs, fails it with an error naming the topic.
 - Where a new query starts (a restarted one goes on from its checkpoint), first found first:
   `startingTimestamp` (ms since the epoch, every partition: its first record at or after it),
   `startingOffsetsByTimestamp` (JSON `{"orders": {"0": 1700000000000, ...}}`, every partition
@@ -486,8 +488,8 @@ def _to_batch(records: list, schema: pa.Schema) -> pa.RecordBatch:
         pa.array([m.timestamp_type for m in records], pa.int32()),
     ]
     if "headers" in schema.names:
-        columns.append(pa.array([[{"key": k, "value": v} for k, v in (m.headers or ())] for m in records],
-                                HEADERS_TYPE))
+        columns.append(pa.array([[{"key": k, "value": v} for k, v in m.headers] if m.headers else None
+                                 for m in records], HEADERS_TYPE))  # none: null, as Spark's connector
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

@@ -309,9 +309,10 @@ def _columns(b: _Batches, r: _Parsed, min_offset: int, next_offset: int, leader_
 
 
 def _headers(buf: np.ndarray, at: np.ndarray, counts: np.ndarray, record_end: np.ndarray) -> pa.Array | None:
-    """Each record's headers (key: a UTF-8 string, value: nullable bytes) as a list column, read
-    a header index at a time over the records that have that many; None when they do not fill
-    their records exactly or a key is not UTF-8."""
+    """Each record's headers (key: a UTF-8 string, value: nullable bytes) as a list column, null
+    for a record without any (as Spark's connector), read a header index at a time over the
+    records that have that many; None when they do not fill their records exactly or a key is
+    not UTF-8."""
     slots = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=slots[1:])
     key_at, key_len, value_at, value_len = (np.zeros(slots[-1], np.int64) for _ in range(4))
@@ -337,7 +338,7 @@ def _headers(buf: np.ndarray, at: np.ndarray, counts: np.ndarray, record_end: np
     except pa.ArrowInvalid:
         return None
     entries = pa.StructArray.from_arrays([keys, binary_column(buf, value_at, value_len)], ["key", "value"])
-    return pa.ListArray.from_arrays(pa.array(slots.astype(np.int32)), entries)
+    return pa.ListArray.from_arrays(pa.array(slots.astype(np.int32)), entries, mask=pa.array(counts == 0))
 
 
 def binary_column(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:

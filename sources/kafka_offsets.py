@@ -84,10 +84,15 @@ class KafkaOffsetResolver:
 
     def _bounds(self, tps: list) -> tuple[Flat, Flat]:
         """(earliest, latest) offsets per (topic, partition)."""
+        from kafka.errors import KafkaTimeoutError
         if not tps:
             return {}, {}
-        first = self.consumer.beginning_offsets(tps)
-        last = self.consumer.end_offsets(tps)
+        try:
+            first = self.consumer.beginning_offsets(tps)
+            last = self.consumer.end_offsets(tps)
+        except KafkaTimeoutError:  # kafka-python's message names no topic
+            self._partitions()  # a topic deleted since `tps` were listed: its own error names it
+            raise
         return ({(tp.topic, tp.partition): o for tp, o in first.items()},
                 {(tp.topic, tp.partition): o for tp, o in last.items()})
 

@@ -41,7 +41,7 @@ def kafka_python(data: bytes, min_offset: int) -> list[tuple]:
         assert b.validate_crc()
         if not b.is_control_batch:
             out += [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
-                     [{"key": k, "value": v} for k, v in r.headers]) for r in b if r.offset >= min_offset]
+                     [{"key": k, "value": v} for k, v in r.headers] or None) for r in b if r.offset >= min_offset]
     return out
 
 
