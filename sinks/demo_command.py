@@ -13,8 +13,11 @@ from .live_status import LiveStatus, add_progress_argument
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo_pipeline import DemoSpec, run_demo
+    from paimon_streaming.catalog import Catalog
+
+    from .demo_pipeline import DemoSpec, earlier_demo_table, run_demo
     from .ingest_command import spark_session
+    earlier_demo_table(Catalog(args.warehouse))  # refuses another table of the demo's name before Spark starts
     spark = spark_session(args.master, [("spark.sql.shuffle.partitions", "2")], "paimon-streaming-demo",
                           short_job=True)
     try:
@@ -31,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           description="Streams generated changes (deterministic upserts and deletes) through "
                           "foreachBatch(paimon_sink) into demo.orders (deletion vectors) and reads them back with "
                           "readStream.format('paimon'); exits 1 if the table or the streamed copy differs from "
-                          "the model. Needs pyspark (pip install '.[spark]') and Java 17.")
+                          "the model. Replaces a demo.orders an earlier run made; refuses any other table of "
+                          "that name. Needs pyspark (pip install '.[spark]') and Java 17.")
     demo.add_argument("--warehouse", default="./warehouse", help="warehouse directory (default ./warehouse)")
     demo.add_argument("--batches", type=int, default=20, help="micro-batches to stream (default 20)")
     demo.add_argument("--rows", type=int, default=20_000, help="changes per batch (default 20000)")

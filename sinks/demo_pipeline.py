@@ -32,6 +32,7 @@ from pyspark.sql.types import StructType
 
 import paimon_streaming as ps
 from paimon_streaming.catalog import Catalog
+from paimon_streaming.errors import TableAlreadyExistsError
 
 from .foreach_batch import paimon_sink
 
@@ -43,6 +44,8 @@ TABLE_SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("amount", 
 CHANGE_SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("amount", pa.float64()),
                            pa.field("category", pa.string()), pa.field(KIND, pa.string())])
 DELETE_SHARE = 0.1
+# Table option marking demo.orders as the demo's own: a later run replaces only a table carrying it.
+DEMO_MARK = "paimon-streaming.demo"
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,20 @@ class DemoChangesSource(DataSource):
 
 
 # ---- the job -----------------------------------------------------------------------------
+def earlier_demo_table(catalog: Catalog) -> str | None:
+    """The path of a demo.orders an earlier demo run made (the demo replaces it), None when
+    there is no such table; TableAlreadyExistsError for a table of that name the demo did not
+    make, which it must not drop (the default warehouse is ./warehouse, wherever one runs it)."""
+    if not catalog.table_exists(TABLE):
+        return None
+    table = catalog.get_table(TABLE)
+    if table.schema.options.get(DEMO_MARK) != "true":
+        raise TableAlreadyExistsError(
+            f"table {TABLE} at {table.path} was not created by the demo, which replaces only its own "
+            f"table (option {DEMO_MARK}=true): run the demo in another warehouse (--warehouse DIR)")
+    return table.path
+
+
 def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str = "1 second",
              log: Callable[[str], None] = print, status: Callable[[str], None] | None = None) -> int:
     """Run the round trip; 0 when the table, the streamed mirror and the model agree.
@@ -154,12 +171,14 @@ def run_demo(spark: SparkSession, warehouse: str, spec: DemoSpec, interval: str 
     ps.register(spark)
     spark.dataSource.register(DemoChangesSource)
     catalog = Catalog(warehouse)
-    if catalog.table_exists(TABLE):
+    earlier = earlier_demo_table(catalog)
+    if earlier is not None:
+        log(f"replacing {TABLE} of an earlier demo run at {earlier}")
         catalog.drop_table(TABLE)
     checkpoints = Path(warehouse) / ".checkpoints" / "demo"
     shutil.rmtree(checkpoints, ignore_errors=True)
     table = catalog.create_table(TABLE, TABLE_SCHEMA, primary_keys=["id"],
-                                 options={"bucket": "2", "deletion-vectors.enabled": "true"})
+                                 options={"bucket": "2", "deletion-vectors.enabled": "true", DEMO_MARK: "true"})
     log(f"table {TABLE} at {table.path}: primary key id, 2 buckets, deletion vectors")
     log(f"streaming {spec.batches} batches x {spec.rows:,} changes over {spec.keys:,} keys "
         f"(~{DELETE_SHARE:.0%} deletes), one batch per {interval}")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 import paimon_streaming as ps
 from conftest import pypaimon_read
+from paimon_streaming.cli import main
+from paimon_streaming.errors import TableAlreadyExistsError
 from paimon_streaming.sinks.demo_pipeline import DemoSpec, KeyModel, generate, run_demo
 from spark_support import get_spark
 
@@ -27,6 +30,27 @@ def test_demo_streams_through_a_deletion_vector_table_and_verifies(tmp_path):
         model.apply(batch.column("id").to_numpy(), batch.column("amount").to_numpy(),
                     np.array([k == "-D" for k in batch.column("_kind").to_pylist()]))
     assert model.mismatches(pypaimon_read(wh, "demo.orders")) == []
+    # re-runnable: a second run replaces the table the first one made, and says so
+    rerun: list[str] = []
+    assert run_demo(get_spark(), wh, DemoSpec(batches=1, rows=50, keys=40, seed=1), "0.5 seconds", rerun.append) == 0
+    assert rerun[0] == f"replacing demo.orders of an earlier demo run at {table.path}", rerun
+    assert rerun[-1].startswith("verified"), rerun
+
+
+def test_demo_refuses_a_table_of_that_name_it_did_not_create(tmp_path, capsys):
+    wh = str(tmp_path / "wh")
+    mine = ps.Catalog(wh).create_table("demo.orders", pa.schema([pa.field("id", pa.int64(), False)]),
+                                       primary_keys=["id"], options={"bucket": "1"})
+    mine.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    mine.create_tag("keep")
+    with pytest.raises(TableAlreadyExistsError, match=r"demo.orders .* was not created by the demo"):
+        run_demo(get_spark(), wh, DemoSpec(batches=1, rows=10, keys=10), "0.5 seconds", print)
+    # the command refuses before it starts Spark
+    assert main(["demo", "--warehouse", wh, "--batches", "1", "--rows", "10", "--keys", "10", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert f"table demo.orders at {mine.path} was not created by the demo" in err and "--warehouse" in err, err
+    table = ps.Catalog(wh).get_table("demo.orders")
+    assert table.to_arrow().num_rows == 2 and "keep" in table.tags()
 
 
 def test_model_reports_wrong_tables():
