@@ -382,3 +382,51 @@ def test_alter_takes_nested_types_as_it_prints_them(tmp_path, capsys):
     for bad in ("x ARRAY<INT", "x ROW<>", "x MAP<INT>"):
         assert main(["alter", table.path, "--add-column", bad]) == 1
         assert "cannot parse Paimon type" in capsys.readouterr().err
+
+
+def test_alter_applies_changes_in_the_order_given_as_javas_schema_manager(tmp_path, capsys):
+    """`alter` applied its changes grouped by kind (add, rename, ..., drop, set, unset), not in
+    the order given: `--unset k --set k=5` removed k, `--drop-default v --default v=x` left no
+    default, and `--drop v --add-column 'v INT'` was refused as adding an existing column."""
+    import paimon_streaming as ps
+    try:
+        from java_oracle import get_oracle, read_schema
+    except ImportError:  # pragma: no cover
+        from tests.java_oracle import get_oracle, read_schema
+    java = get_oracle()
+    sequences = {
+        "drop-add": (["--drop", "v", "--add-column", "v INT"],
+                     [{"kind": "drop", "path": ["v"]}, {"kind": "add", "path": ["v"], "type": "INT"}]),
+        "rename-add": (["--rename", "v=w", "--add-column", "v STRING"],
+                       [{"kind": "rename", "path": ["v"], "newName": "w"},
+                        {"kind": "add", "path": ["v"], "type": "STRING"}]),
+        "default-rename": (["--default", "v=x", "--rename", "v=w"],
+                           [{"kind": "default", "path": ["v"], "value": "x"},
+                            {"kind": "rename", "path": ["v"], "newName": "w"}]),
+    }
+    fields = [{"name": "id", "type": "INT NOT NULL"}, {"name": "v", "type": "STRING", "defaultValue": "d"}]
+    with java.batch() as b:
+        for name in sequences:
+            for who in ("ours", "java"):
+                b.create_table(tmp_path / who / name, fields, primary_keys=["id"],
+                               options={"bucket": "1", "snapshot.num-retained.min": "3"})
+    with java.batch() as b:
+        for name, (_, changes) in sequences.items():
+            b.alter(tmp_path / "java" / name, changes)
+    for name, (args, _) in sequences.items():
+        assert main(["alter", str(tmp_path / "ours" / name), *args]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        ours, theirs = (read_schema(tmp_path / who / name) for who in ("ours", "java"))
+        assert ours["fields"] == theirs["fields"] and ours["highestFieldId"] == theirs["highestFieldId"], name
+    assert [(f["name"], f.get("defaultValue")) for f in ours["fields"]] == [("id", None), ("w", "x")]
+
+    path = str(tmp_path / "ours" / "drop-add")
+    assert main(["alter", path, "--unset", "snapshot.num-retained.min", "--set", "snapshot.num-retained.min=5",
+                 "--drop-default", "v", "--default", "v=7", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["options"]["snapshot.num-retained.min"] == "5"
+    assert ps.Table.open(path).schema.fields[-1].default_value == "7"
+    assert main(["alter", path, "--set", "snapshot.num-retained.min=6", "--unset", "snapshot.num-retained.min",
+                 "--default", "v=8", "--drop-default", "v", "--comment", "a", "--comment", "b"]) == 0
+    schema = ps.Table.open(path).schema
+    assert "snapshot.num-retained.min" not in schema.options and schema.fields[-1].default_value is None
+    assert schema.comment == "b"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Callable
 
 from ..schema_update import SchemaUpdate
 from ..table import Table
@@ -19,43 +20,64 @@ def _pair(text: str, what: str) -> tuple[str, str]:
     return name, value.strip()
 
 
-def _changes(args: argparse.Namespace, update: SchemaUpdate) -> None:
-    for spec in args.add_column:
-        m = _ADD.match(spec)
-        if not m:
-            raise ValueError(f"--add-column expects 'NAME TYPE [FIRST | AFTER COLUMN]', got {spec!r}")
-        update.add_column(column_path(m["path"]), m["type"], first=bool(m["first"]),
-                          after=unquoted(m["after"]) if m["after"] else None)
-    for spec in args.rename:
-        old, new = _pair(spec, "OLD=NEW")
-        update.rename_column(column_path(old), unquoted(new))
-    for spec in args.type:
-        name, type_name = _pair(spec, "COLUMN=TYPE")
-        update.update_column(column_path(name), type_name)
-    for name in args.drop_not_null:
-        update.update_column(column_path(name), nullable=True)
-    for spec in args.default:
-        name, value = _pair(spec, "COLUMN=VALUE")
-        update.set_default(column_path(name), value)
-    for name in args.drop_default:
-        update.set_default(column_path(name), None)
-    for name in args.drop:
-        update.drop_column(column_path(name))
-    for spec in args.set:
-        key, sep, value = spec.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"expected KEY=VALUE, got {spec!r}")
-        update.set_option(key.strip(), value.strip())
-    for key in args.unset:
-        update.remove_option(key)
-    if args.comment is not None:
-        update.set_comment(args.comment)
+def _add(update: SchemaUpdate, spec: str) -> None:
+    m = _ADD.match(spec)
+    if not m:
+        raise ValueError(f"--add-column expects 'NAME TYPE [FIRST | AFTER COLUMN]', got {spec!r}")
+    update.add_column(column_path(m["path"]), m["type"], first=bool(m["first"]),
+                      after=unquoted(m["after"]) if m["after"] else None)
+
+
+def _rename(update: SchemaUpdate, spec: str) -> None:
+    old, new = _pair(spec, "OLD=NEW")
+    update.rename_column(column_path(old), unquoted(new))
+
+
+def _type(update: SchemaUpdate, spec: str) -> None:
+    name, type_name = _pair(spec, "COLUMN=TYPE")
+    update.update_column(column_path(name), type_name)
+
+
+def _default(update: SchemaUpdate, spec: str) -> None:
+    name, value = _pair(spec, "COLUMN=VALUE")
+    update.set_default(column_path(name), value)
+
+
+def _set(update: SchemaUpdate, spec: str) -> None:
+    key, sep, value = spec.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"expected KEY=VALUE, got {spec!r}")
+    update.set_option(key.strip(), value.strip())
+
+
+# What each option adds to the schema change.
+_CHANGES: dict[str, Callable[[SchemaUpdate, str], object]] = {
+    "--add-column": _add,
+    "--rename": _rename,
+    "--type": _type,
+    "--drop-not-null": lambda update, name: update.update_column(column_path(name), nullable=True),
+    "--default": _default,
+    "--drop-default": lambda update, name: update.set_default(column_path(name), None),
+    "--drop": lambda update, name: update.drop_column(column_path(name)),
+    "--set": _set,
+    "--unset": lambda update, key: update.remove_option(key),
+    "--comment": lambda update, text: update.set_comment(text),
+}
+
+
+class _InOrder(argparse.Action):
+    """Appends (option, value) to `args.changes`: the changes apply in command-line order, as
+    Java's SchemaManager applies a list of changes (`--drop v --add-column 'v INT'` re-adds v)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.changes = [*namespace.changes, (self.const, values)]
 
 
 def cmd_alter(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     update = table.update_schema()
-    _changes(args, update)
+    for option, value in args.changes:
+        _CHANGES[option](update, value)
     schema = update.commit()
     result = {"table": table.ref, "schema_id": schema.id,
               "columns": [{"name": f.name, "type": str(f.type), "id": f.id} for f in schema.fields],
@@ -70,19 +92,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="All changes become one new schema file; data files are not rewritten "
                                    "(older files are read by field id). Nested ROW fields are named "
                                    "with dots: addr.zip; a name holding a dot, a space, '=' or a "
-                                   "backtick goes in backticks, as in Spark SQL: `user.id`.")
+                                   "backtick goes in backticks, as in Spark SQL: `user.id`. Each option "
+                                   "may repeat; the changes apply in the order given, as in Java's "
+                                   "SchemaManager (--unset k --set k=v sets k).")
     add_table_argument(p)
-    p.add_argument("--add-column", action="append", default=[], metavar="'NAME TYPE [FIRST|AFTER COL]'",
-                   help="add a nullable column, e.g. 'coupon STRING AFTER id' (repeatable)")
-    p.add_argument("--rename", action="append", default=[], metavar="OLD=NEW", help="rename a column")
-    p.add_argument("--type", action="append", default=[], metavar="COLUMN=TYPE",
-                   help="widen a column's type losslessly, e.g. qty=BIGINT")
-    p.add_argument("--drop-not-null", action="append", default=[], metavar="COLUMN", help="make a column nullable")
-    p.add_argument("--default", action="append", default=[], metavar="COLUMN=VALUE",
-                   help="give a column a default value, written in place of its nulls")
-    p.add_argument("--drop-default", action="append", default=[], metavar="COLUMN", help="remove a column's default")
-    p.add_argument("--drop", action="append", default=[], metavar="COLUMN", help="drop a column")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="set a table option")
-    p.add_argument("--unset", action="append", default=[], metavar="KEY", help="remove a table option")
-    p.add_argument("--comment", help="set the table comment")
+    for option, metavar, text in (
+            ("--add-column", "'NAME TYPE [FIRST|AFTER COL]'", "add a nullable column, e.g. 'coupon STRING AFTER id'"),
+            ("--rename", "OLD=NEW", "rename a column"),
+            ("--type", "COLUMN=TYPE", "widen a column's type losslessly, e.g. qty=BIGINT"),
+            ("--drop-not-null", "COLUMN", "make a column nullable"),
+            ("--default", "COLUMN=VALUE", "give a column a default value, written in place of its nulls"),
+            ("--drop-default", "COLUMN", "remove a column's default"),
+            ("--drop", "COLUMN", "drop a column"),
+            ("--set", "KEY=VALUE", "set a table option"),
+            ("--unset", "KEY", "remove a table option"),
+            ("--comment", "TEXT", "set the table comment")):
+        p.add_argument(option, action=_InOrder, dest="changes", const=option, default=[], metavar=metavar, help=text)
     p.set_defaults(func=cmd_alter)
