@@ -171,6 +171,11 @@ def test_update_with_set_values(tmp_path, capsys):
     # a value the update refuses, its dry run refuses too (it said "1 rows match")
     assert main(["update", table.path, "--where", "id", "=", "1", "--set", "n=abc", "--dry-run"]) == 1
     assert "value 'abc' for column 'n'" in capsys.readouterr().err
+    # two values for one column: the last one was used; Spark SQL refuses multiple assignments too
+    for second in ("zip=x", "`zip`=x"):
+        assert main(["update", table.path, "--where", "id", "=", "1", "--set", "zip=y", "--set", second]) == 1
+        assert f"--set '{second}' sets column 'zip' again (after --set 'zip=y')" in capsys.readouterr().err
+    assert table.latest_snapshot().id == 2
 
 
 def test_update_set_reads_column_names_as_alter_does(tmp_path, capsys):

@@ -191,8 +191,9 @@ def set_values(sets: list[str], schema: pa.Schema) -> dict[str, Any]:
     """`--set COLUMN=VALUE` options as update values. COLUMN is read as `alter` reads it
     (cli/names.py): a name holding '=', a space, a dot or a backtick goes in backticks. An
     unquoted COLUMN that a column of such a name would also read (`a=b=1` beside `a=b`, ` v =1`
-    beside ` v `) is refused rather than guessed."""
-    values = {}
+    beside ` v `) is refused rather than guessed, and so is a second value for a column, as
+    Spark SQL refuses multiple assignments to one column."""
+    values, given = {}, {}
     for item in sets:
         written, text = split_pair(item, "--set COLUMN=VALUE")
         column = column_path(written)
@@ -204,6 +205,10 @@ def set_values(sets: list[str], schema: pa.Schema) -> dict[str, Any]:
         if other is not None:
             raise ValueError(f"--set {item!r} is ambiguous: it sets column {column!r}, but column {other!r} exists; "
                              f"put the column in backticks: `{other.replace('`', '``')}`=VALUE or `{column}`=VALUE")
+        if column in given:
+            raise ValueError(f"--set {item!r} sets column {column!r} again (after --set {given[column]!r}); "
+                             "give each column one value")
+        given[column] = item
         values[column] = cli_value(column, text, schema)
     return values
 
