@@ -90,7 +90,9 @@ def _scan(table: "Table") -> TableScan:
 
 def partitions_to_rescale(table: "Table", bucket: int | None = None, partitions: Any = None) -> list[dict]:
     """What `rescale(bucket, partitions)` would rewrite, changing nothing: per partition its
-    values, the bucket counts of its files and its live rows (`paimon-streaming rescale --dry-run`)."""
+    values, the bucket counts of its files and the records in them (`paimon-streaming rescale
+    --dry-run`): the files' row counts, superseded versions, -D records and rows deletion
+    vectors mark included, as a snapshot's total_records; its live rows would take a read."""
     table.refresh()
     _check_rescalable(table, bucket)
     latest = table.latest_snapshot()
@@ -100,7 +102,7 @@ def partitions_to_rescale(table: "Table", bucket: int | None = None, partitions:
     selected = _selected(table, scan, latest, _partition_filter(table, partitions), bucket or table.options.bucket)
     return [{"partition": dict(zip(table.partition_keys, scan.partition_values(p))),
              "buckets": sorted({e.total_buckets for e in entries}),
-             "rows": sum(e.file.row_count for e in entries)} for p, entries in selected.items()]
+             "records": sum(e.file.row_count for e in entries)} for p, entries in selected.items()]
 
 
 def _selected(table: "Table", scan: TableScan, latest: Snapshot, expression: pa.compute.Expression | None,

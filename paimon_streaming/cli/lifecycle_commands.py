@@ -10,7 +10,7 @@ import time
 from ..errors import InvalidOptionError
 from ..option_text import parse_duration_ms
 from ..table import Table
-from .output import add_table_argument, emit, print_rows
+from .output import add_table_argument, emit, partition_text, print_rows
 
 
 def _time(millis: int | None) -> str:
@@ -135,7 +135,7 @@ def cmd_expire_partitions(args: argparse.Namespace) -> int:
 
     def human(r: dict) -> None:
         for values in r["partitions"]:
-            print("/".join(f"{k}={v}" for k, v in values.items()))
+            print(partition_text(values))
         verb = "would drop" if r["dry_run"] else "dropped"
         print(f"{verb} {len(r['partitions'])} expired partitions of {r['table']}")
     emit(args, out, human)

@@ -14,6 +14,11 @@ def print_rows(rows: list[dict], columns: Sequence[str]) -> None:
         print("  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)))
 
 
+def partition_text(values: dict) -> str:
+    """A partition as Paimon names its directory: `dt=2024-05-01/hr=10`."""
+    return "/".join(f"{k}={v}" for k, v in values.items())
+
+
 def emit(args: argparse.Namespace, result: Any, human: Callable[[Any], None]) -> None:
     """Print `result` as JSON with --json, otherwise through `human`."""
     if getattr(args, "json", False):

@@ -14,7 +14,7 @@ from ..rescale import partitions_to_rescale
 from ..row_level import check_change
 from ..table import Table
 from .names import column_path, split_pair
-from .output import add_table_argument, print_rows
+from .output import add_table_argument, partition_text, print_rows
 
 
 def _snapshot_rows(table: Table) -> list[dict]:
@@ -80,8 +80,8 @@ def cmd_rescale(args: argparse.Namespace) -> int:
         else:
             print(f"{len(pending)} partition(s) of {table.ref} to rewrite into {args.bucket or table.options.bucket} "
                   "buckets; nothing changed (--dry-run)")
-            print_rows([{**p, "partition": p["partition"] or "(the table)"} for p in pending],
-                       ["partition", "buckets", "rows"])
+            print_rows([{**p, "partition": partition_text(p["partition"]) or "(the table)"} for p in pending],
+                       ["partition", "buckets", "records"])
         return 0
     sid = table.rescale(args.bucket, terms)
     result = {"table": table.ref, "bucket": table.options.bucket, "snapshot": sid}
