@@ -111,6 +111,9 @@ def delete_branch(file_io: FileIO, table_path: str, name: str, fallback_branch: 
     """Remove a branch's directory (its snapshots, schemas and tags). The data files only it
     used are left to orphan cleanup, as Java leaves them."""
     validate_branch_name(name)
+    if name == MAIN:
+        raise UnsupportedOperationError(f"cannot delete branch 'main' of {table_path}: main is the table itself "
+                                        "(delete other branches; drop the table to remove it)")
     if name == fallback_branch:
         raise UnsupportedOperationError(
             f"cannot delete branch '{name}' of {table_path}: the table's 'scan.fallback-branch' names it; "

@@ -2,6 +2,7 @@
 test_ingest.py); errors exit non-zero with a message."""
 from __future__ import annotations
 
+import decimal
 import json
 import os
 import subprocess
@@ -302,6 +303,9 @@ def test_malformed_where_and_alter_arguments_exit_1_changing_nothing(tmp_path, c
     table = _small_table(tmp_path)
     assert main(["delete", table.path, "--where", "id", "=", "1", "extra"]) == 1
     assert "--where takes COLUMN OP [VALUE], got 'id = 1 extra'" in capsys.readouterr().err
+    # one quoted word: the same refusal, with the words to give instead
+    assert main(["delete", table.path, "--where", "id < 1"]) == 1
+    assert "got 'id < 1'; give them as separate words: --where id '<' 1" in capsys.readouterr().err
     # --set without '=' was an uncaught argparse.ArgumentTypeError: a traceback, not an error line
     assert main(["alter", table.path, "--add-column", "c INT", "--set", "bucket"]) == 1
     assert "expected KEY=VALUE, got 'bucket'" in capsys.readouterr().err
@@ -435,3 +439,28 @@ def test_alter_applies_changes_in_the_order_given_as_javas_schema_manager(tmp_pa
     schema = ps.Table.open(path).schema
     assert "snapshot.num-retained.min" not in schema.options and schema.fields[-1].default_value is None
     assert schema.comment == "b"
+
+
+def test_where_takes_the_number_texts_set_takes(tmp_path, capsys):
+    """`--where id = 007` (or `+5`, `.5`) was refused as "does not compare with column 'id'
+    (BIGINT)" while `--set n=007` took it: JSON has no such numbers, and the text was compared."""
+    import paimon_streaming as ps
+    table = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", pa.schema([pa.field("id", pa.int64(), False), ("f", pa.float32()), ("d", pa.decimal128(5, 2)),
+                           ("s", pa.string())]), primary_keys=["id"], options={"bucket": "1"})
+    table.write_arrow(pa.table({"id": pa.array([0, 5, 7], pa.int64()), "f": pa.array([0.5, 5.0, -1.0], pa.float32()),
+                                "d": pa.array([decimal.Decimal("0.50"), decimal.Decimal(5), decimal.Decimal(7)],
+                                              pa.decimal128(5, 2)), "s": ["007", "+5", ".5"]}))
+    for where, matching in ((["id", "=", "007"], 1), (["id", "=", "+5"], 1), (["id", "<", ".5"], 1),
+                            (["id", ">=", "5."], 2), (["id", "in", "[5, 7]"], 2), (["f", "=", ".5"], 1),
+                            (["f", "<", "+inf"], 3), (["d", "=", "00.5"], 1), (["d", ">", "+5"], 1),
+                            (["s", "=", "007"], 1), (["s", "=", ".5"], 1), (["id", "=", '"7"'], None)):
+        code = main(["delete", table.path, "--where", *where, "--dry-run", "--json"])
+        out = capsys.readouterr()
+        if matching is None:  # a JSON string stays text
+            assert code == 1 and "does not compare with column 'id' (BIGINT)" in out.err
+        else:
+            assert code == 0 and json.loads(out.out)["matching_rows"] == matching, (where, out)
+    assert main(["update", table.path, "--where", "id", "=", "+7", "--set", "f=+7", "--set", "d=007"]) == 0
+    assert table.to_arrow().filter(pa.compute.field("id") == 7).to_pylist() == [
+        {"id": 7, "f": 7.0, "d": decimal.Decimal("7.00"), "s": ".5"}]

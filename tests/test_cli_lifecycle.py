@@ -71,7 +71,8 @@ def test_branches(table, capsys):
     import paimon_streaming as ps
     assert run(capsys, "tag", "create", table.path, "v1", "--snapshot", "2")[0] == 0
     code, out, _ = run(capsys, "branch", "create", table.path, "dev", "--tag", "v1")
-    assert code == 0 and "created branch 'dev'" in out and "t$branch_dev" in out
+    # it said "write to it as t$branch_dev": a table name, which no command takes
+    assert code == 0 and "created branch 'dev'" in out and f"take it as '{table.path}$branch_dev'" in out
     dev = ps.Table.open(table.path + "$branch_dev")
     dev.write_arrow(pa.table({"id": [9], "v": ["dev"]}, schema=SCHEMA))
     assert run(capsys, "tag", "create", table.path + "$branch_dev", "audited")[0] == 0
@@ -86,6 +87,8 @@ def test_branches(table, capsys):
     assert run(capsys, "branch", "delete", table.path, "dev")[0] == 0
     code, _, err = run(capsys, "branch", "delete", table.path, "dev")
     assert code == 1 and "no branch 'dev'" in err
+    code, _, err = run(capsys, "branch", "delete", table.path, "main")  # it said "has no branch 'main'"
+    assert code == 1 and "cannot delete branch 'main'" in err and "main is the table itself" in err
 
 
 def test_expire_below_the_changelog_retention_keeps_the_changelog(catalog, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import shlex
 import time
 
 from ..errors import InvalidOptionError
@@ -81,9 +82,10 @@ def cmd_branch_list(args: argparse.Namespace) -> int:
 def cmd_branch_create(args: argparse.Namespace) -> int:
     table = Table.open(args.table)
     branch = table.create_branch(args.name, args.tag)
-    emit(args, {"table": table.ref, "branch": args.name, "tag": args.tag, "name": branch.name},
+    emit(args, {"table": table.ref, "branch": args.name, "tag": args.tag, "name": branch.name, "ref": branch.ref},
          lambda r: print(f"created branch '{r['branch']}' of {r['table']}"
-                         + (f" from tag '{r['tag']}'" if r["tag"] else " (empty)") + f"; write to it as {r['name']}"))
+                         + (f" from tag '{r['tag']}'" if r["tag"] else " (empty)")
+                         + f"; the commands take it as {shlex.quote(r['ref'])} (quoted: a shell expands $)"))
     return 0
 
 

@@ -5,11 +5,13 @@ import argparse
 import decimal
 import json
 import re
+import shlex
 import time
 from typing import Any
 
 import pyarrow as pa
 
+from ..number_text import FLOAT
 from ..rescale import partitions_to_rescale
 from ..row_level import check_change
 from ..table import Table
@@ -119,6 +121,19 @@ def cli_value(column: str, text: str, schema: pa.Schema) -> Any:
     return value if value is None or isinstance(value, (list, dict)) else text
 
 
+def _number_text(text: str, kind: pa.DataType) -> Any:
+    """Number text JSON does not take (`007`, `+5`, `.5`, `5.`, `inf` for a float), as the number
+    it spells for a numeric column, as `update --set` takes it (`number_text`); None otherwise."""
+    text = text.strip()
+    if not re.fullmatch(FLOAT, text):
+        return None
+    if pa.types.is_floating(kind):
+        return float(text)
+    number = decimal.Decimal(text)
+    numeric = pa.types.is_integer(kind) or pa.types.is_decimal(kind)
+    return number if numeric and number.is_finite() else None
+
+
 def _doubles(value: Any, kind: pa.DataType) -> Any:
     """`value` parsed from JSON with its fractions as decimals, those that are FLOAT or DOUBLE
     values (at any depth of an ARRAY, MAP or ROW) as doubles (float() of a decimal rounds once,
@@ -152,7 +167,9 @@ def _where_parts(where: list[str]) -> tuple[str, str, list[str]]:
     """COLUMN, OP and what follows them; an OP of words may come as one argument
     (`'is null'`) or as several (`is null`, as typed without quotes), in either case."""
     if len(where) < 2:
-        raise ValueError(f"--where takes COLUMN OP [VALUE], got {' '.join(where)!r}")
+        hint = f"; give them as separate words: --where {shlex.join(where[0].split())}" \
+            if len(where) == 1 and len(where[0].split()) > 1 else ""
+        raise ValueError(f"--where takes COLUMN OP [VALUE], got {' '.join(where)!r}{hint}")
     rest = where[1:]
     for op in _WORDED_OPS:
         words = op.split()
@@ -183,7 +200,14 @@ def where_terms(wheres: list[list[str]], schema: pa.Schema) -> list[tuple]:
         column, op, rest = _where_parts(where)
         if len(rest) != (0 if op in _NULLARY_OPS else 1):
             raise ValueError(f"--where takes COLUMN OP [VALUE], got {' '.join(where)!r}")
-        terms.append((column, op) if not rest else (column, op, cli_value(column, rest[0], schema)))
+        if not rest:
+            terms.append((column, op))
+            continue
+        value = cli_value(column, rest[0], schema)
+        if isinstance(value, str) and column in schema.names:
+            number = _number_text(rest[0], schema.field(column).type)
+            value = value if number is None else number
+        terms.append((column, op, value))
     return terms
 
 
