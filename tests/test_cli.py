@@ -464,3 +464,26 @@ def test_where_takes_the_number_texts_set_takes(tmp_path, capsys):
     assert main(["update", table.path, "--where", "id", "=", "+7", "--set", "f=+7", "--set", "d=007"]) == 0
     assert table.to_arrow().filter(pa.compute.field("id") == 7).to_pylist() == [
         {"id": 7, "f": 7.0, "d": decimal.Decimal("7.00"), "s": ".5"}]
+
+
+def test_timestamp_ltz_text_without_an_offset_is_utc_as_help_says(tmp_path, capsys):
+    """`--where` / `--set` text without an offset for a TIMESTAMP WITH LOCAL TIME ZONE column is
+    UTC (as the Python API takes it), while --older-than reads local time: `--help` said neither."""
+    import datetime as dt
+
+    import paimon_streaming as ps
+    ltz = pa.timestamp("us", tz="UTC")
+    table = ps.Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", pa.schema([pa.field("id", pa.int64(), False), ("ts", ltz)]), primary_keys=["id"],
+        options={"bucket": "1"})
+    table.write_arrow(pa.table({"id": [1], "ts": pa.array([dt.datetime(2024, 1, 1, 10, tzinfo=dt.timezone.utc)], ltz)}))
+    for text in ("2024-01-01 10:00:00", "2024-01-01 12:00:00+02:00"):
+        assert main(["delete", table.path, "--where", "ts", "=", text, "--dry-run", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["matching_rows"] == 1
+    for command, options in (("delete", ["--where"]), ("update", ["--where", "--set"]), ("rescale", ["--where"])):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        described = " ".join(capsys.readouterr().out.split()).split("options:")[1]
+        for option in options:
+            text = described[described.index(f"{option} "):].split("--dry-run")[0]
+            assert "TIME ZONE value without an offset is UTC" in text, (command, option)

@@ -159,6 +159,10 @@ def _take_dashed_values(parser: argparse.ArgumentParser) -> None:
     parser._negative_number_matcher = re.compile(r"^-[^-]")  # noqa: SLF001 - argparse has no public hook
 
 
+# Zone-less text is UTC for a TIMESTAMP WITH LOCAL TIME ZONE column here as in the Python API
+# (filters, update values, defaults), though --older-than reads local time: said where it applies.
+_LTZ_TEXT = ("a TIMESTAMP WITH LOCAL TIME ZONE value without an offset is UTC; for local time give the offset: "
+            "'2024-01-05 10:30:00+02:00'")
 _NULLARY_OPS = ("is null", "is not null")
 _WORDED_OPS = ("is not null", "is null", "not in")  # longest first: `is not null` before `is null`
 
@@ -282,7 +286,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                               "written before a change of it)")
     p.add_argument("--where", nargs="+", action="append", metavar="TERM",
                    help="COLUMN OP [VALUE] over partition columns, repeated for AND: the partitions to rewrite "
-                        "(default: all)")
+                        f"(default: all); {_LTZ_TEXT}")
     _take_dashed_values(p)
     p.add_argument("--dry-run", action="store_true", help="list the partitions it would rewrite, change nothing")
     p.set_defaults(func=cmd_rescale)
@@ -294,10 +298,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         _take_dashed_values(p)
         p.add_argument("--where", nargs="+", action="append", required=True, metavar="TERM",
                        help="COLUMN OP [VALUE], repeated for AND: --where dt '<' 2024-01-01 --where id in '[1, 2]' "
-                            "(OP: = != < <= > >= in 'not in' 'is null' 'is not null'; VALUE as JSON, else text)")
+                            "(OP: = != < <= > >= in 'not in' 'is null' 'is not null'; VALUE as JSON, else text; "
+                            f"{_LTZ_TEXT})")
         if name == "update":
             p.add_argument("--set", action="append", required=True, metavar="COLUMN=VALUE",
                            help="a value to set (JSON, else text), repeated for more columns; a column name "
-                                "holding '=', a space, a dot or a backtick goes in backticks: '`a=b`=1'")
+                                f"holding '=', a space, a dot or a backtick goes in backticks: '`a=b`=1'; {_LTZ_TEXT}")
         p.add_argument("--dry-run", action="store_true", help="count the matching rows, change nothing")
         p.set_defaults(func=cmd_row_level)
