@@ -133,7 +133,7 @@ def _check_branches(main: "_Checker", report: CheckReport) -> None:
         try:
             table = Table(main.io, main.path, branch=name)
         except Exception as exc:  # noqa: BLE001 - a branch that cannot be opened is a problem to report
-            if isinstance(exc, TableNotFoundError) and not _listed_snapshot_ids(main.io, f"{root}/snapshot"):
+            if isinstance(exc, TableNotFoundError) and not SnapshotManager(main.io, root).listed_ids():
                 report.problems.append(Problem(WARNING, "empty-branch", root, str(exc)))  # nothing to read
             else:
                 report.problems.append(Problem(ERROR, "corrupt-file", root, f"branch '{name}' cannot be opened: "
@@ -186,7 +186,7 @@ def repair_hints(location_or_table: str | Table, filesystem=None) -> list[str]:
         location, branch = resolve_branch(location_or_table, None)
         file_io, path = FileIO.for_path(location, filesystem)
     sm = SnapshotManager(file_io, branch_path(path, branch))
-    ids = _listed_snapshot_ids(file_io, sm.dir)
+    ids = sm.listed_ids()
     done = []
     for name in HINTS:
         hint_path = sm.hint_path(name)
@@ -214,11 +214,6 @@ def repair_hints(location_or_table: str | Table, filesystem=None) -> list[str]:
         done.append(f"rewrote {root}/changelog/LATEST to {target} (it named long-lived changelog {hint}, "
                     "which does not exist)")
     return done
-
-
-def _listed_snapshot_ids(file_io: FileIO, snapshot_dir: str) -> list[int]:
-    names = file_io.list_names(snapshot_dir)
-    return sorted(int(n[9:]) for n in names if n.startswith("snapshot-") and n[9:].isdigit())
 
 
 class _Checker:
@@ -368,7 +363,7 @@ class _Checker:
         return out
 
     def _snapshot_ids(self) -> list[int]:
-        return _listed_snapshot_ids(self.io, self.snapshot_manager.dir)
+        return self.snapshot_manager.listed_ids()
 
     def _check_snapshot(self, label: str, snap: Snapshot) -> None:
         data = self._entries(label, snap.base_manifest_list, snap.base_manifest_list_size) + \

@@ -133,8 +133,7 @@ class OrphanFilesClean:
         # an empty directory, as pyarrow's Azure filesystem reads it), and the files of the
         # snapshots it lost would look orphaned
         latest = snapshots.latest_id()
-        listed = sorted(int(name[len("snapshot-"):]) for name in self.file_io.list_names(snapshots.dir)
-                        if name.startswith("snapshot-") and name[len("snapshot-"):].isdigit())
+        listed = snapshots.listed_ids()
         if latest is not None and (not listed or listed[-1] < latest):
             raise OSError(f"orphan file cleanup of {self.table_path} stops, nothing deleted: listing "
                           f"{snapshots.dir} gave snapshot ids {_id_ranges(listed)}, but snapshot {latest} exists "

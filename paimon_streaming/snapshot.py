@@ -157,6 +157,9 @@ def parse_snapshot_file(path: str, data: bytes, snapshot_id: int | None = None, 
     return snap
 
 
+_LISTINGS = 3  # listings of the snapshot directory while a gap in them keeps moving
+
+
 class SnapshotManager:
     """Finds, reads and publishes the snapshot files of one table."""
 
@@ -198,15 +201,33 @@ class SnapshotManager:
             f"(expired or never written; earliest is {earliest}, latest {latest})") from None
 
     def listed_ids(self) -> list[int]:
-        """The ids of the snapshot files there are, ascending: one listing, no hint read."""
+        """The ids of the snapshot files there are, ascending, from listings (no hint read); a
+        gap between them is one that stayed while it was looked at (`_listed_ids`)."""
         return self._listed_ids()
 
     def _listed_ids(self) -> list[int]:
-        ids = []
-        for name in self.file_io.list_names(self.dir):
-            if name.startswith("snapshot-") and name[9:].isdigit():
-                ids.append(int(name[9:]))
-        return sorted(ids)
+        """A listing of several pages (object stores list in text order: snapshot-1,
+        snapshot-10, ..., snapshot-2) taken while an expiration deletes oldest first can show
+        an id whose file went since and miss those deleted before their page came: a gap that
+        was never there (and a rollback, deleting newest first, the same from above). A gap
+        stands when the ids on both sides still exist and the first missing one still does
+        not; else the directory is listed again, at most `_LISTINGS` times in all."""
+        ids = self._list_once()
+        for _ in range(_LISTINGS - 1):
+            if self._gaps_stand(ids):
+                break
+            ids = self._list_once()
+        return ids
+
+    def _list_once(self) -> list[int]:
+        return sorted(int(n[9:]) for n in self.file_io.list_names(self.dir)
+                      if n.startswith("snapshot-") and n[9:].isdigit())
+
+    def _gaps_stand(self, ids: list[int]) -> bool:
+        """Whether every gap between `ids` is still there (no gap: trivially)."""
+        gaps = [(prev, cur) for prev, cur in zip(ids, ids[1:]) if cur != prev + 1]
+        probes = [(i, True) for gap in gaps for i in gap] + [(prev + 1, False) for prev, _ in gaps]
+        return all(self.file_io.map(lambda probe: self.exists(probe[0]) == probe[1], probes))
 
     def hint_path(self, name: str) -> str:
         return f"{self.dir}/{name}"
