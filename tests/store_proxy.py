@@ -22,8 +22,19 @@ given number of times, and does one of:
 * ``delay``: wait, then forward;
 * ``call``: run a function (e.g. replace the object between two ranged reads), then forward.
 
-`page_size` shrinks the page every list request asks for (S3's max-keys, GCS's and Azure's
-maxResults), so a directory of a few files is listed in many pages.
+`page_size` shrinks the page of the list requests a store lets the proxy page, so a directory
+of a few files is listed in many requests:
+
+* S3: `max-keys` (pyarrow asks for 1000) is rewritten; moto checks no request signature;
+* GCS: `maxResults` is added (pyarrow asks for none) to the listings of directories without
+  subdirectories (snapshot/, tag/, manifest/, a bucket's directory); a directory with
+  subdirectories is listed in one page: fake-gcs-server v1.56.1 pages it wrongly under the
+  `includeTrailingDelimiter=true` pyarrow sends (the next pages repeat the placeholder objects
+  of subdirectories, then one page token forever), so when the first page shows prefixes the
+  proxy asks again without a page size;
+* Azure: `maxresults` is added (pyarrow asks for none) to requests under a SAS (an `abfs://` URI
+  from `AzureServer.uri`) only: a Shared Key signature (an account key, as
+  `AzureServer.filesystem` gives) covers the query, and Azurite refuses the request it changed.
 
 `log` keeps (method, path?query, status) for every request, so a test can assert what was
 (or was never) sent, e.g. that no DELETE reached a live file.
@@ -72,6 +83,15 @@ class Rule:
         return re.search(self.pattern, target) is not None
 
 
+_GCS_LIST = r"/storage/v1/b/[^/?]+/o\?"
+
+
+def _with_param(target: str, name: str, value: int) -> str:
+    if re.search(rf"[?&]{name}=", target):
+        return re.sub(rf"([?&]{name}=)[^&]*", rf"\g<1>{value}", target)
+    return f"{target}&{name}={value}"
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go in separate writes: no 40 ms delayed-ACK stall
@@ -98,8 +118,9 @@ class _Handler(BaseHTTPRequestHandler):
         proxy = self.server.proxy
         method, target = self.command, self.path
         body = self._body()
-        if proxy.page_size:  # a store may answer a list request with fewer keys than asked for
-            target = re.sub(r"(?i)\b(max-keys|maxResults)=\d+", lambda m: f"{m.group(1)}={proxy.page_size}", target)
+        asked = target
+        if proxy.page_size and method == "GET":
+            target = proxy.paged(target)
         rule = proxy.pick(method, target)
         if rule is not None and rule.action == "delay":
             time.sleep(rule.seconds)
@@ -115,6 +136,9 @@ class _Handler(BaseHTTPRequestHandler):
         if dropped:
             sent = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
         status, reason, headers, data = proxy.forward(method, target, sent, body)
+        if target != asked and proxy.unpageable(target, data):
+            target = asked
+            status, reason, headers, data = proxy.forward(method, target, sent, body)
         proxy.record(method, target, status, action or "")
         if action == "lost-reply":
             if rule.status:
@@ -195,6 +219,25 @@ class StoreProxy:
         with self.lock:
             self.rules.clear()
             self.log.clear()
+
+    def paged(self, target: str) -> str:
+        """`target`, when it is a list request the store lets the proxy page (module docstring),
+        asking for at most `page_size` keys."""
+        if "max-keys=" in target:  # S3 (pyarrow asks for 1000; moto checks no signature)
+            return _with_param(target, "max-keys", self.page_size)
+        if re.match(_GCS_LIST, target):  # GCS (pyarrow asks for no page size)
+            return _with_param(target, "maxResults", self.page_size)
+        if re.search(r"[?&]comp=list(&|$)", target) and re.search(r"[?&]sig=", target):  # Azure under a SAS
+            return _with_param(target, "maxresults", self.page_size)
+        return target
+
+    @staticmethod
+    def unpageable(target: str, data: bytes) -> bool:
+        """Whether the first page of a paged GCS listing shows subdirectories: fake-gcs-server
+        v1.56.1 pages those wrongly under pyarrow's `includeTrailingDelimiter=true` (the next
+        pages repeat placeholder objects, then one page token forever)."""
+        first = not re.search(r"[?&]pageToken=[^&]", target)
+        return re.match(_GCS_LIST, target) is not None and first and b'"prefixes"' in data
 
     def pick(self, method: str, target: str) -> Rule | None:
         with self.lock:
