@@ -636,6 +636,42 @@ def test_list_pages_of_one_or_two_keys_on_every_store(request, store):
         proxy.stop()
 
 
+def test_a_request_without_a_body_expecting_100_continue_gets_the_reply_alone(azure):
+    """pyarrow's Azure client sends `Expect: 100-continue` on every PUT, a lease's without a
+    body too. The proxy answered such a request with an interim 100 Continue and then the
+    reply; azure-core's parser misreads the two arriving in one read (the reply's headers
+    taken for its body), so the 404 Azurite gives the lease release pyarrow's delete_file sends
+    after deleting the blob failed to parse, in a destructor: the test process died now and
+    then ("terminate called after throwing ... std::runtime_error: Failed to parse xml"). A
+    request without a body now gets its reply alone; one with a body still gets the 100 first."""
+    import socket
+    proxy = StoreProxy(azure.authority)
+    sas = azure.uri("lake").split("?", 1)[1]
+
+    def send(method: str, blob: str, headers: str, body: bytes = b"") -> bytes:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            sock.sendall(f"{method} /devstoreaccount1/lake/{blob}&{sas} HTTP/1.1\r\nHost: {proxy.authority}\r\n"
+                         f"x-ms-version: 2021-08-06\r\n{headers}Content-Length: {len(body)}\r\n"
+                         "Expect: 100-continue\r\nConnection: close\r\n\r\n".encode())
+            if body:
+                assert sock.recv(25) == b"HTTP/1.1 100 Continue\r\n\r\n"
+                sock.sendall(body)
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+            return reply
+
+    try:
+        reply = send("PUT", "gone?comp=lease", "x-ms-lease-action: release\r\n"
+                     "x-ms-lease-id: 3b8c2c4e-1111-2222-3333-444455556666\r\n")
+        head, body = reply.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 404 "), reply  # not an interim 100 first
+        assert f"Content-Length: {len(body)}".encode() in head.split(b"\r\n") and b"BlobNotFound" in body
+        assert send("PUT", "expect?x=1", "x-ms-blob-type: BlockBlob\r\n", b"hello").startswith(b"HTTP/1.1 201 ")
+        assert azure.filesystem().open_input_stream("lake/expect").read() == b"hello"
+    finally:
+        proxy.stop()
+
 def test_orphan_cleanup_with_paginated_listings_while_a_writer_commits(s3, proxy):
     """Orphan cleanup (list pages of 2 keys, so each listing takes many requests) runs again and
     again while another writer commits, compacts and expires on the same table. Files older than
