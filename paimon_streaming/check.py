@@ -12,6 +12,9 @@ Checked, for every snapshot and tag:
   snapshot copied from a tag whose changelog had expired, by create_branch or a fast-forward,
   is only warned of, `expired-changelog`) and extra file exists, data files with their recorded size; data files are read whole (page checksums, row count), unless `verify_data=False`;
 * index files exist with their recorded size; every deletion vector decodes and passes its CRC;
+  in the newest snapshot and every tag, every deletion vector marks a live data file (a
+  compaction that replaced the file without the vector's rows, such as a Java compaction
+  racing our delete, leaves it behind: `deletion-vector-of-dead-file`);
 * Java's long-lived changelogs (`changelog/changelog-<id>`) decode, and what a stream reads of
   them is whole (their changelog manifests and files, or with changelog-producer none their
   delta's new files); their LATEST hint names one that exists (Java's commits fail otherwise);
@@ -238,6 +241,7 @@ class _Checker:
         self._data_files_checked: set[tuple[bytes, int, str]] = set()
         self._schema_ids: set[int] | None = None
         self._earliest_snapshot: int | None = None
+        self._newest_snapshot: int | None = None
         self._good_schemas: dict[int, TableSchema] = {}
 
     def share_verdicts(self, other: "_Checker") -> None:
@@ -337,6 +341,7 @@ class _Checker:
         sm, tm = self.snapshot_manager, self.tag_manager
         ids = self._snapshot_ids()
         self._earliest_snapshot = ids[0] if ids else None
+        self._newest_snapshot = ids[-1] if ids else None
         out: list[tuple[str, Snapshot]] = []
         for prev, cur in zip(ids, ids[1:]):
             if cur != prev + 1:
@@ -368,12 +373,13 @@ class _Checker:
     def _check_snapshot(self, label: str, snap: Snapshot) -> None:
         data = self._entries(label, snap.base_manifest_list, snap.base_manifest_list_size) + \
             self._entries(label, snap.delta_manifest_list, snap.delta_manifest_list_size)
+        whole = self._decoded_whole(snap.base_manifest_list) and self._decoded_whole(snap.delta_manifest_list)
         try:
             live = live_entries(data)
         except PaimonError as exc:
             self.problem("corrupt-file", self.scan.manifest_list.path(snap.base_manifest_list),
                          f"{label}: manifests do not replay: {exc}")
-            live = []
+            live, whole = [], False
         for e in live:
             self._check_data_file(label, e)
         # a tag keeps its snapshot's data, not its changelog: expiring the snapshot deletes the
@@ -396,6 +402,42 @@ class _Checker:
             rows = {e.file.file_name: e.file.row_count for e in live}
             for entry in records or []:
                 self._check_index_file(label, entry, rows)
+            if whole and (label.startswith("tag ") or snap.id == self._newest_snapshot):
+                self._check_vectors_of_live_files(label, snap, records or [], rows)
+
+    def _decoded_whole(self, list_name: str) -> bool:
+        """Whether a manifest list and all its manifests decoded (read by `_entries` before)."""
+        metas = self._decoded.get(self.scan.manifest_list.path(list_name))
+        return metas is not None and all(self._decoded.get(self.scan.manifest_file.path(m.file_name)) is not None
+                                         for m in metas)
+
+    def _check_vectors_of_live_files(self, label: str, snap: Snapshot, records: list[IndexManifestEntry],
+                                     live: dict[str, int]) -> None:
+        """Every deletion vector of the newest snapshot or a tag marks a live file. Compactions
+        drop the vectors of the files they replace (ours and Java's), so one of a dead file means
+        a compaction rewrote the file without this vector's marks: Java 1.4 checks deletion-vector
+        conflicts only in bucket-unaware tables, so its compaction committing over our delete or
+        update in a bucketed table does that, and the deleted rows are live again."""
+        repair = ("a tag cannot be repaired: delete it and tag a snapshot after the repair" if label.startswith("tag ")
+                  else "re-apply the delete or update with paimon-streaming (`paimon-streaming delete`/`update`, "
+                  "Table.delete/update): it marks the rows again, and its commit rewrites the bucket's index file "
+                  "without this vector (a plain write, a compaction and Java's writers keep it); if no such row is "
+                  "left, an overwrite of the partition drops it")
+        where = label if label.startswith("snapshot ") else f"{label} (snapshot {snap.id})"
+        for e in records:
+            if e.index_file.index_type != DELETION_VECTORS_INDEX:
+                continue
+            path = self.scan.dirs.index_file(self._bucket_dir(e), e.index_file)
+            bucket = f"bucket {e.bucket} of partition {self.scan.partition_dir(e.partition) or '(the table)'}"
+            for meta in e.index_file.dv_ranges or ():
+                if meta.data_file_name not in live:
+                    self.problem("deletion-vector-of-dead-file", path,
+                                 f"{where}: index file {path} holds a deletion vector of data file "
+                                 f"{meta.data_file_name} ({bucket}), which is not live in it: a "
+                                 "compaction replaced that file without the rows this vector deletes (such as a "
+                                 "Java compaction committing over a delete or update: Java checks no deletion-vector "
+                                 "conflict in bucketed tables), so those rows may be live again. To repair, "
+                                 f"{repair}")
 
     def _check_changelogs(self) -> None:
         """Java's long-lived changelogs (long_lived_changelogs.py): each decodes, and what a

@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import paimon_streaming as ps
@@ -470,6 +471,50 @@ def test_our_write_only_writer_commits_while_javas_dedicated_compaction_is_runni
     agree(java, t, model_of((range(0, 10), "a"), (range(5, 15), "j")) if kind == "dv" else everything)
     java.run_ops([{"op": "compact", "path": t.path, "options": dedicated}])
     agree(java, t, everything)
+
+
+
+@pytest.mark.parametrize("op", ["delete", "update"])
+def test_javas_compaction_over_our_delete_on_a_bucketed_append_table_is_reported_by_check(java, tmp_path, op):
+    """Java 1.4 checks deletion-vector conflicts only in bucket-unaware tables: its dedicated
+    compaction of a bucketed append table, paused while we delete (or update) a row, commits
+    a file rewritten without our mark, and our vector is left on the dead file, the row live
+    again. We cannot stop that commit, but `check` reports the stale vector, naming the index
+    file, the data file and the snapshot; re-applying the delete (update) repairs the table."""
+    t = ps.Catalog(str(tmp_path / "wh")).create_table("db.t", schema=SCHEMA, options={
+        "bucket": "1", "bucket-key": "id", "write-only": "true", **DV})
+    t.write_arrow(batch(range(0, 3), "a"))
+    t.write_arrow(batch([3], "b"))
+    paused = PausedJava(java, {"op": "compact", "path": t.path, "options": {"write-only": "false"}}, tmp_path)
+    scan = TableScan(t.file_io, t.path, t.schema)
+
+    def apply(table: ps.Table) -> None:
+        if op == "delete":
+            table.delete(pc.field("id") == 1)
+        else:
+            table.update(pc.field("id") == 1, {"v": "u1"})
+    apply(t)
+    marked = {r.data_file_name for e in scan.index_manifest.read(t.latest_snapshot().index_manifest)
+              for r in e.index_file.dv_ranges}
+    assert paused.finish() == {"compacted": 1}
+    t = ps.Table.open(t.path)
+    for rows in (t.to_arrow().to_pylist(), java.read(t.path)):  # our mark is lost, for every reader
+        assert sorted(r["v"] for r in rows if r["id"] == 1) == (["a1"] if op == "delete" else ["a1", "u1"])
+    newest = t.latest_snapshot()
+    index = scan.index_manifest.read(newest.index_manifest)
+    t.create_tag("raced")
+    problems = [p for p in check_table(t).problems if p.kind == "deletion-vector-of-dead-file"]
+    assert [(p.severity, p.path.rsplit("/", 1)[-1]) for p in problems] == [("error", index[0].index_file.file_name)] * 2
+    dead, = marked
+    assert [p.message.split(":")[0] for p in problems] == [f"snapshot {newest.id}", f"tag raced (snapshot {newest.id})"]
+    assert all(dead in p.message for p in problems)
+    apply(t)
+    assert [p.message.split(":")[0] for p in check_table(ps.Table.open(t.path)).errors()] == \
+        [f"tag raced (snapshot {newest.id})"]  # a tag keeps what it was made of
+    t.delete_tag("raced")
+    assert check_table(ps.Table.open(t.path)).ok
+    want = {0: "a0", 2: "a2", 3: "b3"} | ({} if op == "delete" else {1: "u1"})
+    assert {r["id"]: r["v"] for r in java.read(t.path)} == want
 
 
 def test_sink_batch_written_again_after_javas_new_column_keeps_its_values(java, tmp_path, monkeypatch):
