@@ -437,33 +437,37 @@ def _check_unique_map_keys(name: str, arr: pa.Array, t: DataType) -> None:
     (rare: Spark and Java SQL cannot even write a ROW key literal) are not compared."""
     if not t.is_nested or not len(arr):
         return
-    if t.root == "ROW":
-        for i, f in enumerate(t.fields):
-            _check_unique_map_keys(f"{name}.{f.name}", arr.field(i), f.type)
+    if t.root == "ROW":  # fields under a null row mean nothing: flatten() makes them null there
+        fields = arr.flatten() if arr.null_count else [arr.field(i) for i in range(len(t.fields))]
+        for f, child in zip(t.fields, fields):
+            _check_unique_map_keys(f"{name}.{f.name}", child, f.type)
         return
     offsets = arr.offsets.to_numpy(zero_copy_only=False)
+    rows = np.repeat(np.arange(len(arr), dtype=np.int64), np.diff(offsets))  # each entry's row
+    keep = arr.is_valid().to_numpy(zero_copy_only=False)[rows] if arr.null_count else None
     start, end = int(offsets[0]), int(offsets[-1])
+
+    def entries(child: pa.Array) -> pa.Array:
+        """The entries of `arr`'s non-null values (a null one's entries, if any, mean nothing)."""
+        child = child.slice(start, end - start)
+        return child if keep is None else child.filter(pa.array(keep))
     if t.root == "ARRAY":
-        _check_unique_map_keys(f"{name}[]", arr.values.slice(start, end - start), t.element)
+        _check_unique_map_keys(f"{name}[]", entries(arr.values), t.element)
         return
     key_type = t.key if t.root == "MAP" else t.element
-    keys = arr.keys.slice(start, end - start)
+    keys = entries(arr.keys)
     if key_type.is_nested:
         _check_unique_map_keys(f"{name}.key", keys, key_type)
     else:
-        _check_keys_once(name, arr, t, keys, offsets)
+        _check_keys_once(name, t, keys, rows if keep is None else rows[keep])
     if t.root == "MAP":
-        _check_unique_map_keys(f"{name}.value", arr.items.slice(start, end - start), t.value)
+        _check_unique_map_keys(f"{name}.value", entries(arr.items), t.value)
 
 
-def _check_keys_once(name: str, arr: pa.Array, t: DataType, keys: pa.Array, offsets: np.ndarray) -> None:
-    """`_check_unique_map_keys` of one level of maps (`keys`: their atomic keys in order): each
-    entry coded as its row and its key's dictionary index, sorted (a group_by of the pairs
-    takes several times as long)."""
-    rows = np.repeat(np.arange(len(arr), dtype=np.int64), np.diff(offsets))
-    if arr.null_count:  # a null map's entries (if any) mean nothing
-        valid = arr.is_valid().to_numpy(zero_copy_only=False)[rows]
-        keys, rows = keys.filter(pa.array(valid)), rows[valid]
+def _check_keys_once(name: str, t: DataType, keys: pa.Array, rows: np.ndarray) -> None:
+    """`_check_unique_map_keys` of one level of maps (`keys`: their atomic keys, `rows`: each
+    one's map): each entry coded as its map and its key's dictionary index, sorted (a group_by
+    of the pairs takes several times as long)."""
     if len(keys) < 2:
         return
     encoded = pc.dictionary_encode(keys)

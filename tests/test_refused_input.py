@@ -235,7 +235,8 @@ def test_nulls_in_not_null_elements_of_the_tables_own_types_are_refused(catalog,
 def test_a_map_holding_a_key_twice_is_refused_naming_the_column(catalog):
     """Arrow's maps may hold a key twice; the write took it, and Java's read gave both entries
     back (Spark refuses such a map). Refused naming the column, nested ones too, with nothing
-    committed; a null map's entries and keys of different maps are no duplicates."""
+    committed; the entries of a null map, or under a null row, and keys of different maps are no
+    duplicates."""
     t = catalog.create_table("db.maps", pa.schema([pa.field("id", pa.int64(), False)]), primary_keys=["id"],
                              options={"bucket": "1"})
     t.update_schema().add_column("m", "MAP<STRING, INT>").add_column("ms", "MULTISET<DOUBLE>") \
@@ -254,3 +255,8 @@ def test_a_map_holding_a_key_twice_is_refused_naming_the_column(catalog):
                                      mask=pa.array([True, False]))
     t.write_arrow(pa.table({"id": [1, 2], "m": hidden.cast(m)}))
     assert rows_by(t.to_arrow(columns=["id", "m"]), "id") == [{"id": 1, "m": None}, {"id": 2, "m": [("a", 3)]}]
+    twice = pa.array([[(day, "x"), (day, "y")]], own.field("r").type.field("a").type.value_type)
+    under_null = pa.StructArray.from_arrays([pa.ListArray.from_arrays(pa.array([0, 1]), twice)], names=["a"],
+                                            mask=pa.array([True]))   # a null row hiding a repeated key
+    t.write_arrow(pa.table({"id": [3], "r": under_null.cast(own.field("r").type)}))
+    assert rows_by(t.to_arrow(columns=["id", "r"]), "id")[-1] == {"id": 3, "r": None}
