@@ -105,6 +105,17 @@ def refuse_table_options(options: Mapping[str, str], location: str, branch: str 
                 "SET TBLPROPERTIES) or read without it")
 
 
+def _with_fallback_keys(options: dict[str, str], location: str, branch: str | None) -> dict[str, str]:
+    """Read options with Java's older option names (`log.scan`) read as Java reads them: over the
+    table's options, so a read's `log.scan` gives `scan.mode` only where the table sets none."""
+    resolved = with_fallback_keys(options)
+    added = resolved.keys() - options.keys()
+    if not added:
+        return options
+    table_keys = {key.lower() for key in Table.open(location, branch=branch).schema.options}
+    return {key: value for key, value in resolved.items() if key not in added or key not in table_keys}
+
+
 def _same_value(key: str, value: str, table_options: Mapping[str, str]) -> bool:
     """Whether `value` is what the table already has for `key` (its default when unset)."""
     if key in OPTIONS:
@@ -264,7 +275,7 @@ class ReadSpec:
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> "ReadSpec":
-        opts = with_fallback_keys({str(k).lower(): str(v) for k, v in options.items() if v is not None})
+        opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
         ref = opts.get("table") or opts.get("path")
         if not ref:
             raise PaimonError("format('paimon') needs a table: load('<table directory or URI>'), or option "
@@ -279,6 +290,7 @@ class ReadSpec:
         ref, branch = resolve_branch(ref, opts.get("branch"))
         warehouse = opts.get("warehouse")
         location = Catalog(warehouse).table_location(ref) if warehouse else ref
+        opts = _with_fallback_keys(opts, location, branch)
         refuse_unsupported(opts)
         refuse_misspelled(opts)
         refuse_table_options(opts, location, branch)

@@ -182,3 +182,16 @@ def test_fallback_branch_tags_and_empty_branch(warehouse):
         b.alter(path, [{"kind": "add", "path": ["extra"], "type": "INT"}], branch="batch")
     with pytest.raises(UnsupportedOperationError, match="fallback branch 'batch': the branch's columns .*extra"):
         ps.Table.open(path).to_arrow()
+
+
+def test_javas_older_option_names_as_read_options_yield_to_the_tables_own(catalog):
+    """Java merges a read's options over the table's and only then reads `scan.mode` under its
+    older name `log.scan`: a read's `log.scan` applies where the table sets no `scan.mode`, and
+    the table's own `scan.mode` wins over it (here a read's `log.scan` = latest had overridden
+    a table's latest-full, so the stream left out the rows already there)."""
+    from paimon_streaming.streaming_scan import StreamOptions
+    kept = catalog.create_table("db.kept", pa.schema([("id", pa.int64())]), options={"scan.mode": "latest-full"})
+    plain = catalog.create_table("db.plain", pa.schema([("id", pa.int64())]))
+    for table, expected in ((kept, "latest-full"), (plain, "latest")):
+        spec = ReadSpec.parse({"path": table.path, "log.scan": "latest"})
+        assert StreamOptions.from_options(table.schema.options, spec.options).scan_mode == expected
